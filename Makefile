@@ -1,0 +1,46 @@
+# Cairn's build targets. `make test` is what CI runs (see .ci/run) and must
+# stay under ten minutes on a 2-core machine; long runs have their own targets.
+
+GO      ?= go
+PKGS    := ./...
+# Packages whose concurrency the race detector must vouch for on every run.
+RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/...
+
+.PHONY: all build test vet fmt-check race unit soak bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+
+## test: everything CI checks: vet, gofmt, unit and integration tests, the race detector.
+test: vet fmt-check unit race
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+## soak: the kill -9 crash test, many more rounds than `make test` runs.
+soak:
+	CAIRN_CRASH_ROUNDS=300 $(GO) test -count=1 -run TestCrashKeepsAcknowledgedWrites -timeout 60m -v .
+
+## bench: storage-layer benchmarks against raw Pebble (see BENCHMARKS.md).
+bench:
+	$(GO) test -run XXX -bench . -benchtime 3s -count 3 ./internal/storage/
+
+## fuzz: a minute of each fuzz target.
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzOrder -fuzztime 60s ./internal/keystring/
+	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./internal/keystring/
+
+clean:
+	rm -rf cairn-data

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/server"
+)
+
+// serveFlags are mongod-style flags, so scripts written for mongod read naturally.
+type serveFlags struct {
+	port     int
+	bindIP   string
+	dbPath   string
+	sync     string
+	logLevel string
+	maxConns int
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&f.port, "port", 27017, "TCP port to listen on")
+	fs.StringVar(&f.bindIP, "bind_ip", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server to the network)")
+	fs.StringVar(&f.dbPath, "dbpath", "./cairn-data", "data directory (created if missing)")
+	fs.StringVar(&f.sync, "sync", "always", "'always': acknowledge writes once synced to disk; or an interval such as 100ms: sync that often (faster; a power cut loses up to that much)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cairn serve [flags]\n\nRuns a Cairn node that MongoDB drivers and mongosh connect to.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return f, nil
+}
+
+func syncInterval(s string) (time.Duration, error) {
+	if s == "always" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--sync must be 'always' or a positive interval like 100ms, got %q", s)
+	}
+	return d, nil
+}
+
+func logLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	if err != nil {
+		return 0, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", s)
+	}
+	return l, nil
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	f, err := parseServeFlags(args, stderr)
+	if err == flag.ErrHelp {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "cairn serve:", err)
+		return 2
+	}
+	every, err := syncInterval(f.sync)
+	if err != nil {
+		fmt.Fprintln(stderr, "cairn serve:", err)
+		return 2
+	}
+	level, err := logLevel(f.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "cairn serve:", err)
+		return 2
+	}
+	ring := commands.NewLogRing(1024, slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
+	log := slog.New(ring)
+	if err := serve(f, every, log, ring); err != nil {
+		log.Error("cairn serve failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.LogRing) error {
+	dir, err := filepath.Abs(f.dbPath)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create data directory %s: %w", dir, err)
+	}
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := eng.Close(); err != nil {
+			log.Error("closing the data directory failed", "err", err)
+		}
+	}()
+	env := commands.NewEnv(eng, commands.Config{
+		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version,
+	}, log)
+	env.Logs = ring
+	defer env.Close()
+	srv := server.New(env, server.Options{MaxConns: f.maxConns})
+	addr := net.JoinHostPort(f.bindIP, strconv.Itoa(f.port))
+	if err := srv.Listen(addr); err != nil {
+		return fmt.Errorf("cannot listen on %s: %w (is another server using the port? try --port)", addr, err)
+	}
+	log.Info("cairn is ready", "listen", srv.Addr().String(), "dbpath", dir, "sync", f.sync, "version", version, "mongodbCompat", commands.MongoVersion,
+		"connect", "mongosh mongodb://"+srv.Addr().String())
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve() }()
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		return nil
+	case err := <-errc:
+		return err
+	}
+}

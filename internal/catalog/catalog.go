@@ -1,0 +1,287 @@
+package catalog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// IDIndexName is the name MongoDB gives every collection's _id index.
+const IDIndexName = "_id_"
+
+// Collection is the metadata of one collection. Values reachable from a State
+// are immutable; changes copy.
+type Collection struct {
+	ID      uint64      `bson:"id"`
+	DB      string      `bson:"db"`
+	Name    string      `bson:"name"`
+	UUID    bson.Binary `bson:"uuid"`
+	Created time.Time   `bson:"created"`
+	// Options are the create options as the client sent them (validated by
+	// the command layer), kept verbatim for listCollections and later issues.
+	Options bson.Raw `bson:"options,omitempty"`
+	// Indexes are the secondary indexes; the _id index is implicit in the
+	// document keyspace and not listed here.
+	Indexes []Index `bson:"indexes,omitempty"`
+}
+
+// Index is the metadata of one secondary index.
+type Index struct {
+	ID   uint64   `bson:"id"`
+	Name string   `bson:"name"`
+	Key  bson.Raw `bson:"key"`
+	// Spec is the whole index specification as createIndexes received it.
+	Spec bson.Raw `bson:"spec,omitempty"`
+}
+
+// Namespace is "db.collection".
+func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
+
+// State is one immutable view of the catalog.
+type State struct {
+	byNS   map[string]*Collection
+	nextID uint64
+}
+
+// Collection looks up db.name; nil when it does not exist.
+func (s *State) Collection(db, name string) *Collection { return s.byNS[db+"."+name] }
+
+// Collections lists db's collections sorted by name (all databases when db is "").
+func (s *State) Collections(db string) []*Collection {
+	var out []*Collection
+	for _, c := range s.byNS {
+		if db == "" || c.DB == db {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace() < out[j].Namespace() })
+	return out
+}
+
+// Databases lists the names of databases that hold at least one collection, sorted.
+func (s *State) Databases() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range s.byNS {
+		if !seen[c.DB] {
+			seen[c.DB] = true
+			out = append(out, c.DB)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// clone copies the top level so one change can be made without touching s.
+func (s *State) clone() *State {
+	n := &State{byNS: make(map[string]*Collection, len(s.byNS)+1), nextID: s.nextID}
+	for k, v := range s.byNS {
+		n.byNS[k] = v
+	}
+	return n
+}
+
+// Catalog holds the published State for readers and the working State the
+// commit pipeline changes (see "One writer").
+type Catalog struct {
+	published atomic.Pointer[State]
+	working   *State
+	now       func() time.Time
+}
+
+// firstID leaves ids below it free for fixed internal uses later.
+const firstID = 16
+
+var (
+	nextIDKey     = storage.SystemKey("nextid")
+	collRecPrefix = []byte{storage.SpaceMeta, 'c'}
+)
+
+func collRecKey(id uint64) []byte {
+	return binary.AppendUvarint(append([]byte(nil), collRecPrefix...), id)
+}
+
+// Load reads the catalog from db. Call it before any write, then wire
+// Committed and Failed into the storage hooks.
+func Load(db *storage.DB, now func() time.Time) (*Catalog, error) {
+	st := &State{byNS: map[string]*Collection{}, nextID: firstID}
+	if v, ok, err := db.Get(nil, nextIDKey); err != nil {
+		return nil, fmt.Errorf("catalog: reading id sequence: %w", err)
+	} else if ok {
+		n, k := binary.Uvarint(v)
+		if k <= 0 {
+			return nil, fmt.Errorf("catalog: id sequence record is damaged")
+		}
+		st.nextID = n
+	}
+	it, err := db.NewIter(collRecPrefix, storage.PrefixEnd(collRecPrefix))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			return nil, fmt.Errorf("catalog: reading collection record: %w", err)
+		}
+		var c Collection
+		if err := bson.Unmarshal(v, &c); err != nil {
+			return nil, fmt.Errorf("catalog: collection record %x is damaged: %w", it.Key(), err)
+		}
+		if c.ID >= st.nextID {
+			return nil, fmt.Errorf("catalog: collection %s has id %d beyond the id sequence %d", c.Namespace(), c.ID, st.nextID)
+		}
+		st.byNS[c.Namespace()] = &c
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("catalog: reading collection records: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	c := &Catalog{working: st, now: now}
+	c.published.Store(st)
+	return c, nil
+}
+
+// Current is the catalog as of the last committed write; safe from any goroutine.
+func (c *Catalog) Current() *State { return c.published.Load() }
+
+// Committed publishes the working state; the storage Committed hook.
+func (c *Catalog) Committed() { c.published.Store(c.working) }
+
+// Failed discards unpublished changes; the storage Failed hook.
+func (c *Catalog) Failed() { c.working = c.published.Load() }
+
+// Working is the state a request function sees, including earlier requests of
+// its group and its own changes. Only for use inside a storage request.
+func (c *Catalog) Working() *State { return c.working }
+
+// change installs next as the working state, undone if tx's writes are.
+func (c *Catalog) change(tx *storage.Txn, next *State) {
+	prev := c.working
+	c.working = next
+	tx.OnUndo(func() { c.working = prev })
+}
+
+// allocID takes the next id from the sequence in st and persists the sequence.
+func allocID(tx *storage.Txn, st *State) uint64 {
+	id := st.nextID
+	st.nextID++
+	tx.Set(nextIDKey, binary.AppendUvarint(nil, st.nextID))
+	return id
+}
+
+func (c *Catalog) writeRecord(tx *storage.Txn, coll *Collection) error {
+	rec, err := bson.Marshal(coll)
+	if err != nil {
+		return fmt.Errorf("catalog: encoding %s: %w", coll.Namespace(), err)
+	}
+	tx.Set(collRecKey(coll.ID), rec)
+	return nil
+}
+
+// CreateCollection adds db.name inside tx. The name must be valid and free.
+func (c *Catalog) CreateCollection(tx *storage.Txn, db, name string, options bson.Raw) (*Collection, error) {
+	st := c.working
+	if st.Collection(db, name) != nil {
+		return nil, mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
+	}
+	if err := checkDBCase(st, db); err != nil {
+		return nil, err
+	}
+	next := st.clone()
+	coll := &Collection{ID: allocID(tx, next), DB: db, Name: name, UUID: newUUID(), Created: c.now().UTC(), Options: options}
+	if err := c.writeRecord(tx, coll); err != nil {
+		return nil, err
+	}
+	next.byNS[coll.Namespace()] = coll
+	c.change(tx, next)
+	return coll, nil
+}
+
+// checkDBCase refuses a database whose name differs from an existing one only
+// in case, as MongoDB does (such names would collide on case-insensitive
+// filesystems and confuse users).
+func checkDBCase(st *State, db string) error {
+	for _, existing := range st.Databases() {
+		if existing != db && strings.EqualFold(existing, db) {
+			return mongoerr.New(mongoerr.DatabaseDifferCase, "db already exists with different case already have: [%s] trying to create [%s]", existing, db)
+		}
+	}
+	return nil
+}
+
+// DropCollection removes db.name and all its data inside tx. It reports
+// whether the collection existed.
+func (c *Catalog) DropCollection(tx *storage.Txn, db, name string) bool {
+	coll := c.working.Collection(db, name)
+	if coll == nil {
+		return false
+	}
+	next := c.working.clone()
+	delete(next.byNS, coll.Namespace())
+	tx.Delete(collRecKey(coll.ID))
+	deleteSpace(tx, storage.SpaceDocument, coll.ID)
+	for _, ix := range coll.Indexes {
+		deleteSpace(tx, storage.SpaceIndex, ix.ID)
+	}
+	c.change(tx, next)
+	return true
+}
+
+func deleteSpace(tx *storage.Txn, space byte, id uint64) {
+	p := storage.Prefix(nil, space, id)
+	tx.DeleteRange(p, storage.PrefixEnd(p))
+}
+
+// DropDatabase drops every collection of db inside tx and returns how many.
+func (c *Catalog) DropDatabase(tx *storage.Txn, db string) int {
+	n := 0
+	for _, coll := range c.working.Collections(db) {
+		if c.DropCollection(tx, coll.DB, coll.Name) {
+			n++
+		}
+	}
+	return n
+}
+
+// RenameCollection moves fromDB.from to toDB.to inside tx. Data stays where
+// it is: only the record changes, because data is keyed by id, not name. An
+// existing target is dropped when dropTarget is set, refused otherwise.
+func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to string, dropTarget bool) error {
+	src := c.working.Collection(fromDB, from)
+	if src == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
+	}
+	if fromDB == toDB && from == to {
+		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
+	}
+	if c.working.Collection(toDB, to) != nil {
+		if !dropTarget {
+			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+		}
+		c.DropCollection(tx, toDB, to)
+	}
+	if err := checkDBCase(c.working, toDB); err != nil {
+		return err
+	}
+	moved := *src
+	moved.DB, moved.Name = toDB, to
+	if err := c.writeRecord(tx, &moved); err != nil {
+		return err
+	}
+	next := c.working.clone()
+	delete(next.byNS, src.Namespace())
+	next.byNS[moved.Namespace()] = &moved
+	c.change(tx, next)
+	return nil
+}

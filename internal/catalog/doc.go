@@ -1,0 +1,16 @@
+// Package catalog owns the metadata of databases, collections and indexes:
+// their names, numeric ids, options, and where their data lives.
+//
+// Records are BSON under the storage package's meta keyspace, one per
+// collection (its indexes inside it), written in the same commit-pipeline
+// request as the data change they describe, so a crash never leaves a
+// collection without its record or a record without its data range.
+//
+// Invariant "Ids are never reused": collection and index ids come from one
+// persisted sequence; a dropped id's key range is deleted, never recycled.
+//
+// Invariant "One writer": the working State is read and changed only on the
+// commit pipeline's goroutine (inside request functions); readers use
+// Current, the State as of the last committed group, which is immutable.
+// A database exists while it holds at least one collection, as in MongoDB.
+package catalog

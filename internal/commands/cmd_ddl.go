@@ -1,0 +1,297 @@
+package commands
+
+import (
+	"context"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// This file holds the commands that create, drop, rename and list
+// collections and databases.
+
+// genericArgs are fields any command may carry that are not its options
+// (drivers add them to every command).
+var genericArgs = map[string]bool{
+	"$db": true, "lsid": true, "txnNumber": true, "$clusterTime": true, "$readPreference": true,
+	"readConcern": true, "writeConcern": true, "comment": true, "maxTimeMS": true, "apiVersion": true,
+	"apiStrict": true, "apiDeprecationErrors": true, "autocommit": true, "startTransaction": true,
+	"$audit": true, "$client": true, "mayBypassWriteBlocking": true,
+}
+
+// createOptions returns the create command's options: every field but the
+// command name and generic arguments, in the order sent.
+func createOptions(req *Request) (bson.Raw, error) {
+	elems, err := req.Body.Elements()
+	if err != nil {
+		return nil, err
+	}
+	r := NewReply(nil)
+	n := 0
+	for _, el := range elems[1:] {
+		if genericArgs[el.Key()] {
+			continue
+		}
+		switch el.Key() {
+		case "capped", "size", "max", "validator", "validationLevel", "validationAction", "collation",
+			"idGenerator", "storageEngine", "indexOptionDefaults", "viewOn", "pipeline",
+			"timeseries", "expireAfterSeconds", "clusteredIndex", "changeStreamPreAndPostImages", "encryptedFields":
+		default:
+			return nil, mongoerr.New(mongoerr.UnknownField, "BSON field 'create.%s' is an unknown field.", el.Key())
+		}
+		*r.Raw() = append(*r.Raw(), el...)
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return bson.Raw(r.End()), nil
+}
+
+func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	name, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := createOptions(req)
+	if err != nil {
+		return nil, err
+	}
+	for _, unsupported := range []string{"viewOn", "timeseries", "clusteredIndex", "encryptedFields"} {
+		if _, ok := opts.Lookup(unsupported).StringValueOK(); ok || opts.Lookup(unsupported).Type != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "create option '%s' is not supported by Cairn yet", unsupported)
+		}
+	}
+	if err := s.Env.Engine.CreateCollection(engine.Namespace{DB: req.DB, Coll: name}, opts); err != nil {
+		return nil, err
+	}
+	return OK(dst), nil
+}
+
+// cmdDrop drops a collection. Since MongoDB 7.0 dropping a collection that
+// does not exist succeeds.
+func cmdDrop(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	name, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	ns := engine.Namespace{DB: req.DB, Coll: name}
+	coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
+	existed, err := s.Env.Engine.DropCollection(ns)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReply(dst)
+	if existed && coll != nil {
+		r.Int32("nIndexesWas", int32(1+len(coll.Indexes)))
+		r.String("ns", ns.String())
+	}
+	return r.Finish(), nil
+}
+
+func cmdDropDatabase(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	n, err := s.Env.Engine.DropDatabase(req.DB)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReply(dst)
+	if n > 0 {
+		r.String("dropped", req.DB)
+	}
+	return r.Finish(), nil
+}
+
+func cmdRenameCollection(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	from, ok := req.First().StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "'renameCollection' must be of type String")
+	}
+	to, err := req.String("to", "")
+	if err != nil {
+		return nil, err
+	}
+	dropTarget, err := req.Bool("dropTarget", false)
+	if err != nil {
+		return nil, err
+	}
+	fromNS, err := splitNamespace(from)
+	if err != nil {
+		return nil, err
+	}
+	toNS, err := splitNamespace(to)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Env.Engine.RenameCollection(fromNS, toNS, dropTarget); err != nil {
+		return nil, err
+	}
+	return OK(dst), nil
+}
+
+func splitNamespace(ns string) (engine.Namespace, error) {
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || coll == "" {
+		return engine.Namespace{}, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	return engine.Namespace{DB: db, Coll: coll}, nil
+}
+
+// idIndexSpec is the _id index as listIndexes and listCollections show it.
+func idIndexSpec() bsoncore.Document {
+	return doc("v", int32(2), "key", bson.D{{Key: "_id", Value: int32(1)}}, "name", catalog.IDIndexName)
+}
+
+func cmdListCollections(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if err := catalog.ValidateDBName(req.DB); err != nil {
+		return nil, err
+	}
+	nameOnly, err := req.Bool("nameOnly", false)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := req.Document("filter")
+	if err != nil {
+		return nil, err
+	}
+	match, err := compileFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	var docs []bsoncore.Document
+	for _, c := range s.Env.Engine.Catalog().Collections(req.DB) {
+		var d bsoncore.Document
+		if nameOnly {
+			d = doc("name", c.Name, "type", "collection")
+		} else {
+			opts := c.Options
+			if len(opts) == 0 {
+				opts = bson.Raw(doc())
+			}
+			d = doc("name", c.Name, "type", "collection", "options", opts,
+				"info", doc("readOnly", false, "uuid", c.UUID), "idIndex", idIndexSpec())
+		}
+		if match(d) {
+			docs = append(docs, d)
+		}
+	}
+	return cursorReply(dst, req.DB+".$cmd.listCollections", 0, docs), nil
+}
+
+func cmdListDatabases(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	nameOnly, err := req.Bool("nameOnly", false)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := req.Document("filter")
+	if err != nil {
+		return nil, err
+	}
+	match, err := compileFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	var dbs []bsoncore.Document
+	var total int64
+	for _, name := range s.Env.Engine.Catalog().Databases() {
+		size := s.Env.Engine.DatabaseSize(name)
+		var d bsoncore.Document
+		if nameOnly {
+			d = doc("name", name)
+		} else {
+			d = doc("name", name, "sizeOnDisk", size, "empty", false)
+		}
+		if match(d) {
+			dbs = append(dbs, d)
+			total += size
+		}
+	}
+	r := NewReply(dst).DocArray("databases", dbs)
+	if !nameOnly {
+		r.Int64("totalSize", total)
+		r.Int64("totalSizeMb", total>>20)
+	}
+	return r.Finish(), nil
+}
+
+func cmdCollStats(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	name, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	scale, err := req.Int("scale", 1)
+	if err != nil {
+		return nil, err
+	}
+	if scale < 1 {
+		return nil, mongoerr.New(mongoerr.BadValue, "scale has to be >= 1")
+	}
+	ns := engine.Namespace{DB: req.DB, Coll: name}
+	st, err := s.Env.Engine.CollectionStats(ns)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReply(dst)
+	r.String("ns", ns.String())
+	r.Int64("size", st.DataSize/scale)
+	r.Int64("count", st.Count)
+	if st.Count > 0 {
+		r.Int64("avgObjSize", st.DataSize/st.Count)
+	}
+	r.Int64("storageSize", st.StorageSize/scale)
+	r.Int64("freeStorageSize", 0)
+	r.Bool("capped", false)
+	r.Int32("nindexes", int32(1+st.Indexes))
+	r.Int64("totalIndexSize", 0)
+	r.Doc("indexSizes", doc(catalog.IDIndexName, int64(0)))
+	r.Int64("totalSize", st.StorageSize/scale)
+	r.Int32("scaleFactor", int32(scale))
+	return r.Finish(), nil
+}
+
+func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if err := catalog.ValidateDBName(req.DB); err != nil {
+		return nil, err
+	}
+	scale, err := req.Int("scale", 1)
+	if err != nil {
+		return nil, err
+	}
+	if scale < 1 {
+		return nil, mongoerr.New(mongoerr.BadValue, "scale has to be >= 1")
+	}
+	var objects, dataSize, storage int64
+	var indexes int
+	colls := s.Env.Engine.Catalog().Collections(req.DB)
+	for _, c := range colls {
+		st, err := s.Env.Engine.CollectionStats(engine.Namespace{DB: c.DB, Coll: c.Name})
+		if err != nil {
+			return nil, err
+		}
+		objects += st.Count
+		dataSize += st.DataSize
+		storage += st.StorageSize
+		indexes += 1 + st.Indexes
+	}
+	r := NewReply(dst)
+	r.String("db", req.DB)
+	r.Int64("collections", int64(len(colls)))
+	r.Int64("views", 0)
+	r.Int64("objects", objects)
+	if objects > 0 {
+		r.Double("avgObjSize", float64(dataSize)/float64(objects))
+	} else {
+		r.Double("avgObjSize", 0)
+	}
+	r.Double("dataSize", float64(dataSize/scale))
+	r.Double("storageSize", float64(storage/scale))
+	r.Int64("indexes", int64(indexes))
+	r.Double("indexSize", 0)
+	r.Double("totalSize", float64(storage/scale))
+	r.Int64("scaleFactor", scale)
+	return r.Finish(), nil
+}

@@ -1,0 +1,77 @@
+package commands
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// cmdHello answers the handshake every driver opens a connection with. A
+// standalone server sends no setName, hosts or primary.
+func cmdHello(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	return handshake(s, req, dst, "isWritablePrimary")
+}
+
+// cmdIsMaster is the legacy spelling; its reply says ismaster instead.
+func cmdIsMaster(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	return handshake(s, req, dst, "ismaster")
+}
+
+func handshake(s *Session, req *Request, dst []byte, primaryField string) (bsoncore.Document, error) {
+	if client, err := req.Document("client"); err == nil && client != nil && s.Client == nil {
+		s.Client = bson.Raw(append([]byte(nil), client...))
+		s.Env.Log.Debug("client metadata", "conn", s.ConnID, "client", s.Client.String())
+	}
+	r := NewReply(dst)
+	if ok, _ := req.Bool("helloOk", false); ok {
+		r.Bool("helloOk", true)
+	}
+	r.Bool(primaryField, true)
+	r.Doc("topologyVersion", doc("processId", s.Env.ProcessID, "counter", int64(0)))
+	r.Int32("maxBsonObjectSize", MaxBSONObjectSize)
+	r.Int32("maxMessageSizeBytes", MaxMessageSize)
+	r.Int32("maxWriteBatchSize", MaxWriteBatchSize)
+	r.Any("localTime", bson.DateTime(time.Now().UnixMilli()))
+	r.Int32("logicalSessionTimeoutMinutes", LogicalSessionTimeoutMinutes)
+	r.Int64("connectionId", s.ConnID)
+	r.Int32("minWireVersion", MinWireVersion)
+	r.Int32("maxWireVersion", MaxWireVersion)
+	r.Bool("readOnly", false)
+	if comp := negotiateCompression(s.Env.Config.Compressors, req); len(comp) > 0 {
+		r.StringArray("compression", comp)
+	}
+	if _, ok := req.Arg("saslSupportedMechs"); ok {
+		// No users exist, so no mechanisms are offered for the named one.
+		r.StringArray("saslSupportedMechs", []string{})
+	}
+	return r.Finish(), nil
+}
+
+// negotiateCompression returns the compressors the client offered that the
+// server also has, in the client's order, as mongod does.
+func negotiateCompression(server []string, req *Request) []string {
+	v, ok := req.Arg("compression")
+	if !ok {
+		return nil
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	var out []string
+	for _, el := range vals {
+		name, ok := el.StringValueOK()
+		if !ok {
+			continue
+		}
+		for _, have := range server {
+			if have == name {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}

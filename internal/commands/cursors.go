@@ -1,0 +1,163 @@
+package commands
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// DefaultCursorTimeout is MongoDB's cursorTimeoutMillis default: an idle
+// cursor is closed after ten minutes.
+const DefaultCursorTimeout = 10 * time.Minute
+
+// Source produces a cursor's documents one at a time. Next returns nil at
+// the end; documents are valid until the next call.
+type Source interface {
+	Next() (bsoncore.Document, error)
+	Close() error
+}
+
+// Cursor is an open server-side cursor.
+type Cursor struct {
+	ID       int64
+	NS       string
+	src      Source
+	lastUsed time.Time
+	inUse    bool
+	// held is a document read but not yet sent (it did not fit a batch).
+	held bsoncore.Document
+}
+
+// Cursors is the registry of open cursors, shared by all connections.
+type Cursors struct {
+	mu      sync.Mutex
+	open    map[int64]*Cursor
+	timeout time.Duration
+	stop    chan struct{}
+	once    sync.Once
+}
+
+// NewCursors starts a registry whose idle cursors expire after DefaultCursorTimeout.
+func NewCursors() *Cursors {
+	c := &Cursors{open: map[int64]*Cursor{}, timeout: DefaultCursorTimeout, stop: make(chan struct{})}
+	go c.reap()
+	return c
+}
+
+// SetTimeout changes the idle timeout (cursorTimeoutMillis).
+func (c *Cursors) SetTimeout(d time.Duration) {
+	c.mu.Lock()
+	c.timeout = d
+	c.mu.Unlock()
+}
+
+func (c *Cursors) reap() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case now := <-t.C:
+			c.expire(now)
+		}
+	}
+}
+
+// expire closes cursors idle for longer than the timeout.
+func (c *Cursors) expire(now time.Time) {
+	c.mu.Lock()
+	var dead []*Cursor
+	for id, cur := range c.open {
+		if !cur.inUse && now.Sub(cur.lastUsed) > c.timeout {
+			dead = append(dead, cur)
+			delete(c.open, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, cur := range dead {
+		_ = cur.src.Close()
+	}
+}
+
+// Register keeps src open as a new cursor over ns and returns it checked out.
+func (c *Cursors) Register(ns string, src Source, held bsoncore.Document) *Cursor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var id int64
+	for id == 0 || c.open[id] != nil {
+		id = rand.Int64() // ids are positive and never 0 (0 means "exhausted")
+	}
+	cur := &Cursor{ID: id, NS: ns, src: src, lastUsed: time.Now(), inUse: true, held: held}
+	c.open[id] = cur
+	return cur
+}
+
+// Checkout takes cursor id for a getMore on ns.
+func (c *Cursors) Checkout(id int64, ns string) (*Cursor, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.open[id]
+	if cur == nil {
+		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if cur.NS != ns {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, cur.NS)
+	}
+	if cur.inUse {
+		return nil, mongoerr.New(mongoerr.CursorInUse, "cursor id %d is already in use", id)
+	}
+	cur.inUse = true
+	return cur, nil
+}
+
+// Release returns a checked-out cursor; a finished one is closed and removed.
+func (c *Cursors) Release(cur *Cursor, finished bool) {
+	c.mu.Lock()
+	cur.inUse = false
+	cur.lastUsed = time.Now()
+	if finished {
+		delete(c.open, cur.ID)
+	}
+	c.mu.Unlock()
+	if finished {
+		_ = cur.src.Close()
+	}
+}
+
+// Kill closes cursor id on ns; it reports whether it existed.
+func (c *Cursors) Kill(id int64, ns string) bool {
+	c.mu.Lock()
+	cur := c.open[id]
+	if cur == nil || cur.NS != ns {
+		c.mu.Unlock()
+		return false
+	}
+	delete(c.open, id)
+	c.mu.Unlock()
+	_ = cur.src.Close()
+	return true
+}
+
+// Len is how many cursors are open.
+func (c *Cursors) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.open)
+}
+
+// CloseAll closes every cursor and stops the reaper.
+func (c *Cursors) CloseAll() {
+	c.once.Do(func() { close(c.stop) })
+	c.mu.Lock()
+	all := c.open
+	c.open = map[int64]*Cursor{}
+	c.mu.Unlock()
+	for _, cur := range all {
+		_ = cur.src.Close()
+	}
+}

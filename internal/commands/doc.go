@@ -1,0 +1,12 @@
+// Package commands implements MongoDB's database commands: it parses a
+// command document, calls the engine, and shapes the reply exactly as MongoDB
+// does, codes and codeNames included. It knows nothing of sockets or framing
+// (package server and package wire own those).
+//
+// One file per command family (cmd_insert.go, cmd_find.go, …); the registry
+// in registry.go lists them alphabetically.
+//
+// Invariant "Errors are codes": a handler returns an error; Run turns a
+// *mongoerr.Error into {ok: 0, errmsg, code, codeName} and any other error
+// into InternalError, so drivers always get a code to decide retries on.
+package commands

@@ -1,0 +1,100 @@
+package commands
+
+import (
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/cairndb/cairn/internal/engine"
+)
+
+// Compatibility: what Cairn tells drivers it is (DESIGN.md §6). Drivers and
+// mongosh switch features on these numbers, so they must tell the truth.
+const (
+	MongoVersion      = "7.0.14"
+	MaxWireVersion    = 21
+	MinWireVersion    = 0
+	MaxBSONObjectSize = 16 * 1024 * 1024
+	MaxMessageSize    = 48_000_000
+	MaxWriteBatchSize = 100_000
+	// LogicalSessionTimeoutMinutes is MongoDB's default; drivers need a
+	// number here to use sessions (never null).
+	LogicalSessionTimeoutMinutes = 30
+)
+
+// MongoVersionArray is MongoVersion as buildInfo's versionArray.
+var MongoVersionArray = []int32{7, 0, 14, 0}
+
+// Config is what the process was started with, for getCmdLineOpts,
+// hostInfo and hello.
+type Config struct {
+	Port        int
+	BindIP      string
+	DBPath      string
+	Argv        []string
+	Compressors []string // in preference order, e.g. snappy, zstd, zlib
+	CairnVer    string
+}
+
+// Env is the process-wide state commands share: the engine, cursors,
+// parameters, counters. One per server.
+type Env struct {
+	Engine  *engine.Engine
+	Cursors *Cursors
+	Params  *Params
+	Config  Config
+	Log     *slog.Logger
+	Started time.Time
+	// ProcessID identifies this server run in hello's topologyVersion.
+	ProcessID bson.ObjectID
+
+	Connections ConnCounters
+	Ops         OpCounters
+	// Logs keeps recent log lines for getLog (nil: none kept).
+	Logs *LogRing
+}
+
+// ConnCounters count client connections for serverStatus.
+type ConnCounters struct {
+	Current      atomic.Int64
+	TotalCreated atomic.Int64
+	Available    atomic.Int64
+}
+
+// OpCounters count operations for serverStatus.opcounters.
+type OpCounters struct {
+	Insert, Query, Update, Delete, GetMore, Command atomic.Int64
+}
+
+// NewEnv assembles the shared state for a server over eng.
+func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.DBPath == "" {
+		cfg.DBPath, _ = os.Getwd()
+	}
+	return &Env{
+		Engine:    eng,
+		Cursors:   NewCursors(),
+		Params:    NewParams(),
+		Config:    cfg,
+		Log:       log,
+		Started:   time.Now(),
+		ProcessID: bson.NewObjectID(),
+	}
+}
+
+// Close releases what the Env holds (open cursors).
+func (e *Env) Close() { e.Cursors.CloseAll() }
+
+// Session is one client connection's view: who it is and its own state.
+type Session struct {
+	Env    *Env
+	ConnID int64
+	Remote string
+	Client bson.Raw // the handshake's client metadata, if any
+}

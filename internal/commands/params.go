@@ -1,0 +1,120 @@
+package commands
+
+import (
+	"sort"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// param is one server parameter.
+type param struct {
+	value any
+	// set validates and converts a new value; nil means read-only at runtime.
+	set func(v bsoncore.Value) (any, error)
+}
+
+// Params are the server parameters getParameter and setParameter read and
+// change. Later issues add their own (documentIdUniquePrefix, …) with Define.
+type Params struct {
+	mu     sync.RWMutex
+	values map[string]*param
+}
+
+// NewParams returns the parameters every Cairn node has.
+func NewParams() *Params {
+	p := &Params{values: map[string]*param{}}
+	p.Define("featureCompatibilityVersion", bson.D{{Key: "version", Value: "7.0"}}, nil)
+	p.Define("cursorTimeoutMillis", int64(DefaultCursorTimeout.Milliseconds()), nonNegativeInt)
+	p.Define("ttlMonitorSleepSecs", int32(60), positiveInt)
+	p.Define("logLevel", int32(0), nonNegativeInt)
+	p.Define("notablescan", false, boolParam)
+	p.Define("internalQueryMaxBlockingSortMemoryUsageBytes", int64(100*1024*1024), positiveInt)
+	p.Define("maxBSONDepth", int32(200), nil)
+	return p
+}
+
+// Define adds a parameter with its initial value; set is nil for read-only.
+func (p *Params) Define(name string, value any, set func(bsoncore.Value) (any, error)) {
+	p.mu.Lock()
+	p.values[name] = &param{value: value, set: set}
+	p.mu.Unlock()
+}
+
+// Get returns a parameter's value.
+func (p *Params) Get(name string) (any, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, ok := p.values[name]
+	if !ok {
+		return nil, false
+	}
+	return v.value, true
+}
+
+// Set validates and changes a parameter, returning the old value.
+func (p *Params) Set(name string, v bsoncore.Value) (old any, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prm, ok := p.values[name]
+	if !ok {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", name)
+	}
+	if prm.set == nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "not allowed to change [%s] at runtime", name)
+	}
+	nv, err := prm.set(v)
+	if err != nil {
+		return nil, err
+	}
+	old, prm.value = prm.value, nv
+	return old, nil
+}
+
+// Names lists every parameter, sorted.
+func (p *Params) Names() []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	names := make([]string, 0, len(p.values))
+	for n := range p.values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (p *Params) settable(name string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, ok := p.values[name]
+	return ok && v.set != nil
+}
+
+func nonNegativeInt(v bsoncore.Value) (any, error) {
+	n, ok := numberAsInt(v)
+	if !ok || n < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "parameter must be a non-negative integer, got %s", v)
+	}
+	return n, nil
+}
+
+func positiveInt(v bsoncore.Value) (any, error) {
+	n, ok := numberAsInt(v)
+	if !ok || n <= 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "parameter must be a positive integer, got %s", v)
+	}
+	return n, nil
+}
+
+func boolParam(v bsoncore.Value) (any, error) {
+	if b, ok := v.BooleanOK(); ok {
+		return b, nil
+	}
+	if n, ok := numberAsInt(v); ok {
+		return n != 0, nil
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "parameter must be a boolean, got %s", v)
+}

@@ -1,0 +1,219 @@
+package commands
+
+import (
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// Request is one command as the server received it.
+type Request struct {
+	// DB is the command's $db.
+	DB string
+	// Name is the command name: the body's first field.
+	Name string
+	// Body is the command document.
+	Body bsoncore.Document
+	// Sequences are OP_MSG kind-1 sections by identifier ("documents",
+	// "updates", "deletes"); they extend the body's array of that name.
+	Sequences map[string][]bsoncore.Document
+}
+
+// Arg returns the body field name; ok is false when absent.
+func (r *Request) Arg(name string) (bsoncore.Value, bool) {
+	v, err := r.Body.LookupErr(name)
+	return v, err == nil
+}
+
+// First is the value of the command-name field (e.g. the collection name of
+// {find: "users"}).
+func (r *Request) First() bsoncore.Value {
+	el, err := r.Body.IndexErr(0)
+	if err != nil {
+		return bsoncore.Value{}
+	}
+	return el.Value()
+}
+
+// Collection is the command-name field as a collection name, or a
+// TypeMismatch/InvalidNamespace error shaped as MongoDB's.
+func (r *Request) Collection() (string, error) {
+	v := r.First()
+	if v.Type != bsoncore.TypeString {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(v.Type))
+	}
+	name := v.StringValue()
+	if name == "" {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", r.DB)
+	}
+	return name, nil
+}
+
+// Docs returns the documents of array argument name, from the body or from a
+// document sequence (drivers use either).
+func (r *Request) Docs(name string) ([]bsoncore.Document, error) {
+	var docs []bsoncore.Document
+	if v, ok := r.Arg(name); ok {
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'array'", r.Name, name, typeName(v.Type))
+		}
+		vals, err := arr.Values()
+		if err != nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, err)
+		}
+		for i, el := range vals {
+			d, ok := el.DocumentOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s.%d' is the wrong type '%s', expected type 'object'", r.Name, name, i, typeName(el.Type))
+			}
+			docs = append(docs, d)
+		}
+	}
+	return append(docs, r.Sequences[name]...), nil
+}
+
+// Bool reads an optional boolean argument (numbers count, as MongoDB's
+// "trueValue" does).
+func (r *Request) Bool(name string, def bool) (bool, error) {
+	v, ok := r.Arg(name)
+	if !ok || v.Type == bsoncore.TypeNull {
+		return def, nil
+	}
+	switch v.Type {
+	case bsoncore.TypeBoolean:
+		return v.Boolean(), nil
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, _ := numberAsFloat(v)
+		return f != 0, nil
+	}
+	return false, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'bool'", r.Name, name, typeName(v.Type))
+}
+
+// Int reads an optional integral numeric argument.
+func (r *Request) Int(name string, def int64) (int64, error) {
+	v, ok := r.Arg(name)
+	if !ok || v.Type == bsoncore.TypeNull {
+		return def, nil
+	}
+	n, ok := numberAsInt(v)
+	if !ok {
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'", r.Name, name, typeName(v.Type))
+	}
+	return n, nil
+}
+
+// Document reads an optional document argument; nil when absent.
+func (r *Request) Document(name string) (bsoncore.Document, error) {
+	v, ok := r.Arg(name)
+	if !ok || v.Type == bsoncore.TypeNull {
+		return nil, nil
+	}
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'object'", r.Name, name, typeName(v.Type))
+	}
+	return d, nil
+}
+
+// String reads an optional string argument.
+func (r *Request) String(name, def string) (string, error) {
+	v, ok := r.Arg(name)
+	if !ok || v.Type == bsoncore.TypeNull {
+		return def, nil
+	}
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", r.Name, name, typeName(v.Type))
+	}
+	return s, nil
+}
+
+func numberAsFloat(v bsoncore.Value) (float64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return float64(v.Int32()), true
+	case bsoncore.TypeInt64:
+		return float64(v.Int64()), true
+	case bsoncore.TypeDouble:
+		return v.Double(), true
+	case bsoncore.TypeDecimal128:
+		h, l := v.Decimal128()
+		f, err := parseDecimalFloat(bson.NewDecimal128(h, l).String())
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func numberAsInt(v bsoncore.Value) (int64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), true
+	case bsoncore.TypeInt64:
+		return v.Int64(), true
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, ok := numberAsFloat(v)
+		if !ok || f != float64(int64(f)) {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// typeName is MongoDB's name for a BSON type, as its error messages use.
+func typeName(t bsoncore.Type) string {
+	switch t {
+	case bsoncore.TypeDouble:
+		return "double"
+	case bsoncore.TypeString:
+		return "string"
+	case bsoncore.TypeEmbeddedDocument:
+		return "object"
+	case bsoncore.TypeArray:
+		return "array"
+	case bsoncore.TypeBinary:
+		return "binData"
+	case bsoncore.TypeUndefined:
+		return "undefined"
+	case bsoncore.TypeObjectID:
+		return "objectId"
+	case bsoncore.TypeBoolean:
+		return "bool"
+	case bsoncore.TypeDateTime:
+		return "date"
+	case bsoncore.TypeNull:
+		return "null"
+	case bsoncore.TypeRegex:
+		return "regex"
+	case bsoncore.TypeDBPointer:
+		return "dbPointer"
+	case bsoncore.TypeJavaScript:
+		return "javascript"
+	case bsoncore.TypeSymbol:
+		return "symbol"
+	case bsoncore.TypeCodeWithScope:
+		return "javascriptWithScope"
+	case bsoncore.TypeInt32:
+		return "int"
+	case bsoncore.TypeTimestamp:
+		return "timestamp"
+	case bsoncore.TypeInt64:
+		return "long"
+	case bsoncore.TypeDecimal128:
+		return "decimal"
+	case bsoncore.TypeMinKey:
+		return "minKey"
+	case bsoncore.TypeMaxKey:
+		return "maxKey"
+	case 0:
+		return "missing"
+	}
+	return "unknown"
+}
+
+func parseDecimalFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }

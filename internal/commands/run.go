@@ -1,0 +1,58 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// Run executes req and returns the reply appended to dst. It never panics: a
+// panic in a handler is recovered, logged with its stack and answered with
+// InternalError, and the connection lives on.
+func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsoncore.Document) {
+	start := len(dst)
+	defer func() {
+		if r := recover(); r != nil {
+			s.Env.Log.Error("command panicked", "command", req.Name, "db", req.DB, "conn", s.ConnID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			reply = ErrorReply(dst[:start], mongoerr.New(mongoerr.InternalError, "internal error while running %s: %v", req.Name, r))
+		}
+	}()
+	s.Env.Ops.Command.Add(1)
+	cmd, ok := lookup(req.Name)
+	if !ok {
+		return ErrorReply(dst, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", req.Name))
+	}
+	if cmd.adminOnly && req.DB != "admin" {
+		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
+	}
+	out, err := cmd.run(ctx, s, req, dst)
+	if err != nil {
+		return ErrorReply(dst[:start], err)
+	}
+	return out
+}
+
+// NewRequest builds a Request from a command body and its document
+// sequences; db is the body's $db unless given (legacy OP_QUERY).
+func NewRequest(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) (*Request, error) {
+	first, err := body.IndexErr(0)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "empty command document")
+	}
+	if db == "" {
+		v, err := body.LookupErr("$db")
+		if err != nil {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
+		}
+		s, ok := v.StringValueOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))
+		}
+		db = s
+	}
+	return &Request{DB: db, Name: first.Key(), Body: body, Sequences: seqs}, nil
+}

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"bytes"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// CreateCollection creates ns with options. As since MongoDB 7.0, creating a
+// collection that exists with the same options succeeds; different options
+// fail with NamespaceExists.
+func (e *Engine) CreateCollection(ns Namespace, options bson.Raw) error {
+	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
+		return err
+	}
+	return e.db.Write(func(tx *storage.Txn) error {
+		if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
+			if bytes.Equal(emptyIfNil(c.Options), emptyIfNil(options)) {
+				return nil
+			}
+			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s already exists, but with different options", ns)
+		}
+		_, err := e.cat.CreateCollection(tx, ns.DB, ns.Coll, options)
+		return err
+	})
+}
+
+var emptyDoc = bson.Raw{5, 0, 0, 0, 0}
+
+func emptyIfNil(r bson.Raw) bson.Raw {
+	if len(r) == 0 {
+		return emptyDoc
+	}
+	return r
+}
+
+// DropCollection drops ns and reports whether it existed.
+func (e *Engine) DropCollection(ns Namespace) (existed bool, err error) {
+	if err := catalog.ValidateCollectionName(ns.DB, ns.Coll); err != nil {
+		return false, err
+	}
+	err = e.db.Write(func(tx *storage.Txn) error {
+		existed = e.cat.DropCollection(tx, ns.DB, ns.Coll)
+		return nil
+	})
+	return existed, err
+}
+
+// DropDatabase drops every collection of db; it reports how many there were.
+func (e *Engine) DropDatabase(db string) (dropped int, err error) {
+	if err := catalog.ValidateDBName(db); err != nil {
+		return 0, err
+	}
+	err = e.db.Write(func(tx *storage.Txn) error {
+		dropped = e.cat.DropDatabase(tx, db)
+		return nil
+	})
+	return dropped, err
+}
+
+// RenameCollection renames from to to (across databases too); with
+// dropTarget an existing target is dropped first, in the same commit.
+func (e *Engine) RenameCollection(from, to Namespace, dropTarget bool) error {
+	if err := catalog.ValidateCollectionName(from.DB, from.Coll); err != nil {
+		return err
+	}
+	if err := catalog.ValidateUserCollectionName(to.DB, to.Coll); err != nil {
+		return err
+	}
+	return e.db.Write(func(tx *storage.Txn) error {
+		return e.cat.RenameCollection(tx, from.DB, from.Coll, to.DB, to.Coll, dropTarget)
+	})
+}
+
+// ensureCollection returns ns's metadata inside a request, creating the
+// collection implicitly (as an insert or upsert does) when it does not exist.
+func (e *Engine) ensureCollection(tx *storage.Txn, ns Namespace) (*catalog.Collection, error) {
+	if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
+		return c, nil
+	}
+	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
+		return nil, err
+	}
+	return e.cat.CreateCollection(tx, ns.DB, ns.Coll, nil)
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// MaxDocumentSize is MongoDB's limit on a stored document (16 MiB).
+const MaxDocumentSize = 16 * 1024 * 1024
+
+// prepared is a document ready to store: _id first, _id validated and encoded.
+type prepared struct {
+	doc       bsoncore.Document
+	id        bsoncore.Value
+	idKey     []byte
+	generated bool
+}
+
+// prepareInsert validates doc for storage and puts its _id first, generating
+// an ObjectId when there is none.
+func prepareInsert(doc bsoncore.Document) (prepared, error) {
+	if err := doc.Validate(); err != nil {
+		return prepared{}, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
+	}
+	idVal, err := doc.LookupErr("_id")
+	generated := false
+	switch {
+	case err == bsoncore.ErrElementNotFound:
+		idVal = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: newObjectID()}
+		generated = true
+		doc = withIDFirst(doc, idVal)
+	case err != nil:
+		return prepared{}, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
+	default:
+		if err := validateID(idVal); err != nil {
+			return prepared{}, err
+		}
+		if !idIsFirst(doc) {
+			doc = withIDFirst(doc, idVal)
+		}
+	}
+	if len(doc) > MaxDocumentSize {
+		return prepared{}, mongoerr.New(mongoerr.BSONObjectTooLarge, "object to insert too large. size in bytes: %d, max size: %d", len(doc), MaxDocumentSize)
+	}
+	return prepared{doc: doc, id: idVal, idKey: appendIDKey(nil, idVal), generated: generated}, nil
+}
+
+// validateID applies MongoDB's rules for _id values: anything but an array,
+// a regular expression or undefined, and no $-prefixed field names inside.
+func validateID(v bsoncore.Value) error {
+	switch v.Type {
+	case bsoncore.TypeArray:
+		return mongoerr.New(mongoerr.InvalidIDField, "The '_id' value cannot be of type array")
+	case bsoncore.TypeRegex:
+		return mongoerr.New(mongoerr.InvalidIDField, "The '_id' value cannot be of type regex")
+	case bsoncore.TypeUndefined:
+		return mongoerr.New(mongoerr.InvalidIDField, "The '_id' value cannot be of type undefined")
+	case bsoncore.TypeEmbeddedDocument:
+		elems, err := v.Document().Elements()
+		if err != nil {
+			return mongoerr.New(mongoerr.BadValue, "invalid _id document: %v", err)
+		}
+		for _, el := range elems {
+			if k := el.Key(); len(k) > 0 && k[0] == '$' {
+				return mongoerr.New(mongoerr.DollarPrefixedFieldName, "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", k)
+			}
+		}
+	}
+	return nil
+}
+
+// idIsFirst reports whether doc's first element is _id.
+func idIsFirst(doc bsoncore.Document) bool {
+	el, err := doc.IndexErr(0)
+	return err == nil && el.Key() == "_id"
+}
+
+// withIDFirst returns a copy of doc with id as its first field and any other
+// _id field removed.
+func withIDFirst(doc bsoncore.Document, id bsoncore.Value) bsoncore.Document {
+	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+len(id.Data)+8))
+	out = bsoncore.AppendValueElement(out, "_id", id)
+	elems, _ := doc.Elements() // doc was validated by the caller
+	for _, el := range elems {
+		if el.Key() != "_id" {
+			out = append(out, el...)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+func newObjectID() []byte {
+	oid := bson.NewObjectID()
+	return oid[:]
+}
+
+// duplicateIDError is MongoDB's E11000 for the _id index.
+func duplicateIDError(ns Namespace, id bsoncore.Value) *mongoerr.Error {
+	idDoc := bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
+	return &mongoerr.Error{
+		Code: mongoerr.DuplicateKey,
+		Msg:  "E11000 duplicate key error collection: " + ns.String() + " index: _id_ dup key: " + bson.Raw(idDoc).String(),
+		Extra: []mongoerr.Field{
+			{Name: "keyPattern", Value: bson.D{{Key: "_id", Value: 1}}},
+			{Name: "keyValue", Value: bson.Raw(idDoc)},
+		},
+	}
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// Options configure an Engine. The zero value is durable, on the OS filesystem.
+type Options struct {
+	// FS is the filesystem for every durable file (tests inject faults here).
+	FS vfs.FS
+	// SyncInterval 0 syncs before acknowledging each write; see storage.Options.
+	SyncInterval time.Duration
+	// Logger receives engine events. Default: slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+// Engine is one node's open database.
+type Engine struct {
+	db  *storage.DB
+	cat *catalog.Catalog
+	log *slog.Logger
+	now func() time.Time
+}
+
+// Namespace names a collection.
+type Namespace struct{ DB, Coll string }
+
+func (ns Namespace) String() string { return ns.DB + "." + ns.Coll }
+
+// Open opens (or creates) the database in dir.
+func Open(dir string, opts Options) (*Engine, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	hooks := &storage.Hooks{}
+	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, Logger: opts.Logger, Hooks: hooks})
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.Load(db, opts.Now)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("engine: %s: %w", dir, err)
+	}
+	// Set before the first Write (see storage.Hooks).
+	hooks.Committed, hooks.Failed = cat.Committed, cat.Failed
+	return &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}, nil
+}
+
+// Close waits for queued writes and closes the store.
+func (e *Engine) Close() error { return e.db.Close() }
+
+// Catalog is the catalog as of the last committed write.
+func (e *Engine) Catalog() *catalog.State { return e.cat.Current() }
+
+// Storage exposes the store, for benchmarks and diagnostics.
+func (e *Engine) Storage() *storage.DB { return e.db }

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// WriteError is the failure of one document of a batch, by its position.
+type WriteError struct {
+	Index int
+	Err   error
+}
+
+// GeneratedID is an _id the server made for the document at Index.
+type GeneratedID struct {
+	Index int
+	ID    bsoncore.Value
+}
+
+// InsertResult reports a batch insert the way the insert command does.
+type InsertResult struct {
+	Inserted     int
+	GeneratedIDs []GeneratedID
+	WriteErrors  []WriteError
+}
+
+// Insert stores docs in ns, creating the collection if needed, in one commit
+// (one sync). Each document is atomic on its own: a failing document leaves
+// no trace, and with ordered the documents after it are not attempted, as
+// MongoDB's ordered inserts do. The returned error is for failures of the
+// whole request (an invalid namespace, a failed commit); per-document failures
+// are in WriteErrors.
+func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (InsertResult, error) {
+	var res InsertResult
+	preps := make([]prepared, 0, len(docs))
+	positions := make([]int, 0, len(docs))
+	for i, d := range docs {
+		p, err := prepareInsert(d)
+		if err != nil {
+			res.WriteErrors = append(res.WriteErrors, WriteError{Index: i, Err: err})
+			if ordered {
+				break
+			}
+			continue
+		}
+		preps = append(preps, p)
+		positions = append(positions, i)
+	}
+	var stored []int // indexes into preps that were written
+	err := e.db.Write(func(tx *storage.Txn) error {
+		stored = stored[:0]
+		coll, err := e.ensureCollection(tx, ns)
+		if err != nil {
+			return err
+		}
+		var key []byte
+		for j, p := range preps {
+			key = storage.DocKey(key[:0], coll.ID, p.idKey)
+			if err := insertOne(tx, ns, key, p); err != nil {
+				res.WriteErrors = append(res.WriteErrors, WriteError{Index: positions[j], Err: err})
+				if ordered {
+					break
+				}
+				continue
+			}
+			stored = append(stored, j)
+		}
+		return nil
+	})
+	if err != nil {
+		return InsertResult{}, err
+	}
+	for _, j := range stored {
+		res.Inserted++
+		if preps[j].generated {
+			res.GeneratedIDs = append(res.GeneratedIDs, GeneratedID{Index: positions[j], ID: preps[j].id})
+		}
+	}
+	sort.Slice(res.WriteErrors, func(a, b int) bool { return res.WriteErrors[a].Index < res.WriteErrors[b].Index })
+	if ordered && len(res.WriteErrors) > 1 {
+		// A document that failed in the pipeline stopped the batch before a
+		// later one whose preparation had failed: only the first error happened.
+		res.WriteErrors = res.WriteErrors[:1]
+	}
+	return res, nil
+}
+
+// insertOne writes one prepared document at key inside tx, all or nothing.
+func insertOne(tx *storage.Txn, ns Namespace, key []byte, p prepared) error {
+	exists, err := tx.Has(key)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return duplicateIDError(ns, p.id)
+	}
+	// Secondary index entries will join here; a failure after the first
+	// write must then RollbackTo a savepoint taken at the top.
+	tx.Set(key, p.doc)
+	return nil
+}
+
+// Replace replaces the document whose _id is id with doc. doc may omit _id
+// (it is kept) but may not change it. matched is false when no document has id.
+func (e *Engine) Replace(ns Namespace, id bsoncore.Value, doc bsoncore.Document) (matched bool, err error) {
+	if err := doc.Validate(); err != nil {
+		return false, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
+	}
+	if newID, err := doc.LookupErr("_id"); err == nil && !sameID(newID, id) {
+		return false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", newID)
+	}
+	doc = withIDFirst(doc, id)
+	if len(doc) > MaxDocumentSize {
+		return false, mongoerr.New(mongoerr.BSONObjectTooLarge, "document to replace too large. size in bytes: %d, max size: %d", len(doc), MaxDocumentSize)
+	}
+	idKey := appendIDKey(nil, id)
+	err = e.db.Write(func(tx *storage.Txn) error {
+		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+		if coll == nil {
+			matched = false
+			return nil
+		}
+		key := storage.DocKey(nil, coll.ID, idKey)
+		exists, err := tx.Has(key)
+		if err != nil || !exists {
+			matched = false
+			return err
+		}
+		matched = true
+		tx.Set(key, doc)
+		return nil
+	})
+	return matched, err
+}
+
+// Delete removes the document whose _id is id; deleted reports whether there was one.
+func (e *Engine) Delete(ns Namespace, id bsoncore.Value) (deleted bool, err error) {
+	idKey := appendIDKey(nil, id)
+	err = e.db.Write(func(tx *storage.Txn) error {
+		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+		if coll == nil {
+			deleted = false
+			return nil
+		}
+		key := storage.DocKey(nil, coll.ID, idKey)
+		exists, err := tx.Has(key)
+		if err != nil || !exists {
+			deleted = false
+			return err
+		}
+		deleted = true
+		tx.Delete(key)
+		return nil
+	})
+	return deleted, err
+}

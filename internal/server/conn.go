@@ -1,0 +1,205 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/wire"
+)
+
+// conn serves one client connection. Its buffers are reused for every
+// request, so a steady stream of small requests does not allocate them.
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	sess *commands.Session
+	r    *wire.Reader
+	w    *bufio.Writer
+
+	reply []byte // the reply document being built
+	frame []byte // the reply message
+	comp  []byte // the compressed reply message
+	reqID atomic.Int32
+
+	busy atomic.Bool // a request is being served
+	quit atomic.Bool // close once idle (shutdown)
+}
+
+func newConn(s *Server, nc net.Conn, id int64) *conn {
+	return &conn{
+		srv:  s,
+		nc:   nc,
+		sess: &commands.Session{Env: s.env, ConnID: id, Remote: nc.RemoteAddr().String()},
+		r:    wire.NewReader(nc, commands.MaxMessageSize),
+		w:    bufio.NewWriterSize(nc, 16<<10),
+	}
+}
+
+// closeWhenIdle closes the connection now if it is between requests, or
+// after its current request otherwise.
+func (c *conn) closeWhenIdle() {
+	c.quit.Store(true)
+	if !c.busy.Load() {
+		_ = c.nc.SetReadDeadline(pastDeadline)
+	}
+}
+
+func (c *conn) serve() {
+	log := c.srv.log.With("conn", c.sess.ConnID, "remote", c.sess.Remote)
+	log.Debug("connection accepted")
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("connection panicked; closing it", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+		_ = c.nc.Close()
+		log.Debug("connection closed")
+	}()
+	for !c.quit.Load() {
+		msg, err := c.r.ReadMessage()
+		if err != nil {
+			if c.handleReadError(err, log) {
+				continue
+			}
+			return
+		}
+		c.busy.Store(true)
+		err = c.handle(msg)
+		c.busy.Store(false)
+		if err != nil {
+			log.Debug("closing connection", "err", err)
+			return
+		}
+	}
+}
+
+// handleReadError answers a recoverable framing error and reports whether
+// the connection can go on.
+func (c *conn) handleReadError(err error, log interface{ Info(string, ...any) }) bool {
+	if errors.Is(err, io.EOF) || c.quit.Load() {
+		return false
+	}
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Fatal {
+		log.Info("closing connection after a bad message", "err", err)
+		return false
+	}
+	reply := commands.ErrorReply(c.reply[:0], mongoerr.New(mongoerr.FailedToParse, "%v", err))
+	if we.HeaderKnown && we.Header.OpCode == wire.OpQuery {
+		return c.writeLegacy(we.Header.RequestID, reply) == nil
+	}
+	return c.writeMsg(we.Header.RequestID, reply, false, 0) == nil
+}
+
+func (c *conn) handle(msg *wire.Message) error {
+	switch msg.Header.OpCode {
+	case wire.OpMsg:
+		return c.handleMsg(msg)
+	case wire.OpQuery:
+		return c.handleQuery(msg)
+	default:
+		return fmt.Errorf("unsupported opcode %v", msg.Header.OpCode)
+	}
+}
+
+func (c *conn) handleMsg(msg *wire.Message) error {
+	var seqs map[string][]bsoncore.Document
+	if len(msg.Msg.Sequences) > 0 {
+		seqs = make(map[string][]bsoncore.Document, len(msg.Msg.Sequences))
+		for _, sq := range msg.Msg.Sequences {
+			seqs[sq.Identifier] = sq.Documents
+		}
+	}
+	var reply bsoncore.Document
+	req, err := commands.NewRequest(msg.Msg.Body, "", seqs)
+	if err != nil {
+		reply = commands.ErrorReply(c.reply[:0], err)
+	} else {
+		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
+	}
+	c.reply = reply[:0]
+	if msg.Msg.Flags&wire.FlagMoreToCome != 0 {
+		return nil // an unacknowledged write (w: 0): the client reads no reply
+	}
+	compress := msg.Compressed && (req == nil || compressible(req.Name))
+	return c.writeMsg(msg.Header.RequestID, reply, compress, msg.Compressor)
+}
+
+// compressible reports whether a reply to the named command may be
+// compressed; the handshake and authentication never are (compression spec).
+func compressible(name string) bool {
+	switch strings.ToLower(name) {
+	case "hello", "ismaster", "saslstart", "saslcontinue", "getnonce", "authenticate",
+		"createuser", "updateuser", "copydbsaslstart", "copydbgetnonce", "copydb":
+		return false
+	}
+	return true
+}
+
+// handleQuery serves the legacy OP_QUERY handshake; since MongoDB 6.0 that is
+// all OP_QUERY may carry.
+func (c *conn) handleQuery(msg *wire.Message) error {
+	q := &msg.Query
+	db, coll, _ := strings.Cut(q.FullCollectionName, ".")
+	body := q.Query
+	if inner, err := body.LookupErr("$query"); err == nil {
+		if d, ok := inner.DocumentOK(); ok {
+			body = d // the legacy wrapped form {$query: {...}, $readPreference: ...}
+		}
+	}
+	var reply bsoncore.Document
+	req, err := commands.NewRequest(body, db, nil)
+	switch {
+	case err != nil:
+		reply = commands.ErrorReply(c.reply[:0], err)
+	case coll != "$cmd" || !isHandshake(req.Name):
+		reply = commands.ErrorReply(c.reply[:0], mongoerr.New(mongoerr.UnsupportedOpQueryCommand,
+			"Unsupported OP_QUERY command: %s. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", req.Name))
+	default:
+		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
+	}
+	c.reply = reply[:0]
+	return c.writeLegacy(msg.Header.RequestID, reply)
+}
+
+func isHandshake(name string) bool {
+	switch name {
+	case "isMaster", "ismaster", "hello":
+		return true
+	}
+	return false
+}
+
+func (c *conn) writeMsg(responseTo int32, body bsoncore.Document, compress bool, comp wire.Compressor) error {
+	c.frame = wire.AppendMsg(c.frame[:0], c.reqID.Add(1), responseTo, 0, body)
+	return c.send(c.frame, compress, comp)
+}
+
+func (c *conn) writeLegacy(responseTo int32, body bsoncore.Document) error {
+	c.frame = wire.AppendReply(c.frame[:0], c.reqID.Add(1), responseTo, &wire.Reply{Flags: wire.ReplyAwaitCapable, Documents: []bsoncore.Document{body}})
+	return c.send(c.frame, false, 0)
+}
+
+func (c *conn) send(frame []byte, compress bool, comp wire.Compressor) error {
+	if compress {
+		out, err := wire.AppendCompressed(c.comp[:0], frame, comp, wire.DefaultZlibLevel)
+		if err == nil {
+			c.comp = out
+			frame = out
+		}
+	}
+	if _, err := c.w.Write(frame); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}

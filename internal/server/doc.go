@@ -1,0 +1,12 @@
+// Package server accepts MongoDB client connections and runs their commands:
+// the listener, one goroutine per connection, the legacy OP_QUERY handshake,
+// compression, unacknowledged writes, connection limits and panic recovery.
+//
+// It owns sockets and sessions, not semantics: framing is package wire's,
+// command behaviour package commands'.
+//
+// Invariant "The server outlives its clients": nothing a client sends can stop
+// the process. Malformed messages get an error reply or a closed connection;
+// a panic while serving one connection is recovered and logged, and that
+// connection is closed; every other connection carries on.
+package server

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/wire"
+)
+
+// DefaultMaxConns bounds concurrent client connections (mongod's
+// net.maxIncomingConnections); more are accepted and closed at once.
+const DefaultMaxConns = 10_000
+
+// Options configure a Server.
+type Options struct {
+	// MaxConns is the connection limit (default DefaultMaxConns).
+	MaxConns int
+	// Compressors are offered to clients, in preference order. Default:
+	// snappy, zstd, zlib, as mongod.
+	Compressors []wire.Compressor
+	// Logger receives connection events. Default: the Env's logger.
+	Logger *slog.Logger
+}
+
+// Server serves MongoDB clients over TCP.
+type Server struct {
+	env  *commands.Env
+	opts Options
+	log  *slog.Logger
+
+	ln      net.Listener
+	nextID  atomic.Int64
+	active  sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	closing atomic.Bool
+}
+
+// New prepares a server for env.
+func New(env *commands.Env, opts Options) *Server {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.Compressors == nil {
+		opts.Compressors = []wire.Compressor{wire.CompressorSnappy, wire.CompressorZstd, wire.CompressorZlib}
+	}
+	if opts.Logger == nil {
+		opts.Logger = env.Log
+	}
+	names := make([]string, len(opts.Compressors))
+	for i, c := range opts.Compressors {
+		names[i] = c.String()
+	}
+	env.Config.Compressors = names
+	env.Connections.Available.Store(int64(opts.MaxConns))
+	return &Server{env: env, opts: opts, log: opts.Logger, conns: map[*conn]struct{}{}}
+}
+
+// Listen binds addr ("127.0.0.1:27017"; port 0 picks a free one).
+func (s *Server) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Listen).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts connections until Shutdown; it returns nil after a shutdown.
+func (s *Server) Serve() error {
+	var backoff time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.admit(nc)
+	}
+}
+
+// admit starts serving nc, or closes it when the server is at its limit.
+func (s *Server) admit(nc net.Conn) {
+	env := s.env
+	if env.Connections.Current.Load() >= int64(s.opts.MaxConns) {
+		s.log.Warn("connection refused: too many open connections", "remote", nc.RemoteAddr().String(), "limit", s.opts.MaxConns)
+		_ = nc.Close()
+		return
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+		_ = tc.SetKeepAlive(true)
+	}
+	c := newConn(s, nc, s.nextID.Add(1))
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.active.Add(1)
+	s.mu.Unlock()
+	env.Connections.Current.Add(1)
+	env.Connections.Available.Add(-1)
+	env.Connections.TotalCreated.Add(1)
+	go func() {
+		defer s.active.Done()
+		defer func() {
+			env.Connections.Current.Add(-1)
+			env.Connections.Available.Add(1)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+		c.serve()
+	}()
+}
+
+// Shutdown stops accepting, lets requests in flight finish until ctx ends,
+// then closes every connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.closeWhenIdle()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+		return ctx.Err()
+	}
+}

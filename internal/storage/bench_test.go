@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The benchmarks compare Cairn's storage layer with raw Pebble writing and
+// reading the same bytes in the same run; BENCHMARKS.md reports the ratios.
+// Writers: 16 goroutines per core, like a busy server's connections.
+
+const benchValueSize = 1024
+
+func benchKey(dst []byte, n uint64) []byte {
+	dst = Prefix(dst[:0], SpaceDocument, 1)
+	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+func BenchmarkInsert(b *testing.B) {
+	value := make([]byte, benchValueSize)
+	b.Run("engine=pebble", func(b *testing.B) {
+		pdb := openRawPebble(b)
+		var seq atomic.Uint64
+		b.SetParallelism(16)
+		b.SetBytes(benchValueSize)
+		b.RunParallel(func(pb *testing.PB) {
+			var key []byte
+			for pb.Next() {
+				key = benchKey(key, seq.Add(1))
+				if err := pdb.Set(key, value, pebble.Sync); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("engine=cairn", func(b *testing.B) {
+		db := openTest(b, Options{})
+		var seq atomic.Uint64
+		b.SetParallelism(16)
+		b.SetBytes(benchValueSize)
+		b.RunParallel(func(pb *testing.PB) {
+			var key []byte
+			for pb.Next() {
+				key = benchKey(key, seq.Add(1))
+				err := db.Write(func(tx *Txn) error {
+					// An insert checks its key is free first, as _id uniqueness does.
+					if ok, err := tx.Has(key); err != nil || ok {
+						return fmt.Errorf("key taken: %v", err)
+					}
+					tx.Set(key, value)
+					return nil
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+const benchGetKeys = 100_000
+
+func BenchmarkPointGet(b *testing.B) {
+	value := make([]byte, benchValueSize)
+	b.Run("engine=pebble", func(b *testing.B) {
+		pdb := openRawPebble(b)
+		batch := pdb.NewBatch()
+		var key []byte
+		for i := range uint64(benchGetKeys) {
+			key = benchKey(key, i)
+			_ = batch.Set(key, value, nil)
+		}
+		if err := batch.Commit(pebble.Sync); err != nil {
+			b.Fatal(err)
+		}
+		_ = pdb.Flush()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			var key, dst []byte
+			i := uint64(0)
+			for pb.Next() {
+				i = (i + 7919) % benchGetKeys
+				key = benchKey(key, i)
+				v, closer, err := pdb.Get(key)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				dst = append(dst[:0], v...)
+				closer.Close()
+			}
+		})
+	})
+	b.Run("engine=cairn", func(b *testing.B) {
+		db := openTest(b, Options{})
+		err := db.Write(func(tx *Txn) error {
+			var key []byte
+			for i := range uint64(benchGetKeys) {
+				key = benchKey(key, i)
+				tx.Set(key, value)
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = db.Flush()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			var key, dst []byte
+			i := uint64(0)
+			for pb.Next() {
+				i = (i + 7919) % benchGetKeys
+				key = benchKey(key, i)
+				var ok bool
+				var err error
+				dst, ok, err = db.Get(dst[:0], key)
+				if err != nil || !ok {
+					b.Errorf("get: %v %v", ok, err)
+					return
+				}
+			}
+		})
+	})
+}
+
+func openRawPebble(b *testing.B) *pebble.DB {
+	cache := pebble.NewCache(64 << 20)
+	defer cache.Unref()
+	pdb, err := pebble.Open(b.TempDir(), &pebble.Options{Cache: cache, FormatMajorVersion: pebble.FormatNewest, Logger: quietLogger{discardLogger()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = pdb.Close() })
+	return pdb
+}

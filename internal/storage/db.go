@@ -1,0 +1,305 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// formatMarker is stored under SystemKey("format") in every Cairn store; it
+// is how Open tells a Cairn directory from some other Pebble store.
+const formatMarker = "cairn-storage-v1"
+
+// Options configure a DB. The zero value is durable and uses the OS filesystem.
+type Options struct {
+	// FS is the filesystem every durable file goes through; tests pass a
+	// crash-simulating or error-injecting one. Default: the OS filesystem.
+	FS vfs.FS
+	// SyncInterval 0 (the default) syncs every commit group before
+	// acknowledging it. A positive value acknowledges once the group is in the
+	// OS and syncs the log at that interval, trading the last interval of
+	// writes on power loss for speed (MongoDB's journal commit interval).
+	SyncInterval time.Duration
+	// CacheSize is the block cache size in bytes. Default 64 MiB.
+	CacheSize int64
+	// Logger receives storage events. Default: slog.Default().
+	Logger *slog.Logger
+	// Hooks observe committed and failed groups (may be nil).
+	Hooks *Hooks
+}
+
+// DB is an open Cairn store: Pebble plus the commit pipeline.
+type DB struct {
+	pdb      *pebble.DB
+	opts     Options
+	pipe     *pipeline
+	stopSync chan struct{}
+	syncDone sync.WaitGroup
+
+	// open tracks iterators and snapshots so Close can release any a caller
+	// leaked (an abandoned client cursor) instead of Pebble failing on them.
+	openMu sync.Mutex
+	open   map[io.Closer]struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens or creates the store in dir.
+func Open(dir string, opts Options) (db *DB, err error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = 64 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	pdb, err := openPebble(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFormat(pdb, dir); err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
+	db = &DB{pdb: pdb, opts: opts, open: map[io.Closer]struct{}{}}
+	writeOpts := pebble.Sync
+	if opts.SyncInterval > 0 {
+		writeOpts = pebble.NoSync
+		db.stopSync = make(chan struct{})
+		db.syncDone.Add(1)
+		go db.syncLoop(opts.SyncInterval)
+	}
+	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger)
+	return db, nil
+}
+
+// openPebble opens Pebble, turning its lock and corruption failures (and any
+// panic while reading a damaged directory) into errors that say what to do.
+func openPebble(dir string, opts Options) (pdb *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pdb, err = nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, r)
+		}
+	}()
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		FS:                 opts.FS,
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             quietLogger{opts.Logger},
+	}
+	pdb, err = pebble.Open(dir, popts)
+	switch {
+	case err == nil:
+		return pdb, nil
+	case errors.Is(err, syscall.EWOULDBLOCK), errors.Is(err, syscall.EAGAIN),
+		strings.Contains(err.Error(), "lock held by current process"):
+		return nil, fmt.Errorf("%w: %s (stop the other cairn process or choose another data directory)", ErrLocked, dir)
+	case errors.Is(err, os.ErrPermission):
+		return nil, fmt.Errorf("storage: cannot open %s: %w", dir, err)
+	default:
+		return nil, fmt.Errorf("%w: %s: %v (restore it from a backup, or move it aside to start empty)", ErrCorrupt, dir, err)
+	}
+}
+
+// checkFormat writes the format marker into a new store and refuses a
+// non-empty store that lacks it.
+func checkFormat(pdb *pebble.DB, dir string) error {
+	key := SystemKey("format")
+	val, closer, err := pdb.Get(key)
+	if err == nil {
+		defer closer.Close()
+		if string(val) != formatMarker {
+			return fmt.Errorf("%w: %s has format %q, this build reads %q", ErrNotCairn, dir, val, formatMarker)
+		}
+		return nil
+	}
+	if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	it, err := pdb.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	empty := !it.First()
+	iterErr := it.Close()
+	if iterErr != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, iterErr)
+	}
+	if !empty {
+		return fmt.Errorf("%w: %s holds a Pebble store without Cairn's format marker", ErrNotCairn, dir)
+	}
+	return pdb.Set(key, []byte(formatMarker), pebble.Sync)
+}
+
+// syncLoop makes the write-ahead log durable every interval when commits are
+// acknowledged without a sync.
+func (db *DB) syncLoop(every time.Duration) {
+	defer db.syncDone.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stopSync:
+			return
+		case <-t.C:
+			if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
+				db.opts.Logger.Error("periodic log sync failed", "err", err)
+			}
+		}
+	}
+}
+
+// Close stops the pipeline (waiting for queued writes), syncs and closes Pebble.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.pipe.stop()
+		db.releaseLeaked()
+		if db.stopSync != nil {
+			close(db.stopSync)
+			db.syncDone.Wait()
+		}
+		if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
+			db.closeErr = err
+		}
+		if err := db.pdb.Close(); err != nil && db.closeErr == nil {
+			db.closeErr = err
+		}
+	})
+	return db.closeErr
+}
+
+// Write submits fn to the commit pipeline and waits until the group holding
+// it is committed (see the package comment for the guarantees).
+func (db *DB) Write(fn func(*Txn) error) error {
+	return db.pipe.submit(fn)
+}
+
+// Get appends the committed value of key to dst. found is false when the key
+// does not exist.
+func (db *DB) Get(dst, key []byte) (val []byte, found bool, err error) {
+	return get(db.pdb, dst, key)
+}
+
+// track registers an open iterator or snapshot; untrack forgets it.
+func (db *DB) track(c io.Closer) {
+	db.openMu.Lock()
+	db.open[c] = struct{}{}
+	db.openMu.Unlock()
+}
+
+func (db *DB) untrack(c io.Closer) {
+	db.openMu.Lock()
+	delete(db.open, c)
+	db.openMu.Unlock()
+}
+
+// releaseLeaked closes iterators and snapshots still open at Close.
+func (db *DB) releaseLeaked() {
+	db.openMu.Lock()
+	leaked := db.open
+	db.open = map[io.Closer]struct{}{}
+	db.openMu.Unlock()
+	if len(leaked) > 0 {
+		db.opts.Logger.Warn("closing iterators left open at shutdown", "count", len(leaked))
+	}
+	for c := range leaked {
+		switch v := c.(type) {
+		case *Iter:
+			_ = v.it.Close()
+		case *Snapshot:
+			_ = v.snap.Close()
+		}
+	}
+}
+
+// Snapshot is a consistent read-only view of the store at one moment.
+type Snapshot struct {
+	db   *DB
+	snap *pebble.Snapshot
+}
+
+// NewSnapshot returns a view of everything committed so far. Close it when done.
+func (db *DB) NewSnapshot() *Snapshot {
+	s := &Snapshot{db: db, snap: db.pdb.NewSnapshot()}
+	db.track(s)
+	return s
+}
+
+// Get appends the value of key at the snapshot to dst.
+func (s *Snapshot) Get(dst, key []byte) ([]byte, bool, error) { return get(s.snap, dst, key) }
+
+// NewIter iterates keys in [lower, upper) as of the snapshot.
+func (s *Snapshot) NewIter(lower, upper []byte) (*Iter, error) {
+	return s.db.newIter(s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}))
+}
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() error {
+	s.db.untrack(s)
+	return s.snap.Close()
+}
+
+// NewIter iterates the committed keys in [lower, upper); the iterator sees a
+// consistent point-in-time view taken now.
+func (db *DB) NewIter(lower, upper []byte) (*Iter, error) {
+	return db.newIter(db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}))
+}
+
+func (db *DB) newIter(it *pebble.Iterator, err error) (*Iter, error) {
+	if err != nil {
+		return nil, err
+	}
+	i := &Iter{db: db, it: it}
+	db.track(i)
+	return i, nil
+}
+
+// Flush writes the memtable to sorted files (used by tests and benchmarks).
+func (db *DB) Flush() error { return db.pdb.Flush() }
+
+// Pebble exposes the underlying store for diagnostics and benchmarks.
+func (db *DB) Pebble() *pebble.DB { return db.pdb }
+
+type getter interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+func get(r getter, dst, key []byte) ([]byte, bool, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst, false, nil
+	}
+	if err != nil {
+		return dst, false, err
+	}
+	dst = append(dst, v...)
+	return dst, true, closer.Close()
+}
+
+// quietLogger routes Pebble's informational chatter to debug level.
+type quietLogger struct{ l *slog.Logger }
+
+func (q quietLogger) Infof(format string, args ...any) {
+	q.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (q quietLogger) Errorf(format string, args ...any) {
+	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (q quietLogger) Fatalf(format string, args ...any) {
+	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	os.Exit(70) // Pebble only calls Fatalf when continuing could lose data.
+}

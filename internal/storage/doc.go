@@ -1,0 +1,39 @@
+// Package storage owns Cairn's use of Pebble: the keyspaces every key lives
+// in, the commit pipeline every write goes through, and snapshot reads.
+//
+// It knows nothing of BSON, collections or indexes; callers hand it byte keys
+// built with the keyspace helpers in keys.go.
+//
+// # Keyspaces
+//
+// Every key starts with one byte naming its keyspace, then uvarint ids:
+//
+//	d <collID> <keystring(_id)>            → document BSON
+//	i <indexID> <keys…> [<keystring(_id)>] → empty, or _id for a unique index
+//	m <…>                                  → catalog records
+//	s <…>                                  → sequences, server parameters, format marker
+//
+// Invariant "Prefix-free ids": a uvarint never is a prefix of another uvarint,
+// so [Prefix(space, id), PrefixEnd(Prefix(space, id))) holds exactly the keys
+// of one collection or index, and dropping it is one range deletion.
+//
+// # Commit pipeline
+//
+// Writes are functions submitted to [DB.Write]. One goroutine applies them in
+// submission order into a Pebble indexed batch, then commits the group with a
+// single sync and only then acknowledges every request in it.
+//
+// Invariant "Serial apply": request functions run one at a time, in order, on
+// the pipeline goroutine; a request reads the committed database plus every
+// earlier request of its group, so read-check-write (unique keys) needs no locks.
+//
+// Invariant "All or nothing per request": a request's writes join the group
+// only if its function returns nil; [Txn.Savepoint] and [Txn.RollbackTo] give
+// the same guarantee to parts of a request (one document of a batch insert).
+//
+// Invariant "Durable acknowledgement": with the default SyncAlways, Write
+// returns nil only after the group's WAL record is synced.
+//
+// Committed groups are the seam for later features: replication, change
+// streams and version history observe them through [Hooks].
+package storage

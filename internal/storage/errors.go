@@ -1,0 +1,14 @@
+package storage
+
+import "errors"
+
+var (
+	// ErrClosed is returned by operations on a closed DB.
+	ErrClosed = errors.New("storage: closed")
+	// ErrLocked is returned by Open when another process holds the directory.
+	ErrLocked = errors.New("storage: data directory is in use by another process")
+	// ErrNotCairn is returned by Open for a Pebble store Cairn did not create.
+	ErrNotCairn = errors.New("storage: not a Cairn data directory")
+	// ErrCorrupt is returned by Open when the directory cannot be read as a store.
+	ErrCorrupt = errors.New("storage: data directory is damaged")
+)

@@ -1,0 +1,42 @@
+package storage
+
+import "encoding/binary"
+
+// Keyspace prefixes (see the package comment).
+const (
+	SpaceDocument byte = 'd'
+	SpaceIndex    byte = 'i'
+	SpaceMeta     byte = 'm'
+	SpaceSystem   byte = 's'
+)
+
+// Prefix returns the key prefix of object id in keyspace space, appended to dst.
+func Prefix(dst []byte, space byte, id uint64) []byte {
+	dst = append(dst, space)
+	return binary.AppendUvarint(dst, id)
+}
+
+// DocKey appends the key of a document of collection collID whose encoded
+// _id is idKey.
+func DocKey(dst []byte, collID uint64, idKey []byte) []byte {
+	return append(Prefix(dst, SpaceDocument, collID), idKey...)
+}
+
+// PrefixEnd returns the smallest key greater than every key that starts with
+// prefix, or nil if there is none (prefix is all 0xff).
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// SystemKey returns the key of a named system record (a sequence, a server
+// parameter, the format marker).
+func SystemKey(name string) []byte {
+	return append([]byte{SpaceSystem, '/'}, name...)
+}

@@ -1,0 +1,173 @@
+package storage
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Hooks observe the commit pipeline from its own goroutine. Committed runs
+// after a group is durable and before any of its requests is acknowledged;
+// Failed runs when a group could not be committed, so in-memory state that
+// requests advanced can be reset to the last committed state. Set the fields
+// before the first Write; the pipeline reads them when a group completes.
+type Hooks struct {
+	Committed func()
+	Failed    func()
+}
+
+// maxGroup bounds how many requests one commit group holds, so one sync does
+// not wait on an unbounded amount of apply work.
+const maxGroup = 512
+
+type request struct {
+	fn   func(*Txn) error
+	err  error
+	done chan struct{}
+}
+
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+type pipeline struct {
+	pdb       *pebble.DB
+	writeOpts *pebble.WriteOptions
+	hooks     *Hooks
+	log       *slog.Logger
+
+	mu      sync.RWMutex // guards closed against submit racing stop
+	closed  bool
+	queue   chan *request
+	stopped chan struct{}
+}
+
+func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger) *pipeline {
+	p := &pipeline{
+		pdb:       pdb,
+		writeOpts: wo,
+		hooks:     hooks,
+		log:       log,
+		queue:     make(chan *request, 4*maxGroup),
+		stopped:   make(chan struct{}),
+	}
+	go p.run()
+	return p
+}
+
+func (p *pipeline) submit(fn func(*Txn) error) error {
+	r := requestPool.Get().(*request)
+	r.fn, r.err = fn, nil
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		requestPool.Put(r)
+		return ErrClosed
+	}
+	p.queue <- r
+	p.mu.RUnlock()
+	<-r.done
+	err := r.err
+	r.fn = nil
+	requestPool.Put(r)
+	return err
+}
+
+// stop refuses new requests, lets queued ones finish and waits for the loop.
+func (p *pipeline) stop() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.queue)
+	}
+	p.mu.Unlock()
+	<-p.stopped
+}
+
+func (p *pipeline) run() {
+	defer close(p.stopped)
+	group := make([]*request, 0, maxGroup)
+	txn := &Txn{}
+	for {
+		first, ok := <-p.queue
+		if !ok {
+			return
+		}
+		group = append(group[:0], first)
+		group = p.drain(group)
+		p.commitGroup(group, txn)
+		for _, r := range group {
+			r.done <- struct{}{}
+		}
+	}
+}
+
+// drain adds whatever is already queued, without waiting, up to maxGroup.
+func (p *pipeline) drain(group []*request) []*request {
+	for len(group) < maxGroup {
+		select {
+		case r, ok := <-p.queue:
+			if !ok {
+				return group
+			}
+			group = append(group, r)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// commitGroup applies each request in order and commits the survivors with
+// one (synced) batch commit.
+func (p *pipeline) commitGroup(group []*request, txn *Txn) {
+	batch := p.pdb.NewIndexedBatch()
+	defer batch.Close()
+	applied := 0
+	for _, r := range group {
+		txn.reset(batch)
+		r.err = runRequest(r.fn, txn)
+		if r.err == nil {
+			r.err = txn.applyTo(batch)
+		}
+		if r.err != nil {
+			txn.undo(0)
+			continue
+		}
+		applied++
+	}
+	if applied == 0 {
+		return
+	}
+	var err error
+	if !batch.Empty() {
+		err = batch.Commit(p.writeOpts)
+	}
+	if err != nil {
+		p.log.Error("commit group failed", "requests", applied, "err", err)
+		for _, r := range group {
+			if r.err == nil {
+				r.err = fmt.Errorf("storage: commit failed: %w", err)
+			}
+		}
+		if p.hooks != nil && p.hooks.Failed != nil {
+			p.hooks.Failed()
+		}
+		return
+	}
+	if p.hooks != nil && p.hooks.Committed != nil {
+		p.hooks.Committed()
+	}
+}
+
+// runRequest calls fn, turning a panic into that request's error so one bad
+// request can neither kill the process nor fail its neighbours.
+func runRequest(fn func(*Txn) error, txn *Txn) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("storage: write request panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(txn)
+}

@@ -1,0 +1,177 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+type opKind uint8
+
+const (
+	opSet opKind = iota
+	opDelete
+	opDeleteRange
+)
+
+type op struct {
+	kind  opKind
+	key   []byte
+	value []byte // the end key for opDeleteRange
+}
+
+type hook struct {
+	afterOps int // the number of ops when it was registered
+	fn       func()
+}
+
+// Txn is what a request function sees: reads of the committed store plus the
+// earlier requests of its group plus its own writes, and writes that join the
+// group only if the function returns nil.
+type Txn struct {
+	batch  *pebble.Batch // the group's indexed batch
+	ops    []op
+	latest map[string]int // key → index of its newest point op in ops
+	ranges []int          // indexes of range deletions in ops
+	hooks  []hook
+	arena  []byte
+}
+
+func (t *Txn) reset(b *pebble.Batch) {
+	t.batch = b
+	t.ops = t.ops[:0]
+	clear(t.latest)
+	t.ranges = t.ranges[:0]
+	t.hooks = t.hooks[:0]
+	t.arena = t.arena[:0]
+}
+
+// keep copies b into the request's arena so callers may reuse their buffers.
+func (t *Txn) keep(b []byte) []byte {
+	start := len(t.arena)
+	t.arena = append(t.arena, b...)
+	return t.arena[start:len(t.arena):len(t.arena)]
+}
+
+// Get appends the value of key as this request sees it to dst.
+func (t *Txn) Get(dst, key []byte) ([]byte, bool, error) {
+	if i, ok := t.latest[string(key)]; ok {
+		if t.rangeDeletedAfter(key, i) {
+			return dst, false, nil
+		}
+		o := t.ops[i]
+		if o.kind == opDelete {
+			return dst, false, nil
+		}
+		return append(dst, o.value...), true, nil
+	}
+	if t.rangeDeletedAfter(key, -1) {
+		return dst, false, nil
+	}
+	return get(t.batch, dst, key)
+}
+
+// Has reports whether key exists as this request sees it.
+func (t *Txn) Has(key []byte) (bool, error) {
+	_, found, err := t.Get(nil, key)
+	return found, err
+}
+
+func (t *Txn) rangeDeletedAfter(key []byte, opIndex int) bool {
+	for _, r := range t.ranges {
+		if r > opIndex && bytes.Compare(key, t.ops[r].key) >= 0 && bytes.Compare(key, t.ops[r].value) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Set writes key = value.
+func (t *Txn) Set(key, value []byte) {
+	t.pushPoint(op{kind: opSet, key: t.keep(key), value: t.keep(value)})
+}
+
+// Delete removes key.
+func (t *Txn) Delete(key []byte) {
+	t.pushPoint(op{kind: opDelete, key: t.keep(key)})
+}
+
+// DeleteRange removes every key in [start, end).
+func (t *Txn) DeleteRange(start, end []byte) {
+	t.ranges = append(t.ranges, len(t.ops))
+	t.ops = append(t.ops, op{kind: opDeleteRange, key: t.keep(start), value: t.keep(end)})
+}
+
+func (t *Txn) pushPoint(o op) {
+	if t.latest == nil {
+		t.latest = make(map[string]int)
+	}
+	t.latest[string(o.key)] = len(t.ops)
+	t.ops = append(t.ops, o)
+}
+
+// OnUndo registers fn to run, on the pipeline goroutine, if the writes made
+// so far are discarded: by RollbackTo a savepoint taken before now, or because
+// the request fails. Undo functions run newest first. Callers use it to keep
+// in-memory state that follows the writes (the catalog's working copy) exact.
+func (t *Txn) OnUndo(fn func()) {
+	t.hooks = append(t.hooks, hook{afterOps: len(t.ops), fn: fn})
+}
+
+// Savepoint marks the writes so far, for RollbackTo.
+type Savepoint struct{ ops, hooks int }
+
+// Savepoint returns a mark of the request's writes so far.
+func (t *Txn) Savepoint() Savepoint { return Savepoint{len(t.ops), len(t.hooks)} }
+
+// RollbackTo discards every write and OnApplied hook since sp, so one part of
+// a request (a document of a batch) can fail without failing the others.
+func (t *Txn) RollbackTo(sp Savepoint) {
+	if sp.ops == len(t.ops) && sp.hooks == len(t.hooks) {
+		return
+	}
+	t.ops = t.ops[:sp.ops]
+	t.undo(sp.hooks)
+	clear(t.latest)
+	t.ranges = t.ranges[:0]
+	for i, o := range t.ops {
+		if o.kind == opDeleteRange {
+			t.ranges = append(t.ranges, i)
+		} else {
+			t.latest[string(o.key)] = i
+		}
+	}
+}
+
+// undo runs and forgets the undo hooks registered since the first keep hooks.
+func (t *Txn) undo(keep int) {
+	for i := len(t.hooks) - 1; i >= keep; i-- {
+		t.hooks[i].fn()
+	}
+	t.hooks = t.hooks[:keep]
+}
+
+// Len is the number of writes the request has made so far.
+func (t *Txn) Len() int { return len(t.ops) }
+
+// applyTo copies the request's writes into the group batch.
+func (t *Txn) applyTo(b *pebble.Batch) error {
+	for _, o := range t.ops {
+		var err error
+		switch o.kind {
+		case opSet:
+			err = b.Set(o.key, o.value, nil)
+		case opDelete:
+			err = b.Delete(o.key, nil)
+		case opDeleteRange:
+			err = b.DeleteRange(o.key, o.value, nil)
+		default:
+			err = errors.New("storage: unknown op kind")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

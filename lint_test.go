@@ -1,0 +1,90 @@
+package cairn_test
+
+import (
+	"bytes"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The lint test runs the project's own rules with `go test`, so CI cannot
+// skip them (STYLE.md habit 10). `make test` also runs go vet and gofmt -l.
+
+func goFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != "." || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestLintGofmt(t *testing.T) {
+	for _, f := range goFiles(t) {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		formatted, err := format.Source(src)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if !bytes.Equal(src, formatted) {
+			t.Errorf("%s is not gofmt-formatted; run gofmt -w %s", f, f)
+		}
+	}
+}
+
+// TestLintRules checks the project rules: no bare panic("…") (a panic must
+// carry an error value or be an invariant with context), and server-side
+// packages never import the driver's client (only its bson packages).
+func TestLintRules(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, f := range goFiles(t) {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		isTest := strings.HasSuffix(f, "_test.go")
+		if !isTest && strings.HasPrefix(f, "internal"+string(filepath.Separator)) {
+			for _, imp := range file.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(p, "go.mongodb.org/mongo-driver/v2/mongo") {
+					t.Errorf("%s imports the driver client %s; server packages use only bson", f, p)
+				}
+			}
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "panic" && len(call.Args) == 1 {
+				if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					t.Errorf("%s: bare panic(%s); return an error instead", fset.Position(call.Pos()), lit.Value)
+				}
+			}
+			return true
+		})
+	}
+}

@@ -16,8 +16,10 @@ build:
 ## test: everything CI checks: vet, gofmt, unit and integration tests, the race detector.
 test: vet fmt-check unit race
 
+# -composites=false: bson.D{{"a", 1}} (unkeyed bson.E) is the driver's own
+# documented idiom for documents; every other vet check stays on.
 vet:
-	$(GO) vet $(PKGS)
+	$(GO) vet -composites=false $(PKGS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

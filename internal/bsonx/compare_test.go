@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/bsonx/bsonxtest"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -229,6 +230,9 @@ var compareCases = []struct {
 }
 
 func TestCompare(t *testing.T) {
+	if err := bsonxtest.LiteralError(); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range compareCases {
 		if got := bsonx.Compare(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: Compare(%s, %s) = %d, want %d", tc.name, show(tc.a), show(tc.b), got, tc.want)

@@ -138,3 +138,27 @@ func oracleCompare(a, b bsoncore.Value) int {
 	}
 	return ra.Cmp(rb)
 }
+
+// TestInterestingValues checks antisymmetry on every pair of the hand-picked
+// edge values and transitivity of their sorted order.
+func TestInterestingValues(t *testing.T) {
+	vals := bsonxtest.Interesting()
+	if err := bsonxtest.LiteralError(); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range vals {
+		for _, b := range vals {
+			if ab, ba := bsonx.Compare(a, b), bsonx.Compare(b, a); ab != -ba {
+				t.Fatalf("not antisymmetric: %d, %d\na = %s\nb = %s", ab, ba, show(a), show(b))
+			}
+		}
+	}
+	slices.SortFunc(vals, bsonx.Compare)
+	for i := range vals {
+		for j := i + 1; j < len(vals); j++ {
+			if bsonx.Compare(vals[i], vals[j]) > 0 {
+				t.Fatalf("not transitive: sorted value %d > value %d\n%s\n%s", i, j, show(vals[i]), show(vals[j]))
+			}
+		}
+	}
+}

@@ -37,19 +37,29 @@ func New(r *rand.Rand) *Gen {
 }
 
 // ByteSource is a rand.Source that plays back fuzzer input: each Uint64
-// takes the next eight bytes (zeros once they run out), so the fuzzer steers
-// the generator.
-type ByteSource struct{ b []byte }
+// takes its top byte from the input and the rest from a fixed PCG stream, so
+// each byte steers one choice of the generator. Once the input runs out the
+// PCG stream goes on alone; a source stuck at one value would hang
+// math/rand's unbiasing loops.
+type ByteSource struct {
+	b   []byte
+	pcg *rand.PCG
+}
 
 // NewByteSource plays back b.
-func NewByteSource(b []byte) *ByteSource { return &ByteSource{b: b} }
+func NewByteSource(b []byte) *ByteSource {
+	return &ByteSource{b: b, pcg: rand.NewPCG(1, 2)}
+}
 
 // Uint64 implements rand.Source.
 func (s *ByteSource) Uint64() uint64 {
-	var w [8]byte
-	n := copy(w[:], s.b)
-	s.b = s.b[n:]
-	return binary.LittleEndian.Uint64(w[:])
+	x := s.pcg.Uint64()
+	if len(s.b) == 0 {
+		return x
+	}
+	top := s.b[0]
+	s.b = s.b[1:]
+	return uint64(top)<<56 | x>>8
 }
 
 // Value returns a random value.

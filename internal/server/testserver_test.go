@@ -1,0 +1,57 @@
+package server_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/server"
+)
+
+// testServer is a real Cairn server on a random loopback port.
+type testServer struct {
+	addr string
+	env  *commands.Env
+}
+
+func startServer(t testing.TB) *testServer {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, log)
+	srv := server.New(env, server.Options{Logger: log})
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		env.Close()
+		_ = eng.Close()
+	})
+	return &testServer{addr: srv.Addr().String(), env: env}
+}
+
+// client connects the official Go driver to the server.
+func (s *testServer) client(t testing.TB, opts ...*options.ClientOptions) *mongo.Client {
+	t.Helper()
+	o := options.Client().ApplyURI("mongodb://" + s.addr).SetServerSelectionTimeout(5 * time.Second)
+	all := append([]*options.ClientOptions{o}, opts...)
+	c, err := mongo.Connect(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}

@@ -50,67 +50,94 @@ func sign(c int) int {
 // the descending direction.
 func checkPair(t *testing.T, a, b, c, d bsoncore.Value) {
 	t.Helper()
-	want := bsonx.Compare(a, b)
-	ka, kb := keystring.Append(nil, a), keystring.Append(nil, b)
-	da, db := keystring.AppendDesc(nil, a), keystring.AppendDesc(nil, b)
+	ka, kb := checkValue(t, a), checkValue(t, b)
+	checkOrder(t, a, b, ka, kb)
+	checkTuple(t, a, b, c, d)
+}
+
+// checkValue checks the invariants that concern one value: Len, Round trip,
+// Direction. It returns the ascending and descending encodings.
+func checkValue(t *testing.T, v bsoncore.Value) (k keys) {
+	t.Helper()
+	k.asc, k.desc = keystring.Append(nil, v), keystring.AppendDesc(nil, v)
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf(format+"\na = %s\n    %x\nb = %s\n    %x", append(args, show(a), ka, show(b), kb)...)
+		t.Fatalf(format+"\nvalue = %s\n        %x", append(args, show(v), k.asc)...)
 	}
-
-	// Order, both directions.
-	if got := sign(bytes.Compare(ka, kb)); got != want {
-		fail("Order: bytes.Compare(Append(a), Append(b)) = %d, bsonx.Compare = %d", got, want)
+	if k.asc[0] == 0 || k.asc[0] >= 0x80 || k.desc[0] < 0x80 || k.desc[0] == 0xff {
+		fail("Direction: first bytes %#x, %#x", k.asc[0], k.desc[0])
 	}
-	if got := sign(bytes.Compare(da, db)); got != -want {
-		fail("Order: bytes.Compare(AppendDesc(a), AppendDesc(b)) = %d, want %d", got, -want)
+	if !bytes.Equal(invert(k.asc), k.desc) {
+		fail("AppendDesc is not the complement of Append: %x", k.desc)
 	}
-
-	// Self-delimiting: a compound key (a asc, c desc) sorts as the tuple.
-	ac := keystring.AppendDesc(keystring.Append(nil, a), c)
-	bd := keystring.AppendDesc(keystring.Append(nil, b), d)
-	wantTuple := want
-	if want == 0 {
-		wantTuple = -bsonx.Compare(c, d)
+	if got := keystring.Append([]byte("prefix"), v); !bytes.Equal(got[6:], k.asc) {
+		fail("Append to a non-empty dst differs")
 	}
-	if got := sign(bytes.Compare(ac, bd)); got != wantTuple {
-		fail("Self-delimiting: compound keys compare %d, tuples %d\nc = %s\nd = %s", got, wantTuple, show(c), show(d))
-	}
-
-	// Len splits compound keys, and appending to a non-empty dst works.
-	for _, k := range [][]byte{ka, da} {
-		for _, suffix := range [][]byte{nil, kb, db, {0x00}, {0xff}} {
-			n, err := keystring.Len(append(append([]byte(nil), k...), suffix...))
-			if err != nil || n != len(k) {
-				fail("Len(%x ‖ %x) = %d, %v; want %d", k, suffix, n, err, len(k))
+	for _, enc := range [][]byte{k.asc, k.desc} {
+		// Len and Decode find the end of the value, whatever follows it.
+		for _, suffix := range [][]byte{nil, k.asc, k.desc, {0x00}, {0xff}} {
+			in := append(append([]byte(nil), enc...), suffix...)
+			if n, err := keystring.Len(in); err != nil || n != len(enc) {
+				fail("Len(%x ‖ %x) = %d, %v; want %d", enc, suffix, n, err, len(enc))
+			}
+			got, n, err := keystring.Decode(in)
+			if err != nil || n != len(enc) {
+				fail("Decode(%x ‖ %x) = %d bytes, %v; want %d", enc, suffix, n, err, len(enc))
+			}
+			if bsonx.Compare(got, v) != 0 {
+				fail("Round trip: decoded %s", show(got))
+			}
+			if again := keystring.Append(nil, got); !bytes.Equal(again, k.asc) {
+				fail("Round trip: decoded %s re-encodes as %x", show(got), again)
+			}
+			if mustLen(got) != len(got.Data) {
+				fail("Decode produced malformed BSON: %s % x", show(got), got.Data)
 			}
 		}
 	}
-	if got := keystring.Append([]byte("prefix"), a); !bytes.Equal(got[6:], ka) {
-		fail("Append to a non-empty dst differs")
-	}
+	return k
+}
 
-	// Round trip: Decode gives back an equal value that re-encodes alike.
-	for _, k := range [][]byte{ka, da} {
-		v, n, err := keystring.Decode(append(append([]byte(nil), k...), kb...))
-		if err != nil || n != len(k) {
-			fail("Decode(%x) = %d bytes, %v; want %d", k, n, err, len(k))
-		}
-		if bsonx.Compare(v, a) != 0 {
-			fail("Round trip: decoded %s", show(v))
-		}
-		if again := keystring.Append(nil, v); !bytes.Equal(again, ka) {
-			fail("Round trip: decoded %s re-encodes as %x", show(v), again)
-		}
-		if _, _, ok := bsoncore.ReadValue(v.Data, v.Type); !ok || len(v.Data) != mustLen(v) {
-			fail("Decode produced malformed BSON: %s % x", show(v), v.Data)
-		}
-	}
+type keys struct{ asc, desc []byte }
 
-	// Direction: the first byte tells.
-	if ka[0] == 0 || ka[0] >= 0x80 || da[0] < 0x80 || da[0] == 0xff {
-		fail("Direction: first bytes %#x, %#x", ka[0], da[0])
+// checkOrder checks Order and Equality on two values' encodings.
+func checkOrder(t *testing.T, a, b bsoncore.Value, ka, kb keys) {
+	t.Helper()
+	want := bsonx.Compare(a, b)
+	if got := sign(bytes.Compare(ka.asc, kb.asc)); got != want {
+		t.Fatalf("Order: bytes.Compare(Append(a), Append(b)) = %d, bsonx.Compare = %d\na = %s\n    %x\nb = %s\n    %x",
+			got, want, show(a), ka.asc, show(b), kb.asc)
 	}
+	if got := sign(bytes.Compare(ka.desc, kb.desc)); got != -want {
+		t.Fatalf("Order: bytes.Compare(AppendDesc(a), AppendDesc(b)) = %d, want %d\na = %s\nb = %s", got, -want, show(a), show(b))
+	}
+}
+
+// checkTuple checks Self-delimiting: the compound keys (a asc, c desc) and
+// (b asc, d desc) sort as the tuples.
+func checkTuple(t *testing.T, a, b, c, d bsoncore.Value) {
+	t.Helper()
+	want := bsonx.Compare(a, b)
+	if want == 0 {
+		want = -bsonx.Compare(c, d)
+	}
+	ac := keystring.AppendDesc(keystring.Append(nil, a), c)
+	bd := keystring.AppendDesc(keystring.Append(nil, b), d)
+	if got := sign(bytes.Compare(ac, bd)); got != want {
+		t.Fatalf("Self-delimiting: compound keys compare %d, tuples %d\na = %s\nb = %s\nc = %s\nd = %s",
+			got, want, show(a), show(b), show(c), show(d))
+	}
+	if n, err := keystring.Len(ac); err != nil || n != len(ac)-len(keystring.AppendDesc(nil, c)) {
+		t.Fatalf("Len of compound key %x = %d, %v", ac, n, err)
+	}
+}
+
+func invert(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = ^c
+	}
+	return out
 }
 
 // mustLen is the length bsoncore reads for v, or -1.

@@ -5,7 +5,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -107,54 +106,22 @@ func insertOne(tx *storage.Txn, ns Namespace, key []byte, p prepared) error {
 // Replace replaces the document whose _id is id with doc. doc may omit _id
 // (it is kept) but may not change it. matched is false when no document has id.
 func (e *Engine) Replace(ns Namespace, id bsoncore.Value, doc bsoncore.Document) (matched bool, err error) {
-	if err := doc.Validate(); err != nil {
-		return false, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
-	}
-	if newID, err := doc.LookupErr("_id"); err == nil && !sameID(newID, id) {
-		return false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", newID)
-	}
-	doc = withIDFirst(doc, id)
-	if len(doc) > MaxDocumentSize {
-		return false, mongoerr.New(mongoerr.BSONObjectTooLarge, "document to replace too large. size in bytes: %d, max size: %d", len(doc), MaxDocumentSize)
-	}
-	idKey := appendIDKey(nil, id)
-	err = e.db.Write(func(tx *storage.Txn) error {
-		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
-		if coll == nil {
-			matched = false
-			return nil
-		}
-		key := storage.DocKey(nil, coll.ID, idKey)
-		exists, err := tx.Has(key)
-		if err != nil || !exists {
-			matched = false
-			return err
-		}
-		matched = true
-		tx.Set(key, doc)
-		return nil
+	res, err := e.Modify(ns, []bsoncore.Value{id}, true, func(int, bsoncore.Document) (Action, error) {
+		return Action{Replace: doc}, nil
 	})
-	return matched, err
+	if err != nil {
+		return false, err
+	}
+	if len(res.Errors) > 0 {
+		return res.Matched > 0, res.Errors[0].Err
+	}
+	return res.Matched > 0, nil
 }
 
 // Delete removes the document whose _id is id; deleted reports whether there was one.
 func (e *Engine) Delete(ns Namespace, id bsoncore.Value) (deleted bool, err error) {
-	idKey := appendIDKey(nil, id)
-	err = e.db.Write(func(tx *storage.Txn) error {
-		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
-		if coll == nil {
-			deleted = false
-			return nil
-		}
-		key := storage.DocKey(nil, coll.ID, idKey)
-		exists, err := tx.Has(key)
-		if err != nil || !exists {
-			deleted = false
-			return err
-		}
-		deleted = true
-		tx.Delete(key)
-		return nil
+	res, err := e.Modify(ns, []bsoncore.Value{id}, true, func(int, bsoncore.Document) (Action, error) {
+		return Action{Delete: true}, nil
 	})
-	return deleted, err
+	return res.Deleted > 0, err
 }

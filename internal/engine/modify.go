@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// Action is what a Modify callback decides for one document.
+type Action struct {
+	// Replace is the document's new content; it may omit _id (kept) but not
+	// change it. Nil (with Delete false) leaves the document as it is.
+	Replace bsoncore.Document
+	// Delete removes the document.
+	Delete bool
+}
+
+// ModifyResult counts what a Modify did.
+type ModifyResult struct {
+	Matched  int // documents found and handed to the callback
+	Modified int // documents rewritten with different bytes
+	Deleted  int
+	Errors   []WriteError
+}
+
+// Modify runs fn on the current version of each document named in ids, in
+// order, inside one commit, and applies its Action. Because it runs on the
+// commit pipeline ("Serial apply"), the read-modify-write of each document is
+// atomic: no concurrent write slips between fn's read and its write.
+//
+// fn receives nil for a document that no longer exists (deleted since the
+// caller chose it) and may return an error for that document alone; with
+// ordered, Modify then stops. cur aliases pipeline memory: fn must copy what
+// it keeps. A Replace equal to the current bytes is not written and does not
+// count as modified (MongoDB's nModified).
+func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn func(i int, cur bsoncore.Document) (Action, error)) (ModifyResult, error) {
+	var res ModifyResult
+	err := e.db.Write(func(tx *storage.Txn) error {
+		res = ModifyResult{}
+		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+		var key, cur []byte
+		for i, id := range ids {
+			if coll == nil {
+				break
+			}
+			key = storage.DocKey(key[:0], coll.ID, appendIDKey(nil, id))
+			var found bool
+			var err error
+			cur, found, err = tx.Get(cur[:0], key)
+			if err != nil {
+				return err
+			}
+			var doc bsoncore.Document
+			if found {
+				doc = cur
+				res.Matched++
+			}
+			act, err := fn(i, doc)
+			if err == nil && found {
+				err = e.applyAction(tx, &res, key, id, doc, act)
+			}
+			if err != nil {
+				res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
+				if ordered {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ModifyResult{}, err
+	}
+	return res, nil
+}
+
+// applyAction writes one document's Action inside tx.
+func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, key []byte, id bsoncore.Value, cur bsoncore.Document, act Action) error {
+	switch {
+	case act.Delete:
+		tx.Delete(key)
+		res.Deleted++
+	case act.Replace != nil:
+		next, err := prepareReplacement(act.Replace, id)
+		if err != nil {
+			return err
+		}
+		if string(next) == string(cur) {
+			return nil // a no-op update writes nothing
+		}
+		tx.Set(key, next)
+		res.Modified++
+	}
+	return nil
+}
+
+// prepareReplacement validates a replacement for the document whose _id is
+// id and puts _id first.
+func prepareReplacement(doc bsoncore.Document, id bsoncore.Value) (bsoncore.Document, error) {
+	if err := doc.Validate(); err != nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
+	}
+	if newID, err := doc.LookupErr("_id"); err == nil && !sameID(newID, id) {
+		return nil, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", newID)
+	}
+	if !idIsFirst(doc) || doc.Lookup("_id").Type == 0 {
+		doc = withIDFirst(doc, id)
+	}
+	if len(doc) > MaxDocumentSize {
+		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "Resulting document after update is larger than %d", MaxDocumentSize)
+	}
+	return doc, nil
+}

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/...
 
-.PHONY: all build test vet fmt-check race unit soak bench fuzz clean
+.PHONY: all build test vet fmt-check race unit soak bench bench-ids fuzz clean
 
 all: build
 
@@ -38,6 +38,10 @@ soak:
 ## bench: storage-layer benchmarks against raw Pebble (see BENCHMARKS.md).
 bench:
 	$(GO) test -run XXX -bench . -benchtime 3s -count 3 ./internal/storage/
+
+## bench-ids: the sequential-id load benchmark (5 M 1 KiB documents per id kind; ~15 GB written, many minutes).
+bench-ids:
+	$(GO) test -run XXX -bench IDLoad -benchtime 1x -timeout 90m ./internal/engine/ -args -idload.docs 5000000
 
 ## fuzz: a minute of each fuzz target.
 fuzz:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/idgen"
 	"github.com/cairndb/cairn/internal/server"
 )
 
@@ -27,6 +28,7 @@ type serveFlags struct {
 	sync     string
 	logLevel string
 	maxConns int
+	idPrefix int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -39,6 +41,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.sync, "sync", "always", "'always': acknowledge writes once synced to disk; or an interval such as 100ms: sync that often (faster; a power cut loses up to that much)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections")
+	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cairn serve [flags]\n\nRuns a Cairn node that MongoDB drivers and mongosh connect to.\n\nFlags:")
 		fs.PrintDefaults()
@@ -117,6 +120,16 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 			log.Error("closing the data directory failed", "err", err)
 		}
 	}()
+	if f.idPrefix >= 0 {
+		cfg := eng.IDConfig()
+		if f.idPrefix > idgen.MaxPrefix {
+			return fmt.Errorf("--document-id-unique-prefix must be from 0 to %d, got %d", idgen.MaxPrefix, f.idPrefix)
+		}
+		cfg.Prefix = uint16(f.idPrefix)
+		if err := eng.SetIDConfig(cfg); err != nil {
+			return err
+		}
+	}
 	env := commands.NewEnv(eng, commands.Config{
 		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version,
 	}, log)

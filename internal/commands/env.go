@@ -77,10 +77,12 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	if cfg.DBPath == "" {
 		cfg.DBPath, _ = os.Getwd()
 	}
+	params := NewParams()
+	defineIDParams(params, eng)
 	return &Env{
 		Engine:    eng,
 		Cursors:   NewCursors(),
-		Params:    NewParams(),
+		Params:    params,
 		Config:    cfg,
 		Log:       log,
 		Started:   time.Now(),

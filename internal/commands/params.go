@@ -13,7 +13,11 @@ import (
 // param is one server parameter.
 type param struct {
 	value any
-	// set validates and converts a new value; nil means read-only at runtime.
+	// get, when set, reads the live value from its owner (the engine keeps
+	// persisted parameters); value is then unused.
+	get func() any
+	// set validates and applies a new value and returns what to remember;
+	// nil means read-only at runtime.
 	set func(v bsoncore.Value) (any, error)
 }
 
@@ -44,6 +48,14 @@ func (p *Params) Define(name string, value any, set func(bsoncore.Value) (any, e
 	p.mu.Unlock()
 }
 
+// DefineLive adds a parameter whose value lives elsewhere: get reads it and
+// set validates and stores it (persisting it, for the engine's parameters).
+func (p *Params) DefineLive(name string, get func() any, set func(bsoncore.Value) (any, error)) {
+	p.mu.Lock()
+	p.values[name] = &param{get: get, set: set}
+	p.mu.Unlock()
+}
+
 // Get returns a parameter's value.
 func (p *Params) Get(name string) (any, bool) {
 	p.mu.RLock()
@@ -51,6 +63,9 @@ func (p *Params) Get(name string) (any, bool) {
 	v, ok := p.values[name]
 	if !ok {
 		return nil, false
+	}
+	if v.get != nil {
+		return v.get(), true
 	}
 	return v.value, true
 }
@@ -66,11 +81,15 @@ func (p *Params) Set(name string, v bsoncore.Value) (old any, err error) {
 	if prm.set == nil {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "not allowed to change [%s] at runtime", name)
 	}
+	old = prm.value
+	if prm.get != nil {
+		old = prm.get()
+	}
 	nv, err := prm.set(v)
 	if err != nil {
 		return nil, err
 	}
-	old, prm.value = prm.value, nv
+	prm.value = nv
 	return old, nil
 }
 

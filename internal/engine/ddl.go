@@ -17,6 +17,9 @@ func (e *Engine) CreateCollection(ns Namespace, options bson.Raw) error {
 	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
 		return err
 	}
+	if err := validateCreateOptions(options); err != nil {
+		return err
+	}
 	return e.db.Write(func(tx *storage.Txn) error {
 		if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
 			if bytes.Equal(emptyIfNil(c.Options), emptyIfNil(options)) {

@@ -18,9 +18,9 @@ type prepared struct {
 	generated bool
 }
 
-// prepareInsert validates doc for storage and puts its _id first, generating
-// an ObjectId when there is none.
-func prepareInsert(doc bsoncore.Document) (prepared, error) {
+// prepareInsert validates doc for storage and puts its _id first, making
+// one with newID when there is none.
+func prepareInsert(doc bsoncore.Document, newID func() (bsoncore.Value, error)) (prepared, error) {
 	if err := doc.Validate(); err != nil {
 		return prepared{}, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
 	}
@@ -28,7 +28,9 @@ func prepareInsert(doc bsoncore.Document) (prepared, error) {
 	generated := false
 	switch {
 	case err == bsoncore.ErrElementNotFound:
-		idVal = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: newObjectID()}
+		if idVal, err = newID(); err != nil {
+			return prepared{}, err
+		}
 		generated = true
 		doc = withIDFirst(doc, idVal)
 	case err != nil:
@@ -90,11 +92,6 @@ func withIDFirst(doc bsoncore.Document, id bsoncore.Value) bsoncore.Document {
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
-}
-
-func newObjectID() []byte {
-	oid := bson.NewObjectID()
-	return oid[:]
 }
 
 // duplicateIDError is MongoDB's E11000 for the _id index.

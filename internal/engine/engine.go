@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/idgen"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -27,6 +28,7 @@ type Options struct {
 type Engine struct {
 	db  *storage.DB
 	cat *catalog.Catalog
+	seq *idgen.Sequential
 	log *slog.Logger
 	now func() time.Time
 }
@@ -56,7 +58,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	// Set before the first Write (see storage.Hooks).
 	hooks.Committed, hooks.Failed = cat.Committed, cat.Failed
-	return &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}, nil
+	e := &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}
+	if err := e.openIDGen(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("engine: %s: %w", dir, err)
+	}
+	return e, nil
 }
 
 // Close waits for queued writes and closes the store.

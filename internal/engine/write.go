@@ -37,8 +37,9 @@ func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (I
 	var res InsertResult
 	preps := make([]prepared, 0, len(docs))
 	positions := make([]int, 0, len(docs))
+	newID := e.idMaker(ns)
 	for i, d := range docs {
-		p, err := prepareInsert(d)
+		p, err := prepareInsert(d, newID)
 		if err != nil {
 			res.WriteErrors = append(res.WriteErrors, WriteError{Index: i, Err: err})
 			if ordered {

@@ -1,6 +1,8 @@
 // Package bsonx holds what the official bson packages lack and a MongoDB
 // server needs: MongoDB's total order over BSON values (Compare, Equal,
 // CompareDocuments, CanonicalType), computed on raw bytes without allocating.
+// ValueSize and NextElement expose how it reads raw BSON, so that package
+// keystring reads values exactly alike.
 //
 // # Order
 //
@@ -42,11 +44,13 @@
 // Comparison across numeric types is exact: int64 2^53+1 > double 2^53, and
 // decimal128 0.1 < double 0.1 (the double is
 // 0.1000000000000000055511151231257827…). MongoDB 7.0 is exact too: it
-// converts the decimal to a double rounding toward negative infinity and
-// looks at the inexact flag. (Releases before 3.6 compared a decimal with a
-// double after rounding the double to 34 digits; Cairn does not reproduce
-// that.) Decimal128 values with a non-canonical coefficient (above 10^34-1)
-// are zero, as in IEEE 754-2008 and MongoDB.
+// compares int64 with double without rounding either, and a decimal with a
+// double by converting the decimal to a double rounding toward -Inf and
+// breaking ties with the inexact flag, which decides every pair as exact
+// arithmetic does. Here a decimal is compared digit by digit with the
+// double's exact decimal expansion when their decimal exponents are too
+// close to decide. Decimal128 values with a non-canonical coefficient (above
+// 10^34-1) are zero, as in IEEE 754-2008 and MongoDB.
 //
 // # Malformed values
 //
@@ -58,4 +62,12 @@
 // null, which bounds recursion; MongoDB refuses such documents anyway.
 // Package keystring follows exactly the same rules, so that its encoding
 // agrees with Compare even on malformed input.
+//
+// # Deviations from MongoDB
+//
+// All concern input MongoDB would refuse or never store. MongoDB raises an
+// error on unreadable BSON (including a boolean byte other than 0 or 1),
+// where Compare ranks it as null; it refuses documents nested deeper than
+// MaxDepth, whose deep parts Compare ranks as null; and it compares the keys
+// of arrays, which Compare skips (they differ only in malformed arrays).
 package bsonx

@@ -56,16 +56,6 @@ func rankOfTag(tag byte) byte {
 	return tag
 }
 
-// knownTag reports whether tag begins some encoding.
-func knownTag(tag byte) bool {
-	switch tag {
-	case tagMinKey, tagUndefined, tagNull, tagString, tagObject, tagArray, tagBinary, tagObjectID,
-		tagFalse, tagTrue, tagDate, tagTimestamp, tagRegex, tagDBPointer, tagCode, tagCodeWithScope, tagMaxKey:
-		return true
-	}
-	return tag >= tagNaN && tag <= tagPosInf
-}
-
 // rankByte is the rank byte of values of type t.
 func rankByte(t bsoncore.Type) byte {
 	switch t {

@@ -92,6 +92,22 @@ func (g *Gen) Number() bsoncore.Value {
 	return g.number().value()
 }
 
+// NumberPair returns two numbers that are often equal in different types or
+// adjacent (one ulp, one unit, one unit in the last decimal digit) and
+// otherwise independent.
+func (g *Gen) NumberPair() (a, b bsoncore.Value) {
+	n := g.number()
+	switch g.pick(4) {
+	case 0:
+		return n.value(), g.sameNumber(n).value()
+	case 1:
+		return n.value(), g.nearNumber(n).value()
+	case 2:
+		return n.value(), g.nearNumber(g.sameNumber(n)).value()
+	}
+	return n.value(), g.number().value()
+}
+
 // node is a value under construction: a scalar's bytes, or a container's
 // keys and children.
 type node struct {

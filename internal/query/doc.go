@@ -1,0 +1,44 @@
+// Package query is MongoDB's query language over raw BSON: filters
+// (Parse, Filter), find projections (ParseProjection, Projection) and sorts
+// (ParseSort, Sort, Sorter). It follows MongoDB 7.0's documented behaviour;
+// every rule it implements has a case in testdata/, which also runs over
+// the wire (package querytest).
+//
+// # Invariants
+//
+//   - Raw bytes in, raw bytes out. Documents are bsoncore.Documents read
+//     lazily, field by field; the read path never decodes a document into a
+//     tree. Match allocates nothing for the plain operators, and Projection
+//     appends to the caller's buffer.
+//   - Parse once, match many. All validation (operator names, argument
+//     types, regex syntax and options) happens in Parse/ParseProjection/
+//     ParseSort and reports MongoDB's error codes through mongoerr; the
+//     parsed values are immutable and safe for concurrent use. At match
+//     time only $expr can fail (e.g. division by zero), reported by
+//     Filter.Exec.
+//   - Malformed input never panics. Parse validates its documents;
+//     matching a malformed document stops reading at the first unreadable
+//     element (FuzzFilter checks this).
+//   - Path semantics are MongoDB's element iterator (path.go, "walker"):
+//     implicit traversal of arrays at every level of a dotted path, numeric
+//     components as array indexes and as field names, arrays of arrays
+//     entered only through an index, a leaf array seen both element-wise
+//     and whole, and a missing field seen once as "missing", which
+//     comparisons treat like undefined (equal to null for $eq/$lte/$gte).
+//   - Type bracketing: a comparison only matches values of its argument's
+//     canonical type class (bsonx.CanonicalType), except null/undefined,
+//     MinKey and MaxKey as MongoDB specifies.
+//   - Negations ($ne, $nin, $not, $nor, $exists: false) apply to the whole
+//     path, never per element: {a: {$ne: 1}} rejects [1, 2].
+//   - Array positions: Filter.MatchDetails reports the position, in the
+//     first array traversed implicitly, of the element that satisfied the
+//     filter (MongoDB's elemMatchKey), for "a.$" projections and updates.
+//     Negations never report one.
+//
+// # Deviations from MongoDB
+//
+// Regular expressions run on Go's RE2 engine (regex.go lists what is
+// translated and what is refused). A compound sort picks each path's array
+// value independently. Geospatial operators, $text, $where and $meta sorts
+// and projections return errors. See the package's tests for the rest.
+package query

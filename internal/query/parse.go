@@ -1,0 +1,301 @@
+package query
+
+import (
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// level is where in a filter the parser is, which decides what is allowed
+// ($expr and $text only describe whole documents).
+type level int
+
+const (
+	levelTop    level = iota // the filter itself, or $and/$or/$nor under it
+	levelSubDoc              // the object form of $elemMatch
+)
+
+// Parse parses a query filter. Errors carry MongoDB's codes: BadValue for an
+// unknown operator or a malformed argument, and the codes MongoDB uses for
+// regex options, $type, $jsonSchema and $expr.
+func Parse(filter bsoncore.Document) (*Filter, error) {
+	if err := filter.Validate(); err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "filter is not a valid BSON document: %v", err)
+	}
+	root, err := parseDoc(filter, levelTop)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{root: root, id: idEquality(filter)}, nil
+}
+
+// idEquality recognizes {_id: v} for Filter.IDEquality.
+func idEquality(filter bsoncore.Document) bsoncore.Value {
+	it := elemsOfBytes(filter)
+	k, v, ok := it.next()
+	if !ok || string(k) != "_id" {
+		return missing
+	}
+	if _, _, more := it.next(); more {
+		return missing
+	}
+	switch v.Type {
+	case bsoncore.TypeRegex, bsoncore.TypeArray, bsoncore.TypeUndefined:
+		return missing
+	case bsoncore.TypeEmbeddedDocument:
+		if isOperatorDoc(v, false) {
+			return missing
+		}
+	}
+	return v
+}
+
+// parseDoc parses a filter document (the whole filter, a member of
+// $and/$or/$nor, or $elemMatch's object form) into an AND of its fields.
+func parseDoc(doc []byte, lvl level) (matcher, error) {
+	var and andMatcher
+	it := elemsOfBytes(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		name := string(k)
+		if len(name) > 0 && name[0] == '$' {
+			m, err := parseTopOperator(name, v, lvl)
+			if err != nil {
+				return nil, err
+			}
+			if m != nil {
+				and = append(and, m)
+			}
+			continue
+		}
+		m, err := parseField(name, v)
+		if err != nil {
+			return nil, err
+		}
+		and = append(and, m)
+	}
+	if len(and) == 1 {
+		return and[0], nil
+	}
+	return and, nil
+}
+
+// parseField parses {name: v}: an operator document, a regex, or an
+// equality.
+func parseField(name string, v bsoncore.Value) (matcher, error) {
+	p := newPath(name)
+	switch {
+	case v.Type == bsoncore.TypeEmbeddedDocument && isOperatorDoc(v, false):
+		pr, err := parseOperators(name, v)
+		if err != nil {
+			return nil, err
+		}
+		return lift(p, pr), nil
+	case v.Type == bsoncore.TypeRegex:
+		re, err := regexFromValue(v)
+		if err != nil {
+			return nil, err
+		}
+		return &pathNode{path: p, pred: re}, nil
+	}
+	return &pathNode{path: p, pred: newCmp(opEQ, v)}, nil
+}
+
+// isOperatorDoc is MongoDB's isExpressionDocument: a non-empty document
+// whose first field starts with '$' and that is not a DBRef ({$ref, $id},
+// or with allowIncompleteDBRef any of $ref, $id, $db).
+func isOperatorDoc(v bsoncore.Value, allowIncompleteDBRef bool) bool {
+	it := elemsOf(v)
+	k, _, ok := it.next()
+	if !ok || len(k) == 0 || k[0] != '$' {
+		return false
+	}
+	var hasRef, hasID, hasDB bool
+	it = elemsOf(v)
+	for {
+		k, _, ok := it.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "$ref":
+			hasRef = true
+		case "$id":
+			hasID = true
+		case "$db":
+			hasDB = true
+		}
+	}
+	if allowIncompleteDBRef {
+		return !(hasRef || hasID || hasDB)
+	}
+	return !(hasRef && hasID)
+}
+
+// parseTopOperator parses a field of a filter document that starts with
+// '$'. A nil matcher means the operator has no effect ($comment).
+func parseTopOperator(name string, v bsoncore.Value, lvl level) (matcher, error) {
+	switch name {
+	case "$and", "$or", "$nor":
+		return parseLogical(name, v, lvl)
+	case "$comment":
+		return nil, nil
+	case "$expr":
+		if lvl == levelSubDoc {
+			return nil, badValue("$expr can only be applied to the top-level document")
+		}
+		return parseExpr(v)
+	case "$jsonSchema":
+		return parseJSONSchemaMatcher(v)
+	case "$where":
+		return nil, badValue("$where is not supported: Cairn does not run JavaScript")
+	case "$text":
+		if lvl == levelSubDoc {
+			return nil, badValue("$text can only be applied to the top-level document")
+		}
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+	case "$alwaysTrue", "$alwaysFalse":
+		if err := requireOne(name, v); err != nil {
+			return nil, err
+		}
+		return constMatcher(name == "$alwaysTrue"), nil
+	case "$sampleRate":
+		return nil, badValue("$sampleRate is not supported yet")
+	}
+	return nil, badValue("unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", name)
+}
+
+// requireOne checks the argument of $alwaysTrue/$alwaysFalse.
+func requireOne(name string, v bsoncore.Value) error {
+	n, err := integerArg(v)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return errorf(mongoerr.FailedToParse, "%s must be an integer value of 1", name)
+	}
+	return nil
+}
+
+// pathlessOperators are the operators that describe a whole document; an
+// $elemMatch whose first field is one of them has the object form.
+var pathlessOperators = map[string]bool{
+	"$and": true, "$or": true, "$nor": true, "$expr": true, "$where": true,
+	"$text": true, "$comment": true, "$jsonSchema": true, "$alwaysTrue": true,
+	"$alwaysFalse": true, "$sampleRate": true,
+}
+
+// parseOperators parses an operator document such as {$gt: 1, $lt: 5} on
+// field name into an AND of single-value predicates.
+func parseOperators(name string, ops bsoncore.Value) (pred, error) {
+	var and andPred
+	it := elemsOf(ops)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		p, err := parseOperator(name, string(k), v, ops)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			and = append(and, p)
+		}
+	}
+	if len(and) == 1 {
+		return and[0], nil
+	}
+	return and, nil
+}
+
+// parseOperator parses one operator op with argument v; ops is the whole
+// operator document ($regex and $options read each other). A nil pred
+// means the operator was consumed by another ($options by $regex).
+func parseOperator(name, op string, v, ops bsoncore.Value) (pred, error) {
+	switch op {
+	case "$eq":
+		return newCmp(opEQ, v), nil
+	case "$ne":
+		if v.Type == bsoncore.TypeRegex {
+			return nil, badValue("Can't have regex as arg to $ne.")
+		}
+		return notPred{newCmp(opEQ, v)}, nil
+	case "$gt", "$gte", "$lt", "$lte":
+		if v.Type == bsoncore.TypeRegex {
+			return nil, badValue("Can't have RegEx as arg to predicate over field '%s'.", name)
+		}
+		return newCmp(cmpOps[op], v), nil
+	case "$in":
+		return parseIn(v, "$in")
+	case "$nin":
+		p, err := parseIn(v, "$nin")
+		if err != nil {
+			return nil, err
+		}
+		return notPred{p}, nil
+	case "$exists":
+		if trueValue(v) {
+			return existsPred{}, nil
+		}
+		return notPred{existsPred{}}, nil
+	case "$type":
+		return parseType(v)
+	case "$size":
+		return parseSize(v)
+	case "$all":
+		return parseAll(name, v)
+	case "$elemMatch":
+		return parseElemMatch(v)
+	case "$mod":
+		return parseMod(v)
+	case "$regex":
+		return parseRegexOperator(ops)
+	case "$options":
+		if !hasField(ops, "$regex") {
+			return nil, badValue("$options needs a $regex")
+		}
+		return nil, nil
+	case "$not":
+		return parseNot(name, v)
+	case "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear":
+		return parseBits(op, v)
+	case "$where":
+		return nil, badValue("$where cannot be applied to a field")
+	case "$geoWithin", "$geoIntersects", "$near", "$nearSphere", "$within":
+		return nil, badValue("%s is not supported yet", op)
+	}
+	return nil, badValue("unknown operator: %s", op)
+}
+
+func hasField(doc bsoncore.Value, name string) bool {
+	return lookup(doc.Data, name).Type != 0
+}
+
+// knownFieldOperators are the operators parseOperator accepts; $all
+// refuses documents that start with one.
+var knownFieldOperators = map[string]bool{
+	"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true,
+	"$in": true, "$nin": true, "$exists": true, "$type": true, "$size": true,
+	"$all": true, "$elemMatch": true, "$mod": true, "$regex": true, "$options": true,
+	"$not": true, "$bitsAllSet": true, "$bitsAnySet": true, "$bitsAllClear": true,
+	"$bitsAnyClear": true, "$geoWithin": true, "$geoIntersects": true, "$near": true,
+	"$nearSphere": true, "$within": true,
+}
+
+// trueValue is MongoDB's BSONElement::trueValue, used by $exists.
+func trueValue(v bsoncore.Value) bool {
+	switch v.Type {
+	case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
+		return false
+	case bsoncore.TypeBoolean:
+		b, _ := v.BooleanOK()
+		return b
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, ok := numberAsFloat(v)
+		return ok && f != 0
+	}
+	return true
+}

@@ -2,29 +2,72 @@ package commands
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 )
 
-// findSpec is a parsed find (or count) request.
+// findSpec is a parsed find (or count, distinct, delete, update) selection.
 type findSpec struct {
-	ns          engine.Namespace
-	filter      bsoncore.Document
-	skip, limit int64
-	batchSize   int64
-	singleBatch bool
+	ns           engine.Namespace
+	filter       *query.Filter
+	raw          bsoncore.Document // the filter as sent
+	proj         *query.Projection
+	positional   bool // the projection has a "field.$" that needs the match position
+	sort         *query.Sort
+	skip, limit  int64
+	batchSize    int64
+	singleBatch  bool
+	allowDiskUse bool
+	sortMemory   int64
+	deadline     time.Time // from maxTimeMS; zero means none
 }
 
-func parseFind(req *Request) (findSpec, error) {
+// newSelection parses a filter into a findSpec with no other options.
+func newSelection(ns engine.Namespace, filter bsoncore.Document) (findSpec, error) {
+	if len(filter) == 0 {
+		filter = emptyDocument // an absent filter selects everything
+	}
+	// A cursor keeps the parsed filter past this request, and the request's
+	// bytes alias the connection's read buffer, which the next message
+	// overwrites: parse an owned copy.
+	filter = owned(filter)
+	f, err := query.Parse(filter)
+	if err != nil {
+		return findSpec{}, err
+	}
+	return findSpec{ns: ns, filter: f, raw: filter}, nil
+}
+
+// rawFilter is the filter as sent ({} when none was).
+func (sp findSpec) rawFilter() bsoncore.Document {
+	if len(sp.raw) == 0 {
+		return bsoncore.Document(emptyDocument)
+	}
+	return sp.raw
+}
+
+var emptyDocument = []byte{5, 0, 0, 0, 0}
+
+// owned copies a document out of the request buffer.
+func owned(d bsoncore.Document) bsoncore.Document { return append(bsoncore.Document(nil), d...) }
+
+func parseFind(s *Session, req *Request) (findSpec, error) {
 	coll, err := req.Collection()
 	if err != nil {
 		return findSpec{}, err
 	}
-	sp := findSpec{ns: engine.Namespace{DB: req.DB, Coll: coll}}
-	if sp.filter, err = req.Document("filter"); err != nil {
+	filter, err := req.Document("filter")
+	if err != nil {
+		return findSpec{}, err
+	}
+	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
+	if err != nil {
 		return sp, err
 	}
 	if sp.skip, err = req.Int("skip", 0); err != nil {
@@ -51,42 +94,124 @@ func parseFind(req *Request) (findSpec, error) {
 	} else if single {
 		sp.singleBatch = true
 	}
-	for _, unsupported := range []string{"sort", "projection", "hint", "min", "max"} {
-		if d, err := req.Document(unsupported); err != nil {
-			return sp, err
-		} else if len(d) > 5 {
-			return sp, mongoerr.New(mongoerr.BadValue, "find option '%s' needs the query language, which this build does not have yet", unsupported)
-		}
+	if sp.allowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+		return sp, err
 	}
-	return sp, nil
+	if err := parseProjectionAndSort(req, &sp); err != nil {
+		return sp, err
+	}
+	if err := checkUnsupportedFindOptions(req); err != nil {
+		return sp, err
+	}
+	sp.sortMemory = sortMemory(s)
+	sp.deadline, err = deadline(req)
+	return sp, err
 }
 
-// open builds the document source a find reads from.
-func (sp findSpec) open(eng *engine.Engine) (Source, error) {
-	if id, ok := idEquality(sp.filter); ok {
-		doc, found, err := eng.Get(nil, sp.ns, id)
-		if err != nil {
-			return nil, err
-		}
-		src := &sliceSource{}
-		if found {
-			src.docs = []bsoncore.Document{doc}
-		}
-		return limitSource(src, sp.skip, sp.limit), nil
-	}
-	match, err := compileFilter(sp.filter)
+func parseProjectionAndSort(req *Request, sp *findSpec) error {
+	proj, err := req.Document("projection")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	it, err := eng.Scan(sp.ns)
+	if len(proj) > 5 {
+		proj = owned(proj) // kept by the cursor (see newSelection)
+		if sp.proj, err = query.ParseProjection(proj, sp.filter); err != nil {
+			return err
+		}
+		elems, _ := proj.Elements()
+		for _, el := range elems {
+			if strings.HasSuffix(el.Key(), ".$") {
+				sp.positional = true
+			}
+		}
+	}
+	sortSpec, err := req.Document("sort")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return limitSource(&scanSource{it: it, match: match}, sp.skip, sp.limit), nil
+	if len(sortSpec) > 5 {
+		if sp.sort, err = query.ParseSort(owned(sortSpec)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkUnsupportedFindOptions refuses options whose absence would change
+// results: a non-simple collation, an index hint, min/max, tailable cursors.
+func checkUnsupportedFindOptions(req *Request) error {
+	if err := checkCollation(req); err != nil {
+		return err
+	}
+	if v, ok := req.Arg("hint"); ok && !isNaturalOrIDHint(v) {
+		return mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
+	}
+	for _, name := range []string{"min", "max"} {
+		if d, err := req.Document(name); err != nil {
+			return err
+		} else if len(d) > 5 {
+			return mongoerr.New(mongoerr.BadValue, "'%s' requires a hint naming an index; secondary indexes are not supported by this build yet", name)
+		}
+	}
+	if t, _ := req.Bool("tailable", false); t {
+		return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
+	}
+	return nil
+}
+
+// checkCollation accepts only the simple collation (bytewise string order).
+func checkCollation(req *Request) error {
+	c, err := req.Document("collation")
+	if err != nil || len(c) <= 5 {
+		return err
+	}
+	if loc, ok := c.Lookup("locale").StringValueOK(); ok && loc == "simple" {
+		return nil
+	}
+	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", c)
+}
+
+func isNaturalOrIDHint(v bsoncore.Value) bool {
+	if s, ok := v.StringValueOK(); ok {
+		return s == "_id_"
+	}
+	d, ok := v.DocumentOK()
+	if !ok {
+		return false
+	}
+	elems, _ := d.Elements()
+	if len(elems) == 0 {
+		return true
+	}
+	return len(elems) == 1 && (elems[0].Key() == "$natural" || elems[0].Key() == "_id")
+}
+
+func sortMemory(s *Session) int64 {
+	if v, ok := s.Env.Params.Get("internalQueryMaxBlockingSortMemoryUsageBytes"); ok {
+		if n, ok := v.(int64); ok {
+			return n
+		}
+	}
+	return query.DefaultSortMemory
+}
+
+// deadline turns maxTimeMS into an absolute deadline (zero: none).
+func deadline(req *Request) (time.Time, error) {
+	ms, err := req.Int("maxTimeMS", 0)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if ms < 0 {
+		return time.Time{}, mongoerr.New(mongoerr.BadValue, "BSON field 'maxTimeMS' value must be >= 0, actual value '%d'", ms)
+	}
+	if ms == 0 {
+		return time.Time{}, nil
+	}
+	return time.Now().Add(time.Duration(ms) * time.Millisecond), nil
 }
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	sp, err := parseFind(req)
+	sp, err := parseFind(s, req)
 	if err != nil {
 		return nil, err
 	}
@@ -191,8 +316,12 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 	if err != nil {
 		return nil, err
 	}
-	sp := findSpec{ns: engine.Namespace{DB: req.DB, Coll: coll}}
-	if sp.filter, err = req.Document("query"); err != nil {
+	filter, err := req.Document("query")
+	if err != nil {
+		return nil, err
+	}
+	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
+	if err != nil {
 		return nil, err
 	}
 	if sp.skip, err = req.Int("skip", 0); err != nil {
@@ -206,6 +335,12 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 	}
 	if sp.limit < 0 {
 		sp.limit = -sp.limit
+	}
+	if err := checkCollation(req); err != nil {
+		return nil, err
+	}
+	if sp.deadline, err = deadline(req); err != nil {
+		return nil, err
 	}
 	src, err := sp.open(s.Env.Engine)
 	if err != nil {

@@ -21,16 +21,8 @@ func cmdAggregate(_ context.Context, _ *Session, _ *Request, _ []byte) (bsoncore
 	return nil, notYet("aggregate")
 }
 
-func cmdDistinct(_ context.Context, _ *Session, _ *Request, _ []byte) (bsoncore.Document, error) {
-	return nil, notYet("distinct")
-}
-
 func cmdExplain(_ context.Context, _ *Session, _ *Request, _ []byte) (bsoncore.Document, error) {
 	return nil, notYet("explain")
-}
-
-func cmdFindAndModify(_ context.Context, _ *Session, _ *Request, _ []byte) (bsoncore.Document, error) {
-	return nil, notYet("findAndModify")
 }
 
 func cmdCreateIndexes(_ context.Context, _ *Session, _ *Request, _ []byte) (bsoncore.Document, error) {

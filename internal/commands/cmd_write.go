@@ -9,12 +9,16 @@ import (
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
-// This file holds the delete and update commands.
+// This file holds the delete and update commands. Both choose documents from
+// a snapshot, then change them through engine.Modify, which re-reads each
+// inside the commit pipeline; the filter is checked again there, so a
+// document changed in between is not wrongly updated or deleted.
 
-// matchingIDs returns the _ids of the documents filter selects in ns, at most
-// limit of them (0 = all), read from a consistent snapshot.
-func matchingIDs(eng *engine.Engine, ns engine.Namespace, filter bsoncore.Document, limit int64) ([]bsoncore.Value, error) {
-	src, err := findSpec{ns: ns, filter: filter, limit: limit}.open(eng)
+// matchingIDs returns the _ids of the documents sp selects, at most limit
+// of them (0 = all), read from a consistent snapshot.
+func matchingIDs(eng *engine.Engine, sp findSpec, limit int64) ([]bsoncore.Value, error) {
+	sp.limit = limit
+	src, err := sp.open(eng)
 	if err != nil {
 		return nil, err
 	}
@@ -28,6 +32,26 @@ func matchingIDs(eng *engine.Engine, ns engine.Namespace, filter bsoncore.Docume
 		id := d.Lookup("_id")
 		ids = append(ids, bsoncore.Value{Type: id.Type, Data: append([]byte(nil), id.Data...)})
 	}
+}
+
+// statementFilter reads a write statement's q field into a selection.
+func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string) (findSpec, error) {
+	q, err := st.LookupErr("q")
+	if err != nil {
+		return findSpec{}, mongoerr.New(mongoerr.FailedToParse, "BSON field '%s.q' is missing but a required field", cmd)
+	}
+	filter, ok := q.DocumentOK()
+	if !ok {
+		return findSpec{}, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.q' is the wrong type '%s', expected type 'object'", cmd, typeName(q.Type))
+	}
+	if c, err := st.LookupErr("collation"); err == nil {
+		if cd, ok := c.DocumentOK(); ok {
+			if loc, _ := cd.Lookup("locale").StringValueOK(); loc != "simple" {
+				return findSpec{}, mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", cd)
+			}
+		}
+	}
+	return newSelection(ns, filter)
 }
 
 func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
@@ -50,7 +74,7 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var n int64
 	var werrs []engine.WriteError
 	for i, st := range stmts {
-		deleted, err := deleteOne(s.Env.Engine, ns, st)
+		deleted, err := deleteStatement(s.Env.Engine, ns, st)
 		n += deleted
 		if err != nil {
 			werrs = append(werrs, engine.WriteError{Index: i, Err: err})
@@ -65,12 +89,11 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	return r.Finish(), nil
 }
 
-// deleteOne runs one delete statement {q, limit}.
-func deleteOne(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document) (int64, error) {
-	q, err := st.LookupErr("q")
-	filter, ok := q.DocumentOK()
-	if err != nil || !ok {
-		return 0, mongoerr.New(mongoerr.FailedToParse, "BSON field 'delete.deletes.q' is missing or not an object")
+// deleteStatement runs one delete statement {q, limit}.
+func deleteStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document) (int64, error) {
+	sp, err := statementFilter(ns, st, "delete.deletes")
+	if err != nil {
+		return 0, err
 	}
 	limit := int64(0)
 	if v, err := st.LookupErr("limit"); err == nil {
@@ -80,21 +103,17 @@ func deleteOne(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document) (i
 		}
 		limit = l
 	}
-	ids, err := matchingIDs(eng, ns, filter, limit)
-	if err != nil {
+	ids, err := matchingIDs(eng, sp, limit)
+	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	var n int64
-	for _, id := range ids {
-		deleted, err := eng.Delete(ns, id)
-		if err != nil {
-			return n, err
+	res, err := eng.Modify(ns, ids, false, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+		if cur == nil || !sp.filter.Match(cur) {
+			return engine.Action{}, nil // changed since it was chosen
 		}
-		if deleted {
-			n++
-		}
-	}
-	return n, nil
+		return engine.Action{Delete: true}, nil
+	})
+	return int64(res.Deleted), err
 }
 
 func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
@@ -118,7 +137,7 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range stmts {
-		res, err := updateOne(s.Env.Engine, ns, st)
+		res, err := updateStatement(s.Env.Engine, ns, st)
 		matched += res.matched
 		modified += res.modified
 		if res.upsertedID.Type != 0 {
@@ -144,74 +163,144 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 type updateResult struct {
 	matched, modified int64
 	upsertedID        bsoncore.Value
+	before, after     bsoncore.Document // for findAndModify (copies)
 }
 
-// updateOne runs one update statement {q, u, upsert, multi}. Replacement
-// documents work now; update operators arrive with the update language.
-func updateOne(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document) (updateResult, error) {
-	q, err := st.LookupErr("q")
-	filter, ok := q.DocumentOK()
-	if err != nil || !ok {
-		return updateResult{}, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.q' is missing or not an object")
+// updateSpec is one parsed update statement.
+type updateSpec struct {
+	sel    findSpec
+	mod    modifier
+	upsert bool
+	multi  bool
+}
+
+func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document) (updateSpec, error) {
+	sel, err := statementFilter(ns, st, "update.updates")
+	if err != nil {
+		return updateSpec{}, err
 	}
 	u, err := st.LookupErr("u")
 	if err != nil {
-		return updateResult{}, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.u' is missing but a required field")
+		return updateSpec{}, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.u' is missing but a required field")
 	}
-	repl, ok := u.DocumentOK()
-	if !ok {
-		return updateResult{}, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
-	}
-	if isOperatorDoc(u) {
-		return updateResult{}, mongoerr.New(mongoerr.FailedToParse, "update operators need the update language, which this build does not have yet")
-	}
-	upsert := boolField(st, "upsert")
-	if boolField(st, "multi") {
-		return updateResult{}, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
-	}
-	ids, err := matchingIDs(eng, ns, filter, 1)
+	arrayFilters, err := arrayFiltersOf(st)
 	if err != nil {
-		return updateResult{}, err
+		return updateSpec{}, err
 	}
-	if len(ids) == 0 {
-		if !upsert {
-			return updateResult{}, nil
-		}
-		return upsertReplacement(eng, ns, filter, repl)
+	mod, err := parseModifier(u, arrayFilters)
+	if err != nil {
+		return updateSpec{}, err
 	}
-	found, err := eng.Replace(ns, ids[0], repl)
-	if err != nil || !found {
-		return updateResult{}, err
+	spec := updateSpec{sel: sel, mod: mod, upsert: boolField(st, "upsert"), multi: boolField(st, "multi")}
+	if spec.multi && mod.isReplacement() {
+		return updateSpec{}, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
-	return updateResult{matched: 1, modified: 1}, nil
+	return spec, nil
 }
 
-// upsertReplacement inserts the replacement, taking _id from the filter's
-// equality on _id when the replacement has none, as MongoDB does.
-func upsertReplacement(eng *engine.Engine, ns engine.Namespace, filter, repl bsoncore.Document) (updateResult, error) {
-	doc := repl
-	if _, err := repl.LookupErr("_id"); err != nil {
-		if id, ok := idEquality(filter); ok {
-			r := NewReply(nil).Value("_id", id)
-			elems, _ := repl.Elements()
-			for _, el := range elems {
-				*r.Raw() = append(*r.Raw(), el...)
-			}
-			doc = r.End()
-		}
+func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
+	v, err := st.LookupErr("arrayFilters")
+	if err != nil {
+		return nil, nil
 	}
-	res, err := eng.Insert(ns, []bsoncore.Document{doc}, true)
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'arrayFilters' is the wrong type '%s', expected type 'array'", typeName(v.Type))
+	}
+	vals, _ := arr.Values()
+	out := make([]bsoncore.Document, 0, len(vals))
+	for _, el := range vals {
+		d, ok := el.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "arrayFilters entries must be objects")
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
+func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document) (updateResult, error) {
+	spec, err := parseUpdateStatement(ns, st)
 	if err != nil {
 		return updateResult{}, err
 	}
-	if len(res.WriteErrors) > 0 {
-		return updateResult{}, res.WriteErrors[0].Err
+	return runUpdate(eng, ns, spec, false)
+}
+
+// runUpdate applies spec to the documents it selects; keep records the
+// before and after images (of the one document findAndModify touches).
+func runUpdate(eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bool) (updateResult, error) {
+	limit := int64(1)
+	if spec.multi {
+		limit = 0
+	}
+	ids, err := matchingIDs(eng, spec.sel, limit)
+	if err != nil {
+		return updateResult{}, err
+	}
+	var res updateResult
+	if len(ids) > 0 {
+		mres, err := eng.Modify(ns, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+			if cur == nil {
+				return engine.Action{}, nil
+			}
+			ok, pos := spec.sel.filter.MatchDetails(cur)
+			if !ok {
+				return engine.Action{}, nil // changed since it was chosen
+			}
+			res.matched++
+			next, err := spec.mod.apply(cur, pos, false)
+			if err != nil {
+				return engine.Action{}, err
+			}
+			if keep {
+				res.before = append(bsoncore.Document(nil), cur...)
+				res.after = next
+			}
+			return engine.Action{Replace: next}, nil
+		})
+		res.modified = int64(mres.Modified)
+		if err != nil {
+			return res, err
+		}
+		if len(mres.Errors) > 0 {
+			return res, mres.Errors[0].Err
+		}
+		if keep && res.after != nil {
+			// The stored image has _id first; read it back for an exact reply.
+			res.after, _, _ = eng.Get(nil, ns, ids[0])
+		}
+	}
+	if res.matched > 0 || !spec.upsert {
+		return res, nil
+	}
+	return upsert(eng, ns, spec, keep)
+}
+
+// upsert inserts the document an update with upsert: true creates when
+// nothing matched, seeded from the filter's equality fields.
+func upsert(eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bool) (updateResult, error) {
+	doc, err := spec.mod.upsertDoc(spec.sel.rawFilter())
+	if err != nil {
+		return updateResult{}, err
+	}
+	ires, err := eng.Insert(ns, []bsoncore.Document{doc}, true)
+	if err != nil {
+		return updateResult{}, err
+	}
+	if len(ires.WriteErrors) > 0 {
+		return updateResult{}, ires.WriteErrors[0].Err
 	}
 	id := doc.Lookup("_id")
-	if len(res.GeneratedIDs) > 0 {
-		id = res.GeneratedIDs[0].ID
+	if len(ires.GeneratedIDs) > 0 {
+		id = ires.GeneratedIDs[0].ID
 	}
-	return updateResult{upsertedID: id}, nil
+	res := updateResult{upsertedID: id}
+	if keep {
+		res.after, _, _ = eng.Get(nil, ns, id)
+	}
+	return res, nil
 }
 
 func boolField(d bsoncore.Document, key string) bool {

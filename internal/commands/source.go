@@ -1,10 +1,51 @@
 package commands
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 )
+
+// A find runs as a chain of Sources: a point lookup or a filtered scan, then
+// sort, skip/limit and projection. Each stage pulls documents one at a time.
+
+// open builds the chain for sp.
+func (sp findSpec) open(eng *engine.Engine) (Source, error) {
+	var src Source
+	if id, ok := sp.filter.IDEquality(); ok {
+		doc, found, err := eng.Get(nil, sp.ns, id)
+		if err != nil {
+			return nil, err
+		}
+		ss := &sliceSource{}
+		if found {
+			ss.docs = []bsoncore.Document{doc}
+		}
+		src = ss
+	} else {
+		it, err := eng.Scan(sp.ns)
+		if err != nil {
+			return nil, err
+		}
+		src = &scanSource{it: it, filter: sp.filter, deadline: sp.deadline}
+	}
+	if sp.sort != nil {
+		sorted, err := sortSource(src, sp)
+		if err != nil {
+			return nil, err
+		}
+		src = sorted
+	}
+	src = limitSource(src, sp.skip, sp.limit)
+	if sp.proj != nil {
+		src = &projectSource{src: src, proj: sp.proj, filter: sp.filter, positional: sp.positional}
+	}
+	return src, nil
+}
 
 // sliceSource serves documents already in memory.
 type sliceSource struct{ docs []bsoncore.Document }
@@ -22,13 +63,27 @@ func (s *sliceSource) Close() error { s.docs = nil; return nil }
 
 // scanSource filters a collection scan.
 type scanSource struct {
-	it    *engine.DocIter
-	match matcher
+	it       *engine.DocIter
+	filter   *query.Filter
+	deadline time.Time
+	n        int
 }
+
+// deadlineCheckEvery spaces the clock reads of maxTimeMS.
+const deadlineCheckEvery = 256
 
 func (s *scanSource) Next() (bsoncore.Document, error) {
 	for s.it.Next() {
-		if d := s.it.Doc(); s.match(d) {
+		s.n++
+		if !s.deadline.IsZero() && s.n%deadlineCheckEvery == 0 && time.Now().After(s.deadline) {
+			return nil, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+		}
+		d := s.it.Doc()
+		r, err := s.filter.Exec(d)
+		if err != nil {
+			return nil, err
+		}
+		if r.Matched {
 			return d, nil
 		}
 	}
@@ -36,6 +91,45 @@ func (s *scanSource) Next() (bsoncore.Document, error) {
 }
 
 func (s *scanSource) Close() error { return s.it.Close() }
+
+// sortSource drains src into a sorter (top-k when a limit is known).
+func sortSource(src Source, sp findSpec) (Source, error) {
+	defer src.Close()
+	limit := int64(0)
+	if sp.limit > 0 {
+		limit = sp.skip + sp.limit
+	}
+	sorter := query.NewSorter(sp.sort, query.SorterOptions{Limit: limit, MaxMemory: sp.sortMemory, AllowDiskUse: sp.allowDiskUse})
+	for {
+		d, err := src.Next()
+		if err != nil {
+			_ = sorter.Close()
+			return nil, err
+		}
+		if d == nil {
+			break
+		}
+		if err := sorter.Add(d); err != nil {
+			_ = sorter.Close()
+			return nil, err
+		}
+	}
+	return &sorterSource{sorter: sorter, it: sorter.Iter()}, nil
+}
+
+type sorterSource struct {
+	sorter *query.Sorter
+	it     *query.SortIterator
+}
+
+func (s *sorterSource) Next() (bsoncore.Document, error) {
+	if s.it.Next() {
+		return s.it.Doc(), nil
+	}
+	return nil, s.it.Err()
+}
+
+func (s *sorterSource) Close() error { return s.sorter.Close() }
 
 // skipLimit applies skip and limit (0 = none) to a source.
 type skipLimit struct {
@@ -70,3 +164,32 @@ func (s *skipLimit) Next() (bsoncore.Document, error) {
 }
 
 func (s *skipLimit) Close() error { return s.src.Close() }
+
+// projectSource shapes each document with a projection. A positional
+// projection needs the array position the filter bound, recomputed here
+// because sorting has detached documents from their match.
+type projectSource struct {
+	src        Source
+	proj       *query.Projection
+	filter     *query.Filter
+	positional bool
+	buf        []byte
+}
+
+func (p *projectSource) Next() (bsoncore.Document, error) {
+	d, err := p.src.Next()
+	if d == nil || err != nil {
+		return nil, err
+	}
+	pos := -1
+	if p.positional {
+		_, pos = p.filter.MatchDetails(d)
+	}
+	p.buf, err = p.proj.Apply(p.buf[:0], d, pos)
+	if err != nil {
+		return nil, err
+	}
+	return p.buf, nil
+}
+
+func (p *projectSource) Close() error { return p.src.Close() }

@@ -1,0 +1,80 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/query/querytest"
+)
+
+// TestQueryCorpusOverTheWire runs the query language's data-driven corpus
+// (internal/query/testdata) through a real server with the official driver:
+// the same cases the engine passes in process must pass as a client sees them.
+func TestQueryCorpusOverTheWire(t *testing.T) {
+	cases, err := querytest.Load("../query/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t)
+	db := s.client(t).Database("corpus")
+	n := 0
+	querytest.Run(t, cases, func(c *querytest.Case) (querytest.Outcome, error) {
+		n++
+		return runFindOverWire(db, fmt.Sprintf("c%d", n), c)
+	}, false)
+}
+
+func runFindOverWire(db *mongo.Database, coll string, c *querytest.Case) (querytest.Outcome, error) {
+	ctx := context.Background()
+	if len(c.Docs) > 0 {
+		docs := make(bson.A, len(c.Docs))
+		for i, d := range c.Docs {
+			docs[i] = bson.Raw(d)
+		}
+		if err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: docs}}).Err(); err != nil {
+			return querytest.Outcome{}, fmt.Errorf("loading documents: %w", err)
+		}
+	}
+	cmd := bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: bson.Raw(c.Filter)}}
+	if c.Projection != nil {
+		cmd = append(cmd, bson.E{Key: "projection", Value: bson.Raw(c.Projection)})
+	}
+	if c.Sort != nil {
+		cmd = append(cmd, bson.E{Key: "sort", Value: bson.Raw(c.Sort)})
+	}
+	if c.Skip != 0 {
+		cmd = append(cmd, bson.E{Key: "skip", Value: c.Skip})
+	}
+	if c.Limit != 0 {
+		cmd = append(cmd, bson.E{Key: "limit", Value: c.Limit})
+	}
+	cmd = append(cmd, bson.E{Key: "batchSize", Value: 3}) // exercise getMore too
+	cur, err := db.RunCommandCursor(ctx, cmd)
+	if err != nil {
+		return outcomeOf(err)
+	}
+	defer cur.Close(ctx)
+	var out querytest.Outcome
+	for cur.Next(ctx) {
+		out.Docs = append(out.Docs, append(bsoncore.Document(nil), cur.Current...))
+	}
+	if err := cur.Err(); err != nil {
+		return outcomeOf(err)
+	}
+	return out, db.Collection(coll).Drop(ctx)
+}
+
+// outcomeOf turns a server error into the case's expected-error form.
+func outcomeOf(err error) (querytest.Outcome, error) {
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return querytest.Outcome{Code: ce.Code}, nil
+	}
+	return querytest.Outcome{}, err
+}

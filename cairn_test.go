@@ -3,6 +3,7 @@ package cairn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -65,9 +66,45 @@ func TestEmbeddedCRUD(t *testing.T) {
 		t.Fatalf("DeleteOne: %+v %v", del, err)
 	}
 
-	// Unsupported filters are refused, never misread.
-	if _, err := users.Find(ctx, bson.D{{Key: "age", Value: bson.D{{Key: "$gt", Value: 1}}}}); cairn.ErrorCode(err) != 2 {
-		t.Fatalf("operator filter: err = %v, want BadValue (2)", err)
+	// The query language, through the same command code a server runs.
+	for i := range 20 {
+		if _, err := users.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "age", Value: i % 7}, {Key: "tags", Value: bson.A{"t", i % 3}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur, err := users.Find(ctx, bson.D{{Key: "age", Value: bson.D{{Key: "$gte", Value: 5}}}, {Key: "_id", Value: bson.D{{Key: "$type", Value: "int"}}}},
+		&cairn.FindOptions{Sort: bson.D{{Key: "age", Value: -1}, {Key: "_id", Value: 1}}, Projection: bson.D{{Key: "age", Value: 1}}, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var older []struct {
+		ID   int `bson:"_id"`
+		Age  int `bson:"age"`
+		Tags any `bson:"tags"`
+	}
+	if err := cur.All(ctx, &older); err != nil {
+		t.Fatal(err)
+	}
+	// ages 6 (ids 6, 13) then 5 (ids 5, 12, 19); tags projected away.
+	want := "[{6 6 <nil>} {13 6 <nil>} {5 5 <nil>} {12 5 <nil>} {19 5 <nil>}]"
+	if got := fmt.Sprint(older); got != want {
+		t.Fatalf("sorted, projected find over several batches:\n got %s\nwant %s", got, want)
+	}
+	if n, err := users.CountDocuments(ctx, bson.D{{Key: "tags", Value: 2}}); err != nil || n != 6 {
+		t.Fatalf("CountDocuments(tags: 2) = %d %v, want 6", n, err)
+	}
+	if vals, err := users.Distinct(ctx, "age", bson.D{{Key: "_id", Value: bson.D{{Key: "$lt", Value: 10}}}}); err != nil || len(vals) != 7 {
+		t.Fatalf("Distinct(age) = %v %v, want 7 values", vals, err)
+	}
+	var gone bson.M
+	if err := users.FindOneAndDelete(ctx, bson.D{{Key: "_id", Value: 0}}).Decode(&gone); err != nil || gone["age"] != int32(0) {
+		t.Fatalf("FindOneAndDelete: %v %v", gone, err)
+	}
+	if del, err := users.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$type", Value: "int"}}}}); err != nil || del.DeletedCount != 19 {
+		t.Fatalf("DeleteMany: %+v %v", del, err)
+	}
+	if _, err := users.Find(ctx, bson.D{{Key: "$foo", Value: 1}}); cairn.ErrorCode(err) != 2 {
+		t.Fatalf("unknown top-level operator: err = %v, want BadValue (2)", err)
 	}
 
 	if err := db.Close(); err != nil {
@@ -80,7 +117,7 @@ func TestEmbeddedCRUD(t *testing.T) {
 	}
 	defer db.Close()
 	users = db.Database("app").Collection("users")
-	cur, err := users.Find(ctx, bson.D{})
+	cur, err = users.Find(ctx, bson.D{})
 	if err != nil {
 		t.Fatal(err)
 	}

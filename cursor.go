@@ -6,42 +6,63 @@ import (
 	"reflect"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/cairndb/cairn/internal/engine"
 )
 
-// Cursor iterates the results of Find. Current holds the document after a
-// successful Next; it is a copy the caller may keep.
+// Cursor iterates the results of Find, fetching batches as needed. Current
+// holds the document after a successful Next; it is a copy the caller may keep.
 type Cursor struct {
 	Current bson.Raw
 
-	it      *engine.DocIter
-	pending []bson.Raw
-	err     error
+	coll      *Collection
+	id        int64
+	batch     []bson.RawValue
+	batchSize int32
+	err       error
+}
+
+func newCursor(c *Collection, reply bson.Raw, batchSize int32) (*Cursor, error) {
+	cur := &Cursor{coll: c, batchSize: batchSize}
+	cur.load(reply, "firstBatch")
+	return cur, nil
+}
+
+// load takes a batch and the cursor id from a find or getMore reply.
+func (c *Cursor) load(reply bson.Raw, field string) {
+	cd := reply.Lookup("cursor").Document()
+	c.id, _ = cd.Lookup("id").AsInt64OK()
+	if arr, ok := cd.Lookup(field).ArrayOK(); ok {
+		c.batch, _ = arr.Values()
+	}
 }
 
 // Next moves to the next document; it returns false at the end, on error
 // (see Err) or when ctx is done.
 func (c *Cursor) Next(ctx context.Context) bool {
-	if c.err != nil {
-		return false
-	}
-	if err := ctx.Err(); err != nil {
-		c.err = err
-		return false
-	}
-	if len(c.pending) > 0 {
-		c.Current, c.pending = c.pending[0], c.pending[1:]
-		return true
-	}
-	if c.it == nil || !c.it.Next() {
-		if c.it != nil {
-			c.err = c.it.Err()
+	for len(c.batch) == 0 {
+		if c.err != nil || c.id == 0 {
+			return false
 		}
-		return false
+		if err := c.getMore(ctx); err != nil {
+			c.err = err
+			return false
+		}
 	}
-	c.Current = append(bson.Raw(nil), c.it.Doc()...)
+	c.Current = append(bson.Raw(nil), c.batch[0].Document()...)
+	c.batch = c.batch[1:]
 	return true
+}
+
+func (c *Cursor) getMore(ctx context.Context) error {
+	cmd := bson.D{{Key: "getMore", Value: c.id}, {Key: "collection", Value: c.coll.name}}
+	if c.batchSize > 0 {
+		cmd = append(cmd, bson.E{Key: "batchSize", Value: c.batchSize})
+	}
+	reply, err := c.coll.run(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	c.load(reply, "nextBatch")
+	return nil
 }
 
 // Decode unmarshals Current into v.
@@ -50,13 +71,14 @@ func (c *Cursor) Decode(v any) error { return bson.Unmarshal(c.Current, v) }
 // Err reports the error that ended iteration, if any.
 func (c *Cursor) Err() error { return c.err }
 
-// Close releases the cursor's resources.
-func (c *Cursor) Close(context.Context) error {
-	if c.it == nil {
+// Close releases the cursor's server-side state.
+func (c *Cursor) Close(ctx context.Context) error {
+	if c.id == 0 {
 		return nil
 	}
-	err := c.it.Close()
-	c.it = nil
+	id := c.id
+	c.id, c.batch = 0, nil
+	_, err := c.coll.run(context.WithoutCancel(ctx), bson.D{{Key: "killCursors", Value: c.coll.name}, {Key: "cursors", Value: bson.A{id}}})
 	return err
 }
 

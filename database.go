@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/cairndb/cairn/internal/engine"
 )
 
 // Database is a handle to one database.
@@ -20,25 +18,34 @@ func (d *Database) Name() string { return d.name }
 // Collection returns a handle to the named collection; it is created by the
 // first insert or by CreateCollection.
 func (d *Database) Collection(name string) *Collection {
-	return &Collection{db: d, ns: engine.Namespace{DB: d.name, Coll: name}}
+	return &Collection{db: d, name: name}
+}
+
+// RunCommand runs a command against this database.
+func (d *Database) RunCommand(ctx context.Context, cmd any) (bson.Raw, error) {
+	return d.db.RunCommand(ctx, d.name, cmd)
 }
 
 // CreateCollection creates a collection explicitly. opts holds MongoDB create
-// options (nil for none); creating an existing collection with the same
-// options succeeds.
+// options such as {idGenerator: "sequential"} (nil for none); creating an
+// existing collection with the same options succeeds.
 func (d *Database) CreateCollection(ctx context.Context, name string, opts any) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var raw bson.Raw
+	cmd := bson.D{{Key: "create", Value: name}}
 	if opts != nil {
-		b, err := bson.Marshal(opts)
+		raw, err := marshalDoc(opts)
 		if err != nil {
 			return err
 		}
-		raw = b
+		elems, err := bson.Raw(raw).Elements()
+		if err != nil {
+			return err
+		}
+		for _, el := range elems {
+			cmd = append(cmd, bson.E{Key: el.Key(), Value: el.Value()})
+		}
 	}
-	return d.db.eng.CreateCollection(engine.Namespace{DB: d.name, Coll: name}, raw)
+	_, err := d.RunCommand(ctx, cmd)
+	return err
 }
 
 // ListCollectionNames lists the database's collections, sorted.
@@ -55,9 +62,6 @@ func (d *Database) ListCollectionNames(ctx context.Context) ([]string, error) {
 
 // Drop drops the database and all its collections.
 func (d *Database) Drop(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_, err := d.db.eng.DropDatabase(d.name)
+	_, err := d.RunCommand(ctx, bson.D{{Key: "dropDatabase", Value: 1}})
 	return err
 }

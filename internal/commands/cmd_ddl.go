@@ -223,12 +223,9 @@ func cmdCollStats(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if err != nil {
 		return nil, err
 	}
-	scale, err := req.Int("scale", 1)
+	scale, err := parseScale(req)
 	if err != nil {
 		return nil, err
-	}
-	if scale < 1 {
-		return nil, mongoerr.New(mongoerr.BadValue, "scale has to be >= 1")
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: name}
 	st, err := s.Env.Engine.CollectionStats(ns)
@@ -257,12 +254,9 @@ func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err := catalog.ValidateDBName(req.DB); err != nil {
 		return nil, err
 	}
-	scale, err := req.Int("scale", 1)
+	scale, err := parseScale(req)
 	if err != nil {
 		return nil, err
-	}
-	if scale < 1 {
-		return nil, mongoerr.New(mongoerr.BadValue, "scale has to be >= 1")
 	}
 	var objects, dataSize, storage int64
 	var indexes int
@@ -294,4 +288,16 @@ func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	r.Double("totalSize", float64(storage/scale))
 	r.Int64("scaleFactor", scale)
 	return r.Finish(), nil
+}
+
+// parseScale reads the stats commands' scale (bytes per reported unit).
+func parseScale(req *Request) (int64, error) {
+	scale, err := req.Int("scale", 1)
+	if err != nil {
+		return 0, err
+	}
+	if scale < 1 {
+		return 0, mongoerr.New(mongoerr.BadValue, "scale has to be >= 1")
+	}
+	return scale, nil
 }

@@ -8,17 +8,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/bsonx"
-	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
 // cmdDistinct returns the distinct values of a field among the documents the
 // query selects. Array values count element by element, as in MongoDB.
 func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	coll, err := req.Collection()
-	if err != nil {
-		return nil, err
-	}
 	kv, ok := req.Arg("key")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
@@ -30,18 +25,8 @@ func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if key == "" || strings.HasPrefix(key, "$") {
 		return nil, mongoerr.New(mongoerr.BadValue, "'%s' is not a valid distinct key", key)
 	}
-	filter, err := req.Document("query")
+	sp, err := selectionFor(req, "query")
 	if err != nil {
-		return nil, err
-	}
-	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkCollation(req); err != nil {
-		return nil, err
-	}
-	if sp.deadline, err = deadline(req); err != nil {
 		return nil, err
 	}
 	src, err := sp.open(s.Env.Engine)

@@ -312,15 +312,7 @@ func nonNil(ids []int64) []int64 {
 }
 
 func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	coll, err := req.Collection()
-	if err != nil {
-		return nil, err
-	}
-	filter, err := req.Document("query")
-	if err != nil {
-		return nil, err
-	}
-	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
+	sp, err := selectionFor(req, "query")
 	if err != nil {
 		return nil, err
 	}
@@ -335,12 +327,6 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 	}
 	if sp.limit < 0 {
 		sp.limit = -sp.limit
-	}
-	if err := checkCollation(req); err != nil {
-		return nil, err
-	}
-	if sp.deadline, err = deadline(req); err != nil {
-		return nil, err
 	}
 	src, err := sp.open(s.Env.Engine)
 	if err != nil {
@@ -359,4 +345,26 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 		n++
 	}
 	return NewReply(dst).Int64("n", n).Finish(), nil
+}
+
+// selectionFor reads what count and distinct share: the collection, the
+// filter in field, the collation (simple only) and maxTimeMS.
+func selectionFor(req *Request, field string) (findSpec, error) {
+	coll, err := req.Collection()
+	if err != nil {
+		return findSpec{}, err
+	}
+	filter, err := req.Document(field)
+	if err != nil {
+		return findSpec{}, err
+	}
+	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
+	if err != nil {
+		return sp, err
+	}
+	if err := checkCollation(req); err != nil {
+		return sp, err
+	}
+	sp.deadline, err = deadline(req)
+	return sp, err
 }

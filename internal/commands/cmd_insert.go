@@ -18,23 +18,40 @@ func checkBatchSize(n int) error {
 	return nil
 }
 
-func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+// writeBatch is what insert, update and delete requests share: the target
+// collection, the statements (documents, updates or deletes), and ordered.
+type writeBatch struct {
+	ns      engine.Namespace
+	stmts   []bsoncore.Document
+	ordered bool
+}
+
+// parseWriteBatch reads a write command whose statements are in field.
+func parseWriteBatch(req *Request, field string) (writeBatch, error) {
 	coll, err := req.Collection()
 	if err != nil {
-		return nil, err
+		return writeBatch{}, err
 	}
-	docs, err := req.Docs("documents")
+	stmts, err := req.Docs(field)
 	if err != nil {
-		return nil, err
+		return writeBatch{}, err
 	}
-	if err := checkBatchSize(len(docs)); err != nil {
-		return nil, err
+	if err := checkBatchSize(len(stmts)); err != nil {
+		return writeBatch{}, err
 	}
 	ordered, err := req.Bool("ordered", true)
 	if err != nil {
+		return writeBatch{}, err
+	}
+	return writeBatch{ns: engine.Namespace{DB: req.DB, Coll: coll}, stmts: stmts, ordered: ordered}, nil
+}
+
+func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	wb, err := parseWriteBatch(req, "documents")
+	if err != nil {
 		return nil, err
 	}
-	res, err := s.Env.Engine.Insert(engine.Namespace{DB: req.DB, Coll: coll}, docs, ordered)
+	res, err := s.Env.Engine.Insert(wb.ns, wb.stmts, wb.ordered)
 	if err != nil {
 		return nil, err
 	}

@@ -55,30 +55,18 @@ func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string) (fin
 }
 
 func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	coll, err := req.Collection()
+	wb, err := parseWriteBatch(req, "deletes")
 	if err != nil {
 		return nil, err
 	}
-	stmts, err := req.Docs("deletes")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBatchSize(len(stmts)); err != nil {
-		return nil, err
-	}
-	ordered, err := req.Bool("ordered", true)
-	if err != nil {
-		return nil, err
-	}
-	ns := engine.Namespace{DB: req.DB, Coll: coll}
 	var n int64
 	var werrs []engine.WriteError
-	for i, st := range stmts {
-		deleted, err := deleteStatement(s.Env.Engine, ns, st)
+	for i, st := range wb.stmts {
+		deleted, err := deleteStatement(s.Env.Engine, wb.ns, st)
 		n += deleted
 		if err != nil {
 			werrs = append(werrs, engine.WriteError{Index: i, Err: err})
-			if ordered {
+			if wb.ordered {
 				break
 			}
 		}
@@ -117,27 +105,15 @@ func deleteStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Docume
 }
 
 func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	coll, err := req.Collection()
+	wb, err := parseWriteBatch(req, "updates")
 	if err != nil {
 		return nil, err
 	}
-	stmts, err := req.Docs("updates")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBatchSize(len(stmts)); err != nil {
-		return nil, err
-	}
-	ordered, err := req.Bool("ordered", true)
-	if err != nil {
-		return nil, err
-	}
-	ns := engine.Namespace{DB: req.DB, Coll: coll}
 	var matched, modified int64
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
-	for i, st := range stmts {
-		res, err := updateStatement(s.Env.Engine, ns, st)
+	for i, st := range wb.stmts {
+		res, err := updateStatement(s.Env.Engine, wb.ns, st)
 		matched += res.matched
 		modified += res.modified
 		if res.upsertedID.Type != 0 {
@@ -145,12 +121,12 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		}
 		if err != nil {
 			werrs = append(werrs, engine.WriteError{Index: i, Err: err})
-			if ordered {
+			if wb.ordered {
 				break
 			}
 		}
 	}
-	s.Env.Ops.Update.Add(int64(len(stmts)))
+	s.Env.Ops.Update.Add(int64(len(wb.stmts)))
 	r := NewReply(dst).Int64("n", matched+int64(len(upserted)))
 	if len(upserted) > 0 {
 		r.DocArray("upserted", upserted)

@@ -145,38 +145,7 @@ func IntOrLong(i int64) bsoncore.Value {
 
 // TypeName is MongoDB's name for v's type, as error messages and $type
 // print it ("missing" for Missing).
-func TypeName(v bsoncore.Value) string {
-	return typeNames[v.Type]
-}
-
-var typeNames = func() (n [256]string) {
-	for i := range n {
-		n[i] = "unknown"
-	}
-	n[0] = "missing"
-	n[bsoncore.TypeDouble] = "double"
-	n[bsoncore.TypeString] = "string"
-	n[bsoncore.TypeEmbeddedDocument] = "object"
-	n[bsoncore.TypeArray] = "array"
-	n[bsoncore.TypeBinary] = "binData"
-	n[bsoncore.TypeUndefined] = "undefined"
-	n[bsoncore.TypeObjectID] = "objectId"
-	n[bsoncore.TypeBoolean] = "bool"
-	n[bsoncore.TypeDateTime] = "date"
-	n[bsoncore.TypeNull] = "null"
-	n[bsoncore.TypeRegex] = "regex"
-	n[bsoncore.TypeDBPointer] = "dbPointer"
-	n[bsoncore.TypeJavaScript] = "javascript"
-	n[bsoncore.TypeSymbol] = "symbol"
-	n[bsoncore.TypeCodeWithScope] = "javascriptWithScope"
-	n[bsoncore.TypeInt32] = "int"
-	n[bsoncore.TypeTimestamp] = "timestamp"
-	n[bsoncore.TypeInt64] = "long"
-	n[bsoncore.TypeDecimal128] = "decimal"
-	n[bsoncore.TypeMinKey] = "minKey"
-	n[bsoncore.TypeMaxKey] = "maxKey"
-	return n
-}()
+func TypeName(v bsoncore.Value) string { return bsonx.TypeName(v.Type) }
 
 // isNumber reports whether v is int32, int64, double or decimal128.
 func isNumber(v bsoncore.Value) bool {

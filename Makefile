@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/...
 
-.PHONY: all build test vet fmt-check race unit soak bench bench-ids fuzz clean
+.PHONY: all build test vet fmt-check race unit smoke soak bench bench-ids fuzz clean
 
 all: build
 
@@ -30,6 +30,12 @@ unit:
 
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
+
+## smoke: only the real-client smoke tests (mongosh and the Node.js driver
+## against cairn serve); the first run installs them with npm ci. `make test`
+## runs them too, as part of ./... .
+smoke:
+	$(GO) test -count=1 -v ./test/smoke/
 
 ## soak: the kill -9 crash test, many more rounds than `make test` runs.
 soak:

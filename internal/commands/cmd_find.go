@@ -344,7 +344,7 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 		}
 		n++
 	}
-	return NewReply(dst).Int64("n", n).Finish(), nil
+	return NewReply(dst).Count("n", n).Finish(), nil
 }
 
 // selectionFor reads what count and distinct share: the collection, the

@@ -72,7 +72,7 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		}
 	}
 	s.Env.Ops.Delete.Add(n)
-	r := NewReply(dst).Int64("n", n)
+	r := NewReply(dst).Count("n", n)
 	appendWriteErrors(r, werrs)
 	return r.Finish(), nil
 }
@@ -127,11 +127,11 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		}
 	}
 	s.Env.Ops.Update.Add(int64(len(wb.stmts)))
-	r := NewReply(dst).Int64("n", matched+int64(len(upserted)))
+	r := NewReply(dst).Count("n", matched+int64(len(upserted)))
 	if len(upserted) > 0 {
 		r.DocArray("upserted", upserted)
 	}
-	r.Int64("nModified", modified)
+	r.Count("nModified", modified)
 	appendWriteErrors(r, werrs)
 	return r.Finish(), nil
 }

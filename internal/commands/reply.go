@@ -36,6 +36,15 @@ func (r *Reply) Int64(k string, v int64) *Reply {
 	return r
 }
 
+// Count appends a count as mongod does: int32, or int64 past 2³¹ (drivers
+// and the shell show an int64 count as Long('1'), which scripts compare badly).
+func (r *Reply) Count(k string, n int64) *Reply {
+	if n >= -1<<31 && n < 1<<31 {
+		return r.Int32(k, int32(n))
+	}
+	return r.Int64(k, n)
+}
+
 // Double appends a double field.
 func (r *Reply) Double(k string, v float64) *Reply {
 	r.buf = bsoncore.AppendDoubleElement(r.buf, k, v)

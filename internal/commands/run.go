@@ -3,7 +3,9 @@ package commands
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -29,7 +31,16 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
+	logged := s.Env.Log.Enabled(ctx, slog.LevelDebug)
+	var began time.Time
+	if logged {
+		began = time.Now()
+	}
 	out, err := cmd.run(ctx, s, req, dst)
+	if logged {
+		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
+			"durationMicros", time.Since(began).Microseconds(), "code", int32(mongoerr.CodeOf(err)))
+	}
 	if err != nil {
 		return ErrorReply(dst[:start], err)
 	}

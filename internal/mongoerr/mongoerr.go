@@ -14,7 +14,8 @@ import (
 // Code is a MongoDB server error code.
 type Code int32
 
-// The codes Cairn uses, with MongoDB's numbers. Keep this list sorted by number.
+// The codes Cairn uses, with MongoDB's numbers, in numeric order. Every one
+// has a codeName in names (TestEveryCodeHasAName).
 const (
 	InternalError             Code = 1
 	BadValue                  Code = 2
@@ -42,47 +43,53 @@ const (
 	IndexKeySpecsConflict     Code = 86
 	OperationFailed           Code = 96
 	CommandNotSupported       Code = 115
-	UnsupportedOpQueryCommand Code = 352
 	InvalidIndexSpecOption    Code = 197
-	UnknownField              Code = 40415
+	QueryExceededMemory       Code = 292
+	UnsupportedOpQueryCommand Code = 352
 	BSONObjectTooLarge        Code = 10334
 	DuplicateKey              Code = 11000
-	DatabaseDifferCase        Code = 13297
 	Interrupted               Code = 11601
+	DatabaseDifferCase        Code = 13297
+	UnknownField              Code = 40415
 	CursorInUse               Code = 50738
-	QueryExceededMemory       Code = 292
 )
 
 var names = map[Code]string{
-	InternalError:           "InternalError",
-	BadValue:                "BadValue",
-	NoSuchKey:               "NoSuchKey",
-	FailedToParse:           "FailedToParse",
-	Unauthorized:            "Unauthorized",
-	TypeMismatch:            "TypeMismatch",
-	InvalidLength:           "InvalidLength",
-	IllegalOperation:        "IllegalOperation",
-	NamespaceNotFound:       "NamespaceNotFound",
-	IndexNotFound:           "IndexNotFound",
-	ConflictingUpdateOps:    "ConflictingUpdateOperators",
-	CursorNotFound:          "CursorNotFound",
-	NamespaceExists:         "NamespaceExists",
-	MaxTimeMSExpired:        "MaxTimeMSExpired",
-	DollarPrefixedFieldName: "DollarPrefixedFieldName",
-	InvalidIDField:          "InvalidIdField",
-	CommandNotFound:         "CommandNotFound",
-	ImmutableField:          "ImmutableField",
-	CannotCreateIndex:       "CannotCreateIndex",
-	IndexAlreadyExists:      "IndexAlreadyExists",
-	InvalidOptions:          "InvalidOptions",
-	InvalidNamespace:        "InvalidNamespace",
-	IndexOptionsConflict:    "IndexOptionsConflict",
-	IndexKeySpecsConflict:   "IndexKeySpecsConflict",
-	OperationFailed:         "OperationFailed",
-	InvalidIndexSpecOption:  "InvalidIndexSpecificationOption",
-	BSONObjectTooLarge:      "BSONObjectTooLarge",
-	DuplicateKey:            "DuplicateKey",
-	Interrupted:             "Interrupted",
+	InternalError:             "InternalError",
+	BadValue:                  "BadValue",
+	NoSuchKey:                 "NoSuchKey",
+	FailedToParse:             "FailedToParse",
+	Unauthorized:              "Unauthorized",
+	TypeMismatch:              "TypeMismatch",
+	InvalidLength:             "InvalidLength",
+	IllegalOperation:          "IllegalOperation",
+	NamespaceNotFound:         "NamespaceNotFound",
+	IndexNotFound:             "IndexNotFound",
+	ConflictingUpdateOps:      "ConflictingUpdateOperators",
+	CursorNotFound:            "CursorNotFound",
+	NamespaceExists:           "NamespaceExists",
+	MaxTimeMSExpired:          "MaxTimeMSExpired",
+	DollarPrefixedFieldName:   "DollarPrefixedFieldName",
+	InvalidIDField:            "InvalidIdField",
+	CommandNotFound:           "CommandNotFound",
+	ImmutableField:            "ImmutableField",
+	CannotCreateIndex:         "CannotCreateIndex",
+	IndexAlreadyExists:        "IndexAlreadyExists",
+	InvalidOptions:            "InvalidOptions",
+	InvalidNamespace:          "InvalidNamespace",
+	IndexOptionsConflict:      "IndexOptionsConflict",
+	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
+	OperationFailed:           "OperationFailed",
+	CommandNotSupported:       "CommandNotSupported",
+	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
+	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
+	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
+	BSONObjectTooLarge:        "BSONObjectTooLarge",
+	DuplicateKey:              "DuplicateKey",
+	Interrupted:               "Interrupted",
+	DatabaseDifferCase:        "DatabaseDifferCase",
+	UnknownField:              "Location40415",
+	CursorInUse:               "Location50738",
 }
 
 // Name is MongoDB's codeName for c, or "" for a code without one (MongoDB

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -98,7 +99,8 @@ func (c *conn) handleReadError(err error, log interface{ Info(string, ...any) })
 	if we.HeaderKnown && we.Header.OpCode == wire.OpQuery {
 		return c.writeLegacy(we.Header.RequestID, reply) == nil
 	}
-	return c.writeMsg(we.Header.RequestID, reply, false, 0) == nil
+	_, err = c.writeMsg(we.Header.RequestID, reply, 0, false, 0)
+	return err == nil
 }
 
 func (c *conn) handle(msg *wire.Message) error {
@@ -125,6 +127,9 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 	if err != nil {
 		reply = commands.ErrorReply(c.reply[:0], err)
 	} else {
+		if wait, ok := c.awaitableHello(req); ok {
+			return c.streamHello(msg, req, wait)
+		}
 		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
 	}
 	c.reply = reply[:0]
@@ -132,7 +137,71 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 		return nil // an unacknowledged write (w: 0): the client reads no reply
 	}
 	compress := msg.Compressed && (req == nil || compressible(req.Name))
-	return c.writeMsg(msg.Header.RequestID, reply, compress, msg.Compressor)
+	_, err = c.writeMsg(msg.Header.RequestID, reply, 0, compress, msg.Compressor)
+	return err
+}
+
+// awaitableHello reports whether req is a monitoring hello that asks to be
+// answered only when the topology changes or maxAwaitTimeMS passes: it names
+// our current topologyVersion (server discovery and monitoring spec).
+func (c *conn) awaitableHello(req *commands.Request) (time.Duration, bool) {
+	if !isHandshake(req.Name) {
+		return 0, false
+	}
+	mv, ok := req.Arg("maxAwaitTimeMS")
+	if !ok {
+		return 0, false
+	}
+	ms, ok := mv.AsInt64OK()
+	if !ok || ms < 0 {
+		return 0, false
+	}
+	tv, ok := req.Arg("topologyVersion")
+	tvDoc, isDoc := tv.DocumentOK()
+	if !ok || !isDoc {
+		return 0, false
+	}
+	pid, ok := tvDoc.Lookup("processId").ObjectIDOK()
+	counter, _ := tvDoc.Lookup("counter").AsInt64OK()
+	if !ok || pid != c.srv.env.ProcessID || counter != 0 {
+		return 0, false // the client's view is stale: answer at once
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// streamHello answers an awaitable hello after the wait. With exhaustAllowed
+// it then keeps answering, one reply per wait, each flagged moreToCome and
+// responding to the previous reply, until the client goes away or the server
+// shuts down (then a last reply without moreToCome ends the stream).
+func (c *conn) streamHello(msg *wire.Message, req *commands.Request, wait time.Duration) error {
+	exhaust := msg.Msg.Flags&wire.FlagExhaustAllowed != 0
+	responseTo := msg.Header.RequestID
+	for {
+		stopping := c.sleep(wait)
+		reply := commands.Run(context.Background(), c.sess, req, c.reply[:0])
+		c.reply = reply[:0]
+		var flags wire.MsgFlags
+		if exhaust && !stopping {
+			flags = wire.FlagMoreToCome
+		}
+		id, err := c.writeMsg(responseTo, reply, flags, false, 0)
+		if err != nil || flags == 0 {
+			return err
+		}
+		responseTo = id
+	}
+}
+
+// sleep waits d, or less if the server shuts down; it reports a shutdown.
+func (c *conn) sleep(d time.Duration) (stopping bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false
+	case <-c.srv.done:
+		return true
+	}
 }
 
 // compressible reports whether a reply to the named command may be
@@ -180,9 +249,11 @@ func isHandshake(name string) bool {
 	return false
 }
 
-func (c *conn) writeMsg(responseTo int32, body bsoncore.Document, compress bool, comp wire.Compressor) error {
-	c.frame = wire.AppendMsg(c.frame[:0], c.reqID.Add(1), responseTo, 0, body)
-	return c.send(c.frame, compress, comp)
+// writeMsg sends an OP_MSG reply and returns its requestID.
+func (c *conn) writeMsg(responseTo int32, body bsoncore.Document, flags wire.MsgFlags, compress bool, comp wire.Compressor) (int32, error) {
+	id := c.reqID.Add(1)
+	c.frame = wire.AppendMsg(c.frame[:0], id, responseTo, flags, body)
+	return id, c.send(c.frame, compress, comp)
 }
 
 func (c *conn) writeLegacy(responseTo int32, body bsoncore.Document) error {

@@ -40,6 +40,10 @@ type Server struct {
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
 	closing atomic.Bool
+	// done is closed by Shutdown; connections waiting (an awaitable hello)
+	// watch it so they end promptly.
+	done     chan struct{}
+	doneOnce sync.Once
 }
 
 // New prepares a server for env.
@@ -59,7 +63,7 @@ func New(env *commands.Env, opts Options) *Server {
 	}
 	env.Config.Compressors = names
 	env.Connections.Available.Store(int64(opts.MaxConns))
-	return &Server{env: env, opts: opts, log: opts.Logger, conns: map[*conn]struct{}{}}
+	return &Server{env: env, opts: opts, log: opts.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{})}
 }
 
 // Listen binds addr ("127.0.0.1:27017"; port 0 picks a free one).
@@ -140,6 +144,7 @@ func (s *Server) admit(nc net.Conn) {
 // then closes every connection.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	s.doneOnce.Do(func() { close(s.done) })
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}

@@ -22,7 +22,21 @@ type testServer struct {
 
 func startServer(t testing.TB) *testServer {
 	t.Helper()
-	log := slog.New(slog.DiscardHandler)
+	srv, addr := startRawServer(t, discard())
+	return &testServer{addr: addr, env: srv.env}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+type rawServer struct {
+	*server.Server
+	env *commands.Env
+}
+
+// startRawServer starts a server and returns it for tests that drive its
+// lifecycle (Shutdown) themselves; cleanup is registered either way.
+func startRawServer(t testing.TB, log *slog.Logger) (*rawServer, string) {
+	t.Helper()
 	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +54,7 @@ func startServer(t testing.TB) *testServer {
 		env.Close()
 		_ = eng.Close()
 	})
-	return &testServer{addr: srv.Addr().String(), env: env}
+	return &rawServer{Server: srv, env: env}, srv.Addr().String()
 }
 
 // client connects the official Go driver to the server.

@@ -1,0 +1,181 @@
+// Smoke test: mongosh's shell API against a running `cairn serve`.
+//
+// Usage: mongosh "mongodb://127.0.0.1:PORT/smoke_mongosh" --quiet --norc --file mongosh_smoke.js
+//
+// Same protocol as node_smoke.mjs (read by smoke_test.go): "ok <name>" or
+// "expected-gap <name>: <code>" per check on stdout; the first failure prints
+// "FAIL <name>: <reason>" (on stdout: print is mongosh's output) and exits 1.
+const assert = require('assert').strict;
+
+// Shell results live in another JS realm, so assert.deepEqual would reject
+// them for their prototypes; canonical Extended JSON compares what matters
+// instead: BSON types, values and field order.
+function same(actual, expected, message) {
+  const a = EJSON.stringify(actual, { relaxed: false });
+  const e = EJSON.stringify(expected, { relaxed: false });
+  assert.equal(a, e, message);
+}
+
+// The server's error for fn, or a failure naming what unexpectedly succeeded.
+function serverError(fn) {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('succeeded, but an error was expected');
+}
+
+function expectCode(fn, code, codeName) {
+  const err = serverError(fn);
+  assert.equal(err.code, code, `want code ${code}, got ${err.code} (${err.message})`);
+  if (codeName) {
+    assert.equal(err.codeName, codeName, `want codeName ${codeName} for code ${code}`);
+  }
+  return err;
+}
+
+// Counts in shell results must be plain numbers, as against mongod: a Long
+// here means the server sent a count (n, nModified) as int64, not int32.
+function count(actual, want, what) {
+  assert.equal(typeof actual, 'number',
+    `${what} is ${actual && actual.constructor ? actual.constructor.name : typeof actual}('${actual}'), not a number: the reply's count must be an int32, as mongod sends it`);
+  assert.equal(actual, want, what);
+}
+
+const c = db.items;
+
+const checks = [
+  ['db.version', () => {
+    assert.match(db.version(), /^7\.0\.\d+$/);
+  }],
+  ['adminCommand-ping', () => {
+    assert.equal(db.adminCommand({ ping: 1 }).ok, 1);
+  }],
+  ['db.hello', () => {
+    assert.equal(db.hello().isWritablePrimary, true);
+  }],
+  ['startup-banners', () => {
+    // What an interactive mongosh prints after connecting (getLog
+    // startupWarnings and friends): nothing, and no error.
+    for (const banner of ['startupWarnings', 'automationNotices', 'nonGenuineMongoDBCheck']) {
+      const r = show(banner);
+      assert.equal(r.type, 'ShowBannerResult');
+      assert.equal(r.value, null, `show('${banner}') would print ${JSON.stringify(r.value)}`);
+    }
+  }],
+  ['diagnostics', () => {
+    assert.match(db.serverBuildInfo().version, /^7\.0\./);
+    assert.ok(db.hostInfo().system.hostname !== undefined, 'hostInfo has no system.hostname');
+    assert.equal(db.serverStatus().ok, 1);
+    assert.equal(db.stats().ok, 1);
+  }],
+  ['insertOne', () => {
+    const r = c.insertOne({ name: 'ann', color: 'red', n: 1 });
+    assert.equal(r.acknowledged, true);
+    assert.ok(r.insertedId instanceof ObjectId, 'insertedId is not an ObjectId');
+    same(c.findOne({ _id: r.insertedId }), { _id: r.insertedId, name: 'ann', color: 'red', n: 1 });
+  }],
+  ['insertOne-explicit-id', () => {
+    assert.equal(c.insertOne({ _id: 1, name: 'one', color: 'red', n: 2 }).insertedId, 1);
+  }],
+  ['insertMany', () => {
+    const r = c.insertMany([
+      { _id: 3, name: 'three', color: 'blue', n: 3 },
+      { _id: 2, name: 'two', color: 'green', n: 4 },
+      { name: 'gen', color: 'red', n: 5 },
+    ]);
+    assert.equal(Object.keys(r.insertedIds).length, 3);
+    assert.ok(r.insertedIds[2] instanceof ObjectId);
+  }],
+  ['findOne-by-id', () => {
+    same(c.findOne({ _id: 2 }), { _id: 2, name: 'two', color: 'green', n: 4 });
+    assert.equal(c.findOne({ _id: 'missing' }), null);
+  }],
+  ['find-toArray', () => {
+    // Batches of 2 force getMore. Cairn's natural order is _id order, where
+    // numbers sort before ObjectIds.
+    const ids = c.find().batchSize(2).toArray().map((d) => d._id);
+    assert.equal(ids.length, 5);
+    same(ids.slice(0, 3), [1, 2, 3]);
+    assert.ok(ids.slice(3).every((id) => id instanceof ObjectId));
+  }],
+  ['find-equality-filter', () => {
+    const names = c.find({ color: 'red' }).toArray().map((d) => d.name).sort();
+    same(names, ['ann', 'gen', 'one']);
+    same(c.find({ color: 'red', n: 2 }).toArray().map((d) => d._id), [1]);
+  }],
+  ['find-query-language', () => {
+    const docs = c.find({ n: { $gte: 3 } }, { _id: 0, name: 1 }).sort({ n: -1 }).limit(3).toArray();
+    same(docs, [{ name: 'gen' }, { name: 'two' }, { name: 'three' }]);
+  }],
+  ['replaceOne', () => {
+    const r = c.replaceOne({ _id: 1 }, { name: 'uno', color: 'green' });
+    count(r.matchedCount, 1, 'matchedCount');
+    count(r.modifiedCount, 1, 'modifiedCount');
+    same(c.findOne({ _id: 1 }), { _id: 1, name: 'uno', color: 'green' });
+  }],
+  ['replaceOne-upsert', () => {
+    const r = c.replaceOne({ _id: 10 }, { name: 'ten', color: 'blue' }, { upsert: true });
+    count(r.matchedCount, 0, 'matchedCount');
+    count(r.upsertedCount, 1, 'upsertedCount');
+    assert.equal(r.insertedId, 10); // mongosh's UpdateResult names the upserted _id insertedId
+    same(c.findOne({ _id: 10 }), { _id: 10, name: 'ten', color: 'blue' });
+  }],
+  ['duplicate-key', () => {
+    expectCode(() => c.insertOne({ _id: 10, name: 'again' }), 11000);
+  }],
+  ['deleteOne', () => {
+    count(c.deleteOne({ _id: 10 }).deletedCount, 1, 'deletedCount');
+    assert.equal(c.findOne({ _id: 10 }), null);
+  }],
+  ['deleteMany', () => {
+    count(c.deleteMany({ color: 'red' }).deletedCount, 2, 'deletedCount'); // ann, gen
+    same(c.find({ color: 'red' }).toArray(), []);
+  }],
+  ['estimatedDocumentCount', () => {
+    count(c.estimatedDocumentCount(), 3, 'estimatedDocumentCount'); // uno, two, three
+  }],
+  ['getCollectionNames', () => {
+    db.other.insertOne({ _id: 1 });
+    same(db.getCollectionNames().sort(), ['items', 'other']);
+  }],
+  ['getDBNames', () => {
+    assert.ok(db.getMongo().getDBNames().includes(db.getName()), `${db.getName()} missing from listDatabases`);
+  }],
+  ['unknown-command', () => {
+    expectCode(() => db.runCommand({ cairnSmokeNoSuchCommand: 1 }), 59, 'CommandNotFound');
+  }],
+  ['drop', () => {
+    assert.equal(db.other.drop(), true);
+    same(db.getCollectionNames(), ['items']);
+  }],
+];
+
+// Features Cairn does not have yet; see node_smoke.mjs.
+const gaps = [
+  ['createIndex', 115, 'CommandNotSupported', () => c.createIndex({ color: 1 })],
+  ['aggregate', 115, 'CommandNotSupported', () => c.aggregate([{ $match: { color: 'blue' } }]).toArray()],
+];
+
+let current = 'start';
+try {
+  db.dropDatabase(); // so the script can be rerun by hand against one server
+  for (const [name, fn] of checks) {
+    current = name;
+    fn();
+    print(`ok ${name}`);
+  }
+  for (const [name, code, codeName, fn] of gaps) {
+    current = `expected-gap ${name}`;
+    const err = expectCode(fn, code, codeName);
+    print(`expected-gap ${name}: ${err.code}`);
+  }
+  current = 'dropDatabase';
+  assert.equal(db.dropDatabase().ok, 1);
+  assert.ok(!db.getMongo().getDBNames().includes(db.getName()), 'database still listed after dropDatabase');
+  print('ok dropDatabase');
+} catch (err) {
+  print(`FAIL ${current}: ${err && err.stack ? err.stack : err}`);
+  quit(1);
+}

@@ -40,6 +40,22 @@ type Index struct {
 	Key  bson.Raw `bson:"key"`
 	// Spec is the whole index specification as createIndexes received it.
 	Spec bson.Raw `bson:"spec,omitempty"`
+	// Multikey records that some document produced several keys (an array
+	// on an indexed path), which changes how the planner may use bounds.
+	Multikey bool `bson:"multikey,omitempty"`
+	// Building is set while createIndexes fills the index from existing
+	// documents; writes maintain it, the planner does not use it yet.
+	Building bool `bson:"building,omitempty"`
+}
+
+// Index looks up an index of the collection by name; nil when absent.
+func (c *Collection) Index(name string) *Index {
+	for i := range c.Indexes {
+		if c.Indexes[i].Name == name {
+			return &c.Indexes[i]
+		}
+	}
+	return nil
 }
 
 // Namespace is "db.collection".
@@ -284,4 +300,72 @@ func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to strin
 	next.byNS[moved.Namespace()] = &moved
 	c.change(tx, next)
 	return nil
+}
+
+// withIndexes returns a copy of coll carrying indexes.
+func withIndexes(coll *Collection, indexes []Index) *Collection {
+	next := *coll
+	next.Indexes = indexes
+	return &next
+}
+
+// replaceCollection persists coll and installs it in the working state.
+func (c *Catalog) replaceCollection(tx *storage.Txn, coll *Collection) error {
+	if err := c.writeRecord(tx, coll); err != nil {
+		return err
+	}
+	next := c.working.clone()
+	next.byNS[coll.Namespace()] = coll
+	c.change(tx, next)
+	return nil
+}
+
+// AddIndex adds ix (its ID is assigned here) to db.coll inside tx and
+// returns the index as stored. Name clashes are the caller's to check.
+func (c *Catalog) AddIndex(tx *storage.Txn, db, coll string, ix Index) (Index, error) {
+	cur := c.working.Collection(db, coll)
+	if cur == nil {
+		return Index{}, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
+	}
+	next := c.working.clone()
+	ix.ID = allocID(tx, next)
+	c.change(tx, next) // the id sequence advanced
+	indexes := append(append([]Index(nil), cur.Indexes...), ix)
+	return ix, c.replaceCollection(tx, withIndexes(cur, indexes))
+}
+
+// UpdateIndex replaces the index of the same name (its multikey or building
+// flag changed) inside tx.
+func (c *Catalog) UpdateIndex(tx *storage.Txn, db, coll string, ix Index) error {
+	cur := c.working.Collection(db, coll)
+	if cur == nil || cur.Index(ix.Name) == nil {
+		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", ix.Name)
+	}
+	indexes := append([]Index(nil), cur.Indexes...)
+	for i := range indexes {
+		if indexes[i].Name == ix.Name {
+			indexes[i] = ix
+		}
+	}
+	return c.replaceCollection(tx, withIndexes(cur, indexes))
+}
+
+// DropIndex removes the named index and its entries inside tx.
+func (c *Catalog) DropIndex(tx *storage.Txn, db, coll, name string) error {
+	cur := c.working.Collection(db, coll)
+	if cur == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", db, coll)
+	}
+	ix := cur.Index(name)
+	if ix == nil {
+		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", name)
+	}
+	deleteSpace(tx, storage.SpaceIndex, ix.ID)
+	var indexes []Index
+	for _, other := range cur.Indexes {
+		if other.Name != name {
+			indexes = append(indexes, other)
+		}
+	}
+	return c.replaceCollection(tx, withIndexes(cur, indexes))
 }

@@ -22,8 +22,8 @@ type subcommand struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{"serve", "run a Cairn node that MongoDB clients connect to", runServe},
-		{"version", "print Cairn's version", func([]string, io.Writer, io.Writer) int {
-			fmt.Println("cairn", version)
+		{"version", "print Cairn's version", func(_ []string, stdout, _ io.Writer) int {
+			fmt.Fprintln(stdout, "cairn", version)
 			return 0
 		}},
 	}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCLI(t *testing.T) {
+	cases := []struct {
+		args       []string
+		code       int
+		wantOut    string // in stdout
+		wantErrOut string // in stderr
+	}{
+		{[]string{"--help"}, 0, "serve", ""},
+		{[]string{"--version"}, 0, "cairn " + version, ""},
+		{nil, 2, "", "Usage"},
+		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{[]string{"serve", "--help"}, 0, "", "-dbpath"},
+		{[]string{"version"}, 0, "cairn " + version, ""},
+		{[]string{"serve", "--sync", "sometimes"}, 2, "", "--sync must be 'always' or a positive interval"},
+		{[]string{"serve", "--log-level", "loud"}, 2, "", "--log-level must be"},
+		{[]string{"serve", "extra"}, 2, "", `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		code := run(c.args, &out, &errOut)
+		if code != c.code || !strings.Contains(out.String(), c.wantOut) || !strings.Contains(errOut.String(), c.wantErrOut) {
+			t.Errorf("cairn %v: exit %d, stdout %q, stderr %q; want exit %d with %q / %q",
+				c.args, code, out.String(), errOut.String(), c.code, c.wantOut, c.wantErrOut)
+		}
+	}
+}
+
+func TestSyncInterval(t *testing.T) {
+	if d, err := syncInterval("always"); err != nil || d != 0 {
+		t.Errorf("always: %v %v", d, err)
+	}
+	if d, err := syncInterval("100ms"); err != nil || d.Milliseconds() != 100 {
+		t.Errorf("100ms: %v %v", d, err)
+	}
+	if _, err := syncInterval("-1s"); err == nil {
+		t.Error("a negative interval was accepted")
+	}
+}

@@ -1,0 +1,72 @@
+package update_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cairndb/cairn/internal/update"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// doc1KiB is a ~1 KiB document of mixed fields, like a typical record.
+func doc1KiB() bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1)
+	for i := 0; i < 12; i++ {
+		b.AppendString(fmt.Sprintf("field%02d", i), strings.Repeat("v", 40))
+		b.AppendInt64(fmt.Sprintf("count%02d", i), int64(i))
+	}
+	b.AppendDocument("address", bsoncore.NewDocumentBuilder().AppendString("street", "1 Main St").AppendString("city", "Springfield").Build())
+	return b.Build()
+}
+
+// BenchmarkSet1KiB: $set of one existing field in a ~1 KiB document.
+func BenchmarkSet1KiB(b *testing.B) {
+	doc := doc1KiB()
+	u, err := update.ParseDocument(bsoncore.NewDocumentBuilder().AppendDocument("$set",
+		bsoncore.NewDocumentBuilder().AppendInt64("count05", 99).Build()).Build(), update.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, mod, err := u.Apply(doc, update.ApplyContext{ArrayPos: -1}); err != nil || !mod {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPush1000: $push of one value to a 1,000-element array.
+func BenchmarkPush1000(b *testing.B) {
+	arr := bsoncore.NewArrayBuilder()
+	for i := 0; i < 1000; i++ {
+		arr.AppendInt32(int32(i))
+	}
+	doc := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendArray("a", arr.Build()).Build()
+	u, err := update.ParseDocument(bsoncore.NewDocumentBuilder().AppendDocument("$push",
+		bsoncore.NewDocumentBuilder().AppendInt32("a", 1000).Build()).Build(), update.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, mod, err := u.Apply(doc, update.ApplyContext{ArrayPos: -1}); err != nil || !mod {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParse: parsing a typical operator update.
+func BenchmarkParse(b *testing.B) {
+	upd := bsoncore.NewDocumentBuilder().
+		AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendString("a.b", "x").AppendInt32("c", 1).Build()).
+		AppendDocument("$inc", bsoncore.NewDocumentBuilder().AppendInt32("n", 1).Build()).Build()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := update.ParseDocument(upd, update.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -80,7 +80,7 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		mod, err := parseModifier(u, arrayFilters)
+		mod, err := parseModifier(u, arrayFilters, false)
 		if err != nil {
 			return nil, err
 		}

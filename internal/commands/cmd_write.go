@@ -163,11 +163,12 @@ func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document) (updateSpec
 	if err != nil {
 		return updateSpec{}, err
 	}
-	mod, err := parseModifier(u, arrayFilters)
+	multi := boolField(st, "multi")
+	mod, err := parseModifier(u, arrayFilters, multi)
 	if err != nil {
 		return updateSpec{}, err
 	}
-	spec := updateSpec{sel: sel, mod: mod, upsert: boolField(st, "upsert"), multi: boolField(st, "multi")}
+	spec := updateSpec{sel: sel, mod: mod, upsert: boolField(st, "upsert"), multi: multi}
 	if spec.multi && mod.isReplacement() {
 		return updateSpec{}, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
@@ -226,13 +227,19 @@ func runUpdate(eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bo
 				return engine.Action{}, nil // changed since it was chosen
 			}
 			res.matched++
-			next, err := spec.mod.apply(cur, pos, false)
+			next, err := spec.mod.apply(cur, pos)
 			if err != nil {
 				return engine.Action{}, err
 			}
 			if keep {
 				res.before = append(bsoncore.Document(nil), cur...)
-				res.after = next
+				res.after = res.before // a no-op leaves it as it was
+				if next != nil {
+					res.after = next
+				}
+			}
+			if next == nil {
+				return engine.Action{}, nil
 			}
 			return engine.Action{Replace: next}, nil
 		})
@@ -243,7 +250,7 @@ func runUpdate(eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bo
 		if len(mres.Errors) > 0 {
 			return res, mres.Errors[0].Err
 		}
-		if keep && res.after != nil {
+		if keep && res.matched > 0 {
 			// The stored image has _id first; read it back for an exact reply.
 			res.after, _, _ = eng.Get(nil, ns, ids[0])
 		}

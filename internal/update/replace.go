@@ -10,8 +10,10 @@ import (
 )
 
 // Replacement updates: the document becomes the replacement, keeping its
-// _id. A replacement without _id keeps the old one (first, where it was); a
-// replacement with a different _id is refused (ImmutableField). As in
+// _id. The _id is always the first field, as MongoDB documents for every
+// write ("Document Field Order"): the replacement's own _id is moved there,
+// and a replacement without _id gets the old one there; a replacement with a
+// different _id is refused (ImmutableField). As in
 // MongoDB, top-level timestamps that are zero (other than _id) become the
 // current timestamp, and top-level field names may not start with "$"
 // unless the replacement is an upsert's insert.
@@ -30,10 +32,15 @@ func (u *Update) replace(doc bsoncore.Document, ctx *ApplyContext) (bsoncore.Doc
 	}
 	out := emptyDocNode()
 	_, oldID := old.field("_id")
-	if _, newID := repl.field("_id"); newID == nil && oldID != nil {
+	if _, replID := repl.field("_id"); replID != nil {
+		out.appendField("_id", replID)
+	} else if oldID != nil {
 		out.appendField("_id", oldID)
 	}
 	for _, k := range repl.kids {
+		if string(k.name) == "_id" {
+			continue // placed first above
+		}
 		n := k.n
 		if n.t == bsoncore.TypeTimestamp && string(k.name) != "_id" && binary.LittleEndian.Uint64(n.data) == 0 {
 			t, i := ctx.timestamp()

@@ -26,11 +26,12 @@ type Options struct {
 
 // Engine is one node's open database.
 type Engine struct {
-	db  *storage.DB
-	cat *catalog.Catalog
-	seq *idgen.Sequential
-	log *slog.Logger
-	now func() time.Time
+	db    *storage.DB
+	cat   *catalog.Catalog
+	seq   *idgen.Sequential
+	specs specCache
+	log   *slog.Logger
+	now   func() time.Time
 }
 
 // Namespace names a collection.

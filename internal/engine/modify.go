@@ -58,7 +58,7 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 			}
 			act, err := fn(i, doc)
 			if err == nil && found {
-				err = e.applyAction(tx, &res, key, id, doc, act)
+				err = e.applyAction(tx, &res, ns, key, id, doc, act)
 			}
 			if err != nil {
 				res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
@@ -75,11 +75,18 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 	return res, nil
 }
 
-// applyAction writes one document's Action inside tx.
-func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, key []byte, id bsoncore.Value, cur bsoncore.Document, act Action) error {
+// applyAction writes one document's Action, and its index changes, inside
+// tx: all or nothing.
+func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, key []byte, id bsoncore.Value, cur bsoncore.Document, act Action) error {
+	idKey := key[len(key)-len(appendIDKey(nil, id)):]
+	sp := tx.Savepoint()
 	switch {
 	case act.Delete:
 		tx.Delete(key)
+		if err := e.indexDelete(tx, ns, cur, idKey); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
 		res.Deleted++
 	case act.Replace != nil:
 		next, err := prepareReplacement(act.Replace, id)
@@ -90,6 +97,10 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, key []byte, id 
 			return nil // a no-op update writes nothing
 		}
 		tx.Set(key, next)
+		if err := e.indexReplace(tx, ns, cur, next, idKey); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
 		res.Modified++
 	}
 	return nil

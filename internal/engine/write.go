@@ -60,7 +60,7 @@ func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (I
 		var key []byte
 		for j, p := range preps {
 			key = storage.DocKey(key[:0], coll.ID, p.idKey)
-			if err := insertOne(tx, ns, key, p); err != nil {
+			if err := e.insertOne(tx, ns, key, p); err != nil {
 				res.WriteErrors = append(res.WriteErrors, WriteError{Index: positions[j], Err: err})
 				if ordered {
 					break
@@ -89,8 +89,9 @@ func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (I
 	return res, nil
 }
 
-// insertOne writes one prepared document at key inside tx, all or nothing.
-func insertOne(tx *storage.Txn, ns Namespace, key []byte, p prepared) error {
+// insertOne writes one prepared document at key, and its index entries,
+// inside tx: all or nothing.
+func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, key []byte, p prepared) error {
 	exists, err := tx.Has(key)
 	if err != nil {
 		return err
@@ -98,9 +99,12 @@ func insertOne(tx *storage.Txn, ns Namespace, key []byte, p prepared) error {
 	if exists {
 		return duplicateIDError(ns, p.id)
 	}
-	// Secondary index entries will join here; a failure after the first
-	// write must then RollbackTo a savepoint taken at the top.
+	sp := tx.Savepoint()
 	tx.Set(key, p.doc)
+	if err := e.indexInsert(tx, ns, p.doc, p.idKey); err != nil {
+		tx.RollbackTo(sp)
+		return err
+	}
 	return nil
 }
 

@@ -35,6 +35,8 @@ func (i *Iter) Value() ([]byte, error) { return i.it.ValueAndErr() }
 
 // Close releases the iterator and reports any error met while iterating.
 func (i *Iter) Close() error {
-	i.db.untrack(i)
+	if i.db != nil { // iterators over a request's group are not tracked
+		i.db.untrack(i)
+	}
 	return i.it.Close()
 }

@@ -175,3 +175,15 @@ func (t *Txn) applyTo(b *pebble.Batch) error {
 	}
 	return nil
 }
+
+// NewIter iterates keys in [lower, upper) as the group sees them: the
+// committed store plus earlier requests of this group, but not this
+// request's own writes (they join the group only when it returns). An index
+// build reads the documents it indexes through it.
+func (t *Txn) NewIter(lower, upper []byte) (*Iter, error) {
+	it, err := t.batch.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	return &Iter{it: it}, nil
+}

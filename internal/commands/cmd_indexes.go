@@ -1,0 +1,115 @@
+package commands
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// This file holds createIndexes, listIndexes and dropIndexes.
+
+func cmdCreateIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	coll, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := req.Docs("indexes")
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
+	}
+	res, err := s.Env.Engine.CreateIndexes(engine.Namespace{DB: req.DB, Coll: coll}, specs)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReply(dst).Int32("numIndexesBefore", int32(res.Before)).Int32("numIndexesAfter", int32(res.After))
+	if res.AllExisted {
+		r.String("note", "all indexes already exist")
+	} else {
+		r.Bool("createdCollectionAutomatically", res.CreatedCollection)
+	}
+	return r.Finish(), nil
+}
+
+// cmdListIndexes lists the _id index and the secondary indexes.
+func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	coll, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	if err := catalog.ValidateCollectionName(ns.DB, ns.Coll); err != nil {
+		return nil, err
+	}
+	if s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll) == nil {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+	}
+	specs, err := s.Env.Engine.IndexSpecs(ns)
+	if err != nil {
+		return nil, err
+	}
+	return cursorReply(dst, ns.String(), 0, append([]bsoncore.Document{idIndexSpec()}, specs...)), nil
+}
+
+// cmdDropIndexes drops indexes named by index: a name, a key pattern, an
+// array of names, or "*" for every secondary index.
+func cmdDropIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	coll, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	v, ok := req.Arg("index")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'dropIndexes.index' is missing but a required field")
+	}
+	names, err := indexNames(s, ns, v)
+	if err != nil {
+		return nil, err
+	}
+	was, err := s.Env.Engine.DropIndexes(ns, names)
+	if err != nil {
+		return nil, err
+	}
+	return NewReply(dst).Int32("nIndexesWas", int32(was)).Finish(), nil
+}
+
+// indexNames resolves dropIndexes' index argument to names.
+func indexNames(s *Session, ns engine.Namespace, v bsoncore.Value) ([]string, error) {
+	switch v.Type {
+	case bsoncore.TypeString:
+		return []string{v.StringValue()}, nil
+	case bsoncore.TypeArray:
+		vals, _ := v.Array().Values()
+		names := make([]string, 0, len(vals))
+		for _, el := range vals {
+			n, ok := el.StringValueOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes index names must be strings")
+			}
+			names = append(names, n)
+		}
+		return names, nil
+	case bsoncore.TypeEmbeddedDocument:
+		coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
+		if coll == nil {
+			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s", ns)
+		}
+		for _, ix := range coll.Indexes {
+			if string(ix.Key) == string(v.Document()) {
+				return []string{ix.Name}, nil
+			}
+		}
+		if string(v.Document()) == string(idIndexSpec().Lookup("key").Document()) {
+			return []string{catalog.IDIndexName}, nil
+		}
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", v.Document())
+	}
+	return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes 'index' must be a string, an array of strings or a key pattern")
+}

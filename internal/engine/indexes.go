@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// Secondary index maintenance. Every write changes a document and all its
+// index entries in the same request ("Indexes follow documents"):
+//
+//	i <indexID> <key> <keystring(_id)>  → empty   (non-unique index)
+//	i <indexID> <key>                   → keystring(_id)   (unique index)
+//
+// so a unique index finds a conflicting key with one point read inside the
+// commit pipeline.
+
+// specCache holds parsed index specifications by index id; a spec is
+// immutable, and ids are never reused, so entries never go stale.
+type specCache struct{ m sync.Map }
+
+func (c *specCache) get(ix catalog.Index) (*index.Spec, error) {
+	if s, ok := c.m.Load(ix.ID); ok {
+		return s.(*index.Spec), nil
+	}
+	s, err := index.ParseSpec(bsoncore.Document(ix.Spec))
+	if err != nil {
+		return nil, fmt.Errorf("engine: index %s: stored specification no longer parses: %w", ix.Name, err)
+	}
+	c.m.Store(ix.ID, s)
+	return s, nil
+}
+
+// indexEntry is one storage key of a document in one index.
+type indexEntry struct {
+	ix     *catalog.Index
+	spec   *index.Spec
+	key    []byte // the full storage key
+	rawKey []byte // the index key without prefix and _id
+}
+
+// entriesOf computes doc's entries in every index of coll, and whether an
+// index not yet flagged multikey has become so.
+func (e *Engine) entriesOf(coll *catalog.Collection, doc bsoncore.Document, idKey []byte) (entries []indexEntry, newlyMultikey []int, err error) {
+	for i := range coll.Indexes {
+		ix := &coll.Indexes[i]
+		spec, err := e.specs.get(*ix)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys, mk, err := spec.Keys(doc, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if mk.IsMultikey() && !ix.Multikey {
+			newlyMultikey = append(newlyMultikey, i)
+		}
+		prefix := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
+		for _, k := range keys {
+			full := append(append([]byte(nil), prefix...), k...)
+			if !spec.Unique {
+				full = append(full, idKey...)
+			}
+			entries = append(entries, indexEntry{ix: ix, spec: spec, key: full, rawKey: k})
+		}
+	}
+	return entries, newlyMultikey, nil
+}
+
+// addEntries writes entries for the document whose _id encodes to idKey,
+// refusing a unique key another document holds.
+func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry, idKey []byte) error {
+	var holder []byte
+	for _, en := range entries {
+		if !en.spec.Unique {
+			tx.Set(en.key, nil)
+			continue
+		}
+		var found bool
+		var err error
+		holder, found, err = tx.Get(holder[:0], en.key)
+		if err != nil {
+			return err
+		}
+		if found && !bytes.Equal(holder, idKey) {
+			return duplicateKeyError(ns, en)
+		}
+		tx.Set(en.key, idKey)
+	}
+	return nil
+}
+
+// removeEntries deletes entries.
+func removeEntries(tx *storage.Txn, entries []indexEntry) {
+	for _, en := range entries {
+		tx.Delete(en.key)
+	}
+}
+
+// flagMultikey records in the catalog that the listed indexes of coll are
+// multikey, inside tx.
+func (e *Engine) flagMultikey(tx *storage.Txn, coll *catalog.Collection, which []int) error {
+	for _, i := range which {
+		ix := coll.Indexes[i]
+		ix.Multikey = true
+		if err := e.cat.UpdateIndex(tx, coll.DB, coll.Name, ix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexInsert adds a new document's entries in every index of ns.
+func (e *Engine) indexInsert(tx *storage.Txn, ns Namespace, doc bsoncore.Document, idKey []byte) error {
+	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if coll == nil || len(coll.Indexes) == 0 {
+		return nil
+	}
+	entries, multikey, err := e.entriesOf(coll, doc, idKey)
+	if err != nil {
+		return err
+	}
+	if err := e.addEntries(tx, ns, entries, idKey); err != nil {
+		return err
+	}
+	return e.flagMultikey(tx, coll, multikey)
+}
+
+// indexReplace moves a document's entries from old to next: entries both
+// have stay, the rest are deleted or added.
+func (e *Engine) indexReplace(tx *storage.Txn, ns Namespace, old, next bsoncore.Document, idKey []byte) error {
+	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if coll == nil || len(coll.Indexes) == 0 {
+		return nil
+	}
+	before, _, err := e.entriesOf(coll, old, idKey)
+	if err != nil {
+		return err
+	}
+	after, multikey, err := e.entriesOf(coll, next, idKey)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, en := range after {
+		keep[string(en.key)] = true
+	}
+	var gone []indexEntry
+	for _, en := range before {
+		if !keep[string(en.key)] {
+			gone = append(gone, en)
+		}
+	}
+	removeEntries(tx, gone)
+	if err := e.addEntries(tx, ns, after, idKey); err != nil {
+		return err
+	}
+	return e.flagMultikey(tx, coll, multikey)
+}
+
+// indexDelete removes a deleted document's entries.
+func (e *Engine) indexDelete(tx *storage.Txn, ns Namespace, old bsoncore.Document, idKey []byte) error {
+	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if coll == nil || len(coll.Indexes) == 0 {
+		return nil
+	}
+	entries, _, err := e.entriesOf(coll, old, idKey)
+	if err != nil {
+		return err
+	}
+	removeEntries(tx, entries)
+	return nil
+}
+
+// duplicateKeyError is MongoDB's E11000 for a secondary unique index.
+func duplicateKeyError(ns Namespace, en indexEntry) *mongoerr.Error {
+	vals, _, err := en.spec.DecodeKey(en.rawKey)
+	kv := bson.D{}
+	if err == nil {
+		for i, f := range en.spec.KeyPattern {
+			if i < len(vals) {
+				kv = append(kv, bson.E{Key: f.Path, Value: bson.RawValue{Type: bson.Type(vals[i].Type), Value: vals[i].Data}})
+			}
+		}
+	}
+	shown := make([]string, 0, len(kv))
+	for _, e := range kv {
+		shown = append(shown, fmt.Sprintf("%s: %v", e.Key, e.Value))
+	}
+	return &mongoerr.Error{
+		Code: mongoerr.DuplicateKey,
+		Msg: fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: { %s }",
+			ns, en.ix.Name, strings.Join(shown, ", ")),
+		Extra: []mongoerr.Field{
+			{Name: "keyPattern", Value: bson.Raw(en.spec.Key)},
+			{Name: "keyValue", Value: kv},
+		},
+	}
+}

@@ -1,0 +1,51 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cairndb/cairn/internal/keystring"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// ErrCorruptKey is wrapped by DecodeKey's errors: the bytes are not a key
+// of this index.
+var ErrCorruptKey = errors.New("index: corrupt key")
+
+// DecodeKey decodes the values of an index key made by Keys: one per key
+// pattern field (the hash, an int64, for a hashed field; the path, then the
+// value, for a wildcard index), in key pattern order. rest is what follows
+// them (the _id suffix the engine appends to non-unique keys). Descending
+// parts come back as values, their bytes un-complemented by
+// keystring.Decode; a part whose direction is not the field's is corrupt.
+// Numbers come back in the narrowest type that holds them exactly (see
+// keystring.Decode), which is what a covered query may return: MongoDB's
+// covered projections lose the original numeric type too.
+func (s *Spec) DecodeKey(key []byte) (vals []bsoncore.Value, rest []byte, err error) {
+	n := s.KeyParts()
+	vals = make([]bsoncore.Value, 0, n)
+	for i := range n {
+		if len(key) == 0 {
+			return nil, nil, fmt.Errorf("%w: %d of %d parts", ErrCorruptKey, i, n)
+		}
+		if desc := key[0] >= 0x80; desc != s.partDescending(i) {
+			return nil, nil, fmt.Errorf("%w: part %d has the wrong direction", ErrCorruptKey, i)
+		}
+		v, l, err := keystring.Decode(key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: part %d: %w", ErrCorruptKey, i, err)
+		}
+		vals = append(vals, v)
+		key = key[l:]
+	}
+	return vals, key, nil
+}
+
+// partDescending reports whether the i-th encoded part of a key is
+// descending.
+func (s *Spec) partDescending(i int) bool {
+	if s.gen == genWildcard {
+		return i == 1 && s.valDesc
+	}
+	return s.KeyPattern[i].Kind == Descending
+}

@@ -26,7 +26,14 @@ type findSpec struct {
 	allowDiskUse bool
 	sortMemory   int64
 	deadline     time.Time // from maxTimeMS; zero means none
+	// hint forces a plan: "" lets the planner choose, naturalHint forces a
+	// collection scan, anything else names an index.
+	hint string
 }
+
+// naturalHint is the hint that forces a collection scan ({$natural: 1} or
+// the _id index, which is the collection itself).
+const naturalHint = "$natural"
 
 // newSelection parses a filter into a findSpec with no other options.
 func newSelection(ns engine.Namespace, filter bsoncore.Document) (findSpec, error) {
@@ -103,6 +110,11 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err := checkUnsupportedFindOptions(req); err != nil {
 		return sp, err
 	}
+	if v, ok := req.Arg("hint"); ok {
+		if sp.hint, err = resolveHint(s, sp.ns, v); err != nil {
+			return sp, err
+		}
+	}
 	sp.sortMemory = sortMemory(s)
 	sp.deadline, err = deadline(req)
 	return sp, err
@@ -143,9 +155,6 @@ func checkUnsupportedFindOptions(req *Request) error {
 	if err := checkCollation(req); err != nil {
 		return err
 	}
-	if v, ok := req.Arg("hint"); ok && !isNaturalOrIDHint(v) {
-		return mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
-	}
 	for _, name := range []string{"min", "max"} {
 		if d, err := req.Document(name); err != nil {
 			return err
@@ -171,19 +180,43 @@ func checkCollation(req *Request) error {
 	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", c)
 }
 
-func isNaturalOrIDHint(v bsoncore.Value) bool {
-	if s, ok := v.StringValueOK(); ok {
-		return s == "_id_"
+// resolveHint turns a hint (an index name or key pattern, or $natural) into
+// the name of the index to use, naturalHint, or "" for no hint.
+func resolveHint(s *Session, ns engine.Namespace, v bsoncore.Value) (string, error) {
+	bad := mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
+	coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
+	if name, ok := v.StringValueOK(); ok {
+		switch {
+		case name == "_id_":
+			return naturalHint, nil
+		case coll != nil && coll.Index(name) != nil:
+			return name, nil
+		case coll == nil:
+			return "", nil // no collection: nothing to read either way
+		}
+		return "", bad
 	}
 	d, ok := v.DocumentOK()
 	if !ok {
-		return false
+		return "", mongoerr.New(mongoerr.FailedToParse, "hint must be either a string or nested object")
 	}
 	elems, _ := d.Elements()
-	if len(elems) == 0 {
-		return true
+	switch {
+	case len(elems) == 0:
+		return "", nil
+	case len(elems) == 1 && elems[0].Key() == "$natural":
+		return naturalHint, nil
+	case len(elems) == 1 && elems[0].Key() == "_id":
+		return naturalHint, nil
+	case coll == nil:
+		return "", nil
 	}
-	return len(elems) == 1 && (elems[0].Key() == "$natural" || elems[0].Key() == "_id")
+	for _, ix := range coll.Indexes {
+		if string(ix.Key) == string(d) {
+			return ix.Name, nil
+		}
+	}
+	return "", bad
 }
 
 func sortMemory(s *Session) int64 {

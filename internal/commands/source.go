@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
 )
 
@@ -27,11 +28,11 @@ func (sp findSpec) open(eng *engine.Engine) (Source, error) {
 		}
 		src = ss
 	} else {
-		it, err := eng.Scan(sp.ns)
+		scan, err := sp.scan(eng)
 		if err != nil {
 			return nil, err
 		}
-		src = &scanSource{it: it, filter: sp.filter, deadline: sp.deadline}
+		src = scan
 	}
 	if sp.sort != nil {
 		sorted, err := sortSource(src, sp)
@@ -46,6 +47,83 @@ func (sp findSpec) open(eng *engine.Engine) (Source, error) {
 	}
 	return src, nil
 }
+
+// scan reads the collection as the plan says: a range of an index, or the
+// whole collection; either way each document is checked against the filter.
+func (sp findSpec) scan(eng *engine.Engine) (Source, error) {
+	plan, err := sp.plan(eng)
+	if err != nil {
+		return nil, err
+	}
+	if !plan.IsCollScan() {
+		is, err := eng.ScanIndex(sp.ns, plan.Index, plan.Lower, plan.Upper)
+		if err != nil {
+			return nil, err
+		}
+		if is != nil {
+			return &indexSource{scan: is, filter: sp.filter, deadline: sp.deadline}, nil
+		}
+	}
+	it, err := eng.Scan(sp.ns)
+	if err != nil {
+		return nil, err
+	}
+	return &scanSource{it: it, filter: sp.filter, deadline: sp.deadline}, nil
+}
+
+// plan asks the planner, or follows the hint.
+func (sp findSpec) plan(eng *engine.Engine) (planner.Plan, error) {
+	if sp.hint == naturalHint {
+		return planner.Plan{}, nil
+	}
+	names, specs, err := eng.Indexes(sp.ns)
+	if err != nil || len(specs) == 0 {
+		return planner.Plan{}, err
+	}
+	if sp.hint == "" {
+		indexNames := make([]string, len(names))
+		for i, ix := range names {
+			indexNames[i] = ix.Name
+		}
+		return planner.Choose(sp.rawFilter(), indexNames, specs), nil
+	}
+	for i, ix := range names {
+		if ix.Name == sp.hint {
+			return planner.ForIndex(sp.rawFilter(), ix.Name, specs[i]), nil
+		}
+	}
+	return planner.Plan{}, nil
+}
+
+// indexSource filters the documents an index range yields.
+type indexSource struct {
+	scan     *engine.IndexScan
+	filter   *query.Filter
+	deadline time.Time
+	n        int
+}
+
+func (s *indexSource) Next() (bsoncore.Document, error) {
+	for {
+		d := s.scan.Next()
+		if d == nil {
+			return nil, s.scan.Err()
+		}
+		s.n++
+		if !s.deadline.IsZero() && s.n%deadlineCheckEvery == 0 && time.Now().After(s.deadline) {
+			return nil, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+		}
+		r, err := s.filter.Exec(d)
+		if err != nil {
+			return nil, err
+		}
+		if r.Matched {
+			return d, nil
+		}
+	}
+}
+
+func (s *indexSource) Close() error { return s.scan.Close() }
 
 // sliceSource serves documents already in memory.
 type sliceSource struct{ docs []bsoncore.Document }

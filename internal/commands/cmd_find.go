@@ -361,6 +361,11 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 	if sp.limit < 0 {
 		sp.limit = -sp.limit
 	}
+	if v, ok := req.Arg("hint"); ok {
+		if sp.hint, err = resolveHint(s, sp.ns, v); err != nil {
+			return nil, err
+		}
+	}
 	src, err := sp.open(s.Env.Engine)
 	if err != nil {
 		return nil, err

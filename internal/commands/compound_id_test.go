@@ -1,0 +1,55 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/cairndb/cairn/internal/engine"
+)
+
+// TestQueriesOnCompoundIDFieldUseTheirIndex covers issue 7: with an index
+// on a field inside a subdocument _id, a query on that field alone is
+// planned on the index and returns what a collection scan returns.
+func TestQueriesOnCompoundIDFieldUseTheirIndex(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := NewEnv(eng, Config{}, log)
+	defer func() { env.Close(); _ = eng.Close() }()
+	sess := &Session{Env: env}
+	run := func(cmd bson.D) bson.Raw {
+		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "t"}))
+		req, err := NewRequest(body, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bson.Raw(Run(context.Background(), sess, req, nil))
+	}
+	run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "_id.env", Value: 1}}}, {Key: "name", Value: "_id.env_1"}}}}})
+	docs := bson.A{}
+	for i := range 50 {
+		docs = append(docs, bson.D{{Key: "_id", Value: bson.D{{Key: "env", Value: []string{"prod", "dev", "test"}[i%3]}, {Key: "name", Value: fmt.Sprint(i)}}}})
+	}
+	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}})
+	filter, _ := bson.Marshal(bson.D{{Key: "_id.env", Value: "prod"}})
+	plan, err := findSpec{ns: engine.Namespace{DB: "t", Coll: "c"}, raw: filter}.plan(eng)
+	if err != nil || plan.Index != "_id.env_1" {
+		t.Fatalf("plan for {_id.env: prod} = %+v %v, want the _id.env_1 index", plan, err)
+	}
+	count := func(hint any) int32 {
+		cmd := bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: bson.Raw(filter)}}
+		if hint != nil {
+			cmd = append(cmd, bson.E{Key: "hint", Value: hint})
+		}
+		return run(cmd).Lookup("n").Int32()
+	}
+	if planned, scanned := count(nil), count(bson.D{{Key: "$natural", Value: 1}}); planned != 17 || scanned != 17 {
+		t.Fatalf("prod documents: planned %d, scanned %d, want 17", planned, scanned)
+	}
+}

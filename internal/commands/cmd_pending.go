@@ -15,10 +15,6 @@ func notYet(what string) error {
 	return mongoerr.New(mongoerr.CommandNotSupported, "%s is not supported by this build of Cairn yet", what)
 }
 
-func cmdAggregate(_ context.Context, _ *Session, _ *Request, _ []byte) (bsoncore.Document, error) {
-	return nil, notYet("aggregate")
-}
-
 func cmdExplain(_ context.Context, _ *Session, _ *Request, _ []byte) (bsoncore.Document, error) {
 	return nil, notYet("explain")
 }

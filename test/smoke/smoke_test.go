@@ -57,11 +57,8 @@ var clients = []client{
 			"duplicate-key-insertOne", "duplicate-key-insertMany",
 			"deleteOne", "deleteMany", "estimatedDocumentCount",
 			"listCollections", "listDatabases", "unknown-command", "drop",
-			"updateOne-operators", "createIndex-unique",
+			"updateOne-operators", "createIndex-unique", "aggregate-and-countDocuments",
 			"dropDatabase", "monitoring-stable",
-		},
-		gaps: []gap{
-			{"aggregate", 115}, // CommandNotSupported
 		},
 	},
 	{
@@ -77,11 +74,8 @@ var clients = []client{
 			"find-toArray", "find-equality-filter", "find-query-language", "replaceOne", "replaceOne-upsert",
 			"duplicate-key", "deleteOne", "deleteMany", "estimatedDocumentCount",
 			"getCollectionNames", "getDBNames", "unknown-command", "drop",
-			"createIndex",
+			"createIndex", "aggregate",
 			"dropDatabase",
-		},
-		gaps: []gap{
-			{"aggregate", 115},
 		},
 	},
 }

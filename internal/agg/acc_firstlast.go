@@ -1,0 +1,38 @@
+package agg
+
+import (
+	"github.com/cairndb/cairn/internal/expr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// $first and $last: the value for the group's first or last document in
+// input order (a preceding $sort defines it); a missing value counts, and
+// comes out as null.
+
+func init() {
+	registerAcc("$first", accKind{unary: true, make: func() accumulator { return &firstLastAcc{} }})
+	registerAcc("$last", accKind{unary: true, make: func() accumulator { return &firstLastAcc{last: true} }})
+}
+
+type firstLastAcc struct {
+	last bool
+	seen bool
+	v    bsoncore.Value
+}
+
+func (a *firstLastAcc) add(v bsoncore.Value) (int64, error) {
+	if a.seen && !a.last {
+		return 0, nil
+	}
+	grew := int64(len(v.Data) - len(a.v.Data))
+	a.seen = true
+	a.v = copyValue(v)
+	return grew, nil
+}
+
+func (a *firstLastAcc) result() (bsoncore.Value, error) {
+	if a.v.Type == 0 {
+		return expr.Null, nil
+	}
+	return a.v, nil
+}

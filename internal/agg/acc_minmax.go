@@ -1,0 +1,38 @@
+package agg
+
+import (
+	"github.com/cairndb/cairn/internal/expr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// $min and $max: the smallest or largest value in MongoDB's order,
+// ignoring null, undefined and missing; null when only those were seen.
+
+func init() {
+	registerAcc("$min", accKind{unary: true, make: func() accumulator { return &minMaxAcc{sign: -1} }})
+	registerAcc("$max", accKind{unary: true, make: func() accumulator { return &minMaxAcc{sign: 1} }})
+}
+
+type minMaxAcc struct {
+	sign int // -1 keeps the smallest, 1 the largest
+	best bsoncore.Value
+}
+
+func (a *minMaxAcc) add(v bsoncore.Value) (int64, error) {
+	if expr.IsNullish(v) {
+		return 0, nil
+	}
+	if a.best.Type == 0 || expr.Compare(v, a.best)*a.sign > 0 {
+		grew := int64(len(v.Data) - len(a.best.Data))
+		a.best = copyValue(v)
+		return grew, nil
+	}
+	return 0, nil
+}
+
+func (a *minMaxAcc) result() (bsoncore.Value, error) {
+	if a.best.Type == 0 {
+		return expr.Null, nil
+	}
+	return a.best, nil
+}

@@ -1,0 +1,62 @@
+// Package agg is MongoDB's aggregation pipeline over raw BSON: Parse turns a
+// pipeline (an array of stage documents) into a Pipeline once, and Run
+// streams documents from a Source through its stages.
+//
+// Stages live one per file (stage_match.go, stage_group.go, …) and register
+// a parser in an init function; accumulators for $group live one family
+// per file (acc_sum.go, acc_minmax.go, …). Expressions are package expr's,
+// filters package query's.
+//
+// # Invariants
+//
+//   - Parse validates what MongoDB validates when it parses a pipeline
+//     (stage names and shapes, expression syntax, accumulator names, stage
+//     positions) and returns a *mongoerr.Error with MongoDB's code. Run and
+//     the Sources it returns report what only data can reveal (a $divide by
+//     zero, a non-document newRoot, a $group over its memory budget) as
+//     errors from Next, with MongoDB's codes.
+//   - Nothing here panics on any input: malformed BSON ends a document at
+//     its first unreadable element, as package expr reads it (FuzzPipeline
+//     checks this).
+//   - Streaming: $match, $project, $addFields/$set, $unset, $limit, $skip,
+//     $unwind, $replaceRoot/$replaceWith, $lookup and $unionWith pass one
+//     document through at a time; $sort, $group and the stages built on
+//     it ($sortByCount, $bucket), $count, $sample and $facet block. Next's
+//     result is valid until the next call; stages copy what they keep
+//     across calls.
+//   - Blocking stages account the bytes they hold. Over Options.MaxMemory
+//     (100 MB by default, MongoDB's limits) without AllowDiskUse they fail
+//     with code 292 (QueryExceededMemoryLimitNoDiskUseAllowed); $sort
+//     spills to disk through query.Sorter when allowed. Parse coalesces
+//     $sort followed by $limit into a top-k sort holding only k documents.
+//   - Variables: $$NOW (Options.Now, fixed for the whole run), the
+//     command's let (Options.Vars, see EvalLet) and $lookup's let are
+//     defined at parse time in an expr.Scope, so an undefined $$name is a
+//     parse error (17276), and bound at run time in each stage's
+//     expr.Context.
+//   - A Pipeline is immutable after Parse and may Run many times,
+//     concurrently: all per-run state lives in the Sources Run returns.
+//   - Output order: streaming stages keep their input order; $group emits
+//     its groups in the order their first documents arrived (MongoDB
+//     promises no order, so tests compare $group output as a multiset or
+//     sort it).
+//
+// # Deviations from MongoDB
+//
+//   - $group with allowDiskUse over its memory budget fails (code 292,
+//     saying spilling is not implemented yet) instead of spilling.
+//   - $match's top-level $expr sees pipeline variables ($$NOW, let
+//     variables, $lookup's let); a $expr nested inside $and/$or/$nor is
+//     evaluated by package query, which does not see them.
+//   - $sum and $avg add doubles with plain float64 addition, not MongoDB's
+//     compensated summation, so the last bits of a long double sum may
+//     differ.
+//   - $lookup reads its foreign collection once per run through
+//     Options.Catalog and holds it in memory, outside the memory budget;
+//     it does not use an index on foreignField yet.
+//   - $out and $merge are position-checked (40601, 40600, 51047) and then
+//     refused (CommandNotSupported): writing belongs to the command layer.
+//   - $addToSet keeps first occurrences in input order; $group emits groups
+//     in first-arrival order; MongoDB specifies neither order.
+//   - Stages not in the registry (StageNames) are refused with 40324.
+package agg

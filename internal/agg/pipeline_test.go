@@ -1,0 +1,161 @@
+package agg_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func doc(t testing.TB, s string) bsoncore.Document {
+	t.Helper()
+	var raw bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(s), false, &raw); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	return bsoncore.Document(raw)
+}
+
+func stages(t testing.TB, ss ...string) []bsoncore.Document {
+	out := make([]bsoncore.Document, len(ss))
+	for i, s := range ss {
+		out[i] = doc(t, s)
+	}
+	return out
+}
+
+func TestLeadingMatch(t *testing.T) {
+	p, err := agg.Parse(stages(t, `{"$match": {"a": 1}}`, `{"$project": {"a": 1}}`), agg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LeadingMatch(); got == nil || got.Lookup("a").Int32() != 1 {
+		t.Fatalf("LeadingMatch = %v", got)
+	}
+	q := p.WithoutLeadingMatch()
+	if q.LeadingMatch() != nil {
+		t.Fatal("WithoutLeadingMatch kept the $match")
+	}
+	// The caller's scan applied the filter: the rest runs unfiltered.
+	out, err := q.Run(agg.SliceSource(stages(t, `{"_id": 1, "a": 2}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := agg.ReadAll(out)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("docs = %v, err = %v", docs, err)
+	}
+	p2, _ := agg.Parse(stages(t, `{"$project": {"a": 1}}`, `{"$match": {"a": 1}}`), agg.Options{})
+	if p2.LeadingMatch() != nil || p2.WithoutLeadingMatch() != p2 {
+		t.Fatal("a $match that is not first is not leading")
+	}
+}
+
+func TestDocumentsWithoutInput(t *testing.T) {
+	p, err := agg.Parse(stages(t, `{"$documents": [{"x": 1}, {"x": 2}]}`), agg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := agg.ReadAll(out)
+	if err != nil || len(docs) != 2 {
+		t.Fatalf("docs = %v, err = %v", docs, err)
+	}
+}
+
+// TestConcurrentRuns runs one parsed pipeline from many goroutines (run
+// with -race): a Pipeline holds no per-run state.
+func TestConcurrentRuns(t *testing.T) {
+	p, err := agg.Parse(stages(t,
+		`{"$unwind": "$a"}`,
+		`{"$group": {"_id": "$a", "n": {"$sum": 1}, "s": {"$addToSet": "$b"}}}`,
+		`{"$sort": {"_id": 1}}`,
+		`{"$project": {"n": 1, "m": {"$multiply": ["$n", 2]}}}`), agg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := stages(t, `{"a": [1, 2, 3], "b": 1}`, `{"a": [2, 3], "b": 2}`, `{"a": [3], "b": 1}`)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				out, err := p.Run(agg.SliceSource(input))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				docs, err := agg.ReadAll(out)
+				if err != nil || len(docs) != 3 || docs[2].Lookup("n").Int32() != 3 {
+					t.Errorf("docs = %v, err = %v", docs, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestGroupMemoryLimit checks the 292 error and its allowDiskUse variant
+// on a budget that many groups exceed.
+func TestGroupMemoryLimit(t *testing.T) {
+	var input []bsoncore.Document
+	for i := range 2000 {
+		input = append(input, bsoncore.NewDocumentBuilder().AppendInt32("k", int32(i)).Build())
+	}
+	for _, allow := range []bool{false, true} {
+		p, err := agg.Parse(stages(t, `{"$group": {"_id": "$k"}}`), agg.Options{MaxMemory: 64 << 10, AllowDiskUse: allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Run(agg.SliceSource(input))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = agg.ReadAll(out)
+		if mongoerr.CodeOf(err) != mongoerr.QueryExceededMemory {
+			t.Errorf("allowDiskUse=%v: err = %v, want code 292", allow, err)
+		}
+	}
+}
+
+// TestSortLimitIsTopK checks that $sort+$limit keeps only the top k: a
+// budget that a full sort would exceed is enough.
+func TestSortLimitIsTopK(t *testing.T) {
+	var input []bsoncore.Document
+	for i := range 5000 {
+		input = append(input, bsoncore.NewDocumentBuilder().AppendInt32("k", int32(5000-i)).AppendString("pad", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").Build())
+	}
+	p, err := agg.Parse(stages(t, `{"$sort": {"k": 1}}`, `{"$limit": 3}`), agg.Options{MaxMemory: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(agg.SliceSource(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := agg.ReadAll(out)
+	if err != nil || len(docs) != 3 || docs[0].Lookup("k").Int32() != 1 {
+		t.Fatalf("docs = %d, err = %v", len(docs), err)
+	}
+}
+
+func TestStageNames(t *testing.T) {
+	want := []string{"$addFields", "$bucket", "$count", "$documents", "$facet", "$group", "$limit", "$lookup", "$match", "$merge", "$out", "$project", "$replaceRoot", "$replaceWith", "$sample", "$set", "$skip", "$sort", "$sortByCount", "$unionWith", "$unset", "$unwind"}
+	got := agg.StageNames()
+	if len(got) != len(want) {
+		t.Fatalf("StageNames = %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("StageNames = %v", got)
+		}
+	}
+}

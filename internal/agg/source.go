@@ -1,0 +1,241 @@
+package agg
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/cairndb/cairn/internal/expr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// emptyDoc is {}.
+var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
+
+// emptySource yields nothing.
+type emptySource struct{}
+
+func (emptySource) Next() (bsoncore.Document, error) { return nil, nil }
+func (emptySource) Close() error                     { return nil }
+
+// SliceSource returns a Source over docs, in order. Tests and the command
+// layer use it for in-memory inputs.
+func SliceSource(docs []bsoncore.Document) Source { return &sliceSource{docs: docs} }
+
+type sliceSource struct {
+	docs []bsoncore.Document
+	i    int
+}
+
+func (s *sliceSource) Next() (bsoncore.Document, error) {
+	if s.i >= len(s.docs) {
+		return nil, nil
+	}
+	s.i++
+	return s.docs[s.i-1], nil
+}
+
+func (s *sliceSource) Close() error { return nil }
+
+// ReadAll drains src into a slice of copies and closes it.
+func ReadAll(src Source) ([]bsoncore.Document, error) {
+	var out []bsoncore.Document
+	for {
+		d, err := src.Next()
+		if err != nil {
+			return out, errors.Join(err, src.Close())
+		}
+		if d == nil {
+			return out, src.Close()
+		}
+		out = append(out, append(bsoncore.Document(nil), d...))
+	}
+}
+
+// funcSource adapts a next function and the input it reads from.
+type funcSource struct {
+	in   Source
+	next func() (bsoncore.Document, error)
+	done func() error // optional cleanup before in is closed
+}
+
+func (s *funcSource) Next() (bsoncore.Document, error) { return s.next() }
+
+func (s *funcSource) Close() error {
+	var err error
+	if s.done != nil {
+		err = s.done()
+	}
+	if s.in != nil {
+		err = errors.Join(err, s.in.Close())
+	}
+	return err
+}
+
+// docValue wraps a document as a value.
+func docValue(d bsoncore.Document) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+}
+
+// copyValue returns v with its own bytes, for values kept across Next calls.
+func copyValue(v bsoncore.Value) bsoncore.Value {
+	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+}
+
+// field is one name/value pair of a document being rebuilt.
+type field struct {
+	name string
+	v    bsoncore.Value
+}
+
+// fieldsOf lists a document value's fields; a malformed element ends the
+// list.
+func fieldsOf(v bsoncore.Value) []field {
+	var out []field
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return nil
+	}
+	rest, ok := docElems(v.Data)
+	for ok && len(rest) > 0 {
+		var e bsoncore.Element
+		e, rest, ok = bsoncore.ReadElement(rest)
+		if !ok {
+			break
+		}
+		k, err := e.KeyErr()
+		if err != nil {
+			break
+		}
+		val, err := e.ValueErr()
+		if err != nil {
+			break
+		}
+		out = append(out, field{k, val})
+	}
+	return out
+}
+
+// docElems returns the element bytes of a framed document or array.
+func docElems(d []byte) ([]byte, bool) {
+	l, _, ok := bsoncore.ReadLength(d)
+	if !ok || l < 5 || int(l) > len(d) {
+		return nil, false
+	}
+	return d[4 : l-1], true
+}
+
+// arrayValues lists an array value's elements.
+func arrayValues(v bsoncore.Value) []bsoncore.Value {
+	fs := fieldsOf(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: v.Data})
+	out := make([]bsoncore.Value, len(fs))
+	for i, f := range fs {
+		out[i] = f.v
+	}
+	return out
+}
+
+// getField returns the value of name in fs (Missing if absent).
+func getField(fs []field, name string) bsoncore.Value {
+	for _, f := range fs {
+		if f.name == name {
+			return f.v
+		}
+	}
+	return expr.Missing
+}
+
+// setField replaces the value of name in place, or appends it; a Missing
+// value removes the field.
+func setField(fs []field, name string, v bsoncore.Value) []field {
+	for i, f := range fs {
+		if f.name == name {
+			if v.Type == 0 {
+				return append(fs[:i:i], fs[i+1:]...)
+			}
+			fs[i].v = v
+			return fs
+		}
+	}
+	if v.Type == 0 {
+		return fs
+	}
+	return append(fs, field{name, v})
+}
+
+// buildDoc serializes fields, skipping Missing values. Names come from
+// BSON keys or from paths checked by splitPath, so they hold no NUL byte;
+// one that did would be skipped rather than let bsoncore panic.
+func buildDoc(fs []field) bsoncore.Document {
+	idx, buf := bsoncore.AppendDocumentStart(nil)
+	for _, f := range fs {
+		if f.v.Type != 0 && strings.IndexByte(f.name, 0) < 0 {
+			buf = bsoncore.AppendValueElement(buf, f.name, f.v)
+		}
+	}
+	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
+	return buf
+}
+
+// buildArray serializes values as an array, skipping Missing ones.
+func buildArray(vals []bsoncore.Value) bsoncore.Value {
+	idx, buf := bsoncore.AppendArrayStart(nil)
+	n := 0
+	var key [20]byte
+	for _, v := range vals {
+		if v.Type == 0 {
+			continue
+		}
+		buf = bsoncore.AppendValueElement(buf, string(strconv.AppendInt(key[:0], int64(n), 10)), v)
+		n++
+	}
+	buf, _ = bsoncore.AppendArrayEnd(buf, idx)
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: buf}
+}
+
+// lookupPath follows a dotted path through documents only (MongoDB's
+// Document::getNestedField): an array on the way yields Missing.
+func lookupPath(doc bsoncore.Value, parts []string) bsoncore.Value {
+	v := doc
+	for _, p := range parts {
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return expr.Missing
+		}
+		v = getField(fieldsOf(v), p)
+	}
+	return v
+}
+
+// setPath returns doc with the dotted path set to v (Missing removes it),
+// creating documents on the way and replacing non-documents in the way.
+func setPath(doc bsoncore.Value, parts []string, v bsoncore.Value) bsoncore.Value {
+	fs := fieldsOf(doc)
+	if len(parts) == 1 {
+		return docValue(buildDoc(setField(fs, parts[0], v)))
+	}
+	cur := getField(fs, parts[0])
+	if cur.Type != bsoncore.TypeEmbeddedDocument {
+		if v.Type == 0 {
+			return docValue(buildDoc(fs))
+		}
+		cur = docValue(emptyDoc)
+	}
+	return docValue(buildDoc(setField(fs, parts[0], setPath(cur, parts[1:], v))))
+}
+
+// splitPath splits a dotted field path and checks its components as
+// MongoDB's FieldPath does.
+func splitPath(p string) ([]string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return nil, errorf(codeFieldPathNull, "field path must not contain embedded null characters")
+	}
+	parts := strings.Split(p, ".")
+	for _, c := range parts {
+		if c == "" {
+			return nil, errorf(codeFieldPathEmpty, "FieldPath field names may not be empty strings.")
+		}
+		if c[0] == '$' {
+			return nil, errorf(codeFieldPathDollar, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		}
+	}
+	return parts, nil
+}

@@ -1,0 +1,198 @@
+package agg
+
+import (
+	"strings"
+
+	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/keystring"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func init() { registerStage("$group", parseGroup) }
+
+// groupStage is $group: documents grouped by the value of the _id
+// expression (missing groups as null; numbers group by value, so 1 and 1.0
+// are one group), each group one output document {_id, <accumulators>…}.
+// Groups come out in the order their first document arrived.
+//
+// Memory: the keys and accumulator states count against
+// Options.MaxMemory; over it the stage fails with code 292.
+type groupStage struct {
+	id   expr.Expr
+	accs []accSpec
+	// mapID, when set, turns the _id value into the group key ($bucket).
+	mapID func(bsoncore.Value) (bsoncore.Value, error)
+	name  string // stage name for the memory error
+}
+
+func parseGroup(arg bsoncore.Value, pc *parseContext) (stage, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, errorf(codeGroupNotObject, "a group's fields must be specified in an object")
+	}
+	g := &groupStage{name: "$group"}
+	for _, f := range fieldsOf(arg) {
+		if f.name == "_id" {
+			if g.id != nil {
+				return nil, errorf(codeGroupIDTwice, "a group's _id may only be specified once")
+			}
+			e, err := expr.ParseIn(f.v, pc.scope)
+			if err != nil {
+				return nil, err
+			}
+			g.id = e
+			continue
+		}
+		a, err := parseAccumulator(f.name, f.v, pc)
+		if err != nil {
+			return nil, err
+		}
+		g.accs = append(g.accs, a)
+	}
+	if g.id == nil {
+		return nil, errorf(codeGroupNoID, "a group specification must include an _id")
+	}
+	return g, nil
+}
+
+// parseAccumulator parses name: {$op: arg}.
+func parseAccumulator(name string, v bsoncore.Value, pc *parseContext) (accSpec, error) {
+	switch {
+	case strings.HasPrefix(name, "$"):
+		return accSpec{}, errorf(codeGroupFieldOperator, "The field name '%s' cannot be an operator name", name)
+	case strings.Contains(name, "."):
+		return accSpec{}, errorf(codeGroupFieldDot, "The field name '%s' cannot contain '.'", name)
+	case v.Type != bsoncore.TypeEmbeddedDocument:
+		return accSpec{}, errorf(codeGroupAccNotObject, "The field '%s' must be an accumulator object", name)
+	}
+	fs := fieldsOf(v)
+	if len(fs) != 1 {
+		return accSpec{}, errorf(codeGroupAccOneField, "The field '%s' must specify one accumulator", name)
+	}
+	op, arg := fs[0].name, fs[0].v
+	kind, ok := accumulators[op]
+	if !ok {
+		return accSpec{}, errorf(codeGroupUnknownAcc, "unknown group operator '%s'", op)
+	}
+	a := accSpec{name: name, op: op, kind: kind}
+	switch {
+	case kind.noArg:
+		if arg.Type != bsoncore.TypeEmbeddedDocument || len(fieldsOf(arg)) != 0 {
+			return accSpec{}, errorf(codeCountAccArg, "$count takes no arguments, i.e. $count:{}")
+		}
+		return a, nil
+	case kind.unary && arg.Type == bsoncore.TypeArray:
+		return accSpec{}, errorf(codeGroupAccUnary, "The %s accumulator is a unary operator", op)
+	}
+	e, err := expr.ParseIn(arg, pc.scope)
+	if err != nil {
+		return accSpec{}, err
+	}
+	a.arg = e
+	return a, nil
+}
+
+// group is one group's state.
+type group struct {
+	id   bsoncore.Value
+	accs []accumulator
+}
+
+// groupOverhead approximates a group's bookkeeping bytes beyond its key,
+// _id and accumulator states.
+const groupOverhead = 96
+
+func (g *groupStage) open(rc *runContext, in Source) (Source, error) {
+	var (
+		out  []bsoncore.Document
+		done bool
+	)
+	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
+		if !done {
+			done = true
+			var err error
+			if out, err = g.run(rc, in); err != nil {
+				return nil, err
+			}
+		}
+		if len(out) == 0 {
+			return nil, nil
+		}
+		d := out[0]
+		out = out[1:]
+		return d, nil
+	}}, nil
+}
+
+// run consumes in and returns the output documents.
+func (g *groupStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {
+	ctx := rc.exprContext()
+	index := map[string]*group{}
+	var (
+		groups []*group
+		mem    int64
+		key    []byte
+	)
+	for {
+		d, err := in.Next()
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			break
+		}
+		ctx.Reset(d)
+		id, err := g.id.Eval(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if id.Type == 0 {
+			id = expr.Null
+		}
+		if g.mapID != nil {
+			if id, err = g.mapID(id); err != nil {
+				return nil, err
+			}
+		}
+		key = keystring.Append(key[:0], id)
+		gr := index[string(key)]
+		if gr == nil {
+			gr = &group{id: copyValue(id), accs: make([]accumulator, len(g.accs))}
+			for i, a := range g.accs {
+				gr.accs[i] = a.kind.make()
+			}
+			index[string(key)] = gr
+			groups = append(groups, gr)
+			mem += int64(2*len(key)+len(id.Data)+groupOverhead) + int64(len(g.accs))*accOverhead
+		}
+		for i, a := range g.accs {
+			v := expr.Missing
+			if a.arg != nil {
+				if v, err = a.arg.Eval(ctx); err != nil {
+					return nil, err
+				}
+			}
+			grew, err := gr.accs[i].add(v)
+			if err != nil {
+				return nil, err
+			}
+			mem += grew
+		}
+		if mem > rc.opts.MaxMemory {
+			return nil, rc.memoryError(g.name)
+		}
+	}
+	out := make([]bsoncore.Document, 0, len(groups))
+	for _, gr := range groups {
+		fs := make([]field, 0, len(g.accs)+1)
+		fs = append(fs, field{"_id", gr.id})
+		for i, a := range g.accs {
+			v, err := gr.accs[i].result()
+			if err != nil {
+				return nil, err
+			}
+			fs = append(fs, field{a.name, v})
+		}
+		out = append(out, buildDoc(fs))
+	}
+	return out, nil
+}

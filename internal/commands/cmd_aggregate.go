@@ -1,0 +1,154 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// cmdAggregate runs an aggregation pipeline over a collection, or over no
+// collection ({aggregate: 1}, for stages such as $documents). A leading
+// $match becomes the scan's filter, so the planner can use an index for it.
+func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	ns, collectionless, err := aggregateTarget(req)
+	if err != nil {
+		return nil, err
+	}
+	stages, err := req.Docs("pipeline")
+	if err != nil {
+		return nil, err
+	}
+	if explain, _ := req.Bool("explain", false); explain {
+		return nil, notYet("aggregate with explain")
+	}
+	cursorOpts, err := req.Document("cursor")
+	if err != nil {
+		return nil, err
+	}
+	if cursorOpts == nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	batch := int64(DefaultFirstBatch)
+	if v, err := cursorOpts.LookupErr("batchSize"); err == nil {
+		n, ok := numberAsInt(v)
+		if !ok || n < 0 {
+			return nil, mongoerr.New(mongoerr.BadValue, "cursor.batchSize must not be negative")
+		}
+		batch = n
+	}
+	opts, err := aggregateOptions(s, req, ns.DB)
+	if err != nil {
+		return nil, err
+	}
+	p, err := agg.Parse(ownedAll(stages), opts)
+	if err != nil {
+		return nil, err
+	}
+	var input agg.Source
+	if !collectionless {
+		// The leading $match becomes the scan's filter, where the planner
+		// can use an index, unless it reads variables ($$NOW, let): those
+		// exist only inside the pipeline, so it stays there.
+		var pushed bsoncore.Document
+		if m := p.LeadingMatch(); m != nil && !bytes.Contains(m, []byte("$$")) {
+			pushed = m
+			p = p.WithoutLeadingMatch()
+		}
+		sel, err := newSelection(ns, pushed)
+		if err != nil {
+			return nil, err
+		}
+		if sel.deadline, err = deadline(req); err != nil {
+			return nil, err
+		}
+		if input, err = sel.open(s.Env.Engine); err != nil {
+			return nil, err
+		}
+	}
+	out, err := p.Run(input)
+	if err != nil {
+		if input != nil {
+			_ = input.Close()
+		}
+		return nil, err
+	}
+	cursorNS := ns.String()
+	if collectionless {
+		cursorNS = ns.DB + ".$cmd.aggregate"
+	}
+	r, held, done, err := fillBatch(dst, cursorNS, "firstBatch", nil, out, batch)
+	if err != nil {
+		_ = out.Close()
+		return nil, err
+	}
+	if done {
+		_ = out.Close()
+		return finishCursor(r, 0, cursorNS), nil
+	}
+	cur := s.Env.Cursors.Register(cursorNS, out, held)
+	s.Env.Cursors.Release(cur, false)
+	return finishCursor(r, cur.ID, cursorNS), nil
+}
+
+// aggregateTarget reads the command's first field: a collection name, or 1
+// for a collection-less pipeline.
+func aggregateTarget(req *Request) (engine.Namespace, bool, error) {
+	first := req.First()
+	if _, ok := first.StringValueOK(); ok {
+		coll, err := req.Collection()
+		return engine.Namespace{DB: req.DB, Coll: coll}, false, err
+	}
+	if n, ok := numberAsInt(first); ok && n == 1 {
+		return engine.Namespace{DB: req.DB}, true, nil
+	}
+	return engine.Namespace{}, false, mongoerr.New(mongoerr.FailedToParse, "Invalid command format: the 'aggregate' field must specify a collection name or 1")
+}
+
+// aggregateOptions gathers the pipeline's settings from the command.
+func aggregateOptions(s *Session, req *Request, db string) (agg.Options, error) {
+	opts := agg.Options{Now: time.Now(), DB: db, Catalog: aggCatalog{s.Env.Engine}, MaxMemory: sortMemory(s)}
+	var err error
+	if opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+		return opts, err
+	}
+	if err := checkCollation(req); err != nil {
+		return opts, err
+	}
+	let, err := req.Document("let")
+	if err != nil {
+		return opts, err
+	}
+	if let != nil {
+		if opts.Vars, err = agg.EvalLet(owned(let), opts.Now); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
+}
+
+// ownedAll copies pipeline stages out of the request buffer: a cursor keeps
+// the parsed pipeline past this request (see newSelection).
+func ownedAll(stages []bsoncore.Document) []bsoncore.Document {
+	out := make([]bsoncore.Document, len(stages))
+	for i, st := range stages {
+		out[i] = owned(st)
+	}
+	return out
+}
+
+// aggCatalog lets $lookup and $unionWith read other collections.
+type aggCatalog struct{ eng *engine.Engine }
+
+func (c aggCatalog) Scan(db, coll string) (agg.Source, error) {
+	sel, err := newSelection(engine.Namespace{DB: db, Coll: coll}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sel.open(c.eng)
+}

@@ -1,0 +1,47 @@
+package expr_test
+
+import "testing"
+
+func TestTypeOperators(t *testing.T) {
+	checkOps(t, []opCase{
+		{`{"$type": "$i"}`, `"int"`, 0},
+		{`{"$type": "$l"}`, `"long"`, 0},
+		{`{"$type": "$d"}`, `"double"`, 0},
+		{`{"$type": "$dec"}`, `"decimal"`, 0},
+		{`{"$type": "$s"}`, `"string"`, 0},
+		{`{"$type": "$n"}`, `"null"`, 0},
+		{`{"$type": "$t"}`, `"bool"`, 0},
+		{`{"$type": "$arr"}`, `"array"`, 0},
+		{`{"$type": "$sub"}`, `"object"`, 0},
+		{`{"$type": "$date"}`, `"date"`, 0},
+		{`{"$type": "$nope"}`, `"missing"`, 0},
+		{`{"$type": ["$i"]}`, `"int"`, 0},
+		{`{"$toString": "$i"}`, `"7"`, 0},
+		{`{"$toString": "$d"}`, `"2.5"`, 0},
+		{`{"$toString": 1.0}`, `"1"`, 0},
+		{`{"$toString": "$dec"}`, `"1.10"`, 0},
+		{`{"$toString": "$t"}`, `"true"`, 0},
+		{`{"$toString": "$date"}`, `"2020-01-01T00:00:00.000Z"`, 0},
+		{`{"$toString": {"$literal": {"$oid": "5ab9cbfa31c2ab715d42129e"}}}`, `"5ab9cbfa31c2ab715d42129e"`, 0},
+		{`{"$toString": "$nope"}`, `null`, 0},
+		{`{"$toString": "$arr"}`, ``, 241},
+		{`{"$toInt": "$d"}`, `2`, 0},
+		{`{"$toInt": -2.9}`, `-2`, 0},
+		{`{"$toInt": "$t"}`, `1`, 0},
+		{`{"$toInt": "100"}`, `100`, 0},
+		{`{"$toInt": "1.5"}`, ``, 241},
+		{`{"$toInt": "$l"}`, ``, 241},
+		{`{"$toInt": "$dec"}`, `1`, 0},
+		{`{"$toInt": "$n"}`, `null`, 0},
+		{`{"$toInt": "$date"}`, ``, 241},
+		{`{"$toLong": "$i"}`, `{"$numberLong": "7"}`, 0},
+		{`{"$toLong": "$date"}`, `{"$numberLong": "1577836800000"}`, 0},
+		{`{"$toLong": "9000000000"}`, `{"$numberLong": "9000000000"}`, 0},
+		{`{"$toDouble": "$i"}`, `7.0`, 0},
+		{`{"$toDouble": "2.5"}`, `2.5`, 0},
+		{`{"$toDouble": "x"}`, ``, 241},
+		{`{"$toBool": "$z"}`, `false`, 0},
+		{`{"$toBool": ""}`, `true`, 0},
+		{`{"$toBool": "$nope"}`, `null`, 0},
+	})
+}

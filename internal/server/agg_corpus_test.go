@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/agg/aggtest"
+)
+
+// TestAggregationCorpusOverTheWire runs the aggregation corpus
+// (internal/agg/testdata) as aggregate commands through a real server.
+func TestAggregationCorpusOverTheWire(t *testing.T) {
+	cases, err := aggtest.Load("../agg/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t)
+	c := s.client(t)
+	n := 0
+	aggtest.Run(t, cases, func(ac *aggtest.Case) (aggtest.Outcome, error) {
+		n++
+		return runAggregateOverWire(c, fmt.Sprintf("agg%d", n), ac)
+	}, false)
+}
+
+func runAggregateOverWire(c *mongo.Client, dbName string, ac *aggtest.Case) (aggtest.Outcome, error) {
+	ctx := context.Background()
+	db := c.Database(dbName)
+	defer db.Drop(ctx)
+	load := func(coll string, docs []bsoncore.Document) error {
+		if len(docs) == 0 {
+			return nil
+		}
+		arr := bson.A{}
+		for _, d := range docs {
+			arr = append(arr, bson.Raw(d))
+		}
+		return db.RunCommand(ctx, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: arr}}).Err()
+	}
+	if err := load("input", ac.Docs); err != nil {
+		return aggtest.Outcome{}, err
+	}
+	for name, docs := range ac.Collections {
+		if err := load(name, docs); err != nil {
+			return aggtest.Outcome{}, err
+		}
+	}
+	admin := c.Database("admin")
+	if ac.Options.MaxMemory > 0 {
+		if err := admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "internalQueryMaxBlockingSortMemoryUsageBytes", Value: ac.Options.MaxMemory}}).Err(); err != nil {
+			return aggtest.Outcome{}, err
+		}
+		defer admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "internalQueryMaxBlockingSortMemoryUsageBytes", Value: int64(100 << 20)}})
+	}
+	stages := bson.A{}
+	for _, st := range ac.Pipeline {
+		stages = append(stages, bson.Raw(st))
+	}
+	var target any = "input"
+	if ac.Collectionless {
+		target = 1
+	}
+	cmd := bson.D{{Key: "aggregate", Value: target}, {Key: "pipeline", Value: stages}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 2}}}}
+	if ac.Options.AllowDiskUse {
+		cmd = append(cmd, bson.E{Key: "allowDiskUse", Value: true})
+	}
+	if ac.Options.Let != nil {
+		cmd = append(cmd, bson.E{Key: "let", Value: bson.Raw(ac.Options.Let)})
+	}
+	cur, err := db.RunCommandCursor(ctx, cmd)
+	if err != nil {
+		return aggOutcome(err)
+	}
+	defer cur.Close(ctx)
+	var out aggtest.Outcome
+	for cur.Next(ctx) {
+		out.Docs = append(out.Docs, append(bsoncore.Document(nil), cur.Current...))
+	}
+	if err := cur.Err(); err != nil {
+		return aggOutcome(err)
+	}
+	return out, nil
+}
+
+func aggOutcome(err error) (aggtest.Outcome, error) {
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return aggtest.Outcome{Code: ce.Code}, nil
+	}
+	return aggtest.Outcome{}, err
+}

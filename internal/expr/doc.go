@@ -11,7 +11,7 @@
 // # Extending
 //
 // Operators live in a table filled by one file per family (op_compare.go,
-// op_arith.go, op_bool.go, op_cond.go, op_array.go): each file registers
+// op_arith.go, op_string.go, op_type.go, …; every op_*.go): each file registers
 // its operators' parsers with register in an init function. A parser
 // receives the operator's raw argument and a Scope, and returns an Expr.
 // Adding an operator is adding a parser to a family file (or a new family

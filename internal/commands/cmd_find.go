@@ -17,6 +17,8 @@ type findSpec struct {
 	ns           engine.Namespace
 	filter       *query.Filter
 	raw          bsoncore.Document // the filter as sent
+	rawSort      bsoncore.Document // the sort as sent, for explain
+	rawProj      bsoncore.Document // the projection as sent, for explain
 	proj         *query.Projection
 	positional   bool // the projection has a "field.$" that needs the match position
 	sort         *query.Sort
@@ -127,6 +129,7 @@ func parseProjectionAndSort(req *Request, sp *findSpec) error {
 	}
 	if len(proj) > 5 {
 		proj = owned(proj) // kept by the cursor (see newSelection)
+		sp.rawProj = proj
 		if sp.proj, err = query.ParseProjection(proj, sp.filter); err != nil {
 			return err
 		}
@@ -142,7 +145,8 @@ func parseProjectionAndSort(req *Request, sp *findSpec) error {
 		return err
 	}
 	if len(sortSpec) > 5 {
-		if sp.sort, err = query.ParseSort(owned(sortSpec)); err != nil {
+		sp.rawSort = owned(sortSpec)
+		if sp.sort, err = query.ParseSort(sp.rawSort); err != nil {
 			return err
 		}
 	}

@@ -16,24 +16,47 @@ import (
 
 // open builds the chain for sp.
 func (sp findSpec) open(eng *engine.Engine) (Source, error) {
-	var src Source
+	src, _, err := sp.base(eng)
+	if err != nil {
+		return nil, err
+	}
+	return sp.wrap(src)
+}
+
+// baseKind names how a find reads the collection, in explain's words.
+type baseKind string
+
+const (
+	stageCollScan baseKind = "COLLSCAN"
+	stageIDHack   baseKind = "IDHACK"
+	stageIXScan   baseKind = "IXSCAN"
+)
+
+// baseInfo says which base stage a find chose, for explain.
+type baseInfo struct {
+	kind baseKind
+	plan planner.Plan
+}
+
+// base opens the stage that reads the collection: a point lookup by _id, a
+// range of an index, or a collection scan; the last two apply the filter.
+func (sp findSpec) base(eng *engine.Engine) (Source, baseInfo, error) {
 	if id, ok := sp.filter.IDEquality(); ok {
 		doc, found, err := eng.Get(nil, sp.ns, id)
 		if err != nil {
-			return nil, err
+			return nil, baseInfo{}, err
 		}
 		ss := &sliceSource{}
 		if found {
 			ss.docs = []bsoncore.Document{doc}
 		}
-		src = ss
-	} else {
-		scan, err := sp.scan(eng)
-		if err != nil {
-			return nil, err
-		}
-		src = scan
+		return ss, baseInfo{kind: stageIDHack}, nil
 	}
+	return sp.scan(eng)
+}
+
+// wrap adds sort, skip/limit and projection over a base source.
+func (sp findSpec) wrap(src Source) (Source, error) {
 	if sp.sort != nil {
 		sorted, err := sortSource(src, sp)
 		if err != nil {
@@ -50,25 +73,25 @@ func (sp findSpec) open(eng *engine.Engine) (Source, error) {
 
 // scan reads the collection as the plan says: a range of an index, or the
 // whole collection; either way each document is checked against the filter.
-func (sp findSpec) scan(eng *engine.Engine) (Source, error) {
+func (sp findSpec) scan(eng *engine.Engine) (Source, baseInfo, error) {
 	plan, err := sp.plan(eng)
 	if err != nil {
-		return nil, err
+		return nil, baseInfo{}, err
 	}
 	if !plan.IsCollScan() {
 		is, err := eng.ScanIndex(sp.ns, plan.Index, plan.Lower, plan.Upper)
 		if err != nil {
-			return nil, err
+			return nil, baseInfo{}, err
 		}
 		if is != nil {
-			return &indexSource{scan: is, filter: sp.filter, deadline: sp.deadline}, nil
+			return &indexSource{scan: is, filter: sp.filter, deadline: sp.deadline}, baseInfo{kind: stageIXScan, plan: plan}, nil
 		}
 	}
 	it, err := eng.Scan(sp.ns)
 	if err != nil {
-		return nil, err
+		return nil, baseInfo{}, err
 	}
-	return &scanSource{it: it, filter: sp.filter, deadline: sp.deadline}, nil
+	return &scanSource{it: it, filter: sp.filter, deadline: sp.deadline}, baseInfo{kind: stageCollScan}, nil
 }
 
 // plan asks the planner, or follows the hint.

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/...
 
-.PHONY: all build test vet fmt-check race unit smoke soak bench bench-ids fuzz clean
+.PHONY: all build test vet fmt-check race unit smoke soak bench bench-storage bench-ids fuzz clean
 
 all: build
 
@@ -41,8 +41,14 @@ smoke:
 soak:
 	CAIRN_CRASH_ROUNDS=300 $(GO) test -count=1 -run TestCrashKeepsAcknowledgedWrites -timeout 60m -v .
 
-## bench: storage-layer benchmarks against raw Pebble (see BENCHMARKS.md).
+## bench: a quick YCSB run of every workload over the wire, next to the
+## protocol and Pebble floors (well under a minute). The full measurement in
+## BENCHMARKS.md uses --records 100000 --threads 16 --runs 3.
 bench:
+	$(GO) run ./cmd/cairn bench --workload all --records 2000 --ops 4000 --threads 4 --floor protocol --floor pebble
+
+## bench-storage: storage-layer benchmarks against raw Pebble.
+bench-storage:
 	$(GO) test -run XXX -bench . -benchtime 3s -count 3 ./internal/storage/
 
 ## bench-ids: the sequential-id load benchmark (5 M 1 KiB documents per id kind; ~15 GB written, many minutes).

@@ -22,6 +22,7 @@ type subcommand struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{"serve", "run a Cairn node that MongoDB clients connect to", runServe},
+		{"bench", "run YCSB workloads against a server and its floors", runBench},
 		{"version", "print Cairn's version", func(_ []string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "cairn", version)
 			return 0

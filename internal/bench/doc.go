@@ -1,0 +1,71 @@
+// Package bench is `cairn bench`: YCSB's core workloads driven through the
+// official Go driver against a server, measured side by side with floors in
+// the same invocation, reporting throughput, latency percentiles and CPU
+// time per operation for the server and for the client.
+//
+// # What runs
+//
+// Targets are measured one at a time, never concurrently:
+//
+//   - cairn: `cairn serve` started as a child process on a free loopback
+//     port with a fresh data directory (or any server given by --uri);
+//   - compare: another server (--compare), for peers;
+//   - floor-protocol: a server speaking the same wire protocol from a Go
+//     map (floor_protocol.go), also a child process;
+//   - floor-pebble: the same records and operations against Pebble directly,
+//     in this process (floor_pebble.go).
+//
+// Each target is loaded once (batched inserts), then every workload runs
+// --runs times on every target; the order of targets reverses from one run
+// to the next so that drifting background load does not always fall on the
+// same target. The report gives each figure's median over the runs and the
+// spread of throughput, and every non-floor target as a ratio of each
+// floor.
+//
+// # Workloads
+//
+// workload.go holds YCSB's A–F (mixes, distributions, scan lengths) and
+// the records: _id "user" + FNV-1a hash of the key number, fields field0…
+// of printable characters, as YCSB's MongoDB binding stores them.
+// distribution.go implements uniform, YCSB's scrambled zipfian and
+// skewed-latest from their definitions. Inserts during a run take new key
+// numbers; reads never target a record whose insert is not yet
+// acknowledged.
+//
+// Updates are $set of one field, as in YCSB's MongoDB binding; --update
+// replace sends the whole record with one field changed instead (the
+// driver's ReplaceOne), for servers without update operators (see
+// DefaultUpdateStyle). Every target receives the same requests.
+//
+// A server error is never a result: the first failed operation stops that
+// workload on that target and the report shows the server's message
+// (before Cairn's query language landed, workload E's
+// find({_id: {$gte: k}}).sort({_id: 1}).limit(n) failed this way).
+//
+// # Measurement
+//
+// Latency is taken around each driver call into per-worker log-linear
+// histograms (histogram.go; < 1% error at any scale); throughput is a run's
+// operations over its wall time. CPU is attributed as cpu.go describes:
+// from /proc/<pid>/stat for servers running as processes on this machine
+// (the embedded server, the protocol floor, a loopback --uri or --compare
+// server found by its listening socket), from getrusage for this process
+// (the client), and, for the in-process Pebble floor, as this process's
+// CPU minus the harness's own cost per operation measured against a no-op
+// target.
+//
+// Before each phase the harness waits for the machine to settle (no local
+// server busy: a previous phase's flushes and compactions done), connects
+// the driver afresh with its pool already filled, and disconnects after,
+// so that no target's connection costs anything while another target is
+// measured.
+//
+// # Invariants
+//
+// No fake results: a run that failed is reported as failed with its error
+// and kept out of every median and ratio; a figure that cannot be measured
+// (the CPU of a remote server) is null, never zero.
+//
+// Same work for every target: all targets get the same records, the same
+// per-thread operation streams (same seeds) and the same request bytes.
+package bench

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// pebbleFloor runs the workloads against Pebble directly, in this process:
+// what the storage engine costs with no protocol, no driver, no command
+// layer and no key encoding. Keys are the record keys as bytes, values the
+// same BSON documents the servers store, and Pebble is opened the way
+// Cairn's storage opens it (64 MiB block cache, newest format).
+//
+// Writes are durable: every insert, update and read-modify-write commits
+// with pebble.Sync (Pebble's WAL groups concurrent syncs), so the floor is
+// comparable with Cairn acknowledging writes only once synced
+// (--sync always). With --sync set to an interval the floor writes with
+// NoSync instead, as Cairn's interval mode does.
+//
+// An update with UpdateReplace is one Set of the whole record (no read: a
+// raw key-value store need not check the record exists); UpdateSet and
+// read-modify-write are Get, modify, Set. Reads copy the value out, as a
+// server must to send it.
+type pebbleFloor struct {
+	pdb  *pebble.DB
+	dir  string
+	wo   *pebble.WriteOptions
+	bufs sync.Pool
+}
+
+func openPebbleFloor(durable bool) (*pebbleFloor, error) {
+	dir, err := os.MkdirTemp("", "cairn-bench-pebble-")
+	if err != nil {
+		return nil, err
+	}
+	cache := pebble.NewCache(64 << 20)
+	defer cache.Unref()
+	pdb, err := pebble.Open(dir, &pebble.Options{
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             silentPebbleLogger{},
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	wo := pebble.Sync
+	if !durable {
+		wo = pebble.NoSync
+	}
+	return &pebbleFloor{pdb: pdb, dir: dir, wo: wo}, nil
+}
+
+// silentPebbleLogger drops Pebble's informational messages; errors still
+// reach the log.
+type silentPebbleLogger struct{}
+
+func (silentPebbleLogger) Infof(string, ...any)              {}
+func (silentPebbleLogger) Errorf(format string, args ...any) { log.Printf("pebble: "+format, args...) }
+func (silentPebbleLogger) Fatalf(format string, args ...any) { log.Fatalf("pebble: "+format, args...) }
+
+func (p *pebbleFloor) buffer() *[]byte {
+	if b, ok := p.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+// reset empties the store: a range deletion over every record key.
+func (p *pebbleFloor) reset(context.Context) error {
+	return p.pdb.DeleteRange([]byte{0}, []byte{0xff}, p.wo)
+}
+
+func (p *pebbleFloor) insert(_ context.Context, docs []bsoncore.Document) error {
+	b := p.pdb.NewBatch()
+	defer b.Close()
+	for _, d := range docs {
+		id, ok := d.Lookup("_id").StringValueOK()
+		if !ok {
+			return fmt.Errorf("pebble floor: document without a string _id")
+		}
+		if err := b.Set([]byte(id), d, nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(p.wo)
+}
+
+// get appends record k's value to dst.
+func (p *pebbleFloor) get(dst []byte, k string) ([]byte, error) {
+	v, closer, err := p.pdb.Get([]byte(k))
+	if err == pebble.ErrNotFound {
+		return dst, fmt.Errorf("%w: _id %q", errNotFound, k)
+	}
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, v...)
+	return dst, closer.Close()
+}
+
+func (p *pebbleFloor) read(_ context.Context, k string) error {
+	b := p.buffer()
+	var err error
+	*b, err = p.get((*b)[:0], k)
+	p.bufs.Put(b)
+	return err
+}
+
+func (p *pebbleFloor) update(ctx context.Context, u *update) error {
+	if u.style == UpdateReplace {
+		return p.pdb.Set([]byte(u.key), u.record, p.wo)
+	}
+	return p.readModifyWrite(ctx, u)
+}
+
+func (p *pebbleFloor) readModifyWrite(_ context.Context, u *update) error {
+	b := p.buffer()
+	defer p.bufs.Put(b)
+	cur, err := p.get((*b)[:0], u.key)
+	*b = cur
+	if err != nil {
+		return err
+	}
+	next, err := withField(nil, cur, u.field, u.value)
+	if err != nil {
+		return err
+	}
+	return p.pdb.Set([]byte(u.key), next, p.wo)
+}
+
+func (p *pebbleFloor) scan(_ context.Context, k string, n int) (int, error) {
+	it, err := p.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte(k)})
+	if err != nil {
+		return 0, err
+	}
+	b := p.buffer()
+	got := 0
+	for ok := it.First(); ok && got < n; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return got, err
+		}
+		*b = append((*b)[:0], v...)
+		got++
+	}
+	p.bufs.Put(b)
+	return got, it.Close()
+}
+
+func (p *pebbleFloor) close(context.Context) error {
+	err := p.pdb.Close()
+	if rerr := os.RemoveAll(p.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// settled reports whether Pebble has no flush or compaction running, so a
+// measurement does not pay for the previous phase's background work.
+func (p *pebbleFloor) settled() bool {
+	m := p.pdb.Metrics()
+	return m.Compact.NumInProgress == 0 && m.Flush.NumInProgress == 0
+}

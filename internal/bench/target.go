@@ -1,0 +1,277 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+)
+
+// Target names, as reports show them.
+const (
+	TargetCairn         = "cairn"
+	TargetCompare       = "compare"
+	TargetFloorProtocol = "floor-protocol"
+	TargetFloorPebble   = "floor-pebble"
+)
+
+// Floor names, as --floor takes them.
+const (
+	FloorProtocol = "protocol"
+	FloorPebble   = "pebble"
+)
+
+// target is one system measured in an invocation.
+type target struct {
+	name  string
+	about string // how it runs, for the report
+	floor bool
+	// uri is the server to connect the driver to, for each phase; an
+	// in-process target has db instead.
+	uri string
+	db  db
+
+	// Server CPU comes from process pid when it is > 0; from this
+	// process minus the harness's own cost when inProcess; otherwise it
+	// is unknown.
+	pid       int
+	inProcess bool
+	cpuHow    string
+
+	keys   *keySequence      // the record set's key numbers, after load
+	failed map[string]string // workload -> why its runs stopped
+	stop   []func() error    // in order
+	pebble *pebbleFloor      // the in-process floor, to wait for its compactions
+}
+
+func (t *target) serverCPU() (time.Duration, bool) {
+	if t.pid > 0 {
+		d, err := processCPU(t.pid)
+		return d, err == nil
+	}
+	return 0, false
+}
+
+func (t *target) close(ctx context.Context) error {
+	var errs []error
+	if t.db != nil {
+		errs = append(errs, t.db.close(ctx))
+	}
+	for _, f := range t.stop {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
+
+// SelfCommand returns a command that runs this program (the cairn binary)
+// with args: `serve …` starts a Cairn server, `bench FloorServerArg …` the
+// protocol floor. Tests substitute their own binary.
+type SelfCommand func(args ...string) *exec.Cmd
+
+// child is a server the harness started as a child process.
+type child struct {
+	what    string
+	cmd     *exec.Cmd
+	out     *tailWriter
+	exited  chan struct{}
+	waitErr error
+}
+
+// startChild runs self(args...) and waits until addr accepts connections.
+func startChild(ctx context.Context, what string, self SelfCommand, args []string, addr string) (*child, error) {
+	if self == nil {
+		return nil, fmt.Errorf("bench: cannot start %s: no way to run the cairn binary (Config.Self)", what)
+	}
+	cmd := self(args...)
+	tail := &tailWriter{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = tail, tail
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: cannot start %s: %w", what, err)
+	}
+	c := &child{what: what, cmd: cmd, out: tail, exited: make(chan struct{})}
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = nc.Close()
+			return c, nil
+		}
+		select {
+		case <-c.exited:
+			return nil, fmt.Errorf("bench: %s exited before listening on %s (%v); its output:\n%s", what, addr, c.waitErr, tail)
+		case <-ctx.Done():
+			_ = c.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = c.stop()
+			return nil, fmt.Errorf("bench: %s did not listen on %s within 30s; its output:\n%s", what, addr, tail)
+		}
+	}
+}
+
+// stop asks the child to shut down (SIGTERM, as an operator would) and
+// kills it if it has not exited after 15 seconds.
+func (c *child) stop() error {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+		return fmt.Errorf("bench: %s ignored SIGTERM for 15s and was killed", c.what)
+	}
+	if c.waitErr != nil {
+		return fmt.Errorf("bench: %s: %v; its output:\n%s", c.what, c.waitErr, c.out)
+	}
+	return nil
+}
+
+// tailWriter keeps the last max bytes written to it: a child's output,
+// shown when it fails.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// freeLoopbackAddr returns a loopback address with a port free right now.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// startEmbedded starts `cairn serve` on a free loopback port with a fresh
+// data directory, removed when the target closes.
+func startEmbedded(ctx context.Context, cfg *Config) (*target, string, error) {
+	dir, err := os.MkdirTemp("", "cairn-bench-data-")
+	if err != nil {
+		return nil, "", err
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	c, err := startChild(ctx, "cairn serve", cfg.Self, []string{"serve", "--port", port, "--dbpath", dir, "--sync", cfg.Sync}, addr)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", err
+	}
+	t := &target{
+		name:   TargetCairn,
+		about:  fmt.Sprintf("cairn serve --sync %s, child process pid %d, fresh data directory", cfg.Sync, c.cmd.Process.Pid),
+		pid:    c.cmd.Process.Pid,
+		cpuHow: "the server process's /proc/<pid>/stat",
+		stop:   []func() error{c.stop, func() error { return os.RemoveAll(dir) }},
+	}
+	return t, "mongodb://" + addr + "/", nil
+}
+
+// startProtocolFloorChild starts the protocol floor as a child process,
+// so its CPU is accounted exactly as Cairn's is.
+func startProtocolFloorChild(ctx context.Context, cfg *Config) (*target, string, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	c, err := startChild(ctx, "protocol floor", cfg.Self, []string{"bench", FloorServerArg, "--port", port}, addr)
+	if err != nil {
+		return nil, "", err
+	}
+	t := &target{
+		name:   TargetFloorProtocol,
+		about:  fmt.Sprintf("wire protocol over a Go map, no durability, child process pid %d", c.cmd.Process.Pid),
+		floor:  true,
+		pid:    c.cmd.Process.Pid,
+		cpuHow: "the floor process's /proc/<pid>/stat",
+		stop:   []func() error{c.stop},
+	}
+	return t, "mongodb://" + addr + "/", nil
+}
+
+// uriTarget describes a server the user runs; its CPU is known when it
+// listens on loopback and its process is visible in /proc.
+func uriTarget(name, uri string) (*target, error) {
+	cs, err := connstring.Parse(uri)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s URI %q: %w", name, redactURI(uri), err)
+	}
+	t := &target{name: name, about: "server at " + redactURI(uri)}
+	if len(cs.Hosts) == 1 {
+		host, portStr, err := net.SplitHostPort(cs.Hosts[0])
+		if err != nil {
+			host, portStr = cs.Hosts[0], "27017"
+		}
+		port, _ := strconv.Atoi(portStr)
+		if isLoopback(host) {
+			if pid := listeningPID(port); pid > 0 && pid != os.Getpid() {
+				t.pid = pid
+				t.about += fmt.Sprintf(", pid %d", pid)
+				t.cpuHow = "the server process's /proc/<pid>/stat (found listening on the port)"
+			}
+		}
+	}
+	if t.pid == 0 {
+		t.cpuHow = "unknown (the server is not a separate process visible on this machine)"
+	}
+	return t, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// redactURI hides a password in a URI shown in reports.
+func redactURI(uri string) string {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return uri
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 && at < strings.IndexAny(rest+"/", "/?") {
+		if user, _, hasPass := strings.Cut(rest[:at], ":"); hasPass {
+			return scheme + "://" + user + ":***" + rest[at:]
+		}
+	}
+	return uri
+}

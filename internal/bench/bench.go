@@ -271,9 +271,10 @@ func (r *runner) add(ctx context.Context, t *target, uri string) error {
 //
 // Each phase connects afresh and disconnects after, so that no target's
 // driver is connected while another is measured: a driver's background
-// monitoring (which against a server whose hello reports a
-// topologyVersion but does not wait, as Cairn's today, is a busy loop)
-// would otherwise load the machine during the other targets' runs.
+// monitoring would otherwise load the machine during the other targets'
+// runs (against a server whose hello reports a topologyVersion but does
+// not wait, as Cairn's did before its streaming hello, it is a busy loop
+// of hellos).
 func (r *runner) open(ctx context.Context, t *target) (db, error) {
 	if t.uri == "" {
 		return t.db, nil

@@ -39,12 +39,13 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 	err := e.db.Write(func(tx *storage.Txn) error {
 		res = ModifyResult{}
 		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
-		var key, cur []byte
+		var key, cur, idKey []byte
 		for i, id := range ids {
 			if coll == nil {
 				break
 			}
-			key = storage.DocKey(key[:0], coll.ID, appendIDKey(nil, id))
+			idKey = appendIDKey(idKey[:0], id)
+			key = storage.DocKey(key[:0], coll.ID, idKey)
 			var found bool
 			var err error
 			cur, found, err = tx.Get(cur[:0], key)
@@ -58,7 +59,7 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 			}
 			act, err := fn(i, doc)
 			if err == nil && found {
-				err = e.applyAction(tx, &res, ns, key, id, doc, act)
+				err = e.applyAction(tx, &res, ns, key, idKey, id, doc, act)
 			}
 			if err != nil {
 				res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
@@ -77,8 +78,7 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 
 // applyAction writes one document's Action, and its index changes, inside
 // tx: all or nothing.
-func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, key []byte, id bsoncore.Value, cur bsoncore.Document, act Action) error {
-	idKey := key[len(key)-len(appendIDKey(nil, id)):]
+func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, key, idKey []byte, id bsoncore.Value, cur bsoncore.Document, act Action) error {
 	sp := tx.Savepoint()
 	switch {
 	case act.Delete:

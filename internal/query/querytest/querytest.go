@@ -41,6 +41,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/cairndb/cairn/internal/testcorpus"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -336,39 +337,19 @@ func (c *Case) Check(o Outcome) error {
 	return nil
 }
 
-// Run runs every case as a subtest. A case with xfail must fail: if it
-// passes, the test fails so that the stale xfail is removed. With rewrite,
-// expectations are replaced by the outcomes (review the diff!).
+// Run runs every case as a subtest through the shared corpus runner
+// (testcorpus.Suite.Run): xfail cases must keep failing, and with rewrite
+// the expectations are replaced by the outcomes (review the diff!).
 func Run(t *testing.T, cases []Case, run Runner, rewrite bool) {
 	t.Helper()
-	outcomes := make([]Outcome, len(cases))
-	for i := range cases {
-		c := &cases[i]
-		t.Run(c.ID(), func(t *testing.T) {
-			o, err := run(c)
-			if err != nil {
-				t.Fatalf("%s: harness: %v", c.ID(), err)
-			}
-			outcomes[i] = o
-			if rewrite {
-				return
-			}
-			err = c.Check(o)
-			switch {
-			case c.XFail != "" && err == nil:
-				t.Errorf("%s: passes but is marked xfail (%s); remove the xfail", c.ID(), c.XFail)
-			case c.XFail != "":
-				t.Logf("%s: expected failure (%s): %v", c.ID(), c.XFail, err)
-			case err != nil:
-				t.Errorf("%s: %v", c.ID(), err)
-			}
-		})
-	}
-	if rewrite {
-		if err := Rewrite(cases, outcomes); err != nil {
-			t.Fatal(err)
-		}
-	}
+	suite.Run(t, cases, run, rewrite)
+}
+
+var suite = testcorpus.Suite[Case, Outcome]{
+	ID:      (*Case).ID,
+	XFail:   func(c *Case) string { return c.XFail },
+	Check:   (*Case).Check,
+	Rewrite: Rewrite,
 }
 
 // Rewrite replaces each case's expectation in its file by its outcome,

@@ -33,21 +33,11 @@ func runAggregateOverWire(c *mongo.Client, dbName string, ac *aggtest.Case) (agg
 	ctx := context.Background()
 	db := c.Database(dbName)
 	defer db.Drop(ctx)
-	load := func(coll string, docs []bsoncore.Document) error {
-		if len(docs) == 0 {
-			return nil
-		}
-		arr := bson.A{}
-		for _, d := range docs {
-			arr = append(arr, bson.Raw(d))
-		}
-		return db.RunCommand(ctx, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: arr}}).Err()
-	}
-	if err := load("input", ac.Docs); err != nil {
+	if err := loadDocs(ctx, db, "input", ac.Docs); err != nil {
 		return aggtest.Outcome{}, err
 	}
 	for name, docs := range ac.Collections {
-		if err := load(name, docs); err != nil {
+		if err := loadDocs(ctx, db, name, docs); err != nil {
 			return aggtest.Outcome{}, err
 		}
 	}

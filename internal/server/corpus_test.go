@@ -32,14 +32,8 @@ func TestQueryCorpusOverTheWire(t *testing.T) {
 
 func runFindOverWire(db *mongo.Database, coll string, c *querytest.Case) (querytest.Outcome, error) {
 	ctx := context.Background()
-	if len(c.Docs) > 0 {
-		docs := make(bson.A, len(c.Docs))
-		for i, d := range c.Docs {
-			docs[i] = bson.Raw(d)
-		}
-		if err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: docs}}).Err(); err != nil {
-			return querytest.Outcome{}, fmt.Errorf("loading documents: %w", err)
-		}
+	if err := loadDocs(ctx, db, coll, c.Docs); err != nil {
+		return querytest.Outcome{}, err
 	}
 	cmd := bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: bson.Raw(c.Filter)}}
 	if c.Projection != nil {

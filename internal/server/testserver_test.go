@@ -2,12 +2,15 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/engine"
@@ -68,4 +71,20 @@ func (s *testServer) client(t testing.TB, opts ...*options.ClientOptions) *mongo
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
 	return c
+}
+
+// loadDocs inserts raw documents with a plain insert command (so the server,
+// not the driver, sees documents without _id); none is a no-op.
+func loadDocs(ctx context.Context, db *mongo.Database, coll string, docs []bsoncore.Document) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	arr := make(bson.A, len(docs))
+	for i, d := range docs {
+		arr[i] = bson.Raw(d)
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: arr}}).Err(); err != nil {
+		return fmt.Errorf("loading documents into %s: %w", coll, err)
+	}
+	return nil
 }

@@ -33,8 +33,8 @@ func TestUpdateCorpusOverTheWire(t *testing.T) {
 func runUpdateOverWire(db *mongo.Database, coll string, c *updatetest.Case) (updatetest.Outcome, error) {
 	ctx := context.Background()
 	if c.Doc != nil {
-		if err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{bson.Raw(c.Doc)}}}).Err(); err != nil {
-			return updatetest.Outcome{}, fmt.Errorf("loading the document: %w", err)
+		if err := loadDocs(ctx, db, coll, []bsoncore.Document{c.Doc}); err != nil {
+			return updatetest.Outcome{}, err
 		}
 	}
 	stmt := bson.D{{Key: "q", Value: bson.Raw(c.Filter)}, {Key: "u", Value: bson.RawValue{Type: bson.Type(c.Update.Type), Value: c.Update.Data}},

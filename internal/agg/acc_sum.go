@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"github.com/cairndb/cairn/internal/bsonx"
 	"math"
 
 	"github.com/cairndb/cairn/internal/expr"
@@ -141,7 +142,7 @@ func (a *stdDevAcc) add(v bsoncore.Value) (int64, error) {
 	if !isNumber(v) {
 		return 0, nil
 	}
-	f, _ := asFloat(v)
+	f, _ := bsonx.AsFloat64(v)
 	a.n++
 	d := f - a.mean
 	a.mean += d / float64(a.n)

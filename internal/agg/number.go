@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"math"
 	"math/big"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -36,41 +35,6 @@ func decimalToInt64(v bsoncore.Value) (int64, bool) {
 		return 0, false
 	}
 	return bi.Int64(), true
-}
-
-// asFloat returns a number's value as a float64.
-func asFloat(v bsoncore.Value) (float64, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		i, ok := v.Int32OK()
-		return float64(i), ok
-	case bsoncore.TypeInt64:
-		i, ok := v.Int64OK()
-		return float64(i), ok
-	case bsoncore.TypeDouble:
-		return v.DoubleOK()
-	case bsoncore.TypeDecimal128:
-		h, l, ok := v.Decimal128OK()
-		if !ok {
-			return 0, false
-		}
-		bf, _, err := new(big.Float).Parse(bson.NewDecimal128(h, l).String(), 10)
-		if err != nil {
-			s := bson.NewDecimal128(h, l).String()
-			switch s {
-			case "NaN":
-				return math.NaN(), true
-			case "Infinity":
-				return math.Inf(1), true
-			case "-Infinity":
-				return math.Inf(-1), true
-			}
-			return 0, false
-		}
-		f, _ := bf.Float64()
-		return f, true
-	}
-	return 0, false
 }
 
 // isNumber reports whether v is int32, int64, double or decimal128.

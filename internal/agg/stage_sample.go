@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"github.com/cairndb/cairn/internal/bsonx"
 	"math/rand/v2"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -25,7 +26,7 @@ func parseSample(arg bsoncore.Value, _ *parseContext) (stage, error) {
 		if !isNumber(f.v) {
 			return nil, errorf(codeSampleSizeType, "size argument to $sample must be a number")
 		}
-		n, _ := asFloat(f.v)
+		n, _ := bsonx.AsFloat64(f.v)
 		if n < 0 {
 			return nil, errorf(codeSampleSizeNegative, "size argument to $sample must not be negative")
 		}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"github.com/cairndb/cairn/internal/bsonx"
 	"math"
 	"os"
 	"strconv"
@@ -248,7 +249,7 @@ func boundString(key []byte, unbounded string) string {
 	case bsoncore.TypeString:
 		return strconv.Quote(v.StringValue())
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
-		f, _ := numberAsFloat(v)
+		f, _ := bsonx.AsFloat64(v)
 		if math.IsInf(f, 0) {
 			return strconv.FormatFloat(f, 'f', -1, 64)
 		}

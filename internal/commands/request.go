@@ -1,11 +1,7 @@
 package commands
 
 import (
-	"strconv"
-
 	"github.com/cairndb/cairn/internal/bsonx"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -90,7 +86,7 @@ func (r *Request) Bool(name string, def bool) (bool, error) {
 	case bsoncore.TypeBoolean:
 		return v.Boolean(), nil
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, _ := numberAsFloat(v)
+		f, _ := bsonx.AsFloat64(v)
 		return f != 0, nil
 	}
 	return false, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'bool'", r.Name, name, typeName(v.Type))
@@ -135,22 +131,6 @@ func (r *Request) String(name, def string) (string, error) {
 	return s, nil
 }
 
-func numberAsFloat(v bsoncore.Value) (float64, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return float64(v.Int32()), true
-	case bsoncore.TypeInt64:
-		return float64(v.Int64()), true
-	case bsoncore.TypeDouble:
-		return v.Double(), true
-	case bsoncore.TypeDecimal128:
-		h, l := v.Decimal128()
-		f, err := parseDecimalFloat(bson.NewDecimal128(h, l).String())
-		return f, err == nil
-	}
-	return 0, false
-}
-
 func numberAsInt(v bsoncore.Value) (int64, bool) {
 	switch v.Type {
 	case bsoncore.TypeInt32:
@@ -158,7 +138,7 @@ func numberAsInt(v bsoncore.Value) (int64, bool) {
 	case bsoncore.TypeInt64:
 		return v.Int64(), true
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, ok := numberAsFloat(v)
+		f, ok := bsonx.AsFloat64(v)
 		if !ok || f != float64(int64(f)) {
 			return 0, false
 		}
@@ -169,5 +149,3 @@ func numberAsInt(v bsoncore.Value) (int64, bool) {
 
 // typeName is MongoDB's name for a BSON type, as its error messages use.
 func typeName(t bsoncore.Type) string { return bsonx.TypeName(t) }
-
-func parseDecimalFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }

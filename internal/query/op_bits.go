@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/cairndb/cairn/internal/bsonx"
 	"math"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -76,7 +77,7 @@ func bitPosition(e bsoncore.Value) (uint32, error) {
 	if !isNumeric(e) {
 		return 0, badValue("bit positions must be an integer but got: %s", e)
 	}
-	f, _ := numberAsFloat(e)
+	f, _ := bsonx.AsFloat64(e)
 	switch {
 	case math.IsNaN(f):
 		return 0, badValue("bit positions cannot take a NaN: %s", e)

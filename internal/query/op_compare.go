@@ -3,7 +3,6 @@ package query
 import (
 	"math"
 	"sort"
-	"strconv"
 
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -164,32 +163,6 @@ func (p *inPred) matchValue(v bsoncore.Value, st *state) bool {
 
 // Number helpers shared by the operators.
 
-// numberAsFloat converts any numeric value to a float64 (decimal128 through
-// its string form).
-func numberAsFloat(v bsoncore.Value) (float64, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		i, ok := v.Int32OK()
-		return float64(i), ok
-	case bsoncore.TypeInt64:
-		i, ok := v.Int64OK()
-		return float64(i), ok
-	case bsoncore.TypeDouble:
-		return v.DoubleOK()
-	case bsoncore.TypeDecimal128:
-		h, l, ok := v.Decimal128OK()
-		if !ok {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(bson.NewDecimal128(h, l).String(), 64)
-		if err != nil && !math.IsInf(f, 0) {
-			return math.NaN(), true
-		}
-		return f, true
-	}
-	return 0, false
-}
-
 func isNumeric(v bsoncore.Value) bool {
 	switch v.Type {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
@@ -208,7 +181,7 @@ func integerValue(v bsoncore.Value) (int64, bool) {
 	case bsoncore.TypeInt64:
 		return v.Int64OK()
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, ok := numberAsFloat(v)
+		f, ok := bsonx.AsFloat64(v)
 		if !ok || math.IsNaN(f) || f != math.Trunc(f) || f >= 0x1p63 || f < -0x1p63 {
 			return 0, false
 		}
@@ -223,7 +196,7 @@ func integerArg(v bsoncore.Value) (int64, error) {
 	if !isNumeric(v) {
 		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected a number in: %s", v)
 	}
-	f, _ := numberAsFloat(v)
+	f, _ := bsonx.AsFloat64(v)
 	switch {
 	case math.IsNaN(f):
 		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected an integer, but found NaN in: %s", v)

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/cairndb/cairn/internal/bsonx"
 	"math"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -64,7 +65,7 @@ func (s *typeSet) add(v bsoncore.Value, aliases map[string]bsoncore.Type) error 
 	case isNumeric(v):
 		n, ok := integerValue(v)
 		if !ok || !validTypeCode(n) {
-			f, _ := numberAsFloat(v)
+			f, _ := bsonx.AsFloat64(v)
 			return badValue("Invalid numerical type code: %v", formatNumber(f))
 		}
 		s.types[bsoncore.Type(byte(int8(n)))] = true

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/cairndb/cairn/internal/bsonx"
 	"math"
 
 	"github.com/cairndb/cairn/internal/expr"
@@ -138,7 +139,7 @@ func parseMod(v bsoncore.Value) (pred, error) {
 // modArg truncates a $mod argument to an integer; NaN, infinities and
 // values beyond int64 are refused.
 func modArg(v bsoncore.Value, what string) (int64, error) {
-	f, _ := numberAsFloat(v)
+	f, _ := bsonx.AsFloat64(v)
 	if v.Type == bsoncore.TypeInt64 {
 		i, _ := v.Int64OK()
 		return i, nil
@@ -158,7 +159,7 @@ func (p modPred) matchValue(v bsoncore.Value, _ *state) bool {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64:
 		x, _ = integerValue(v)
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, _ := numberAsFloat(v)
+		f, _ := bsonx.AsFloat64(v)
 		if math.IsNaN(f) || math.IsInf(f, 0) || f >= 0x1p63 || f < -0x1p63 {
 			return false
 		}

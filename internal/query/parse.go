@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -294,7 +295,7 @@ func trueValue(v bsoncore.Value) bool {
 		b, _ := v.BooleanOK()
 		return b
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, ok := numberAsFloat(v)
+		f, ok := bsonx.AsFloat64(v)
 		return ok && f != 0
 	}
 	return true

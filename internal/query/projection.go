@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/cairndb/cairn/internal/bsonx"
 	"math"
 	"strings"
 
@@ -322,7 +323,7 @@ func (pp *projParser) findSlice(full, parts []string, arg bsoncore.Value, parent
 
 // numberInt is MongoDB's BSONElement::numberInt: truncation, saturating.
 func numberInt(v bsoncore.Value) int {
-	f, _ := numberAsFloat(v)
+	f, _ := bsonx.AsFloat64(v)
 	switch {
 	case math.IsNaN(f):
 		return 0

@@ -55,7 +55,7 @@ func ParseSort(spec bsoncore.Document) (*Sort, error) {
 		}
 		switch {
 		case isNumeric(v):
-			f, _ := numberAsFloat(v)
+			f, _ := bsonx.AsFloat64(v)
 			if f != 1 && f != -1 {
 				return nil, errorf(codeSortBadDirection, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 			}

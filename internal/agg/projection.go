@@ -328,9 +328,23 @@ func (n *projNode) inclusion(fs []field, ctx *expr.Context) ([]field, error) {
 }
 
 func (n *projNode) inclusionValue(v bsoncore.Value, ctx *expr.Context) (bsoncore.Value, error) {
+	return mapNested(v,
+		func(fs []field) ([]field, error) { return n.inclusion(fs, ctx) },
+		func() (bsoncore.Value, error) {
+			if n.computed {
+				return n.computeValue(expr.Missing, ctx)
+			}
+			return expr.Missing, nil
+		})
+}
+
+// mapNested rewrites v for a projection: a document's fields through
+// fields, an array element by element (nested arrays included), and
+// anything else through leaf.
+func mapNested(v bsoncore.Value, fields func([]field) ([]field, error), leaf func() (bsoncore.Value, error)) (bsoncore.Value, error) {
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument:
-		fs, err := n.inclusion(fieldsOf(v), ctx)
+		fs, err := fields(fieldsOf(v))
 		if err != nil {
 			return expr.Missing, err
 		}
@@ -338,7 +352,7 @@ func (n *projNode) inclusionValue(v bsoncore.Value, ctx *expr.Context) (bsoncore
 	case bsoncore.TypeArray:
 		elems := arrayValues(v)
 		for i, e := range elems {
-			r, err := n.inclusionValue(e, ctx)
+			r, err := mapNested(e, fields, leaf)
 			if err != nil {
 				return expr.Missing, err
 			}
@@ -346,10 +360,7 @@ func (n *projNode) inclusionValue(v bsoncore.Value, ctx *expr.Context) (bsoncore
 		}
 		return buildArray(elems), nil
 	}
-	if n.computed {
-		return n.computeValue(expr.Missing, ctx)
-	}
-	return expr.Missing, nil
+	return leaf()
 }
 
 // compute sets the computed fields in projection order ($addFields, and
@@ -376,29 +387,15 @@ func (n *projNode) compute(fs []field, ctx *expr.Context) ([]field, error) {
 }
 
 func (n *projNode) computeValue(v bsoncore.Value, ctx *expr.Context) (bsoncore.Value, error) {
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		fs, err := n.compute(fieldsOf(v), ctx)
-		if err != nil {
-			return expr.Missing, err
-		}
-		return docValue(buildDoc(fs)), nil
-	case bsoncore.TypeArray:
-		elems := arrayValues(v)
-		for i, e := range elems {
-			r, err := n.computeValue(e, ctx)
+	return mapNested(v,
+		func(fs []field) ([]field, error) { return n.compute(fs, ctx) },
+		func() (bsoncore.Value, error) {
+			fs, err := n.compute(nil, ctx)
 			if err != nil {
 				return expr.Missing, err
 			}
-			elems[i] = r
-		}
-		return buildArray(elems), nil
-	}
-	fs, err := n.compute(nil, ctx)
-	if err != nil {
-		return expr.Missing, err
-	}
-	return docValue(buildDoc(fs)), nil
+			return docValue(buildDoc(fs)), nil
+		})
 }
 
 // exclude applies an exclusion projection.

@@ -5,7 +5,11 @@
 // expectations from outcomes on request).
 package testcorpus
 
-import "testing"
+import (
+	"path/filepath"
+	"sort"
+	"testing"
+)
 
 // Suite tells the runner how to handle one corpus's case type C and outcome
 // type O.
@@ -55,4 +59,23 @@ func (s Suite[C, O]) Run(t *testing.T, cases []C, run func(*C) (O, error), rewri
 			t.Fatal(err)
 		}
 	}
+}
+
+// Load reads every *.txt file of dir, in name order, with loadFile (each
+// corpus's own stanza format).
+func Load[C any](dir string, loadFile func(string) ([]C, error)) ([]C, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var all []C
+	for _, f := range files {
+		cs, err := loadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, cs...)
+	}
+	return all, nil
 }

@@ -46,7 +46,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,22 +93,7 @@ type Outcome struct {
 type Runner func(c *Case) (Outcome, error)
 
 // Load reads every *.txt file of dir, in name order.
-func Load(dir string) ([]Case, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(files)
-	var all []Case
-	for _, f := range files {
-		cs, err := LoadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, cs...)
-	}
-	return all, nil
-}
+func Load(dir string) ([]Case, error) { return testcorpus.Load(dir, LoadFile) }
 
 type entry struct {
 	key   string

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 var diffCases = flag.Int("diff.cases", 3000, "random filters in TestPlannerMatchesCollectionScan")
@@ -45,7 +48,7 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		return Run(context.Background(), sess, req, nil)
 	}
 	indexes := bson.A{}
-	for _, k := range []bson.D{{{Key: "a", Value: 1}}, {{Key: "b", Value: -1}}, {{Key: "c.d", Value: 1}}, {{Key: "a", Value: 1}, {Key: "b", Value: -1}}, {{Key: "e", Value: -1}, {Key: "a", Value: 1}}} {
+	for _, k := range []bson.D{{{Key: "a", Value: 1}}, {{Key: "b", Value: -1}}, {{Key: "c.d", Value: 1}}, {{Key: "a", Value: 1}, {Key: "b", Value: -1}}, {{Key: "e", Value: -1}, {Key: "a", Value: 1}}, {{Key: "f", Value: 1}}, {{Key: "f", Value: 1}, {Key: "g", Value: -1}}} {
 		name := fmt.Sprint(k)
 		indexes = append(indexes, bson.D{{Key: "key", Value: k}, {Key: "name", Value: name}})
 	}
@@ -57,6 +60,13 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		d := bson.D{{Key: "_id", Value: i}}
 		for _, f := range []string{"a", "b", "e"} {
 			if v, ok := randomValue(rng); ok {
+				d = append(d, bson.E{Key: f, Value: v})
+			}
+		}
+		// f and g never hold arrays: their indexes stay non-multikey, so
+		// they can give order and intersect ranges.
+		for _, f := range []string{"f", "g"} {
+			if v, ok := randomValue(rng); ok && !isArray(v) {
 				d = append(d, bson.E{Key: f, Value: v})
 			}
 		}
@@ -89,8 +99,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 			}
 		}
 	}
-	ids := func(filter bson.D, hint any) ([]string, int32) {
-		cmd := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: filter}, {Key: "batchSize", Value: 1000}}
+	results := func(c findCase, hint any) ([]bsoncore.Document, int32) {
+		cmd := c.command()
 		if hint != nil {
 			cmd = append(cmd, bson.E{Key: "hint", Value: hint})
 		}
@@ -99,38 +109,157 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 			return nil, code
 		}
 		vals, _ := r.Lookup("cursor", "firstBatch").Array().Values()
-		out := make([]string, len(vals))
+		out := make([]bsoncore.Document, len(vals))
 		for i, v := range vals {
-			out[i] = v.Document().Lookup("_id").String()
+			out[i] = v.Document()
 		}
-		sort.Strings(out)
 		return out, 0
 	}
-	fields := []string{"a", "b", "c.d", "e"}
-	used, indexed := 0, 0
-	ns := engine.Namespace{DB: "diff", Coll: "c"}
+	fields := []string{"a", "b", "c.d", "e", "f", "g"}
+	used, indexed, ordered := 0, 0, 0
 	for i := range *diffCases {
-		filter := randomFilter(rng, fields)
-		raw, _ := bson.Marshal(filter)
-		if plan, err := plannedIndexes(eng, ns, raw); err == nil && plan != "" {
-			indexed++
+		c := randomCase(rng, fields)
+		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
+		if plan, ok := ex.Lookup("queryPlanner", "winningPlan").DocumentOK(); ok {
+			if strings.Contains(plan.String(), `"IXSCAN"`) {
+				indexed++
+				if c.sort != nil && !strings.Contains(plan.String(), `"SORT"`) {
+					ordered++
+				}
+			}
 		}
-		planned, code1 := ids(filter, nil)
-		scanned, code2 := ids(filter, bson.D{{Key: "$natural", Value: 1}})
-		if code1 != code2 || fmt.Sprint(planned) != fmt.Sprint(scanned) {
-			t.Fatalf("case %d (seed %d): filter %v\n planner: %v (code %d)\n   scan: %v (code %d)", i, seed, filter, planned, code1, scanned, code2)
+		planned, code1 := results(c, nil)
+		scanned, code2 := results(c, bson.D{{Key: "$natural", Value: 1}})
+		if code1 != code2 || !c.same(planned, scanned) {
+			t.Fatalf("case %d (seed %d): %v\n planner: %v (code %d)\n   scan: %v (code %d)\n plan: %s", i, seed, c.command(), planned, code1, scanned, code2, ex.Lookup("queryPlanner", "winningPlan"))
+		}
+		if c.sort != nil && !c.tieBreak && c.proj == nil && !sortedBy(planned, c.sort) {
+			t.Fatalf("case %d (seed %d): %v: planner result not sorted: %v", i, seed, c.command(), planned)
 		}
 		if len(scanned) > 0 {
 			used++
 		}
 	}
 	if indexed < *diffCases/4 {
-		t.Fatalf("only %d of %d filters were planned on an index (seed %d); the test would not see planner bugs", indexed, *diffCases, seed)
+		t.Fatalf("only %d of %d finds were planned on an index (seed %d); the test would not see planner bugs", indexed, *diffCases, seed)
 	}
-	t.Logf("%d filters, %d planned on an index, %d matched documents", *diffCases, indexed, used)
+	if ordered < *diffCases/50 {
+		t.Fatalf("only %d of %d finds took their order from an index (seed %d)", ordered, *diffCases, seed)
+	}
+	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d matched documents", *diffCases, indexed, ordered, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
+}
+
+// findCase is one random find.
+type findCase struct {
+	filter, sort, proj bson.D
+	tieBreak           bool // the sort ends with _id, so the order is total
+	skip, limit        int
+}
+
+func (c findCase) command() bson.D {
+	cmd := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: c.filter}, {Key: "batchSize", Value: 1000}}
+	if c.sort != nil {
+		cmd = append(cmd, bson.E{Key: "sort", Value: c.sort})
+	}
+	if c.proj != nil {
+		cmd = append(cmd, bson.E{Key: "projection", Value: c.proj})
+	}
+	if c.skip > 0 {
+		cmd = append(cmd, bson.E{Key: "skip", Value: c.skip})
+	}
+	if c.limit > 0 {
+		cmd = append(cmd, bson.E{Key: "limit", Value: c.limit})
+	}
+	return cmd
+}
+
+// same compares two answers: in order when the order is total, as sets
+// otherwise (only cases without skip/limit have partial orders).
+func (c findCase) same(a, b []bsoncore.Document) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if !c.tieBreak {
+		a, b = slices.Clone(a), slices.Clone(b)
+		slices.SortFunc(a, bsonx.CompareDocuments)
+		slices.SortFunc(b, bsonx.CompareDocuments)
+	}
+	for i := range a {
+		if bsonx.CompareDocuments(a[i], b[i]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedBy(docs []bsoncore.Document, spec bson.D) bool {
+	raw, _ := bson.Marshal(spec)
+	s, err := query.ParseSort(raw)
+	if err != nil {
+		return false
+	}
+	for i := 1; i < len(docs); i++ {
+		if s.CompareKeys(s.Key(docs[i-1]), s.Key(docs[i])) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// randomCase draws a find: a random filter, and sometimes a sort (on the
+// indexed fields, either direction), a projection, skip and limit (only
+// with a total order, so that both answers must agree exactly).
+func randomCase(rng *rand.Rand, fields []string) findCase {
+	c := findCase{filter: randomFilter(rng, fields)}
+	if rng.IntN(2) == 0 {
+		paths := []string{"a", "b", "e", "_id", "c.d", "f", "g", "f", "g"}
+		for range 1 + rng.IntN(2) {
+			c.sort = append(c.sort, bson.E{Key: paths[rng.IntN(len(paths))], Value: []int{1, -1}[rng.IntN(2)]})
+		}
+		c.sort = dedupKeys(c.sort)
+		if rng.IntN(2) == 0 {
+			if c.sort[len(c.sort)-1].Key != "_id" {
+				c.sort = append(c.sort, bson.E{Key: "_id", Value: []int{1, -1}[rng.IntN(2)]})
+			}
+			c.tieBreak = true
+			c.skip, c.limit = rng.IntN(3)*rng.IntN(2), rng.IntN(8)
+		} else if c.sort[len(c.sort)-1].Key == "_id" {
+			c.tieBreak = true
+		}
+	}
+	switch rng.IntN(6) {
+	case 0:
+		c.proj = bson.D{{Key: "a", Value: 1}}
+	case 1:
+		c.proj = bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}, {Key: "_id", Value: 0}}
+	case 2:
+		c.proj = bson.D{{Key: "b", Value: 0}}
+	case 3:
+		c.proj = bson.D{{Key: "c.d", Value: 1}, {Key: "_id", Value: 0}}
+	}
+	if c.proj != nil && !c.tieBreak {
+		// Without a total order, answers compare as sets: keep _id so
+		// that equal projections of different documents stay distinct.
+		c.proj = slices.DeleteFunc(slices.Clone(c.proj), func(e bson.E) bool { return e.Key == "_id" })
+	}
+	return c
+}
+
+func isArray(v any) bool { _, ok := v.(bson.A); return ok }
+
+func dedupKeys(d bson.D) bson.D {
+	var out bson.D
+	seen := map[string]bool{}
+	for _, e := range d {
+		if !seen[e.Key] {
+			seen[e.Key] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // randomValue draws from a small, type-mixed domain so filters collide with

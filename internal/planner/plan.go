@@ -223,7 +223,8 @@ func sortKeys(raw bsoncore.Document) ([]sortKey, bool) {
 // in the requested order, and in which direction. The index must not be
 // multikey (a document would sit at several places of the order); leading
 // fields bound to one value may be skipped, and so may sort fields the
-// filter binds to one value.
+// scan binds to one value (a field of this non-multikey index: any other
+// path may hold an array whose sort key is not the bound value).
 func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bool) {
 	if pl.q.Sort == nil {
 		return true, false
@@ -254,7 +255,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 			i++
 			continue
 		}
-		if singlePoint(fieldOIL(pl.a.conds[keys[j].path], false)) {
+		if pointField(fields, bounds, keys[j].path) {
 			j++
 			continue
 		}
@@ -264,6 +265,16 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 }
 
 func singlePoint(o OIL) bool { return len(o) == 1 && o[0].IsPoint() }
+
+// pointField reports whether path is a field of the index bound to one value.
+func pointField(fields []index.Field, bounds []OIL, path string) bool {
+	for i, f := range fields {
+		if f.Path == path && singlePoint(bounds[i]) {
+			return true
+		}
+	}
+	return false
+}
 
 // hinted plans the hinted index (or a collection scan for $natural).
 func (pl *planning) hinted() (*candidate, error) {

@@ -116,7 +116,7 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		return out, 0
 	}
 	fields := []string{"a", "b", "c.d", "e", "f", "g"}
-	used, indexed, ordered := 0, 0, 0
+	used, indexed, ordered, covered := 0, 0, 0, 0
 	for i := range *diffCases {
 		c := randomCase(rng, fields)
 		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
@@ -125,6 +125,9 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				indexed++
 				if c.sort != nil && !strings.Contains(plan.String(), `"SORT"`) {
 					ordered++
+				}
+				if strings.Contains(plan.String(), `"PROJECTION_COVERED"`) {
+					covered++
 				}
 			}
 		}
@@ -146,7 +149,10 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if ordered < *diffCases/50 {
 		t.Fatalf("only %d of %d finds took their order from an index (seed %d)", ordered, *diffCases, seed)
 	}
-	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d matched documents", *diffCases, indexed, ordered, used)
+	if covered < *diffCases/100 {
+		t.Fatalf("only %d of %d finds were covered (seed %d)", covered, *diffCases, seed)
+	}
+	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d matched documents", *diffCases, indexed, ordered, covered, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
@@ -176,12 +182,15 @@ func (c findCase) command() bson.D {
 	return cmd
 }
 
-// same compares two answers: in order when the order is total, as sets
-// otherwise (only cases without skip/limit have partial orders).
+// same compares two answers: in order when the order is total, as
+// multisets otherwise (only cases without skip/limit have partial orders).
+// Field order is not compared: a covered projection rebuilds documents in
+// key pattern order.
 func (c findCase) same(a, b []bsoncore.Document) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	a, b = normalized(a), normalized(b)
 	if !c.tieBreak {
 		a, b = slices.Clone(a), slices.Clone(b)
 		slices.SortFunc(a, bsonx.CompareDocuments)
@@ -193,6 +202,30 @@ func (c findCase) same(a, b []bsoncore.Document) bool {
 		}
 	}
 	return true
+}
+
+// normalized sorts every document's fields by name, at every level.
+func normalized(docs []bsoncore.Document) []bsoncore.Document {
+	out := make([]bsoncore.Document, len(docs))
+	for i, d := range docs {
+		out[i] = sortFields(d)
+	}
+	return out
+}
+
+func sortFields(d bsoncore.Document) bsoncore.Document {
+	elems, _ := d.Elements()
+	slices.SortStableFunc(elems, func(x, y bsoncore.Element) int { return strings.Compare(x.Key(), y.Key()) })
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range elems {
+		v := el.Value()
+		if sub, ok := v.DocumentOK(); ok {
+			b.AppendDocument(el.Key(), sortFields(sub))
+			continue
+		}
+		b.AppendValue(el.Key(), v)
+	}
+	return b.Build()
 }
 
 func sortedBy(docs []bsoncore.Document, spec bson.D) bool {
@@ -213,6 +246,15 @@ func sortedBy(docs []bsoncore.Document, spec bson.D) bool {
 // indexed fields, either direction), a projection, skip and limit (only
 // with a total order, so that both answers must agree exactly).
 func randomCase(rng *rand.Rand, fields []string) findCase {
+	if rng.IntN(8) == 0 {
+		// A filter, sort and projection over the never-array fields
+		// only: coverable by the {f: 1, g: -1} index.
+		c := findCase{filter: randomFilter(rng, []string{"f", "g"}), proj: bson.D{{Key: "g", Value: 1}, {Key: "f", Value: 1}, {Key: "_id", Value: 0}}}
+		if rng.IntN(2) == 0 {
+			c.sort = bson.D{{Key: "f", Value: []int{1, -1}[rng.IntN(2)]}}
+		}
+		return c
+	}
 	c := findCase{filter: randomFilter(rng, fields)}
 	if rng.IntN(2) == 0 {
 		paths := []string{"a", "b", "e", "_id", "c.d", "f", "g", "f", "g"}
@@ -230,7 +272,11 @@ func randomCase(rng *rand.Rand, fields []string) findCase {
 			c.tieBreak = true
 		}
 	}
-	switch rng.IntN(6) {
+	switch rng.IntN(9) {
+	case 4:
+		c.proj = bson.D{{Key: "f", Value: 1}, {Key: "_id", Value: 0}}
+	case 5:
+		c.proj = bson.D{{Key: "g", Value: 1}, {Key: "f", Value: true}, {Key: "_id", Value: false}}
 	case 0:
 		c.proj = bson.D{{Key: "a", Value: 1}}
 	case 1:
@@ -239,11 +285,6 @@ func randomCase(rng *rand.Rand, fields []string) findCase {
 		c.proj = bson.D{{Key: "b", Value: 0}}
 	case 3:
 		c.proj = bson.D{{Key: "c.d", Value: 1}, {Key: "_id", Value: 0}}
-	}
-	if c.proj != nil && !c.tieBreak {
-		// Without a total order, answers compare as sets: keep _id so
-		// that equal projections of different documents stay distinct.
-		c.proj = slices.DeleteFunc(slices.Clone(c.proj), func(e bson.E) bool { return e.Key == "_id" })
 	}
 	return c
 }

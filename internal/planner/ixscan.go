@@ -7,6 +7,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/keystring"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // maxRanges caps how many key ranges the bounds of one scan expand to (the
@@ -58,6 +59,14 @@ type ixScan struct {
 	m         member
 
 	minMax [2]bsoncore.Document // find's min and max, when they set the range
+
+	// cover: the scan answers from keys (see covered.go), applying filter
+	// to documents rebuilt from them.
+	cover     bool
+	filter    *query.Filter
+	rawFilter bsoncore.Document
+	docs      int64 // documents fetched because a key could not stand for one
+	buf       []byte
 }
 
 func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
@@ -208,8 +217,38 @@ func (s *ixScan) work(x *execCtx) (*member, state, error) {
 		}
 		s.seen[string(rid)] = struct{}{}
 	}
+	if s.cover {
+		var err error
+		if d, err = s.covered(x, key, rid); err != nil || d == nil {
+			return nil, needTime, err
+		}
+	}
 	s.m = member{rid: rid, key: key, ix: s, doc: d}
 	return &s.m, advanced, nil
+}
+
+// covered rebuilds the document a key stands for (or fetches it, see
+// covered.go) and applies the filter; nil when it does not match.
+func (s *ixScan) covered(x *execCtx, key, rid []byte) (bsoncore.Document, error) {
+	vals, _, err := s.ix.spec.DecodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if s.buf, ok = keyDocument(s.buf[:0], s.ix.spec.KeyPattern, vals); !ok {
+		var found bool
+		if s.buf, found, err = x.r.Fetch(s.buf[:0], rid); err != nil || !found {
+			return nil, err
+		}
+		s.docs++
+	}
+	if s.filter != nil {
+		r, err := s.filter.Exec(s.buf)
+		if err != nil || !r.Matched {
+			return nil, err
+		}
+	}
+	return s.buf, nil
 }
 
 // check tests the key's fields past the ranges against their bounds.
@@ -240,6 +279,9 @@ func (s *ixScan) close() error {
 func (s *ixScan) describe(d *doc, withStats bool) {
 	spec := s.ix.spec
 	put(d, "stage", "IXSCAN")
+	if s.cover && len(s.rawFilter) > 5 {
+		put(d, "filter", bson.Raw(s.rawFilter))
+	}
 	put(d, "keyPattern", bson.Raw(spec.Key))
 	put(d, "indexName", s.ix.name)
 	put(d, "isMultiKey", s.ix.multikey)
@@ -265,6 +307,9 @@ func (s *ixScan) describe(d *doc, withStats bool) {
 		put(d, "seeks", s.seeks)
 		put(d, "dupsTested", s.dupsTests)
 		put(d, "dupsDropped", s.dupsDrop)
+		if s.cover {
+			put(d, "docsExamined", s.docs)
+		}
 	}
 }
 

@@ -152,7 +152,18 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		}
 	}
 	scan := newIXScan(ix, bounds, reverse)
-	c := pl.finish(&fetch{in: scan, filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted)
+	var c *candidate
+	if pl.coverable(ix) {
+		scan.cover, scan.filter, scan.rawFilter = true, pl.q.Filter, pl.q.RawFilter
+		c = pl.finish(scan, sorted)
+		walk(c.root, func(s stage) {
+			if p, ok := s.(*projection); ok {
+				p.name = "PROJECTION_COVERED"
+			}
+		})
+	} else {
+		c = pl.finish(&fetch{in: scan, filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted)
+	}
 	c.index, c.reverse = ix.name, reverse
 	return c
 }

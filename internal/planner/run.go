@@ -215,6 +215,7 @@ func examined(root stage) (keys, docs int64) {
 		switch s := s.(type) {
 		case *ixScan:
 			keys += s.keys
+			docs += s.docs
 		case *idHack:
 			keys += s.keys
 			docs += s.docs

@@ -273,6 +273,39 @@ func TestExplainIndexOrder(t *testing.T) {
 		t.Errorf("c > 150: nReturned %d, keys %d; want 49, 49", n, k)
 	}
 
+	// A projection of index fields only is covered: no document read.
+	cov := bson.D{{Key: "find", Value: "o"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 3}, {Key: "b", Value: bson.D{{Key: "$lt", Value: 100}}}}}, {Key: "projection", Value: bson.D{{Key: "b", Value: 1}, {Key: "_id", Value: 0}}}}
+	ex = explainFind(t, db, cov)
+	if got := stageNames(ex.Lookup("queryPlanner", "winningPlan").Document()); !sameStages(got, "PROJECTION_COVERED", "IXSCAN") {
+		t.Fatalf("covered find planned as %v", got)
+	}
+	if n, k, d := execStats(ex); n != 10 || k != 10 || d != 0 {
+		t.Errorf("covered find: nReturned %d, keys %d, docs %d; want 10, 10, 0", n, k, d)
+	}
+	var covOut struct {
+		Cursor struct {
+			FirstBatch []bson.Raw `bson:"firstBatch"`
+		} `bson:"cursor"`
+	}
+	if err := db.RunCommand(ctx, cov).Decode(&covOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range covOut.Cursor.FirstBatch {
+		elems, _ := d.Elements()
+		if b := asInt(d.Lookup("b")); len(elems) != 1 || b < 0 || b >= 100 {
+			t.Errorf("covered result %s", d)
+		}
+	}
+	if len(covOut.Cursor.FirstBatch) != 10 {
+		t.Errorf("covered find returned %d documents, want 10", len(covOut.Cursor.FirstBatch))
+	}
+	// Including _id, which the index lacks, needs the documents.
+	cov[2] = bson.E{Key: "projection", Value: bson.D{{Key: "b", Value: 1}}}
+	ex = explainFind(t, db, cov)
+	if got := stageNames(ex.Lookup("queryPlanner", "winningPlan").Document()); !sameStages(got, "PROJECTION_SIMPLE", "FETCH", "IXSCAN") {
+		t.Errorf("projection with _id planned as %v", got)
+	}
+
 	// _id ranges and sorts use the _id index.
 	ex = explainFind(t, db, bson.D{{Key: "find", Value: "o"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 50}}}}}, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "limit", Value: 5}})
 	plan = ex.Lookup("queryPlanner", "winningPlan").Document()
@@ -333,9 +366,13 @@ func TestExplainCommands(t *testing.T) {
 	if got := stageNames(stages); !sameStages(got, "DELETE", "FETCH", "IXSCAN") || asInt(stages.Lookup("nWouldDelete")) != 13 {
 		t.Errorf("delete explain: %v %s", got, stages)
 	}
-	// A multikey index says so.
+	// A multikey index says so, and never covers.
 	if ixscan == nil || !ixscan.Lookup("isMultiKey").Boolean() {
 		t.Errorf("tags_1 should be multikey: %s", ixscan)
+	}
+	ex = explainFind(t, db, bson.D{{Key: "find", Value: "w"}, {Key: "filter", Value: bson.D{{Key: "tags", Value: 11}}}, {Key: "projection", Value: bson.D{{Key: "tags", Value: 1}, {Key: "_id", Value: 0}}}})
+	if got := stageNames(ex.Lookup("queryPlanner", "winningPlan").Document()); !sameStages(got, "PROJECTION_SIMPLE", "FETCH", "IXSCAN") {
+		t.Errorf("projection of a multikey field planned as %v", got)
 	}
 
 	ex = explainCmd(t, db, bson.D{{Key: "findAndModify", Value: "w"}, {Key: "query", Value: bson.D{{Key: "a", Value: 4}}}, {Key: "sort", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "remove", Value: true}}, "executionStats")

@@ -52,6 +52,15 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		name := fmt.Sprint(k)
 		indexes = append(indexes, bson.D{{Key: "key", Value: k}, {Key: "name", Value: name}})
 	}
+	// Indexes the planner may use only for some filters: sparse (not for
+	// null or missing), partial (only when the filter implies its
+	// expression), hidden (never).
+	indexes = append(indexes,
+		bson.D{{Key: "key", Value: bson.D{{Key: "e", Value: 1}}}, {Key: "name", Value: "e_sparse"}, {Key: "sparse", Value: true}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "g", Value: 1}}}, {Key: "name", Value: "g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$gt", Value: 1}}}}}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}, {Key: "g", Value: 1}}}, {Key: "name", Value: "b_g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$exists", Value: true}}}}}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "c.d", Value: -1}}}, {Key: "name", Value: "c.d_hidden"}, {Key: "hidden", Value: true}},
+	)
 	if r := run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: indexes}}); r.Lookup("ok").Double() != 1 {
 		t.Fatalf("createIndexes: %s", r)
 	}
@@ -116,7 +125,7 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		return out, 0
 	}
 	fields := []string{"a", "b", "c.d", "e", "f", "g"}
-	used, indexed, ordered, covered := 0, 0, 0, 0
+	used, indexed, ordered, covered, ors, partial := 0, 0, 0, 0, 0, 0
 	for i := range *diffCases {
 		c := randomCase(rng, fields)
 		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
@@ -128,6 +137,15 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				}
 				if strings.Contains(plan.String(), `"PROJECTION_COVERED"`) {
 					covered++
+				}
+				if strings.Contains(plan.String(), `"OR"`) {
+					ors++
+				}
+				if strings.Contains(plan.String(), `_partial"`) {
+					partial++
+				}
+				if strings.Contains(plan.String(), `"c.d_hidden"`) {
+					t.Fatalf("case %d (seed %d): the hidden index was chosen: %s", i, seed, plan)
 				}
 			}
 		}
@@ -149,10 +167,13 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if ordered < *diffCases/50 {
 		t.Fatalf("only %d of %d finds took their order from an index (seed %d)", ordered, *diffCases, seed)
 	}
+	if ors < *diffCases/100 || partial < *diffCases/100 {
+		t.Fatalf("only %d $or plans and %d partial index plans of %d finds (seed %d)", ors, partial, *diffCases, seed)
+	}
 	if covered < *diffCases/100 {
 		t.Fatalf("only %d of %d finds were covered (seed %d)", covered, *diffCases, seed)
 	}
-	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d matched documents", *diffCases, indexed, ordered, covered, used)
+	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d $or plans, %d on partial indexes, %d matched documents", *diffCases, indexed, ordered, covered, ors, partial, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
@@ -338,6 +359,18 @@ func randomValue(rng *rand.Rand) (any, bool) {
 }
 
 func randomFilter(rng *rand.Rand, fields []string) bson.D {
+	f := randomConditions(rng, fields)
+	if rng.IntN(5) == 0 {
+		or := bson.A{}
+		for range 1 + rng.IntN(3) {
+			or = append(or, randomConditions(rng, fields))
+		}
+		f = append(f[:rng.IntN(2)*len(f)], bson.E{Key: "$or", Value: or})
+	}
+	return f
+}
+
+func randomConditions(rng *rand.Rand, fields []string) bson.D {
 	var f bson.D
 	for range 1 + rng.IntN(2) {
 		field := fields[rng.IntN(len(fields))]

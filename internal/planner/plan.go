@@ -123,6 +123,9 @@ func (pl *planning) candidates() ([]*candidate, error) {
 			out = append(out, c)
 		}
 	}
+	if c := pl.orCandidate(); c != nil {
+		out = append(out, c)
+	}
 	if len(out) == 0 {
 		out = append(out, pl.collScan(false))
 	}
@@ -143,7 +146,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 	sorted, reverse := pl.providesSort(ix, bounds)
 	if !forced {
 		switch {
-		case ix.spec.PartialFilterExpression != nil:
+		case ix.spec.PartialFilterExpression != nil && !implies(pl.a, ix.spec.PartialFilterExpression):
 			return nil
 		case ix.spec.Sparse && !sparseSafe(bounds):
 			return nil
@@ -185,11 +188,13 @@ func sparseSafe(bounds []OIL) bool {
 // another bounded field stays unbounded: both may reach the same array
 // through different elements ({"x.a": 1, "x.b": 2} over x: [{a: 1}, {b:
 // 2}]), so their bounds cannot be compounded.
-func (pl *planning) bounds(ix *indexRef) []OIL {
+func (pl *planning) bounds(ix *indexRef) []OIL { return boundsFrom(pl.a, ix) }
+
+func boundsFrom(a *analysis, ix *indexRef) []OIL {
 	out := make([]OIL, len(ix.spec.KeyPattern))
 	used := map[string]bool{}
 	for i, f := range ix.spec.KeyPattern {
-		conds := pl.a.conds[f.Path]
+		conds := a.conds[f.Path]
 		if len(conds) == 0 {
 			continue
 		}

@@ -43,6 +43,7 @@ func init() {
 		"getCmdLineOpts":   {run: cmdGetCmdLineOpts, adminOnly: true, help: "the server's command line"},
 		"getLog":           {run: cmdGetLog, adminOnly: true, help: "recent log lines"},
 		"getMore":          {run: cmdGetMore, help: "next batch of a cursor"},
+		"planCacheClear":   {run: cmdPlanCacheClear, help: "forget a collection's cached query plans"},
 		"getParameter":     {run: cmdGetParameter, adminOnly: true, help: "read server parameters"},
 		"hello":            {run: cmdHello, help: "handshake and topology"},
 		"hostInfo":         {run: cmdHostInfo, help: "the host's hardware and OS"},

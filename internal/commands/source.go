@@ -19,13 +19,18 @@ func (sp findSpec) open(eng *engine.Engine) (Source, error) {
 }
 
 // prepare plans sp; explain keeps what explain reports (timings, the
-// candidates' trial statistics).
+// candidates' trial statistics) and, as MongoDB's explain, plans afresh:
+// it neither reads nor fills the plan cache.
 func (sp findSpec) prepare(eng *engine.Engine, explain bool) (*planner.Exec, error) {
 	r, err := eng.NewReader(sp.ns)
 	if err != nil {
 		return nil, err
 	}
-	return planner.Prepare(r, sp.query(), planner.Options{Cache: planCache(eng), NS: sp.ns.String(), Explain: explain})
+	opts := planner.Options{NS: sp.ns.String(), Explain: explain}
+	if !explain {
+		opts.Cache = planCache(eng)
+	}
+	return planner.Prepare(r, sp.query(), opts)
 }
 
 // query is the selection as the planner reads it.

@@ -59,9 +59,27 @@ func TestPlannerChoices(t *testing.T) {
 		return append(bson.D{{Key: "find", Value: "p"}, {Key: "filter", Value: filter}}, more...)
 	}
 
+	// Two candidate indexes: a trial picks the more productive one and
+	// reports the other as rejected; allPlansExecution has both trials.
+	plan, ex := winning(t, db, find(bson.D{{Key: "a", Value: 3}, {Key: "b", Value: bson.D{{Key: "$lt", Value: 60}}}}))
+	if ix := findStage(plan, "IXSCAN"); ix == nil || ix.Lookup("indexName").StringValue() != "a_1" {
+		t.Errorf("trial winner %s, want a_1", plan)
+	}
+	rejected, _ := ex.Lookup("queryPlanner", "rejectedPlans").Array().Values()
+	if len(rejected) != 1 || findStage(rejected[0].Document(), "IXSCAN").Lookup("indexName").StringValue() != "b_1" {
+		t.Errorf("rejectedPlans %v", rejected)
+	}
+	all, _ := ex.Lookup("executionStats", "allPlansExecution").Array().Values()
+	if len(all) != 2 || all[0].Document().Lookup("executionStages", "stage").StringValue() != "FETCH" {
+		t.Errorf("allPlansExecution %v", all)
+	}
+	if n, k, _ := execStats(ex); n != 6 || k != 10 {
+		t.Errorf("a = 3, b < 60: nReturned %d, keys %d; want 6, 10", n, k)
+	}
+
 	// $or: one scan per branch under OR, each document once.
 	or := find(bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "a", Value: 3}}, bson.D{{Key: "b", Value: bson.D{{Key: "$lt", Value: 20}}}}}}})
-	plan, ex := winning(t, db, or)
+	plan, ex = winning(t, db, or)
 	orStage := findStage(plan, "OR")
 	if orStage == nil || stageNames(plan)[0] != "FETCH" {
 		t.Fatalf("$or planned as %s", plan)

@@ -3,8 +3,6 @@ package commands
 import (
 	"sync"
 
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/planner"
 )
@@ -57,17 +55,3 @@ func planCache(eng *engine.Engine) *planner.Cache {
 	c, _ := planCaches.LoadOrStore(eng, planner.NewCache())
 	return c.(*planner.Cache)
 }
-
-// sliceSource serves documents already in memory.
-type sliceSource struct{ docs []bsoncore.Document }
-
-func (s *sliceSource) Next() (bsoncore.Document, error) {
-	if len(s.docs) == 0 {
-		return nil, nil
-	}
-	d := s.docs[0]
-	s.docs = s.docs[1:]
-	return d, nil
-}
-
-func (s *sliceSource) Close() error { s.docs = nil; return nil }

@@ -1,0 +1,60 @@
+package commands
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/cairndb/cairn/internal/engine"
+)
+
+// BenchmarkFindPlans measures the command layer's cost of finds by plan
+// shape, in process (no socket): an _id lookup, an indexed range of 10
+// documents, and a sort by _id with a limit (YCSB-E's scan).
+func BenchmarkFindPlans(b *testing.B) {
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(b.TempDir(), engine.Options{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := NewEnv(eng, Config{}, log)
+	defer func() { env.Close(); _ = eng.Close() }()
+	sess := &Session{Env: env}
+	request := func(cmd bson.D) *Request {
+		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "b"}))
+		req, err := NewRequest(body, "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return req
+	}
+	docs := bson.A{}
+	for i := range 10000 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i}, {Key: "name", Value: "user"}})
+	}
+	Run(context.Background(), sess, request(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}}), nil)
+	Run(context.Background(), sess, request(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}}}}), nil)
+	for _, bc := range []struct {
+		name string
+		cmd  bson.D
+	}{
+		{"by_id", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 42}}}, {Key: "limit", Value: 1}, {Key: "singleBatch", Value: true}}},
+		{"range10", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$gte", Value: 500}, {Key: "$lt", Value: 510}}}}}, {Key: "singleBatch", Value: true}}},
+		{"id_scan_sorted", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 5000}}}}}, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "limit", Value: 10}, {Key: "singleBatch", Value: true}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			body, _ := bson.Marshal(append(bc.cmd, bson.E{Key: "$db", Value: "b"}))
+			var dst []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				req, err := NewRequest(body, "", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				dst = Run(context.Background(), sess, req, dst[:0])
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package planner
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/index"
+)
+
+// TestBounds reads testdata/bounds.txt: stanzas of
+//
+//	key: <key pattern, extended JSON>   (optional "multikey" line after it)
+//	filter: <filter>
+//	bounds: <expected indexBounds, extended JSON; "none" when the index is not useful>
+//
+// separated by blank lines, and checks the bounds the planner computes and
+// prints, as a golden plan-string test.
+func TestBounds(t *testing.T) {
+	f, err := os.Open("testdata/bounds.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	line := 0
+	var key, filter, want string
+	multikey := false
+	check := func() {
+		if key == "" {
+			return
+		}
+		var k, flt bson.D
+		if err := bson.UnmarshalExtJSON([]byte(key), false, &k); err != nil {
+			t.Fatalf("line %d: key: %v", line, err)
+		}
+		if err := bson.UnmarshalExtJSON([]byte(filter), false, &flt); err != nil {
+			t.Fatalf("line %d: filter: %v", line, err)
+		}
+		specRaw, _ := bson.Marshal(bson.D{{Key: "key", Value: k}, {Key: "name", Value: "ix"}})
+		spec, err := index.ParseSpec(specRaw)
+		if err != nil {
+			t.Fatalf("line %d: %v", line, err)
+		}
+		raw, _ := bson.Marshal(flt)
+		ix := &indexRef{name: "ix", spec: spec, multikey: multikey}
+		bounds := boundsFrom(analyze(bsoncore.Document(raw)), ix)
+		got := "none"
+		if !bounds[0].IsFull() {
+			d, _ := bson.MarshalExtJSON(newIXScan(ix, bounds, false).boundsDoc(), false, false)
+			got = string(d)
+		}
+		if got != want {
+			t.Errorf("line %d: key %s%s filter %s:\n got  %s\n want %s", line, key, map[bool]string{true: " (multikey)"}[multikey], filter, got, want)
+		}
+		key, filter, want, multikey = "", "", "", false
+	}
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		switch {
+		case text == "" || strings.HasPrefix(text, "#"):
+			check()
+		case strings.HasPrefix(text, "key:"):
+			key = strings.TrimSpace(strings.TrimPrefix(text, "key:"))
+		case text == "multikey":
+			multikey = true
+		case strings.HasPrefix(text, "filter:"):
+			filter = strings.TrimSpace(strings.TrimPrefix(text, "filter:"))
+		case strings.HasPrefix(text, "bounds:"):
+			want = strings.TrimSpace(strings.TrimPrefix(text, "bounds:"))
+		default:
+			t.Fatalf("line %d: cannot read %q", line, text)
+		}
+	}
+	check()
+}
+
+// TestImplies checks the partial-index implication rule.
+func TestImplies(t *testing.T) {
+	cases := []struct {
+		filter, pfe string
+		want        bool
+	}{
+		{`{"a": 5}`, `{"a": {"$gt": 1}}`, true},
+		{`{"a": 1}`, `{"a": {"$gt": 1}}`, false},
+		{`{"a": {"$gte": 2}}`, `{"a": {"$gt": 1}}`, true},
+		{`{"a": {"$gte": 1}}`, `{"a": {"$gt": 1}}`, false},
+		{`{"a": {"$in": [2, 3]}}`, `{"a": {"$gte": 2}}`, true},
+		{`{"a": {"$in": [2, null]}}`, `{"a": {"$exists": true}}`, false},
+		{`{"a": "x"}`, `{"a": {"$exists": true}}`, true},
+		{`{"a": null}`, `{"a": {"$exists": true}}`, false},
+		{`{"a": 3, "b": 4}`, `{"a": {"$gt": 1}, "b": {"$exists": true}}`, true},
+		{`{"a": 3}`, `{"a": {"$gt": 1}, "b": {"$exists": true}}`, false},
+		{`{"a": "5"}`, `{"a": {"$gt": 1}}`, false},
+		{`{"$or": [{"a": 5}, {"a": 6}]}`, `{"a": {"$gt": 1}}`, false},
+		{`{"a": 5}`, `{"$or": [{"a": 5}, {"b": 1}]}`, false},
+		{`{"a": 5}`, `{"a": 5}`, true},
+		{`{"a": {"$gt": 5}}`, `{"a": {"$type": "number"}}`, false},
+	}
+	for _, c := range cases {
+		var f, p bson.D
+		if err := bson.UnmarshalExtJSON([]byte(c.filter), false, &f); err != nil {
+			t.Fatal(err)
+		}
+		if err := bson.UnmarshalExtJSON([]byte(c.pfe), false, &p); err != nil {
+			t.Fatal(err)
+		}
+		fr, _ := bson.Marshal(f)
+		pr, _ := bson.Marshal(p)
+		if got := implies(analyze(fr), pr); got != c.want {
+			t.Errorf("%s implies %s: %v, want %v", c.filter, c.pfe, got, c.want)
+		}
+	}
+}

@@ -165,7 +165,8 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 			}
 		})
 	} else {
-		c = pl.finish(&fetch{in: scan, filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted)
+		f, raw := pl.residual(ix)
+		c = pl.finish(&fetch{in: scan, filter: f, raw: raw}, sorted)
 	}
 	c.index, c.reverse = ix.name, reverse
 	return c
@@ -459,4 +460,93 @@ func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
 		out = encodePart(out, v, spec.KeyPattern[i].Kind == index.Descending)
 	}
 	return out
+}
+
+// residual is the part of the filter a scan of ix within bounds does not
+// already guarantee, for FETCH to apply (nil: nothing; the scan is exact).
+// On a non-multikey index, a top-level condition on an index field is
+// guaranteed when the bounds hold it exactly: an equality to a plain
+// scalar, an $in of such, a type-bracketed range (the bounds of all of a
+// field's conditions are intersected there). Anything else stays.
+func (pl *planning) residual(ix *indexRef) (*query.Filter, bsoncore.Document) {
+	q := pl.q
+	if ix.multikey || len(q.RawFilter) <= 5 {
+		return q.Filter, q.RawFilter
+	}
+	fields := map[string]bool{}
+	for _, f := range ix.spec.KeyPattern {
+		fields[f.Path] = true
+	}
+	elems, err := q.RawFilter.Elements()
+	if err != nil {
+		return q.Filter, q.RawFilter
+	}
+	b := bsoncore.NewDocumentBuilder()
+	kept := 0
+	for _, el := range elems {
+		if fields[el.Key()] && !hasNumericPart(el.Key()) && exactCondition(el.Value()) {
+			continue
+		}
+		b.AppendValue(el.Key(), el.Value())
+		kept++
+	}
+	switch kept {
+	case 0:
+		return nil, nil
+	case len(elems):
+		return q.Filter, q.RawFilter
+	}
+	raw := b.Build()
+	f, err := query.Parse(raw)
+	if err != nil {
+		return q.Filter, q.RawFilter
+	}
+	return f, raw
+}
+
+// exactCondition reports whether the bounds of a field's filter value
+// select exactly the values it matches (on a field holding no arrays).
+func exactCondition(v bsoncore.Value) bool {
+	d, ok := v.DocumentOK()
+	if !ok || !isOperatorDoc(d) {
+		return exactScalar(v)
+	}
+	ops, _ := d.Elements()
+	for _, op := range ops {
+		switch op.Key() {
+		case "$eq":
+			if !exactScalar(op.Value()) {
+				return false
+			}
+		case "$in":
+			arr, ok := op.Value().ArrayOK()
+			if !ok {
+				return false
+			}
+			vals, _ := arr.Values()
+			for _, x := range vals {
+				if !exactScalar(x) {
+					return false
+				}
+			}
+		case "$gt", "$gte", "$lt", "$lte":
+			if _, ok := rangeOIL(op.Key(), op.Value()); !ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// exactScalar reports an equality operand whose one point bound is
+// exactly what the equality matches on a non-array field.
+func exactScalar(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeString,
+		bsoncore.TypeBoolean, bsoncore.TypeDateTime, bsoncore.TypeObjectID, bsoncore.TypeTimestamp:
+		return true
+	}
+	return false
 }

@@ -120,6 +120,10 @@ func TestExplainFind(t *testing.T) {
 	if b := plan.Lookup("inputStage", "indexBounds", "a"); b.String() != `["[8, inf.0]"]` {
 		t.Errorf("indexBounds.a = %s", b)
 	}
+	// The bounds are exact: FETCH has no filter left to apply, as in MongoDB.
+	if f, err := plan.LookupErr("filter"); err == nil {
+		t.Errorf("FETCH filter %s, want none", f)
+	}
 	ixscan := findStage(ex.Lookup("executionStats", "executionStages").Document(), "IXSCAN")
 	if asInt(ixscan.Lookup("keysExamined")) != 20 || asInt(ixscan.Lookup("nReturned")) != 20 || ixscan.Lookup("isEOF").Int32() != 1 {
 		t.Errorf("IXSCAN stats: %s", ixscan)
@@ -148,6 +152,15 @@ func TestExplainFind(t *testing.T) {
 	}
 	if n, k, _ := execStats(ex); n != 20 || k != 20 {
 		t.Errorf("a in [7, 1]: nReturned %d, keys %d; want 20, 20", n, k)
+	}
+
+	// FETCH applies what the bounds do not guarantee.
+	ex = explainFind(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 3}, {Key: "b", Value: bson.D{{Key: "$gt", Value: 50}}}}}})
+	if f := ex.Lookup("queryPlanner", "winningPlan", "filter").String(); f != `{"b": {"$gt": {"$numberInt":"50"}}}` {
+		t.Errorf("FETCH filter %s, want the b condition only", f)
+	}
+	if n, k, d := execStats(ex); n != 5 || k != 10 || d != 10 {
+		t.Errorf("a = 3, b > 50: nReturned %d, keys %d, docs %d; want 5, 10, 10", n, k, d)
 	}
 
 	// No usable index: a collection scan examines every document.

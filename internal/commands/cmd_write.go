@@ -51,7 +51,17 @@ func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string) (fin
 			}
 		}
 	}
-	return newSelection(ns, filter)
+	sp, err := newSelection(ns, filter)
+	if err != nil {
+		return sp, err
+	}
+	if h, err := st.LookupErr("hint"); err == nil {
+		// The statement's hint, as find's (read by parseHint's rules).
+		if err := parseHint(&Request{Body: NewReply(nil).Value("hint", h).End()}, &sp); err != nil {
+			return sp, err
+		}
+	}
+	return sp, nil
 }
 
 func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {

@@ -166,6 +166,11 @@ func parsedQuery(filter bsoncore.Document) bson.D {
 			continue
 		}
 		if d, ok := v.DocumentOK(); ok && isOperatorDoc(d) {
+			if _, err := d.LookupErr("$options"); err == nil {
+				// $regex and $options are one predicate.
+				preds = append(preds, bson.D{{Key: k, Value: bson.Raw(d)}})
+				continue
+			}
 			ops, _ := d.Elements()
 			for _, op := range ops {
 				preds = append(preds, bson.D{{Key: k, Value: bson.D{{Key: op.Key(), Value: bson.RawValue{Type: bson.Type(op.Value().Type), Value: op.Value().Data}}}}})

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -153,6 +154,17 @@ func TestPlannerChoices(t *testing.T) {
 	plan, _ = winning(t, db, find(bson.D{}, bson.E{Key: "sort", Value: bson.D{{Key: "s", Value: 1}}}))
 	if findStage(plan, "IXSCAN") != nil {
 		t.Errorf("sort on a sparse index alone used it: %s", plan)
+	}
+
+	// Write statements take hints too; an unknown one fails the statement.
+	err := db.RunCommand(ctx, bson.D{{Key: "update", Value: "p"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}}, {Key: "hint", Value: "nope"}}}}}).Err()
+	var we mongo.WriteException
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 2 {
+		t.Errorf("update with an unknown hint: %v, want a write error with code 2", err)
+	}
+	ex = explainCmd(t, db, bson.D{{Key: "delete", Value: "p"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "limit", Value: 0}, {Key: "hint", Value: "b_1"}}}}}, "queryPlanner")
+	if ix := findStage(ex.Lookup("queryPlanner", "winningPlan").Document(), "IXSCAN"); ix == nil || ix.Lookup("indexName").StringValue() != "b_1" {
+		t.Errorf("hinted delete plan %s", ex.Lookup("queryPlanner", "winningPlan"))
 	}
 
 	// Partial: used only when the filter implies the expression.

@@ -231,6 +231,7 @@ func parseCountSpec(req *Request) (findSpec, error) {
 	if sp.limit < 0 {
 		sp.limit = -sp.limit
 	}
+	sp.countOnly = true
 	return sp, parseHint(req, &sp)
 }
 

@@ -33,6 +33,9 @@ type findSpec struct {
 	hint bsoncore.Value
 	// min and max bound the hinted index's keys (find's options).
 	min, max bsoncore.Document
+	// countOnly: the results are only counted (count), so the plan may
+	// return empty documents (see planner.Query.Count).
+	countOnly bool
 }
 
 // newSelection parses a filter into a findSpec with no other options.
@@ -350,6 +353,7 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 	if err := parseHint(req, &sp); err != nil {
 		return nil, err
 	}
+	sp.countOnly = true
 	src, err := sp.open(s.Env.Engine)
 	if err != nil {
 		return nil, err

@@ -154,6 +154,20 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		if code1 != code2 || !c.same(planned, scanned) {
 			t.Fatalf("case %d (seed %d): %v\n planner: %v (code %d)\n   scan: %v (code %d)\n plan: %s", i, seed, c.command(), planned, code1, scanned, code2, ex.Lookup("queryPlanner", "winningPlan"))
 		}
+		count := func(hint any) (int32, int32) {
+			cmd := bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: c.filter}}
+			if hint != nil {
+				cmd = append(cmd, bson.E{Key: "hint", Value: hint})
+			}
+			r := run(cmd)
+			if code, ok := r.Lookup("code").Int32OK(); ok {
+				return 0, code
+			}
+			return r.Lookup("n").Int32(), 0
+		}
+		if n1, code1 := count(nil); code1 != code2 || code1 == 0 && n1 != int32(len(scanned)) && c.skip == 0 && c.limit == 0 {
+			t.Fatalf("case %d (seed %d): count %v = %d (code %d), find found %d (code %d)", i, seed, c.filter, n1, code1, len(scanned), code2)
+		}
 		if c.sort != nil && !c.tieBreak && c.proj == nil && !sortedBy(planned, c.sort) {
 			t.Fatalf("case %d (seed %d): %v: planner result not sorted: %v", i, seed, c.command(), planned)
 		}

@@ -40,7 +40,7 @@ func (sp findSpec) query() *planner.Query {
 		Skip: sp.skip, Limit: sp.limit,
 		Hint: sp.hint, Min: sp.min, Max: sp.max,
 		SortMemory: sp.sortMemory, AllowDiskUse: sp.allowDiskUse,
-		Deadline: sp.deadline,
+		Deadline: sp.deadline, Count: sp.countOnly,
 	}
 }
 

@@ -67,7 +67,13 @@ type ixScan struct {
 	rawFilter bsoncore.Document
 	docs      int64 // documents fetched because a key could not stand for one
 	buf       []byte
+
+	// countOnly: the results are only counted (COUNT_SCAN); each is an
+	// empty document.
+	countOnly bool
 }
+
+var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
 
 func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 	s := &ixScan{ix: ix, bounds: bounds, reverse: reverse, dedup: ix.multikey}
@@ -223,6 +229,9 @@ func (s *ixScan) work(x *execCtx) (*member, state, error) {
 			return nil, needTime, err
 		}
 	}
+	if s.countOnly {
+		d = emptyDoc
+	}
 	s.m = member{rid: rid, key: key, ix: s, doc: d}
 	return &s.m, advanced, nil
 }
@@ -278,7 +287,11 @@ func (s *ixScan) close() error {
 
 func (s *ixScan) describe(d *doc, withStats bool) {
 	spec := s.ix.spec
-	put(d, "stage", "IXSCAN")
+	if s.countOnly {
+		put(d, "stage", "COUNT_SCAN")
+	} else {
+		put(d, "stage", "IXSCAN")
+	}
 	if s.cover && len(s.rawFilter) > 5 {
 		put(d, "filter", bson.Raw(s.rawFilter))
 	}

@@ -33,6 +33,10 @@ type Query struct {
 	SortMemory   int64
 	AllowDiskUse bool
 	Deadline     time.Time
+	// Count: the caller only counts the results (the count command), so a
+	// scan whose bounds are exact need not fetch documents (COUNT_SCAN);
+	// such results are empty documents.
+	Count bool
 }
 
 // Options tune planning.
@@ -166,7 +170,12 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		})
 	} else {
 		f, raw := pl.residual(ix)
-		c = pl.finish(&fetch{in: scan, filter: f, raw: raw}, sorted)
+		if f == nil && pl.q.Count && pl.q.Sort == nil && pl.q.Proj == nil && !ix.multikey {
+			scan.countOnly = true
+			c = pl.finish(scan, sorted)
+		} else {
+			c = pl.finish(&fetch{in: scan, filter: f, raw: raw}, sorted)
+		}
 	}
 	c.index, c.reverse = ix.name, reverse
 	return c

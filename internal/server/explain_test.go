@@ -355,7 +355,17 @@ func TestExplainCommands(t *testing.T) {
 
 	ex := explainCmd(t, db, bson.D{{Key: "count", Value: "w"}, {Key: "query", Value: bson.D{{Key: "a", Value: 2}}}}, "executionStats")
 	stages := ex.Lookup("executionStats", "executionStages").Document()
-	if got := stageNames(stages); !sameStages(got, "COUNT", "FETCH", "IXSCAN") || asInt(stages.Lookup("nCounted")) != 10 {
+	// Exact bounds: the keys are counted, no document is read.
+	if got := stageNames(stages); !sameStages(got, "COUNT", "COUNT_SCAN") || asInt(stages.Lookup("nCounted")) != 10 {
+		t.Errorf("count explain: %v %s", got, stages)
+	}
+	if _, k, d := execStats(ex); k != 10 || d != 0 {
+		t.Errorf("count explain: keys %d, docs %d; want 10, 0", k, d)
+	}
+	// A condition the bounds do not decide needs the documents.
+	ex = explainCmd(t, db, bson.D{{Key: "count", Value: "w"}, {Key: "query", Value: bson.D{{Key: "a", Value: 2}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: 20}}}}}}, "executionStats")
+	stages = ex.Lookup("executionStats", "executionStages").Document()
+	if got := stageNames(stages); !sameStages(got, "COUNT", "FETCH", "IXSCAN") || asInt(stages.Lookup("nCounted")) != 4 {
 		t.Errorf("count explain: %v %s", got, stages)
 	}
 

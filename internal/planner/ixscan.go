@@ -22,6 +22,7 @@ type indexRef struct {
 	spec     *index.Spec
 	multikey bool
 	isID     bool
+	building bool
 }
 
 // idSpec is the _id index's specification.

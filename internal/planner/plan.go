@@ -77,14 +77,14 @@ type planning struct {
 	q   *Query
 	r   *engine.Reader
 	a   *analysis
-	ixs []*indexRef // usable secondary indexes, catalog order
-	all []*indexRef // every secondary index (hints may name hidden ones... and fail)
+	ixs []*indexRef // secondary indexes the planner may choose, catalog order
+	all []*indexRef // every secondary index, for hints
 }
 
 // indexes gathers the collection's indexes.
 func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
-		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey}
+		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building}
 		pl.all = append(pl.all, ref)
 		if info.Building || info.Spec.Hidden || info.Spec.IsHashed() || info.Spec.IsWildcard() {
 			continue
@@ -334,12 +334,15 @@ func (pl *planning) hinted() (*candidate, error) {
 			}
 		}
 		for _, r := range pl.all {
-			if bsonx.CompareDocuments(r.spec.Key, d) == 0 && string(r.spec.Key) == string(d) {
+			if bsonx.CompareDocuments(r.spec.Key, d) == 0 { // {a: 1} and {a: 1.0} name one index
 				ix = r
 			}
 		}
 	default:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "hint must be either a string or nested object")
+	}
+	if ix != nil && ix.building {
+		ix = nil // not complete yet: as if it did not exist
 	}
 	if ix == nil || ix.spec.Hidden || ix.spec.IsHashed() || ix.spec.IsWildcard() {
 		if ix == nil && !pl.r.Exists() {

@@ -109,7 +109,7 @@ func TestPlannerChoices(t *testing.T) {
 	if ix := findStage(plan, "IXSCAN"); ix == nil || ix.Lookup("indexName").StringValue() != "b_1" || ix.Lookup("indexBounds", "b").String() != `["[MinKey, MaxKey]"]` {
 		t.Errorf("hint b_1: %s", plan)
 	}
-	plan, _ = winning(t, db, find(bson.D{{Key: "b", Value: 3}}, bson.E{Key: "hint", Value: bson.D{{Key: "a", Value: 1}}}))
+	plan, _ = winning(t, db, find(bson.D{{Key: "b", Value: 3}}, bson.E{Key: "hint", Value: bson.D{{Key: "a", Value: 1.0}}}))
 	if ix := findStage(plan, "IXSCAN"); ix == nil || ix.Lookup("indexName").StringValue() != "a_1" {
 		t.Errorf("hint {a: 1}: %s", plan)
 	}

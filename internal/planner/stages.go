@@ -137,6 +137,7 @@ type fetch struct {
 	filter *query.Filter
 	raw    bsoncore.Document
 	docs   int64
+	hadObj int64 // inputs that came with their document (the _id index)
 	buf    []byte
 	m      member
 }
@@ -147,7 +148,9 @@ func (s *fetch) work(x *execCtx) (*member, state, error) {
 		return nil, st, err
 	}
 	d := m.doc
-	if d == nil {
+	if d != nil {
+		s.hadObj++
+	} else {
 		var found bool
 		s.buf, found, err = x.r.Fetch(s.buf[:0], m.rid)
 		if err != nil {
@@ -183,7 +186,7 @@ func (s *fetch) describe(d *doc, withStats bool) {
 	if withStats {
 		addCommon(d, &s.stats)
 		put(d, "docsExamined", s.docs)
-		put(d, "alreadyHasObj", int64(0))
+		put(d, "alreadyHasObj", s.hadObj)
 	}
 }
 
@@ -254,6 +257,7 @@ type sortStage struct {
 	it           *query.SortIterator
 	m            member
 	n            int64
+	bytes        int64 // BSON bytes of the documents sorted
 }
 
 func (s *sortStage) work(x *execCtx) (*member, state, error) {
@@ -268,6 +272,7 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 		switch st {
 		case advanced:
 			s.n++
+			s.bytes += int64(len(m.doc))
 			return nil, needTime, s.sorter.Add(m.doc)
 		case needTime:
 			return nil, needTime, nil
@@ -300,9 +305,7 @@ func (s *sortStage) describe(d *doc, withStats bool) {
 	put(d, "type", "simple")
 	if withStats {
 		addCommon(d, &s.stats)
-		put(d, "totalDataSizeSorted", int64(0))
-		put(d, "usedDisk", false)
-		put(d, "spills", int64(0))
+		put(d, "totalDataSizeSorted", s.bytes)
 	}
 }
 

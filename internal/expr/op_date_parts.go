@@ -2,7 +2,6 @@ package expr
 
 import (
 	"math"
-	"math/big"
 	"time"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -312,21 +311,6 @@ func integral64(v bsoncore.Value) (int64, bool) {
 		return 0, false
 	}
 	return decimalToInt64(t)
-}
-
-// decimalToInt64 converts an integral decimal, reporting whether it fits.
-func decimalToInt64(d decimal) (int64, bool) {
-	c := d.coef
-	switch {
-	case d.exp > 0:
-		c = new(big.Int).Mul(c, pow10(d.exp))
-	case d.exp < 0:
-		c = new(big.Int).Quo(c, pow10(-d.exp))
-	}
-	if !c.IsInt64() {
-		return 0, false
-	}
-	return c.Int64(), true
 }
 
 func (e dateFromPartsExpr) Eval(ctx *Context) (bsoncore.Value, error) {

@@ -74,6 +74,14 @@ func parseAccumulator(name string, v bsoncore.Value, pc *parseContext) (accSpec,
 		return accSpec{}, errorf(codeGroupUnknownAcc, "unknown group operator '%s'", op)
 	}
 	a := accSpec{name: name, op: op, kind: kind}
+	if kind.parse != nil {
+		na, err := kind.parse(op, arg, pc)
+		if err != nil {
+			return accSpec{}, err
+		}
+		a.arg, a.n, a.makeN = na.arg, na.n, na.make
+		return a, nil
+	}
 	switch {
 	case kind.noArg:
 		if arg.Type != bsoncore.TypeEmbeddedDocument || len(fieldsOf(arg)) != 0 {
@@ -126,6 +134,7 @@ func (g *groupStage) open(rc *runContext, in Source) (Source, error) {
 // run consumes in and returns the output documents.
 func (g *groupStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {
 	ctx := rc.exprContext()
+	nctx := rc.exprContext()
 	index := map[string]*group{}
 	var (
 		groups []*group
@@ -157,8 +166,10 @@ func (g *groupStage) run(rc *runContext, in Source) ([]bsoncore.Document, error)
 		gr := index[string(key)]
 		if gr == nil {
 			gr = &group{id: copyValue(id), accs: make([]accumulator, len(g.accs))}
-			for i, a := range g.accs {
-				gr.accs[i] = a.kind.make()
+			for i := range g.accs {
+				if gr.accs[i], err = g.accs[i].newAcc(gr.id, nctx); err != nil {
+					return nil, err
+				}
 			}
 			index[string(key)] = gr
 			groups = append(groups, gr)

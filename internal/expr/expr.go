@@ -46,6 +46,12 @@ func (c *Context) Reset(doc bsoncore.Document) {
 	c.current = c.root
 }
 
+// SetCurrent rebinds $$CURRENT (what "$field" paths read) to doc and keeps
+// $$ROOT: $redact evaluates its expression at every embedded document.
+func (c *Context) SetCurrent(doc bsoncore.Document) {
+	c.current = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
+}
+
 // SetVar binds the user variable name (without "$$") to v. Binding "NOW"
 // is SetNow with a date value (the agg layer binds $$NOW this way).
 func (c *Context) SetVar(name string, v bsoncore.Value) {

@@ -3,7 +3,9 @@ package update
 import (
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -17,8 +19,8 @@ const (
 	KindOperator Kind = iota
 	// KindReplacement is a whole new document: {a: 1, b: 2}.
 	KindReplacement
-	// KindPipeline is an aggregation pipeline: [{$set: …}, …] (not yet
-	// supported: Parse reports NotImplemented).
+	// KindPipeline is an aggregation pipeline: [{$set: …}, …]
+	// (pipeline.go).
 	KindPipeline
 )
 
@@ -31,6 +33,13 @@ type Options struct {
 	// Multi is the statement's multi flag: a replacement cannot be applied
 	// to several documents.
 	Multi bool
+	// Now is $$NOW in a pipeline update; the zero time means the time
+	// Parse is called.
+	Now time.Time
+	// Vars are the variables a pipeline update sees besides $$NOW: the
+	// command's let and the statement's constants (c), by name without
+	// "$$".
+	Vars map[string]bsoncore.Value
 }
 
 // Update is a parsed update, immutable and safe for concurrent use: parse
@@ -41,6 +50,8 @@ type Update struct {
 	replacement bsoncore.Document // KindReplacement
 	positional  bool              // some path uses "$"
 	filters     map[string]*arrayFilter
+	pipeline    *agg.Pipeline // KindPipeline
+	pipelineRaw []byte        // the stages pipeline refers to
 }
 
 // Kind reports the update's form.
@@ -64,7 +75,7 @@ func Parse(update bsoncore.Value, opts Options) (*Update, error) {
 		if len(opts.ArrayFilters) > 0 {
 			return nil, failedToParse("arrayFilters may not be specified for pipeline-style updates")
 		}
-		return nil, errorf(codeNotImplemented, "pipeline-style updates are not supported yet")
+		return parsePipeline(update, opts)
 	}
 	return nil, failedToParse("Update argument must be either an object or an array")
 }

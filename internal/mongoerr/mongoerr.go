@@ -44,6 +44,7 @@ const (
 	OperationFailed           Code = 96
 	CommandNotSupported       Code = 115
 	InvalidIndexSpecOption    Code = 197
+	IndexBuildAborted         Code = 276
 	QueryExceededMemory       Code = 292
 	UnsupportedOpQueryCommand Code = 352
 	BSONObjectTooLarge        Code = 10334
@@ -82,6 +83,7 @@ var names = map[Code]string{
 	OperationFailed:           "OperationFailed",
 	CommandNotSupported:       "CommandNotSupported",
 	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
+	IndexBuildAborted:         "IndexBuildAborted",
 	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:        "BSONObjectTooLarge",

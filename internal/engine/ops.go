@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +37,11 @@ type OpInfo struct {
 	Client string
 	// Op is MongoDB's op kind: "command", "query", "insert", "none".
 	Op string
-	// NS is "db.collection" or "db.$cmd".
+	// NS is "db.collection" or "db.$cmd". When it is empty, DB is set
+	// and the namespace is derived from Command (its first field's string
+	// value names the collection) only when listed, to keep Begin cheap.
 	NS string
+	DB string
 	// Command is the command document; the Op may alias it until End.
 	Command bsoncore.Document
 }
@@ -108,6 +112,12 @@ func (o *Ops) List() []OpStatus {
 			st := OpStatus{ID: op.ID, Started: op.Started, OpInfo: op.info, Msg: op.msg,
 				Done: op.done, Total: op.total, HasProgress: op.progress, Active: true}
 			st.Command = append(bsoncore.Document(nil), op.info.Command...)
+			if st.NS == "" {
+				st.NS = commandNS(st.DB, st.Command)
+			}
+			if st.Desc == "" && st.ConnID != 0 {
+				st.Desc = "conn" + strconv.FormatInt(st.ConnID, 10)
+			}
 			out = append(out, st)
 		}
 		op.mu.Unlock()
@@ -115,6 +125,17 @@ func (o *Ops) List() []OpStatus {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// commandNS is the namespace a command acts on: db.<collection> when its
+// first field names one, db.$cmd otherwise.
+func commandNS(db string, cmd bsoncore.Document) string {
+	if el, err := cmd.IndexErr(0); err == nil {
+		if c, ok := el.Value().StringValueOK(); ok && c != "" {
+			return db + "." + c
+		}
+	}
+	return db + ".$cmd"
 }
 
 // Ops is the engine's registry of operations in progress.

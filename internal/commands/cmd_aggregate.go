@@ -46,6 +46,7 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if err != nil {
 		return nil, err
 	}
+	opts.Stats = aggStats{s: s, ns: ns, collectionless: collectionless} // $collStats, $indexStats, $currentOp
 	p, err := agg.Parse(ownedAll(stages), opts)
 	if err != nil {
 		return nil, err

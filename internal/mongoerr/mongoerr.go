@@ -45,6 +45,7 @@ const (
 	CommandNotSupported       Code = 115
 	CommandFailed             Code = 125
 	InvalidIndexSpecOption    Code = 197
+	IndexBuildAborted         Code = 276
 	QueryExceededMemory       Code = 292
 	UnsupportedOpQueryCommand Code = 352
 	BSONObjectTooLarge        Code = 10334
@@ -85,6 +86,7 @@ var names = map[Code]string{
 	CommandNotSupported:       "CommandNotSupported",
 	CommandFailed:             "CommandFailed",
 	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
+	IndexBuildAborted:         "IndexBuildAborted",
 	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:        "BSONObjectTooLarge",

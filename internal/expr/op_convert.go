@@ -172,6 +172,14 @@ func convertTo(v bsoncore.Value, to bsoncore.Type) (bsoncore.Value, error) {
 	case bsoncore.TypeBoolean:
 		return Bool(Truthy(v)), nil
 	case bsoncore.TypeString:
+		if ms, ok := v.DateTimeOK(); ok {
+			// Years outside 0-9999 fail as in $dateToString.
+			s, err := dateFormat("%Y-%m-%dT%H:%M:%S.%LZ", ms, utcZone)
+			if err != nil {
+				return Missing, err
+			}
+			return String(s), nil
+		}
 		if s, ok := toStringValue(v); ok {
 			return String(s), nil
 		}

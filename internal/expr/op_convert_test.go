@@ -121,6 +121,8 @@ func TestConvertShorthands(t *testing.T) {
 		{`{"$toDouble": "1e5"}`, `100000.0`, 0},
 		{`{"$toDouble": {"$literal": {"$oid": "5ab9cbfa31c2ab715d42129e"}}}`, ``, 241},
 		{`{"$toString": {"$numberLong": "-5"}}`, `"-5"`, 0},
+		{`{"$toString": {"$date": {"$numberLong": "-62198755200001"}}}`, ``, 18537},
+		{`{"$toString": {"$date": {"$numberLong": "-62167219200000"}}}`, `"0000-01-01T00:00:00.000Z"`, 0},
 		{`{"$toBool": {"$numberDecimal": "0"}}`, `false`, 0},
 		{`{"$toBool": {"$literal": {"$oid": "5ab9cbfa31c2ab715d42129e"}}}`, `true`, 0},
 		{`{"$toDate": ["$date", 1]}`, ``, 16020},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -278,4 +279,29 @@ func parseJSONB(b *testing.B, s string) bsoncore.Document {
 		b.Fatal(err)
 	}
 	return bsoncore.Document(raw)
+}
+
+// TestDateZoneAtParse checks that a literal time zone is resolved when the
+// expression is parsed, so that an unknown one fails without any document.
+func TestDateZoneAtParse(t *testing.T) {
+	for _, tc := range []opCase{
+		{`{"$hour": {"date": "$d", "timezone": "Nowhere/Land"}}`, ``, 40485},
+		{`{"$dateToString": {"date": "$d", "timezone": "Nowhere/Land"}}`, ``, 40485},
+		{`{"$dateTrunc": {"date": "$d", "unit": "day", "timezone": 7}}`, ``, 40517},
+		{`{"$dateAdd": {"startDate": "$d", "unit": "day", "amount": 1, "timezone": "+25:99x"}}`, ``, 40485},
+	} {
+		_, err := expr.Parse(parseJSON(t, `{"e": `+tc.expr+`}`).Lookup("e"))
+		if mongoerr.CodeOf(err) != tc.code {
+			t.Errorf("%s: parse error %v, want code %d", tc.expr, err, tc.code)
+		}
+	}
+	for _, ok := range []string{
+		`{"$hour": {"date": "$d", "timezone": null}}`,
+		`{"$hour": {"date": "$d", "timezone": "$tz"}}`,
+		`{"$dateDiff": {"startDate": "$d", "endDate": "$d", "unit": "day", "timezone": "-03:30"}}`,
+	} {
+		if _, err := expr.Parse(parseJSON(t, `{"e": `+ok+`}`).Lookup("e")); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
 }

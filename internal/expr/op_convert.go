@@ -20,28 +20,37 @@ import (
 
 func init() {
 	register("$convert", parseConvert)
-	register("$toDate", parseFixed("$toDate", 1, evalConvertTo(bsoncore.TypeDateTime)))
-	register("$toObjectId", parseFixed("$toObjectId", 1, evalConvertTo(bsoncore.TypeObjectID)))
-	register("$toDecimal", parseFixed("$toDecimal", 1, evalConvertTo(bsoncore.TypeDecimal128)))
+	register("$toDate", parseConvertShorthand("$toDate", bsoncore.TypeDateTime))
+	register("$toObjectId", parseConvertShorthand("$toObjectId", bsoncore.TypeObjectID))
+	register("$toDecimal", parseConvertShorthand("$toDecimal", bsoncore.TypeDecimal128))
 }
 
 // MongoDB's codes for $convert.
 const (
 	codeConversionFailure  = 241
-	codeConvertNotObject   = 34467
-	codeConvertUnknownArg  = 34468
-	codeConvertMissingIn   = 34469
-	codeConvertMissingTo   = 34470
-	codeConvertUnknownType = 2 // BadValue: "to" names no type
+	codeConvertUnknownType = 2     // BadValue: "to" names no type
+	codeConvertArgCount    = 50723 // a shorthand given an array of other than one argument
 )
 
-// evalConvertTo is a shorthand converter: null or missing give null.
-func evalConvertTo(to bsoncore.Type) func(string, []bsoncore.Value) (bsoncore.Value, error) {
-	return func(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+// parseConvertShorthand parses a one-target converter ($toInt, …): one
+// argument, or an array of one, whose null or missing value gives null.
+// MongoDB reports another count with its own code, not 16020.
+func parseConvertShorthand(op string, to bsoncore.Type) parser {
+	eval := func(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 		if IsNullish(vals[0]) {
 			return Null, nil
 		}
 		return convertTo(vals[0], to)
+	}
+	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
+		args, err := parseArgs(arg, s)
+		if err != nil {
+			return nil, err
+		}
+		if len(args) != 1 {
+			return nil, errorf(codeConvertArgCount, "%s requires a single argument, got %d", op, len(args))
+		}
+		return naryExpr{op: op, args: args, eval: eval}, nil
 	}
 }
 
@@ -49,7 +58,7 @@ type convertExpr struct{ input, to, onError, onNull Expr }
 
 func parseConvert(arg bsoncore.Value, s *Scope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, errorf(codeConvertNotObject, "$convert expects an object of named arguments but found: %s", TypeName(arg))
+		return nil, errorf(codeFailedToParse, "$convert expects an object of named arguments but found: %s", TypeName(arg))
 	}
 	var e convertExpr
 	it := elemsOf(arg)
@@ -72,14 +81,14 @@ func parseConvert(arg bsoncore.Value, s *Scope) (Expr, error) {
 		case "onNull":
 			e.onNull = x
 		default:
-			return nil, errorf(codeConvertUnknownArg, "$convert found an unknown argument: %s", k)
+			return nil, errorf(codeFailedToParse, "$convert found an unknown argument: %s", k)
 		}
 	}
 	if e.input == nil {
-		return nil, errorf(codeConvertMissingIn, "Missing 'input' parameter to $convert")
+		return nil, errorf(codeFailedToParse, "Missing 'input' parameter to $convert")
 	}
 	if e.to == nil {
-		return nil, errorf(codeConvertMissingTo, "Missing 'to' parameter to $convert")
+		return nil, errorf(codeFailedToParse, "Missing 'to' parameter to $convert")
 	}
 	return e, nil
 }
@@ -172,6 +181,14 @@ func convertTo(v bsoncore.Value, to bsoncore.Type) (bsoncore.Value, error) {
 	case bsoncore.TypeBoolean:
 		return Bool(Truthy(v)), nil
 	case bsoncore.TypeString:
+		if ms, ok := v.DateTimeOK(); ok {
+			// Years outside 0-9999 fail as in $dateToString.
+			s, err := dateFormat("%Y-%m-%dT%H:%M:%S.%LZ", ms, utcZone)
+			if err != nil {
+				return Missing, err
+			}
+			return String(s), nil
+		}
 		if s, ok := toStringValue(v); ok {
 			return String(s), nil
 		}

@@ -84,10 +84,10 @@ func TestConvert(t *testing.T) {
 		{conv(`1`, `2.5`), ``, 9},
 		{conv(`1`, `100`), ``, 9},
 		{conv(`1`, `true`), ``, 9},
-		{`{"$convert": 1}`, ``, 34467},
-		{`{"$convert": {"input": 1, "to": "int", "x": 1}}`, ``, 34468},
-		{`{"$convert": {"to": "int"}}`, ``, 34469},
-		{`{"$convert": {"input": 1}}`, ``, 34470},
+		{`{"$convert": 1}`, ``, 9},
+		{`{"$convert": {"input": 1, "to": "int", "x": 1}}`, ``, 9},
+		{`{"$convert": {"to": "int"}}`, ``, 9},
+		{`{"$convert": {"input": 1}}`, ``, 9},
 	})
 }
 
@@ -121,8 +121,12 @@ func TestConvertShorthands(t *testing.T) {
 		{`{"$toDouble": "1e5"}`, `100000.0`, 0},
 		{`{"$toDouble": {"$literal": {"$oid": "5ab9cbfa31c2ab715d42129e"}}}`, ``, 241},
 		{`{"$toString": {"$numberLong": "-5"}}`, `"-5"`, 0},
+		{`{"$toString": {"$date": {"$numberLong": "-62198755200001"}}}`, ``, 18537},
+		{`{"$toString": {"$date": {"$numberLong": "-62167219200000"}}}`, `"0000-01-01T00:00:00.000Z"`, 0},
 		{`{"$toBool": {"$numberDecimal": "0"}}`, `false`, 0},
 		{`{"$toBool": {"$literal": {"$oid": "5ab9cbfa31c2ab715d42129e"}}}`, `true`, 0},
-		{`{"$toDate": ["$date", 1]}`, ``, 16020},
+		{`{"$toDate": ["$date", 1]}`, ``, 50723},
+		{`{"$toInt": []}`, ``, 50723},
+		{`{"$toString": ["$i"]}`, `"7"`, 0},
 	})
 }

@@ -101,6 +101,9 @@ func parseDatePart(op string, part func(time.Time) int64) parser {
 					return nil, errorf(codeDatePartUnknownArg, "unrecognized option to %s: \"%s\"", op, k)
 				}
 			}
+			if err := checkConstantZone(e.tz); err != nil {
+				return nil, err
+			}
 			if e.date == nil {
 				return nil, errorf(codeDatePartMissingDate, "missing 'date' argument to %s, provided: %s", op, bsoncore.Document(arg.Data))
 			}
@@ -151,6 +154,18 @@ func (e datePartExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	return Int32(int32(e.part(z.localTime(ms)))), nil
 }
 
+// checkConstantZone resolves a literal timezone argument at parse time, as
+// MongoDB does when it optimizes the expression: an unknown zone fails even
+// when no document reaches the operator.
+func checkConstantZone(e Expr) error {
+	c, ok := e.(constant)
+	if !ok || IsNullish(c.v) {
+		return nil
+	}
+	_, err := zoneOf(c.v)
+	return err
+}
+
 // dateArgs parses an operator's object of named arguments: each known name
 // maps to its parsed expression.
 func dateArgs(op string, arg bsoncore.Value, s *Scope, notObject, unknown mongoerr.Code, notObjectMsg string, names ...string) (map[string]Expr, error) {
@@ -162,7 +177,7 @@ func dateArgs(op string, arg bsoncore.Value, s *Scope, notObject, unknown mongoe
 	for {
 		k, v, ok := it.next()
 		if !ok {
-			return out, nil
+			return out, checkConstantZone(out["timezone"])
 		}
 		known := false
 		for _, n := range names {

@@ -1,6 +1,13 @@
 package expr_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
 
 // d is a date literal for the cases below.
 func d(iso string) string { return `{"$date": "` + iso + `"}` }
@@ -236,4 +243,65 @@ func TestDateArithmetic(t *testing.T) {
 		{`{"$tsSecond": "$date"}`, ``, 5687301},
 		{`{"$tsIncrement": 1}`, ``, 5687302},
 	})
+}
+
+// BenchmarkDateOperators compares a date part and $dateToString in UTC with
+// the same in an Olson zone (cached location lookup) and a UTC offset.
+func BenchmarkDateOperators(b *testing.B) {
+	doc := parseJSONB(b, `{"d": {"$date": "2020-03-08T07:30:00Z"}}`)
+	for _, bc := range []struct{ name, expr string }{
+		{"year/utc", `{"$year": "$d"}`},
+		{"year/olson", `{"$year": {"date": "$d", "timezone": "America/New_York"}}`},
+		{"year/offset", `{"$year": {"date": "$d", "timezone": "+05:30"}}`},
+		{"toString/utc", `{"$dateToString": {"date": "$d"}}`},
+		{"toString/olson", `{"$dateToString": {"date": "$d", "timezone": "America/New_York"}}`},
+		{"fromString/olson", `{"$dateFromString": {"dateString": "2020-03-08 02:30", "timezone": "America/New_York"}}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e, err := expr.Parse(parseJSONB(b, `{"e": `+bc.expr+`}`).Lookup("e"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := expr.NewContext(doc)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := e.Eval(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func parseJSONB(b *testing.B, s string) bsoncore.Document {
+	var raw bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(s), false, &raw); err != nil {
+		b.Fatal(err)
+	}
+	return bsoncore.Document(raw)
+}
+
+// TestDateZoneAtParse checks that a literal time zone is resolved when the
+// expression is parsed, so that an unknown one fails without any document.
+func TestDateZoneAtParse(t *testing.T) {
+	for _, tc := range []opCase{
+		{`{"$hour": {"date": "$d", "timezone": "Nowhere/Land"}}`, ``, 40485},
+		{`{"$dateToString": {"date": "$d", "timezone": "Nowhere/Land"}}`, ``, 40485},
+		{`{"$dateTrunc": {"date": "$d", "unit": "day", "timezone": 7}}`, ``, 40517},
+		{`{"$dateAdd": {"startDate": "$d", "unit": "day", "amount": 1, "timezone": "+25:99x"}}`, ``, 40485},
+	} {
+		_, err := expr.Parse(parseJSON(t, `{"e": `+tc.expr+`}`).Lookup("e"))
+		if mongoerr.CodeOf(err) != tc.code {
+			t.Errorf("%s: parse error %v, want code %d", tc.expr, err, tc.code)
+		}
+	}
+	for _, ok := range []string{
+		`{"$hour": {"date": "$d", "timezone": null}}`,
+		`{"$hour": {"date": "$d", "timezone": "$tz"}}`,
+		`{"$dateDiff": {"startDate": "$d", "endDate": "$d", "unit": "day", "timezone": "-03:30"}}`,
+	} {
+		if _, err := expr.Parse(parseJSON(t, `{"e": `+ok+`}`).Lookup("e")); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
 }

@@ -33,9 +33,11 @@ type dateZone struct {
 
 var utcZone = dateZone{loc: time.UTC, utc: true}
 
-// dateZoneCache holds the locations loaded so far: loading parses zone
-// files, and a pipeline asks for the same zone once per document.
-var dateZoneCache sync.Map // string -> *time.Location
+// dateZoneCache holds the zones resolved so far (name -> dateZone):
+// loading an Olson zone parses its zone file, and a pipeline asks for the
+// same zone once per document. Unknown names are not cached, so the cache
+// holds at most the Olson database plus the offsets in use.
+var dateZoneCache sync.Map
 
 // lookupZone resolves a time zone argument (MongoDB's
 // TimeZoneDatabase::getTimeZone).
@@ -43,23 +45,26 @@ func lookupZone(name string) (dateZone, error) {
 	if name == "UTC" {
 		return utcZone, nil
 	}
+	if z, ok := dateZoneCache.Load(name); ok {
+		return z.(dateZone), nil
+	}
+	var z dateZone
 	if off, ok := parseUTCOffset(name); ok {
-		return dateZone{loc: time.FixedZone(name, off), utc: off == 0}, nil
+		z = dateZone{loc: time.FixedZone(name, off), utc: off == 0}
+	} else {
+		// "" and "Local" are package time's names for UTC and the machine's
+		// zone, not Olson identifiers.
+		if name == "" || name == "Local" {
+			return dateZone{}, unknownZone(name)
+		}
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			return dateZone{}, unknownZone(name)
+		}
+		z = dateZone{loc: loc}
 	}
-	if l, ok := dateZoneCache.Load(name); ok {
-		return dateZone{loc: l.(*time.Location)}, nil
-	}
-	// "" and "Local" are package time's names for UTC and the machine's zone,
-	// not Olson identifiers.
-	if name == "" || name == "Local" {
-		return dateZone{}, unknownZone(name)
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return dateZone{}, unknownZone(name)
-	}
-	dateZoneCache.Store(name, loc)
-	return dateZone{loc: loc}, nil
+	dateZoneCache.Store(name, z)
+	return z, nil
 }
 
 func unknownZone(name string) error {

@@ -13,11 +13,11 @@ import (
 
 func init() {
 	register("$type", parseFixed("$type", 1, evalType))
-	register("$toString", parseFixed("$toString", 1, evalConvertTo(bsoncore.TypeString)))
-	register("$toInt", parseFixed("$toInt", 1, evalConvertTo(bsoncore.TypeInt32)))
-	register("$toLong", parseFixed("$toLong", 1, evalConvertTo(bsoncore.TypeInt64)))
-	register("$toDouble", parseFixed("$toDouble", 1, evalConvertTo(bsoncore.TypeDouble)))
-	register("$toBool", parseFixed("$toBool", 1, evalConvertTo(bsoncore.TypeBoolean)))
+	register("$toString", parseConvertShorthand("$toString", bsoncore.TypeString))
+	register("$toInt", parseConvertShorthand("$toInt", bsoncore.TypeInt32))
+	register("$toLong", parseConvertShorthand("$toLong", bsoncore.TypeInt64))
+	register("$toDouble", parseConvertShorthand("$toDouble", bsoncore.TypeDouble))
+	register("$toBool", parseConvertShorthand("$toBool", bsoncore.TypeBoolean))
 }
 
 func evalType(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {

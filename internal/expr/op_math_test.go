@@ -53,3 +53,18 @@ func TestMathOperators(t *testing.T) {
 		{`{"$rand": 1}`, ``, 10065},
 	})
 }
+
+// Extreme decimals over- and underflow instead of failing.
+func TestDecimalMathExtremes(t *testing.T) {
+	checkOps(t, []opCase{
+		{`{"$exp": {"$numberDecimal": "100000"}}`, `{"$numberDecimal": "Infinity"}`, 0},
+		{`{"$exp": {"$numberDecimal": "-100000"}}`, `{"$numberDecimal": "0"}`, 0},
+		{`{"$pow": [{"$numberDecimal": "1E+6000"}, 10000]}`, `{"$numberDecimal": "Infinity"}`, 0},
+		{`{"$pow": [{"$numberDecimal": "1E-6000"}, 10000]}`, `{"$numberDecimal": "0E-6176"}`, 0},
+		{`{"$pow": [{"$numberDecimal": "-2"}, {"$numberDecimal": "0.5"}]}`, `{"$numberDecimal": "NaN"}`, 0},
+		{`{"$pow": [{"$numberDecimal": "-2"}, 3]}`, `{"$numberDecimal": "-8"}`, 0},
+		{`{"$pow": [{"$numberDecimal": "10"}, {"$numberDecimal": "1E+100"}]}`, `{"$numberDecimal": "Infinity"}`, 0},
+		{`{"$sqrt": {"$numberDecimal": "Infinity"}}`, `{"$numberDecimal": "Infinity"}`, 0},
+		{`{"$ln": {"$numberDecimal": "1E-6000"}}`, `{"$numberDecimal": "-13815.51055796427410410794872810619"}`, 0},
+	})
+}

@@ -90,3 +90,13 @@ func TestSwitchLetAndVariables(t *testing.T) {
 		{`{"$bsonSize": "$s"}`, ``, 31393},
 	})
 }
+
+// $let and $map may rebind $$CURRENT, which moves "$field" paths.
+func TestRebindCurrent(t *testing.T) {
+	checkOps(t, []opCase{
+		{`{"$let": {"vars": {"CURRENT": "$sub"}, "in": "$b.c"}}`, `8`, 0},
+		{`{"$let": {"vars": {"CURRENT": "$sub"}, "in": "$$ROOT.i"}}`, `7`, 0},
+		{`[{"$let": {"vars": {"CURRENT": "$sub"}, "in": "$b"}}, "$i"]`, `[{"c": 8}, 7]`, 0},
+		{`{"$map": {"input": [{"a": 1}, {"a": 2}], "as": "CURRENT", "in": "$a"}}`, `[1, 2]`, 0},
+	})
+}

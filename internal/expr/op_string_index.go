@@ -184,7 +184,8 @@ func evalIndexOf(cp bool) func(string, []bsoncore.Value) (bsoncore.Value, error)
 }
 
 // evalStrcasecmp compares two strings (coerced: null is "") ignoring the
-// case of ASCII letters, giving -1, 0 or 1.
+// case of ASCII letters, giving -1, 0 or 1. Like MongoDB it compares the
+// upper-cased strings, so "_" sorts after "a" (0x5F > 'A').
 func evalStrcasecmp(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	a, err := coerceToString(op, vals[0])
 	if err != nil {
@@ -194,5 +195,5 @@ func evalStrcasecmp(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	if err != nil {
 		return Missing, err
 	}
-	return Int32(int32(strings.Compare(asciiMap(a, strings.ToLower), asciiMap(b, strings.ToLower)))), nil
+	return Int32(int32(strings.Compare(asciiMap(a, strings.ToUpper), asciiMap(b, strings.ToUpper)))), nil
 }

@@ -40,6 +40,7 @@ func TestStringIndexOperators(t *testing.T) {
 		{`{"$strcasecmp": ["Hello", "hello"]}`, `0`, 0},
 		{`{"$strcasecmp": ["abc", "ABD"]}`, `-1`, 0},
 		{`{"$strcasecmp": ["b", "$nope"]}`, `1`, 0},
+		{`{"$strcasecmp": ["_", "a"]}`, `1`, 0},
 		{`{"$strcasecmp": ["b", {"$literal": [1]}]}`, ``, 16007},
 	})
 }

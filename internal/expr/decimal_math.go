@@ -34,8 +34,24 @@ func (d decimal) bigFloat() *big.Float {
 // working precision) exactly that decimal, trailing zeros are removed
 // while the exponent stays at or below preferredExp.
 func decimalFromBig(f *big.Float, preferredExp int) decimal {
-	if f.Sign() == 0 {
+	switch {
+	case f.IsInf() && f.Sign() > 0:
+		return decimal{special: '+'}
+	case f.IsInf():
+		return decimal{special: '-'}
+	case f.Sign() == 0:
 		return decimal{coef: new(big.Int), exp: min(preferredExp, 0)}
+	}
+	// Decide over- and underflow on the binary exponent: printing a
+	// number like 2^(10^8) in decimal would take very long. decimal128
+	// spans about 2^-20500 to 2^20415.
+	switch e := f.MantExp(nil); {
+	case e > 20500 && f.Sign() > 0:
+		return decimal{special: '+'}
+	case e > 20500:
+		return decimal{special: '-'}
+	case e < -20600:
+		return decimal{coef: new(big.Int), exp: -6176}
 	}
 	s := f.Text('e', decimalDigits-1) // d.ddd…e±x
 	mant, expStr, _ := strings.Cut(s, "e")

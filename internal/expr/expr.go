@@ -53,10 +53,15 @@ func (c *Context) SetCurrent(doc bsoncore.Document) {
 }
 
 // SetVar binds the user variable name (without "$$") to v. Binding "NOW"
-// is SetNow with a date value (the agg layer binds $$NOW this way).
+// is SetNow with a date value (the agg layer binds $$NOW this way);
+// binding "CURRENT" rebinds $$CURRENT, which $let allows.
 func (c *Context) SetVar(name string, v bsoncore.Value) {
-	if name == "NOW" {
+	switch name {
+	case "NOW":
 		c.now = v
+		return
+	case "CURRENT":
+		c.current = v
 		return
 	}
 	if c.vars == nil {
@@ -475,6 +480,11 @@ func (n namedArgs) parse(arg bsoncore.Value, s *Scope) (map[string]Expr, error) 
 // restores the previous binding (or its absence): a variable bound by
 // $let, $map or $reduce shadows an outer one only inside the operator.
 func (c *Context) bindVar(name string, v bsoncore.Value) (restore func()) {
+	if name == "CURRENT" {
+		old := c.current
+		c.current = v
+		return func() { c.current = old }
+	}
 	old, had := c.vars[name]
 	c.SetVar(name, v)
 	return func() {

@@ -108,14 +108,7 @@ func (sp iterSpec) each(ctx *Context, op string, typeCode int, f func(elem, v bs
 	if in.Type != bsoncore.TypeArray {
 		return false, errorf(mongoerr.Code(typeCode), "input to %s must be an array not %s", op, TypeName(in))
 	}
-	old, had := ctx.vars[sp.as]
-	defer func() {
-		if had {
-			ctx.vars[sp.as] = old
-		} else {
-			delete(ctx.vars, sp.as)
-		}
-	}()
+	defer ctx.bindVar(sp.as, Missing)()
 	it := elemsOf(in)
 	for {
 		_, e, ok := it.next()

@@ -80,8 +80,12 @@ func parseLet(arg bsoncore.Value, s *Scope) (Expr, error) {
 }
 
 // checkUserVarName applies MongoDB's rules for a variable a user binds
-// (validateNameForUserWrite).
+// (validateNameForUserWrite); CURRENT is the one system variable a user
+// may rebind.
 func checkUserVarName(name string) error {
+	if name == "CURRENT" {
+		return nil
+	}
 	if name == "" {
 		return errorf(codeVarNameEmpty, "empty variable names are not allowed")
 	}

@@ -12,13 +12,14 @@ import (
 // Regular expression operators: $regexMatch (a boolean), $regexFind (the
 // first match as {match, idx, captures}) and $regexFindAll (every match).
 // Arguments are {input, regex, options}; regex is a string or a BSON
-// regex, options the flags i, m, s and x. A null or missing input or regex
+// regex, options the flags i, m, s, x and u. A null or missing input or regex
 // means "no match" (false, null, []).
 //
 // MongoDB uses PCRE; Cairn uses Go's RE2 syntax, which lacks backreferences
 // and lookaround: such patterns fail to compile (51111). The x flag is
 // implemented by removing unescaped whitespace and #-comments outside
-// character classes before compiling. idx counts code points.
+// character classes before compiling; u (UTF-8) is accepted and implied.
+// idx counts code points.
 
 func init() {
 	register("$regexMatch", parseRegex("$regexMatch", regexMatchMode))
@@ -197,6 +198,8 @@ func compileRegex(op, pattern, flags string) (*regexp.Regexp, error) {
 			goFlags.WriteRune(f)
 		case 'x':
 			pattern = stripExtended(pattern)
+		case 'u':
+			// PCRE's UTF-8 mode: Go's regexps always are.
 		default:
 			return nil, errorf(codeRegexBadFlag, "%s: invalid flag in regex options: %c", op, f)
 		}

@@ -127,8 +127,10 @@ func indexArg(op, what string, v bsoncore.Value) (int, error) {
 }
 
 // evalIndexOf is $indexOfBytes (cp false) and $indexOfCP (cp true): the
-// first position at or after start where the substring lies entirely
-// before end, or -1. A null or missing string gives null.
+// first position at or after start where the substring is found, or -1.
+// $indexOfBytes searches only the first end bytes; $indexOfCP only
+// requires the match to start before end (see indexOfCP). A null or
+// missing string gives null.
 func evalIndexOf(cp bool) func(string, []bsoncore.Value) (bsoncore.Value, error) {
 	return func(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
 		codeStr, codeTok := mongoerr.Code(codeIndexOfBytesString), mongoerr.Code(codeIndexOfBytesToken)
@@ -173,18 +175,36 @@ func evalIndexOf(cp bool) func(string, []bsoncore.Value) (bsoncore.Value, error)
 			}
 			return Int32(int32(start + pos)), nil
 		}
-		runes := []rune(s)[:end]
-		sub := string(runes[start:])
-		pos := strings.Index(sub, tok)
-		if pos < 0 {
-			return Int32(-1), nil
-		}
-		return Int32(int32(start + utf8.RuneCountInString(sub[:pos]))), nil
+		return Int32(int32(indexOfCP(s, tok, start, end))), nil
 	}
 }
 
+// indexOfCP is $indexOfCP's search, as MongoDB does it: the substring
+// must start at a code point in [start, end) but may extend past end, and
+// an empty substring is found at start only if start < end (or both
+// strings are empty).
+func indexOfCP(s, tok string, start, end int) int {
+	if s == "" && tok == "" && start == 0 {
+		return 0
+	}
+	p, byteIx := 0, 0
+	for ; p < start && byteIx < len(s); p++ {
+		_, size := utf8.DecodeRuneInString(s[byteIx:])
+		byteIx += size
+	}
+	for ; p < end && byteIx <= len(s); p++ {
+		if strings.HasPrefix(s[byteIx:], tok) {
+			return p
+		}
+		_, size := utf8.DecodeRuneInString(s[byteIx:])
+		byteIx += max(size, 1)
+	}
+	return -1
+}
+
 // evalStrcasecmp compares two strings (coerced: null is "") ignoring the
-// case of ASCII letters, giving -1, 0 or 1.
+// case of ASCII letters, giving -1, 0 or 1. Like MongoDB it compares the
+// upper-cased strings, so "_" sorts after "a" (0x5F > 'A').
 func evalStrcasecmp(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	a, err := coerceToString(op, vals[0])
 	if err != nil {
@@ -194,5 +214,5 @@ func evalStrcasecmp(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	if err != nil {
 		return Missing, err
 	}
-	return Int32(int32(strings.Compare(asciiMap(a, strings.ToLower), asciiMap(b, strings.ToLower)))), nil
+	return Int32(int32(strings.Compare(asciiMap(a, strings.ToUpper), asciiMap(b, strings.ToUpper)))), nil
 }

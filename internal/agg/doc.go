@@ -20,8 +20,9 @@
 //     checks this).
 //   - Streaming: $match, $project, $addFields/$set, $unset, $limit, $skip,
 //     $unwind, $replaceRoot/$replaceWith, $lookup and $unionWith pass one
-//     document through at a time; $sort, $group and the stages built on
-//     it ($sortByCount, $bucket), $count, $sample and $facet block. Next's
+//     document through at a time, and so does $redact; $sort, $group and
+//     the stages built on it ($sortByCount, $bucket), $bucketAuto,
+//     $setWindowFields, $count, $sample and $facet block. Next's
 //     result is valid until the next call; stages copy what they keep
 //     across calls.
 //   - Blocking stages account the bytes they hold. Over Options.MaxMemory
@@ -59,4 +60,10 @@
 //   - $addToSet keeps first occurrences in input order; $group emits groups
 //     in first-arrival order; MongoDB specifies neither order.
 //   - Stages not in the registry (StageNames) are refused with 40324.
+//   - $setWindowFields holds its whole input and computes windows per
+//     partition; an accumulator window without an unbounded lower bound
+//     is refolded for each document (O(n·w)), where MongoDB removes
+//     values from the window incrementally. $expMovingAvg computes in a
+//     200-bit float where MongoDB uses decimal128.
+//   - $bucketAuto's granularity rounds decimal128 values as doubles.
 package agg

@@ -22,7 +22,8 @@
 //     $unwind, $replaceRoot/$replaceWith, $lookup and $unionWith pass one
 //     document through at a time, and so does $redact; $sort, $group and
 //     the stages built on it ($sortByCount, $bucket), $bucketAuto,
-//     $setWindowFields, $count, $sample and $facet block. Next's
+//     $setWindowFields (and $fill, which expands into it), $densify,
+//     $count, $sample and $facet block. Next's
 //     result is valid until the next call; stages copy what they keep
 //     across calls.
 //   - Blocking stages account the bytes they hold. Over Options.MaxMemory
@@ -66,4 +67,7 @@
 //     values from the window incrementally. $expMovingAvg computes in a
 //     200-bit float where MongoDB uses decimal128.
 //   - $bucketAuto's granularity rounds decimal128 values as doubles.
+//   - $densify with "full" bounds and partitions interleaves the
+//     partitions' documents by value (ties in partition order); MongoDB's
+//     streaming generator interleaves them in an order of its own.
 package agg

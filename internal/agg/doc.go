@@ -29,7 +29,9 @@
 //   - Blocking stages account the bytes they hold. Over Options.MaxMemory
 //     (100 MB by default, MongoDB's limits) without AllowDiskUse they fail
 //     with code 292 (QueryExceededMemoryLimitNoDiskUseAllowed); $sort
-//     spills to disk through query.Sorter when allowed. Parse coalesces
+//     spills to disk through query.Sorter when allowed, and $group (with
+//     $bucket) spills sorted runs of partial group states and merges them
+//     (group_spill.go). Parse coalesces
 //     $sort followed by $limit into a top-k sort holding only k documents.
 //   - Variables: $$NOW (Options.Now, fixed for the whole run), the
 //     command's let (Options.Vars, see EvalLet) and $lookup's let are
@@ -45,8 +47,8 @@
 //
 // # Deviations from MongoDB
 //
-//   - $group with allowDiskUse over its memory budget fails (code 292,
-//     saying spilling is not implemented yet) instead of spilling.
+//   - $bucketAuto, $setWindowFields and $densify do not spill: over
+//     their budget they fail with code 292 even with allowDiskUse.
 //   - $match's top-level $expr sees pipeline variables ($$NOW, let
 //     variables, $lookup's let); a $expr nested inside $and/$or/$nor is
 //     evaluated by package query, which does not see them.

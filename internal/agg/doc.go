@@ -58,8 +58,9 @@
 //   - $lookup reads its foreign collection once per run through
 //     Options.Catalog and holds it in memory, outside the memory budget;
 //     it does not use an index on foreignField yet.
-//   - $out and $merge are position-checked (40601, 40600, 51047) and then
-//     refused (CommandNotSupported): writing belongs to the command layer.
+//   - $out and $merge parse here into an Output (stage_out.go) that the
+//     caller takes off the pipeline and carries out: writing belongs to the
+//     command layer. Run refuses a pipeline that still ends in one.
 //   - $addToSet keeps first occurrences in input order; $group emits groups
 //     in first-arrival order; MongoDB specifies neither order.
 //   - Stages not in the registry (StageNames) are refused with 40324.

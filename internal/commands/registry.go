@@ -28,6 +28,7 @@ func init() {
 		"count":            {run: cmdCount, help: "count documents"},
 		"create":           {run: cmdCreate, help: "create a collection"},
 		"createIndexes":    {run: cmdCreateIndexes, help: "create indexes"},
+		"currentOp":        {run: cmdCurrentOp, adminOnly: true, help: "operations in progress"},
 		"dbStats":          {run: cmdDBStats, help: "database statistics"},
 		"dbstats":          {run: cmdDBStats, help: "alias of dbStats"},
 		"delete":           {run: cmdDelete, help: "delete documents"},

@@ -33,9 +33,10 @@ func (e *Engine) ScanIndex(ns Namespace, ixName string, lower, upper []byte) (*I
 		return nil, nil
 	}
 	ix := coll.Index(ixName)
-	if ix == nil {
-		return nil, nil
+	if ix == nil || ix.Building {
+		return nil, nil // a building index is incomplete: not for reading yet
 	}
+	e.recordIndexAccess(ix)
 	spec, err := e.specs.get(*ix)
 	if err != nil {
 		return nil, err

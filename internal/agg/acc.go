@@ -13,6 +13,13 @@ type accumulator interface {
 	add(v bsoncore.Value) (grew int64, err error)
 	// result is the accumulated value.
 	result() (bsoncore.Value, error)
+	// partial is the accumulator's state as a value, and merge folds such
+	// a state in: a $group over its memory budget spills partial states
+	// to disk and merges them back (MongoDB's getValue(toBeMerged) and
+	// process(merging)). Merging states in the order they were spilled
+	// keeps $first, $last, $push and ties of $top in input order.
+	partial() (bsoncore.Value, error)
+	merge(p bsoncore.Value) error
 }
 
 // accKind describes one accumulator operator.

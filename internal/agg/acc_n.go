@@ -234,6 +234,21 @@ func (a *firstLastNAcc) add(v bsoncore.Value) (int64, error) {
 
 func (a *firstLastNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
 
+func (a *firstLastNAcc) partial() (bsoncore.Value, error) { return a.result() }
+
+func (a *firstLastNAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
+
+// addAll adds the elements of an array partial: the states of the
+// n-accumulators are values they would keep again.
+func addAll(a accumulator, p bsoncore.Value) error {
+	for _, v := range arrayValues(p) {
+		if _, err := a.add(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // minMaxNAcc keeps the n best values sorted best first; sign 1 keeps the
 // smallest, -1 the largest.
 type minMaxNAcc struct {
@@ -263,6 +278,10 @@ func (a *minMaxNAcc) add(v bsoncore.Value) (int64, error) {
 }
 
 func (a *minMaxNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+
+func (a *minMaxNAcc) partial() (bsoncore.Value, error) { return a.result() }
+
+func (a *minMaxNAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
 
 // topBottomAcc keeps up to n (output, sort key) entries in sort order.
 type topBottomAcc struct {
@@ -317,6 +336,17 @@ func (a *topBottomAcc) add(v bsoncore.Value) (int64, error) {
 	}
 	return grew, nil
 }
+
+// partial is the kept inputs ({output, k0, …} documents) in sort order.
+func (a *topBottomAcc) partial() (bsoncore.Value, error) {
+	vals := make([]bsoncore.Value, len(a.entries))
+	for i, e := range a.entries {
+		vals[i] = docValue(e.doc)
+	}
+	return buildArray(vals), nil
+}
+
+func (a *topBottomAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
 
 func (a *topBottomAcc) result() (bsoncore.Value, error) {
 	if a.single {

@@ -20,14 +20,18 @@
 //     checks this).
 //   - Streaming: $match, $project, $addFields/$set, $unset, $limit, $skip,
 //     $unwind, $replaceRoot/$replaceWith, $lookup and $unionWith pass one
-//     document through at a time; $sort, $group and the stages built on
-//     it ($sortByCount, $bucket), $count, $sample and $facet block. Next's
+//     document through at a time, and so does $redact; $sort, $group and
+//     the stages built on it ($sortByCount, $bucket), $bucketAuto,
+//     $setWindowFields (and $fill, which expands into it), $densify,
+//     $count, $sample and $facet block. Next's
 //     result is valid until the next call; stages copy what they keep
 //     across calls.
 //   - Blocking stages account the bytes they hold. Over Options.MaxMemory
 //     (100 MB by default, MongoDB's limits) without AllowDiskUse they fail
 //     with code 292 (QueryExceededMemoryLimitNoDiskUseAllowed); $sort
-//     spills to disk through query.Sorter when allowed. Parse coalesces
+//     spills to disk through query.Sorter when allowed, and $group (with
+//     $bucket) spills sorted runs of partial group states and merges them
+//     (group_spill.go). Parse coalesces
 //     $sort followed by $limit into a top-k sort holding only k documents.
 //   - Variables: $$NOW (Options.Now, fixed for the whole run), the
 //     command's let (Options.Vars, see EvalLet) and $lookup's let are
@@ -43,8 +47,8 @@
 //
 // # Deviations from MongoDB
 //
-//   - $group with allowDiskUse over its memory budget fails (code 292,
-//     saying spilling is not implemented yet) instead of spilling.
+//   - $bucketAuto, $setWindowFields and $densify do not spill: over
+//     their budget they fail with code 292 even with allowDiskUse.
 //   - $match's top-level $expr sees pipeline variables ($$NOW, let
 //     variables, $lookup's let); a $expr nested inside $and/$or/$nor is
 //     evaluated by package query, which does not see them.
@@ -60,4 +64,13 @@
 //   - $addToSet keeps first occurrences in input order; $group emits groups
 //     in first-arrival order; MongoDB specifies neither order.
 //   - Stages not in the registry (StageNames) are refused with 40324.
+//   - $setWindowFields holds its whole input and computes windows per
+//     partition; an accumulator window without an unbounded lower bound
+//     is refolded for each document (O(n·w)), where MongoDB removes
+//     values from the window incrementally. $expMovingAvg computes in a
+//     200-bit float where MongoDB uses decimal128.
+//   - $bucketAuto's granularity rounds decimal128 values as doubles.
+//   - $densify with "full" bounds and partitions interleaves the
+//     partitions' documents by value (ties in partition order); MongoDB's
+//     streaming generator interleaves them in an order of its own.
 package agg

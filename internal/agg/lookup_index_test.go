@@ -12,9 +12,9 @@ import (
 // countingCatalog is an IndexCatalog over one foreign collection that
 // answers FindIn by brute force and counts how $lookup read it.
 type countingCatalog struct {
-	docs          []bsoncore.Document
-	indexed       bool
-	scans, finds  int
+	docs         []bsoncore.Document
+	indexed      bool
+	scans, finds int
 }
 
 func (c *countingCatalog) Scan(_, _ string) (agg.Source, error) {

@@ -55,6 +55,10 @@ var outputCases = []outputCase{
 	// $merge, default modes (merge / insert on _id)
 	{name: "merge inserts and merges", source: []string{`{"_id": 1, "a": 10}`, `{"_id": 2, "a": 20}`}, target: []string{`{"_id": 1, "a": 1, "b": 1}`},
 		pipeline: `[{"$merge": "dst"}]`, want: []string{`{"_id": 1, "a": 10, "b": 1}`, `{"_id": 2, "a": 20}`}},
+	{name: "merge inserts a new document as an upsert of {$set: doc} does (new fields in name order)", source: []string{`{"_id": 2, "b": 1, "a": 2}`},
+		pipeline: `[{"$merge": "dst"}]`, want: []string{`{"_id": 2, "a": 2, "b": 1}`}},
+	{name: "merge replace inserts the document as it is", source: []string{`{"_id": 2, "b": 1, "a": 2}`},
+		pipeline: `[{"$merge": {"into": "dst", "whenMatched": "replace"}}]`, want: []string{`{"_id": 2, "b": 1, "a": 2}`}},
 	{name: "merge creates the target", source: []string{`{"_id": 1}`},
 		pipeline: `[{"$merge": {"into": "dst"}}]`, want: []string{`{"_id": 1}`}},
 	{name: "merge replace", source: []string{`{"_id": 1, "a": 10}`}, target: []string{`{"_id": 1, "a": 1, "b": 1}`},

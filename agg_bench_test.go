@@ -27,8 +27,17 @@ var (
 
 // aggTiming is one workload and its baseline, summed over runs.
 type aggTiming struct {
-	work, base time.Duration
-	runs       int
+	work, base       time.Duration // wall
+	workCPU, baseCPU time.Duration // this process's CPU
+	runs             int
+}
+
+// add times one run of each, baseline first.
+func (a *aggTiming) add(base, work func() (time.Duration, time.Duration)) {
+	w, c := base()
+	a.base, a.baseCPU = a.base+w, a.baseCPU+c
+	w, c = work()
+	a.work, a.workCPU = a.work+w, a.workCPU+c
 }
 
 func (a aggTiming) report(b *testing.B, unit string) {
@@ -36,6 +45,11 @@ func (a aggTiming) report(b *testing.B, unit string) {
 	b.ReportMetric(a.work.Seconds()/n, "s/"+unit)
 	b.ReportMetric(a.base.Seconds()/n, "s/baseline")
 	b.ReportMetric(a.work.Seconds()/a.base.Seconds(), "ratio")
+	if a.baseCPU > 0 {
+		b.ReportMetric(a.workCPU.Seconds()/n, "cpu-s/"+unit)
+		b.ReportMetric(a.baseCPU.Seconds()/n, "cpu-s/baseline")
+		b.ReportMetric(a.workCPU.Seconds()/a.baseCPU.Seconds(), "cpu-ratio")
+	}
 }
 
 func openBenchDB(tb testing.TB) *DB {
@@ -73,17 +87,18 @@ func benchIndex(tb testing.TB, db *DB, coll string, key bson.D) {
 }
 
 // timeAgg runs pipeline (which ends in {$count: "n"}) over coll and checks
-// the count, so a benchmark cannot time a wrong answer.
-func timeAgg(tb testing.TB, db *DB, coll, pipeline string, want int64) time.Duration {
+// the count, so a benchmark cannot time a wrong answer. It returns the wall
+// and CPU time of the command.
+func timeAgg(tb testing.TB, db *DB, coll, pipeline string, want int64) (time.Duration, time.Duration) {
 	tb.Helper()
 	var p bson.A
 	if err := bson.UnmarshalExtJSON([]byte(pipeline), false, &p); err != nil {
 		tb.Fatal(err)
 	}
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	reply, err := db.RunCommand(context.Background(), "bench", bson.D{{Key: "aggregate", Value: coll}, {Key: "pipeline", Value: p},
 		{Key: "allowDiskUse", Value: true}, {Key: "cursor", Value: bson.D{}}})
-	took := time.Since(start)
+	took, tookCPU := time.Since(start), processCPU()-cpu
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -96,7 +111,7 @@ func timeAgg(tb testing.TB, db *DB, coll, pipeline string, want int64) time.Dura
 	if got != want {
 		tb.Fatalf("%s over %s counted %d, want %d", pipeline, coll, got, want)
 	}
-	return took
+	return took, tookCPU
 }
 
 // groupBench: $group by a 1,000-value key over n documents; baseline: the
@@ -107,8 +122,10 @@ func groupBench(tb testing.TB, db *DB, n, iters int) aggTiming {
 	})
 	t := aggTiming{runs: iters}
 	for range iters {
-		t.base += timeAgg(tb, db, "g", `[{"$count": "n"}]`, int64(n))
-		t.work += timeAgg(tb, db, "g", `[{"$group": {"_id": "$k", "n": {"$sum": 1}, "s": {"$sum": "$v"}}}, {"$count": "n"}]`, min(int64(n), 1000))
+		t.add(func() (time.Duration, time.Duration) { return timeAgg(tb, db, "g", `[{"$count": "n"}]`, int64(n)) },
+			func() (time.Duration, time.Duration) {
+				return timeAgg(tb, db, "g", `[{"$group": {"_id": "$k", "n": {"$sum": 1}, "s": {"$sum": "$v"}}}, {"$count": "n"}]`, min(int64(n), 1000))
+			})
 	}
 	return t
 }
@@ -131,8 +148,12 @@ func lookupBench(tb testing.TB, db *DB, n, iters int) aggTiming {
 	}
 	t := aggTiming{runs: iters}
 	for range iters {
-		t.base += timeAgg(tb, db, "orders", pipeline("customers"), int64(n))
-		t.work += timeAgg(tb, db, "orders", pipeline("customers_ix"), int64(n))
+		t.add(func() (time.Duration, time.Duration) {
+			return timeAgg(tb, db, "orders", pipeline("customers"), int64(n))
+		},
+			func() (time.Duration, time.Duration) {
+				return timeAgg(tb, db, "orders", pipeline("customers_ix"), int64(n))
+			})
 	}
 	return t
 }
@@ -153,8 +174,10 @@ func latestVersionBench(tb testing.TB, db *DB, versions, docs, iters int) aggTim
 		{"$match": {"doc.v": %d, "doc.status": "active"}}, {"$count": "n"}]`, latest)
 	t := aggTiming{runs: iters}
 	for range iters {
-		t.base += timeAgg(tb, db, "versions", `[{"$count": "n"}]`, int64(versions))
-		t.work += timeAgg(tb, db, "versions", pipeline, int64(docs))
+		t.add(func() (time.Duration, time.Duration) {
+			return timeAgg(tb, db, "versions", `[{"$count": "n"}]`, int64(versions))
+		},
+			func() (time.Duration, time.Duration) { return timeAgg(tb, db, "versions", pipeline, int64(docs)) })
 	}
 	return t
 }

@@ -43,9 +43,14 @@ const (
 	codeMergeNoUniqueIdx mongoerr.Code = 51183
 	codeMergeOnNullish   mongoerr.Code = 51132
 	codeMergeOnArray     mongoerr.Code = 51185
-	outputBatchDocs                    = 1000
-	outputBatchBytes                   = 8 << 20
-	tempOutPrefix                      = "tmp.agg_out."
+)
+
+const (
+	// outputBatchDocs and outputBatchBytes bound one commit of results.
+	outputBatchDocs  = 1000
+	outputBatchBytes = 8 << 20
+	// tempOutPrefix names $out's temporary collections, as MongoDB does.
+	tempOutPrefix = "tmp.agg_out."
 )
 
 // outputWriter carries out a pipeline's $out or $merge.

@@ -55,9 +55,9 @@
 //   - $sum and $avg add doubles with plain float64 addition, not MongoDB's
 //     compensated summation, so the last bits of a long double sum may
 //     differ.
-//   - $lookup reads its foreign collection once per run through
-//     Options.Catalog and holds it in memory, outside the memory budget;
-//     it does not use an index on foreignField yet.
+//   - $lookup without an index on foreignField (or without an
+//     IndexCatalog) reads its foreign collection once per run through
+//     Options.Catalog and holds it in memory, outside the memory budget.
 //   - $out and $merge parse here into an Output (stage_out.go) that the
 //     caller takes off the pipeline and carries out: writing belongs to the
 //     command layer. Run refuses a pipeline that still ends in one.

@@ -43,9 +43,14 @@ const (
 	codeMergeNoUniqueIdx mongoerr.Code = 51183
 	codeMergeOnNullish   mongoerr.Code = 51132
 	codeMergeOnArray     mongoerr.Code = 51185
-	outputBatchDocs                    = 1000
-	outputBatchBytes                   = 8 << 20
-	tempOutPrefix                      = "tmp.agg_out."
+)
+
+const (
+	// outputBatchDocs and outputBatchBytes bound one commit of results.
+	outputBatchDocs  = 1000
+	outputBatchBytes = 8 << 20
+	// tempOutPrefix names $out's temporary collections, as MongoDB does.
+	tempOutPrefix = "tmp.agg_out."
 )
 
 // outputWriter carries out a pipeline's $out or $merge.
@@ -60,6 +65,7 @@ type outputWriter struct {
 	// $merge: the unique index matched on ("" for _id) and the on paths.
 	by     string
 	onPath [][]string
+	onID   bool // _id is one of the on fields
 	now    time.Time
 }
 
@@ -123,6 +129,7 @@ func (w *outputWriter) chooseMergeIndex(coll *catalog.Collection) error {
 	sort.Strings(paths)
 	for _, p := range paths {
 		w.onPath = append(w.onPath, strings.Split(p, "."))
+		w.onID = w.onID || p == "_id"
 	}
 	if len(paths) == 1 && paths[0] == "_id" {
 		return nil
@@ -297,11 +304,11 @@ func (w *outputWriter) writeMerge(src agg.Source) error {
 	})
 }
 
-// prepareMergeDoc gives a document matched on _id an _id if it has none
-// (MongoDB generates one) and checks its on fields: present, not null and
+// prepareMergeDoc gives a document an _id if it has none and _id is one of
+// the on fields (MongoDB generates one) and checks its on fields: present, not null and
 // not arrays.
 func (w *outputWriter) prepareMergeDoc(d bsoncore.Document) (bsoncore.Document, error) {
-	if w.by == "" {
+	if w.onID {
 		if _, err := d.LookupErr("_id"); err != nil {
 			oid := bson.NewObjectID()
 			d = prependID(d, bsoncore.Value{Type: bsoncore.TypeObjectID, Data: oid[:]})

@@ -43,7 +43,9 @@ const (
 	IndexKeySpecsConflict     Code = 86
 	OperationFailed           Code = 96
 	CommandNotSupported       Code = 115
+	CannotIndexParallelArrays Code = 171
 	InvalidIndexSpecOption    Code = 197
+	QueryFeatureNotAllowed    Code = 224
 	IndexBuildAborted         Code = 276
 	QueryExceededMemory       Code = 292
 	UnsupportedOpQueryCommand Code = 352
@@ -82,7 +84,9 @@ var names = map[Code]string{
 	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
 	OperationFailed:           "OperationFailed",
 	CommandNotSupported:       "CommandNotSupported",
+	CannotIndexParallelArrays: "CannotIndexParallelArrays",
 	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
+	QueryFeatureNotAllowed:    "QueryFeatureNotAllowed",
 	IndexBuildAborted:         "IndexBuildAborted",
 	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",

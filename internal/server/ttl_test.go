@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -77,6 +78,44 @@ func TestTTLMonitorOverTheWire(t *testing.T) {
 	if n := st.Lookup("metrics", "ttl", "deletedDocuments").Int64(); n != 4 {
 		t.Errorf("metrics.ttl.deletedDocuments = %d, want 4", n)
 	}
+
+	// collMod shortens the hour to a minute: the 30-minute-old document goes.
+	db := c.Database("ttl")
+	var res bson.Raw
+	if err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "slow"}, {Key: "index", Value: bson.D{
+		{Key: "keyPattern", Value: bson.D{{Key: "at", Value: -1}}}, {Key: "expireAfterSeconds", Value: 60}}}}).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Lookup("expireAfterSeconds_old").Int64() != 3600 || res.Lookup("expireAfterSeconds_new").Int64() != 60 {
+		t.Errorf("collMod reply = %s", res)
+	}
+	waitForIDs(t, slow, nil)
+	specs, err := slow.Indexes().ListSpecifications(ctx)
+	if err != nil || len(specs) != 2 || specs[1].ExpireAfterSeconds == nil || *specs[1].ExpireAfterSeconds != 60 {
+		t.Fatalf("listIndexes after collMod: %+v %v", specs, err)
+	}
+	// hidden, by name; expireAfterSeconds of an index without a TTL is refused.
+	if err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "events"}, {Key: "index", Value: bson.D{
+		{Key: "name", Value: "k_1"}, {Key: "hidden", Value: true}}}}).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Lookup("hidden_new").Boolean() || res.Lookup("hidden_old").Boolean() {
+		t.Errorf("collMod hidden reply = %s", res)
+	}
+	err = db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "events"}, {Key: "index", Value: bson.D{
+		{Key: "name", Value: "k_1"}, {Key: "expireAfterSeconds", Value: 5}}}}).Err()
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 72 {
+		t.Errorf("collMod expireAfterSeconds of a non-TTL index: %v, want 72", err)
+	}
+	err = db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "events"}, {Key: "index", Value: bson.D{
+		{Key: "name", Value: "nope"}, {Key: "hidden", Value: true}}}}).Err()
+	if !errors.As(err, &ce) || ce.Code != 27 {
+		t.Errorf("collMod of a missing index: %v, want 27", err)
+	}
+	if err := s.env.Engine.CheckIndexes(engine.Namespace{DB: "ttl", Coll: "events"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitForIDs waits up to ten seconds (ten monitor passes) for coll to hold
@@ -101,7 +140,7 @@ func waitForIDs(t *testing.T, coll *mongo.Collection, want []int32) {
 		for _, d := range docs {
 			got = append(got, d.ID)
 		}
-		if slices.Equal(got, want) {
+		if slices.Equal(got, want) || len(got) == 0 && len(want) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -23,6 +23,7 @@ func init() {
 		"aggregate":        {run: cmdAggregate, help: "run an aggregation pipeline"},
 		"buildInfo":        {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":        {run: cmdBuildInfo, help: "alias of buildInfo"},
+		"collMod":          {run: cmdCollMod, help: "change collection and index options"},
 		"collStats":        {run: cmdCollStats, help: "collection statistics"},
 		"connectionStatus": {run: cmdConnectionStatus, help: "authentication state of this connection"},
 		"count":            {run: cmdCount, help: "count documents"},

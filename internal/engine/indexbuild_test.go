@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,4 +265,42 @@ func TestUnfinishedBuildDroppedAtOpen(t *testing.T) {
 	if it.First() {
 		t.Fatalf("unfinished build's entries survived reopening: %x", it.Key())
 	}
+}
+
+// TestBuildLogs checks the build's start and end lines in the log.
+func TestBuildLogs(t *testing.T) {
+	var buf syncBuffer
+	e, err := Open(t.TempDir(), Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ns := Namespace{"ix", "logs"}
+	loadN(t, e, ns, 300, 10)
+	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{`"msg":"index build: started","ns":"ix.logs","indexes":["k_1"],"documents":300`, `"msg":"index build: done","ns":"ix.logs","indexes":["k_1"],"documents":300`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

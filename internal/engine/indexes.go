@@ -24,12 +24,13 @@ import (
 // so a unique index finds a conflicting key with one point read inside the
 // commit pipeline.
 
-// specCache holds parsed index specifications by index id; a spec is
-// immutable, and ids are never reused, so entries never go stale.
+// specCache holds parsed index specifications by index id. Ids are never
+// reused, but collMod changes a spec in place (expireAfterSeconds, hidden),
+// so an entry is used only while its bytes are the catalog's.
 type specCache struct{ m sync.Map }
 
 func (c *specCache) get(ix catalog.Index) (*index.Spec, error) {
-	if s, ok := c.m.Load(ix.ID); ok {
+	if s, ok := c.m.Load(ix.ID); ok && bytes.Equal(s.(*index.Spec).Original, ix.Spec) {
 		return s.(*index.Spec), nil
 	}
 	s, err := index.ParseSpec(bsoncore.Document(ix.Spec))

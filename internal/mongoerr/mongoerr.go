@@ -44,7 +44,9 @@ const (
 	OperationFailed           Code = 96
 	CommandNotSupported       Code = 115
 	CommandFailed             Code = 125
+	CannotIndexParallelArrays Code = 171
 	InvalidIndexSpecOption    Code = 197
+	QueryFeatureNotAllowed    Code = 224
 	IndexBuildAborted         Code = 276
 	QueryExceededMemory       Code = 292
 	UnsupportedOpQueryCommand Code = 352
@@ -85,7 +87,9 @@ var names = map[Code]string{
 	OperationFailed:           "OperationFailed",
 	CommandNotSupported:       "CommandNotSupported",
 	CommandFailed:             "CommandFailed",
+	CannotIndexParallelArrays: "CannotIndexParallelArrays",
 	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
+	QueryFeatureNotAllowed:    "QueryFeatureNotAllowed",
 	IndexBuildAborted:         "IndexBuildAborted",
 	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",

@@ -24,15 +24,15 @@ func (c aggCatalog) FindIn(db, coll, path string, vals []bsoncore.Value) (agg.So
 	if err != nil {
 		return nil, false, err
 	}
-	src, info, err := sel.scan(c.eng)
+	ex, err := sel.prepare(c.eng, false)
 	if err != nil {
 		return nil, false, err
 	}
-	if info.kind != stageIXScan {
-		_ = src.Close()
+	if ex.ScansCollection() {
+		_ = ex.Close()
 		return nil, false, nil
 	}
-	return src, true, nil
+	return ex, true, nil
 }
 
 var _ agg.IndexCatalog = aggCatalog{}

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"time"
 
@@ -25,7 +24,12 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	if explain, _ := req.Bool("explain", false); explain {
-		return nil, notYet("aggregate with explain")
+		x := &explainer{s: s, verbosity: "queryPlanner"}
+		body, err := x.aggregateStages(ns, collectionless, ownedAll(stages), req)
+		if err != nil {
+			return nil, err
+		}
+		return x.reply(dst, body, owned(req.Body))
 	}
 	cursorOpts, err := req.Document("cursor")
 	if err != nil {
@@ -60,18 +64,21 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	}
 	var input agg.Source
 	if !collectionless {
-		// The leading $match becomes the scan's filter, where the planner
-		// can use an index, unless it reads variables ($$NOW, let): those
-		// exist only inside the pipeline, so it stays there.
-		var pushed bsoncore.Document
-		if m := p.LeadingMatch(); m != nil && !bytes.Contains(m, []byte("$$")) {
-			pushed = m
-			p = p.WithoutLeadingMatch()
-		}
-		sel, err := newSelection(ns, pushed)
+		// The leading $match becomes the scan's filter and a $sort after
+		// it the scan's order, where the planner can use an index, unless
+		// the $match reads variables ($$NOW, let): those exist only inside
+		// the pipeline, so it stays there (see pushDown, shared with
+		// explain so that explain shows what runs).
+		sel, rest, err := pushDown(ns, ownedAll(stages))
 		if err != nil {
 			return nil, err
 		}
+		if len(rest) < len(stages) {
+			if p, err = agg.Parse(rest, opts); err != nil {
+				return nil, err
+			}
+		}
+		sel.sortMemory, sel.allowDiskUse = opts.MaxMemory, opts.AllowDiskUse
 		if sel.deadline, err = deadline(req); err != nil {
 			return nil, err
 		}

@@ -2,23 +2,22 @@ package commands
 
 import (
 	"context"
-	"github.com/cairndb/cairn/internal/bsonx"
-	"math"
 	"os"
-	"strconv"
-	"time"
+	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
-	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/planner"
 )
 
-// cmdExplain explains find and count in MongoDB's shape: the winning plan as
-// a stage tree (COLLSCAN, IDHACK, FETCH over IXSCAN, SORT, SKIP, LIMIT,
-// PROJECTION_DEFAULT, COUNT), and, unless the verbosity is queryPlanner,
-// runs it and reports true counts per stage. Other commands: 115 for now.
+// cmdExplain explains find, count, distinct, update, delete, findAndModify
+// and aggregate in MongoDB's shape. The plan is the one the command would
+// run, as a stage tree rendered by the planner; unless the verbosity is
+// queryPlanner it runs (reads only: update and delete count what they would
+// do, and write nothing) and reports true counts per stage.
 func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	inner, err := req.Document("explain")
 	if err != nil || inner == nil {
@@ -37,44 +36,188 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
-	var sp findSpec
+	x := &explainer{s: s, verbosity: verbosity}
+	var body bson.D
 	switch innerReq.Name {
 	case "find":
-		sp, err = parseFind(s, innerReq)
+		body, err = x.find(innerReq)
 	case "count":
-		sp, err = parseCountSpec(s, innerReq)
+		body, err = x.count(innerReq)
+	case "distinct":
+		body, err = x.distinct(innerReq)
+	case "delete":
+		body, err = x.delete(innerReq)
+	case "update":
+		body, err = x.update(innerReq)
+	case "findAndModify", "findandmodify":
+		body, err = x.findAndModify(innerReq)
+	case "aggregate":
+		body, err = x.aggregate(innerReq)
 	default:
 		return nil, notYet("explain of " + innerReq.Name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	ex, err := runExplained(s.Env.Engine, sp, innerReq.Name == "count", verbosity != "queryPlanner")
+	return x.reply(dst, body, inner)
+}
+
+// explainer runs one explain.
+type explainer struct {
+	s         *Session
+	verbosity string
+}
+
+func (x *explainer) execute() bool { return x.verbosity != "queryPlanner" }
+
+// reply finishes the explain document: explainVersion, the sections,
+// command and serverInfo.
+func (x *explainer) reply(dst []byte, body bson.D, inner bsoncore.Document) (bsoncore.Document, error) {
+	raw, err := bson.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	r := NewReply(dst).String("explainVersion", "1")
-	r.Doc("queryPlanner", NewReply(nil).String("namespace", sp.ns.String()).Bool("indexFilterSet", false).
-		Doc("parsedQuery", sp.rawFilter()).Bool("maxIndexedOrSolutionsReached", false).
-		Bool("maxIndexedAndSolutionsReached", false).Bool("maxScansToExplodeReached", false).
-		Doc("winningPlan", ex.tree(false)).DocArray("rejectedPlans", nil).End())
-	if verbosity != "queryPlanner" {
-		stats := NewReply(nil).Bool("executionSuccess", true).Count("nReturned", ex.top().n).
-			Count("executionTimeMillis", ex.millis).Count("totalKeysExamined", ex.keys).Count("totalDocsExamined", ex.docs).
-			Doc("executionStages", ex.tree(true))
-		if verbosity == "allPlansExecution" {
-			stats.DocArray("allPlansExecution", nil)
-		}
-		r.Doc("executionStats", stats.End())
+	elems, _ := bsoncore.Document(raw).Elements()
+	for _, el := range elems {
+		r.Value(el.Key(), el.Value())
 	}
 	r.Doc("command", inner)
 	host, _ := os.Hostname()
-	r.Doc("serverInfo", doc("host", host, "port", int32(s.Env.Config.Port), "version", MongoVersion, "gitVersion", "cairn"))
+	r.Doc("serverInfo", doc("host", host, "port", int32(x.s.Env.Config.Port), "version", MongoVersion, "gitVersion", "cairn"))
 	return r.Finish(), nil
 }
 
+// wrapper is a stage the command puts over the read plan (COUNT, UPDATE,
+// DELETE): its name, parameters, and counters when executed.
+type wrapper struct {
+	name   string
+	params bson.D
+	stats  bson.D // stage-specific counters
+}
+
+// run plans sp, runs it when the verbosity asks (each result goes to
+// visit), and renders queryPlanner and executionStats, with w over the
+// plan when set.
+func (x *explainer) run(sp findSpec, w *wrapper, visit func(bsoncore.Document) error) (bson.D, error) {
+	ex, err := sp.prepare(x.s.Env.Engine, true)
+	if err != nil {
+		return nil, err
+	}
+	defer ex.Close()
+	if x.execute() {
+		for {
+			d, err := ex.Next()
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			if visit != nil {
+				if err := visit(d); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return x.sections(ex, sp, w)
+}
+
+// sections renders queryPlanner (and executionStats) of a planned ex.
+func (x *explainer) sections(ex *planner.Exec, sp findSpec, w *wrapper) (bson.D, error) {
+	qp := ex.QueryPlanner(sp.ns.String())
+	if w != nil {
+		for i := range qp {
+			if qp[i].Key == "winningPlan" {
+				qp[i].Value = w.wrap(qp[i].Value.(bson.D), false)
+			}
+		}
+	}
+	out := bson.D{{Key: "queryPlanner", Value: qp}}
+	if !x.execute() {
+		return out, nil
+	}
+	es := ex.ExecutionStats(x.verbosity == "allPlansExecution")
+	if w != nil {
+		for i := range es {
+			switch es[i].Key {
+			case "nReturned":
+				es[i].Value = int64(0)
+			case "executionStages":
+				es[i].Value = w.wrap(es[i].Value.(bson.D), true)
+			}
+		}
+	}
+	return append(out, bson.E{Key: "executionStats", Value: es}), nil
+}
+
+// wrap puts the wrapper stage over a rendered plan. It returns nothing
+// itself, so its counters are one work per input work plus the final one.
+func (w *wrapper) wrap(plan bson.D, withStats bool) bson.D {
+	d := bson.D{{Key: "stage", Value: w.name}}
+	d = append(d, w.params...)
+	if withStats {
+		var works int64
+		for _, e := range plan {
+			if e.Key == "works" {
+				works, _ = e.Value.(int64)
+			}
+		}
+		d = append(d, bson.D{
+			{Key: "nReturned", Value: int64(0)}, {Key: "executionTimeMillisEstimate", Value: int64(0)},
+			{Key: "works", Value: works + 1}, {Key: "advanced", Value: int64(0)}, {Key: "needTime", Value: works},
+			{Key: "needYield", Value: int64(0)}, {Key: "saveState", Value: int64(0)}, {Key: "restoreState", Value: int64(0)},
+			{Key: "isEOF", Value: int32(1)},
+		}...)
+		d = append(d, w.stats...)
+	}
+	return append(d, bson.E{Key: "inputStage", Value: plan})
+}
+
+func (x *explainer) find(req *Request) (bson.D, error) {
+	sp, err := parseFind(x.s, req)
+	if err != nil {
+		return nil, err
+	}
+	return x.run(sp, nil, nil)
+}
+
+func (x *explainer) count(req *Request) (bson.D, error) {
+	sp, err := parseCountSpec(req)
+	if err != nil {
+		return nil, err
+	}
+	var n int64
+	w := &wrapper{name: "COUNT"}
+	body, err := x.run(sp, w, func(bsoncore.Document) error { n++; return nil })
+	if err != nil {
+		return nil, err
+	}
+	w.stats = bson.D{{Key: "nCounted", Value: n}, {Key: "nSkipped", Value: int64(0)}}
+	return x.rewrap(body, w, sp)
+}
+
+// rewrap re-renders when a wrapper's counters are known only after the run.
+func (x *explainer) rewrap(body bson.D, w *wrapper, sp findSpec) (bson.D, error) {
+	for i := range body {
+		if body[i].Key != "executionStats" {
+			continue
+		}
+		es := body[i].Value.(bson.D)
+		for j := range es {
+			if es[j].Key == "executionStages" {
+				st := es[j].Value.(bson.D)
+				inner := st[len(st)-1].Value.(bson.D)
+				es[j].Value = w.wrap(inner, true)
+			}
+		}
+	}
+	return body, nil
+}
+
 // parseCountSpec reads a count command as a selection.
-func parseCountSpec(s *Session, req *Request) (findSpec, error) {
+func parseCountSpec(req *Request) (findSpec, error) {
 	sp, err := selectionFor(req, "query")
 	if err != nil {
 		return sp, err
@@ -88,205 +231,249 @@ func parseCountSpec(s *Session, req *Request) (findSpec, error) {
 	if sp.limit < 0 {
 		sp.limit = -sp.limit
 	}
-	if v, ok := req.Arg("hint"); ok {
-		if sp.hint, err = resolveHint(s, sp.ns, v); err != nil {
-			return sp, err
-		}
-	}
-	return sp, nil
+	return sp, parseHint(req, &sp)
 }
 
-// explained is a plan with its stages, counted while it ran.
-type explained struct {
-	eng    *engine.Engine
-	sp     findSpec
-	info   baseInfo
-	stages []*stageStats // innermost first
-	keys   int64
-	docs   int64
-	millis int64
-}
-
-// stageStats describes one stage and counts what it returned.
-type stageStats struct {
-	name   string
-	fields func(r *Reply)
-	src    Source
-	n      int64
-}
-
-func (st *stageStats) Next() (bsoncore.Document, error) {
-	d, err := st.src.Next()
-	if d != nil {
-		st.n++
-	}
-	return d, err
-}
-
-func (st *stageStats) Close() error { return st.src.Close() }
-
-func (ex *explained) top() *stageStats { return ex.stages[len(ex.stages)-1] }
-
-// push wraps src as the next stage.
-func (ex *explained) push(name string, src Source, fields func(*Reply)) Source {
-	st := &stageStats{name: name, src: src, fields: fields}
-	ex.stages = append(ex.stages, st)
-	return st
-}
-
-// runExplained builds the find's chain stage by stage and, when execute is
-// set, drains it, counting keys and documents examined.
-func runExplained(eng *engine.Engine, sp findSpec, count, execute bool) (*explained, error) {
-	ex := &explained{eng: eng, sp: sp}
-	start := time.Now()
-	base, info, err := sp.base(eng)
+func (x *explainer) distinct(req *Request) (bson.D, error) {
+	sp, err := selectionFor(req, "query")
 	if err != nil {
 		return nil, err
 	}
-	ex.info = info
-	src := ex.pushBase(base)
-	if sp.sort != nil {
-		sorted, err := sortSource(src, sp)
-		if err != nil {
-			return nil, err
-		}
-		src = ex.push("SORT", sorted, func(r *Reply) {
-			r.Doc("sortPattern", sp.rawSort).Int64("memLimit", sp.sortMemory).String("type", "simple")
-		})
-	}
-	if sp.skip > 0 {
-		src = ex.push("SKIP", limitSource(src, sp.skip, 0), func(r *Reply) { r.Int64("skipAmount", sp.skip) })
-	}
-	if sp.limit > 0 {
-		src = ex.push("LIMIT", limitSource(src, 0, sp.limit), func(r *Reply) { r.Int64("limitAmount", sp.limit) })
-	}
-	if sp.proj != nil {
-		src = ex.push("PROJECTION_DEFAULT", &projectSource{src: src, proj: sp.proj, filter: sp.filter, positional: sp.positional},
-			func(r *Reply) { r.Doc("transformBy", sp.rawProj) })
-	}
-	if count {
-		src = ex.push("COUNT", src, nil)
-	}
-	defer src.Close()
-	if execute {
-		for {
-			d, err := src.Next()
-			if err != nil {
-				return nil, err
-			}
-			if d == nil {
-				break
-			}
-		}
-		ex.countExamined(base)
-	}
-	ex.millis = time.Since(start).Milliseconds()
-	return ex, nil
+	return x.run(sp, nil, nil)
 }
 
-// pushBase adds the stages that read the collection.
-func (ex *explained) pushBase(base Source) Source {
-	switch ex.info.kind {
-	case stageIDHack:
-		return ex.push("IDHACK", base, nil)
-	case stageIXScan:
-		ex.stages = append(ex.stages, &stageStats{name: "IXSCAN", fields: ex.ixscanFields})
-		return ex.push("FETCH", base, func(r *Reply) { r.Doc("filter", ex.sp.rawFilter()) })
-	}
-	return ex.push("COLLSCAN", base, func(r *Reply) {
-		r.Doc("filter", ex.sp.rawFilter()).String("direction", "forward")
-	})
-}
-
-// countExamined reads the base source's own counters.
-func (ex *explained) countExamined(base Source) {
-	switch b := base.(type) {
-	case *scanSource:
-		ex.docs = int64(b.n)
-	case *indexSource:
-		ex.keys = int64(b.scan.KeysExamined())
-		ex.docs = int64(b.n)
-		ex.stages[0].n = int64(b.n) // IXSCAN returns one record per document fetched
-	case *sliceSource:
-		ex.keys, ex.docs = ex.stages[0].n, ex.stages[0].n
-	}
-}
-
-// ixscanFields describes the index scan as MongoDB's IXSCAN stage does.
-func (ex *explained) ixscanFields(r *Reply) {
-	_, specs, _ := ex.eng.Indexes(ex.sp.ns)
-	names, _, _ := ex.eng.Indexes(ex.sp.ns)
-	for i, ix := range names {
-		if ix.Name != ex.info.plan.Index {
-			continue
-		}
-		spec := specs[i]
-		r.Doc("keyPattern", spec.Key).String("indexName", ix.Name).Bool("isMultiKey", ix.Multikey)
-		r.Bool("isUnique", spec.Unique).Bool("isSparse", spec.Sparse).Bool("isPartial", spec.PartialFilterExpression != nil)
-		r.Int32("indexVersion", 2).String("direction", "forward")
-		bounds := NewReply(nil)
-		for j, f := range spec.KeyPattern {
-			interval := "[MinKey, MaxKey]"
-			if j == 0 {
-				interval = "[" + boundString(ex.info.plan.Lower, "MinKey") + ", " + boundString(ex.info.plan.Upper, "MaxKey") + "]"
-			}
-			bounds.StringArray(f.Path, []string{interval})
-		}
-		r.Doc("indexBounds", bounds.End())
-	}
-}
-
-// boundString shows one encoded bound as MongoDB prints index bounds.
-func boundString(key []byte, unbounded string) string {
-	if key == nil {
-		return unbounded
-	}
-	v, _, err := keystring.Decode(key)
+func (x *explainer) delete(req *Request) (bson.D, error) {
+	wb, err := parseWriteBatch(req, "deletes")
 	if err != nil {
-		return "?"
+		return nil, err
 	}
-	switch v.Type {
-	case bsoncore.TypeString:
-		return strconv.Quote(v.StringValue())
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
-		f, _ := bsonx.AsFloat64(v)
-		if math.IsInf(f, 0) {
-			return strconv.FormatFloat(f, 'f', -1, 64)
+	if len(wb.stmts) != 1 {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "explained delete must have exactly one statement")
+	}
+	sp, err := statementFilter(wb.ns, wb.stmts[0], "delete.deletes")
+	if err != nil {
+		return nil, err
+	}
+	if v, err := wb.stmts[0].LookupErr("limit"); err == nil {
+		if l, ok := numberAsInt(v); ok && l == 1 {
+			sp.limit = 1
 		}
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeUndefined:
-		return "undefined"
 	}
-	return v.String()
+	return x.deleteOver(sp)
 }
 
-// tree renders the stages, outermost first, as nested inputStage documents.
-func (ex *explained) tree(withStats bool) bsoncore.Document {
-	var inner bsoncore.Document
-	for i, st := range ex.stages {
-		r := NewReply(nil).String("stage", st.name)
-		if st.fields != nil {
-			st.fields(r)
+func (x *explainer) deleteOver(sp findSpec) (bson.D, error) {
+	var n int64
+	w := &wrapper{name: "DELETE"}
+	body, err := x.run(sp, w, func(bsoncore.Document) error { n++; return nil })
+	if err != nil {
+		return nil, err
+	}
+	w.stats = bson.D{{Key: "nWouldDelete", Value: n}}
+	return x.rewrap(body, w, sp)
+}
+
+func (x *explainer) update(req *Request) (bson.D, error) {
+	wb, err := parseWriteBatch(req, "updates")
+	if err != nil {
+		return nil, err
+	}
+	if len(wb.stmts) != 1 {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "explained update must have exactly one statement")
+	}
+	spec, err := parseUpdateStatement(wb.ns, wb.stmts[0])
+	if err != nil {
+		return nil, err
+	}
+	if !spec.multi {
+		spec.sel.limit = 1
+	}
+	return x.updateOver(spec)
+}
+
+// updateOver explains an update: it runs the selection and applies the
+// modifier to each document in memory, counting what would change.
+func (x *explainer) updateOver(spec updateSpec) (bson.D, error) {
+	var matched, modified int64
+	w := &wrapper{name: "UPDATE"}
+	body, err := x.run(spec.sel, w, func(d bsoncore.Document) error {
+		matched++
+		_, pos := spec.sel.filter.MatchDetails(d)
+		next, err := spec.mod.apply(d, pos)
+		if err != nil {
+			return err
 		}
-		if withStats {
-			r.Count("nReturned", st.n)
-			switch {
-			case i == 0 && st.name == "IXSCAN":
-				r.Count("keysExamined", ex.keys)
-			case i == 0 && st.name == "COLLSCAN":
-				r.Count("docsExamined", ex.docs)
-			case st.name == "FETCH":
-				r.Count("docsExamined", ex.docs)
-			case st.name == "IDHACK":
-				r.Count("keysExamined", ex.keys).Count("docsExamined", ex.docs)
+		if next != nil {
+			modified++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	upserts := int64(0)
+	if matched == 0 && spec.upsert && x.execute() {
+		upserts = 1
+	}
+	w.stats = bson.D{{Key: "nMatched", Value: matched}, {Key: "nWouldModify", Value: modified}, {Key: "nWouldUpsert", Value: upserts}}
+	body, err = x.rewrap(body, w, spec.sel)
+	if err == nil && x.execute() {
+		for i := range body {
+			if body[i].Key == "executionStats" {
+				body[i].Value = append(body[i].Value.(bson.D), bson.E{Key: "wouldInsert", Value: upserts == 1})
 			}
 		}
-		if inner != nil {
-			r.Doc("inputStage", inner)
-		}
-		inner = r.End()
 	}
-	return inner
+	return body, err
+}
+
+func (x *explainer) findAndModify(req *Request) (bson.D, error) {
+	coll, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	filter, err := req.Document("query")
+	if err != nil {
+		return nil, err
+	}
+	sel, err := newSelection(ns, filter)
+	if err != nil {
+		return nil, err
+	}
+	if err := parseProjectionAndSort(&Request{Name: req.Name, Body: sortOnly(req)}, &sel); err != nil {
+		return nil, err
+	}
+	if err := parseHint(req, &sel); err != nil {
+		return nil, err
+	}
+	sel.sortMemory = sortMemory(x.s)
+	sel.limit = 1
+	remove, err := req.Bool("remove", false)
+	if err != nil {
+		return nil, err
+	}
+	if remove {
+		return x.deleteOver(sel)
+	}
+	u, ok := req.Arg("update")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Either an update or remove=true must be specified")
+	}
+	arrayFilters, err := arrayFiltersOf(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := parseModifier(u, arrayFilters, false)
+	if err != nil {
+		return nil, err
+	}
+	upsertFlag, err := req.Bool("upsert", false)
+	if err != nil {
+		return nil, err
+	}
+	return x.updateOver(updateSpec{sel: sel, mod: mod, upsert: upsertFlag})
+}
+
+// aggregate explains a pipeline: the part pushed into the collection read
+// ($match, then $sort) as a $cursor stage with its plan, then the other
+// stages as given. A pipeline wholly pushed down explains like a find.
+func (x *explainer) aggregate(req *Request) (bson.D, error) {
+	ns, collectionless, err := aggregateTarget(req)
+	if err != nil {
+		return nil, err
+	}
+	stages, err := req.Docs("pipeline")
+	if err != nil {
+		return nil, err
+	}
+	return x.aggregateStages(ns, collectionless, ownedAll(stages), req)
+}
+
+func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, stages []bsoncore.Document, req *Request) (bson.D, error) {
+	if collectionless {
+		return bson.D{{Key: "stages", Value: rawStages(stages)}}, nil
+	}
+	sel, rest, err := pushDown(ns, stages)
+	if err != nil {
+		return nil, err
+	}
+	sel.sortMemory = sortMemory(x.s)
+	if sel.allowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+		return nil, err
+	}
+	body, err := x.run(sel, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) == 0 {
+		return body, nil
+	}
+	cursor := bson.D{{Key: "$cursor", Value: body}}
+	return bson.D{{Key: "stages", Value: append(bson.A{cursor}, rawStages(rest)...)}}, nil
+}
+
+// pushDown splits a pipeline into the selection the collection read does
+// (a leading $match without variables, and a $sort right after it) and the
+// stages that remain.
+func pushDown(ns engine.Namespace, stages []bsoncore.Document) (findSpec, []bsoncore.Document, error) {
+	var match bsoncore.Document
+	rest := stages
+	if len(rest) > 0 {
+		if m, ok := stageArg(rest[0], "$match"); ok && !strings.Contains(string(m), "$$") {
+			match, rest = m, rest[1:]
+		}
+	}
+	sel, err := newSelection(ns, match)
+	if err != nil {
+		return sel, nil, err
+	}
+	if len(rest) > 0 {
+		if srt, ok := stageArg(rest[0], "$sort"); ok && simpleSort(srt) {
+			if err := parseProjectionAndSort(&Request{Body: NewReply(nil).Doc("sort", srt).End()}, &sel); err == nil {
+				rest = rest[1:]
+				// A $limit after the $sort makes it a top-k sort.
+				if len(rest) > 0 {
+					if el, err := rest[0].IndexErr(0); err == nil && el.Key() == "$limit" {
+						if n, ok := numberAsInt(el.Value()); ok && n > 0 {
+							sel.limit, rest = n, rest[1:]
+						}
+					}
+				}
+			}
+		}
+	}
+	return sel, rest, nil
+}
+
+// stageArg returns the document argument of a one-field stage {name: arg}.
+func stageArg(st bsoncore.Document, name string) (bsoncore.Document, bool) {
+	elems, err := st.Elements()
+	if err != nil || len(elems) != 1 || elems[0].Key() != name {
+		return nil, false
+	}
+	return elems[0].Value().DocumentOK()
+}
+
+// simpleSort reports a sort of plain directions (no $meta).
+func simpleSort(d bsoncore.Document) bool {
+	elems, err := d.Elements()
+	if err != nil || len(elems) == 0 {
+		return false
+	}
+	for _, el := range elems {
+		n, ok := numberAsInt(el.Value())
+		if !ok || (n != 1 && n != -1) {
+			return false
+		}
+	}
+	return true
+}
+
+func rawStages(stages []bsoncore.Document) bson.A {
+	out := bson.A{}
+	for _, st := range stages {
+		out = append(out, bson.Raw(st))
+	}
+	return out
 }

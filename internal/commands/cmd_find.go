@@ -28,14 +28,12 @@ type findSpec struct {
 	allowDiskUse bool
 	sortMemory   int64
 	deadline     time.Time // from maxTimeMS; zero means none
-	// hint forces a plan: "" lets the planner choose, naturalHint forces a
-	// collection scan, anything else names an index.
-	hint string
+	// hint forces a plan (an index name or key pattern, {$natural: ±1});
+	// Type 0 lets the planner choose.
+	hint bsoncore.Value
+	// min and max bound the hinted index's keys (find's options).
+	min, max bsoncore.Document
 }
-
-// naturalHint is the hint that forces a collection scan ({$natural: 1} or
-// the _id index, which is the collection itself).
-const naturalHint = "$natural"
 
 // newSelection parses a filter into a findSpec with no other options.
 func newSelection(ns engine.Namespace, filter bsoncore.Document) (findSpec, error) {
@@ -112,9 +110,19 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err := checkUnsupportedFindOptions(req); err != nil {
 		return sp, err
 	}
-	if v, ok := req.Arg("hint"); ok {
-		if sp.hint, err = resolveHint(s, sp.ns, v); err != nil {
+	if err := parseHint(req, &sp); err != nil {
+		return sp, err
+	}
+	for _, mm := range []struct {
+		name string
+		dst  *bsoncore.Document
+	}{{"min", &sp.min}, {"max", &sp.max}} {
+		d, err := req.Document(mm.name)
+		if err != nil {
 			return sp, err
+		}
+		if len(d) > 5 {
+			*mm.dst = owned(d)
 		}
 	}
 	sp.sortMemory = sortMemory(s)
@@ -154,17 +162,10 @@ func parseProjectionAndSort(req *Request, sp *findSpec) error {
 }
 
 // checkUnsupportedFindOptions refuses options whose absence would change
-// results: a non-simple collation, an index hint, min/max, tailable cursors.
+// results: a non-simple collation, tailable cursors.
 func checkUnsupportedFindOptions(req *Request) error {
 	if err := checkCollation(req); err != nil {
 		return err
-	}
-	for _, name := range []string{"min", "max"} {
-		if d, err := req.Document(name); err != nil {
-			return err
-		} else if len(d) > 5 {
-			return mongoerr.New(mongoerr.BadValue, "'%s' requires a hint naming an index; secondary indexes are not supported by this build yet", name)
-		}
 	}
 	if t, _ := req.Bool("tailable", false); t {
 		return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
@@ -184,43 +185,24 @@ func checkCollation(req *Request) error {
 	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", c)
 }
 
-// resolveHint turns a hint (an index name or key pattern, or $natural) into
-// the name of the index to use, naturalHint, or "" for no hint.
-func resolveHint(s *Session, ns engine.Namespace, v bsoncore.Value) (string, error) {
-	bad := mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
-	coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
-	if name, ok := v.StringValueOK(); ok {
-		switch {
-		case name == "_id_":
-			return naturalHint, nil
-		case coll != nil && coll.Index(name) != nil:
-			return name, nil
-		case coll == nil:
-			return "", nil // no collection: nothing to read either way
-		}
-		return "", bad
-	}
-	d, ok := v.DocumentOK()
+// parseHint keeps the hint for the planner, which resolves it against the
+// indexes it sees (an unknown index is BadValue there).
+func parseHint(req *Request, sp *findSpec) error {
+	v, ok := req.Arg("hint")
 	if !ok {
-		return "", mongoerr.New(mongoerr.FailedToParse, "hint must be either a string or nested object")
+		return nil
 	}
-	elems, _ := d.Elements()
-	switch {
-	case len(elems) == 0:
-		return "", nil
-	case len(elems) == 1 && elems[0].Key() == "$natural":
-		return naturalHint, nil
-	case len(elems) == 1 && elems[0].Key() == "_id":
-		return naturalHint, nil
-	case coll == nil:
-		return "", nil
-	}
-	for _, ix := range coll.Indexes {
-		if string(ix.Key) == string(d) {
-			return ix.Name, nil
+	switch v.Type {
+	case bsoncore.TypeString:
+	case bsoncore.TypeEmbeddedDocument:
+		if len(v.Data) <= 5 {
+			return nil // {}: no hint
 		}
+	default:
+		return mongoerr.New(mongoerr.FailedToParse, "hint must be either a string or nested object")
 	}
-	return "", bad
+	sp.hint = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+	return nil
 }
 
 func sortMemory(s *Session) int64 {
@@ -365,10 +347,8 @@ func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore
 	if sp.limit < 0 {
 		sp.limit = -sp.limit
 	}
-	if v, ok := req.Arg("hint"); ok {
-		if sp.hint, err = resolveHint(s, sp.ns, v); err != nil {
-			return nil, err
-		}
+	if err := parseHint(req, &sp); err != nil {
+		return nil, err
 	}
 	src, err := sp.open(s.Env.Engine)
 	if err != nil {

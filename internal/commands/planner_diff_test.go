@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 var diffCases = flag.Int("diff.cases", 3000, "random filters in TestPlannerMatchesCollectionScan")
@@ -45,10 +48,19 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		return Run(context.Background(), sess, req, nil)
 	}
 	indexes := bson.A{}
-	for _, k := range []bson.D{{{Key: "a", Value: 1}}, {{Key: "b", Value: -1}}, {{Key: "c.d", Value: 1}}, {{Key: "a", Value: 1}, {Key: "b", Value: -1}}, {{Key: "e", Value: -1}, {Key: "a", Value: 1}}} {
+	for _, k := range []bson.D{{{Key: "a", Value: 1}}, {{Key: "b", Value: -1}}, {{Key: "c.d", Value: 1}}, {{Key: "a", Value: 1}, {Key: "b", Value: -1}}, {{Key: "e", Value: -1}, {Key: "a", Value: 1}}, {{Key: "f", Value: 1}}, {{Key: "f", Value: 1}, {Key: "g", Value: -1}}} {
 		name := fmt.Sprint(k)
 		indexes = append(indexes, bson.D{{Key: "key", Value: k}, {Key: "name", Value: name}})
 	}
+	// Indexes the planner may use only for some filters: sparse (not for
+	// null or missing), partial (only when the filter implies its
+	// expression), hidden (never).
+	indexes = append(indexes,
+		bson.D{{Key: "key", Value: bson.D{{Key: "e", Value: 1}}}, {Key: "name", Value: "e_sparse"}, {Key: "sparse", Value: true}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "g", Value: 1}}}, {Key: "name", Value: "g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$gt", Value: 1}}}}}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}, {Key: "g", Value: 1}}}, {Key: "name", Value: "b_g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$exists", Value: true}}}}}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "c.d", Value: -1}}}, {Key: "name", Value: "c.d_hidden"}, {Key: "hidden", Value: true}},
+	)
 	if r := run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: indexes}}); r.Lookup("ok").Double() != 1 {
 		t.Fatalf("createIndexes: %s", r)
 	}
@@ -57,6 +69,13 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		d := bson.D{{Key: "_id", Value: i}}
 		for _, f := range []string{"a", "b", "e"} {
 			if v, ok := randomValue(rng); ok {
+				d = append(d, bson.E{Key: f, Value: v})
+			}
+		}
+		// f and g never hold arrays: their indexes stay non-multikey, so
+		// they can give order and intersect ranges.
+		for _, f := range []string{"f", "g"} {
+			if v, ok := randomValue(rng); ok && !isArray(v) {
 				d = append(d, bson.E{Key: f, Value: v})
 			}
 		}
@@ -89,8 +108,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 			}
 		}
 	}
-	ids := func(filter bson.D, hint any) ([]string, int32) {
-		cmd := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: filter}, {Key: "batchSize", Value: 1000}}
+	results := func(c findCase, hint any) ([]bsoncore.Document, int32) {
+		cmd := c.command()
 		if hint != nil {
 			cmd = append(cmd, bson.E{Key: "hint", Value: hint})
 		}
@@ -99,39 +118,210 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 			return nil, code
 		}
 		vals, _ := r.Lookup("cursor", "firstBatch").Array().Values()
-		out := make([]string, len(vals))
+		out := make([]bsoncore.Document, len(vals))
 		for i, v := range vals {
-			out[i] = v.Document().Lookup("_id").String()
+			out[i] = v.Document()
 		}
-		sort.Strings(out)
 		return out, 0
 	}
-	fields := []string{"a", "b", "c.d", "e"}
-	used, indexed := 0, 0
-	spec := findSpec{ns: engine.Namespace{DB: "diff", Coll: "c"}}
+	fields := []string{"a", "b", "c.d", "e", "f", "g"}
+	used, indexed, ordered, covered, ors, partial := 0, 0, 0, 0, 0, 0
 	for i := range *diffCases {
-		filter := randomFilter(rng, fields)
-		raw, _ := bson.Marshal(filter)
-		spec.raw = raw
-		if plan, err := spec.plan(eng); err == nil && !plan.IsCollScan() {
-			indexed++
+		c := randomCase(rng, fields)
+		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
+		if plan, ok := ex.Lookup("queryPlanner", "winningPlan").DocumentOK(); ok {
+			if strings.Contains(plan.String(), `"IXSCAN"`) {
+				indexed++
+				if c.sort != nil && !strings.Contains(plan.String(), `"SORT"`) {
+					ordered++
+				}
+				if strings.Contains(plan.String(), `"PROJECTION_COVERED"`) {
+					covered++
+				}
+				if strings.Contains(plan.String(), `"OR"`) {
+					ors++
+				}
+				if strings.Contains(plan.String(), `_partial"`) {
+					partial++
+				}
+				if strings.Contains(plan.String(), `"c.d_hidden"`) {
+					t.Fatalf("case %d (seed %d): the hidden index was chosen: %s", i, seed, plan)
+				}
+			}
 		}
-		planned, code1 := ids(filter, nil)
-		scanned, code2 := ids(filter, bson.D{{Key: "$natural", Value: 1}})
-		if code1 != code2 || fmt.Sprint(planned) != fmt.Sprint(scanned) {
-			t.Fatalf("case %d (seed %d): filter %v\n planner: %v (code %d)\n   scan: %v (code %d)", i, seed, filter, planned, code1, scanned, code2)
+		planned, code1 := results(c, nil)
+		scanned, code2 := results(c, bson.D{{Key: "$natural", Value: 1}})
+		if code1 != code2 || !c.same(planned, scanned) {
+			t.Fatalf("case %d (seed %d): %v\n planner: %v (code %d)\n   scan: %v (code %d)\n plan: %s", i, seed, c.command(), planned, code1, scanned, code2, ex.Lookup("queryPlanner", "winningPlan"))
+		}
+		if c.sort != nil && !c.tieBreak && c.proj == nil && !sortedBy(planned, c.sort) {
+			t.Fatalf("case %d (seed %d): %v: planner result not sorted: %v", i, seed, c.command(), planned)
 		}
 		if len(scanned) > 0 {
 			used++
 		}
 	}
 	if indexed < *diffCases/4 {
-		t.Fatalf("only %d of %d filters were planned on an index (seed %d); the test would not see planner bugs", indexed, *diffCases, seed)
+		t.Fatalf("only %d of %d finds were planned on an index (seed %d); the test would not see planner bugs", indexed, *diffCases, seed)
 	}
-	t.Logf("%d filters, %d planned on an index, %d matched documents", *diffCases, indexed, used)
+	if ordered < *diffCases/50 {
+		t.Fatalf("only %d of %d finds took their order from an index (seed %d)", ordered, *diffCases, seed)
+	}
+	if ors < *diffCases/100 || partial < *diffCases/100 {
+		t.Fatalf("only %d $or plans and %d partial index plans of %d finds (seed %d)", ors, partial, *diffCases, seed)
+	}
+	if covered < *diffCases/100 {
+		t.Fatalf("only %d of %d finds were covered (seed %d)", covered, *diffCases, seed)
+	}
+	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d $or plans, %d on partial indexes, %d matched documents", *diffCases, indexed, ordered, covered, ors, partial, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
+}
+
+// findCase is one random find.
+type findCase struct {
+	filter, sort, proj bson.D
+	tieBreak           bool // the sort ends with _id, so the order is total
+	skip, limit        int
+}
+
+func (c findCase) command() bson.D {
+	cmd := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: c.filter}, {Key: "batchSize", Value: 1000}}
+	if c.sort != nil {
+		cmd = append(cmd, bson.E{Key: "sort", Value: c.sort})
+	}
+	if c.proj != nil {
+		cmd = append(cmd, bson.E{Key: "projection", Value: c.proj})
+	}
+	if c.skip > 0 {
+		cmd = append(cmd, bson.E{Key: "skip", Value: c.skip})
+	}
+	if c.limit > 0 {
+		cmd = append(cmd, bson.E{Key: "limit", Value: c.limit})
+	}
+	return cmd
+}
+
+// same compares two answers: in order when the order is total, as
+// multisets otherwise (only cases without skip/limit have partial orders).
+// Field order is not compared: a covered projection rebuilds documents in
+// key pattern order.
+func (c findCase) same(a, b []bsoncore.Document) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = normalized(a), normalized(b)
+	if !c.tieBreak {
+		a, b = slices.Clone(a), slices.Clone(b)
+		slices.SortFunc(a, bsonx.CompareDocuments)
+		slices.SortFunc(b, bsonx.CompareDocuments)
+	}
+	for i := range a {
+		if bsonx.CompareDocuments(a[i], b[i]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// normalized sorts every document's fields by name, at every level.
+func normalized(docs []bsoncore.Document) []bsoncore.Document {
+	out := make([]bsoncore.Document, len(docs))
+	for i, d := range docs {
+		out[i] = sortFields(d)
+	}
+	return out
+}
+
+func sortFields(d bsoncore.Document) bsoncore.Document {
+	elems, _ := d.Elements()
+	slices.SortStableFunc(elems, func(x, y bsoncore.Element) int { return strings.Compare(x.Key(), y.Key()) })
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range elems {
+		v := el.Value()
+		if sub, ok := v.DocumentOK(); ok {
+			b.AppendDocument(el.Key(), sortFields(sub))
+			continue
+		}
+		b.AppendValue(el.Key(), v)
+	}
+	return b.Build()
+}
+
+func sortedBy(docs []bsoncore.Document, spec bson.D) bool {
+	raw, _ := bson.Marshal(spec)
+	s, err := query.ParseSort(raw)
+	if err != nil {
+		return false
+	}
+	for i := 1; i < len(docs); i++ {
+		if s.CompareKeys(s.Key(docs[i-1]), s.Key(docs[i])) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// randomCase draws a find: a random filter, and sometimes a sort (on the
+// indexed fields, either direction), a projection, skip and limit (only
+// with a total order, so that both answers must agree exactly).
+func randomCase(rng *rand.Rand, fields []string) findCase {
+	if rng.IntN(8) == 0 {
+		// A filter, sort and projection over the never-array fields
+		// only: coverable by the {f: 1, g: -1} index.
+		c := findCase{filter: randomFilter(rng, []string{"f", "g"}), proj: bson.D{{Key: "g", Value: 1}, {Key: "f", Value: 1}, {Key: "_id", Value: 0}}}
+		if rng.IntN(2) == 0 {
+			c.sort = bson.D{{Key: "f", Value: []int{1, -1}[rng.IntN(2)]}}
+		}
+		return c
+	}
+	c := findCase{filter: randomFilter(rng, fields)}
+	if rng.IntN(2) == 0 {
+		paths := []string{"a", "b", "e", "_id", "c.d", "f", "g", "f", "g"}
+		for range 1 + rng.IntN(2) {
+			c.sort = append(c.sort, bson.E{Key: paths[rng.IntN(len(paths))], Value: []int{1, -1}[rng.IntN(2)]})
+		}
+		c.sort = dedupKeys(c.sort)
+		if rng.IntN(2) == 0 {
+			if c.sort[len(c.sort)-1].Key != "_id" {
+				c.sort = append(c.sort, bson.E{Key: "_id", Value: []int{1, -1}[rng.IntN(2)]})
+			}
+			c.tieBreak = true
+			c.skip, c.limit = rng.IntN(3)*rng.IntN(2), rng.IntN(8)
+		} else if c.sort[len(c.sort)-1].Key == "_id" {
+			c.tieBreak = true
+		}
+	}
+	switch rng.IntN(9) {
+	case 4:
+		c.proj = bson.D{{Key: "f", Value: 1}, {Key: "_id", Value: 0}}
+	case 5:
+		c.proj = bson.D{{Key: "g", Value: 1}, {Key: "f", Value: true}, {Key: "_id", Value: false}}
+	case 0:
+		c.proj = bson.D{{Key: "a", Value: 1}}
+	case 1:
+		c.proj = bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}, {Key: "_id", Value: 0}}
+	case 2:
+		c.proj = bson.D{{Key: "b", Value: 0}}
+	case 3:
+		c.proj = bson.D{{Key: "c.d", Value: 1}, {Key: "_id", Value: 0}}
+	}
+	return c
+}
+
+func isArray(v any) bool { _, ok := v.(bson.A); return ok }
+
+func dedupKeys(d bson.D) bson.D {
+	var out bson.D
+	seen := map[string]bool{}
+	for _, e := range d {
+		if !seen[e.Key] {
+			seen[e.Key] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // randomValue draws from a small, type-mixed domain so filters collide with
@@ -169,6 +359,18 @@ func randomValue(rng *rand.Rand) (any, bool) {
 }
 
 func randomFilter(rng *rand.Rand, fields []string) bson.D {
+	f := randomConditions(rng, fields)
+	if rng.IntN(5) == 0 {
+		or := bson.A{}
+		for range 1 + rng.IntN(3) {
+			or = append(or, randomConditions(rng, fields))
+		}
+		f = append(f[:rng.IntN(2)*len(f)], bson.E{Key: "$or", Value: or})
+	}
+	return f
+}
+
+func randomConditions(rng *rand.Rand, fields []string) bson.D {
 	var f bson.D
 	for range 1 + rng.IntN(2) {
 		field := fields[rng.IntN(len(fields))]

@@ -9,117 +9,194 @@ import (
 	"github.com/cairndb/cairn/internal/storage"
 )
 
-// IndexScan reads the documents whose entries in one index fall in
-// [Lower, Upper] (keys without the index prefix; nil means unbounded), each
-// document once, from one snapshot, in index order.
-type IndexScan struct {
-	snap   *storage.Snapshot
-	it     *storage.Iter
-	coll   *catalog.Collection
-	spec   *index.Spec
-	prefix []byte
-	seen   map[string]bool // multikey: a document has several entries
-	doc    []byte
-	keys   int // entries examined, for explain
-	err    error
+// Reader reads one collection from one snapshot: documents by _id, ranges
+// of the _id order (the implicit _id index) and ranges of secondary index
+// entries. A query plan opens one Reader so that every stage of it (an
+// index scan and the fetches that follow it, the branches of an $or) sees
+// the same moment.
+//
+// The snapshot is taken before the catalog is read, so the catalog the
+// planner sees (multikey flags) is at least as new as the data it scans.
+type Reader struct {
+	e    *Engine
+	snap *storage.Snapshot
+	coll *catalog.Collection // nil: no such collection (reads are empty)
+	ixs  []IndexInfo
 }
 
-// ScanIndex opens a scan of index ixName of ns between lower and upper
-// (inclusive prefixes of encoded keys). It returns nil when the collection
-// or index does not exist.
-func (e *Engine) ScanIndex(ns Namespace, ixName string, lower, upper []byte) (*IndexScan, error) {
-	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
-	if coll == nil {
-		return nil, nil
+// IndexInfo is what the planner needs to know of one secondary index.
+type IndexInfo struct {
+	Name string
+	Spec *index.Spec
+	// Multikey: some document produced several keys in this index.
+	Multikey bool
+	// Building: the index is being filled and must not serve queries.
+	Building bool
+}
+
+// NewReader opens a snapshot of ns. Close it when done.
+func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
+	r := &Reader{e: e, snap: e.db.NewSnapshot()}
+	r.coll = e.cat.Current().Collection(ns.DB, ns.Coll)
+	if r.coll == nil {
+		return r, nil
 	}
-	ix := coll.Index(ixName)
-	if ix == nil || ix.Building {
-		return nil, nil // a building index is incomplete: not for reading yet
+	for _, ix := range r.coll.Indexes {
+		spec, err := e.specs.get(ix)
+		if err != nil {
+			_ = r.snap.Close()
+			return nil, err
+		}
+		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building})
 	}
-	e.recordIndexAccess(ix)
-	spec, err := e.specs.get(*ix)
-	if err != nil {
-		return nil, err
+	return r, nil
+}
+
+// Exists reports whether the collection existed when the reader opened.
+func (r *Reader) Exists() bool { return r.coll != nil }
+
+// CollectionID identifies the collection (0 when it does not exist); ids
+// are never reused, so a cached plan keyed by it cannot outlive a drop.
+func (r *Reader) CollectionID() uint64 {
+	if r.coll == nil {
+		return 0
 	}
-	prefix := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
-	lo := append(append([]byte(nil), prefix...), lower...)
+	return r.coll.ID
+}
+
+// Indexes lists the collection's secondary indexes.
+func (r *Reader) Indexes() []IndexInfo { return r.ixs }
+
+// Fetch appends the document whose encoded _id is rid to dst.
+func (r *Reader) Fetch(dst, rid []byte) ([]byte, bool, error) {
+	if r.coll == nil {
+		return dst, false, nil
+	}
+	var kb [64]byte
+	return r.snap.Get(dst, storage.DocKey(kb[:0], r.coll.ID, rid))
+}
+
+// KeyRange is a range [Lo, Hi) of encoded keys within one keyspace (the
+// collection's documents, keyed by encoded _id, or one index's entries);
+// nil Lo starts at the beginning, nil Hi runs to the end.
+type KeyRange struct{ Lo, Hi []byte }
+
+// Docs iterates the documents whose encoded _id falls in rng, in _id order
+// or reversed.
+func (r *Reader) Docs(rng KeyRange, reverse bool) (*Cursor, error) {
+	if r.coll == nil {
+		return &Cursor{}, nil
+	}
+	return r.open(storage.Prefix(nil, storage.SpaceDocument, r.coll.ID), rng, reverse, nil)
+}
+
+// Entries iterates the entries of index ixName whose key (the encoded
+// index key followed by the encoded _id) falls in rng. A missing index
+// reads as empty.
+func (r *Reader) Entries(ixName string, rng KeyRange, reverse bool) (*Cursor, error) {
+	if r.coll == nil {
+		return &Cursor{}, nil
+	}
+	ix := r.coll.Index(ixName)
+	if ix == nil {
+		return &Cursor{}, nil
+	}
+	r.e.recordIndexAccess(ix) // $indexStats: one access per scan opened
+	var spec *index.Spec
+	for _, info := range r.ixs {
+		if info.Name == ixName {
+			spec = info.Spec
+		}
+	}
+	return r.open(storage.Prefix(nil, storage.SpaceIndex, ix.ID), rng, reverse, spec)
+}
+
+func (r *Reader) open(prefix []byte, rng KeyRange, reverse bool, spec *index.Spec) (*Cursor, error) {
+	lo := append(append([]byte(nil), prefix...), rng.Lo...)
 	var hi []byte
-	if upper == nil {
+	if rng.Hi == nil {
 		hi = storage.PrefixEnd(prefix)
 	} else {
-		hi = storage.PrefixEnd(append(append([]byte(nil), prefix...), upper...))
+		hi = append(append([]byte(nil), prefix...), rng.Hi...)
 	}
-	snap := e.db.NewSnapshot()
-	it, err := snap.NewIter(lo, hi)
+	it, err := r.snap.NewIter(lo, hi)
 	if err != nil {
-		snap.Close()
 		return nil, err
 	}
-	return &IndexScan{snap: snap, it: it, coll: coll, spec: spec, prefix: prefix, seen: map[string]bool{}}, nil
+	c := &Cursor{it: it, prefix: len(prefix), reverse: reverse}
+	if spec != nil {
+		c.index, c.parts, c.unique = true, spec.KeyParts(), spec.Unique
+	}
+	return c, nil
 }
 
-// Next returns the next document, or nil at the end (see Err). The
-// document is valid until the next call.
-func (s *IndexScan) Next() bsoncore.Document {
-	for s.err == nil {
-		var ok bool
-		if s.keys == 0 {
-			ok = s.it.First()
-		} else {
-			ok = s.it.Next()
-		}
-		if !ok {
-			return nil
-		}
-		s.keys++
-		idKey, err := s.idKey()
-		if err != nil {
-			s.err = err
-			return nil
-		}
-		if s.seen[string(idKey)] {
-			continue
-		}
-		s.seen[string(idKey)] = true
-		var found bool
-		s.doc, found, s.err = s.snap.Get(s.doc[:0], storage.DocKey(nil, s.coll.ID, idKey))
-		if found && s.err == nil {
-			return s.doc
-		}
-	}
-	return nil
+// Close releases the snapshot.
+func (r *Reader) Close() error { return r.snap.Close() }
+
+// Cursor walks one key range of a Reader. Key, RID and Value are valid
+// until the next call to Next.
+type Cursor struct {
+	it      *storage.Iter
+	prefix  int
+	reverse bool
+	started bool
+	index   bool
+	parts   int
+	unique  bool
 }
 
-// idKey extracts the encoded _id of the current entry: the value of a
-// unique index, the key's tail otherwise.
-func (s *IndexScan) idKey() ([]byte, error) {
-	if s.spec.Unique {
-		v, err := s.it.Value()
-		return append([]byte(nil), v...), err
+// Next moves to the next entry; false at the end.
+func (c *Cursor) Next() bool {
+	if c.it == nil {
+		return false
 	}
-	rest := s.it.Key()[len(s.prefix):]
-	for range s.spec.KeyParts() {
+	if !c.started {
+		c.started = true
+		if c.reverse {
+			return c.it.Last()
+		}
+		return c.it.First()
+	}
+	if c.reverse {
+		return c.it.Prev()
+	}
+	return c.it.Next()
+}
+
+// Key is the current entry's key within its keyspace: the encoded _id of a
+// document, or the encoded index key (with the _id suffix of a non-unique
+// index) of an index entry.
+func (c *Cursor) Key() []byte { return c.it.Key()[c.prefix:] }
+
+// IndexKey splits an index entry into its index key (without _id) and the
+// encoded _id of its document.
+func (c *Cursor) IndexKey() (key, rid []byte, err error) {
+	k := c.Key()
+	if c.unique {
+		v, err := c.it.Value()
+		return k, v, err
+	}
+	rest := k
+	for range c.parts {
 		n, err := keystring.Len(rest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rest = rest[n:]
 	}
-	return append([]byte(nil), rest...), nil
+	return k[:len(k)-len(rest)], rest, nil
 }
 
-// KeysExamined counts the index entries read so far.
-func (s *IndexScan) KeysExamined() int { return s.keys }
+// Value is the current entry's value (a document, for Docs).
+func (c *Cursor) Value() (bsoncore.Document, error) { return c.it.Value() }
 
-// Err reports an error met while scanning.
-func (s *IndexScan) Err() error { return s.err }
-
-// Close releases the scan.
-func (s *IndexScan) Close() error {
-	err := s.it.Close()
-	if cerr := s.snap.Close(); err == nil {
-		err = cerr
+// Close releases the cursor.
+func (c *Cursor) Close() error {
+	if c.it == nil {
+		return nil
 	}
+	err := c.it.Close()
+	c.it = nil
 	return err
 }
 

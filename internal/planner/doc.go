@@ -1,17 +1,39 @@
-// Package planner chooses how a query reads a collection: a collection scan
-// or a range of one secondary index.
+// Package planner chooses and runs the plan of a read: which index to scan
+// and within which bounds, or a collection scan, and the stages above it
+// (FETCH, SORT, SKIP, LIMIT, PROJECTION_*). Plans are trees of stages named
+// and counted as MongoDB's classic engine names and counts them, and
+// explain renders the tree that actually ran.
 //
-// Invariant "Bounds are a superset": an index plan's bounds cover every key
-// of every document the filter can match, so the executor, which applies
-// the whole filter to each fetched document, returns exactly the
-// collection scan's documents. Range predicates are never intersected (on a
-// multikey index {a: {$gt: 5, $lt: 8}} matches {a: [1, 10]} through two
-// different elements), and an equality to null also covers undefined,
-// which the same filter matches.
+// # Pieces
 //
-// This first planner is rule-based: it uses the first field of ordinary
-// (non-sparse, non-partial, non-hashed, non-wildcard, non-hidden) indexes,
-// preferring equality on a unique index, then equality, then $in, then a
-// one-sided range. Trial execution, plan caching, compound bounds, sort by
-// index order, covered plans and explain come with issue 6.
+//   - analysis.go reads a filter: per path, the conditions that must all
+//     hold; condOIL and fieldOIL turn them into bounds.
+//   - interval.go: Interval and OIL (ordered interval list), one per index
+//     field, in MongoDB's value order, printed as MongoDB prints bounds.
+//   - ixscan.go expands per-field bounds to ranges of encoded keys (every
+//     combination of the leading point fields, then the intervals of the
+//     next field) and checks later fields key by key.
+//   - plan.go enumerates candidates (an _id lookup, one scan per useful
+//     index, the collection scan when no index helps, a hinted index);
+//     run.go runs a trial among several (the multi-planner) and caches the
+//     winner per query shape (cache.go).
+//   - stages.go and exec.go: the stages, worked one unit at a time, with
+//     MongoDB's per-stage counters.
+//
+// # Invariants
+//
+// "Bounds are a superset": an index plan's bounds cover every key of every
+// document the filter can match, and FETCH applies the whole filter to each
+// document, so a plan returns exactly the collection scan's documents. On a
+// multikey index, conditions on one field are never intersected ({a: {$gt:
+// 5, $lt: 8}} matches {a: [1, 10]} through two different elements) and
+// fields sharing an array prefix are never compounded; an equality to null
+// also covers undefined and missing fields. The differential test in
+// internal/commands checks this against forced collection scans.
+//
+// "Order from the index": a plan without a SORT stage returns documents in
+// the requested order. Only non-multikey indexes give order, after leading
+// fields bound to a single value.
+//
+// "Cache follows the catalog": see Cache.
 package planner

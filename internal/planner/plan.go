@@ -1,260 +1,462 @@
 package planner
 
 import (
-	"strconv"
-	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/index"
-	"github.com/cairndb/cairn/internal/keystring"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 )
 
-// Plan is how to read a collection for one filter.
-type Plan struct {
-	// Index names the index to scan; "" means a collection scan.
-	Index string
-	// Lower and Upper bound the encoded keys to read (both inclusive, as
-	// key prefixes; nil means unbounded).
-	Lower, Upper []byte
+// Query is a read as the planner sees it: a find, or the selection of a
+// count, distinct, update, delete or findAndModify.
+type Query struct {
+	Filter     *query.Filter
+	RawFilter  bsoncore.Document // {} when none
+	Sort       *query.Sort       // nil: any order
+	RawSort    bsoncore.Document
+	Proj       *query.Projection // nil: whole documents
+	RawProj    bsoncore.Document
+	Positional bool // the projection has "a.$"
+	Skip       int64
+	Limit      int64 // 0: none
+	// Hint forces a plan: an index name, a key pattern, or {$natural: ±1}.
+	// Type 0: none.
+	Hint bsoncore.Value
+	// Min and Max bound the hinted index's keys (min inclusive, max
+	// exclusive), as find's min and max options.
+	Min, Max     bsoncore.Document
+	SortMemory   int64
+	AllowDiskUse bool
+	Deadline     time.Time
 }
 
-// IsCollScan reports whether the plan reads the whole collection.
-func (p Plan) IsCollScan() bool { return p.Index == "" }
-
-// predicate kinds, in order of preference.
-const (
-	kindEq = iota
-	kindIn
-	kindRange
-	kindNone
-)
-
-// pred is what the planner can use of a filter's conditions on one field.
-type pred struct {
-	kind   int
-	lo, hi bsoncore.Value // Type 0: unbounded
+// Options tune planning.
+type Options struct {
+	// Cache, when set, remembers the winning plan per query shape.
+	Cache *Cache
+	// NS names the collection ("db.coll"), for the cache and explain.
+	NS string
+	// Explain keeps what explain reports: per-stage timings and every
+	// candidate's trial statistics.
+	Explain bool
 }
 
-// Choose picks a plan for filter over a collection with these indexes
-// (names and parsed specs in the same order).
-func Choose(filter bsoncore.Document, names []string, specs []*index.Spec) Plan {
-	preds := fieldPredicates(filter)
-	if len(preds) == 0 {
-		return Plan{}
+// Prepare plans q over the collection r reads and returns the executable
+// plan, which owns r from then on (Close closes it).
+func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
+	x := &execCtx{r: r, deadline: q.Deadline, timing: opts.Explain}
+	e := &Exec{x: x, q: q, start: time.Now(), ns: opts.NS}
+	pl := &planning{q: q, r: r}
+	if err := pl.indexes(); err != nil {
+		_ = r.Close()
+		return nil, err
 	}
-	best, bestRank := -1, kindNone*2+1
-	var bestPred pred
-	for i, s := range specs {
-		if !usable(s) {
-			continue
-		}
-		p, ok := preds[s.KeyPattern[0].Path]
-		if !ok || p.kind == kindNone {
-			continue
-		}
-		rank := p.kind * 2
-		if !(p.kind == kindEq && s.Unique) {
-			rank++
-		}
-		if rank < bestRank {
-			best, bestRank, bestPred = i, rank, p
-		}
-	}
-	if best < 0 {
-		return Plan{}
-	}
-	return boundsFor(names[best], specs[best], bestPred)
-}
-
-// ForIndex is the plan that reads the named index: with bounds when filter
-// constrains its first field, the whole index otherwise (a hint).
-func ForIndex(filter bsoncore.Document, name string, spec *index.Spec) Plan {
-	if p, ok := fieldPredicates(filter)[spec.KeyPattern[0].Path]; ok && p.kind != kindNone && usableBounds(spec) {
-		return boundsFor(name, spec, p)
-	}
-	return Plan{Index: name}
-}
-
-// usable reports whether the planner may choose s on its own.
-func usable(s *index.Spec) bool {
-	return !s.Hidden && !s.Sparse && s.PartialFilterExpression == nil && usableBounds(s)
-}
-
-// usableBounds reports whether keys of s can be bounded by value: an
-// ordinary ascending/descending first field.
-func usableBounds(s *index.Spec) bool {
-	if s.IsHashed() || s.IsWildcard() || len(s.KeyPattern) == 0 {
-		return false
-	}
-	k := s.KeyPattern[0].Kind
-	return k == index.Ascending || k == index.Descending
-}
-
-// boundsFor encodes a predicate's value bounds in the key space of spec's
-// first field (reversed for a descending field).
-func boundsFor(name string, spec *index.Spec, p pred) Plan {
-	enc := keystring.Append
-	desc := spec.KeyPattern[0].Kind == index.Descending
-	if desc {
-		enc = keystring.AppendDesc
-	}
-	var lo, hi []byte
-	if p.lo.Type != 0 {
-		lo = enc(nil, p.lo)
-	}
-	if p.hi.Type != 0 {
-		hi = enc(nil, p.hi)
-	}
-	if desc {
-		lo, hi = hi, lo
-	}
-	return Plan{Index: name, Lower: lo, Upper: hi}
-}
-
-// fieldPredicates collects, per top-level field path (through top-level
-// $and), the best predicate the planner can use.
-func fieldPredicates(filter bsoncore.Document) map[string]pred {
-	out := map[string]pred{}
-	collect(filter, out)
-	return out
-}
-
-func collect(filter bsoncore.Document, out map[string]pred) {
-	elems, err := filter.Elements()
+	cands, err := pl.candidates()
 	if err != nil {
-		return
+		_ = r.Close()
+		return nil, err
 	}
-	for _, el := range elems {
-		key := el.Key()
-		if key == "$and" {
-			if arr, ok := el.Value().ArrayOK(); ok {
-				vals, _ := arr.Values()
-				for _, v := range vals {
-					if d, ok := v.DocumentOK(); ok {
-						collect(d, out)
-					}
-				}
-			}
-			continue
-		}
-		if strings.HasPrefix(key, "$") || hasNumericPart(key) {
-			continue
-		}
-		p := predicateOf(el.Value())
-		if cur, ok := out[key]; !ok || p.kind < cur.kind {
-			out[key] = p
-		}
+	if err := e.choose(cands, opts.Cache, pl); err != nil {
+		_ = e.Close()
+		return nil, err
 	}
+	return e, nil
 }
 
-// hasNumericPart reports a path component that could be an array index,
-// which index keys do not follow the same way.
-func hasNumericPart(path string) bool {
-	for _, part := range strings.Split(path, ".") {
-		if _, err := strconv.Atoi(part); err == nil {
+// planning holds what one Prepare works with.
+type planning struct {
+	q   *Query
+	r   *engine.Reader
+	a   *analysis
+	ixs []*indexRef // usable secondary indexes, catalog order
+	all []*indexRef // every secondary index (hints may name hidden ones... and fail)
+}
+
+// indexes gathers the collection's indexes.
+func (pl *planning) indexes() error {
+	for _, info := range pl.r.Indexes() {
+		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey}
+		pl.all = append(pl.all, ref)
+		if info.Building || info.Spec.Hidden || info.Spec.IsHashed() || info.Spec.IsWildcard() {
+			continue
+		}
+		pl.ixs = append(pl.ixs, ref)
+	}
+	return nil
+}
+
+// candidate is one way to answer the query, not yet run.
+type candidate struct {
+	root     stage
+	index    string // the index scanned ("" for a collection scan or _id lookup)
+	reverse  bool
+	sorted   bool // no blocking sort
+	fetchCnt int  // FETCH stages (fewer is better on ties)
+}
+
+// candidates lists the plans to choose among: the hinted one, an _id
+// lookup, one per useful index, or else the collection scan.
+func (pl *planning) candidates() ([]*candidate, error) {
+	q := pl.q
+	pl.a = analyze(q.RawFilter)
+	if q.Hint.Type != 0 {
+		c, err := pl.hinted()
+		if err != nil {
+			return nil, err
+		}
+		return []*candidate{c}, nil
+	}
+	if len(q.Min) > 5 || len(q.Max) > 5 {
+		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: When using min()/max() a hint of which index to use must be provided")
+	}
+	if id, ok := q.Filter.IDEquality(); ok {
+		return []*candidate{pl.finish(&idHack{id: id}, false)}, nil
+	}
+	var out []*candidate
+	for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, pl.ixs...) {
+		if c := pl.indexCandidate(ix, false); c != nil {
+			out = append(out, c)
+		}
+	}
+	if c := pl.orCandidate(); c != nil {
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		out = append(out, pl.collScan(false))
+	}
+	return out, nil
+}
+
+// collScan is the plan that reads the whole collection.
+func (pl *planning) collScan(reverse bool) *candidate {
+	c := pl.finish(&collScan{filter: pl.q.Filter, raw: pl.q.RawFilter, reverse: reverse}, false)
+	c.reverse = reverse
+	return c
+}
+
+// indexCandidate plans a scan of ix, or nil when ix does not help (no
+// bounds and no order); forced (a hint) always plans it.
+func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
+	bounds := pl.bounds(ix)
+	sorted, reverse := pl.providesSort(ix, bounds)
+	if !forced {
+		switch {
+		case ix.spec.PartialFilterExpression != nil && !implies(pl.a, ix.spec.PartialFilterExpression):
+			return nil
+		case ix.spec.Sparse && !sparseSafe(bounds):
+			return nil
+		case bounds[0].IsFull() && !(sorted && pl.q.Sort != nil):
+			return nil
+		}
+	}
+	scan := newIXScan(ix, bounds, reverse)
+	var c *candidate
+	if pl.coverable(ix) {
+		scan.cover, scan.filter, scan.rawFilter = true, pl.q.Filter, pl.q.RawFilter
+		c = pl.finish(scan, sorted)
+		walk(c.root, func(s stage) {
+			if p, ok := s.(*projection); ok {
+				p.name = "PROJECTION_COVERED"
+			}
+		})
+	} else {
+		c = pl.finish(&fetch{in: scan, filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted)
+	}
+	c.index, c.reverse = ix.name, reverse
+	return c
+}
+
+// sparseSafe reports whether every document the bounds admit has some
+// indexed field present, so a sparse index holds all of them: a bounded
+// field that excludes null (the key of a missing field).
+func sparseSafe(bounds []OIL) bool {
+	for _, o := range bounds {
+		if !o.IsFull() && !o.hasNull() {
 			return true
 		}
 	}
 	return false
 }
 
-// predicateOf reads the usable condition of one field's filter value.
-func predicateOf(v bsoncore.Value) pred {
-	if isOperatorDoc(v) {
-		return operatorPredicate(v.Document())
-	}
-	return equality(v)
-}
+// bounds computes the bounds of every field of ix from the filter. On a
+// multikey index, a field whose path shares its first component with
+// another bounded field stays unbounded: both may reach the same array
+// through different elements ({"x.a": 1, "x.b": 2} over x: [{a: 1}, {b:
+// 2}]), so their bounds cannot be compounded.
+func (pl *planning) bounds(ix *indexRef) []OIL { return boundsFrom(pl.a, ix) }
 
-func equality(v bsoncore.Value) pred {
-	switch v.Type {
-	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
-		// Whole-array and pattern matches are not one key, and an equality
-		// to undefined matches missing fields as the query engine reads it.
-		return pred{kind: kindNone}
-	case bsoncore.TypeNull:
-		// {a: null} also matches undefined (and missing, indexed as null).
-		return pred{kind: kindEq, lo: bsoncore.Value{Type: bsoncore.TypeUndefined}, hi: v}
-	}
-	return pred{kind: kindEq, lo: v, hi: v}
-}
-
-func operatorPredicate(ops bsoncore.Document) pred {
-	best := pred{kind: kindNone}
-	elems, _ := ops.Elements()
-	for _, el := range elems {
-		var p pred
-		switch el.Key() {
-		case "$eq":
-			p = equality(el.Value())
-		case "$in":
-			p = inPredicate(el.Value())
-		case "$gt", "$gte":
-			if rangeable(el.Value()) {
-				p = pred{kind: kindRange, lo: el.Value()}
-			} else {
-				continue
-			}
-		case "$lt", "$lte":
-			if rangeable(el.Value()) {
-				p = pred{kind: kindRange, hi: el.Value()}
-			} else {
-				continue
-			}
-		default:
+func boundsFrom(a *analysis, ix *indexRef) []OIL {
+	out := make([]OIL, len(ix.spec.KeyPattern))
+	used := map[string]bool{}
+	for i, f := range ix.spec.KeyPattern {
+		conds := a.conds[f.Path]
+		if len(conds) == 0 {
 			continue
 		}
-		// One condition only: bounds of two conditions are never intersected.
-		if p.kind < best.kind {
-			best = p
+		if ix.multikey {
+			if used[f.Parts[0]] {
+				continue
+			}
 		}
+		o := fieldOIL(conds, ix.multikey)
+		if o == nil {
+			continue
+		}
+		out[i] = o
+		used[f.Parts[0]] = true
 	}
-	return best
+	return out
 }
 
-// inPredicate bounds $in by its smallest and largest value.
-func inPredicate(v bsoncore.Value) pred {
-	arr, ok := v.ArrayOK()
+// sortKey is one field of the requested sort.
+type sortKey struct {
+	path string
+	dir  int
+}
+
+func sortKeys(raw bsoncore.Document) ([]sortKey, bool) {
+	elems, err := raw.Elements()
+	if err != nil {
+		return nil, false
+	}
+	out := make([]sortKey, 0, len(elems))
+	for _, el := range elems {
+		f, ok := bsonx.AsFloat64(el.Value())
+		if !ok || (f != 1 && f != -1) {
+			return nil, false // {$meta: …}
+		}
+		out = append(out, sortKey{path: el.Key(), dir: int(f)})
+	}
+	return out, true
+}
+
+// providesSort reports whether scanning ix within bounds returns documents
+// in the requested order, and in which direction. The index must not be
+// multikey (a document would sit at several places of the order); leading
+// fields bound to one value may be skipped, and so may sort fields the
+// scan binds to one value (a field of this non-multikey index: any other
+// path may hold an array whose sort key is not the bound value).
+func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bool) {
+	if pl.q.Sort == nil {
+		return true, false
+	}
+	if ix.multikey {
+		return false, false
+	}
+	keys, ok := sortKeys(pl.q.RawSort)
 	if !ok {
-		return pred{kind: kindNone}
+		return false, false
 	}
-	vals, err := arr.Values()
-	if err != nil || len(vals) == 0 {
-		return pred{kind: kindNone}
+	dir, i := 0, 0
+	fields := ix.spec.KeyPattern
+	for j := 0; j < len(keys); {
+		if i < len(fields) && fields[i].Path == keys[j].path {
+			d := keys[j].dir
+			if fields[i].Kind == index.Descending {
+				d = -d
+			}
+			if dir != 0 && d != dir {
+				return false, false
+			}
+			dir = d
+			i, j = i+1, j+1
+			continue
+		}
+		if i < len(fields) && singlePoint(bounds[i]) {
+			i++
+			continue
+		}
+		if pointField(fields, bounds, keys[j].path) {
+			j++
+			continue
+		}
+		return false, false
 	}
-	var lo, hi bsoncore.Value
-	for i, x := range vals {
-		p := equality(x)
-		if p.kind != kindEq {
-			return pred{kind: kindNone}
-		}
-		if i == 0 || bsonx.Compare(p.lo, lo) < 0 {
-			lo = p.lo
-		}
-		if i == 0 || bsonx.Compare(p.hi, hi) > 0 {
-			hi = p.hi
-		}
-	}
-	return pred{kind: kindIn, lo: lo, hi: hi}
+	return true, dir < 0
 }
 
-// rangeable reports whether a range operand bounds keys simply.
-func rangeable(v bsoncore.Value) bool {
-	switch v.Type {
-	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeEmbeddedDocument, bsoncore.TypeNull,
-		bsoncore.TypeMinKey, bsoncore.TypeMaxKey, bsoncore.TypeUndefined:
-		return false
+func singlePoint(o OIL) bool { return len(o) == 1 && o[0].IsPoint() }
+
+// pointField reports whether path is a field of the index bound to one value.
+func pointField(fields []index.Field, bounds []OIL, path string) bool {
+	for i, f := range fields {
+		if f.Path == path && singlePoint(bounds[i]) {
+			return true
+		}
 	}
-	return true
+	return false
 }
 
-func isOperatorDoc(v bsoncore.Value) bool {
-	d, ok := v.DocumentOK()
-	if !ok {
-		return false
+// hinted plans the hinted index (or a collection scan for $natural).
+func (pl *planning) hinted() (*candidate, error) {
+	q := pl.q
+	bad := mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
+	var ix *indexRef
+	switch q.Hint.Type {
+	case bsoncore.TypeString:
+		name := q.Hint.StringValue()
+		if name == "_id_" {
+			ix = &indexRef{name: "_id_", spec: idSpec, isID: true}
+		}
+		for _, r := range pl.all {
+			if r.name == name {
+				ix = r
+			}
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		d := q.Hint.Document()
+		elems, _ := d.Elements()
+		if len(elems) == 1 && elems[0].Key() == "$natural" {
+			if len(q.Min) > 5 || len(q.Max) > 5 {
+				return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: min and max are incompatible with $natural")
+			}
+			f, _ := bsonx.AsFloat64(elems[0].Value())
+			return pl.collScan(f < 0), nil
+		}
+		if len(elems) == 1 && elems[0].Key() == "_id" {
+			if f, ok := bsonx.AsFloat64(elems[0].Value()); ok && f == 1 {
+				ix = &indexRef{name: "_id_", spec: idSpec, isID: true}
+			}
+		}
+		for _, r := range pl.all {
+			if bsonx.CompareDocuments(r.spec.Key, d) == 0 && string(r.spec.Key) == string(d) {
+				ix = r
+			}
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "hint must be either a string or nested object")
 	}
-	el, err := d.IndexErr(0)
-	return err == nil && strings.HasPrefix(el.Key(), "$")
+	if ix == nil || ix.spec.Hidden || ix.spec.IsHashed() || ix.spec.IsWildcard() {
+		if ix == nil && !pl.r.Exists() {
+			return pl.collScan(false), nil // no collection: nothing to read either way
+		}
+		if ix != nil && !ix.spec.Hidden {
+			// Hashed and wildcard indexes cannot be scanned by value yet:
+			// a full scan of them would miss documents, so read the
+			// collection instead.
+			return pl.collScan(false), nil
+		}
+		return nil, bad
+	}
+	if len(q.Min) > 5 || len(q.Max) > 5 {
+		return pl.minMax(ix)
+	}
+	return pl.indexCandidate(ix, true), nil
+}
+
+// finish adds the stages above the base: fetch/filter are done; a
+// blocking sort unless the base gives the order, skip, limit, projection.
+func (pl *planning) finish(base stage, sorted bool) *candidate {
+	q := pl.q
+	c := &candidate{sorted: sorted || q.Sort == nil}
+	root := base
+	if q.Sort != nil && !sorted {
+		limit := int64(0)
+		if q.Limit > 0 {
+			limit = q.Skip + q.Limit
+		}
+		root = &sortStage{in: root, sort: q.Sort, raw: q.RawSort, limit: limit, memLimit: q.SortMemory, allowDiskUse: q.AllowDiskUse}
+		if q.Skip > 0 {
+			root = &skipStage{in: root, n: q.Skip, left: q.Skip}
+		}
+	} else {
+		if q.Skip > 0 {
+			root = &skipStage{in: root, n: q.Skip, left: q.Skip}
+		}
+		if q.Limit > 0 {
+			root = &limitStage{in: root, n: q.Limit}
+		}
+	}
+	if q.Proj != nil {
+		root = &projection{in: root, name: projectionKind(q.RawProj), proj: q.Proj, raw: q.RawProj, filter: q.Filter, positional: q.Positional}
+	}
+	c.root = root
+	walk(root, func(s stage) {
+		if _, ok := s.(*fetch); ok {
+			c.fetchCnt++
+		}
+	})
+	return c
+}
+
+// projectionKind names the projection stage as MongoDB does:
+// PROJECTION_SIMPLE for top-level inclusions or exclusions only.
+func projectionKind(raw bsoncore.Document) string {
+	elems, _ := raw.Elements()
+	for _, el := range elems {
+		k := el.Key()
+		if len(k) == 0 || k[0] == '$' {
+			return "PROJECTION_DEFAULT"
+		}
+		for i := 0; i < len(k); i++ {
+			if k[i] == '.' {
+				return "PROJECTION_DEFAULT"
+			}
+		}
+		switch el.Value().Type {
+		case bsoncore.TypeBoolean, bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
+		default:
+			return "PROJECTION_DEFAULT"
+		}
+	}
+	return "PROJECTION_SIMPLE"
+}
+
+// minMax plans the hinted index between find's min (inclusive) and max
+// (exclusive) keys, which name every field of the key pattern in order.
+func (pl *planning) minMax(ix *indexRef) (*candidate, error) {
+	fields := ix.spec.KeyPattern
+	read := func(d bsoncore.Document, what string) ([]bsoncore.Value, error) {
+		if len(d) <= 5 {
+			return nil, nil
+		}
+		elems, _ := d.Elements()
+		if len(elems) != len(fields) {
+			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: The index chosen is not the index specified in %s", what)
+		}
+		out := make([]bsoncore.Value, len(elems))
+		for i, el := range elems {
+			if el.Key() != fields[i].Path {
+				return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: The index chosen is not the index specified in %s", what)
+			}
+			out[i] = el.Value()
+		}
+		return out, nil
+	}
+	lo, err := read(pl.q.Min, "min")
+	if err != nil {
+		return nil, err
+	}
+	hi, err := read(pl.q.Max, "max")
+	if err != nil {
+		return nil, err
+	}
+	scan := newIXScan(ix, make([]OIL, len(fields)), false)
+	var rng engine.KeyRange
+	if lo != nil {
+		rng.Lo = encodeTuple(ix.spec, lo)
+	}
+	if hi != nil {
+		rng.Hi = encodeTuple(ix.spec, hi)
+	}
+	scan.ranges, scan.checkFrom = []engine.KeyRange{rng}, len(fields)
+	scan.minMax = [2]bsoncore.Document{pl.q.Min, pl.q.Max}
+	sorted, reverse := pl.providesSort(ix, make([]OIL, len(fields)))
+	c := pl.finish(&fetch{in: scan, filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted && !reverse)
+	c.index = ix.name
+	return c, nil
+}
+
+// encodeTuple encodes a key (one value per field) as the index stores it.
+func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
+	var out []byte
+	for i, v := range vals {
+		out = encodePart(out, v, spec.KeyPattern[i].Kind == index.Descending)
+	}
+	return out
 }

@@ -1,0 +1,179 @@
+package planner
+
+import (
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// cond is one condition of a filter on one path: an operator and its
+// operand ($eq for a plain value).
+type cond struct {
+	op string
+	v  bsoncore.Value
+}
+
+// analysis is what the planner reads of a filter: the conditions that all
+// must hold, per path (top level and through $and), and the branches of a
+// top-level $or.
+type analysis struct {
+	conds map[string][]cond
+	ors   [][]bsoncore.Document // each top-level $or's branches
+}
+
+func analyze(filter bsoncore.Document) *analysis {
+	a := &analysis{conds: map[string][]cond{}}
+	a.collect(filter)
+	return a
+}
+
+func (a *analysis) collect(filter bsoncore.Document) {
+	elems, err := filter.Elements()
+	if err != nil {
+		return
+	}
+	for _, el := range elems {
+		key := el.Key()
+		switch key {
+		case "$and":
+			for _, d := range docsOf(el.Value()) {
+				a.collect(d)
+			}
+			continue
+		case "$or":
+			if branches := docsOf(el.Value()); len(branches) > 0 {
+				a.ors = append(a.ors, branches)
+			}
+			continue
+		}
+		if strings.HasPrefix(key, "$") || hasNumericPart(key) {
+			continue
+		}
+		v := el.Value()
+		if d, ok := v.DocumentOK(); ok && isOperatorDoc(d) {
+			ops, _ := d.Elements()
+			for _, op := range ops {
+				a.conds[key] = append(a.conds[key], cond{op: op.Key(), v: op.Value()})
+			}
+			continue
+		}
+		a.conds[key] = append(a.conds[key], cond{op: "$eq", v: v})
+	}
+}
+
+func docsOf(v bsoncore.Value) []bsoncore.Document {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	out := make([]bsoncore.Document, 0, len(vals))
+	for _, x := range vals {
+		d, ok := x.DocumentOK()
+		if !ok {
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// hasNumericPart reports a path component that could be an array index,
+// which index keys do not follow the same way.
+func hasNumericPart(path string) bool {
+	for _, part := range strings.Split(path, ".") {
+		if _, err := strconv.Atoi(part); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func isOperatorDoc(d bsoncore.Document) bool {
+	el, err := d.IndexErr(0)
+	return err == nil && strings.HasPrefix(el.Key(), "$")
+}
+
+// condOIL is the bounds one condition puts on a field; ok is false when the
+// condition does not bound index keys simply (the field stays unbounded).
+func condOIL(c cond) (OIL, bool) {
+	switch c.op {
+	case "$eq":
+		return equalityOIL(c.v)
+	case "$in":
+		arr, ok := c.v.ArrayOK()
+		if !ok {
+			return nil, false
+		}
+		vals, err := arr.Values()
+		if err != nil {
+			return nil, false
+		}
+		var pts []bsoncore.Value
+		for _, x := range vals {
+			o, ok := equalityOIL(x)
+			if !ok {
+				return nil, false
+			}
+			for _, iv := range o {
+				pts = append(pts, iv.Lo)
+			}
+		}
+		return pointsOIL(pts), true
+	case "$gt", "$gte", "$lt", "$lte":
+		return rangeOIL(c.op, c.v)
+	}
+	return nil, false
+}
+
+// equalityOIL bounds {f: v}. A null also matches undefined (and missing
+// fields, whose key is null); arrays, regexes and undefined are not one
+// key.
+func equalityOIL(v bsoncore.Value) (OIL, bool) {
+	switch v.Type {
+	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
+		return nil, false
+	case bsoncore.TypeNull:
+		return OIL{point(bsoncore.Value{Type: bsoncore.TypeUndefined}), point(v)}, true
+	}
+	return OIL{point(v)}, true
+}
+
+// condRank orders conditions for a multikey field, where only one may
+// bound the scan: equality, then $in, then a range.
+func condRank(op string) int {
+	switch op {
+	case "$eq":
+		return 0
+	case "$in":
+		return 1
+	}
+	return 2
+}
+
+// fieldOIL is the bounds the conditions on one path put on an index field.
+// On a path that may hold arrays, conditions are never intersected
+// ({a: {$gt: 5, $lt: 8}} matches {a: [1, 10]} through two elements): the
+// best single condition bounds the field ("Bounds are a superset").
+func fieldOIL(conds []cond, multikey bool) OIL {
+	var out OIL
+	best := -1
+	for _, c := range conds {
+		o, ok := condOIL(c)
+		if !ok {
+			continue
+		}
+		if !multikey {
+			out = out.intersect(o)
+			if out == nil {
+				out = o
+			}
+			continue
+		}
+		if r := condRank(c.op); best < 0 || r < best {
+			out, best = o, r
+		}
+	}
+	return out
+}

@@ -1,0 +1,190 @@
+package planner
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/index"
+)
+
+// Covered plans answer from index keys alone (IXSCAN, then
+// PROJECTION_COVERED, no FETCH). The scan rebuilds, from each key, a
+// document of the index's fields, applies the filter to it, and the
+// projection shapes it.
+//
+// Invariant "Keys stand for documents": a plan is covered only when the
+// rebuilt document answers the filter, the sort and the projection exactly
+// as the stored one would: the index is not multikey (so each field has
+// one scalar or subdocument value, which the key holds), the filter, sort
+// and projection name only index fields, the filter uses only operators
+// that read values, not types (keys keep numbers' values, not their
+// types), and the projection is a plain inclusion (_id excluded unless
+// indexed). A key part that is null or undefined may stand for a missing
+// field, which the key cannot tell apart: that one document is fetched and
+// used instead (and counted in docsExamined).
+
+// coveredOps are the operators a covered filter may use.
+var coveredOps = map[string]bool{
+	"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true,
+	"$in": true, "$nin": true, "$exists": true, "$regex": true, "$options": true, "$mod": true,
+}
+
+// coverable reports whether a scan of ix can answer the query without
+// fetching documents.
+func (pl *planning) coverable(ix *indexRef) bool {
+	q := pl.q
+	if q.Proj == nil || q.Positional || ix.multikey || ix.isID || ix.spec.IsHashed() || ix.spec.IsWildcard() {
+		return false
+	}
+	fields := map[string]bool{}
+	for i, f := range ix.spec.KeyPattern {
+		for j, g := range ix.spec.KeyPattern {
+			if i != j && strings.HasPrefix(g.Path, f.Path+".") {
+				return false // {a: 1, "a.b": 1}: one value cannot rebuild both
+			}
+		}
+		fields[f.Path] = true
+	}
+	if !coveredProjection(q.RawProj, fields) || !coveredFilter(q.RawFilter, fields) {
+		return false
+	}
+	if q.Sort != nil {
+		keys, ok := sortKeys(q.RawSort)
+		if !ok {
+			return false
+		}
+		for _, k := range keys {
+			if !fields[k.path] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// coveredProjection reports a plain inclusion of index fields.
+func coveredProjection(proj bsoncore.Document, fields map[string]bool) bool {
+	elems, err := proj.Elements()
+	if err != nil || len(elems) == 0 {
+		return false
+	}
+	idSeen := false
+	for _, el := range elems {
+		k := el.Key()
+		on, ok := truthy(el.Value())
+		if !ok {
+			return false
+		}
+		if k == "_id" {
+			idSeen = true
+			if on && !fields["_id"] {
+				return false
+			}
+			continue
+		}
+		if !on || strings.HasPrefix(k, "$") || strings.Contains(k, ".$") || !fields[k] {
+			return false
+		}
+	}
+	return idSeen || fields["_id"]
+}
+
+// truthy reads a projection flag: a number or a boolean.
+func truthy(v bsoncore.Value) (on, ok bool) {
+	switch v.Type {
+	case bsoncore.TypeBoolean:
+		return v.Boolean(), true
+	case bsoncore.TypeInt32:
+		return v.Int32() != 0, true
+	case bsoncore.TypeInt64:
+		return v.Int64() != 0, true
+	case bsoncore.TypeDouble:
+		return v.Double() != 0, true
+	}
+	return false, false
+}
+
+// coveredFilter reports a filter over index fields only, with value
+// operators only.
+func coveredFilter(filter bsoncore.Document, fields map[string]bool) bool {
+	elems, err := filter.Elements()
+	if err != nil {
+		return false
+	}
+	for _, el := range elems {
+		k := el.Key()
+		switch k {
+		case "$and", "$or", "$nor":
+			arr, ok := el.Value().ArrayOK()
+			if !ok {
+				return false
+			}
+			vals, _ := arr.Values()
+			for _, v := range vals {
+				d, ok := v.DocumentOK()
+				if !ok || !coveredFilter(d, fields) {
+					return false
+				}
+			}
+			continue
+		}
+		if strings.HasPrefix(k, "$") || !fields[k] {
+			return false
+		}
+		if d, ok := el.Value().DocumentOK(); ok && isOperatorDoc(d) {
+			ops, _ := d.Elements()
+			for _, op := range ops {
+				if !coveredOps[op.Key()] {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// keyDocument rebuilds a document from an index key's values, nesting
+// dotted paths; ok is false when a value is null or undefined (it may
+// stand for a missing field).
+func keyDocument(dst []byte, fields []index.Field, vals []bsoncore.Value) ([]byte, bool) {
+	for _, v := range vals {
+		if v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
+			return dst, false
+		}
+	}
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = appendLevel(dst, fields, vals, 0)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst, true
+}
+
+// appendLevel appends the fields at path depth depth, grouping paths that
+// share a component into one subdocument (in key pattern order).
+func appendLevel(dst []byte, fields []index.Field, vals []bsoncore.Value, depth int) []byte {
+	done := make([]bool, len(fields))
+	for i, f := range fields {
+		if done[i] {
+			continue
+		}
+		name := f.Parts[depth]
+		if len(f.Parts) == depth+1 {
+			dst = bsoncore.AppendValueElement(dst, name, vals[i])
+			done[i] = true
+			continue
+		}
+		var subF []index.Field
+		var subV []bsoncore.Value
+		for j := i; j < len(fields); j++ {
+			if !done[j] && len(fields[j].Parts) > depth+1 && fields[j].Parts[depth] == name {
+				subF, subV = append(subF, fields[j]), append(subV, vals[j])
+				done[j] = true
+			}
+		}
+		var idx int32
+		idx, dst = bsoncore.AppendDocumentElementStart(dst, name)
+		dst = appendLevel(dst, subF, subV, depth+1)
+		dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	}
+	return dst
+}

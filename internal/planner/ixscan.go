@@ -1,0 +1,365 @@
+package planner
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/keystring"
+	"github.com/cairndb/cairn/internal/query"
+)
+
+// maxRanges caps how many key ranges the bounds of one scan expand to (the
+// product of the point lists of a compound key's leading fields); beyond
+// it the scan reads a shorter prefix and checks the rest key by key.
+const maxRanges = 4096
+
+// indexRef is an index as a plan uses it: the _id index (the document
+// keyspace itself) or a secondary index.
+type indexRef struct {
+	name     string
+	spec     *index.Spec
+	multikey bool
+	isID     bool
+}
+
+// idSpec is the _id index's specification.
+var idSpec = func() *index.Spec {
+	d := bsoncore.NewDocumentBuilder().
+		AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		AppendString("name", "_id_").Build()
+	s, err := index.ParseSpec(d)
+	if err != nil {
+		panic("planner: the _id index specification does not parse: " + err.Error())
+	}
+	return s
+}()
+
+// ixScan reads the entries of an index within bounds (MongoDB's IXSCAN):
+// the bounds expand to key ranges over a prefix of the key, and fields
+// after that prefix are checked key by key.
+type ixScan struct {
+	stats   Stats
+	ix      *indexRef
+	bounds  []OIL // per key pattern field, in value order
+	reverse bool
+
+	ranges    []engine.KeyRange
+	checkFrom int // fields from here with bounds are checked per key
+	dedup     bool
+
+	ri        int
+	cur       *engine.Cursor
+	seen      map[string]struct{}
+	keys      int64
+	seeks     int64
+	dupsTests int64
+	dupsDrop  int64
+	m         member
+
+	minMax [2]bsoncore.Document // find's min and max, when they set the range
+
+	// cover: the scan answers from keys (see covered.go), applying filter
+	// to documents rebuilt from them.
+	cover     bool
+	filter    *query.Filter
+	rawFilter bsoncore.Document
+	docs      int64 // documents fetched because a key could not stand for one
+	buf       []byte
+}
+
+func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
+	s := &ixScan{ix: ix, bounds: bounds, reverse: reverse, dedup: ix.multikey}
+	s.ranges, s.checkFrom = keyRanges(ix.spec, bounds)
+	return s
+}
+
+// keyRanges expands bounds to ranges of encoded keys in key order: every
+// combination of the points of the leading point-only fields, then the
+// intervals of the next field. checkFrom is the first field the ranges do
+// not decide.
+func keyRanges(spec *index.Spec, bounds []OIL) ([]engine.KeyRange, int) {
+	prefixes := [][]byte{nil}
+	for i, o := range bounds {
+		desc := spec.KeyPattern[i].Kind == index.Descending
+		ivs := o.intervals()
+		if desc {
+			ivs = o.reversed()
+		}
+		if o.IsFull() {
+			return wholePrefixes(prefixes), i
+		}
+		if len(prefixes)*len(ivs) > maxRanges {
+			return wholePrefixes(prefixes), i
+		}
+		if !o.allPoints() || i == len(bounds)-1 {
+			var out []engine.KeyRange
+			for _, p := range prefixes {
+				for _, iv := range ivs {
+					out = append(out, intervalRange(p, iv, desc))
+				}
+			}
+			return out, i + 1
+		}
+		next := make([][]byte, 0, len(prefixes)*len(ivs))
+		for _, p := range prefixes {
+			for _, iv := range ivs {
+				next = append(next, encodePart(append([]byte(nil), p...), iv.Lo, desc))
+			}
+		}
+		prefixes = next
+	}
+	return wholePrefixes(prefixes), len(bounds)
+}
+
+func encodePart(dst []byte, v bsoncore.Value, desc bool) []byte {
+	if desc {
+		return keystring.AppendDesc(dst, v)
+	}
+	return keystring.Append(dst, v)
+}
+
+// wholePrefixes is every key starting with one of the prefixes.
+func wholePrefixes(prefixes [][]byte) []engine.KeyRange {
+	out := make([]engine.KeyRange, len(prefixes))
+	for i, p := range prefixes {
+		out[i] = engine.KeyRange{Lo: p, Hi: prefixEnd(p)}
+	}
+	return out
+}
+
+// intervalRange is the keys after prefix p whose next part lies in iv
+// (given in key order: Lo encodes below Hi). Encodings are self-delimiting,
+// so the keys whose part equals v are exactly those starting with p‖enc(v).
+func intervalRange(p []byte, iv Interval, desc bool) engine.KeyRange {
+	lo := encodePart(append([]byte(nil), p...), iv.Lo, desc)
+	if !iv.LoIncl {
+		lo = prefixEnd(lo)
+	}
+	hi := encodePart(append([]byte(nil), p...), iv.Hi, desc)
+	if iv.HiIncl {
+		hi = prefixEnd(hi)
+	}
+	return engine.KeyRange{Lo: lo, Hi: hi}
+}
+
+// prefixEnd is the smallest key above every key starting with p; nil (no
+// bound) for an empty or all-0xff p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (s *ixScan) work(x *execCtx) (*member, state, error) {
+	for s.cur == nil || !s.cur.Next() {
+		if s.cur != nil {
+			if err := s.cur.Close(); err != nil {
+				return nil, isEOF, err
+			}
+			s.cur = nil
+		}
+		if s.ri >= len(s.ranges) {
+			return nil, isEOF, nil
+		}
+		rng := s.ranges[s.ri]
+		if s.reverse {
+			rng = s.ranges[len(s.ranges)-1-s.ri]
+		}
+		s.ri++
+		s.seeks++
+		var err error
+		if s.ix.isID {
+			s.cur, err = x.r.Docs(rng, s.reverse)
+		} else {
+			s.cur, err = x.r.Entries(s.ix.name, rng, s.reverse)
+		}
+		if err != nil {
+			return nil, isEOF, err
+		}
+	}
+	s.keys++
+	var key, rid []byte
+	var d bsoncore.Document
+	if s.ix.isID {
+		key, rid = s.cur.Key(), s.cur.Key()
+		v, err := s.cur.Value()
+		if err != nil {
+			return nil, isEOF, err
+		}
+		d = v
+	} else {
+		var err error
+		if key, rid, err = s.cur.IndexKey(); err != nil {
+			return nil, isEOF, err
+		}
+	}
+	if s.checkFrom < len(s.bounds) {
+		ok, err := s.check(key)
+		if err != nil || !ok {
+			return nil, needTime, err
+		}
+	}
+	if s.dedup {
+		if s.seen == nil {
+			s.seen = map[string]struct{}{}
+		}
+		s.dupsTests++
+		if _, dup := s.seen[string(rid)]; dup {
+			s.dupsDrop++
+			return nil, needTime, nil
+		}
+		s.seen[string(rid)] = struct{}{}
+	}
+	if s.cover {
+		var err error
+		if d, err = s.covered(x, key, rid); err != nil || d == nil {
+			return nil, needTime, err
+		}
+	}
+	s.m = member{rid: rid, key: key, ix: s, doc: d}
+	return &s.m, advanced, nil
+}
+
+// covered rebuilds the document a key stands for (or fetches it, see
+// covered.go) and applies the filter; nil when it does not match.
+func (s *ixScan) covered(x *execCtx, key, rid []byte) (bsoncore.Document, error) {
+	vals, _, err := s.ix.spec.DecodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if s.buf, ok = keyDocument(s.buf[:0], s.ix.spec.KeyPattern, vals); !ok {
+		var found bool
+		if s.buf, found, err = x.r.Fetch(s.buf[:0], rid); err != nil || !found {
+			return nil, err
+		}
+		s.docs++
+	}
+	if s.filter != nil {
+		r, err := s.filter.Exec(s.buf)
+		if err != nil || !r.Matched {
+			return nil, err
+		}
+	}
+	return s.buf, nil
+}
+
+// check tests the key's fields past the ranges against their bounds.
+func (s *ixScan) check(key []byte) (bool, error) {
+	vals, _, err := s.ix.spec.DecodeKey(key)
+	if err != nil {
+		return false, err
+	}
+	for j := s.checkFrom; j < len(s.bounds) && j < len(vals); j++ {
+		if !s.bounds[j].IsFull() && !s.bounds[j].contains(vals[j]) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (s *ixScan) common() *Stats    { return &s.stats }
+func (s *ixScan) children() []stage { return nil }
+func (s *ixScan) close() error {
+	if s.cur == nil {
+		return nil
+	}
+	err := s.cur.Close()
+	s.cur = nil
+	return err
+}
+
+func (s *ixScan) describe(d *doc, withStats bool) {
+	spec := s.ix.spec
+	put(d, "stage", "IXSCAN")
+	if s.cover && len(s.rawFilter) > 5 {
+		put(d, "filter", bson.Raw(s.rawFilter))
+	}
+	put(d, "keyPattern", bson.Raw(spec.Key))
+	put(d, "indexName", s.ix.name)
+	put(d, "isMultiKey", s.ix.multikey)
+	if !s.ix.multikey {
+		// Cairn records whether an index is multikey, not which of its
+		// paths are; MongoDB, too, omits multiKeyPaths when it does not
+		// know them, and a non-multikey index has none.
+		paths := doc{}
+		for _, f := range spec.KeyPattern {
+			put(&paths, f.Path, bson.A{})
+		}
+		put(d, "multiKeyPaths", paths)
+	}
+	put(d, "isUnique", spec.Unique)
+	put(d, "isSparse", spec.Sparse)
+	put(d, "isPartial", spec.PartialFilterExpression != nil)
+	put(d, "indexVersion", int32(2))
+	put(d, "direction", direction(s.reverse))
+	put(d, "indexBounds", s.boundsDoc())
+	if withStats {
+		addCommon(d, &s.stats)
+		put(d, "keysExamined", s.keys)
+		put(d, "seeks", s.seeks)
+		put(d, "dupsTested", s.dupsTests)
+		put(d, "dupsDropped", s.dupsDrop)
+		if s.cover {
+			put(d, "docsExamined", s.docs)
+		}
+	}
+}
+
+// boundsDoc renders the bounds as MongoDB's indexBounds: per field, the
+// intervals in the order the scan reads them.
+func (s *ixScan) boundsDoc() doc {
+	out := doc{}
+	if s.minMax[0] != nil || s.minMax[1] != nil {
+		return s.minMaxDoc()
+	}
+	for i, f := range s.ix.spec.KeyPattern {
+		var o OIL
+		if i < len(s.bounds) {
+			o = s.bounds[i]
+		}
+		ivs := o.intervals()
+		if (f.Kind == index.Descending) != s.reverse {
+			ivs = o.reversed()
+		}
+		strs := bson.A{}
+		for _, iv := range ivs {
+			strs = append(strs, iv.String())
+		}
+		put(&out, f.Path, strs)
+	}
+	return out
+}
+
+// idKey is the storage encoding of an _id.
+func idKey(v bsoncore.Value) []byte { return keystring.Append(nil, v) }
+
+// minMaxDoc renders bounds set by min and max: per field, from its min
+// value to its max value, the last field's max excluded.
+func (s *ixScan) minMaxDoc() doc {
+	out := doc{}
+	fields := s.ix.spec.KeyPattern
+	for i, f := range fields {
+		iv := Interval{Lo: minKey, Hi: maxKey, LoIncl: true, HiIncl: true}
+		if len(s.minMax[0]) > 5 {
+			if el, err := s.minMax[0].IndexErr(uint(i)); err == nil {
+				iv.Lo = el.Value()
+			}
+		}
+		if len(s.minMax[1]) > 5 {
+			if el, err := s.minMax[1].IndexErr(uint(i)); err == nil {
+				iv.Hi = el.Value()
+				iv.HiIncl = i < len(fields)-1
+			}
+		}
+		put(&out, f.Path, bson.A{iv.String()})
+	}
+	return out
+}

@@ -1,0 +1,410 @@
+package planner
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/query"
+)
+
+// doc is an explain document under construction.
+type doc = bson.D
+
+// put appends a field; counters small enough are int32, as MongoDB's
+// explain writes them.
+func put(d *doc, k string, v any) {
+	if n, ok := v.(int64); ok && n >= -1<<31 && n < 1<<31 {
+		v = int32(n)
+	}
+	*d = append(*d, bson.E{Key: k, Value: v})
+}
+
+// collScan reads every document in _id order (or reversed) and returns
+// those the filter matches (MongoDB's COLLSCAN).
+type collScan struct {
+	stats   Stats
+	filter  *query.Filter
+	raw     bsoncore.Document // the filter, for explain
+	reverse bool
+	rng     engine.KeyRange // min/max on _id narrow the scan
+	cur     *engine.Cursor
+	docs    int64
+	m       member
+}
+
+func (s *collScan) work(x *execCtx) (*member, state, error) {
+	if s.cur == nil {
+		c, err := x.r.Docs(s.rng, s.reverse)
+		if err != nil {
+			return nil, isEOF, err
+		}
+		s.cur = c
+	}
+	if !s.cur.Next() {
+		return nil, isEOF, s.cur.Close()
+	}
+	d, err := s.cur.Value()
+	if err != nil {
+		return nil, isEOF, err
+	}
+	s.docs++
+	if s.filter != nil {
+		r, err := s.filter.Exec(d)
+		if err != nil {
+			return nil, isEOF, err
+		}
+		if !r.Matched {
+			return nil, needTime, nil
+		}
+	}
+	s.m = member{rid: s.cur.Key(), doc: d}
+	return &s.m, advanced, nil
+}
+
+func (s *collScan) common() *Stats    { return &s.stats }
+func (s *collScan) children() []stage { return nil }
+func (s *collScan) close() error {
+	if s.cur == nil {
+		return nil
+	}
+	return s.cur.Close()
+}
+
+func (s *collScan) describe(d *doc, withStats bool) {
+	put(d, "stage", "COLLSCAN")
+	if len(s.raw) > 5 {
+		put(d, "filter", bson.Raw(s.raw))
+	}
+	put(d, "direction", direction(s.reverse))
+	if withStats {
+		addCommon(d, &s.stats)
+		put(d, "docsExamined", s.docs)
+	}
+}
+
+func direction(reverse bool) string {
+	if reverse {
+		return "backward"
+	}
+	return "forward"
+}
+
+// idHack is a point read of one _id (MongoDB's IDHACK).
+type idHack struct {
+	stats      Stats
+	id         bsoncore.Value
+	done       bool
+	keys, docs int64
+	buf        []byte
+	m          member
+}
+
+func (s *idHack) work(x *execCtx) (*member, state, error) {
+	if s.done {
+		return nil, isEOF, nil
+	}
+	s.done = true
+	rid := idKey(s.id)
+	var found bool
+	var err error
+	s.buf, found, err = x.r.Fetch(s.buf[:0], rid)
+	if err != nil || !found {
+		return nil, isEOF, err
+	}
+	s.keys, s.docs = 1, 1
+	s.m = member{rid: rid, doc: s.buf}
+	return &s.m, advanced, nil
+}
+
+func (s *idHack) common() *Stats    { return &s.stats }
+func (s *idHack) children() []stage { return nil }
+func (s *idHack) close() error      { return nil }
+func (s *idHack) describe(d *doc, withStats bool) {
+	put(d, "stage", "IDHACK")
+	if withStats {
+		addCommon(d, &s.stats)
+		put(d, "keysExamined", s.keys)
+		put(d, "docsExamined", s.docs)
+	}
+}
+
+// fetch reads the document of each record its input returns, unless the
+// input already carries it, and applies the filter (MongoDB's FETCH).
+type fetch struct {
+	stats  Stats
+	in     stage
+	filter *query.Filter
+	raw    bsoncore.Document
+	docs   int64
+	buf    []byte
+	m      member
+}
+
+func (s *fetch) work(x *execCtx) (*member, state, error) {
+	m, st, err := step(x, s.in)
+	if st != advanced || err != nil {
+		return nil, st, err
+	}
+	d := m.doc
+	if d == nil {
+		var found bool
+		s.buf, found, err = x.r.Fetch(s.buf[:0], m.rid)
+		if err != nil {
+			return nil, isEOF, err
+		}
+		if !found {
+			return nil, needTime, nil
+		}
+		d = s.buf
+	}
+	s.docs++
+	if s.filter != nil {
+		r, err := s.filter.Exec(d)
+		if err != nil {
+			return nil, isEOF, err
+		}
+		if !r.Matched {
+			return nil, needTime, nil
+		}
+	}
+	s.m = member{rid: m.rid, doc: d}
+	return &s.m, advanced, nil
+}
+
+func (s *fetch) common() *Stats    { return &s.stats }
+func (s *fetch) children() []stage { return []stage{s.in} }
+func (s *fetch) close() error      { return nil }
+func (s *fetch) describe(d *doc, withStats bool) {
+	put(d, "stage", "FETCH")
+	if len(s.raw) > 5 {
+		put(d, "filter", bson.Raw(s.raw))
+	}
+	if withStats {
+		addCommon(d, &s.stats)
+		put(d, "docsExamined", s.docs)
+		put(d, "alreadyHasObj", int64(0))
+	}
+}
+
+// orStage returns the union of its inputs' records, each once (MongoDB's
+// OR).
+type orStage struct {
+	stats     Stats
+	in        []stage
+	i         int
+	seen      map[string]struct{}
+	dupsTests int64
+	dupsDrop  int64
+}
+
+func (s *orStage) work(x *execCtx) (*member, state, error) {
+	if s.i >= len(s.in) {
+		return nil, isEOF, nil
+	}
+	m, st, err := step(x, s.in[s.i])
+	if err != nil {
+		return nil, isEOF, err
+	}
+	switch st {
+	case isEOF:
+		s.i++
+		if s.i >= len(s.in) {
+			return nil, isEOF, nil
+		}
+		return nil, needTime, nil
+	case needTime:
+		return nil, needTime, nil
+	}
+	if s.seen == nil {
+		s.seen = map[string]struct{}{}
+	}
+	s.dupsTests++
+	if _, dup := s.seen[string(m.rid)]; dup {
+		s.dupsDrop++
+		return nil, needTime, nil
+	}
+	s.seen[string(m.rid)] = struct{}{}
+	return m, advanced, nil
+}
+
+func (s *orStage) common() *Stats    { return &s.stats }
+func (s *orStage) children() []stage { return s.in }
+func (s *orStage) close() error      { return nil }
+func (s *orStage) describe(d *doc, withStats bool) {
+	put(d, "stage", "OR")
+	if withStats {
+		addCommon(d, &s.stats)
+		put(d, "dupsTested", s.dupsTests)
+		put(d, "dupsDropped", s.dupsDrop)
+	}
+}
+
+// sortStage is a blocking sort, top-k when a limit is known (MongoDB's
+// SORT, with limitAmount).
+type sortStage struct {
+	stats        Stats
+	in           stage
+	sort         *query.Sort
+	raw          bsoncore.Document
+	limit        int64
+	memLimit     int64
+	allowDiskUse bool
+	sorter       *query.Sorter
+	it           *query.SortIterator
+	m            member
+	n            int64
+}
+
+func (s *sortStage) work(x *execCtx) (*member, state, error) {
+	if s.sorter == nil {
+		s.sorter = query.NewSorter(s.sort, query.SorterOptions{Limit: s.limit, MaxMemory: s.memLimit, AllowDiskUse: s.allowDiskUse})
+	}
+	if s.it == nil {
+		m, st, err := step(x, s.in)
+		if err != nil {
+			return nil, isEOF, err
+		}
+		switch st {
+		case advanced:
+			s.n++
+			return nil, needTime, s.sorter.Add(m.doc)
+		case needTime:
+			return nil, needTime, nil
+		}
+		s.it = s.sorter.Iter()
+		return nil, needTime, nil
+	}
+	if s.it.Next() {
+		s.m = member{doc: s.it.Doc()}
+		return &s.m, advanced, nil
+	}
+	return nil, isEOF, s.it.Err()
+}
+
+func (s *sortStage) common() *Stats    { return &s.stats }
+func (s *sortStage) children() []stage { return []stage{s.in} }
+func (s *sortStage) close() error {
+	if s.sorter == nil {
+		return nil
+	}
+	return s.sorter.Close()
+}
+func (s *sortStage) describe(d *doc, withStats bool) {
+	put(d, "stage", "SORT")
+	put(d, "sortPattern", bson.Raw(s.raw))
+	put(d, "memLimit", s.memLimit)
+	if s.limit > 0 {
+		put(d, "limitAmount", s.limit)
+	}
+	put(d, "type", "simple")
+	if withStats {
+		addCommon(d, &s.stats)
+		put(d, "totalDataSizeSorted", int64(0))
+		put(d, "usedDisk", false)
+		put(d, "spills", int64(0))
+	}
+}
+
+// skipStage drops the first n results (MongoDB's SKIP).
+type skipStage struct {
+	stats   Stats
+	in      stage
+	n, left int64
+}
+
+func (s *skipStage) work(x *execCtx) (*member, state, error) {
+	m, st, err := step(x, s.in)
+	if st != advanced || err != nil {
+		return nil, st, err
+	}
+	if s.left > 0 {
+		s.left--
+		return nil, needTime, nil
+	}
+	return m, advanced, nil
+}
+
+func (s *skipStage) common() *Stats    { return &s.stats }
+func (s *skipStage) children() []stage { return []stage{s.in} }
+func (s *skipStage) close() error      { return nil }
+func (s *skipStage) describe(d *doc, withStats bool) {
+	put(d, "stage", "SKIP")
+	put(d, "skipAmount", s.n)
+	if withStats {
+		addCommon(d, &s.stats)
+	}
+}
+
+// limitStage returns at most n results (MongoDB's LIMIT).
+type limitStage struct {
+	stats Stats
+	in    stage
+	n     int64
+	got   int64
+}
+
+func (s *limitStage) work(x *execCtx) (*member, state, error) {
+	if s.got >= s.n {
+		return nil, isEOF, nil
+	}
+	m, st, err := step(x, s.in)
+	if st == advanced {
+		s.got++
+	}
+	return m, st, err
+}
+
+func (s *limitStage) common() *Stats    { return &s.stats }
+func (s *limitStage) children() []stage { return []stage{s.in} }
+func (s *limitStage) close() error      { return nil }
+func (s *limitStage) describe(d *doc, withStats bool) {
+	put(d, "stage", "LIMIT")
+	put(d, "limitAmount", s.n)
+	if withStats {
+		addCommon(d, &s.stats)
+	}
+}
+
+// projection shapes each document (MongoDB's PROJECTION_SIMPLE and
+// PROJECTION_DEFAULT). A positional projection needs the array position
+// the filter bound, recomputed here because sorting detaches documents
+// from their match.
+type projection struct {
+	stats      Stats
+	in         stage
+	name       string
+	proj       *query.Projection
+	raw        bsoncore.Document
+	filter     *query.Filter
+	positional bool
+	buf        []byte
+	m          member
+}
+
+func (s *projection) work(x *execCtx) (*member, state, error) {
+	m, st, err := step(x, s.in)
+	if st != advanced || err != nil {
+		return nil, st, err
+	}
+	pos := -1
+	if s.positional {
+		_, pos = s.filter.MatchDetails(m.doc)
+	}
+	if s.buf, err = s.proj.Apply(s.buf[:0], m.doc, pos); err != nil {
+		return nil, isEOF, err
+	}
+	s.m = member{rid: m.rid, doc: s.buf}
+	return &s.m, advanced, nil
+}
+
+func (s *projection) common() *Stats    { return &s.stats }
+func (s *projection) children() []stage { return []stage{s.in} }
+func (s *projection) close() error      { return nil }
+func (s *projection) describe(d *doc, withStats bool) {
+	put(d, "stage", s.name)
+	put(d, "transformBy", bson.Raw(s.raw))
+	if withStats {
+		addCommon(d, &s.stats)
+	}
+}

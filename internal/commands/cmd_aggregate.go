@@ -77,6 +77,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 			if p, err = agg.Parse(rest, opts); err != nil {
 				return nil, err
 			}
+			if writer != nil {
+				p = p.WithoutOutput() // the writer carries out $out/$merge
+			}
 		}
 		sel.sortMemory, sel.allowDiskUse = opts.MaxMemory, opts.AllowDiskUse
 		if sel.deadline, err = deadline(req); err != nil {

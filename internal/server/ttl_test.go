@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -68,16 +69,17 @@ func TestTTLMonitorOverTheWire(t *testing.T) {
 	if err := s.env.Engine.CheckIndexes(engine.Namespace{DB: "ttl", Coll: "events"}); err != nil {
 		t.Fatal(err)
 	}
-	var st bson.Raw
-	if err := admin.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	if passes := st.Lookup("metrics", "ttl", "passes").Int64(); passes < 2 {
-		t.Errorf("metrics.ttl.passes = %d, want at least 2", passes)
-	}
-	if n := st.Lookup("metrics", "ttl", "deletedDocuments").Int64(); n != 4 {
-		t.Errorf("metrics.ttl.deletedDocuments = %d, want 4", n)
-	}
+	// The counters are published when a pass ends, which may be after the
+	// deletions the finds above saw: poll them.
+	waitFor(t, func() (bool, string) {
+		var st bson.Raw
+		if err := admin.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		passes := st.Lookup("metrics", "ttl", "passes").Int64()
+		n := st.Lookup("metrics", "ttl", "deletedDocuments").Int64()
+		return passes >= 2 && n == 4, fmt.Sprintf("metrics.ttl passes = %d (want >= 2), deletedDocuments = %d (want 4)", passes, n)
+	})
 
 	// collMod shortens the hour to a minute: the 30-minute-old document goes.
 	db := c.Database("ttl")
@@ -147,5 +149,22 @@ func waitForIDs(t *testing.T, coll *mongo.Collection, want []int32) {
 			t.Fatalf("%s holds _ids %v, want %v", coll.Name(), got, want)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitFor polls cond for up to ten seconds and fails with its last
+// description if it never holds.
+func waitFor(t *testing.T, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(desc)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -51,6 +51,4 @@
 //   - Decimal $exp, $ln, $log, $log10, $pow and $sqrt are computed with
 //     about 90 significant digits and rounded to decimal128's 34; the last
 //     digit can differ from MongoDB's Intel library in rare halfway cases.
-//   - Set operators return elements in first-appearance order; MongoDB's
-//     order is unspecified (hash order).
 package expr

@@ -87,10 +87,11 @@ func TestArrayMoreOperators(t *testing.T) {
 func TestSetOperators(t *testing.T) {
 	checkOps(t, []opCase{
 		{`{"$setUnion": [[1, 2, 1], [2.0, 3]]}`, `[1, 2, 3]`, 0},
+		{`{"$setUnion": [["b", 3], [1, "a"]]}`, `[1, 3, "a", "b"]`, 0},
 		{`{"$setUnion": []}`, `[]`, 0},
 		{`{"$setUnion": [[1], "$nope"]}`, `null`, 0},
 		{`{"$setUnion": [[1], 1]}`, ``, 17043},
-		{`{"$setIntersection": [[1, 2, 3, 2], [3, 2.0, 4]]}`, `[2, 3]`, 0},
+		{`{"$setIntersection": [[3, 1, 2, 3, 2], [3, 2.0, 4]]}`, `[2, 3]`, 0},
 		{`{"$setIntersection": [[1, 2], []]}`, `[]`, 0},
 		{`{"$setIntersection": []}`, `[]`, 0},
 		{`{"$setIntersection": [[1], null]}`, `null`, 0},

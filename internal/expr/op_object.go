@@ -21,18 +21,19 @@ func init() {
 }
 
 const (
-	codeMergeObjectsType   = 40400
-	codeObjectToArrayType  = 40390
-	codeArrayToObjectType  = 40386
-	codeArrayToObjectMixed = 40391 // arrays and objects mixed
-	codeArrayToObjectKeys  = 40392 // an object without exactly two fields
-	codeArrayToObjectKV    = 40393 // an object without both k and v
-	codeArrayToObjectKType = 40394 // an object's k is not a string
-	codeArrayToObjectPairK = 40395 // a pair's key is not a string
-	codeArrayToObjectPair  = 40396 // an array that is not a pair
-	codeArrayToObjectElem  = 40398 // first element neither array nor object
-	codeArrayToObjectNulK  = 4940400
-	codeArrayToObjectNulKV = 4940401
+	codeMergeObjectsType    = 40400
+	codeObjectToArrayType   = 40390
+	codeArrayToObjectType   = 40386
+	codeArrayToObjectNotObj = 40391 // objects first, then something else
+	codeArrayToObjectKeys   = 40392 // an object without exactly two fields
+	codeArrayToObjectKV     = 40393 // an object without both k and v
+	codeArrayToObjectKType  = 40394 // an object's k is not a string
+	codeArrayToObjectPairK  = 40395 // a pair's key is not a string
+	codeArrayToObjectNotArr = 40396 // pairs first, then something else
+	codeArrayToObjectPair   = 40397 // an array that is not a pair
+	codeArrayToObjectElem   = 40398 // first element neither array nor object
+	codeArrayToObjectNulK   = 4940400
+	codeArrayToObjectNulKV  = 4940401
 )
 
 func evalMergeObjects(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
@@ -126,7 +127,7 @@ func evalArrayToObject(_ string, vals []bsoncore.Value) (bsoncore.Value, error) 
 func keyValueOf(e bsoncore.Value, format bsoncore.Type) (string, bsoncore.Value, error) {
 	if format == bsoncore.TypeArray {
 		if e.Type != bsoncore.TypeArray {
-			return "", Missing, errorf(codeArrayToObjectMixed, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. Array was detected, now found: %s", TypeName(e))
+			return "", Missing, errorf(codeArrayToObjectNotArr, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. Array was detected, now found: %s", TypeName(e))
 		}
 		pair := arrayValues(e)
 		if len(pair) != 2 {
@@ -142,7 +143,7 @@ func keyValueOf(e bsoncore.Value, format bsoncore.Type) (string, bsoncore.Value,
 		return k, pair[1], nil
 	}
 	if e.Type != bsoncore.TypeEmbeddedDocument {
-		return "", Missing, errorf(codeArrayToObjectMixed, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. Object was detected, now found: %s", TypeName(e))
+		return "", Missing, errorf(codeArrayToObjectNotObj, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. Object was detected, now found: %s", TypeName(e))
 	}
 	n := 0
 	for it := elemsOf(e); ; n++ {

@@ -1,14 +1,18 @@
 package expr
 
 import (
+	"slices"
+
 	"github.com/cairndb/cairn/internal/keystring"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Set operators treat arrays as sets: duplicates count once and order is
 // ignored; values are equal as aggregation compares them (1 equals 1.0),
-// so membership is decided on keystring encodings. Results keep the order
-// in which elements first appear (MongoDB leaves it unspecified).
+// so membership is decided on keystring encodings. $setUnion and
+// $setIntersection return their elements in ascending order (MongoDB
+// collects them in an ordered set; its manual leaves the order
+// unspecified); $setDifference keeps the first array's order.
 // $setUnion, $setIntersection and $setDifference give null for a null or
 // missing operand; $setEquals and $setIsSubset reject it. Also here:
 // $anyElementTrue and $allElementsTrue, which read an array's elements as
@@ -82,7 +86,13 @@ func evalSetUnion(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 			s.add(e)
 		}
 	}
-	return Array(s.order), nil
+	return Array(s.sorted()), nil
+}
+
+// sorted is the set's elements in ascending order.
+func (s *valueSet) sorted() []bsoncore.Value {
+	slices.SortStableFunc(s.order, Compare)
+	return s.order
 }
 
 func evalSetIntersection(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
@@ -110,7 +120,7 @@ func evalSetIntersection(_ string, vals []bsoncore.Value) (bsoncore.Value, error
 	if cur == nil {
 		return Array(nil), nil
 	}
-	return Array(cur.order), nil
+	return Array(cur.sorted()), nil
 }
 
 func evalSetDifference(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
@@ -149,7 +159,7 @@ func evalSetEquals(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	var first *valueSet
 	for i, v := range vals {
 		if v.Type != bsoncore.TypeArray {
-			return Missing, errorf(codeSetEqualsType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i, TypeName(v))
+			return Missing, errorf(codeSetEqualsType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, TypeName(v))
 		}
 		s := setOf(v)
 		if first == nil {

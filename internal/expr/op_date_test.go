@@ -305,3 +305,51 @@ func TestDateZoneAtParse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDateString feeds arbitrary strings, formats and zones to
+// $dateFromString and $dateToString: they must fail with a MongoDB code or
+// succeed, never panic, and a date printed with a format that has every
+// numeric field must parse back to itself.
+func FuzzDateString(f *testing.F) {
+	f.Add("2017-07-04T11:56:02.813Z", "%Y-%m-%dT%H:%M:%S.%LZ", "UTC", int64(1499169362813))
+	f.Add("2017-W06-3", "%G-W%V-%u", "America/New_York", int64(-1))
+	f.Add("8 February 2017 12:00 +0100", "%d %B %Y %H:%M %z", "+05:30", int64(1e12))
+	f.Fuzz(func(t *testing.T, s, format, tz string, ms int64) {
+		doc := bsoncore.NewDocumentBuilder().AppendString("s", s).AppendString("f", format).
+			AppendString("tz", tz).AppendDateTime("d", ms).Build()
+		for _, src := range []string{
+			`{"$dateFromString": {"dateString": "$s"}}`,
+			`{"$dateFromString": {"dateString": "$s", "format": "$f", "timezone": "$tz"}}`,
+			`{"$dateToString": {"date": "$d", "format": "$f", "timezone": "$tz"}}`,
+			`{"$dateTrunc": {"date": "$d", "unit": "week", "binSize": 3, "timezone": "$tz"}}`,
+			`{"$dateAdd": {"startDate": "$d", "unit": "month", "amount": 13, "timezone": "$tz"}}`,
+		} {
+			e, err := expr.Parse(parseJSON(t, `{"e": `+src+`}`).Lookup("e"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Eval(expr.NewContext(doc)); err != nil && mongoerr.CodeOf(err) == 0 {
+				t.Fatalf("%s: error without a code: %v", src, err)
+			}
+		}
+		// Round trip through a full numeric format in a valid zone, from 1900
+		// on: before 1883 New York's offset (local mean time) has seconds,
+		// which %z does not print.
+		if ms < -2208988800000 || ms > 253402300799999 {
+			return
+		}
+		const full = "%Y-%m-%dT%H:%M:%S.%L%z"
+		round := `{"$dateFromString": {"dateString": {"$dateToString": {"date": "$d", "format": "` + full + `", "timezone": "America/New_York"}}, "format": "` + full + `"}}`
+		e, err := expr.Parse(parseJSON(t, `{"e": `+round+`}`).Lookup("e"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.Eval(expr.NewContext(doc))
+		if err != nil {
+			t.Fatalf("round trip of %d: %v", ms, err)
+		}
+		if got, _ := v.DateTimeOK(); got != ms {
+			t.Fatalf("round trip of %d gave %d", ms, got)
+		}
+	})
+}

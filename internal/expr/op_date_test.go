@@ -237,6 +237,10 @@ func TestDateArithmetic(t *testing.T) {
 		{`{"$dateDiff": {"startDate": "$date", "endDate": "$date", "unit": "week", "startOfWeek": 1}}`, ``, 5439015},
 		{`{"$dateDiff": {"startDate": "$date", "endDate": "$date", "unit": "week", "startOfWeek": "FRIDIE"}}`, ``, 5439016},
 		{`{"$dateDiff": {"startDate": "$date", "unit": "week"}}`, ``, 5166304},
+		{`{"$dateDiff": {"unit": "week"}}`, ``, 5166303},
+		{`{"$dateDiff": {"startDate": "$date", "endDate": "$date"}}`, ``, 5166305},
+		{`{"$dateDiff": {"startDate": "$date", "endDate": "$date", "unit": "day", "x": 1}}`, ``, 5166302},
+		{`{"$dateDiff": "$date"}`, ``, 5166301},
 
 		{`{"$dateTrunc": {"date": ` + d("2020-11-01T18:23:36Z") + `, "unit": "hour", "binSize": 2}}`, d("2020-11-01T18:00:00Z"), 0},
 		{`{"$dateTrunc": {"date": ` + d("2021-12-01T18:23:36Z") + `, "unit": "hour", "binSize": 4, "timezone": "America/New_York"}}`, d("2021-12-01T17:00:00Z"), 0},

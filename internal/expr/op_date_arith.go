@@ -329,9 +329,12 @@ func parseDateDiff(arg bsoncore.Value, s *Scope) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	for n, code := range map[string]mongoerr.Code{"startDate": codeDateDiffMissingStrt, "endDate": codeDateDiffMissingEnd, "unit": codeDateDiffMissingUnit} {
-		if a[n] == nil {
-			return nil, errorf(code, "Missing '%s' parameter to $dateDiff", n)
+	for _, req := range []struct {
+		name string
+		code mongoerr.Code
+	}{{"startDate", codeDateDiffMissingStrt}, {"endDate", codeDateDiffMissingEnd}, {"unit", codeDateDiffMissingUnit}} {
+		if a[req.name] == nil {
+			return nil, errorf(req.code, "Missing '%s' parameter to $dateDiff", req.name)
 		}
 	}
 	return dateDiffExpr{a}, nil

@@ -28,11 +28,13 @@ func init() {
 		"$dayOfYear":    func(t time.Time) int64 { return int64(t.YearDay()) },
 		"$week":         func(t time.Time) int64 { return int64(dateWeek(t)) },
 		"$isoWeek":      func(t time.Time) int64 { _, w := t.ISOWeek(); return int64(w) },
-		"$isoWeekYear":  func(t time.Time) int64 { y, _ := t.ISOWeek(); return int64(y) },
 		"$isoDayOfWeek": func(t time.Time) int64 { return int64(isoWeekday(t)) },
 	} {
-		register(name, parseDatePart(name, part))
+		register(name, parseDatePart(name, part, false))
 	}
+	// MongoDB's TimeZone::isoYear is a long long, so $isoWeekYear alone
+	// returns a long ($dateToParts' isoWeekYear is an int).
+	register("$isoWeekYear", parseDatePart("$isoWeekYear", func(t time.Time) int64 { y, _ := t.ISOWeek(); return int64(y) }, true))
 	register("$dateToParts", parseDateToParts)
 	register("$dateFromParts", parseDateFromParts)
 }
@@ -75,11 +77,12 @@ func dateWeek(t time.Time) int {
 type datePartExpr struct {
 	date, tz Expr
 	part     func(time.Time) int64
+	long     bool // the result is an int64, not an int32
 }
 
-func parseDatePart(op string, part func(time.Time) int64) parser {
+func parseDatePart(op string, part func(time.Time) int64, long bool) parser {
 	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
-		e := datePartExpr{part: part}
+		e := datePartExpr{part: part, long: long}
 		switch {
 		case arg.Type == bsoncore.TypeEmbeddedDocument && !isOperatorObject(arg):
 			it := elemsOf(arg)
@@ -151,7 +154,11 @@ func (e datePartExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if err != nil {
 		return Missing, err
 	}
-	return Int32(int32(e.part(z.localTime(ms)))), nil
+	n := e.part(z.localTime(ms))
+	if e.long {
+		return Int64(n), nil
+	}
+	return Int32(int32(n)), nil
 }
 
 // checkConstantZone resolves a literal timezone argument at parse time, as

@@ -398,20 +398,55 @@ func (sc *dateScanner) fraction() (int, bool) {
 	return n, ok
 }
 
-// zone reads "Z", "UTC", "GMT" or a ±HH[[:]MM] offset.
+// zone reads a zone after optional spaces: a ±HH[[:]MM] offset, "Z",
+// "UTC" or "GMT" (optionally followed by an offset), a common abbreviation
+// ("EST", "CEST") or a military letter ("A" is +01:00), as timelib does.
 func (sc *dateScanner) zone(f *dateFields) bool {
-	rest := sc.s[sc.pos:]
-	for _, name := range []string{"Z", "z", "UTC", "GMT"} {
-		if strings.HasPrefix(rest, name) {
-			sc.pos += len(name)
-			f.hasZone = true
-			if sc.pos < len(sc.s) && (sc.s[sc.pos] == '+' || sc.s[sc.pos] == '-') {
-				return sc.offset(f)
-			}
-			return true
-		}
+	for sc.accept(' ') {
 	}
-	return sc.offset(f)
+	start := sc.pos
+	for sc.pos < len(sc.s) && (sc.s[sc.pos]|0x20 >= 'a' && sc.s[sc.pos]|0x20 <= 'z') {
+		sc.pos++
+	}
+	word := strings.ToUpper(sc.s[start:sc.pos])
+	switch {
+	case word == "":
+		return sc.offset(f)
+	case word == "UTC" || word == "GMT" || word == "UT" || word == "Z":
+		f.offset, f.hasZone = 0, true
+		if sc.pos < len(sc.s) && (sc.s[sc.pos] == '+' || sc.s[sc.pos] == '-') {
+			return sc.offset(f)
+		}
+		return true
+	}
+	if hours, ok := dateZoneAbbreviations[word]; ok {
+		f.offset, f.hasZone = int(hours*3600), true
+		return true
+	}
+	if len(word) == 1 && word != "J" {
+		c := int(word[0] - 'A')
+		switch {
+		case word <= "I":
+			f.offset = (c + 1) * 3600
+		case word <= "M":
+			f.offset = c * 3600 // K is +10: J is skipped
+		default:
+			f.offset = -(c - 'N' + 'A' + 1) * 3600
+		}
+		f.hasZone = true
+		return true
+	}
+	return false
+}
+
+// dateZoneAbbreviations are the zone abbreviations a date string may end
+// with, in hours from UTC (a subset of timelib's table: the unambiguous
+// common ones).
+var dateZoneAbbreviations = map[string]float64{
+	"EST": -5, "EDT": -4, "CST": -6, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7,
+	"AKST": -9, "AKDT": -8, "HST": -10, "BST": 1, "WET": 0, "WEST": 1, "CET": 1, "CEST": 2,
+	"MET": 1, "MEST": 2, "EET": 2, "EEST": 3, "MSK": 3, "JST": 9, "KST": 9, "HKT": 8,
+	"AEST": 10, "AEDT": 11, "ACST": 9.5, "ACDT": 10.5, "AWST": 8, "NZST": 12, "NZDT": 13,
 }
 
 func (sc *dateScanner) offset(f *dateFields) bool {
@@ -461,7 +496,8 @@ func dateScanISO(str string, f *dateFields) error {
 		if f.i, ok = sc.digits(2, 2); !ok {
 			return bad()
 		}
-		if sc.accept(':') {
+		// timelib also reads "11:56.02" as 11:56:02.
+		if sc.accept(':') || (sc.pos+3 <= len(sc.s) && sc.s[sc.pos] == '.' && isDigits(sc.s[sc.pos+1:sc.pos+3], 2) && sc.accept('.')) {
 			if f.s, ok = sc.digits(2, 2); !ok {
 				return bad()
 			}
@@ -471,7 +507,6 @@ func dateScanISO(str string, f *dateFields) error {
 				}
 			}
 		}
-		sc.accept(' ')
 	}
 	if sc.pos < len(sc.s) && !sc.zone(f) {
 		return bad()
@@ -480,6 +515,19 @@ func dateScanISO(str string, f *dateFields) error {
 		return bad()
 	}
 	return nil
+}
+
+// isDigits reports whether s is n decimal digits.
+func isDigits(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // dateScanFormat parses str field by field as format says; other format

@@ -99,6 +99,8 @@ var outputCases = []outputCase{
 		pipeline: `[{"$merge": {"into": "dst", "on": "k"}}]`, code: 51185},
 	{name: "merge changing _id of the matched document", source: []string{`{"_id": 10, "k": 1}`}, target: []string{`{"_id": 5, "k": 1}`}, indexes: []string{`{"k": 1}`},
 		pipeline: `[{"$merge": {"into": "dst", "on": "k", "whenMatched": "replace"}}]`, code: 66},
+	{name: "merge $set changing _id of the matched document", source: []string{`{"_id": 10, "k": 1, "v": 2}`}, target: []string{`{"_id": 5, "k": 1}`}, indexes: []string{`{"k": 1}`},
+		pipeline: `[{"$merge": {"into": "dst", "on": "k"}}]`, code: 66, keep: true, want: []string{`{"_id": 5, "k": 1}`}},
 	{name: "merge keeps unique indexes consistent", source: []string{`{"_id": 2, "u": 1}`}, target: []string{`{"_id": 1, "u": 1}`}, indexes: []string{`{"u": 1}`},
 		pipeline: `[{"$merge": "dst"}]`, code: 11000, keep: true, want: []string{`{"_id": 1, "u": 1}`}},
 	{name: "merge moves index entries of a replaced document", source: []string{`{"_id": 1, "u": 2}`, `{"_id": 2, "u": 1}`}, target: []string{`{"_id": 1, "u": 1}`}, indexes: []string{`{"u": 1}`},

@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairndb/cairn/internal/engine"
 )
 
 // outputCase is one $out or $merge run over the wire: the source and
@@ -97,8 +99,12 @@ var outputCases = []outputCase{
 		pipeline: `[{"$merge": {"into": "dst", "on": "k"}}]`, code: 51185},
 	{name: "merge changing _id of the matched document", source: []string{`{"_id": 10, "k": 1}`}, target: []string{`{"_id": 5, "k": 1}`}, indexes: []string{`{"k": 1}`},
 		pipeline: `[{"$merge": {"into": "dst", "on": "k", "whenMatched": "replace"}}]`, code: 66},
+	{name: "merge $set changing _id of the matched document", source: []string{`{"_id": 10, "k": 1, "v": 2}`}, target: []string{`{"_id": 5, "k": 1}`}, indexes: []string{`{"k": 1}`},
+		pipeline: `[{"$merge": {"into": "dst", "on": "k"}}]`, code: 66, keep: true, want: []string{`{"_id": 5, "k": 1}`}},
 	{name: "merge keeps unique indexes consistent", source: []string{`{"_id": 2, "u": 1}`}, target: []string{`{"_id": 1, "u": 1}`}, indexes: []string{`{"u": 1}`},
 		pipeline: `[{"$merge": "dst"}]`, code: 11000, keep: true, want: []string{`{"_id": 1, "u": 1}`}},
+	{name: "merge moves index entries of a replaced document", source: []string{`{"_id": 1, "u": 2}`, `{"_id": 2, "u": 1}`}, target: []string{`{"_id": 1, "u": 1}`}, indexes: []string{`{"u": 1}`},
+		pipeline: `[{"$merge": {"into": "dst", "whenMatched": "replace"}}]`, want: []string{`{"_id": 1, "u": 2}`, `{"_id": 2, "u": 1}`}},
 	{name: "merge into the collection it reads", source: []string{`{"_id": 1, "n": 1}`, `{"_id": 2, "n": 2}`},
 		pipeline: `[{"$project": {"_id": {"$add": ["$_id", 10]}, "n": 1}}, {"$merge": "src"}]`, targetCol: "src",
 		want: []string{`{"_id": 1, "n": 1}`, `{"_id": 2, "n": 2}`, `{"_id": 11, "n": 1}`, `{"_id": 12, "n": 2}`}},
@@ -161,6 +167,11 @@ func TestOutAndMergeOverTheWire(t *testing.T) {
 			}
 			if strings.Contains(tc.pipeline, `"outdb"`) {
 				target = c.Database("outdb").Collection("dst")
+			}
+			for _, coll := range []string{"src", "dst"} {
+				if err := s.env.Engine.CheckIndexes(engine.Namespace{DB: db.Name(), Coll: coll}); err != nil {
+					t.Errorf("indexes of %s: %v", coll, err)
+				}
 			}
 			got := readSortedJSON(t, target)
 			want := make([]string, len(tc.want))
@@ -277,4 +288,28 @@ func readSortedJSON(t *testing.T, coll *mongo.Collection) []string {
 		out = []string{}
 	}
 	return out
+}
+
+// TestOutFromDocuments writes a collection-less pipeline's documents.
+func TestOutFromDocuments(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("outdocs")
+	pipeline := bson.A{
+		bson.D{{Key: "$documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}}}},
+		bson.D{{Key: "$merge", Value: "dst"}},
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: 1}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pipeline[1] = bson.D{{Key: "$out", Value: "dst2"}}
+	if err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: 1}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"dst", "dst2"} {
+		if got := readSortedJSON(t, db.Collection(coll)); len(got) != 2 {
+			t.Errorf("%s holds %v, want 2 documents", coll, got)
+		}
+	}
 }

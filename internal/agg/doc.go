@@ -23,16 +23,15 @@
 //     document through at a time, and so does $redact; $sort, $group and
 //     the stages built on it ($sortByCount, $bucket), $bucketAuto,
 //     $setWindowFields (and $fill, which expands into it), $densify,
-//     $count, $sample and $facet block. Next's
-//     result is valid until the next call; stages copy what they keep
-//     across calls.
+//     $count, $sample and $facet block. Next's result is valid until the
+//     next call; stages copy what they keep across calls.
 //   - Blocking stages account the bytes they hold. Over Options.MaxMemory
 //     (100 MB by default, MongoDB's limits) without AllowDiskUse they fail
 //     with code 292 (QueryExceededMemoryLimitNoDiskUseAllowed); $sort
 //     spills to disk through query.Sorter when allowed, and $group (with
 //     $bucket) spills sorted runs of partial group states and merges them
-//     (group_spill.go). Parse coalesces
-//     $sort followed by $limit into a top-k sort holding only k documents.
+//     (group_spill.go). Parse coalesces $sort followed by $limit into a
+//     top-k sort holding only k documents.
 //   - Variables: $$NOW (Options.Now, fixed for the whole run), the
 //     command's let (Options.Vars, see EvalLet) and $lookup's let are
 //     defined at parse time in an expr.Scope, so an undefined $$name is a
@@ -41,9 +40,9 @@
 //   - A Pipeline is immutable after Parse and may Run many times,
 //     concurrently: all per-run state lives in the Sources Run returns.
 //   - Output order: streaming stages keep their input order; $group emits
-//     its groups in the order their first documents arrived (MongoDB
-//     promises no order, so tests compare $group output as a multiset or
-//     sort it).
+//     its groups in the order their first documents arrived, or in key
+//     order once it spilled (MongoDB promises no order, so tests compare
+//     $group output as a multiset or sort it).
 //
 // # Deviations from MongoDB
 //

@@ -90,7 +90,7 @@ type seriesRounder []float64
 
 func (s seriesRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
 	x, err := roundable(v)
-	if err != nil || x == 0 {
+	if err != nil || x == 0 || math.IsInf(x, 1) {
 		return v, err
 	}
 	m := 1.0

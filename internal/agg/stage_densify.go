@@ -320,6 +320,11 @@ func (d *densifyStage) run(rc *runContext, in Source) ([]bsoncore.Document, erro
 				if err != nil {
 					return nil, err
 				}
+				if expr.Compare(next, v) <= 0 {
+					// A step lost to rounding (or an overflowing date)
+					// would generate forever: over the limit.
+					return nil, errorf(codeDensifyTooMany, "$densify cannot advance past %s by its step: it would generate more than %d documents", printValue(v), maxDensifyDocs)
+				}
 				v = next
 			}
 		}

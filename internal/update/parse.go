@@ -36,10 +36,12 @@ type Options struct {
 	// Now is $$NOW in a pipeline update; the zero time means the time
 	// Parse is called.
 	Now time.Time
-	// Vars are the variables a pipeline update sees besides $$NOW: the
-	// command's let and the statement's constants (c), by name without
-	// "$$".
+	// Vars are the command's let variables, by name without "$$", which
+	// a pipeline update sees besides $$NOW.
 	Vars map[string]bsoncore.Value
+	// Constants are the statement's c: more variables for a pipeline
+	// update, refused (51198) with any other kind of update.
+	Constants map[string]bsoncore.Value
 }
 
 // Update is a parsed update, immutable and safe for concurrent use: parse
@@ -68,6 +70,9 @@ func (u *Update) Positional() bool { return u.positional }
 // replacement document, or a pipeline (an array). The update's bytes are
 // copied: the caller may reuse its buffer.
 func Parse(update bsoncore.Value, opts Options) (*Update, error) {
+	if len(opts.Constants) > 0 && update.Type != bsoncore.TypeArray {
+		return nil, errorf(codeConstantsNotPipeline, "Constant values may only be specified for pipeline updates")
+	}
 	switch update.Type {
 	case bsoncore.TypeEmbeddedDocument:
 		return ParseDocument(update.Data, opts)

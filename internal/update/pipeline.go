@@ -19,8 +19,8 @@ import (
 // the document as a replacement update would: an output without _id keeps
 // the old _id, an output with another _id is ImmutableField (66). $$NOW is
 // fixed when the update parses (Options.Now), so every document of a
-// multi-update sees the same value; the command's let and the statement's
-// constants c are Options.Vars.
+// multi-update sees the same value; the command's let (Options.Vars) and
+// the statement's constants c (Options.Constants) are variables too.
 
 // updateStages are the stages MongoDB allows within an update pipeline.
 var updateStages = map[string]bool{
@@ -45,7 +45,17 @@ func parsePipeline(update bsoncore.Value, opts Options) (*Update, error) {
 		}
 		stages = append(stages, d)
 	}
-	p, err := agg.Parse(stages, agg.Options{Now: opts.Now, Vars: opts.Vars})
+	vars := opts.Vars
+	if len(opts.Constants) > 0 {
+		vars = make(map[string]bsoncore.Value, len(opts.Vars)+len(opts.Constants))
+		for k, v := range opts.Vars {
+			vars[k] = v
+		}
+		for k, v := range opts.Constants {
+			vars[k] = v
+		}
+	}
+	p, err := agg.Parse(stages, agg.Options{Now: opts.Now, Vars: vars})
 	if err != nil {
 		return nil, err
 	}

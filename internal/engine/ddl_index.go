@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -44,6 +45,7 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 	}
 	var res CreateIndexesResult
 	var build *indexBuild
+	var pending []catalog.Index // the same indexes, already building
 	err := e.db.Write(func(tx *storage.Txn) error {
 		res, build = CreateIndexesResult{}, nil
 		existed := e.cat.Working().Collection(ns.DB, ns.Coll) != nil
@@ -58,12 +60,16 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 			return err
 		}
 		var added []catalog.Index
+		pending = pending[:0]
 		for _, spec := range parsed {
 			isNew, err := e.checkIndexConflict(ns, spec)
 			if err != nil {
 				return err
 			}
 			if !isNew {
+				if cur := coll.Index(spec.Name); cur != nil && cur.Building {
+					pending = append(pending, *cur)
+				}
 				continue
 			}
 			ix, err := e.cat.AddIndex(tx, ns.DB, ns.Coll, catalog.Index{Name: spec.Name, Key: bson.Raw(spec.Key), Spec: bson.Raw(spec.Original), Building: !empty})
@@ -87,12 +93,38 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 			return CreateIndexesResult{}, err
 		}
 	}
+	if err := e.waitForBuilds(ns, pending); err != nil {
+		return CreateIndexesResult{}, err
+	}
 	if coll := e.cat.Current().Collection(ns.DB, ns.Coll); coll != nil {
 		for _, ix := range coll.Indexes {
 			e.usage.counter(ix.ID, e.now) // accesses.since: now, for a new index
 		}
 	}
 	return res, nil
+}
+
+// waitForBuilds waits until the indexes another createIndexes is building
+// are ready, as MongoDB makes a second identical request wait for the
+// first's build; it fails if that build failed.
+func (e *Engine) waitForBuilds(ns Namespace, pending []catalog.Index) error {
+	for _, want := range pending {
+		for {
+			coll := e.cat.Current().Collection(ns.DB, ns.Coll)
+			var cur *catalog.Index
+			if coll != nil {
+				cur = coll.Index(want.Name)
+			}
+			if cur == nil || cur.ID != want.ID {
+				return mongoerr.New(mongoerr.IndexBuildAborted, "Index build of %s on %s, which this request waited for, failed", want.Name, ns)
+			}
+			if !cur.Building {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // collectionEmpty reports whether coll has no documents, as tx sees it.

@@ -313,3 +313,49 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestSecondRequestWaitsForTheBuild sends the same createIndexes while a
+// build runs: it returns only when the build has committed, and fails if
+// the build fails.
+func TestSecondRequestWaitsForTheBuild(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		unique bool
+		want   mongoerr.Code
+	}{{"succeeds", false, 0}, {"fails", true, mongoerr.IndexBuildAborted}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := openEngine(t, "")
+			ns := Namespace{"ix", "twice"}
+			loadN(t, e, ns, 1000, 10) // k repeats: a unique build fails
+			s := spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}, {"unique", tc.unique}})
+			second := make(chan error, 1)
+			started := false
+			e.SetIndexBuildTuning(IndexBuildTuning{BatchDocs: 5, AfterBatch: func(done, total int64) {
+				if started {
+					return
+				}
+				started = true
+				go func() {
+					res, err := e.CreateIndexes(ns, []bsoncore.Document{s})
+					if err == nil && !res.AllExisted {
+						err = fmt.Errorf("second request created an index: %+v", res)
+					}
+					second <- err
+				}()
+				time.Sleep(50 * time.Millisecond)
+				select {
+				case err := <-second:
+					t.Errorf("the second request returned during the build: %v", err)
+				default:
+				}
+			}})
+			_, err := e.CreateIndexes(ns, []bsoncore.Document{s})
+			if (err == nil) != (tc.want == 0) {
+				t.Fatalf("first request: %v", err)
+			}
+			if err := <-second; mongoerr.CodeOf(err) != tc.want {
+				t.Fatalf("second request: %v, want code %d", err, tc.want)
+			}
+		})
+	}
+}

@@ -64,8 +64,12 @@ func Start(eng *engine.Engine, opts Options) *Monitor {
 	return m
 }
 
-// Stop ends the monitor, waiting for a pass in progress.
+// Stop ends the monitor, waiting for a pass in progress. Stopping twice,
+// or a nil Monitor, is harmless.
 func (m *Monitor) Stop() {
+	if m == nil {
+		return
+	}
 	select {
 	case <-m.stop:
 	default:
@@ -142,7 +146,17 @@ func (m *Monitor) Pass() int {
 }
 
 // Passes counts the passes run so far (serverStatus metrics.ttl.passes).
-func (m *Monitor) Passes() int64 { return m.passes.Load() }
+func (m *Monitor) Passes() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.passes.Load()
+}
 
 // Deleted counts the documents deleted so far (metrics.ttl.deletedDocuments).
-func (m *Monitor) Deleted() int64 { return m.deleted.Load() }
+func (m *Monitor) Deleted() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.deleted.Load()
+}

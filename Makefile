@@ -4,9 +4,9 @@
 GO      ?= go
 PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
-RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/...
+RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/...
 
-.PHONY: all build test vet fmt-check race unit smoke soak bench bench-storage bench-ids fuzz clean
+.PHONY: all build test vet fmt-check race unit smoke soak bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
 
 all: build
 
@@ -54,6 +54,17 @@ bench-storage:
 ## bench-ids: the sequential-id load benchmark (5 M 1 KiB documents per id kind; ~15 GB written, many minutes).
 bench-ids:
 	$(GO) test -run XXX -bench IDLoad -benchtime 1x -timeout 90m ./internal/engine/ -args -idload.docs 5000000
+
+## bench-agg: the aggregation benchmarks of BENCHMARKS.md through the embedded
+## API: $group over 1 M documents, $lookup of 10 k documents with and without
+## a foreign index, the latest-version pipeline over 1 M versions (many minutes).
+bench-agg:
+	$(GO) test -run XXX -bench 'AggGroup|AggLookup|AggLatestVersion' -benchtime 1x -timeout 90m .
+
+## bench-indexes: issue 6's index measurements over the wire on 1 M documents (point and range
+## queries against collection scans, index build time, inserts with 0/1/3/5 indexes; a few minutes).
+bench-indexes:
+	$(GO) test -run XXX -bench BenchmarkIndexes -benchtime 1x -timeout 60m ./internal/server/ -args -ixbench.docs 1000000 -ixbench.inserts 200000
 
 ## fuzz: a minute of each fuzz target.
 fuzz:

@@ -30,6 +30,27 @@ func (a *firstLastAcc) add(v bsoncore.Value) (int64, error) {
 	return grew, nil
 }
 
+// partial is [] before any value, else [{v: value}] ({} when the value
+// was missing, which still counts as seen).
+func (a *firstLastAcc) partial() (bsoncore.Value, error) {
+	if !a.seen {
+		return buildArray(nil), nil
+	}
+	if a.v.Type == 0 {
+		return buildArray([]bsoncore.Value{docValue(emptyDoc)}), nil
+	}
+	return buildArray([]bsoncore.Value{docValue(buildDoc([]field{{"v", a.v}}))}), nil
+}
+
+func (a *firstLastAcc) merge(p bsoncore.Value) error {
+	vals := arrayValues(p)
+	if len(vals) == 0 {
+		return nil
+	}
+	_, err := a.add(lookupPath(vals[0], []string{"v"}))
+	return err
+}
+
 func (a *firstLastAcc) result() (bsoncore.Value, error) {
 	if a.v.Type == 0 {
 		return expr.Null, nil

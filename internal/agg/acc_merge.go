@@ -32,3 +32,10 @@ func (a *mergeAcc) add(v bsoncore.Value) (int64, error) {
 }
 
 func (a *mergeAcc) result() (bsoncore.Value, error) { return docValue(buildDoc(a.fields)), nil }
+
+func (a *mergeAcc) partial() (bsoncore.Value, error) { return a.result() }
+
+func (a *mergeAcc) merge(p bsoncore.Value) error {
+	_, err := a.add(p)
+	return err
+}

@@ -30,6 +30,19 @@ func (a *minMaxAcc) add(v bsoncore.Value) (int64, error) {
 	return 0, nil
 }
 
+func (a *minMaxAcc) partial() (bsoncore.Value, error) {
+	return buildArray([]bsoncore.Value{a.best}), nil
+}
+
+func (a *minMaxAcc) merge(p bsoncore.Value) error {
+	for _, v := range arrayValues(p) {
+		if _, err := a.add(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a *minMaxAcc) result() (bsoncore.Value, error) {
 	if a.best.Type == 0 {
 		return expr.Null, nil

@@ -38,3 +38,14 @@ func (a *pushAcc) add(v bsoncore.Value) (int64, error) {
 }
 
 func (a *pushAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+
+func (a *pushAcc) partial() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+
+func (a *pushAcc) merge(p bsoncore.Value) error {
+	for _, v := range arrayValues(p) {
+		if _, err := a.add(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -103,6 +103,78 @@ func (s *numSum) total() bsoncore.Value {
 	return s.nonDecimal()
 }
 
+// numSum's state as a document, for spilling: {t, i, f, o, d, n}.
+func (s *numSum) partial() bsoncore.Value {
+	fs := []field{
+		{"t", expr.Int32(int32(s.typ))}, {"i", expr.Int64(s.i)}, {"f", expr.Double(s.f)},
+		{"o", expr.Bool(s.overflw)}, {"n", expr.Int64(s.n)},
+	}
+	if s.dec.Type != 0 {
+		fs = append(fs, field{"d", s.dec})
+	}
+	return docValue(buildDoc(fs))
+}
+
+// mergeSum folds another sum's partial in.
+func (s *numSum) merge(p bsoncore.Value) error {
+	fs := fieldsOf(p)
+	o := numSum{dec: getField(fs, "d")}
+	if t, ok := getField(fs, "t").Int32OK(); ok {
+		o.typ = bsoncore.Type(t)
+	}
+	o.i, _ = getField(fs, "i").Int64OK()
+	o.f, _ = getField(fs, "f").DoubleOK()
+	o.overflw, _ = getField(fs, "o").BooleanOK()
+	o.n, _ = getField(fs, "n").Int64OK()
+	if o.n == 0 {
+		return nil
+	}
+	if s.dec.Type != 0 || o.dec.Type != 0 {
+		a, b := s.total(), o.total()
+		if s.n == 0 {
+			a = decimalZero
+		}
+		d, err := arith("$add", a, b)
+		if err != nil {
+			return err
+		}
+		s.dec, s.typ, s.n = d, bsoncore.TypeDecimal128, s.n+o.n
+		return nil
+	}
+	s.f += o.f
+	s.n += o.n
+	if typeRank(o.typ) > typeRank(s.typ) {
+		s.typ = o.typ
+	}
+	if o.overflw {
+		s.overflw = true
+	}
+	if !s.overflw {
+		r := s.i + o.i
+		if (r > s.i) != (o.i > 0) && o.i != 0 {
+			s.overflw = true
+		} else {
+			s.i = r
+		}
+	}
+	return nil
+}
+
+// typeRank orders the numeric types a sum widens through.
+func typeRank(t bsoncore.Type) int {
+	switch t {
+	case bsoncore.TypeInt32:
+		return 1
+	case bsoncore.TypeInt64:
+		return 2
+	case bsoncore.TypeDouble:
+		return 3
+	case bsoncore.TypeDecimal128:
+		return 4
+	}
+	return 0
+}
+
 type sumAcc struct {
 	sum        numSum
 	avg, count bool
@@ -114,6 +186,10 @@ func (a *sumAcc) add(v bsoncore.Value) (int64, error) {
 	}
 	return 0, a.sum.add(v)
 }
+
+func (a *sumAcc) partial() (bsoncore.Value, error) { return a.sum.partial(), nil }
+
+func (a *sumAcc) merge(p bsoncore.Value) error { return a.sum.merge(p) }
 
 func (a *sumAcc) result() (bsoncore.Value, error) {
 	if !a.avg {
@@ -148,6 +224,27 @@ func (a *stdDevAcc) add(v bsoncore.Value) (int64, error) {
 	a.mean += d / float64(a.n)
 	a.m2 += d * (f - a.mean)
 	return 0, nil
+}
+
+func (a *stdDevAcc) partial() (bsoncore.Value, error) {
+	return docValue(buildDoc([]field{{"n", expr.Int64(a.n)}, {"m", expr.Double(a.mean)}, {"s", expr.Double(a.m2)}})), nil
+}
+
+// merge combines two running variances (Chan et al.'s parallel form).
+func (a *stdDevAcc) merge(p bsoncore.Value) error {
+	fs := fieldsOf(p)
+	n, _ := getField(fs, "n").Int64OK()
+	mean, _ := getField(fs, "m").DoubleOK()
+	m2, _ := getField(fs, "s").DoubleOK()
+	if n == 0 {
+		return nil
+	}
+	total := a.n + n
+	delta := mean - a.mean
+	a.m2 += m2 + delta*delta*float64(a.n)*float64(n)/float64(total)
+	a.mean += delta * float64(n) / float64(total)
+	a.n = total
+	return nil
 }
 
 func (a *stdDevAcc) result() (bsoncore.Value, error) {

@@ -24,7 +24,11 @@ func benchInput(n, keys int) []bsoncore.Document {
 }
 
 func runBench(b *testing.B, input []bsoncore.Document, pipeline ...string) {
-	p, err := agg.Parse(stages(b, pipeline...), agg.Options{})
+	runBenchOpts(b, agg.Options{}, input, pipeline...)
+}
+
+func runBenchOpts(b *testing.B, opts agg.Options, input []bsoncore.Document, pipeline ...string) {
+	p, err := agg.Parse(stages(b, pipeline...), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,6 +55,26 @@ func runBench(b *testing.B, input []bsoncore.Document, pipeline ...string) {
 // BenchmarkGroup groups 100k documents by a 1,000-value key.
 func BenchmarkGroup(b *testing.B) {
 	runBench(b, benchInput(100_000, 1000), `{"$group": {"_id": "$k", "n": {"$sum": 1}, "s": {"$sum": "$v"}, "m": {"$max": "$v"}}}`)
+}
+
+// BenchmarkGroupSpill groups 100k documents by a 50,000-value key within
+// the budget and, with a 1 MB budget and allowDiskUse, spilling runs: the
+// ratio of the two is the cost of spilling.
+func BenchmarkGroupSpill(b *testing.B) {
+	input := benchInput(100_000, 50_000)
+	const group = `{"$group": {"_id": "$k", "n": {"$sum": 1}, "s": {"$sum": "$v"}, "f": {"$first": "$v"}}}`
+	b.Run("memory", func(b *testing.B) { runBenchOpts(b, agg.Options{}, input, group) })
+	b.Run("spilled", func(b *testing.B) {
+		runBenchOpts(b, agg.Options{MaxMemory: 1 << 20, AllowDiskUse: true, TempDir: b.TempDir()}, input, group)
+	})
+}
+
+// BenchmarkSetWindowFields computes a running sum and a 5-document moving
+// average over 100k documents in 1,000 partitions.
+func BenchmarkSetWindowFields(b *testing.B) {
+	runBench(b, benchInput(100_000, 1000), `{"$setWindowFields": {"partitionBy": "$k", "sortBy": {"v": 1}, "output": {
+		"run": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}},
+		"avg": {"$avg": "$v", "window": {"documents": [-2, 2]}}}}}`)
 }
 
 // BenchmarkLatestVersion is the latest-version pipeline over 100k

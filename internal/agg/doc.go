@@ -20,15 +20,18 @@
 //     checks this).
 //   - Streaming: $match, $project, $addFields/$set, $unset, $limit, $skip,
 //     $unwind, $replaceRoot/$replaceWith, $lookup and $unionWith pass one
-//     document through at a time; $sort, $group and the stages built on
-//     it ($sortByCount, $bucket), $count, $sample and $facet block. Next's
-//     result is valid until the next call; stages copy what they keep
-//     across calls.
+//     document through at a time, and so does $redact; $sort, $group and
+//     the stages built on it ($sortByCount, $bucket), $bucketAuto,
+//     $setWindowFields (and $fill, which expands into it), $densify,
+//     $count, $sample and $facet block. Next's result is valid until the
+//     next call; stages copy what they keep across calls.
 //   - Blocking stages account the bytes they hold. Over Options.MaxMemory
 //     (100 MB by default, MongoDB's limits) without AllowDiskUse they fail
 //     with code 292 (QueryExceededMemoryLimitNoDiskUseAllowed); $sort
-//     spills to disk through query.Sorter when allowed. Parse coalesces
-//     $sort followed by $limit into a top-k sort holding only k documents.
+//     spills to disk through query.Sorter when allowed, and $group (with
+//     $bucket) spills sorted runs of partial group states and merges them
+//     (group_spill.go). Parse coalesces $sort followed by $limit into a
+//     top-k sort holding only k documents.
 //   - Variables: $$NOW (Options.Now, fixed for the whole run), the
 //     command's let (Options.Vars, see EvalLet) and $lookup's let are
 //     defined at parse time in an expr.Scope, so an undefined $$name is a
@@ -37,26 +40,36 @@
 //   - A Pipeline is immutable after Parse and may Run many times,
 //     concurrently: all per-run state lives in the Sources Run returns.
 //   - Output order: streaming stages keep their input order; $group emits
-//     its groups in the order their first documents arrived (MongoDB
-//     promises no order, so tests compare $group output as a multiset or
-//     sort it).
+//     its groups in the order their first documents arrived, or in key
+//     order once it spilled (MongoDB promises no order, so tests compare
+//     $group output as a multiset or sort it).
 //
 // # Deviations from MongoDB
 //
-//   - $group with allowDiskUse over its memory budget fails (code 292,
-//     saying spilling is not implemented yet) instead of spilling.
+//   - $bucketAuto, $setWindowFields and $densify do not spill: over
+//     their budget they fail with code 292 even with allowDiskUse.
 //   - $match's top-level $expr sees pipeline variables ($$NOW, let
 //     variables, $lookup's let); a $expr nested inside $and/$or/$nor is
 //     evaluated by package query, which does not see them.
 //   - $sum and $avg add doubles with plain float64 addition, not MongoDB's
 //     compensated summation, so the last bits of a long double sum may
 //     differ.
-//   - $lookup reads its foreign collection once per run through
-//     Options.Catalog and holds it in memory, outside the memory budget;
-//     it does not use an index on foreignField yet.
-//   - $out and $merge are position-checked (40601, 40600, 51047) and then
-//     refused (CommandNotSupported): writing belongs to the command layer.
+//   - $lookup without an index on foreignField (or without an
+//     IndexCatalog) reads its foreign collection once per run through
+//     Options.Catalog and holds it in memory, outside the memory budget.
+//   - $out and $merge parse here into an Output (stage_out.go) that the
+//     caller takes off the pipeline and carries out: writing belongs to the
+//     command layer. Run refuses a pipeline that still ends in one.
 //   - $addToSet keeps first occurrences in input order; $group emits groups
 //     in first-arrival order; MongoDB specifies neither order.
 //   - Stages not in the registry (StageNames) are refused with 40324.
+//   - $setWindowFields holds its whole input and computes windows per
+//     partition; an accumulator window without an unbounded lower bound
+//     is refolded for each document (O(n·w)), where MongoDB removes
+//     values from the window incrementally. $expMovingAvg computes in a
+//     200-bit float where MongoDB uses decimal128.
+//   - $bucketAuto's granularity rounds decimal128 values as doubles.
+//   - $densify with "full" bounds and partitions interleaves the
+//     partitions' documents by value (ties in partition order); MongoDB's
+//     streaming generator interleaves them in an order of its own.
 package agg

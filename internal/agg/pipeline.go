@@ -47,6 +47,9 @@ type Options struct {
 	TempDir string
 	// Seed seeds $sample's random choices; 0 picks a random seed.
 	Seed uint64
+	// Stats serves $collStats, $indexStats and $currentOp; nil refuses
+	// them at run time.
+	Stats Stats
 }
 
 // DefaultMaxMemory is the memory budget of a blocking stage.

@@ -16,7 +16,8 @@ func init() { registerStage("$group", parseGroup) }
 // Groups come out in the order their first document arrived.
 //
 // Memory: the keys and accumulator states count against
-// Options.MaxMemory; over it the stage fails with code 292.
+// Options.MaxMemory; over it the stage spills partial groups to disk with
+// AllowDiskUse (group_spill.go) and fails with code 292 without.
 type groupStage struct {
 	id   expr.Expr
 	accs []accSpec
@@ -74,6 +75,14 @@ func parseAccumulator(name string, v bsoncore.Value, pc *parseContext) (accSpec,
 		return accSpec{}, errorf(codeGroupUnknownAcc, "unknown group operator '%s'", op)
 	}
 	a := accSpec{name: name, op: op, kind: kind}
+	if kind.parse != nil {
+		na, err := kind.parse(op, arg, pc)
+		if err != nil {
+			return accSpec{}, err
+		}
+		a.arg, a.n, a.makeN = na.arg, na.n, na.make
+		return a, nil
+	}
 	switch {
 	case kind.noArg:
 		if arg.Type != bsoncore.TypeEmbeddedDocument || len(fieldsOf(arg)) != 0 {
@@ -93,6 +102,7 @@ func parseAccumulator(name string, v bsoncore.Value, pc *parseContext) (accSpec,
 
 // group is one group's state.
 type group struct {
+	key  string // keystring of id
 	id   bsoncore.Value
 	accs []accumulator
 }
@@ -103,29 +113,33 @@ const groupOverhead = 96
 
 func (g *groupStage) open(rc *runContext, in Source) (Source, error) {
 	var (
-		out  []bsoncore.Document
-		done bool
+		next  func() (bsoncore.Document, error)
+		spill *groupSpill
 	)
-	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
-		if !done {
-			done = true
+	done := func() error {
+		if spill != nil {
+			return spill.close()
+		}
+		return nil
+	}
+	return &funcSource{in: in, done: done, next: func() (bsoncore.Document, error) {
+		if next == nil {
+			spill = &groupSpill{dir: rc.opts.TempDir}
 			var err error
-			if out, err = g.run(rc, in); err != nil {
+			if next, err = g.run(rc, in, spill); err != nil {
 				return nil, err
 			}
 		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		d := out[0]
-		out = out[1:]
-		return d, nil
+		return next()
 	}}, nil
 }
 
-// run consumes in and returns the output documents.
-func (g *groupStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {
+// run consumes in and returns a next function over the output documents:
+// the groups held in memory, or, once some were spilled, the merge of
+// the runs.
+func (g *groupStage) run(rc *runContext, in Source, spill *groupSpill) (func() (bsoncore.Document, error), error) {
 	ctx := rc.exprContext()
+	nctx := rc.exprContext()
 	index := map[string]*group{}
 	var (
 		groups []*group
@@ -156,11 +170,13 @@ func (g *groupStage) run(rc *runContext, in Source) ([]bsoncore.Document, error)
 		key = keystring.Append(key[:0], id)
 		gr := index[string(key)]
 		if gr == nil {
-			gr = &group{id: copyValue(id), accs: make([]accumulator, len(g.accs))}
-			for i, a := range g.accs {
-				gr.accs[i] = a.kind.make()
+			gr = &group{key: string(key), id: copyValue(id), accs: make([]accumulator, len(g.accs))}
+			for i := range g.accs {
+				if gr.accs[i], err = g.accs[i].newAcc(gr.id, nctx); err != nil {
+					return nil, err
+				}
 			}
-			index[string(key)] = gr
+			index[gr.key] = gr
 			groups = append(groups, gr)
 			mem += int64(2*len(key)+len(id.Data)+groupOverhead) + int64(len(g.accs))*accOverhead
 		}
@@ -178,21 +194,44 @@ func (g *groupStage) run(rc *runContext, in Source) ([]bsoncore.Document, error)
 			mem += grew
 		}
 		if mem > rc.opts.MaxMemory {
-			return nil, rc.memoryError(g.name)
+			if !rc.opts.AllowDiskUse {
+				return nil, rc.memoryError(g.name)
+			}
+			if err := spill.write(groups); err != nil {
+				return nil, err
+			}
+			index, groups, mem = map[string]*group{}, nil, 0
 		}
+	}
+	if len(spill.files) > 0 {
+		if len(groups) > 0 {
+			if err := spill.write(groups); err != nil {
+				return nil, err
+			}
+		}
+		return spill.mergeNext(g, nctx)
 	}
 	out := make([]bsoncore.Document, 0, len(groups))
 	for _, gr := range groups {
-		fs := make([]field, 0, len(g.accs)+1)
-		fs = append(fs, field{"_id", gr.id})
-		for i, a := range g.accs {
-			v, err := gr.accs[i].result()
-			if err != nil {
-				return nil, err
-			}
-			fs = append(fs, field{a.name, v})
+		d, err := g.output(gr.id, gr.accs)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, buildDoc(fs))
+		out = append(out, d)
 	}
-	return out, nil
+	return sliceNext(out), nil
+}
+
+// output is a group's document: {_id, <accumulators>…}.
+func (g *groupStage) output(id bsoncore.Value, accs []accumulator) (bsoncore.Document, error) {
+	fs := make([]field, 0, len(g.accs)+1)
+	fs = append(fs, field{"_id", id})
+	for i, a := range g.accs {
+		v, err := accs[i].result()
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, field{a.name, v})
+	}
+	return buildDoc(fs), nil
 }

@@ -20,8 +20,10 @@ func init() { registerStage("$lookup", parseLookup) }
 //     variables bound to their values for the input document.
 //
 // With both (MongoDB 5.0+), the equality match filters the foreign
-// documents before the pipeline. The foreign collection is read once per
-// run, through Options.Catalog, and held in memory.
+// documents before the pipeline. With an IndexCatalog and an index on
+// foreignField, each input document's matches are read through the index;
+// otherwise the foreign collection is read once per run, through
+// Options.Catalog, and held in memory (lookup_index.go).
 type lookupStage struct {
 	from                   string
 	localPath              []string
@@ -160,25 +162,16 @@ func readCollection(rc *runContext, coll string) ([]bsoncore.Document, error) {
 }
 
 func (l *lookupStage) open(rc *runContext, in Source) (Source, error) {
-	var foreign []bsoncore.Document
-	loaded := false
+	reader := &lookupReader{l: l, rc: rc} // lookup_index.go
 	ctx := rc.exprContext()
 	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
 		d, err := in.Next()
 		if d == nil || err != nil {
 			return nil, err
 		}
-		if !loaded {
-			loaded = true
-			if foreign, err = readCollection(rc, l.from); err != nil {
-				return nil, err
-			}
-		}
-		matches := foreign
-		if l.hasFields {
-			if matches, err = l.equalityMatches(d, foreign); err != nil {
-				return nil, err
-			}
+		matches, err := reader.candidates(d)
+		if err != nil {
+			return nil, err
 		}
 		if l.hasPipeline {
 			subRC := rc

@@ -50,9 +50,17 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if err != nil {
 		return nil, err
 	}
+	opts.Stats = aggStats{s: s, ns: ns, collectionless: collectionless} // $collStats, $indexStats, $currentOp
 	p, err := agg.Parse(ownedAll(stages), opts)
 	if err != nil {
 		return nil, err
+	}
+	var writer *outputWriter // $out or $merge (agg_output.go)
+	if o := p.Output(); o != nil {
+		if writer, err = prepareOutput(s.Env.Engine, o); err != nil {
+			return nil, err
+		}
+		p = p.WithoutOutput()
 	}
 	var input agg.Source
 	if !collectionless {
@@ -68,6 +76,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		if len(rest) < len(stages) {
 			if p, err = agg.Parse(rest, opts); err != nil {
 				return nil, err
+			}
+			if writer != nil {
+				p = p.WithoutOutput() // the writer carries out $out/$merge
 			}
 		}
 		sel.sortMemory, sel.allowDiskUse = opts.MaxMemory, opts.AllowDiskUse
@@ -88,6 +99,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
+	}
+	if writer != nil {
+		return writer.write(out, dst, cursorNS)
 	}
 	r, held, done, err := fillBatch(dst, cursorNS, "firstBatch", nil, out, batch)
 	if err != nil {

@@ -218,38 +218,6 @@ func cmdListDatabases(_ context.Context, s *Session, req *Request, dst []byte) (
 	return r.Finish(), nil
 }
 
-func cmdCollStats(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	name, err := req.Collection()
-	if err != nil {
-		return nil, err
-	}
-	scale, err := parseScale(req)
-	if err != nil {
-		return nil, err
-	}
-	ns := engine.Namespace{DB: req.DB, Coll: name}
-	st, err := s.Env.Engine.CollectionStats(ns)
-	if err != nil {
-		return nil, err
-	}
-	r := NewReply(dst)
-	r.String("ns", ns.String())
-	r.Int64("size", st.DataSize/scale)
-	r.Int64("count", st.Count)
-	if st.Count > 0 {
-		r.Int64("avgObjSize", st.DataSize/st.Count)
-	}
-	r.Int64("storageSize", st.StorageSize/scale)
-	r.Int64("freeStorageSize", 0)
-	r.Bool("capped", false)
-	r.Int32("nindexes", int32(1+st.Indexes))
-	r.Int64("totalIndexSize", 0)
-	r.Doc("indexSizes", doc(catalog.IDIndexName, int64(0)))
-	r.Int64("totalSize", st.StorageSize/scale)
-	r.Int32("scaleFactor", int32(scale))
-	return r.Finish(), nil
-}
-
 func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	if err := catalog.ValidateDBName(req.DB); err != nil {
 		return nil, err
@@ -258,7 +226,7 @@ func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
-	var objects, dataSize, storage int64
+	var objects, dataSize, storage, indexSize int64
 	var indexes int
 	colls := s.Env.Engine.Catalog().Collections(req.DB)
 	for _, c := range colls {
@@ -270,6 +238,7 @@ func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 		dataSize += st.DataSize
 		storage += st.StorageSize
 		indexes += 1 + st.Indexes
+		indexSize += st.TotalIndexSize()
 	}
 	r := NewReply(dst)
 	r.String("db", req.DB)
@@ -284,8 +253,8 @@ func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	r.Double("dataSize", float64(dataSize/scale))
 	r.Double("storageSize", float64(storage/scale))
 	r.Int64("indexes", int64(indexes))
-	r.Double("indexSize", 0)
-	r.Double("totalSize", float64(storage/scale))
+	r.Double("indexSize", float64(indexSize/scale))
+	r.Double("totalSize", float64((storage+indexSize)/scale))
 	r.Int64("scaleFactor", scale)
 	return r.Finish(), nil
 }

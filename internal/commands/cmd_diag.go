@@ -130,7 +130,10 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 		"delete", o.Delete.Load(), "getmore", o.GetMore.Load(), "command", o.Command.Load(),
 	))
 	r.Doc("mem", doc("bits", int32(64), "resident", int64(ms.Sys>>20), "virtual", int64(ms.Sys>>20), "supported", true))
-	r.Doc("metrics", doc("cursor", doc("open", doc("total", int64(env.Cursors.Len())))))
+	r.Doc("metrics", doc(
+		"cursor", doc("open", doc("total", int64(env.Cursors.Len()))),
+		"ttl", doc("deletedDocuments", env.TTL.Deleted(), "passes", env.TTL.Passes()),
+	))
 	r.Doc("storageEngine", doc("name", "pebble", "supportsCommittedReads", true, "persistent", true))
 	return r.Finish(), nil
 }

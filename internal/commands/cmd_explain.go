@@ -282,7 +282,11 @@ func (x *explainer) update(req *Request) (bson.D, error) {
 	if len(wb.stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained update must have exactly one statement")
 	}
-	spec, err := parseUpdateStatement(wb.ns, wb.stmts[0])
+	vars, err := letVars(req)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := parseUpdateStatement(wb.ns, wb.stmts[0], vars)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +369,11 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	mod, err := parseModifier(u, arrayFilters, false)
+	vars, err := letVars(req)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := parseModifier(u, arrayFilters, false, vars, nil)
 	if err != nil {
 		return nil, err
 	}

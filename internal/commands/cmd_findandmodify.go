@@ -80,7 +80,11 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		mod, err := parseModifier(u, arrayFilters, false)
+		vars, err := letVars(req)
+		if err != nil {
+			return nil, err
+		}
+		mod, err := parseModifier(u, arrayFilters, false, vars, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -113,3 +113,94 @@ func indexNames(s *Session, ns engine.Namespace, v bsoncore.Value) ([]string, er
 	}
 	return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes 'index' must be a string, an array of strings or a key pattern")
 }
+
+// cmdCollMod changes collection options; Cairn supports its index option
+// (expireAfterSeconds of a TTL index, hidden), which is what the TTL
+// monitor and the planner read. Other options are not supported yet.
+func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	coll, err := req.Collection()
+	if err != nil {
+		return nil, err
+	}
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	var ch *engine.IndexChange
+	elems, _ := req.Body.Elements()
+	for _, el := range elems[1:] {
+		switch k := el.Key(); {
+		case k == "index":
+			if ch, err = parseIndexChange(el.Value()); err != nil {
+				return nil, err
+			}
+		case k == "lsid" || k == "comment" || k == "writeConcern" || k == "txnNumber" || k == "autocommit" || k[0] == '$':
+		default:
+			return nil, notYet("collMod option '" + k + "'")
+		}
+	}
+	r := NewReply(dst)
+	if ch == nil {
+		if s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll) == nil {
+			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+		}
+		return r.Finish(), nil
+	}
+	res, err := s.Env.Engine.ModifyIndex(ns, *ch)
+	if err != nil {
+		return nil, err
+	}
+	if res.OldHidden != nil {
+		r.Bool("hidden_old", *res.OldHidden).Bool("hidden_new", *res.NewHidden)
+	}
+	if res.OldExpire != nil {
+		r.Int64("expireAfterSeconds_old", *res.OldExpire).Int64("expireAfterSeconds_new", *res.NewExpire)
+	}
+	return r.Finish(), nil
+}
+
+// parseIndexChange reads collMod's index document: keyPattern or name,
+// then expireAfterSeconds and/or hidden.
+func parseIndexChange(v bsoncore.Value) (*engine.IndexChange, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.index' is the wrong type '%s', expected type 'object'", typeName(v.Type))
+	}
+	ch := &engine.IndexChange{}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		val := el.Value()
+		switch el.Key() {
+		case "name":
+			n, ok := val.StringValueOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.index.name' is the wrong type '%s', expected type 'string'", typeName(val.Type))
+			}
+			ch.Name = n
+		case "keyPattern":
+			k, ok := val.DocumentOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.index.keyPattern' is the wrong type '%s', expected type 'object'", typeName(val.Type))
+			}
+			ch.Key = append(bsoncore.Document(nil), k...)
+		case "expireAfterSeconds":
+			n, ok := numberAsInt(val)
+			if !ok || n < 0 {
+				return nil, mongoerr.New(mongoerr.BadValue, "expireAfterSeconds must be a number >= 0, got %s", val)
+			}
+			ch.ExpireAfterSeconds = &n
+		case "hidden":
+			b, ok := val.BooleanOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.index.hidden' is the wrong type '%s', expected type 'bool'", typeName(val.Type))
+			}
+			ch.Hidden = &b
+		default:
+			return nil, mongoerr.New(mongoerr.UnknownField, "BSON field 'collMod.index.%s' is an unknown field.", el.Key())
+		}
+	}
+	if (ch.Name == "") == (ch.Key == nil) {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "must specify either index name or key pattern")
+	}
+	if ch.ExpireAfterSeconds == nil && ch.Hidden == nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds or hidden field")
+	}
+	return ch, nil
+}

@@ -119,11 +119,15 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
+	vars, err := letVars(req)
+	if err != nil {
+		return nil, err
+	}
 	var matched, modified int64
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		res, err := updateStatement(s.Env.Engine, wb.ns, st)
+		res, err := updateStatement(s.Env.Engine, wb.ns, st, vars)
 		matched += res.matched
 		modified += res.modified
 		if res.upsertedID.Type != 0 {
@@ -160,7 +164,7 @@ type updateSpec struct {
 	multi  bool
 }
 
-func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document) (updateSpec, error) {
+func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, vars map[string]bsoncore.Value) (updateSpec, error) {
 	sel, err := statementFilter(ns, st, "update.updates")
 	if err != nil {
 		return updateSpec{}, err
@@ -174,7 +178,11 @@ func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document) (updateSpec
 		return updateSpec{}, err
 	}
 	multi := boolField(st, "multi")
-	mod, err := parseModifier(u, arrayFilters, multi)
+	consts, err := constantsOf(st)
+	if err != nil {
+		return updateSpec{}, err
+	}
+	mod, err := parseModifier(u, arrayFilters, multi, vars, consts)
 	if err != nil {
 		return updateSpec{}, err
 	}
@@ -207,8 +215,8 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 }
 
 // updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
-func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document) (updateResult, error) {
-	spec, err := parseUpdateStatement(ns, st)
+func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, vars map[string]bsoncore.Value) (updateResult, error) {
+	spec, err := parseUpdateStatement(ns, st, vars)
 	if err != nil {
 		return updateResult{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/ttl"
 )
 
 // Compatibility: what Cairn tells drivers it is (DESIGN.md §6). Drivers and
@@ -55,6 +56,8 @@ type Env struct {
 	Ops         OpCounters
 	// Logs keeps recent log lines for getLog (nil: none kept).
 	Logs *LogRing
+	// TTL is the TTL monitor, started with the Env (params.go).
+	TTL *ttl.Monitor
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -79,7 +82,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	}
 	params := NewParams()
 	defineIDParams(params, eng)
-	return &Env{
+	env := &Env{
 		Engine:    eng,
 		Cursors:   NewCursors(),
 		Params:    params,
@@ -88,10 +91,16 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		Started:   time.Now(),
 		ProcessID: bson.NewObjectID(),
 	}
+	env.TTL = startTTLMonitor(eng, params, log)
+	return env
 }
 
-// Close releases what the Env holds (open cursors).
-func (e *Env) Close() { e.Cursors.CloseAll() }
+// Close releases what the Env holds (the TTL monitor, open cursors); call
+// it before closing the engine.
+func (e *Env) Close() {
+	e.TTL.Stop()
+	e.Cursors.CloseAll()
+}
 
 // Session is one client connection's view: who it is and its own state.
 type Session struct {

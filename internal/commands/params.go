@@ -1,13 +1,17 @@
 package commands
 
 import (
+	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/ttl"
 )
 
 // param is one server parameter.
@@ -136,4 +140,20 @@ func boolParam(v bsoncore.Value) (any, error) {
 		return n != 0, nil
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "parameter must be a boolean, got %s", v)
+}
+
+// startTTLMonitor starts the TTL monitor with its period read from
+// ttlMonitorSleepSecs before every sleep, so setParameter changes it at
+// runtime.
+func startTTLMonitor(eng *engine.Engine, p *Params, log *slog.Logger) *ttl.Monitor {
+	return ttl.Start(eng, ttl.Options{Logger: log, Period: func() time.Duration {
+		v, _ := p.Get("ttlMonitorSleepSecs")
+		switch n := v.(type) {
+		case int32:
+			return time.Duration(n) * time.Second
+		case int64:
+			return time.Duration(n) * time.Second
+		}
+		return ttl.DefaultPeriod
+	}})
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -31,6 +32,8 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
+	ops := s.Env.Engine.Ops() // for currentOp (cmd_currentop.go)
+	defer ops.End(ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body}))
 	logged := s.Env.Log.Enabled(ctx, slog.LevelDebug)
 	var began time.Time
 	if logged {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -21,12 +22,16 @@ type CreateIndexesResult struct {
 }
 
 // CreateIndexes adds the indexes specs describes to ns (creating the
-// collection if needed) and fills them from the existing documents, all in
-// one commit: if any document violates a new unique index, nothing is left
-// behind. An index identical to an existing one is skipped.
+// collection if needed) and fills them from the existing documents. An
+// index identical to an existing one is skipped.
 //
-// The build runs inside the commit pipeline, so writers wait for it while
-// readers do not (they read snapshots); a background build is a follow-up.
+// Over an empty collection the indexes are added ready, in one commit.
+// Otherwise they are registered as building (from then on every write
+// maintains them) and filled by a background build that reads the
+// collection in batches, each one short commit (see indexbuild.go), so
+// neither readers nor writers wait for the whole build. If the build fails
+// (a unique index over duplicates: 11000), the indexes and every key they
+// got are removed: nothing is left behind.
 func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateIndexesResult, error) {
 	parsed := make([]*index.Spec, len(specs))
 	for i, raw := range specs {
@@ -39,8 +44,10 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 		parsed[i] = s
 	}
 	var res CreateIndexesResult
+	var build *indexBuild
+	var pending []catalog.Index // the same indexes, already building
 	err := e.db.Write(func(tx *storage.Txn) error {
-		res = CreateIndexesResult{}
+		res, build = CreateIndexesResult{}, nil
 		existed := e.cat.Working().Collection(ns.DB, ns.Coll) != nil
 		coll, err := e.ensureCollection(tx, ns)
 		if err != nil {
@@ -48,29 +55,87 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 		}
 		res.CreatedCollection = !existed
 		res.Before = 1 + len(coll.Indexes)
-		added := 0
+		empty, err := collectionEmpty(tx, coll)
+		if err != nil {
+			return err
+		}
+		var added []catalog.Index
+		pending = pending[:0]
 		for _, spec := range parsed {
 			isNew, err := e.checkIndexConflict(ns, spec)
 			if err != nil {
 				return err
 			}
 			if !isNew {
+				if cur := coll.Index(spec.Name); cur != nil && cur.Building {
+					pending = append(pending, *cur)
+				}
 				continue
 			}
-			ix, err := e.cat.AddIndex(tx, ns.DB, ns.Coll, catalog.Index{Name: spec.Name, Key: bson.Raw(spec.Key), Spec: bson.Raw(spec.Original)})
+			ix, err := e.cat.AddIndex(tx, ns.DB, ns.Coll, catalog.Index{Name: spec.Name, Key: bson.Raw(spec.Key), Spec: bson.Raw(spec.Original), Building: !empty})
 			if err != nil {
 				return err
 			}
-			if err := e.buildIndex(tx, ns, ix); err != nil {
-				return err
-			}
-			added++
+			added = append(added, ix)
 		}
-		res.After = res.Before + added
-		res.AllExisted = added == 0
+		res.After = res.Before + len(added)
+		res.AllExisted = len(added) == 0
+		if !empty && len(added) > 0 {
+			build = &indexBuild{e: e, ns: ns, collID: coll.ID, indexes: added, command: createIndexesCommand(ns, parsed)}
+		}
 		return nil
 	})
-	return res, err
+	if err != nil {
+		return CreateIndexesResult{}, err
+	}
+	if build != nil {
+		if err := build.run(); err != nil {
+			return CreateIndexesResult{}, err
+		}
+	}
+	if err := e.waitForBuilds(ns, pending); err != nil {
+		return CreateIndexesResult{}, err
+	}
+	if coll := e.cat.Current().Collection(ns.DB, ns.Coll); coll != nil {
+		for _, ix := range coll.Indexes {
+			e.usage.counter(ix.ID, e.now) // accesses.since: now, for a new index
+		}
+	}
+	return res, nil
+}
+
+// waitForBuilds waits until the indexes another createIndexes is building
+// are ready, as MongoDB makes a second identical request wait for the
+// first's build; it fails if that build failed.
+func (e *Engine) waitForBuilds(ns Namespace, pending []catalog.Index) error {
+	for _, want := range pending {
+		for {
+			coll := e.cat.Current().Collection(ns.DB, ns.Coll)
+			var cur *catalog.Index
+			if coll != nil {
+				cur = coll.Index(want.Name)
+			}
+			if cur == nil || cur.ID != want.ID {
+				return mongoerr.New(mongoerr.IndexBuildAborted, "Index build of %s on %s, which this request waited for, failed", want.Name, ns)
+			}
+			if !cur.Building {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// collectionEmpty reports whether coll has no documents, as tx sees it.
+func collectionEmpty(tx *storage.Txn, coll *catalog.Collection) (bool, error) {
+	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
+	it, err := tx.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return false, err
+	}
+	empty := !it.First()
+	return empty, it.Close()
 }
 
 // checkIndexConflict reports whether spec names a new index of ns, or
@@ -105,42 +170,6 @@ func (e *Engine) checkIndexConflict(ns Namespace, spec *index.Spec) (bool, error
 		}
 	}
 	return true, nil
-}
-
-// buildIndex fills ix from every document of ns, inside tx.
-func (e *Engine) buildIndex(tx *storage.Txn, ns Namespace, ix catalog.Index) error {
-	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
-	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
-	it, err := tx.NewIter(prefix, storage.PrefixEnd(prefix))
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	one := &catalog.Collection{ID: coll.ID, DB: coll.DB, Name: coll.Name, Indexes: []catalog.Index{ix}}
-	multikey := false
-	for ok := it.First(); ok; ok = it.Next() {
-		doc, err := it.Value()
-		if err != nil {
-			return err
-		}
-		idKey := append([]byte(nil), it.Key()[len(prefix):]...)
-		entries, mk, err := e.entriesOf(one, doc, idKey)
-		if err != nil {
-			return err
-		}
-		if err := e.addEntries(tx, ns, entries, idKey); err != nil {
-			return err
-		}
-		multikey = multikey || len(mk) > 0
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	if multikey {
-		ix.Multikey = true
-		return e.cat.UpdateIndex(tx, ns.DB, ns.Coll, ix)
-	}
-	return nil
 }
 
 // DropIndexes drops the named indexes of ns ("*" drops every secondary

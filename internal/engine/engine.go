@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -32,6 +33,10 @@ type Engine struct {
 	specs specCache
 	log   *slog.Logger
 	now   func() time.Time
+
+	ops         Ops                              // operations in progress (ops.go)
+	usage       indexUsage                       // index access counters (indexusage.go)
+	buildTuning atomic.Pointer[IndexBuildTuning] // (indexbuild.go)
 }
 
 // Namespace names a collection.
@@ -61,6 +66,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	hooks.Committed, hooks.Failed = cat.Committed, cat.Failed
 	e := &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}
 	if err := e.openIDGen(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("engine: %s: %w", dir, err)
+	}
+	if err := e.startIndexes(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}

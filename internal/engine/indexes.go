@@ -24,12 +24,13 @@ import (
 // so a unique index finds a conflicting key with one point read inside the
 // commit pipeline.
 
-// specCache holds parsed index specifications by index id; a spec is
-// immutable, and ids are never reused, so entries never go stale.
+// specCache holds parsed index specifications by index id. Ids are never
+// reused, but collMod changes a spec in place (expireAfterSeconds, hidden),
+// so an entry is used only while its bytes are the catalog's.
 type specCache struct{ m sync.Map }
 
 func (c *specCache) get(ix catalog.Index) (*index.Spec, error) {
-	if s, ok := c.m.Load(ix.ID); ok {
+	if s, ok := c.m.Load(ix.ID); ok && bytes.Equal(s.(*index.Spec).Original, ix.Spec) {
 		return s.(*index.Spec), nil
 	}
 	s, err := index.ParseSpec(bsoncore.Document(ix.Spec))
@@ -99,11 +100,25 @@ func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry,
 	return nil
 }
 
-// removeEntries deletes entries.
-func removeEntries(tx *storage.Txn, entries []indexEntry) {
+// removeEntries deletes the entries of the document whose _id encodes to
+// idKey. While a unique index builds, the data may hold duplicate keys, so
+// its entry is deleted only if this document holds it (see indexbuild.go).
+func removeEntries(tx *storage.Txn, entries []indexEntry, idKey []byte) error {
+	var holder []byte
 	for _, en := range entries {
+		if en.spec.Unique && en.ix.Building {
+			var found bool
+			var err error
+			if holder, found, err = tx.Get(holder[:0], en.key); err != nil {
+				return err
+			}
+			if !found || !bytes.Equal(holder, idKey) {
+				continue
+			}
+		}
 		tx.Delete(en.key)
 	}
+	return nil
 }
 
 // flagMultikey records in the catalog that the listed indexes of coll are
@@ -160,7 +175,9 @@ func (e *Engine) indexReplace(tx *storage.Txn, ns Namespace, old, next bsoncore.
 			gone = append(gone, en)
 		}
 	}
-	removeEntries(tx, gone)
+	if err := removeEntries(tx, gone, idKey); err != nil {
+		return err
+	}
 	if err := e.addEntries(tx, ns, after, idKey); err != nil {
 		return err
 	}
@@ -177,8 +194,7 @@ func (e *Engine) indexDelete(tx *storage.Txn, ns Namespace, old bsoncore.Documen
 	if err != nil {
 		return err
 	}
-	removeEntries(tx, entries)
-	return nil
+	return removeEntries(tx, entries, idKey)
 }
 
 // duplicateKeyError is MongoDB's E11000 for a secondary unique index.

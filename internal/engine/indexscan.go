@@ -18,6 +18,7 @@ import (
 // The snapshot is taken before the catalog is read, so the catalog the
 // planner sees (multikey flags) is at least as new as the data it scans.
 type Reader struct {
+	e    *Engine
 	snap *storage.Snapshot
 	coll *catalog.Collection // nil: no such collection (reads are empty)
 	ixs  []IndexInfo
@@ -35,7 +36,7 @@ type IndexInfo struct {
 
 // NewReader opens a snapshot of ns. Close it when done.
 func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
-	r := &Reader{snap: e.db.NewSnapshot()}
+	r := &Reader{e: e, snap: e.db.NewSnapshot()}
 	r.coll = e.cat.Current().Collection(ns.DB, ns.Coll)
 	if r.coll == nil {
 		return r, nil
@@ -100,6 +101,7 @@ func (r *Reader) Entries(ixName string, rng KeyRange, reverse bool) (*Cursor, er
 	if ix == nil {
 		return &Cursor{}, nil
 	}
+	r.e.recordIndexAccess(ix) // $indexStats: one access per scan opened
 	var spec *index.Spec
 	for _, info := range r.ixs {
 		if info.Name == ixName {

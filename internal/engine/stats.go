@@ -1,45 +1,113 @@
 package engine
 
 import (
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
-// CollectionStats are the figures collStats and dbStats report.
+// CollectionStats are the figures collStats, $collStats and dbStats report.
 type CollectionStats struct {
 	Count       int64
 	DataSize    int64 // bytes of BSON
-	StorageSize int64 // bytes on disk, estimated
+	StorageSize int64 // bytes of the documents on disk, estimated
 	Indexes     int   // secondary indexes
+	// IndexSizes has one entry per index, the _id index first, then the
+	// secondary indexes in creation order.
+	IndexSizes []IndexSize
 }
 
-// CollectionStats counts ns's documents and bytes. It scans the collection:
-// exact, but O(n); counters kept by the commit pipeline can replace it when
-// a workload needs fast collStats.
+// IndexSize is the size of one index in bytes.
+type IndexSize struct {
+	Name  string
+	Bytes int64
+}
+
+// TotalIndexSize sums IndexSizes.
+func (st CollectionStats) TotalIndexSize() int64 {
+	var n int64
+	for _, s := range st.IndexSizes {
+		n += s.Bytes
+	}
+	return n
+}
+
+// CollectionStats counts ns's documents and bytes, from one snapshot. It
+// scans the collection and its indexes: exact, but O(n); counters kept by
+// the commit pipeline can replace it when a workload needs fast collStats.
+//
+// Sizes: StorageSize is Pebble's EstimateDiskUsage over the documents' key
+// range (compressed bytes in sorted files; writes still in the memtable
+// are not on disk yet and count 0). Index sizes are the bytes of the
+// index's keys and values as stored, uncompressed, summed by the scan:
+// Pebble's estimate is 0 for an index whose entries are all still in the
+// memtable, which made a fresh index look empty. The _id index is the
+// document keyspace itself (documents are clustered by _id), so its size
+// is the bytes of the encoded _ids, what a separate _id index would hold.
 func (e *Engine) CollectionStats(ns Namespace) (CollectionStats, error) {
 	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
 	if coll == nil {
 		return CollectionStats{}, nil
 	}
-	var st CollectionStats
-	st.Indexes = len(coll.Indexes)
-	it, err := e.Scan(ns)
+	st := CollectionStats{Indexes: len(coll.Indexes)}
+	snap := e.db.NewSnapshot()
+	defer snap.Close()
+	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
+	idBytes, err := scanRange(snap, prefix, func(k, v []byte) {
+		st.Count++
+		st.DataSize += int64(len(v))
+	}, true)
 	if err != nil {
 		return st, err
 	}
-	for it.Next() {
-		st.Count++
-		st.DataSize += int64(len(it.Doc()))
+	st.IndexSizes = append(st.IndexSizes, IndexSize{Name: catalog.IDIndexName, Bytes: idBytes})
+	for _, ix := range coll.Indexes {
+		p := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
+		n, err := scanRange(snap, p, nil, false)
+		if err != nil {
+			return st, err
+		}
+		st.IndexSizes = append(st.IndexSizes, IndexSize{Name: ix.Name, Bytes: n})
 	}
-	if err := it.Close(); err != nil {
-		return st, err
-	}
-	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
 	size, err := e.db.Pebble().EstimateDiskUsage(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
 		return st, err
 	}
 	st.StorageSize = int64(size)
 	return st, nil
+}
+
+// scanRange walks the keys under prefix, calling fn (if set) on each, and
+// returns the bytes of the keys without prefix (idOnly) or of keys and
+// values.
+func scanRange(snap *storage.Snapshot, prefix []byte, fn func(k, v []byte), idOnly bool) (int64, error) {
+	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if idOnly {
+			n += int64(len(k) - len(prefix))
+		} else {
+			n += int64(len(k))
+		}
+		if fn == nil && idOnly {
+			continue
+		}
+		v, err := it.Value()
+		if err != nil {
+			_ = it.Close()
+			return 0, err
+		}
+		if !idOnly {
+			n += int64(len(v))
+		}
+		if fn != nil {
+			fn(k, v)
+		}
+	}
+	return n, it.Close()
 }
 
 // DatabaseSize estimates the bytes on disk of db's collections.

@@ -8,6 +8,17 @@
 // "missing", which is distinct from null: {$eq: ["$nosuchfield", null]} is
 // false, and missing sorts below every other value.
 //
+// # Variables
+//
+// $$ROOT, $$CURRENT and $$REMOVE come from the document; user variables
+// ($let, $map's "as", $reduce's $$value and $$this, a command's let) are
+// declared in a Scope at parse time, so an undefined one is a parse error
+// (17276), and bound in the Context at run time. $$NOW is one date per
+// Context: what Context.SetNow fixed (the agg layer binds it once per
+// command), or else the clock read at first use. $$CLUSTER_TIME is a
+// timestamp set with Context.SetClusterTime; without one, reading it fails
+// with 51144, as on a standalone MongoDB server.
+//
 // # Extending
 //
 // Operators live in a table filled by one file per family (op_compare.go,
@@ -30,4 +41,14 @@
 //   - Comparisons use MongoDB's total order over BSON values (bsonx.Compare),
 //     with missing below MinKey's rank, as aggregation does; there is no type
 //     bracketing here, unlike query predicates.
+//
+// # Deviations from MongoDB
+//
+//   - Regular expressions ($regexMatch, $regexFind, $regexFindAll) use Go's
+//     RE2 syntax rather than PCRE: backreferences and lookaround do not
+//     compile (51111), and "$" without the m flag matches only at the very
+//     end, not before a final newline.
+//   - Decimal $exp, $ln, $log, $log10, $pow and $sqrt are computed with
+//     about 90 significant digits and rounded to decimal128's 34; the last
+//     digit can differ from MongoDB's Intel library in rare halfway cases.
 package expr

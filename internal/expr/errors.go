@@ -37,6 +37,7 @@ const (
 	codeIfNullArgs              mongoerr.Code = 1257300
 	codeInNotArray              mongoerr.Code = 40081
 	codeSizeNotArray            mongoerr.Code = 17124
+	codeClusterTimeUnavailable  mongoerr.Code = 51144 // $$CLUSTER_TIME on a standalone server
 )
 
 func errorf(code mongoerr.Code, format string, args ...any) error {

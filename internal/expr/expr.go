@@ -1,8 +1,11 @@
 package expr
 
 import (
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -14,12 +17,20 @@ type Expr interface {
 }
 
 // Context is what an expression is evaluated against: the document
-// ($$ROOT), the current value ($$CURRENT) and user variables. A Context may
-// be reused for many documents with Reset.
+// ($$ROOT), the current value ($$CURRENT), user variables and the
+// command-wide system variables $$NOW and $$CLUSTER_TIME. A Context may be
+// reused for many documents with Reset.
 type Context struct {
 	root    bsoncore.Value
 	current bsoncore.Value
 	vars    map[string]bsoncore.Value
+	// now is $$NOW: one value for the whole command. SetNow fixes it; if
+	// nobody did, the first read takes the clock, so that every document
+	// evaluated in this context sees the same instant.
+	now bsoncore.Value
+	// clusterTime is $$CLUSTER_TIME, a timestamp; Missing on a standalone
+	// node, where reading it is an error (51144) as in MongoDB.
+	clusterTime bsoncore.Value
 }
 
 // NewContext returns a context whose $$ROOT and $$CURRENT are doc.
@@ -35,12 +46,47 @@ func (c *Context) Reset(doc bsoncore.Document) {
 	c.current = c.root
 }
 
-// SetVar binds the user variable name (without "$$") to v.
+// SetCurrent rebinds $$CURRENT (what "$field" paths read) to doc and keeps
+// $$ROOT: $redact evaluates its expression at every embedded document.
+func (c *Context) SetCurrent(doc bsoncore.Document) {
+	c.current = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
+}
+
+// SetVar binds the user variable name (without "$$") to v. Binding "NOW"
+// is SetNow with a date value (the agg layer binds $$NOW this way);
+// binding "CURRENT" rebinds $$CURRENT, which $let allows.
 func (c *Context) SetVar(name string, v bsoncore.Value) {
+	switch name {
+	case "NOW":
+		c.now = v
+		return
+	case "CURRENT":
+		c.current = v
+		return
+	}
 	if c.vars == nil {
 		c.vars = make(map[string]bsoncore.Value)
 	}
 	c.vars[name] = v
+}
+
+// SetNow fixes $$NOW to t for every evaluation in this context. A command
+// calls it once, so that all its documents and stages agree on the time.
+func (c *Context) SetNow(t time.Time) { c.now = Date(t.UnixMilli()) }
+
+// SetClusterTime makes $$CLUSTER_TIME the timestamp (t, i). Without it,
+// reading $$CLUSTER_TIME fails as on a standalone MongoDB server.
+func (c *Context) SetClusterTime(t, i uint32) {
+	c.clusterTime = bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, t, i)}
+}
+
+// nowValue is $$NOW, reading the clock the first time if SetNow was not
+// called.
+func (c *Context) nowValue() bsoncore.Value {
+	if c.now.Type == 0 {
+		c.SetNow(time.Now())
+	}
+	return c.now
 }
 
 // Scope is the parse-time view of which variables are defined. Stages that
@@ -70,7 +116,7 @@ func (s *Scope) defines(name string) bool {
 }
 
 // builtinVars are the system variables every scope defines.
-var builtinVars = map[string]bool{"ROOT": true, "CURRENT": true, "REMOVE": true}
+var builtinVars = map[string]bool{"ROOT": true, "CURRENT": true, "REMOVE": true, "NOW": true, "CLUSTER_TIME": true}
 
 // parser builds an operator's Expr from its raw argument.
 type parser func(arg bsoncore.Value, s *Scope) (Expr, error)
@@ -289,6 +335,13 @@ func (f fieldPath) Eval(ctx *Context) (bsoncore.Value, error) {
 		v = ctx.root
 	case "REMOVE":
 		return Missing, nil
+	case "NOW":
+		v = ctx.nowValue()
+	case "CLUSTER_TIME":
+		if ctx.clusterTime.Type == 0 {
+			return Missing, errorf(codeClusterTimeUnavailable, "Builtin variable '$$CLUSTER_TIME' is not available")
+		}
+		v = ctx.clusterTime
 	default:
 		v = ctx.vars[f.variable]
 	}
@@ -385,3 +438,60 @@ func parseFixedArgs(op string, n int, arg bsoncore.Value, s *Scope) ([]Expr, err
 // DuplicateOperators lists operator names registered more than once (a
 // programming error in an op_*.go file; TestOperatorTable checks it).
 func DuplicateOperators() []string { return duplicateOps }
+
+// namedArgs describes an operator whose argument is an object of named
+// expressions ({input: …, find: …}): the names it accepts and MongoDB's
+// codes and messages for a non-object and for an unknown name (each
+// message gets the operator and the offending value or name).
+type namedArgs struct {
+	op         string
+	names      []string
+	notObject  mongoerr.Code
+	notObjMsg  string // format with op and the argument
+	unknown    mongoerr.Code
+	unknownMsg string // format with op and the name
+}
+
+// parse parses the named expressions present in arg, in scope s.
+func (n namedArgs) parse(arg bsoncore.Value, s *Scope) (map[string]Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, errorf(n.notObject, n.notObjMsg, n.op, arg)
+	}
+	out := make(map[string]Expr, len(n.names))
+	it := elemsOf(arg)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return out, nil
+		}
+		name := string(k)
+		if !slices.Contains(n.names, name) {
+			return nil, errorf(n.unknown, n.unknownMsg, n.op, name)
+		}
+		e, err := ParseIn(v, s)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = e
+	}
+}
+
+// bindVar binds the user variable name to v and returns the function that
+// restores the previous binding (or its absence): a variable bound by
+// $let, $map or $reduce shadows an outer one only inside the operator.
+func (c *Context) bindVar(name string, v bsoncore.Value) (restore func()) {
+	if name == "CURRENT" {
+		old := c.current
+		c.current = v
+		return func() { c.current = old }
+	}
+	old, had := c.vars[name]
+	c.SetVar(name, v)
+	return func() {
+		if had {
+			c.vars[name] = old
+		} else {
+			delete(c.vars, name)
+		}
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-func parseJSON(t *testing.T, s string) bsoncore.Document {
+func parseJSON(t testing.TB, s string) bsoncore.Document {
 	t.Helper()
 	var raw bson.Raw
 	if err := bson.UnmarshalExtJSON([]byte(s), false, &raw); err != nil {

@@ -59,8 +59,8 @@ func parseIter(op string, arg bsoncore.Value, s *Scope, bodyKey string, codes [5
 			if !ok || name == "" {
 				return spec, errorf(codeBadVarNameIter, "empty variable names are not allowed")
 			}
-			if !isUserVarName(name) {
-				return spec, errorf(codeBadVariableName, "'%s' starts with an invalid character for a user variable name", name)
+			if err := checkUserVarName(name); err != nil {
+				return spec, err
 			}
 			spec.as = name
 		case key == bodyKey:
@@ -108,14 +108,7 @@ func (sp iterSpec) each(ctx *Context, op string, typeCode int, f func(elem, v bs
 	if in.Type != bsoncore.TypeArray {
 		return false, errorf(mongoerr.Code(typeCode), "input to %s must be an array not %s", op, TypeName(in))
 	}
-	old, had := ctx.vars[sp.as]
-	defer func() {
-		if had {
-			ctx.vars[sp.as] = old
-		} else {
-			delete(ctx.vars, sp.as)
-		}
-	}()
+	defer ctx.bindVar(sp.as, Missing)()
 	it := elemsOf(in)
 	for {
 		_, e, ok := it.next()
@@ -202,20 +195,4 @@ func (e mapExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	return Array(out), nil
-}
-
-// isUserVarName is MongoDB's rule for a variable a user binds: a
-// lower-case ASCII letter or a non-ASCII byte first, then letters, digits,
-// '_' or non-ASCII bytes.
-func isUserVarName(n string) bool {
-	if c := n[0]; !(c >= 'a' && c <= 'z' || c >= 0x80) {
-		return false
-	}
-	for i := 1; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80) {
-			return false
-		}
-	}
-	return true
 }

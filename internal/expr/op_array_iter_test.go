@@ -24,6 +24,7 @@ func TestArrayIterOperators(t *testing.T) {
 		{`{"$map": {"input": [1], "in": 1, "x": 1}}`, ``, 16879},
 		{`{"$map": {"in": 1}}`, ``, 16880},
 		{`{"$map": {"input": [1]}}`, ``, 16882},
-		{`{"$map": {"input": [1], "as": "Bad", "in": 1}}`, ``, 16870},
+		{`{"$map": {"input": [1], "as": "Bad", "in": 1}}`, ``, 16867},
+		{`{"$map": {"input": [1], "as": "a-b", "in": 1}}`, ``, 16868},
 	})
 }

@@ -2,12 +2,25 @@ package expr
 
 import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-// Conditional operators: $cond and $ifNull.
+// Conditional operators: $cond, $ifNull and $switch.
 
 func init() {
 	register("$cond", parseCond)
 	register("$ifNull", parseIfNull)
+	register("$switch", parseSwitch)
 }
+
+const (
+	codeSwitchNotObject     = 40060
+	codeSwitchBranchesType  = 40061
+	codeSwitchBranchType    = 40062
+	codeSwitchBranchUnknown = 40063
+	codeSwitchMissingCase   = 40064
+	codeSwitchMissingThen   = 40065
+	codeSwitchNoMatch       = 40066
+	codeSwitchUnknownArg    = 40067
+	codeSwitchNoBranches    = 40068
+)
 
 type condExpr struct{ cond, then, els Expr }
 
@@ -90,4 +103,99 @@ func (n ifNullExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 	}
 	return Missing, nil
+}
+
+// switchExpr evaluates its branches' cases in order and returns the "then"
+// of the first truthy one, else the default; with no default and no
+// match it fails (40066), but only when evaluated.
+type switchExpr struct {
+	cases, thens []Expr
+	dflt         Expr // may be nil
+}
+
+func parseSwitch(arg bsoncore.Value, s *Scope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, errorf(codeSwitchNotObject, "$switch requires an object as an argument, found: %s", TypeName(arg))
+	}
+	var sw switchExpr
+	it := elemsOf(arg)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "branches":
+			if v.Type != bsoncore.TypeArray {
+				return nil, errorf(codeSwitchBranchesType, "$switch expected an array for 'branches', found: %s", TypeName(v))
+			}
+			for _, b := range arrayValues(v) {
+				c, t, err := parseSwitchBranch(b, s)
+				if err != nil {
+					return nil, err
+				}
+				sw.cases, sw.thens = append(sw.cases, c), append(sw.thens, t)
+			}
+		case "default":
+			d, err := ParseIn(v, s)
+			if err != nil {
+				return nil, err
+			}
+			sw.dflt = d
+		default:
+			return nil, errorf(codeSwitchUnknownArg, "$switch found an unknown argument: %s", k)
+		}
+	}
+	if len(sw.cases) == 0 {
+		return nil, errorf(codeSwitchNoBranches, "$switch requires at least one branch")
+	}
+	return sw, nil
+}
+
+func parseSwitchBranch(b bsoncore.Value, s *Scope) (cs, then Expr, err error) {
+	if b.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, nil, errorf(codeSwitchBranchType, "$switch expected each branch to be an object, found: %s", TypeName(b))
+	}
+	it := elemsOf(b)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		e, err := ParseIn(v, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch string(k) {
+		case "case":
+			cs = e
+		case "then":
+			then = e
+		default:
+			return nil, nil, errorf(codeSwitchBranchUnknown, "$switch found an unknown argument to a branch: %s", k)
+		}
+	}
+	switch {
+	case cs == nil:
+		return nil, nil, errorf(codeSwitchMissingCase, "$switch requires each branch have a 'case' expression")
+	case then == nil:
+		return nil, nil, errorf(codeSwitchMissingThen, "$switch requires each branch have a 'then' expression.")
+	}
+	return cs, then, nil
+}
+
+func (sw switchExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	for i, c := range sw.cases {
+		v, err := c.Eval(ctx)
+		if err != nil {
+			return Missing, err
+		}
+		if Truthy(v) {
+			return sw.thens[i].Eval(ctx)
+		}
+	}
+	if sw.dflt == nil {
+		return Missing, errorf(codeSwitchNoMatch, "$switch could not find a matching branch for an input, and no default was specified.")
+	}
+	return sw.dflt.Eval(ctx)
 }

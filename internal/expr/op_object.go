@@ -1,16 +1,40 @@
 package expr
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Object operators: $mergeObjects (expression form): its documents merged
 // left to right, a later field overwriting an earlier one in place; null
 // and missing are ignored, other non-documents are an error (40400).
+// $objectToArray turns a document into [{k, v}, …] and $arrayToObject
+// turns [{k, v}, …] or [[k, v], …] back (a repeated key keeps its first
+// position and its last value). $getField, $setField and $unsetField are in
+// op_object_fields.go.
 
-func init() { register("$mergeObjects", parseVariadic("$mergeObjects", evalMergeObjects)) }
+func init() {
+	register("$mergeObjects", parseVariadic("$mergeObjects", evalMergeObjects))
+	register("$objectToArray", parseFixed("$objectToArray", 1, evalObjectToArray))
+	register("$arrayToObject", parseFixed("$arrayToObject", 1, evalArrayToObject))
+}
 
-const codeMergeObjectsType = 40400
+const (
+	codeMergeObjectsType    = 40400
+	codeObjectToArrayType   = 40390
+	codeArrayToObjectType   = 40386
+	codeArrayToObjectNotObj = 40391 // objects first, then something else
+	codeArrayToObjectKeys   = 40392 // an object without exactly two fields
+	codeArrayToObjectKV     = 40393 // an object without both k and v
+	codeArrayToObjectKType  = 40394 // an object's k is not a string
+	codeArrayToObjectPairK  = 40395 // a pair's key is not a string
+	codeArrayToObjectNotArr = 40396 // pairs first, then something else
+	codeArrayToObjectPair   = 40397 // an array that is not a pair
+	codeArrayToObjectElem   = 40398 // first element neither array nor object
+	codeArrayToObjectNulK   = 4940400
+	codeArrayToObjectNulKV  = 4940401
+)
 
 func evalMergeObjects(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	var keys []string
@@ -41,4 +65,105 @@ func evalMergeObjects(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
 	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: buf}, nil
+}
+
+func evalObjectToArray(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+	doc := vals[0]
+	if IsNullish(doc) {
+		return Null, nil
+	}
+	if doc.Type != bsoncore.TypeEmbeddedDocument {
+		return Missing, errorf(codeObjectToArrayType, "$objectToArray requires a document input, found: %s", TypeName(doc))
+	}
+	var out []bsoncore.Value
+	it := elemsOf(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return Array(out), nil
+		}
+		idx, buf := bsoncore.AppendDocumentStart(nil)
+		buf = bsoncore.AppendStringElement(buf, "k", string(k))
+		buf = bsoncore.AppendValueElement(buf, "v", v)
+		buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
+		out = append(out, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: buf})
+	}
+}
+
+func evalArrayToObject(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+	arr := vals[0]
+	if IsNullish(arr) {
+		return Null, nil
+	}
+	if arr.Type != bsoncore.TypeArray {
+		return Missing, errorf(codeArrayToObjectType, "$arrayToObject requires an array input, found: %s", TypeName(arr))
+	}
+	elems := arrayValues(arr)
+	var keys []string
+	vs := map[string]bsoncore.Value{}
+	if len(elems) > 0 && elems[0].Type != bsoncore.TypeArray && elems[0].Type != bsoncore.TypeEmbeddedDocument {
+		return Missing, errorf(codeArrayToObjectElem, "Unrecognised input type format for $arrayToObject: %s", TypeName(elems[0]))
+	}
+	for _, e := range elems {
+		k, v, err := keyValueOf(e, elems[0].Type)
+		if err != nil {
+			return Missing, err
+		}
+		if _, seen := vs[k]; !seen {
+			keys = append(keys, k)
+		}
+		vs[k] = v
+	}
+	idx, buf := bsoncore.AppendDocumentStart(nil)
+	for _, k := range keys {
+		buf = bsoncore.AppendValueElement(buf, k, vs[k])
+	}
+	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: buf}, nil
+}
+
+// keyValueOf reads one $arrayToObject element in the format (array or
+// document) that the first element set.
+func keyValueOf(e bsoncore.Value, format bsoncore.Type) (string, bsoncore.Value, error) {
+	if format == bsoncore.TypeArray {
+		if e.Type != bsoncore.TypeArray {
+			return "", Missing, errorf(codeArrayToObjectNotArr, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. Array was detected, now found: %s", TypeName(e))
+		}
+		pair := arrayValues(e)
+		if len(pair) != 2 {
+			return "", Missing, errorf(codeArrayToObjectPair, "$arrayToObject requires an array of size 2 arrays,found array of size: %d", len(pair))
+		}
+		k, ok := stringOf(pair[0])
+		if !ok {
+			return "", Missing, errorf(codeArrayToObjectPairK, "$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", TypeName(pair[0]))
+		}
+		if strings.IndexByte(k, 0) >= 0 {
+			return "", Missing, errorf(codeArrayToObjectNulK, "Key field cannot contain an embedded null byte")
+		}
+		return k, pair[1], nil
+	}
+	if e.Type != bsoncore.TypeEmbeddedDocument {
+		return "", Missing, errorf(codeArrayToObjectNotObj, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. Object was detected, now found: %s", TypeName(e))
+	}
+	n := 0
+	for it := elemsOf(e); ; n++ {
+		if _, _, ok := it.next(); !ok {
+			break
+		}
+	}
+	if n != 2 {
+		return "", Missing, errorf(codeArrayToObjectKeys, "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%d", n)
+	}
+	kv, v := field(e, "k"), field(e, "v")
+	if kv.Type == 0 || v.Type == 0 {
+		return "", Missing, errorf(codeArrayToObjectKV, "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", bsoncore.Document(e.Data))
+	}
+	k, ok := stringOf(kv)
+	if !ok {
+		return "", Missing, errorf(codeArrayToObjectKType, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", TypeName(kv))
+	}
+	if strings.IndexByte(k, 0) >= 0 {
+		return "", Missing, errorf(codeArrayToObjectNulKV, "Key field cannot contain an embedded null byte")
+	}
+	return k, v, nil
 }

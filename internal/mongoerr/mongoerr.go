@@ -43,12 +43,17 @@ const (
 	IndexKeySpecsConflict     Code = 86
 	OperationFailed           Code = 96
 	CommandNotSupported       Code = 115
+	CommandFailed             Code = 125
+	CannotIndexParallelArrays Code = 171
 	InvalidIndexSpecOption    Code = 197
+	QueryFeatureNotAllowed    Code = 224
+	IndexBuildAborted         Code = 276
 	QueryExceededMemory       Code = 292
 	UnsupportedOpQueryCommand Code = 352
 	BSONObjectTooLarge        Code = 10334
 	DuplicateKey              Code = 11000
 	Interrupted               Code = 11601
+	MergeStageNoMatchingDoc   Code = 13113
 	DatabaseDifferCase        Code = 13297
 	UnknownField              Code = 40415
 	CursorInUse               Code = 50738
@@ -81,12 +86,17 @@ var names = map[Code]string{
 	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
 	OperationFailed:           "OperationFailed",
 	CommandNotSupported:       "CommandNotSupported",
+	CommandFailed:             "CommandFailed",
+	CannotIndexParallelArrays: "CannotIndexParallelArrays",
 	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
+	QueryFeatureNotAllowed:    "QueryFeatureNotAllowed",
+	IndexBuildAborted:         "IndexBuildAborted",
 	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:        "BSONObjectTooLarge",
 	DuplicateKey:              "DuplicateKey",
 	Interrupted:               "Interrupted",
+	MergeStageNoMatchingDoc:   "MergeStageNoMatchingDocument",
 	DatabaseDifferCase:        "DatabaseDifferCase",
 	UnknownField:              "Location40415",
 	CursorInUse:               "Location50738",

@@ -351,3 +351,16 @@ func (e *Exec) IndexesUsed() []string {
 	})
 	return out
 }
+
+// ScansCollection reports whether the chosen plan reads the collection with
+// a COLLSCAN anywhere in its tree (callers that only want an index plan,
+// such as $lookup's indexed join, check it).
+func (e *Exec) ScansCollection() bool {
+	found := false
+	walk(e.root, func(s stage) {
+		if _, ok := s.(*collScan); ok {
+			found = true
+		}
+	})
+	return found
+}

@@ -46,8 +46,15 @@ func runUpdateOverWire(db *mongo.Database, coll string, c *updatetest.Case) (upd
 		}
 		stmt = append(stmt, bson.E{Key: "arrayFilters", Value: afs})
 	}
+	if c.Constants != nil {
+		stmt = append(stmt, bson.E{Key: "c", Value: bson.Raw(c.Constants)})
+	}
+	cmd := bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{stmt}}}
+	if c.Let != nil {
+		cmd = append(cmd, bson.E{Key: "let", Value: bson.Raw(c.Let)})
+	}
 	var reply bson.Raw
-	err := db.RunCommand(ctx, bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{stmt}}}).Decode(&reply)
+	err := db.RunCommand(ctx, cmd).Decode(&reply)
 	var out updatetest.Outcome
 	var ce mongo.CommandError
 	var we mongo.WriteException

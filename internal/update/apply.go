@@ -66,7 +66,7 @@ func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore
 	case KindOperator:
 		out, err = u.applyOperators(doc, &ctx)
 	default:
-		return nil, false, errorf(codeNotImplemented, "pipeline-style updates are not supported yet")
+		out, err = u.runPipeline(doc, &ctx)
 	}
 	if err != nil {
 		return nil, false, err

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"github.com/cairndb/cairn/internal/update"
@@ -38,7 +39,19 @@ func runInProcess(c *updatetest.Case) (updatetest.Outcome, error) {
 	fail := func(err error) (updatetest.Outcome, error) {
 		return updatetest.Outcome{Doc: c.Doc, Code: int32(mongoerr.CodeOf(err))}, nil
 	}
-	u, err := update.Parse(c.Update, update.Options{ArrayFilters: c.ArrayFilters, Multi: c.Multi})
+	opts := update.Options{ArrayFilters: c.ArrayFilters, Multi: c.Multi, Now: fixedNow}
+	var err error
+	if c.Let != nil {
+		if opts.Vars, err = agg.EvalLet(c.Let, fixedNow); err != nil {
+			return fail(err)
+		}
+	}
+	if c.Constants != nil {
+		if opts.Constants, err = agg.EvalLet(c.Constants, fixedNow); err != nil {
+			return fail(err)
+		}
+	}
+	u, err := update.Parse(c.Update, opts)
 	if err != nil {
 		return fail(err)
 	}

@@ -56,8 +56,9 @@
 //
 // # Deviations and choices
 //
-//   - Pipeline updates (an array) are parsed as such and refused with
-//     NotImplemented (238) until the aggregation package can run them.
+//   - Pipeline updates (an array) run through package agg (pipeline.go):
+//     the pipeline's output replaces the document as a replacement update
+//     does, so its _id goes first, as replace.go explains.
 //   - "modified" is byte identity of the result. MongoDB counts a $push
 //     with $sort (or an $unset of a null array element) as a modification
 //     even when no byte changes; Cairn does not.

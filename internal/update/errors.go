@@ -20,8 +20,8 @@ const (
 	codeEmptyFieldName         mongoerr.Code = 56    // "a..b" or "" as an update path
 	codeNotExactValueField     mongoerr.Code = 111   // replacement upsert with a dotted _id filter
 	codeQueryFeatureNotAllowed mongoerr.Code = 224   // $expr in an upsert's filter
-	codeNotImplemented         mongoerr.Code = 238   // pipeline updates, until package agg lands
 	codeDocTooLargeAfterUpdate mongoerr.Code = 17419 // "Resulting document after update is larger than 16777216"
+	codeConstantsNotPipeline   mongoerr.Code = 51198 // c given with a non-pipeline update
 	codeDocTooLargeForUpsert   mongoerr.Code = 17420 // "Document to upsert is larger than 16777216"
 )
 

@@ -3,7 +3,9 @@ package update
 import (
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -17,8 +19,8 @@ const (
 	KindOperator Kind = iota
 	// KindReplacement is a whole new document: {a: 1, b: 2}.
 	KindReplacement
-	// KindPipeline is an aggregation pipeline: [{$set: …}, …] (not yet
-	// supported: Parse reports NotImplemented).
+	// KindPipeline is an aggregation pipeline: [{$set: …}, …]
+	// (pipeline.go).
 	KindPipeline
 )
 
@@ -31,6 +33,15 @@ type Options struct {
 	// Multi is the statement's multi flag: a replacement cannot be applied
 	// to several documents.
 	Multi bool
+	// Now is $$NOW in a pipeline update; the zero time means the time
+	// Parse is called.
+	Now time.Time
+	// Vars are the command's let variables, by name without "$$", which
+	// a pipeline update sees besides $$NOW.
+	Vars map[string]bsoncore.Value
+	// Constants are the statement's c: more variables for a pipeline
+	// update, refused (51198) with any other kind of update.
+	Constants map[string]bsoncore.Value
 }
 
 // Update is a parsed update, immutable and safe for concurrent use: parse
@@ -41,6 +52,8 @@ type Update struct {
 	replacement bsoncore.Document // KindReplacement
 	positional  bool              // some path uses "$"
 	filters     map[string]*arrayFilter
+	pipeline    *agg.Pipeline // KindPipeline
+	pipelineRaw []byte        // the stages pipeline refers to
 }
 
 // Kind reports the update's form.
@@ -57,6 +70,9 @@ func (u *Update) Positional() bool { return u.positional }
 // replacement document, or a pipeline (an array). The update's bytes are
 // copied: the caller may reuse its buffer.
 func Parse(update bsoncore.Value, opts Options) (*Update, error) {
+	if len(opts.Constants) > 0 && update.Type != bsoncore.TypeArray {
+		return nil, errorf(codeConstantsNotPipeline, "Constant values may only be specified for pipeline updates")
+	}
 	switch update.Type {
 	case bsoncore.TypeEmbeddedDocument:
 		return ParseDocument(update.Data, opts)
@@ -64,7 +80,7 @@ func Parse(update bsoncore.Value, opts Options) (*Update, error) {
 		if len(opts.ArrayFilters) > 0 {
 			return nil, failedToParse("arrayFilters may not be specified for pipeline-style updates")
 		}
-		return nil, errorf(codeNotImplemented, "pipeline-style updates are not supported yet")
+		return parsePipeline(update, opts)
 	}
 	return nil, failedToParse("Update argument must be either an object or an array")
 }

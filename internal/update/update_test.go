@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/update"
@@ -153,7 +154,7 @@ func TestParseKinds(t *testing.T) {
 		t.Fatal("wrong Positional")
 	}
 	arr := bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.NewArrayBuilder().Build()}
-	if _, err := update.Parse(arr, update.Options{}); mongoerr.CodeOf(err) != 238 {
+	if p, err := update.Parse(arr, update.Options{}); err != nil || p.Kind() != update.KindPipeline || p.Positional() {
 		t.Fatalf("pipeline: %v", err)
 	}
 	if _, err := update.ParseDocument(bsoncore.Document{1, 2, 3}, update.Options{}); mongoerr.CodeOf(err) != mongoerr.FailedToParse {
@@ -187,5 +188,30 @@ func TestMalformedDocument(t *testing.T) {
 		if _, _, err := u.Apply(d, noPos()); err == nil {
 			t.Errorf("Apply(%v) succeeded", d)
 		}
+	}
+}
+
+// TestPipelineVarsAndNow: a pipeline update sees Options.Vars (the
+// command's let and the statement's c) and the $$NOW fixed at Parse.
+func TestPipelineVarsAndNow(t *testing.T) {
+	now := time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC)
+	doc := mustDoc(t, `{"_id": 1, "flavor": "cherry"}`)
+	vars := map[string]bsoncore.Value{"newFlavor": {Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "orange")}}
+	pipe := mustDoc(t, `{"p": [{"$set": {"flavor": "$$newFlavor", "at": "$$NOW"}}]}`).Lookup("p")
+	u, err := update.Parse(pipe, update.Options{Vars: vars, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, modified, err := u.Apply(doc, update.ApplyContext{ArrayPos: -1})
+	if err != nil || !modified {
+		t.Fatalf("apply: %v %v", modified, err)
+	}
+	want := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendString("flavor", "orange").AppendDateTime("at", now.UnixMilli()).Build()
+	if !bytes.Equal(out, want) {
+		t.Fatalf("got %s, want %s", bsoncore.Document(out), want)
+	}
+	// Without the variable the pipeline does not parse (undefined variable).
+	if _, err := update.Parse(pipe, update.Options{}); mongoerr.CodeOf(err) != 17276 {
+		t.Fatalf("undefined variable: %v", err)
 	}
 }

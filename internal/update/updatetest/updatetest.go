@@ -26,6 +26,8 @@
 //	              or the statement matches nothing (an upsert then inserts)
 //	update        the statement's "u": an update document or a pipeline
 //	arrayFilters  the statement's arrayFilters, a JSON array
+//	let           the update command's let document (pipeline updates)
+//	c             the statement's constants c (pipeline updates)
 //	upsert        true for upsert: true
 //	multi         true for multi: true
 //	result        the expected document afterwards: the updated one, the
@@ -70,6 +72,8 @@ type Case struct {
 	Filter       bsoncore.Document   // never nil: {} when absent
 	Update       bsoncore.Value      // a document or an array
 	ArrayFilters []bsoncore.Document // nil when absent
+	Let          bsoncore.Document   // the command's let, nil when absent
+	Constants    bsoncore.Document   // the statement's c, nil when absent
 	Upsert       bool
 	Multi        bool
 
@@ -206,6 +210,10 @@ func buildCase(file string, stanza []entry, doc bsoncore.Document) (Case, error)
 				}
 				c.ArrayFilters = append(c.ArrayFilters, d)
 			}
+		case "let":
+			c.Let, err = ParseDoc(e.value)
+		case "c":
+			c.Constants, err = ParseDoc(e.value)
 		case "upsert":
 			c.Upsert, err = strconv.ParseBool(e.value)
 		case "multi":

@@ -1,0 +1,363 @@
+package agg
+
+import (
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// The n-accumulators: $firstN and $lastN (the first or last n values in
+// input order, missing counting as null), $minN and $maxN (the n smallest
+// values ascending, or the n largest descending, ignoring null and
+// missing), and $topN, $bottomN, $top and $bottom (the output of the first
+// or last n documents in sortBy order; ties keep the documents seen
+// first). In $group, n is an expression evaluated once per group with the
+// group's _id as $$ROOT when the _id is a document (so n may depend on the
+// group key), and must be a positive integral number.
+
+func init() {
+	for _, op := range []string{"$firstN", "$lastN", "$minN", "$maxN"} {
+		registerAcc(op, accKind{parse: parseNAcc})
+	}
+	for _, op := range []string{"$topN", "$bottomN", "$top", "$bottom"} {
+		registerAcc(op, accKind{parse: parseTopBottom})
+	}
+}
+
+// MongoDB's codes for the n-accumulators' arguments.
+const (
+	codeNFirstLastSpec mongoerr.Code = 5787801 // $firstN/$lastN: "specification must be an object"
+	codeNMinMaxSpec    mongoerr.Code = 5787900 // $minN/$maxN: "specification must be an object"
+	codeNUnknownArg                  = 5787901
+	codeNNotNumber                   = 5787902
+	codeNNotIntegral                 = 5787903
+	codeNMissingN                    = 5787906
+	codeNMissingInput                = 5787907
+	codeNNotPositive                 = 5787908
+	codeTopSpec                      = 5788001
+	codeTopUnknownArg                = 5788002
+	codeTopMissingN                  = 5788003
+	codeTopMissingOut                = 5788004
+	codeTopMissingSort               = 5788005
+	codeTopSortNotObj                = 10065 // BSONElement::Obj on a non-object
+	codeTopSortEmpty                 = 9657900
+)
+
+// nAccArgs is what parsing an n-accumulator yields.
+type nAccArgs struct {
+	arg  expr.Expr                 // the per-document input
+	n    expr.Expr                 // nil for $top and $bottom (n is 1)
+	make func(n int64) accumulator // the accumulator for an evaluated n
+}
+
+func parseNAcc(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		code := codeNMinMaxSpec
+		if op == "$firstN" || op == "$lastN" {
+			code = codeNFirstLastSpec
+		}
+		return nAccArgs{}, errorf(code, "specification must be an object; found %s: %s", op, printValue(arg))
+	}
+	var nv, input bsoncore.Value
+	for _, f := range fieldsOf(arg) {
+		switch f.name {
+		case "n":
+			nv = f.v
+		case "input":
+			input = f.v
+		default:
+			return nAccArgs{}, errorf(codeNUnknownArg, "Unknown argument for 'n' operator: %s", f.name)
+		}
+	}
+	if nv.Type == 0 {
+		return nAccArgs{}, errorf(codeNMissingN, "Missing value for 'n'")
+	}
+	if input.Type == 0 {
+		return nAccArgs{}, errorf(codeNMissingInput, "Missing value for 'input'")
+	}
+	a := nAccArgs{}
+	var err error
+	if a.n, err = expr.ParseIn(nv, pc.scope); err != nil {
+		return nAccArgs{}, err
+	}
+	if a.arg, err = expr.ParseIn(input, pc.scope); err != nil {
+		return nAccArgs{}, err
+	}
+	switch op {
+	case "$firstN":
+		a.make = func(n int64) accumulator { return &firstLastNAcc{n: n} }
+	case "$lastN":
+		a.make = func(n int64) accumulator { return &firstLastNAcc{n: n, last: true} }
+	case "$minN":
+		a.make = func(n int64) accumulator { return &minMaxNAcc{n: n, sign: 1} }
+	default:
+		a.make = func(n int64) accumulator { return &minMaxNAcc{n: n, sign: -1} }
+	}
+	return a, nil
+}
+
+func parseTopBottom(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, error) {
+	single := op == "$top" || op == "$bottom"
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nAccArgs{}, errorf(codeTopSpec, "specification must be an object; found %s: %s", op, printValue(arg))
+	}
+	var nv, output, sortBy bsoncore.Value
+	for _, f := range fieldsOf(arg) {
+		switch {
+		case f.name == "n" && !single:
+			nv = f.v
+		case f.name == "output":
+			output = f.v
+		case f.name == "sortBy":
+			if f.v.Type != bsoncore.TypeEmbeddedDocument {
+				return nAccArgs{}, errorf(codeTopSortNotObj, "sortBy must be an object, found %s", typeName(f.v))
+			}
+			sortBy = f.v
+		default:
+			return nAccArgs{}, errorf(codeTopUnknownArg, "Unknown argument to %s '%s'", op, f.name)
+		}
+	}
+	if !single && nv.Type == 0 {
+		return nAccArgs{}, errorf(codeTopMissingN, "Missing value for 'n'")
+	}
+	if output.Type == 0 {
+		return nAccArgs{}, errorf(codeTopMissingOut, "Missing value for 'output'")
+	}
+	if sortBy.Type == 0 {
+		return nAccArgs{}, errorf(codeTopMissingSort, "Missing value for 'sortBy'")
+	}
+	sf := fieldsOf(sortBy)
+	if len(sf) == 0 {
+		return nAccArgs{}, errorf(codeTopSortEmpty, "Value for 'sortBy' must be a non-empty object")
+	}
+	// The input of each document is {output: <output>, k0: "$<sort path 0>",
+	// …}; a sort {k0: dir, …} over it orders documents as sortBy orders
+	// the originals, with MongoDB's array rules for sort keys.
+	argDoc := bsoncore.NewDocumentBuilder().AppendValue("output", output)
+	sortDoc := bsoncore.NewDocumentBuilder()
+	for i, f := range sf {
+		if _, err := splitPath(f.name); err != nil {
+			return nAccArgs{}, err
+		}
+		k := sortFieldName(i)
+		argDoc.AppendString(k, "$"+f.name)
+		sortDoc.AppendValue(k, f.v)
+	}
+	if _, err := query.ParseSort(bsoncore.Document(sortBy.Data)); err != nil {
+		return nAccArgs{}, err
+	}
+	spec, err := query.ParseSort(sortDoc.Build())
+	if err != nil {
+		return nAccArgs{}, err
+	}
+	a := nAccArgs{}
+	if a.arg, err = expr.ParseIn(docValue(argDoc.Build()), pc.scope); err != nil {
+		return nAccArgs{}, err
+	}
+	if !single {
+		if a.n, err = expr.ParseIn(nv, pc.scope); err != nil {
+			return nAccArgs{}, err
+		}
+	}
+	bottom := op == "$bottom" || op == "$bottomN"
+	a.make = func(n int64) accumulator {
+		return &topBottomAcc{n: n, single: single, bottom: bottom, sort: spec}
+	}
+	return a, nil
+}
+
+func sortFieldName(i int) string { return "k" + strconv.Itoa(i) }
+
+// evalN evaluates and validates n (codes 5787902, 5787903, 5787908).
+func evalN(e expr.Expr, ctx *expr.Context) (int64, error) {
+	v, err := e.Eval(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !isNumber(v) {
+		return 0, errorf(codeNNotNumber, "Value for 'n' must be of integral type, but found %s", printValue(v))
+	}
+	var n int64
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		n = int64(v.Int32())
+	case bsoncore.TypeInt64:
+		n = v.Int64()
+	case bsoncore.TypeDecimal128:
+		i, ok := decimalToInt64(v)
+		if !ok {
+			return 0, errorf(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", printValue(v))
+		}
+		n = i
+	default:
+		f, _ := bsonx.AsFloat64(v)
+		if f != math.Trunc(f) || math.IsNaN(f) || math.Abs(f) > 1<<62 {
+			return 0, errorf(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", printValue(v))
+		}
+		n = int64(f)
+	}
+	if n <= 0 {
+		return 0, errorf(codeNNotPositive, "'n' must be greater than 0, found %d", n)
+	}
+	return n, nil
+}
+
+// firstLastNAcc keeps the first n values, or a ring of the last n.
+type firstLastNAcc struct {
+	n    int64
+	last bool
+	vals []bsoncore.Value
+}
+
+func (a *firstLastNAcc) add(v bsoncore.Value) (int64, error) {
+	if v.Type == 0 {
+		v = expr.Null
+	}
+	if int64(len(a.vals)) < a.n {
+		a.vals = append(a.vals, copyValue(v))
+		return int64(len(v.Data) + 24), nil
+	}
+	if !a.last {
+		return 0, nil
+	}
+	grew := int64(len(v.Data) - len(a.vals[0].Data))
+	copy(a.vals, a.vals[1:])
+	a.vals[len(a.vals)-1] = copyValue(v)
+	return grew, nil
+}
+
+func (a *firstLastNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+
+func (a *firstLastNAcc) partial() (bsoncore.Value, error) { return a.result() }
+
+func (a *firstLastNAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
+
+// addAll adds the elements of an array partial: the states of the
+// n-accumulators are values they would keep again.
+func addAll(a accumulator, p bsoncore.Value) error {
+	for _, v := range arrayValues(p) {
+		if _, err := a.add(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// minMaxNAcc keeps the n best values sorted best first; sign 1 keeps the
+// smallest, -1 the largest.
+type minMaxNAcc struct {
+	n    int64
+	sign int
+	vals []bsoncore.Value
+}
+
+func (a *minMaxNAcc) add(v bsoncore.Value) (int64, error) {
+	if expr.IsNullish(v) {
+		return 0, nil
+	}
+	// Insert after equal values: the first seen of equals stays first.
+	i := sort.Search(len(a.vals), func(i int) bool { return expr.Compare(a.vals[i], v)*a.sign > 0 })
+	if int64(i) >= a.n {
+		return 0, nil
+	}
+	grew := int64(len(v.Data) + 24)
+	a.vals = append(a.vals, bsoncore.Value{})
+	copy(a.vals[i+1:], a.vals[i:])
+	a.vals[i] = copyValue(v)
+	if int64(len(a.vals)) > a.n {
+		grew -= int64(len(a.vals[len(a.vals)-1].Data) + 24)
+		a.vals = a.vals[:len(a.vals)-1]
+	}
+	return grew, nil
+}
+
+func (a *minMaxNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+
+func (a *minMaxNAcc) partial() (bsoncore.Value, error) { return a.result() }
+
+func (a *minMaxNAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
+
+// topBottomAcc keeps up to n (output, sort key) entries in sort order.
+type topBottomAcc struct {
+	n              int64
+	single, bottom bool
+	sort           *query.Sort
+	entries        []topEntry
+}
+
+type topEntry struct {
+	key []bsoncore.Value
+	out bsoncore.Value
+	doc bsoncore.Document // owns the bytes key and out point into
+}
+
+func (a *topBottomAcc) add(v bsoncore.Value) (int64, error) {
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return 0, nil
+	}
+	doc := bsoncore.Document(v.Data)
+	key := a.sort.Key(doc)
+	// Equal keys go after those already kept, so ties favour the first
+	// documents seen.
+	i := sort.Search(len(a.entries), func(i int) bool { return a.sort.CompareKeys(a.entries[i].key, key) > 0 })
+	full := int64(len(a.entries)) >= a.n
+	switch {
+	case full && !a.bottom && int64(i) >= a.n:
+		return 0, nil
+	case full && a.bottom && a.sort.CompareKeys(key, a.entries[0].key) <= 0:
+		return 0, nil
+	}
+	doc = append(bsoncore.Document(nil), doc...)
+	e := topEntry{key: a.sort.Key(doc), doc: doc}
+	e.out = lookupPath(docValue(doc), []string{"output"})
+	if e.out.Type == 0 {
+		e.out = expr.Null
+	}
+	grew := int64(len(doc) + 64)
+	a.entries = append(a.entries, topEntry{})
+	copy(a.entries[i+1:], a.entries[i:])
+	a.entries[i] = e
+	if int64(len(a.entries)) > a.n {
+		var dropped topEntry
+		if a.bottom {
+			dropped = a.entries[0]
+			a.entries = a.entries[1:]
+		} else {
+			dropped = a.entries[len(a.entries)-1]
+			a.entries = a.entries[:len(a.entries)-1]
+		}
+		grew -= int64(len(dropped.doc) + 64)
+	}
+	return grew, nil
+}
+
+// partial is the kept inputs ({output, k0, …} documents) in sort order.
+func (a *topBottomAcc) partial() (bsoncore.Value, error) {
+	vals := make([]bsoncore.Value, len(a.entries))
+	for i, e := range a.entries {
+		vals[i] = docValue(e.doc)
+	}
+	return buildArray(vals), nil
+}
+
+func (a *topBottomAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
+
+func (a *topBottomAcc) result() (bsoncore.Value, error) {
+	if a.single {
+		if len(a.entries) == 0 {
+			return expr.Null, nil
+		}
+		return a.entries[0].out, nil
+	}
+	vals := make([]bsoncore.Value, len(a.entries))
+	for i, e := range a.entries {
+		vals[i] = e.out
+	}
+	return buildArray(vals), nil
+}

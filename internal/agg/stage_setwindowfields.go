@@ -1,0 +1,292 @@
+package agg
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func init() { registerStage("$setWindowFields", parseSetWindowFields) }
+
+// setWindowFieldsStage is $setWindowFields: documents are partitioned by
+// partitionBy's value (missing as null; an array is an error), each
+// partition ordered by sortBy, and every output field is set (as $addFields
+// would, dotted paths included) to its window function's value over the
+// document's window (window_bounds.go, window_funcs.go). Like MongoDB,
+// which sorts by {partitionBy, sortBy} first, the stage emits partitions
+// in partition-value order, each in sortBy order (ties and an absent
+// sortBy keep input order). It blocks, holding its input within the
+// memory budget.
+type setWindowFieldsStage struct {
+	partitionBy expr.Expr
+	sort        *query.Sort // nil without sortBy
+	sortPath    expr.Expr   // "$<field>" of a one-field sortBy
+	sortDesc    bool
+	sortFields  int
+	outputs     []windowFn
+	setter      *projection // {<output>: "$$ω<i>", …}
+}
+
+// windowVar names the variable carrying output i's value; the leading
+// non-ASCII letter keeps it apart from user variables.
+func windowVar(i int) string { return "ω" + strconv.Itoa(i) }
+
+func parseSetWindowFields(arg bsoncore.Value, pc *parseContext) (stage, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", typeName(arg))
+	}
+	s := &setWindowFieldsStage{}
+	var partitionBy, sortBy, output bsoncore.Value
+	for _, f := range fieldsOf(arg) {
+		switch f.name {
+		case "partitionBy":
+			partitionBy = f.v
+		case "sortBy":
+			sortBy = f.v
+		case "output":
+			output = f.v
+		default:
+			return nil, errorf(codeLookupUnknownField, "BSON field '$setWindowFields.%s' is an unknown field.", f.name)
+		}
+	}
+	if output.Type == 0 {
+		return nil, errorf(codeIDLMissingField, "BSON field '$setWindowFields.output' is missing but a required field")
+	}
+	if output.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeName(output))
+	}
+	if partitionBy.Type != 0 {
+		if partitionBy.Type == bsoncore.TypeArray {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
+		}
+		e, err := expr.ParseIn(partitionBy, pc.scope)
+		if err != nil {
+			return nil, err
+		}
+		s.partitionBy = e
+	}
+	if sortBy.Type != 0 {
+		if sortBy.Type != bsoncore.TypeEmbeddedDocument {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(sortBy))
+		}
+		srt, err := query.ParseSort(sortBy.Data)
+		if err != nil {
+			return nil, err
+		}
+		s.sort, s.sortFields = srt, srt.Len()
+		if fs := fieldsOf(sortBy); len(fs) == 1 {
+			if s.sortPath, err = expr.ParseIn(expr.String("$"+fs[0].name), pc.scope); err != nil {
+				return nil, err
+			}
+			s.sortDesc = expr.Compare(fs[0].v, expr.Int32(0)) < 0
+		}
+	}
+	setSpec := bsoncore.NewDocumentBuilder()
+	var names []string
+	for i, f := range fieldsOf(output) {
+		if _, err := splitPath(f.name); err != nil {
+			return nil, err
+		}
+		fn, err := parseWindowFn(f.name, f.v, s, pc)
+		if err != nil {
+			return nil, err
+		}
+		s.outputs = append(s.outputs, fn)
+		setSpec.AppendString(f.name, "$$"+windowVar(i))
+		names = append(names, windowVar(i))
+	}
+	if len(s.outputs) == 0 {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$setWindowFields 'output' specification must have at least one field")
+	}
+	setter, err := parseAddFieldsSpec(docValue(setSpec.Build()), expr.NewScope(pc.scope, names...))
+	if err != nil {
+		return nil, err
+	}
+	s.setter = setter
+	return s, nil
+}
+
+// partition is one partition's documents in sort order, with what window
+// functions share.
+type partition struct {
+	docs     []bsoncore.Document
+	keys     [][]bsoncore.Value // sortBy keys, nil without sortBy
+	sort     *query.Sort
+	sortPath expr.Expr
+	desc     bool
+	ctx      *expr.Context
+	// rangeVals caches the sortBy values as numbers (dates in
+	// milliseconds) for range windows, by unit ("" for plain numbers).
+	rangeVals map[string][]float64
+}
+
+// eval evaluates e on every document.
+func (p *partition) eval(e expr.Expr) ([]bsoncore.Value, error) {
+	out := make([]bsoncore.Value, len(p.docs))
+	if e == nil {
+		return out, nil
+	}
+	for i, d := range p.docs {
+		p.ctx.Reset(d)
+		v, err := e.Eval(p.ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// rangeValues are the sortBy values as numbers: numbers without a unit
+// (5429413 otherwise), dates in milliseconds with one (5429513).
+func (p *partition) rangeValues(unit string) ([]float64, error) {
+	if v, ok := p.rangeVals[unit]; ok {
+		return v, nil
+	}
+	vals, err := p.eval(p.sortPath)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(vals))
+	for i, v := range vals {
+		switch {
+		case unit == "" && isNumber(v):
+			out[i], _ = bsonx.AsFloat64(v)
+		case unit == "" && v.Type == bsoncore.TypeDateTime:
+			return nil, errorf(codeRangeDateNoUnit, "Invalid range: Expected the sortBy field to be a number, but it was date (a range over dates needs a unit)")
+		case unit == "":
+			return nil, errorf(codeRangeNotNumber, "Invalid range: Expected the sortBy field to be a number, but it was %s", typeName(v))
+		case v.Type == bsoncore.TypeDateTime:
+			out[i] = float64(v.DateTime())
+		default:
+			return nil, errorf(codeRangeNotDate, "Invalid range: Expected the sortBy field to be a Date, but it was %s", typeName(v))
+		}
+	}
+	if p.rangeVals == nil {
+		p.rangeVals = map[string][]float64{}
+	}
+	p.rangeVals[unit] = out
+	return out, nil
+}
+
+func (s *setWindowFieldsStage) open(rc *runContext, in Source) (Source, error) {
+	var (
+		out  []bsoncore.Document
+		done bool
+	)
+	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
+		if !done {
+			done = true
+			var err error
+			if out, err = s.run(rc, in); err != nil {
+				return nil, err
+			}
+		}
+		if len(out) == 0 {
+			return nil, nil
+		}
+		d := out[0]
+		out = out[1:]
+		return d, nil
+	}}, nil
+}
+
+func (s *setWindowFieldsStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {
+	docs, err := bufferAll(rc, in, "$setWindowFields")
+	if err != nil {
+		return nil, err
+	}
+	ctx := rc.exprContext()
+	parts := make([]bsoncore.Value, len(docs))
+	keys := make([][]bsoncore.Value, len(docs))
+	for i, d := range docs {
+		parts[i] = expr.Null
+		if s.partitionBy != nil {
+			ctx.Reset(d)
+			v, err := s.partitionBy.Eval(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if v.Type == bsoncore.TypeArray {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
+			}
+			if v.Type != 0 {
+				parts[i] = v
+			}
+		}
+		if s.sort != nil {
+			keys[i] = s.sort.Key(d)
+		}
+	}
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		i, j := order[a], order[b]
+		if c := expr.Compare(parts[i], parts[j]); c != 0 {
+			return c < 0
+		}
+		return s.sort != nil && s.sort.CompareKeys(keys[i], keys[j]) < 0
+	})
+	out := make([]bsoncore.Document, 0, len(docs))
+	vals := make([][]bsoncore.Value, len(s.outputs))
+	for start := 0; start < len(order); {
+		end := start + 1
+		for end < len(order) && expr.Compare(parts[order[start]], parts[order[end]]) == 0 {
+			end++
+		}
+		p := &partition{sort: s.sort, sortPath: s.sortPath, desc: s.sortDesc, ctx: ctx}
+		for _, i := range order[start:end] {
+			p.docs = append(p.docs, docs[i])
+			p.keys = append(p.keys, keys[i])
+		}
+		for k, fn := range s.outputs {
+			if vals[k], err = fn.values(rc, p); err != nil {
+				return nil, err
+			}
+		}
+		for i, d := range p.docs {
+			ctx.Reset(d)
+			for k := range s.outputs {
+				ctx.SetVar(windowVar(k), vals[k][i])
+			}
+			nd, err := s.setter.apply(d, ctx)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, nd)
+		}
+		start = end
+	}
+	return out, nil
+}
+
+// windowFnName is the window function of an output field's spec (its one
+// $-prefixed field).
+func windowFnName(fs []field) (string, bsoncore.Value, error) {
+	var name string
+	var arg bsoncore.Value
+	for _, f := range fs {
+		switch {
+		case f.name == "window":
+		case strings.HasPrefix(f.name, "$"):
+			if name != "" {
+				return "", arg, windowErr("Cannot specify two functions in window function spec")
+			}
+			name, arg = f.name, f.v
+		default:
+			return "", arg, windowErr("Window function found an unknown argument: %s", f.name)
+		}
+	}
+	if name == "" {
+		return "", arg, windowErr("Expected a $-prefixed window function, window")
+	}
+	return name, arg, nil
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"bytes"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// IndexChange is collMod's index option: which index (by Name or Key) and
+// what to change. Only expireAfterSeconds and hidden change in place; the
+// keys an index holds do not depend on them, so no rebuild is needed.
+type IndexChange struct {
+	Name               string
+	Key                bsoncore.Document
+	ExpireAfterSeconds *int64
+	Hidden             *bool
+}
+
+// IndexChangeResult holds the old and new values collMod replies with
+// (nil: not changed).
+type IndexChangeResult struct {
+	OldExpire, NewExpire *int64
+	OldHidden, NewHidden *bool
+}
+
+// ModifyIndex applies ch to an index of ns, in one commit.
+func (e *Engine) ModifyIndex(ns Namespace, ch IndexChange) (IndexChangeResult, error) {
+	var res IndexChangeResult
+	err := e.db.Write(func(tx *storage.Txn) error {
+		res = IndexChangeResult{}
+		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+		if coll == nil {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+		}
+		ix, err := findIndex(coll, ch)
+		if err != nil {
+			return err
+		}
+		if ix == nil { // the _id index
+			if ch.Hidden != nil {
+				return mongoerr.New(mongoerr.BadValue, "can't hide _id index")
+			}
+			return mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
+		}
+		if ix.Building {
+			return mongoerr.New(mongoerr.CannotCreateIndex, "cannot modify index %s of %s while it is being built", ix.Name, ns)
+		}
+		spec, err := e.specs.get(*ix)
+		if err != nil {
+			return err
+		}
+		var set []bsoncore.Element
+		if ch.ExpireAfterSeconds != nil {
+			if spec.ExpireAfterSeconds == nil {
+				return mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
+			}
+			old, nv := *spec.ExpireAfterSeconds, *ch.ExpireAfterSeconds
+			res.OldExpire, res.NewExpire = &old, &nv
+			set = append(set, bsoncore.AppendInt64Element(nil, "expireAfterSeconds", nv))
+		}
+		if ch.Hidden != nil {
+			old, nv := spec.Hidden, *ch.Hidden
+			if old != nv {
+				res.OldHidden, res.NewHidden = &old, &nv
+			}
+			set = append(set, bsoncore.AppendBooleanElement(nil, "hidden", nv))
+		}
+		next, err := index.ParseSpec(withFields(spec.Original, set))
+		if err != nil {
+			return err
+		}
+		changed := *ix
+		changed.Spec = bson.Raw(next.Original)
+		return e.cat.UpdateIndex(tx, ns.DB, ns.Coll, changed)
+	})
+	return res, err
+}
+
+// findIndex picks the index ch names; nil (without error) is the _id index.
+func findIndex(coll *catalog.Collection, ch IndexChange) (*catalog.Index, error) {
+	for i := range coll.Indexes {
+		ix := &coll.Indexes[i]
+		if (ch.Name != "" && ix.Name == ch.Name) || (ch.Key != nil && bytes.Equal(ix.Key, ch.Key)) {
+			return ix, nil
+		}
+	}
+	if ch.Name == catalog.IDIndexName || (ch.Key != nil && isIDKey(ch.Key)) {
+		return nil, nil
+	}
+	what := ch.Name
+	if ch.Key != nil {
+		what = bson.Raw(ch.Key).String()
+	}
+	return nil, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for ns %s", what, coll.Namespace())
+}
+
+func isIDKey(key bsoncore.Document) bool {
+	elems, err := key.Elements()
+	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
+		return false
+	}
+	n, ok := elems[0].Value().AsInt64OK()
+	return ok && n == 1
+}
+
+// withFields returns doc with each element of set replacing the field of
+// the same name, or appended when doc lacks it.
+func withFields(doc bsoncore.Document, set []bsoncore.Element) bsoncore.Document {
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	used := make([]bool, len(set))
+	elems, _ := doc.Elements()
+	for _, el := range elems {
+		replaced := false
+		for i, s := range set {
+			if s.Key() == el.Key() {
+				out = append(out, s...)
+				used[i], replaced = true, true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, el...)
+		}
+	}
+	for i, s := range set {
+		if !used[i] {
+			out = append(out, s...)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}

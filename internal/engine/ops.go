@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Operations in progress, as currentOp lists them. The engine keeps the
+// registry because its own long operations (index builds, TTL passes) run
+// without a client command of their own; the command layer registers each
+// client command in the same registry, so one list shows both.
+//
+// Invariant "Command bytes live with their op": an Op may hold its command
+// document by reference (a request aliases the connection's read buffer);
+// Status copies it under the Op's lock and End, under the same lock, stops
+// later copies, so a currentOp never reads a buffer reused by the next
+// request.
+
+// Ops is the registry of operations in progress. The zero value is ready.
+type Ops struct {
+	next atomic.Int64
+	m    sync.Map // opid → *Op
+}
+
+// OpInfo describes an operation when it begins.
+type OpInfo struct {
+	// Desc names the thread of work: "conn12", "IndexBuildsCoordinator".
+	Desc string
+	// ConnID and Client identify the client connection (0 and "" for
+	// internal work).
+	ConnID int64
+	Client string
+	// Op is MongoDB's op kind: "command", "query", "insert", "none".
+	Op string
+	// NS is "db.collection" or "db.$cmd". When it is empty, DB is set
+	// and the namespace is derived from Command (its first field's string
+	// value names the collection) only when listed, to keep Begin cheap.
+	NS string
+	DB string
+	// Command is the command document; the Op may alias it until End.
+	Command bsoncore.Document
+}
+
+// Op is one operation in progress.
+type Op struct {
+	ID      int64
+	Started time.Time
+	info    OpInfo
+
+	mu       sync.Mutex
+	ended    bool
+	msg      string
+	done     int64
+	total    int64
+	progress bool
+}
+
+// OpStatus is a copy of an Op's state, safe to keep.
+type OpStatus struct {
+	ID      int64
+	Started time.Time
+	OpInfo
+	// Msg and Progress report how far a long operation got ("Index Build:
+	// scanning collection", done of total); HasProgress says they are set.
+	Msg                 string
+	Done, Total         int64
+	HasProgress, Active bool
+}
+
+// Begin registers an operation; call End when it finishes.
+func (o *Ops) Begin(info OpInfo) *Op {
+	op := &Op{ID: o.next.Add(1), Started: time.Now(), info: info}
+	o.m.Store(op.ID, op)
+	return op
+}
+
+// End removes op from the registry; after it, op no longer reads its
+// command bytes (see "Command bytes live with their op").
+func (o *Ops) End(op *Op) {
+	if op == nil {
+		return
+	}
+	op.mu.Lock()
+	op.ended = true
+	op.info.Command = nil
+	op.mu.Unlock()
+	o.m.Delete(op.ID)
+}
+
+// SetProgress records a long operation's message and progress.
+func (op *Op) SetProgress(msg string, done, total int64) {
+	if op == nil {
+		return
+	}
+	op.mu.Lock()
+	op.msg, op.done, op.total, op.progress = msg, done, total, true
+	op.mu.Unlock()
+}
+
+// List copies the status of every operation in progress, oldest first.
+func (o *Ops) List() []OpStatus {
+	var out []OpStatus
+	o.m.Range(func(_, v any) bool {
+		op := v.(*Op)
+		op.mu.Lock()
+		if !op.ended {
+			st := OpStatus{ID: op.ID, Started: op.Started, OpInfo: op.info, Msg: op.msg,
+				Done: op.done, Total: op.total, HasProgress: op.progress, Active: true}
+			st.Command = append(bsoncore.Document(nil), op.info.Command...)
+			if st.NS == "" {
+				st.NS = commandNS(st.DB, st.Command)
+			}
+			if st.Desc == "" && st.ConnID != 0 {
+				st.Desc = "conn" + strconv.FormatInt(st.ConnID, 10)
+			}
+			out = append(out, st)
+		}
+		op.mu.Unlock()
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// commandNS is the namespace a command acts on: db.<collection> when its
+// first field names one, db.$cmd otherwise.
+func commandNS(db string, cmd bsoncore.Document) string {
+	if el, err := cmd.IndexErr(0); err == nil {
+		if c, ok := el.Value().StringValueOK(); ok && c != "" {
+			return db + "." + c
+		}
+	}
+	return db + ".$cmd"
+}
+
+// Ops is the engine's registry of operations in progress.
+func (e *Engine) Ops() *Ops { return &e.ops }

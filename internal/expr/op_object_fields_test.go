@@ -1,0 +1,103 @@
+package expr_test
+
+import "testing"
+
+func TestObjectFieldOperators(t *testing.T) {
+	checkOps(t, []opCase{
+		{`{"$objectToArray": "$sub"}`, `[{"k": "b", "v": {"c": 8}}]`, 0},
+		{`{"$objectToArray": {"$literal": {}}}`, `[]`, 0},
+		{`{"$objectToArray": "$nope"}`, `null`, 0},
+		{`{"$objectToArray": "$s"}`, ``, 40390},
+		{`{"$arrayToObject": [[["a", 1], ["b", 2]]]}`, `{"a": 1, "b": 2}`, 0},
+		{`{"$arrayToObject": [[{"k": "a", "v": 1}, {"v": 2, "k": "b"}]]}`, `{"a": 1, "b": 2}`, 0},
+		{`{"$arrayToObject": [[["a", 1], ["b", 2], ["a", 3]]]}`, `{"a": 3, "b": 2}`, 0},
+		{`{"$arrayToObject": [[]]}`, `{}`, 0},
+		{`{"$arrayToObject": "$nope"}`, `null`, 0},
+		{`{"$arrayToObject": "$s"}`, ``, 40386},
+		{`{"$arrayToObject": [[1]]}`, ``, 40398},
+		{`{"$arrayToObject": [[["a", 1], {"k": "b", "v": 2}]]}`, ``, 40396},
+		{`{"$arrayToObject": [[{"k": "b", "v": 2}, ["a", 1]]]}`, ``, 40391},
+		{`{"$arrayToObject": [[["a", 1, 2]]]}`, ``, 40397},
+		{`{"$arrayToObject": [[[1, 1]]]}`, ``, 40395},
+		{`{"$arrayToObject": [[{"k": "a"}]]}`, ``, 40392},
+		{`{"$arrayToObject": [[{"k": "a", "x": 1}]]}`, ``, 40393},
+		{`{"$arrayToObject": [[{"k": 1, "v": 1}]]}`, ``, 40394},
+		{`{"$getField": "i"}`, `7`, 0},
+		{`{"$getField": {"field": "c", "input": "$sub.b"}}`, `8`, 0},
+		{`{"$getField": {"field": "a.b", "input": {"$literal": {"a.b": 1, "a": {"b": 2}}}}}`, `1`, 0},
+		{`{"$getField": {"field": {"$literal": "$x"}, "input": {"$literal": {"$x": 3}}}}`, `3`, 0},
+		{`{"$getField": {"field": "x", "input": "$nope"}}`, `null`, 0},
+		{`{"$getField": {"field": "x", "input": "$s"}}`, `missing`, 0},
+		{`{"$getField": {"field": "nope", "input": "$sub"}}`, `missing`, 0},
+		{`{"$getField": 1}`, ``, 3041704},
+		{`{"$getField": {"field": "x"}}`, ``, 3041703},
+		{`{"$getField": {"input": {}}}`, ``, 3041702},
+		{`{"$getField": {"field": "x", "input": {}, "y": 1}}`, ``, 3041701},
+		{`{"$setField": {"field": "x", "input": {"$literal": {"a": 1, "x": 2}}, "value": 5}}`, `{"a": 1, "x": 5}`, 0},
+		{`{"$setField": {"field": "a.b", "input": {"$literal": {"a": 1}}, "value": "$i"}}`, `{"a": 1, "a.b": 7}`, 0},
+		{`{"$setField": {"field": "a", "input": {"$literal": {"a": 1, "b": 2}}, "value": "$$REMOVE"}}`, `{"b": 2}`, 0},
+		{`{"$setField": {"field": "a", "input": "$nope", "value": 1}}`, `null`, 0},
+		{`{"$setField": {"field": "a", "input": 1, "value": 1}}`, ``, 4161105},
+		{`{"$setField": {"field": "$a", "input": {}, "value": 1}}`, ``, 4161108},
+		{`{"$setField": {"field": {"$concat": ["a"]}, "input": {}, "value": 1}}`, ``, 4161106},
+		{`{"$setField": {"field": true, "input": {}, "value": 1}}`, ``, 4161107},
+		{`{"$setField": {"field": "a", "input": {}}}`, ``, 4161103},
+		{`{"$setField": {"field": "a", "value": 1}}`, ``, 4161109},
+		{`{"$setField": {"input": {}, "value": 1}}`, ``, 4161102},
+		{`{"$setField": {"field": "a", "input": {}, "value": 1, "x": 1}}`, ``, 4161101},
+		{`{"$setField": 1}`, ``, 4161100},
+		{`{"$unsetField": {"field": "a", "input": {"$literal": {"a": 1, "b": 2}}}}`, `{"b": 2}`, 0},
+		{`{"$unsetField": {"field": "a", "input": {}, "value": 1}}`, ``, 4161101},
+	})
+}
+
+func TestSwitchLetAndVariables(t *testing.T) {
+	checkOps(t, []opCase{
+		{`{"$switch": {"branches": [{"case": {"$gt": ["$i", 10]}, "then": "big"}, {"case": {"$gt": ["$i", 5]}, "then": "medium"}], "default": "small"}}`, `"medium"`, 0},
+		{`{"$switch": {"branches": [{"case": false, "then": 1}], "default": "$nope"}}`, `missing`, 0},
+		{`{"$switch": {"branches": [{"case": "$z", "then": 1}]}}`, ``, 40066},
+		{`{"$switch": 1}`, ``, 40060},
+		{`{"$switch": {"branches": 1}}`, ``, 40061},
+		{`{"$switch": {"branches": [1]}}`, ``, 40062},
+		{`{"$switch": {"branches": [{"case": 1, "then": 1, "x": 1}]}}`, ``, 40063},
+		{`{"$switch": {"branches": [{"then": 1}]}}`, ``, 40064},
+		{`{"$switch": {"branches": [{"case": 1}]}}`, ``, 40065},
+		{`{"$switch": {"branches": [{"case": 1, "then": 1}], "x": 1}}`, ``, 40067},
+		{`{"$switch": {"branches": [], "default": 1}}`, ``, 40068},
+		{`{"$let": {"vars": {"a": 2, "b": "$i"}, "in": {"$multiply": ["$$a", "$$b"]}}}`, `14`, 0},
+		{`{"$let": {"vars": {"a": 1}, "in": {"$let": {"vars": {"a": 2, "b": "$$a"}, "in": ["$$a", "$$b"]}}}}`, `[2, 1]`, 0},
+		{`{"$let": {"vars": {"x": "$sub"}, "in": "$$x.b.c"}}`, `8`, 0},
+		{`{"$let": {"vars": {}, "in": "$$a"}}`, ``, 17276},
+		{`{"$let": {"vars": {"a": 1, "b": "$$a"}, "in": 1}}`, ``, 17276},
+		{`{"$let": {"vars": {"A": 1}, "in": 1}}`, ``, 16867},
+		{`{"$let": {"vars": {"a-b": 1}, "in": 1}}`, ``, 16868},
+		{`{"$let": {"vars": {"": 1}, "in": 1}}`, ``, 16866},
+		{`{"$let": {"vars": 1, "in": 1}}`, ``, 10065},
+		{`{"$let": {"in": 1}}`, ``, 16876},
+		{`{"$let": {"vars": {}}}`, ``, 16877},
+		{`{"$let": {"vars": {}, "in": 1, "x": 1}}`, ``, 16875},
+		{`{"$let": 1}`, ``, 16874},
+		{`{"$type": "$$NOW"}`, `"date"`, 0},
+		{`"$$CLUSTER_TIME"`, ``, 51144},
+		{`{"$isNumber": "$dec"}`, `true`, 0},
+		{`{"$isNumber": "$s"}`, `false`, 0},
+		{`{"$isNumber": "$nope"}`, `false`, 0},
+		{`{"$binarySize": "café"}`, `5`, 0},
+		{`{"$binarySize": {"$binary": {"base64": "AAEC", "subType": "00"}}}`, `3`, 0},
+		{`{"$binarySize": "$nope"}`, `null`, 0},
+		{`{"$binarySize": 1}`, ``, 51276},
+		{`{"$bsonSize": {"$literal": {"a": 1}}}`, `12`, 0},
+		{`{"$bsonSize": "$nope"}`, `null`, 0},
+		{`{"$bsonSize": "$s"}`, ``, 31393},
+	})
+}
+
+// $let and $map may rebind $$CURRENT, which moves "$field" paths.
+func TestRebindCurrent(t *testing.T) {
+	checkOps(t, []opCase{
+		{`{"$let": {"vars": {"CURRENT": "$sub"}, "in": "$b.c"}}`, `8`, 0},
+		{`{"$let": {"vars": {"CURRENT": "$sub"}, "in": "$$ROOT.i"}}`, `7`, 0},
+		{`[{"$let": {"vars": {"CURRENT": "$sub"}, "in": "$b"}}, "$i"]`, `[{"c": 8}, 7]`, 0},
+		{`{"$map": {"input": [{"a": 1}, {"a": 2}], "as": "CURRENT", "in": "$a"}}`, `[1, 2]`, 0},
+	})
+}

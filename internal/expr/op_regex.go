@@ -1,0 +1,264 @@
+package expr
+
+import (
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Regular expression operators: $regexMatch (a boolean), $regexFind (the
+// first match as {match, idx, captures}) and $regexFindAll (every match).
+// Arguments are {input, regex, options}; regex is a string or a BSON
+// regex, options the flags i, m, s, x and u. A null or missing input or regex
+// means "no match" (false, null, []).
+//
+// MongoDB uses PCRE; Cairn uses Go's RE2 syntax, which lacks backreferences
+// and lookaround: such patterns fail to compile (51111). The x flag is
+// implemented by removing unescaped whitespace and #-comments outside
+// character classes before compiling; u (UTF-8) is accepted and implied.
+// idx counts code points.
+
+func init() {
+	register("$regexMatch", parseRegex("$regexMatch", regexMatchMode))
+	register("$regexFind", parseRegex("$regexFind", regexFindMode))
+	register("$regexFindAll", parseRegex("$regexFindAll", regexFindAllMode))
+}
+
+const (
+	codeRegexMissingInput = 31022
+	codeRegexMissingRegex = 31023
+	codeRegexUnknownArg   = 31024
+	codeRegexNotObject    = 51103
+	codeRegexInputType    = 51104
+	codeRegexRegexType    = 51105
+	codeRegexOptionsType  = 51106
+	codeRegexOptionsTwice = 51107
+	codeRegexBadFlag      = 51108
+	codeRegexNullInRegex  = 51109
+	codeRegexNullInOpts   = 51110
+	codeRegexCompile      = 51111
+)
+
+type regexMode int
+
+const (
+	regexMatchMode regexMode = iota
+	regexFindMode
+	regexFindAllMode
+)
+
+type regexExpr struct {
+	op                    string
+	mode                  regexMode
+	input, regex, options Expr
+	// cache holds the compiled pattern when regex and options are
+	// constants (the common case), so it is compiled once.
+	cache *regexCache
+}
+
+type regexCache struct {
+	once sync.Once
+	re   *regexp.Regexp
+	err  error
+}
+
+func isConstant(e Expr) bool {
+	_, ok := e.(constant)
+	return ok
+}
+
+func parseRegex(op string, mode regexMode) parser {
+	spec := namedArgs{op: op, names: []string{"input", "regex", "options"},
+		notObject: codeRegexNotObject, notObjMsg: "%s expects an object of named arguments but found: %s",
+		unknown: codeRegexUnknownArg, unknownMsg: "%s found an unknown argument: %s"}
+	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
+		args, err := spec.parse(arg, s)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case args["input"] == nil:
+			return nil, errorf(codeRegexMissingInput, "%s requires 'input' parameter", op)
+		case args["regex"] == nil:
+			return nil, errorf(codeRegexMissingRegex, "%s requires 'regex' parameter", op)
+		}
+		r := regexExpr{op: op, mode: mode, input: args["input"], regex: args["regex"], options: args["options"]}
+		if isConstant(r.regex) && (r.options == nil || isConstant(r.options)) {
+			r.cache = &regexCache{}
+		}
+		return r, nil
+	}
+}
+
+func (r regexExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	in, err := r.input.Eval(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	if !IsNullish(in) && in.Type != bsoncore.TypeString {
+		return Missing, errorf(codeRegexInputType, "%s needs 'input' to be of type string", r.op)
+	}
+	var re *regexp.Regexp
+	if r.cache != nil {
+		r.cache.once.Do(func() { r.cache.re, r.cache.err = r.compile(ctx) })
+		re, err = r.cache.re, r.cache.err
+	} else {
+		re, err = r.compile(ctx)
+	}
+	if err != nil {
+		return Missing, err
+	}
+	if re == nil || IsNullish(in) {
+		return r.noMatch(), nil
+	}
+	s, _ := stringOf(in)
+	switch r.mode {
+	case regexMatchMode:
+		return Bool(re.MatchString(s)), nil
+	case regexFindMode:
+		m := re.FindStringSubmatchIndex(s)
+		if m == nil {
+			return Null, nil
+		}
+		return matchDoc(s, m), nil
+	}
+	var out []bsoncore.Value
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		out = append(out, matchDoc(s, m))
+	}
+	return Array(out), nil
+}
+
+func (r regexExpr) noMatch() bsoncore.Value {
+	switch r.mode {
+	case regexMatchMode:
+		return Bool(false)
+	case regexFindMode:
+		return Null
+	}
+	return Array(nil)
+}
+
+// compile evaluates regex and options and compiles them; a nil regexp
+// means the pattern was null or missing.
+func (r regexExpr) compile(ctx *Context) (*regexp.Regexp, error) {
+	rv, err := r.regex.Eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pattern, flags string
+	switch {
+	case IsNullish(rv):
+	case rv.Type == bsoncore.TypeString:
+		pattern, _ = stringOf(rv)
+	case rv.Type == bsoncore.TypeRegex:
+		pattern, flags, _ = rv.RegexOK()
+	default:
+		return nil, errorf(codeRegexRegexType, "%s needs 'regex' to be of type string or regex", r.op)
+	}
+	if r.options != nil {
+		ov, err := r.options.Eval(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !IsNullish(ov) {
+			opts, ok := stringOf(ov)
+			if !ok {
+				return nil, errorf(codeRegexOptionsType, "%s needs 'options' to be of type string", r.op)
+			}
+			if opts != "" && flags != "" {
+				return nil, errorf(codeRegexOptionsTwice, "%s: found regex option(s) specified in both 'regex' and 'option' fields", r.op)
+			}
+			if opts != "" {
+				flags = opts
+			}
+		}
+	}
+	if IsNullish(rv) {
+		return nil, nil
+	}
+	if strings.IndexByte(pattern, 0) >= 0 {
+		return nil, errorf(codeRegexNullInRegex, "%s: regular expression cannot contain an embedded null byte", r.op)
+	}
+	if strings.IndexByte(flags, 0) >= 0 {
+		return nil, errorf(codeRegexNullInOpts, "%s: regular expression options cannot contain an embedded null byte", r.op)
+	}
+	return compileRegex(r.op, pattern, flags)
+}
+
+// compileRegex compiles a MongoDB pattern with its flags in Go syntax.
+func compileRegex(op, pattern, flags string) (*regexp.Regexp, error) {
+	var goFlags strings.Builder
+	for _, f := range flags {
+		switch f {
+		case 'i', 'm', 's':
+			goFlags.WriteRune(f)
+		case 'x':
+			pattern = stripExtended(pattern)
+		case 'u':
+			// PCRE's UTF-8 mode: Go's regexps always are.
+		default:
+			return nil, errorf(codeRegexBadFlag, "%s: invalid flag in regex options: %c", op, f)
+		}
+	}
+	if goFlags.Len() > 0 {
+		pattern = "(?" + goFlags.String() + ")" + pattern
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, errorf(codeRegexCompile, "Invalid Regex in %s: %v", op, err)
+	}
+	return re, nil
+}
+
+// stripExtended removes what PCRE's extended mode ignores: whitespace and
+// comments from # to the end of the line, outside character classes and
+// escapes.
+func stripExtended(p string) string {
+	var b strings.Builder
+	inClass, comment := false, false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case comment:
+			comment = c != '\n'
+		case c == '\\' && i+1 < len(p):
+			b.WriteByte(c)
+			i++
+			b.WriteByte(p[i])
+		case inClass:
+			inClass = c != ']'
+			b.WriteByte(c)
+		case c == '[':
+			inClass = true
+			b.WriteByte(c)
+		case c == '#':
+			comment = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// matchDoc is {match, idx, captures} for the submatch indexes m of s.
+func matchDoc(s string, m []int) bsoncore.Value {
+	caps := make([]bsoncore.Value, 0, len(m)/2-1)
+	for g := 2; g < len(m); g += 2 {
+		if m[g] < 0 {
+			caps = append(caps, Null)
+			continue
+		}
+		caps = append(caps, String(s[m[g]:m[g+1]]))
+	}
+	idx, buf := bsoncore.AppendDocumentStart(nil)
+	buf = bsoncore.AppendStringElement(buf, "match", s[m[0]:m[1]])
+	buf = bsoncore.AppendInt32Element(buf, "idx", int32(utf8.RuneCountInString(s[:m[0]])))
+	buf = bsoncore.AppendValueElement(buf, "captures", Array(caps))
+	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: buf}
+}

@@ -1,0 +1,162 @@
+// Package ttl is the TTL monitor: a background goroutine that, every
+// ttlMonitorSleepSecs seconds, deletes the documents whose TTL-indexed date
+// is older than the index's expireAfterSeconds (MongoDB's TTLMonitor).
+//
+// The engine finds and deletes expired documents (engine.DeleteExpired,
+// through the ordinary delete path, so every index stays consistent); this
+// package only decides when, and logs what was deleted.
+//
+// Invariant "One pass at a time": passes run on the monitor's goroutine
+// (or the caller's, for Pass), serialised by a mutex, so two passes never
+// race to delete the same documents.
+package ttl
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairndb/cairn/internal/engine"
+)
+
+// DefaultPeriod is ttlMonitorSleepSecs' default, MongoDB's.
+const DefaultPeriod = 60 * time.Second
+
+// maxWait bounds each sleep, so a new period (setParameter) takes effect
+// within a second rather than after the old period ends.
+const maxWait = time.Second
+
+// Options configure a Monitor.
+type Options struct {
+	// Period returns the time between passes; it is read before every
+	// sleep, so it may change at runtime. Nil or a non-positive result
+	// means DefaultPeriod.
+	Period func() time.Duration
+	// Logger receives one line per index that expired documents.
+	Logger *slog.Logger
+	// Now is the clock that decides expiry. Default: time.Now.
+	Now func() time.Time
+}
+
+// Monitor is a running TTL monitor.
+type Monitor struct {
+	eng  *engine.Engine
+	opts Options
+	stop chan struct{}
+	done chan struct{}
+
+	passMu  sync.Mutex
+	passes  atomic.Int64
+	deleted atomic.Int64
+}
+
+// Start starts a monitor over eng; Stop it before closing eng.
+func Start(eng *engine.Engine, opts Options) *Monitor {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m := &Monitor{eng: eng, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	go m.loop()
+	return m
+}
+
+// Stop ends the monitor, waiting for a pass in progress. Stopping twice,
+// or a nil Monitor, is harmless.
+func (m *Monitor) Stop() {
+	if m == nil {
+		return
+	}
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	<-m.done
+}
+
+func (m *Monitor) period() time.Duration {
+	if m.opts.Period != nil {
+		if p := m.opts.Period(); p > 0 {
+			return p
+		}
+	}
+	return DefaultPeriod
+}
+
+func (m *Monitor) loop() {
+	defer close(m.done)
+	last := time.Now()
+	for {
+		wait := min(time.Until(last.Add(m.period())), maxWait)
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-m.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		if time.Since(last) < m.period() {
+			continue
+		}
+		last = time.Now()
+		m.Pass()
+	}
+}
+
+// Pass runs one pass now over every TTL index and returns how many
+// documents it deleted. Errors are logged, not returned: one failing
+// index must not stop the others, and the next pass retries.
+func (m *Monitor) Pass() int {
+	m.passMu.Lock()
+	defer m.passMu.Unlock()
+	defer m.passes.Add(1)
+	indexes, err := m.eng.TTLIndexes()
+	if err != nil {
+		m.opts.Logger.Error("ttl: listing TTL indexes failed", "err", err)
+		return 0
+	}
+	now := m.opts.Now()
+	total := 0
+	for _, ix := range indexes {
+		began := time.Now()
+		n, err := m.eng.DeleteExpired(ix.NS, ix.Name, now.Add(-ix.ExpireAfter))
+		total += n
+		m.deleted.Add(int64(n))
+		if err != nil {
+			m.opts.Logger.Error("ttl: deleting expired documents failed", "ns", ix.NS.String(), "index", ix.Name, "deleted", n, "err", err)
+			continue
+		}
+		if n > 0 {
+			m.opts.Logger.Info("ttl: deleted expired documents", "ns", ix.NS.String(), "index", ix.Name,
+				"numDeleted", n, "durationMillis", time.Since(began).Milliseconds())
+		}
+	}
+	return total
+}
+
+// Passes counts the passes run so far (serverStatus metrics.ttl.passes).
+func (m *Monitor) Passes() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.passes.Load()
+}
+
+// Deleted counts the documents deleted so far (metrics.ttl.deletedDocuments).
+func (m *Monitor) Deleted() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.deleted.Load()
+}

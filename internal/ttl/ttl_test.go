@@ -1,0 +1,97 @@
+package ttl_test
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/ttl"
+)
+
+func raw(t *testing.T, d bson.D) bsoncore.Document {
+	t.Helper()
+	b, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPassUsesTheClock drives expiry with a fake clock: documents expire
+// exactly when clock - expireAfterSeconds passes their date.
+func TestPassUsesTheClock(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ns := engine.Namespace{DB: "t", Coll: "c"}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []bsoncore.Document
+	for i := range 10 {
+		docs = append(docs, raw(t, bson.D{{Key: "_id", Value: i}, {Key: "at", Value: bson.NewDateTimeFromTime(base.Add(time.Duration(i) * time.Minute))}}))
+	}
+	if _, err := eng.Insert(ns, docs, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.CreateIndexes(ns, []bsoncore.Document{raw(t, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 60}})}); err != nil {
+		t.Fatal(err)
+	}
+	var now atomic.Pointer[time.Time]
+	set := func(t time.Time) { now.Store(&t) }
+	set(base.Add(4*time.Minute + 30*time.Second)) // cutoff 3m30s: minutes 0..3 expire
+	m := ttl.Start(eng, ttl.Options{Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return *now.Load() }})
+	defer m.Stop()
+	if n := m.Pass(); n != 4 {
+		t.Fatalf("first pass deleted %d, want 4", n)
+	}
+	if n := m.Pass(); n != 0 {
+		t.Fatalf("a second pass at the same time deleted %d, want 0", n)
+	}
+	set(base.Add(time.Hour))
+	if n := m.Pass(); n != 6 {
+		t.Fatalf("an hour later a pass deleted %d, want the other 6", n)
+	}
+	if m.Deleted() != 10 || m.Passes() != 3 {
+		t.Errorf("Deleted = %d, Passes = %d", m.Deleted(), m.Passes())
+	}
+	if err := eng.CheckIndexes(ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPeriodChangesAtRuntime starts with the default period and lowers it:
+// passes start within about a second, without a restart.
+func TestPeriodChangesAtRuntime(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	var period atomic.Int64
+	period.Store(int64(ttl.DefaultPeriod))
+	m := ttl.Start(eng, ttl.Options{Logger: slog.New(slog.DiscardHandler), Period: func() time.Duration { return time.Duration(period.Load()) }})
+	time.Sleep(1200 * time.Millisecond)
+	if p := m.Passes(); p != 0 {
+		t.Fatalf("%d passes within 1.2s of a 60s period", p)
+	}
+	period.Store(int64(200 * time.Millisecond))
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Passes() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d passes in 5s after lowering the period to 200ms", m.Passes())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m.Stop()
+	after := m.Passes()
+	time.Sleep(500 * time.Millisecond)
+	if m.Passes() != after {
+		t.Error("passes continued after Stop")
+	}
+}

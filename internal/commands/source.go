@@ -3,6 +3,8 @@ package commands
 import (
 	"sync"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/planner"
 )
@@ -13,8 +15,50 @@ import (
 
 // open plans sp and returns the running plan as a Source.
 func (sp findSpec) open(eng *engine.Engine) (Source, error) {
+	if src, ok, err := sp.pointRead(eng); ok || err != nil {
+		return src, err
+	}
 	return sp.prepare(eng, false)
 }
+
+// pointRead answers {_id: v} with one read, as the planner's IDHACK plan
+// does (explain shows that plan), without building a plan: the point read
+// is the hot path, and a snapshot, a plan tree and a stage per step cost
+// more than the read itself. ok is false for any other selection.
+func (sp findSpec) pointRead(eng *engine.Engine) (Source, bool, error) {
+	if sp.hint.Type != 0 || sp.min != nil || sp.max != nil {
+		return nil, false, nil
+	}
+	id, ok := sp.filter.IDEquality()
+	if !ok {
+		return nil, false, nil
+	}
+	doc, found, err := eng.Get(nil, sp.ns, id)
+	if err != nil || !found || sp.skip > 0 {
+		return &oneDoc{}, true, err
+	}
+	if sp.proj != nil {
+		pos := -1
+		if sp.positional {
+			_, pos = sp.filter.MatchDetails(doc)
+		}
+		if doc, err = sp.proj.Apply(nil, doc, pos); err != nil {
+			return nil, true, err
+		}
+	}
+	return &oneDoc{doc: doc}, true, nil
+}
+
+// oneDoc serves at most one document.
+type oneDoc struct{ doc bsoncore.Document }
+
+func (s *oneDoc) Next() (bsoncore.Document, error) {
+	d := s.doc
+	s.doc = nil
+	return d, nil
+}
+
+func (s *oneDoc) Close() error { s.doc = nil; return nil }
 
 // prepare plans sp; explain keeps what explain reports (timings, the
 // candidates' trial statistics) and, as MongoDB's explain, plans afresh:

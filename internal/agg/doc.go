@@ -48,9 +48,10 @@
 //
 //   - $bucketAuto, $setWindowFields and $densify do not spill: over
 //     their budget they fail with code 292 even with allowDiskUse.
-//   - $match's top-level $expr sees pipeline variables ($$NOW, let
-//     variables, $lookup's let); a $expr nested inside $and/$or/$nor is
-//     evaluated by package query, which does not see them.
+//   - $match's top-level $expr sees all pipeline variables ($$NOW, the
+//     command's let, $lookup's let); a $expr nested inside $and/$or/$nor
+//     is evaluated by package query, which sees $$NOW and the command's
+//     let (query.Options) but not $lookup's let, bound per document.
 //   - $sum and $avg add doubles with plain float64 addition, not MongoDB's
 //     compensated summation, so the last bits of a long double sum may
 //     differ.

@@ -124,25 +124,7 @@ type autoBucket struct {
 }
 
 func (b *bucketAutoStage) open(rc *runContext, in Source) (Source, error) {
-	var (
-		out  []bsoncore.Document
-		done bool
-	)
-	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
-		if !done {
-			done = true
-			var err error
-			if out, err = b.run(rc, in); err != nil {
-				return nil, err
-			}
-		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		d := out[0]
-		out = out[1:]
-		return d, nil
-	}}, nil
+	return blockingSource(in, func() ([]bsoncore.Document, error) { return b.run(rc, in) }), nil
 }
 
 func (b *bucketAutoStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {

@@ -176,25 +176,7 @@ func (p *partition) rangeValues(unit string) ([]float64, error) {
 }
 
 func (s *setWindowFieldsStage) open(rc *runContext, in Source) (Source, error) {
-	var (
-		out  []bsoncore.Document
-		done bool
-	)
-	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
-		if !done {
-			done = true
-			var err error
-			if out, err = s.run(rc, in); err != nil {
-				return nil, err
-			}
-		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		d := out[0]
-		out = out[1:]
-		return d, nil
-	}}, nil
+	return blockingSource(in, func() ([]bsoncore.Document, error) { return s.run(rc, in) }), nil
 }
 
 func (s *setWindowFieldsStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {

@@ -50,39 +50,54 @@ func TestSortedSpillMatchesMemory(t *testing.T) {
 	for name, ss := range pipelines {
 		t.Run(name, func(t *testing.T) {
 			pipe := stages(t, ss...)
-			run := func(opts agg.Options) []string {
-				p, err := agg.Parse(pipe, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, err := p.Run(agg.SliceSource(input))
-				if err != nil {
-					t.Fatal(err)
-				}
-				docs, err := agg.ReadAll(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var s []string
-				for _, d := range docs {
-					s = append(s, bson.Raw(d).String())
-				}
-				return s
-			}
-			want := run(agg.Options{})
+			want := runToStrings(t, pipe, agg.Options{}, input)
 			dir := t.TempDir()
-			got := run(agg.Options{MaxMemory: 32 << 10, AllowDiskUse: true, TempDir: dir})
-			if len(want) == 0 || !slices.Equal(got, want) {
-				for i := range min(len(got), len(want)) {
-					if got[i] != want[i] {
-						t.Fatalf("document %d differs:\nspilled   %s\nin memory %s", i, got[i], want[i])
-					}
-				}
-				t.Fatalf("spilled %d documents, in memory %d", len(got), len(want))
+			got := runToStrings(t, pipe, agg.Options{MaxMemory: 32 << 10, AllowDiskUse: true, TempDir: dir}, input)
+			if len(want) == 0 {
+				t.Fatal("no output")
 			}
+			sameDocs(t, got, want)
 			if left, _ := os.ReadDir(dir); len(left) != 0 {
 				t.Errorf("%d spill files left after the run", len(left))
 			}
 		})
 	}
+}
+
+// runToStrings runs pipe over input and returns its output as Extended
+// JSON, for differential tests.
+func runToStrings(t *testing.T, pipe []bsoncore.Document, opts agg.Options, input []bsoncore.Document) []string {
+	t.Helper()
+	p, err := agg.Parse(pipe, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(agg.SliceSource(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := agg.ReadAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, d := range docs {
+		s = append(s, bson.Raw(d).String())
+	}
+	return s
+}
+
+// sameDocs fails at the first document where a spilled run's output got
+// differs from the in-memory want.
+func sameDocs(t *testing.T, got, want []string) {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Fatalf("document %d differs:\nspilled   %s\nin memory %s", i, got[i], want[i])
+		}
+	}
+	t.Fatalf("spilled %d documents, in memory %d", len(got), len(want))
 }

@@ -39,3 +39,21 @@ func sliceNext(docs []bsoncore.Document) func() (bsoncore.Document, error) {
 		return d, nil
 	}
 }
+
+// blockingSource is the output of a stage that reads all of in before it
+// emits anything ($bucketAuto, $densify, $setWindowFields): run computes the
+// documents on the first Next, which then come out in order. After an
+// error the source is empty.
+func blockingSource(in Source, run func() ([]bsoncore.Document, error)) Source {
+	var next func() (bsoncore.Document, error)
+	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
+		if next == nil {
+			out, err := run()
+			next = sliceNext(out)
+			if err != nil {
+				return nil, err
+			}
+		}
+		return next()
+	}}
+}

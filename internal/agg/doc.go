@@ -30,7 +30,8 @@
 //     with code 292 (QueryExceededMemoryLimitNoDiskUseAllowed); $sort
 //     spills to disk through query.Sorter when allowed, and $group (with
 //     $bucket) spills sorted runs of partial group states and merges them
-//     (group_spill.go). Parse coalesces $sort followed by $limit into a
+//     (group_spill.go); $bucketAuto and $setWindowFields sort through a
+//     spilling query.Sorter (spill_sort.go). Parse coalesces $sort followed by $limit into a
 //     top-k sort holding only k documents.
 //   - Variables: $$NOW (Options.Now, fixed for the whole run), the
 //     command's let (Options.Vars, see EvalLet) and $lookup's let are
@@ -46,11 +47,14 @@
 //
 // # Deviations from MongoDB
 //
-//   - $bucketAuto, $setWindowFields and $densify do not spill: over
-//     their budget they fail with code 292 even with allowDiskUse.
-//   - $match's top-level $expr sees pipeline variables ($$NOW, let
-//     variables, $lookup's let); a $expr nested inside $and/$or/$nor is
-//     evaluated by package query, which does not see them.
+//   - $densify does not spill: over its budget it fails with code 292
+//     even with allowDiskUse. $bucketAuto and $setWindowFields spill their
+//     sort (spill_sort.go), but $setWindowFields holds each partition in
+//     memory, so one partition over the budget still fails with 292.
+//   - $match's top-level $expr sees all pipeline variables ($$NOW, the
+//     command's let, $lookup's let); a $expr nested inside $and/$or/$nor
+//     is evaluated by package query, which sees $$NOW and the command's
+//     let (query.Options) but not $lookup's let, bound per document.
 //   - $sum and $avg add doubles with plain float64 addition, not MongoDB's
 //     compensated summation, so the last bits of a long double sum may
 //     differ.

@@ -49,6 +49,7 @@ const (
 	codeGroupAccOneField     mongoerr.Code = 40238
 	codeCountAccArg                        = mongoerr.TypeMismatch // "$count takes no arguments, i.e. $count:{}"
 	codeStageNotInLookup     mongoerr.Code = 51047                 // "$out is not allowed within a $lookup's sub-pipeline"
+	codeStageNotInUnionWith  mongoerr.Code = 31441                 // "$out is not allowed within a $unionWith's sub-pipeline"
 	codeMergeObjectsType     mongoerr.Code = 40400
 	codeUnwindSpecType       mongoerr.Code = 15981
 	codeUnwindPathType       mongoerr.Code = 28808

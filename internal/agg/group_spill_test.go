@@ -3,12 +3,10 @@ package agg_test
 import (
 	"math/rand/v2"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/cairndb/cairn/internal/agg"
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -46,36 +44,13 @@ func TestGroupSpillMatchesMemory(t *testing.T) {
 		input = append(input, b.Build())
 	}
 	pipe := stages(t, spillPipeline, `{"$set": {"sd": {"$round": ["$sd", 6]}}}`, `{"$sort": {"_id": 1}}`)
-	run := func(opts agg.Options) []string {
-		p, err := agg.Parse(pipe, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.Run(agg.SliceSource(input))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs, err := agg.ReadAll(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s []string
-		for _, d := range docs {
-			s = append(s, bson.Raw(d).String())
-		}
-		return s
-	}
-	want := run(agg.Options{})
+	want := runToStrings(t, pipe, agg.Options{}, input)
 	dir := t.TempDir()
-	got := run(agg.Options{MaxMemory: 8 << 10, AllowDiskUse: true, TempDir: dir})
-	if len(want) != 37 || !slices.Equal(got, want) {
-		for i := range min(len(got), len(want)) {
-			if got[i] != want[i] {
-				t.Fatalf("group %d differs:\\nspilled   %s\\nin memory %s", i, got[i], want[i])
-			}
-		}
-		t.Fatalf("spilled %d groups, in memory %d", len(got), len(want))
+	got := runToStrings(t, pipe, agg.Options{MaxMemory: 8 << 10, AllowDiskUse: true, TempDir: dir}, input)
+	if len(want) != 37 {
+		t.Fatalf("%d groups in memory, want 37", len(want))
 	}
+	sameDocs(t, got, want)
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("%d spill files left after the run", len(left))
 	}

@@ -78,8 +78,9 @@ type parseContext struct {
 	scope *expr.Scope
 	// index and count locate the stage in its pipeline.
 	index, count int
-	// inFacet and inLookup say the pipeline is a sub-pipeline.
-	inFacet, inLookup bool
+	// inFacet, inLookup and inUnionWith say the pipeline is a
+	// sub-pipeline of that stage.
+	inFacet, inLookup, inUnionWith bool
 }
 
 // stageParser parses a stage's argument.

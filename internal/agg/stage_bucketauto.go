@@ -124,34 +124,75 @@ type autoBucket struct {
 }
 
 func (b *bucketAutoStage) open(rc *runContext, in Source) (Source, error) {
-	var (
-		out  []bsoncore.Document
-		done bool
-	)
-	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
-		if !done {
-			done = true
-			var err error
-			if out, err = b.run(rc, in); err != nil {
-				return nil, err
-			}
-		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		d := out[0]
-		out = out[1:]
-		return d, nil
-	}}, nil
+	return blockingSource(in, func() ([]bsoncore.Document, error) { return b.run(rc, in) }), nil
 }
 
 func (b *bucketAutoStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {
-	entries, err := b.read(rc, in)
+	if rc.opts.AllowDiskUse {
+		return b.runSpilling(rc, in)
+	}
+	var (
+		entries []keyed
+		mem     int64
+	)
+	err := b.readKeys(rc, in, func(k bsoncore.Value, d bsoncore.Document) error {
+		doc := append(bsoncore.Document(nil), d...)
+		k = copyValue(k)
+		mem += int64(len(doc)+len(k.Data)) + docOverhead
+		if mem > rc.opts.MaxMemory {
+			return rc.memoryError("$bucketAuto")
+		}
+		entries = append(entries, keyed{key: k, doc: doc})
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return expr.Compare(entries[i].key, entries[j].key) < 0 })
-	size := int(math.Round(float64(len(entries)) / float64(b.buckets)))
+	i := 0
+	return b.bucketize(rc, len(entries), func() (bsoncore.Value, bsoncore.Document, bool, error) {
+		if i == len(entries) {
+			return bsoncore.Value{}, nil, false, nil
+		}
+		i++
+		return entries[i-1].key, entries[i-1].doc, true, nil
+	})
+}
+
+// runSpilling is run with allowDiskUse: the input goes through a
+// keyedSorter (spill_sort.go), which spills past the memory budget.
+func (b *bucketAutoStage) runSpilling(rc *runContext, in Source) ([]bsoncore.Document, error) {
+	ks, err := newKeyedSorter(rc, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ks.close()
+	n := 0
+	err = b.readKeys(rc, in, func(k bsoncore.Value, d bsoncore.Document) error {
+		n++
+		return ks.add(k, d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The sorter's documents, which buckets may refer to, stay valid until
+	// close, after bucketize has built the output.
+	return b.bucketize(rc, n, ks.iter())
+}
+
+// bucketize fills the buckets from the n entries next yields in key order.
+func (b *bucketAutoStage) bucketize(rc *runContext, n int, next func() (bsoncore.Value, bsoncore.Document, bool, error)) ([]bsoncore.Document, error) {
+	var cur keyed
+	more := false
+	advance := func() error {
+		var err error
+		cur.key, cur.doc, more, err = next()
+		return err
+	}
+	if err := advance(); err != nil {
+		return nil, err
+	}
+	size := int(math.Round(float64(n) / float64(b.buckets)))
 	if size < 1 {
 		size = 1
 	}
@@ -178,11 +219,15 @@ func (b *bucketAutoStage) run(rc *runContext, in Source) ([]bsoncore.Document, e
 		}
 		return nil
 	}
-	for i := 0; i < len(entries); {
+	var err error
+	for more {
 		if len(buckets) == b.buckets {
 			// The last bucket takes every remaining document.
-			for ; i < len(entries); i++ {
-				if err := add(buckets[len(buckets)-1], entries[i]); err != nil {
+			for more {
+				if err := add(buckets[len(buckets)-1], cur); err != nil {
+					return nil, err
+				}
+				if err := advance(); err != nil {
 					return nil, err
 				}
 			}
@@ -194,8 +239,11 @@ func (b *bucketAutoStage) run(rc *runContext, in Source) ([]bsoncore.Document, e
 				return nil, err
 			}
 		}
-		for n := 0; i < len(entries) && n < size; n, i = n+1, i+1 {
-			if err := add(bk, entries[i]); err != nil {
+		for taken := 0; more && taken < size; taken++ {
+			if err := add(bk, cur); err != nil {
+				return nil, err
+			}
+			if err := advance(); err != nil {
 				return nil, err
 			}
 		}
@@ -207,12 +255,15 @@ func (b *bucketAutoStage) run(rc *runContext, in Source) ([]bsoncore.Document, e
 				return nil, err
 			}
 		}
-		for ; i < len(entries); i++ {
-			c := expr.Compare(entries[i].key, bound)
+		for more {
+			c := expr.Compare(cur.key, bound)
 			if b.round == nil && c != 0 || b.round != nil && c >= 0 {
 				break
 			}
-			if err := add(bk, entries[i]); err != nil {
+			if err := add(bk, cur); err != nil {
+				return nil, err
+			}
+			if err := advance(); err != nil {
 				return nil, err
 			}
 		}
@@ -255,48 +306,41 @@ func (b *bucketAutoStage) run(rc *runContext, in Source) ([]bsoncore.Document, e
 	return out, nil
 }
 
-// read buffers the input with each document's groupBy value, within the
-// memory budget, checking values against the granularity.
-func (b *bucketAutoStage) read(rc *runContext, in Source) ([]keyed, error) {
+// readKeys hands keep each input document with its groupBy value (null
+// when missing), checking values against the granularity. The document
+// and value are valid only during the call.
+func (b *bucketAutoStage) readKeys(rc *runContext, in Source, keep func(bsoncore.Value, bsoncore.Document) error) error {
 	ctx := rc.exprContext()
-	var (
-		entries []keyed
-		mem     int64
-	)
 	for {
 		d, err := in.Next()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if d == nil {
-			return entries, nil
+			return nil
 		}
 		ctx.Reset(d)
 		k, err := b.groupBy.Eval(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if k.Type == 0 {
 			k = expr.Null
 		}
 		if b.round != nil {
 			if !isNumber(k) {
-				return nil, errorf(codeBucketAutoGranType, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(k))
+				return errorf(codeBucketAutoGranType, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(k))
 			}
 			f, _ := bsonx.AsFloat64(k)
 			if math.IsNaN(f) {
-				return nil, errorf(codeBucketAutoGranNaN, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN value")
+				return errorf(codeBucketAutoGranNaN, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN value")
 			}
 			if f < 0 {
-				return nil, errorf(codeBucketAutoGranNegative, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a negative value: %s", printValue(k))
+				return errorf(codeBucketAutoGranNegative, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a negative value: %s", printValue(k))
 			}
 		}
-		doc := append(bsoncore.Document(nil), d...)
-		k = copyValue(k)
-		mem += int64(len(doc)+len(k.Data)) + docOverhead
-		if mem > rc.opts.MaxMemory {
-			return nil, rc.memoryError("$bucketAuto")
+		if err := keep(k, d); err != nil {
+			return err
 		}
-		entries = append(entries, keyed{key: k, doc: doc})
 	}
 }

@@ -197,25 +197,7 @@ type densifyDoc struct {
 }
 
 func (d *densifyStage) open(rc *runContext, in Source) (Source, error) {
-	var (
-		out  []bsoncore.Document
-		done bool
-	)
-	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
-		if !done {
-			done = true
-			var err error
-			if out, err = d.run(rc, in); err != nil {
-				return nil, err
-			}
-		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		doc := out[0]
-		out = out[1:]
-		return doc, nil
-	}}, nil
+	return blockingSource(in, func() ([]bsoncore.Document, error) { return d.run(rc, in) }), nil
 }
 
 func (d *densifyStage) run(rc *runContext, in Source) ([]bsoncore.Document, error) {

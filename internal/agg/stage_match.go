@@ -38,7 +38,9 @@ func parseMatch(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		rest = buildDoc(fs)
 	}
 	var err error
-	if m.query, err = query.Parse(rest); err != nil {
+	// A $expr nested in $and/$or sees the command's $$NOW and let too
+	// (not variables a $lookup binds: those change per document).
+	if m.query, err = query.ParseWith(rest, query.Options{Vars: pc.opts.Vars, Now: pc.opts.Now}); err != nil {
 		return nil, err
 	}
 	return m, nil

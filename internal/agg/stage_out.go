@@ -122,13 +122,16 @@ func (p *Pipeline) WithoutOutput() *Pipeline {
 }
 
 // checkOutputPosition enforces MongoDB's placement rules for both stages:
-// last, and not in a $facet or $lookup sub-pipeline.
+// last, and not in a $facet, $lookup or $unionWith sub-pipeline.
 func checkOutputPosition(name string, pc *parseContext) error {
 	if pc.inFacet {
 		return errorf(codeStageNotInFacet, "%s is not allowed to be used within a $facet stage", name)
 	}
 	if pc.inLookup {
 		return errorf(codeStageNotInLookup, "%s is not allowed within a $lookup's sub-pipeline", name)
+	}
+	if pc.inUnionWith {
+		return errorf(codeStageNotInUnionWith, "%s is not allowed within a $unionWith's sub-pipeline", name)
 	}
 	if pc.index != pc.count-1 {
 		return errorf(codeStageNotLast, "%s can only be the final stage in the pipeline", name)
@@ -393,7 +396,7 @@ func (o *Output) parsePipeline(let, pipeline bsoncore.Value, pc *parseContext) e
 	}
 	sub := *pc
 	sub.scope = expr.NewScope(pc.scope, o.letNames...)
-	sub.inFacet, sub.inLookup = false, false
+	sub.inFacet, sub.inLookup, sub.inUnionWith = false, false, false
 	var err error
 	o.pipeline, err = parseStages(docs, &sub)
 	return err

@@ -22,11 +22,13 @@ func init() { registerStage("$setWindowFields", parseSetWindowFields) }
 // which sorts by {partitionBy, sortBy} first, the stage emits partitions
 // in partition-value order, each in sortBy order (ties and an absent
 // sortBy keep input order). It blocks, holding its input within the
-// memory budget.
+// memory budget or, with allowDiskUse, sorting it through a spilling
+// keyedSorter (spill_sort.go) and holding one partition at a time.
 type setWindowFieldsStage struct {
 	partitionBy expr.Expr
-	sort        *query.Sort // nil without sortBy
-	sortPath    expr.Expr   // "$<field>" of a one-field sortBy
+	sort        *query.Sort       // nil without sortBy
+	sortBy      bsoncore.Document // as given, for the spilling sort
+	sortPath    expr.Expr         // "$<field>" of a one-field sortBy
 	sortDesc    bool
 	sortFields  int
 	outputs     []windowFn
@@ -79,7 +81,7 @@ func parseSetWindowFields(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.sort, s.sortFields = srt, srt.Len()
+		s.sort, s.sortFields, s.sortBy = srt, srt.Len(), sortBy.Data
 		if fs := fieldsOf(sortBy); len(fs) == 1 {
 			if s.sortPath, err = expr.ParseIn(expr.String("$"+fs[0].name), pc.scope); err != nil {
 				return nil, err
@@ -176,20 +178,132 @@ func (p *partition) rangeValues(unit string) ([]float64, error) {
 }
 
 func (s *setWindowFieldsStage) open(rc *runContext, in Source) (Source, error) {
+	if rc.opts.AllowDiskUse {
+		return s.openSpilling(rc, in)
+	}
+	return blockingSource(in, func() ([]bsoncore.Document, error) { return s.run(rc, in) }), nil
+}
+
+// partitionKey is d's partitionBy value: null when missing or without
+// partitionBy, an error for an array.
+func (s *setWindowFieldsStage) partitionKey(ctx *expr.Context, d bsoncore.Document) (bsoncore.Value, error) {
+	if s.partitionBy == nil {
+		return expr.Null, nil
+	}
+	ctx.Reset(d)
+	v, err := s.partitionBy.Eval(ctx)
+	if err != nil {
+		return v, err
+	}
+	if v.Type == bsoncore.TypeArray {
+		return v, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
+	}
+	if v.Type == 0 {
+		return expr.Null, nil
+	}
+	return v, nil
+}
+
+// emit appends to out the documents of p with their output fields set;
+// vals is scratch space, one slice per output.
+func (s *setWindowFieldsStage) emit(rc *runContext, p *partition, vals [][]bsoncore.Value, out []bsoncore.Document) ([]bsoncore.Document, error) {
+	var err error
+	for k, fn := range s.outputs {
+		if vals[k], err = fn.values(rc, p); err != nil {
+			return nil, err
+		}
+	}
+	ctx := p.ctx
+	for i, d := range p.docs {
+		ctx.Reset(d)
+		for k := range s.outputs {
+			ctx.SetVar(windowVar(k), vals[k][i])
+		}
+		nd, err := s.setter.apply(d, ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nd)
+	}
+	return out, nil
+}
+
+// openSpilling is open with allowDiskUse: the input is sorted by
+// {partition, sortBy} through a keyedSorter, which spills past the memory
+// budget, and read back one partition at a time. A single partition must
+// still fit in the budget (MongoDB would spill it too).
+func (s *setWindowFieldsStage) openSpilling(rc *runContext, in Source) (Source, error) {
+	ks, err := newKeyedSorter(rc, s.sortBy)
+	if err != nil {
+		return nil, err
+	}
+	ctx := rc.exprContext()
+	vals := make([][]bsoncore.Value, len(s.outputs))
 	var (
-		out  []bsoncore.Document
-		done bool
+		next     func() (bsoncore.Value, bsoncore.Document, bool, error)
+		key      bsoncore.Value
+		doc      bsoncore.Document
+		more     bool
+		out      []bsoncore.Document
+		sortDone bool
 	)
-	return &funcSource{in: in, next: func() (bsoncore.Document, error) {
-		if !done {
-			done = true
+	fill := func() error {
+		for {
+			d, err := in.Next()
+			if err != nil || d == nil {
+				return err
+			}
+			k, err := s.partitionKey(ctx, d)
+			if err != nil {
+				return err
+			}
+			if err := ks.add(k, d); err != nil {
+				return err
+			}
+		}
+	}
+	// nextPartition emits the partition starting at (key, doc).
+	nextPartition := func() error {
+		p := &partition{sort: s.sort, sortPath: s.sortPath, desc: s.sortDesc, ctx: ctx}
+		var mem int64
+		for first := key; more && expr.Compare(key, first) == 0; {
+			mem += int64(len(doc)) + docOverhead
+			if mem > rc.opts.MaxMemory {
+				return mongoerr.New(mongoerr.QueryExceededMemory,
+					"Exceeded memory limit for $setWindowFields of %d bytes in one partition, and spilling a partition to disk is not implemented yet.", rc.opts.MaxMemory)
+			}
+			p.docs = append(p.docs, doc)
+			if s.sort != nil {
+				p.keys = append(p.keys, s.sort.Key(doc))
+			}
 			var err error
-			if out, err = s.run(rc, in); err != nil {
+			if key, doc, more, err = next(); err != nil {
+				return err
+			}
+		}
+		var err error
+		out, err = s.emit(rc, p, vals, out[:0])
+		return err
+	}
+	return &funcSource{in: in, done: ks.close, next: func() (bsoncore.Document, error) {
+		if !sortDone {
+			sortDone = true
+			if err := fill(); err != nil {
+				return nil, err
+			}
+			next = ks.iter()
+			var err error
+			if key, doc, more, err = next(); err != nil {
 				return nil, err
 			}
 		}
-		if len(out) == 0 {
-			return nil, nil
+		for len(out) == 0 {
+			if !more {
+				return nil, nil
+			}
+			if err := nextPartition(); err != nil {
+				return nil, err
+			}
 		}
 		d := out[0]
 		out = out[1:]
@@ -206,19 +320,8 @@ func (s *setWindowFieldsStage) run(rc *runContext, in Source) ([]bsoncore.Docume
 	parts := make([]bsoncore.Value, len(docs))
 	keys := make([][]bsoncore.Value, len(docs))
 	for i, d := range docs {
-		parts[i] = expr.Null
-		if s.partitionBy != nil {
-			ctx.Reset(d)
-			v, err := s.partitionBy.Eval(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if v.Type == bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
-			}
-			if v.Type != 0 {
-				parts[i] = v
-			}
+		if parts[i], err = s.partitionKey(ctx, d); err != nil {
+			return nil, err
 		}
 		if s.sort != nil {
 			keys[i] = s.sort.Key(d)
@@ -247,21 +350,8 @@ func (s *setWindowFieldsStage) run(rc *runContext, in Source) ([]bsoncore.Docume
 			p.docs = append(p.docs, docs[i])
 			p.keys = append(p.keys, keys[i])
 		}
-		for k, fn := range s.outputs {
-			if vals[k], err = fn.values(rc, p); err != nil {
-				return nil, err
-			}
-		}
-		for i, d := range p.docs {
-			ctx.Reset(d)
-			for k := range s.outputs {
-				ctx.SetVar(windowVar(k), vals[k][i])
-			}
-			nd, err := s.setter.apply(d, ctx)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, nd)
+		if out, err = s.emit(rc, p, vals, out); err != nil {
+			return nil, err
 		}
 		start = end
 	}

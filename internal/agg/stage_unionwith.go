@@ -52,6 +52,7 @@ func parseUnionWith(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			docs = append(docs, bsoncore.Document(s.Data))
 		}
 		sub := *pc
+		sub.inUnionWith = true
 		var err error
 		if u.pipeline, err = parseStages(docs, &sub); err != nil {
 			return nil, err

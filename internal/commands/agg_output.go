@@ -49,8 +49,9 @@ const (
 	// outputBatchDocs and outputBatchBytes bound one commit of results.
 	outputBatchDocs  = 1000
 	outputBatchBytes = 8 << 20
-	// tempOutPrefix names $out's temporary collections, as MongoDB does.
-	tempOutPrefix = "tmp.agg_out."
+	// tempOutPrefix names $out's temporary collections, which the engine
+	// drops when it opens (a crash mid-$out leaves one behind).
+	tempOutPrefix = engine.TempOutPrefix
 )
 
 // outputWriter carries out a pipeline's $out or $merge.

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -133,22 +132,16 @@ func aggregateTarget(req *Request) (engine.Namespace, bool, error) {
 
 // aggregateOptions gathers the pipeline's settings from the command.
 func aggregateOptions(s *Session, req *Request, db string) (agg.Options, error) {
-	opts := agg.Options{Now: time.Now(), DB: db, Catalog: aggCatalog{s.Env.Engine}, MaxMemory: sortMemory(s)}
-	var err error
+	cv, err := requestVars(req)
+	if err != nil {
+		return agg.Options{}, err
+	}
+	opts := agg.Options{Now: cv.now, Vars: cv.let, DB: db, Catalog: aggCatalog{s.Env.Engine}, MaxMemory: sortMemory(s)}
 	if opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
 		return opts, err
 	}
 	if err := checkCollation(req); err != nil {
 		return opts, err
-	}
-	let, err := req.Document("let")
-	if err != nil {
-		return opts, err
-	}
-	if let != nil {
-		if opts.Vars, err = agg.EvalLet(owned(let), opts.Now); err != nil {
-			return opts, err
-		}
 	}
 	return opts, nil
 }

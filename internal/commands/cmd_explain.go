@@ -251,7 +251,11 @@ func (x *explainer) delete(req *Request) (bson.D, error) {
 	if len(wb.stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained delete must have exactly one statement")
 	}
-	sp, err := statementFilter(wb.ns, wb.stmts[0], "delete.deletes")
+	cv, err := requestVars(req)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := statementFilter(wb.ns, wb.stmts[0], "delete.deletes", cv)
 	if err != nil {
 		return nil, err
 	}
@@ -282,11 +286,11 @@ func (x *explainer) update(req *Request) (bson.D, error) {
 	if len(wb.stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained update must have exactly one statement")
 	}
-	vars, err := letVars(req)
+	cv, err := requestVars(req)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := parseUpdateStatement(wb.ns, wb.stmts[0], vars)
+	spec, err := parseUpdateStatement(wb.ns, wb.stmts[0], cv)
 	if err != nil {
 		return nil, err
 	}
@@ -369,11 +373,11 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	vars, err := letVars(req)
+	cv, err := requestVars(req)
 	if err != nil {
 		return nil, err
 	}
-	mod, err := parseModifier(u, arrayFilters, false, vars, nil)
+	mod, err := parseModifier(u, arrayFilters, false, cv, nil)
 	if err != nil {
 		return nil, err
 	}

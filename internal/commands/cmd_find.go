@@ -40,6 +40,11 @@ type findSpec struct {
 
 // newSelection parses a filter into a findSpec with no other options.
 func newSelection(ns engine.Namespace, filter bsoncore.Document) (findSpec, error) {
+	return newSelectionWith(ns, filter, query.Options{})
+}
+
+// newSelectionWith is newSelection for a command with variables ($$NOW, let).
+func newSelectionWith(ns engine.Namespace, filter bsoncore.Document, vars query.Options) (findSpec, error) {
 	if len(filter) == 0 {
 		filter = emptyDocument // an absent filter selects everything
 	}
@@ -47,7 +52,7 @@ func newSelection(ns engine.Namespace, filter bsoncore.Document) (findSpec, erro
 	// bytes alias the connection's read buffer, which the next message
 	// overwrites: parse an owned copy.
 	filter = owned(filter)
-	f, err := query.Parse(filter)
+	f, err := query.ParseWith(filter, vars)
 	if err != nil {
 		return findSpec{}, err
 	}
@@ -76,7 +81,11 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err != nil {
 		return findSpec{}, err
 	}
-	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
+	cv, err := requestVars(req)
+	if err != nil {
+		return findSpec{}, err
+	}
+	sp, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
 	if err != nil {
 		return sp, err
 	}

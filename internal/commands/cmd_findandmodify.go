@@ -22,7 +22,11 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 	if err != nil {
 		return nil, err
 	}
-	sel, err := newSelection(ns, filter)
+	cv, err := requestVars(req)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := newSelectionWith(ns, filter, cv.filterOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +84,7 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		vars, err := letVars(req)
-		if err != nil {
-			return nil, err
-		}
-		mod, err := parseModifier(u, arrayFilters, false, vars, nil)
+		mod, err := parseModifier(u, arrayFilters, false, cv, nil)
 		if err != nil {
 			return nil, err
 		}

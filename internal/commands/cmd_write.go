@@ -34,8 +34,9 @@ func matchingIDs(eng *engine.Engine, sp findSpec, limit int64) ([]bsoncore.Value
 	}
 }
 
-// statementFilter reads a write statement's q field into a selection.
-func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string) (findSpec, error) {
+// statementFilter reads a write statement's q field into a selection whose
+// $expr sees the command's variables cv.
+func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string, cv commandVars) (findSpec, error) {
 	q, err := st.LookupErr("q")
 	if err != nil {
 		return findSpec{}, mongoerr.New(mongoerr.FailedToParse, "BSON field '%s.q' is missing but a required field", cmd)
@@ -51,7 +52,7 @@ func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string) (fin
 			}
 		}
 	}
-	sp, err := newSelection(ns, filter)
+	sp, err := newSelectionWith(ns, filter, cv.filterOptions())
 	if err != nil {
 		return sp, err
 	}
@@ -69,10 +70,14 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
+	cv, err := requestVars(req)
+	if err != nil {
+		return nil, err
+	}
 	var n int64
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		deleted, err := deleteStatement(s.Env.Engine, wb.ns, st)
+		deleted, err := deleteStatement(s.Env.Engine, wb.ns, st, cv)
 		n += deleted
 		if err != nil {
 			werrs = append(werrs, engine.WriteError{Index: i, Err: err})
@@ -88,8 +93,8 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 }
 
 // deleteStatement runs one delete statement {q, limit}.
-func deleteStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document) (int64, error) {
-	sp, err := statementFilter(ns, st, "delete.deletes")
+func deleteStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars) (int64, error) {
+	sp, err := statementFilter(ns, st, "delete.deletes", cv)
 	if err != nil {
 		return 0, err
 	}
@@ -119,7 +124,7 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	vars, err := letVars(req)
+	cv, err := requestVars(req)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +132,7 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		res, err := updateStatement(s.Env.Engine, wb.ns, st, vars)
+		res, err := updateStatement(s.Env.Engine, wb.ns, st, cv)
 		matched += res.matched
 		modified += res.modified
 		if res.upsertedID.Type != 0 {
@@ -164,8 +169,8 @@ type updateSpec struct {
 	multi  bool
 }
 
-func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, vars map[string]bsoncore.Value) (updateSpec, error) {
-	sel, err := statementFilter(ns, st, "update.updates")
+func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, cv commandVars) (updateSpec, error) {
+	sel, err := statementFilter(ns, st, "update.updates", cv)
 	if err != nil {
 		return updateSpec{}, err
 	}
@@ -178,11 +183,11 @@ func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, vars map[st
 		return updateSpec{}, err
 	}
 	multi := boolField(st, "multi")
-	consts, err := constantsOf(st)
+	consts, err := constantsOf(st, cv.now)
 	if err != nil {
 		return updateSpec{}, err
 	}
-	mod, err := parseModifier(u, arrayFilters, multi, vars, consts)
+	mod, err := parseModifier(u, arrayFilters, multi, cv, consts)
 	if err != nil {
 		return updateSpec{}, err
 	}
@@ -215,8 +220,8 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 }
 
 // updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
-func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, vars map[string]bsoncore.Value) (updateResult, error) {
-	spec, err := parseUpdateStatement(ns, st, vars)
+func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars) (updateResult, error) {
+	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return updateResult{}, err
 	}

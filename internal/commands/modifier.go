@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 	"github.com/cairndb/cairn/internal/update"
 )
 
@@ -17,27 +18,44 @@ type modifier struct {
 	u *update.Update
 }
 
-// parseModifier reads an update statement's u; vars (the command's let)
-// and consts (the statement's c) are the variables of a pipeline update.
-func parseModifier(u bsoncore.Value, arrayFilters []bsoncore.Document, multi bool, vars, consts map[string]bsoncore.Value) (modifier, error) {
-	parsed, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Multi: multi, Vars: vars, Constants: consts})
+// parseModifier reads an update statement's u; cv (the command's $$NOW
+// and let) and consts (the statement's c) are what a pipeline update reads.
+func parseModifier(u bsoncore.Value, arrayFilters []bsoncore.Document, multi bool, cv commandVars, consts map[string]bsoncore.Value) (modifier, error) {
+	parsed, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Multi: multi, Now: cv.now, Vars: cv.let, Constants: consts})
 	if err != nil {
 		return modifier{}, err
 	}
 	return modifier{u: parsed}, nil
 }
 
-// letVars evaluates a write command's let document (nil when absent).
-func letVars(req *Request) (map[string]bsoncore.Value, error) {
-	let, err := req.Document("let")
-	if err != nil || let == nil {
-		return nil, err
-	}
-	return agg.EvalLet(owned(let), time.Time{})
+// commandVars are the variables every expression of one command reads:
+// $$NOW, fixed once per request so that all its statements, documents and
+// stages (and its filters' $expr) see the same instant, as in MongoDB, and
+// the command's let variables, evaluated at that instant.
+type commandVars struct {
+	now time.Time
+	let map[string]bsoncore.Value // nil without let; owned copies
 }
 
-// constantsOf evaluates an update statement's c (nil when absent).
-func constantsOf(st bsoncore.Document) (map[string]bsoncore.Value, error) {
+// requestVars fixes $$NOW for req and evaluates its let document.
+func requestVars(req *Request) (commandVars, error) {
+	cv := commandVars{now: time.Now()}
+	let, err := req.Document("let")
+	if err != nil || let == nil {
+		return cv, err
+	}
+	cv.let, err = agg.EvalLet(owned(let), cv.now)
+	return cv, err
+}
+
+// filterOptions is what a filter's $expr reads of cv.
+func (cv commandVars) filterOptions() query.Options {
+	return query.Options{Vars: cv.let, Now: cv.now}
+}
+
+// constantsOf evaluates an update statement's c (nil when absent) at the
+// command's $$NOW.
+func constantsOf(st bsoncore.Document, now time.Time) (map[string]bsoncore.Value, error) {
 	v, err := st.LookupErr("c")
 	if err != nil {
 		return nil, nil
@@ -46,7 +64,7 @@ func constantsOf(st bsoncore.Document) (map[string]bsoncore.Value, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'update.updates.c' is the wrong type '%s', expected type 'object'", typeName(v.Type))
 	}
-	return agg.EvalLet(owned(d), time.Time{})
+	return agg.EvalLet(owned(d), now)
 }
 
 // apply returns the new document for cur, or nil when the update changes

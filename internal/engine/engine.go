@@ -69,6 +69,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
+	if err := e.dropTempOutCollections(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("engine: %s: %w", dir, err)
+	}
 	if err := e.startIndexes(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
@@ -11,6 +13,36 @@ import (
 // Writes of the aggregation stages $out and $merge. Both go through the
 // same insert and replace paths as the write commands, inside the commit
 // pipeline, so every index of the target stays consistent.
+
+// TempOutPrefix starts the names of the collections $out fills before
+// renaming them onto its target, as in MongoDB ("tmp.agg_out.<uuid>").
+const TempOutPrefix = "tmp.agg_out."
+
+// dropTempOutCollections drops what a $out interrupted by a crash left
+// behind: nothing else refers to a temporary collection, and MongoDB drops
+// them at startup too. Open calls it before index builds resume, so none
+// is rebuilt for a collection about to go.
+func (e *Engine) dropTempOutCollections() error {
+	var stale []*catalog.Collection
+	for _, c := range e.cat.Current().Collections("") {
+		if strings.HasPrefix(c.Name, TempOutPrefix) {
+			stale = append(stale, c)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	err := e.db.Write(func(tx *storage.Txn) error {
+		for _, c := range stale {
+			e.cat.DropCollection(tx, c.DB, c.Name)
+		}
+		return nil
+	})
+	if err == nil {
+		e.log.Info("dropped temporary $out collections left by an earlier run", "count", len(stale))
+	}
+	return err
+}
 
 // ReplaceCollection renames from onto to, dropping to, in one commit: the
 // atomic last step of $out. check sees to's metadata as it is inside that

@@ -442,7 +442,8 @@ func DuplicateOperators() []string { return duplicateOps }
 // namedArgs describes an operator whose argument is an object of named
 // expressions ({input: …, find: …}): the names it accepts and MongoDB's
 // codes and messages for a non-object and for an unknown name (each
-// message gets the operator and the offending value or name).
+// message gets the operator and the offending value or name), and the
+// names that must be present, checked in order.
 type namedArgs struct {
 	op         string
 	names      []string
@@ -450,7 +451,19 @@ type namedArgs struct {
 	notObjMsg  string // format with op and the argument
 	unknown    mongoerr.Code
 	unknownMsg string // format with op and the name
+	required   []requiredArg
 }
+
+// requiredArg is a name an operator cannot do without, and MongoDB's error
+// when it is absent.
+type requiredArg struct {
+	name string
+	code mongoerr.Code
+	msg  string // format with op
+}
+
+// foundUnknownArg is the message most operators give for an unknown name.
+const foundUnknownArg = "%s found an unknown argument: %s"
 
 // parse parses the named expressions present in arg, in scope s.
 func (n namedArgs) parse(arg bsoncore.Value, s *Scope) (map[string]Expr, error) {
@@ -462,7 +475,7 @@ func (n namedArgs) parse(arg bsoncore.Value, s *Scope) (map[string]Expr, error) 
 	for {
 		k, v, ok := it.next()
 		if !ok {
-			return out, nil
+			break
 		}
 		name := string(k)
 		if !slices.Contains(n.names, name) {
@@ -474,6 +487,12 @@ func (n namedArgs) parse(arg bsoncore.Value, s *Scope) (map[string]Expr, error) 
 		}
 		out[name] = e
 	}
+	for _, r := range n.required {
+		if out[r.name] == nil {
+			return nil, errorf(r.code, r.msg, n.op)
+		}
+	}
+	return out, nil
 }
 
 // bindVar binds the user variable name to v and returns the function that

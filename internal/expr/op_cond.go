@@ -33,38 +33,21 @@ func parseCond(arg bsoncore.Value, s *Scope) (Expr, error) {
 		}
 		return condExpr{args[0], args[1], args[2]}, nil
 	}
-	var c condExpr
-	it := elemsOf(arg)
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
-		e, err := ParseIn(v, s)
-		if err != nil {
-			return nil, err
-		}
-		switch string(k) {
-		case "if":
-			c.cond = e
-		case "then":
-			c.then = e
-		case "else":
-			c.els = e
-		default:
-			return nil, errorf(codeCondUnknownArg, "Unrecognized parameter to $cond: %s", k)
-		}
+	args, err := condArgs.parse(arg, s)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case c.cond == nil:
-		return nil, errorf(codeCondMissingIf, "Missing 'if' parameter to $cond")
-	case c.then == nil:
-		return nil, errorf(codeCondMissingThen, "Missing 'then' parameter to $cond")
-	case c.els == nil:
-		return nil, errorf(codeCondMissingElse, "Missing 'else' parameter to $cond")
-	}
-	return c, nil
+	return condExpr{args["if"], args["then"], args["else"]}, nil
 }
+
+// condArgs is $cond's object form (parseCond has seen an object).
+var condArgs = namedArgs{op: "$cond", names: []string{"if", "then", "else"},
+	unknown: codeCondUnknownArg, unknownMsg: "Unrecognized parameter to %s: %s",
+	required: []requiredArg{
+		{"if", codeCondMissingIf, "Missing 'if' parameter to %s"},
+		{"then", codeCondMissingThen, "Missing 'then' parameter to %s"},
+		{"else", codeCondMissingElse, "Missing 'else' parameter to %s"},
+	}}
 
 func (c condExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	v, err := c.cond.Eval(ctx)

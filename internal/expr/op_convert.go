@@ -60,38 +60,21 @@ func parseConvert(arg bsoncore.Value, s *Scope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, errorf(codeFailedToParse, "$convert expects an object of named arguments but found: %s", TypeName(arg))
 	}
-	var e convertExpr
-	it := elemsOf(arg)
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
-		x, err := ParseIn(v, s)
-		if err != nil {
-			return nil, err
-		}
-		switch string(k) {
-		case "input":
-			e.input = x
-		case "to":
-			e.to = x
-		case "onError":
-			e.onError = x
-		case "onNull":
-			e.onNull = x
-		default:
-			return nil, errorf(codeFailedToParse, "$convert found an unknown argument: %s", k)
-		}
+	args, err := convertArgs.parse(arg, s)
+	if err != nil {
+		return nil, err
 	}
-	if e.input == nil {
-		return nil, errorf(codeFailedToParse, "Missing 'input' parameter to $convert")
-	}
-	if e.to == nil {
-		return nil, errorf(codeFailedToParse, "Missing 'to' parameter to $convert")
-	}
-	return e, nil
+	return convertExpr{input: args["input"], to: args["to"], onError: args["onError"], onNull: args["onNull"]}, nil
 }
+
+// convertArgs is $convert's object (parseConvert reports a non-object with
+// its type name).
+var convertArgs = namedArgs{op: "$convert", names: []string{"input", "to", "onError", "onNull"},
+	unknown: codeFailedToParse, unknownMsg: foundUnknownArg,
+	required: []requiredArg{
+		{"input", codeFailedToParse, "Missing 'input' parameter to %s"},
+		{"to", codeFailedToParse, "Missing 'to' parameter to %s"},
+	}}
 
 func (e convertExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	to, err := e.to.Eval(ctx)

@@ -55,34 +55,21 @@ func parseGetField(arg bsoncore.Value, s *Scope) (Expr, error) {
 	return getFieldExpr{field: field, input: fieldPath{variable: "CURRENT"}}, nil
 }
 
+// getFieldArgs is $getField's object form (parseGetField has seen an
+// object, so notObject never applies).
+var getFieldArgs = namedArgs{op: "$getField", names: []string{"field", "input"},
+	unknown: codeGetFieldUnknownArg, unknownMsg: foundUnknownArg,
+	required: []requiredArg{
+		{"field", codeGetFieldMissingField, "%s requires 'field' to be specified"},
+		{"input", codeGetFieldMissingInput, "%s requires 'input' to be specified"},
+	}}
+
 func parseGetFieldObject(arg bsoncore.Value, s *Scope) (Expr, error) {
-	var g getFieldExpr
-	it := elemsOf(arg)
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
-		e, err := ParseIn(v, s)
-		if err != nil {
-			return nil, err
-		}
-		switch string(k) {
-		case "field":
-			g.field = e
-		case "input":
-			g.input = e
-		default:
-			return nil, errorf(codeGetFieldUnknownArg, "$getField found an unknown argument: %s", k)
-		}
+	args, err := getFieldArgs.parse(arg, s)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case g.field == nil:
-		return nil, errorf(codeGetFieldMissingField, "$getField requires 'field' to be specified")
-	case g.input == nil:
-		return nil, errorf(codeGetFieldMissingInput, "$getField requires 'input' to be specified")
-	}
-	return g, nil
+	return getFieldExpr{field: args["field"], input: args["input"]}, nil
 }
 
 func (g getFieldExpr) Eval(ctx *Context) (bsoncore.Value, error) {
@@ -119,7 +106,7 @@ func parseSetField(op string, set bool) parser {
 	}
 	spec := namedArgs{op: op, names: names,
 		notObject: codeSetFieldNotObject, notObjMsg: "%s only supports an object as its argument, found %s",
-		unknown: codeSetFieldUnknownArg, unknownMsg: "%s found an unknown argument: %s"}
+		unknown: codeSetFieldUnknownArg, unknownMsg: foundUnknownArg}
 	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
 		args, err := spec.parse(arg, s)
 		if err != nil {

@@ -73,17 +73,15 @@ func isConstant(e Expr) bool {
 func parseRegex(op string, mode regexMode) parser {
 	spec := namedArgs{op: op, names: []string{"input", "regex", "options"},
 		notObject: codeRegexNotObject, notObjMsg: "%s expects an object of named arguments but found: %s",
-		unknown: codeRegexUnknownArg, unknownMsg: "%s found an unknown argument: %s"}
+		unknown: codeRegexUnknownArg, unknownMsg: foundUnknownArg,
+		required: []requiredArg{
+			{"input", codeRegexMissingInput, "%s requires 'input' parameter"},
+			{"regex", codeRegexMissingRegex, "%s requires 'regex' parameter"},
+		}}
 	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
 		args, err := spec.parse(arg, s)
 		if err != nil {
 			return nil, err
-		}
-		switch {
-		case args["input"] == nil:
-			return nil, errorf(codeRegexMissingInput, "%s requires 'input' parameter", op)
-		case args["regex"] == nil:
-			return nil, errorf(codeRegexMissingRegex, "%s requires 'regex' parameter", op)
 		}
 		r := regexExpr{op: op, mode: mode, input: args["input"], regex: args["regex"], options: args["options"]}
 		if isConstant(r.regex) && (r.options == nil || isConstant(r.options)) {

@@ -49,14 +49,12 @@ type trimExpr struct {
 func parseTrim(op string, left, right bool) parser {
 	spec := namedArgs{op: op, names: []string{"input", "chars"},
 		notObject: codeTrimNotObject, notObjMsg: "%s only supports an object as an argument, found %s",
-		unknown: codeTrimUnknownArg, unknownMsg: "%s found an unknown argument: %s"}
+		unknown: codeTrimUnknownArg, unknownMsg: foundUnknownArg,
+		required: []requiredArg{{"input", codeTrimMissingInput, "%s requires an 'input' field"}}}
 	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
 		args, err := spec.parse(arg, s)
 		if err != nil {
 			return nil, err
-		}
-		if args["input"] == nil {
-			return nil, errorf(codeTrimMissingInput, "%s requires an 'input' field", op)
 		}
 		return trimExpr{op: op, input: args["input"], chars: args["chars"], left: left, right: right}, nil
 	}
@@ -105,19 +103,16 @@ type replaceExpr struct {
 func parseReplace(op string, n int) parser {
 	spec := namedArgs{op: op, names: []string{"input", "find", "replacement"},
 		notObject: codeReplaceNotObject, notObjMsg: "%s requires an object as an argument, found: %s",
-		unknown: codeReplaceUnknownArg, unknownMsg: "%s found an unknown argument: %s"}
+		unknown: codeReplaceUnknownArg, unknownMsg: foundUnknownArg,
+		required: []requiredArg{
+			{"input", codeReplaceMissingInput, "%s requires 'input' to be specified"},
+			{"find", codeReplaceMissingFind, "%s requires 'find' to be specified"},
+			{"replacement", codeReplaceMissingRepl, "%s requires 'replacement' to be specified"},
+		}}
 	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
 		args, err := spec.parse(arg, s)
 		if err != nil {
 			return nil, err
-		}
-		switch {
-		case args["input"] == nil:
-			return nil, errorf(codeReplaceMissingInput, "%s requires 'input' to be specified", op)
-		case args["find"] == nil:
-			return nil, errorf(codeReplaceMissingFind, "%s requires 'find' to be specified", op)
-		case args["replacement"] == nil:
-			return nil, errorf(codeReplaceMissingRepl, "%s requires 'replacement' to be specified", op)
 		}
 		return replaceExpr{op: op, input: args["input"], find: args["find"], replacement: args["replacement"], n: n}, nil
 	}

@@ -16,6 +16,9 @@
 //     parsed values are immutable and safe for concurrent use. At match
 //     time only $expr can fail (e.g. division by zero), reported by
 //     Filter.Exec.
+//   - $expr reads the command's variables (ParseWith's Options): its let
+//     and one $$NOW, fixed at parse time, so that every document a
+//     command matches sees the same instant.
 //   - Malformed input never panics. Parse validates its documents;
 //     matching a malformed document stops reading at the first unreadable
 //     element (FuzzFilter checks this).

@@ -77,6 +77,7 @@ type state struct {
 	err  error // first run-time error
 	root bsoncore.Document
 	ctx  *expr.Context // made on first use by $expr
+	env  *exprEnv      // the variables bound in ctx
 }
 
 func (st *state) fail(err error) {

@@ -174,20 +174,30 @@ func (p modPred) matchValue(v bsoncore.Value, _ *state) bool {
 }
 
 // exprMatcher is $expr: an aggregation expression evaluated against the
-// document, matching when its value is truthy.
-type exprMatcher struct{ e expr.Expr }
+// document, matching when its value is truthy. It reads the variables of
+// env, which Parse fixed for the whole command.
+type exprMatcher struct {
+	e   expr.Expr
+	env *exprEnv
+}
 
-func parseExpr(v bsoncore.Value) (matcher, error) {
-	e, err := expr.Parse(v)
+func parseExpr(v bsoncore.Value, env *exprEnv) (matcher, error) {
+	e, err := expr.ParseIn(v, env.scope)
 	if err != nil {
 		return nil, err
 	}
-	return exprMatcher{e}, nil
+	return exprMatcher{e, env}, nil
 }
 
 func (m exprMatcher) match(doc []byte, st *state) bool {
-	if st.ctx == nil {
-		st.ctx = expr.NewContext(doc)
+	// States are pooled across filters: bind this filter's variables
+	// unless the pooled context already holds them.
+	if st.ctx == nil || st.env != m.env {
+		st.ctx, st.env = expr.NewContext(doc), m.env
+		st.ctx.SetVar("NOW", m.env.now)
+		for k, v := range m.env.vars {
+			st.ctx.SetVar(k, v)
+		}
 	} else {
 		st.ctx.Reset(doc)
 	}

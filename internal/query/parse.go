@@ -1,28 +1,63 @@
 package query
 
 import (
+	"time"
+
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // level is where in a filter the parser is, which decides what is allowed
-// ($expr and $text only describe whole documents).
-type level int
+// ($expr and $text only describe whole documents), and what a $expr there
+// may read.
+type level struct {
+	sub bool     // in the object form of $elemMatch, not the filter itself or $and/$or/$nor under it
+	env *exprEnv // the variables of a top-level $expr
+}
 
-const (
-	levelTop    level = iota // the filter itself, or $and/$or/$nor under it
-	levelSubDoc              // the object form of $elemMatch
-)
+var levelSubDoc = level{sub: true}
+
+// Options are the command-wide values a filter's $expr reads besides the
+// document.
+type Options struct {
+	// Vars are the command's let variables, by name without "$$".
+	Vars map[string]bsoncore.Value
+	// Now is $$NOW; the zero time means the time Parse was called, so that
+	// every document the filter sees agrees on it.
+	Now time.Time
+}
+
+// exprEnv is Options as $expr uses them: the parse-time scope and the
+// values bound before evaluating.
+type exprEnv struct {
+	scope *expr.Scope
+	vars  map[string]bsoncore.Value
+	now   bsoncore.Value
+}
 
 // Parse parses a query filter. Errors carry MongoDB's codes: BadValue for an
 // unknown operator or a malformed argument, and the codes MongoDB uses for
 // regex options, $type, $jsonSchema and $expr.
-func Parse(filter bsoncore.Document) (*Filter, error) {
+func Parse(filter bsoncore.Document) (*Filter, error) { return ParseWith(filter, Options{}) }
+
+// ParseWith is Parse for a command with let variables or its own $$NOW.
+// The Filter keeps opts.Vars, which must stay unchanged while it is used.
+func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "filter is not a valid BSON document: %v", err)
 	}
-	root, err := parseDoc(filter, levelTop)
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	env := &exprEnv{vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}
+	names := make([]string, 0, len(opts.Vars))
+	for k := range opts.Vars {
+		names = append(names, k)
+	}
+	env.scope = expr.NewScope(nil, names...)
+	root, err := parseDoc(filter, level{env: env})
 	if err != nil {
 		return nil, err
 	}
@@ -144,16 +179,16 @@ func parseTopOperator(name string, v bsoncore.Value, lvl level) (matcher, error)
 	case "$comment":
 		return nil, nil
 	case "$expr":
-		if lvl == levelSubDoc {
+		if lvl.sub {
 			return nil, badValue("$expr can only be applied to the top-level document")
 		}
-		return parseExpr(v)
+		return parseExpr(v, lvl.env)
 	case "$jsonSchema":
 		return parseJSONSchemaMatcher(v)
 	case "$where":
 		return nil, badValue("$where is not supported: Cairn does not run JavaScript")
 	case "$text":
-		if lvl == levelSubDoc {
+		if lvl.sub {
 			return nil, badValue("$text can only be applied to the top-level document")
 		}
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")

@@ -346,7 +346,11 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, err := newSelection(ns, filter)
+	cv, err := requestVars(req) // let variables reach the query's $expr too
+	if err != nil {
+		return nil, err
+	}
+	sel, err := newSelectionWith(ns, filter, cv.filterOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -370,10 +374,6 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Either an update or remove=true must be specified")
 	}
 	arrayFilters, err := arrayFiltersOf(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	cv, err := requestVars(req)
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,13 @@ func TestLetInFilterExpr(t *testing.T) {
 		t.Errorf("findAndModify with let in query: %v %v, want _id 1", fam.Value, err)
 	}
 
+	// explain of the same findAndModify plans the query with the variables.
+	err = db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: below},
+		{Key: "update", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 10}}}}}, {Key: "let", Value: let}}}}).Err()
+	if err != nil {
+		t.Errorf("explain findAndModify with let in query: %v", err)
+	}
+
 	reset()
 	var del struct {
 		N int32 `bson:"n"`

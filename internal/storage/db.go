@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -95,13 +96,7 @@ func openPebble(dir string, opts Options) (pdb *pebble.DB, err error) {
 	}()
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	popts := &pebble.Options{
-		FS:                 opts.FS,
-		Cache:              cache,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             quietLogger{opts.Logger},
-	}
-	pdb, err = pebble.Open(dir, popts)
+	pdb, err = pebble.Open(dir, pebbleOptions(opts, cache))
 	switch {
 	case err == nil:
 		return pdb, nil
@@ -113,6 +108,29 @@ func openPebble(dir string, opts Options) (pdb *pebble.DB, err error) {
 	default:
 		return nil, fmt.Errorf("%w: %s: %v (restore it from a backup, or move it aside to start empty)", ErrCorrupt, dir, err)
 	}
+}
+
+// bloomBitsPerKey sizes the per-table bloom filters (about a 1% false
+// positive rate, ~1.2 bytes per key).
+const bloomBitsPerKey = 10
+
+// pebbleOptions are Cairn's Pebble settings. Bloom filters serve the
+// uniqueness check of every insert (a point read of a key that almost never
+// exists): without them each such read searches the index and a data block of
+// every table whose key range covers the new key, and there is always one
+// (the newest documents' keys sort between older documents and the catalog
+// and system keys that share their tables).
+func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
+	popts := &pebble.Options{
+		FS:                 opts.FS,
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             quietLogger{opts.Logger},
+	}
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
+	return popts
 }
 
 // checkFormat writes the format marker into a new store and refuses a

@@ -30,6 +30,7 @@ type Engine struct {
 	cat   *catalog.Catalog
 	seq   *idgen.Sequential
 	specs specCache
+	tails docTails // "Tail bound" (write.go); pipeline goroutine only
 	log   *slog.Logger
 	now   func() time.Time
 }

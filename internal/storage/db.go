@@ -114,12 +114,11 @@ func openPebble(dir string, opts Options) (pdb *pebble.DB, err error) {
 // positive rate, ~1.2 bytes per key).
 const bloomBitsPerKey = 10
 
-// pebbleOptions are Cairn's Pebble settings. Bloom filters serve the
-// uniqueness check of every insert (a point read of a key that almost never
-// exists): without them each such read searches the index and a data block of
-// every table whose key range covers the new key, and there is always one
-// (the newest documents' keys sort between older documents and the catalog
-// and system keys that share their tables).
+// pebbleOptions are Cairn's Pebble settings. Bloom filters serve point
+// reads of keys that do not exist, above all the uniqueness read of an insert
+// whose _id is not above its collection's last one (random ids, client ids):
+// without them such a read searches an index and a data block of every table
+// whose key range covers the key.
 func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 	popts := &pebble.Options{
 		FS:                 opts.FS,

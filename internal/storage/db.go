@@ -114,11 +114,24 @@ func openPebble(dir string, opts Options) (pdb *pebble.DB, err error) {
 // positive rate, ~1.2 bytes per key).
 const bloomBitsPerKey = 10
 
-// pebbleOptions are Cairn's Pebble settings. Bloom filters serve point
-// reads of keys that do not exist, above all the uniqueness read of an insert
-// whose _id is not above its collection's last one (random ids, client ids):
-// without them such a read searches an index and a data block of every table
-// whose key range covers the key.
+// pebbleOptions are Cairn's Pebble settings.
+//
+// Tables never straddle two keyspace objects (invariant "One object per
+// table"): flushes and compactions end a table where a collection's
+// documents, an index, the catalog or the system records end. Without it the
+// newest documents of a collection always fall inside the key range of some
+// table that also holds keys sorting after them (the next collection, an
+// index, the catalog), so an append-only load (rising _ids, the point of
+// sequential ids) could never move its tables down the LSM as they are: each
+// one had to be merged with that straddling table, rewriting the whole
+// collection once more into the last level, and that work arrived in the
+// later part of a long load. It is the layout that a storage engine with a
+// file per collection and per index has by construction.
+//
+// Bloom filters serve point reads of keys that do not exist, above all the
+// uniqueness read of an insert whose _id is not above its collection's last
+// one (random ids, client ids): without them such a read searches an index
+// and a data block of every table whose key range covers the key.
 func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 	popts := &pebble.Options{
 		FS:                 opts.FS,
@@ -128,6 +141,9 @@ func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
+	popts.Experimental.SpanPolicyFunc = func(start []byte) (pebble.SpanPolicy, []byte, error) {
+		return pebble.SpanPolicy{}, keyspaceEnd(start), nil
 	}
 	return popts
 }

@@ -31,6 +31,7 @@ type Engine struct {
 	cat   *catalog.Catalog
 	seq   *idgen.Sequential
 	specs specCache
+	tails docTails // "Tail bound" (write.go); pipeline goroutine only
 	log   *slog.Logger
 	now   func() time.Time
 

@@ -166,7 +166,7 @@ func (m *merger) one(res *MergeResult, i int, doc bsoncore.Document, fn func(int
 		if err != nil {
 			return err
 		}
-		if err := m.e.insertOne(m.tx, m.ns, storage.DocKey(nil, coll.ID, p.idKey), p); err != nil {
+		if err := m.e.insertOne(m.tx, m.ns, coll.ID, storage.DocKey(nil, coll.ID, p.idKey), p); err != nil {
 			return err
 		}
 		res.Inserted++

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -60,7 +61,7 @@ func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (I
 		var key []byte
 		for j, p := range preps {
 			key = storage.DocKey(key[:0], coll.ID, p.idKey)
-			if err := e.insertOne(tx, ns, key, p); err != nil {
+			if err := e.insertOne(tx, ns, coll.ID, key, p); err != nil {
 				res.WriteErrors = append(res.WriteErrors, WriteError{Index: positions[j], Err: err})
 				if ordered {
 					break
@@ -91,16 +92,23 @@ func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (I
 
 // insertOne writes one prepared document at key, and its index entries,
 // inside tx: all or nothing.
-func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, key []byte, p prepared) error {
-	exists, err := tx.Has(key)
+func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []byte, p prepared) error {
+	beyond, err := e.tails.beyond(tx, collID, key)
 	if err != nil {
 		return err
 	}
-	if exists {
-		return duplicateIDError(ns, p.id)
+	if !beyond {
+		exists, err := tx.Has(key)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return duplicateIDError(ns, p.id)
+		}
 	}
 	sp := tx.Savepoint()
 	tx.Set(key, p.doc)
+	e.tails.raise(collID, key)
 	if err := e.indexInsert(tx, ns, p.doc, p.idKey); err != nil {
 		tx.RollbackTo(sp)
 		return err
@@ -129,4 +137,72 @@ func (e *Engine) Delete(ns Namespace, id bsoncore.Value) (deleted bool, err erro
 		return Action{Delete: true}, nil
 	})
 	return res.Deleted > 0, err
+}
+
+// docTails holds, per collection id, a document key at or above every
+// document key the collection has held: its tail bound. An insert whose key
+// is above the bound cannot collide with a stored document, so it skips the
+// uniqueness read. That is the common case of server-made ids (sequential
+// ids and ObjectIds both rise) and of any client that numbers its documents
+// in order; the read is a Pebble point lookup that costs about a quarter of
+// an appending insert's CPU.
+//
+// Invariant "Tail bound": for every collection c in the map, no document
+// key of c that exists (committed, or written by a request of the group
+// being applied) is greater than last[c]. It holds because
+//   - only insertOne creates document keys (Modify rewrites or deletes keys
+//     it found; a replacement cannot change _id), and insertOne raises the
+//     bound before anything else can see the key;
+//   - a bound is first loaded from the collection's last key as the group
+//     sees it, before the request adds any document of its own to c (the
+//     load happens at the request's first insert into c);
+//   - every other change only lowers the set of keys (deletes, dropping a
+//     collection) or discards writes (a rolled-back document, a failed
+//     request or group), which leaves the bound high: too high only costs a
+//     read, never a missed duplicate.
+//
+// The map is used only on the commit pipeline's goroutine ("Serial apply"),
+// so it needs no lock.
+type docTails struct {
+	last map[uint64][]byte
+}
+
+// beyond reports whether key, a document key of collection collID, is above
+// the collection's tail bound, loading the bound on first use.
+func (t *docTails) beyond(tx *storage.Txn, collID uint64, key []byte) (bool, error) {
+	last, ok := t.last[collID]
+	if !ok {
+		var err error
+		if last, err = lastDocKey(tx, collID); err != nil {
+			return false, err
+		}
+		if t.last == nil {
+			t.last = make(map[uint64][]byte)
+		}
+		t.last[collID] = last
+	}
+	return bytes.Compare(key, last) > 0, nil
+}
+
+// raise lifts collID's bound to key, just written.
+func (t *docTails) raise(collID uint64, key []byte) {
+	last := t.last[collID]
+	if bytes.Compare(key, last) > 0 {
+		t.last[collID] = append(last[:0], key...)
+	}
+}
+
+// lastDocKey is the greatest document key of collID as the group sees it, or
+// the collection's bare prefix (below all its keys) when it has none.
+func lastDocKey(tx *storage.Txn, collID uint64) ([]byte, error) {
+	prefix := storage.Prefix(nil, storage.SpaceDocument, collID)
+	it, err := tx.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	last := prefix
+	if it.Last() {
+		last = append([]byte(nil), it.Key()...)
+	}
+	return last, it.Close()
 }

@@ -17,6 +17,13 @@
 // so [Prefix(space, id), PrefixEnd(Prefix(space, id))) holds exactly the keys
 // of one collection or index, and dropping it is one range deletion.
 //
+// Invariant "One object per table": no Pebble table holds keys of two
+// keyspace objects (two collections, a collection and an index, documents
+// and the catalog); flushes and compactions cut their output at object ends
+// (pebbleOptions). So rising keys appended to one collection never land
+// inside an older table's range, and the LSM moves their tables down
+// without rewriting them.
+//
 // # Commit pipeline
 //
 // Writes are functions submitted to [DB.Write]. One goroutine applies them in

@@ -40,3 +40,19 @@ func PrefixEnd(prefix []byte) []byte {
 func SystemKey(name string) []byte {
 	return append([]byte{SpaceSystem, '/'}, name...)
 }
+
+// keyspaceEnd returns the end of the keyspace object that key belongs to: one
+// collection's documents, one index's entries, or the whole of a keyspace
+// without ids (catalog, system). Nil means the end of all keys.
+func keyspaceEnd(key []byte) []byte {
+	if len(key) == 0 {
+		return nil
+	}
+	switch key[0] {
+	case SpaceDocument, SpaceIndex:
+		if _, n := binary.Uvarint(key[1:]); n > 0 {
+			return PrefixEnd(key[:1+n])
+		}
+	}
+	return PrefixEnd(key[:1])
+}

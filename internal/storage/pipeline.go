@@ -37,6 +37,11 @@ type pipeline struct {
 	hooks     *Hooks
 	log       *slog.Logger
 
+	// sizeHint is the byte size of the last group's batch: the next group
+	// starts with that much room, so a large group does not grow its batch by
+	// doubling and copying (see batchSizeHint).
+	sizeHint int
+
 	mu      sync.RWMutex // guards closed against submit racing stop
 	closed  bool
 	queue   chan *request
@@ -122,8 +127,11 @@ func (p *pipeline) drain(group []*request) []*request {
 // commitGroup applies each request in order and commits the survivors with
 // one (synced) batch commit.
 func (p *pipeline) commitGroup(group []*request, txn *Txn) {
-	batch := p.pdb.NewIndexedBatch()
-	defer batch.Close()
+	batch := p.pdb.NewIndexedBatchWithSize(p.sizeHint)
+	defer func() {
+		p.sizeHint = batchSizeHint(batch.Len())
+		_ = batch.Close()
+	}()
 	applied := 0
 	for _, r := range group {
 		txn.reset(batch)
@@ -171,3 +179,16 @@ func runRequest(fn func(*Txn) error, txn *Txn) (err error) {
 	}()
 	return fn(txn)
 }
+
+// maxSizeHint bounds the room a group's batch starts with, so one huge group
+// does not make every later group allocate as much.
+const maxSizeHint = 64 << 20
+
+// batchSizeHint is the room to give the next group's batch after a group of
+// n bytes. Pebble keeps a pooled batch's buffer only up to 1 MiB, so a group
+// of steady batch inserts just over that size (a thousand 1 KiB documents)
+// would otherwise start from a small buffer every time and copy itself about
+// eleven times while it doubles. The quarter of slack covers a slightly
+// larger next group (Pebble also reserves worst-case varint room for the
+// record it is adding, so an exact fit would still copy once at the end).
+func batchSizeHint(n int) int { return min(n+n/4, maxSizeHint) }

@@ -60,6 +60,12 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		bson.D{{Key: "key", Value: bson.D{{Key: "g", Value: 1}}}, {Key: "name", Value: "g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$gt", Value: 1}}}}}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}, {Key: "g", Value: 1}}}, {Key: "name", Value: "b_g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$exists", Value: true}}}}}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "c.d", Value: -1}}}, {Key: "name", Value: "c.d_hidden"}, {Key: "hidden", Value: true}},
+		// Hashed indexes: point bounds on hashes, the filter applied
+		// again after FETCH; on a field inside a subdocument too, sparse,
+		// and compound.
+		bson.D{{Key: "key", Value: bson.D{{Key: "h", Value: "hashed"}}}, {Key: "name", Value: "h_hashed"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "s.env", Value: "hashed"}}}, {Key: "name", Value: "s.env_hashed"}, {Key: "sparse", Value: true}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "f", Value: 1}, {Key: "h", Value: "hashed"}}}, {Key: "name", Value: "f_h_hashed"}},
 	)
 	if r := run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: indexes}}); r.Lookup("ok").Double() != 1 {
 		t.Fatalf("createIndexes: %s", r)
@@ -74,10 +80,14 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		}
 		// f and g never hold arrays: their indexes stay non-multikey, so
 		// they can give order and intersect ranges.
-		for _, f := range []string{"f", "g"} {
+		for _, f := range []string{"f", "g", "h"} {
 			if v, ok := randomValue(rng); ok && !isArray(v) {
 				d = append(d, bson.E{Key: f, Value: v})
 			}
+		}
+		// s is a subdocument (hashed indexes refuse arrays on the path).
+		if v, ok := randomValue(rng); ok && !isArray(v) && rng.IntN(3) > 0 {
+			d = append(d, bson.E{Key: "s", Value: bson.D{{Key: "env", Value: v}}})
 		}
 		if rng.IntN(2) == 0 {
 			if rng.IntN(3) == 0 {
@@ -124,8 +134,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		}
 		return out, 0
 	}
-	fields := []string{"a", "b", "c.d", "e", "f", "g"}
-	used, indexed, ordered, covered, ors, partial := 0, 0, 0, 0, 0, 0
+	fields := []string{"a", "b", "c.d", "e", "f", "g", "h", "s.env"}
+	used, indexed, ordered, covered, ors, partial, hashed := 0, 0, 0, 0, 0, 0, 0
 	for i := range *diffCases {
 		c := randomCase(rng, fields)
 		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
@@ -143,6 +153,9 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				}
 				if strings.Contains(plan.String(), `_partial"`) {
 					partial++
+				}
+				if strings.Contains(plan.String(), `_hashed"`) {
+					hashed++
 				}
 				if strings.Contains(plan.String(), `"c.d_hidden"`) {
 					t.Fatalf("case %d (seed %d): the hidden index was chosen: %s", i, seed, plan)
@@ -187,7 +200,10 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if covered < *diffCases/100 {
 		t.Fatalf("only %d of %d finds were covered (seed %d)", covered, *diffCases, seed)
 	}
-	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d $or plans, %d on partial indexes, %d matched documents", *diffCases, indexed, ordered, covered, ors, partial, used)
+	if hashed < *diffCases/50 {
+		t.Fatalf("only %d of %d finds used a hashed index (seed %d)", hashed, *diffCases, seed)
+	}
+	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d $or plans, %d on partial indexes, %d on hashed indexes, %d matched documents", *diffCases, indexed, ordered, covered, ors, partial, hashed, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
@@ -292,7 +308,7 @@ func randomCase(rng *rand.Rand, fields []string) findCase {
 	}
 	c := findCase{filter: randomFilter(rng, fields)}
 	if rng.IntN(2) == 0 {
-		paths := []string{"a", "b", "e", "_id", "c.d", "f", "g", "f", "g"}
+		paths := []string{"a", "b", "e", "_id", "c.d", "f", "g", "f", "g", "h"}
 		for range 1 + rng.IntN(2) {
 			c.sort = append(c.sort, bson.E{Key: paths[rng.IntN(len(paths))], Value: []int{1, -1}[rng.IntN(2)]})
 		}

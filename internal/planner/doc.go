@@ -7,7 +7,8 @@
 // # Pieces
 //
 //   - analysis.go reads a filter: per path, the conditions that must all
-//     hold; condOIL and fieldOIL turn them into bounds.
+//     hold; condOIL and fieldOIL turn them into bounds, hashedOIL into the
+//     hashes a hashed field's equality or $in names.
 //   - interval.go: Interval and OIL (ordered interval list), one per index
 //     field, in MongoDB's value order, printed as MongoDB prints bounds.
 //   - ixscan.go expands per-field bounds to ranges of encoded keys (every
@@ -28,7 +29,10 @@
 // multikey index, conditions on one field are never intersected ({a: {$gt:
 // 5, $lt: 8}} matches {a: [1, 10]} through two different elements) and
 // fields sharing an array prefix are never compounded; an equality to null
-// also covers undefined and missing fields. The differential test in
+// also covers undefined and missing fields. A hashed field's bounds are
+// hashes, which different values share: its conditions are never dropped
+// from FETCH's filter, and such a scan never covers a query nor gives
+// order. The differential test in
 // internal/commands checks this against forced collection scans.
 //
 // "Order from the index": a plan without a SORT stage returns documents in

@@ -33,7 +33,7 @@ func (pl *planning) orCandidate() *candidate {
 			if bounds[0].IsFull() {
 				continue
 			}
-			if ix.spec.Sparse && !sparseSafe(bounds) {
+			if ix.spec.Sparse && !sparseSafe(ix.spec, bounds) {
 				continue
 			}
 			if ix.spec.PartialFilterExpression != nil && !implies(ba, ix.spec.PartialFilterExpression) {

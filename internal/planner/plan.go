@@ -86,7 +86,7 @@ func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
 		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building}
 		pl.all = append(pl.all, ref)
-		if info.Building || info.Spec.Hidden || info.Spec.IsHashed() || info.Spec.IsWildcard() {
+		if info.Building || info.Spec.Hidden || info.Spec.IsWildcard() {
 			continue
 		}
 		pl.ixs = append(pl.ixs, ref)
@@ -152,7 +152,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		switch {
 		case ix.spec.PartialFilterExpression != nil && !implies(pl.a, ix.spec.PartialFilterExpression):
 			return nil
-		case ix.spec.Sparse && !sparseSafe(bounds):
+		case ix.spec.Sparse && !sparseSafe(ix.spec, bounds):
 			return nil
 		case bounds[0].IsFull() && !(sorted && pl.q.Sort != nil):
 			return nil
@@ -183,10 +183,20 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 
 // sparseSafe reports whether every document the bounds admit has some
 // indexed field present, so a sparse index holds all of them: a bounded
-// field that excludes null (the key of a missing field).
-func sparseSafe(bounds []OIL) bool {
-	for _, o := range bounds {
-		if !o.IsFull() && !o.hasNull() {
+// field that excludes null (the key of a missing field; for a hashed
+// field, the hash of null).
+func sparseSafe(spec *index.Spec, bounds []OIL) bool {
+	for i, o := range bounds {
+		if o.IsFull() {
+			continue
+		}
+		if spec.KeyPattern[i].Kind == index.Hashed {
+			if !o.contains(hashedNull) && !o.contains(hashedUndefined) {
+				return true
+			}
+			continue
+		}
+		if !o.hasNull() {
 			return true
 		}
 	}
@@ -213,7 +223,12 @@ func boundsFrom(a *analysis, ix *indexRef) []OIL {
 				continue
 			}
 		}
-		o := fieldOIL(conds, ix.multikey)
+		var o OIL
+		if f.Kind == index.Hashed {
+			o = hashedOIL(conds)
+		} else {
+			o = fieldOIL(conds, ix.multikey)
+		}
 		if o == nil {
 			continue
 		}
@@ -265,7 +280,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern
 	for j := 0; j < len(keys); {
-		if i < len(fields) && fields[i].Path == keys[j].path {
+		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed {
 			d := keys[j].dir
 			if fields[i].Kind == index.Descending {
 				d = -d
@@ -344,14 +359,13 @@ func (pl *planning) hinted() (*candidate, error) {
 	if ix != nil && ix.building {
 		ix = nil // not complete yet: as if it did not exist
 	}
-	if ix == nil || ix.spec.Hidden || ix.spec.IsHashed() || ix.spec.IsWildcard() {
+	if ix == nil || ix.spec.Hidden || ix.spec.IsWildcard() {
 		if ix == nil && !pl.r.Exists() {
 			return pl.collScan(false), nil // no collection: nothing to read either way
 		}
 		if ix != nil && !ix.spec.Hidden {
-			// Hashed and wildcard indexes cannot be scanned by value yet:
-			// a full scan of them would miss documents, so read the
-			// collection instead.
+			// Wildcard indexes cannot be scanned whole: a full scan of
+			// one would miss documents, so read the collection instead.
 			return pl.collScan(false), nil
 		}
 		return nil, bad
@@ -487,7 +501,9 @@ func (pl *planning) residual(ix *indexRef) (*query.Filter, bsoncore.Document) {
 	}
 	fields := map[string]bool{}
 	for _, f := range ix.spec.KeyPattern {
-		fields[f.Path] = true
+		// A hashed field's bounds are hashes, which different values
+		// share: its conditions always stay.
+		fields[f.Path] = f.Kind != index.Hashed
 	}
 	elems, err := q.RawFilter.Elements()
 	if err != nil {

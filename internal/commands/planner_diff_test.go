@@ -66,6 +66,9 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		bson.D{{Key: "key", Value: bson.D{{Key: "h", Value: "hashed"}}}, {Key: "name", Value: "h_hashed"}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "s.env", Value: "hashed"}}}, {Key: "name", Value: "s.env_hashed"}, {Key: "sparse", Value: true}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "f", Value: 1}, {Key: "h", Value: "hashed"}}}, {Key: "name", Value: "f_h_hashed"}},
+		// Wildcard indexes: one path per plan, ({$_path, value}) keys.
+		bson.D{{Key: "key", Value: bson.D{{Key: "w.$**", Value: 1}}}, {Key: "name", Value: "w_wildcard"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: -1}}}, {Key: "name", Value: "all_wildcard"}, {Key: "wildcardProjection", Value: bson.D{{Key: "h", Value: 1}, {Key: "w.q", Value: 1}}}},
 	)
 	if r := run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: indexes}}); r.Lookup("ok").Double() != 1 {
 		t.Fatalf("createIndexes: %s", r)
@@ -84,6 +87,9 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 			if v, ok := randomValue(rng); ok && !isArray(v) {
 				d = append(d, bson.E{Key: f, Value: v})
 			}
+		}
+		if w, ok := randomWild(rng); ok {
+			d = append(d, bson.E{Key: "w", Value: w})
 		}
 		// s is a subdocument (hashed indexes refuse arrays on the path).
 		if v, ok := randomValue(rng); ok && !isArray(v) && rng.IntN(3) > 0 {
@@ -134,8 +140,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		}
 		return out, 0
 	}
-	fields := []string{"a", "b", "c.d", "e", "f", "g", "h", "s.env"}
-	used, indexed, ordered, covered, ors, partial, hashed := 0, 0, 0, 0, 0, 0, 0
+	fields := []string{"a", "b", "c.d", "e", "f", "g", "h", "s.env", "w", "w.p", "w.q", "w.q.r"}
+	used, indexed, ordered, covered, ors, partial, hashed, wild := 0, 0, 0, 0, 0, 0, 0, 0
 	for i := range *diffCases {
 		c := randomCase(rng, fields)
 		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
@@ -156,6 +162,9 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				}
 				if strings.Contains(plan.String(), `_hashed"`) {
 					hashed++
+				}
+				if strings.Contains(plan.String(), `_wildcard"`) {
+					wild++
 				}
 				if strings.Contains(plan.String(), `"c.d_hidden"`) {
 					t.Fatalf("case %d (seed %d): the hidden index was chosen: %s", i, seed, plan)
@@ -200,10 +209,10 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if covered < *diffCases/100 {
 		t.Fatalf("only %d of %d finds were covered (seed %d)", covered, *diffCases, seed)
 	}
-	if hashed < *diffCases/50 {
-		t.Fatalf("only %d of %d finds used a hashed index (seed %d)", hashed, *diffCases, seed)
+	if hashed < *diffCases/50 || wild < *diffCases/50 {
+		t.Fatalf("only %d of %d finds used a hashed index, %d a wildcard one (seed %d)", hashed, *diffCases, wild, seed)
 	}
-	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d $or plans, %d on partial indexes, %d on hashed indexes, %d matched documents", *diffCases, indexed, ordered, covered, ors, partial, hashed, used)
+	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d $or plans, %d on partial indexes, %d on hashed indexes, %d on wildcard indexes, %d matched documents", *diffCases, indexed, ordered, covered, ors, partial, hashed, wild, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
@@ -340,6 +349,27 @@ func randomCase(rng *rand.Rand, fields []string) findCase {
 	return c
 }
 
+// randomWild draws the value of w, which wildcard indexes key leaf by
+// leaf: nested documents, arrays of documents, empty ones, scalars.
+func randomWild(rng *rand.Rand) (any, bool) {
+	v := func() any { x, _ := randomValue(rng); return x }
+	switch rng.IntN(7) {
+	case 0:
+		return nil, false
+	case 1:
+		return bson.D{{Key: "p", Value: v()}, {Key: "q", Value: bson.D{{Key: "r", Value: v()}}}}, true
+	case 2:
+		return bson.A{bson.D{{Key: "p", Value: v()}}, bson.D{{Key: "q", Value: bson.D{{Key: "r", Value: v()}}}}}, true
+	case 3:
+		return bson.D{{Key: "p", Value: v()}, {Key: "q", Value: bson.A{bson.D{{Key: "r", Value: v()}}, v(), bson.D{}}}}, true
+	case 4:
+		return bson.D{{Key: "q", Value: bson.D{}}}, true
+	case 5:
+		return bson.D{{Key: "q", Value: v()}}, true
+	}
+	return v(), true
+}
+
 func isArray(v any) bool { _, ok := v.(bson.A); return ok }
 
 func dedupKeys(d bson.D) bson.D {
@@ -408,7 +438,10 @@ func randomConditions(rng *rand.Rand, fields []string) bson.D {
 		if !ok {
 			v = nil
 		}
-		switch rng.IntN(9) {
+		switch rng.IntN(10) {
+		case 9:
+			// An empty document: wildcard indexes key {} as a value.
+			f = append(f, bson.E{Key: field, Value: bson.D{{Key: "$eq", Value: bson.D{}}}})
 		case 0, 1:
 			f = append(f, bson.E{Key: field, Value: v})
 		case 2:

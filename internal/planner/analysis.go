@@ -217,3 +217,43 @@ var (
 	hashedNull      = hashValue(bsoncore.Value{Type: bsoncore.TypeNull})
 	hashedUndefined = hashValue(bsoncore.Value{Type: bsoncore.TypeUndefined})
 )
+
+// wildcardOIL is the bounds the conditions on one path put on the value
+// part of a wildcard index's keys. Wildcard indexes key the leaves under
+// a document or array, not the document or array itself, and hold nothing
+// for a missing field: an equality to a non-empty document cannot use
+// them (the condition is left to FETCH), and bounds that admit null or
+// undefined, or none at all, mean the index cannot serve the path (nil).
+func wildcardOIL(conds []cond, multikey bool) OIL {
+	var usable []cond
+	for _, c := range conds {
+		if (c.op == "$eq" || c.op == "$in") && namesDocument(c.v) {
+			continue
+		}
+		usable = append(usable, c)
+	}
+	o := fieldOIL(usable, multikey)
+	if o.IsFull() || o.hasNull() {
+		return nil
+	}
+	return o
+}
+
+// namesDocument reports an equality operand (or an $in list holding one)
+// that is a non-empty document.
+func namesDocument(v bsoncore.Value) bool {
+	isDoc := func(x bsoncore.Value) bool {
+		d, ok := x.DocumentOK()
+		return ok && len(d) > 5
+	}
+	if arr, ok := v.ArrayOK(); ok {
+		vals, _ := arr.Values()
+		for _, x := range vals {
+			if isDoc(x) {
+				return true
+			}
+		}
+		return false
+	}
+	return isDoc(v)
+}

@@ -15,7 +15,8 @@
 //     combination of the leading point fields, then the intervals of the
 //     next field) and checks later fields key by key.
 //   - plan.go enumerates candidates (an _id lookup, one scan per useful
-//     index, the collection scan when no index helps, a hinted index);
+//     index — a wildcard index once per filtered path it holds, scanned as
+//     the two-part key {$_path: 1, <path>: 1} — the collection scan when no index helps, a hinted index);
 //     run.go runs a trial among several (the multi-planner) and caches the
 //     winner per query shape (cache.go).
 //   - stages.go and exec.go: the stages, worked one unit at a time, with
@@ -32,7 +33,10 @@
 // also covers undefined and missing fields. A hashed field's bounds are
 // hashes, which different values share: its conditions are never dropped
 // from FETCH's filter, and such a scan never covers a query nor gives
-// order. The differential test in
+// order. A wildcard index holds no key for a missing field nor for a
+// document as a whole: it serves a path only when the bounds exclude null
+// and undefined, and leaves equalities to non-empty documents to FETCH.
+// The differential test in
 // internal/commands checks this against forced collection scans.
 //
 // "Order from the index": a plan without a SORT stage returns documents in

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -23,7 +25,50 @@ type indexRef struct {
 	multikey bool
 	isID     bool
 	building bool
+
+	// A wildcard index serves one path per plan, as MongoDB expands it:
+	// wildPath is that path, and fields and keyPattern are the two-part
+	// key the scan reads ({$_path: 1, <path>: 1}).
+	wildPath   string
+	fields     []index.Field
+	keyPattern bsoncore.Document
 }
+
+// keyFields is the key pattern the scan reads.
+func (ix *indexRef) keyFields() []index.Field {
+	if ix.fields != nil {
+		return ix.fields
+	}
+	return ix.spec.KeyPattern
+}
+
+// keyDoc is the key pattern explain shows.
+func (ix *indexRef) keyDoc() bsoncore.Document {
+	if ix.keyPattern != nil {
+		return ix.keyPattern
+	}
+	return ix.spec.Key
+}
+
+// wildcardRef is wildcard index ix as it serves conditions on path.
+func wildcardRef(ix *indexRef, path string) *indexRef {
+	kind, dir := index.Ascending, int32(1)
+	if ix.spec.WildcardDescending() {
+		kind, dir = index.Descending, -1
+	}
+	return &indexRef{
+		name: ix.name, spec: ix.spec, multikey: ix.multikey, building: ix.building,
+		wildPath: path,
+		fields: []index.Field{
+			{Path: wildcardPathField, Parts: []string{wildcardPathField}, Kind: index.Ascending},
+			{Path: path, Parts: strings.Split(path, "."), Kind: kind},
+		},
+		keyPattern: bsoncore.NewDocumentBuilder().AppendInt32(wildcardPathField, 1).AppendInt32(path, dir).Build(),
+	}
+}
+
+// wildcardPathField names the path part of a wildcard key in explain.
+const wildcardPathField = "$_path"
 
 // idSpec is the _id index's specification.
 var idSpec = func() *index.Spec {
@@ -78,7 +123,7 @@ var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
 
 func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 	s := &ixScan{ix: ix, bounds: bounds, reverse: reverse, dedup: ix.multikey}
-	s.ranges, s.checkFrom = keyRanges(ix.spec, bounds)
+	s.ranges, s.checkFrom = keyRanges(ix.keyFields(), bounds)
 	return s
 }
 
@@ -86,10 +131,10 @@ func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 // combination of the points of the leading point-only fields, then the
 // intervals of the next field. checkFrom is the first field the ranges do
 // not decide.
-func keyRanges(spec *index.Spec, bounds []OIL) ([]engine.KeyRange, int) {
+func keyRanges(fields []index.Field, bounds []OIL) ([]engine.KeyRange, int) {
 	prefixes := [][]byte{nil}
 	for i, o := range bounds {
-		desc := spec.KeyPattern[i].Kind == index.Descending
+		desc := fields[i].Kind == index.Descending
 		ivs := o.intervals()
 		if desc {
 			ivs = o.reversed()
@@ -296,7 +341,7 @@ func (s *ixScan) describe(d *doc, withStats bool) {
 	if s.cover && len(s.rawFilter) > 5 {
 		put(d, "filter", bson.Raw(s.rawFilter))
 	}
-	put(d, "keyPattern", bson.Raw(spec.Key))
+	put(d, "keyPattern", bson.Raw(s.ix.keyDoc()))
 	put(d, "indexName", s.ix.name)
 	put(d, "isMultiKey", s.ix.multikey)
 	if !s.ix.multikey {
@@ -304,7 +349,7 @@ func (s *ixScan) describe(d *doc, withStats bool) {
 		// paths are; MongoDB, too, omits multiKeyPaths when it does not
 		// know them, and a non-multikey index has none.
 		paths := doc{}
-		for _, f := range spec.KeyPattern {
+		for _, f := range s.ix.keyFields() {
 			put(&paths, f.Path, bson.A{})
 		}
 		put(d, "multiKeyPaths", paths)
@@ -334,7 +379,7 @@ func (s *ixScan) boundsDoc() doc {
 	if s.minMax[0] != nil || s.minMax[1] != nil {
 		return s.minMaxDoc()
 	}
-	for i, f := range s.ix.spec.KeyPattern {
+	for i, f := range s.ix.keyFields() {
 		var o OIL
 		if i < len(s.bounds) {
 			o = s.bounds[i]

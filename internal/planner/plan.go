@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -86,7 +87,7 @@ func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
 		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building}
 		pl.all = append(pl.all, ref)
-		if info.Building || info.Spec.Hidden || info.Spec.IsWildcard() {
+		if info.Building || info.Spec.Hidden {
 			continue
 		}
 		pl.ixs = append(pl.ixs, ref)
@@ -122,7 +123,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 		return []*candidate{pl.finish(&idHack{id: id}, false)}, nil
 	}
 	var out []*candidate
-	for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, pl.ixs...) {
+	for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, concrete(pl.a, pl.ixs)...) {
 		if c := pl.indexCandidate(ix, false); c != nil {
 			out = append(out, c)
 		}
@@ -152,7 +153,9 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		switch {
 		case ix.spec.PartialFilterExpression != nil && !implies(pl.a, ix.spec.PartialFilterExpression):
 			return nil
-		case ix.spec.Sparse && !sparseSafe(ix.spec, bounds):
+		case ix.spec.Sparse && !sparseSafe(ix.keyFields(), bounds):
+			return nil
+		case ix.wildPath != "" && bounds[1].IsFull():
 			return nil
 		case bounds[0].IsFull() && !(sorted && pl.q.Sort != nil):
 			return nil
@@ -178,19 +181,46 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		}
 	}
 	c.index, c.reverse = ix.name, reverse
+	if ix.wildPath != "" {
+		c.index += "\x00" + ix.wildPath // one candidate per path
+	}
 	return c
+}
+
+// concrete lists the indexes as plans use them for the analysed filter:
+// each wildcard index becomes one index per filtered path it holds (in
+// path order, so that plans and the cache are deterministic).
+func concrete(a *analysis, ixs []*indexRef) []*indexRef {
+	var out []*indexRef
+	for _, ix := range ixs {
+		if !ix.spec.IsWildcard() {
+			out = append(out, ix)
+			continue
+		}
+		paths := make([]string, 0, len(a.conds))
+		for p := range a.conds {
+			if ix.spec.WildcardIndexes(p) {
+				paths = append(paths, p)
+			}
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			out = append(out, wildcardRef(ix, p))
+		}
+	}
+	return out
 }
 
 // sparseSafe reports whether every document the bounds admit has some
 // indexed field present, so a sparse index holds all of them: a bounded
 // field that excludes null (the key of a missing field; for a hashed
 // field, the hash of null).
-func sparseSafe(spec *index.Spec, bounds []OIL) bool {
+func sparseSafe(fields []index.Field, bounds []OIL) bool {
 	for i, o := range bounds {
 		if o.IsFull() {
 			continue
 		}
-		if spec.KeyPattern[i].Kind == index.Hashed {
+		if fields[i].Kind == index.Hashed {
 			if !o.contains(hashedNull) && !o.contains(hashedUndefined) {
 				return true
 			}
@@ -211,6 +241,9 @@ func sparseSafe(spec *index.Spec, bounds []OIL) bool {
 func (pl *planning) bounds(ix *indexRef) []OIL { return boundsFrom(pl.a, ix) }
 
 func boundsFrom(a *analysis, ix *indexRef) []OIL {
+	if ix.wildPath != "" {
+		return []OIL{pointsOIL([]bsoncore.Value{stringValue(ix.wildPath)}), wildcardOIL(a.conds[ix.wildPath], ix.multikey)}
+	}
 	out := make([]OIL, len(ix.spec.KeyPattern))
 	used := map[string]bool{}
 	for i, f := range ix.spec.KeyPattern {
@@ -270,7 +303,9 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	if pl.q.Sort == nil {
 		return true, false
 	}
-	if ix.multikey {
+	if ix.multikey || ix.wildPath != "" {
+		// A wildcard index's order is by path first; Cairn does not use
+		// it for sorts (MongoDB does in narrow cases).
 		return false, false
 	}
 	keys, ok := sortKeys(pl.q.RawSort)
@@ -364,8 +399,15 @@ func (pl *planning) hinted() (*candidate, error) {
 			return pl.collScan(false), nil // no collection: nothing to read either way
 		}
 		if ix != nil && !ix.spec.Hidden {
-			// Wildcard indexes cannot be scanned whole: a full scan of
-			// one would miss documents, so read the collection instead.
+			// A wildcard index cannot be scanned whole: a full scan of
+			// it would miss documents (and return others several
+			// times). It serves the first filtered path it can bound,
+			// or the collection is read instead.
+			for _, w := range concrete(pl.a, []*indexRef{ix}) {
+				if c := pl.indexCandidate(w, false); c != nil {
+					return c, nil
+				}
+			}
 			return pl.collScan(false), nil
 		}
 		return nil, bad
@@ -496,7 +538,7 @@ func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
 // field's conditions are intersected there). Anything else stays.
 func (pl *planning) residual(ix *indexRef) (*query.Filter, bsoncore.Document) {
 	q := pl.q
-	if ix.multikey || len(q.RawFilter) <= 5 {
+	if ix.multikey || ix.wildPath != "" || len(q.RawFilter) <= 5 {
 		return q.Filter, q.RawFilter
 	}
 	fields := map[string]bool{}

@@ -102,3 +102,82 @@ func TestPlannerHashedIndexes(t *testing.T) {
 		t.Errorf("a hashed index plan without FETCH: %s", plan)
 	}
 }
+
+// TestPlannerWildcardIndexes checks that a wildcard index serves
+// equality, $in and ranges on one concrete path with MongoDB's explain
+// shape, and is not used where it cannot answer (null, $exists: false,
+// document equality, paths its projection leaves out).
+func TestPlannerWildcardIndexes(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("wx")
+	docs := make([]any, 60)
+	for i := range docs {
+		attrs := bson.D{{Key: "b", Value: i % 6}, {Key: "k" + fmt.Sprint(i%3), Value: "v"}}
+		if i%5 == 0 {
+			attrs = append(attrs, bson.E{Key: "list", Value: bson.A{i, i + 1}})
+		}
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "a", Value: attrs}, {Key: "z", Value: i % 4}}
+	}
+	if _, err := db.Collection("w").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	createIndex(t, db, "w", bson.D{{Key: "key", Value: bson.D{{Key: "a.$**", Value: 1}}}, {Key: "name", Value: "a.$**_1"}})
+	createIndex(t, db, "w", bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: 1}}}, {Key: "name", Value: "$**_1"}, {Key: "wildcardProjection", Value: bson.D{{Key: "z", Value: 1}}}})
+	find := func(filter bson.D, more ...bson.E) bson.D {
+		return append(bson.D{{Key: "find", Value: "w"}, {Key: "filter", Value: filter}}, more...)
+	}
+	scanCount := func(filter bson.D) int {
+		return countFind(t, db, find(filter, bson.E{Key: "hint", Value: bson.D{{Key: "$natural", Value: 1}}}))
+	}
+
+	plan, ex := winning(t, db, find(bson.D{{Key: "a.b", Value: 1}}))
+	ix := findStage(plan, "IXSCAN")
+	if ix == nil || ix.Lookup("indexName").StringValue() != "a.$**_1" {
+		t.Fatalf("a.b = 1 planned as %s", plan)
+	}
+	if got := ix.Lookup("keyPattern").String(); got != `{"$_path": {"$numberInt":"1"},"a.b": {"$numberInt":"1"}}` {
+		t.Errorf("keyPattern %s", got)
+	}
+	if got := ix.Lookup("indexBounds").String(); got != `{"$_path": ["[\"a.b\", \"a.b\"]"],"a.b": ["[1, 1]"]}` {
+		t.Errorf("indexBounds %s", got)
+	}
+	if n, k, d := execStats(ex); n != 10 || k != 10 || d != 10 {
+		t.Errorf("a.b = 1: nReturned %d, keys %d, docs %d; want 10 each", n, k, d)
+	}
+
+	// A range, an $in, and a path under an array (multikey).
+	for _, f := range []bson.D{
+		{{Key: "a.b", Value: bson.D{{Key: "$gte", Value: 4}}}},
+		{{Key: "a.k1", Value: bson.D{{Key: "$in", Value: bson.A{"v", "w"}}}}},
+		{{Key: "a.list", Value: bson.D{{Key: "$gt", Value: 50}}}},
+		{{Key: "z", Value: 3}},
+	} {
+		plan, ex := winning(t, db, find(f))
+		if findStage(plan, "IXSCAN") == nil {
+			t.Errorf("%v planned as %s", f, plan)
+		}
+		if n, _, _ := execStats(ex); int(n) != scanCount(f) {
+			t.Errorf("%v: %d results, the collection scan finds %d", f, n, scanCount(f))
+		}
+	}
+
+	// Not served: null and missing fields, document equality, sorts, and
+	// paths the projection leaves out.
+	for _, f := range []bson.D{
+		{{Key: "a.b", Value: nil}},
+		{{Key: "a.b", Value: bson.D{{Key: "$exists", Value: false}}}},
+		{{Key: "a", Value: bson.D{{Key: "b", Value: 1}}}},
+		{{Key: "_id", Value: bson.D{{Key: "$gt", Value: 100}}}, {Key: "q", Value: 1}},
+	} {
+		plan, _ := winning(t, db, find(f))
+		if ix := findStage(plan, "IXSCAN"); ix != nil && ix.Lookup("indexName").StringValue() != "_id_" {
+			t.Errorf("%v used a wildcard index: %s", f, plan)
+		}
+	}
+	plan, _ = winning(t, db, find(bson.D{{Key: "a.b", Value: bson.D{{Key: "$gt", Value: 1}}}}, bson.E{Key: "sort", Value: bson.D{{Key: "a.b", Value: 1}}}))
+	if findStage(plan, "SORT") == nil {
+		t.Errorf("a sort served by a wildcard index: %s", plan)
+	}
+}

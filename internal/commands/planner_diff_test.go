@@ -66,6 +66,11 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		bson.D{{Key: "key", Value: bson.D{{Key: "h", Value: "hashed"}}}, {Key: "name", Value: "h_hashed"}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "s.env", Value: "hashed"}}}, {Key: "name", Value: "s.env_hashed"}, {Key: "sparse", Value: true}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "f", Value: 1}, {Key: "h", Value: "hashed"}}}, {Key: "name", Value: "f_h_hashed"}},
+		// Multikey indexes whose other paths hold no arrays: bounds on
+		// those intersect and compound (multiKeyPaths).
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "g", Value: 1}}}, {Key: "name", Value: "a_g"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "c.d", Value: 1}, {Key: "c.e", Value: 1}}}, {Key: "name", Value: "cd_ce"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "m.p", Value: 1}, {Key: "m.q", Value: -1}}}, {Key: "name", Value: "mp_mq"}},
 		// Wildcard indexes: one path per plan, ({$_path, value}) keys.
 		bson.D{{Key: "key", Value: bson.D{{Key: "w.$**", Value: 1}}}, {Key: "name", Value: "w_wildcard"}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: -1}}}, {Key: "name", Value: "all_wildcard"}, {Key: "wildcardProjection", Value: bson.D{{Key: "h", Value: 1}, {Key: "w.q", Value: 1}}}},
@@ -73,6 +78,10 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if r := run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: indexes}}); r.Lookup("ok").Double() != 1 {
 		t.Fatalf("createIndexes: %s", r)
 	}
+	// In half the runs m is sometimes an array, so that m.p and m.q share
+	// a multikey prefix and cannot compound; otherwise only m.p holds
+	// arrays.
+	mArrays := rng.IntN(2) == 0
 	docs := bson.A{}
 	for i := range 300 {
 		d := bson.D{{Key: "_id", Value: i}}
@@ -88,6 +97,18 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				d = append(d, bson.E{Key: f, Value: v})
 			}
 		}
+		if p, ok := randomValue(rng); ok {
+			q, _ := randomValue(rng)
+			if isArray(q) {
+				q = nil
+			}
+			m := bson.D{{Key: "p", Value: p}, {Key: "q", Value: q}}
+			if mArrays && rng.IntN(4) == 0 {
+				d = append(d, bson.E{Key: "m", Value: bson.A{m, bson.D{{Key: "q", Value: rng.IntN(5)}}}})
+			} else {
+				d = append(d, bson.E{Key: "m", Value: m})
+			}
+		}
 		if w, ok := randomWild(rng); ok {
 			d = append(d, bson.E{Key: "w", Value: w})
 		}
@@ -100,7 +121,11 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				sub := bson.A{}
 				for range rng.IntN(3) {
 					v, _ := randomValue(rng)
-					sub = append(sub, bson.D{{Key: "d", Value: v}})
+					el := bson.D{{Key: "d", Value: v}}
+					if e, ok := randomValue(rng); ok && !isArray(e) {
+						el = append(el, bson.E{Key: "e", Value: e})
+					}
+					sub = append(sub, el)
 				}
 				d = append(d, bson.E{Key: "c", Value: sub})
 			} else {
@@ -140,7 +165,7 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		}
 		return out, 0
 	}
-	fields := []string{"a", "b", "c.d", "e", "f", "g", "h", "s.env", "w", "w.p", "w.q", "w.q.r"}
+	fields := []string{"a", "b", "c.d", "c.e", "e", "f", "g", "h", "s.env", "w", "w.p", "w.q", "w.q.r", "m.p", "m.q"}
 	used, indexed, ordered, covered, ors, partial, hashed, wild := 0, 0, 0, 0, 0, 0, 0, 0
 	for i := range *diffCases {
 		c := randomCase(rng, fields)

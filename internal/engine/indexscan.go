@@ -30,6 +30,10 @@ type IndexInfo struct {
 	Spec *index.Spec
 	// Multikey: some document produced several keys in this index.
 	Multikey bool
+	// MultikeyPaths says which paths held arrays, when PathsKnown (see
+	// catalog.Index.MultikeyPathsKnown).
+	MultikeyPaths index.Multikey
+	PathsKnown    bool
 	// Building: the index is being filled and must not serve queries.
 	Building bool
 }
@@ -47,7 +51,8 @@ func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
 			_ = r.snap.Close()
 			return nil, err
 		}
-		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building})
+		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building,
+			MultikeyPaths: multikeyOf(&ix), PathsKnown: ix.MultikeyPathsKnown()})
 	}
 	return r, nil
 }

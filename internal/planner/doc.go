@@ -27,10 +27,14 @@
 // "Bounds are a superset": an index plan's bounds cover every key of every
 // document the filter can match, and FETCH applies the whole filter to each
 // document, so a plan returns exactly the collection scan's documents. On a
-// multikey index, conditions on one field are never intersected ({a: {$gt:
-// 5, $lt: 8}} matches {a: [1, 10]} through two different elements) and
-// fields sharing an array prefix are never compounded; an equality to null
-// also covers undefined and missing fields. A hashed field's bounds are
+// field whose path held an array (the index's multiKeyPaths, recorded by
+// the write path in the catalog), conditions are never intersected ({a:
+// {$gt: 5, $lt: 8}} matches {a: [1, 10]} through two different elements),
+// and fields sharing a multikey prefix are never compounded; other fields
+// of a multikey index are bounded as on any index. An index whose paths
+// are unknown (a catalog from before they were recorded) counts every path
+// as multikey. An equality to null also covers undefined and missing
+// fields. A hashed field's bounds are
 // hashes, which different values share: its conditions are never dropped
 // from FETCH's filter, and such a scan never covers a query nor gives
 // order. A wildcard index holds no key for a missing field nor for a

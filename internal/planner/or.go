@@ -28,7 +28,7 @@ func (pl *planning) orCandidate() *candidate {
 		var bestBounds []OIL
 		bestScore := -1
 		for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, concrete(ba, pl.ixs)...) {
-			bounds := boundsFrom(ba, ix)
+			bounds, _ := boundsFrom(ba, ix)
 			if bounds[0].IsFull() || ix.wildPath != "" && bounds[1].IsFull() {
 				continue
 			}

@@ -85,7 +85,7 @@ type planning struct {
 // indexes gathers the collection's indexes.
 func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
-		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building}
+		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
 		if info.Building || info.Spec.Hidden {
 			continue
@@ -233,42 +233,48 @@ func sparseSafe(fields []index.Field, bounds []OIL) bool {
 	return false
 }
 
-// bounds computes the bounds of every field of ix from the filter. On a
-// multikey index, a field whose path shares its first component with
-// another bounded field stays unbounded: both may reach the same array
-// through different elements ({"x.a": 1, "x.b": 2} over x: [{a: 1}, {b:
-// 2}]), so their bounds cannot be compounded.
-func (pl *planning) bounds(ix *indexRef) []OIL { return boundsFrom(pl.a, ix) }
+// bounds computes the bounds of every field of ix from the filter.
+func (pl *planning) bounds(ix *indexRef) []OIL { b, _ := boundsFrom(pl.a, ix); return b }
 
-func boundsFrom(a *analysis, ix *indexRef) []OIL {
+// boundsFrom computes the bounds of every field of ix from the analysed
+// filter, and which fields' bounds are exactly all their conditions
+// intersected (for residual). On a multikey index, a field whose path
+// shares a multikey prefix with another bounded field stays unbounded:
+// both may reach the same array through different elements ({"x.a": 1,
+// "x.b": 2} over x: [{a: 1}, {b: 2}]), so their bounds cannot be
+// compounded; and a field whose own path is multikey is bounded by one
+// condition only (fieldOIL).
+func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
+	fields := ix.keyFields()
+	out, exact = make([]OIL, len(fields)), make([]bool, len(fields))
 	if ix.wildPath != "" {
-		return []OIL{pointsOIL([]bsoncore.Value{stringValue(ix.wildPath)}), wildcardOIL(a.conds[ix.wildPath], ix.multikey)}
+		out[0] = pointsOIL([]bsoncore.Value{stringValue(ix.wildPath)})
+		out[1] = wildcardOIL(a.conds[ix.wildPath], ix.multikey)
+		return out, exact
 	}
-	out := make([]OIL, len(ix.spec.KeyPattern))
-	used := map[string]bool{}
-	for i, f := range ix.spec.KeyPattern {
+	var used []int
+	for i, f := range fields {
 		conds := a.conds[f.Path]
 		if len(conds) == 0 {
 			continue
 		}
-		if ix.multikey {
-			if used[f.Parts[0]] {
-				continue
-			}
+		if ix.multikey && slices.ContainsFunc(used, func(j int) bool { return ix.shareMultikeyPrefix(i, j) }) {
+			continue
 		}
 		var o OIL
 		if f.Kind == index.Hashed {
 			o = hashedOIL(conds)
 		} else {
-			o = fieldOIL(conds, ix.multikey)
+			o = fieldOIL(conds, ix.fieldMultikey(i))
+			exact[i] = !ix.fieldMultikey(i)
 		}
 		if o == nil {
 			continue
 		}
 		out[i] = o
-		used[f.Parts[0]] = true
+		used = append(used, i)
 	}
-	return out
+	return out, exact
 }
 
 // sortKey is one field of the requested sort.
@@ -532,20 +538,22 @@ func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
 
 // residual is the part of the filter a scan of ix within bounds does not
 // already guarantee, for FETCH to apply (nil: nothing; the scan is exact).
-// On a non-multikey index, a top-level condition on an index field is
-// guaranteed when the bounds hold it exactly: an equality to a plain
-// scalar, an $in of such, a type-bracketed range (the bounds of all of a
-// field's conditions are intersected there). Anything else stays.
+// A top-level condition on an index field is guaranteed when the bounds
+// hold it exactly: the field's path holds no arrays (in no document: the
+// index is not multikey there), all its conditions were intersected into
+// the bounds, and each is an equality to a plain scalar, an $in of such,
+// or a type-bracketed range. Anything else stays.
 func (pl *planning) residual(ix *indexRef) (*query.Filter, bsoncore.Document) {
 	q := pl.q
-	if ix.multikey || ix.wildPath != "" || len(q.RawFilter) <= 5 {
+	if ix.wildPath != "" || len(q.RawFilter) <= 5 {
 		return q.Filter, q.RawFilter
 	}
+	_, exact := boundsFrom(pl.a, ix)
 	fields := map[string]bool{}
-	for _, f := range ix.spec.KeyPattern {
+	for i, f := range ix.keyFields() {
 		// A hashed field's bounds are hashes, which different values
-		// share: its conditions always stay.
-		fields[f.Path] = f.Kind != index.Hashed
+		// share: its conditions always stay (exact is false).
+		fields[f.Path] = fields[f.Path] || exact[i]
 	}
 	elems, err := q.RawFilter.Elements()
 	if err != nil {

@@ -146,6 +146,14 @@ func TestPlannerWildcardIndexes(t *testing.T) {
 	if n, k, d := execStats(ex); n != 10 || k != 10 || d != 10 {
 		t.Errorf("a.b = 1: nReturned %d, keys %d, docs %d; want 10 each", n, k, d)
 	}
+	// Multikey per path: a.b never held an array, a.list did.
+	if ix.Lookup("isMultiKey").Boolean() || ix.Lookup("multiKeyPaths").String() != `{"$_path": [],"a.b": []}` {
+		t.Errorf("a.b: isMultiKey %s, multiKeyPaths %s", ix.Lookup("isMultiKey"), ix.Lookup("multiKeyPaths"))
+	}
+	plan, _ = winning(t, db, find(bson.D{{Key: "a.list", Value: 5}}))
+	if ix := findStage(plan, "IXSCAN"); ix == nil || !ix.Lookup("isMultiKey").Boolean() || ix.Lookup("multiKeyPaths").String() != `{"$_path": [],"a.list": ["a.list"]}` {
+		t.Errorf("a.list: %s", plan)
+	}
 
 	// A range, an $in, and a path under an array (multikey).
 	for _, f := range []bson.D{
@@ -179,5 +187,50 @@ func TestPlannerWildcardIndexes(t *testing.T) {
 	plan, _ = winning(t, db, find(bson.D{{Key: "a.b", Value: bson.D{{Key: "$gt", Value: 1}}}}, bson.E{Key: "sort", Value: bson.D{{Key: "a.b", Value: 1}}}))
 	if findStage(plan, "SORT") == nil {
 		t.Errorf("a sort served by a wildcard index: %s", plan)
+	}
+}
+
+// TestPlannerMultiKeyPaths checks that explain shows which paths of an
+// index are multikey, and that bounds on the other paths intersect and
+// compound as on an index without arrays.
+func TestPlannerMultiKeyPaths(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("mkp")
+	docs := make([]any, 50)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "a", Value: bson.A{i % 5, i%5 + 10}}, {Key: "b", Value: i}, {Key: "x", Value: bson.D{{Key: "y", Value: bson.A{i % 3}}, {Key: "z", Value: i % 4}}}}
+	}
+	if _, err := db.Collection("m").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	createIndex(t, db, "m", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}}, {Key: "name", Value: "a_1_b_1"}})
+	createIndex(t, db, "m", bson.D{{Key: "key", Value: bson.D{{Key: "x.y", Value: 1}, {Key: "x.z", Value: 1}}}, {Key: "name", Value: "xy_xz"}})
+	find := func(filter bson.D) bson.D { return bson.D{{Key: "find", Value: "m"}, {Key: "filter", Value: filter}} }
+
+	filter := bson.D{{Key: "a", Value: 2}, {Key: "b", Value: bson.D{{Key: "$gt", Value: 10}, {Key: "$lt", Value: 30}}}}
+	plan, ex := winning(t, db, find(filter))
+	ix := findStage(plan, "IXSCAN")
+	if ix == nil || !ix.Lookup("isMultiKey").Boolean() {
+		t.Fatalf("planned as %s", plan)
+	}
+	if got := ix.Lookup("multiKeyPaths").String(); got != `{"a": ["a"],"b": []}` {
+		t.Errorf("multiKeyPaths %s", got)
+	}
+	if got := ix.Lookup("indexBounds", "b").String(); got != `["(10, 30)"]` {
+		t.Errorf("b's bounds %s: a field without arrays intersects its conditions", got)
+	}
+	if n, k, _ := execStats(ex); n != 4 || k != 4 {
+		t.Errorf("nReturned %d, keys %d; want 4, 4", n, k)
+	}
+
+	plan, ex = winning(t, db, find(bson.D{{Key: "x.y", Value: 1}, {Key: "x.z", Value: 3}}))
+	ix = findStage(plan, "IXSCAN")
+	if ix == nil || ix.Lookup("multiKeyPaths").String() != `{"x.y": ["x.y"],"x.z": []}` || ix.Lookup("indexBounds").String() != `{"x.y": ["[1, 1]"],"x.z": ["[3, 3]"]}` {
+		t.Errorf("x.y, x.z (x holds no array): %s", plan)
+	}
+	if n, k, _ := execStats(ex); n != 4 || k != 4 {
+		t.Errorf("nReturned %d, keys %d; want 4, 4", n, k)
 	}
 }

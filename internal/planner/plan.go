@@ -70,6 +70,9 @@ func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
 		_ = e.Close()
 		return nil, err
 	}
+	if !opts.Explain {
+		e.recordAccesses()
+	}
 	return e, nil
 }
 

@@ -44,8 +44,8 @@
 // internal/commands checks this against forced collection scans.
 //
 // "Order from the index": a plan without a SORT stage returns documents in
-// the requested order. Only non-multikey indexes give order, after leading
-// fields bound to a single value.
+// the requested order. Only index fields whose paths never held an array
+// give order, after leading fields bound to a single value.
 //
 // "Cache follows the catalog": see Cache.
 package planner

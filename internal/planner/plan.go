@@ -303,16 +303,19 @@ func sortKeys(raw bsoncore.Document) ([]sortKey, bool) {
 }
 
 // providesSort reports whether scanning ix within bounds returns documents
-// in the requested order, and in which direction. The index must not be
-// multikey (a document would sit at several places of the order); leading
-// fields bound to one value may be skipped, and so may sort fields the
-// scan binds to one value (a field of this non-multikey index: any other
-// path may hold an array whose sort key is not the bound value).
+// in the requested order, and in which direction. Each sort key must be a
+// field of the index whose path never held an array (a document with an
+// array there sits at several places of the order, none of them its sort
+// key); leading fields bound to one value may be skipped, multikey or not
+// (a document has that key once), and so may sort fields the scan binds to
+// one value on a path without arrays (an array's sort key is not the bound
+// value). Fields after the sort keys may be multikey: a document's
+// duplicates then share its sort key, and the scan drops them.
 func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bool) {
 	if pl.q.Sort == nil {
 		return true, false
 	}
-	if ix.multikey || ix.wildPath != "" {
+	if ix.wildPath != "" {
 		// A wildcard index's order is by path first; Cairn does not use
 		// it for sorts (MongoDB does in narrow cases).
 		return false, false
@@ -324,7 +327,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern
 	for j := 0; j < len(keys); {
-		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed {
+		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && !ix.fieldMultikey(i) {
 			d := keys[j].dir
 			if fields[i].Kind == index.Descending {
 				d = -d
@@ -340,7 +343,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 			i++
 			continue
 		}
-		if pointField(fields, bounds, keys[j].path) {
+		if pointField(ix, bounds, keys[j].path) {
 			j++
 			continue
 		}
@@ -351,10 +354,11 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 
 func singlePoint(o OIL) bool { return len(o) == 1 && o[0].IsPoint() }
 
-// pointField reports whether path is a field of the index bound to one value.
-func pointField(fields []index.Field, bounds []OIL, path string) bool {
-	for i, f := range fields {
-		if f.Path == path && singlePoint(bounds[i]) {
+// pointField reports whether path is a field of the index, on a path
+// without arrays, bound to one value.
+func pointField(ix *indexRef, bounds []OIL, path string) bool {
+	for i, f := range ix.keyFields() {
+		if f.Path == path && singlePoint(bounds[i]) && !ix.fieldMultikey(i) {
 			return true
 		}
 	}

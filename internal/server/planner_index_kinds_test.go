@@ -225,6 +225,18 @@ func TestPlannerMultiKeyPaths(t *testing.T) {
 		t.Errorf("nReturned %d, keys %d; want 4, 4", n, k)
 	}
 
+	// A point on the multikey field, sorted by the other: the index gives
+	// the order (each document sits once under a=2); sorted by a, it
+	// cannot.
+	sorted := append(find(bson.D{{Key: "a", Value: 2}}), bson.E{Key: "sort", Value: bson.D{{Key: "b", Value: -1}}})
+	if plan, _ := winning(t, db, sorted); findStage(plan, "SORT") != nil || findStage(plan, "IXSCAN") == nil {
+		t.Errorf("a = 2 sorted by b: %s", plan)
+	}
+	sorted = append(find(bson.D{{Key: "a", Value: bson.D{{Key: "$gte", Value: 2}}}}), bson.E{Key: "sort", Value: bson.D{{Key: "a", Value: 1}}})
+	if plan, _ := winning(t, db, sorted); findStage(plan, "SORT") == nil {
+		t.Errorf("sorted by the multikey field a without a SORT stage: %s", plan)
+	}
+
 	plan, ex = winning(t, db, find(bson.D{{Key: "x.y", Value: 1}, {Key: "x.z", Value: 3}}))
 	ix = findStage(plan, "IXSCAN")
 	if ix == nil || ix.Lookup("multiKeyPaths").String() != `{"x.y": ["x.y"],"x.z": []}` || ix.Lookup("indexBounds").String() != `{"x.y": ["[1, 1]"],"x.z": ["[3, 3]"]}` {

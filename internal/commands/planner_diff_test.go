@@ -166,7 +166,7 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		return out, 0
 	}
 	fields := []string{"a", "b", "c.d", "c.e", "e", "f", "g", "h", "s.env", "w", "w.p", "w.q", "w.q.r", "m.p", "m.q"}
-	used, indexed, ordered, orderedMK, covered, ors, partial, hashed, wild := 0, 0, 0, 0, 0, 0, 0, 0, 0
+	used, indexed, ordered, orderedMK, orderedWild, covered, ors, partial, hashed, wild := 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 	for i := range *diffCases {
 		c := randomCase(rng, fields)
 		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
@@ -177,6 +177,9 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 					ordered++
 					if strings.Contains(plan.String(), `"isMultiKey": true`) {
 						orderedMK++
+					}
+					if strings.Contains(plan.String(), `_wildcard"`) {
+						orderedWild++
 					}
 				}
 				if strings.Contains(plan.String(), `"PROJECTION_COVERED"`) {
@@ -228,8 +231,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if indexed < *diffCases/4 {
 		t.Fatalf("only %d of %d finds were planned on an index (seed %d); the test would not see planner bugs", indexed, *diffCases, seed)
 	}
-	if ordered < *diffCases/50 || orderedMK < *diffCases/1000 {
-		t.Fatalf("only %d of %d finds took their order from an index, %d from a multikey one (seed %d)", ordered, *diffCases, orderedMK, seed)
+	if ordered < *diffCases/50 || orderedMK < *diffCases/1000 || orderedWild < *diffCases/1000 {
+		t.Fatalf("only %d of %d finds took their order from an index, %d from a multikey one, %d from a wildcard one (seed %d)", ordered, *diffCases, orderedMK, orderedWild, seed)
 	}
 	if ors < *diffCases/100 || partial < *diffCases/100 {
 		t.Fatalf("only %d $or plans and %d partial index plans of %d finds (seed %d)", ors, partial, *diffCases, seed)
@@ -240,7 +243,7 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if hashed < *diffCases/50 || wild < *diffCases/50 {
 		t.Fatalf("only %d of %d finds used a hashed index, %d a wildcard one (seed %d)", hashed, *diffCases, wild, seed)
 	}
-	t.Logf("%d finds, %d planned on an index, %d ordered by one (%d multikey), %d covered, %d $or plans, %d on partial indexes, %d on hashed indexes, %d on wildcard indexes, %d matched documents", *diffCases, indexed, ordered, orderedMK, covered, ors, partial, hashed, wild, used)
+	t.Logf("%d finds, %d planned on an index, %d ordered by one (%d multikey, %d wildcard), %d covered, %d $or plans, %d on partial indexes, %d on hashed indexes, %d on wildcard indexes, %d matched documents", *diffCases, indexed, ordered, orderedMK, orderedWild, covered, ors, partial, hashed, wild, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
@@ -347,9 +350,14 @@ func randomCase(rng *rand.Rand, fields []string) findCase {
 		// A point on the multikey field of {a: 1, g: 1} or {m.p: 1,
 		// m.q: -1}, sorted by the other field, which holds no arrays:
 		// the index gives the order.
-		p := [][2]string{{"a", "g"}, {"m.p", "m.q"}}[rng.IntN(2)]
+		// Or a range on h, sorted by h: the projected wildcard index
+		// serves and orders it (h never holds arrays).
+		p := [][2]string{{"a", "g"}, {"m.p", "m.q"}, {"h", "h"}}[rng.IntN(3)]
 		c := findCase{filter: bson.D{{Key: p[0], Value: rng.IntN(5)}}, sort: bson.D{{Key: p[1], Value: []int{1, -1}[rng.IntN(2)]}}}
-		if rng.IntN(2) == 0 {
+		if p[0] == "h" {
+			c.filter = bson.D{}
+		}
+		if p[0] == "h" || rng.IntN(2) == 0 {
 			c.filter = append(c.filter, bson.E{Key: p[1], Value: bson.D{{Key: "$gte", Value: rng.IntN(3)}, {Key: "$lt", Value: 4}}})
 		}
 		return c

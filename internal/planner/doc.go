@@ -45,7 +45,8 @@
 //
 // "Order from the index": a plan without a SORT stage returns documents in
 // the requested order. Only index fields whose paths never held an array
-// give order, after leading fields bound to a single value.
+// give order, after leading fields bound to a single value; a wildcard
+// index orders only a sort on exactly the path it serves.
 //
 // "Cache follows the catalog": see Cache.
 package planner

@@ -315,14 +315,22 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	if pl.q.Sort == nil {
 		return true, false
 	}
-	if ix.wildPath != "" {
-		// A wildcard index's order is by path first; Cairn does not use
-		// it for sorts (MongoDB does in narrow cases).
-		return false, false
-	}
 	keys, ok := sortKeys(pl.q.RawSort)
 	if !ok {
 		return false, false
+	}
+	if ix.wildPath != "" {
+		// As in MongoDB, a wildcard index gives the order of a sort on
+		// exactly the path it serves, when that path never held an array:
+		// the scan reads one path, whose values are in key order.
+		if len(keys) != 1 || keys[0].path != ix.wildPath || ix.multikey {
+			return false, false
+		}
+		d := keys[0].dir
+		if ix.keyFields()[1].Kind == index.Descending {
+			d = -d
+		}
+		return true, d < 0
 	}
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern

@@ -106,7 +106,8 @@ func TestPlannerHashedIndexes(t *testing.T) {
 // TestPlannerWildcardIndexes checks that a wildcard index serves
 // equality, $in and ranges on one concrete path with MongoDB's explain
 // shape, and is not used where it cannot answer (null, $exists: false,
-// document equality, paths its projection leaves out).
+// document equality, paths its projection leaves out), and gives order only
+// as MongoDB's rule allows.
 func TestPlannerWildcardIndexes(t *testing.T) {
 	s := startServer(t)
 	c := s.client(t)
@@ -184,9 +185,24 @@ func TestPlannerWildcardIndexes(t *testing.T) {
 			t.Errorf("%v used a wildcard index: %s", f, plan)
 		}
 	}
-	plan, _ = winning(t, db, find(bson.D{{Key: "a.b", Value: bson.D{{Key: "$gt", Value: 1}}}}, bson.E{Key: "sort", Value: bson.D{{Key: "a.b", Value: 1}}}))
-	if findStage(plan, "SORT") == nil {
-		t.Errorf("a sort served by a wildcard index: %s", plan)
+	// Sorts: only on the one path the scan serves, when it never held an
+	// array (MongoDB's rule).
+	for _, tc := range []struct {
+		filter, sort bson.D
+		ordered      bool
+	}{
+		{bson.D{{Key: "a.b", Value: bson.D{{Key: "$gt", Value: 1}}}}, bson.D{{Key: "a.b", Value: -1}}, true},
+		{bson.D{{Key: "a.b", Value: bson.D{{Key: "$gt", Value: 1}}}}, bson.D{{Key: "z", Value: 1}}, false},
+		{bson.D{{Key: "a.b", Value: bson.D{{Key: "$gt", Value: 1}}}}, bson.D{{Key: "a.b", Value: 1}, {Key: "z", Value: 1}}, false},
+		{bson.D{{Key: "a.list", Value: bson.D{{Key: "$gt", Value: 1}}}}, bson.D{{Key: "a.list", Value: 1}}, false},
+	} {
+		plan, ex := winning(t, db, find(tc.filter, bson.E{Key: "sort", Value: tc.sort}))
+		if findStage(plan, "IXSCAN") == nil || (findStage(plan, "SORT") == nil) != tc.ordered {
+			t.Errorf("%v sorted by %v (ordered by the index: %t): %s", tc.filter, tc.sort, tc.ordered, plan)
+		}
+		if n, _, _ := execStats(ex); int(n) != scanCount(tc.filter) {
+			t.Errorf("%v sorted by %v: %d results, the collection scan finds %d", tc.filter, tc.sort, n, scanCount(tc.filter))
+		}
 	}
 }
 

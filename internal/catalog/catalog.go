@@ -43,9 +43,32 @@ type Index struct {
 	// Multikey records that some document produced several keys (an array
 	// on an indexed path), which changes how the planner may use bounds.
 	Multikey bool `bson:"multikey,omitempty"`
+	// MultikeyComponents says which paths held arrays: for each key
+	// pattern field, the positions of the path components that did
+	// (index.Multikey.Components). MultikeyPaths lists them for a wildcard
+	// index (index.Multikey.Paths). Catalogs written before these fields
+	// existed have Multikey without either: which paths are multikey is
+	// unknown then, and the planner treats every path as multikey.
+	MultikeyComponents [][]int  `bson:"multikeyComponents,omitempty"`
+	MultikeyPaths      []string `bson:"multikeyPaths,omitempty"`
 	// Building is set while createIndexes fills the index from existing
 	// documents; writes maintain it, the planner does not use it yet.
 	Building bool `bson:"building,omitempty"`
+}
+
+// MultikeyPathsKnown reports whether the index records which of its paths
+// are multikey (always, unless a catalog from before the record says only
+// that some are).
+func (ix *Index) MultikeyPathsKnown() bool {
+	if !ix.Multikey || len(ix.MultikeyPaths) > 0 {
+		return true
+	}
+	for _, c := range ix.MultikeyComponents {
+		if len(c) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Index looks up an index of the collection by name; nil when absent.

@@ -60,10 +60,28 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		bson.D{{Key: "key", Value: bson.D{{Key: "g", Value: 1}}}, {Key: "name", Value: "g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$gt", Value: 1}}}}}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}, {Key: "g", Value: 1}}}, {Key: "name", Value: "b_g_partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "g", Value: bson.D{{Key: "$exists", Value: true}}}}}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "c.d", Value: -1}}}, {Key: "name", Value: "c.d_hidden"}, {Key: "hidden", Value: true}},
+		// Hashed indexes: point bounds on hashes, the filter applied
+		// again after FETCH; on a field inside a subdocument too, sparse,
+		// and compound.
+		bson.D{{Key: "key", Value: bson.D{{Key: "h", Value: "hashed"}}}, {Key: "name", Value: "h_hashed"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "s.env", Value: "hashed"}}}, {Key: "name", Value: "s.env_hashed"}, {Key: "sparse", Value: true}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "f", Value: 1}, {Key: "h", Value: "hashed"}}}, {Key: "name", Value: "f_h_hashed"}},
+		// Multikey indexes whose other paths hold no arrays: bounds on
+		// those intersect and compound (multiKeyPaths).
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "g", Value: 1}}}, {Key: "name", Value: "a_g"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "c.d", Value: 1}, {Key: "c.e", Value: 1}}}, {Key: "name", Value: "cd_ce"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "m.p", Value: 1}, {Key: "m.q", Value: -1}}}, {Key: "name", Value: "mp_mq"}},
+		// Wildcard indexes: one path per plan, ({$_path, value}) keys.
+		bson.D{{Key: "key", Value: bson.D{{Key: "w.$**", Value: 1}}}, {Key: "name", Value: "w_wildcard"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: -1}}}, {Key: "name", Value: "all_wildcard"}, {Key: "wildcardProjection", Value: bson.D{{Key: "h", Value: 1}, {Key: "w.q", Value: 1}}}},
 	)
 	if r := run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: indexes}}); r.Lookup("ok").Double() != 1 {
 		t.Fatalf("createIndexes: %s", r)
 	}
+	// In half the runs m is sometimes an array, so that m.p and m.q share
+	// a multikey prefix and cannot compound; otherwise only m.p holds
+	// arrays.
+	mArrays := rng.IntN(2) == 0
 	docs := bson.A{}
 	for i := range 300 {
 		d := bson.D{{Key: "_id", Value: i}}
@@ -74,17 +92,40 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		}
 		// f and g never hold arrays: their indexes stay non-multikey, so
 		// they can give order and intersect ranges.
-		for _, f := range []string{"f", "g"} {
+		for _, f := range []string{"f", "g", "h"} {
 			if v, ok := randomValue(rng); ok && !isArray(v) {
 				d = append(d, bson.E{Key: f, Value: v})
 			}
+		}
+		if p, ok := randomValue(rng); ok {
+			q, _ := randomValue(rng)
+			if isArray(q) {
+				q = nil
+			}
+			m := bson.D{{Key: "p", Value: p}, {Key: "q", Value: q}}
+			if mArrays && rng.IntN(4) == 0 {
+				d = append(d, bson.E{Key: "m", Value: bson.A{m, bson.D{{Key: "q", Value: rng.IntN(5)}}}})
+			} else {
+				d = append(d, bson.E{Key: "m", Value: m})
+			}
+		}
+		if w, ok := randomWild(rng); ok {
+			d = append(d, bson.E{Key: "w", Value: w})
+		}
+		// s is a subdocument (hashed indexes refuse arrays on the path).
+		if v, ok := randomValue(rng); ok && !isArray(v) && rng.IntN(3) > 0 {
+			d = append(d, bson.E{Key: "s", Value: bson.D{{Key: "env", Value: v}}})
 		}
 		if rng.IntN(2) == 0 {
 			if rng.IntN(3) == 0 {
 				sub := bson.A{}
 				for range rng.IntN(3) {
 					v, _ := randomValue(rng)
-					sub = append(sub, bson.D{{Key: "d", Value: v}})
+					el := bson.D{{Key: "d", Value: v}}
+					if e, ok := randomValue(rng); ok && !isArray(e) {
+						el = append(el, bson.E{Key: "e", Value: e})
+					}
+					sub = append(sub, el)
 				}
 				d = append(d, bson.E{Key: "c", Value: sub})
 			} else {
@@ -124,8 +165,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		}
 		return out, 0
 	}
-	fields := []string{"a", "b", "c.d", "e", "f", "g"}
-	used, indexed, ordered, covered, ors, partial := 0, 0, 0, 0, 0, 0
+	fields := []string{"a", "b", "c.d", "c.e", "e", "f", "g", "h", "s.env", "w", "w.p", "w.q", "w.q.r", "m.p", "m.q"}
+	used, indexed, ordered, orderedMK, orderedWild, covered, ors, partial, hashed, wild := 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 	for i := range *diffCases {
 		c := randomCase(rng, fields)
 		ex := run(bson.D{{Key: "explain", Value: c.command()}, {Key: "verbosity", Value: "queryPlanner"}})
@@ -134,6 +175,12 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				indexed++
 				if c.sort != nil && !strings.Contains(plan.String(), `"SORT"`) {
 					ordered++
+					if strings.Contains(plan.String(), `"isMultiKey": true`) {
+						orderedMK++
+					}
+					if strings.Contains(plan.String(), `_wildcard"`) {
+						orderedWild++
+					}
 				}
 				if strings.Contains(plan.String(), `"PROJECTION_COVERED"`) {
 					covered++
@@ -143,6 +190,12 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 				}
 				if strings.Contains(plan.String(), `_partial"`) {
 					partial++
+				}
+				if strings.Contains(plan.String(), `_hashed"`) {
+					hashed++
+				}
+				if strings.Contains(plan.String(), `_wildcard"`) {
+					wild++
 				}
 				if strings.Contains(plan.String(), `"c.d_hidden"`) {
 					t.Fatalf("case %d (seed %d): the hidden index was chosen: %s", i, seed, plan)
@@ -178,8 +231,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if indexed < *diffCases/4 {
 		t.Fatalf("only %d of %d finds were planned on an index (seed %d); the test would not see planner bugs", indexed, *diffCases, seed)
 	}
-	if ordered < *diffCases/50 {
-		t.Fatalf("only %d of %d finds took their order from an index (seed %d)", ordered, *diffCases, seed)
+	if ordered < *diffCases/50 || orderedMK < *diffCases/1000 || orderedWild < *diffCases/1000 {
+		t.Fatalf("only %d of %d finds took their order from an index, %d from a multikey one, %d from a wildcard one (seed %d)", ordered, *diffCases, orderedMK, orderedWild, seed)
 	}
 	if ors < *diffCases/100 || partial < *diffCases/100 {
 		t.Fatalf("only %d $or plans and %d partial index plans of %d finds (seed %d)", ors, partial, *diffCases, seed)
@@ -187,7 +240,10 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	if covered < *diffCases/100 {
 		t.Fatalf("only %d of %d finds were covered (seed %d)", covered, *diffCases, seed)
 	}
-	t.Logf("%d finds, %d planned on an index, %d ordered by one, %d covered, %d $or plans, %d on partial indexes, %d matched documents", *diffCases, indexed, ordered, covered, ors, partial, used)
+	if hashed < *diffCases/50 || wild < *diffCases/50 {
+		t.Fatalf("only %d of %d finds used a hashed index, %d a wildcard one (seed %d)", hashed, *diffCases, wild, seed)
+	}
+	t.Logf("%d finds, %d planned on an index, %d ordered by one (%d multikey, %d wildcard), %d covered, %d $or plans, %d on partial indexes, %d on hashed indexes, %d on wildcard indexes, %d matched documents", *diffCases, indexed, ordered, orderedMK, orderedWild, covered, ors, partial, hashed, wild, used)
 	if used < *diffCases/10 {
 		t.Fatalf("only %d of %d filters matched anything (seed %d); the generator is too narrow to test the planner", used, *diffCases, seed)
 	}
@@ -290,9 +346,25 @@ func randomCase(rng *rand.Rand, fields []string) findCase {
 		}
 		return c
 	}
+	if rng.IntN(10) == 0 {
+		// A point on the multikey field of {a: 1, g: 1} or {m.p: 1,
+		// m.q: -1}, sorted by the other field, which holds no arrays:
+		// the index gives the order.
+		// Or a range on h, sorted by h: the projected wildcard index
+		// serves and orders it (h never holds arrays).
+		p := [][2]string{{"a", "g"}, {"m.p", "m.q"}, {"h", "h"}}[rng.IntN(3)]
+		c := findCase{filter: bson.D{{Key: p[0], Value: rng.IntN(5)}}, sort: bson.D{{Key: p[1], Value: []int{1, -1}[rng.IntN(2)]}}}
+		if p[0] == "h" {
+			c.filter = bson.D{}
+		}
+		if p[0] == "h" || rng.IntN(2) == 0 {
+			c.filter = append(c.filter, bson.E{Key: p[1], Value: bson.D{{Key: "$gte", Value: rng.IntN(3)}, {Key: "$lt", Value: 4}}})
+		}
+		return c
+	}
 	c := findCase{filter: randomFilter(rng, fields)}
 	if rng.IntN(2) == 0 {
-		paths := []string{"a", "b", "e", "_id", "c.d", "f", "g", "f", "g"}
+		paths := []string{"a", "b", "e", "_id", "c.d", "c.e", "f", "g", "f", "g", "h", "m.p", "m.q", "m.q"}
 		for range 1 + rng.IntN(2) {
 			c.sort = append(c.sort, bson.E{Key: paths[rng.IntN(len(paths))], Value: []int{1, -1}[rng.IntN(2)]})
 		}
@@ -322,6 +394,27 @@ func randomCase(rng *rand.Rand, fields []string) findCase {
 		c.proj = bson.D{{Key: "c.d", Value: 1}, {Key: "_id", Value: 0}}
 	}
 	return c
+}
+
+// randomWild draws the value of w, which wildcard indexes key leaf by
+// leaf: nested documents, arrays of documents, empty ones, scalars.
+func randomWild(rng *rand.Rand) (any, bool) {
+	v := func() any { x, _ := randomValue(rng); return x }
+	switch rng.IntN(7) {
+	case 0:
+		return nil, false
+	case 1:
+		return bson.D{{Key: "p", Value: v()}, {Key: "q", Value: bson.D{{Key: "r", Value: v()}}}}, true
+	case 2:
+		return bson.A{bson.D{{Key: "p", Value: v()}}, bson.D{{Key: "q", Value: bson.D{{Key: "r", Value: v()}}}}}, true
+	case 3:
+		return bson.D{{Key: "p", Value: v()}, {Key: "q", Value: bson.A{bson.D{{Key: "r", Value: v()}}, v(), bson.D{}}}}, true
+	case 4:
+		return bson.D{{Key: "q", Value: bson.D{}}}, true
+	case 5:
+		return bson.D{{Key: "q", Value: v()}}, true
+	}
+	return v(), true
 }
 
 func isArray(v any) bool { _, ok := v.(bson.A); return ok }
@@ -392,7 +485,10 @@ func randomConditions(rng *rand.Rand, fields []string) bson.D {
 		if !ok {
 			v = nil
 		}
-		switch rng.IntN(9) {
+		switch rng.IntN(10) {
+		case 9:
+			// An empty document: wildcard indexes key {} as a value.
+			f = append(f, bson.E{Key: field, Value: bson.D{{Key: "$eq", Value: bson.D{}}}})
 		case 0, 1:
 			f = append(f, bson.E{Key: field, Value: v})
 		case 2:

@@ -33,6 +33,7 @@ func (sp findSpec) pointRead(eng *engine.Engine) (Source, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
+	eng.RecordIndexAccess(sp.ns, "_id_") // as the IDHACK plan counts
 	doc, found, err := eng.Get(nil, sp.ns, id)
 	if err != nil || !found || sp.skip > 0 {
 		return &oneDoc{}, true, err

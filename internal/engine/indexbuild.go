@@ -151,7 +151,7 @@ func (b *indexBuild) batch(tx *storage.Txn, prefix, from, end []byte, maxDocs in
 		return 0, nil, err
 	}
 	defer it.Close()
-	newly := map[int]bool{}
+	var newly multikeyGrowth
 	size := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if n >= int64(maxDocs) || size >= buildBatchBytes {
@@ -169,24 +169,16 @@ func (b *indexBuild) batch(tx *storage.Txn, prefix, from, end []byte, maxDocs in
 		if err := b.e.addEntries(tx, ns, entries, idKey); err != nil {
 			return 0, nil, err
 		}
-		for _, i := range mk {
-			newly[i] = true
-		}
+		newly = newly.merge(mk)
 		n++
 		size += len(doc)
 	}
 	return n, nil, b.flag(tx, one, newly)
 }
 
-// flag records the indexes of one that became multikey in a batch.
-func (b *indexBuild) flag(tx *storage.Txn, one *catalog.Collection, newly map[int]bool) error {
-	which := make([]int, 0, len(newly))
-	for i := range one.Indexes {
-		if newly[i] {
-			which = append(which, i)
-		}
-	}
-	return b.e.flagMultikey(tx, one, which)
+// flag records the multikey paths a batch added to the indexes of one.
+func (b *indexBuild) flag(tx *storage.Txn, one *catalog.Collection, newly multikeyGrowth) error {
+	return b.e.flagMultikey(tx, one, newly)
 }
 
 // building returns the collection (as the pipeline sees it now) carrying

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -49,9 +50,9 @@ type indexEntry struct {
 	rawKey []byte // the index key without prefix and _id
 }
 
-// entriesOf computes doc's entries in every index of coll, and whether an
-// index not yet flagged multikey has become so.
-func (e *Engine) entriesOf(coll *catalog.Collection, doc bsoncore.Document, idKey []byte) (entries []indexEntry, newlyMultikey []int, err error) {
+// entriesOf computes doc's entries in every index of coll, and the
+// multikey paths doc adds to indexes that did not record them yet.
+func (e *Engine) entriesOf(coll *catalog.Collection, doc bsoncore.Document, idKey []byte) (entries []indexEntry, grown multikeyGrowth, err error) {
 	for i := range coll.Indexes {
 		ix := &coll.Indexes[i]
 		spec, err := e.specs.get(*ix)
@@ -62,8 +63,8 @@ func (e *Engine) entriesOf(coll *catalog.Collection, doc bsoncore.Document, idKe
 		if err != nil {
 			return nil, nil, err
 		}
-		if mk.IsMultikey() && !ix.Multikey {
-			newlyMultikey = append(newlyMultikey, i)
+		if mk.IsMultikey() && growsMultikey(ix, mk) {
+			grown = grown.add(ix.Name, mk)
 		}
 		prefix := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
 		for _, k := range keys {
@@ -74,7 +75,67 @@ func (e *Engine) entriesOf(coll *catalog.Collection, doc bsoncore.Document, idKe
 			entries = append(entries, indexEntry{ix: ix, spec: spec, key: full, rawKey: k})
 		}
 	}
-	return entries, newlyMultikey, nil
+	return entries, grown, nil
+}
+
+// multikeyGrowth is the multikey paths some documents add, per index name.
+type multikeyGrowth []struct {
+	name string
+	mk   index.Multikey
+}
+
+// add merges mk into the growth of index name.
+func (g multikeyGrowth) add(name string, mk index.Multikey) multikeyGrowth {
+	for i := range g {
+		if g[i].name == name {
+			g[i].mk.Add(mk)
+			return g
+		}
+	}
+	var own index.Multikey
+	own.Add(mk) // a copy: mk may alias key generation buffers
+	return append(g, struct {
+		name string
+		mk   index.Multikey
+	}{name, own})
+}
+
+// merge adds every index's growth of o.
+func (g multikeyGrowth) merge(o multikeyGrowth) multikeyGrowth {
+	for _, x := range o {
+		g = g.add(x.name, x.mk)
+	}
+	return g
+}
+
+// multikeyOf is the multikey paths ix records.
+func multikeyOf(ix *catalog.Index) index.Multikey {
+	return index.Multikey{Components: ix.MultikeyComponents, Paths: ix.MultikeyPaths}
+}
+
+// growsMultikey reports whether mk has a multikey path ix does not record.
+// An index whose paths are unknown (an older catalog) stays so: recording
+// only the paths seen from now on would claim the others are not multikey.
+func growsMultikey(ix *catalog.Index, mk index.Multikey) bool {
+	if !ix.Multikey {
+		return true
+	}
+	if !ix.MultikeyPathsKnown() {
+		return false
+	}
+	for i, c := range mk.Components {
+		for _, x := range c {
+			if i >= len(ix.MultikeyComponents) || !slices.Contains(ix.MultikeyComponents[i], x) {
+				return true
+			}
+		}
+	}
+	for _, p := range mk.Paths {
+		if !slices.Contains(ix.MultikeyPaths, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // addEntries writes entries for the document whose _id encodes to idKey,
@@ -121,17 +182,37 @@ func removeEntries(tx *storage.Txn, entries []indexEntry, idKey []byte) error {
 	return nil
 }
 
-// flagMultikey records in the catalog that the listed indexes of coll are
-// multikey, inside tx.
-func (e *Engine) flagMultikey(tx *storage.Txn, coll *catalog.Collection, which []int) error {
-	for _, i := range which {
-		ix := coll.Indexes[i]
-		ix.Multikey = true
+// flagMultikey records in the catalog, inside tx, the multikey paths that
+// documents added to the indexes of coll. It merges into the index as the
+// catalog holds it now (a build's view of the collection may be older).
+func (e *Engine) flagMultikey(tx *storage.Txn, coll *catalog.Collection, grown multikeyGrowth) error {
+	for _, g := range grown {
+		cur := e.cat.Working().Collection(coll.DB, coll.Name)
+		if cur == nil || cur.Index(g.name) == nil {
+			continue
+		}
+		ix := *cur.Index(g.name)
+		known := ix.MultikeyPathsKnown()
+		if ix.Multikey && !known {
+			continue
+		}
+		mk := multikeyOf(&ix)
+		mk = index.Multikey{Components: cloneComponents(mk.Components), Paths: slices.Clone(mk.Paths)}
+		mk.Add(g.mk)
+		ix.Multikey, ix.MultikeyComponents, ix.MultikeyPaths = true, mk.Components, mk.Paths
 		if err := e.cat.UpdateIndex(tx, coll.DB, coll.Name, ix); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func cloneComponents(c [][]int) [][]int {
+	out := make([][]int, len(c))
+	for i, x := range c {
+		out[i] = slices.Clone(x)
+	}
+	return out
 }
 
 // indexInsert adds a new document's entries in every index of ns.

@@ -30,6 +30,10 @@ type IndexInfo struct {
 	Spec *index.Spec
 	// Multikey: some document produced several keys in this index.
 	Multikey bool
+	// MultikeyPaths says which paths held arrays, when PathsKnown (see
+	// catalog.Index.MultikeyPathsKnown).
+	MultikeyPaths index.Multikey
+	PathsKnown    bool
 	// Building: the index is being filled and must not serve queries.
 	Building bool
 }
@@ -47,7 +51,8 @@ func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
 			_ = r.snap.Close()
 			return nil, err
 		}
-		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building})
+		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building,
+			MultikeyPaths: multikeyOf(&ix), PathsKnown: ix.MultikeyPathsKnown()})
 	}
 	return r, nil
 }
@@ -101,7 +106,6 @@ func (r *Reader) Entries(ixName string, rng KeyRange, reverse bool) (*Cursor, er
 	if ix == nil {
 		return &Cursor{}, nil
 	}
-	r.e.recordIndexAccess(ix) // $indexStats: one access per scan opened
 	var spec *index.Spec
 	for _, info := range r.ixs {
 		if info.Name == ixName {
@@ -128,6 +132,20 @@ func (r *Reader) open(prefix []byte, rng KeyRange, reverse bool, spec *index.Spe
 		c.index, c.parts, c.unique = true, spec.KeyParts(), spec.Unique
 	}
 	return c, nil
+}
+
+// RecordIndexAccess counts one use of index name ("_id_" for the _id
+// index) for $indexStats. The planner calls it once per executed query for
+// each index of the winning plan, as MongoDB counts accesses.ops; opening
+// key ranges (Entries) counts nothing, so trial plans and $in point lists
+// do not inflate the count.
+func (r *Reader) RecordIndexAccess(name string) {
+	if r.coll == nil {
+		return
+	}
+	if id, ok := usageID(r.coll, name); ok {
+		r.e.usage.counter(id, r.e.now).ops.Add(1)
+	}
 }
 
 // Close releases the snapshot.

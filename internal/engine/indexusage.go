@@ -37,9 +37,9 @@ type IndexAccess struct {
 }
 
 // RecordIndexAccess counts one use of index name of ns by a query plan
-// ("_id_" for the _id index). The executor calls it once per execution of
-// a plan that reads the index, as MongoDB counts accesses.ops; an unknown
-// collection or index is ignored.
+// ("_id_" for the _id index), for reads that use an index without a plan
+// (the point read of {_id: v}); plans count through
+// Reader.RecordIndexAccess. An unknown collection or index is ignored.
 func (e *Engine) RecordIndexAccess(ns Namespace, name string) {
 	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
 	if coll == nil {
@@ -48,11 +48,6 @@ func (e *Engine) RecordIndexAccess(ns Namespace, name string) {
 	if id, ok := usageID(coll, name); ok {
 		e.usage.counter(id, e.now).ops.Add(1)
 	}
-}
-
-// recordIndexAccess counts one use of ix (the planner's scan path).
-func (e *Engine) recordIndexAccess(ix *catalog.Index) {
-	e.usage.counter(ix.ID, e.now).ops.Add(1)
 }
 
 // IndexAccesses reports the access counter of index name of ns.

@@ -186,3 +186,35 @@ func (g *wildcardGen) add(v bsoncore.Value) {
 	}
 	g.ks.finish(b)
 }
+
+// WildcardIndexes reports whether a wildcard index holds keys for values
+// at the dotted path: the path lies under the index's root, the
+// wildcardProjection keeps it, and it is not the _id a "$**" index skips.
+// The planner asks before using the index for a condition on path.
+func (s *Spec) WildcardIndexes(path string) bool {
+	if s.gen != genWildcard || path == "" {
+		return false
+	}
+	parts := strings.Split(path, ".")
+	if s.skipID && parts[0] == "_id" {
+		return false
+	}
+	if s.proj == nil {
+		return true
+	}
+	// Project a document holding only path, and see whether it stays.
+	b := bsoncore.NewDocumentBuilder().AppendInt32(parts[len(parts)-1], 1)
+	for i := len(parts) - 2; i >= 0; i-- {
+		b = bsoncore.NewDocumentBuilder().AppendDocument(parts[i], b.Build())
+	}
+	out, err := s.proj.Apply(nil, b.Build(), -1)
+	if err != nil {
+		return false
+	}
+	v, err := bsoncore.Document(out).LookupErr(parts...)
+	return err == nil && v.Type == bsoncore.TypeInt32
+}
+
+// WildcardDescending reports whether a wildcard index keeps its values in
+// descending order ({"$**": -1}).
+func (s *Spec) WildcardDescending() bool { return s.gen == genWildcard && s.valDesc }

@@ -1,10 +1,13 @@
 package planner
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/index"
 )
 
 // cond is one condition of a filter on one path: an operator and its
@@ -176,4 +179,81 @@ func fieldOIL(conds []cond, multikey bool) OIL {
 		}
 	}
 	return out
+}
+
+// hashedOIL is the bounds the conditions on one path put on a hashed index
+// field: the hashes of the values an equality or $in names, as points
+// (NumberLongs, which explain prints). Ranges cannot use a hashed field:
+// hashes do not keep the values' order. Values that compare equal hash
+// alike (2, 2.0, NumberLong(2)), so every match is within the points; other
+// values may share a hash (2.5 hashes as 2), so FETCH applies the filter
+// again. Hashed fields hold no arrays (index.Spec.Keys refuses them), so
+// the conditions are intersected.
+func hashedOIL(conds []cond) OIL {
+	var eqs []cond
+	for _, c := range conds {
+		if c.op == "$eq" || c.op == "$in" {
+			eqs = append(eqs, c)
+		}
+	}
+	o := fieldOIL(eqs, false)
+	if o == nil || !o.allPoints() && len(o) > 0 {
+		return nil
+	}
+	hashes := make([]bsoncore.Value, len(o))
+	for i, iv := range o {
+		hashes[i] = hashValue(iv.Lo)
+	}
+	return pointsOIL(hashes)
+}
+
+// hashValue is v's key in a hashed index field.
+func hashValue(v bsoncore.Value) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: binary.LittleEndian.AppendUint64(nil, uint64(index.Hash(v)))}
+}
+
+// The hashed keys of null (a missing field) and undefined.
+var (
+	hashedNull      = hashValue(bsoncore.Value{Type: bsoncore.TypeNull})
+	hashedUndefined = hashValue(bsoncore.Value{Type: bsoncore.TypeUndefined})
+)
+
+// wildcardOIL is the bounds the conditions on one path put on the value
+// part of a wildcard index's keys. Wildcard indexes key the leaves under
+// a document or array, not the document or array itself, and hold nothing
+// for a missing field: an equality to a non-empty document cannot use
+// them (the condition is left to FETCH), and bounds that admit null or
+// undefined, or none at all, mean the index cannot serve the path (nil).
+func wildcardOIL(conds []cond, multikey bool) OIL {
+	var usable []cond
+	for _, c := range conds {
+		if (c.op == "$eq" || c.op == "$in") && namesDocument(c.v) {
+			continue
+		}
+		usable = append(usable, c)
+	}
+	o := fieldOIL(usable, multikey)
+	if o.IsFull() || o.hasNull() {
+		return nil
+	}
+	return o
+}
+
+// namesDocument reports an equality operand (or an $in list holding one)
+// that is a non-empty document.
+func namesDocument(v bsoncore.Value) bool {
+	isDoc := func(x bsoncore.Value) bool {
+		d, ok := x.DocumentOK()
+		return ok && len(d) > 5
+	}
+	if arr, ok := v.ArrayOK(); ok {
+		vals, _ := arr.Values()
+		for _, x := range vals {
+			if isDoc(x) {
+				return true
+			}
+		}
+		return false
+	}
+	return isDoc(v)
 }

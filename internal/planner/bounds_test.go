@@ -28,7 +28,7 @@ func TestBounds(t *testing.T) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	line := 0
-	var key, filter, want string
+	var key, filter, want, mkPaths string
 	multikey := false
 	check := func() {
 		if key == "" {
@@ -48,7 +48,10 @@ func TestBounds(t *testing.T) {
 		}
 		raw, _ := bson.Marshal(flt)
 		ix := &indexRef{name: "ix", spec: spec, multikey: multikey}
-		bounds := boundsFrom(analyze(bsoncore.Document(raw)), ix)
+		if mkPaths != "" {
+			ix.multikey, ix.mkKnown, ix.mk = true, true, multikeyFromNames(t, spec, mkPaths)
+		}
+		bounds, _ := boundsFrom(analyze(bsoncore.Document(raw)), ix)
 		got := "none"
 		if !bounds[0].IsFull() {
 			d, _ := bson.MarshalExtJSON(newIXScan(ix, bounds, false).boundsDoc(), false, false)
@@ -57,7 +60,7 @@ func TestBounds(t *testing.T) {
 		if got != want {
 			t.Errorf("line %d: key %s%s filter %s:\n got  %s\n want %s", line, key, map[bool]string{true: " (multikey)"}[multikey], filter, got, want)
 		}
-		key, filter, want, multikey = "", "", "", false
+		key, filter, want, mkPaths, multikey = "", "", "", "", false
 	}
 	for sc.Scan() {
 		line++
@@ -69,6 +72,8 @@ func TestBounds(t *testing.T) {
 			key = strings.TrimSpace(strings.TrimPrefix(text, "key:"))
 		case text == "multikey":
 			multikey = true
+		case strings.HasPrefix(text, "multiKeyPaths:"):
+			mkPaths = strings.TrimSpace(strings.TrimPrefix(text, "multiKeyPaths:"))
 		case strings.HasPrefix(text, "filter:"):
 			filter = strings.TrimSpace(strings.TrimPrefix(text, "filter:"))
 		case strings.HasPrefix(text, "bounds:"):
@@ -116,4 +121,24 @@ func TestImplies(t *testing.T) {
 			t.Errorf("%s implies %s: %v, want %v", c.filter, c.pfe, got, c.want)
 		}
 	}
+}
+
+// multikeyFromNames reads explain's multiKeyPaths form ({"a.b": ["a"]})
+// back into per-field components.
+func multikeyFromNames(t *testing.T, spec *index.Spec, names string) index.Multikey {
+	t.Helper()
+	var m map[string][]string
+	if err := bson.UnmarshalExtJSON([]byte(names), false, &m); err != nil {
+		t.Fatalf("multiKeyPaths %s: %v", names, err)
+	}
+	mk := index.Multikey{Components: make([][]int, len(spec.KeyPattern))}
+	for i, f := range spec.KeyPattern {
+		for _, p := range m[f.Path] {
+			mk.Components[i] = append(mk.Components[i], strings.Count(p, "."))
+		}
+	}
+	if got := spec.PathNames(mk); len(got) != len(spec.KeyPattern) {
+		t.Fatalf("multiKeyPaths %s: %v", names, got)
+	}
+	return mk
 }

@@ -85,7 +85,7 @@ func indexSignature(r *engine.Reader) string {
 	var b strings.Builder
 	b.WriteString(strconv.FormatUint(r.CollectionID(), 10))
 	for _, ix := range r.Indexes() {
-		fmt.Fprintf(&b, "|%s:%x:%t:%t", ix.Name, []byte(ix.Spec.Original), ix.Multikey, ix.Building)
+		fmt.Fprintf(&b, "|%s:%x:%t:%t:%v%v", ix.Name, []byte(ix.Spec.Original), ix.Multikey, ix.Building, ix.MultikeyPaths.Components, ix.MultikeyPaths.Paths)
 	}
 	return b.String()
 }

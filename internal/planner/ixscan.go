@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -23,7 +25,104 @@ type indexRef struct {
 	multikey bool
 	isID     bool
 	building bool
+
+	// mk says which paths held arrays when mkKnown (catalog.Index's
+	// multikey record); otherwise every path of a multikey index counts as
+	// multikey.
+	mk      index.Multikey
+	mkKnown bool
+
+	// A wildcard index serves one path per plan, as MongoDB expands it:
+	// wildPath is that path, and fields and keyPattern are the two-part
+	// key the scan reads ({$_path: 1, <path>: 1}).
+	wildPath     string
+	wildPrefixes []string // the prefixes of wildPath that held arrays
+	fields       []index.Field
+	keyPattern   bsoncore.Document
 }
+
+// keyFields is the key pattern the scan reads.
+func (ix *indexRef) keyFields() []index.Field {
+	if ix.fields != nil {
+		return ix.fields
+	}
+	return ix.spec.KeyPattern
+}
+
+// keyDoc is the key pattern explain shows.
+func (ix *indexRef) keyDoc() bsoncore.Document {
+	if ix.keyPattern != nil {
+		return ix.keyPattern
+	}
+	return ix.spec.Key
+}
+
+// fieldMultikey reports whether the path of key field i may hold arrays.
+func (ix *indexRef) fieldMultikey(i int) bool {
+	if !ix.multikey || !ix.mkKnown || ix.wildPath != "" {
+		return ix.multikey
+	}
+	return i < len(ix.mk.Components) && len(ix.mk.Components[i]) > 0
+}
+
+// multikeyPrefixes lists the prefixes of key field i's path that held
+// arrays; when unknown, its first component stands for any.
+func (ix *indexRef) multikeyPrefixes(i int) []string {
+	f := ix.keyFields()[i]
+	if !ix.mkKnown {
+		return f.Parts[:1]
+	}
+	return ix.spec.PathNames(ix.mk)[i]
+}
+
+// shareMultikeyPrefix reports whether key fields i and j reach a common
+// array: a multikey prefix of one is a prefix of both paths.
+func (ix *indexRef) shareMultikeyPrefix(i, j int) bool {
+	fields := ix.keyFields()
+	for _, k := range []int{i, j} {
+		for _, p := range ix.multikeyPrefixes(k) {
+			if underPath(fields[i].Path, p) && underPath(fields[j].Path, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// underPath reports whether path is p or lies below it.
+func underPath(path, p string) bool {
+	return path == p || strings.HasPrefix(path, p+".")
+}
+
+// wildcardRef is wildcard index ix as it serves conditions on path: the
+// path is multikey when it, or a prefix of it, held an array.
+func wildcardRef(ix *indexRef, path string) *indexRef {
+	kind, dir := index.Ascending, int32(1)
+	if ix.spec.WildcardDescending() {
+		kind, dir = index.Descending, -1
+	}
+	var prefixes []string
+	for _, p := range ix.mk.Paths {
+		if underPath(path, p) {
+			prefixes = append(prefixes, p)
+		}
+	}
+	multikey := ix.multikey && (!ix.mkKnown || len(prefixes) > 0)
+	return &indexRef{
+		name: ix.name, spec: ix.spec, multikey: multikey, building: ix.building,
+		mk: index.Multikey{Components: [][]int{nil, nil}}, mkKnown: ix.mkKnown,
+		wildPrefixes: prefixes,
+		wildPath:     path,
+		fields: []index.Field{
+			{Path: wildcardPathField, Parts: []string{wildcardPathField}, Kind: index.Ascending},
+			{Path: path, Parts: strings.Split(path, "."), Kind: kind},
+		},
+		keyPattern: bsoncore.NewDocumentBuilder().AppendInt32(wildcardPathField, 1).AppendInt32(path, dir).Build(),
+	}
+}
+
+// wildcardPathField names the path part of a wildcard key in explain.
+const wildcardPathField = "$_path"
 
 // idSpec is the _id index's specification.
 var idSpec = func() *index.Spec {
@@ -78,7 +177,7 @@ var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
 
 func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 	s := &ixScan{ix: ix, bounds: bounds, reverse: reverse, dedup: ix.multikey}
-	s.ranges, s.checkFrom = keyRanges(ix.spec, bounds)
+	s.ranges, s.checkFrom = keyRanges(ix.keyFields(), bounds)
 	return s
 }
 
@@ -86,10 +185,10 @@ func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 // combination of the points of the leading point-only fields, then the
 // intervals of the next field. checkFrom is the first field the ranges do
 // not decide.
-func keyRanges(spec *index.Spec, bounds []OIL) ([]engine.KeyRange, int) {
+func keyRanges(fields []index.Field, bounds []OIL) ([]engine.KeyRange, int) {
 	prefixes := [][]byte{nil}
 	for i, o := range bounds {
-		desc := spec.KeyPattern[i].Kind == index.Descending
+		desc := fields[i].Kind == index.Descending
 		ivs := o.intervals()
 		if desc {
 			ivs = o.reversed()
@@ -296,17 +395,10 @@ func (s *ixScan) describe(d *doc, withStats bool) {
 	if s.cover && len(s.rawFilter) > 5 {
 		put(d, "filter", bson.Raw(s.rawFilter))
 	}
-	put(d, "keyPattern", bson.Raw(spec.Key))
+	put(d, "keyPattern", bson.Raw(s.ix.keyDoc()))
 	put(d, "indexName", s.ix.name)
 	put(d, "isMultiKey", s.ix.multikey)
-	if !s.ix.multikey {
-		// Cairn records whether an index is multikey, not which of its
-		// paths are; MongoDB, too, omits multiKeyPaths when it does not
-		// know them, and a non-multikey index has none.
-		paths := doc{}
-		for _, f := range spec.KeyPattern {
-			put(&paths, f.Path, bson.A{})
-		}
+	if paths, ok := s.ix.multiKeyPaths(); ok {
 		put(d, "multiKeyPaths", paths)
 	}
 	put(d, "isUnique", spec.Unique)
@@ -334,7 +426,7 @@ func (s *ixScan) boundsDoc() doc {
 	if s.minMax[0] != nil || s.minMax[1] != nil {
 		return s.minMaxDoc()
 	}
-	for i, f := range s.ix.spec.KeyPattern {
+	for i, f := range s.ix.keyFields() {
 		var o OIL
 		if i < len(s.bounds) {
 			o = s.bounds[i]
@@ -376,4 +468,35 @@ func (s *ixScan) minMaxDoc() doc {
 		put(&out, f.Path, bson.A{iv.String()})
 	}
 	return out
+}
+
+// multiKeyPaths renders explain's multiKeyPaths: per key field, the
+// prefixes of its path that held arrays. ok is false when they are
+// unknown (a multikey index from an older catalog); MongoDB, too, omits
+// the field then.
+func (ix *indexRef) multiKeyPaths() (doc, bool) {
+	if ix.multikey && !ix.mkKnown {
+		return nil, false
+	}
+	out := doc{}
+	fields := ix.keyFields()
+	var names [][]string
+	if ix.wildPath == "" && !ix.isID {
+		names = ix.spec.PathNames(ix.mk)
+	}
+	for i, f := range fields {
+		arr := bson.A{}
+		switch {
+		case ix.wildPath != "" && i == 1:
+			for _, p := range ix.wildPrefixes {
+				arr = append(arr, p)
+			}
+		case i < len(names):
+			for _, p := range names[i] {
+				arr = append(arr, p)
+			}
+		}
+		put(&out, f.Path, arr)
+	}
+	return out, true
 }

@@ -17,7 +17,6 @@ func (pl *planning) orCandidate() *candidate {
 	if len(pl.a.ors) == 0 {
 		return nil
 	}
-	refs := append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, pl.ixs...)
 	var scans []stage
 	var names []string
 	for _, br := range pl.a.ors[0] {
@@ -28,12 +27,12 @@ func (pl *planning) orCandidate() *candidate {
 		var best *indexRef
 		var bestBounds []OIL
 		bestScore := -1
-		for _, ix := range refs {
-			bounds := boundsFrom(ba, ix)
-			if bounds[0].IsFull() {
+		for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, concrete(ba, pl.ixs)...) {
+			bounds, _ := boundsFrom(ba, ix)
+			if bounds[0].IsFull() || ix.wildPath != "" && bounds[1].IsFull() {
 				continue
 			}
-			if ix.spec.Sparse && !sparseSafe(bounds) {
+			if ix.spec.Sparse && !sparseSafe(ix.keyFields(), bounds) {
 				continue
 			}
 			if ix.spec.PartialFilterExpression != nil && !implies(ba, ix.spec.PartialFilterExpression) {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -69,6 +70,9 @@ func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
 		_ = e.Close()
 		return nil, err
 	}
+	if !opts.Explain {
+		e.recordAccesses()
+	}
 	return e, nil
 }
 
@@ -84,9 +88,9 @@ type planning struct {
 // indexes gathers the collection's indexes.
 func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
-		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building}
+		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
-		if info.Building || info.Spec.Hidden || info.Spec.IsHashed() || info.Spec.IsWildcard() {
+		if info.Building || info.Spec.Hidden {
 			continue
 		}
 		pl.ixs = append(pl.ixs, ref)
@@ -122,7 +126,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 		return []*candidate{pl.finish(&idHack{id: id}, false)}, nil
 	}
 	var out []*candidate
-	for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, pl.ixs...) {
+	for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, concrete(pl.a, pl.ixs)...) {
 		if c := pl.indexCandidate(ix, false); c != nil {
 			out = append(out, c)
 		}
@@ -152,7 +156,9 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		switch {
 		case ix.spec.PartialFilterExpression != nil && !implies(pl.a, ix.spec.PartialFilterExpression):
 			return nil
-		case ix.spec.Sparse && !sparseSafe(bounds):
+		case ix.spec.Sparse && !sparseSafe(ix.keyFields(), bounds):
+			return nil
+		case ix.wildPath != "" && bounds[1].IsFull():
 			return nil
 		case bounds[0].IsFull() && !(sorted && pl.q.Sort != nil):
 			return nil
@@ -178,49 +184,100 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		}
 	}
 	c.index, c.reverse = ix.name, reverse
+	if ix.wildPath != "" {
+		c.index += "\x00" + ix.wildPath // one candidate per path
+	}
 	return c
+}
+
+// concrete lists the indexes as plans use them for the analysed filter:
+// each wildcard index becomes one index per filtered path it holds (in
+// path order, so that plans and the cache are deterministic).
+func concrete(a *analysis, ixs []*indexRef) []*indexRef {
+	var out []*indexRef
+	for _, ix := range ixs {
+		if !ix.spec.IsWildcard() {
+			out = append(out, ix)
+			continue
+		}
+		paths := make([]string, 0, len(a.conds))
+		for p := range a.conds {
+			if ix.spec.WildcardIndexes(p) {
+				paths = append(paths, p)
+			}
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			out = append(out, wildcardRef(ix, p))
+		}
+	}
+	return out
 }
 
 // sparseSafe reports whether every document the bounds admit has some
 // indexed field present, so a sparse index holds all of them: a bounded
-// field that excludes null (the key of a missing field).
-func sparseSafe(bounds []OIL) bool {
-	for _, o := range bounds {
-		if !o.IsFull() && !o.hasNull() {
+// field that excludes null (the key of a missing field; for a hashed
+// field, the hash of null).
+func sparseSafe(fields []index.Field, bounds []OIL) bool {
+	for i, o := range bounds {
+		if o.IsFull() {
+			continue
+		}
+		if fields[i].Kind == index.Hashed {
+			if !o.contains(hashedNull) && !o.contains(hashedUndefined) {
+				return true
+			}
+			continue
+		}
+		if !o.hasNull() {
 			return true
 		}
 	}
 	return false
 }
 
-// bounds computes the bounds of every field of ix from the filter. On a
-// multikey index, a field whose path shares its first component with
-// another bounded field stays unbounded: both may reach the same array
-// through different elements ({"x.a": 1, "x.b": 2} over x: [{a: 1}, {b:
-// 2}]), so their bounds cannot be compounded.
-func (pl *planning) bounds(ix *indexRef) []OIL { return boundsFrom(pl.a, ix) }
+// bounds computes the bounds of every field of ix from the filter.
+func (pl *planning) bounds(ix *indexRef) []OIL { b, _ := boundsFrom(pl.a, ix); return b }
 
-func boundsFrom(a *analysis, ix *indexRef) []OIL {
-	out := make([]OIL, len(ix.spec.KeyPattern))
-	used := map[string]bool{}
-	for i, f := range ix.spec.KeyPattern {
+// boundsFrom computes the bounds of every field of ix from the analysed
+// filter, and which fields' bounds are exactly all their conditions
+// intersected (for residual). On a multikey index, a field whose path
+// shares a multikey prefix with another bounded field stays unbounded:
+// both may reach the same array through different elements ({"x.a": 1,
+// "x.b": 2} over x: [{a: 1}, {b: 2}]), so their bounds cannot be
+// compounded; and a field whose own path is multikey is bounded by one
+// condition only (fieldOIL).
+func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
+	fields := ix.keyFields()
+	out, exact = make([]OIL, len(fields)), make([]bool, len(fields))
+	if ix.wildPath != "" {
+		out[0] = pointsOIL([]bsoncore.Value{stringValue(ix.wildPath)})
+		out[1] = wildcardOIL(a.conds[ix.wildPath], ix.multikey)
+		return out, exact
+	}
+	var used []int
+	for i, f := range fields {
 		conds := a.conds[f.Path]
 		if len(conds) == 0 {
 			continue
 		}
-		if ix.multikey {
-			if used[f.Parts[0]] {
-				continue
-			}
+		if ix.multikey && slices.ContainsFunc(used, func(j int) bool { return ix.shareMultikeyPrefix(i, j) }) {
+			continue
 		}
-		o := fieldOIL(conds, ix.multikey)
+		var o OIL
+		if f.Kind == index.Hashed {
+			o = hashedOIL(conds)
+		} else {
+			o = fieldOIL(conds, ix.fieldMultikey(i))
+			exact[i] = !ix.fieldMultikey(i)
+		}
 		if o == nil {
 			continue
 		}
 		out[i] = o
-		used[f.Parts[0]] = true
+		used = append(used, i)
 	}
-	return out
+	return out, exact
 }
 
 // sortKey is one field of the requested sort.
@@ -246,26 +303,39 @@ func sortKeys(raw bsoncore.Document) ([]sortKey, bool) {
 }
 
 // providesSort reports whether scanning ix within bounds returns documents
-// in the requested order, and in which direction. The index must not be
-// multikey (a document would sit at several places of the order); leading
-// fields bound to one value may be skipped, and so may sort fields the
-// scan binds to one value (a field of this non-multikey index: any other
-// path may hold an array whose sort key is not the bound value).
+// in the requested order, and in which direction. Each sort key must be a
+// field of the index whose path never held an array (a document with an
+// array there sits at several places of the order, none of them its sort
+// key); leading fields bound to one value may be skipped, multikey or not
+// (a document has that key once), and so may sort fields the scan binds to
+// one value on a path without arrays (an array's sort key is not the bound
+// value). Fields after the sort keys may be multikey: a document's
+// duplicates then share its sort key, and the scan drops them.
 func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bool) {
 	if pl.q.Sort == nil {
 		return true, false
-	}
-	if ix.multikey {
-		return false, false
 	}
 	keys, ok := sortKeys(pl.q.RawSort)
 	if !ok {
 		return false, false
 	}
+	if ix.wildPath != "" {
+		// As in MongoDB, a wildcard index gives the order of a sort on
+		// exactly the path it serves, when that path never held an array:
+		// the scan reads one path, whose values are in key order.
+		if len(keys) != 1 || keys[0].path != ix.wildPath || ix.multikey {
+			return false, false
+		}
+		d := keys[0].dir
+		if ix.keyFields()[1].Kind == index.Descending {
+			d = -d
+		}
+		return true, d < 0
+	}
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern
 	for j := 0; j < len(keys); {
-		if i < len(fields) && fields[i].Path == keys[j].path {
+		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && !ix.fieldMultikey(i) {
 			d := keys[j].dir
 			if fields[i].Kind == index.Descending {
 				d = -d
@@ -281,7 +351,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 			i++
 			continue
 		}
-		if pointField(fields, bounds, keys[j].path) {
+		if pointField(ix, bounds, keys[j].path) {
 			j++
 			continue
 		}
@@ -292,10 +362,11 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 
 func singlePoint(o OIL) bool { return len(o) == 1 && o[0].IsPoint() }
 
-// pointField reports whether path is a field of the index bound to one value.
-func pointField(fields []index.Field, bounds []OIL, path string) bool {
-	for i, f := range fields {
-		if f.Path == path && singlePoint(bounds[i]) {
+// pointField reports whether path is a field of the index, on a path
+// without arrays, bound to one value.
+func pointField(ix *indexRef, bounds []OIL, path string) bool {
+	for i, f := range ix.keyFields() {
+		if f.Path == path && singlePoint(bounds[i]) && !ix.fieldMultikey(i) {
 			return true
 		}
 	}
@@ -344,14 +415,20 @@ func (pl *planning) hinted() (*candidate, error) {
 	if ix != nil && ix.building {
 		ix = nil // not complete yet: as if it did not exist
 	}
-	if ix == nil || ix.spec.Hidden || ix.spec.IsHashed() || ix.spec.IsWildcard() {
+	if ix == nil || ix.spec.Hidden || ix.spec.IsWildcard() {
 		if ix == nil && !pl.r.Exists() {
 			return pl.collScan(false), nil // no collection: nothing to read either way
 		}
 		if ix != nil && !ix.spec.Hidden {
-			// Hashed and wildcard indexes cannot be scanned by value yet:
-			// a full scan of them would miss documents, so read the
-			// collection instead.
+			// A wildcard index cannot be scanned whole: a full scan of
+			// it would miss documents (and return others several
+			// times). It serves the first filtered path it can bound,
+			// or the collection is read instead.
+			for _, w := range concrete(pl.a, []*indexRef{ix}) {
+				if c := pl.indexCandidate(w, false); c != nil {
+					return c, nil
+				}
+			}
 			return pl.collScan(false), nil
 		}
 		return nil, bad
@@ -476,18 +553,22 @@ func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
 
 // residual is the part of the filter a scan of ix within bounds does not
 // already guarantee, for FETCH to apply (nil: nothing; the scan is exact).
-// On a non-multikey index, a top-level condition on an index field is
-// guaranteed when the bounds hold it exactly: an equality to a plain
-// scalar, an $in of such, a type-bracketed range (the bounds of all of a
-// field's conditions are intersected there). Anything else stays.
+// A top-level condition on an index field is guaranteed when the bounds
+// hold it exactly: the field's path holds no arrays (in no document: the
+// index is not multikey there), all its conditions were intersected into
+// the bounds, and each is an equality to a plain scalar, an $in of such,
+// or a type-bracketed range. Anything else stays.
 func (pl *planning) residual(ix *indexRef) (*query.Filter, bsoncore.Document) {
 	q := pl.q
-	if ix.multikey || len(q.RawFilter) <= 5 {
+	if ix.wildPath != "" || len(q.RawFilter) <= 5 {
 		return q.Filter, q.RawFilter
 	}
+	_, exact := boundsFrom(pl.a, ix)
 	fields := map[string]bool{}
-	for _, f := range ix.spec.KeyPattern {
-		fields[f.Path] = true
+	for i, f := range ix.keyFields() {
+		// A hashed field's bounds are hashes, which different values
+		// share: its conditions always stay (exact is false).
+		fields[f.Path] = fields[f.Path] || exact[i]
 	}
 	elems, err := q.RawFilter.Elements()
 	if err != nil {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -338,6 +339,31 @@ func (e *Exec) ExecutionStats(allPlans bool) bson.D {
 		put(&d, "allPlansExecution", e.AllPlansExecution())
 	}
 	return d
+}
+
+// recordAccesses counts, for $indexStats, one access to each index the
+// winning plan reads, as MongoDB counts its plan summary's indexesUsed once
+// per query: "_id_" for an _id lookup or scan, each index once however
+// many ranges or $or branches read it, and nothing for the plans the trial
+// rejected. Explain does not count (it executes no query for the client).
+func (e *Exec) recordAccesses() {
+	var seen []string
+	walk(e.root, func(s stage) {
+		name := ""
+		switch s := s.(type) {
+		case *ixScan:
+			name = s.ix.name
+			if s.ix.isID {
+				name = "_id_"
+			}
+		case *idHack:
+			name = "_id_"
+		}
+		if name != "" && !slices.Contains(seen, name) {
+			seen = append(seen, name)
+			e.x.r.RecordIndexAccess(name)
+		}
+	})
 }
 
 // IndexesUsed lists the indexes the winning plan scans, in plan order

@@ -453,10 +453,54 @@ func pushDown(ns engine.Namespace, stages []bsoncore.Document) (findSpec, []bson
 						}
 					}
 				}
+				if sel.limit == 0 && len(rest) > 0 {
+					sel.distinct = distinctGroup(rest[0], sel.rawSort)
+				}
 			}
 		}
 	}
 	return sel, rest, nil
+}
+
+// distinctGroup returns the path f when st is {$group: {_id: "$f", …}}
+// with f the sort's first field and every other field a $first
+// accumulator: the $group then keeps only the first document of each
+// value of f, which lets the planner read one index entry per value
+// (DISTINCT_SCAN). The $group still runs, over those documents alone, so
+// its results are the same. "" otherwise.
+func distinctGroup(st, sort bsoncore.Document) string {
+	g, ok := stageArg(st, "$group")
+	if !ok {
+		return ""
+	}
+	first, err := sort.IndexErr(0)
+	if err != nil {
+		return ""
+	}
+	elems, err := g.Elements()
+	if err != nil {
+		return ""
+	}
+	path := ""
+	for _, el := range elems {
+		if el.Key() == "_id" {
+			s, ok := el.Value().StringValueOK()
+			if !ok || len(s) < 2 || s[0] != '$' || s[1] == '$' || s[1:] != first.Key() {
+				return ""
+			}
+			path = s[1:]
+			continue
+		}
+		acc, ok := el.Value().DocumentOK()
+		if !ok {
+			return ""
+		}
+		ops, err := acc.Elements()
+		if err != nil || len(ops) != 1 || ops[0].Key() != "$first" {
+			return ""
+		}
+	}
+	return path
 }
 
 // stageArg returns the document argument of a one-field stage {name: arg}.

@@ -36,6 +36,9 @@ type findSpec struct {
 	// countOnly: the results are only counted (count), so the plan may
 	// return empty documents (see planner.Query.Count).
 	countOnly bool
+	// distinct: the pipeline keeps only the first document of each value
+	// of this path (see planner.Query.DistinctPath).
+	distinct string
 }
 
 // newSelection parses a filter into a findSpec with no other options.

@@ -86,6 +86,7 @@ func (sp findSpec) query() *planner.Query {
 		Hint: sp.hint, Min: sp.min, Max: sp.max,
 		SortMemory: sp.sortMemory, AllowDiskUse: sp.allowDiskUse,
 		Deadline: sp.deadline, Count: sp.countOnly,
+		DistinctPath: sp.distinct,
 	}
 }
 

@@ -171,6 +171,16 @@ type ixScan struct {
 	// countOnly: the results are only counted (COUNT_SCAN); each is an
 	// empty document.
 	countOnly bool
+
+	// distinct: return only the first entry of each value of the first
+	// field (DISTINCT_SCAN, distinct.go). After each result the scan
+	// resumes at resume, the rest of curRng past that value; the cursor
+	// moves there at the next work, since the result's key and record id
+	// live in the cursor until then.
+	distinct bool
+	curRng   engine.KeyRange
+	seekNext bool
+	resume   *engine.KeyRange
 }
 
 var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
@@ -264,6 +274,12 @@ func prefixEnd(p []byte) []byte {
 }
 
 func (s *ixScan) work(x *execCtx) (*member, state, error) {
+	if s.seekNext {
+		s.seekNext = false
+		if err := s.close(); err != nil {
+			return nil, isEOF, err
+		}
+	}
 	for s.cur == nil || !s.cur.Next() {
 		if s.cur != nil {
 			if err := s.cur.Close(); err != nil {
@@ -271,14 +287,11 @@ func (s *ixScan) work(x *execCtx) (*member, state, error) {
 			}
 			s.cur = nil
 		}
-		if s.ri >= len(s.ranges) {
+		rng, ok := s.nextRange()
+		if !ok {
 			return nil, isEOF, nil
 		}
-		rng := s.ranges[s.ri]
-		if s.reverse {
-			rng = s.ranges[len(s.ranges)-1-s.ri]
-		}
-		s.ri++
+		s.curRng = rng
 		s.seeks++
 		var err error
 		if s.ix.isID {
@@ -332,8 +345,34 @@ func (s *ixScan) work(x *execCtx) (*member, state, error) {
 	if s.countOnly {
 		d = emptyDoc
 	}
+	if s.distinct {
+		s.seekNext = true
+		if rest, ok := s.skipPast(key); ok {
+			s.resume = &rest
+		}
+	}
 	s.m = member{rid: rid, key: key, ix: s, doc: d}
 	return &s.m, advanced, nil
+}
+
+// nextRange is the key range to read next: the rest of the current one
+// after a distinct scan's seek, else the next of the list; false at the
+// end.
+func (s *ixScan) nextRange() (engine.KeyRange, bool) {
+	if s.resume != nil {
+		rng := *s.resume
+		s.resume = nil
+		return rng, true
+	}
+	if s.ri >= len(s.ranges) {
+		return engine.KeyRange{}, false
+	}
+	rng := s.ranges[s.ri]
+	if s.reverse {
+		rng = s.ranges[len(s.ranges)-1-s.ri]
+	}
+	s.ri++
+	return rng, true
 }
 
 // covered rebuilds the document a key stands for (or fetches it, see
@@ -387,9 +426,12 @@ func (s *ixScan) close() error {
 
 func (s *ixScan) describe(d *doc, withStats bool) {
 	spec := s.ix.spec
-	if s.countOnly {
+	switch {
+	case s.countOnly:
 		put(d, "stage", "COUNT_SCAN")
-	} else {
+	case s.distinct:
+		put(d, "stage", "DISTINCT_SCAN")
+	default:
 		put(d, "stage", "IXSCAN")
 	}
 	if s.cover && len(s.rawFilter) > 5 {

@@ -38,6 +38,12 @@ type Query struct {
 	// scan whose bounds are exact need not fetch documents (COUNT_SCAN);
 	// such results are empty documents.
 	Count bool
+	// DistinctPath: the caller keeps only the first result of each value
+	// of this path, in the requested order (a $group on it whose
+	// accumulators are all $first, after the $sort). The planner may then
+	// read one index entry per value (DISTINCT_SCAN, distinct.go); any
+	// other plan returns every result, which is correct too.
+	DistinctPath string
 }
 
 // Options tune planning.
@@ -124,6 +130,9 @@ func (pl *planning) candidates() ([]*candidate, error) {
 	}
 	if id, ok := q.Filter.IDEquality(); ok {
 		return []*candidate{pl.finish(&idHack{id: id}, false)}, nil
+	}
+	if c := pl.distinctCandidate(); c != nil {
+		return []*candidate{c}, nil
 	}
 	var out []*candidate
 	for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, concrete(pl.a, pl.ixs)...) {

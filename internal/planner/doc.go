@@ -19,6 +19,9 @@
 //     the two-part key {$_path: 1, <path>: 1} — the collection scan when no index helps, a hinted index);
 //     run.go runs a trial among several (the multi-planner) and caches the
 //     winner per query shape (cache.go).
+//   - distinct.go: the distinct scan (DISTINCT_SCAN) of a $sort then a
+//     $group of $first accumulators on the sort's first field, when
+//     Query.DistinctPath asks for it and an index plainly qualifies.
 //   - stages.go and exec.go: the stages, worked one unit at a time, with
 //     MongoDB's per-stage counters.
 //

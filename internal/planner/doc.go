@@ -16,9 +16,9 @@
 //     next field) and checks later fields key by key.
 //   - plan.go enumerates candidates (an _id lookup, one scan per useful
 //     index — a wildcard index once per filtered path it holds, scanned as
-//     the two-part key {$_path: 1, <path>: 1} — the collection scan when no index helps, a hinted index);
-//     run.go runs a trial among several (the multi-planner) and caches the
-//     winner per query shape (cache.go).
+//     the two-part key {$_path: 1, <path>: 1} — the collection scan when
+//     no index helps, a hinted index); run.go runs a trial among several
+//     (the multi-planner) and caches the winner per query shape (cache.go).
 //   - distinct.go: the distinct scan (DISTINCT_SCAN) of a $sort then a
 //     $group of $first accumulators on the sort's first field, when
 //     Query.DistinctPath asks for it and an index plainly qualifies.
@@ -28,23 +28,23 @@
 // # Invariants
 //
 // "Bounds are a superset": an index plan's bounds cover every key of every
-// document the filter can match, and FETCH applies the whole filter to each
-// document, so a plan returns exactly the collection scan's documents. On a
-// field whose path held an array (the index's multiKeyPaths, recorded by
-// the write path in the catalog), conditions are never intersected ({a:
-// {$gt: 5, $lt: 8}} matches {a: [1, 10]} through two different elements),
+// document the filter can match, and FETCH applies to each document every
+// condition the bounds do not guarantee exactly (the residual filter), so a
+// plan returns exactly the collection scan's documents. On a field whose
+// path held an array (the index's multiKeyPaths, recorded by the write
+// path in the catalog), conditions are never intersected ({a: {$gt: 5,
+// $lt: 8}} matches {a: [1, 10]} through two different elements),
 // and fields sharing a multikey prefix are never compounded; other fields
 // of a multikey index are bounded as on any index. An index whose paths
 // are unknown (a catalog from before they were recorded) counts every path
 // as multikey. An equality to null also covers undefined and missing
-// fields. A hashed field's bounds are
-// hashes, which different values share: its conditions are never dropped
-// from FETCH's filter, and such a scan never covers a query nor gives
-// order. A wildcard index holds no key for a missing field nor for a
-// document as a whole: it serves a path only when the bounds exclude null
-// and undefined, and leaves equalities to non-empty documents to FETCH.
-// The differential test in
-// internal/commands checks this against forced collection scans.
+// fields. A hashed field's bounds are hashes, which different values
+// share: its conditions are never dropped from FETCH's filter, and such a
+// scan never covers a query nor gives order. A wildcard index holds no key
+// for a missing field nor for a document as a whole: it serves a path only
+// when the bounds exclude null and undefined, and leaves equalities to
+// non-empty documents to FETCH. The differential test in internal/commands
+// checks this against forced collection scans.
 //
 // "Order from the index": a plan without a SORT stage returns documents in
 // the requested order. Only index fields whose paths never held an array

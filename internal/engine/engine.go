@@ -64,7 +64,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
 	// Set before the first Write (see storage.Hooks).
-	hooks.Committed, hooks.Failed = cat.Committed, cat.Failed
+	hooks.Committing, hooks.Committed, hooks.Failed = cat.Committing, cat.Committed, cat.Failed
 	e := &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}
 	if err := e.openIDGen(); err != nil {
 		_ = db.Close()

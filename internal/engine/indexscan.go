@@ -15,15 +15,10 @@ import (
 // index scan and the fetches that follow it, the branches of an $or) sees
 // the same moment.
 //
-// Invariant "Reader catalog brackets its snapshot": the catalog is
-// published only after its commit is visible, so a reader reads it once
-// before taking the snapshot (before) and once after (after). Multikey
-// flags come from after, which is at least as new as the data scanned: a
-// document with an array in the snapshot is never planned as scalar. An
-// index serves queries only if before already held it ready (same id, not
-// Building): its entries are then complete in the snapshot. An index that
-// became ready, or was created, between the two reads may lack entries for
-// documents the snapshot holds, so the reader reports it as Building.
+// The reader's catalog matches its snapshot (catalog.Catalog.Snapshot):
+// an index is ready only if the snapshot holds all its entries, and a
+// multikey flag is set if the snapshot holds a document with an array on
+// its path.
 type Reader struct {
 	e    *Engine
 	snap *storage.Snapshot
@@ -47,18 +42,13 @@ type IndexInfo struct {
 
 // NewReader opens a snapshot of ns. Close it when done.
 func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
-	before := e.cat.Current()
-	r := &Reader{e: e, snap: e.db.NewSnapshot()}
-	after := e.cat.Current()
-	r.coll = after.Collection(ns.DB, ns.Coll)
+	r := &Reader{e: e}
+	st := e.cat.Snapshot(
+		func() { r.snap = e.db.NewSnapshot() },
+		func() { _ = r.snap.Close() })
+	r.coll = st.Collection(ns.DB, ns.Coll)
 	if r.coll == nil {
 		return r, nil
-	}
-	var was *catalog.Collection // nil: the catalog did not change meanwhile
-	if before != after {
-		if was = before.Collection(ns.DB, ns.Coll); was == nil {
-			was = &catalog.Collection{} // created meanwhile: no index is ready
-		}
 	}
 	for _, ix := range r.coll.Indexes {
 		spec, err := e.specs.get(ix)
@@ -66,26 +56,10 @@ func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
 			_ = r.snap.Close()
 			return nil, err
 		}
-		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey,
-			Building:      ix.Building || !readyBefore(was, ix.ID),
+		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building,
 			MultikeyPaths: multikeyOf(&ix), PathsKnown: ix.MultikeyPathsKnown()})
 	}
 	return r, nil
-}
-
-// readyBefore reports whether index id was ready in was, the reader's
-// collection as the catalog held it before the snapshot (nil: unchanged
-// since; see "Reader catalog brackets its snapshot").
-func readyBefore(was *catalog.Collection, id uint64) bool {
-	if was == nil {
-		return true
-	}
-	for _, ix := range was.Indexes {
-		if ix.ID == id {
-			return !ix.Building
-		}
-	}
-	return false
 }
 
 // Exists reports whether the collection existed when the reader opened.

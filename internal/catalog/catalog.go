@@ -134,7 +134,7 @@ type Catalog struct {
 	published atomic.Pointer[State]
 	// gen is odd from just before a group that changed the catalog commits
 	// until its state is published (or discarded): see "Catalog matches
-	// snapshot" at Snapshot.
+	// snapshot" at ReadBegin.
 	gen     atomic.Uint64
 	working *State
 	now     func() time.Time
@@ -225,33 +225,36 @@ func (c *Catalog) settle() {
 	}
 }
 
-// Snapshot calls take, which opens a storage snapshot, and returns the
-// catalog state that matches it.
+// ReadBegin and ReadValid pair the catalog with a storage snapshot:
 //
-// Invariant "Catalog matches snapshot": the returned state holds exactly
-// the catalog changes whose writes the snapshot sees. Current alone cannot
-// promise that: a group's writes become visible inside its batch commit,
-// its catalog state only after that commit returns (Committed), so a
-// snapshot taken in between would see, say, array values of an index the catalog still calls
-// not multikey. Snapshot works as a seqlock on gen: it reads the state
-// while no catalog change is in flight and retries (calling undo on the
-// snapshot) if one began before take returned. Catalog changes are rare
-// (DDL, an index's first array), so a retry, or a wait for one group's
-// sync, is too.
-func (c *Catalog) Snapshot(take, undo func()) *State {
+//	st, g := cat.ReadBegin()
+//	snap := db.NewSnapshot()
+//	if !cat.ReadValid(g) { close snap, start again }
+//
+// Invariant "Catalog matches snapshot": a state whose ReadValid holds has
+// exactly the catalog changes whose writes the snapshot sees. Current alone
+// cannot promise that: a group's writes become visible inside its batch
+// commit, its catalog state only after that commit returns (Committed), so
+// a snapshot taken in between would see, say, array values of an index the
+// catalog still calls not multikey. The pair is a seqlock on gen: ReadBegin
+// waits while a catalog change is in flight, ReadValid fails if one began
+// since. Catalog changes are rare (DDL, an index's first array), so a retry,
+// or a wait for one group's commit, is too.
+func (c *Catalog) ReadBegin() (*State, uint64) {
 	for wait := time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
-		g := c.gen.Load()
-		if g%2 == 0 {
+		if g := c.gen.Load(); g%2 == 0 {
 			st := c.published.Load()
-			take()
 			if c.gen.Load() == g {
-				return st
+				return st, g
 			}
-			undo()
 		}
 		time.Sleep(wait)
 	}
 }
+
+// ReadValid reports whether no catalog change began since ReadBegin
+// returned g (see "Catalog matches snapshot").
+func (c *Catalog) ReadValid(g uint64) bool { return c.gen.Load() == g }
 
 // Working is the state a request function sees, including earlier requests of
 // its group and its own changes. Only for use inside a storage request.

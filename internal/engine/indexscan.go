@@ -15,7 +15,7 @@ import (
 // index scan and the fetches that follow it, the branches of an $or) sees
 // the same moment.
 //
-// The reader's catalog matches its snapshot (catalog.Catalog.Snapshot):
+// The reader's catalog matches its snapshot (catalog.Catalog.ReadBegin):
 // an index is ready only if the snapshot holds all its entries, and a
 // multikey flag is set if the snapshot holds a document with an array on
 // its path.
@@ -43,9 +43,16 @@ type IndexInfo struct {
 // NewReader opens a snapshot of ns. Close it when done.
 func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
 	r := &Reader{e: e}
-	st := e.cat.Snapshot(
-		func() { r.snap = e.db.NewSnapshot() },
-		func() { _ = r.snap.Close() })
+	var st *catalog.State
+	for {
+		var g uint64
+		st, g = e.cat.ReadBegin()
+		r.snap = e.db.NewSnapshot()
+		if e.cat.ReadValid(g) {
+			break
+		}
+		_ = r.snap.Close()
+	}
 	r.coll = st.Collection(ns.DB, ns.Coll)
 	if r.coll == nil {
 		return r, nil

@@ -132,8 +132,12 @@ func (s *State) clone() *State {
 // commit pipeline changes (see "One writer").
 type Catalog struct {
 	published atomic.Pointer[State]
-	working   *State
-	now       func() time.Time
+	// gen is odd from just before a group that changed the catalog commits
+	// until its state is published (or discarded): see "Catalog matches
+	// snapshot" at ReadBegin.
+	gen     atomic.Uint64
+	working *State
+	now     func() time.Time
 }
 
 // firstID leaves ids below it free for fixed internal uses later.
@@ -194,11 +198,63 @@ func Load(db *storage.DB, now func() time.Time) (*Catalog, error) {
 // Current is the catalog as of the last committed write; safe from any goroutine.
 func (c *Catalog) Current() *State { return c.published.Load() }
 
+// Committing marks a catalog change in flight (gen odd) when the group about
+// to commit changed the catalog; the storage Committing hook.
+func (c *Catalog) Committing() {
+	if c.working != c.published.Load() {
+		c.gen.Add(1)
+	}
+}
+
 // Committed publishes the working state; the storage Committed hook.
-func (c *Catalog) Committed() { c.published.Store(c.working) }
+func (c *Catalog) Committed() {
+	c.published.Store(c.working)
+	c.settle()
+}
 
 // Failed discards unpublished changes; the storage Failed hook.
-func (c *Catalog) Failed() { c.working = c.published.Load() }
+func (c *Catalog) Failed() {
+	c.working = c.published.Load()
+	c.settle()
+}
+
+// settle ends a catalog change in flight (gen even again).
+func (c *Catalog) settle() {
+	if c.gen.Load()%2 == 1 {
+		c.gen.Add(1)
+	}
+}
+
+// ReadBegin and ReadValid pair the catalog with a storage snapshot:
+//
+//	st, g := cat.ReadBegin()
+//	snap := db.NewSnapshot()
+//	if !cat.ReadValid(g) { close snap, start again }
+//
+// Invariant "Catalog matches snapshot": a state whose ReadValid holds has
+// exactly the catalog changes whose writes the snapshot sees. Current alone
+// cannot promise that: a group's writes become visible inside its batch
+// commit, its catalog state only after that commit returns (Committed), so
+// a snapshot taken in between would see, say, array values of an index the
+// catalog still calls not multikey. The pair is a seqlock on gen: ReadBegin
+// waits while a catalog change is in flight, ReadValid fails if one began
+// since. Catalog changes are rare (DDL, an index's first array), so a retry,
+// or a wait for one group's commit, is too.
+func (c *Catalog) ReadBegin() (*State, uint64) {
+	for wait := time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
+		if g := c.gen.Load(); g%2 == 0 {
+			st := c.published.Load()
+			if c.gen.Load() == g {
+				return st, g
+			}
+		}
+		time.Sleep(wait)
+	}
+}
+
+// ReadValid reports whether no catalog change began since ReadBegin
+// returned g (see "Catalog matches snapshot").
+func (c *Catalog) ReadValid(g uint64) bool { return c.gen.Load() == g }
 
 // Working is the state a request function sees, including earlier requests of
 // its group and its own changes. Only for use inside a storage request.

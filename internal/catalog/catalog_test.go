@@ -21,7 +21,7 @@ func openCatalog(t *testing.T, dir string) (*storage.DB, *Catalog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks.Committed, hooks.Failed = cat.Committed, cat.Failed
+	hooks.Committing, hooks.Committed, hooks.Failed = cat.Committing, cat.Committed, cat.Failed
 	return db, cat
 }
 

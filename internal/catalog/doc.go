@@ -12,5 +12,8 @@
 // Invariant "One writer": the working State is read and changed only on the
 // commit pipeline's goroutine (inside request functions); readers use
 // Current, the State as of the last committed group, which is immutable.
+// A reader that pairs the catalog with a storage snapshot (a query plan)
+// uses [Catalog.ReadBegin] instead (invariant "Catalog matches snapshot"):
+// a group's writes are visible before its State is published.
 // A database exists while it holds at least one collection, as in MongoDB.
 package catalog

@@ -1,10 +1,25 @@
 // Package engine is a node's database engine: it turns document operations
-// (insert, get, scan, replace, delete) and catalog operations (create, drop,
-// rename) into commit-pipeline requests over the storage keyspaces, keeping
-// documents, indexes and catalog records consistent in one atomic commit.
+// (insert, get, scan, replace, delete, read-modify-write) and catalog
+// operations (create, drop, rename, indexes) into commit-pipeline requests
+// over the storage keyspaces, keeping documents, indexes and catalog records
+// consistent in one atomic commit.
 //
 // The command layer (wire protocol) and the embedded Go API both call it;
 // query, update and planner packages build on its document access.
+//
+// Where things live:
+//   - write.go, modify.go: inserts, and Modify, the one read-modify-write
+//     path of updates, replaces and deletes (TTL passes use it too).
+//   - output.go: the writes of $out (a temporary collection renamed over
+//     the target) and $merge.
+//   - indexes.go: index maintenance inside every write; ddl_index.go and
+//     indexbuild.go: createIndexes and the background build over existing
+//     documents; collmod.go: index changes (hidden, expireAfterSeconds).
+//   - read.go, indexscan.go: reads; a [Reader] gives a query plan one
+//     snapshot and the catalog that matches it.
+//   - ttl.go: finding expired documents (package ttl decides when).
+//   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
+//     counters and the currentOp registry, all in memory.
 //
 // Invariant "Clustered by _id": a document lives at DocKey(collID,
 // keystring(_id)), so _id uniqueness is one point read inside the pipeline
@@ -12,4 +27,17 @@
 //
 // Invariant "_id first": stored documents begin with their _id field, as
 // MongoDB stores them; a missing _id is generated (an ObjectId) on insert.
+//
+// Invariant "Tail bound" (write.go): an insert above its collection's
+// greatest document key skips the uniqueness read; every path that makes
+// document keys goes through insertOne, which keeps the bound.
+//
+// Invariant "Builds see current documents" (indexbuild.go): an index build
+// reads each batch inside its pipeline request, so concurrent writes need no
+// side table.
+//
+// State kept by the engine across requests (tail bounds, parsed specs,
+// access counters) is keyed by collection or index id; ids are never reused
+// ("Ids are never reused", package catalog), and the entries of dropped ids
+// are forgotten when the catalog change commits.
 package engine

@@ -63,9 +63,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
-	// Set before the first Write (see storage.Hooks).
-	hooks.Committed, hooks.Failed = cat.Committed, cat.Failed
 	e := &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}
+	// Set before the first Write (see storage.Hooks).
+	hooks.Committing, hooks.Committed, hooks.Failed = cat.Committing, e.committed, cat.Failed
 	if err := e.openIDGen(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
@@ -89,3 +89,45 @@ func (e *Engine) Catalog() *catalog.State { return e.cat.Current() }
 
 // Storage exposes the store, for benchmarks and diagnostics.
 func (e *Engine) Storage() *storage.DB { return e.db }
+
+// committed publishes a committed group's catalog (the storage Committed
+// hook) and, when the group changed it, forgets what the engine cached for
+// collections and indexes that no longer exist, so caches keyed by id do
+// not grow with every collection ever made ($out makes one per run).
+func (e *Engine) committed() {
+	prev := e.cat.Current()
+	e.cat.Committed()
+	if cur := e.cat.Current(); cur != prev {
+		e.forgetDropped(cur)
+	}
+}
+
+// forgetDropped drops the per-id entries (tail bounds, parsed specs, access
+// counters) of ids st no longer holds. It runs on the pipeline goroutine
+// between groups, where the tail bounds may be changed ("Serial apply"); a
+// dropped id has no keys left, so a bound reloaded for it would be the
+// same. A reader on an older catalog may cache a dropped index's spec or
+// counter again: that entry stays until the next change, harmless.
+func (e *Engine) forgetDropped(st *catalog.State) {
+	live := map[uint64]bool{}
+	for _, c := range st.Collections("") {
+		live[c.ID] = true
+		for _, ix := range c.Indexes {
+			live[ix.ID] = true
+		}
+	}
+	for id := range e.tails.last {
+		if !live[id] {
+			delete(e.tails.last, id)
+		}
+	}
+	forget := func(k, _ any) bool {
+		if !live[k.(uint64)] {
+			e.specs.m.Delete(k)
+			e.usage.m.Delete(k)
+		}
+		return true
+	}
+	e.specs.m.Range(forget)
+	e.usage.m.Range(forget)
+}

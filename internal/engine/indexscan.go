@@ -15,8 +15,10 @@ import (
 // index scan and the fetches that follow it, the branches of an $or) sees
 // the same moment.
 //
-// The snapshot is taken before the catalog is read, so the catalog the
-// planner sees (multikey flags) is at least as new as the data it scans.
+// The reader's catalog matches its snapshot (catalog.Catalog.ReadBegin):
+// an index is ready only if the snapshot holds all its entries, and a
+// multikey flag is set if the snapshot holds a document with an array on
+// its path.
 type Reader struct {
 	e    *Engine
 	snap *storage.Snapshot
@@ -40,8 +42,18 @@ type IndexInfo struct {
 
 // NewReader opens a snapshot of ns. Close it when done.
 func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
-	r := &Reader{e: e, snap: e.db.NewSnapshot()}
-	r.coll = e.cat.Current().Collection(ns.DB, ns.Coll)
+	r := &Reader{e: e}
+	var st *catalog.State
+	for {
+		var g uint64
+		st, g = e.cat.ReadBegin()
+		r.snap = e.db.NewSnapshot()
+		if e.cat.ReadValid(g) {
+			break
+		}
+		_ = r.snap.Close()
+	}
+	r.coll = st.Collection(ns.DB, ns.Coll)
 	if r.coll == nil {
 		return r, nil
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // Operations in progress, as currentOp lists them. The engine keeps the
-// registry because its own long operations (index builds, TTL passes) run
-// without a client command of their own; the command layer registers each
+// registry because its own long operations (index builds; TTL passes are
+// not registered yet) run without a client command of their own; the command layer registers each
 // client command in the same registry, so one list shows both.
 //
 // Invariant "Command bytes live with their op": an Op may hold its command

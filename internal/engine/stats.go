@@ -52,21 +52,20 @@ func (e *Engine) CollectionStats(ns Namespace) (CollectionStats, error) {
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
 	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
-	idBytes, err := scanRange(snap, prefix, func(k, v []byte) {
-		st.Count++
-		st.DataSize += int64(len(v))
-	}, true)
+	docs, err := scanRange(snap, prefix)
 	if err != nil {
 		return st, err
 	}
-	st.IndexSizes = append(st.IndexSizes, IndexSize{Name: catalog.IDIndexName, Bytes: idBytes})
+	st.Count, st.DataSize = docs.keys, docs.valueBytes
+	st.IndexSizes = append(st.IndexSizes, IndexSize{Name: catalog.IDIndexName, Bytes: docs.keyBytes})
 	for _, ix := range coll.Indexes {
 		p := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
-		n, err := scanRange(snap, p, nil, false)
+		r, err := scanRange(snap, p)
 		if err != nil {
 			return st, err
 		}
-		st.IndexSizes = append(st.IndexSizes, IndexSize{Name: ix.Name, Bytes: n})
+		stored := r.keyBytes + r.keys*int64(len(p)) + r.valueBytes
+		st.IndexSizes = append(st.IndexSizes, IndexSize{Name: ix.Name, Bytes: stored})
 	}
 	size, err := e.db.Pebble().EstimateDiskUsage(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
@@ -76,38 +75,28 @@ func (e *Engine) CollectionStats(ns Namespace) (CollectionStats, error) {
 	return st, nil
 }
 
-// scanRange walks the keys under prefix, calling fn (if set) on each, and
-// returns the bytes of the keys without prefix (idOnly) or of keys and
-// values.
-func scanRange(snap *storage.Snapshot, prefix []byte, fn func(k, v []byte), idOnly bool) (int64, error) {
+// rangeSizes are the figures of one key range: how many keys, the bytes of
+// those keys without the range's prefix, and the bytes of their values.
+type rangeSizes struct{ keys, keyBytes, valueBytes int64 }
+
+// scanRange walks the keys under prefix and sums their sizes.
+func scanRange(snap *storage.Snapshot, prefix []byte) (rangeSizes, error) {
+	var r rangeSizes
 	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	var n int64
 	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if idOnly {
-			n += int64(len(k) - len(prefix))
-		} else {
-			n += int64(len(k))
-		}
-		if fn == nil && idOnly {
-			continue
-		}
 		v, err := it.Value()
 		if err != nil {
 			_ = it.Close()
-			return 0, err
+			return rangeSizes{}, err
 		}
-		if !idOnly {
-			n += int64(len(v))
-		}
-		if fn != nil {
-			fn(k, v)
-		}
+		r.keys++
+		r.keyBytes += int64(len(it.Key()) - len(prefix))
+		r.valueBytes += int64(len(v))
 	}
-	return n, it.Close()
+	return r, it.Close()
 }
 
 // DatabaseSize estimates the bytes on disk of db's collections.

@@ -150,16 +150,23 @@ func (e *Engine) Delete(ns Namespace, id bsoncore.Value) (deleted bool, err erro
 // Invariant "Tail bound": for every collection c in the map, no document
 // key of c that exists (committed, or written by a request of the group
 // being applied) is greater than last[c]. It holds because
-//   - only insertOne creates document keys (Modify rewrites or deletes keys
-//     it found; a replacement cannot change _id), and insertOne raises the
+//   - only insertOne creates document keys: Insert, upserts, Merge's
+//     inserts and $out's temporary collection all go through it (Modify
+//     rewrites or deletes keys it found, a replacement cannot change _id,
+//     a rename keeps the collection's id and keys, index builds and TTL
+//     passes write index entries or delete), and insertOne raises the
 //     bound before anything else can see the key;
 //   - a bound is first loaded from the collection's last key as the group
 //     sees it, before the request adds any document of its own to c (the
-//     load happens at the request's first insert into c);
+//     load happens at the request's first insert into c). That order
+//     matters: Txn.NewIter does not see the request's own writes;
 //   - every other change only lowers the set of keys (deletes, dropping a
 //     collection) or discards writes (a rolled-back document, a failed
 //     request or group), which leaves the bound high: too high only costs a
-//     read, never a missed duplicate.
+//     read, never a missed duplicate;
+//   - a bound is forgotten only between groups, for a collection the
+//     committed catalog no longer holds (forgetDropped): no key of it is
+//     left, and a later use loads it afresh.
 //
 // The map is used only on the commit pipeline's goroutine ("Serial apply"),
 // so it needs no lock.

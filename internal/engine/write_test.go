@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
 )
 
 // TestInsertUniqueAgainstModel checks _id uniqueness (and so the "Tail
@@ -149,5 +150,55 @@ func TestConcurrentInsertsOfRisingIDs(t *testing.T) {
 	}
 	if got := len(scanIDs(t, e, users)); got != ids {
 		t.Fatalf("%d documents stored, want %d", got, ids)
+	}
+}
+
+// TestDroppedIDsAreForgotten checks that the caches keyed by collection and
+// index id (tail bounds, parsed specs, access counters) lose a collection's
+// entries when it is dropped, so they do not grow with every collection
+// ever made, and that a later collection still gets correct uniqueness.
+func TestDroppedIDsAreForgotten(t *testing.T) {
+	e := openEngine(t, t.TempDir())
+	cached := func(id uint64) (tail, spec, usage bool) {
+		// The tail bounds belong to the pipeline goroutine: read them there.
+		_ = e.db.Write(func(*storage.Txn) error {
+			_, tail = e.tails.last[id]
+			return nil
+		})
+		_, spec = e.specs.m.Load(id)
+		_, usage = e.usage.m.Load(id)
+		return
+	}
+	for round := range 3 {
+		ns := Namespace{DB: "db", Coll: fmt.Sprintf("c%d", round)}
+		if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}})}, true); err != nil {
+			t.Fatal(err)
+		}
+		coll := e.Catalog().Collection(ns.DB, ns.Coll)
+		ixID := coll.Indexes[0].ID
+		if tail, _, _ := cached(coll.ID); !tail {
+			t.Fatalf("round %d: no tail bound after an insert", round)
+		}
+		if _, spec, usage := cached(ixID); !spec || !usage {
+			t.Fatalf("round %d: index spec cached %v, counter %v after createIndexes", round, spec, usage)
+		}
+		if _, err := e.DropCollection(ns); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []uint64{coll.ID, ixID} {
+			if tail, spec, usage := cached(id); tail || spec || usage {
+				t.Fatalf("round %d: id %d still cached after the drop: tail %v, spec %v, counter %v", round, id, tail, spec, usage)
+			}
+		}
+		res, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}}), doc(t, bson.D{{"_id", 1}})}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Inserted != 1 || len(res.WriteErrors) != 1 {
+			t.Fatalf("round %d: recreated collection: %d inserted, %d errors; want 1 and the duplicate refused", round, res.Inserted, len(res.WriteErrors))
+		}
 	}
 }

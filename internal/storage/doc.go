@@ -42,5 +42,9 @@
 // returns nil only after the group's WAL record is synced.
 //
 // Committed groups are the seam for later features: replication, change
-// streams and version history observe them through [Hooks].
+// streams and version history observe them through [Hooks]. A group's
+// writes become visible to readers inside its batch commit, before
+// Committed runs; Committing runs just before that commit, so state
+// published at Committed (the catalog) can tell readers a change is in
+// flight.
 package storage

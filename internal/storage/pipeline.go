@@ -9,14 +9,17 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Hooks observe the commit pipeline from its own goroutine. Committed runs
-// after a group is durable and before any of its requests is acknowledged;
-// Failed runs when a group could not be committed, so in-memory state that
-// requests advanced can be reset to the last committed state. Set the fields
-// before the first Write; the pipeline reads them when a group completes.
+// Hooks observe the commit pipeline from its own goroutine. Committing runs
+// after a group's requests applied and before its batch commits, that is
+// before any reader can see its writes; Committed runs after a group is
+// durable and before any of its requests is acknowledged; Failed runs when a
+// group could not be committed, so in-memory state that requests advanced
+// can be reset to the last committed state. Set the fields before the first
+// Write; the pipeline reads them when a group completes.
 type Hooks struct {
-	Committed func()
-	Failed    func()
+	Committing func()
+	Committed  func()
+	Failed     func()
 }
 
 // maxGroup bounds how many requests one commit group holds, so one sync does
@@ -147,6 +150,9 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 	}
 	if applied == 0 {
 		return
+	}
+	if p.hooks != nil && p.hooks.Committing != nil {
+		p.hooks.Committing()
 	}
 	var err error
 	if !batch.Empty() {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -218,6 +219,28 @@ func TestHooksRunOnCommit(t *testing.T) {
 	}
 	if committed.Load() != 1 {
 		t.Fatalf("Committed ran %d times", committed.Load())
+	}
+}
+
+// TestCommittingRunsBeforeVisibility checks the Committing hook runs before
+// a group's writes can be read (the catalog's seqlock depends on it) and
+// before Committed.
+func TestCommittingRunsBeforeVisibility(t *testing.T) {
+	var db *DB
+	var order []string
+	hooks := &Hooks{
+		Committing: func() {
+			_, found, err := db.Get(nil, []byte("a"))
+			order = append(order, fmt.Sprintf("committing(visible=%v, err=%v)", found, err))
+		},
+		Committed: func() { order = append(order, "committed") },
+	}
+	db = openTest(t, Options{Hooks: hooks})
+	if err := db.Write(func(tx *Txn) error { tx.Set([]byte("a"), nil); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(order, " "), "committing(visible=false, err=<nil>) committed"; got != want {
+		t.Fatalf("hooks ran as %q, want %q", got, want)
 	}
 }
 

@@ -25,10 +25,11 @@ type windowFn interface {
 	values(rc *runContext, p *partition) ([]bsoncore.Value, error)
 }
 
-// MongoDB's codes for rank-style functions.
+// MongoDB's codes for rank-style functions and the window memory limit.
 const (
-	codeRankWindow mongoerr.Code = 5371601 // a window on $rank & co.
-	codeRankSort   mongoerr.Code = 5371602 // they need exactly one sortBy field
+	codeRankWindow   mongoerr.Code = 5371601 // a window on $rank & co.
+	codeRankSort     mongoerr.Code = 5371602 // they need exactly one sortBy field
+	codeWindowMemory mongoerr.Code = 5414201 // window values over the memory budget
 )
 
 // windowSpecials are the window functions that are not accumulators.
@@ -77,7 +78,11 @@ func parseWindowFn(name string, v bsoncore.Value, s *setWindowFieldsStage, pc *p
 
 // accWindow folds an accumulator over each document's window. With an
 // unbounded lower bound the windows only grow, so one accumulator serves
-// the whole partition.
+// the whole partition. The arrays and documents it builds count against
+// the stage's memory budget: $push or $addToSet over growing windows makes
+// a partition of n documents hold O(n²) values, which MongoDB refuses
+// (5414201) rather than spills. (Scalars, a few bytes a document, are not
+// counted.)
 type accWindow struct {
 	acc    accSpec
 	bounds windowBounds
@@ -93,6 +98,7 @@ func (w *accWindow) values(rc *runContext, p *partition) ([]bsoncore.Value, erro
 	var (
 		acc   accumulator
 		added int
+		mem   int64
 	)
 	growing := w.bounds.lo.kind == boundUnbounded
 	for i := range p.docs {
@@ -114,11 +120,16 @@ func (w *accWindow) values(rc *runContext, p *partition) ([]bsoncore.Value, erro
 		if out[i], err = acc.result(); err != nil {
 			return nil, err
 		}
+		if t := out[i].Type; t == bsoncore.TypeArray || t == bsoncore.TypeEmbeddedDocument {
+			if mem += int64(len(out[i].Data)); mem > rc.opts.MaxMemory {
+				return nil, errorf(codeWindowMemory, "Exceeded memory limit in DocumentSourceSetWindowFields, used %d bytes but max allowed is %d", mem, rc.opts.MaxMemory)
+			}
+		}
 	}
 	return out, nil
 }
 
-// needsOneSort checks the one-field sortBy of rank-style functions.
+// noWindow rejects a window on a function that takes none.
 func noWindow(op string, window bsoncore.Value) error {
 	if window.Type != 0 {
 		return windowErr("'window' field is not allowed in %s", op)

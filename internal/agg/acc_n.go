@@ -208,11 +208,14 @@ func evalN(e expr.Expr, ctx *expr.Context) (int64, error) {
 	return n, nil
 }
 
-// firstLastNAcc keeps the first n values, or a ring of the last n.
+// firstLastNAcc keeps the first n values, or a ring of the last n: once
+// full, $lastN overwrites its oldest value at head, so each add is O(1)
+// however large n is.
 type firstLastNAcc struct {
 	n    int64
 	last bool
 	vals []bsoncore.Value
+	head int // with last and vals full, the index of the oldest value
 }
 
 func (a *firstLastNAcc) add(v bsoncore.Value) (int64, error) {
@@ -226,13 +229,22 @@ func (a *firstLastNAcc) add(v bsoncore.Value) (int64, error) {
 	if !a.last {
 		return 0, nil
 	}
-	grew := int64(len(v.Data) - len(a.vals[0].Data))
-	copy(a.vals, a.vals[1:])
-	a.vals[len(a.vals)-1] = copyValue(v)
+	grew := int64(len(v.Data) - len(a.vals[a.head].Data))
+	a.vals[a.head] = copyValue(v)
+	if a.head++; a.head == len(a.vals) {
+		a.head = 0
+	}
 	return grew, nil
 }
 
-func (a *firstLastNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+func (a *firstLastNAcc) result() (bsoncore.Value, error) {
+	if a.head == 0 {
+		return buildArray(a.vals), nil
+	}
+	ordered := make([]bsoncore.Value, 0, len(a.vals))
+	ordered = append(append(ordered, a.vals[a.head:]...), a.vals[:a.head]...)
+	return buildArray(ordered), nil
+}
 
 func (a *firstLastNAcc) partial() (bsoncore.Value, error) { return a.result() }
 

@@ -31,8 +31,13 @@
 //     spills to disk through query.Sorter when allowed, and $group (with
 //     $bucket) spills sorted runs of partial group states and merges them
 //     (group_spill.go); $bucketAuto and $setWindowFields sort through a
-//     spilling query.Sorter (spill_sort.go). Parse coalesces $sort followed by $limit into a
-//     top-k sort holding only k documents.
+//     spilling query.Sorter (spill_sort.go). The arrays and documents that
+//     $setWindowFields' accumulator windows build count against the same
+//     budget, spilling or not (5414201, as in MongoDB). Parse coalesces
+//     $sort followed by $limit into a top-k sort holding only k documents.
+//   - $collStats, $indexStats and $currentOp only check their shape and
+//     that they come first; their documents come from Options.Stats, which
+//     the command layer implements for the namespace (stage_collstats.go).
 //   - Variables: $$NOW (Options.Now, fixed for the whole run), the
 //     command's let (Options.Vars, see EvalLet) and $lookup's let are
 //     defined at parse time in an expr.Scope, so an undefined $$name is a

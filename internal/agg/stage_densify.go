@@ -362,7 +362,8 @@ func (d *densifyStage) checkValue(v bsoncore.Value) error {
 func (d *densifyStage) increment(v bsoncore.Value) (bsoncore.Value, error) {
 	if d.unit != "" {
 		n, _ := integralValue(d.step)
-		return expr.Date(addUnits(v.DateTime(), d.unit, n)), nil
+		ms, err := expr.AddDateUnits(v.DateTime(), d.unit, n)
+		return expr.Date(ms), err
 	}
 	return arith("$add", v, d.step)
 }

@@ -1,11 +1,9 @@
 package agg
 
 import (
-	"math"
 	"sort"
 	"strconv"
 
-	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
@@ -35,11 +33,8 @@ const (
 	codeNFirstLastSpec mongoerr.Code = 5787801 // $firstN/$lastN: "specification must be an object"
 	codeNMinMaxSpec    mongoerr.Code = 5787900 // $minN/$maxN: "specification must be an object"
 	codeNUnknownArg                  = 5787901
-	codeNNotNumber                   = 5787902
-	codeNNotIntegral                 = 5787903
 	codeNMissingN                    = 5787906
 	codeNMissingInput                = 5787907
-	codeNNotPositive                 = 5787908
 	codeTopSpec                      = 5788001
 	codeTopUnknownArg                = 5788002
 	codeTopMissingN                  = 5788003
@@ -174,38 +169,13 @@ func parseTopBottom(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, 
 
 func sortFieldName(i int) string { return "k" + strconv.Itoa(i) }
 
-// evalN evaluates and validates n (codes 5787902, 5787903, 5787908).
+// evalN evaluates and validates n (expr.ValidN).
 func evalN(e expr.Expr, ctx *expr.Context) (int64, error) {
 	v, err := e.Eval(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if !isNumber(v) {
-		return 0, errorf(codeNNotNumber, "Value for 'n' must be of integral type, but found %s", printValue(v))
-	}
-	var n int64
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		n = int64(v.Int32())
-	case bsoncore.TypeInt64:
-		n = v.Int64()
-	case bsoncore.TypeDecimal128:
-		i, ok := decimalToInt64(v)
-		if !ok {
-			return 0, errorf(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", printValue(v))
-		}
-		n = i
-	default:
-		f, _ := bsonx.AsFloat64(v)
-		if f != math.Trunc(f) || math.IsNaN(f) || math.Abs(f) > 1<<62 {
-			return 0, errorf(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", printValue(v))
-		}
-		n = int64(f)
-	}
-	if n <= 0 {
-		return 0, errorf(codeNNotPositive, "'n' must be greater than 0, found %d", n)
-	}
-	return n, nil
+	return expr.ValidN(v)
 }
 
 // firstLastNAcc keeps the first n values, or a ring of the last n: once

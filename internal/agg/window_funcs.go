@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"math"
 	"math/big"
 	"strconv"
 
@@ -218,7 +217,7 @@ func parseShiftFn(op string, arg, window bsoncore.Value, s *setWindowFieldsStage
 	if by.Type == 0 {
 		return nil, windowErr("$shift requires 'by' as an integer value.")
 	}
-	n, ok := integralValue(by)
+	n, ok := expr.Integral64(by)
 	if !ok {
 		return nil, windowErr("'$shift:by' field must be an integer, but found %s", printValue(by))
 	}
@@ -228,24 +227,6 @@ func parseShiftFn(op string, arg, window bsoncore.Value, s *setWindowFieldsStage
 		return nil, err
 	}
 	return f, nil
-}
-
-// integralValue is a number with an integral value as an int64.
-func integralValue(v bsoncore.Value) (int64, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return int64(v.Int32()), true
-	case bsoncore.TypeInt64:
-		return v.Int64(), true
-	case bsoncore.TypeDouble:
-		f := v.Double()
-		if f == math.Trunc(f) && math.Abs(f) < 1<<62 {
-			return int64(f), true
-		}
-	case bsoncore.TypeDecimal128:
-		return decimalToInt64(v)
-	}
-	return 0, false
 }
 
 func (f *shiftFn) values(_ *runContext, p *partition) ([]bsoncore.Value, error) {
@@ -421,7 +402,7 @@ func parseExpMovingAvgFn(op string, arg, window bsoncore.Value, s *setWindowFiel
 		return nil, windowErr("$expMovingAvg sub object must have exactly two fields: An 'input' field, and either an 'N' field or an 'alpha' field")
 	}
 	if n.Type != 0 {
-		k, ok := integralValue(n)
+		k, ok := expr.Integral64(n)
 		if !ok || k <= 0 {
 			return nil, windowErr("'N' field must be an integer greater than zero, but found %s", printValue(n))
 		}

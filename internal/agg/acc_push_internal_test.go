@@ -1,0 +1,40 @@
+package agg
+
+import (
+	"testing"
+
+	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// TestPushLimit checks that $push and $addToSet fail with 146 once their
+// values pass the accumulator's limit (100 MB in production, lowered here),
+// and that repeated $addToSet values cost nothing.
+func TestPushLimit(t *testing.T) {
+	for _, op := range []string{"$push", "$addToSet"} {
+		a := accumulators[op].make().(*pushAcc)
+		a.limit = 200
+		var err error
+		added := 0
+		for i := 0; i < 100 && err == nil; i++ {
+			if _, err = a.add(expr.String("0123456789")); err == nil {
+				added++
+			}
+		}
+		switch {
+		case op == "$push" && (mongoerr.CodeOf(err) != 146 || added == 0):
+			t.Errorf("$push: %d values added, err = %v; want some, then code 146", added, err)
+		case op == "$addToSet" && (err != nil || added != 100):
+			t.Errorf("$addToSet of one repeated value: %d added, err = %v", added, err)
+		}
+	}
+	a := accumulators["$addToSet"].make().(*pushAcc)
+	a.limit = 200
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, err = a.add(expr.Int32(int32(i)))
+	}
+	if mongoerr.CodeOf(err) != 146 {
+		t.Errorf("$addToSet of distinct values: err = %v, want code 146", err)
+	}
+}

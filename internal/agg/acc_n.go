@@ -86,13 +86,13 @@ func parseNAcc(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, error
 	}
 	switch op {
 	case "$firstN":
-		a.make = func(n int64) accumulator { return &firstLastNAcc{n: n} }
+		a.make = func(n int64) accumulator { return &firstLastNAcc{accBudget: newAccBudget(op), n: n} }
 	case "$lastN":
-		a.make = func(n int64) accumulator { return &firstLastNAcc{n: n, last: true} }
+		a.make = func(n int64) accumulator { return &firstLastNAcc{accBudget: newAccBudget(op), n: n, last: true} }
 	case "$minN":
-		a.make = func(n int64) accumulator { return &minMaxNAcc{n: n, sign: 1} }
+		a.make = func(n int64) accumulator { return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: 1} }
 	default:
-		a.make = func(n int64) accumulator { return &minMaxNAcc{n: n, sign: -1} }
+		a.make = func(n int64) accumulator { return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: -1} }
 	}
 	return a, nil
 }
@@ -162,7 +162,7 @@ func parseTopBottom(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, 
 	}
 	bottom := op == "$bottom" || op == "$bottomN"
 	a.make = func(n int64) accumulator {
-		return &topBottomAcc{n: n, single: single, bottom: bottom, sort: spec}
+		return &topBottomAcc{accBudget: newAccBudget(op), n: n, single: single, bottom: bottom, sort: spec}
 	}
 	return a, nil
 }
@@ -182,6 +182,7 @@ func evalN(e expr.Expr, ctx *expr.Context) (int64, error) {
 // full, $lastN overwrites its oldest value at head, so each add is O(1)
 // however large n is.
 type firstLastNAcc struct {
+	accBudget
 	n    int64
 	last bool
 	vals []bsoncore.Value
@@ -193,13 +194,20 @@ func (a *firstLastNAcc) add(v bsoncore.Value) (int64, error) {
 		v = expr.Null
 	}
 	if int64(len(a.vals)) < a.n {
+		grew := int64(len(v.Data) + 24)
+		if err := a.charge(grew); err != nil {
+			return 0, err
+		}
 		a.vals = append(a.vals, copyValue(v))
-		return int64(len(v.Data) + 24), nil
+		return grew, nil
 	}
 	if !a.last {
 		return 0, nil
 	}
 	grew := int64(len(v.Data) - len(a.vals[a.head].Data))
+	if err := a.charge(grew); err != nil {
+		return 0, err
+	}
 	a.vals[a.head] = copyValue(v)
 	if a.head++; a.head == len(a.vals) {
 		a.head = 0
@@ -234,6 +242,7 @@ func addAll(a accumulator, p bsoncore.Value) error {
 // minMaxNAcc keeps the n best values sorted best first; sign 1 keeps the
 // smallest, -1 the largest.
 type minMaxNAcc struct {
+	accBudget
 	n    int64
 	sign int
 	vals []bsoncore.Value
@@ -256,7 +265,7 @@ func (a *minMaxNAcc) add(v bsoncore.Value) (int64, error) {
 		grew -= int64(len(a.vals[len(a.vals)-1].Data) + 24)
 		a.vals = a.vals[:len(a.vals)-1]
 	}
-	return grew, nil
+	return grew, a.charge(grew)
 }
 
 func (a *minMaxNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
@@ -267,6 +276,7 @@ func (a *minMaxNAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
 
 // topBottomAcc keeps up to n (output, sort key) entries in sort order.
 type topBottomAcc struct {
+	accBudget
 	n              int64
 	single, bottom bool
 	sort           *query.Sort
@@ -316,7 +326,7 @@ func (a *topBottomAcc) add(v bsoncore.Value) (int64, error) {
 		}
 		grew -= int64(len(dropped.doc) + 64)
 	}
-	return grew, nil
+	return grew, a.charge(grew)
 }
 
 // partial is the kept inputs ({output, k0, …} documents) in sort order.

@@ -11,31 +11,47 @@ import (
 // order (MongoDB leaves the order unspecified); values are distinct by
 // MongoDB's comparison, so 1 and 1.0 are one value.
 //
-// Each accumulator holds at most maxPushBytes (MongoDB's
-// internalQueryMaxPushBytes and internalQueryMaxAddToSetBytes); past it
-// the stage fails with ExceededMemoryLimit (146) even with allowDiskUse, as
-// in MongoDB: one array cannot be spilled. This bounds the stages that hold
+// Each accumulator that keeps values ($push, $addToSet and the
+// n-accumulators of acc_n.go) holds at most maxAccBytes (MongoDB's
+// internalQueryMaxPushBytes, internalQueryMaxAddToSetBytes and
+// internalQueryTopNAccumulatorBytes); past it the stage fails with
+// ExceededMemoryLimit (146) even with allowDiskUse, as in MongoDB: one
+// accumulator cannot be spilled. This bounds the stages that hold
 // accumulator states outside their budget ($bucketAuto's buckets, a
 // spilled $group's merged groups, window functions).
 
 func init() {
-	registerAcc("$push", accKind{unary: true, make: func() accumulator { return &pushAcc{op: "$push", limit: maxPushBytes} }})
+	registerAcc("$push", accKind{unary: true, make: func() accumulator { return &pushAcc{accBudget: newAccBudget("$push")} }})
 	registerAcc("$addToSet", accKind{unary: true, make: func() accumulator {
-		return &pushAcc{op: "$addToSet", limit: maxPushBytes, set: map[string]bool{}}
+		return &pushAcc{accBudget: newAccBudget("$addToSet"), set: map[string]bool{}}
 	}})
 }
 
 const (
-	maxPushBytes       = 100 << 20
+	maxAccBytes        = 100 << 20
 	codeExceededMemory = mongoerr.Code(146) // ExceededMemoryLimit
 )
 
+// accBudget counts the bytes one accumulator holds against its limit.
+type accBudget struct {
+	op          string
+	used, limit int64
+}
+
+func newAccBudget(op string) accBudget { return accBudget{op: op, limit: maxAccBytes} }
+
+// charge adds grew bytes (negative when values were dropped).
+func (b *accBudget) charge(grew int64) error {
+	if b.used += grew; b.used > b.limit {
+		return errorf(codeExceededMemory, "%s used too much memory and cannot spill to disk. Memory limit: %d bytes", b.op, b.limit)
+	}
+	return nil
+}
+
 type pushAcc struct {
-	op    string
-	vals  []bsoncore.Value
-	set   map[string]bool // non-nil for $addToSet: keystrings seen
-	bytes int64           // what vals and set hold
-	limit int64
+	accBudget
+	vals []bsoncore.Value
+	set  map[string]bool // non-nil for $addToSet: keystrings seen
 }
 
 func (a *pushAcc) add(v bsoncore.Value) (int64, error) {
@@ -51,8 +67,8 @@ func (a *pushAcc) add(v bsoncore.Value) (int64, error) {
 		a.set[k] = true
 		grew += int64(len(k) + 16)
 	}
-	if a.bytes += grew; a.bytes > a.limit {
-		return 0, errorf(codeExceededMemory, "%s used too much memory and cannot spill to disk. Memory limit: %d bytes", a.op, a.limit)
+	if err := a.charge(grew); err != nil {
+		return 0, err
 	}
 	a.vals = append(a.vals, copyValue(v))
 	return grew, nil

@@ -38,3 +38,28 @@ func TestPushLimit(t *testing.T) {
 		t.Errorf("$addToSet of distinct values: err = %v, want code 146", err)
 	}
 }
+
+// TestNAccLimit checks the same cap on the n-accumulators when n is large,
+// and that a full $lastN, replacing values of one size, stays under it.
+func TestNAccLimit(t *testing.T) {
+	budget := accBudget{op: "$nAcc", limit: 200}
+	for name, a := range map[string]accumulator{
+		"$firstN": &firstLastNAcc{accBudget: budget, n: 1000},
+		"$lastN":  &firstLastNAcc{accBudget: budget, n: 1000, last: true},
+		"$maxN":   &minMaxNAcc{accBudget: budget, n: 1000, sign: -1},
+	} {
+		var err error
+		for i := 0; i < 100 && err == nil; i++ {
+			_, err = a.add(expr.String("0123456789"))
+		}
+		if mongoerr.CodeOf(err) != 146 {
+			t.Errorf("%s: err = %v, want code 146", name, err)
+		}
+	}
+	a := &firstLastNAcc{accBudget: budget, n: 2, last: true}
+	for i := 0; i < 100; i++ {
+		if _, err := a.add(expr.String("0123456789")); err != nil {
+			t.Fatalf("$lastN with n 2, value %d: %v", i, err)
+		}
+	}
+}

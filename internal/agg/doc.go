@@ -33,7 +33,10 @@
 //     (group_spill.go); $bucketAuto and $setWindowFields sort through a
 //     spilling query.Sorter (spill_sort.go). The arrays and documents that
 //     $setWindowFields' accumulator windows build count against the same
-//     budget, spilling or not (5414201, as in MongoDB). Parse coalesces
+//     budget, spilling or not (5414201, as in MongoDB). Each accumulator
+//     that keeps values ($push, $addToSet, $firstN … $bottomN) is capped
+//     at 100 MB on its own (146, acc_push.go), since none can spill.
+//     Parse coalesces
 //     $sort followed by $limit into a top-k sort holding only k documents.
 //   - $collStats, $indexStats and $currentOp only check their shape and
 //     that they come first; their documents come from Options.Stats, which

@@ -574,6 +574,16 @@ func (f *fillFn) values(_ *runContext, p *partition) ([]bsoncore.Value, error) {
 		}
 		return out, nil
 	}
+	// after[i] is the first non-null index past i (-1 for none), found in
+	// one backward pass: scanning forward from each null made a long run
+	// of nulls quadratic.
+	after := make([]int, len(vals))
+	for i, next := len(vals)-1, -1; i >= 0; i-- {
+		after[i] = next
+		if !expr.IsNullish(vals[i]) {
+			next = i
+		}
+	}
 	var xs []float64
 	prev := -1
 	for i, v := range vals {
@@ -586,13 +596,7 @@ func (f *fillFn) values(_ *runContext, p *partition) ([]bsoncore.Value, error) {
 			continue
 		}
 		out[i] = expr.Null
-		next := -1
-		for j := i + 1; j < len(vals); j++ {
-			if !expr.IsNullish(vals[j]) {
-				next = j
-				break
-			}
-		}
+		next := after[i]
 		if prev < 0 || next < 0 || !isNumber(vals[next]) {
 			continue
 		}

@@ -78,8 +78,10 @@
 //   - $setWindowFields holds its whole input and computes windows per
 //     partition; an accumulator window without an unbounded lower bound
 //     is refolded for each document (O(n·w)), where MongoDB removes
-//     values from the window incrementally. $expMovingAvg computes in a
-//     200-bit float where MongoDB uses decimal128.
+//     values from the window incrementally ($integral likewise refolds its
+//     window). $expMovingAvg computes in a 200-bit float where MongoDB uses
+//     decimal128, and returns a double even for decimal inputs (MongoDB
+//     returns a decimal then).
 //   - $bucketAuto's granularity rounds decimal128 values as doubles.
 //   - $densify with "full" bounds and partitions interleaves the
 //     partitions' documents by value (ties in partition order); MongoDB's

@@ -406,7 +406,10 @@ func parseExpMovingAvgFn(op string, arg, window bsoncore.Value, s *setWindowFiel
 		if !ok || k <= 0 {
 			return nil, windowErr("'N' field must be an integer greater than zero, but found %s", printValue(n))
 		}
-		f.alpha = new(big.Float).SetPrec(200).Quo(big.NewFloat(2).SetPrec(200), new(big.Float).SetPrec(200).SetInt64(k+1))
+		// N+1 in the big float: N may be math.MaxInt64.
+		n1 := new(big.Float).SetPrec(200).SetInt64(k)
+		n1.Add(n1, big.NewFloat(1))
+		f.alpha = new(big.Float).SetPrec(200).Quo(big.NewFloat(2).SetPrec(200), n1)
 	} else {
 		a, ok := bsonx.AsFloat64(alpha)
 		if !ok || !isNumber(alpha) || a <= 0 || a >= 1 {

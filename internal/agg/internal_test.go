@@ -1,10 +1,14 @@
 package agg
 
 import (
+	"math"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // TestPushLimit checks that $push and $addToSet fail with 146 once their
@@ -61,5 +65,20 @@ func TestNAccLimit(t *testing.T) {
 		if _, err := a.add(expr.String("0123456789")); err != nil {
 			t.Fatalf("$lastN with n 2, value %d: %v", i, err)
 		}
+	}
+}
+
+// TestExpMovingAvgLargestN checks alpha = 2/(N+1) for N = MaxInt64, where
+// N+1 in int64 wrapped to a negative alpha (invisible in double results).
+func TestExpMovingAvgLargestN(t *testing.T) {
+	spec := bsoncore.NewDocumentBuilder().
+		AppendString("input", "$x").AppendInt64("N", math.MaxInt64).Build()
+	s := &setWindowFieldsStage{sort: &query.Sort{}}
+	fn, err := parseExpMovingAvgFn("$expMovingAvg", docValue(spec), bsoncore.Value{}, s, &parseContext{scope: expr.NewScope(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := fn.(*expMovingAvgFn).alpha; a.Sign() <= 0 {
+		t.Errorf("alpha = %v, want > 0", a)
 	}
 }

@@ -1,11 +1,9 @@
 package agg
 
 import (
-	"math"
 	"sort"
 	"strconv"
 
-	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
@@ -35,11 +33,8 @@ const (
 	codeNFirstLastSpec mongoerr.Code = 5787801 // $firstN/$lastN: "specification must be an object"
 	codeNMinMaxSpec    mongoerr.Code = 5787900 // $minN/$maxN: "specification must be an object"
 	codeNUnknownArg                  = 5787901
-	codeNNotNumber                   = 5787902
-	codeNNotIntegral                 = 5787903
 	codeNMissingN                    = 5787906
 	codeNMissingInput                = 5787907
-	codeNNotPositive                 = 5787908
 	codeTopSpec                      = 5788001
 	codeTopUnknownArg                = 5788002
 	codeTopMissingN                  = 5788003
@@ -91,13 +86,13 @@ func parseNAcc(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, error
 	}
 	switch op {
 	case "$firstN":
-		a.make = func(n int64) accumulator { return &firstLastNAcc{n: n} }
+		a.make = func(n int64) accumulator { return &firstLastNAcc{accBudget: newAccBudget(op), n: n} }
 	case "$lastN":
-		a.make = func(n int64) accumulator { return &firstLastNAcc{n: n, last: true} }
+		a.make = func(n int64) accumulator { return &firstLastNAcc{accBudget: newAccBudget(op), n: n, last: true} }
 	case "$minN":
-		a.make = func(n int64) accumulator { return &minMaxNAcc{n: n, sign: 1} }
+		a.make = func(n int64) accumulator { return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: 1} }
 	default:
-		a.make = func(n int64) accumulator { return &minMaxNAcc{n: n, sign: -1} }
+		a.make = func(n int64) accumulator { return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: -1} }
 	}
 	return a, nil
 }
@@ -167,52 +162,31 @@ func parseTopBottom(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, 
 	}
 	bottom := op == "$bottom" || op == "$bottomN"
 	a.make = func(n int64) accumulator {
-		return &topBottomAcc{n: n, single: single, bottom: bottom, sort: spec}
+		return &topBottomAcc{accBudget: newAccBudget(op), n: n, single: single, bottom: bottom, sort: spec}
 	}
 	return a, nil
 }
 
 func sortFieldName(i int) string { return "k" + strconv.Itoa(i) }
 
-// evalN evaluates and validates n (codes 5787902, 5787903, 5787908).
+// evalN evaluates and validates n (expr.ValidN).
 func evalN(e expr.Expr, ctx *expr.Context) (int64, error) {
 	v, err := e.Eval(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if !isNumber(v) {
-		return 0, errorf(codeNNotNumber, "Value for 'n' must be of integral type, but found %s", printValue(v))
-	}
-	var n int64
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		n = int64(v.Int32())
-	case bsoncore.TypeInt64:
-		n = v.Int64()
-	case bsoncore.TypeDecimal128:
-		i, ok := decimalToInt64(v)
-		if !ok {
-			return 0, errorf(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", printValue(v))
-		}
-		n = i
-	default:
-		f, _ := bsonx.AsFloat64(v)
-		if f != math.Trunc(f) || math.IsNaN(f) || math.Abs(f) > 1<<62 {
-			return 0, errorf(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", printValue(v))
-		}
-		n = int64(f)
-	}
-	if n <= 0 {
-		return 0, errorf(codeNNotPositive, "'n' must be greater than 0, found %d", n)
-	}
-	return n, nil
+	return expr.ValidN(v)
 }
 
-// firstLastNAcc keeps the first n values, or a ring of the last n.
+// firstLastNAcc keeps the first n values, or a ring of the last n: once
+// full, $lastN overwrites its oldest value at head, so each add is O(1)
+// however large n is.
 type firstLastNAcc struct {
+	accBudget
 	n    int64
 	last bool
 	vals []bsoncore.Value
+	head int // with last and vals full, the index of the oldest value
 }
 
 func (a *firstLastNAcc) add(v bsoncore.Value) (int64, error) {
@@ -220,19 +194,35 @@ func (a *firstLastNAcc) add(v bsoncore.Value) (int64, error) {
 		v = expr.Null
 	}
 	if int64(len(a.vals)) < a.n {
+		grew := int64(len(v.Data) + 24)
+		if err := a.charge(grew); err != nil {
+			return 0, err
+		}
 		a.vals = append(a.vals, copyValue(v))
-		return int64(len(v.Data) + 24), nil
+		return grew, nil
 	}
 	if !a.last {
 		return 0, nil
 	}
-	grew := int64(len(v.Data) - len(a.vals[0].Data))
-	copy(a.vals, a.vals[1:])
-	a.vals[len(a.vals)-1] = copyValue(v)
+	grew := int64(len(v.Data) - len(a.vals[a.head].Data))
+	if err := a.charge(grew); err != nil {
+		return 0, err
+	}
+	a.vals[a.head] = copyValue(v)
+	if a.head++; a.head == len(a.vals) {
+		a.head = 0
+	}
 	return grew, nil
 }
 
-func (a *firstLastNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+func (a *firstLastNAcc) result() (bsoncore.Value, error) {
+	if a.head == 0 {
+		return buildArray(a.vals), nil
+	}
+	ordered := make([]bsoncore.Value, 0, len(a.vals))
+	ordered = append(append(ordered, a.vals[a.head:]...), a.vals[:a.head]...)
+	return buildArray(ordered), nil
+}
 
 func (a *firstLastNAcc) partial() (bsoncore.Value, error) { return a.result() }
 
@@ -252,6 +242,7 @@ func addAll(a accumulator, p bsoncore.Value) error {
 // minMaxNAcc keeps the n best values sorted best first; sign 1 keeps the
 // smallest, -1 the largest.
 type minMaxNAcc struct {
+	accBudget
 	n    int64
 	sign int
 	vals []bsoncore.Value
@@ -274,7 +265,7 @@ func (a *minMaxNAcc) add(v bsoncore.Value) (int64, error) {
 		grew -= int64(len(a.vals[len(a.vals)-1].Data) + 24)
 		a.vals = a.vals[:len(a.vals)-1]
 	}
-	return grew, nil
+	return grew, a.charge(grew)
 }
 
 func (a *minMaxNAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
@@ -285,6 +276,7 @@ func (a *minMaxNAcc) merge(p bsoncore.Value) error { return addAll(a, p) }
 
 // topBottomAcc keeps up to n (output, sort key) entries in sort order.
 type topBottomAcc struct {
+	accBudget
 	n              int64
 	single, bottom bool
 	sort           *query.Sort
@@ -334,7 +326,7 @@ func (a *topBottomAcc) add(v bsoncore.Value) (int64, error) {
 		}
 		grew -= int64(len(dropped.doc) + 64)
 	}
-	return grew, nil
+	return grew, a.charge(grew)
 }
 
 // partial is the kept inputs ({output, k0, …} documents) in sort order.

@@ -2,6 +2,7 @@ package agg
 
 import (
 	"github.com/cairndb/cairn/internal/keystring"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -9,13 +10,46 @@ import (
 // missing values are skipped. $addToSet keeps first occurrences in input
 // order (MongoDB leaves the order unspecified); values are distinct by
 // MongoDB's comparison, so 1 and 1.0 are one value.
+//
+// Each accumulator that keeps values ($push, $addToSet and the
+// n-accumulators of acc_n.go) holds at most maxAccBytes (MongoDB's
+// internalQueryMaxPushBytes, internalQueryMaxAddToSetBytes and
+// internalQueryTopNAccumulatorBytes); past it the stage fails with
+// ExceededMemoryLimit (146) even with allowDiskUse, as in MongoDB: one
+// accumulator cannot be spilled. This bounds the stages that hold
+// accumulator states outside their budget ($bucketAuto's buckets, a
+// spilled $group's merged groups, window functions).
 
 func init() {
-	registerAcc("$push", accKind{unary: true, make: func() accumulator { return &pushAcc{} }})
-	registerAcc("$addToSet", accKind{unary: true, make: func() accumulator { return &pushAcc{set: map[string]bool{}} }})
+	registerAcc("$push", accKind{unary: true, make: func() accumulator { return &pushAcc{accBudget: newAccBudget("$push")} }})
+	registerAcc("$addToSet", accKind{unary: true, make: func() accumulator {
+		return &pushAcc{accBudget: newAccBudget("$addToSet"), set: map[string]bool{}}
+	}})
+}
+
+const (
+	maxAccBytes        = 100 << 20
+	codeExceededMemory = mongoerr.Code(146) // ExceededMemoryLimit
+)
+
+// accBudget counts the bytes one accumulator holds against its limit.
+type accBudget struct {
+	op          string
+	used, limit int64
+}
+
+func newAccBudget(op string) accBudget { return accBudget{op: op, limit: maxAccBytes} }
+
+// charge adds grew bytes (negative when values were dropped).
+func (b *accBudget) charge(grew int64) error {
+	if b.used += grew; b.used > b.limit {
+		return errorf(codeExceededMemory, "%s used too much memory and cannot spill to disk. Memory limit: %d bytes", b.op, b.limit)
+	}
+	return nil
 }
 
 type pushAcc struct {
+	accBudget
 	vals []bsoncore.Value
 	set  map[string]bool // non-nil for $addToSet: keystrings seen
 }
@@ -32,6 +66,9 @@ func (a *pushAcc) add(v bsoncore.Value) (int64, error) {
 		}
 		a.set[k] = true
 		grew += int64(len(k) + 16)
+	}
+	if err := a.charge(grew); err != nil {
+		return 0, err
 	}
 	a.vals = append(a.vals, copyValue(v))
 	return grew, nil

@@ -31,8 +31,16 @@
 //     spills to disk through query.Sorter when allowed, and $group (with
 //     $bucket) spills sorted runs of partial group states and merges them
 //     (group_spill.go); $bucketAuto and $setWindowFields sort through a
-//     spilling query.Sorter (spill_sort.go). Parse coalesces $sort followed by $limit into a
-//     top-k sort holding only k documents.
+//     spilling query.Sorter (spill_sort.go). The arrays and documents that
+//     $setWindowFields' accumulator windows build count against the same
+//     budget, spilling or not (5414201, as in MongoDB). Each accumulator
+//     that keeps values ($push, $addToSet, $firstN … $bottomN) is capped
+//     at 100 MB on its own (146, acc_push.go), since none can spill.
+//     Parse coalesces
+//     $sort followed by $limit into a top-k sort holding only k documents.
+//   - $collStats, $indexStats and $currentOp only check their shape and
+//     that they come first; their documents come from Options.Stats, which
+//     the command layer implements for the namespace (stage_collstats.go).
 //   - Variables: $$NOW (Options.Now, fixed for the whole run), the
 //     command's let (Options.Vars, see EvalLet) and $lookup's let are
 //     defined at parse time in an expr.Scope, so an undefined $$name is a
@@ -70,8 +78,10 @@
 //   - $setWindowFields holds its whole input and computes windows per
 //     partition; an accumulator window without an unbounded lower bound
 //     is refolded for each document (O(n·w)), where MongoDB removes
-//     values from the window incrementally. $expMovingAvg computes in a
-//     200-bit float where MongoDB uses decimal128.
+//     values from the window incrementally ($integral likewise refolds its
+//     window). $expMovingAvg computes in a 200-bit float where MongoDB uses
+//     decimal128, and returns a double even for decimal inputs (MongoDB
+//     returns a decimal then).
 //   - $bucketAuto's granularity rounds decimal128 values as doubles.
 //   - $densify with "full" bounds and partitions interleaves the
 //     partitions' documents by value (ties in partition order); MongoDB's

@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -70,38 +71,59 @@ func TestDocumentsWithoutInput(t *testing.T) {
 	}
 }
 
-// TestConcurrentRuns runs one parsed pipeline from many goroutines (run
-// with -race): a Pipeline holds no per-run state.
+// TestConcurrentRuns runs parsed pipelines from many goroutines (run with
+// -race): a Pipeline holds no per-run state, and what its expressions
+// share (a constant regex compiled once, the time zone cache) is safe for
+// concurrent use. Every run must give the serial run's output.
 func TestConcurrentRuns(t *testing.T) {
-	p, err := agg.Parse(stages(t,
-		`{"$unwind": "$a"}`,
-		`{"$group": {"_id": "$a", "n": {"$sum": 1}, "s": {"$addToSet": "$b"}}}`,
-		`{"$sort": {"_id": 1}}`,
-		`{"$project": {"n": 1, "m": {"$multiply": ["$n", 2]}}}`), agg.Options{})
-	if err != nil {
-		t.Fatal(err)
+	pipelines := [][]string{
+		{`{"$unwind": "$a"}`,
+			`{"$group": {"_id": "$a", "n": {"$sum": 1}, "s": {"$addToSet": "$b"}}}`,
+			`{"$sort": {"_id": 1}}`,
+			`{"$project": {"n": 1, "m": {"$multiply": ["$n", 2]}}}`},
+		{`{"$set": {"r": {"$regexFindAll": {"input": "$s", "regex": "b+", "options": "i"}},
+				"d": {"$dateToString": {"date": "$d", "timezone": "America/New_York", "format": "%Y-%m-%d %H:%M %z"}},
+				"p": {"$dateToParts": {"date": "$d", "timezone": "+05:30"}}}}`,
+			`{"$setWindowFields": {"sortBy": {"b": 1}, "output": {"rank": {"$rank": {}},
+				"last": {"$lastN": {"input": "$s", "n": 2}, "window": {"documents": ["unbounded", "current"]}}}}}`,
+			`{"$bucketAuto": {"groupBy": "$b", "buckets": 2, "output": {"docs": {"$push": "$$ROOT"}}}}`},
 	}
-	input := stages(t, `{"a": [1, 2, 3], "b": 1}`, `{"a": [2, 3], "b": 2}`, `{"a": [3], "b": 1}`)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 50 {
-				out, err := p.Run(agg.SliceSource(input))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				docs, err := agg.ReadAll(out)
-				if err != nil || len(docs) != 3 || docs[2].Lookup("n").Int32() != 3 {
-					t.Errorf("docs = %v, err = %v", docs, err)
-					return
-				}
+	input := stages(t,
+		`{"a": [1, 2, 3], "b": 1, "s": "abBc", "d": {"$date": "2024-03-10T06:59:00Z"}}`,
+		`{"a": [2, 3], "b": 2, "s": "bb", "d": {"$date": "2024-03-10T07:01:00Z"}}`,
+		`{"a": [3], "b": 1, "s": "c", "d": {"$date": "2024-11-03T05:30:00Z"}}`)
+	for _, ss := range pipelines {
+		p, err := agg.Parse(stages(t, ss...), agg.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func() (string, error) {
+			out, err := p.Run(agg.SliceSource(input))
+			if err != nil {
+				return "", err
 			}
-		}()
+			docs, err := agg.ReadAll(out)
+			return fmt.Sprint(docs), err
+		}
+		want, err := run()
+		if err != nil || want == "[]" {
+			t.Fatalf("serial run: %s, err = %v", want, err)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					if got, err := run(); err != nil || got != want {
+						t.Errorf("got %s, err = %v; want %s", got, err, want)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 }
 
 // TestGroupMemoryLimit checks the 292 error without allowDiskUse on a

@@ -43,7 +43,7 @@ func TestSortedSpillMatchesMemory(t *testing.T) {
 		"bucketAuto granularity": {`{"$bucketAuto": {"groupBy": "$v", "buckets": 5, "granularity": "E12", "output": {"ids": {"$push": "$i"}}}}`},
 		"setWindowFields": {`{"$setWindowFields": {"partitionBy": "$p", "sortBy": {"v": -1},
 			"output": {"run": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}}, "r": {"$rank": {}},
-			"near": {"$push": "$i", "window": {"range": [-3, 3]}}}}}`},
+			"near": {"$push": "$i", "window": {"range": [-1, 1]}}}}}`},
 		"setWindowFields by array keys": {`{"$setWindowFields": {"partitionBy": "$p", "sortBy": {"k": 1},
 			"output": {"first": {"$first": "$i"}, "n": {"$documentNumber": {}}}}}`},
 	}

@@ -141,7 +141,7 @@ func (d *densifyStage) parseRange(rng bsoncore.Value) error {
 		if unit.Type != bsoncore.TypeString {
 			return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$densify.range.unit' is the wrong type '%s', expected type 'string'", typeName(unit))
 		}
-		if _, ok := integralValue(step); !ok {
+		if _, ok := expr.Integral64(step); !ok {
 			return errorf(codeDensifyStepWhole, "The step parameter in a range statement must be a whole number when densifying a date range")
 		}
 		if _, ok := timeUnits[unit.StringValue()]; !ok {
@@ -361,8 +361,9 @@ func (d *densifyStage) checkValue(v bsoncore.Value) error {
 // increment is v plus one step.
 func (d *densifyStage) increment(v bsoncore.Value) (bsoncore.Value, error) {
 	if d.unit != "" {
-		n, _ := integralValue(d.step)
-		return expr.Date(addUnits(v.DateTime(), d.unit, n)), nil
+		n, _ := expr.Integral64(d.step)
+		ms, err := expr.AddDateUnits(v.DateTime(), d.unit, n)
+		return expr.Date(ms), err
 	}
 	return arith("$add", v, d.step)
 }

@@ -345,10 +345,14 @@ func (o *Output) parseWhenMatched(s string) error {
 }
 
 // updateStages are the stages an update pipeline (and so a whenMatched
-// pipeline) may hold.
+// pipeline) may hold: those that map one document to one document.
 var updateStages = map[string]bool{
 	"$addFields": true, "$set": true, "$project": true, "$unset": true, "$replaceRoot": true, "$replaceWith": true,
 }
+
+// IsUpdateStage reports whether a stage may appear in an update pipeline
+// (package update's pipeline-style updates, $merge's whenMatched).
+func IsUpdateStage(name string) bool { return updateStages[name] }
 
 // parsePipeline parses the whenMatched pipeline and its let variables. The
 // variables are expressions over the incoming document; without let, new is

@@ -3,9 +3,9 @@ package agg
 import (
 	"math"
 	"sort"
-	"time"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -220,10 +220,14 @@ func (w windowBounds) span(p *partition, i int) (int, int, error) {
 	cur := vals[i]
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if w.lo.kind != boundUnbounded {
-		lo = w.offset(cur, w.lo)
+		if lo, err = w.offset(cur, w.lo); err != nil {
+			return 0, 0, err
+		}
 	}
 	if w.hi.kind != boundUnbounded {
-		hi = w.offset(cur, w.hi)
+		if hi, err = w.offset(cur, w.hi); err != nil {
+			return 0, 0, err
+		}
 	}
 	if p.desc {
 		a := sort.Search(n, func(j int) bool { return vals[j] <= hi })
@@ -237,41 +241,14 @@ func (w windowBounds) span(p *partition, i int) (int, int, error) {
 
 // offset is cur moved by a range bound: a number added, or for dates a
 // number of units.
-func (w windowBounds) offset(cur float64, b bound) float64 {
+func (w windowBounds) offset(cur float64, b bound) (float64, error) {
 	if b.kind == boundCurrent {
-		return cur
+		return cur, nil
 	}
 	if w.unit == "" {
 		f, _ := bsonx.AsFloat64(b.v)
-		return cur + f
+		return cur + f, nil
 	}
-	return float64(addUnits(int64(cur), w.unit, b.n))
-}
-
-// addUnits adds amount units to a date in milliseconds, in UTC; calendar
-// units clamp the day to the end of a shorter month, as $dateAdd does.
-func addUnits(ms int64, unit string, amount int64) int64 {
-	if l := timeUnits[unit]; l > 0 {
-		return ms + amount*l
-	}
-	months := amount
-	switch unit {
-	case "year":
-		months *= 12
-	case "quarter":
-		months *= 3
-	}
-	t := time.UnixMilli(ms).UTC()
-	y, m, d := t.Date()
-	total := int64(y)*12 + int64(m-1) + months
-	ny, nm := int(total/12), time.Month(total%12+1)
-	if total < 0 && total%12 != 0 {
-		ny, nm = int(total/12)-1, time.Month(total%12+13)
-	}
-	last := time.Date(ny, nm+1, 0, 0, 0, 0, 0, time.UTC).Day()
-	if d > last {
-		d = last
-	}
-	nt := time.Date(ny, nm, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
-	return nt.UnixMilli()
+	ms, err := expr.AddDateUnits(int64(cur), w.unit, b.n)
+	return float64(ms), err
 }

@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"math"
 	"math/big"
 	"strconv"
 
@@ -25,10 +24,11 @@ type windowFn interface {
 	values(rc *runContext, p *partition) ([]bsoncore.Value, error)
 }
 
-// MongoDB's codes for rank-style functions.
+// MongoDB's codes for rank-style functions and the window memory limit.
 const (
-	codeRankWindow mongoerr.Code = 5371601 // a window on $rank & co.
-	codeRankSort   mongoerr.Code = 5371602 // they need exactly one sortBy field
+	codeRankWindow   mongoerr.Code = 5371601 // a window on $rank & co.
+	codeRankSort     mongoerr.Code = 5371602 // they need exactly one sortBy field
+	codeWindowMemory mongoerr.Code = 5414201 // window values over the memory budget
 )
 
 // windowSpecials are the window functions that are not accumulators.
@@ -77,7 +77,11 @@ func parseWindowFn(name string, v bsoncore.Value, s *setWindowFieldsStage, pc *p
 
 // accWindow folds an accumulator over each document's window. With an
 // unbounded lower bound the windows only grow, so one accumulator serves
-// the whole partition.
+// the whole partition. The arrays and documents it builds count against
+// the stage's memory budget: $push or $addToSet over growing windows makes
+// a partition of n documents hold O(n²) values, which MongoDB refuses
+// (5414201) rather than spills. (Scalars, a few bytes a document, are not
+// counted.)
 type accWindow struct {
 	acc    accSpec
 	bounds windowBounds
@@ -93,6 +97,7 @@ func (w *accWindow) values(rc *runContext, p *partition) ([]bsoncore.Value, erro
 	var (
 		acc   accumulator
 		added int
+		mem   int64
 	)
 	growing := w.bounds.lo.kind == boundUnbounded
 	for i := range p.docs {
@@ -114,11 +119,16 @@ func (w *accWindow) values(rc *runContext, p *partition) ([]bsoncore.Value, erro
 		if out[i], err = acc.result(); err != nil {
 			return nil, err
 		}
+		if t := out[i].Type; t == bsoncore.TypeArray || t == bsoncore.TypeEmbeddedDocument {
+			if mem += int64(len(out[i].Data)); mem > rc.opts.MaxMemory {
+				return nil, errorf(codeWindowMemory, "Exceeded memory limit in DocumentSourceSetWindowFields, used %d bytes but max allowed is %d", mem, rc.opts.MaxMemory)
+			}
+		}
 	}
 	return out, nil
 }
 
-// needsOneSort checks the one-field sortBy of rank-style functions.
+// noWindow rejects a window on a function that takes none.
 func noWindow(op string, window bsoncore.Value) error {
 	if window.Type != 0 {
 		return windowErr("'window' field is not allowed in %s", op)
@@ -207,7 +217,7 @@ func parseShiftFn(op string, arg, window bsoncore.Value, s *setWindowFieldsStage
 	if by.Type == 0 {
 		return nil, windowErr("$shift requires 'by' as an integer value.")
 	}
-	n, ok := integralValue(by)
+	n, ok := expr.Integral64(by)
 	if !ok {
 		return nil, windowErr("'$shift:by' field must be an integer, but found %s", printValue(by))
 	}
@@ -217,24 +227,6 @@ func parseShiftFn(op string, arg, window bsoncore.Value, s *setWindowFieldsStage
 		return nil, err
 	}
 	return f, nil
-}
-
-// integralValue is a number with an integral value as an int64.
-func integralValue(v bsoncore.Value) (int64, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return int64(v.Int32()), true
-	case bsoncore.TypeInt64:
-		return v.Int64(), true
-	case bsoncore.TypeDouble:
-		f := v.Double()
-		if f == math.Trunc(f) && math.Abs(f) < 1<<62 {
-			return int64(f), true
-		}
-	case bsoncore.TypeDecimal128:
-		return decimalToInt64(v)
-	}
-	return 0, false
 }
 
 func (f *shiftFn) values(_ *runContext, p *partition) ([]bsoncore.Value, error) {
@@ -410,11 +402,14 @@ func parseExpMovingAvgFn(op string, arg, window bsoncore.Value, s *setWindowFiel
 		return nil, windowErr("$expMovingAvg sub object must have exactly two fields: An 'input' field, and either an 'N' field or an 'alpha' field")
 	}
 	if n.Type != 0 {
-		k, ok := integralValue(n)
+		k, ok := expr.Integral64(n)
 		if !ok || k <= 0 {
 			return nil, windowErr("'N' field must be an integer greater than zero, but found %s", printValue(n))
 		}
-		f.alpha = new(big.Float).SetPrec(200).Quo(big.NewFloat(2).SetPrec(200), new(big.Float).SetPrec(200).SetInt64(k+1))
+		// N+1 in the big float: N may be math.MaxInt64.
+		n1 := new(big.Float).SetPrec(200).SetInt64(k)
+		n1.Add(n1, big.NewFloat(1))
+		f.alpha = new(big.Float).SetPrec(200).Quo(big.NewFloat(2).SetPrec(200), n1)
 	} else {
 		a, ok := bsonx.AsFloat64(alpha)
 		if !ok || !isNumber(alpha) || a <= 0 || a >= 1 {
@@ -582,6 +577,16 @@ func (f *fillFn) values(_ *runContext, p *partition) ([]bsoncore.Value, error) {
 		}
 		return out, nil
 	}
+	// after[i] is the first non-null index past i (-1 for none), found in
+	// one backward pass: scanning forward from each null made a long run
+	// of nulls quadratic.
+	after := make([]int, len(vals))
+	for i, next := len(vals)-1, -1; i >= 0; i-- {
+		after[i] = next
+		if !expr.IsNullish(vals[i]) {
+			next = i
+		}
+	}
 	var xs []float64
 	prev := -1
 	for i, v := range vals {
@@ -594,13 +599,7 @@ func (f *fillFn) values(_ *runContext, p *partition) ([]bsoncore.Value, error) {
 			continue
 		}
 		out[i] = expr.Null
-		next := -1
-		for j := i + 1; j < len(vals); j++ {
-			if !expr.IsNullish(vals[j]) {
-				next = j
-				break
-			}
-		}
+		next := after[i]
 		if prev < 0 || next < 0 || !isNumber(vals[next]) {
 			continue
 		}

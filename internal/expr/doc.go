@@ -41,6 +41,16 @@
 //   - Comparisons use MongoDB's total order over BSON values (bsonx.Compare),
 //     with missing below MinKey's rank, as aggregation does; there is no type
 //     bracketing here, unlike query predicates.
+//   - An Expr is immutable after Parse and may be evaluated concurrently,
+//     one Context per goroutine. The only state shared between
+//     evaluations is a regex operator's pattern, compiled once when regex
+//     and options are constants (sync.Once), and the process-wide cache of
+//     resolved time zones (op_date_zone.go, a sync.Map that holds only
+//     valid names, so it is bounded by the zone database).
+//   - Rules the stages of package agg share with the operators are
+//     exported rather than copied: Integral64 (an integral argument),
+//     ValidN (the n of $firstN … $bottomN), AddDateUnits ($dateAdd in UTC,
+//     for $densify steps and window range bounds).
 //
 // # Deviations from MongoDB
 //

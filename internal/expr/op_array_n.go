@@ -68,7 +68,7 @@ func (e arrayNExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if err != nil {
 		return Missing, err
 	}
-	n, err := validN(nv)
+	n, err := ValidN(nv)
 	if err != nil {
 		return Missing, err
 	}
@@ -79,23 +79,24 @@ func (e arrayNExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if in.Type != bsoncore.TypeArray {
 		return Missing, errorf(codeNInputNotArray, "Input must be an array")
 	}
-	return Array(e.take(arrayValues(in), n)), nil
+	return Array(e.take(arrayValues(in), int(min(n, 1<<31)))), nil
 }
 
-// validN checks an 'n' argument: an integral number above zero.
-func validN(v bsoncore.Value) (int, error) {
-	num, ok := numberOf(v)
-	if !ok {
+// ValidN checks the 'n' of the n-operators and n-accumulators ($firstN
+// … $bottomN): an integral number above zero, with MongoDB's codes
+// (5787902 not a number, 5787903 not integral, 5787908 not positive).
+func ValidN(v bsoncore.Value) (int64, error) {
+	if _, ok := numberOf(v); !ok {
 		return 0, errorf(codeNNotNumeric, "Value for 'n' must be of integral type, but found %s", v)
 	}
-	i := num.truncInt64()
-	if num.t != bsoncore.TypeInt32 && num.t != bsoncore.TypeInt64 && float64(i) != num.float() {
+	n, ok := integral64(v)
+	if !ok {
 		return 0, errorf(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", v)
 	}
-	if i <= 0 {
-		return 0, errorf(codeNNotPositive, "'n' must be greater than 0, found %s", v)
+	if n <= 0 {
+		return 0, errorf(codeNNotPositive, "'n' must be greater than 0, found %d", n)
 	}
-	return int(min(i, 1<<31)), nil
+	return n, nil
 }
 
 func takeFirst(elems []bsoncore.Value, n int) []bsoncore.Value {

@@ -228,6 +228,18 @@ func dateAddMax(u dateUnit) int64 {
 	return maxDays * 24 * 60 * 60
 }
 
+// AddDateUnits is $dateAdd in UTC, for the stages that step dates by a
+// unit ($densify's step, $setWindowFields' range bounds): ms plus amount
+// units ("year" … "millisecond"), calendar units clamping the day to the
+// end of a shorter month. Overflow is $dateAdd's error.
+func AddDateUnits(ms int64, unit string, amount int64) (int64, error) {
+	u, ok := dateUnitNames[unit]
+	if !ok {
+		return 0, errorf(codeFailedToParse, "unknown time unit value: %s", unit)
+	}
+	return dateAdd(ms, u, amount, utcZone)
+}
+
 // dateAdd adds amount units to instant ms in zone z (MongoDB's dateAdd).
 // Months that end before the start's day of month clamp to their last day
 // (31 January + 1 month is 28 or 29 February).

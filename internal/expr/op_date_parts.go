@@ -309,6 +309,11 @@ func (e dateFromPartsExpr) part(ctx *Context, name string, def int64, bounded bo
 	return n, true, nil
 }
 
+// Integral64 is MongoDB's Value::integral64Bit: an int, a long, or a
+// double or decimal holding an integer that fits a long, as an int64; ok
+// is false for anything else. Stages use it for their integral arguments.
+func Integral64(v bsoncore.Value) (int64, bool) { return integral64(v) }
+
 // integral64 is Value::integral64Bit plus coerceToLong: an int, a long, or
 // a double or decimal holding an integer that fits a long.
 func integral64(v bsoncore.Value) (int64, bool) {

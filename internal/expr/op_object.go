@@ -36,9 +36,34 @@ const (
 	codeArrayToObjectNulKV  = 4940401
 )
 
+// fieldSet builds a document field by field as MongoDB's MutableDocument
+// does: a repeated name keeps its first position and takes the last value.
+type fieldSet struct {
+	keys []string
+	vals map[string]bsoncore.Value
+}
+
+func (f *fieldSet) set(k string, v bsoncore.Value) {
+	if f.vals == nil {
+		f.vals = map[string]bsoncore.Value{}
+	}
+	if _, seen := f.vals[k]; !seen {
+		f.keys = append(f.keys, k)
+	}
+	f.vals[k] = v
+}
+
+func (f *fieldSet) value() bsoncore.Value {
+	idx, buf := bsoncore.AppendDocumentStart(nil)
+	for _, k := range f.keys {
+		buf = bsoncore.AppendValueElement(buf, k, f.vals[k])
+	}
+	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: buf}
+}
+
 func evalMergeObjects(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
-	var keys []string
-	vs := map[string]bsoncore.Value{}
+	var out fieldSet
 	for _, v := range vals {
 		if IsNullish(v) {
 			continue
@@ -52,19 +77,10 @@ func evalMergeObjects(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 			if !ok {
 				break
 			}
-			key := string(k)
-			if _, seen := vs[key]; !seen {
-				keys = append(keys, key)
-			}
-			vs[key] = fv
+			out.set(string(k), fv)
 		}
 	}
-	idx, buf := bsoncore.AppendDocumentStart(nil)
-	for _, k := range keys {
-		buf = bsoncore.AppendValueElement(buf, k, vs[k])
-	}
-	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: buf}, nil
+	return out.value(), nil
 }
 
 func evalObjectToArray(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
@@ -99,8 +115,7 @@ func evalArrayToObject(_ string, vals []bsoncore.Value) (bsoncore.Value, error) 
 		return Missing, errorf(codeArrayToObjectType, "$arrayToObject requires an array input, found: %s", TypeName(arr))
 	}
 	elems := arrayValues(arr)
-	var keys []string
-	vs := map[string]bsoncore.Value{}
+	var out fieldSet
 	if len(elems) > 0 && elems[0].Type != bsoncore.TypeArray && elems[0].Type != bsoncore.TypeEmbeddedDocument {
 		return Missing, errorf(codeArrayToObjectElem, "Unrecognised input type format for $arrayToObject: %s", TypeName(elems[0]))
 	}
@@ -109,17 +124,9 @@ func evalArrayToObject(_ string, vals []bsoncore.Value) (bsoncore.Value, error) 
 		if err != nil {
 			return Missing, err
 		}
-		if _, seen := vs[k]; !seen {
-			keys = append(keys, k)
-		}
-		vs[k] = v
+		out.set(k, v)
 	}
-	idx, buf := bsoncore.AppendDocumentStart(nil)
-	for _, k := range keys {
-		buf = bsoncore.AppendValueElement(buf, k, vs[k])
-	}
-	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: buf}, nil
+	return out.value(), nil
 }
 
 // keyValueOf reads one $arrayToObject element in the format (array or

@@ -22,12 +22,6 @@ import (
 // multi-update sees the same value; the command's let (Options.Vars) and
 // the statement's constants c (Options.Constants) are variables too.
 
-// updateStages are the stages MongoDB allows within an update pipeline.
-var updateStages = map[string]bool{
-	"$addFields": true, "$set": true, "$project": true, "$unset": true,
-	"$replaceRoot": true, "$replaceWith": true,
-}
-
 func parsePipeline(update bsoncore.Value, opts Options) (*Update, error) {
 	if n, ok := bsonx.ValueSize(bsoncore.TypeArray, update.Data); !ok || n != len(update.Data) {
 		return nil, failedToParse("update: the update pipeline is not valid BSON")
@@ -61,7 +55,7 @@ func parsePipeline(update bsoncore.Value, opts Options) (*Update, error) {
 	}
 	for _, d := range stages {
 		elems, _ := d.Elements()
-		if name := elems[0].Key(); !updateStages[name] {
+		if name := elems[0].Key(); !agg.IsUpdateStage(name) {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
 		}
 	}

@@ -20,6 +20,15 @@ func put(d *doc, k string, v any) {
 	*d = append(*d, bson.E{Key: k, Value: v})
 }
 
+// oneInput is the input of a stage that reads one other (FETCH, SORT,
+// SKIP, LIMIT, PROJECTION_*). It is held in an array so that children,
+// which walk calls on every request, returns it without allocating.
+type oneInput struct{ kid [1]stage }
+
+func input(s stage) oneInput          { return oneInput{[1]stage{s}} }
+func (o *oneInput) in() stage         { return o.kid[0] }
+func (o *oneInput) children() []stage { return o.kid[:] }
+
 // collScan reads every document in _id order (or reversed) and returns
 // those the filter matches (MongoDB's COLLSCAN).
 type collScan struct {
@@ -132,8 +141,8 @@ func (s *idHack) describe(d *doc, withStats bool) {
 // fetch reads the document of each record its input returns, unless the
 // input already carries it, and applies the filter (MongoDB's FETCH).
 type fetch struct {
-	stats  Stats
-	in     stage
+	stats Stats
+	oneInput
 	filter *query.Filter
 	raw    bsoncore.Document
 	docs   int64
@@ -143,7 +152,7 @@ type fetch struct {
 }
 
 func (s *fetch) work(x *execCtx) (*member, state, error) {
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st != advanced || err != nil {
 		return nil, st, err
 	}
@@ -175,9 +184,8 @@ func (s *fetch) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *fetch) common() *Stats    { return &s.stats }
-func (s *fetch) children() []stage { return []stage{s.in} }
-func (s *fetch) close() error      { return nil }
+func (s *fetch) common() *Stats { return &s.stats }
+func (s *fetch) close() error   { return nil }
 func (s *fetch) describe(d *doc, withStats bool) {
 	put(d, "stage", "FETCH")
 	if len(s.raw) > 5 {
@@ -246,8 +254,8 @@ func (s *orStage) describe(d *doc, withStats bool) {
 // sortStage is a blocking sort, top-k when a limit is known (MongoDB's
 // SORT, with limitAmount).
 type sortStage struct {
-	stats        Stats
-	in           stage
+	stats Stats
+	oneInput
 	sort         *query.Sort
 	raw          bsoncore.Document
 	limit        int64
@@ -265,7 +273,7 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 		s.sorter = query.NewSorter(s.sort, query.SorterOptions{Limit: s.limit, MaxMemory: s.memLimit, AllowDiskUse: s.allowDiskUse})
 	}
 	if s.it == nil {
-		m, st, err := step(x, s.in)
+		m, st, err := step(x, s.in())
 		if err != nil {
 			return nil, isEOF, err
 		}
@@ -287,8 +295,7 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 	return nil, isEOF, s.it.Err()
 }
 
-func (s *sortStage) common() *Stats    { return &s.stats }
-func (s *sortStage) children() []stage { return []stage{s.in} }
+func (s *sortStage) common() *Stats { return &s.stats }
 func (s *sortStage) close() error {
 	if s.sorter == nil {
 		return nil
@@ -311,13 +318,13 @@ func (s *sortStage) describe(d *doc, withStats bool) {
 
 // skipStage drops the first n results (MongoDB's SKIP).
 type skipStage struct {
-	stats   Stats
-	in      stage
+	stats Stats
+	oneInput
 	n, left int64
 }
 
 func (s *skipStage) work(x *execCtx) (*member, state, error) {
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st != advanced || err != nil {
 		return nil, st, err
 	}
@@ -328,9 +335,8 @@ func (s *skipStage) work(x *execCtx) (*member, state, error) {
 	return m, advanced, nil
 }
 
-func (s *skipStage) common() *Stats    { return &s.stats }
-func (s *skipStage) children() []stage { return []stage{s.in} }
-func (s *skipStage) close() error      { return nil }
+func (s *skipStage) common() *Stats { return &s.stats }
+func (s *skipStage) close() error   { return nil }
 func (s *skipStage) describe(d *doc, withStats bool) {
 	put(d, "stage", "SKIP")
 	put(d, "skipAmount", s.n)
@@ -342,25 +348,24 @@ func (s *skipStage) describe(d *doc, withStats bool) {
 // limitStage returns at most n results (MongoDB's LIMIT).
 type limitStage struct {
 	stats Stats
-	in    stage
-	n     int64
-	got   int64
+	oneInput
+	n   int64
+	got int64
 }
 
 func (s *limitStage) work(x *execCtx) (*member, state, error) {
 	if s.got >= s.n {
 		return nil, isEOF, nil
 	}
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st == advanced {
 		s.got++
 	}
 	return m, st, err
 }
 
-func (s *limitStage) common() *Stats    { return &s.stats }
-func (s *limitStage) children() []stage { return []stage{s.in} }
-func (s *limitStage) close() error      { return nil }
+func (s *limitStage) common() *Stats { return &s.stats }
+func (s *limitStage) close() error   { return nil }
 func (s *limitStage) describe(d *doc, withStats bool) {
 	put(d, "stage", "LIMIT")
 	put(d, "limitAmount", s.n)
@@ -374,8 +379,8 @@ func (s *limitStage) describe(d *doc, withStats bool) {
 // the filter bound, recomputed here because sorting detaches documents
 // from their match.
 type projection struct {
-	stats      Stats
-	in         stage
+	stats Stats
+	oneInput
 	name       string
 	proj       *query.Projection
 	raw        bsoncore.Document
@@ -386,7 +391,7 @@ type projection struct {
 }
 
 func (s *projection) work(x *execCtx) (*member, state, error) {
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st != advanced || err != nil {
 		return nil, st, err
 	}
@@ -401,9 +406,8 @@ func (s *projection) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *projection) common() *Stats    { return &s.stats }
-func (s *projection) children() []stage { return []stage{s.in} }
-func (s *projection) close() error      { return nil }
+func (s *projection) common() *Stats { return &s.stats }
+func (s *projection) close() error   { return nil }
 func (s *projection) describe(d *doc, withStats bool) {
 	put(d, "stage", s.name)
 	put(d, "transformBy", bson.Raw(s.raw))

@@ -32,7 +32,7 @@ func (o *oneInput) children() []stage { return o.kid[:] }
 // collScan reads every document in _id order (or reversed) and returns
 // those the filter matches (MongoDB's COLLSCAN).
 type collScan struct {
-	stats   Stats
+	stageStats
 	filter  *query.Filter
 	raw     bsoncore.Document // the filter, for explain
 	reverse bool
@@ -71,7 +71,6 @@ func (s *collScan) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *collScan) common() *Stats    { return &s.stats }
 func (s *collScan) children() []stage { return nil }
 func (s *collScan) close() error {
 	if s.cur == nil {
@@ -101,7 +100,7 @@ func direction(reverse bool) string {
 
 // idHack is a point read of one _id (MongoDB's IDHACK).
 type idHack struct {
-	stats      Stats
+	stageStats
 	id         bsoncore.Value
 	done       bool
 	keys, docs int64
@@ -126,7 +125,6 @@ func (s *idHack) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *idHack) common() *Stats    { return &s.stats }
 func (s *idHack) children() []stage { return nil }
 func (s *idHack) close() error      { return nil }
 func (s *idHack) describe(d *doc, withStats bool) {
@@ -141,7 +139,7 @@ func (s *idHack) describe(d *doc, withStats bool) {
 // fetch reads the document of each record its input returns, unless the
 // input already carries it, and applies the filter (MongoDB's FETCH).
 type fetch struct {
-	stats Stats
+	stageStats
 	oneInput
 	filter *query.Filter
 	raw    bsoncore.Document
@@ -184,8 +182,7 @@ func (s *fetch) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *fetch) common() *Stats { return &s.stats }
-func (s *fetch) close() error   { return nil }
+func (s *fetch) close() error { return nil }
 func (s *fetch) describe(d *doc, withStats bool) {
 	put(d, "stage", "FETCH")
 	if len(s.raw) > 5 {
@@ -201,7 +198,7 @@ func (s *fetch) describe(d *doc, withStats bool) {
 // orStage returns the union of its inputs' records, each once (MongoDB's
 // OR).
 type orStage struct {
-	stats     Stats
+	stageStats
 	in        []stage
 	i         int
 	seen      map[string]struct{}
@@ -239,7 +236,6 @@ func (s *orStage) work(x *execCtx) (*member, state, error) {
 	return m, advanced, nil
 }
 
-func (s *orStage) common() *Stats    { return &s.stats }
 func (s *orStage) children() []stage { return s.in }
 func (s *orStage) close() error      { return nil }
 func (s *orStage) describe(d *doc, withStats bool) {
@@ -254,7 +250,7 @@ func (s *orStage) describe(d *doc, withStats bool) {
 // sortStage is a blocking sort, top-k when a limit is known (MongoDB's
 // SORT, with limitAmount).
 type sortStage struct {
-	stats Stats
+	stageStats
 	oneInput
 	sort         *query.Sort
 	raw          bsoncore.Document
@@ -295,7 +291,6 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 	return nil, isEOF, s.it.Err()
 }
 
-func (s *sortStage) common() *Stats { return &s.stats }
 func (s *sortStage) close() error {
 	if s.sorter == nil {
 		return nil
@@ -318,7 +313,7 @@ func (s *sortStage) describe(d *doc, withStats bool) {
 
 // skipStage drops the first n results (MongoDB's SKIP).
 type skipStage struct {
-	stats Stats
+	stageStats
 	oneInput
 	n, left int64
 }
@@ -335,8 +330,7 @@ func (s *skipStage) work(x *execCtx) (*member, state, error) {
 	return m, advanced, nil
 }
 
-func (s *skipStage) common() *Stats { return &s.stats }
-func (s *skipStage) close() error   { return nil }
+func (s *skipStage) close() error { return nil }
 func (s *skipStage) describe(d *doc, withStats bool) {
 	put(d, "stage", "SKIP")
 	put(d, "skipAmount", s.n)
@@ -347,7 +341,7 @@ func (s *skipStage) describe(d *doc, withStats bool) {
 
 // limitStage returns at most n results (MongoDB's LIMIT).
 type limitStage struct {
-	stats Stats
+	stageStats
 	oneInput
 	n   int64
 	got int64
@@ -364,8 +358,7 @@ func (s *limitStage) work(x *execCtx) (*member, state, error) {
 	return m, st, err
 }
 
-func (s *limitStage) common() *Stats { return &s.stats }
-func (s *limitStage) close() error   { return nil }
+func (s *limitStage) close() error { return nil }
 func (s *limitStage) describe(d *doc, withStats bool) {
 	put(d, "stage", "LIMIT")
 	put(d, "limitAmount", s.n)
@@ -379,7 +372,7 @@ func (s *limitStage) describe(d *doc, withStats bool) {
 // the filter bound, recomputed here because sorting detaches documents
 // from their match.
 type projection struct {
-	stats Stats
+	stageStats
 	oneInput
 	name       string
 	proj       *query.Projection
@@ -406,8 +399,7 @@ func (s *projection) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *projection) common() *Stats { return &s.stats }
-func (s *projection) close() error   { return nil }
+func (s *projection) close() error { return nil }
 func (s *projection) describe(d *doc, withStats bool) {
 	put(d, "stage", s.name)
 	put(d, "transformBy", bson.Raw(s.raw))

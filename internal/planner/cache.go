@@ -91,7 +91,8 @@ func indexSignature(r *engine.Reader) string {
 }
 
 // shapeOf is the query's shape: the filter with every value replaced by
-// its type (so {a: 5} and {a: 7} share a shape, {a: null} does not), the
+// its type (so {a: 5} and {a: 7} share a shape, {a: null} does not; an
+// array lists each scalar type once, see shapeValue), the
 // sort, the projection, and whether skip/limit are set.
 func shapeOf(q *Query) string {
 	var b strings.Builder
@@ -121,9 +122,20 @@ func shapeValue(b *strings.Builder, v bsoncore.Value) {
 	case bsoncore.TypeEmbeddedDocument:
 		shapeDoc(b, v.Document())
 	case bsoncore.TypeArray:
+		// Scalars count once per type, as MongoDB's query shapes write
+		// "?array<?number>": an $in of 2 or of 10,000 numbers is one shape
+		// (and one short key), not one cache entry per length. Documents
+		// and arrays ($or branches, $in of documents) keep their shapes.
 		vals, _ := v.Array().Values()
+		var seen [256]bool
 		b.WriteByte('[')
 		for _, x := range vals {
+			if x.Type != bsoncore.TypeEmbeddedDocument && x.Type != bsoncore.TypeArray {
+				if seen[x.Type] {
+					continue
+				}
+				seen[x.Type] = true
+			}
 			shapeValue(b, x)
 			b.WriteByte(',')
 		}

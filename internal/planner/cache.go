@@ -30,12 +30,13 @@ type Cache struct {
 // maxCacheEntries bounds the cache; beyond it the cache starts over.
 const maxCacheEntries = 5000
 
-// cacheEntry is a cached choice: which index (isID for _id_), or a
-// collection scan, and the direction.
+// cacheEntry is a cached choice: the winning candidate's index and
+// direction (candidate.index: an index name, "_id_", a wildcard index's
+// name and path, "$or:" and the branches' indexes, "" for a collection
+// scan), under the index set signature sig.
 type cacheEntry struct {
 	sig     string
-	index   string // "" for a collection scan
-	isID    bool
+	index   string
 	reverse bool
 }
 

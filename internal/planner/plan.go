@@ -72,7 +72,7 @@ func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
 		_ = r.Close()
 		return nil, err
 	}
-	if err := e.choose(cands, opts.Cache, pl); err != nil {
+	if err := e.choose(cands, opts.Cache); err != nil {
 		_ = e.Close()
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (pl *planning) indexes() error {
 // candidate is one way to answer the query, not yet run.
 type candidate struct {
 	root     stage
-	index    string // the index scanned ("" for a collection scan or _id lookup)
+	index    string // what the cache records: the index scanned ("" for a collection scan or _id lookup; see cacheEntry)
 	reverse  bool
 	sorted   bool // no blocking sort
 	fetchCnt int  // FETCH stages (fewer is better on ties)

@@ -83,7 +83,7 @@ func (e *Exec) Close() error {
 
 // choose picks the plan to run: the only candidate, the cached winner of
 // this query shape, or the best of a trial.
-func (e *Exec) choose(cands []*candidate, cache *Cache, pl *planning) error {
+func (e *Exec) choose(cands []*candidate, cache *Cache) error {
 	if len(cands) == 1 {
 		e.root = cands[0].root
 		return nil

@@ -25,7 +25,7 @@ func (s *failing) close() error                          { s.closed = true; retu
 func TestTrialFailureClosesCandidates(t *testing.T) {
 	a, b := &failing{}, &failing{}
 	e := &Exec{x: &execCtx{}, q: &Query{}}
-	err := e.choose([]*candidate{{root: a}, {root: b}}, nil, nil)
+	err := e.choose([]*candidate{{root: a}, {root: b}}, nil)
 	if err == nil || err.Error() != "boom" {
 		t.Fatalf("choose: err %v, want boom", err)
 	}

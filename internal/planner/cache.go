@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -81,14 +82,34 @@ func (c *Cache) Len() int {
 	return len(c.m)
 }
 
-// indexSignature identifies the index set a reader sees.
+// indexSignature identifies the index set a reader sees. It is built on
+// every query that has several candidates, so by appends rather than fmt.
 func indexSignature(r *engine.Reader) string {
-	var b strings.Builder
-	b.WriteString(strconv.FormatUint(r.CollectionID(), 10))
+	b := make([]byte, 0, 256)
+	b = strconv.AppendUint(b, r.CollectionID(), 10)
 	for _, ix := range r.Indexes() {
-		fmt.Fprintf(&b, "|%s:%x:%t:%t:%v%v", ix.Name, []byte(ix.Spec.Original), ix.Multikey, ix.Building, ix.MultikeyPaths.Components, ix.MultikeyPaths.Paths)
+		b = append(b, '|')
+		b = strconv.AppendQuote(b, ix.Name)
+		b = append(b, ':')
+		b = hex.AppendEncode(b, ix.Spec.Original)
+		b = append(b, ':')
+		b = strconv.AppendBool(b, ix.Multikey)
+		b = append(b, ':')
+		b = strconv.AppendBool(b, ix.Building)
+		b = append(b, ':')
+		for _, comps := range ix.MultikeyPaths.Components {
+			b = append(b, '[')
+			for _, c := range comps {
+				b = strconv.AppendInt(b, int64(c), 10)
+				b = append(b, ',')
+			}
+			b = append(b, ']')
+		}
+		for _, p := range ix.MultikeyPaths.Paths {
+			b = strconv.AppendQuote(b, p)
+		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // shapeOf is the query's shape: the filter with every value replaced by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -37,6 +38,9 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 		return nil, err
 	}
 	x := &explainer{s: s, verbosity: verbosity}
+	if x.deadline, err = deadline(req); err != nil {
+		return nil, err
+	}
 	var body bson.D
 	switch innerReq.Name {
 	case "find":
@@ -66,6 +70,9 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 type explainer struct {
 	s         *Session
 	verbosity string
+	// deadline is the explain command's own maxTimeMS (where MongoDB's
+	// shell puts it), for an explained command that sets none.
+	deadline time.Time
 }
 
 func (x *explainer) execute() bool { return x.verbosity != "queryPlanner" }
@@ -100,6 +107,9 @@ type wrapper struct {
 // visit), and renders queryPlanner and executionStats, with w over the
 // plan when set.
 func (x *explainer) run(sp findSpec, w *wrapper, visit func(bsoncore.Document) error) (bson.D, error) {
+	if sp.deadline.IsZero() {
+		sp.deadline = x.deadline
+	}
 	ex, err := sp.prepare(x.s.Env.Engine, true)
 	if err != nil {
 		return nil, err
@@ -216,7 +226,8 @@ func (x *explainer) rewrap(body bson.D, w *wrapper, sp findSpec) (bson.D, error)
 	return body, nil
 }
 
-// parseCountSpec reads a count command as a selection.
+// parseCountSpec reads a count command (or the count explain explains) as
+// a selection.
 func parseCountSpec(req *Request) (findSpec, error) {
 	sp, err := selectionFor(req, "query")
 	if err != nil {
@@ -227,6 +238,9 @@ func parseCountSpec(req *Request) (findSpec, error) {
 	}
 	if sp.limit, err = req.Int("limit", 0); err != nil {
 		return sp, err
+	}
+	if sp.skip < 0 {
+		return sp, mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
 	}
 	if sp.limit < 0 {
 		sp.limit = -sp.limit
@@ -337,31 +351,10 @@ func (x *explainer) updateOver(spec updateSpec) (bson.D, error) {
 }
 
 func (x *explainer) findAndModify(req *Request) (bson.D, error) {
-	coll, err := req.Collection()
+	sel, cv, err := parseFindAndModifySelection(x.s, req)
 	if err != nil {
 		return nil, err
 	}
-	ns := engine.Namespace{DB: req.DB, Coll: coll}
-	filter, err := req.Document("query")
-	if err != nil {
-		return nil, err
-	}
-	cv, err := requestVars(req) // let variables reach the query's $expr too
-	if err != nil {
-		return nil, err
-	}
-	sel, err := newSelectionWith(ns, filter, cv.filterOptions())
-	if err != nil {
-		return nil, err
-	}
-	if err := parseProjectionAndSort(&Request{Name: req.Name, Body: sortOnly(req)}, &sel); err != nil {
-		return nil, err
-	}
-	if err := parseHint(req, &sel); err != nil {
-		return nil, err
-	}
-	sel.sortMemory = sortMemory(x.s)
-	sel.limit = 1
 	remove, err := req.Bool("remove", false)
 	if err != nil {
 		return nil, err

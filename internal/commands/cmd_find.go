@@ -346,26 +346,10 @@ func nonNil(ids []int64) []int64 {
 }
 
 func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	sp, err := selectionFor(req, "query")
+	sp, err := parseCountSpec(req)
 	if err != nil {
 		return nil, err
 	}
-	if sp.skip, err = req.Int("skip", 0); err != nil {
-		return nil, err
-	}
-	if sp.limit, err = req.Int("limit", 0); err != nil {
-		return nil, err
-	}
-	if sp.skip < 0 {
-		return nil, mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
-	}
-	if sp.limit < 0 {
-		sp.limit = -sp.limit
-	}
-	if err := parseHint(req, &sp); err != nil {
-		return nil, err
-	}
-	sp.countOnly = true
 	src, err := sp.open(s.Env.Engine)
 	if err != nil {
 		return nil, err

@@ -13,30 +13,11 @@ import (
 // cmdFindAndModify updates or removes the first document the query selects
 // (in sort order) and returns it, before or after (new), projected by fields.
 func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	coll, err := req.Collection()
+	sel, cv, err := parseFindAndModifySelection(s, req)
 	if err != nil {
 		return nil, err
 	}
-	ns := engine.Namespace{DB: req.DB, Coll: coll}
-	filter, err := req.Document("query")
-	if err != nil {
-		return nil, err
-	}
-	cv, err := requestVars(req)
-	if err != nil {
-		return nil, err
-	}
-	sel, err := newSelectionWith(ns, filter, cv.filterOptions())
-	if err != nil {
-		return nil, err
-	}
-	if err := parseProjectionAndSort(&Request{Name: req.Name, Body: sortOnly(req)}, &sel); err != nil {
-		return nil, err
-	}
-	if err := checkCollation(req); err != nil {
-		return nil, err
-	}
-	sel.sortMemory = sortMemory(s)
+	ns := sel.ns
 	remove, err := req.Bool("remove", false)
 	if err != nil {
 		return nil, err
@@ -119,6 +100,42 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		r.Doc("value", value)
 	}
 	return r.Finish(), nil
+}
+
+// parseFindAndModifySelection reads what findAndModify and its explain
+// share: the query (its $expr seeing the command's let variables, also
+// returned), sort, collation (simple only), hint and maxTimeMS. The
+// selection reads at most one document.
+func parseFindAndModifySelection(s *Session, req *Request) (findSpec, commandVars, error) {
+	coll, err := req.Collection()
+	if err != nil {
+		return findSpec{}, commandVars{}, err
+	}
+	filter, err := req.Document("query")
+	if err != nil {
+		return findSpec{}, commandVars{}, err
+	}
+	cv, err := requestVars(req)
+	if err != nil {
+		return findSpec{}, cv, err
+	}
+	sel, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
+	if err != nil {
+		return sel, cv, err
+	}
+	if err := parseProjectionAndSort(&Request{Name: req.Name, Body: sortOnly(req)}, &sel); err != nil {
+		return sel, cv, err
+	}
+	if err := checkCollation(req); err != nil {
+		return sel, cv, err
+	}
+	if err := parseHint(req, &sel); err != nil {
+		return sel, cv, err
+	}
+	sel.sortMemory = sortMemory(s)
+	sel.limit = 1
+	sel.deadline, err = deadline(req)
+	return sel, cv, err
 }
 
 // sortOnly extracts the sort argument so the find parser can read it.

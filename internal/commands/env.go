@@ -100,6 +100,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 func (e *Env) Close() {
 	e.TTL.Stop()
 	e.Cursors.CloseAll()
+	planCaches.Delete(e.Engine) // else every engine a process opens stays reachable
 }
 
 // Session is one client connection's view: who it is and its own state.

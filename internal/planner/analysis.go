@@ -2,7 +2,6 @@ package planner
 
 import (
 	"encoding/binary"
-	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -84,9 +83,17 @@ func docsOf(v bsoncore.Value) []bsoncore.Document {
 
 // hasNumericPart reports a path component that could be an array index,
 // which index keys do not follow the same way.
+//
+// A part is numeric when it is digits with an optional sign (what
+// strconv.Atoi reads, at any length: counting more parts numeric only
+// leaves more to FETCH). It runs per filtered path on every planned read,
+// so it neither splits nor allocates.
 func hasNumericPart(path string) bool {
-	for _, part := range strings.Split(path, ".") {
-		if _, err := strconv.Atoi(part); err == nil {
+	for part := range strings.SplitSeq(path, ".") {
+		if part != "" && (part[0] == '+' || part[0] == '-') {
+			part = part[1:]
+		}
+		if part != "" && strings.Trim(part, "0123456789") == "" {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -30,12 +31,13 @@ type Cache struct {
 // maxCacheEntries bounds the cache; beyond it the cache starts over.
 const maxCacheEntries = 5000
 
-// cacheEntry is a cached choice: which index (isID for _id_), or a
-// collection scan, and the direction.
+// cacheEntry is a cached choice: the winning candidate's index and
+// direction (candidate.index: an index name, "_id_", a wildcard index's
+// name and path, "$or:" and the branches' indexes, "" for a collection
+// scan), under the index set signature sig.
 type cacheEntry struct {
 	sig     string
-	index   string // "" for a collection scan
-	isID    bool
+	index   string
 	reverse bool
 }
 
@@ -80,18 +82,39 @@ func (c *Cache) Len() int {
 	return len(c.m)
 }
 
-// indexSignature identifies the index set a reader sees.
+// indexSignature identifies the index set a reader sees. It is built on
+// every query that has several candidates, so by appends rather than fmt.
 func indexSignature(r *engine.Reader) string {
-	var b strings.Builder
-	b.WriteString(strconv.FormatUint(r.CollectionID(), 10))
+	b := make([]byte, 0, 256)
+	b = strconv.AppendUint(b, r.CollectionID(), 10)
 	for _, ix := range r.Indexes() {
-		fmt.Fprintf(&b, "|%s:%x:%t:%t:%v%v", ix.Name, []byte(ix.Spec.Original), ix.Multikey, ix.Building, ix.MultikeyPaths.Components, ix.MultikeyPaths.Paths)
+		b = append(b, '|')
+		b = strconv.AppendQuote(b, ix.Name)
+		b = append(b, ':')
+		b = hex.AppendEncode(b, ix.Spec.Original)
+		b = append(b, ':')
+		b = strconv.AppendBool(b, ix.Multikey)
+		b = append(b, ':')
+		b = strconv.AppendBool(b, ix.Building)
+		b = append(b, ':')
+		for _, comps := range ix.MultikeyPaths.Components {
+			b = append(b, '[')
+			for _, c := range comps {
+				b = strconv.AppendInt(b, int64(c), 10)
+				b = append(b, ',')
+			}
+			b = append(b, ']')
+		}
+		for _, p := range ix.MultikeyPaths.Paths {
+			b = strconv.AppendQuote(b, p)
+		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // shapeOf is the query's shape: the filter with every value replaced by
-// its type (so {a: 5} and {a: 7} share a shape, {a: null} does not), the
+// its type (so {a: 5} and {a: 7} share a shape, {a: null} does not; an
+// array lists each scalar type once, see shapeValue), the
 // sort, the projection, and whether skip/limit are set.
 func shapeOf(q *Query) string {
 	var b strings.Builder
@@ -121,9 +144,20 @@ func shapeValue(b *strings.Builder, v bsoncore.Value) {
 	case bsoncore.TypeEmbeddedDocument:
 		shapeDoc(b, v.Document())
 	case bsoncore.TypeArray:
+		// Scalars count once per type, as MongoDB's query shapes write
+		// "?array<?number>": an $in of 2 or of 10,000 numbers is one shape
+		// (and one short key), not one cache entry per length. Documents
+		// and arrays ($or branches, $in of documents) keep their shapes.
 		vals, _ := v.Array().Values()
+		var seen [256]bool
 		b.WriteByte('[')
 		for _, x := range vals {
+			if x.Type != bsoncore.TypeEmbeddedDocument && x.Type != bsoncore.TypeArray {
+				if seen[x.Type] {
+					continue
+				}
+				seen[x.Type] = true
+			}
 			shapeValue(b, x)
 			b.WriteByte(',')
 		}

@@ -20,9 +20,10 @@ import (
 // and projection name only index fields, the filter uses only operators
 // that read values, not types (keys keep numbers' values, not their
 // types), and the projection is a plain inclusion (_id excluded unless
-// indexed). A key part that is null or undefined may stand for a missing
-// field, which the key cannot tell apart: that one document is fetched and
-// used instead (and counted in docsExamined).
+// indexed). A key part that may not be the stored value, type included (a
+// null or undefined may stand for a missing field; a number comes back as
+// the narrowest type holding its value; see keyValueExact), makes that one
+// document fetched and used instead (and counted in docsExamined).
 
 // coveredOps are the operators a covered filter may use.
 var coveredOps = map[string]bool{
@@ -145,11 +146,11 @@ func coveredFilter(filter bsoncore.Document, fields map[string]bool) bool {
 }
 
 // keyDocument rebuilds a document from an index key's values, nesting
-// dotted paths; ok is false when a value is null or undefined (it may
-// stand for a missing field).
+// dotted paths; ok is false when a value may not be the stored one (see
+// keyValueExact).
 func keyDocument(dst []byte, fields []index.Field, vals []bsoncore.Value) ([]byte, bool) {
 	for _, v := range vals {
-		if v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
+		if !keyValueExact(v) {
 			return dst, false
 		}
 	}
@@ -157,6 +158,23 @@ func keyDocument(dst []byte, fields []index.Field, vals []bsoncore.Value) ([]byt
 	dst = appendLevel(dst, fields, vals, 0)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst, true
+}
+
+// keyValueExact reports whether a value decoded from a key is the stored
+// value, type included. Not so for null and undefined (either may stand for
+// a missing field), numbers (keys keep a number's value, and decode it as
+// the narrowest exact type: a stored 5.0 or NumberLong(5) comes back as
+// int32 5), and documents and arrays (they may hold numbers). Strings are
+// taken as exact although a stored symbol also decodes as a string: symbols
+// are deprecated and rare, and refusing strings would cover almost nothing.
+func keyValueExact(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeNull, bsoncore.TypeUndefined,
+		bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128,
+		bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		return false
+	}
+	return true
 }
 
 // appendLevel appends the fields at path depth depth, grouping paths that

@@ -60,7 +60,7 @@ func (pl *planning) distinctCandidate() *candidate {
 		}
 		scan := newIXScan(ix, bounds, reverse)
 		scan.distinct = true
-		c := pl.finish(&fetch{in: scan}, true)
+		c := pl.finish(&fetch{oneInput: input(scan)}, true)
 		c.index, c.reverse = ix.name, reverse
 		return c
 	}

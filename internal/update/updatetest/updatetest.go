@@ -47,18 +47,13 @@
 package updatetest
 
 import (
-	"bytes"
 	"fmt"
 	"github.com/cairndb/cairn/internal/testcorpus"
-	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -113,38 +108,21 @@ type Runner func(c *Case) (Outcome, error)
 // Load reads every *.txt file of dir, in name order.
 func Load(dir string) ([]Case, error) { return testcorpus.Load(dir, LoadFile) }
 
-type entry struct {
-	key   string
-	value string
-	line  int // 0-based line of the key
-	end   int // 0-based line after the value
-}
-
 // LoadFile reads one testdata file.
 func LoadFile(file string) ([]Case, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	lines := strings.Split(string(data), "\n")
 	var (
-		cases  []Case
-		doc    bsoncore.Document
-		stanza []entry
+		cases []Case
+		doc   bsoncore.Document
 	)
-	flush := func() error {
-		if len(stanza) == 0 {
-			return nil
-		}
-		defer func() { stanza = nil }()
-		if stanza[0].key != "case" {
+	err := testcorpus.ReadStanzas(file, func(stanza []testcorpus.Entry) error {
+		if stanza[0].Key != "case" {
 			for _, e := range stanza {
-				if e.key != "doc" {
-					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set doc)", file, e.line+1, e.key)
+				if e.Key != "doc" {
+					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set doc)", file, e.Line+1, e.Key)
 				}
-				d, err := parseDocOrNone(e.value)
+				d, err := parseDocOrNone(e.Value)
 				if err != nil {
-					return fmt.Errorf("%s:%d: %v", file, e.line+1, err)
+					return fmt.Errorf("%s:%d: %v", file, e.Line+1, err)
 				}
 				doc = d
 			}
@@ -156,52 +134,28 @@ func LoadFile(file string) ([]Case, error) {
 		}
 		cases = append(cases, c)
 		return nil
-	}
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimRight(lines[i], " \t\r")
-		switch {
-		case strings.HasPrefix(l, "#"):
-			continue
-		case l == "":
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			continue
-		case l[0] == ' ' || l[0] == '\t':
-			if len(stanza) == 0 {
-				return nil, fmt.Errorf("%s:%d: continuation line without a key", file, i+1)
-			}
-			stanza[len(stanza)-1].value += "\n" + strings.TrimSpace(l)
-			stanza[len(stanza)-1].end = i + 1
-			continue
-		}
-		key, val, ok := strings.Cut(l, ":")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: expected \"key: value\"", file, i+1)
-		}
-		stanza = append(stanza, entry{key: key, value: strings.TrimSpace(val), line: i, end: i + 1})
-	}
-	if err := flush(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	return cases, nil
 }
 
-func buildCase(file string, stanza []entry, doc bsoncore.Document) (Case, error) {
-	c := Case{File: file, Line: stanza[0].line + 1, Name: stanza[0].value, Doc: doc, Filter: emptyDoc(), expStart: -1}
+func buildCase(file string, stanza []testcorpus.Entry, doc bsoncore.Document) (Case, error) {
+	c := Case{File: file, Line: stanza[0].Line + 1, Name: stanza[0].Value, Doc: doc, Filter: testcorpus.EmptyDoc(), expStart: -1}
 	for _, e := range stanza[1:] {
-		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.line+1, e.key, err) }
+		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.Line+1, e.Key, err) }
 		var err error
-		switch e.key {
+		switch e.Key {
 		case "doc":
-			c.Doc, err = parseDocOrNone(e.value)
+			c.Doc, err = parseDocOrNone(e.Value)
 		case "filter":
-			c.Filter, err = ParseDoc(e.value)
+			c.Filter, err = ParseDoc(e.Value)
 		case "update":
-			c.Update, err = parseValue(e.value)
+			c.Update, err = testcorpus.ParseValue(e.Value)
 		case "arrayFilters":
 			var vals []bsoncore.Value
-			vals, err = parseValues(e.value)
+			vals, err = testcorpus.ParseValues(e.Value)
 			for _, v := range vals {
 				d, ok := v.DocumentOK()
 				if !ok {
@@ -211,43 +165,43 @@ func buildCase(file string, stanza []entry, doc bsoncore.Document) (Case, error)
 				c.ArrayFilters = append(c.ArrayFilters, d)
 			}
 		case "let":
-			c.Let, err = ParseDoc(e.value)
+			c.Let, err = ParseDoc(e.Value)
 		case "c":
-			c.Constants, err = ParseDoc(e.value)
+			c.Constants, err = ParseDoc(e.Value)
 		case "upsert":
-			c.Upsert, err = strconv.ParseBool(e.value)
+			c.Upsert, err = strconv.ParseBool(e.Value)
 		case "multi":
-			c.Multi, err = strconv.ParseBool(e.value)
+			c.Multi, err = strconv.ParseBool(e.Value)
 		case "result":
-			c.WantDoc, err = ParseDoc(e.value)
+			c.WantDoc, err = ParseDoc(e.Value)
 		case "modified":
 			var b bool
-			b, err = strconv.ParseBool(e.value)
+			b, err = strconv.ParseBool(e.Value)
 			c.WantModified = &b
 		case "error":
 			var n int64
-			n, err = strconv.ParseInt(e.value, 10, 32)
+			n, err = strconv.ParseInt(e.Value, 10, 32)
 			c.WantError = int32(n)
 		case "generatedId":
-			c.GeneratedID, err = strconv.ParseBool(e.value)
+			c.GeneratedID, err = strconv.ParseBool(e.Value)
 		case "volatile":
-			for _, p := range strings.Split(e.value, ",") {
+			for _, p := range strings.Split(e.Value, ",") {
 				c.Volatile = append(c.Volatile, strings.TrimSpace(p))
 			}
 		case "xfail":
-			c.XFail = e.value
+			c.XFail = e.Value
 		default:
 			err = fmt.Errorf("unknown key")
 		}
 		if err != nil {
 			return c, errf(err)
 		}
-		switch e.key {
+		switch e.Key {
 		case "result", "error":
 			if c.expStart >= 0 {
 				return c, errf(fmt.Errorf("a case has exactly one of result, error"))
 			}
-			c.expStart, c.expEnd = e.line, e.end
+			c.expStart, c.expEnd = e.Line, e.End
 		}
 	}
 	if c.Update.Type == 0 {
@@ -259,16 +213,8 @@ func buildCase(file string, stanza []entry, doc bsoncore.Document) (Case, error)
 	return c, nil
 }
 
-func emptyDoc() bsoncore.Document { return bsoncore.Document{5, 0, 0, 0, 0} }
-
 // ParseDoc reads one extended JSON document.
-func ParseDoc(s string) (bsoncore.Document, error) {
-	var raw bson.Raw
-	if err := bson.UnmarshalExtJSON([]byte(s), false, &raw); err != nil {
-		return nil, err
-	}
-	return bsoncore.Document(raw), nil
-}
+func ParseDoc(s string) (bsoncore.Document, error) { return testcorpus.ParseDoc(s) }
 
 func parseDocOrNone(s string) (bsoncore.Document, error) {
 	if s == "none" {
@@ -277,42 +223,11 @@ func parseDocOrNone(s string) (bsoncore.Document, error) {
 	return ParseDoc(s)
 }
 
-func parseValue(s string) (bsoncore.Value, error) {
-	d, err := ParseDoc(`{"v": ` + s + `}`)
-	if err != nil {
-		return bsoncore.Value{}, err
-	}
-	return d.Lookup("v"), nil
-}
-
-func parseValues(s string) ([]bsoncore.Value, error) {
-	v, err := parseValue(s)
-	if err != nil {
-		return nil, err
-	}
-	arr, ok := v.ArrayOK()
-	if !ok {
-		return nil, fmt.Errorf("want a JSON array")
-	}
-	return arr.Values()
-}
-
-// canonical is a value's canonical extended JSON: equal strings mean equal
-// types, values and field order.
-func canonical(v bsoncore.Value) string {
-	d := bsoncore.NewDocumentBuilder().AppendValue("v", v).Build()
-	b, err := bson.MarshalExtJSON(bson.Raw(d), true, false)
-	if err != nil {
-		return fmt.Sprintf("<%v>", err)
-	}
-	return string(b)
-}
-
 func canonicalDoc(d bsoncore.Document) string {
 	if d == nil {
 		return "<none>"
 	}
-	return canonical(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	return testcorpus.CanonicalDoc(d)
 }
 
 // Check compares an outcome with the case's expectation.
@@ -418,59 +333,21 @@ var suite = testcorpus.Suite[Case, Outcome]{
 // Rewrite replaces each case's expectation in its file by its outcome.
 // Cases marked xfail, or with generatedId or volatile values, keep theirs.
 func Rewrite(cases []Case, outcomes []Outcome) error {
-	byFile := map[string][]int{}
+	var reps []testcorpus.Replacement
 	for i := range cases {
-		byFile[cases[i].File] = append(byFile[cases[i].File], i)
+		c, o := &cases[i], outcomes[i]
+		if c.XFail != "" || c.GeneratedID || len(c.Volatile) > 0 {
+			continue
+		}
+		exp := fmt.Sprintf("error: %d", o.Code)
+		if o.Code == 0 {
+			exp = "result: " + Relaxed(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: o.Doc})
+		}
+		reps = append(reps, testcorpus.Replacement{File: c.File, Start: c.expStart, End: c.expEnd, Lines: []string{exp}})
 	}
-	for file, idx := range byFile {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		lines := strings.Split(string(data), "\n")
-		slices.SortFunc(idx, func(a, b int) int { return cases[b].expStart - cases[a].expStart })
-		for _, i := range idx {
-			c, o := &cases[i], outcomes[i]
-			if c.XFail != "" || c.GeneratedID || len(c.Volatile) > 0 {
-				continue
-			}
-			exp := fmt.Sprintf("error: %d", o.Code)
-			if o.Code == 0 {
-				exp = "result: " + Relaxed(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: o.Doc})
-			}
-			lines = slices.Replace(lines, c.expStart, c.expEnd, exp)
-		}
-		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return testcorpus.ReplaceLines(reps)
 }
-
-var (
-	numberInt    = regexp.MustCompile(`\{"\$numberInt":"(-?\d+)"\}`)
-	numberDouble = regexp.MustCompile(`\{"\$numberDouble":"(-?\d+\.\d+(?:E[-+]?\d+)?)"\}`)
-)
 
 // Relaxed prints a value as compact extended JSON that parses back to the
-// same types: int32 and finite doubles with a fraction plainly, everything
-// else canonical.
-func Relaxed(v bsoncore.Value) string {
-	s := canonical(v)
-	s = strings.TrimSuffix(strings.TrimPrefix(s, `{"v":`), "}")
-	s = numberInt.ReplaceAllString(s, "$1")
-	s = numberDouble.ReplaceAllString(s, "$1")
-	var b bytes.Buffer
-	inStr := false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		b.WriteByte(ch)
-		switch {
-		case ch == '"' && (i == 0 || s[i-1] != '\\'):
-			inStr = !inStr
-		case !inStr && (ch == ',' || ch == ':'):
-			b.WriteByte(' ')
-		}
-	}
-	return b.String()
-}
+// same types (see testcorpus.Relaxed).
+func Relaxed(v bsoncore.Value) string { return testcorpus.Relaxed(v) }

@@ -1,9 +1,7 @@
 package commands
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/bsonx"
-	"github.com/cairndb/cairn/internal/engine"
 )
 
 // TestDistinctScanMatchesPipeline is the differential test of the
@@ -30,25 +27,8 @@ func TestDistinctScanMatchesPipeline(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 8))
 	t.Logf("seed %d", seed)
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
-	run := func(cmd bson.D) bsoncore.Document {
-		body, err := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "distinct"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Run(context.Background(), sess, req, nil)
-	}
+	_, exec := commandRunner(t, "distinct")
+	run := exec
 	ok := func(r bsoncore.Document, what string) {
 		t.Helper()
 		if f, _ := r.Lookup("ok").AsFloat64OK(); f != 1 {

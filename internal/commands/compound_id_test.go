@@ -1,9 +1,7 @@
 package commands
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -15,22 +13,8 @@ import (
 // on a field inside a subdocument _id, a query on that field alone is
 // planned on the index and returns what a collection scan returns.
 func TestQueriesOnCompoundIDFieldUseTheirIndex(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
-	run := func(cmd bson.D) bson.Raw {
-		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "t"}))
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bson.Raw(Run(context.Background(), sess, req, nil))
-	}
+	eng, exec := commandRunner(t, "t")
+	run := func(cmd bson.D) bson.Raw { return bson.Raw(exec(cmd)) }
 	run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "_id.env", Value: 1}}}, {Key: "name", Value: "_id.env_1"}}}}})
 	docs := bson.A{}
 	for i := range 50 {

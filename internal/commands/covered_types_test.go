@@ -1,13 +1,9 @@
 package commands
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/cairndb/cairn/internal/engine"
 )
 
 // TestCoveredKeepsTypes checks that a covered plan returns each field as
@@ -15,22 +11,8 @@ import (
 // NumberLong(6) decode as int32), so such a key must not stand for the
 // document.
 func TestCoveredKeepsTypes(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
-	run := func(cmd bson.D) bson.Raw {
-		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "ct"}))
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bson.Raw(Run(context.Background(), sess, req, nil))
-	}
+	_, exec := commandRunner(t, "ct")
+	run := func(cmd bson.D) bson.Raw { return bson.Raw(exec(cmd)) }
 	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{
 		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 5.0}},
 		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: int64(6)}},

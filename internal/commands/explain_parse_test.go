@@ -1,34 +1,18 @@
 package commands
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/cairndb/cairn/internal/engine"
 )
 
 // TestExplainParsesAsCommand checks that a command and its explain read
 // their options through the same parser: an option the command refuses is
 // refused by its explain too, and the reverse.
 func TestExplainParsesAsCommand(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
+	_, exec := commandRunner(t, "ep")
 	run := func(cmd bson.D) (code int32) {
-		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "ep"}))
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := bson.Raw(Run(context.Background(), sess, req, nil))
+		r := bson.Raw(exec(cmd))
 		if ok, _ := r.Lookup("ok").AsFloat64OK(); ok == 1 {
 			return 0
 		}

@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"context"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -15,24 +13,9 @@ import (
 // TestPlanCache checks that the winner of a trial is reused for the same
 // query shape, and never once the collection's indexes change.
 func TestPlanCache(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
+	eng, exec := commandRunner(t, "pc")
 	run := func(cmd bson.D) bson.Raw {
-		if cmd[len(cmd)-1].Key != "$db" {
-			cmd = append(cmd, bson.E{Key: "$db", Value: "pc"})
-		}
-		body, _ := bson.Marshal(cmd)
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := bson.Raw(Run(context.Background(), sess, req, nil))
+		r := bson.Raw(exec(cmd))
 		if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
 			t.Fatalf("%v: %s", cmd, r)
 		}

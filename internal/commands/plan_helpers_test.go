@@ -1,7 +1,12 @@
 package commands
 
 import (
+	"context"
+	"log/slog"
 	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -21,4 +26,33 @@ func plannedIndexes(eng *engine.Engine, ns engine.Namespace, filter bsoncore.Doc
 	}
 	defer ex.Close()
 	return strings.Join(ex.IndexesUsed(), ","), nil
+}
+
+// commandRunner opens an engine in a temporary directory, closed when the
+// test ends, and returns it with a function that runs one command through
+// Run, in database db unless the command names its own "$db".
+func commandRunner(tb testing.TB, db string) (*engine.Engine, func(cmd bson.D) bsoncore.Document) {
+	tb.Helper()
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(tb.TempDir(), engine.Options{Logger: log})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env := NewEnv(eng, Config{}, log)
+	tb.Cleanup(func() { env.Close(); _ = eng.Close() })
+	sess := &Session{Env: env}
+	return eng, func(cmd bson.D) bsoncore.Document {
+		if len(cmd) == 0 || cmd[len(cmd)-1].Key != "$db" {
+			cmd = append(cmd, bson.E{Key: "$db", Value: db})
+		}
+		body, err := bson.Marshal(cmd)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		req, err := NewRequest(body, "", nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return Run(context.Background(), sess, req, nil)
+	}
 }

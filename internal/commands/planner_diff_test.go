@@ -1,10 +1,8 @@
 package commands
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -15,7 +13,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/bsonx"
-	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/query"
 )
 
@@ -28,25 +25,8 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 11))
 	t.Logf("seed %d", seed)
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
-	run := func(cmd bson.D) bsoncore.Document {
-		body, err := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "diff"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Run(context.Background(), sess, req, nil)
-	}
+	_, exec := commandRunner(t, "diff")
+	run := exec
 	indexes := bson.A{}
 	for _, k := range []bson.D{{{Key: "a", Value: 1}}, {{Key: "b", Value: -1}}, {{Key: "c.d", Value: 1}}, {{Key: "a", Value: 1}, {Key: "b", Value: -1}}, {{Key: "e", Value: -1}, {Key: "a", Value: 1}}, {{Key: "f", Value: 1}}, {{Key: "f", Value: 1}, {Key: "g", Value: -1}}} {
 		name := fmt.Sprint(k)

@@ -38,3 +38,22 @@ func AsFloat64(v bsoncore.Value) (f float64, ok bool) {
 	}
 	return 0, false
 }
+
+// AsInt64 returns a numeric value that holds an integer (an int32, an
+// int64, or a double or decimal128 with no fraction) as an int64; ok is
+// false for other values.
+func AsInt64(v bsoncore.Value) (int64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), true
+	case bsoncore.TypeInt64:
+		return v.Int64(), true
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, ok := AsFloat64(v)
+		if !ok || f != float64(int64(f)) {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	return 0, false
+}

@@ -56,9 +56,12 @@ type stage interface {
 }
 
 // execCtx is what stages share while running: the snapshot and the
-// deadline.
+// deadline. A point read (Open's IDHACK plan) has no snapshot: r is nil and
+// its one read goes to eng, for collection ns.
 type execCtx struct {
 	r        *engine.Reader
+	eng      *engine.Engine
+	ns       engine.Namespace
 	deadline time.Time
 	works    int64
 	timing   bool

@@ -57,6 +57,38 @@ type Options struct {
 	Explain bool
 }
 
+// Open plans q over collection ns of eng: it opens a snapshot (an
+// engine.Reader) and plans over it as Prepare does. A query that selects
+// one _id (the IDHACK plan, see pointID), planned to run rather than to be
+// explained, reads without a snapshot: a single read is consistent by
+// itself, and the point read is the hot path (DESIGN.md §4), where a
+// snapshot and the index list cost more than the read.
+func Open(eng *engine.Engine, ns engine.Namespace, q *Query, opts Options) (*Exec, error) {
+	if !opts.Explain {
+		if id, ok := pointID(q); ok {
+			x := &execCtx{eng: eng, ns: ns, deadline: q.Deadline}
+			e := &Exec{x: x, q: q, ns: opts.NS}
+			e.root = (&planning{q: q}).finish(&idHack{id: id}, false).root
+			e.recordAccesses()
+			return e, nil
+		}
+	}
+	r, err := eng.NewReader(ns)
+	if err != nil {
+		return nil, err
+	}
+	return Prepare(r, q, opts)
+}
+
+// pointID returns the _id q selects when q is a plain {_id: v} equality
+// with no hint and no min or max: the query the IDHACK plan answers.
+func pointID(q *Query) (bsoncore.Value, bool) {
+	if q.Hint.Type != 0 || len(q.Min) > 5 || len(q.Max) > 5 {
+		return bsoncore.Value{}, false
+	}
+	return q.Filter.IDEquality()
+}
+
 // Prepare plans q over the collection r reads and returns the executable
 // plan, which owns r from then on (Close closes it).
 func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
@@ -128,7 +160,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 	if len(q.Min) > 5 || len(q.Max) > 5 {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: When using min()/max() a hint of which index to use must be provided")
 	}
-	if id, ok := q.Filter.IDEquality(); ok {
+	if id, ok := pointID(q); ok {
 		return []*candidate{pl.finish(&idHack{id: id}, false)}, nil
 	}
 	if c := pl.distinctCandidate(); c != nil {

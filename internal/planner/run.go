@@ -75,6 +75,9 @@ func (e *Exec) Close() error {
 			first = err
 		}
 	}
+	if e.x.r == nil {
+		return first // a point read (Open) holds no snapshot
+	}
 	if err := e.x.r.Close(); err != nil && first == nil {
 		first = err
 	}
@@ -366,7 +369,11 @@ func (e *Exec) recordAccesses() {
 		}
 		if name != "" && !slices.Contains(seen, name) {
 			seen = append(seen, name)
-			e.x.r.RecordIndexAccess(name)
+			if e.x.r == nil {
+				e.x.eng.RecordIndexAccess(e.x.ns, name)
+			} else {
+				e.x.r.RecordIndexAccess(name)
+			}
 		}
 	})
 }

@@ -113,10 +113,17 @@ func (s *idHack) work(x *execCtx) (*member, state, error) {
 		return nil, isEOF, nil
 	}
 	s.done = true
-	rid := idKey(s.id)
+	var rid []byte
 	var found bool
 	var err error
-	s.buf, found, err = x.r.Fetch(s.buf[:0], rid)
+	if x.r == nil {
+		// A point read without a snapshot (see Open): one read is
+		// consistent by itself, and the record id is not needed above.
+		s.buf, found, err = x.eng.Get(s.buf[:0], x.ns, s.id)
+	} else {
+		rid = idKey(s.id)
+		s.buf, found, err = x.r.Fetch(s.buf[:0], rid)
+	}
 	if err != nil || !found {
 		return nil, isEOF, err
 	}

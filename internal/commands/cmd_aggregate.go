@@ -7,12 +7,15 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
 // cmdAggregate runs an aggregation pipeline over a collection, or over no
-// collection ({aggregate: 1}, for stages such as $documents). A leading
-// $match becomes the scan's filter, so the planner can use an index for it.
+// collection ({aggregate: 1}, for stages such as $documents): it parses the
+// command into an exec.Aggregate, which exec runs (pushing a leading $match
+// and $sort into the collection read, writing $out and $merge), and
+// returns the results as a cursor.
 func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	ns, collectionless, err := aggregateTarget(req)
 	if err != nil {
@@ -45,62 +48,26 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		}
 		batch = n
 	}
-	opts, err := aggregateOptions(s, req, ns.DB)
-	if err != nil {
+	a := exec.Aggregate{NS: ns, Collectionless: collectionless, Stages: ownedAll(stages)}
+	if a.Opts, err = aggregateOptions(s, req, ns.DB); err != nil {
 		return nil, err
 	}
-	opts.Stats = aggStats{s: s, ns: ns, collectionless: collectionless} // $collStats, $indexStats, $currentOp
-	p, err := agg.Parse(ownedAll(stages), opts)
-	if err != nil {
+	a.Opts.Stats = aggStats{s: s, ns: ns, collectionless: collectionless} // $collStats, $indexStats, $currentOp
+	if a.Deadline, err = deadline(req); err != nil {
 		return nil, err
 	}
-	var writer *outputWriter // $out or $merge (agg_output.go)
-	if o := p.Output(); o != nil {
-		if writer, err = prepareOutput(s.Env.Engine, o); err != nil {
-			return nil, err
-		}
-		p = p.WithoutOutput()
-	}
-	var input agg.Source
-	if !collectionless {
-		// The leading $match becomes the scan's filter and a $sort after
-		// it the scan's order, where the planner can use an index, unless
-		// the $match reads variables ($$NOW, let): those exist only inside
-		// the pipeline, so it stays there (see pushDown, shared with
-		// explain so that explain shows what runs).
-		sel, rest, err := pushDown(ns, ownedAll(stages))
-		if err != nil {
-			return nil, err
-		}
-		if len(rest) < len(stages) {
-			if p, err = agg.Parse(rest, opts); err != nil {
-				return nil, err
-			}
-			if writer != nil {
-				p = p.WithoutOutput() // the writer carries out $out/$merge
-			}
-		}
-		sel.sortMemory, sel.allowDiskUse = opts.MaxMemory, opts.AllowDiskUse
-		if sel.deadline, err = deadline(req); err != nil {
-			return nil, err
-		}
-		if input, err = sel.open(s.Env.Engine); err != nil {
-			return nil, err
-		}
-	}
-	out, err := p.Run(input)
+	out, err := s.Env.Exec.Aggregate(a)
 	if err != nil {
-		if input != nil {
-			_ = input.Close()
-		}
 		return nil, err
 	}
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
 	}
-	if writer != nil {
-		return writer.write(out, dst, cursorNS)
+	if out == nil {
+		// $out or $merge wrote the results: an empty first batch and no
+		// cursor, as MongoDB replies.
+		return cursorReply(dst, cursorNS, 0, nil), nil
 	}
 	r, held, done, err := fillBatch(dst, cursorNS, "firstBatch", nil, out, batch)
 	if err != nil {
@@ -136,7 +103,7 @@ func aggregateOptions(s *Session, req *Request, db string) (agg.Options, error) 
 	if err != nil {
 		return agg.Options{}, err
 	}
-	opts := agg.Options{Now: cv.now, Vars: cv.let, DB: db, Catalog: aggCatalog{s.Env.Engine}, MaxMemory: sortMemory(s)}
+	opts := agg.Options{Now: cv.now, Vars: cv.let, DB: db, MaxMemory: sortMemory(s)}
 	if opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
 		return opts, err
 	}
@@ -147,22 +114,5 @@ func aggregateOptions(s *Session, req *Request, db string) (agg.Options, error) 
 }
 
 // ownedAll copies pipeline stages out of the request buffer: a cursor keeps
-// the parsed pipeline past this request (see newSelection).
-func ownedAll(stages []bsoncore.Document) []bsoncore.Document {
-	out := make([]bsoncore.Document, len(stages))
-	for i, st := range stages {
-		out[i] = owned(st)
-	}
-	return out
-}
-
-// aggCatalog lets $lookup and $unionWith read other collections.
-type aggCatalog struct{ eng *engine.Engine }
-
-func (c aggCatalog) Scan(db, coll string) (agg.Source, error) {
-	sel, err := newSelection(engine.Namespace{DB: db, Coll: coll}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return sel.open(c.eng)
-}
+// the parsed pipeline past this request.
+func ownedAll(stages []bsoncore.Document) []bsoncore.Document { return exec.OwnedAll(stages) }

@@ -7,7 +7,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -29,38 +28,9 @@ func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
-	src, err := sp.open(s.Env.Engine)
+	values, err := s.Env.Exec.Distinct(sp, key, MaxBSONObjectSize)
 	if err != nil {
 		return nil, err
-	}
-	defer src.Close()
-	var values []bsoncore.Value
-	size := 0
-	add := func(v bsoncore.Value) error {
-		for _, have := range values {
-			if bsonx.Equal(have, v) {
-				return nil
-			}
-		}
-		size += len(v.Data)
-		if size > MaxBSONObjectSize {
-			return mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big, 16mb cap")
-		}
-		values = append(values, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
-		return nil
-	}
-	parts := strings.Split(key, ".")
-	for {
-		d, err := src.Next()
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			break
-		}
-		if err := pathValues(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, parts, add); err != nil {
-			return nil, err
-		}
 	}
 	r := NewReply(dst)
 	buf := r.Raw()
@@ -71,45 +41,4 @@ func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	}
 	*buf, _ = bsoncore.AppendArrayEnd(*buf, aidx)
 	return r.Finish(), nil
-}
-
-// pathValues calls emit for each value at the dotted path, traversing arrays
-// of subdocuments and unwinding a final array one level, as distinct does.
-func pathValues(v bsoncore.Value, parts []string, emit func(bsoncore.Value) error) error {
-	if len(parts) == 0 {
-		if arr, ok := v.ArrayOK(); ok {
-			vals, _ := arr.Values()
-			for _, el := range vals {
-				if err := emit(el); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		return emit(v)
-	}
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		next, err := v.Document().LookupErr(parts[0])
-		if err != nil {
-			return nil
-		}
-		return pathValues(next, parts[1:], emit)
-	case bsoncore.TypeArray:
-		vals, _ := v.Array().Values()
-		if i, err := strconv.Atoi(parts[0]); err == nil && i >= 0 {
-			if i < len(vals) {
-				return pathValues(vals[i], parts[1:], emit)
-			}
-			return nil
-		}
-		for _, el := range vals {
-			if el.Type == bsoncore.TypeEmbeddedDocument {
-				if err := pathValues(el, parts, emit); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }

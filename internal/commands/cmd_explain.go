@@ -3,13 +3,13 @@ package commands
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 )
@@ -103,40 +103,30 @@ type wrapper struct {
 	stats  bson.D // stage-specific counters
 }
 
-// run plans sp, runs it when the verbosity asks (each result goes to
-// visit), and renders queryPlanner and executionStats, with w over the
-// plan when set.
-func (x *explainer) run(sp findSpec, w *wrapper, visit func(bsoncore.Document) error) (bson.D, error) {
-	if sp.deadline.IsZero() {
-		sp.deadline = x.deadline
-	}
-	ex, err := sp.prepare(x.s.Env.Engine, true)
+// run explains sel: exec plans it in explain mode and, when the verbosity
+// asks, runs it; this renders queryPlanner and executionStats, with w over
+// the plan when set.
+func (x *explainer) run(sel exec.Selection, w *wrapper) (bson.D, error) {
+	ex, err := x.s.Env.Exec.ExplainRun(x.selection(sel), x.execute(), nil)
 	if err != nil {
 		return nil, err
 	}
 	defer ex.Close()
-	if x.execute() {
-		for {
-			d, err := ex.Next()
-			if err != nil {
-				return nil, err
-			}
-			if d == nil {
-				break
-			}
-			if visit != nil {
-				if err := visit(d); err != nil {
-					return nil, err
-				}
-			}
-		}
+	return x.sections(ex, sel.NS, w)
+}
+
+// selection is sel under the explain command's own maxTimeMS when sel sets
+// none.
+func (x *explainer) selection(sel exec.Selection) exec.Selection {
+	if sel.Deadline.IsZero() {
+		sel.Deadline = x.deadline
 	}
-	return x.sections(ex, sp, w)
+	return sel
 }
 
 // sections renders queryPlanner (and executionStats) of a planned ex.
-func (x *explainer) sections(ex *planner.Exec, sp findSpec, w *wrapper) (bson.D, error) {
-	qp := ex.QueryPlanner(sp.ns.String())
+func (x *explainer) sections(ex *planner.Exec, ns engine.Namespace, w *wrapper) (bson.D, error) {
+	qp := ex.QueryPlanner(ns.String())
 	if w != nil {
 		for i := range qp {
 			if qp[i].Key == "winningPlan" {
@@ -190,71 +180,38 @@ func (x *explainer) find(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return x.run(sp, nil, nil)
+	return x.run(sp.Selection, nil)
 }
 
 func (x *explainer) count(req *Request) (bson.D, error) {
-	sp, err := parseCountSpec(req)
+	sel, err := parseCountSpec(req)
 	if err != nil {
 		return nil, err
 	}
-	var n int64
-	w := &wrapper{name: "COUNT"}
-	body, err := x.run(sp, w, func(bsoncore.Document) error { n++; return nil })
+	return x.counted(sel, "COUNT", "nCounted")
+}
+
+// counted explains a plan under a wrapper stage whose counter (nCounted,
+// nWouldDelete) is the number of results, known only after the run.
+func (x *explainer) counted(sel exec.Selection, stage, counter string) (bson.D, error) {
+	ex, n, err := x.s.Env.Exec.ExplainCount(x.selection(sel), x.execute())
 	if err != nil {
 		return nil, err
 	}
-	w.stats = bson.D{{Key: "nCounted", Value: n}, {Key: "nSkipped", Value: int64(0)}}
-	return x.rewrap(body, w, sp)
-}
-
-// rewrap re-renders when a wrapper's counters are known only after the run.
-func (x *explainer) rewrap(body bson.D, w *wrapper, sp findSpec) (bson.D, error) {
-	for i := range body {
-		if body[i].Key != "executionStats" {
-			continue
-		}
-		es := body[i].Value.(bson.D)
-		for j := range es {
-			if es[j].Key == "executionStages" {
-				st := es[j].Value.(bson.D)
-				inner := st[len(st)-1].Value.(bson.D)
-				es[j].Value = w.wrap(inner, true)
-			}
-		}
+	defer ex.Close()
+	w := &wrapper{name: stage, stats: bson.D{{Key: counter, Value: n}}}
+	if stage == "COUNT" {
+		w.stats = append(w.stats, bson.E{Key: "nSkipped", Value: int64(0)})
 	}
-	return body, nil
-}
-
-// parseCountSpec reads a count command (or the count explain explains) as
-// a selection.
-func parseCountSpec(req *Request) (findSpec, error) {
-	sp, err := selectionFor(req, "query")
-	if err != nil {
-		return sp, err
-	}
-	if sp.skip, err = req.Int("skip", 0); err != nil {
-		return sp, err
-	}
-	if sp.limit, err = req.Int("limit", 0); err != nil {
-		return sp, err
-	}
-	if sp.skip < 0 {
-		return sp, mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
-	}
-	if sp.limit < 0 {
-		sp.limit = -sp.limit
-	}
-	sp.countOnly = true
-	return sp, parseHint(req, &sp)
+	return x.sections(ex, sel.NS, w)
 }
 
 func (x *explainer) distinct(req *Request) (bson.D, error) {
-	sp, err := selectionFor(req, "query")
+	sel, err := selectionFor(req, "query")
 	if err != nil {
 		return nil, err
 	}
-	return x.run(sp, nil, nil)
+	return x.run(sel, nil)
 }
 
 func (x *explainer) delete(req *Request) (bson.D, error) {
@@ -269,27 +226,12 @@ func (x *explainer) delete(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := statementFilter(wb.ns, wb.stmts[0], "delete.deletes", cv)
+	d, err := parseDeleteStatement(wb.ns, wb.stmts[0], cv)
 	if err != nil {
 		return nil, err
 	}
-	if v, err := wb.stmts[0].LookupErr("limit"); err == nil {
-		if l, ok := numberAsInt(v); ok && l == 1 {
-			sp.limit = 1
-		}
-	}
-	return x.deleteOver(sp)
-}
-
-func (x *explainer) deleteOver(sp findSpec) (bson.D, error) {
-	var n int64
-	w := &wrapper{name: "DELETE"}
-	body, err := x.run(sp, w, func(bsoncore.Document) error { n++; return nil })
-	if err != nil {
-		return nil, err
-	}
-	w.stats = bson.D{{Key: "nWouldDelete", Value: n}}
-	return x.rewrap(body, w, sp)
+	d.Sel.Limit = d.Limit
+	return x.counted(d.Sel, "DELETE", "nWouldDelete")
 }
 
 func (x *explainer) update(req *Request) (bson.D, error) {
@@ -308,38 +250,24 @@ func (x *explainer) update(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !spec.multi {
-		spec.sel.limit = 1
-	}
 	return x.updateOver(spec)
 }
 
-// updateOver explains an update: it runs the selection and applies the
-// modifier to each document in memory, counting what would change.
-func (x *explainer) updateOver(spec updateSpec) (bson.D, error) {
-	var matched, modified int64
-	w := &wrapper{name: "UPDATE"}
-	body, err := x.run(spec.sel, w, func(d bsoncore.Document) error {
-		matched++
-		_, pos := spec.sel.filter.MatchDetails(d)
-		next, err := spec.mod.apply(d, pos)
-		if err != nil {
-			return err
-		}
-		if next != nil {
-			modified++
-		}
-		return nil
-	})
+// updateOver explains an update: exec runs the selection and applies the
+// update to each document in memory, counting what would change.
+func (x *explainer) updateOver(spec exec.Update) (bson.D, error) {
+	spec.Sel = x.selection(spec.Sel)
+	ex, would, err := x.s.Env.Exec.ExplainUpdate(spec, x.execute())
 	if err != nil {
 		return nil, err
 	}
+	defer ex.Close()
 	upserts := int64(0)
-	if matched == 0 && spec.upsert && x.execute() {
+	if would.Upsert {
 		upserts = 1
 	}
-	w.stats = bson.D{{Key: "nMatched", Value: matched}, {Key: "nWouldModify", Value: modified}, {Key: "nWouldUpsert", Value: upserts}}
-	body, err = x.rewrap(body, w, spec.sel)
+	w := &wrapper{name: "UPDATE", stats: bson.D{{Key: "nMatched", Value: would.Matched}, {Key: "nWouldModify", Value: would.Modified}, {Key: "nWouldUpsert", Value: upserts}}}
+	body, err := x.sections(ex, spec.Sel.NS, w)
 	if err == nil && x.execute() {
 		for i := range body {
 			if body[i].Key == "executionStats" {
@@ -360,7 +288,7 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if remove {
-		return x.deleteOver(sel)
+		return x.counted(sel, "DELETE", "nWouldDelete")
 	}
 	u, ok := req.Arg("update")
 	if !ok {
@@ -378,12 +306,9 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return x.updateOver(updateSpec{sel: sel, mod: mod, upsert: upsertFlag})
+	return x.updateOver(exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag})
 }
 
-// aggregate explains a pipeline: the part pushed into the collection read
-// ($match, then $sort) as a $cursor stage with its plan, then the other
-// stages as given. A pipeline wholly pushed down explains like a find.
 func (x *explainer) aggregate(req *Request) (bson.D, error) {
 	ns, collectionless, err := aggregateTarget(req)
 	if err != nil {
@@ -396,19 +321,25 @@ func (x *explainer) aggregate(req *Request) (bson.D, error) {
 	return x.aggregateStages(ns, collectionless, ownedAll(stages), req)
 }
 
+// aggregateStages explains a pipeline: the part exec pushes into the
+// collection read as a $cursor stage with its plan, then the other stages
+// as given. A pipeline wholly pushed down explains like a find.
 func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, stages []bsoncore.Document, req *Request) (bson.D, error) {
-	if collectionless {
-		return bson.D{{Key: "stages", Value: rawStages(stages)}}, nil
+	a := exec.Aggregate{NS: ns, Collectionless: collectionless, Stages: stages, Deadline: x.deadline}
+	a.Opts.MaxMemory = sortMemory(x.s)
+	var err error
+	if a.Opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+		return nil, err
 	}
-	sel, rest, err := pushDown(ns, stages)
+	ex, rest, err := x.s.Env.Exec.ExplainAggregate(a, x.execute())
 	if err != nil {
 		return nil, err
 	}
-	sel.sortMemory = sortMemory(x.s)
-	if sel.allowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
-		return nil, err
+	if ex == nil {
+		return bson.D{{Key: "stages", Value: rawStages(rest)}}, nil
 	}
-	body, err := x.run(sel, nil, nil)
+	defer ex.Close()
+	body, err := x.sections(ex, ns, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -417,107 +348,6 @@ func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, st
 	}
 	cursor := bson.D{{Key: "$cursor", Value: body}}
 	return bson.D{{Key: "stages", Value: append(bson.A{cursor}, rawStages(rest)...)}}, nil
-}
-
-// pushDown splits a pipeline into the selection the collection read does
-// (a leading $match without variables, and a $sort right after it) and the
-// stages that remain.
-func pushDown(ns engine.Namespace, stages []bsoncore.Document) (findSpec, []bsoncore.Document, error) {
-	var match bsoncore.Document
-	rest := stages
-	if len(rest) > 0 {
-		if m, ok := stageArg(rest[0], "$match"); ok && !strings.Contains(string(m), "$$") {
-			match, rest = m, rest[1:]
-		}
-	}
-	sel, err := newSelection(ns, match)
-	if err != nil {
-		return sel, nil, err
-	}
-	if len(rest) > 0 {
-		if srt, ok := stageArg(rest[0], "$sort"); ok && simpleSort(srt) {
-			if err := parseProjectionAndSort(&Request{Body: NewReply(nil).Doc("sort", srt).End()}, &sel); err == nil {
-				rest = rest[1:]
-				// A $limit after the $sort makes it a top-k sort.
-				if len(rest) > 0 {
-					if el, err := rest[0].IndexErr(0); err == nil && el.Key() == "$limit" {
-						if n, ok := numberAsInt(el.Value()); ok && n > 0 {
-							sel.limit, rest = n, rest[1:]
-						}
-					}
-				}
-				if sel.limit == 0 && len(rest) > 0 {
-					sel.distinct = distinctGroup(rest[0], sel.rawSort)
-				}
-			}
-		}
-	}
-	return sel, rest, nil
-}
-
-// distinctGroup returns the path f when st is {$group: {_id: "$f", …}}
-// with f the sort's first field and every other field a $first
-// accumulator: the $group then keeps only the first document of each
-// value of f, which lets the planner read one index entry per value
-// (DISTINCT_SCAN). The $group still runs, over those documents alone, so
-// its results are the same. "" otherwise.
-func distinctGroup(st, sort bsoncore.Document) string {
-	g, ok := stageArg(st, "$group")
-	if !ok {
-		return ""
-	}
-	first, err := sort.IndexErr(0)
-	if err != nil {
-		return ""
-	}
-	elems, err := g.Elements()
-	if err != nil {
-		return ""
-	}
-	path := ""
-	for _, el := range elems {
-		if el.Key() == "_id" {
-			s, ok := el.Value().StringValueOK()
-			if !ok || len(s) < 2 || s[0] != '$' || s[1] == '$' || s[1:] != first.Key() {
-				return ""
-			}
-			path = s[1:]
-			continue
-		}
-		acc, ok := el.Value().DocumentOK()
-		if !ok {
-			return ""
-		}
-		ops, err := acc.Elements()
-		if err != nil || len(ops) != 1 || ops[0].Key() != "$first" {
-			return ""
-		}
-	}
-	return path
-}
-
-// stageArg returns the document argument of a one-field stage {name: arg}.
-func stageArg(st bsoncore.Document, name string) (bsoncore.Document, bool) {
-	elems, err := st.Elements()
-	if err != nil || len(elems) != 1 || elems[0].Key() != name {
-		return nil, false
-	}
-	return elems[0].Value().DocumentOK()
-}
-
-// simpleSort reports a sort of plain directions (no $meta).
-func simpleSort(d bsoncore.Document) bool {
-	elems, err := d.Elements()
-	if err != nil || len(elems) == 0 {
-		return false
-	}
-	for _, el := range elems {
-		n, ok := numberAsInt(el.Value())
-		if !ok || (n != 1 && n != -1) {
-			return false
-		}
-	}
-	return true
 }
 
 func rawStages(stages []bsoncore.Document) bson.A {

@@ -2,78 +2,36 @@ package commands
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 )
 
-// findSpec is a parsed find (or count, distinct, delete, update) selection.
+// findSpec is a parsed find: the selection exec runs, and how the reply
+// batches its results.
 type findSpec struct {
-	ns           engine.Namespace
-	filter       *query.Filter
-	raw          bsoncore.Document // the filter as sent
-	rawSort      bsoncore.Document // the sort as sent, for explain
-	rawProj      bsoncore.Document // the projection as sent, for explain
-	proj         *query.Projection
-	positional   bool // the projection has a "field.$" that needs the match position
-	sort         *query.Sort
-	skip, limit  int64
-	batchSize    int64
-	singleBatch  bool
-	allowDiskUse bool
-	sortMemory   int64
-	deadline     time.Time // from maxTimeMS; zero means none
-	// hint forces a plan (an index name or key pattern, {$natural: ±1});
-	// Type 0 lets the planner choose.
-	hint bsoncore.Value
-	// min and max bound the hinted index's keys (find's options).
-	min, max bsoncore.Document
-	// countOnly: the results are only counted (count), so the plan may
-	// return empty documents (see planner.Query.Count).
-	countOnly bool
-	// distinct: the pipeline keeps only the first document of each value
-	// of this path (see planner.Query.DistinctPath).
-	distinct string
+	exec.Selection
+	batchSize   int64
+	singleBatch bool
 }
 
-// newSelection parses a filter into a findSpec with no other options.
-func newSelection(ns engine.Namespace, filter bsoncore.Document) (findSpec, error) {
-	return newSelectionWith(ns, filter, query.Options{})
+// newSelection parses a filter into a selection with no other options.
+func newSelection(ns engine.Namespace, filter bsoncore.Document) (exec.Selection, error) {
+	return exec.NewSelection(ns, filter, query.Options{})
 }
 
 // newSelectionWith is newSelection for a command with variables ($$NOW, let).
-func newSelectionWith(ns engine.Namespace, filter bsoncore.Document, vars query.Options) (findSpec, error) {
-	if len(filter) == 0 {
-		filter = emptyDocument // an absent filter selects everything
-	}
-	// A cursor keeps the parsed filter past this request, and the request's
-	// bytes alias the connection's read buffer, which the next message
-	// overwrites: parse an owned copy.
-	filter = owned(filter)
-	f, err := query.ParseWith(filter, vars)
-	if err != nil {
-		return findSpec{}, err
-	}
-	return findSpec{ns: ns, filter: f, raw: filter}, nil
+func newSelectionWith(ns engine.Namespace, filter bsoncore.Document, vars query.Options) (exec.Selection, error) {
+	return exec.NewSelection(ns, filter, vars)
 }
-
-// rawFilter is the filter as sent ({} when none was).
-func (sp findSpec) rawFilter() bsoncore.Document {
-	if len(sp.raw) == 0 {
-		return bsoncore.Document(emptyDocument)
-	}
-	return sp.raw
-}
-
-var emptyDocument = []byte{5, 0, 0, 0, 0}
 
 // owned copies a document out of the request buffer.
-func owned(d bsoncore.Document) bsoncore.Document { return append(bsoncore.Document(nil), d...) }
+func owned(d bsoncore.Document) bsoncore.Document { return exec.Owned(d) }
 
 func parseFind(s *Session, req *Request) (findSpec, error) {
 	coll, err := req.Collection()
@@ -88,22 +46,23 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err != nil {
 		return findSpec{}, err
 	}
-	sp, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
+	sel, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
+	sp := findSpec{Selection: sel}
 	if err != nil {
 		return sp, err
 	}
-	if sp.skip, err = req.Int("skip", 0); err != nil {
+	if sp.Skip, err = req.Int("skip", 0); err != nil {
 		return sp, err
 	}
-	if sp.skip < 0 {
-		return sp, mongoerr.New(mongoerr.BadValue, "BSON field 'skip' value must be >= 0, actual value '%d'", sp.skip)
+	if sp.Skip < 0 {
+		return sp, mongoerr.New(mongoerr.BadValue, "BSON field 'skip' value must be >= 0, actual value '%d'", sp.Skip)
 	}
-	if sp.limit, err = req.Int("limit", 0); err != nil {
+	if sp.Limit, err = req.Int("limit", 0); err != nil {
 		return sp, err
 	}
-	if sp.limit < 0 {
+	if sp.Limit < 0 {
 		// A negative limit is the legacy "single batch of |limit|".
-		sp.limit, sp.singleBatch = -sp.limit, true
+		sp.Limit, sp.singleBatch = -sp.Limit, true
 	}
 	if sp.batchSize, err = req.Int("batchSize", DefaultFirstBatch); err != nil {
 		return sp, err
@@ -116,22 +75,22 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	} else if single {
 		sp.singleBatch = true
 	}
-	if sp.allowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+	if sp.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
 		return sp, err
 	}
-	if err := parseProjectionAndSort(req, &sp); err != nil {
+	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
 		return sp, err
 	}
 	if err := checkUnsupportedFindOptions(req); err != nil {
 		return sp, err
 	}
-	if err := parseHint(req, &sp); err != nil {
+	if err := parseHint(req, &sp.Selection); err != nil {
 		return sp, err
 	}
 	for _, mm := range []struct {
 		name string
 		dst  *bsoncore.Document
-	}{{"min", &sp.min}, {"max", &sp.max}} {
+	}{{"min", &sp.Min}, {"max", &sp.Max}} {
 		d, err := req.Document(mm.name)
 		if err != nil {
 			return sp, err
@@ -140,40 +99,25 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 			*mm.dst = owned(d)
 		}
 	}
-	sp.sortMemory = sortMemory(s)
-	sp.deadline, err = deadline(req)
+	sp.SortMemory = sortMemory(s)
+	sp.Deadline, err = deadline(req)
 	return sp, err
 }
 
-func parseProjectionAndSort(req *Request, sp *findSpec) error {
+// parseProjectionAndSort reads find's projection and sort into sel.
+func parseProjectionAndSort(req *Request, sel *exec.Selection) error {
 	proj, err := req.Document("projection")
 	if err != nil {
 		return err
 	}
-	if len(proj) > 5 {
-		proj = owned(proj) // kept by the cursor (see newSelection)
-		sp.rawProj = proj
-		if sp.proj, err = query.ParseProjection(proj, sp.filter); err != nil {
-			return err
-		}
-		elems, _ := proj.Elements()
-		for _, el := range elems {
-			if strings.HasSuffix(el.Key(), ".$") {
-				sp.positional = true
-			}
-		}
+	if err := sel.SetProjection(proj); err != nil {
+		return err
 	}
 	sortSpec, err := req.Document("sort")
 	if err != nil {
 		return err
 	}
-	if len(sortSpec) > 5 {
-		sp.rawSort = owned(sortSpec)
-		if sp.sort, err = query.ParseSort(sp.rawSort); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sel.SetSort(sortSpec)
 }
 
 // checkUnsupportedFindOptions refuses options whose absence would change
@@ -200,24 +144,31 @@ func checkCollation(req *Request) error {
 	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", c)
 }
 
-// parseHint keeps the hint for the planner, which resolves it against the
-// indexes it sees (an unknown index is BadValue there).
-func parseHint(req *Request, sp *findSpec) error {
+// parseHint reads the command's hint into sel.
+func parseHint(req *Request, sel *exec.Selection) error {
 	v, ok := req.Arg("hint")
 	if !ok {
 		return nil
 	}
+	h, err := hintValue(v)
+	sel.Hint = h
+	return err
+}
+
+// hintValue reads a hint (find's, or a write statement's) for the planner,
+// which resolves it against the indexes it sees (an unknown index is
+// BadValue there). {} is no hint (Type 0).
+func hintValue(v bsoncore.Value) (bsoncore.Value, error) {
 	switch v.Type {
 	case bsoncore.TypeString:
 	case bsoncore.TypeEmbeddedDocument:
 		if len(v.Data) <= 5 {
-			return nil // {}: no hint
+			return bsoncore.Value{}, nil // {}: no hint
 		}
 	default:
-		return mongoerr.New(mongoerr.FailedToParse, "hint must be either a string or nested object")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.FailedToParse, "hint must be either a string or nested object")
 	}
-	sp.hint = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
-	return nil
+	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}, nil
 }
 
 func sortMemory(s *Session) int64 {
@@ -250,14 +201,14 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
-	src, err := sp.open(s.Env.Engine)
+	src, err := s.Env.Exec.Open(sp.Selection, exec.Run)
 	if err != nil {
 		return nil, err
 	}
-	ns := sp.ns.String()
+	ns := sp.NS.String()
 	batch := sp.batchSize
-	if sp.limit > 0 && (batch == 0 || sp.limit < batch) {
-		batch = sp.limit
+	if sp.Limit > 0 && (batch == 0 || sp.Limit < batch) {
+		batch = sp.Limit
 	}
 	r, held, done, err := fillBatch(dst, ns, "firstBatch", nil, src, batch)
 	if err != nil {
@@ -346,39 +297,50 @@ func nonNil(ids []int64) []int64 {
 }
 
 func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	sp, err := parseCountSpec(req)
+	sel, err := parseCountSpec(req)
 	if err != nil {
 		return nil, err
 	}
-	src, err := sp.open(s.Env.Engine)
+	n, err := s.Env.Exec.Count(sel)
 	if err != nil {
 		return nil, err
-	}
-	defer src.Close()
-	var n int64
-	for {
-		d, err := src.Next()
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			break
-		}
-		n++
 	}
 	return NewReply(dst).Count("n", n).Finish(), nil
 }
 
+// parseCountSpec reads a count command (or the count explain explains) as
+// a selection.
+func parseCountSpec(req *Request) (exec.Selection, error) {
+	sp, err := selectionFor(req, "query")
+	if err != nil {
+		return sp, err
+	}
+	if sp.Skip, err = req.Int("skip", 0); err != nil {
+		return sp, err
+	}
+	if sp.Limit, err = req.Int("limit", 0); err != nil {
+		return sp, err
+	}
+	if sp.Skip < 0 {
+		return sp, mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
+	}
+	if sp.Limit < 0 {
+		sp.Limit = -sp.Limit
+	}
+	sp.CountOnly = true
+	return sp, parseHint(req, &sp)
+}
+
 // selectionFor reads what count and distinct share: the collection, the
 // filter in field, the collation (simple only) and maxTimeMS.
-func selectionFor(req *Request, field string) (findSpec, error) {
+func selectionFor(req *Request, field string) (exec.Selection, error) {
 	coll, err := req.Collection()
 	if err != nil {
-		return findSpec{}, err
+		return exec.Selection{}, err
 	}
 	filter, err := req.Document(field)
 	if err != nil {
-		return findSpec{}, err
+		return exec.Selection{}, err
 	}
 	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
 	if err != nil {
@@ -387,6 +349,6 @@ func selectionFor(req *Request, field string) (findSpec, error) {
 	if err := checkCollation(req); err != nil {
 		return sp, err
 	}
-	sp.deadline, err = deadline(req)
+	sp.Deadline, err = deadline(req)
 	return sp, err
 }

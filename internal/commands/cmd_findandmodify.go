@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 )
@@ -17,7 +18,6 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 	if err != nil {
 		return nil, err
 	}
-	ns := sel.ns
 	remove, err := req.Bool("remove", false)
 	if err != nil {
 		return nil, err
@@ -43,14 +43,14 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 	if fields, err := req.Document("fields"); err != nil {
 		return nil, err
 	} else if len(fields) > 5 {
-		if proj, err = query.ParseProjection(fields, sel.filter); err != nil {
+		if proj, err = query.ParseProjection(fields, sel.Filter); err != nil {
 			return nil, err
 		}
 	}
 	var value bsoncore.Document
 	lastErr := NewReply(nil)
 	if remove {
-		value, err = findAndRemove(s.Env.Engine, ns, sel)
+		value, err = s.Env.Exec.FindAndRemove(sel)
 		if err != nil {
 			return nil, err
 		}
@@ -69,21 +69,21 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		res, err := findAndUpdate(s.Env.Engine, ns, updateSpec{sel: sel, mod: mod, upsert: upsertFlag})
+		res, err := s.Env.Exec.FindAndUpdate(exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag})
 		if err != nil {
 			return nil, err
 		}
-		value = res.before
+		value = res.Before
 		if returnNew {
-			value = res.after
+			value = res.After
 		}
-		n := res.matched
-		if res.upsertedID.Type != 0 {
+		n := res.Matched
+		if res.UpsertedID.Type != 0 {
 			n = 1
 		}
-		lastErr.Int32("n", int32(n)).Bool("updatedExisting", res.matched > 0)
-		if res.upsertedID.Type != 0 {
-			lastErr.Value("upserted", res.upsertedID)
+		lastErr.Int32("n", int32(n)).Bool("updatedExisting", res.Matched > 0)
+		if res.UpsertedID.Type != 0 {
+			lastErr.Value("upserted", res.UpsertedID)
 		}
 		s.Env.Ops.Update.Add(1)
 	}
@@ -92,7 +92,7 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		r.Value("value", bsoncore.Value{Type: bsoncore.TypeNull})
 	} else {
 		if proj != nil {
-			_, pos := sel.filter.MatchDetails(value)
+			_, pos := sel.Filter.MatchDetails(value)
 			if value, err = proj.Apply(nil, value, pos); err != nil {
 				return nil, err
 			}
@@ -106,24 +106,28 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 // share: the query (its $expr seeing the command's let variables, also
 // returned), sort, collation (simple only), hint and maxTimeMS. The
 // selection reads at most one document.
-func parseFindAndModifySelection(s *Session, req *Request) (findSpec, commandVars, error) {
+func parseFindAndModifySelection(s *Session, req *Request) (exec.Selection, commandVars, error) {
 	coll, err := req.Collection()
 	if err != nil {
-		return findSpec{}, commandVars{}, err
+		return exec.Selection{}, commandVars{}, err
 	}
 	filter, err := req.Document("query")
 	if err != nil {
-		return findSpec{}, commandVars{}, err
+		return exec.Selection{}, commandVars{}, err
 	}
 	cv, err := requestVars(req)
 	if err != nil {
-		return findSpec{}, cv, err
+		return exec.Selection{}, cv, err
 	}
 	sel, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
 	if err != nil {
 		return sel, cv, err
 	}
-	if err := parseProjectionAndSort(&Request{Name: req.Name, Body: sortOnly(req)}, &sel); err != nil {
+	sortSpec, err := req.Document("sort")
+	if err != nil {
+		return sel, cv, err
+	}
+	if err := sel.SetSort(sortSpec); err != nil {
 		return sel, cv, err
 	}
 	if err := checkCollation(req); err != nil {
@@ -132,40 +136,8 @@ func parseFindAndModifySelection(s *Session, req *Request) (findSpec, commandVar
 	if err := parseHint(req, &sel); err != nil {
 		return sel, cv, err
 	}
-	sel.sortMemory = sortMemory(s)
-	sel.limit = 1
-	sel.deadline, err = deadline(req)
+	sel.SortMemory = sortMemory(s)
+	sel.Limit = 1
+	sel.Deadline, err = deadline(req)
 	return sel, cv, err
-}
-
-// sortOnly extracts the sort argument so the find parser can read it.
-func sortOnly(req *Request) bsoncore.Document {
-	r := NewReply(nil)
-	if v, ok := req.Arg("sort"); ok {
-		r.Value("sort", v)
-	}
-	return r.End()
-}
-
-// findAndRemove deletes the first document sel selects and returns it.
-func findAndRemove(eng *engine.Engine, ns engine.Namespace, sel findSpec) (bsoncore.Document, error) {
-	ids, err := matchingIDs(eng, sel, 1)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	var removed bsoncore.Document
-	_, err = eng.Modify(ns, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
-		if cur == nil || !sel.filter.Match(cur) {
-			return engine.Action{}, nil
-		}
-		removed = append(bsoncore.Document(nil), cur...)
-		return engine.Action{Delete: true}, nil
-	})
-	return removed, err
-}
-
-// findAndUpdate updates the first document the spec selects, keeping its
-// before and after images.
-func findAndUpdate(eng *engine.Engine, ns engine.Namespace, spec updateSpec) (updateResult, error) {
-	return runUpdate(eng, ns, spec, true)
 }

@@ -51,7 +51,7 @@ func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Env.Engine.Insert(wb.ns, wb.stmts, wb.ordered)
+	res, err := s.Env.Exec.Insert(wb.ns, wb.stmts, wb.ordered)
 	if err != nil {
 		return nil, err
 	}

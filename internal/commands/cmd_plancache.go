@@ -15,6 +15,6 @@ func cmdPlanCacheClear(_ context.Context, s *Session, req *Request, dst []byte) 
 	if err != nil {
 		return nil, err
 	}
-	planCache(s.Env.Engine).Clear(req.DB + "." + coll)
+	s.Env.Exec.PlanCache().Clear(req.DB + "." + coll)
 	return OK(dst), nil
 }

@@ -13,7 +13,7 @@ import (
 // on a field inside a subdocument _id, a query on that field alone is
 // planned on the index and returns what a collection scan returns.
 func TestQueriesOnCompoundIDFieldUseTheirIndex(t *testing.T) {
-	eng, exec := commandRunner(t, "t")
+	env, exec := commandRunner(t, "t")
 	run := func(cmd bson.D) bson.Raw { return bson.Raw(exec(cmd)) }
 	run(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "_id.env", Value: 1}}}, {Key: "name", Value: "_id.env_1"}}}}})
 	docs := bson.A{}
@@ -22,7 +22,7 @@ func TestQueriesOnCompoundIDFieldUseTheirIndex(t *testing.T) {
 	}
 	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}})
 	filter, _ := bson.Marshal(bson.D{{Key: "_id.env", Value: "prod"}})
-	plan, err := plannedIndexes(eng, engine.Namespace{DB: "t", Coll: "c"}, filter)
+	plan, err := plannedIndexes(env, engine.Namespace{DB: "t", Coll: "c"}, filter)
 	if err != nil || plan != "_id.env_1" {
 		t.Fatalf("plan for {_id.env: prod} = %q %v, want the _id.env_1 index", plan, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/ttl"
 )
 
@@ -43,7 +44,9 @@ type Config struct {
 // Env is the process-wide state commands share: the engine, cursors,
 // parameters, counters. One per server.
 type Env struct {
-	Engine  *engine.Engine
+	Engine *engine.Engine
+	// Exec runs reads and writes over Engine and owns the plan cache.
+	Exec    *exec.Env
 	Cursors *Cursors
 	Params  *Params
 	Config  Config
@@ -84,6 +87,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	defineIDParams(params, eng)
 	env := &Env{
 		Engine:    eng,
+		Exec:      exec.New(eng),
 		Cursors:   NewCursors(),
 		Params:    params,
 		Config:    cfg,
@@ -100,7 +104,6 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 func (e *Env) Close() {
 	e.TTL.Stop()
 	e.Cursors.CloseAll()
-	planCaches.Delete(e.Engine) // else every engine a process opens stays reachable
 }
 
 // Session is one client connection's view: who it is and its own state.

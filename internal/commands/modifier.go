@@ -11,21 +11,12 @@ import (
 	"github.com/cairndb/cairn/internal/update"
 )
 
-// modifier turns a matched document into its updated form, with the update
-// language: operators ($set, $inc, $push with positional paths…) or a
-// replacement document.
-type modifier struct {
-	u *update.Update
-}
-
-// parseModifier reads an update statement's u; cv (the command's $$NOW
-// and let) and consts (the statement's c) are what a pipeline update reads.
-func parseModifier(u bsoncore.Value, arrayFilters []bsoncore.Document, multi bool, cv commandVars, consts map[string]bsoncore.Value) (modifier, error) {
-	parsed, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Multi: multi, Now: cv.now, Vars: cv.let, Constants: consts})
-	if err != nil {
-		return modifier{}, err
-	}
-	return modifier{u: parsed}, nil
+// parseModifier reads an update statement's u (the update language:
+// operators, a replacement document or a pipeline); cv (the command's
+// $$NOW and let) and consts (the statement's c) are what a pipeline update
+// reads.
+func parseModifier(u bsoncore.Value, arrayFilters []bsoncore.Document, multi bool, cv commandVars, consts map[string]bsoncore.Value) (*update.Update, error) {
+	return update.Parse(u, update.Options{ArrayFilters: arrayFilters, Multi: multi, Now: cv.now, Vars: cv.let, Constants: consts})
 }
 
 // commandVars are the variables every expression of one command reads:
@@ -66,23 +57,3 @@ func constantsOf(st bsoncore.Document, now time.Time) (map[string]bsoncore.Value
 	}
 	return agg.EvalLet(owned(d), now)
 }
-
-// apply returns the new document for cur, or nil when the update changes
-// nothing (a no-op writes nothing and does not count as modified). pos is
-// the array position the filter's match bound (for the positional $), or -1.
-func (m modifier) apply(cur bsoncore.Document, pos int) (bsoncore.Document, error) {
-	next, modified, err := m.u.Apply(cur, update.ApplyContext{ArrayPos: pos, Now: time.Now()})
-	if err != nil || !modified {
-		return nil, err
-	}
-	return next, nil
-}
-
-// upsertDoc builds the document an upsert inserts when nothing matched: the
-// filter's equality fields, then the update with $setOnInsert active. The
-// engine makes the _id when neither gives one.
-func (m modifier) upsertDoc(filter bsoncore.Document) (bsoncore.Document, error) {
-	return m.u.Upsert(filter, update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now()})
-}
-
-func (m modifier) isReplacement() bool { return m.u.IsReplacement() }

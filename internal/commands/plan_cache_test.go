@@ -8,14 +8,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 )
 
 // TestPlanCache checks that the winner of a trial is reused for the same
 // query shape, and never once the collection's indexes change.
 func TestPlanCache(t *testing.T) {
-	eng, exec := commandRunner(t, "pc")
+	env, run1 := commandRunner(t, "pc")
 	run := func(cmd bson.D) bson.Raw {
-		r := bson.Raw(exec(cmd))
+		r := bson.Raw(run1(cmd))
 		if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
 			t.Fatalf("%v: %s", cmd, r)
 		}
@@ -31,7 +32,7 @@ func TestPlanCache(t *testing.T) {
 	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}})
 	index("c", bson.D{{Key: "a", Value: 1}}, "a_1")
 	index("c", bson.D{{Key: "b", Value: 1}}, "b_1")
-	cache := planCache(eng)
+	cache := env.Exec.PlanCache()
 
 	// plan runs {a: x, b: y} and reports the indexes used, whether the plan
 	// came from the cache, and how many documents it returned.
@@ -41,7 +42,7 @@ func TestPlanCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, err := sp.prepare(eng, false)
+		ex, err := env.Exec.Open(sp, exec.Run)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestPlanCache(t *testing.T) {
 			if d == nil {
 				break
 			}
-			if !sp.filter.Match(d) {
+			if !sp.Filter.Match(d) {
 				t.Fatalf("wrong document %s for a=%d b=%d", d, a, b)
 			}
 			n++

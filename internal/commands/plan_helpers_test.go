@@ -11,16 +11,17 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 )
 
 // plannedIndexes plans a find of filter on ns and lists the indexes the
 // winning plan scans, joined by ","; "" means a collection scan.
-func plannedIndexes(eng *engine.Engine, ns engine.Namespace, filter bsoncore.Document) (string, error) {
+func plannedIndexes(env *Env, ns engine.Namespace, filter bsoncore.Document) (string, error) {
 	sp, err := newSelection(ns, filter)
 	if err != nil {
 		return "", err
 	}
-	ex, err := sp.prepare(eng, false)
+	ex, err := env.Exec.Open(sp, exec.Run)
 	if err != nil {
 		return "", err
 	}
@@ -29,9 +30,9 @@ func plannedIndexes(eng *engine.Engine, ns engine.Namespace, filter bsoncore.Doc
 }
 
 // commandRunner opens an engine in a temporary directory, closed when the
-// test ends, and returns it with a function that runs one command through
+// test ends, and returns the Env over it with a function that runs one command through
 // Run, in database db unless the command names its own "$db".
-func commandRunner(tb testing.TB, db string) (*engine.Engine, func(cmd bson.D) bsoncore.Document) {
+func commandRunner(tb testing.TB, db string) (*Env, func(cmd bson.D) bsoncore.Document) {
 	tb.Helper()
 	log := slog.New(slog.DiscardHandler)
 	eng, err := engine.Open(tb.TempDir(), engine.Options{Logger: log})
@@ -41,7 +42,7 @@ func commandRunner(tb testing.TB, db string) (*engine.Engine, func(cmd bson.D) b
 	env := NewEnv(eng, Config{}, log)
 	tb.Cleanup(func() { env.Close(); _ = eng.Close() })
 	sess := &Session{Env: env}
-	return eng, func(cmd bson.D) bsoncore.Document {
+	return env, func(cmd bson.D) bsoncore.Document {
 		if len(cmd) == 0 || cmd[len(cmd)-1].Key != "$db" {
 			cmd = append(cmd, bson.E{Key: "$db", Value: db})
 		}

@@ -131,21 +131,8 @@ func (r *Request) String(name, def string) (string, error) {
 	return s, nil
 }
 
-func numberAsInt(v bsoncore.Value) (int64, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return int64(v.Int32()), true
-	case bsoncore.TypeInt64:
-		return v.Int64(), true
-	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, ok := bsonx.AsFloat64(v)
-		if !ok || f != float64(int64(f)) {
-			return 0, false
-		}
-		return int64(f), true
-	}
-	return 0, false
-}
+// numberAsInt reads a number that holds an integer (see bsonx.AsInt64).
+func numberAsInt(v bsoncore.Value) (int64, bool) { return bsonx.AsInt64(v) }
 
 // typeName is MongoDB's name for a BSON type, as its error messages use.
 func typeName(t bsoncore.Type) string { return bsonx.TypeName(t) }

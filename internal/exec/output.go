@@ -1,4 +1,4 @@
-package commands
+package exec
 
 import (
 	"bytes"
@@ -20,9 +20,8 @@ import (
 	"github.com/cairndb/cairn/internal/update"
 )
 
-// $out and $merge: the aggregate command runs the pipeline without its
-// final write stage (agg.Pipeline.Output) and drains the results into the
-// target here, through the engine's ordinary insert and replace paths, so
+// $out and $merge: Aggregate runs the pipeline without its final write
+// stage (agg.Pipeline.Output) and drains the results into the target here, through the engine's ordinary insert and replace paths, so
 // every index of the target stays consistent. The pipeline's input is a
 // snapshot iterator, so writing to the collection being read is safe: the
 // reader never sees the writes ($out to its own source, $merge into it).
@@ -169,9 +168,8 @@ func samePaths(s *index.Spec, paths []string) bool {
 	return true
 }
 
-// write drains src into the target and answers the aggregate: an empty
-// first batch and no cursor, as MongoDB replies to $out and $merge.
-func (w *outputWriter) write(src agg.Source, dst []byte, cursorNS string) (bsoncore.Document, error) {
+// write drains src into the target and closes it.
+func (w *outputWriter) write(src agg.Source) error {
 	var err error
 	if w.out.Stage == "$out" {
 		err = w.writeOut(src)
@@ -181,10 +179,7 @@ func (w *outputWriter) write(src agg.Source, dst []byte, cursorNS string) (bsonc
 	if cerr := src.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil {
-		return nil, err
-	}
-	return cursorReply(dst, cursorNS, 0, nil), nil
+	return err
 }
 
 // batches calls flush with the documents of src in groups bounded by count

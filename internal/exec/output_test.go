@@ -1,4 +1,4 @@
-package commands
+package exec
 
 import (
 	"log/slog"

@@ -1,0 +1,35 @@
+package exec
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/planner"
+)
+
+// Env is what every execution reads: the engine and the plan cache. One per
+// engine (a server has one; tests open many in one process, each with its
+// own Env, so no state is shared between them).
+type Env struct {
+	eng *engine.Engine
+	// plans remembers the winner of each query shape's trial (see
+	// planner.Cache and its invariant "Cache follows the catalog").
+	plans *planner.Cache
+}
+
+// New returns the execution environment over eng, with an empty plan cache.
+func New(eng *engine.Engine) *Env {
+	return &Env{eng: eng, plans: planner.NewCache()}
+}
+
+// Engine is the engine the Env executes on.
+func (e *Env) Engine() *engine.Engine { return e.eng }
+
+// PlanCache is the Env's plan cache (planCacheClear, tests).
+func (e *Env) PlanCache() *planner.Cache { return e.plans }
+
+// Insert inserts docs into ns through the commit pipeline; ordered stops at
+// the first document that fails.
+func (e *Env) Insert(ns engine.Namespace, docs []bsoncore.Document, ordered bool) (engine.InsertResult, error) {
+	return e.eng.Insert(ns, docs, ordered)
+}

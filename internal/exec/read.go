@@ -1,0 +1,173 @@
+package exec
+
+import (
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/planner"
+)
+
+// A find (and every other read of a selection) runs as a plan from the
+// planner: a tree of stages over one snapshot, pulled one document at a
+// time through agg.Source.
+
+// Mode is how Plan plans a selection.
+type Mode int
+
+const (
+	// Run plans to execute: the plan cache is read and filled, and the
+	// plan's index accesses count for $indexStats.
+	Run Mode = iota
+	// Explain plans as MongoDB's explain does: afresh (the plan cache is
+	// neither read nor filled), keeping per-stage timings and the
+	// candidates' trial statistics, counting no index access.
+	Explain
+)
+
+// Open is the one entry point of a read: it plans sel as mode says and
+// returns the plan, ready to run; Next pulls its results, Close releases
+// it and its snapshot. Execution and explain differ only in mode (explain
+// renders the plan it got, after running it when the verbosity asks).
+//
+// A selection of one _id is the planner's IDHACK plan (planner.Open): run,
+// it reads without a snapshot, which keeps the point read, the hot path,
+// as cheap as a direct engine read.
+func (e *Env) Open(sel Selection, mode Mode) (*planner.Exec, error) {
+	opts := planner.Options{NS: sel.NS.String(), Explain: mode == Explain}
+	if mode == Run {
+		opts.Cache = e.plans
+	}
+	return planner.Open(e.eng, sel.NS, sel.query(), opts)
+}
+
+// Count is how many documents sel selects (after its skip and limit).
+func (e *Env) Count(sel Selection) (int64, error) {
+	sel.CountOnly = true
+	src, err := e.Open(sel, Run)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	var n int64
+	for {
+		d, err := src.Next()
+		if err != nil {
+			return 0, err
+		}
+		if d == nil {
+			return n, nil
+		}
+		n++
+	}
+}
+
+// Distinct returns the distinct values of the dotted path key among the
+// documents sel selects, in the order first seen; array values count
+// element by element, as in MongoDB. The values' total size is capped at
+// maxBytes (BSONObjectTooLarge beyond).
+func (e *Env) Distinct(sel Selection, key string, maxBytes int) ([]bsoncore.Value, error) {
+	src, err := e.Open(sel, Run)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var values []bsoncore.Value
+	size := 0
+	add := func(v bsoncore.Value) error {
+		for _, have := range values {
+			if bsonx.Equal(have, v) {
+				return nil
+			}
+		}
+		size += len(v.Data)
+		if size > maxBytes {
+			return mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big, 16mb cap")
+		}
+		values = append(values, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
+		return nil
+	}
+	parts := strings.Split(key, ".")
+	for {
+		d, err := src.Next()
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			return values, nil
+		}
+		if err := pathValues(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, parts, add); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pathValues calls emit for each value at the dotted path, traversing arrays
+// of subdocuments and unwinding a final array one level, as distinct does.
+func pathValues(v bsoncore.Value, parts []string, emit func(bsoncore.Value) error) error {
+	if len(parts) == 0 {
+		if arr, ok := v.ArrayOK(); ok {
+			vals, _ := arr.Values()
+			for _, el := range vals {
+				if err := emit(el); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return emit(v)
+	}
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		next, err := v.Document().LookupErr(parts[0])
+		if err != nil {
+			return nil
+		}
+		return pathValues(next, parts[1:], emit)
+	case bsoncore.TypeArray:
+		vals, _ := v.Array().Values()
+		if i, err := strconv.Atoi(parts[0]); err == nil && i >= 0 {
+			if i < len(vals) {
+				return pathValues(vals[i], parts[1:], emit)
+			}
+			return nil
+		}
+		for _, el := range vals {
+			if el.Type == bsoncore.TypeEmbeddedDocument {
+				if err := pathValues(el, parts, emit); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ExplainRun plans sel for explain and, when execute, runs it to its end,
+// handing each result to visit (nil: discard); the caller renders the plan
+// (planner.Exec's QueryPlanner, ExecutionStats) and closes it.
+func (e *Env) ExplainRun(sel Selection, execute bool, visit func(bsoncore.Document) error) (*planner.Exec, error) {
+	ex, err := e.Open(sel, Explain)
+	if err != nil || !execute {
+		return ex, err
+	}
+	for {
+		d, err := ex.Next()
+		if err != nil {
+			_ = ex.Close()
+			return nil, err
+		}
+		if d == nil {
+			return ex, nil
+		}
+		if visit != nil {
+			if err := visit(d); err != nil {
+				_ = ex.Close()
+				return nil, err
+			}
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package exec
+
+import (
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/planner"
+	"github.com/cairndb/cairn/internal/query"
+)
+
+// Selection is a parsed read: a find, or what a count, distinct, update,
+// delete, findAndModify or a pipeline's pushed-down stages select. The
+// command layer fills it from a request; the planner reads it as a
+// planner.Query. Every document it holds is owned (not the request's
+// buffer), so a cursor may keep it past the request.
+type Selection struct {
+	NS        engine.Namespace
+	Filter    *query.Filter
+	RawFilter bsoncore.Document // the filter as sent ({} when none)
+	Sort      *query.Sort       // nil: any order
+	RawSort   bsoncore.Document // the sort as sent, for explain
+	Proj      *query.Projection // nil: whole documents
+	RawProj   bsoncore.Document // the projection as sent, for explain
+	// Positional: the projection has a "field.$" that needs the match
+	// position.
+	Positional   bool
+	Skip, Limit  int64 // Limit 0: none
+	AllowDiskUse bool
+	SortMemory   int64     // a blocking sort's budget in bytes
+	Deadline     time.Time // from maxTimeMS; zero means none
+	// Hint forces a plan (an index name or key pattern, {$natural: ±1});
+	// Type 0 lets the planner choose.
+	Hint bsoncore.Value
+	// Min and Max bound the hinted index's keys (find's options).
+	Min, Max bsoncore.Document
+	// CountOnly: the results are only counted (count), so the plan may
+	// return empty documents (see planner.Query.Count).
+	CountOnly bool
+	// Distinct: the caller keeps only the first document of each value of
+	// this path (see planner.Query.DistinctPath).
+	Distinct string
+}
+
+// NewSelection parses filter (nil or empty: everything) into a Selection of
+// ns with no other options; vars are what its $expr reads ($$NOW, let).
+func NewSelection(ns engine.Namespace, filter bsoncore.Document, vars query.Options) (Selection, error) {
+	if len(filter) == 0 {
+		filter = emptyDocument // an absent filter selects everything
+	}
+	// A cursor keeps the parsed filter past the request, and the request's
+	// bytes alias the connection's read buffer, which the next message
+	// overwrites: parse an owned copy.
+	filter = Owned(filter)
+	f, err := query.ParseWith(filter, vars)
+	if err != nil {
+		return Selection{}, err
+	}
+	return Selection{NS: ns, Filter: f, RawFilter: filter}, nil
+}
+
+// SetSort sets the order of the results from a sort document; an empty one
+// leaves any order.
+func (s *Selection) SetSort(raw bsoncore.Document) error {
+	if len(raw) <= 5 {
+		return nil
+	}
+	raw = Owned(raw)
+	sort, err := query.ParseSort(raw)
+	if err != nil {
+		return err
+	}
+	s.Sort, s.RawSort = sort, raw
+	return nil
+}
+
+// SetProjection sets the projection of the results (read against the
+// selection's filter, for the positional $); an empty one leaves whole
+// documents.
+func (s *Selection) SetProjection(raw bsoncore.Document) error {
+	if len(raw) <= 5 {
+		return nil
+	}
+	s.RawProj = Owned(raw)
+	var err error
+	if s.Proj, err = query.ParseProjection(s.RawProj, s.Filter); err != nil {
+		return err
+	}
+	elems, _ := s.RawProj.Elements()
+	for _, el := range elems {
+		if strings.HasSuffix(el.Key(), ".$") {
+			s.Positional = true
+		}
+	}
+	return nil
+}
+
+// rawFilter is the filter as sent ({} when none was).
+func (s *Selection) rawFilter() bsoncore.Document {
+	if len(s.RawFilter) == 0 {
+		return emptyDocument
+	}
+	return s.RawFilter
+}
+
+// query is the selection as the planner reads it.
+func (s *Selection) query() *planner.Query {
+	return &planner.Query{
+		Filter: s.Filter, RawFilter: s.rawFilter(),
+		Sort: s.Sort, RawSort: s.RawSort,
+		Proj: s.Proj, RawProj: s.RawProj, Positional: s.Positional,
+		Skip: s.Skip, Limit: s.Limit,
+		Hint: s.Hint, Min: s.Min, Max: s.Max,
+		SortMemory: s.SortMemory, AllowDiskUse: s.AllowDiskUse,
+		Deadline: s.Deadline, Count: s.CountOnly,
+		DistinctPath: s.Distinct,
+	}
+}
+
+var emptyDocument = bsoncore.Document{5, 0, 0, 0, 0}
+
+// Owned copies a document out of a request buffer.
+func Owned(d bsoncore.Document) bsoncore.Document { return append(bsoncore.Document(nil), d...) }
+
+// OwnedAll copies pipeline stages out of a request buffer: a cursor keeps
+// the parsed pipeline past the request.
+func OwnedAll(stages []bsoncore.Document) []bsoncore.Document {
+	out := make([]bsoncore.Document, len(stages))
+	for i, st := range stages {
+		out[i] = Owned(st)
+	}
+	return out
+}

@@ -1,0 +1,203 @@
+package exec
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/update"
+)
+
+// Deletes and updates choose documents from a snapshot, then change them
+// through engine.Modify, which re-reads each inside the commit pipeline;
+// the filter is checked again there, so a document changed in between is
+// not wrongly updated or deleted (invariant "Writes recheck", doc.go).
+
+// Delete is one parsed delete statement.
+type Delete struct {
+	Sel Selection
+	// Limit is 1 to delete at most one document, 0 for all of them.
+	Limit int64
+}
+
+// Update is one parsed update statement (or findAndModify's update).
+type Update struct {
+	Sel Selection
+	// Mod is the update language's update: operators, a replacement or a
+	// pipeline.
+	Mod *update.Update
+	// Upsert inserts a document seeded from the filter when none matches.
+	Upsert bool
+	// Multi updates every match; otherwise the first.
+	Multi bool
+}
+
+// UpdateResult is what an update did.
+type UpdateResult struct {
+	Matched, Modified int64
+	UpsertedID        bsoncore.Value // Type 0: nothing upserted
+	// Before and After are the images of the one document findAndModify
+	// touched (copies; After is the upserted document after an upsert).
+	Before, After bsoncore.Document
+}
+
+// matchingIDs returns the _ids of the documents sp selects, at most limit
+// of them (0 = all), read from a consistent snapshot.
+func (e *Env) matchingIDs(sp Selection, limit int64) ([]bsoncore.Value, error) {
+	sp.Limit = limit
+	src, err := e.Open(sp, Run)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var ids []bsoncore.Value
+	for {
+		d, err := src.Next()
+		if err != nil || d == nil {
+			return ids, err
+		}
+		id := d.Lookup("_id")
+		ids = append(ids, bsoncore.Value{Type: id.Type, Data: append([]byte(nil), id.Data...)})
+	}
+}
+
+// Delete runs one delete statement and returns how many documents it
+// deleted.
+func (e *Env) Delete(d Delete) (int64, error) {
+	ids, err := e.matchingIDs(d.Sel, d.Limit)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	res, err := e.eng.Modify(d.Sel.NS, ids, false, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+		if cur == nil || !d.Sel.Filter.Match(cur) {
+			return engine.Action{}, nil // changed since it was chosen
+		}
+		return engine.Action{Delete: true}, nil
+	})
+	return int64(res.Deleted), err
+}
+
+// Update runs one update statement.
+func (e *Env) Update(u Update) (UpdateResult, error) {
+	return e.runUpdate(u, false)
+}
+
+// FindAndUpdate updates the first document u selects (in its sort order),
+// keeping its before and after images.
+func (e *Env) FindAndUpdate(u Update) (UpdateResult, error) {
+	u.Multi = false
+	return e.runUpdate(u, true)
+}
+
+// FindAndRemove deletes the first document sel selects (in its sort order)
+// and returns it (nil when none).
+func (e *Env) FindAndRemove(sel Selection) (bsoncore.Document, error) {
+	ids, err := e.matchingIDs(sel, 1)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	var removed bsoncore.Document
+	_, err = e.eng.Modify(sel.NS, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+		if cur == nil || !sel.Filter.Match(cur) {
+			return engine.Action{}, nil
+		}
+		removed = append(bsoncore.Document(nil), cur...)
+		return engine.Action{Delete: true}, nil
+	})
+	return removed, err
+}
+
+// runUpdate applies u to the documents it selects; keep records the
+// before and after images (of the one document findAndModify touches).
+func (e *Env) runUpdate(spec Update, keep bool) (UpdateResult, error) {
+	ns := spec.Sel.NS
+	limit := int64(1)
+	if spec.Multi {
+		limit = 0
+	}
+	ids, err := e.matchingIDs(spec.Sel, limit)
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	var res UpdateResult
+	if len(ids) > 0 {
+		mres, err := e.eng.Modify(ns, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+			if cur == nil {
+				return engine.Action{}, nil
+			}
+			ok, pos := spec.Sel.Filter.MatchDetails(cur)
+			if !ok {
+				return engine.Action{}, nil // changed since it was chosen
+			}
+			res.Matched++
+			next, err := apply(spec.Mod, cur, pos)
+			if err != nil {
+				return engine.Action{}, err
+			}
+			if keep {
+				res.Before = append(bsoncore.Document(nil), cur...)
+				res.After = res.Before // a no-op leaves it as it was
+				if next != nil {
+					res.After = next
+				}
+			}
+			if next == nil {
+				return engine.Action{}, nil
+			}
+			return engine.Action{Replace: next}, nil
+		})
+		res.Modified = int64(mres.Modified)
+		if err != nil {
+			return res, err
+		}
+		if len(mres.Errors) > 0 {
+			return res, mres.Errors[0].Err
+		}
+		if keep && res.Matched > 0 {
+			// The stored image has _id first; read it back for an exact reply.
+			res.After, _, _ = e.eng.Get(nil, ns, ids[0])
+		}
+	}
+	if res.Matched > 0 || !spec.Upsert {
+		return res, nil
+	}
+	return e.upsert(spec, keep)
+}
+
+// upsert inserts the document an update with upsert: true creates when
+// nothing matched, seeded from the filter's equality fields.
+func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
+	ns := spec.Sel.NS
+	doc, err := spec.Mod.Upsert(spec.Sel.rawFilter(), update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now()})
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	ires, err := e.eng.Insert(ns, []bsoncore.Document{doc}, true)
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	if len(ires.WriteErrors) > 0 {
+		return UpdateResult{}, ires.WriteErrors[0].Err
+	}
+	id := doc.Lookup("_id")
+	if len(ires.GeneratedIDs) > 0 {
+		id = ires.GeneratedIDs[0].ID
+	}
+	res := UpdateResult{UpsertedID: id}
+	if keep {
+		res.After, _, _ = e.eng.Get(nil, ns, id)
+	}
+	return res, nil
+}
+
+// apply returns the new document for cur, or nil when the update changes
+// nothing (a no-op writes nothing and does not count as modified). pos is
+// the array position the filter's match bound (for the positional $), or -1.
+func apply(u *update.Update, cur bsoncore.Document, pos int) (bsoncore.Document, error) {
+	next, modified, err := u.Apply(cur, update.ApplyContext{ArrayPos: pos, Now: time.Now()})
+	if err != nil || !modified {
+		return nil, err
+	}
+	return next, nil
+}

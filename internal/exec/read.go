@@ -37,7 +37,7 @@ const (
 // it reads without a snapshot, which keeps the point read, the hot path,
 // as cheap as a direct engine read.
 func (e *Env) Open(sel Selection, mode Mode) (*planner.Exec, error) {
-	opts := planner.Options{NS: sel.NS.String(), Explain: mode == Explain}
+	opts := planner.Options{Explain: mode == Explain}
 	if mode == Run {
 		opts.Cache = e.plans
 	}

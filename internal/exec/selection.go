@@ -106,8 +106,8 @@ func (s *Selection) rawFilter() bsoncore.Document {
 }
 
 // query is the selection as the planner reads it.
-func (s *Selection) query() *planner.Query {
-	return &planner.Query{
+func (s *Selection) query() planner.Query {
+	return planner.Query{
 		Filter: s.Filter, RawFilter: s.rawFilter(),
 		Sort: s.Sort, RawSort: s.RawSort,
 		Proj: s.Proj, RawProj: s.RawProj, Positional: s.Positional,

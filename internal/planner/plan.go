@@ -58,26 +58,54 @@ type Options struct {
 }
 
 // Open plans q over collection ns of eng: it opens a snapshot (an
-// engine.Reader) and plans over it as Prepare does. A query that selects
-// one _id (the IDHACK plan, see pointID), planned to run rather than to be
-// explained, reads without a snapshot: a single read is consistent by
-// itself, and the point read is the hot path (DESIGN.md §4), where a
-// snapshot and the index list cost more than the read.
-func Open(eng *engine.Engine, ns engine.Namespace, q *Query, opts Options) (*Exec, error) {
+// engine.Reader) and plans over it as Prepare does. opts.NS defaults to
+// ns.
+//
+// A query that selects one _id (the IDHACK plan, see pointID), planned to
+// run rather than to be explained, reads without a snapshot: a single read
+// is consistent by itself, and the point read is the hot path (DESIGN.md
+// §4), where a snapshot, the index list and a stage per step cost more
+// than the read. Its plan is the IDHACK stage, under a projection when q
+// has one: sort and limit are moot over at most one document, and any skip
+// leaves none. Explain plans the same query through Prepare, which renders
+// the full IDHACK tree.
+func Open(eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if !opts.Explain {
-		if id, ok := pointID(q); ok {
-			x := &execCtx{eng: eng, ns: ns, deadline: q.Deadline}
-			e := &Exec{x: x, q: q, ns: opts.NS}
-			e.root = (&planning{q: q}).finish(&idHack{id: id}, false).root
-			e.recordAccesses()
-			return e, nil
+		if id, ok := pointID(&q); ok {
+			return pointRead(eng, ns, &q, id), nil
 		}
+	}
+	return openSnapshot(eng, ns, q, opts)
+}
+
+// openSnapshot is Open's general case (apart, so that only it moves q to
+// the heap).
+func openSnapshot(eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if opts.NS == "" {
+		opts.NS = ns.String()
 	}
 	r, err := eng.NewReader(ns)
 	if err != nil {
 		return nil, err
 	}
-	return Prepare(r, q, opts)
+	return Prepare(r, &q, opts)
+}
+
+// pointRead is Open's IDHACK plan: the Exec, its context and its stage are
+// one allocation. It keeps no Query: only explain reads it (QueryPlanner,
+// the trial), and explain never plans a point read here.
+func pointRead(eng *engine.Engine, ns engine.Namespace, q *Query, id bsoncore.Value) *Exec {
+	p := &struct {
+		e  Exec
+		x  execCtx
+		id idHack
+	}{x: execCtx{eng: eng, ns: ns, deadline: q.Deadline}, id: idHack{id: id, done: q.Skip > 0}}
+	p.e.x, p.e.root = &p.x, &p.id
+	if q.Proj != nil {
+		p.e.root = newProjection(p.e.root, q)
+	}
+	eng.RecordIndexAccess(ns, "_id_") // as recordAccesses counts an IDHACK plan
+	return &p.e
 }
 
 // pointID returns the _id q selects when q is a plain {_id: v} equality
@@ -504,7 +532,7 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 		}
 	}
 	if q.Proj != nil {
-		root = &projection{oneInput: input(root), name: projectionKind(q.RawProj), proj: q.Proj, raw: q.RawProj, filter: q.Filter, positional: q.Positional}
+		root = newProjection(root, q)
 	}
 	c.root = root
 	walk(root, func(s stage) {
@@ -513,6 +541,11 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 		}
 	})
 	return c
+}
+
+// newProjection puts q's projection over root.
+func newProjection(root stage, q *Query) stage {
+	return &projection{oneInput: input(root), name: projectionKind(q.RawProj), proj: q.Proj, raw: q.RawProj, filter: q.Filter, positional: q.Positional}
 }
 
 // projectionKind names the projection stage as MongoDB does:

@@ -78,10 +78,14 @@ func TestLintRules(t *testing.T) {
 				}
 			}
 		}
+		isCommands := !isTest && filepath.Dir(f) == filepath.Join("internal", "commands")
 		ast.Inspect(file, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
 				return true
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && isCommands && executes(sel) {
+				t.Errorf("%s: commands calls %s; opening plans, executing writes and running pipelines belong to internal/exec", fset.Position(call.Pos()), selectorName(sel))
 			}
 			if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "panic" && len(call.Args) == 1 {
 				if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
@@ -91,4 +95,30 @@ func TestLintRules(t *testing.T) {
 			return true
 		})
 	}
+}
+
+// executes reports a call that runs a read or a write rather than parsing
+// or replying: opening a snapshot or a plan, an engine write of documents,
+// a pipeline parsed to run. Package commands must leave these to exec (its
+// package comment: "Parse here, run in exec").
+func executes(sel *ast.SelectorExpr) bool {
+	switch sel.Sel.Name {
+	case "NewReader", "Modify", "Merge", "ReplaceCollection":
+		return true
+	}
+	if pkg, ok := sel.X.(*ast.Ident); ok {
+		switch pkg.Name + "." + sel.Sel.Name {
+		case "planner.Prepare", "planner.Open", "planner.NewCache", "agg.Parse":
+			return true
+		}
+	}
+	return false
+}
+
+// selectorName renders a selector call's function for a message.
+func selectorName(sel *ast.SelectorExpr) string {
+	if x, ok := sel.X.(*ast.Ident); ok {
+		return x.Name + "." + sel.Sel.Name
+	}
+	return "…." + sel.Sel.Name
 }

@@ -12,6 +12,9 @@ import (
 
 // Source produces documents one at a time. Next returns nil (and a nil
 // error) at the end; a document it returns is valid until the next call.
+// It is the one document iterator above the engine: a pipeline reads one
+// and returns one, a plan (planner.Exec) is one, and a server-side cursor
+// (commands.Cursor) serves one.
 type Source interface {
 	Next() (bsoncore.Document, error)
 	Close() error

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/agg"
 )
 
 // Cursor replies: {cursor: {firstBatch|nextBatch: [...], id, ns}, ok: 1}.
@@ -36,7 +38,7 @@ func cursorReply(dst []byte, ns string, id int64, docs []bsoncore.Document) bson
 // fillBatch appends up to limit documents from src (plus a held one first)
 // into a batch array named field; it stops early at the byte cap. It returns
 // the reply, a document read but not sent (held), and whether src is done.
-func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src Source, limit int64) (r *Reply, kept bsoncore.Document, done bool, err error) {
+func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Source, limit int64) (r *Reply, kept bsoncore.Document, done bool, err error) {
 	r = NewReply(dst)
 	buf := r.Raw()
 	var cidx, aidx int32

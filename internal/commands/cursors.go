@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -14,18 +15,13 @@ import (
 // cursor is closed after ten minutes.
 const DefaultCursorTimeout = 10 * time.Minute
 
-// Source produces a cursor's documents one at a time. Next returns nil at
-// the end; documents are valid until the next call.
-type Source interface {
-	Next() (bsoncore.Document, error)
-	Close() error
-}
-
-// Cursor is an open server-side cursor.
+// Cursor is an open server-side cursor: the id a client holds, for getMore
+// and killCursors, over the source of its documents (a plan or a
+// pipeline's output).
 type Cursor struct {
 	ID       int64
 	NS       string
-	src      Source
+	src      agg.Source
 	lastUsed time.Time
 	inUse    bool
 	// held is a document read but not yet sent (it did not fit a batch).
@@ -85,7 +81,7 @@ func (c *Cursors) expire(now time.Time) {
 }
 
 // Register keeps src open as a new cursor over ns and returns it checked out.
-func (c *Cursors) Register(ns string, src Source, held bsoncore.Document) *Cursor {
+func (c *Cursors) Register(ns string, src agg.Source, held bsoncore.Document) *Cursor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var id int64

@@ -1,12 +1,27 @@
 // Package commands implements MongoDB's database commands: it parses a
-// command document, calls the engine, and shapes the reply exactly as MongoDB
-// does, codes and codeNames included. It knows nothing of sockets or framing
-// (package server and package wire own those).
+// command document into a typed request, hands it to package exec, which
+// runs it, and shapes the reply exactly as MongoDB does, codes and
+// codeNames included. It opens no plan, executes no write and pushes down
+// no stage itself; it knows nothing of sockets or framing (package server
+// and package wire own those).
 //
 // One file per command family (cmd_insert.go, cmd_find.go, …); the registry
-// in registry.go lists them alphabetically.
+// in registry.go lists them alphabetically. Beside them: request.go reads
+// a command's fields, reply.go and batch.go build replies and cursor
+// batches, cursors.go keeps server-side cursors.
+//
+// Two kinds of iterator meet here, named apart. A Cursor is a server-side
+// cursor: an id the client holds, registered in Cursors, served batch by
+// batch by getMore and closed by killCursors or after idling. What it
+// serves is an agg.Source: the plan exec opened (a planner.Exec) or an
+// aggregation pipeline's output, pulled one document at a time. (Below
+// them, engine.Cursor walks one key range of a snapshot.)
 //
 // Invariant "Errors are codes": a handler returns an error; Run turns a
 // *mongoerr.Error into {ok: 0, errmsg, code, codeName} and any other error
 // into InternalError, so drivers always get a code to decide retries on.
+//
+// Invariant "Parse here, run in exec": a handler reads every field of its
+// request in this package (one place per field), then calls exec with a
+// typed request; exec never sees a command document.
 package commands

@@ -1,0 +1,77 @@
+// Package exec runs reads and writes: it takes the typed requests package
+// commands parses (a Selection for find, count and distinct, Delete,
+// Update, findAndModify's Selection or Update, Aggregate, an insert's
+// documents) and executes them over the engine. It opens the snapshot and
+// the plan (through the planner), owns the plan cache (a field of Env, one
+// per engine), runs updates, upserts and deletes through the engine's
+// commit pipeline, pushes the leading stages of a pipeline into the
+// collection read, and writes $out and $merge. It knows nothing of
+// requests, replies, cursors with ids or batches (package commands owns
+// those), nor of how a plan is chosen (package planner).
+//
+// # Pieces
+//
+//   - env.go: Env, the engine and the plan cache; Insert.
+//   - selection.go: Selection, a parsed read, and how it becomes a
+//     planner.Query.
+//   - read.go: Open, the one entry point of every read, for running and for
+//     explain (Mode); Count and Distinct over it.
+//   - write.go: Delete, Update, FindAndUpdate, FindAndRemove.
+//   - aggregate.go: Aggregate, PushDown, and the catalog through which
+//     $lookup and $unionWith read other collections.
+//   - output.go: $out and $merge.
+//   - explain.go: explain of count, delete and update, which count what
+//     they would do.
+//
+// # Invariants
+//
+// "One entry point": every read of a collection, whether a find, the
+// selection of a write, a pipeline's input, a $lookup's foreign read or an
+// explain, is planned by Open; explain differs only in Mode (it plans
+// afresh, keeps timings and trial statistics, and counts no index access)
+// and renders the same plan tree that runs. A find of one _id is the
+// planner's IDHACK plan, which reads without a snapshot when it runs
+// (planner.Open); there is no other point-read path.
+//
+// "Writes recheck": a delete or update chooses its documents from a
+// snapshot, then changes each through engine.Modify, which re-reads it
+// inside the commit pipeline; the filter is matched again there, so a
+// document changed or removed in between is neither wrongly changed nor
+// counted. An upsert inserts only when nothing matched.
+//
+// "Push-down keeps results": PushDown moves into the collection read only
+// what the read does with the same result: a leading $match without
+// variables, a plain $sort after it, a positive $limit after that, and the
+// distinct path (Selection.Distinct) that lets the planner read one document per
+// value for a following $group of $first accumulators, which still runs.
+// Aggregate and explain share PushDown, so explain shows what runs.
+//
+// "Owned documents": a Selection or Aggregate holds copies, never the
+// request's buffer, which the connection reuses for the next message while
+// a cursor may still run the plan.
+//
+// # Where a router will split a plan
+//
+// A sharded cluster (DESIGN.md §7) will run each read as a shard part on
+// every shard that owns a chunk of the collection and a merge part on the
+// router. The boundary is the Selection and the pipeline PushDown leaves:
+//
+//   - Shard part: Open of the Selection (filter, sort, skip+limit as a
+//     limit, projection), then, for a pipeline, the stages that run per
+//     document ($match, $project, $unwind, …) and the partial form of a
+//     $group (accumulators that merge: $sum, $min, $max, $first with the
+//     sort, $push, $addToSet; $avg as sum and count).
+//   - Merge part: a sort-merge of the shards' streams on the Selection's
+//     sort (or any order without one), the skip and limit, the final
+//     $group that merges the partial ones, and every stage after the first
+//     one that needs all documents ($sort without an index order, $group,
+//     $facet, $out, $merge).
+//
+// The split belongs in one place: a function beside PushDown that, given
+// the Selection and the remaining stages, returns the shard Selection and
+// stages and the merge stages. Aggregate and Open will then run the shard
+// part locally and the merge part over the shards' cursors; count,
+// distinct and findAndModify follow as the same split of their Selection
+// (a sum of counts; a merged distinct; findAndModify targets one shard by
+// its shard key or runs as a read then a targeted write).
+package exec

@@ -14,6 +14,11 @@
 //   - ixscan.go expands per-field bounds to ranges of encoded keys (every
 //     combination of the leading point fields, then the intervals of the
 //     next field) and checks later fields key by key.
+//   - plan.go: Open, the entry point (it opens the snapshot), and
+//     Prepare, which plans over a snapshot. A plain {_id: v} is the IDHACK
+//     plan, the only point-read path: run, it reads without a snapshot
+//     (one read is consistent by itself, and the point read is the hot
+//     path); explained, it plans as any other query.
 //   - plan.go enumerates candidates (an _id lookup, one scan per useful
 //     index — a wildcard index once per filtered path it holds, scanned as
 //     the two-part key {$_path: 1, <path>: 1} — the collection scan when

@@ -1,0 +1,122 @@
+package exec
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
+)
+
+// TestPointReadAgreesWithPlan runs {_id: v} selections both ways the
+// planner answers them: the running IDHACK plan, which reads without a
+// snapshot (planner.Open), and the same query planned in Explain mode over
+// a snapshot (planner.Prepare). Skip, sort, limit, projection (positional
+// too), a missing _id and a missing collection must give the same results.
+func TestPointReadAgreesWithPlan(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	var docs []bsoncore.Document
+	for i := range 5 {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "a", Value: bson.A{i, i + 1}}, {Key: "b", Value: "x"}})
+		docs = append(docs, d)
+	}
+	if _, err := eng.Insert(ns, docs, true); err != nil {
+		t.Fatal(err)
+	}
+	x := New(eng)
+	for _, tc := range []struct {
+		name   string
+		coll   string
+		filter bson.D
+		set    func(*Selection) error
+		want   int // results
+		// wantCode: both fail with this MongoDB code instead.
+		wantCode mongoerr.Code
+	}{
+		{name: "found", filter: bson.D{{Key: "_id", Value: 3}}, want: 1},
+		{name: "missing id", filter: bson.D{{Key: "_id", Value: 42}}, want: 0},
+		{name: "missing collection", coll: "none", filter: bson.D{{Key: "_id", Value: 3}}, want: 0},
+		{name: "skip", filter: bson.D{{Key: "_id", Value: 3}}, set: func(s *Selection) error { s.Skip = 1; return nil }, want: 0},
+		{name: "limit and sort", filter: bson.D{{Key: "_id", Value: 3}}, set: func(s *Selection) error {
+			s.Limit = 5
+			return s.SetSort(mustDoc(t, bson.D{{Key: "b", Value: -1}}))
+		}, want: 1},
+		{name: "projection", filter: bson.D{{Key: "_id", Value: 2}}, set: func(s *Selection) error {
+			return s.SetProjection(mustDoc(t, bson.D{{Key: "b", Value: 0}}))
+		}, want: 1},
+		// The filter binds no array position: both refuse (51246).
+		{name: "positional projection", filter: bson.D{{Key: "_id", Value: 2}}, set: func(s *Selection) error {
+			return s.SetProjection(mustDoc(t, bson.D{{Key: "a.$", Value: 1}}))
+		}, wantCode: 51246},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := ns
+			if tc.coll != "" {
+				target.Coll = tc.coll
+			}
+			sel, err := NewSelection(target, mustDoc(t, tc.filter), query.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.set != nil {
+				if err := tc.set(&sel); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run, runErr := drain(x.Open(sel, Run))
+			planned, planErr := drain(x.Open(sel, Explain))
+			if tc.wantCode != 0 {
+				if mongoerr.CodeOf(runErr) != tc.wantCode || mongoerr.CodeOf(planErr) != tc.wantCode {
+					t.Errorf("point read: %v, planned: %v; want code %d from both", runErr, planErr, tc.wantCode)
+				}
+				return
+			}
+			if runErr != nil || planErr != nil {
+				t.Fatalf("point read: %v, planned: %v", runErr, planErr)
+			}
+			if len(run) != tc.want || fmt.Sprint(run) != fmt.Sprint(planned) {
+				t.Errorf("point read %v, planned %v; want %d results", run, planned, tc.want)
+			}
+		})
+	}
+}
+
+func mustDoc(t *testing.T, d bson.D) bsoncore.Document {
+	t.Helper()
+	b, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// drain reads a plan to its end and closes it, keeping copies of results
+// as extended JSON.
+func drain(src interface {
+	Next() (bsoncore.Document, error)
+	Close() error
+}, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var out []string
+	for {
+		d, err := src.Next()
+		if err != nil || d == nil {
+			return out, err
+		}
+		out = append(out, bson.Raw(bytes.Clone(d)).String())
+	}
+}

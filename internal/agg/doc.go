@@ -71,7 +71,7 @@
 //     Options.Catalog and holds it in memory, outside the memory budget.
 //   - $out and $merge parse here into an Output (stage_out.go) that the
 //     caller takes off the pipeline and carries out: writing belongs to the
-//     command layer. Run refuses a pipeline that still ends in one.
+//     execution layer (internal/exec). Run refuses a pipeline that still ends in one.
 //   - $addToSet keeps first occurrences in input order; $group emits groups
 //     in first-arrival order; MongoDB specifies neither order.
 //   - Stages not in the registry (StageNames) are refused with 40324.

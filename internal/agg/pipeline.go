@@ -21,7 +21,8 @@ type Source interface {
 }
 
 // Catalog gives stages that read other collections ($lookup, $unionWith)
-// their documents. The command layer implements it over storage.
+// their documents. The execution layer (internal/exec) implements it over
+// its plans.
 type Catalog interface {
 	// Scan returns every document of db.coll; a collection that does not
 	// exist is empty, not an error (MongoDB's behaviour for both stages).

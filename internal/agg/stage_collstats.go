@@ -76,7 +76,7 @@ func firstStage(name string, pc *parseContext) error {
 }
 
 // statsSource yields the documents load returns, loading them at the first
-// Next; the input (a collection scan the command layer opened) is unread.
+// Next; the input (a collection scan the execution layer opened) is unread.
 func statsSource(in Source, load func() ([]bsoncore.Document, error)) Source {
 	var docs []bsoncore.Document
 	loaded := false

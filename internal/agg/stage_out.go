@@ -12,7 +12,7 @@ func init() {
 }
 
 // $out and $merge write the pipeline's results into a collection. Writing
-// is the command layer's job (it owns the engine and the commit pipeline):
+// is the execution layer's job (internal/exec: it owns the commit pipeline):
 // this package parses the stage into an Output, which the caller takes off
 // the pipeline with Output and WithoutOutput before running the rest. The
 // stage itself refuses to run, so a caller that forgets cannot silently

@@ -77,7 +77,7 @@ import (
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected plans of testdata/plans/*.txt from the planner's outcomes (review the diff)")
 
 func TestPlans(t *testing.T) {
-	cases, err := testcorpus.Load("testdata/plans", loadPlanFile)
+	cases, err := plans.Load("testdata/plans")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPlans(t *testing.T) {
 	}
 	defer eng.Close()
 	h := &planHarness{eng: eng}
-	planSuite.Run(t, cases, h.run, *rewrite)
+	plans.Run(t, cases, h.run, *rewrite)
 }
 
 // setupStep is one change of a file's collection, in file order.
@@ -101,31 +101,20 @@ type setupStep struct {
 
 // planCase is one query of a transcript.
 type planCase struct {
-	file string
-	line int
-	name string
+	testcorpus.Header
+	testcorpus.Find
 
-	// steps[from:upTo] build the collection the case queries.
+	// steps are the file's steps before the case; steps[from:] build the
+	// collection it queries.
 	steps    []setupStep
 	from     int
-	upTo     int
-	filter   bsoncore.Document
-	sort     bsoncore.Document
-	proj     bsoncore.Document
-	skip     int64
-	limit    int64
 	hint     bsoncore.Value
 	min, max bsoncore.Document
 	count    bool
 	distinct string
 	cache    bool
-	xfail    string
 
-	wantPlan  string // "" unless "plan" is given
-	wantError int32
-	// expStart and expEnd are the expectation's lines (0-based, end
-	// exclusive), for rewriting.
-	expStart, expEnd int
+	wantPlan string // "" unless "plan" is given
 }
 
 // planOutcome is what planning and running a case produced: the rendered
@@ -135,74 +124,39 @@ type planOutcome struct {
 	code int32
 }
 
-var planSuite = testcorpus.Suite[planCase, planOutcome]{
-	ID:    func(c *planCase) string { return fmt.Sprintf("%s:%d %s", filepath.Base(c.file), c.line, c.name) },
-	XFail: func(c *planCase) string { return c.xfail },
+var plans = testcorpus.Corpus[planCase, planOutcome]{
+	Expectations: []string{"plan"},
+	Template:     func() planCase { return planCase{Find: testcorpus.Find{Filter: testcorpus.EmptyDoc()}} },
+	Default: func(tmpl *planCase, e testcorpus.Entry) error {
+		st, err := parseStep(e)
+		if st.reset {
+			tmpl.from = len(tmpl.steps)
+		}
+		// Cases keep the steps before them: append never changes what an
+		// earlier copy of the slice holds.
+		tmpl.steps = append(tmpl.steps, st)
+		return err
+	},
+	Set:    setPlanKey,
+	Header: func(c *planCase) *testcorpus.Header { return &c.Header },
 	Check: func(c *planCase, o planOutcome) error {
-		switch {
-		case c.wantError != 0 && o.code != c.wantError:
-			return fmt.Errorf("want error code %d, got code %d\n%s", c.wantError, o.code, o.plan)
-		case c.wantError == 0 && o.code != 0:
-			return fmt.Errorf("want a plan, got error code %d", o.code)
-		case c.wantError == 0 && o.plan != c.wantPlan:
+		if done, err := c.CheckCode(o.code); done {
+			return err
+		}
+		if o.plan != c.wantPlan {
 			return fmt.Errorf("plan differs:\nwant\n%s\ngot\n%s", indent(c.wantPlan, "  "), indent(o.plan, "  "))
 		}
 		return nil
 	},
-	Rewrite: func(cases []planCase, outcomes []planOutcome) error {
-		var reps []testcorpus.Replacement
-		for i := range cases {
-			c, o := &cases[i], outcomes[i]
-			if c.xfail != "" {
-				continue
-			}
-			lines := []string{fmt.Sprintf("error: %d", o.code)}
-			if o.code == 0 {
-				lines = append([]string{"plan:"}, strings.Split(indent(o.plan, "  "), "\n")...)
-			}
-			reps = append(reps, testcorpus.Replacement{File: c.file, Start: c.expStart, End: c.expEnd, Lines: lines})
+	Format: func(c *planCase, o planOutcome) []string {
+		if o.code != 0 {
+			return []string{fmt.Sprintf("error: %d", o.code)}
 		}
-		return testcorpus.ReplaceLines(reps)
+		return append([]string{"plan:"}, strings.Split(indent(o.plan, "  "), "\n")...)
 	},
 }
 
 func indent(s, by string) string { return by + strings.ReplaceAll(s, "\n", "\n"+by) }
-
-// loadPlanFile reads one transcript.
-func loadPlanFile(file string) ([]planCase, error) {
-	var (
-		cases []planCase
-		steps []setupStep
-		from  int
-	)
-	err := testcorpus.ReadStanzas(file, func(stanza []testcorpus.Entry) error {
-		if stanza[0].Key != "case" {
-			for _, e := range stanza {
-				st, err := parseStep(e)
-				if err != nil {
-					return fmt.Errorf("%s:%d: %s: %v", file, e.Line+1, e.Key, err)
-				}
-				if st.reset {
-					from = len(steps)
-				}
-				steps = append(steps, st)
-			}
-			return nil
-		}
-		c, err := parsePlanCase(file, stanza)
-		if err != nil {
-			return err
-		}
-		c.from, c.upTo = from, len(steps)
-		cases = append(cases, c)
-		return nil
-	})
-	// Cases share the file's steps; each sees those before it.
-	for i := range cases {
-		cases[i].steps = steps
-	}
-	return cases, err
-}
 
 func parseStep(e testcorpus.Entry) (setupStep, error) {
 	st := setupStep{line: e.Line + 1}
@@ -256,58 +210,30 @@ func generate(s string) ([]bsoncore.Document, error) {
 	return out, nil
 }
 
-func parsePlanCase(file string, stanza []testcorpus.Entry) (planCase, error) {
-	c := planCase{file: file, line: stanza[0].Line + 1, name: stanza[0].Value, filter: testcorpus.EmptyDoc(), expStart: -1}
-	for _, e := range stanza[1:] {
-		var err error
-		switch e.Key {
-		case "filter":
-			c.filter, err = testcorpus.ParseDoc(e.Value)
-		case "sort":
-			c.sort, err = testcorpus.ParseDoc(e.Value)
-		case "projection":
-			c.proj, err = testcorpus.ParseDoc(e.Value)
-		case "skip":
-			c.skip, err = strconv.ParseInt(e.Value, 10, 64)
-		case "limit":
-			c.limit, err = strconv.ParseInt(e.Value, 10, 64)
-		case "hint":
-			c.hint, err = testcorpus.ParseValue(e.Value)
-		case "min":
-			c.min, err = testcorpus.ParseDoc(e.Value)
-		case "max":
-			c.max, err = testcorpus.ParseDoc(e.Value)
-		case "count":
-			c.count, err = strconv.ParseBool(e.Value)
-		case "distinct":
-			c.distinct = e.Value
-		case "cache":
-			c.cache, err = strconv.ParseBool(e.Value)
-		case "xfail":
-			c.xfail = e.Value
-		case "plan":
-			c.wantPlan = strings.TrimPrefix(e.Value, "\n")
-		case "error":
-			var n int64
-			n, err = strconv.ParseInt(e.Value, 10, 32)
-			c.wantError = int32(n)
-		default:
+func setPlanKey(c *planCase, e testcorpus.Entry) error {
+	var err error
+	switch e.Key {
+	case "hint":
+		c.hint, err = testcorpus.ParseValue(e.Value)
+	case "min":
+		c.min, err = testcorpus.ParseDoc(e.Value)
+	case "max":
+		c.max, err = testcorpus.ParseDoc(e.Value)
+	case "count":
+		c.count, err = strconv.ParseBool(e.Value)
+	case "distinct":
+		c.distinct = e.Value
+	case "cache":
+		c.cache, err = strconv.ParseBool(e.Value)
+	case "plan":
+		c.wantPlan = strings.TrimPrefix(e.Value, "\n")
+	default:
+		var ok bool
+		if ok, err = c.Find.Set(e); !ok {
 			err = fmt.Errorf("unknown key")
 		}
-		if err != nil {
-			return c, fmt.Errorf("%s:%d: %s: %v", file, e.Line+1, e.Key, err)
-		}
-		if e.Key == "plan" || e.Key == "error" {
-			if c.expStart >= 0 {
-				return c, fmt.Errorf("%s:%d: a case has exactly one of plan, error", file, e.Line+1)
-			}
-			c.expStart, c.expEnd = e.Line, e.End
-		}
 	}
-	if c.expStart < 0 {
-		return c, fmt.Errorf("%s:%d: case %q has no expectation (plan or error)", file, c.line, c.name)
-	}
-	return c, nil
+	return err
 }
 
 // planHarness holds the engine and which collection the last case built,
@@ -348,15 +274,15 @@ func (h *planHarness) run(c *planCase) (planOutcome, error) {
 // setUp makes h.ns the collection that c's steps build, reusing the
 // previous case's when c only adds steps to it.
 func (h *planHarness) setUp(c *planCase) error {
-	if h.file != c.file || h.from != c.from || h.applied > c.upTo || h.n == 0 {
+	if h.file != c.File || h.from != c.from || h.applied > len(c.steps) || h.n == 0 {
 		h.n++
 		h.ns = engine.Namespace{DB: "plans", Coll: fmt.Sprintf("c%d", h.n)}
 		h.cache = planner.NewCache()
-		h.file, h.from, h.applied = c.file, c.from, c.from
+		h.file, h.from, h.applied = c.File, c.from, c.from
 	}
-	for ; h.applied < c.upTo; h.applied++ {
+	for ; h.applied < len(c.steps); h.applied++ {
 		st := c.steps[h.applied]
-		fail := func(err error) error { return fmt.Errorf("%s:%d: %v", filepath.Base(c.file), st.line, err) }
+		fail := func(err error) error { return fmt.Errorf("%s:%d: %v", filepath.Base(c.File), st.line, err) }
 		if len(st.docs) > 0 {
 			res, err := h.eng.Insert(h.ns, st.docs, true)
 			if err == nil && len(res.WriteErrors) > 0 {
@@ -383,24 +309,24 @@ func (h *planHarness) setUp(c *planCase) error {
 // query is the case as the planner reads it, with the given hint and key
 // bounds.
 func (c *planCase) query(hint bsoncore.Value, min, max bsoncore.Document) (*planner.Query, error) {
-	f, err := query.Parse(c.filter)
+	f, err := query.Parse(c.Filter)
 	if err != nil {
 		return nil, err
 	}
-	q := &planner.Query{Filter: f, RawFilter: c.filter, Skip: c.skip, Limit: c.limit, Hint: hint, Min: min, Max: max,
+	q := &planner.Query{Filter: f, RawFilter: c.Filter, Skip: c.Skip, Limit: c.Limit, Hint: hint, Min: min, Max: max,
 		Count: c.count, DistinctPath: c.distinct, SortMemory: query.DefaultSortMemory}
-	if c.sort != nil {
-		if q.Sort, err = query.ParseSort(c.sort); err != nil {
+	if c.Sort != nil {
+		if q.Sort, err = query.ParseSort(c.Sort); err != nil {
 			return nil, err
 		}
-		q.RawSort = c.sort
+		q.RawSort = c.Sort
 	}
-	if c.proj != nil {
-		if q.Proj, err = query.ParseProjection(c.proj, f); err != nil {
+	if c.Projection != nil {
+		if q.Proj, err = query.ParseProjection(c.Projection, f); err != nil {
 			return nil, err
 		}
-		q.RawProj = c.proj
-		elems, _ := c.proj.Elements()
+		q.RawProj = c.Projection
+		elems, _ := c.Projection.Elements()
 		for _, el := range elems {
 			q.Positional = q.Positional || strings.HasSuffix(el.Key(), ".$")
 		}
@@ -466,7 +392,7 @@ func (h *planHarness) compareWithScan(c *planCase, q *planner.Query, got []bsonc
 			}
 		}
 	}
-	if c.skip != 0 || c.limit != 0 || c.count {
+	if c.Skip != 0 || c.Limit != 0 || c.count {
 		return nil // which documents is up to the order; their number is not
 	}
 	canon := func(ds []bsoncore.Document) []string {

@@ -140,6 +140,19 @@ func TestExplainFind(t *testing.T) {
 	if ns := ex.Lookup("queryPlanner", "namespace").StringValue(); ns != "ex.c" {
 		t.Errorf("queryPlanner.namespace = %q", ns)
 	}
+
+	// Two candidates: the loser is in rejectedPlans, and allPlansExecution
+	// has both trials' statistics.
+	createIndex(t, db, "c", bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}}}, {Key: "name", Value: "b_1"}})
+	ex = explainCmd(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 3}, {Key: "b", Value: bson.D{{Key: "$lt", Value: 60}}}}}}, "allPlansExecution")
+	rejected, _ := ex.Lookup("queryPlanner", "rejectedPlans").Array().Values()
+	if len(rejected) != 1 || findStage(rejected[0].Document(), "IXSCAN").Lookup("indexName").StringValue() != "b_1" {
+		t.Errorf("rejectedPlans %v", rejected)
+	}
+	all, _ := ex.Lookup("executionStats", "allPlansExecution").Array().Values()
+	if len(all) != 2 || all[0].Document().Lookup("executionStages", "stage").StringValue() != "FETCH" {
+		t.Errorf("allPlansExecution %v", all)
+	}
 }
 
 // TestExplainCommands checks the shapes of count, distinct, update, delete,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,15 +13,16 @@ import (
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/testcorpus"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expectations of testdata/*.txt from the outcomes (review the diff)")
 
-// The corpus format. A file is a sequence of stanzas separated by blank
-// lines; a stanza is "key: value" lines, a line starting with whitespace
-// continuing the previous value; "#" lines are comments. Keys:
+// The corpus format: the stanzas of internal/testcorpus (blank-line
+// separated "key: value" lines, indented continuation lines, "#"
+// comments), each a case. Keys:
 //
 //	case        the case's name (required, first)
 //	key         the key pattern; the spec is {key, name: DefaultName(key)}
@@ -43,22 +43,16 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expectations of testdata/
 // with -rewrite.
 type corpusCase struct {
 	file, name string
-	line       int
-	entries    []entry
-	stanzaEnd  int
-}
-
-type entry struct {
-	key, value string
-	lines      []string // the raw lines, for rewriting
+	line       int // 1-based line of "case:"
+	entries    []testcorpus.Entry
 }
 
 var expectationKeys = []string{"error", "defaultname", "canonical", "keys", "multikey"}
 
 func (c *corpusCase) get(k string) (string, bool) {
 	for _, e := range c.entries {
-		if e.key == k {
-			return e.value, true
+		if e.Key == k {
+			return e.Value, true
 		}
 	}
 	return "", false
@@ -68,62 +62,26 @@ func (c *corpusCase) id() string {
 	return fmt.Sprintf("%s:%d %s", filepath.Base(c.file), c.line, c.name)
 }
 
-func loadCorpus(t *testing.T) (map[string][]string, []*corpusCase) {
+func loadCorpus(t *testing.T) []*corpusCase {
 	t.Helper()
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := map[string][]string{}
 	var cases []*corpusCase
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		err := testcorpus.ReadStanzas(f, func(stanza []testcorpus.Entry) error {
+			if stanza[0].Key != "case" {
+				return fmt.Errorf("%s:%d: a stanza must start with \"case\"", f, stanza[0].Line+1)
+			}
+			cases = append(cases, &corpusCase{file: f, line: stanza[0].Line + 1, name: stanza[0].Value, entries: stanza})
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines := strings.Split(string(data), "\n")
-		raw[f] = lines
-		var cur *corpusCase
-		flush := func(end int) {
-			if cur != nil {
-				cur.stanzaEnd = end
-				cases = append(cases, cur)
-				cur = nil
-			}
-		}
-		for i, l := range lines {
-			trimmed := strings.TrimRight(l, " \t\r")
-			switch {
-			case trimmed == "":
-				flush(i)
-			case strings.HasPrefix(trimmed, "#"):
-				if cur != nil {
-					cur.entries = append(cur.entries, entry{key: "#", lines: []string{l}})
-				}
-			case trimmed[0] == ' ' || trimmed[0] == '\t':
-				if cur == nil || len(cur.entries) == 0 {
-					t.Fatalf("%s:%d: continuation line without a key", f, i+1)
-				}
-				e := &cur.entries[len(cur.entries)-1]
-				e.value += "\n" + strings.TrimSpace(trimmed)
-				e.lines = append(e.lines, l)
-			default:
-				k, v, ok := strings.Cut(trimmed, ":")
-				if !ok {
-					t.Fatalf("%s:%d: expected \"key: value\"", f, i+1)
-				}
-				if cur == nil {
-					if k != "case" {
-						t.Fatalf("%s:%d: a stanza must start with \"case\"", f, i+1)
-					}
-					cur = &corpusCase{file: f, line: i + 1, name: strings.TrimSpace(v)}
-				}
-				cur.entries = append(cur.entries, entry{key: k, value: strings.TrimSpace(v), lines: []string{l}})
-			}
-		}
-		flush(len(lines))
 	}
-	return raw, cases
+	return cases
 }
 
 // outcome is what running a case produced, rendered as expectation lines.
@@ -267,13 +225,9 @@ func codeOf(err error) int32 {
 	return -1
 }
 
-func parseJSONDoc(s string) (bsoncore.Document, error) {
-	var raw bson.Raw
-	if err := bson.UnmarshalExtJSON([]byte(s), false, &raw); err != nil {
-		return nil, err
-	}
-	return bsoncore.Document(raw), nil
-}
+// parseJSONDoc reads an extended JSON document (the other tests of the
+// package use it too).
+func parseJSONDoc(s string) (bsoncore.Document, error) { return testcorpus.ParseDoc(s) }
 
 // relaxed renders a value as relaxed extended JSON.
 func relaxed(v bsoncore.Value) string {
@@ -311,21 +265,20 @@ func compactJSON(s string) string {
 	return b.String()
 }
 
-// TestCorpus runs testdata/*.txt.
+// TestCorpus runs testdata/*.txt. With -rewrite, a failing case's
+// expectations are replaced by its outcomes, after its other keys.
 func TestCorpus(t *testing.T) {
-	raw, cases := loadCorpus(t)
+	cases := loadCorpus(t)
 	if len(cases) < 80 {
 		t.Errorf("the corpus has %d cases; at least 80 are wanted", len(cases))
 	}
-	rewrites := map[string]map[int]*corpusCase{}
-	outcomes := map[*corpusCase]outcome{}
+	var reps []testcorpus.Replacement
 	for _, c := range cases {
 		t.Run(c.id(), func(t *testing.T) {
 			out, err := runCase(c)
 			if err != nil {
 				t.Fatalf("%s: %v", c.id(), err)
 			}
-			outcomes[c] = out
 			xfail, isXFail := c.get("xfail")
 			var diffs []string
 			for _, k := range expectationKeys {
@@ -347,50 +300,42 @@ func TestCorpus(t *testing.T) {
 			case isXFail:
 				t.Logf("%s: known gap (%s)", c.id(), xfail)
 			case len(diffs) > 0 && *rewrite:
-				if rewrites[c.file] == nil {
-					rewrites[c.file] = map[int]*corpusCase{}
-				}
-				rewrites[c.file][c.line] = c
+				reps = append(reps, rewriteCase(c, out)...)
 			case len(diffs) > 0:
 				t.Errorf("%s\n%s", c.id(), strings.Join(diffs, "\n"))
 			}
 		})
 	}
-	for f, byLine := range rewrites {
-		lines := raw[f]
-		var out []string
-		for i := 0; i < len(lines); i++ {
-			c, ok := byLine[i+1]
-			if !ok {
-				out = append(out, lines[i])
-				continue
-			}
-			for _, e := range c.entries {
-				if !slices.Contains(expectationKeys, e.key) {
-					out = append(out, e.lines...)
-				}
-			}
-			o := outcomes[c]
-			for _, k := range expectationKeys {
-				v, ok := o[k]
-				if !ok {
-					continue
-				}
-				vl := strings.Split(v, "\n")
-				if len(vl) > 1 {
-					out = append(out, "keys:")
-					for _, l := range vl {
-						out = append(out, "  "+l)
-					}
-					continue
-				}
-				out = append(out, k+": "+vl[0])
-			}
-			i = c.stanzaEnd - 1
-		}
-		if err := os.WriteFile(f, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("rewrote %s", f)
+	if err := testcorpus.ReplaceLines(reps); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// rewriteCase removes a case's expectations and writes its outcome's at
+// the end of its stanza, in expectationKeys order.
+func rewriteCase(c *corpusCase, o outcome) []testcorpus.Replacement {
+	var reps []testcorpus.Replacement
+	for _, e := range c.entries {
+		if slices.Contains(expectationKeys, e.Key) {
+			reps = append(reps, testcorpus.Replacement{File: c.file, Start: e.Line, End: e.End})
+		}
+	}
+	var lines []string
+	for _, k := range expectationKeys {
+		v, ok := o[k]
+		if !ok {
+			continue
+		}
+		vl := strings.Split(v, "\n")
+		if len(vl) > 1 {
+			lines = append(lines, k+":")
+			for _, l := range vl {
+				lines = append(lines, "  "+l)
+			}
+			continue
+		}
+		lines = append(lines, k+": "+vl[0])
+	}
+	end := c.entries[len(c.entries)-1].End
+	return append(reps, testcorpus.Replacement{File: c.file, Start: end, End: end, Lines: lines})
 }

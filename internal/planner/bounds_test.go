@@ -1,8 +1,8 @@
 package planner
 
 import (
-	"bufio"
-	"os"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,23 +10,20 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/testcorpus"
 )
 
-// TestBounds reads testdata/bounds.txt: stanzas of
+// TestBounds reads testdata/bounds.txt: stanzas (internal/testcorpus) of
 //
-//	key: <key pattern, extended JSON>   (optional "multikey" line after it)
+//	key: <key pattern, extended JSON>
+//	multikey: true                      (optional: every path held arrays)
+//	multiKeyPaths: <explain's form>     (optional: which paths held arrays)
 //	filter: <filter>
 //	bounds: <expected indexBounds, extended JSON; "none" when the index is not useful>
 //
-// separated by blank lines, and checks the bounds the planner computes and
-// prints, as a golden plan-string test.
+// and checks the bounds the planner computes and prints, as a golden
+// plan-string test.
 func TestBounds(t *testing.T) {
-	f, err := os.Open("testdata/bounds.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
 	line := 0
 	var key, filter, want, mkPaths string
 	multikey := false
@@ -62,27 +59,34 @@ func TestBounds(t *testing.T) {
 		}
 		key, filter, want, mkPaths, multikey = "", "", "", "", false
 	}
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		switch {
-		case text == "" || strings.HasPrefix(text, "#"):
-			check()
-		case strings.HasPrefix(text, "key:"):
-			key = strings.TrimSpace(strings.TrimPrefix(text, "key:"))
-		case text == "multikey":
-			multikey = true
-		case strings.HasPrefix(text, "multiKeyPaths:"):
-			mkPaths = strings.TrimSpace(strings.TrimPrefix(text, "multiKeyPaths:"))
-		case strings.HasPrefix(text, "filter:"):
-			filter = strings.TrimSpace(strings.TrimPrefix(text, "filter:"))
-		case strings.HasPrefix(text, "bounds:"):
-			want = strings.TrimSpace(strings.TrimPrefix(text, "bounds:"))
-		default:
-			t.Fatalf("line %d: cannot read %q", line, text)
+	err := testcorpus.ReadStanzas("testdata/bounds.txt", func(stanza []testcorpus.Entry) error {
+		line = stanza[0].Line + 1
+		for _, e := range stanza {
+			var err error
+			switch e.Key {
+			case "key":
+				key = e.Value
+			case "multikey":
+				multikey, err = strconv.ParseBool(e.Value)
+			case "multiKeyPaths":
+				mkPaths = e.Value
+			case "filter":
+				filter = e.Value
+			case "bounds":
+				want = e.Value
+			default:
+				err = fmt.Errorf("unknown key")
+			}
+			if err != nil {
+				return fmt.Errorf("line %d: %s: %v", e.Line+1, e.Key, err)
+			}
 		}
+		check()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	check()
 }
 
 // TestImplies checks the partial-index implication rule.

@@ -57,4 +57,11 @@
 // index orders only a sort on exactly the path it serves.
 //
 // "Cache follows the catalog": see Cache.
+//
+// # Tests
+//
+// A planner case is a stanza of testdata/plans (format in plans_test.go):
+// documents, indexes, a query and the plan that ran with its counters,
+// regenerated with -rewrite; every case's results are also checked against
+// a collection scan's. testdata/bounds.txt holds golden index bounds.
 package planner

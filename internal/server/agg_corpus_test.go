@@ -2,13 +2,11 @@ package server_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg/aggtest"
 )
@@ -63,25 +61,6 @@ func runAggregateOverWire(c *mongo.Client, dbName string, ac *aggtest.Case) (agg
 	if ac.Options.Let != nil {
 		cmd = append(cmd, bson.E{Key: "let", Value: bson.Raw(ac.Options.Let)})
 	}
-	cur, err := db.RunCommandCursor(ctx, cmd)
-	if err != nil {
-		return aggOutcome(err)
-	}
-	defer cur.Close(ctx)
-	var out aggtest.Outcome
-	for cur.Next(ctx) {
-		out.Docs = append(out.Docs, append(bsoncore.Document(nil), cur.Current...))
-	}
-	if err := cur.Err(); err != nil {
-		return aggOutcome(err)
-	}
-	return out, nil
-}
-
-func aggOutcome(err error) (aggtest.Outcome, error) {
-	var ce mongo.CommandError
-	if errors.As(err, &ce) {
-		return aggtest.Outcome{Code: ce.Code}, nil
-	}
-	return aggtest.Outcome{}, err
+	docs, code, err := cursorDocs(ctx, db, cmd)
+	return aggtest.Outcome{Docs: docs, Code: code}, err
 }

@@ -49,26 +49,34 @@ func runFindOverWire(db *mongo.Database, coll string, c *querytest.Case) (queryt
 		cmd = append(cmd, bson.E{Key: "limit", Value: c.Limit})
 	}
 	cmd = append(cmd, bson.E{Key: "batchSize", Value: 3}) // exercise getMore too
-	cur, err := db.RunCommandCursor(ctx, cmd)
+	docs, code, err := cursorDocs(ctx, db, cmd)
 	if err != nil {
-		return outcomeOf(err)
+		return querytest.Outcome{}, err
 	}
-	defer cur.Close(ctx)
-	var out querytest.Outcome
-	for cur.Next(ctx) {
-		out.Docs = append(out.Docs, append(bsoncore.Document(nil), cur.Current...))
-	}
-	if err := cur.Err(); err != nil {
-		return outcomeOf(err)
-	}
-	return out, db.Collection(coll).Drop(ctx)
+	return querytest.Outcome{Docs: docs, Code: code}, db.Collection(coll).Drop(ctx)
 }
 
-// outcomeOf turns a server error into the case's expected-error form.
-func outcomeOf(err error) (querytest.Outcome, error) {
-	var ce mongo.CommandError
-	if errors.As(err, &ce) {
-		return querytest.Outcome{Code: ce.Code}, nil
+// cursorDocs runs a command that answers with a cursor and reads all of
+// it. A command error is the corpus case's outcome (its code); err is a
+// failure of the harness itself.
+func cursorDocs(ctx context.Context, db *mongo.Database, cmd bson.D) (docs []bsoncore.Document, code int32, err error) {
+	outcome := func(err error) ([]bsoncore.Document, int32, error) {
+		var ce mongo.CommandError
+		if errors.As(err, &ce) {
+			return nil, ce.Code, nil
+		}
+		return nil, 0, err
 	}
-	return querytest.Outcome{}, err
+	cur, err := db.RunCommandCursor(ctx, cmd)
+	if err != nil {
+		return outcome(err)
+	}
+	defer cur.Close(ctx)
+	for cur.Next(ctx) {
+		docs = append(docs, append(bsoncore.Document(nil), cur.Current...))
+	}
+	if err := cur.Err(); err != nil {
+		return outcome(err)
+	}
+	return docs, 0, nil
 }

@@ -241,3 +241,61 @@ func TestIndexManagementAsMongoDB(t *testing.T) {
 		t.Fatalf("after drop * listIndexes has %v", got)
 	}
 }
+
+// TestIndexStatsCountsQueries checks that $indexStats counts one access per
+// executed query for each index of the winning plan only: not per key
+// range, not for plans a trial rejected, not for explain, and _id_ for
+// _id lookups and _id ranges.
+func TestIndexStatsCountsQueries(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	db := c.Database("ixs")
+	coll := db.Collection("c")
+	loadNumbered(t, coll, 200, 20)
+	createIndex(t, db, "c", bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}})
+	createIndex(t, db, "c", bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}, {Key: "s", Value: 1}}}, {Key: "name", Value: "k_1_s_1"}})
+	createIndex(t, db, "c", bson.D{{Key: "key", Value: bson.D{{Key: "s", Value: 1}}}, {Key: "name", Value: "s_1"}})
+	ops := func() map[string]int64 {
+		out := map[string]int64{}
+		for name, d := range indexStats(t, coll) {
+			out[name] = d.Lookup("accesses", "ops").Int64()
+		}
+		return out
+	}
+	steps := []struct {
+		what string
+		cmd  bson.D
+		want map[string]int64 // the increase per index
+	}{
+		// Five point ranges, one query: one access. k_1 and k_1_s_1 both
+		// bound k: a trial runs both, only the winner counts.
+		{"$in of 5 values", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "k", Value: bson.D{{Key: "$in", Value: bson.A{1, 2, 3, 4, 5}}}}}}}, nil},
+		{"_id lookup", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 7}}}}, map[string]int64{"_id_": 1}},
+		{"_id range", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$lt", Value: 5}}}}}}, map[string]int64{"_id_": 1}},
+		{"collection scan", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "z", Value: 1}}}}, map[string]int64{}},
+		{"explain", bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "s", Value: "doc 3"}}}}}}, map[string]int64{}},
+		{"$or over one index twice", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "s", Value: "doc 1"}}, bson.D{{Key: "s", Value: "doc 2"}}}}}}}, map[string]int64{"s_1": 1}},
+	}
+	for _, st := range steps {
+		before := ops()
+		var ex bson.Raw
+		if st.want == nil {
+			ex = explainCmd(t, db, st.cmd, "queryPlanner")
+		}
+		if err := db.RunCommand(context.Background(), st.cmd).Err(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		after := ops()
+		want := st.want
+		if want == nil {
+			// The winner is whichever index the trial picks.
+			name := findStage(ex.Lookup("queryPlanner", "winningPlan").Document(), "IXSCAN").Lookup("indexName").StringValue()
+			want = map[string]int64{name: 1}
+		}
+		for name := range after {
+			if d := after[name] - before[name]; d != want[name] {
+				t.Errorf("%s: %s accesses grew by %d, want %d", st.what, name, d, want[name])
+			}
+		}
+	}
+}

@@ -18,14 +18,14 @@ func writeFile(t *testing.T, body string) string {
 }
 
 func TestReadStanzas(t *testing.T) {
-	f := writeFile(t, "# comment\na: 1\nb:\n  x\n  # indented: a continuation, not a comment\n\n\ncase: two \nc: {\"k\": 2}\n")
+	f := writeFile(t, "# comment\na: 1\nb:\n  x\n    # indented: a continuation, not a comment\n\n\ncase: two \nc: {\"k\": 2}\n")
 	var got [][]Entry
 	err := ReadStanzas(f, func(s []Entry) error { got = append(got, s); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := [][]Entry{
-		{{Key: "a", Value: "1", Line: 1, End: 2}, {Key: "b", Value: "\nx\n# indented: a continuation, not a comment", Line: 2, End: 5}},
+		{{Key: "a", Value: "1", Line: 1, End: 2}, {Key: "b", Value: "\nx\n  # indented: a continuation, not a comment", Line: 2, End: 5}},
 		{{Key: "case", Value: "two", Line: 7, End: 8}, {Key: "c", Value: `{"k": 2}`, Line: 8, End: 9}},
 	}
 	if len(got) != len(want) {

@@ -7,7 +7,9 @@ import (
 )
 
 // Entry is one "key: value" line of a stanza, with its continuation lines
-// appended to Value (each trimmed, joined by "\n").
+// appended to Value, joined by "\n": each keeps the indentation it has
+// beyond the least indented of them, so a value can be a tree (a rendered
+// plan) as well as a list of documents.
 type Entry struct {
 	Key   string
 	Value string
@@ -28,8 +30,18 @@ func ReadStanzas(file string, fn func(stanza []Entry) error) error {
 		return err
 	}
 	lines := strings.Split(string(data), "\n")
-	var stanza []Entry
+	var (
+		stanza []Entry
+		cont   []string // the last entry's continuation lines, as written
+	)
+	endEntry := func() {
+		if len(cont) > 0 {
+			stanza[len(stanza)-1].Value += "\n" + strings.Join(dedent(cont), "\n")
+		}
+		cont = nil
+	}
 	flush := func() error {
+		endEntry()
 		if len(stanza) == 0 {
 			return nil
 		}
@@ -51,7 +63,7 @@ func ReadStanzas(file string, fn func(stanza []Entry) error) error {
 			if len(stanza) == 0 {
 				return fmt.Errorf("%s:%d: continuation line without a key", file, i+1)
 			}
-			stanza[len(stanza)-1].Value += "\n" + strings.TrimSpace(l)
+			cont = append(cont, l)
 			stanza[len(stanza)-1].End = i + 1
 			continue
 		}
@@ -59,7 +71,24 @@ func ReadStanzas(file string, fn func(stanza []Entry) error) error {
 		if !ok {
 			return fmt.Errorf("%s:%d: expected \"key: value\"", file, i+1)
 		}
+		endEntry()
 		stanza = append(stanza, Entry{Key: key, Value: strings.TrimSpace(val), Line: i, End: i + 1})
 	}
 	return flush()
+}
+
+// dedent removes from lines the indentation they all share.
+func dedent(lines []string) []string {
+	common := -1
+	for _, l := range lines {
+		n := len(l) - len(strings.TrimLeft(l, " \t"))
+		if common < 0 || n < common {
+			common = n
+		}
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l[common:]
+	}
+	return out
 }

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/testcorpus"
 	"github.com/cairndb/cairn/internal/update"
-	"github.com/cairndb/cairn/internal/update/updatetest"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 func mustDoc(t testing.TB, s string) bsoncore.Document {
 	t.Helper()
-	d, err := updatetest.ParseDoc(s)
+	d, err := testcorpus.ParseDoc(s)
 	if err != nil {
 		t.Fatal(err)
 	}

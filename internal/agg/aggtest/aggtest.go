@@ -49,22 +49,20 @@ package aggtest
 
 import (
 	"fmt"
-	"github.com/cairndb/cairn/internal/testcorpus"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/testcorpus"
 )
 
 // Case is one pipeline and its expected outcome.
 type Case struct {
-	File string // path of the testdata file
-	Line int    // line of the "case:" key
-	Name string
+	testcorpus.Header
 
 	Docs        []bsoncore.Document            // the input collection
 	Collections map[string][]bsoncore.Document // other collections, by name
@@ -76,13 +74,6 @@ type Case struct {
 	WantDocs  []bsoncore.Document // nil unless "result" or "unordered" is given
 	Ordered   bool                // WantDocs came from "result"
 	WantCount int                 // -1 unless "count" is given
-	WantError int32               // 0 unless "error" is given
-	XFail     string
-
-	// expStart and expEnd are the lines (0-based, end exclusive) holding
-	// the expectation, for rewriting.
-	expStart, expEnd int
-	expKey           string
 }
 
 // Options are a case's aggregate options.
@@ -91,9 +82,6 @@ type Options struct {
 	MaxMemory    int64             `json:"maxMemory"`
 	Let          bsoncore.Document `json:"-"` // nil when absent
 }
-
-// ID is the case's file:line and name, for test names and messages.
-func (c *Case) ID() string { return fmt.Sprintf("%s:%d %s", filepath.Base(c.File), c.Line, c.Name) }
 
 // Outcome is what running a case produced.
 type Outcome struct {
@@ -108,108 +96,82 @@ type Outcome struct {
 type Runner func(c *Case) (Outcome, error)
 
 // Load reads every *.txt file of dir, in name order.
-func Load(dir string) ([]Case, error) { return testcorpus.Load(dir, LoadFile) }
+func Load(dir string) ([]Case, error) { return corpus.Load(dir) }
 
 // LoadFile reads one testdata file.
-func LoadFile(file string) ([]Case, error) {
-	var (
-		cases []Case
-		docs  []bsoncore.Document
-		colls = map[string][]bsoncore.Document{}
-	)
-	err := testcorpus.ReadStanzas(file, func(stanza []testcorpus.Entry) error {
-		if stanza[0].Key != "case" {
-			for _, e := range stanza {
-				d, err := testcorpus.ParseDocs(e.Value)
-				if err != nil {
-					return fmt.Errorf("%s:%d: %v", file, e.Line+1, err)
-				}
-				switch {
-				case e.Key == "docs":
-					docs = d
-				case strings.HasPrefix(e.Key, "coll "):
-					colls[strings.TrimSpace(strings.TrimPrefix(e.Key, "coll "))] = d
-				default:
-					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set docs and coll)", file, e.Line+1, e.Key)
-				}
-			}
-			return nil
+func LoadFile(file string) ([]Case, error) { return corpus.LoadFile(file) }
+
+var corpus = testcorpus.Corpus[Case, Outcome]{
+	Expectations: []string{"result", "unordered", "count"},
+	Template:     func() Case { return Case{WantCount: -1} },
+	Default: func(tmpl *Case, e testcorpus.Entry) error {
+		if e.Key != "docs" && !strings.HasPrefix(e.Key, "coll ") {
+			return fmt.Errorf("outside a case (a stanza without \"case\" may only set docs and coll)")
 		}
-		c, err := buildCase(file, stanza, docs, colls)
-		if err != nil {
-			return err
-		}
-		cases = append(cases, c)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cases, nil
+		return setInput(tmpl, e)
+	},
+	Set:    set,
+	Finish: finish,
+	Header: func(c *Case) *testcorpus.Header { return &c.Header },
+	Check:  (*Case).Check,
+	Format: formatExpectation,
 }
 
-func buildCase(file string, stanza []testcorpus.Entry, docs []bsoncore.Document, colls map[string][]bsoncore.Document) (Case, error) {
-	c := Case{File: file, Line: stanza[0].Line + 1, Name: stanza[0].Value, Docs: docs, WantCount: -1, expStart: -1}
-	c.Collections = make(map[string][]bsoncore.Document, len(colls))
-	for k, v := range colls {
-		c.Collections[k] = v
+// setInput reads docs or "coll <name>". Collections is copied before it
+// changes: cases share the map of the defaults they started from.
+func setInput(c *Case, e testcorpus.Entry) error {
+	d, err := testcorpus.ParseDocs(e.Value)
+	if err != nil {
+		return err
 	}
-	hasPipeline := false
-	for _, e := range stanza[1:] {
-		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.Line+1, e.Key, err) }
-		var err error
-		switch {
-		case e.Key == "docs":
-			c.Docs, err = testcorpus.ParseDocs(e.Value)
-		case strings.HasPrefix(e.Key, "coll "):
-			var d []bsoncore.Document
-			d, err = testcorpus.ParseDocs(e.Value)
-			c.Collections[strings.TrimSpace(strings.TrimPrefix(e.Key, "coll "))] = d
-		case e.Key == "pipeline":
-			hasPipeline = true
-			c.Pipeline, err = parsePipeline(e.Value)
-		case e.Key == "options":
-			err = parseOptions(e.Value, &c.Options)
-		case e.Key == "result", e.Key == "unordered":
-			c.WantDocs, err = testcorpus.ParseDocs(e.Value)
-			if c.WantDocs == nil {
-				c.WantDocs = []bsoncore.Document{}
-			}
-			c.Ordered = e.Key == "result"
-		case e.Key == "count":
-			c.WantCount, err = strconv.Atoi(e.Value)
-		case e.Key == "error":
-			var n int64
-			n, err = strconv.ParseInt(e.Value, 10, 32)
-			c.WantError = int32(n)
-		case e.Key == "xfail":
-			c.XFail = e.Value
-		default:
-			err = fmt.Errorf("unknown key")
-		}
-		if err != nil {
-			return c, errf(err)
-		}
-		switch e.Key {
-		case "result", "unordered", "count", "error":
-			if c.expStart >= 0 {
-				return c, errf(fmt.Errorf("a case has exactly one of result, unordered, count, error"))
-			}
-			c.expStart, c.expEnd, c.expKey = e.Line, e.End, e.Key
-		}
+	if e.Key == "docs" {
+		c.Docs = d
+		return nil
 	}
-	if !hasPipeline {
-		return c, fmt.Errorf("%s:%d: case %q has no pipeline", file, c.Line, c.Name)
+	c.Collections = maps.Clone(c.Collections)
+	if c.Collections == nil {
+		c.Collections = map[string][]bsoncore.Document{}
 	}
-	if c.expStart < 0 {
-		return c, fmt.Errorf("%s:%d: case %q has no expectation (result, unordered, count or error)", file, c.Line, c.Name)
+	c.Collections[strings.TrimSpace(strings.TrimPrefix(e.Key, "coll "))] = d
+	return nil
+}
+
+func set(c *Case, e testcorpus.Entry) error {
+	var err error
+	switch {
+	case e.Key == "docs", strings.HasPrefix(e.Key, "coll "):
+		err = setInput(c, e)
+	case e.Key == "pipeline":
+		c.Pipeline, err = parsePipeline(e.Value)
+	case e.Key == "options":
+		err = parseOptions(e.Value, &c.Options)
+	case e.Key == "result", e.Key == "unordered":
+		c.WantDocs, err = testcorpus.ParseDocs(e.Value)
+		if c.WantDocs == nil {
+			c.WantDocs = []bsoncore.Document{}
+		}
+		c.Ordered = e.Key == "result"
+	case e.Key == "count":
+		c.WantCount, err = strconv.Atoi(e.Value)
+	default:
+		err = fmt.Errorf("unknown key")
+	}
+	return err
+}
+
+func finish(c *Case) error {
+	if c.Pipeline == nil {
+		return fmt.Errorf("no pipeline")
+	}
+	if c.Collections == nil {
+		c.Collections = map[string][]bsoncore.Document{}
 	}
 	if len(c.Pipeline) > 0 {
 		if e, err := c.Pipeline[0].IndexErr(0); err == nil && e.Key() == "$documents" {
 			c.Collectionless = true
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // parsePipeline reads a JSON array of stage documents. Elements that are
@@ -275,24 +237,10 @@ func parseOptions(s string, o *Options) error {
 	return nil
 }
 
-func canonical(d bsoncore.Document) string {
-	b, err := bson.MarshalExtJSON(bson.Raw(d), true, false)
-	if err != nil {
-		return fmt.Sprintf("<%v>", err)
-	}
-	return string(b)
-}
-
 // Check compares an outcome with the case's expectation.
 func (c *Case) Check(o Outcome) error {
-	if c.WantError != 0 {
-		if o.Code != c.WantError {
-			return fmt.Errorf("want error code %d, got code %d (%d documents)", c.WantError, o.Code, len(o.Docs))
-		}
-		return nil
-	}
-	if o.Code != 0 {
-		return fmt.Errorf("want success, got error code %d", o.Code)
+	if done, err := c.CheckCode(o.Code); done {
+		return err
 	}
 	if c.WantCount >= 0 {
 		if len(o.Docs) != c.WantCount {
@@ -302,10 +250,10 @@ func (c *Case) Check(o Outcome) error {
 	}
 	var got, want []string
 	for _, d := range o.Docs {
-		got = append(got, canonical(d))
+		got = append(got, testcorpus.CanonicalDoc(d))
 	}
 	for _, d := range c.WantDocs {
-		want = append(want, canonical(d))
+		want = append(want, testcorpus.CanonicalDoc(d))
 	}
 	if !c.Ordered {
 		slices.Sort(got)
@@ -318,45 +266,24 @@ func (c *Case) Check(o Outcome) error {
 }
 
 // Run runs every case as a subtest through the shared corpus runner
-// (testcorpus.Suite.Run): xfail cases must keep failing, and with rewrite
-// the expectations are replaced by the outcomes (review the diff!).
+// (testcorpus.Corpus.Run): xfail cases must keep failing, and with rewrite
+// the expectations are replaced by the outcomes (review the diff!),
+// keeping their kind (result stays result, unordered stays unordered; an
+// error that now succeeds becomes unordered).
 func Run(t *testing.T, cases []Case, run Runner, rewrite bool) {
 	t.Helper()
-	suite.Run(t, cases, run, rewrite)
-}
-
-var suite = testcorpus.Suite[Case, Outcome]{
-	ID:      (*Case).ID,
-	XFail:   func(c *Case) string { return c.XFail },
-	Check:   (*Case).Check,
-	Rewrite: Rewrite,
-}
-
-// Rewrite replaces each case's expectation in its file by its outcome,
-// keeping its kind (result stays result, unordered stays unordered; an
-// error that now succeeds becomes unordered). Cases marked xfail keep
-// their expectation.
-func Rewrite(cases []Case, outcomes []Outcome) error {
-	var reps []testcorpus.Replacement
-	for i := range cases {
-		c := &cases[i]
-		if c.XFail != "" {
-			continue
-		}
-		reps = append(reps, testcorpus.Replacement{File: c.File, Start: c.expStart, End: c.expEnd, Lines: formatExpectation(c, outcomes[i])})
-	}
-	return testcorpus.ReplaceLines(reps)
+	corpus.Run(t, cases, run, rewrite)
 }
 
 func formatExpectation(c *Case, o Outcome) []string {
 	if o.Code != 0 {
 		return []string{fmt.Sprintf("error: %d", o.Code)}
 	}
-	if c.expKey == "count" {
+	if c.ExpKey == "count" {
 		return []string{fmt.Sprintf("count: %d", len(o.Docs))}
 	}
 	key := "unordered"
-	if c.expKey == "result" {
+	if c.ExpKey == "result" {
 		key = "result"
 	}
 	out := []string{key + ":"}

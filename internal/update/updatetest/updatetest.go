@@ -48,20 +48,18 @@ package updatetest
 
 import (
 	"fmt"
-	"github.com/cairndb/cairn/internal/testcorpus"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/testcorpus"
 )
 
 // Case is one update statement applied to one stored document.
 type Case struct {
-	File string // path of the testdata file
-	Line int    // line of the "case:" key
-	Name string
+	testcorpus.Header
 
 	Doc          bsoncore.Document   // nil: the collection is empty
 	Filter       bsoncore.Document   // never nil: {} when absent
@@ -74,18 +72,9 @@ type Case struct {
 
 	WantDoc      bsoncore.Document // nil unless "result" is given
 	WantModified *bool             // nil unless "modified" is given
-	WantError    int32             // 0 unless "error" is given
 	GeneratedID  bool
 	Volatile     []string
-	XFail        string
-
-	// expStart and expEnd are the lines (0-based, end exclusive) holding
-	// the expectation, for rewriting.
-	expStart, expEnd int
 }
-
-// ID is the case's file:line and name, for test names and messages.
-func (c *Case) ID() string { return fmt.Sprintf("%s:%d %s", filepath.Base(c.File), c.Line, c.Name) }
 
 // Outcome is what running a case produced.
 type Outcome struct {
@@ -106,121 +95,92 @@ type Outcome struct {
 type Runner func(c *Case) (Outcome, error)
 
 // Load reads every *.txt file of dir, in name order.
-func Load(dir string) ([]Case, error) { return testcorpus.Load(dir, LoadFile) }
+func Load(dir string) ([]Case, error) { return corpus.Load(dir) }
 
 // LoadFile reads one testdata file.
-func LoadFile(file string) ([]Case, error) {
-	var (
-		cases []Case
-		doc   bsoncore.Document
-	)
-	err := testcorpus.ReadStanzas(file, func(stanza []testcorpus.Entry) error {
-		if stanza[0].Key != "case" {
-			for _, e := range stanza {
-				if e.Key != "doc" {
-					return fmt.Errorf("%s:%d: %q outside a case (a stanza without \"case\" may only set doc)", file, e.Line+1, e.Key)
-				}
-				d, err := parseDocOrNone(e.Value)
-				if err != nil {
-					return fmt.Errorf("%s:%d: %v", file, e.Line+1, err)
-				}
-				doc = d
-			}
-			return nil
-		}
-		c, err := buildCase(file, stanza, doc)
-		if err != nil {
-			return err
-		}
-		cases = append(cases, c)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cases, nil
-}
+func LoadFile(file string) ([]Case, error) { return corpus.LoadFile(file) }
 
-func buildCase(file string, stanza []testcorpus.Entry, doc bsoncore.Document) (Case, error) {
-	c := Case{File: file, Line: stanza[0].Line + 1, Name: stanza[0].Value, Doc: doc, Filter: testcorpus.EmptyDoc(), expStart: -1}
-	for _, e := range stanza[1:] {
-		errf := func(err error) error { return fmt.Errorf("%s:%d: %s: %v", file, e.Line+1, e.Key, err) }
+var corpus = testcorpus.Corpus[Case, Outcome]{
+	Expectations: []string{"result"},
+	Template:     func() Case { return Case{Filter: testcorpus.EmptyDoc()} },
+	Default: func(tmpl *Case, e testcorpus.Entry) error {
+		if e.Key != "doc" {
+			return fmt.Errorf("outside a case (a stanza without \"case\" may only set doc)")
+		}
 		var err error
-		switch e.Key {
-		case "doc":
-			c.Doc, err = parseDocOrNone(e.Value)
-		case "filter":
-			c.Filter, err = ParseDoc(e.Value)
-		case "update":
-			c.Update, err = testcorpus.ParseValue(e.Value)
-		case "arrayFilters":
-			var vals []bsoncore.Value
-			vals, err = testcorpus.ParseValues(e.Value)
-			for _, v := range vals {
-				d, ok := v.DocumentOK()
-				if !ok {
-					err = fmt.Errorf("arrayFilters must hold documents")
-					break
-				}
-				c.ArrayFilters = append(c.ArrayFilters, d)
-			}
-		case "let":
-			c.Let, err = ParseDoc(e.Value)
-		case "c":
-			c.Constants, err = ParseDoc(e.Value)
-		case "upsert":
-			c.Upsert, err = strconv.ParseBool(e.Value)
-		case "multi":
-			c.Multi, err = strconv.ParseBool(e.Value)
-		case "result":
-			c.WantDoc, err = ParseDoc(e.Value)
-		case "modified":
-			var b bool
-			b, err = strconv.ParseBool(e.Value)
-			c.WantModified = &b
-		case "error":
-			var n int64
-			n, err = strconv.ParseInt(e.Value, 10, 32)
-			c.WantError = int32(n)
-		case "generatedId":
-			c.GeneratedID, err = strconv.ParseBool(e.Value)
-		case "volatile":
-			for _, p := range strings.Split(e.Value, ",") {
-				c.Volatile = append(c.Volatile, strings.TrimSpace(p))
-			}
-		case "xfail":
-			c.XFail = e.Value
-		default:
-			err = fmt.Errorf("unknown key")
+		tmpl.Doc, err = parseDocOrNone(e.Value)
+		return err
+	},
+	Set: set,
+	Finish: func(c *Case) error {
+		if c.Update.Type == 0 {
+			return fmt.Errorf("no update")
 		}
-		if err != nil {
-			return c, errf(err)
+		return nil
+	},
+	Header: func(c *Case) *testcorpus.Header { return &c.Header },
+	Check:  (*Case).Check,
+	Format: func(c *Case, o Outcome) []string {
+		if o.Code != 0 {
+			return []string{fmt.Sprintf("error: %d", o.Code)}
 		}
-		switch e.Key {
-		case "result", "error":
-			if c.expStart >= 0 {
-				return c, errf(fmt.Errorf("a case has exactly one of result, error"))
-			}
-			c.expStart, c.expEnd = e.Line, e.End
-		}
-	}
-	if c.Update.Type == 0 {
-		return c, fmt.Errorf("%s:%d: case %q has no update", file, c.Line, c.Name)
-	}
-	if c.expStart < 0 {
-		return c, fmt.Errorf("%s:%d: case %q has no expectation (result or error)", file, c.Line, c.Name)
-	}
-	return c, nil
+		return []string{"result: " + testcorpus.RelaxedDoc(o.Doc)}
+	},
+	// A generated _id or a clock's value cannot be written back.
+	Keep: func(c *Case) bool { return c.GeneratedID || len(c.Volatile) > 0 },
 }
 
-// ParseDoc reads one extended JSON document.
-func ParseDoc(s string) (bsoncore.Document, error) { return testcorpus.ParseDoc(s) }
+func set(c *Case, e testcorpus.Entry) error {
+	var err error
+	switch e.Key {
+	case "doc":
+		c.Doc, err = parseDocOrNone(e.Value)
+	case "filter":
+		c.Filter, err = testcorpus.ParseDoc(e.Value)
+	case "update":
+		c.Update, err = testcorpus.ParseValue(e.Value)
+	case "arrayFilters":
+		var vals []bsoncore.Value
+		vals, err = testcorpus.ParseValues(e.Value)
+		for _, v := range vals {
+			d, ok := v.DocumentOK()
+			if !ok {
+				err = fmt.Errorf("arrayFilters must hold documents")
+				break
+			}
+			c.ArrayFilters = append(c.ArrayFilters, d)
+		}
+	case "let":
+		c.Let, err = testcorpus.ParseDoc(e.Value)
+	case "c":
+		c.Constants, err = testcorpus.ParseDoc(e.Value)
+	case "upsert":
+		c.Upsert, err = strconv.ParseBool(e.Value)
+	case "multi":
+		c.Multi, err = strconv.ParseBool(e.Value)
+	case "result":
+		c.WantDoc, err = testcorpus.ParseDoc(e.Value)
+	case "modified":
+		var b bool
+		b, err = strconv.ParseBool(e.Value)
+		c.WantModified = &b
+	case "generatedId":
+		c.GeneratedID, err = strconv.ParseBool(e.Value)
+	case "volatile":
+		for _, p := range strings.Split(e.Value, ",") {
+			c.Volatile = append(c.Volatile, strings.TrimSpace(p))
+		}
+	default:
+		err = fmt.Errorf("unknown key")
+	}
+	return err
+}
 
 func parseDocOrNone(s string) (bsoncore.Document, error) {
 	if s == "none" {
 		return nil, nil
 	}
-	return ParseDoc(s)
+	return testcorpus.ParseDoc(s)
 }
 
 func canonicalDoc(d bsoncore.Document) string {
@@ -232,14 +192,8 @@ func canonicalDoc(d bsoncore.Document) string {
 
 // Check compares an outcome with the case's expectation.
 func (c *Case) Check(o Outcome) error {
-	if c.WantError != 0 {
-		if o.Code != c.WantError {
-			return fmt.Errorf("want error code %d, got code %d (document %s)", c.WantError, o.Code, canonicalDoc(o.Doc))
-		}
-		return nil
-	}
-	if o.Code != 0 {
-		return fmt.Errorf("want success, got error code %d", o.Code)
+	if done, err := c.CheckCode(o.Code); done {
+		return err
 	}
 	got, want := o.Doc, c.WantDoc
 	if c.GeneratedID {
@@ -316,38 +270,10 @@ func setNull(d bsoncore.Document, parts []string) bsoncore.Document {
 }
 
 // Run runs every case as a subtest through the shared corpus runner
-// (testcorpus.Suite.Run): xfail cases must keep failing, and with rewrite
-// the expectations are replaced by the outcomes (review the diff!).
+// (testcorpus.Corpus.Run): xfail cases must keep failing, and with rewrite
+// the expectations are replaced by the outcomes (review the diff!), except
+// where _id is generated or values are volatile.
 func Run(t *testing.T, cases []Case, run Runner, rewrite bool) {
 	t.Helper()
-	suite.Run(t, cases, run, rewrite)
+	corpus.Run(t, cases, run, rewrite)
 }
-
-var suite = testcorpus.Suite[Case, Outcome]{
-	ID:      (*Case).ID,
-	XFail:   func(c *Case) string { return c.XFail },
-	Check:   (*Case).Check,
-	Rewrite: Rewrite,
-}
-
-// Rewrite replaces each case's expectation in its file by its outcome.
-// Cases marked xfail, or with generatedId or volatile values, keep theirs.
-func Rewrite(cases []Case, outcomes []Outcome) error {
-	var reps []testcorpus.Replacement
-	for i := range cases {
-		c, o := &cases[i], outcomes[i]
-		if c.XFail != "" || c.GeneratedID || len(c.Volatile) > 0 {
-			continue
-		}
-		exp := fmt.Sprintf("error: %d", o.Code)
-		if o.Code == 0 {
-			exp = "result: " + Relaxed(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: o.Doc})
-		}
-		reps = append(reps, testcorpus.Replacement{File: c.File, Start: c.expStart, End: c.expEnd, Lines: []string{exp}})
-	}
-	return testcorpus.ReplaceLines(reps)
-}
-
-// Relaxed prints a value as compact extended JSON that parses back to the
-// same types (see testcorpus.Relaxed).
-func Relaxed(v bsoncore.Value) string { return testcorpus.Relaxed(v) }

@@ -20,6 +20,10 @@
 //   - ttl.go: finding expired documents (package ttl decides when).
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
+//   - check.go, invariants.go: CheckIndexes, and the runtime checks that
+//     builds with the invariants tag run after every commit group
+//     ("Indexes follow documents" and "Tail bound" over the keys the group
+//     touched; see verifyGroup).
 //
 // Invariant "Clustered by _id": a document lives at DocKey(collID,
 // keystring(_id)), so _id uniqueness is one point read inside the pipeline
@@ -27,6 +31,10 @@
 //
 // Invariant "_id first": stored documents begin with their _id field, as
 // MongoDB stores them; a missing _id is generated (an ObjectId) on insert.
+//
+// Invariant "Indexes follow documents" (indexes.go): a write changes a
+// document and all its index entries in one request, so every index holds
+// exactly the entries its documents produce (CheckIndexes verifies it).
 //
 // Invariant "Tail bound" (write.go): an insert above its collection's
 // greatest document key skips the uniqueness read; every path that makes

@@ -15,8 +15,9 @@
 //   - indexes.go: index maintenance inside every write; ddl_index.go and
 //     indexbuild.go: createIndexes and the background build over existing
 //     documents; collmod.go: index changes (hidden, expireAfterSeconds).
-//   - read.go, indexscan.go: reads; a [Reader] gives a query plan one
-//     snapshot and the catalog that matches it.
+//   - read.go: point reads by _id; reader.go: a [Reader] gives a query plan
+//     one snapshot and the catalog that matches it, and its [Cursor]s walk
+//     documents in _id order or index entries.
 //   - ttl.go: finding expired documents (package ttl decides when).
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.

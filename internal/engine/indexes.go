@@ -171,6 +171,9 @@ func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry,
 func removeEntries(tx *storage.Txn, entries []indexEntry, idKey []byte) error {
 	var holder []byte
 	for _, en := range entries {
+		if invariants.Enabled && faultSkipIndexWrites.Load() {
+			continue
+		}
 		if en.spec.Unique && en.ix.Building {
 			var found bool
 			var err error

@@ -11,9 +11,9 @@ import (
 )
 
 // faultSkipIndexWrites is a test-only fail point: while set, in builds
-// with the invariants tag, writes store documents without their index
-// entries, so a test can show the runtime check catches a broken index
-// write. Without the tag nothing reads it.
+// with the invariants tag, writes store and delete documents without
+// adding or removing their index entries, so a test can show the runtime
+// check catches a broken index write. Without the tag nothing reads it.
 var faultSkipIndexWrites atomic.Bool
 
 // verifyGroup checks the engine's invariants over the keys one commit group
@@ -26,10 +26,12 @@ var faultSkipIndexWrites atomic.Bool
 // a load of n documents cost O(n²) under the tag (the crash test and the
 // engine's race tests insert thousands of documents in hundreds of groups).
 // The per-key check uses the same entry computation (entriesOf) and
-// catches a missing, extra or mis-valued entry of every document the group
-// wrote, and an entry the group wrote for a document that does not produce
-// it. It cannot see a stale entry whose document the group deleted without
-// touching the entry: that would need the old document.
+// catches a missing or mis-valued entry of every document the group wrote,
+// and an entry the group wrote for a document that does not produce it.
+// Alone it cannot see a stale entry of a document the group deleted
+// without touching the entry (that needs the old document), so a touched
+// collection of at most fullCheckDocs documents also gets the full
+// CheckIndexes, which does.
 func (e *Engine) verifyGroup(touched [][]byte) {
 	if len(touched) == 0 {
 		return
@@ -59,6 +61,41 @@ func (e *Engine) verifyGroup(touched [][]byte) {
 	}
 	for id := range colls {
 		e.verifyTail(snap, id)
+		e.verifySmallCollection(snap, owner[id])
+	}
+}
+
+// fullCheckDocs bounds the collections verifyGroup checks in full: small
+// enough that a check per group stays cheap, large enough to cover the
+// collections of unit tests.
+const fullCheckDocs = 256
+
+// verifySmallCollection runs CheckIndexes over coll when it holds at most
+// fullCheckDocs documents and no index is building (a build's entries lag
+// its documents until it completes).
+func (e *Engine) verifySmallCollection(snap *storage.Snapshot, coll *catalog.Collection) {
+	if len(coll.Indexes) == 0 {
+		return
+	}
+	for _, ix := range coll.Indexes {
+		if ix.Building {
+			return
+		}
+	}
+	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
+	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return
+	}
+	n := 0
+	for ok := it.First(); ok && n <= fullCheckDocs; ok = it.Next() {
+		n++
+	}
+	if it.Close() != nil || n > fullCheckDocs {
+		return
+	}
+	if err := e.CheckIndexes(Namespace{coll.DB, coll.Name}); err != nil {
+		invariants.Fail("Indexes follow documents", "%v", err)
 	}
 }
 

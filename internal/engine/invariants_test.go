@@ -37,6 +37,12 @@ var invariantFaults = []struct {
 		key = appendIDKey(key, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 99)}) // no such document
 		_ = e.db.Write(func(tx *storage.Txn) error { tx.Set(key, nil); return nil })
 	}},
+	{"index entry left behind by a delete", "Indexes follow documents", func(t *testing.T, e *Engine, ns Namespace) {
+		faultSkipIndexWrites.Store(true)
+		if _, err := e.Delete(ns, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 3)}); err != nil {
+			t.Fatal(err)
+		}
+	}},
 	{"tail bound lowered", "Tail bound", func(t *testing.T, e *Engine, ns Namespace) {
 		coll := e.Catalog().Collection(ns.DB, ns.Coll)
 		_ = e.db.Write(func(tx *storage.Txn) error {

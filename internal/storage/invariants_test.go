@@ -3,6 +3,9 @@
 package storage
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/cairndb/cairn/internal/invariants"
@@ -75,5 +78,27 @@ func TestOnPipeline(t *testing.T) {
 	}
 	if leaked.OnPipeline() {
 		t.Error("OnPipeline is true for a Txn used after its request, off the pipeline")
+	}
+}
+
+// TestLeakReported: a reader left open at Close is released and, in
+// invariants builds, logged with the stack that opened it.
+func TestLeakReported(t *testing.T) {
+	var buf bytes.Buffer
+	db, err := Open(t.TempDir(), Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.NewIter(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.NewSnapshot()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"iterator left open", "snapshot left open", "TestLeakReported"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the close log lacks %q:\n%s", want, buf.String())
+		}
 	}
 }

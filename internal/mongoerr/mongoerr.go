@@ -1,5 +1,12 @@
 // Package mongoerr is the one table of MongoDB error codes Cairn replies with.
 //
+// Every code is a constant of codes.go, defined there once; other packages
+// refer to it, by a local name at most, never by number (the root package's
+// TestLintErrorCodes). A code's codeName is MongoDB's name from its
+// error_codes.yml, or Location<code> for the codes MongoDB leaves unnamed,
+// as its servers spell them, so every error reply carries one
+// (TestCodeTable).
+//
 // Engine packages return *Error values (or wrap them) for anything a client
 // caused; the command layer turns them into {ok: 0, code, codeName, errmsg}.
 // Drivers decide retries and surface exceptions by code, so tests assert codes,

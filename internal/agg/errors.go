@@ -14,7 +14,7 @@ const (
 	codeProjectNotObject     = mongoerr.ProjectNotObject
 	codeProjectEmpty         = mongoerr.ProjectEmpty
 	codeAddFieldsEmpty       = mongoerr.AddFieldsEmpty
-	codeStageNotObject       = mongoerr.StageNotObject // "$addFields specification stage must be an object"
+	codeStageNotObject       = mongoerr.AddFieldsSpecNotObject // "$addFields specification stage must be an object"
 	codeProjEmptySub         = mongoerr.ProjEmptySub
 	codeProjPathCollision    = mongoerr.ProjPathCollision    // "Path collision at a.b remaining portion b"
 	codeProjPathCollisionEnd = mongoerr.ProjPathCollisionEnd // "Path collision at a"
@@ -59,9 +59,9 @@ const (
 	codeUnwindNoPath         = mongoerr.UnwindNoPath
 	codeUnwindPathDollar     = mongoerr.UnwindPathDollar
 	codeUnwindIndexDollar    = mongoerr.UnwindIndexDollar
-	codeReplaceRootNotObject = mongoerr.ReplaceRootNotObject // newRoot evaluated to a non-document
-	codeSpecNotObject        = mongoerr.SpecNotObject        // "expected an object as specification for $replaceRoot stage"
-	codeIDLMissingField      = mongoerr.IDLMissingField      // "BSON field '…' is missing but a required field"
+	codeReplaceRootNotObject = mongoerr.ReplaceRootNotObject     // newRoot evaluated to a non-document
+	codeSpecNotObject        = mongoerr.ReplaceRootSpecNotObject // "expected an object as specification for $replaceRoot stage"
+	codeIDLMissingField      = mongoerr.IDLMissingField          // "BSON field '…' is missing but a required field"
 	codeSortByCountObject    = mongoerr.SortByCountObject
 	codeSortByCountPath      = mongoerr.SortByCountPath
 	codeSortByCountType      = mongoerr.SortByCountType

@@ -47,8 +47,8 @@ const (
 	codeTruncMissingDate    = mongoerr.TruncMissingDate
 	codeTruncMissingUnit    = mongoerr.TruncMissingUnit
 	codeTruncDateType       = mongoerr.TruncDateType
-	codeUnitType            = mongoerr.UnitType
-	codeUnitValue           = mongoerr.UnitValue
+	codeUnitType            = mongoerr.DateUnitType
+	codeUnitValue           = mongoerr.DateUnitValue
 	codeStartOfWeekType     = mongoerr.StartOfWeekType
 	codeStartOfWeekValue    = mongoerr.StartOfWeekValue
 	codeTruncBinSizeType    = mongoerr.TruncBinSizeType

@@ -293,7 +293,7 @@ const (
 	BucketNotObject            Code = 40201 // agg
 	BucketGroupByType          Code = 40202 // agg
 	ReplaceRootNotObject       Code = 40228 // agg: newRoot evaluated to a non-document
-	SpecNotObject              Code = 40229 // agg: "expected an object as specification for $replaceRoot stage"
+	ReplaceRootSpecNotObject   Code = 40229 // agg: "expected an object as specification for $replaceRoot stage"
 	GroupAccNotObject          Code = 40234 // agg
 	GroupFieldDot              Code = 40235 // agg
 	GroupFieldOperator         Code = 40236 // agg
@@ -315,7 +315,7 @@ const (
 	RoundNotNumber             Code = 40262 // agg
 	RoundNaN                   Code = 40263 // agg
 	RoundNegative              Code = 40268 // agg
-	StageNotObject             Code = 40272 // agg: "$addFields specification stage must be an object"
+	AddFieldsSpecNotObject     Code = 40272 // agg: "$addFields specification stage must be an object"
 	StageOneField              Code = 40323 // agg: a stage document with != 1 field
 	UnknownStage               Code = 40324 // agg: "Unrecognized pipeline stage name: '$foo'"
 	FieldPathEmptyString       Code = 40352 // query
@@ -466,8 +466,8 @@ const (
 	TruncMissingDate           Code = 5439009 // expr
 	TruncMissingUnit           Code = 5439010 // expr
 	TruncDateType              Code = 5439012 // expr
-	UnitType                   Code = 5439013 // expr
-	UnitValue                  Code = 5439014 // expr
+	DateUnitType               Code = 5439013 // expr
+	DateUnitValue              Code = 5439014 // expr
 	StartOfWeekType            Code = 5439015 // expr
 	StartOfWeekValue           Code = 5439016 // expr
 	TruncBinSizeType           Code = 5439017 // expr

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/...
 
-.PHONY: all build test vet fmt-check race unit smoke soak bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
+.PHONY: all build test vet fmt-check race invariants unit smoke soak bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
 
 all: build
 
@@ -14,7 +14,7 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI checks: vet, gofmt, unit and integration tests, the race detector.
-test: vet fmt-check unit race
+test: vet fmt-check unit race invariants
 
 # -composites=false: bson.D{{"a", 1}} (unkeyed bson.E) is the driver's own
 # documented idiom for documents; every other vet check stays on.
@@ -28,8 +28,17 @@ fmt-check:
 unit:
 	$(GO) test -count=1 $(PKGS)
 
+# race: the race detector, with the runtime invariant checks on
+# (internal/invariants): a broken invariant panics with its name.
 race:
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -tags invariants $(RACE_PKGS)
+
+## invariants: the tests that drive the engine hardest, built with the
+## invariants tag: the kill -9 crash test (its child process checks after
+## every commit group) and the planner's differential test.
+invariants:
+	$(GO) test -count=1 -tags invariants -run '^TestCrashKeepsAcknowledgedWrites$$' .
+	$(GO) test -count=1 -tags invariants -run '^TestPlannerMatchesCollectionScan$$' ./internal/commands/
 
 ## smoke: only the real-client smoke tests (mongosh and the Node.js driver
 ## against cairn serve); the first run installs them with npm ci. `make test`

@@ -122,3 +122,76 @@ func selectorName(sel *ast.SelectorExpr) string {
 	}
 	return "…." + sel.Sel.Name
 }
+
+// TestLintErrorCodes keeps MongoDB error codes in one table: outside
+// internal/mongoerr no source defines a code number (a constant named
+// code… or typed mongoerr.Code with a number literal) or passes a number
+// literal where a code goes (mongoerr.Code(n), mongoerr.New(n, …),
+// errorf(n, …), mongoerr.Error{Code: n}). Together with mongoerr's
+// TestCodeTable (each code defined once, each with its codeName) this
+// means no code reaches a reply without a codeName.
+func TestLintErrorCodes(t *testing.T) {
+	fset := token.NewFileSet()
+	isNumber := func(e ast.Expr) bool {
+		if u, ok := e.(*ast.UnaryExpr); ok {
+			e = u.X
+		}
+		lit, ok := e.(*ast.BasicLit)
+		return ok && lit.Kind == token.INT
+	}
+	isSel := func(e ast.Expr, pkg, name string) bool {
+		sel, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		id, ok := sel.X.(*ast.Ident)
+		return ok && id.Name == pkg && sel.Sel.Name == name
+	}
+	table := filepath.Join("internal", "mongoerr") + string(filepath.Separator)
+	for _, f := range goFiles(t) {
+		if strings.HasSuffix(f, "_test.go") || strings.HasPrefix(f, table) {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GenDecl:
+				if n.Tok != token.CONST {
+					return true
+				}
+				for _, spec := range n.Specs {
+					vs := spec.(*ast.ValueSpec)
+					typed := vs.Type != nil && isSel(vs.Type, "mongoerr", "Code")
+					for i, id := range vs.Names {
+						named := strings.HasPrefix(strings.ToLower(id.Name), "code")
+						if i < len(vs.Values) && isNumber(vs.Values[i]) && (typed || named) {
+							t.Errorf("%s: code %s defined by number; add it to internal/mongoerr/codes.go and refer to it",
+								fset.Position(id.Pos()), id.Name)
+						}
+					}
+				}
+			case *ast.CallExpr:
+				if len(n.Args) == 0 || !isNumber(n.Args[0]) {
+					return true
+				}
+				id, _ := n.Fun.(*ast.Ident)
+				if isSel(n.Fun, "mongoerr", "Code") || isSel(n.Fun, "mongoerr", "New") || id != nil && id.Name == "errorf" {
+					t.Errorf("%s: a code passed as a number; use a constant of internal/mongoerr", fset.Position(n.Pos()))
+				}
+			case *ast.CompositeLit:
+				if !isSel(n.Type, "mongoerr", "Error") {
+					return true
+				}
+				for _, el := range n.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok && isNumber(kv.Value) {
+						t.Errorf("%s: a code passed as a number; use a constant of internal/mongoerr", fset.Position(kv.Pos()))
+					}
+				}
+			}
+			return true
+		})
+	}
+}

@@ -30,18 +30,18 @@ func init() {
 
 // MongoDB's codes for the n-accumulators' arguments.
 const (
-	codeNFirstLastSpec mongoerr.Code = 5787801 // $firstN/$lastN: "specification must be an object"
-	codeNMinMaxSpec    mongoerr.Code = 5787900 // $minN/$maxN: "specification must be an object"
-	codeNUnknownArg                  = 5787901
-	codeNMissingN                    = 5787906
-	codeNMissingInput                = 5787907
-	codeTopSpec                      = 5788001
-	codeTopUnknownArg                = 5788002
-	codeTopMissingN                  = 5788003
-	codeTopMissingOut                = 5788004
-	codeTopMissingSort               = 5788005
-	codeTopSortNotObj                = 10065 // BSONElement::Obj on a non-object
-	codeTopSortEmpty                 = 9657900
+	codeNFirstLastSpec = mongoerr.NFirstLastSpec // $firstN/$lastN: "specification must be an object"
+	codeNMinMaxSpec    = mongoerr.NMinMaxSpec    // $minN/$maxN: "specification must be an object"
+	codeNUnknownArg    = mongoerr.NUnknownArg
+	codeNMissingN      = mongoerr.NMissingN
+	codeNMissingInput  = mongoerr.NMissingInput
+	codeTopSpec        = mongoerr.TopSpec
+	codeTopUnknownArg  = mongoerr.TopUnknownArg
+	codeTopMissingN    = mongoerr.TopMissingN
+	codeTopMissingOut  = mongoerr.TopMissingOut
+	codeTopMissingSort = mongoerr.TopMissingSort
+	codeTopSortNotObj  = mongoerr.ExpectedObject // BSONElement::Obj on a non-object
+	codeTopSortEmpty   = mongoerr.TopSortEmpty
 )
 
 // nAccArgs is what parsing an n-accumulator yields.

@@ -29,7 +29,7 @@ func init() {
 
 const (
 	maxAccBytes        = 100 << 20
-	codeExceededMemory = mongoerr.Code(146) // ExceededMemoryLimit
+	codeExceededMemory = mongoerr.ExceededMemoryLimit // ExceededMemoryLimit
 )
 
 // accBudget counts the bytes one accumulator holds against its limit.

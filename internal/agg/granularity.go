@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"math"
 	"sort"
 
@@ -48,9 +49,9 @@ var preferredSeries = map[string][]float64{
 
 // MongoDB's codes for values a rounder cannot round.
 const (
-	codeRoundNotNumber = 40262
-	codeRoundNaN       = 40263
-	codeRoundNegative  = 40268
+	codeRoundNotNumber = mongoerr.RoundNotNumber
+	codeRoundNaN       = mongoerr.RoundNaN
+	codeRoundNegative  = mongoerr.RoundNegative
 )
 
 // rounder rounds bucket boundaries.

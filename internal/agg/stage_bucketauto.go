@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"math"
 	"sort"
 	"strings"
@@ -32,19 +33,19 @@ type bucketAutoStage struct {
 
 // MongoDB's codes for $bucketAuto's specification and values.
 const (
-	codeBucketAutoGroupBy      = 40239
-	codeBucketAutoNotObject    = 40240
-	codeBucketAutoBucketsType  = 40241
-	codeBucketAutoBucketsInt   = 40242
-	codeBucketAutoBucketsPos   = 40243
-	codeBucketAutoOutputType   = 40244
-	codeBucketAutoUnknown      = 40245
-	codeBucketAutoMissing      = 40246
-	codeGranularityUnknown     = 40257
-	codeBucketAutoGranType     = 40258
-	codeBucketAutoGranNaN      = 40259
-	codeBucketAutoGranNegative = 40260
-	codeBucketAutoGranString   = 40261
+	codeBucketAutoGroupBy      = mongoerr.BucketAutoGroupBy
+	codeBucketAutoNotObject    = mongoerr.BucketAutoNotObject
+	codeBucketAutoBucketsType  = mongoerr.BucketAutoBucketsType
+	codeBucketAutoBucketsInt   = mongoerr.BucketAutoBucketsInt
+	codeBucketAutoBucketsPos   = mongoerr.BucketAutoBucketsPos
+	codeBucketAutoOutputType   = mongoerr.BucketAutoOutputType
+	codeBucketAutoUnknown      = mongoerr.BucketAutoUnknown
+	codeBucketAutoMissing      = mongoerr.BucketAutoMissing
+	codeGranularityUnknown     = mongoerr.GranularityUnknown
+	codeBucketAutoGranType     = mongoerr.BucketAutoGranType
+	codeBucketAutoGranNaN      = mongoerr.BucketAutoGranNaN
+	codeBucketAutoGranNegative = mongoerr.BucketAutoGranNegative
+	codeBucketAutoGranString   = mongoerr.BucketAutoGranString
 )
 
 func parseBucketAuto(arg bsoncore.Value, pc *parseContext) (stage, error) {

@@ -21,9 +21,9 @@ type Stats interface {
 }
 
 const (
-	codeCollStatsNotObject  mongoerr.Code = 5447000 // MongoDB 7.0's code (later versions: 40166)
-	codeIndexStatsNotEmpty  mongoerr.Code = 28803
-	codeCollStatsUnknownArg mongoerr.Code = 40415
+	codeCollStatsNotObject  = mongoerr.CollStatsNotObject // MongoDB 7.0's code (later versions: 40166)
+	codeIndexStatsNotEmpty  = mongoerr.IndexStatsNotEmpty
+	codeCollStatsUnknownArg = mongoerr.UnknownField
 )
 
 func init() { registerStage("$collStats", parseCollStats) }

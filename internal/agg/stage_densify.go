@@ -34,19 +34,19 @@ type densifyStage struct {
 
 // MongoDB's codes for $densify.
 const (
-	codeDensifyStep          mongoerr.Code = 5733401
-	codeDensifyBoundsOrder   mongoerr.Code = 5733402
-	codeDensifyBoundsCount   mongoerr.Code = 5733403
-	codeDensifyBoundsType    mongoerr.Code = 5733404
-	codeDensifyBoundsMixed   mongoerr.Code = 5733405
-	codeDensifyPartitionNone mongoerr.Code = 5733408
-	codeDensifyDatesNoUnit   mongoerr.Code = 5733410
-	codeDensifyBoundsString  mongoerr.Code = 5946802
-	codeDensifyBoundsKind    mongoerr.Code = 5946800
-	codeDensifyStepWhole     mongoerr.Code = 6586400
-	codeDensifyValueType     mongoerr.Code = 5733201
-	codeDensifyUnitMismatch  mongoerr.Code = 6053600
-	codeDensifyTooMany       mongoerr.Code = 5897900
+	codeDensifyStep          = mongoerr.DensifyStep
+	codeDensifyBoundsOrder   = mongoerr.DensifyBoundsOrder
+	codeDensifyBoundsCount   = mongoerr.DensifyBoundsCount
+	codeDensifyBoundsType    = mongoerr.DensifyBoundsType
+	codeDensifyBoundsMixed   = mongoerr.DensifyBoundsMixed
+	codeDensifyPartitionNone = mongoerr.DensifyPartitionNone
+	codeDensifyDatesNoUnit   = mongoerr.DensifyDatesNoUnit
+	codeDensifyBoundsString  = mongoerr.DensifyBoundsString
+	codeDensifyBoundsKind    = mongoerr.DensifyBoundsKind
+	codeDensifyStepWhole     = mongoerr.DensifyStepWhole
+	codeDensifyValueType     = mongoerr.DensifyValueType
+	codeDensifyUnitMismatch  = mongoerr.DensifyUnitMismatch
+	codeDensifyTooMany       = mongoerr.DensifyTooMany
 )
 
 // maxDensifyDocs is MongoDB's internalQueryMaxAllowedDensifyDocs.

@@ -18,11 +18,11 @@ type fillStage struct{ stages []stage }
 
 // MongoDB's codes for $fill's specification.
 const (
-	codeFillOutputNotObject mongoerr.Code = 6050200
-	codeFillMethodAndValue  mongoerr.Code = 6050201
-	codeFillBadMethod       mongoerr.Code = 6050202
-	codeFillEmptyOutput     mongoerr.Code = 6050203
-	codeFillTwoPartitions   mongoerr.Code = 6050204
+	codeFillOutputNotObject = mongoerr.FillOutputNotObject
+	codeFillMethodAndValue  = mongoerr.FillMethodAndValue
+	codeFillBadMethod       = mongoerr.FillBadMethod
+	codeFillEmptyOutput     = mongoerr.FillEmptyOutput
+	codeFillTwoPartitions   = mongoerr.FillTwoPartitions
 )
 
 func parseFill(arg bsoncore.Value, pc *parseContext) (stage, error) {

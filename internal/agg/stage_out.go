@@ -18,22 +18,22 @@ func init() {
 // stage itself refuses to run, so a caller that forgets cannot silently
 // drop the write.
 
-// Location codes of $out and $merge (MongoDB sends them without a codeName).
+// Local names for the codes of $out and $merge (numbers in mongoerr).
 const (
-	codeOutArgType         mongoerr.Code = 16990 // "$out only supports a string or object argument"
-	codeMergeIntoType      mongoerr.Code = 51178
-	codeMergeOnType        mongoerr.Code = 51186
-	codeMergeOnElemType    mongoerr.Code = 51134
-	codeMergeOnEmpty       mongoerr.Code = 51187
-	codeMergeOnDuplicate   mongoerr.Code = 31465
-	codeMergeWhenMatched   mongoerr.Code = 51191 // whenMatched neither a string nor an array
-	codeMergeModes         mongoerr.Code = 51181 // unsupported whenMatched/whenNotMatched pair
-	codeMergeLetNotAllowed mongoerr.Code = 51199 // let without a whenMatched pipeline
-	codeMergeLetNew        mongoerr.Code = 51273 // let redefines new
-	codeMergeIntoEmpty     mongoerr.Code = 5786800
-	codeMergeIntoNoColl    mongoerr.Code = 5786801
-	codeMissingField       mongoerr.Code = 40414 // IDL: "BSON field '…' is missing but a required field"
-	codeUnknownField       mongoerr.Code = 40415 // IDL: "BSON field '…' is an unknown field."
+	codeOutArgType         = mongoerr.OutArgType // "$out only supports a string or object argument"
+	codeMergeIntoType      = mongoerr.MergeIntoType
+	codeMergeOnType        = mongoerr.MergeOnType
+	codeMergeOnElemType    = mongoerr.MergeOnElemType
+	codeMergeOnEmpty       = mongoerr.MergeOnEmpty
+	codeMergeOnDuplicate   = mongoerr.MergeOnDuplicate
+	codeMergeWhenMatched   = mongoerr.MergeWhenMatched   // whenMatched neither a string nor an array
+	codeMergeModes         = mongoerr.MergeModes         // unsupported whenMatched/whenNotMatched pair
+	codeMergeLetNotAllowed = mongoerr.MergeLetNotAllowed // let without a whenMatched pipeline
+	codeMergeLetNew        = mongoerr.MergeLetNew        // let redefines new
+	codeMergeIntoEmpty     = mongoerr.MergeIntoEmpty
+	codeMergeIntoNoColl    = mongoerr.MergeIntoNoColl
+	codeMissingField       = mongoerr.IDLMissingField // IDL: "BSON field '…' is missing but a required field"
+	codeUnknownField       = mongoerr.UnknownField    // IDL: "BSON field '…' is an unknown field."
 )
 
 // The merge modes (MongoDB's spellings).

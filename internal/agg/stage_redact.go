@@ -2,6 +2,7 @@ package agg
 
 import (
 	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -18,7 +19,7 @@ type redactStage struct {
 	e expr.Expr
 }
 
-const codeRedactBadResult = 17053
+const codeRedactBadResult = mongoerr.RedactBadResult
 
 var (
 	redactKeep    = expr.String("keep")

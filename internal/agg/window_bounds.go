@@ -19,12 +19,12 @@ import (
 
 // MongoDB's codes for window bounds.
 const (
-	codeBoundsBackward  mongoerr.Code = 5339900 // lower bound above upper bound
-	codeDocBoundsNoSort mongoerr.Code = 5339901
-	codeRangeBoundsSort mongoerr.Code = 5339902
-	codeRangeNotNumber  mongoerr.Code = 5429413 // sortBy value not a number in a range window
-	codeRangeNotDate    mongoerr.Code = 5429513 // sortBy value not a date in a time-range window
-	codeRangeDateNoUnit mongoerr.Code = 5429414 // a date sortBy value with a unitless range
+	codeBoundsBackward  = mongoerr.BoundsBackward // lower bound above upper bound
+	codeDocBoundsNoSort = mongoerr.DocBoundsNoSort
+	codeRangeBoundsSort = mongoerr.RangeBoundsSort
+	codeRangeNotNumber  = mongoerr.RangeNotNumber  // sortBy value not a number in a range window
+	codeRangeNotDate    = mongoerr.RangeNotDate    // sortBy value not a date in a time-range window
+	codeRangeDateNoUnit = mongoerr.RangeDateNoUnit // a date sortBy value with a unitless range
 )
 
 // boundKind is what a bound is.

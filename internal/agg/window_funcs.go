@@ -26,9 +26,9 @@ type windowFn interface {
 
 // MongoDB's codes for rank-style functions and the window memory limit.
 const (
-	codeRankWindow   mongoerr.Code = 5371601 // a window on $rank & co.
-	codeRankSort     mongoerr.Code = 5371602 // they need exactly one sortBy field
-	codeWindowMemory mongoerr.Code = 5414201 // window values over the memory budget
+	codeRankWindow   = mongoerr.RankWindow   // a window on $rank & co.
+	codeRankSort     = mongoerr.RankSort     // they need exactly one sortBy field
+	codeWindowMemory = mongoerr.WindowMemory // window values over the memory budget
 )
 
 // windowSpecials are the window functions that are not accumulators.
@@ -559,7 +559,7 @@ func parseFillFn(op string, arg, window bsoncore.Value, s *setWindowFieldsStage,
 }
 
 // codeLinearFillType is $linearFill over a value that is not a number.
-const codeLinearFillType mongoerr.Code = 6050106
+const codeLinearFillType = mongoerr.LinearFillType
 
 func (f *fillFn) values(_ *runContext, p *partition) ([]bsoncore.Value, error) {
 	vals, err := p.eval(f.input)

@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -169,23 +170,12 @@ func Load(db *storage.DB, now func() time.Time) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.Value()
-		if err != nil {
-			return nil, fmt.Errorf("catalog: reading collection record: %w", err)
-		}
-		var c Collection
-		if err := bson.Unmarshal(v, &c); err != nil {
-			return nil, fmt.Errorf("catalog: collection record %x is damaged: %w", it.Key(), err)
-		}
-		if c.ID >= st.nextID {
-			return nil, fmt.Errorf("catalog: collection %s has id %d beyond the id sequence %d", c.Namespace(), c.ID, st.nextID)
-		}
-		st.byNS[c.Namespace()] = &c
+	err = loadRecords(it, st)
+	if cerr := it.Close(); err == nil && cerr != nil { // closed once ("Closed once", package storage)
+		err = fmt.Errorf("catalog: reading collection records: %w", cerr)
 	}
-	if err := it.Close(); err != nil {
-		return nil, fmt.Errorf("catalog: reading collection records: %w", err)
+	if err != nil {
+		return nil, err
 	}
 	if now == nil {
 		now = time.Now
@@ -193,6 +183,25 @@ func Load(db *storage.DB, now func() time.Time) (*Catalog, error) {
 	c := &Catalog{working: st, now: now}
 	c.published.Store(st)
 	return c, nil
+}
+
+// loadRecords reads the collection records it walks into st.
+func loadRecords(it *storage.Iter, st *State) error {
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			return fmt.Errorf("catalog: reading collection record: %w", err)
+		}
+		var c Collection
+		if err := bson.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("catalog: collection record %x is damaged: %w", it.Key(), err)
+		}
+		if c.ID >= st.nextID {
+			return fmt.Errorf("catalog: collection %s has id %d beyond the id sequence %d", c.Namespace(), c.ID, st.nextID)
+		}
+		st.byNS[c.Namespace()] = &c
+	}
+	return nil
 }
 
 // Current is the catalog as of the last committed write; safe from any goroutine.
@@ -262,6 +271,9 @@ func (c *Catalog) Working() *State { return c.working }
 
 // change installs next as the working state, undone if tx's writes are.
 func (c *Catalog) change(tx *storage.Txn, next *State) {
+	if invariants.Enabled && !tx.OnPipeline() {
+		invariants.Fail("One writer", "the working catalog changed outside a request on the commit pipeline's goroutine")
+	}
 	prev := c.working
 	c.working = next
 	tx.OnUndo(func() { c.working = prev })

@@ -12,6 +12,8 @@
 // Invariant "One writer": the working State is read and changed only on the
 // commit pipeline's goroutine (inside request functions); readers use
 // Current, the State as of the last committed group, which is immutable.
+// Builds with the invariants tag check it on every change (a change through
+// a Txn used outside its request panics).
 // A reader that pairs the catalog with a storage snapshot (a query plan)
 // uses [Catalog.ReadBegin] instead (invariant "Catalog matches snapshot"):
 // a group's writes are visible before its State is published.

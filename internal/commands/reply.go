@@ -135,9 +135,7 @@ func ErrorReply(dst []byte, err error) bsoncore.Document {
 		code, msg, extra = e.Code, e.Msg, e.Extra
 	}
 	r := NewReply(dst).Double("ok", 0).String("errmsg", msg).Int32("code", int32(code))
-	if n := code.Name(); n != "" {
-		r.String("codeName", n)
-	}
+	r.String("codeName", code.Name())
 	for _, f := range extra {
 		r.Any(f.Name, f.Value)
 	}

@@ -15,11 +15,16 @@
 //   - indexes.go: index maintenance inside every write; ddl_index.go and
 //     indexbuild.go: createIndexes and the background build over existing
 //     documents; collmod.go: index changes (hidden, expireAfterSeconds).
-//   - read.go, indexscan.go: reads; a [Reader] gives a query plan one
-//     snapshot and the catalog that matches it.
+//   - read.go: point reads by _id; reader.go: a [Reader] gives a query plan
+//     one snapshot and the catalog that matches it, and its [Cursor]s walk
+//     documents in _id order or index entries.
 //   - ttl.go: finding expired documents (package ttl decides when).
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
+//   - check.go, invariants.go: CheckIndexes, and the runtime checks that
+//     builds with the invariants tag run after every commit group
+//     ("Indexes follow documents" and "Tail bound" over the keys the group
+//     touched; see verifyGroup).
 //
 // Invariant "Clustered by _id": a document lives at DocKey(collID,
 // keystring(_id)), so _id uniqueness is one point read inside the pipeline
@@ -27,6 +32,10 @@
 //
 // Invariant "_id first": stored documents begin with their _id field, as
 // MongoDB stores them; a missing _id is generated (an ObjectId) on insert.
+//
+// Invariant "Indexes follow documents" (indexes.go): a write changes a
+// document and all its index entries in one request, so every index holds
+// exactly the entries its documents produce (CheckIndexes verifies it).
 //
 // Invariant "Tail bound" (write.go): an insert above its collection's
 // greatest document key skips the uniqueness read; every path that makes

@@ -46,21 +46,29 @@ var users = Namespace{"app", "users"}
 
 func scanIDs(t *testing.T, e *Engine, ns Namespace) []string {
 	t.Helper()
-	it, err := e.Scan(ns)
+	r, err := e.NewReader(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
+	defer r.Close()
+	it, err := r.Docs(KeyRange{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids []string
 	for it.Next() {
 		var id any
-		v := it.Doc().Lookup("_id")
+		d, err := it.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := d.Lookup("_id")
 		if err := bson.UnmarshalValue(bson.Type(v.Type), v.Data, &id); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, fmt.Sprint(id))
 	}
-	if err := it.Err(); err != nil {
+	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return ids

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -143,6 +144,9 @@ func growsMultikey(ix *catalog.Index, mk index.Multikey) bool {
 func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry, idKey []byte) error {
 	var holder []byte
 	for _, en := range entries {
+		if invariants.Enabled && faultSkipIndexWrites.Load() {
+			continue
+		}
 		if !en.spec.Unique {
 			tx.Set(en.key, nil)
 			continue
@@ -167,6 +171,9 @@ func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry,
 func removeEntries(tx *storage.Txn, entries []indexEntry, idKey []byte) error {
 	var holder []byte
 	for _, en := range entries {
+		if invariants.Enabled && faultSkipIndexWrites.Load() {
+			continue
+		}
 		if en.spec.Unique && en.ix.Building {
 			var found bool
 			var err error

@@ -32,16 +32,16 @@ import (
 // and the target is untouched. $merge writes in batches of one commit each
 // and, like MongoDB's, leaves what it wrote when a later document fails.
 
-// MongoDB's location codes for $out and $merge (sent without a codeName).
+// Local names for the codes of $out and $merge (numbers in mongoerr).
 const (
-	codeOutSpecialColl   mongoerr.Code = 17385 // "Can't $out to special collection"
-	codeOutInternalDB    mongoerr.Code = 31321
-	codeOutCapped        mongoerr.Code = 17152
-	codeMergeSpecialColl mongoerr.Code = 31319
-	codeMergeInternalDB  mongoerr.Code = 31320
-	codeMergeNoUniqueIdx mongoerr.Code = 51183
-	codeMergeOnNullish   mongoerr.Code = 51132
-	codeMergeOnArray     mongoerr.Code = 51185
+	codeOutSpecialColl   = mongoerr.OutSpecialColl // "Can't $out to special collection"
+	codeOutInternalDB    = mongoerr.OutInternalDB
+	codeOutCapped        = mongoerr.OutCapped
+	codeMergeSpecialColl = mongoerr.MergeSpecialColl
+	codeMergeInternalDB  = mongoerr.MergeInternalDB
+	codeMergeNoUniqueIdx = mongoerr.MergeNoUniqueIdx
+	codeMergeOnNullish   = mongoerr.MergeOnNullish
+	codeMergeOnArray     = mongoerr.MergeOnArray
 )
 
 const (

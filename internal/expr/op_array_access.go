@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -16,17 +17,17 @@ func init() {
 }
 
 const (
-	codeArrayArgType       = 28689 // "$arrayElemAt's first argument must be an array"
-	codeArrayIndexType     = 28690
-	codeArrayIndexInt      = 28691
-	codeSliceArrayType     = 28724
-	codeSliceSecondType    = 28725
-	codeSliceSecondInt     = 28726
-	codeSliceThirdType     = 28727
-	codeSliceThirdInt      = 28728
-	codeSliceThirdPositive = 28729
-	codeRangeArgCount      = 28667
-	codeConcatArraysType   = 28664
+	codeArrayArgType       = mongoerr.ArrayArgType // "$arrayElemAt's first argument must be an array"
+	codeArrayIndexType     = mongoerr.ArrayIndexType
+	codeArrayIndexInt      = mongoerr.ArrayIndexInt
+	codeSliceArrayType     = mongoerr.SliceArrayType
+	codeSliceSecondType    = mongoerr.SliceSecondType
+	codeSliceSecondInt     = mongoerr.SliceSecondInt
+	codeSliceThirdType     = mongoerr.SliceThirdType
+	codeSliceThirdInt      = mongoerr.SliceThirdInt
+	codeSliceThirdPositive = mongoerr.SliceThirdPositive
+	codeRangeArgCount      = mongoerr.RangeArgCount
+	codeConcatArraysType   = mongoerr.ConcatArraysType
 )
 
 func evalArrayElemAt(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {

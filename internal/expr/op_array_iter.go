@@ -15,19 +15,19 @@ func init() {
 }
 
 const (
-	codeFilterNotObject   = 28646
-	codeFilterUnknownArg  = 28647
-	codeFilterMissingIn   = 28648
-	codeFilterMissingCond = 28650
-	codeFilterInputType   = 28651
-	codeFilterLimitType   = 327391 // "$filter: limit must be represented as a 32-bit integral value"
-	codeFilterLimitRange  = 327392 // "$filter: limit must be greater than 0"
-	codeMapNotObject      = 16878
-	codeMapUnknownArg     = 16879
-	codeMapMissingInput   = 16880
-	codeMapMissingIn      = 16882
-	codeMapInputType      = 16883
-	codeBadVarNameIter    = 16866 // "empty variable names are not allowed"
+	codeFilterNotObject   = mongoerr.FilterNotObject
+	codeFilterUnknownArg  = mongoerr.FilterUnknownArg
+	codeFilterMissingIn   = mongoerr.FilterMissingIn
+	codeFilterMissingCond = mongoerr.FilterMissingCond
+	codeFilterInputType   = mongoerr.FilterInputType
+	codeFilterLimitType   = mongoerr.FilterLimitType  // "$filter: limit must be represented as a 32-bit integral value"
+	codeFilterLimitRange  = mongoerr.FilterLimitRange // "$filter: limit must be greater than 0"
+	codeMapNotObject      = mongoerr.MapNotObject
+	codeMapUnknownArg     = mongoerr.MapUnknownArg
+	codeMapMissingInput   = mongoerr.MapMissingInput
+	codeMapMissingIn      = mongoerr.MapMissingIn
+	codeMapInputType      = mongoerr.MapInputType
+	codeBadVarNameIter    = mongoerr.VariableNameEmpty // "empty variable names are not allowed"
 )
 
 // iterSpec is the parsed {input, as, …} of $filter and $map.
@@ -38,7 +38,7 @@ type iterSpec struct {
 	limit Expr // $filter only, may be nil
 }
 
-func parseIter(op string, arg bsoncore.Value, s *Scope, bodyKey string, codes [5]int) (iterSpec, error) {
+func parseIter(op string, arg bsoncore.Value, s *Scope, bodyKey string, codes [5]mongoerr.Code) (iterSpec, error) {
 	var spec iterSpec
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return spec, errorf(codesAt(codes, 0), "%s only supports an object as its argument", op)
@@ -92,12 +92,12 @@ func parseIter(op string, arg bsoncore.Value, s *Scope, bodyKey string, codes [5
 	return spec, nil
 }
 
-func codesAt(codes [5]int, i int) mongoerr.Code { return mongoerr.Code(codes[i]) }
+func codesAt(codes [5]mongoerr.Code, i int) mongoerr.Code { return codes[i] }
 
 // each evaluates body for every element of the input with the element
 // bound, calling f with the element and the body's value until f says
 // stop. It returns false when the input is null or missing.
-func (sp iterSpec) each(ctx *Context, op string, typeCode int, f func(elem, v bsoncore.Value) (stop bool)) (bool, error) {
+func (sp iterSpec) each(ctx *Context, op string, typeCode mongoerr.Code, f func(elem, v bsoncore.Value) (stop bool)) (bool, error) {
 	in, err := sp.input.Eval(ctx)
 	if err != nil {
 		return false, err
@@ -106,7 +106,7 @@ func (sp iterSpec) each(ctx *Context, op string, typeCode int, f func(elem, v bs
 		return false, nil
 	}
 	if in.Type != bsoncore.TypeArray {
-		return false, errorf(mongoerr.Code(typeCode), "input to %s must be an array not %s", op, TypeName(in))
+		return false, errorf(typeCode, "input to %s must be an array not %s", op, TypeName(in))
 	}
 	defer ctx.bindVar(sp.as, Missing)()
 	it := elemsOf(in)
@@ -130,7 +130,7 @@ type filterExpr struct{ iterSpec }
 
 func parseFilter(arg bsoncore.Value, s *Scope) (Expr, error) {
 	sp, err := parseIter("$filter", arg, s, "cond",
-		[5]int{codeFilterNotObject, codeFilterUnknownArg, codeFilterMissingIn, codeFilterMissingCond, codeFilterInputType})
+		[5]mongoerr.Code{codeFilterNotObject, codeFilterUnknownArg, codeFilterMissingIn, codeFilterMissingCond, codeFilterInputType})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ type mapExpr struct{ iterSpec }
 
 func parseMap(arg bsoncore.Value, s *Scope) (Expr, error) {
 	sp, err := parseIter("$map", arg, s, "in",
-		[5]int{codeMapNotObject, codeMapUnknownArg, codeMapMissingInput, codeMapMissingIn, codeMapInputType})
+		[5]mongoerr.Code{codeMapNotObject, codeMapUnknownArg, codeMapMissingInput, codeMapMissingIn, codeMapInputType})
 	if err != nil {
 		return nil, err
 	}

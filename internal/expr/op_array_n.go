@@ -32,10 +32,10 @@ var (
 )
 
 const (
-	codeNInputNotArray = 5788200
-	codeNNotNumeric    = 5787902
-	codeNNotIntegral   = 5787903
-	codeNNotPositive   = 5787908
+	codeNInputNotArray = mongoerr.NInputNotArray
+	codeNNotNumeric    = mongoerr.NNotNumeric
+	codeNNotIntegral   = mongoerr.NNotIntegral
+	codeNNotPositive   = mongoerr.NNotPositive
 )
 
 type arrayNExpr struct {

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"slices"
 	"strings"
 
@@ -20,33 +21,33 @@ func init() {
 }
 
 const (
-	codeReverseArrayType    = 34435
-	codeSortArrayNotObject  = 2942500
-	codeSortArrayUnknownArg = 2942501
-	codeSortArrayMissingIn  = 2942502
-	codeSortArrayMissingBy  = 2942503
-	codeSortArrayInputType  = 2942504
-	codeSortArraySortByType = 2942505
-	codeSortArrayDirection  = 2942506
-	codeSortKeyDirection    = 15975 // a sortBy document's value is not 1 or -1
-	codeZipNotObject        = 34460
-	codeZipInputsType       = 34461
-	codeZipDefaultsType     = 34462
-	codeZipLongestType      = 34463
-	codeZipUnknownArg       = 34464
-	codeZipNoInputs         = 34465
-	codeZipDefaultsNoLong   = 34466
-	codeZipDefaultsLength   = 34467
-	codeZipInputNotArray    = 34468
-	codeRangeStartType      = 34443
-	codeRangeStartInt       = 34444
-	codeRangeEndType        = 34445
-	codeRangeEndInt         = 34446
-	codeRangeStepType       = 34447
-	codeRangeStepInt        = 34448
-	codeRangeStepZero       = 34449
-	codeExceededMemory      = 146 // ExceededMemoryLimit
-	codeIndexOfArrayType    = 40090
+	codeReverseArrayType    = mongoerr.ReverseArrayType
+	codeSortArrayNotObject  = mongoerr.SortArrayNotObject
+	codeSortArrayUnknownArg = mongoerr.SortArrayUnknownArg
+	codeSortArrayMissingIn  = mongoerr.SortArrayMissingIn
+	codeSortArrayMissingBy  = mongoerr.SortArrayMissingBy
+	codeSortArrayInputType  = mongoerr.SortArrayInputType
+	codeSortArraySortByType = mongoerr.SortArraySortByType
+	codeSortArrayDirection  = mongoerr.SortArrayDirection
+	codeSortKeyDirection    = mongoerr.SortBadDirection // a sortBy document's value is not 1 or -1
+	codeZipNotObject        = mongoerr.ZipNotObject
+	codeZipInputsType       = mongoerr.ZipInputsType
+	codeZipDefaultsType     = mongoerr.ZipDefaultsType
+	codeZipLongestType      = mongoerr.ZipLongestType
+	codeZipUnknownArg       = mongoerr.ZipUnknownArg
+	codeZipNoInputs         = mongoerr.ZipNoInputs
+	codeZipDefaultsNoLong   = mongoerr.ZipDefaultsNoLong
+	codeZipDefaultsLength   = mongoerr.ZipDefaultsLength
+	codeZipInputNotArray    = mongoerr.ZipInputNotArray
+	codeRangeStartType      = mongoerr.RangeStartType
+	codeRangeStartInt       = mongoerr.RangeStartInt
+	codeRangeEndType        = mongoerr.RangeEndType
+	codeRangeEndInt         = mongoerr.RangeEndInt
+	codeRangeStepType       = mongoerr.RangeStepType
+	codeRangeStepInt        = mongoerr.RangeStepInt
+	codeRangeStepZero       = mongoerr.RangeStepZero
+	codeExceededMemory      = mongoerr.ExceededMemoryLimit // ExceededMemoryLimit
+	codeIndexOfArrayType    = mongoerr.IndexOfArrayType
 )
 
 // maxRangeBytes is MongoDB's internalQueryMaxRangeBytes: how much memory a

@@ -1,6 +1,9 @@
 package expr
 
-import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+import (
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
 
 // $reduce folds an array: {input, initialValue, in}, with $$value the
 // accumulated value and $$this the current element while "in" runs.
@@ -8,12 +11,12 @@ import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 func init() { register("$reduce", parseReduce) }
 
 const (
-	codeReduceNotObject    = 40075
-	codeReduceUnknownArg   = 40076
-	codeReduceMissingInput = 40077
-	codeReduceMissingInit  = 40078
-	codeReduceMissingIn    = 40079
-	codeReduceInputType    = 40080
+	codeReduceNotObject    = mongoerr.ReduceNotObject
+	codeReduceUnknownArg   = mongoerr.ReduceUnknownArg
+	codeReduceMissingInput = mongoerr.ReduceMissingInput
+	codeReduceMissingInit  = mongoerr.ReduceMissingInit
+	codeReduceMissingIn    = mongoerr.ReduceMissingIn
+	codeReduceInputType    = mongoerr.ReduceInputType
 )
 
 type reduceExpr struct{ input, init, in Expr }

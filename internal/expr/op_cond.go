@@ -1,6 +1,9 @@
 package expr
 
-import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+import (
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
 
 // Conditional operators: $cond, $ifNull and $switch.
 
@@ -11,15 +14,15 @@ func init() {
 }
 
 const (
-	codeSwitchNotObject     = 40060
-	codeSwitchBranchesType  = 40061
-	codeSwitchBranchType    = 40062
-	codeSwitchBranchUnknown = 40063
-	codeSwitchMissingCase   = 40064
-	codeSwitchMissingThen   = 40065
-	codeSwitchNoMatch       = 40066
-	codeSwitchUnknownArg    = 40067
-	codeSwitchNoBranches    = 40068
+	codeSwitchNotObject     = mongoerr.SwitchNotObject
+	codeSwitchBranchesType  = mongoerr.SwitchBranchesType
+	codeSwitchBranchType    = mongoerr.SwitchBranchType
+	codeSwitchBranchUnknown = mongoerr.SwitchBranchUnknown
+	codeSwitchMissingCase   = mongoerr.SwitchMissingCase
+	codeSwitchMissingThen   = mongoerr.SwitchMissingThen
+	codeSwitchNoMatch       = mongoerr.BucketNoMatch
+	codeSwitchUnknownArg    = mongoerr.SwitchUnknownArg
+	codeSwitchNoBranches    = mongoerr.SwitchNoBranches
 )
 
 type condExpr struct{ cond, then, els Expr }

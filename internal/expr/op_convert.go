@@ -27,9 +27,9 @@ func init() {
 
 // MongoDB's codes for $convert.
 const (
-	codeConversionFailure  = 241
-	codeConvertUnknownType = 2     // BadValue: "to" names no type
-	codeConvertArgCount    = 50723 // a shorthand given an array of other than one argument
+	codeConversionFailure  = mongoerr.ConversionFailure
+	codeConvertUnknownType = mongoerr.BadValue        // BadValue: "to" names no type
+	codeConvertArgCount    = mongoerr.ConvertArgCount // a shorthand given an array of other than one argument
 )
 
 // parseConvertShorthand parses a one-target converter ($toInt, …): one

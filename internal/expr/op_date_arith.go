@@ -27,36 +27,36 @@ func init() {
 
 // MongoDB's codes for date arithmetic.
 const (
-	codeDateArithNotObject  = 5166400
-	codeDateArithUnknownArg = 5166401
-	codeDateArithMissingArg = 5166402
-	codeDateArithStartType  = 5166403
-	codeDateArithUnitType   = 5166404
-	codeDateArithAmountType = 5166405
-	codeDateArithOverflow   = 5166406
-	codeDateArithAmountRang = 5976500
-	codeDateDiffNotObject   = 5166301
-	codeDateDiffUnknownArg  = 5166302
-	codeDateDiffMissingStrt = 5166303
-	codeDateDiffMissingEnd  = 5166304
-	codeDateDiffMissingUnit = 5166305
-	codeDateDiffDateType    = 5166307
-	codeDateDiffOverflow    = 5166308
-	codeTruncNotObject      = 5439007
-	codeTruncUnknownArg     = 5439008
-	codeTruncMissingDate    = 5439009
-	codeTruncMissingUnit    = 5439010
-	codeTruncDateType       = 5439012
-	codeUnitType            = 5439013
-	codeUnitValue           = 5439014
-	codeStartOfWeekType     = 5439015
-	codeStartOfWeekValue    = 5439016
-	codeTruncBinSizeType    = 5439017
-	codeTruncBinSizeValue   = 5439018
-	codeTruncOverflow       = 5439002
-	codeTruncBinSizeRange   = 5439006
-	codeTSSecondType        = 5687301
-	codeTSIncrementType     = 5687302
+	codeDateArithNotObject  = mongoerr.DateArithNotObject
+	codeDateArithUnknownArg = mongoerr.DateArithUnknownArg
+	codeDateArithMissingArg = mongoerr.DateArithMissingArg
+	codeDateArithStartType  = mongoerr.DateArithStartType
+	codeDateArithUnitType   = mongoerr.DateArithUnitType
+	codeDateArithAmountType = mongoerr.DateArithAmountType
+	codeDateArithOverflow   = mongoerr.DateArithOverflow
+	codeDateArithAmountRang = mongoerr.DateArithAmountRange
+	codeDateDiffNotObject   = mongoerr.DateDiffNotObject
+	codeDateDiffUnknownArg  = mongoerr.DateDiffUnknownArg
+	codeDateDiffMissingStrt = mongoerr.DateDiffMissingStart
+	codeDateDiffMissingEnd  = mongoerr.DateDiffMissingEnd
+	codeDateDiffMissingUnit = mongoerr.DateDiffMissingUnit
+	codeDateDiffDateType    = mongoerr.DateDiffDateType
+	codeDateDiffOverflow    = mongoerr.DateDiffOverflow
+	codeTruncNotObject      = mongoerr.TruncNotObject
+	codeTruncUnknownArg     = mongoerr.TruncUnknownArg
+	codeTruncMissingDate    = mongoerr.TruncMissingDate
+	codeTruncMissingUnit    = mongoerr.TruncMissingUnit
+	codeTruncDateType       = mongoerr.TruncDateType
+	codeUnitType            = mongoerr.DateUnitType
+	codeUnitValue           = mongoerr.DateUnitValue
+	codeStartOfWeekType     = mongoerr.StartOfWeekType
+	codeStartOfWeekValue    = mongoerr.StartOfWeekValue
+	codeTruncBinSizeType    = mongoerr.TruncBinSizeType
+	codeTruncBinSizeValue   = mongoerr.TruncBinSizeValue
+	codeTruncOverflow       = mongoerr.TruncOverflow
+	codeTruncBinSizeRange   = mongoerr.TruncBinSizeRange
+	codeTSSecondType        = mongoerr.TimestampSecondType
+	codeTSIncrementType     = mongoerr.TimestampIncrementType
 )
 
 // dateUnit is a time unit, in MongoDB's order from largest.

@@ -41,22 +41,22 @@ func init() {
 
 // MongoDB's codes for the date part operators.
 const (
-	codeDatePartUnknownArg   = 40535
-	codeDatePartArrayArgs    = 40536
-	codeDatePartMissingDate  = 40539
-	codeToPartsNotObject     = 40524
-	codeToPartsUnknownArg    = 40520
-	codeToPartsMissingDate   = 40522
-	codeToPartsISOType       = 40521
-	codeFromPartsNotObject   = 40519
-	codeFromPartsUnknownArg  = 40518
-	codeFromPartsNoYear      = 40516
-	codeFromPartsMixNatural  = 40489
-	codeFromPartsMixISO      = 40525
-	codeFromPartsNotInteger  = 40515
-	codeFromPartsPartRange   = 31034
-	codeFromPartsYearRange   = 40523
-	codeFromPartsISOYearRang = 31095
+	codeDatePartUnknownArg   = mongoerr.DatePartUnknownArg
+	codeDatePartArrayArgs    = mongoerr.DatePartArrayArgs
+	codeDatePartMissingDate  = mongoerr.DatePartMissingDate
+	codeToPartsNotObject     = mongoerr.ToPartsNotObject
+	codeToPartsUnknownArg    = mongoerr.ToPartsUnknownArg
+	codeToPartsMissingDate   = mongoerr.ToPartsMissingDate
+	codeToPartsISOType       = mongoerr.ToPartsISOType
+	codeFromPartsNotObject   = mongoerr.FromPartsNotObject
+	codeFromPartsUnknownArg  = mongoerr.FromPartsUnknownArg
+	codeFromPartsNoYear      = mongoerr.FromPartsNoYear
+	codeFromPartsMixNatural  = mongoerr.FromPartsMixNatural
+	codeFromPartsMixISO      = mongoerr.FromPartsMixISO
+	codeFromPartsNotInteger  = mongoerr.FromPartsNotInteger
+	codeFromPartsPartRange   = mongoerr.FromPartsPartRange
+	codeFromPartsYearRange   = mongoerr.FromPartsYearRange
+	codeFromPartsISOYearRang = mongoerr.FromPartsISOYearRange
 )
 
 // isoWeekday is Monday 1 … Sunday 7.

@@ -20,17 +20,17 @@ func init() {
 
 // MongoDB's codes for the date string operators.
 const (
-	codeToStringNotObject   = 18629
-	codeToStringUnknownArg  = 18534
-	codeToStringMissingDate = 18628
-	codeToStringFormatType  = 18533
-	codeFormatUnmatchedPct  = 18535
-	codeFormatBadSpecifier  = 18536
-	codeDatePartOutOfRange  = 18537
-	codeFromStringNotObject = 40540
-	codeFromStringUnknown   = 40541
-	codeFromStringMissing   = 40542
-	codeFromStringFormatTyp = 40684
+	codeToStringNotObject   = mongoerr.ToStringNotObject
+	codeToStringUnknownArg  = mongoerr.ToStringUnknownArg
+	codeToStringMissingDate = mongoerr.ToStringMissingDate
+	codeToStringFormatType  = mongoerr.ToStringFormatType
+	codeFormatUnmatchedPct  = mongoerr.FormatUnmatchedPct
+	codeFormatBadSpecifier  = mongoerr.FormatBadSpecifier
+	codeDatePartOutOfRange  = mongoerr.DatePartOutOfRange
+	codeFromStringNotObject = mongoerr.FromStringNotObject
+	codeFromStringUnknown   = mongoerr.FromStringUnknown
+	codeFromStringMissing   = mongoerr.FromStringMissing
+	codeFromStringFormatTyp = mongoerr.FromStringFormatType
 )
 
 // The specifiers each direction accepts (kDateToStringFormatMap and

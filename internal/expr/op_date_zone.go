@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"sync"
 	"time"
 	_ "time/tzdata" // time zones must resolve on machines without system tzdata
@@ -17,10 +18,10 @@ import (
 
 // MongoDB's codes shared by the date operators.
 const (
-	codeDateCoerce      = 16006 // "can't convert from BSON type X to Date"
-	codeTimezoneType    = 40517 // timezone did not evaluate to a string
-	codeUnknownTimezone = 40485 // unrecognized time zone identifier
-	codeFailedToParse   = 9     // FailedToParse: an unknown unit or day name
+	codeDateCoerce      = mongoerr.DateCoerce      // "can't convert from BSON type X to Date"
+	codeTimezoneType    = mongoerr.TimezoneType    // timezone did not evaluate to a string
+	codeUnknownTimezone = mongoerr.UnknownTimezone // unrecognized time zone identifier
+	codeFailedToParse   = mongoerr.FailedToParse   // FailedToParse: an unknown unit or day name
 )
 
 // dateZone is a resolved time zone. utc is MongoDB's TimeZone::isUtcZone:

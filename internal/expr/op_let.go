@@ -1,6 +1,9 @@
 package expr
 
-import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+import (
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
 
 // $let binds variables for one expression: {vars: {name: expr, …}, in:
 // expr}. The vars are evaluated in the outer scope (they cannot see each
@@ -10,14 +13,14 @@ import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 func init() { register("$let", parseLet) }
 
 const (
-	codeLetNotObject    = 16874
-	codeLetUnknownArg   = 16875
-	codeLetMissingVars  = 16876
-	codeLetMissingIn    = 16877
-	codeVarNameEmpty    = 16866
-	codeVarNameFirst    = 16867 // a user variable must start with a lower-case letter
-	codeVarNameChar     = 16868
-	codeLetVarsNotObjct = 10065 // "invalid parameter: expected an object (vars)"
+	codeLetNotObject    = mongoerr.LetNotObject
+	codeLetUnknownArg   = mongoerr.LetUnknownArg
+	codeLetMissingVars  = mongoerr.LetMissingVars
+	codeLetMissingIn    = mongoerr.LetMissingIn
+	codeVarNameEmpty    = mongoerr.VariableNameEmpty
+	codeVarNameFirst    = mongoerr.VariableNameFirstChar // a user variable must start with a lower-case letter
+	codeVarNameChar     = mongoerr.VarNameChar
+	codeLetVarsNotObjct = mongoerr.ExpectedObject // "invalid parameter: expected an object (vars)"
 )
 
 type letExpr struct {

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -26,18 +27,18 @@ func init() {
 }
 
 const (
-	codeSqrtNegative  = 28714
-	codeLogArgType    = 28756
-	codeLogBaseType   = 28757
-	codeLogArgDomain  = 28758
-	codeLogBaseDomain = 28759
-	codeLog10Domain   = 28761
-	codePowBaseType   = 28762
-	codePowExpType    = 28763
-	codePowZeroNeg    = 28764
-	codeLnDomain      = 28766
-	codeRandArgs      = 3040501
-	codeExpectObject  = 10065 // "invalid parameter: expected an object"
+	codeSqrtNegative  = mongoerr.SqrtNegative
+	codeLogArgType    = mongoerr.LogArgType
+	codeLogBaseType   = mongoerr.LogBaseType
+	codeLogArgDomain  = mongoerr.LogArgDomain
+	codeLogBaseDomain = mongoerr.LogBaseDomain
+	codeLog10Domain   = mongoerr.Log10Domain
+	codePowBaseType   = mongoerr.PowBaseType
+	codePowExpType    = mongoerr.PowExpType
+	codePowZeroNeg    = mongoerr.PowZeroNeg
+	codeLnDomain      = mongoerr.LnDomain
+	codeRandArgs      = mongoerr.RandArgs
+	codeExpectObject  = mongoerr.ExpectedObject // "invalid parameter: expected an object"
 )
 
 // expLimit bounds |x| for a decimal e^x: beyond it the result over- or

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -21,19 +22,19 @@ func init() {
 }
 
 const (
-	codeMergeObjectsType    = 40400
-	codeObjectToArrayType   = 40390
-	codeArrayToObjectType   = 40386
-	codeArrayToObjectNotObj = 40391 // objects first, then something else
-	codeArrayToObjectKeys   = 40392 // an object without exactly two fields
-	codeArrayToObjectKV     = 40393 // an object without both k and v
-	codeArrayToObjectKType  = 40394 // an object's k is not a string
-	codeArrayToObjectPairK  = 40395 // a pair's key is not a string
-	codeArrayToObjectNotArr = 40396 // pairs first, then something else
-	codeArrayToObjectPair   = 40397 // an array that is not a pair
-	codeArrayToObjectElem   = 40398 // first element neither array nor object
-	codeArrayToObjectNulK   = 4940400
-	codeArrayToObjectNulKV  = 4940401
+	codeMergeObjectsType    = mongoerr.MergeObjectsType
+	codeObjectToArrayType   = mongoerr.ObjectToArrayType
+	codeArrayToObjectType   = mongoerr.ArrayToObjectType
+	codeArrayToObjectNotObj = mongoerr.ArrayToObjectNotObject // objects first, then something else
+	codeArrayToObjectKeys   = mongoerr.ArrayToObjectKeys      // an object without exactly two fields
+	codeArrayToObjectKV     = mongoerr.ArrayToObjectKV        // an object without both k and v
+	codeArrayToObjectKType  = mongoerr.ArrayToObjectKeyType   // an object's k is not a string
+	codeArrayToObjectPairK  = mongoerr.ArrayToObjectPairK     // a pair's key is not a string
+	codeArrayToObjectNotArr = mongoerr.ArrayToObjectNotArray  // pairs first, then something else
+	codeArrayToObjectPair   = mongoerr.ArrayToObjectPair      // an array that is not a pair
+	codeArrayToObjectElem   = mongoerr.ArrayToObjectElem      // first element neither array nor object
+	codeArrayToObjectNulK   = mongoerr.ArrayToObjectNulK
+	codeArrayToObjectNulKV  = mongoerr.ArrayToObjectNulKV
 )
 
 // fieldSet builds a document field by field as MongoDB's MutableDocument

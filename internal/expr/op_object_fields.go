@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -22,19 +23,19 @@ func init() {
 }
 
 const (
-	codeGetFieldUnknownArg   = 3041701
-	codeGetFieldMissingField = 3041702
-	codeGetFieldMissingInput = 3041703
-	codeGetFieldFieldType    = 3041704
-	codeSetFieldNotObject    = 4161100
-	codeSetFieldUnknownArg   = 4161101
-	codeSetFieldMissingField = 4161102
-	codeSetFieldMissingValue = 4161103
-	codeSetFieldInputType    = 4161105
-	codeSetFieldNotConstant  = 4161106
-	codeSetFieldFieldType    = 4161107
-	codeSetFieldFieldPath    = 4161108
-	codeSetFieldMissingInput = 4161109
+	codeGetFieldUnknownArg   = mongoerr.GetFieldUnknownArg
+	codeGetFieldMissingField = mongoerr.GetFieldMissingField
+	codeGetFieldMissingInput = mongoerr.GetFieldMissingInput
+	codeGetFieldFieldType    = mongoerr.GetFieldFieldType
+	codeSetFieldNotObject    = mongoerr.SetFieldNotObject
+	codeSetFieldUnknownArg   = mongoerr.SetFieldUnknownArg
+	codeSetFieldMissingField = mongoerr.SetFieldMissingField
+	codeSetFieldMissingValue = mongoerr.SetFieldMissingValue
+	codeSetFieldInputType    = mongoerr.SetFieldInputType
+	codeSetFieldNotConstant  = mongoerr.SetFieldNotConstant
+	codeSetFieldFieldType    = mongoerr.SetFieldFieldType
+	codeSetFieldFieldPath    = mongoerr.SetFieldFieldPath
+	codeSetFieldMissingInput = mongoerr.SetFieldMissingInput
 )
 
 type getFieldExpr struct{ field, input Expr }

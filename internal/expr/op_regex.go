@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"regexp"
 	"strings"
 	"sync"
@@ -28,18 +29,18 @@ func init() {
 }
 
 const (
-	codeRegexMissingInput = 31022
-	codeRegexMissingRegex = 31023
-	codeRegexUnknownArg   = 31024
-	codeRegexNotObject    = 51103
-	codeRegexInputType    = 51104
-	codeRegexRegexType    = 51105
-	codeRegexOptionsType  = 51106
-	codeRegexOptionsTwice = 51107
-	codeRegexBadFlag      = 51108
-	codeRegexNullInRegex  = 51109
-	codeRegexNullInOpts   = 51110
-	codeRegexCompile      = 51111
+	codeRegexMissingInput = mongoerr.RegexMissingInput
+	codeRegexMissingRegex = mongoerr.RegexMissingRegex
+	codeRegexUnknownArg   = mongoerr.RegexUnknownArg
+	codeRegexNotObject    = mongoerr.RegexNotObject
+	codeRegexInputType    = mongoerr.RegexInputType
+	codeRegexRegexType    = mongoerr.RegexRegexType
+	codeRegexOptionsType  = mongoerr.RegexOptionsType
+	codeRegexOptionsTwice = mongoerr.RegexOptionsTwice
+	codeRegexBadFlag      = mongoerr.RegexBadFlag
+	codeRegexNullInRegex  = mongoerr.RegexNullInRegex
+	codeRegexNullInOpts   = mongoerr.RegexNullInOpts
+	codeRegexCompile      = mongoerr.RegexCompile
 )
 
 type regexMode int

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"slices"
 
 	"github.com/cairndb/cairn/internal/keystring"
@@ -29,16 +30,16 @@ func init() {
 }
 
 const (
-	codeAllElementsType    = 17040
-	codeAnyElementType     = 17041
-	codeSubsetSecondType   = 17042
-	codeSetUnionType       = 17043
-	codeSetEqualsType      = 17044
-	codeSetEqualsArgs      = 17045
-	codeSubsetFirstType    = 17046
-	codeIntersectionType   = 17047
-	codeDifferenceFirstTy  = 17048
-	codeDifferenceSecondTy = 17049
+	codeAllElementsType    = mongoerr.AllElementsType
+	codeAnyElementType     = mongoerr.AnyElementType
+	codeSubsetSecondType   = mongoerr.SubsetSecondType
+	codeSetUnionType       = mongoerr.SetUnionType
+	codeSetEqualsType      = mongoerr.SetEqualsType
+	codeSetEqualsArgs      = mongoerr.SetEqualsArgs
+	codeSubsetFirstType    = mongoerr.SubsetFirstType
+	codeIntersectionType   = mongoerr.IntersectionType
+	codeDifferenceFirstTy  = mongoerr.DifferenceFirstType
+	codeDifferenceSecondTy = mongoerr.DifferenceSecondType
 )
 
 // valueSet is a set of values with their first-appearance order.
@@ -204,7 +205,7 @@ func evalElementsTrue(wantAny bool) func(string, []bsoncore.Value) (bsoncore.Val
 			if wantAny {
 				code = codeAnyElementType
 			}
-			return Missing, errorf(codesAt([5]int{code}, 0), "%s's argument must be an array, but is %s", op, TypeName(arr))
+			return Missing, errorf(code, "%s's argument must be an array, but is %s", op, TypeName(arr))
 		}
 		for _, e := range arrayValues(arr) {
 			if Truthy(e) == wantAny {

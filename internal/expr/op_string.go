@@ -2,6 +2,7 @@ package expr
 
 import (
 	"encoding/hex"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"math"
 	"strconv"
 	"strings"
@@ -25,18 +26,18 @@ func init() {
 
 // MongoDB's codes for the string operators.
 const (
-	codeConcatType         = 16702
-	codeCoerceToString     = 16007
-	codeStrLenCPType       = 34471
-	codeSubstrStartType    = 34450
-	codeSubstrStartInt     = 34451
-	codeSubstrLengthType   = 34452
-	codeSubstrLengthInt    = 34453
-	codeSubstrLengthNeg    = 34454
-	codeSubstrStartNeg     = 34455
-	codeSplitStringType    = 40085
-	codeSplitDelimiterType = 40086
-	codeSplitEmptyDelim    = 40087
+	codeConcatType         = mongoerr.ConcatType
+	codeCoerceToString     = mongoerr.CoerceToString
+	codeStrLenCPType       = mongoerr.StrLenCPType
+	codeSubstrStartType    = mongoerr.SubstrStartType
+	codeSubstrStartInt     = mongoerr.SubstrStartInt
+	codeSubstrLengthType   = mongoerr.SubstrLengthType
+	codeSubstrLengthInt    = mongoerr.SubstrLengthInt
+	codeSubstrLengthNeg    = mongoerr.SubstrLengthNeg
+	codeSubstrStartNeg     = mongoerr.SubstrStartNeg
+	codeSplitStringType    = mongoerr.SplitStringType
+	codeSplitDelimiterType = mongoerr.SplitDelimiterType
+	codeSplitEmptyDelim    = mongoerr.SplitEmptyDelim
 )
 
 // parseFixed parses exactly n arguments and evaluates them all before

@@ -23,18 +23,18 @@ func init() {
 }
 
 const (
-	codeSubstrBytesStartType = 16034
-	codeSubstrBytesLenType   = 16035
-	codeSubstrBytesStartNeg  = 50752
-	codeSubstrBytesStartCont = 28656 // starting index inside a UTF-8 character
-	codeSubstrBytesEndCont   = 28657 // ending index inside a UTF-8 character
-	codeStrLenBytesType      = 34473
-	codeIndexOfBytesString   = 40091
-	codeIndexOfBytesToken    = 40092
-	codeIndexOfCPString      = 40093
-	codeIndexOfCPToken       = 40094
-	codeIndexNotIntegral     = 40096
-	codeIndexNegative        = 40097
+	codeSubstrBytesStartType = mongoerr.SubstrBytesStartType
+	codeSubstrBytesLenType   = mongoerr.SubstrBytesLenType
+	codeSubstrBytesStartNeg  = mongoerr.SubstrBytesStartNeg
+	codeSubstrBytesStartCont = mongoerr.SubstrBytesStartCont // starting index inside a UTF-8 character
+	codeSubstrBytesEndCont   = mongoerr.SubstrBytesEndCont   // ending index inside a UTF-8 character
+	codeStrLenBytesType      = mongoerr.StrLenBytesType
+	codeIndexOfBytesString   = mongoerr.IndexOfBytesString
+	codeIndexOfBytesToken    = mongoerr.IndexOfBytesToken
+	codeIndexOfCPString      = mongoerr.IndexOfCPString
+	codeIndexOfCPToken       = mongoerr.IndexOfCPToken
+	codeIndexNotIntegral     = mongoerr.IndexNotIntegral
+	codeIndexNegative        = mongoerr.IndexNegative
 )
 
 // parseRanged parses between lo and hi arguments (28667 otherwise).
@@ -133,7 +133,7 @@ func indexArg(op, what string, v bsoncore.Value) (int, error) {
 // missing string gives null.
 func evalIndexOf(cp bool) func(string, []bsoncore.Value) (bsoncore.Value, error) {
 	return func(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
-		codeStr, codeTok := mongoerr.Code(codeIndexOfBytesString), mongoerr.Code(codeIndexOfBytesToken)
+		codeStr, codeTok := codeIndexOfBytesString, codeIndexOfBytesToken
 		if cp {
 			codeStr, codeTok = codeIndexOfCPString, codeIndexOfCPToken
 		}

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -19,20 +20,20 @@ func init() {
 }
 
 const (
-	codeTrimUnknownArg   = 50694
-	codeTrimMissingInput = 50695
-	codeTrimNotObject    = 50696
-	codeTrimInputType    = 50699
-	codeTrimCharsType    = 50700
+	codeTrimUnknownArg   = mongoerr.TrimUnknownArg
+	codeTrimMissingInput = mongoerr.TrimMissingInput
+	codeTrimNotObject    = mongoerr.TrimNotObject
+	codeTrimInputType    = mongoerr.TrimInputType
+	codeTrimCharsType    = mongoerr.TrimCharsType
 
-	codeReplaceReplacementType = 51744
-	codeReplaceFindType        = 51745
-	codeReplaceInputType       = 51746
-	codeReplaceMissingRepl     = 51747
-	codeReplaceMissingFind     = 51748
-	codeReplaceMissingInput    = 51749
-	codeReplaceUnknownArg      = 51750
-	codeReplaceNotObject       = 51751
+	codeReplaceReplacementType = mongoerr.ReplaceReplacementType
+	codeReplaceFindType        = mongoerr.ReplaceFindType
+	codeReplaceInputType       = mongoerr.ReplaceInputType
+	codeReplaceMissingRepl     = mongoerr.ReplaceMissingRepl
+	codeReplaceMissingFind     = mongoerr.ReplaceMissingFind
+	codeReplaceMissingInput    = mongoerr.ReplaceMissingInput
+	codeReplaceUnknownArg      = mongoerr.ReplaceUnknownArg
+	codeReplaceNotObject       = mongoerr.ReplaceNotObject
 )
 
 // trimWhitespace is what $trim removes without chars: MongoDB's list of
@@ -125,7 +126,7 @@ func (r replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if err != nil {
 		return Missing, err
 	}
-	codes := [3]int{codeReplaceInputType, codeReplaceFindType, codeReplaceReplacementType}
+	codes := [3]mongoerr.Code{codeReplaceInputType, codeReplaceFindType, codeReplaceReplacementType}
 	names := [3]string{"input", "find", "replacement"}
 	var strs [3]string
 	null := false
@@ -136,7 +137,7 @@ func (r replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 		s, ok := stringOf(v)
 		if !ok {
-			return Missing, errorf(codesAt([5]int{codes[i]}, 0), "%s requires that '%s' be a string, found: %s", r.op, names[i], v)
+			return Missing, errorf(codes[i], "%s requires that '%s' be a string, found: %s", r.op, names[i], v)
 		}
 		strs[i] = s
 	}

@@ -1,6 +1,9 @@
 package expr
 
-import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+import (
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
 
 // Type and size inspection: $isNumber (int, long, double or decimal),
 // $binarySize (bytes of a string or binData) and $bsonSize (bytes of a
@@ -13,8 +16,8 @@ func init() {
 }
 
 const (
-	codeBinarySizeType = 51276
-	codeBSONSizeType   = 31393
+	codeBinarySizeType = mongoerr.BinarySizeType
+	codeBSONSizeType   = mongoerr.BSONSizeType
 )
 
 func evalIsNumber(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {

@@ -1,5 +1,12 @@
 // Package mongoerr is the one table of MongoDB error codes Cairn replies with.
 //
+// Every code is a constant of codes.go, defined there once; other packages
+// refer to it, by a local name at most, never by number (the root package's
+// TestLintErrorCodes). A code's codeName is MongoDB's name from its
+// error_codes.yml, or Location<code> for the codes MongoDB leaves unnamed,
+// as its servers spell them, so every error reply carries one
+// (TestCodeTable).
+//
 // Engine packages return *Error values (or wrap them) for anything a client
 // caused; the command layer turns them into {ok: 0, code, codeName, errmsg}.
 // Drivers decide retries and surface exceptions by code, so tests assert codes,
@@ -9,56 +16,15 @@ package mongoerr
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
-// Code is a MongoDB server error code.
+// Code is a MongoDB server error code. Every code Cairn uses is a constant
+// of codes.go, defined there once.
 type Code int32
 
-// The codes Cairn uses, with MongoDB's numbers, in numeric order. Every one
-// has a codeName in names (TestEveryCodeHasAName).
-const (
-	InternalError             Code = 1
-	BadValue                  Code = 2
-	NoSuchKey                 Code = 4
-	FailedToParse             Code = 9
-	Unauthorized              Code = 13
-	TypeMismatch              Code = 14
-	InvalidLength             Code = 16
-	IllegalOperation          Code = 20
-	NamespaceNotFound         Code = 26
-	IndexNotFound             Code = 27
-	ConflictingUpdateOps      Code = 40
-	CursorNotFound            Code = 43
-	NamespaceExists           Code = 48
-	MaxTimeMSExpired          Code = 50
-	DollarPrefixedFieldName   Code = 52
-	InvalidIDField            Code = 53
-	CommandNotFound           Code = 59
-	ImmutableField            Code = 66
-	CannotCreateIndex         Code = 67
-	IndexAlreadyExists        Code = 68
-	InvalidOptions            Code = 72
-	InvalidNamespace          Code = 73
-	IndexOptionsConflict      Code = 85
-	IndexKeySpecsConflict     Code = 86
-	OperationFailed           Code = 96
-	CommandNotSupported       Code = 115
-	CommandFailed             Code = 125
-	CannotIndexParallelArrays Code = 171
-	InvalidIndexSpecOption    Code = 197
-	QueryFeatureNotAllowed    Code = 224
-	IndexBuildAborted         Code = 276
-	QueryExceededMemory       Code = 292
-	UnsupportedOpQueryCommand Code = 352
-	BSONObjectTooLarge        Code = 10334
-	DuplicateKey              Code = 11000
-	Interrupted               Code = 11601
-	MergeStageNoMatchingDoc   Code = 13113
-	DatabaseDifferCase        Code = 13297
-	UnknownField              Code = 40415
-	CursorInUse               Code = 50738
-)
-
+// names holds MongoDB's codeName of every named code in codes.go, as
+// error_codes.yml spells it.
 var names = map[Code]string{
 	InternalError:             "InternalError",
 	BadValue:                  "BadValue",
@@ -66,16 +32,23 @@ var names = map[Code]string{
 	FailedToParse:             "FailedToParse",
 	Unauthorized:              "Unauthorized",
 	TypeMismatch:              "TypeMismatch",
+	Overflow:                  "Overflow",
 	InvalidLength:             "InvalidLength",
 	IllegalOperation:          "IllegalOperation",
+	InvalidBSON:               "InvalidBSON",
 	NamespaceNotFound:         "NamespaceNotFound",
 	IndexNotFound:             "IndexNotFound",
+	PathNotViable:             "PathNotViable",
+	CannotBackfillArray:       "CannotBackfillArray",
 	ConflictingUpdateOps:      "ConflictingUpdateOperators",
 	CursorNotFound:            "CursorNotFound",
 	NamespaceExists:           "NamespaceExists",
 	MaxTimeMSExpired:          "MaxTimeMSExpired",
 	DollarPrefixedFieldName:   "DollarPrefixedFieldName",
 	InvalidIDField:            "InvalidIdField",
+	NotSingleValueField:       "NotSingleValueField",
+	InvalidDBRef:              "InvalidDBRef",
+	EmptyFieldName:            "EmptyFieldName",
 	CommandNotFound:           "CommandNotFound",
 	ImmutableField:            "ImmutableField",
 	CannotCreateIndex:         "CannotCreateIndex",
@@ -85,11 +58,15 @@ var names = map[Code]string{
 	IndexOptionsConflict:      "IndexOptionsConflict",
 	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
 	OperationFailed:           "OperationFailed",
+	NotExactValueField:        "NotExactValueField",
 	CommandNotSupported:       "CommandNotSupported",
 	CommandFailed:             "CommandFailed",
+	ExceededMemoryLimit:       "ExceededMemoryLimit",
+	InvalidPipelineOperator:   "InvalidPipelineOperator",
 	CannotIndexParallelArrays: "CannotIndexParallelArrays",
 	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
 	QueryFeatureNotAllowed:    "QueryFeatureNotAllowed",
+	ConversionFailure:         "ConversionFailure",
 	IndexBuildAborted:         "IndexBuildAborted",
 	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
@@ -98,13 +75,18 @@ var names = map[Code]string{
 	Interrupted:               "Interrupted",
 	MergeStageNoMatchingDoc:   "MergeStageNoMatchingDocument",
 	DatabaseDifferCase:        "DatabaseDifferCase",
-	UnknownField:              "Location40415",
-	CursorInUse:               "Location50738",
 }
 
-// Name is MongoDB's codeName for c, or "" for a code without one (MongoDB
-// sends "Location<code>" style errors without a codeName).
-func (c Code) Name() string { return names[c] }
+// Name is c's codeName: MongoDB's name for a named code, and
+// "Location<code>" for the others, as MongoDB's ErrorCodes::errorString
+// spells a code error_codes.yml does not name. A reply therefore always
+// carries a codeName, whatever its code.
+func (c Code) Name() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return "Location" + strconv.Itoa(int(c))
+}
 
 // Error is an error a client caused, carrying MongoDB's code. Extra holds
 // additional reply fields some errors carry (keyPattern and keyValue for
@@ -124,7 +106,7 @@ type Field struct {
 
 // Error formats the error as MongoDB's shells print it.
 func (e *Error) Error() string {
-	if n := e.Code.Name(); n != "" {
+	if n, ok := names[e.Code]; ok {
 		return fmt.Sprintf("%s (%s %d)", e.Msg, n, int32(e.Code))
 	}
 	return fmt.Sprintf("%s (code %d)", e.Msg, int32(e.Code))

@@ -2,45 +2,44 @@ package query
 
 import "github.com/cairndb/cairn/internal/mongoerr"
 
-// MongoDB's "location" codes (sent without a codeName) that the query
-// language raises. They are not in the shared mongoerr table because no
-// other package raises them.
+// Local names for the codes the query language raises; the numbers and
+// codeNames live in mongoerr's one table.
 const (
-	codeRegexOptionsBoth1        mongoerr.Code = 51074 // $regex flags, then $options
-	codeRegexOptionsBoth2        mongoerr.Code = 51075 // $options, then $regex flags
-	codeRegexBadFlag             mongoerr.Code = 51108 // "invalid flag in regex options: z"
-	codeRegexInvalid             mongoerr.Code = 51091 // "Regular expression is invalid: …"
-	codeProjPathCollision        mongoerr.Code = 31249 // "Path collision at a.b remaining portion b"
-	codeProjPathCollisionEnd     mongoerr.Code = 31250 // "Path collision at a"
-	codeProjExprInExclusion      mongoerr.Code = 31252 // expression other than $meta in exclusion
-	codeProjIncInExclusion       mongoerr.Code = 31253 // "Cannot do inclusion on field a in exclusion projection"
-	codeProjExcInInclusion       mongoerr.Code = 31254 // "Cannot do exclusion on field a in inclusion projection"
-	codeProjPositionalElem1      mongoerr.Code = 31255 // $elemMatch after a positional projection
-	codeProjPositionalElem2      mongoerr.Code = 31256 // positional projection after $elemMatch
-	codeProjSliceSkipType        mongoerr.Code = 31257
-	codeProjSliceLimitType       mongoerr.Code = 31258
-	codeProjSliceLimitSign       mongoerr.Code = 31259
-	codeProjPositionalEnd        mongoerr.Code = 31270 // path ending in ".$."
-	codeProjPositionalObject     mongoerr.Code = 31271 // positional projection with a sub-object
-	codeProjSliceArrayForm       mongoerr.Code = 31272
-	codeProjSliceType            mongoerr.Code = 31273
-	codeProjElemMatchType        mongoerr.Code = 31274
-	codeProjElemMatchNested      mongoerr.Code = 31275
-	codeProjPositionalTwice      mongoerr.Code = 31276 // more than one positional projection
-	codeProjPositionalRepeat     mongoerr.Code = 31287 // "a.$.b.$"
-	codeProjPositionalValue      mongoerr.Code = 31308 // positional projection with a literal
-	codeProjLiteralExclusion     mongoerr.Code = 31310 // "Cannot use an expression … in an exclusion projection"
-	codeProjUnknownExpr          mongoerr.Code = 31325 // "Unknown expression $foo"
-	codeProjPositionalNoMatch    mongoerr.Code = 51246 // no element position recorded by the filter
-	codeProjPositionalMismatch   mongoerr.Code = 51247
-	codeProjPositionalNeedsQuery mongoerr.Code = 51050
-	codeProjEmptySub             mongoerr.Code = 51270 // "An empty sub-projection is not a valid value"
-	codeFieldPathEmpty           mongoerr.Code = 15998 // empty component in a projection path
-	codeFieldPathDollar          mongoerr.Code = 16410 // projection path component starting with '$'
-	codeSortBadValue             mongoerr.Code = 15974 // "Illegal key in $sort specification"
-	codeSortBadDirection         mongoerr.Code = 15975 // "$sort key ordering must be 1 (for ascending) or -1 (for descending)"
-	codeSortMemoryLimit          mongoerr.Code = 292   // QueryExceededMemoryLimitNoDiskUseAllowed
-	codeSortMeta                 mongoerr.Code = 17312 // "$meta is the only expression supported by $sort right now"
+	codeRegexOptionsBoth1        = mongoerr.RegexOptionsBoth1    // $regex flags, then $options
+	codeRegexOptionsBoth2        = mongoerr.RegexOptionsBoth2    // $options, then $regex flags
+	codeRegexBadFlag             = mongoerr.RegexBadFlag         // "invalid flag in regex options: z"
+	codeRegexInvalid             = mongoerr.RegexInvalid         // "Regular expression is invalid: …"
+	codeProjPathCollision        = mongoerr.ProjPathCollision    // "Path collision at a.b remaining portion b"
+	codeProjPathCollisionEnd     = mongoerr.ProjPathCollisionEnd // "Path collision at a"
+	codeProjExprInExclusion      = mongoerr.ProjExprInExclusion  // expression other than $meta in exclusion
+	codeProjIncInExclusion       = mongoerr.ProjIncInExclusion   // "Cannot do inclusion on field a in exclusion projection"
+	codeProjExcInInclusion       = mongoerr.ProjExcInInclusion   // "Cannot do exclusion on field a in inclusion projection"
+	codeProjPositionalElem1      = mongoerr.ProjPositionalElem1  // $elemMatch after a positional projection
+	codeProjPositionalElem2      = mongoerr.ProjPositionalElem2  // positional projection after $elemMatch
+	codeProjSliceSkipType        = mongoerr.ProjSliceSkipType
+	codeProjSliceLimitType       = mongoerr.ProjSliceLimitType
+	codeProjSliceLimitSign       = mongoerr.ProjSliceLimitSign
+	codeProjPositionalEnd        = mongoerr.ProjPositionalEnd    // path ending in ".$."
+	codeProjPositionalObject     = mongoerr.ProjPositionalObject // positional projection with a sub-object
+	codeProjSliceArrayForm       = mongoerr.ProjSliceArrayForm
+	codeProjSliceType            = mongoerr.ProjSliceType
+	codeProjElemMatchType        = mongoerr.ProjElemMatchType
+	codeProjElemMatchNested      = mongoerr.ProjElemMatchNested
+	codeProjPositionalTwice      = mongoerr.ProjPositionalTwice   // more than one positional projection
+	codeProjPositionalRepeat     = mongoerr.ProjPositionalRepeat  // "a.$.b.$"
+	codeProjPositionalValue      = mongoerr.ProjPositionalValue   // positional projection with a literal
+	codeProjLiteralExclusion     = mongoerr.ProjLiteralExclusion  // "Cannot use an expression … in an exclusion projection"
+	codeProjUnknownExpr          = mongoerr.ProjUnknownExpr       // "Unknown expression $foo"
+	codeProjPositionalNoMatch    = mongoerr.ProjPositionalNoMatch // no element position recorded by the filter
+	codeProjPositionalMismatch   = mongoerr.ProjPositionalMismatch
+	codeProjPositionalNeedsQuery = mongoerr.ProjPositionalNeedsQuery
+	codeProjEmptySub             = mongoerr.ProjEmptySub        // "An empty sub-projection is not a valid value"
+	codeFieldPathEmpty           = mongoerr.FieldPathEmpty      // empty component in a projection path
+	codeFieldPathDollar          = mongoerr.FieldPathDollar     // projection path component starting with '$'
+	codeSortBadValue             = mongoerr.SortBadValue        // "Illegal key in $sort specification"
+	codeSortBadDirection         = mongoerr.SortBadDirection    // "$sort key ordering must be 1 (for ascending) or -1 (for descending)"
+	codeSortMemoryLimit          = mongoerr.QueryExceededMemory // QueryExceededMemoryLimitNoDiskUseAllowed
+	codeSortMeta                 = mongoerr.SortMeta            // "$meta is the only expression supported by $sort right now"
 )
 
 func errorf(code mongoerr.Code, format string, args ...any) error {

@@ -187,9 +187,9 @@ func positionalAt(key string) (begin, end int, ok bool) {
 func splitFieldPath(key string) ([]string, error) {
 	switch {
 	case key == "":
-		return nil, mongoerr.New(40352, "FieldPath cannot be constructed with empty string")
+		return nil, mongoerr.New(mongoerr.FieldPathEmptyString, "FieldPath cannot be constructed with empty string")
 	case strings.HasSuffix(key, "."):
-		return nil, mongoerr.New(40353, "FieldPath must not end with a '.'.")
+		return nil, mongoerr.New(mongoerr.FieldPathTrailingDot, "FieldPath must not end with a '.'.")
 	}
 	parts := strings.Split(key, ".")
 	for _, p := range parts {

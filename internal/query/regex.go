@@ -61,7 +61,7 @@ func compileRegex(pattern, flags string) (*compiledRegex, error) {
 		}
 	}
 	if strings.IndexByte(pattern, 0) >= 0 {
-		return nil, errorf(51091, "Regular expression is invalid: pattern contains a null byte")
+		return nil, errorf(codeRegexInvalid, "Regular expression is invalid: pattern contains a null byte")
 	}
 	if len(goFlags) == 0 && !extended && !strings.ContainsAny(pattern, regexMeta) {
 		return &compiledRegex{literal: []byte(pattern), isLit: true}, nil

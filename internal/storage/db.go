@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairndb/cairn/internal/invariants"
 )
 
 // formatMarker is stored under SystemKey("format") in every Cairn store; it
@@ -252,8 +254,14 @@ func (db *DB) releaseLeaked() {
 	for c := range leaked {
 		switch v := c.(type) {
 		case *Iter:
+			if invariants.Enabled {
+				db.opts.Logger.Warn("iterator left open", "opened", v.cc.Origin())
+			}
 			_ = v.it.Close()
 		case *Snapshot:
+			if invariants.Enabled {
+				db.opts.Logger.Warn("snapshot left open", "opened", v.cc.Origin())
+			}
 			_ = v.snap.Close()
 		}
 	}
@@ -262,12 +270,16 @@ func (db *DB) releaseLeaked() {
 // Snapshot is a consistent read-only view of the store at one moment.
 type Snapshot struct {
 	db   *DB
+	cc   invariants.CloseChecker // "Closed once"; empty without the invariants tag
 	snap *pebble.Snapshot
 }
 
 // NewSnapshot returns a view of everything committed so far. Close it when done.
 func (db *DB) NewSnapshot() *Snapshot {
 	s := &Snapshot{db: db, snap: db.pdb.NewSnapshot()}
+	if invariants.Enabled {
+		s.cc.Opened()
+	}
 	db.track(s)
 	return s
 }
@@ -282,6 +294,9 @@ func (s *Snapshot) NewIter(lower, upper []byte) (*Iter, error) {
 
 // Close releases the snapshot.
 func (s *Snapshot) Close() error {
+	if invariants.Enabled {
+		s.cc.Close("storage.Snapshot")
+	}
 	s.db.untrack(s)
 	return s.snap.Close()
 }
@@ -297,6 +312,9 @@ func (db *DB) newIter(it *pebble.Iterator, err error) (*Iter, error) {
 		return nil, err
 	}
 	i := &Iter{db: db, it: it}
+	if invariants.Enabled {
+		i.cc.Opened()
+	}
 	db.track(i)
 	return i, nil
 }

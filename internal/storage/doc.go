@@ -41,6 +41,13 @@
 // Invariant "Durable acknowledgement": with the default SyncAlways, Write
 // returns nil only after the group's WAL record is synced.
 //
+// Invariant "Closed once": every [Iter] and [Snapshot] is closed exactly
+// once (a second Close would hand Pebble's pooled iterator back twice).
+// Builds with the invariants tag (package invariants) panic on a second
+// Close and log where each reader left open at [DB.Close] was opened; they
+// also tell [Txn.OnPipeline] truthfully and pass each group's touched keys
+// to [Hooks.Verify].
+//
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's
 // writes become visible to readers inside its batch commit, before

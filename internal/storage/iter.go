@@ -1,11 +1,16 @@
 package storage
 
-import "github.com/cockroachdb/pebble/v2"
+import (
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/cairndb/cairn/internal/invariants"
+)
 
 // Iter walks keys in order within the bounds it was opened with. Key and
 // Value are valid only until the next movement.
 type Iter struct {
 	db *DB
+	cc invariants.CloseChecker // "Closed once"; empty without the invariants tag
 	it *pebble.Iterator
 }
 
@@ -35,6 +40,9 @@ func (i *Iter) Value() ([]byte, error) { return i.it.ValueAndErr() }
 
 // Close releases the iterator and reports any error met while iterating.
 func (i *Iter) Close() error {
+	if invariants.Enabled {
+		i.cc.Close("storage.Iter")
+	}
 	if i.db != nil { // iterators over a request's group are not tracked
 		i.db.untrack(i)
 	}

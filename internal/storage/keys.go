@@ -35,6 +35,20 @@ func PrefixEnd(prefix []byte) []byte {
 	return nil
 }
 
+// SplitKey splits a document or index key into its keyspace, the
+// collection or index id and the rest of the key; ok is false for keys of
+// other keyspaces.
+func SplitKey(key []byte) (space byte, id uint64, rest []byte, ok bool) {
+	if len(key) == 0 || key[0] != SpaceDocument && key[0] != SpaceIndex {
+		return 0, 0, nil, false
+	}
+	id, n := binary.Uvarint(key[1:])
+	if n <= 0 {
+		return 0, 0, nil, false
+	}
+	return key[0], id, key[1+n:], true
+}
+
 // SystemKey returns the key of a named system record (a sequence, a server
 // parameter, the format marker).
 func SystemKey(name string) []byte {

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/cairndb/cairn/internal/invariants"
 )
 
 // Hooks observe the commit pipeline from its own goroutine. Committing runs
@@ -20,6 +22,11 @@ type Hooks struct {
 	Committing func()
 	Committed  func()
 	Failed     func()
+	// Verify runs after Committed in builds with the invariants tag only
+	// (package invariants): it gets the keys the group's requests set or
+	// deleted one by one (range deletions are not listed), so the caller
+	// can check its invariants over what the group touched.
+	Verify func(touched [][]byte)
 }
 
 // maxGroup bounds how many requests one commit group holds, so one sync does
@@ -39,6 +46,10 @@ type pipeline struct {
 	writeOpts *pebble.WriteOptions
 	hooks     *Hooks
 	log       *slog.Logger
+
+	// touched collects the point keys of a group's applied requests for
+	// Hooks.Verify; used only with invariants.Enabled.
+	touched [][]byte
 
 	// sizeHint is the byte size of the last group's batch: the next group
 	// starts with that much room, so a large group does not grow its batch by
@@ -136,15 +147,27 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 		_ = batch.Close()
 	}()
 	applied := 0
+	if invariants.Enabled {
+		p.touched = p.touched[:0]
+	}
 	for _, r := range group {
 		txn.reset(batch)
+		if invariants.Enabled {
+			txn.gid = invariants.GoroutineID()
+		}
 		r.err = runRequest(r.fn, txn)
 		if r.err == nil {
 			r.err = txn.applyTo(batch)
 		}
+		if invariants.Enabled {
+			txn.gid = 0
+		}
 		if r.err != nil {
 			txn.undo(0)
 			continue
+		}
+		if invariants.Enabled {
+			p.touched = txn.appendTouched(p.touched)
 		}
 		applied++
 	}
@@ -172,6 +195,10 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 	}
 	if p.hooks != nil && p.hooks.Committed != nil {
 		p.hooks.Committed()
+	}
+	if invariants.Enabled && p.hooks != nil && p.hooks.Verify != nil {
+		p.hooks.Verify(p.touched)
+		p.touched = p.touched[:0]
 	}
 }
 

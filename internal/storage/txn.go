@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/cairndb/cairn/internal/invariants"
 )
 
 type opKind uint8
@@ -36,6 +38,27 @@ type Txn struct {
 	ranges []int          // indexes of range deletions in ops
 	hooks  []hook
 	arena  []byte
+	gid    uint64 // the pipeline goroutine while a request runs; invariants builds only
+}
+
+// OnPipeline reports whether the caller runs inside one of this Txn's
+// requests on the commit pipeline's goroutine ("Serial apply"). Only
+// builds with the invariants tag can tell; others always report true.
+func (t *Txn) OnPipeline() bool {
+	if !invariants.Enabled {
+		return true
+	}
+	return t.gid != 0 && t.gid == invariants.GoroutineID()
+}
+
+// appendTouched appends copies of the request's point keys to dst.
+func (t *Txn) appendTouched(dst [][]byte) [][]byte {
+	for _, o := range t.ops {
+		if o.kind != opDeleteRange {
+			dst = append(dst, append([]byte(nil), o.key...))
+		}
+	}
+	return dst
 }
 
 func (t *Txn) reset(b *pebble.Batch) {
@@ -185,5 +208,9 @@ func (t *Txn) NewIter(lower, upper []byte) (*Iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Iter{it: it}, nil
+	i := &Iter{it: it}
+	if invariants.Enabled {
+		i.cc.Opened()
+	}
+	return i, nil
 }

@@ -6,23 +6,21 @@ import (
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
-// MongoDB codes the update language raises that the shared mongoerr table
-// does not have (yet). They are defined here because no other package
-// raises them; names follow MongoDB's error_codes.yml. Numbers without a
-// name are MongoDB "location" codes, sent without a codeName.
+// Local names for the codes the update language raises; the numbers and
+// codeNames live in mongoerr's one table.
 const (
-	codeOverflow               mongoerr.Code = 15    // nesting deeper than 100 levels
-	codeInvalidBSON            mongoerr.Code = 22    // a stored document that cannot be read
-	codePathNotViable          mongoerr.Code = 28    // "Cannot create field 'b' in element {a: 1}"
-	codeCannotBackfillArray    mongoerr.Code = 34    // padding an array by more than 1,500,000 nulls
-	codeNotSingleValueField    mongoerr.Code = 54    // upsert: a path matched twice; _id an array
-	codeInvalidDBRef           mongoerr.Code = 55    // top-level $ref/$id/$db out of order
-	codeEmptyFieldName         mongoerr.Code = 56    // "a..b" or "" as an update path
-	codeNotExactValueField     mongoerr.Code = 111   // replacement upsert with a dotted _id filter
-	codeQueryFeatureNotAllowed mongoerr.Code = 224   // $expr in an upsert's filter
-	codeDocTooLargeAfterUpdate mongoerr.Code = 17419 // "Resulting document after update is larger than 16777216"
-	codeConstantsNotPipeline   mongoerr.Code = 51198 // c given with a non-pipeline update
-	codeDocTooLargeForUpsert   mongoerr.Code = 17420 // "Document to upsert is larger than 16777216"
+	codeOverflow               = mongoerr.Overflow               // nesting deeper than 100 levels
+	codeInvalidBSON            = mongoerr.InvalidBSON            // a stored document that cannot be read
+	codePathNotViable          = mongoerr.PathNotViable          // "Cannot create field 'b' in element {a: 1}"
+	codeCannotBackfillArray    = mongoerr.CannotBackfillArray    // padding an array by more than 1,500,000 nulls
+	codeNotSingleValueField    = mongoerr.NotSingleValueField    // upsert: a path matched twice; _id an array
+	codeInvalidDBRef           = mongoerr.InvalidDBRef           // top-level $ref/$id/$db out of order
+	codeEmptyFieldName         = mongoerr.EmptyFieldName         // "a..b" or "" as an update path
+	codeNotExactValueField     = mongoerr.NotExactValueField     // replacement upsert with a dotted _id filter
+	codeQueryFeatureNotAllowed = mongoerr.QueryFeatureNotAllowed // $expr in an upsert's filter
+	codeDocTooLargeAfterUpdate = mongoerr.DocTooLargeAfterUpdate // "Resulting document after update is larger than 16777216"
+	codeConstantsNotPipeline   = mongoerr.ConstantsNotPipeline   // c given with a non-pipeline update
+	codeDocTooLargeForUpsert   = mongoerr.DocTooLargeForUpsert   // "Document to upsert is larger than 16777216"
 )
 
 // MaxDocumentSize is MongoDB's BSONObjMaxUserSize: no update may produce a

@@ -1,0 +1,104 @@
+//go:build invariants
+
+package storage
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/cairndb/cairn/internal/invariants"
+)
+
+func violation(f func()) (v *invariants.Violation) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, _ = r.(*invariants.Violation)
+		}
+	}()
+	f()
+	return nil
+}
+
+// TestClosedOnce: closing an iterator or a snapshot twice panics with the
+// invariant's name in invariants builds (a second Close of a Pebble
+// iterator would return it to Pebble's pool twice).
+func TestClosedOnce(t *testing.T) {
+	db := openTest(t, Options{})
+	snap := db.NewSnapshot()
+	it, err := snap.NewIter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txnIter *Iter
+	if err := db.Write(func(tx *Txn) error {
+		var err error
+		txnIter, err = tx.NewIter(nil, nil)
+		if err != nil {
+			return err
+		}
+		return txnIter.Close()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		close func() error
+	}{
+		{"snapshot iterator", it.Close},
+		{"snapshot", snap.Close},
+		{"request iterator", txnIter.Close},
+	} {
+		if c.name != "request iterator" {
+			if err := c.close(); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+		v := violation(func() { _ = c.close() })
+		if v == nil || v.Invariant != "Closed once" {
+			t.Errorf("%s closed twice: got %v, want a violation of \"Closed once\"", c.name, v)
+		}
+	}
+}
+
+// TestOnPipeline: a Txn reports OnPipeline only inside its request.
+func TestOnPipeline(t *testing.T) {
+	db := openTest(t, Options{})
+	var leaked *Txn
+	inside := false
+	if err := db.Write(func(tx *Txn) error {
+		leaked, inside = tx, tx.OnPipeline()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !inside {
+		t.Error("OnPipeline is false inside a request")
+	}
+	if leaked.OnPipeline() {
+		t.Error("OnPipeline is true for a Txn used after its request, off the pipeline")
+	}
+}
+
+// TestLeakReported: a reader left open at Close is released and, in
+// invariants builds, logged with the stack that opened it.
+func TestLeakReported(t *testing.T) {
+	var buf bytes.Buffer
+	db, err := Open(t.TempDir(), Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.NewIter(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.NewSnapshot()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"iterator left open", "snapshot left open", "TestLeakReported"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the close log lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

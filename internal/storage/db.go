@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairndb/cairn/internal/failpoint"
 )
 
 // formatMarker is stored under SystemKey("format") in every Cairn store; it
@@ -36,6 +38,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Hooks observe committed and failed groups (may be nil).
 	Hooks *Hooks
+	// FailPoints holds the named fail points of this store's server
+	// (failpoint.StorageFailBeforeCommit). Default: a registry of its own.
+	FailPoints *failpoint.Registry
 }
 
 // DB is an open Cairn store: Pebble plus the commit pipeline.
@@ -82,7 +87,11 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		db.syncDone.Add(1)
 		go db.syncLoop(opts.SyncInterval)
 	}
-	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger)
+	if opts.FailPoints == nil {
+		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
+	}
+	db.opts.FailPoints = opts.FailPoints
+	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger, opts.FailPoints.Define(failpoint.StorageFailBeforeCommit))
 	return db, nil
 }
 
@@ -306,6 +315,9 @@ func (db *DB) Flush() error { return db.pdb.Flush() }
 
 // Pebble exposes the underlying store for diagnostics and benchmarks.
 func (db *DB) Pebble() *pebble.DB { return db.pdb }
+
+// FailPoints is the store's fail point registry.
+func (db *DB) FailPoints() *failpoint.Registry { return db.opts.FailPoints }
 
 type getter interface {
 	Get(key []byte) ([]byte, io.Closer, error)

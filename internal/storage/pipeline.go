@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/cairndb/cairn/internal/failpoint"
 )
 
 // Hooks observe the commit pipeline from its own goroutine. Committing runs
@@ -39,6 +41,9 @@ type pipeline struct {
 	writeOpts *pebble.WriteOptions
 	hooks     *Hooks
 	log       *slog.Logger
+	// failBeforeCommit fails a whole group just before its batch commits
+	// (failpoint.StorageFailBeforeCommit).
+	failBeforeCommit *failpoint.Point
 
 	// sizeHint is the byte size of the last group's batch: the next group
 	// starts with that much room, so a large group does not grow its batch by
@@ -51,14 +56,15 @@ type pipeline struct {
 	stopped chan struct{}
 }
 
-func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger) *pipeline {
+func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger, failBeforeCommit *failpoint.Point) *pipeline {
 	p := &pipeline{
-		pdb:       pdb,
-		writeOpts: wo,
-		hooks:     hooks,
-		log:       log,
-		queue:     make(chan *request, 4*maxGroup),
-		stopped:   make(chan struct{}),
+		pdb:              pdb,
+		failBeforeCommit: failBeforeCommit,
+		writeOpts:        wo,
+		hooks:            hooks,
+		log:              log,
+		queue:            make(chan *request, 4*maxGroup),
+		stopped:          make(chan struct{}),
 	}
 	go p.run()
 	return p
@@ -155,7 +161,12 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 		p.hooks.Committing()
 	}
 	var err error
-	if !batch.Empty() {
+	if p.failBeforeCommit.Active() {
+		if _, fire := p.failBeforeCommit.Eval(nil); fire {
+			err = ErrFailPoint
+		}
+	}
+	if err == nil && !batch.Empty() {
 		err = batch.Commit(p.writeOpts)
 	}
 	if err != nil {

@@ -257,9 +257,14 @@ func cmdSetParameter(_ context.Context, s *Session, req *Request, dst []byte) (b
 	if err != nil {
 		return nil, err
 	}
-	if name == "cursorTimeoutMillis" {
-		ms, _ := s.Env.Params.Get(name)
-		s.Env.Cursors.SetTimeout(time.Duration(ms.(int64)) * time.Millisecond)
-	}
+	s.Env.applyParam(name)
 	return NewReply(dst).Any("was", old).Finish(), nil
+}
+
+// applyParam passes a changed parameter on to the state that caches it.
+func (e *Env) applyParam(name string) {
+	if name == "cursorTimeoutMillis" {
+		ms, _ := e.Params.Get(name)
+		e.Cursors.SetTimeout(time.Duration(ms.(int64)) * time.Millisecond)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/ttl"
 )
 
@@ -58,6 +59,10 @@ type Env struct {
 	Logs *LogRing
 	// TTL is the TTL monitor, started with the Env (params.go).
 	TTL *ttl.Monitor
+	// FailPoints are the server's named fail points (the engine's and
+	// failCommand), set by configureFailPoint when test commands are on.
+	FailPoints  *failpoint.Registry
+	failCommand *failpoint.Point
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -91,6 +96,8 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		Started:   time.Now(),
 		ProcessID: bson.NewObjectID(),
 	}
+	env.FailPoints = eng.FailPoints()
+	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)
 	return env
 }
@@ -109,4 +116,26 @@ type Session struct {
 	ConnID int64
 	Remote string
 	Client bson.Raw // the handshake's client metadata, if any
+
+	// hangUp asks the server to close the connection instead of replying
+	// (failCommand's closeConnection); see TakeHangUp.
+	hangUp bool
+}
+
+// TakeHangUp reports whether the last command asked for the connection to
+// be closed without a reply, and clears the request. The server checks it
+// after every command.
+func (s *Session) TakeHangUp() bool {
+	h := s.hangUp
+	s.hangUp = false
+	return h
+}
+
+// AppName is the application name the client gave in its handshake, or "".
+func (s *Session) AppName() string {
+	if s.Client == nil {
+		return ""
+	}
+	name, _ := s.Client.Lookup("application", "name").StringValueOK()
+	return name
 }

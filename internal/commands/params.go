@@ -42,6 +42,7 @@ func NewParams() *Params {
 	p.Define("notablescan", false, boolParam)
 	p.Define("internalQueryMaxBlockingSortMemoryUsageBytes", int64(100*1024*1024), positiveInt)
 	p.Define("maxBSONDepth", int32(200), nil)
+	p.Define(enableTestCommandsParam, false, nil) // startup only (params_startup.go)
 	return p
 }
 

@@ -15,91 +15,127 @@ import (
 type Code int32
 
 // The codes Cairn uses, with MongoDB's numbers, in numeric order. Every one
-// has a codeName in names (TestEveryCodeHasAName).
+// has a codeName in names (TestEveryCodeHasAName). The replication and
+// network codes (NotWritablePrimary, ShutdownInProgress, …) reach clients
+// only through the failCommand fail point, which may raise any code.
 const (
-	InternalError             Code = 1
-	BadValue                  Code = 2
-	NoSuchKey                 Code = 4
-	FailedToParse             Code = 9
-	Unauthorized              Code = 13
-	TypeMismatch              Code = 14
-	InvalidLength             Code = 16
-	IllegalOperation          Code = 20
-	NamespaceNotFound         Code = 26
-	IndexNotFound             Code = 27
-	ConflictingUpdateOps      Code = 40
-	CursorNotFound            Code = 43
-	NamespaceExists           Code = 48
-	MaxTimeMSExpired          Code = 50
-	DollarPrefixedFieldName   Code = 52
-	InvalidIDField            Code = 53
-	CommandNotFound           Code = 59
-	ImmutableField            Code = 66
-	CannotCreateIndex         Code = 67
-	IndexAlreadyExists        Code = 68
-	InvalidOptions            Code = 72
-	InvalidNamespace          Code = 73
-	IndexOptionsConflict      Code = 85
-	IndexKeySpecsConflict     Code = 86
-	OperationFailed           Code = 96
-	CommandNotSupported       Code = 115
-	CommandFailed             Code = 125
-	CannotIndexParallelArrays Code = 171
-	InvalidIndexSpecOption    Code = 197
-	QueryFeatureNotAllowed    Code = 224
-	IndexBuildAborted         Code = 276
-	QueryExceededMemory       Code = 292
-	UnsupportedOpQueryCommand Code = 352
-	BSONObjectTooLarge        Code = 10334
-	DuplicateKey              Code = 11000
-	Interrupted               Code = 11601
-	MergeStageNoMatchingDoc   Code = 13113
-	DatabaseDifferCase        Code = 13297
-	UnknownField              Code = 40415
-	CursorInUse               Code = 50738
+	InternalError                   Code = 1
+	BadValue                        Code = 2
+	NoSuchKey                       Code = 4
+	HostUnreachable                 Code = 6
+	HostNotFound                    Code = 7
+	FailedToParse                   Code = 9
+	Unauthorized                    Code = 13
+	TypeMismatch                    Code = 14
+	InvalidLength                   Code = 16
+	IllegalOperation                Code = 20
+	LockTimeout                     Code = 24
+	NamespaceNotFound               Code = 26
+	IndexNotFound                   Code = 27
+	ConflictingUpdateOps            Code = 40
+	CursorNotFound                  Code = 43
+	NamespaceExists                 Code = 48
+	MaxTimeMSExpired                Code = 50
+	DollarPrefixedFieldName         Code = 52
+	InvalidIDField                  Code = 53
+	CommandNotFound                 Code = 59
+	WriteConcernFailed              Code = 64
+	ImmutableField                  Code = 66
+	CannotCreateIndex               Code = 67
+	IndexAlreadyExists              Code = 68
+	InvalidOptions                  Code = 72
+	InvalidNamespace                Code = 73
+	IndexOptionsConflict            Code = 85
+	IndexKeySpecsConflict           Code = 86
+	NetworkTimeout                  Code = 89
+	ShutdownInProgress              Code = 91
+	OperationFailed                 Code = 96
+	UnsatisfiableWriteConcern       Code = 100
+	CommandNotSupported             Code = 115
+	CommandFailed                   Code = 125
+	FailedToSatisfyReadPreference   Code = 133
+	CannotIndexParallelArrays       Code = 171
+	PrimarySteppedDown              Code = 189
+	InvalidIndexSpecOption          Code = 197
+	QueryFeatureNotAllowed          Code = 224
+	ExceededTimeLimit               Code = 262
+	FailPointSetFailed              Code = 266
+	IndexBuildAborted               Code = 276
+	QueryExceededMemory             Code = 292
+	UnsupportedOpQueryCommand       Code = 352
+	SocketException                 Code = 9001
+	NotWritablePrimary              Code = 10107
+	BSONObjectTooLarge              Code = 10334
+	DuplicateKey                    Code = 11000
+	InterruptedAtShutdown           Code = 11600
+	Interrupted                     Code = 11601
+	InterruptedDueToReplStateChange Code = 11602
+	MergeStageNoMatchingDoc         Code = 13113
+	DatabaseDifferCase              Code = 13297
+	NotPrimaryNoSecondaryOk         Code = 13435
+	NotPrimaryOrSecondary           Code = 13436
+	UnknownField                    Code = 40415
+	CursorInUse                     Code = 50738
 )
 
 var names = map[Code]string{
-	InternalError:             "InternalError",
-	BadValue:                  "BadValue",
-	NoSuchKey:                 "NoSuchKey",
-	FailedToParse:             "FailedToParse",
-	Unauthorized:              "Unauthorized",
-	TypeMismatch:              "TypeMismatch",
-	InvalidLength:             "InvalidLength",
-	IllegalOperation:          "IllegalOperation",
-	NamespaceNotFound:         "NamespaceNotFound",
-	IndexNotFound:             "IndexNotFound",
-	ConflictingUpdateOps:      "ConflictingUpdateOperators",
-	CursorNotFound:            "CursorNotFound",
-	NamespaceExists:           "NamespaceExists",
-	MaxTimeMSExpired:          "MaxTimeMSExpired",
-	DollarPrefixedFieldName:   "DollarPrefixedFieldName",
-	InvalidIDField:            "InvalidIdField",
-	CommandNotFound:           "CommandNotFound",
-	ImmutableField:            "ImmutableField",
-	CannotCreateIndex:         "CannotCreateIndex",
-	IndexAlreadyExists:        "IndexAlreadyExists",
-	InvalidOptions:            "InvalidOptions",
-	InvalidNamespace:          "InvalidNamespace",
-	IndexOptionsConflict:      "IndexOptionsConflict",
-	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
-	OperationFailed:           "OperationFailed",
-	CommandNotSupported:       "CommandNotSupported",
-	CommandFailed:             "CommandFailed",
-	CannotIndexParallelArrays: "CannotIndexParallelArrays",
-	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
-	QueryFeatureNotAllowed:    "QueryFeatureNotAllowed",
-	IndexBuildAborted:         "IndexBuildAborted",
-	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
-	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
-	BSONObjectTooLarge:        "BSONObjectTooLarge",
-	DuplicateKey:              "DuplicateKey",
-	Interrupted:               "Interrupted",
-	MergeStageNoMatchingDoc:   "MergeStageNoMatchingDocument",
-	DatabaseDifferCase:        "DatabaseDifferCase",
-	UnknownField:              "Location40415",
-	CursorInUse:               "Location50738",
+	InternalError:                   "InternalError",
+	BadValue:                        "BadValue",
+	NoSuchKey:                       "NoSuchKey",
+	HostUnreachable:                 "HostUnreachable",
+	HostNotFound:                    "HostNotFound",
+	FailedToParse:                   "FailedToParse",
+	Unauthorized:                    "Unauthorized",
+	TypeMismatch:                    "TypeMismatch",
+	InvalidLength:                   "InvalidLength",
+	IllegalOperation:                "IllegalOperation",
+	LockTimeout:                     "LockTimeout",
+	NamespaceNotFound:               "NamespaceNotFound",
+	IndexNotFound:                   "IndexNotFound",
+	ConflictingUpdateOps:            "ConflictingUpdateOperators",
+	CursorNotFound:                  "CursorNotFound",
+	NamespaceExists:                 "NamespaceExists",
+	MaxTimeMSExpired:                "MaxTimeMSExpired",
+	DollarPrefixedFieldName:         "DollarPrefixedFieldName",
+	InvalidIDField:                  "InvalidIdField",
+	CommandNotFound:                 "CommandNotFound",
+	WriteConcernFailed:              "WriteConcernFailed",
+	ImmutableField:                  "ImmutableField",
+	CannotCreateIndex:               "CannotCreateIndex",
+	IndexAlreadyExists:              "IndexAlreadyExists",
+	InvalidOptions:                  "InvalidOptions",
+	InvalidNamespace:                "InvalidNamespace",
+	IndexOptionsConflict:            "IndexOptionsConflict",
+	IndexKeySpecsConflict:           "IndexKeySpecsConflict",
+	NetworkTimeout:                  "NetworkTimeout",
+	ShutdownInProgress:              "ShutdownInProgress",
+	OperationFailed:                 "OperationFailed",
+	UnsatisfiableWriteConcern:       "UnsatisfiableWriteConcern",
+	CommandNotSupported:             "CommandNotSupported",
+	CommandFailed:                   "CommandFailed",
+	FailedToSatisfyReadPreference:   "FailedToSatisfyReadPreference",
+	CannotIndexParallelArrays:       "CannotIndexParallelArrays",
+	PrimarySteppedDown:              "PrimarySteppedDown",
+	InvalidIndexSpecOption:          "InvalidIndexSpecificationOption",
+	QueryFeatureNotAllowed:          "QueryFeatureNotAllowed",
+	ExceededTimeLimit:               "ExceededTimeLimit",
+	FailPointSetFailed:              "FailPointSetFailed",
+	IndexBuildAborted:               "IndexBuildAborted",
+	QueryExceededMemory:             "QueryExceededMemoryLimitNoDiskUseAllowed",
+	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
+	SocketException:                 "SocketException",
+	NotWritablePrimary:              "NotWritablePrimary",
+	BSONObjectTooLarge:              "BSONObjectTooLarge",
+	DuplicateKey:                    "DuplicateKey",
+	InterruptedAtShutdown:           "InterruptedAtShutdown",
+	Interrupted:                     "Interrupted",
+	InterruptedDueToReplStateChange: "InterruptedDueToReplStateChange",
+	MergeStageNoMatchingDoc:         "MergeStageNoMatchingDocument",
+	DatabaseDifferCase:              "DatabaseDifferCase",
+	NotPrimaryNoSecondaryOk:         "NotPrimaryNoSecondaryOk",
+	NotPrimaryOrSecondary:           "NotPrimaryOrSecondary",
+	UnknownField:                    "Location40415",
+	CursorInUse:                     "Location50738",
 }
 
 // Name is MongoDB's codeName for c, or "" for a code without one (MongoDB

@@ -227,7 +227,7 @@ func cmdGetParameter(_ context.Context, s *Session, req *Request, dst []byte) (b
 		}
 		found++
 		if details {
-			r.Doc(n, doc("value", v, "settableAtRuntime", params.settable(n), "settableAtStartup", true))
+			r.Doc(n, doc("value", v, "settableAtRuntime", params.settable(n), "settableAtStartup", params.settableAtStartup(n)))
 		} else {
 			r.Any(n, v)
 		}

@@ -56,6 +56,12 @@ func startupValue(s string) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
 }
 
+// settableAtStartup reports whether --setParameter may set name: the
+// parameters setParameter may change, and enableTestCommands.
+func (p *Params) settableAtStartup(name string) bool {
+	return name == enableTestCommandsParam || p.settable(name)
+}
+
 // TestCommands reports whether the test commands are enabled.
 func (e *Env) TestCommands() bool {
 	v, _ := e.Params.Get(enableTestCommandsParam)

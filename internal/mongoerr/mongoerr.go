@@ -76,6 +76,8 @@ const (
 	NotPrimaryOrSecondary           Code = 13436
 	UnknownField                    Code = 40415
 	CursorInUse                     Code = 50738
+	InvalidFCVValue                 Code = 4926900
+	FCVConfirmRequired              Code = 7369100
 )
 
 var names = map[Code]string{
@@ -136,6 +138,8 @@ var names = map[Code]string{
 	NotPrimaryOrSecondary:           "NotPrimaryOrSecondary",
 	UnknownField:                    "Location40415",
 	CursorInUse:                     "Location50738",
+	InvalidFCVValue:                 "Location4926900",
+	FCVConfirmRequired:              "Location7369100",
 }
 
 // Name is MongoDB's codeName for c, or "" for a code without one (MongoDB

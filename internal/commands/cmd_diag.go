@@ -114,7 +114,7 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 	r.String("version", MongoVersion)
 	r.String("process", "cairn")
 	r.Int64("pid", int64(os.Getpid()))
-	r.Int64("uptime", int64(up.Seconds()))
+	r.Double("uptime", float64(int64(up.Seconds())))
 	r.Int64("uptimeMillis", up.Milliseconds())
 	r.Int64("uptimeEstimate", int64(up.Seconds()))
 	r.Any("localTime", bson.DateTime(time.Now().UnixMilli()))
@@ -129,7 +129,8 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 		"insert", o.Insert.Load(), "query", o.Query.Load(), "update", o.Update.Load(),
 		"delete", o.Delete.Load(), "getmore", o.GetMore.Load(), "command", o.Command.Load(),
 	))
-	r.Doc("mem", doc("bits", int32(64), "resident", int64(ms.Sys>>20), "virtual", int64(ms.Sys>>20), "supported", true))
+	r.Doc("asserts", doc("regular", int32(0), "warning", int32(0), "msg", int32(0), "user", int32(o.UserErrors.Load()), "tripwire", int32(0), "rollovers", int32(0)))
+	r.Doc("mem", doc("bits", int32(64), "resident", int32(ms.Sys>>20), "virtual", int32(ms.Sys>>20), "supported", true))
 	r.Doc("metrics", doc(
 		"cursor", doc("open", doc("total", int64(env.Cursors.Len()))),
 		"ttl", doc("deletedDocuments", env.TTL.Deleted(), "passes", env.TTL.Passes()),
@@ -175,7 +176,7 @@ func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	case "*":
 		r.StringArray("names", []string{"global", "startupWarnings"})
 	case "startupWarnings":
-		r.Int64("totalLinesWritten", 0)
+		r.Count("totalLinesWritten", 0)
 		r.StringArray("log", []string{})
 	case "global":
 		var lines []string
@@ -183,7 +184,7 @@ func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		if s.Env.Logs != nil {
 			lines, total = s.Env.Logs.Lines()
 		}
-		r.Int64("totalLinesWritten", total)
+		r.Count("totalLinesWritten", total)
 		r.StringArray("log", lines)
 	default:
 		return nil, mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", which)

@@ -75,6 +75,9 @@ type ConnCounters struct {
 // OpCounters count operations for serverStatus.opcounters.
 type OpCounters struct {
 	Insert, Query, Update, Delete, GetMore, Command atomic.Int64
+	// UserErrors counts commands answered with an error (serverStatus
+	// asserts.user, which mongod counts the same way).
+	UserErrors atomic.Int64
 }
 
 // NewEnv assembles the shared state for a server over eng.

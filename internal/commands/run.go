@@ -48,6 +48,7 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 			"durationMicros", time.Since(began).Microseconds(), "code", int32(mongoerr.CodeOf(err)))
 	}
 	if err != nil {
+		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
 	}
 	return out

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -67,16 +66,7 @@ func TestDiagnosticReplyTypes(t *testing.T) {
 			t.Errorf("%v: %v", tc.cmd, err)
 			continue
 		}
-		for path, typ := range tc.types {
-			v, err := raw.LookupErr(strings.Split(path, ".")...)
-			if err != nil {
-				t.Errorf("%s lacks %s: %s", tc.cmd[0].Key, path, raw)
-				continue
-			}
-			if v.Type != typ {
-				t.Errorf("%s.%s is %s, want %s", tc.cmd[0].Key, path, v.Type, typ)
-			}
-		}
+		fieldTypes(t, tc.cmd[0].Key, raw, tc.types)
 	}
 
 	raw, err := c.Database("admin").RunCommand(ctx, bson.D{{"getLog", "*"}}).Raw()

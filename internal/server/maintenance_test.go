@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -11,11 +12,12 @@ import (
 	"github.com/cairndb/cairn/internal/storage"
 )
 
-// fieldTypes asserts that each named field of raw exists with its type.
+// fieldTypes asserts that each field of raw (a dotted path) exists with
+// its type.
 func fieldTypes(t *testing.T, what string, raw bson.Raw, want map[string]bson.Type) {
 	t.Helper()
 	for f, typ := range want {
-		v, err := raw.LookupErr(f)
+		v, err := raw.LookupErr(strings.Split(f, ".")...)
 		if err != nil {
 			t.Errorf("%s lacks %s: %s", what, f, raw)
 			continue

@@ -63,6 +63,9 @@ type Env struct {
 	// failCommand), set by configureFailPoint when test commands are on.
 	FailPoints  *failpoint.Registry
 	failCommand *failpoint.Point
+	// startupParams are the --setParameter settings, name and value as
+	// given, for getCmdLineOpts (params_startup.go).
+	startupParams [][2]string
 }
 
 // ConnCounters count client connections for serverStatus.

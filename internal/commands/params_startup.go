@@ -22,6 +22,7 @@ func (e *Env) ApplyStartupParameters(settings []string) error {
 		if !ok || name == "" {
 			return fmt.Errorf("--setParameter takes name=value, got %q", kv)
 		}
+		e.startupParams = append(e.startupParams, [2]string{name, value})
 		if name == enableTestCommandsParam {
 			on, err := strconv.ParseBool(value)
 			if err != nil {

@@ -94,3 +94,16 @@ func TestSetFeatureCompatibilityVersion(t *testing.T) {
 		t.Fatalf("featureCompatibilityVersion after setFCV: %+v %v", got, err)
 	}
 }
+
+// TestGetCmdLineOptsShowsSetParameter: harnesses (PyMongo's) read
+// parsed.setParameter.enableTestCommands to know test commands are on.
+func TestGetCmdLineOptsShowsSetParameter(t *testing.T) {
+	s := startTestCommandsServer(t)
+	raw, err := s.client(t).Database("admin").RunCommand(context.Background(), bson.D{{"getCmdLineOpts", 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := raw.Lookup("parsed", "setParameter", "enableTestCommands"); v.Type != bson.TypeString || v.StringValue() != "1" {
+		t.Fatalf("getCmdLineOpts = %s", raw)
+	}
+}

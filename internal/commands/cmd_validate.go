@@ -56,15 +56,29 @@ func cmdValidate(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 		details.Doc(ix.Name, doc("valid", ix.Valid()))
 		if ix.Extra > 0 {
 			errs = append(errs, fmt.Sprintf("Index with name '%s' has %d index entries that no document produces.", ix.Name, ix.Extra))
-			extra = append(extra, doc("indexName", ix.Name, "count", ix.Extra))
 		}
 		if ix.Missing > 0 {
 			errs = append(errs, fmt.Sprintf("Index with name '%s' lacks %d index entries its documents produce.", ix.Name, ix.Missing))
-			missing = append(missing, doc("indexName", ix.Name, "count", ix.Missing))
 		}
 		if !ix.Valid() {
 			s.Env.Log.Error("validate found an inconsistent index", "ns", ns.String(), "index", ix.Name,
 				"extra", ix.Extra, "missing", ix.Missing, "firstDifference", ix.FirstDifference)
+		}
+	}
+	// One document per differing entry, as MongoDB's: indexName, the
+	// document's _id (Cairn's record id) and the decoded key.
+	for _, in := range v.Inconsistencies {
+		d := NewReply(nil).String("indexName", in.Index)
+		if in.ID.Type != 0 {
+			d.Doc("idKey", bsoncore.NewDocumentBuilder().AppendValue("_id", in.ID).Build())
+		}
+		if in.Key != nil {
+			d.Doc("indexKey", in.Key)
+		}
+		if in.Missing {
+			missing = append(missing, d.End())
+		} else {
+			extra = append(extra, d.End())
 		}
 	}
 	r := NewReply(dst)

@@ -3,11 +3,13 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -22,6 +24,27 @@ type Validation struct {
 	// Indexes has one entry per index, the _id index first, then the
 	// secondary indexes in creation order.
 	Indexes []IndexValidation
+	// Inconsistencies lists differing index entries, at most
+	// MaxReportedInconsistencies of them.
+	Inconsistencies []IndexInconsistency
+}
+
+// MaxReportedInconsistencies bounds Validation.Inconsistencies, so a badly
+// damaged index does not make validate's reply exceed the BSON size limit.
+const MaxReportedInconsistencies = 100
+
+// IndexInconsistency is one index entry that is missing (the documents
+// produce it, the index lacks it) or extra (stored, produced by no
+// document).
+type IndexInconsistency struct {
+	Index   string
+	Missing bool
+	// Key is the entry's key as {field: value, …} in key-pattern order;
+	// nil when the stored bytes do not decode.
+	Key bsoncore.Document
+	// ID is the _id of the entry's document (for an extra entry, the _id
+	// it names); zero when the bytes do not decode.
+	ID bsoncore.Value
 }
 
 // IndexValidation compares one index with the entries its collection's
@@ -67,7 +90,7 @@ func (e *Engine) Validate(ns Namespace) (Validation, error) {
 	}
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
-	want := map[uint64][]string{}
+	want := map[uint64][]entryString{}
 	docPrefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
 	it, err := snap.NewIter(docPrefix, storage.PrefixEnd(docPrefix))
 	if err != nil {
@@ -94,7 +117,7 @@ func (e *Engine) Validate(ns Namespace) (Validation, error) {
 			return v, err
 		}
 		for _, en := range entries {
-			want[en.ix.ID] = append(want[en.ix.ID], string(en.key)+"\x00value="+valueOf(en, idKey))
+			want[en.ix.ID] = append(want[en.ix.ID], newEntryString(en.key, valueOf(en, idKey)))
 		}
 	}
 	if err := it.Close(); err != nil {
@@ -107,54 +130,118 @@ func (e *Engine) Validate(ns Namespace) (Validation, error) {
 			return v, err
 		}
 		w := want[ix.ID]
-		sort.Strings(w)
+		slices.SortFunc(w, func(a, b entryString) int { return strings.Compare(a.s, b.s) })
 		iv := IndexValidation{Name: ix.Name, Keys: int64(len(got))}
-		iv.Missing, iv.Extra = countDifferences(got, w)
+		report := func(en entryString, missing bool) {
+			if missing {
+				iv.Missing++
+			} else {
+				iv.Extra++
+			}
+			if len(v.Inconsistencies) < MaxReportedInconsistencies {
+				v.Inconsistencies = append(v.Inconsistencies, e.describeEntry(ix, en, missing))
+			}
+		}
+		mergeDifferences(got, w, report)
 		if !iv.Valid() {
-			iv.FirstDifference = firstDifference(got, w)
+			iv.FirstDifference = firstDifference(strs(got), strs(w))
 		}
 		v.Indexes = append(v.Indexes, iv)
 	}
 	return v, nil
 }
 
-// indexEntries reads an index's entries, in key order, as key and value.
-func indexEntries(snap *storage.Snapshot, indexID uint64) ([]string, error) {
+// entryString is an index entry as one sortable string, its key bytes then
+// a separator and its value bytes; keyLen splits it again.
+type entryString struct {
+	s      string
+	keyLen int
+}
+
+func newEntryString(key []byte, value string) entryString {
+	return entryString{s: string(key) + "\x00value=" + value, keyLen: len(key)}
+}
+
+func (en entryString) key() []byte   { return []byte(en.s[:en.keyLen]) }
+func (en entryString) value() []byte { return []byte(en.s[en.keyLen+len("\x00value="):]) }
+
+func strs(ens []entryString) []string {
+	out := make([]string, len(ens))
+	for i, en := range ens {
+		out[i] = en.s
+	}
+	return out
+}
+
+// describeEntry decodes an index entry into its key and document _id.
+func (e *Engine) describeEntry(ix catalog.Index, en entryString, missing bool) IndexInconsistency {
+	out := IndexInconsistency{Index: ix.Name, Missing: missing}
+	spec, err := e.specs.get(ix)
+	if err != nil {
+		return out
+	}
+	prefix := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
+	key := en.key()
+	if len(key) < len(prefix) {
+		return out
+	}
+	vals, rest, err := spec.DecodeKey(key[len(prefix):])
+	if err != nil {
+		return out
+	}
+	kb := bsoncore.NewDocumentBuilder()
+	for i, f := range spec.KeyPattern {
+		if i < len(vals) {
+			kb.AppendValue(f.Path, vals[i])
+		}
+	}
+	out.Key = kb.Build()
+	idKey := rest
+	if spec.Unique {
+		idKey = en.value()
+	}
+	if id, _, err := keystring.Decode(idKey); err == nil {
+		out.ID = id
+	}
+	return out
+}
+
+// indexEntries reads an index's entries, in key order.
+func indexEntries(snap *storage.Snapshot, indexID uint64) ([]entryString, error) {
 	prefix := storage.Prefix(nil, storage.SpaceIndex, indexID)
 	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
 		return nil, err
 	}
-	var got []string
+	var got []entryString
 	for ok := it.First(); ok; ok = it.Next() {
 		val, err := it.Value()
 		if err != nil {
 			it.Close()
 			return nil, err
 		}
-		got = append(got, string(it.Key())+"\x00value="+string(val))
+		got = append(got, newEntryString(it.Key(), string(val)))
 	}
 	return got, it.Close()
 }
 
-// countDifferences merges two sorted lists: missing are in want only,
-// extra in got only.
-func countDifferences(got, want []string) (missing, extra int64) {
+// mergeDifferences merges two sorted lists and reports each entry found in
+// only one: missing (want only) or extra (got only).
+func mergeDifferences(got, want []entryString, report func(en entryString, missing bool)) {
 	i, j := 0, 0
 	for i < len(got) || j < len(want) {
 		switch {
-		case j >= len(want) || i < len(got) && got[i] < want[j]:
-			extra++
+		case j >= len(want) || i < len(got) && got[i].s < want[j].s:
+			report(got[i], false)
 			i++
-		case i >= len(got) || want[j] < got[i]:
-			missing++
+		case i >= len(got) || want[j].s < got[i].s:
+			report(want[j], true)
 			j++
 		default:
 			i++
 			j++
 		}
 	}
-	return missing, extra
 }
 
 // CheckIndexes verifies that every secondary index of ns holds exactly the

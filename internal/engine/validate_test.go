@@ -54,6 +54,22 @@ func TestValidateFindsCorruptIndexes(t *testing.T) {
 	if !v.Indexes[0].Valid() {
 		t.Fatal("the _id index reported invalid")
 	}
+	if len(v.Inconsistencies) != 2 {
+		t.Fatalf("inconsistencies %+v, want one missing and one extra", v.Inconsistencies)
+	}
+	for _, in := range v.Inconsistencies {
+		switch {
+		case in.Missing:
+			// The deleted entry was document 1's {a: 1}.
+			if in.Index != "a_1" || bsoncore.Document(in.Key).Lookup("a").Int32() != 1 || in.ID.Int32() != 1 {
+				t.Errorf("missing entry %+v, want a_1 {a: 1} of _id 1", in)
+			}
+		default:
+			if in.Index != "a_1" || in.Key != nil {
+				t.Errorf("extra entry %+v: the garbage key decoded", in)
+			}
+		}
+	}
 	if err := e.CheckIndexes(users); err == nil {
 		t.Fatal("CheckIndexes passed a corrupt index")
 	}

@@ -72,7 +72,8 @@ func TestValidateOverTheWire(t *testing.T) {
 	errs, _ := raw.Lookup("errors").Array().Values()
 	extra, _ := raw.Lookup("extraIndexEntries").Array().Values()
 	if raw.Lookup("valid").Boolean() || raw.Lookup("indexDetails", "a_1", "valid").Boolean() || !raw.Lookup("indexDetails", "_id_", "valid").Boolean() ||
-		len(errs) != 1 || len(extra) != 1 || raw.Lookup("keysPerIndex", "a_1").Int32() != 4 {
+		len(errs) != 1 || len(extra) != 1 || extra[0].Document().Lookup("indexName").StringValue() != "a_1" ||
+		raw.Lookup("keysPerIndex", "a_1").Int32() != 4 {
 		t.Fatalf("validate of a corrupt index: %s", raw)
 	}
 

@@ -399,3 +399,40 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
 	}
 }
+
+// cmdWaitForFailPoint waits until a fail point has fired timesEntered times
+// in all, within maxTimeMS (required, as in mongod).
+func cmdWaitForFailPoint(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	name, ok := req.First().StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'waitForFailPoint.waitForFailPoint' is the wrong type '%s', expected type 'string'", typeName(req.First().Type))
+	}
+	if _, ok := req.Arg("timesEntered"); !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'waitForFailPoint.timesEntered' is missing but a required field")
+	}
+	target, err := req.Int("timesEntered", 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := req.Arg("maxTimeMS"); !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Missing maxTimeMS")
+	}
+	ms, err := req.Int("maxTimeMS", 0)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := s.Env.FailPoints.Lookup(name)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)
+	}
+	deadline := time.Now().Add(time.Duration(ms) * time.Millisecond)
+	for p.Entered() < target {
+		if ms > 0 && !time.Now().Before(deadline) {
+			return nil, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	return OK(dst), nil
+}

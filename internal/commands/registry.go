@@ -27,7 +27,7 @@ func init() {
 		"buildinfo":                      {run: cmdBuildInfo, help: "alias of buildInfo"},
 		"collMod":                        {run: cmdCollMod, help: "change collection and index options"},
 		"collStats":                      {run: cmdCollStats, help: "collection statistics"},
-		"configureFailPoint":             {run: cmdConfigureFailPoint, adminOnly: true, testOnly: true, help: "set a fail point's mode and data (test commands only)"},
+		"configureFailPoint":             {run: cmdConfigureFailPoint, adminOnly: true, testOnly: true, help: "modifies the settings of a fail point (test commands only)"},
 		"compact":                        {run: cmdCompact, help: "compact a collection's documents and indexes on disk"},
 		"connectionStatus":               {run: cmdConnectionStatus, help: "authentication state of this connection"},
 		"count":                          {run: cmdCount, help: "count documents"},
@@ -72,6 +72,7 @@ func init() {
 		"setParameter":                   {run: cmdSetParameter, adminOnly: true, help: "change server parameters"},
 		"update":                         {run: cmdUpdate, help: "update documents"},
 		"validate":                       {run: cmdValidate, help: "check a collection's documents and indexes"},
+		"waitForFailPoint":               {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)"},
 		"whatsmyuri":                     {run: cmdWhatsMyURI, help: "this connection's client address"},
 	}
 }

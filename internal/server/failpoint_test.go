@@ -79,8 +79,19 @@ func TestFailCommand(t *testing.T) {
 		}
 		// The count is the times the point fired so far.
 		raw := configureFailPoint(t, c, bson.D{{"configureFailPoint", "failCommand"}, {"mode", "off"}})
-		if n, _ := raw.Lookup("count").AsInt64OK(); n < 2 {
+		n, _ := raw.Lookup("count").AsInt64OK()
+		if n < 2 {
 			t.Fatalf("count %d after two failures", n)
+		}
+		admin := c.Database("admin")
+		if err := admin.RunCommand(ctx, bson.D{{"waitForFailPoint", "failCommand"}, {"timesEntered", n}, {"maxTimeMS", 1000}}).Err(); err != nil {
+			t.Fatalf("waitForFailPoint for times already entered: %v", err)
+		}
+		if err := admin.RunCommand(ctx, bson.D{{"waitForFailPoint", "failCommand"}, {"timesEntered", n + 1}, {"maxTimeMS", 50}}).Err(); commandCode(err) != 50 {
+			t.Fatalf("waitForFailPoint past what will come: %v, want MaxTimeMSExpired", err)
+		}
+		if err := admin.RunCommand(ctx, bson.D{{"waitForFailPoint", "failCommand"}, {"timesEntered", n}}).Err(); commandCode(err) != 9 {
+			t.Fatalf("waitForFailPoint without maxTimeMS: %v, want FailedToParse", err)
 		}
 	})
 
@@ -262,4 +273,32 @@ func replyKeys(raw bson.Raw) []string {
 		keys = append(keys, e.Key())
 	}
 	return keys
+}
+
+// TestFailCommandTimesUnderConcurrency: {times: n} fails exactly n of many
+// concurrent commands, whichever connections they come from.
+func TestFailCommandTimesUnderConcurrency(t *testing.T) {
+	s := startTestCommandsServer(t)
+	c := s.client(t, options.Client().SetMaxPoolSize(8))
+	ctx := context.Background()
+	db := c.Database("fcc")
+	configureFailPoint(t, c, bson.D{{"configureFailPoint", "failCommand"}, {"mode", bson.D{{"times", 5}}},
+		{"data", bson.D{{"failCommands", bson.A{"count"}}, {"errorCode", 2}}}})
+	const n = 40
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- db.RunCommand(ctx, bson.D{{"count", "c"}}).Err() }()
+	}
+	failed := 0
+	for range n {
+		if err := <-errs; err != nil {
+			if commandCode(err) != 2 {
+				t.Fatalf("count: %v", err)
+			}
+			failed++
+		}
+	}
+	if failed != 5 {
+		t.Fatalf("%d of %d counts failed under {times: 5}", failed, n)
+	}
 }

@@ -130,6 +130,8 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 		"delete", o.Delete.Load(), "getmore", o.GetMore.Load(), "command", o.Command.Load(),
 	))
 	r.Doc("asserts", doc("regular", int32(0), "warning", int32(0), "msg", int32(0), "user", int32(o.UserErrors.Load()), "tripwire", int32(0), "rollovers", int32(0)))
+	n := &env.Network
+	r.Doc("network", doc("bytesIn", n.BytesIn.Load(), "bytesOut", n.BytesOut.Load(), "numRequests", n.NumRequests.Load()))
 	r.Doc("mem", doc("bits", int32(64), "resident", int32(ms.Sys>>20), "virtual", int32(ms.Sys>>20), "supported", true))
 	r.Doc("metrics", doc(
 		"cursor", doc("open", doc("total", int64(env.Cursors.Len()))),

@@ -55,6 +55,7 @@ type Env struct {
 
 	Connections ConnCounters
 	Ops         OpCounters
+	Network     NetCounters
 	// Logs keeps recent log lines for getLog (nil: none kept).
 	Logs *LogRing
 	// TTL is the TTL monitor, started with the Env (params.go).
@@ -73,6 +74,18 @@ type ConnCounters struct {
 	Current      atomic.Int64
 	TotalCreated atomic.Int64
 	Available    atomic.Int64
+}
+
+// NetCounters count wire traffic for serverStatus.network: messages and
+// their bytes as the protocol sees them (before compression).
+type NetCounters struct {
+	BytesIn, BytesOut, NumRequests atomic.Int64
+}
+
+// Request counts one received message of n bytes.
+func (n *NetCounters) Request(bytes int64) {
+	n.BytesIn.Add(bytes)
+	n.NumRequests.Add(1)
 }
 
 // OpCounters count operations for serverStatus.opcounters.

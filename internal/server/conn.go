@@ -78,6 +78,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		c.srv.env.Network.Request(int64(msg.Header.MessageLength))
 		c.busy.Store(true)
 		err = c.handle(msg)
 		c.busy.Store(false)
@@ -275,6 +276,7 @@ func (c *conn) writeLegacy(responseTo int32, body bsoncore.Document) error {
 }
 
 func (c *conn) send(frame []byte, compress bool, comp wire.Compressor) error {
+	c.srv.env.Network.BytesOut.Add(int64(len(frame)))
 	if compress {
 		out, err := wire.AppendCompressed(c.comp[:0], frame, comp, wire.DefaultZlibLevel)
 		if err == nil {

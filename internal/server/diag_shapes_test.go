@@ -56,6 +56,7 @@ func TestDiagnosticReplyTypes(t *testing.T) {
 			"opcounters.insert": bson.TypeInt64, "opcounters.command": bson.TypeInt64,
 			"mem.bits": bson.TypeInt32, "mem.resident": bson.TypeInt32, "mem.virtual": bson.TypeInt32,
 			"storageEngine.name": bson.TypeString, "metrics.cursor.open.total": bson.TypeInt64,
+			"network.bytesIn": bson.TypeInt64, "network.bytesOut": bson.TypeInt64, "network.numRequests": bson.TypeInt64,
 		}},
 		{"admin", bson.D{{"getLog", "*"}}, map[string]bson.Type{"names": bson.TypeArray}},
 		{"admin", bson.D{{"getLog", "global"}}, map[string]bson.Type{"totalLinesWritten": bson.TypeInt32, "log": bson.TypeArray}},
@@ -105,5 +106,33 @@ func TestListIndexesFieldOrder(t *testing.T) {
 		if got := replyKeys(sp); !slices.Equal(got, want[i]) {
 			t.Errorf("index %d fields %v, want %v", i, got, want[i])
 		}
+	}
+}
+
+// TestServerStatusNetworkCounts: each request adds to numRequests and to
+// the bytes in and out.
+func TestServerStatusNetworkCounts(t *testing.T) {
+	s := startServer(t)
+	admin := s.client(t).Database("admin")
+	ctx := context.Background()
+	status := func() bson.Raw {
+		raw, err := admin.RunCommand(ctx, bson.D{{"serverStatus", 1}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	before := status()
+	if err := admin.RunCommand(ctx, bson.D{{"ping", 1}, {"comment", "0123456789012345678901234567890123456789"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	after := status()
+	for _, f := range []string{"bytesIn", "bytesOut"} {
+		if d := after.Lookup("network", f).Int64() - before.Lookup("network", f).Int64(); d < 40 {
+			t.Errorf("network.%s grew %d bytes over a ping and a serverStatus", f, d)
+		}
+	}
+	if d := after.Lookup("network", "numRequests").Int64() - before.Lookup("network", "numRequests").Int64(); d < 2 {
+		t.Errorf("network.numRequests grew %d over two requests", d)
 	}
 }

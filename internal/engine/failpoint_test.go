@@ -42,3 +42,26 @@ func TestFailBeforeCommit(t *testing.T) {
 		t.Fatalf("entered %d, want 1", fp.Entered())
 	}
 }
+
+// TestFailAfterCommit: the insert is answered with an error, yet its
+// document is durable and readable, and the catalog kept its collection.
+func TestFailAfterCommit(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	fp, _ := e.FailPoints().Lookup(failpoint.StorageFailAfterCommit)
+	fp.Set(failpoint.Config{Mode: failpoint.Times, N: 1})
+	_, err := e.Insert(users, []bsoncore.Document{doc(t, bson.D{{"_id", 1}})}, true)
+	if !errors.Is(err, storage.ErrFailPointAfterCommit) {
+		t.Fatalf("insert at the fail point: err %v, want %v", err, storage.ErrFailPointAfterCommit)
+	}
+	if _, found, _ := e.Get(nil, users, val(t, 1)); !found {
+		t.Fatal("the committed document is not readable")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir)
+	if got := scanIDs(t, e, users); len(got) != 1 {
+		t.Fatalf("documents after reopening %v, want [1]", got)
+	}
+}

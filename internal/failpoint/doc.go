@@ -9,6 +9,8 @@
 //   - "failCommand" (package commands): MongoDB's command fail point.
 //   - [StorageFailBeforeCommit] (package storage): a commit group fails
 //     before its batch is committed and synced, as a failed WAL sync would.
+//   - [StorageFailAfterCommit] (package storage): a commit group commits
+//     and syncs, then every request in it is answered with an error.
 //
 // Invariant "Off is one load": checking a point that is off (or nil) costs
 // one atomic load and takes no lock, so points may sit on hot paths such as

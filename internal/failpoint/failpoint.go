@@ -35,6 +35,12 @@ type Config struct {
 // fires, a commit group is not committed and every request in it fails.
 const StorageFailBeforeCommit = "storageFailBeforeCommit"
 
+// StorageFailAfterCommit is the storage commit pipeline's point after a
+// group is durable: when it fires, every request of the group gets an
+// error although its writes committed, the outcome a client sees when a
+// connection drops after the sync (the case retryable writes exist for).
+const StorageFailAfterCommit = "storageFailAfterCommit"
+
 // Point is one named fail point. A nil *Point is always off.
 type Point struct {
 	name    string

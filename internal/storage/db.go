@@ -39,7 +39,8 @@ type Options struct {
 	// Hooks observe committed and failed groups (may be nil).
 	Hooks *Hooks
 	// FailPoints holds the named fail points of this store's server
-	// (failpoint.StorageFailBeforeCommit). Default: a registry of its own.
+	// (failpoint.StorageFailBeforeCommit, StorageFailAfterCommit). Default:
+	// a registry of its own.
 	FailPoints *failpoint.Registry
 }
 
@@ -91,7 +92,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
 	}
 	db.opts.FailPoints = opts.FailPoints
-	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger, opts.FailPoints.Define(failpoint.StorageFailBeforeCommit))
+	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger, opts.FailPoints)
 	return db, nil
 }
 

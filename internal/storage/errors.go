@@ -18,4 +18,8 @@ var (
 	// ErrFailPoint fails a commit group when the failpoint
 	// StorageFailBeforeCommit fires (fault tests only).
 	ErrFailPoint = errors.New("storage: commit failed at fail point " + failpoint.StorageFailBeforeCommit)
+	// ErrFailPointAfterCommit answers the requests of a committed group
+	// when the failpoint StorageFailAfterCommit fires: their writes are
+	// durable, their acknowledgements lost (fault tests only).
+	ErrFailPointAfterCommit = errors.New("storage: acknowledgement lost at fail point " + failpoint.StorageFailAfterCommit)
 )

@@ -42,8 +42,10 @@ type pipeline struct {
 	hooks     *Hooks
 	log       *slog.Logger
 	// failBeforeCommit fails a whole group just before its batch commits
-	// (failpoint.StorageFailBeforeCommit).
-	failBeforeCommit *failpoint.Point
+	// (failpoint.StorageFailBeforeCommit); failAfterCommit answers every
+	// request of a committed group with an error
+	// (failpoint.StorageFailAfterCommit).
+	failBeforeCommit, failAfterCommit *failpoint.Point
 
 	// sizeHint is the byte size of the last group's batch: the next group
 	// starts with that much room, so a large group does not grow its batch by
@@ -56,10 +58,11 @@ type pipeline struct {
 	stopped chan struct{}
 }
 
-func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger, failBeforeCommit *failpoint.Point) *pipeline {
+func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger, fps *failpoint.Registry) *pipeline {
 	p := &pipeline{
 		pdb:              pdb,
-		failBeforeCommit: failBeforeCommit,
+		failBeforeCommit: fps.Define(failpoint.StorageFailBeforeCommit),
+		failAfterCommit:  fps.Define(failpoint.StorageFailAfterCommit),
 		writeOpts:        wo,
 		hooks:            hooks,
 		log:              log,
@@ -183,6 +186,17 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 	}
 	if p.hooks != nil && p.hooks.Committed != nil {
 		p.hooks.Committed()
+	}
+	if p.failAfterCommit.Active() {
+		if _, fire := p.failAfterCommit.Eval(nil); fire {
+			// The group is durable and visible; only its acknowledgements
+			// are lost, as when a connection drops after the sync.
+			for _, r := range group {
+				if r.err == nil {
+					r.err = ErrFailPointAfterCommit
+				}
+			}
+		}
 	}
 }
 

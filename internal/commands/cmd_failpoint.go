@@ -333,8 +333,8 @@ func runCommand(ctx context.Context, s *Session, req *Request, cmd command, dst 
 	return appendBeforeOK(dst, out, extra), nil
 }
 
-// withLabels returns err with errorLabels set to labels (replacing any the
-// error carried).
+// withLabels returns err with errorLabels set to labels, replacing any the
+// error carried; an empty list leaves the reply without errorLabels.
 func withLabels(err error, labels bson.A) error {
 	e, ok := mongoerr.As(err)
 	if !ok {
@@ -347,7 +347,9 @@ func withLabels(err error, labels bson.A) error {
 			cp.Extra = append(cp.Extra, f)
 		}
 	}
-	cp.Extra = append(cp.Extra, mongoerr.Field{Name: "errorLabels", Value: labels})
+	if len(labels) > 0 {
+		cp.Extra = append(cp.Extra, mongoerr.Field{Name: "errorLabels", Value: labels})
+	}
 	return &cp
 }
 

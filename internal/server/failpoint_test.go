@@ -134,6 +134,15 @@ func TestFailCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("empty errorLabels leave none", func(t *testing.T) {
+		configureFailPoint(t, c, bson.D{{"configureFailPoint", "failCommand"}, {"mode", bson.D{{"times", 1}}},
+			{"data", bson.D{{"failCommands", bson.A{"find"}}, {"errorCode", 2}, {"errorLabels", bson.A{}}}}})
+		raw, _ := rawReply(ctx, db, find)
+		if _, err := raw.LookupErr("errorLabels"); err == nil || raw.Lookup("code").Int32() != 2 {
+			t.Fatalf("reply %s: want code 2 and no errorLabels", raw)
+		}
+	})
+
 	t.Run("appName", func(t *testing.T) {
 		other := s.client(t, options.Client().SetAppName("other"))
 		configureFailPoint(t, c, bson.D{{"configureFailPoint", "failCommand"}, {"mode", "alwaysOn"},

@@ -44,3 +44,18 @@ func TestSyncInterval(t *testing.T) {
 		t.Error("a negative interval was accepted")
 	}
 }
+
+func TestSetParameterFlag(t *testing.T) {
+	f, err := parseServeFlags([]string{"--setParameter", "enableTestCommands=1", "--setParameter=cursorTimeoutMillis=5000"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.setParams, " "); got != "enableTestCommands=1 cursorTimeoutMillis=5000" {
+		t.Fatalf("setParams = %q", got)
+	}
+	var out, errOut bytes.Buffer
+	code := run([]string{"serve", "--dbpath", t.TempDir(), "--port", "0", "--setParameter", "noSuchParameter=1"}, &out, &errOut)
+	if code != 1 || !strings.Contains(out.String(), `unknown --setParameter \"noSuchParameter\"`) {
+		t.Fatalf("unknown parameter: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}

@@ -29,6 +29,8 @@ type serveFlags struct {
 	logLevel string
 	maxConns int
 	idPrefix int
+	// setParams are --setParameter name=value settings, in order.
+	setParams []string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -42,6 +44,10 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections")
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
+	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
+		f.setParams = append(f.setParams, s)
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cairn serve [flags]\n\nRuns a Cairn node that MongoDB drivers and mongosh connect to.\n\nFlags:")
 		fs.PrintDefaults()
@@ -135,6 +141,9 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 	}, log)
 	env.Logs = ring
 	defer env.Close()
+	if err := env.ApplyStartupParameters(f.setParams); err != nil {
+		return err
+	}
 	srv := server.New(env, server.Options{MaxConns: f.maxConns})
 	addr := net.JoinHostPort(f.bindIP, strconv.Itoa(f.port))
 	if err := srv.Listen(addr); err != nil {

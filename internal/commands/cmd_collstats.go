@@ -42,14 +42,14 @@ func cmdCollStats(_ context.Context, s *Session, req *Request, dst []byte) (bson
 // appendStorageStats appends collStats' figures (the same fields
 // $collStats shows as storageStats), sizes divided by scale.
 func appendStorageStats(r *Reply, s *Session, ns engine.Namespace, st engine.CollectionStats, scale int64) {
-	r.Int64("size", st.DataSize/scale)
-	r.Int64("count", st.Count)
+	r.Count("size", st.DataSize/scale)
+	r.Count("count", st.Count)
 	if st.Count > 0 {
-		r.Int64("avgObjSize", st.DataSize/st.Count)
+		r.Count("avgObjSize", st.DataSize/st.Count)
 	}
-	r.Int64("numOrphanDocs", 0)
-	r.Int64("storageSize", st.StorageSize/scale)
-	r.Int64("freeStorageSize", 0)
+	r.Count("numOrphanDocs", 0)
+	r.Count("storageSize", st.StorageSize/scale)
+	r.Count("freeStorageSize", 0)
 	r.Bool("capped", false)
 	r.Int32("nindexes", int32(len(st.IndexSizes)))
 	var building []string
@@ -61,11 +61,11 @@ func appendStorageStats(r *Reply, s *Session, ns engine.Namespace, st engine.Col
 		}
 	}
 	r.StringArray("indexBuilds", building)
-	r.Int64("totalIndexSize", st.TotalIndexSize()/scale)
-	r.Int64("totalSize", (st.StorageSize+st.TotalIndexSize())/scale)
+	r.Count("totalIndexSize", st.TotalIndexSize()/scale)
+	r.Count("totalSize", (st.StorageSize+st.TotalIndexSize())/scale)
 	sizes := NewReply(nil)
 	for _, ix := range st.IndexSizes {
-		sizes.Int64(ix.Name, ix.Bytes/scale)
+		sizes.Count(ix.Name, ix.Bytes/scale)
 	}
 	r.Doc("indexSizes", sizes.End())
 	r.Int32("scaleFactor", int32(scale))

@@ -256,6 +256,10 @@ func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	r.Double("indexSize", float64(indexSize/scale))
 	r.Double("totalSize", float64((storage+indexSize)/scale))
 	r.Int64("scaleFactor", scale)
+	if used, total, ok := fsSizes(s.Env.Config.DBPath); ok {
+		r.Double("fsUsedSize", float64(used/scale))
+		r.Double("fsTotalSize", float64(total/scale))
+	}
 	return r.Finish(), nil
 }
 

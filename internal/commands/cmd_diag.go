@@ -114,7 +114,7 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 	r.String("version", MongoVersion)
 	r.String("process", "cairn")
 	r.Int64("pid", int64(os.Getpid()))
-	r.Int64("uptime", int64(up.Seconds()))
+	r.Double("uptime", float64(int64(up.Seconds())))
 	r.Int64("uptimeMillis", up.Milliseconds())
 	r.Int64("uptimeEstimate", int64(up.Seconds()))
 	r.Any("localTime", bson.DateTime(time.Now().UnixMilli()))
@@ -129,7 +129,10 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 		"insert", o.Insert.Load(), "query", o.Query.Load(), "update", o.Update.Load(),
 		"delete", o.Delete.Load(), "getmore", o.GetMore.Load(), "command", o.Command.Load(),
 	))
-	r.Doc("mem", doc("bits", int32(64), "resident", int64(ms.Sys>>20), "virtual", int64(ms.Sys>>20), "supported", true))
+	r.Doc("asserts", doc("regular", int32(0), "warning", int32(0), "msg", int32(0), "user", int32(o.UserErrors.Load()), "tripwire", int32(0), "rollovers", int32(0)))
+	n := &env.Network
+	r.Doc("network", doc("bytesIn", n.BytesIn.Load(), "bytesOut", n.BytesOut.Load(), "numRequests", n.NumRequests.Load()))
+	r.Doc("mem", doc("bits", int32(64), "resident", int32(ms.Sys>>20), "virtual", int32(ms.Sys>>20), "supported", true))
 	r.Doc("metrics", doc(
 		"cursor", doc("open", doc("total", int64(env.Cursors.Len()))),
 		"ttl", doc("deletedDocuments", env.TTL.Deleted(), "passes", env.TTL.Passes()),
@@ -142,10 +145,19 @@ func cmdGetCmdLineOpts(_ context.Context, s *Session, _ *Request, dst []byte) (b
 	cfg := s.Env.Config
 	r := NewReply(dst)
 	r.Any("argv", cfg.Argv)
-	r.Doc("parsed", doc(
-		"net", doc("bindIp", cfg.BindIP, "port", int32(cfg.Port)),
-		"storage", doc("dbPath", cfg.DBPath),
-	))
+	parsed := NewReply(nil)
+	parsed.Doc("net", doc("bindIp", cfg.BindIP, "port", int32(cfg.Port)))
+	if len(s.Env.startupParams) > 0 {
+		// As mongod: values as given on the command line, as strings
+		// (harnesses look for setParameter.enableTestCommands here).
+		sp := NewReply(nil)
+		for _, kv := range s.Env.startupParams {
+			sp.String(kv[0], kv[1])
+		}
+		parsed.Doc("setParameter", sp.End())
+	}
+	parsed.Doc("storage", doc("dbPath", cfg.DBPath))
+	r.Doc("parsed", parsed.End())
 	return r.Finish(), nil
 }
 
@@ -175,7 +187,7 @@ func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	case "*":
 		r.StringArray("names", []string{"global", "startupWarnings"})
 	case "startupWarnings":
-		r.Int64("totalLinesWritten", 0)
+		r.Count("totalLinesWritten", 0)
 		r.StringArray("log", []string{})
 	case "global":
 		var lines []string
@@ -183,7 +195,7 @@ func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		if s.Env.Logs != nil {
 			lines, total = s.Env.Logs.Lines()
 		}
-		r.Int64("totalLinesWritten", total)
+		r.Count("totalLinesWritten", total)
 		r.StringArray("log", lines)
 	default:
 		return nil, mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", which)
@@ -227,7 +239,7 @@ func cmdGetParameter(_ context.Context, s *Session, req *Request, dst []byte) (b
 		}
 		found++
 		if details {
-			r.Doc(n, doc("value", v, "settableAtRuntime", params.settable(n), "settableAtStartup", true))
+			r.Doc(n, doc("value", v, "settableAtRuntime", params.settable(n), "settableAtStartup", params.settableAtStartup(n)))
 		} else {
 			r.Any(n, v)
 		}
@@ -257,9 +269,14 @@ func cmdSetParameter(_ context.Context, s *Session, req *Request, dst []byte) (b
 	if err != nil {
 		return nil, err
 	}
-	if name == "cursorTimeoutMillis" {
-		ms, _ := s.Env.Params.Get(name)
-		s.Env.Cursors.SetTimeout(time.Duration(ms.(int64)) * time.Millisecond)
-	}
+	s.Env.applyParam(name)
 	return NewReply(dst).Any("was", old).Finish(), nil
+}
+
+// applyParam passes a changed parameter on to the state that caches it.
+func (e *Env) applyParam(name string) {
+	if name == "cursorTimeoutMillis" {
+		ms, _ := e.Params.Get(name)
+		e.Cursors.SetTimeout(time.Duration(ms.(int64)) * time.Millisecond)
+	}
 }

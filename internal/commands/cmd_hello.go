@@ -35,7 +35,7 @@ func handshake(s *Session, req *Request, dst []byte, primaryField string) (bsonc
 	r.Int32("maxWriteBatchSize", MaxWriteBatchSize)
 	r.Any("localTime", bson.DateTime(time.Now().UnixMilli()))
 	r.Int32("logicalSessionTimeoutMinutes", LogicalSessionTimeoutMinutes)
-	r.Int64("connectionId", s.ConnID)
+	r.Count("connectionId", s.ConnID) // int32, as mongod's appendNumber
 	r.Int32("minWireVersion", MinWireVersion)
 	r.Int32("maxWireVersion", MaxWireVersion)
 	r.Bool("readOnly", false)

@@ -17,6 +17,11 @@
 // aggregation pipeline's output, pulled one document at a time. (Below
 // them, engine.Cursor walks one key range of a snapshot.)
 //
+// Test commands (configureFailPoint) exist only when the server starts with
+// --setParameter enableTestCommands=1; Run then applies MongoDB's failCommand
+// fail point around every command (cmd_failpoint.go). With the point off,
+// the cost is one atomic load per command.
+//
 // Invariant "Errors are codes": a handler returns an error; Run turns a
 // *mongoerr.Error into {ok: 0, errmsg, code, codeName} and any other error
 // into InternalError, so drivers always get a code to decide retries on.

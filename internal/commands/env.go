@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/ttl"
 )
 
@@ -57,10 +58,18 @@ type Env struct {
 
 	Connections ConnCounters
 	Ops         OpCounters
+	Network     NetCounters
 	// Logs keeps recent log lines for getLog (nil: none kept).
 	Logs *LogRing
 	// TTL is the TTL monitor, started with the Env (params.go).
 	TTL *ttl.Monitor
+	// FailPoints are the server's named fail points (the engine's and
+	// failCommand), set by configureFailPoint when test commands are on.
+	FailPoints  *failpoint.Registry
+	failCommand *failpoint.Point
+	// startupParams are the --setParameter settings, name and value as
+	// given, for getCmdLineOpts (params_startup.go).
+	startupParams [][2]string
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -70,9 +79,24 @@ type ConnCounters struct {
 	Available    atomic.Int64
 }
 
+// NetCounters count wire traffic for serverStatus.network: messages and
+// their bytes as the protocol sees them (before compression).
+type NetCounters struct {
+	BytesIn, BytesOut, NumRequests atomic.Int64
+}
+
+// Request counts one received message of n bytes.
+func (n *NetCounters) Request(bytes int64) {
+	n.BytesIn.Add(bytes)
+	n.NumRequests.Add(1)
+}
+
 // OpCounters count operations for serverStatus.opcounters.
 type OpCounters struct {
 	Insert, Query, Update, Delete, GetMore, Command atomic.Int64
+	// UserErrors counts commands answered with an error (serverStatus
+	// asserts.user, which mongod counts the same way).
+	UserErrors atomic.Int64
 }
 
 // NewEnv assembles the shared state for a server over eng.
@@ -95,6 +119,8 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		Started:   time.Now(),
 		ProcessID: bson.NewObjectID(),
 	}
+	env.FailPoints = eng.FailPoints()
+	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)
 	return env
 }
@@ -112,4 +138,26 @@ type Session struct {
 	ConnID int64
 	Remote string
 	Client bson.Raw // the handshake's client metadata, if any
+
+	// hangUp asks the server to close the connection instead of replying
+	// (failCommand's closeConnection); see TakeHangUp.
+	hangUp bool
+}
+
+// TakeHangUp reports whether the last command asked for the connection to
+// be closed without a reply, and clears the request. The server checks it
+// after every command.
+func (s *Session) TakeHangUp() bool {
+	h := s.hangUp
+	s.hangUp = false
+	return h
+}
+
+// AppName is the application name the client gave in its handshake, or "".
+func (s *Session) AppName() string {
+	if s.Client == nil {
+		return ""
+	}
+	name, _ := s.Client.Lookup("application", "name").StringValueOK()
+	return name
 }

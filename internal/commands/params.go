@@ -35,13 +35,18 @@ type Params struct {
 // NewParams returns the parameters every Cairn node has.
 func NewParams() *Params {
 	p := &Params{values: map[string]*param{}}
-	p.Define("featureCompatibilityVersion", bson.D{{Key: "version", Value: "7.0"}}, nil)
+	p.Define("featureCompatibilityVersion", bson.D{{Key: "version", Value: fcvVersion}}, nil) // cmd_setfcv.go
 	p.Define("cursorTimeoutMillis", int64(DefaultCursorTimeout.Milliseconds()), nonNegativeInt)
 	p.Define("ttlMonitorSleepSecs", int32(60), positiveInt)
 	p.Define("logLevel", int32(0), nonNegativeInt)
 	p.Define("notablescan", false, boolParam)
 	p.Define("internalQueryMaxBlockingSortMemoryUsageBytes", int64(100*1024*1024), positiveInt)
 	p.Define("maxBSONDepth", int32(200), nil)
+	p.Define(enableTestCommandsParam, false, nil) // startup only (params_startup.go)
+	// Read-only and truthful: Cairn logs the same either way, and until the
+	// security issue it authenticates no one, with no mechanism.
+	p.Define("quiet", false, nil)
+	p.Define("authenticationMechanisms", []string{}, nil)
 	return p
 }
 

@@ -26,6 +26,9 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}()
 	s.Env.Ops.Command.Add(1)
 	cmd, ok := lookup(req.Name)
+	if ok && cmd.testOnly && !s.Env.TestCommands() {
+		ok = false
+	}
 	if !ok {
 		return ErrorReply(dst, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", req.Name))
 	}
@@ -39,12 +42,13 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if logged {
 		began = time.Now()
 	}
-	out, err := cmd.run(ctx, s, req, dst)
+	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
 	if logged {
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
 			"durationMicros", time.Since(began).Microseconds(), "code", int32(mongoerr.CodeOf(err)))
 	}
 	if err != nil {
+		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
 	}
 	return out

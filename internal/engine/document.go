@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -99,7 +100,7 @@ func duplicateIDError(ns Namespace, id bsoncore.Value) *mongoerr.Error {
 	idDoc := bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
 	return &mongoerr.Error{
 		Code: mongoerr.DuplicateKey,
-		Msg:  "E11000 duplicate key error collection: " + ns.String() + " index: _id_ dup key: " + bson.Raw(idDoc).String(),
+		Msg:  "E11000 duplicate key error collection: " + ns.String() + " index: _id_ dup key: " + bsonx.ShellString(idDoc),
 		Extra: []mongoerr.Field{
 			{Name: "keyPattern", Value: bson.D{{Key: "_id", Value: 1}}},
 			{Name: "keyValue", Value: bson.Raw(idDoc)},

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/idgen"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -23,6 +24,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// FailPoints holds the server's named fail points (package failpoint);
+	// the engine's own sit in its commit path. Default: a registry of its own.
+	FailPoints *failpoint.Registry
 }
 
 // Engine is one node's open database.
@@ -54,7 +58,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Now = time.Now
 	}
 	hooks := &storage.Hooks{}
-	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, Logger: opts.Logger, Hooks: hooks})
+	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +91,10 @@ func (e *Engine) Close() error { return e.db.Close() }
 
 // Catalog is the catalog as of the last committed write.
 func (e *Engine) Catalog() *catalog.State { return e.cat.Current() }
+
+// FailPoints is the registry of the engine's fail points; the command layer
+// adds its own (failCommand) and configureFailPoint sets any of them.
+func (e *Engine) FailPoints() *failpoint.Registry { return e.db.FailPoints() }
 
 // Storage exposes the store, for benchmarks and diagnostics.
 func (e *Engine) Storage() *storage.DB { return e.db }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/invariants"
@@ -285,28 +285,26 @@ func (e *Engine) indexDelete(tx *storage.Txn, ns Namespace, old bsoncore.Documen
 	return removeEntries(tx, entries, idKey)
 }
 
-// duplicateKeyError is MongoDB's E11000 for a secondary unique index.
+// duplicateKeyError is MongoDB's E11000 for a secondary unique index: the
+// message quotes the key as MongoDB's BSONObj::toString ("dup key: { a: 1 }").
 func duplicateKeyError(ns Namespace, en indexEntry) *mongoerr.Error {
 	vals, _, err := en.spec.DecodeKey(en.rawKey)
-	kv := bson.D{}
+	kv := bsoncore.NewDocumentBuilder()
 	if err == nil {
 		for i, f := range en.spec.KeyPattern {
 			if i < len(vals) {
-				kv = append(kv, bson.E{Key: f.Path, Value: bson.RawValue{Type: bson.Type(vals[i].Type), Value: vals[i].Data}})
+				kv.AppendValue(f.Path, vals[i])
 			}
 		}
 	}
-	shown := make([]string, 0, len(kv))
-	for _, e := range kv {
-		shown = append(shown, fmt.Sprintf("%s: %v", e.Key, e.Value))
-	}
+	keyValue := kv.Build()
 	return &mongoerr.Error{
 		Code: mongoerr.DuplicateKey,
-		Msg: fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: { %s }",
-			ns, en.ix.Name, strings.Join(shown, ", ")),
+		Msg: fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: %s",
+			ns, en.ix.Name, bsonx.ShellString(keyValue)),
 		Extra: []mongoerr.Field{
 			{Name: "keyPattern", Value: bson.Raw(en.spec.Key)},
-			{Name: "keyValue", Value: kv},
+			{Name: "keyValue", Value: bson.Raw(keyValue)},
 		},
 	}
 }

@@ -99,13 +99,19 @@ func scanRange(snap *storage.Snapshot, prefix []byte) (rangeSizes, error) {
 	return r, it.Close()
 }
 
-// DatabaseSize estimates the bytes on disk of db's collections.
+// DatabaseSize estimates the bytes on disk of db's collections and their
+// indexes (listDatabases' sizeOnDisk, which counts both in MongoDB).
 func (e *Engine) DatabaseSize(db string) int64 {
 	var total int64
-	for _, c := range e.cat.Current().Collections(db) {
-		prefix := storage.Prefix(nil, storage.SpaceDocument, c.ID)
+	add := func(prefix []byte) {
 		if n, err := e.db.Pebble().EstimateDiskUsage(prefix, storage.PrefixEnd(prefix)); err == nil {
 			total += int64(n)
+		}
+	}
+	for _, c := range e.cat.Current().Collections(db) {
+		add(storage.Prefix(nil, storage.SpaceDocument, c.ID))
+		for _, ix := range c.Indexes {
+			add(storage.Prefix(nil, storage.SpaceIndex, ix.ID))
 		}
 	}
 	return total

@@ -576,7 +576,14 @@ func (p *specParser) prepare() error {
 // canonical builds the listIndexes form of the spec (IndexCatalogImpl's
 // _fixIndexSpec, after validateIndexSpecCollation drops a simple collation).
 func (p *specParser) canonical(isID bool) bsoncore.Document {
+	// MongoDB 7.0's listIndexes order: v, key, name, then the options.
 	b := bsoncore.NewDocumentBuilder().AppendInt32("v", int32(p.s.Version))
+	if isID {
+		b.AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
+	} else {
+		b.AppendDocument("key", p.s.Key)
+	}
+	b.AppendString("name", p.s.Name)
 	if p.s.Unique && !isID {
 		b.AppendBoolean("unique", true)
 	}
@@ -586,12 +593,6 @@ func (p *specParser) canonical(isID bool) bsoncore.Document {
 	if p.prepareUnique {
 		b.AppendBoolean("prepareUnique", true)
 	}
-	if isID {
-		b.AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
-	} else {
-		b.AppendDocument("key", p.s.Key)
-	}
-	b.AppendString("name", p.s.Name)
 	elems, _ := p.spec.Elements()
 	for _, e := range elems {
 		switch e.Key() {

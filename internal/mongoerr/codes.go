@@ -5,6 +5,29 @@ package mongoerr
 // error_codes.yml, kept in names; every other code is a "location" code,
 // whose codeName is Location<code> (Code.Name). TestCodeTable checks both.
 const (
+	// Replication, network and FCV codes raised only through the failCommand
+	// fail point (which may raise any code) or setFeatureCompatibilityVersion.
+	HostUnreachable                 Code = 6
+	HostNotFound                    Code = 7
+	LockTimeout                     Code = 24
+	WriteConcernFailed              Code = 64
+	NetworkTimeout                  Code = 89
+	ShutdownInProgress              Code = 91
+	UnsatisfiableWriteConcern       Code = 100
+	FailedToSatisfyReadPreference   Code = 133
+	PrimarySteppedDown              Code = 189
+	ExceededTimeLimit               Code = 262
+	FailPointSetFailed              Code = 266
+	SocketException                 Code = 9001
+	NotWritablePrimary              Code = 10107
+	InterruptedAtShutdown           Code = 11600
+	InterruptedDueToReplStateChange Code = 11602
+	NotPrimaryNoSecondaryOk         Code = 13435
+	NotPrimaryOrSecondary           Code = 13436
+	InvalidFCVValue                 Code = 4926900
+	FCVConfirmRequired              Code = 7369100
+	FailCommandCloseConnection      Code = 50985
+
 	// Codes with a MongoDB name.
 	InternalError             Code = 1
 	BadValue                  Code = 2

@@ -19,6 +19,10 @@ import (
 	"github.com/cairndb/cairn/internal/wire"
 )
 
+// errHangUp closes a connection without a reply, as a command asked
+// (failCommand's closeConnection).
+var errHangUp = errors.New("server: the command asked to close the connection")
+
 // conn serves one client connection. Its buffers are reused for every
 // request, so a steady stream of small requests does not allocate them.
 type conn struct {
@@ -74,6 +78,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		c.srv.env.Network.Request(int64(msg.Header.MessageLength))
 		c.busy.Store(true)
 		err = c.handle(msg)
 		c.busy.Store(false)
@@ -133,6 +138,9 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
 	}
 	c.reply = reply[:0]
+	if c.sess.TakeHangUp() {
+		return errHangUp
+	}
 	if msg.Msg.Flags&wire.FlagMoreToCome != 0 {
 		return nil // an unacknowledged write (w: 0): the client reads no reply
 	}
@@ -180,6 +188,9 @@ func (c *conn) streamHello(msg *wire.Message, req *commands.Request, wait time.D
 		stopping := c.sleep(wait)
 		reply := commands.Run(context.Background(), c.sess, req, c.reply[:0])
 		c.reply = reply[:0]
+		if c.sess.TakeHangUp() {
+			return errHangUp
+		}
 		var flags wire.MsgFlags
 		if exhaust && !stopping {
 			flags = wire.FlagMoreToCome
@@ -238,6 +249,9 @@ func (c *conn) handleQuery(msg *wire.Message) error {
 		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
 	}
 	c.reply = reply[:0]
+	if c.sess.TakeHangUp() {
+		return errHangUp
+	}
 	return c.writeLegacy(msg.Header.RequestID, reply)
 }
 
@@ -262,6 +276,7 @@ func (c *conn) writeLegacy(responseTo int32, body bsoncore.Document) error {
 }
 
 func (c *conn) send(frame []byte, compress bool, comp wire.Compressor) error {
+	c.srv.env.Network.BytesOut.Add(int64(len(frame)))
 	if compress {
 		out, err := wire.AppendCompressed(c.comp[:0], frame, comp, wire.DefaultZlibLevel)
 		if err == nil {

@@ -51,30 +51,30 @@ func TestIndexStatsAndCollStats(t *testing.T) {
 	if err := db.RunCommand(ctx, bson.D{{Key: "collStats", Value: "c"}}).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Lookup("nindexes").Int32() != 3 || st.Lookup("count").Int64() != 500 {
+	if st.Lookup("nindexes").Int32() != 3 || st.Lookup("count").AsInt64() != 500 {
 		t.Errorf("collStats = %s", st)
 	}
 	sizes, _ := st.Lookup("indexSizes").Document().Elements()
 	var sum int64
 	for _, e := range sizes {
-		n := e.Value().Int64()
+		n := e.Value().AsInt64()
 		if n <= 0 {
 			t.Errorf("indexSizes.%s = %d, want > 0", e.Key(), n)
 		}
 		sum += n
 	}
-	if len(sizes) != 3 || st.Lookup("totalIndexSize").Int64() != sum {
+	if len(sizes) != 3 || st.Lookup("totalIndexSize").AsInt64() != sum {
 		t.Errorf("indexSizes %s do not add up to totalIndexSize %s", st.Lookup("indexSizes"), st.Lookup("totalIndexSize"))
 	}
-	if st.Lookup("totalSize").Int64() != st.Lookup("storageSize").Int64()+sum {
-		t.Errorf("totalSize %d != storageSize + totalIndexSize", st.Lookup("totalSize").Int64())
+	if st.Lookup("totalSize").AsInt64() != st.Lookup("storageSize").AsInt64()+sum {
+		t.Errorf("totalSize %d != storageSize + totalIndexSize", st.Lookup("totalSize").AsInt64())
 	}
 	// A scale divides every size.
 	var scaled bson.Raw
 	if err := db.RunCommand(ctx, bson.D{{Key: "collStats", Value: "c"}, {Key: "scale", Value: 1024}}).Decode(&scaled); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := scaled.Lookup("indexSizes", "k_1").Int64(), st.Lookup("indexSizes", "k_1").Int64()/1024; got != want {
+	if got, want := scaled.Lookup("indexSizes", "k_1").AsInt64(), st.Lookup("indexSizes", "k_1").AsInt64()/1024; got != want {
 		t.Errorf("scaled indexSizes.k_1 = %d, want %d", got, want)
 	}
 
@@ -92,9 +92,9 @@ func TestIndexStatsAndCollStats(t *testing.T) {
 		t.Fatalf("$collStats: %d documents, %v", len(out), err)
 	}
 	cs := out[0]
-	if cs.Lookup("ns").StringValue() != "st.c" || cs.Lookup("count").Int64() != 500 ||
+	if cs.Lookup("ns").StringValue() != "st.c" || cs.Lookup("count").AsInt64() != 500 ||
 		cs.Lookup("storageStats", "nindexes").Int32() != 3 ||
-		cs.Lookup("storageStats", "indexSizes", "k_1").Int64() != st.Lookup("indexSizes", "k_1").Int64() {
+		cs.Lookup("storageStats", "indexSizes", "k_1").AsInt64() != st.Lookup("indexSizes", "k_1").AsInt64() {
 		t.Errorf("$collStats = %s", cs)
 	}
 	if _, ok := cs.Lookup("latencyStats", "reads", "histogram").ArrayOK(); !ok {

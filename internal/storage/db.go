@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -38,6 +39,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Hooks observe committed and failed groups (may be nil).
 	Hooks *Hooks
+	// FailPoints holds the named fail points of this store's server
+	// (failpoint.StorageFailBeforeCommit, StorageFailAfterCommit). Default:
+	// a registry of its own.
+	FailPoints *failpoint.Registry
 }
 
 // DB is an open Cairn store: Pebble plus the commit pipeline.
@@ -84,7 +89,11 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		db.syncDone.Add(1)
 		go db.syncLoop(opts.SyncInterval)
 	}
-	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger)
+	if opts.FailPoints == nil {
+		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
+	}
+	db.opts.FailPoints = opts.FailPoints
+	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger, opts.FailPoints)
 	return db, nil
 }
 
@@ -324,6 +333,9 @@ func (db *DB) Flush() error { return db.pdb.Flush() }
 
 // Pebble exposes the underlying store for diagnostics and benchmarks.
 func (db *DB) Pebble() *pebble.DB { return db.pdb }
+
+// FailPoints is the store's fail point registry.
+func (db *DB) FailPoints() *failpoint.Registry { return db.opts.FailPoints }
 
 type getter interface {
 	Get(key []byte) ([]byte, io.Closer, error)

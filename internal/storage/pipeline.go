@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -46,6 +47,11 @@ type pipeline struct {
 	writeOpts *pebble.WriteOptions
 	hooks     *Hooks
 	log       *slog.Logger
+	// failBeforeCommit fails a whole group just before its batch commits
+	// (failpoint.StorageFailBeforeCommit); failAfterCommit answers every
+	// request of a committed group with an error
+	// (failpoint.StorageFailAfterCommit).
+	failBeforeCommit, failAfterCommit *failpoint.Point
 
 	// touched collects the point keys of a group's applied requests for
 	// Hooks.Verify; used only with invariants.Enabled.
@@ -62,14 +68,16 @@ type pipeline struct {
 	stopped chan struct{}
 }
 
-func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger) *pipeline {
+func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger, fps *failpoint.Registry) *pipeline {
 	p := &pipeline{
-		pdb:       pdb,
-		writeOpts: wo,
-		hooks:     hooks,
-		log:       log,
-		queue:     make(chan *request, 4*maxGroup),
-		stopped:   make(chan struct{}),
+		pdb:              pdb,
+		failBeforeCommit: fps.Define(failpoint.StorageFailBeforeCommit),
+		failAfterCommit:  fps.Define(failpoint.StorageFailAfterCommit),
+		writeOpts:        wo,
+		hooks:            hooks,
+		log:              log,
+		queue:            make(chan *request, 4*maxGroup),
+		stopped:          make(chan struct{}),
 	}
 	go p.run()
 	return p
@@ -178,7 +186,12 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 		p.hooks.Committing()
 	}
 	var err error
-	if !batch.Empty() {
+	if p.failBeforeCommit.Active() {
+		if _, fire := p.failBeforeCommit.Eval(nil); fire {
+			err = ErrFailPoint
+		}
+	}
+	if err == nil && !batch.Empty() {
 		err = batch.Commit(p.writeOpts)
 	}
 	if err != nil {
@@ -199,6 +212,17 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 	if invariants.Enabled && p.hooks != nil && p.hooks.Verify != nil {
 		p.hooks.Verify(p.touched)
 		p.touched = p.touched[:0]
+	}
+	if p.failAfterCommit.Active() {
+		if _, fire := p.failAfterCommit.Eval(nil); fire {
+			// The group is durable and visible; only its acknowledgements
+			// are lost, as when a connection drops after the sync.
+			for _, r := range group {
+				if r.err == nil {
+					r.err = ErrFailPointAfterCommit
+				}
+			}
+		}
 	}
 }
 

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// TestValidateFindsCorruptIndexes corrupts a secondary index behind the
+// engine's back (one extra entry, one missing) and checks that Validate
+// and CheckIndexes report each.
+func TestValidateFindsCorruptIndexes(t *testing.T) {
+	e := openEngine(t, "")
+	if _, err := e.CreateIndexes(users, []bsoncore.Document{doc(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Insert(users, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}}), doc(t, bson.D{{"_id", 2}, {"a", 2}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.Validate(users)
+	if err != nil || !v.Valid() || v.Records != 2 || len(v.Indexes) != 2 || v.Indexes[1].Keys != 2 {
+		t.Fatalf("clean collection: %+v %v", v, err)
+	}
+	ix := e.Catalog().Collection(users.DB, users.Coll).Indexes[0]
+	prefix := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
+	snap := e.Storage().NewSnapshot()
+	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.First()
+	first := append([]byte(nil), it.Key()...)
+	it.Close()
+	snap.Close()
+	err = e.Storage().Write(func(tx *storage.Txn) error {
+		tx.Delete(first)
+		tx.Set(append(append([]byte(nil), prefix...), 0xff, 0xfe), nil)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = e.Validate(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.Indexes[1]
+	if v.Valid() || got.Name != "a_1" || got.Missing != 1 || got.Extra != 1 || got.Keys != 2 {
+		t.Fatalf("corrupt index: %+v", v)
+	}
+	if !v.Indexes[0].Valid() {
+		t.Fatal("the _id index reported invalid")
+	}
+	if len(v.Inconsistencies) != 2 {
+		t.Fatalf("inconsistencies %+v, want one missing and one extra", v.Inconsistencies)
+	}
+	for _, in := range v.Inconsistencies {
+		switch {
+		case in.Missing:
+			// The deleted entry was document 1's {a: 1}.
+			if in.Index != "a_1" || bsoncore.Document(in.Key).Lookup("a").Int32() != 1 || in.ID.Int32() != 1 {
+				t.Errorf("missing entry %+v, want a_1 {a: 1} of _id 1", in)
+			}
+		default:
+			if in.Index != "a_1" || in.Key != nil {
+				t.Errorf("extra entry %+v: the garbage key decoded", in)
+			}
+		}
+	}
+	if err := e.CheckIndexes(users); err == nil {
+		t.Fatal("CheckIndexes passed a corrupt index")
+	}
+}

@@ -16,6 +16,12 @@ import (
 // check catches a broken index write. Without the tag nothing reads it.
 var faultSkipIndexWrites atomic.Bool
 
+// faultSkipVerify is a test-only switch: while set, verifyGroup checks
+// nothing, so a test can corrupt the store behind the engine's back (as a
+// disk or an old bug would) and show that Validate finds it. Without the
+// tag nothing reads it.
+var faultSkipVerify atomic.Bool
+
 // verifyGroup checks the engine's invariants over the keys one commit group
 // touched (storage.Hooks.Verify: builds with the invariants tag only). It
 // runs on the pipeline goroutine after the group is durable and its
@@ -33,7 +39,7 @@ var faultSkipIndexWrites atomic.Bool
 // collection of at most fullCheckDocs documents also gets the full
 // CheckIndexes, which does.
 func (e *Engine) verifyGroup(touched [][]byte) {
-	if len(touched) == 0 {
+	if len(touched) == 0 || faultSkipVerify.Load() {
 		return
 	}
 	owner := map[uint64]*catalog.Collection{} // collection and index ids

@@ -35,11 +35,13 @@ func TestValidateFindsCorruptIndexes(t *testing.T) {
 	first := append([]byte(nil), it.Key()...)
 	it.Close()
 	snap.Close()
+	faultSkipVerify.Store(true) // the corruption is the point
 	err = e.Storage().Write(func(tx *storage.Txn) error {
 		tx.Delete(first)
 		tx.Set(append(append([]byte(nil), prefix...), 0xff, 0xfe), nil)
 		return nil
 	})
+	faultSkipVerify.Store(false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,14 @@
 // scan never covers a query nor gives order. A wildcard index holds no key
 // for a missing field nor for a document as a whole: it serves a path only
 // when the bounds exclude null and undefined, and leaves equalities to
-// non-empty documents to FETCH. The differential test in internal/commands
-// checks this against forced collection scans.
+// non-empty documents to FETCH. A path with a numeric component ("a.0")
+// is never bounded: the matcher reads "0" both as a position and as a field
+// name and sees a missing field through array elements that are documents
+// ({"a.0": null} matches {a: [5, {x: 1}]}), while an index on "a.0" keys
+// only the element at position 0; an index on such a path is scanned whole
+// when hinted. The differential test in internal/commands checks this
+// against forced collection scans (TestNumericPathIndexMatchesScan for
+// numeric paths).
 //
 // "Order from the index": a plan without a SORT stage returns documents in
 // the requested order. Only index fields whose paths never held an array

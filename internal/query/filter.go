@@ -12,6 +12,11 @@ import (
 type Filter struct {
 	root matcher
 	id   bsoncore.Value // the _id of a point lookup; Type 0 if none
+	raw  bsoncore.Document
+	opts Options
+
+	treeOnce sync.Once
+	tree     Conjunction // see Tree
 }
 
 // Result is the outcome of matching one document.

@@ -50,7 +50,7 @@ func (pl *planning) orCandidate() *candidate {
 		scans = append(scans, newIXScan(best, bestBounds, false))
 		names = append(names, best.name)
 	}
-	c := pl.finish(&fetch{oneInput: input(&orStage{in: scans}), filter: pl.q.Filter, raw: pl.q.RawFilter}, false)
+	c := pl.finish(&fetch{oneInput: input(&orStage{in: scans}), filter: pl.q.Filter, rawFilter: pl.q.RawFilter}, false)
 	c.index = "$or:" + strings.Join(names, ",")
 	return c
 }

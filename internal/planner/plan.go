@@ -17,7 +17,7 @@ import (
 // count, distinct, update, delete or findAndModify.
 type Query struct {
 	Filter     *query.Filter
-	RawFilter  bsoncore.Document // {} when none
+	RawFilter  bsoncore.Document // {} when none; carried for explain only (see doc.go)
 	Sort       *query.Sort       // nil: any order
 	RawSort    bsoncore.Document
 	Proj       *query.Projection // nil: whole documents
@@ -151,7 +151,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 
 // collScan is the plan that reads the whole collection.
 func (pl *planning) collScan(reverse bool) *candidate {
-	c := pl.finish(&collScan{filter: pl.q.Filter, raw: pl.q.RawFilter, reverse: reverse}, false)
+	c := pl.finish(&collScan{filter: pl.q.Filter, rawFilter: pl.q.RawFilter, reverse: reverse}, false)
 	c.reverse = reverse
 	return c
 }
@@ -189,7 +189,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 			scan.countOnly = true
 			c = pl.finish(scan, sorted)
 		} else {
-			c = pl.finish(&fetch{oneInput: input(scan), filter: f, raw: raw}, sorted)
+			c = pl.finish(&fetch{oneInput: input(scan), filter: f, rawFilter: raw}, sorted)
 		}
 	}
 	c.index, c.reverse = ix.name, reverse
@@ -546,7 +546,7 @@ func (pl *planning) minMax(ix *indexRef) (*candidate, error) {
 	scan.ranges, scan.checkFrom = []engine.KeyRange{rng}, len(fields)
 	scan.minMax = [2]bsoncore.Document{pl.q.Min, pl.q.Max}
 	sorted, reverse := pl.providesSort(ix, make([]OIL, len(fields)))
-	c := pl.finish(&fetch{oneInput: input(scan), filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted && !reverse)
+	c := pl.finish(&fetch{oneInput: input(scan), filter: pl.q.Filter, rawFilter: pl.q.RawFilter}, sorted && !reverse)
 	c.index = ix.name
 	return c, nil
 }

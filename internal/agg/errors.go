@@ -15,13 +15,6 @@ const (
 	codeProjectEmpty         mongoerr.Code = 51272
 	codeAddFieldsEmpty       mongoerr.Code = 40177
 	codeStageNotObject       mongoerr.Code = 40272 // "$addFields specification stage must be an object"
-	codeProjEmptySub         mongoerr.Code = 51270
-	codeProjPathCollision    mongoerr.Code = 31249 // "Path collision at a.b remaining portion b"
-	codeProjPathCollisionEnd mongoerr.Code = 31250 // "Path collision at a"
-	codeProjExprInExclusion  mongoerr.Code = 31252
-	codeProjIncInExclusion   mongoerr.Code = 31253
-	codeProjExcInInclusion   mongoerr.Code = 31254
-	codeProjLiteralExclusion mongoerr.Code = 31310
 	codeFieldPathEmpty       mongoerr.Code = 15998
 	codeFieldPathDollar      mongoerr.Code = 16410
 	codeFieldPathNull        mongoerr.Code = 16419

@@ -10,11 +10,6 @@ const (
 	codeRegexOptionsBoth2        mongoerr.Code = 51075 // $options, then $regex flags
 	codeRegexBadFlag             mongoerr.Code = 51108 // "invalid flag in regex options: z"
 	codeRegexInvalid             mongoerr.Code = 51091 // "Regular expression is invalid: …"
-	codeProjPathCollision        mongoerr.Code = 31249 // "Path collision at a.b remaining portion b"
-	codeProjPathCollisionEnd     mongoerr.Code = 31250 // "Path collision at a"
-	codeProjExprInExclusion      mongoerr.Code = 31252 // expression other than $meta in exclusion
-	codeProjIncInExclusion       mongoerr.Code = 31253 // "Cannot do inclusion on field a in exclusion projection"
-	codeProjExcInInclusion       mongoerr.Code = 31254 // "Cannot do exclusion on field a in inclusion projection"
 	codeProjPositionalElem1      mongoerr.Code = 31255 // $elemMatch after a positional projection
 	codeProjPositionalElem2      mongoerr.Code = 31256 // positional projection after $elemMatch
 	codeProjSliceSkipType        mongoerr.Code = 31257
@@ -29,12 +24,10 @@ const (
 	codeProjPositionalTwice      mongoerr.Code = 31276 // more than one positional projection
 	codeProjPositionalRepeat     mongoerr.Code = 31287 // "a.$.b.$"
 	codeProjPositionalValue      mongoerr.Code = 31308 // positional projection with a literal
-	codeProjLiteralExclusion     mongoerr.Code = 31310 // "Cannot use an expression … in an exclusion projection"
 	codeProjUnknownExpr          mongoerr.Code = 31325 // "Unknown expression $foo"
 	codeProjPositionalNoMatch    mongoerr.Code = 51246 // no element position recorded by the filter
 	codeProjPositionalMismatch   mongoerr.Code = 51247
 	codeProjPositionalNeedsQuery mongoerr.Code = 51050
-	codeProjEmptySub             mongoerr.Code = 51270 // "An empty sub-projection is not a valid value"
 	codeFieldPathEmpty           mongoerr.Code = 15998 // empty component in a projection path
 	codeFieldPathDollar          mongoerr.Code = 16410 // projection path component starting with '$'
 	codeSortBadValue             mongoerr.Code = 15974 // "Illegal key in $sort specification"

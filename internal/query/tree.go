@@ -78,6 +78,13 @@ func (f *Filter) Tree() Conjunction {
 	return f.tree
 }
 
+// TreeOf reads the tree of a filter document without parsing it, for a
+// caller that holds the document of a filter parsed elsewhere (an upsert
+// builds its seed from the filter the command parsed). Fields are
+// classified as Parse classifies them; on a filter that does not parse the
+// tree is still a reading of the structure, not a verdict on it.
+func TreeOf(filter bsoncore.Document) Conjunction { return conjunction(filter) }
+
 // conjunction reads a filter document that has parsed, so every shape
 // below is known valid.
 func conjunction(doc []byte) Conjunction {
@@ -98,8 +105,10 @@ func conjunction(doc []byte) Conjunction {
 				kind = NorClause
 			}
 			c := Clause{Kind: kind, Key: key, Value: v}
-			for _, b := range arrayValues(v) {
-				c.Branches = append(c.Branches, conjunction(b.Data))
+			for _, b := range arrayOf(v) {
+				if b.Type == bsoncore.TypeEmbeddedDocument {
+					c.Branches = append(c.Branches, conjunction(b.Data))
+				}
 			}
 			out = append(out, c)
 			continue
@@ -135,17 +144,20 @@ func operatorOps(ops bsoncore.Value) []Op {
 		op := Op{Name: string(k), Value: v}
 		switch op.Name {
 		case "$in", "$nin":
-			op.List = arrayValues(v)
+			op.List = arrayOf(v)
 		case "$not":
-			if v.Type == bsoncore.TypeRegex {
+			switch v.Type {
+			case bsoncore.TypeRegex:
 				op.Sub = []Op{{Name: "$regex", Implicit: true, Value: v}}
-			} else {
+			case bsoncore.TypeEmbeddedDocument:
 				op.Sub = operatorOps(v)
 			}
 		case "$elemMatch":
-			op.Sub, op.Elem = elemMatchForms(v)
+			if v.Type == bsoncore.TypeEmbeddedDocument {
+				op.Sub, op.Elem = elemMatchForms(v)
+			}
 		case "$all":
-			for _, e := range arrayValues(v) {
+			for _, e := range arrayOf(v) {
 				switch {
 				case firstFieldIs(e, "$elemMatch"):
 					em := lookup(e.Data, "$elemMatch")
@@ -161,6 +173,15 @@ func operatorOps(ops bsoncore.Value) []Op {
 		}
 		out = append(out, op)
 	}
+}
+
+// arrayOf is the elements of v if it is an array (TreeOf reads filters
+// that may not have parsed), else none.
+func arrayOf(v bsoncore.Value) []bsoncore.Value {
+	if v.Type != bsoncore.TypeArray {
+		return nil
+	}
+	return arrayValues(v)
 }
 
 // elemMatchForms reads $elemMatch's operand as parseElemMatch does: the

@@ -71,7 +71,7 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, id: idEquality(filter), raw: filter, opts: opts}, nil
+	return &Filter{root: root, id: idEquality(filter), raw: filter, env: env}, nil
 }
 
 // banSpecialFeatures is Options.NoSpecialFeatures.

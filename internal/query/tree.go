@@ -1,6 +1,10 @@
 package query
 
-import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
 
 // The filter tree is the read-only shape of a parsed filter, for the code
 // that reasons about a filter instead of matching it: the planner (bounds,
@@ -74,8 +78,12 @@ func (c *Clause) IsOpaque() bool { return c.Kind == OpaqueClause }
 // Tree returns the filter's clauses. The tree is built on first use and
 // shared by every caller; it must not be modified.
 func (f *Filter) Tree() Conjunction {
-	f.treeOnce.Do(func() { f.tree = conjunction(f.raw) })
-	return f.tree
+	if t := f.tree.Load(); t != nil {
+		return *t
+	}
+	t := conjunction(f.raw)
+	f.tree.Store(&t)
+	return t
 }
 
 // TreeOf reads the tree of a filter document without parsing it, for a
@@ -215,7 +223,8 @@ func (f *Filter) Select(keep []bool) (*Filter, bsoncore.Document, error) {
 		}
 	}
 	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
-	sub, err := ParseWith(doc, f.opts)
+	ms, _ := f.env.now.DateTimeOK()
+	sub, err := ParseWith(doc, Options{Vars: f.env.vars, Now: time.UnixMilli(ms)})
 	if err != nil {
 		return nil, nil, err
 	}

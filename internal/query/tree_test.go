@@ -2,9 +2,11 @@ package query_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cairndb/cairn/internal/query"
 	"github.com/cairndb/cairn/internal/query/querytest"
+	"github.com/cairndb/cairn/internal/testcorpus"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -130,4 +132,35 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// TestSelectKeepsOptions checks that a sub-filter (the planner's residual)
+// is parsed with the filter's let variables and $$NOW: a $expr that reads
+// them parses and matches as in the whole filter.
+func TestSelectKeepsOptions(t *testing.T) {
+	doc := func(js string) bsoncore.Document {
+		d, err := testcorpus.ParseDoc(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	now := time.UnixMilli(1_700_000_000_000)
+	f, err := query.ParseWith(doc(`{"a": 1, "$expr": {"$and": [{"$eq": ["$b", "$$v"]}, {"$eq": ["$c", "$$NOW"]}]}}`),
+		query.Options{Vars: map[string]bsoncore.Value{"v": bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 7)}}, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, raw, err := f.Select([]bool{false, true})
+	if err != nil {
+		t.Fatalf("Select: %v", err)
+	}
+	if got := len(query.TreeOf(raw)); got != 1 {
+		t.Fatalf("sub-filter %s has %d clauses, want 1", raw, got)
+	}
+	match := doc(`{"a": 2, "b": 7, "c": {"$date": {"$numberLong": "1700000000000"}}}`)
+	other := doc(`{"a": 1, "b": 8, "c": {"$date": {"$numberLong": "1700000000000"}}}`)
+	if !sub.Match(match) || sub.Match(other) {
+		t.Errorf("sub-filter %s: match %v (want true), other %v (want false)", raw, sub.Match(match), sub.Match(other))
+	}
 }

@@ -10,6 +10,9 @@
 // conjunctions of path clauses with their operators, $and/$or/$nor
 // branches, $elemMatch sub-trees, $expr and $jsonSchema as opaque clauses —
 // so that it cannot disagree with the matcher about what a field means.
+// Find projections are built on internal/projection's tree, which $project
+// shares; projection.go holds only what find does differently (positional
+// "a.$", $slice, $elemMatch).
 //
 // # Invariants
 //

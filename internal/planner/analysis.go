@@ -33,36 +33,27 @@ func analyze(c query.Conjunction) *analysis {
 	return a
 }
 
-// collect reads the conditions of one conjunction. Paths with a numeric
-// component are left out (see hasNumericPart), and so are $nor and the
-// opaque clauses ($expr, $jsonSchema, …): they bound nothing.
+// collect reads the conditions of one conjunction (query's Conjuncts:
+// per path, through $and). Paths with a numeric component are left out
+// (see hasNumericPart), and so are $nor and the opaque clauses ($expr,
+// $jsonSchema, …): they bound nothing.
 func (a *analysis) collect(c query.Conjunction) {
-	for i := range c {
-		cl := &c[i]
-		switch cl.Kind {
-		case query.AndClause:
-			for _, b := range cl.Branches {
-				a.collect(b)
-			}
-			continue
-		case query.OrClause:
-			a.ors = append(a.ors, cl.Branches)
-			continue
-		case query.PathClause:
-		default:
+	paths, ors := c.Conjuncts()
+	for _, or := range ors {
+		a.ors = append(a.ors, or.Branches)
+	}
+	for _, pc := range paths {
+		if hasNumericPart(pc.Path) {
 			continue
 		}
-		if hasNumericPart(cl.Key) {
-			continue
-		}
-		for _, op := range cl.Ops {
+		for _, op := range pc.Ops {
 			name := op.Name
 			if op.Implicit {
 				// A plain value is an equality; a plain regex is too, to
 				// the planner: it bounds nothing as either.
 				name = "$eq"
 			}
-			a.conds[cl.Key] = append(a.conds[cl.Key], cond{op: name, v: op.Value, list: op.List})
+			a.conds[pc.Path] = append(a.conds[pc.Path], cond{op: name, v: op.Value, list: op.List})
 		}
 	}
 }

@@ -72,6 +72,45 @@ type Op struct {
 	Elem Conjunction
 }
 
+// PathConditions are the conditions that must all hold on one path.
+type PathConditions struct {
+	Path string
+	Ops  []Op
+}
+
+// Conjuncts reads a conjunction as conditions per path: the path clauses
+// at this level and under $and (at any depth), grouped by path in the
+// order the paths first appear, each path's operators in written order;
+// and the $or clauses met on the way, in order. $nor and opaque clauses
+// are left out: they constrain no single path.
+func (c Conjunction) Conjuncts() (paths []PathConditions, ors []*Clause) {
+	at := map[string]int{}
+	var walk func(Conjunction)
+	walk = func(c Conjunction) {
+		for i := range c {
+			cl := &c[i]
+			switch cl.Kind {
+			case AndClause:
+				for _, b := range cl.Branches {
+					walk(b)
+				}
+			case OrClause:
+				ors = append(ors, cl)
+			case PathClause:
+				k, ok := at[cl.Key]
+				if !ok {
+					k = len(paths)
+					at[cl.Key] = k
+					paths = append(paths, PathConditions{Path: cl.Key})
+				}
+				paths[k].Ops = append(paths[k].Ops, cl.Ops...)
+			}
+		}
+	}
+	walk(c)
+	return paths, ors
+}
+
 // IsOpaque reports a clause whose meaning the tree does not describe.
 func (c *Clause) IsOpaque() bool { return c.Kind == OpaqueClause }
 

@@ -48,7 +48,8 @@ type exprEnv struct {
 func Parse(filter bsoncore.Document) (*Filter, error) { return ParseWith(filter, Options{}) }
 
 // ParseWith is Parse for a command with let variables or its own $$NOW.
-// The Filter keeps opts.Vars, which must stay unchanged while it is used.
+// The Filter keeps filter and opts.Vars, which must stay unchanged while
+// it is used (Tree reads filter on first use).
 func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "filter is not a valid BSON document: %v", err)

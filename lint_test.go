@@ -195,3 +195,83 @@ func TestLintErrorCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestLintFilterTree checks the planner's invariant "Filters are read
+// through their tree" (internal/planner/doc.go): in internal/planner and
+// internal/index, a raw filter — the selectors RawFilter,
+// PartialFilterExpression and the stages' rawFilter fields — is only
+// carried: it appears as a composite literal's value, on either side of an
+// assignment, in a return, under len(), as bson.Raw(x) for explain, or
+// compared with nil; never passed to a function that could walk it. And
+// only index/partial.go, which parses a specification's filter, calls
+// query.Parse or query.ParseWith there.
+func TestLintFilterTree(t *testing.T) {
+	carriers := map[string]bool{"RawFilter": true, "PartialFilterExpression": true, "rawFilter": true}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, f := range goFiles(t) {
+		dir := filepath.ToSlash(filepath.Dir(f))
+		if strings.HasSuffix(f, "_test.go") || dir != "internal/planner" && dir != "internal/index" {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		checked++
+		var stack []ast.Node
+		ast.Inspect(file, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			defer func() { stack = append(stack, n) }()
+			if call, ok := n.(*ast.CallExpr); ok {
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "query" && (sel.Sel.Name == "Parse" || sel.Sel.Name == "ParseWith") &&
+						filepath.ToSlash(f) != "internal/index/partial.go" {
+						t.Errorf("%s: query.%s outside index/partial.go: the planner reads Filter.Tree and builds sub-filters with Filter.Select", fset.Position(call.Pos()), sel.Sel.Name)
+					}
+				}
+			}
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || !carriers[sel.Sel.Name] || len(stack) == 0 {
+				return true
+			}
+			if !carriedOnly(stack[len(stack)-1], sel) {
+				t.Errorf("%s: raw filter %s used other than carried; read query.Filter.Tree instead", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	if checked < 10 {
+		t.Fatalf("only %d files of internal/planner and internal/index checked", checked)
+	}
+}
+
+// carriedOnly reports whether parent uses the raw filter sel only to carry
+// it (see TestLintFilterTree).
+func carriedOnly(parent ast.Node, sel *ast.SelectorExpr) bool {
+	switch p := parent.(type) {
+	case *ast.KeyValueExpr:
+		return p.Value == sel
+	case *ast.AssignStmt, *ast.ReturnStmt:
+		return true
+	case *ast.BinaryExpr:
+		other := p.X
+		if other == sel {
+			other = p.Y
+		}
+		id, ok := other.(*ast.Ident)
+		return (p.Op == token.EQL || p.Op == token.NEQ) && ok && id.Name == "nil"
+	case *ast.CallExpr:
+		switch fn := p.Fun.(type) {
+		case *ast.Ident:
+			return fn.Name == "len"
+		case *ast.SelectorExpr:
+			x, ok := fn.X.(*ast.Ident)
+			return ok && x.Name == "bson" && fn.Sel.Name == "Raw"
+		}
+	}
+	return false
+}

@@ -15,13 +15,6 @@ const (
 	codeProjectEmpty         = mongoerr.ProjectEmpty
 	codeAddFieldsEmpty       = mongoerr.AddFieldsEmpty
 	codeStageNotObject       = mongoerr.AddFieldsSpecNotObject // "$addFields specification stage must be an object"
-	codeProjEmptySub         = mongoerr.ProjEmptySub
-	codeProjPathCollision    = mongoerr.ProjPathCollision    // "Path collision at a.b remaining portion b"
-	codeProjPathCollisionEnd = mongoerr.ProjPathCollisionEnd // "Path collision at a"
-	codeProjExprInExclusion  = mongoerr.ProjExprInExclusion
-	codeProjIncInExclusion   = mongoerr.ProjIncInExclusion
-	codeProjExcInInclusion   = mongoerr.ProjExcInInclusion
-	codeProjLiteralExclusion = mongoerr.ProjLiteralExclusion
 	codeFieldPathEmpty       = mongoerr.FieldPathEmpty
 	codeFieldPathDollar      = mongoerr.FieldPathDollar
 	codeFieldPathNull        = mongoerr.FieldPathNull

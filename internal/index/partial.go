@@ -3,7 +3,6 @@ package index
 import (
 	"strings"
 
-	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -13,36 +12,7 @@ import (
 // ($expr, $text, $jsonSchema: QueryFeatureNotAllowed; $where: BadValue),
 // then as an ordinary filter.
 func parsePartialFilter(filter bsoncore.Document) (*query.Filter, error) {
-	if err := banSpecialFeatures(filter); err != nil {
-		return nil, err
-	}
-	return query.Parse(filter)
-}
-
-func banSpecialFeatures(filter bsoncore.Document) error {
-	elems, _ := filter.Elements()
-	for _, e := range elems {
-		switch k := e.Key(); k {
-		case "$expr", "$text", "$jsonSchema":
-			return mongoerr.New(CodeQueryFeatureNotAllowed, "%s is not allowed in this context", k)
-		case "$where":
-			return mongoerr.New(mongoerr.BadValue, "$where is not allowed in this context")
-		case "$and", "$or", "$nor":
-			arr, ok := e.Value().ArrayOK()
-			if !ok {
-				continue // query.Parse reports it
-			}
-			vals, _ := arr.Values()
-			for _, v := range vals {
-				if d, ok := v.DocumentOK(); ok {
-					if err := banSpecialFeatures(d); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-	return nil
+	return query.ParseWith(filter, query.Options{NoSpecialFeatures: true})
 }
 
 // checkPartialFilter applies MongoDB 7.0's restrictions on partial filter
@@ -59,17 +29,18 @@ func banSpecialFeatures(filter bsoncore.Document) error {
 // condition, a document with several is an $and of them, each operator of a
 // field is its own condition, and {a: {$all: [x, y]}} is an $and of
 // equalities.
-func checkPartialFilter(filter bsoncore.Document) error {
-	return checkFilterDoc(filter, 0)
+func checkPartialFilter(filter *query.Filter) error {
+	return checkFilterDoc(filter.Tree(), 0)
 }
 
 type condition struct {
 	kind  string // "and", "or", "leaf", "all", or the unsupported operator
-	value bsoncore.Value
 	path  string
+	and   []query.Conjunction // and, or: the branches
+	items []query.Op          // all: the items of $all
 }
 
-func checkFilterDoc(doc bsoncore.Document, level int) error {
+func checkFilterDoc(doc query.Conjunction, level int) error {
 	conds := filterConditions(doc)
 	if len(conds) == 1 {
 		return checkCondition(conds[0], level)
@@ -100,26 +71,21 @@ func checkCondition(c condition, level int) error {
 	case "leaf":
 		return nil
 	case "and", "or":
-		arr, _ := c.value.ArrayOK()
-		vals, _ := arr.Values()
-		for _, v := range vals {
-			d, _ := v.DocumentOK()
-			if err := checkFilterDoc(d, level+1); err != nil {
+		for _, b := range c.and {
+			if err := checkFilterDoc(b, level+1); err != nil {
 				return err
 			}
 		}
 		return nil
 	case "all":
-		arr, _ := c.value.ArrayOK()
-		vals, _ := arr.Values()
-		if len(vals) == 0 {
+		if len(c.items) == 0 {
 			return unsupportedInPartial("$alwaysFalse", c.path)
 		}
-		for _, v := range vals {
-			if v.Type == bsoncore.TypeRegex {
+		for _, it := range c.items {
+			switch it.Name {
+			case "$regex":
 				return unsupportedInPartial("regex", c.path)
-			}
-			if d, ok := v.DocumentOK(); ok && firstKey(d) == "$elemMatch" {
+			case "$elemMatch":
 				return unsupportedInPartial("$elemMatch", c.path)
 			}
 			if err := checkDepth(level + 1); err != nil {
@@ -140,76 +106,53 @@ func unsupportedInPartial(op, path string) error {
 
 // filterConditions lists the conditions of one filter document, as
 // MongoDB's parser adds them to the document's implicit $and.
-func filterConditions(doc bsoncore.Document) []condition {
+func filterConditions(doc query.Conjunction) []condition {
 	var out []condition
-	elems, _ := doc.Elements()
-	for _, e := range elems {
-		k, v := e.Key(), e.Value()
-		switch k {
-		case "$and":
-			out = append(out, condition{kind: "and", value: v})
-			continue
-		case "$or":
-			out = append(out, condition{kind: "or", value: v})
-			continue
-		case "$comment":
-			continue
+	for _, c := range doc {
+		switch c.Kind {
+		case query.AndClause:
+			out = append(out, condition{kind: "and", and: c.Branches})
+		case query.OrClause:
+			out = append(out, condition{kind: "or", and: c.Branches})
+		case query.PathClause:
+			out = append(out, fieldConditions(c.Key, c.Ops)...)
+		default:
+			if c.Key != "$comment" {
+				out = append(out, condition{kind: c.Key}) // $nor, $alwaysTrue, …
+			}
 		}
-		if strings.HasPrefix(k, "$") {
-			out = append(out, condition{kind: k}) // $nor, $alwaysTrue, …
-			continue
-		}
-		out = append(out, fieldConditions(k, v)...)
 	}
 	return out
 }
 
 // fieldConditions lists the conditions of one field of a filter.
-func fieldConditions(path string, v bsoncore.Value) []condition {
-	if v.Type == bsoncore.TypeRegex {
-		return []condition{{kind: "regex", path: path}}
-	}
-	d, ok := v.DocumentOK()
-	if !ok || !isOperatorDoc(d) {
-		return []condition{{kind: "leaf", path: path}}
-	}
+func fieldConditions(path string, ops []query.Op) []condition {
 	var out []condition
-	elems, _ := d.Elements()
-	for _, e := range elems {
-		switch op := e.Key(); op {
+	for _, op := range ops {
+		switch op.Name {
 		case "$eq", "$gt", "$gte", "$lt", "$lte", "$in", "$type", "$geoWithin", "$geoIntersects":
 			out = append(out, condition{kind: "leaf", path: path})
 		case "$exists":
-			if trueValue(e.Value()) {
+			if trueValue(op.Value) {
 				out = append(out, condition{kind: "leaf", path: path})
 			} else {
 				out = append(out, condition{kind: "$not exists", path: path})
 			}
 		case "$all":
-			out = append(out, condition{kind: "all", value: e.Value(), path: path})
+			out = append(out, condition{kind: "all", items: op.Sub, path: path})
 		case "$options":
 			// part of $regex
 		case "$ne", "$nin", "$not":
-			out = append(out, condition{kind: "$not " + strings.TrimPrefix(op, "$"), path: path})
+			out = append(out, condition{kind: "$not " + strings.TrimPrefix(op.Name, "$"), path: path})
+		case "$regex":
+			if op.Implicit {
+				out = append(out, condition{kind: "regex", path: path})
+				continue
+			}
+			out = append(out, condition{kind: op.Name, path: path})
 		default:
-			out = append(out, condition{kind: op, path: path})
+			out = append(out, condition{kind: op.Name, path: path})
 		}
 	}
 	return out
-}
-
-// isOperatorDoc reports whether a filter value is an operator document
-// ({$gt: 1}) rather than a document to compare with: its first field starts
-// with '$' and is not part of a DBRef.
-func isOperatorDoc(d bsoncore.Document) bool {
-	k := firstKey(d)
-	return strings.HasPrefix(k, "$") && k != "$ref" && k != "$id" && k != "$db"
-}
-
-func firstKey(d bsoncore.Document) string {
-	elems, _ := d.Elements()
-	if len(elems) == 0 {
-		return ""
-	}
-	return elems[0].Key()
 }

@@ -123,6 +123,10 @@ func (s *Spec) KeyParts() int {
 	return len(s.KeyPattern)
 }
 
+// PartialFilter is the parsed partial filter expression, nil if none:
+// the planner reads its Tree to decide whether a query implies it.
+func (s *Spec) PartialFilter() *query.Filter { return s.filter }
+
 // Doc is the specification as listIndexes shows it: v first, then unique
 // and hidden when true, key, name, and the remaining options in the order
 // given, without ns, dropDups and _id (as MongoDB's IndexCatalog stores
@@ -278,7 +282,7 @@ func (p *specParser) parse() error {
 		if p.s.Sparse {
 			return cannotCreate("cannot mix \"partialFilterExpression\" and \"sparse\" options")
 		}
-		if err := checkPartialFilter(p.s.PartialFilterExpression); err != nil {
+		if err := checkPartialFilter(p.s.filter); err != nil {
 			return err
 		}
 	}

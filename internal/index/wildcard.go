@@ -218,3 +218,15 @@ func (s *Spec) WildcardIndexes(path string) bool {
 // WildcardDescending reports whether a wildcard index keeps its values in
 // descending order ({"$**": -1}).
 func (s *Spec) WildcardDescending() bool { return s.gen == genWildcard && s.valDesc }
+
+// isOperatorDoc reports whether a projection value is an operator document
+// ({$slice: 1}) rather than a sub-projection: its first field starts with
+// '$' and is not part of a DBRef.
+func isOperatorDoc(d bsoncore.Document) bool {
+	elems, _ := d.Elements()
+	if len(elems) == 0 {
+		return false
+	}
+	k := elems[0].Key()
+	return strings.HasPrefix(k, "$") && k != "$ref" && k != "$id" && k != "$db"
+}

@@ -213,11 +213,11 @@ const (
 	FromPartsISOYearRange      Code = 31095 // expr
 	UnsetEmpty                 Code = 31119 // agg
 	UnsetElemType              Code = 31120 // agg
-	ProjPathCollision          Code = 31249 // agg/query: "Path collision at a.b remaining portion b"
-	ProjPathCollisionEnd       Code = 31250 // agg/query: "Path collision at a"
-	ProjExprInExclusion        Code = 31252 // agg/query: expression other than $meta in exclusion
-	ProjIncInExclusion         Code = 31253 // agg/query: "Cannot do inclusion on field a in exclusion projection"
-	ProjExcInInclusion         Code = 31254 // agg/query: "Cannot do exclusion on field a in inclusion projection"
+	ProjPathCollision          Code = 31249 // projection: "Path collision at a.b remaining portion b"
+	ProjPathCollisionEnd       Code = 31250 // projection: "Path collision at a"
+	ProjExprInExclusion        Code = 31252 // projection: expression other than $meta in exclusion
+	ProjIncInExclusion         Code = 31253 // projection: "Cannot do inclusion on field a in exclusion projection"
+	ProjExcInInclusion         Code = 31254 // projection: "Cannot do exclusion on field a in inclusion projection"
 	ProjPositionalElem1        Code = 31255 // query: $elemMatch after a positional projection
 	ProjPositionalElem2        Code = 31256 // query: positional projection after $elemMatch
 	ProjSliceSkipType          Code = 31257 // query
@@ -233,7 +233,7 @@ const (
 	ProjPositionalRepeat       Code = 31287 // query: "a.$.b.$"
 	TooManyHashedFields        Code = 31303 // index
 	ProjPositionalValue        Code = 31308 // query: positional projection with a literal
-	ProjLiteralExclusion       Code = 31310 // agg/query: "Cannot use an expression … in an exclusion projection"
+	ProjLiteralExclusion       Code = 31310 // projection: "Cannot use an expression … in an exclusion projection"
 	MergeSpecialColl           Code = 31319 // commands
 	MergeInternalDB            Code = 31320 // commands
 	OutInternalDB              Code = 31321 // commands
@@ -418,7 +418,7 @@ const (
 	MergeLetNotAllowed         Code = 51199   // agg: let without a whenMatched pipeline
 	ProjPositionalNoMatch      Code = 51246   // query: no element position recorded by the filter
 	ProjPositionalMismatch     Code = 51247   // query
-	ProjEmptySub               Code = 51270   // agg/query: "An empty sub-projection is not a valid value"
+	ProjEmptySub               Code = 51270   // projection: "An empty sub-projection is not a valid value"
 	WildcardProjectionComputed Code = 51271   // index
 	ProjectEmpty               Code = 51272   // agg
 	MergeLetNew                Code = 51273   // agg: let redefines new

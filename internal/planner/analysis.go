@@ -2,18 +2,21 @@ package planner
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // cond is one condition of a filter on one path: an operator and its
-// operand ($eq for a plain value).
+// operand ($eq for a plain value), read from the filter's tree.
 type cond struct {
-	op string
-	v  bsoncore.Value
+	op   string
+	v    bsoncore.Value
+	list []bsoncore.Value // the values of $in and $nin
 }
 
 // analysis is what the planner reads of a filter: the conditions that all
@@ -21,64 +24,38 @@ type cond struct {
 // top-level $or.
 type analysis struct {
 	conds map[string][]cond
-	ors   [][]bsoncore.Document // each top-level $or's branches
+	ors   [][]query.Conjunction // each top-level $or's branches
 }
 
-func analyze(filter bsoncore.Document) *analysis {
+func analyze(c query.Conjunction) *analysis {
 	a := &analysis{conds: map[string][]cond{}}
-	a.collect(filter)
+	a.collect(c)
 	return a
 }
 
-func (a *analysis) collect(filter bsoncore.Document) {
-	elems, err := filter.Elements()
-	if err != nil {
-		return
+// collect reads the conditions of one conjunction (query's Conjuncts:
+// per path, through $and). Paths with a numeric component are left out
+// (see hasNumericPart), and so are $nor and the opaque clauses ($expr,
+// $jsonSchema, …): they bound nothing.
+func (a *analysis) collect(c query.Conjunction) {
+	paths, ors := c.Conjuncts()
+	for _, or := range ors {
+		a.ors = append(a.ors, or.Branches)
 	}
-	for _, el := range elems {
-		key := el.Key()
-		switch key {
-		case "$and":
-			for _, d := range docsOf(el.Value()) {
-				a.collect(d)
+	for _, pc := range paths {
+		if hasNumericPart(pc.Path) {
+			continue
+		}
+		for _, op := range pc.Ops {
+			name := op.Name
+			if op.Implicit {
+				// A plain value is an equality; a plain regex is too, to
+				// the planner: it bounds nothing as either.
+				name = "$eq"
 			}
-			continue
-		case "$or":
-			if branches := docsOf(el.Value()); len(branches) > 0 {
-				a.ors = append(a.ors, branches)
-			}
-			continue
+			a.conds[pc.Path] = append(a.conds[pc.Path], cond{op: name, v: op.Value, list: op.List})
 		}
-		if strings.HasPrefix(key, "$") || hasNumericPart(key) {
-			continue
-		}
-		v := el.Value()
-		if d, ok := v.DocumentOK(); ok && isOperatorDoc(d) {
-			ops, _ := d.Elements()
-			for _, op := range ops {
-				a.conds[key] = append(a.conds[key], cond{op: op.Key(), v: op.Value()})
-			}
-			continue
-		}
-		a.conds[key] = append(a.conds[key], cond{op: "$eq", v: v})
 	}
-}
-
-func docsOf(v bsoncore.Value) []bsoncore.Document {
-	arr, ok := v.ArrayOK()
-	if !ok {
-		return nil
-	}
-	vals, _ := arr.Values()
-	out := make([]bsoncore.Document, 0, len(vals))
-	for _, x := range vals {
-		d, ok := x.DocumentOK()
-		if !ok {
-			return nil
-		}
-		out = append(out, d)
-	}
-	return out
 }
 
 // hasNumericPart reports a path component that could be an array index,
@@ -100,11 +77,6 @@ func hasNumericPart(path string) bool {
 	return false
 }
 
-func isOperatorDoc(d bsoncore.Document) bool {
-	el, err := d.IndexErr(0)
-	return err == nil && strings.HasPrefix(el.Key(), "$")
-}
-
 // condOIL is the bounds one condition puts on a field; ok is false when the
 // condition does not bound index keys simply (the field stays unbounded).
 func condOIL(c cond) (OIL, bool) {
@@ -112,16 +84,8 @@ func condOIL(c cond) (OIL, bool) {
 	case "$eq":
 		return equalityOIL(c.v)
 	case "$in":
-		arr, ok := c.v.ArrayOK()
-		if !ok {
-			return nil, false
-		}
-		vals, err := arr.Values()
-		if err != nil {
-			return nil, false
-		}
 		var pts []bsoncore.Value
-		for _, x := range vals {
+		for _, x := range c.list {
 			o, ok := equalityOIL(x)
 			if !ok {
 				return nil, false
@@ -234,7 +198,7 @@ var (
 func wildcardOIL(conds []cond, multikey bool) OIL {
 	var usable []cond
 	for _, c := range conds {
-		if (c.op == "$eq" || c.op == "$in") && namesDocument(c.v) {
+		if (c.op == "$eq" || c.op == "$in") && namesDocument(c) {
 			continue
 		}
 		usable = append(usable, c)
@@ -248,19 +212,13 @@ func wildcardOIL(conds []cond, multikey bool) OIL {
 
 // namesDocument reports an equality operand (or an $in list holding one)
 // that is a non-empty document.
-func namesDocument(v bsoncore.Value) bool {
+func namesDocument(c cond) bool {
 	isDoc := func(x bsoncore.Value) bool {
 		d, ok := x.DocumentOK()
 		return ok && len(d) > 5
 	}
-	if arr, ok := v.ArrayOK(); ok {
-		vals, _ := arr.Values()
-		for _, x := range vals {
-			if isDoc(x) {
-				return true
-			}
-		}
-		return false
+	if c.op == "$in" {
+		return slices.ContainsFunc(c.list, isDoc)
 	}
-	return isDoc(v)
+	return isDoc(c.v)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // Cache remembers, per collection and query shape, which plan won the
@@ -112,59 +114,18 @@ func indexSignature(r *engine.Reader) string {
 	return string(b)
 }
 
-// shapeOf is the query's shape: the filter with every value replaced by
-// its type (so {a: 5} and {a: 7} share a shape, {a: null} does not; an
-// array lists each scalar type once, see shapeValue), the
-// sort, the projection, and whether skip/limit are set.
+// shapeOf is the query's shape: the filter's shape (query.Filter's
+// AppendShape: values replaced by their types), the sort, the projection,
+// and whether skip/limit are set.
 func shapeOf(q *Query) string {
 	var b strings.Builder
-	shapeDoc(&b, q.RawFilter)
+	q.Filter.AppendShape(&b)
 	b.WriteString("|s:")
 	b.WriteString(bson.Raw(q.RawSort).String())
 	b.WriteString("|p:")
 	b.WriteString(bson.Raw(q.RawProj).String())
 	fmt.Fprintf(&b, "|%t%t", q.Limit > 0, q.Skip > 0)
 	return b.String()
-}
-
-func shapeDoc(b *strings.Builder, d bsoncore.Document) {
-	elems, _ := d.Elements()
-	b.WriteByte('{')
-	for _, el := range elems {
-		b.WriteString(strconv.Quote(el.Key()))
-		b.WriteByte(':')
-		shapeValue(b, el.Value())
-		b.WriteByte(',')
-	}
-	b.WriteByte('}')
-}
-
-func shapeValue(b *strings.Builder, v bsoncore.Value) {
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		shapeDoc(b, v.Document())
-	case bsoncore.TypeArray:
-		// Scalars count once per type, as MongoDB's query shapes write
-		// "?array<?number>": an $in of 2 or of 10,000 numbers is one shape
-		// (and one short key), not one cache entry per length. Documents
-		// and arrays ($or branches, $in of documents) keep their shapes.
-		vals, _ := v.Array().Values()
-		var seen [256]bool
-		b.WriteByte('[')
-		for _, x := range vals {
-			if x.Type != bsoncore.TypeEmbeddedDocument && x.Type != bsoncore.TypeArray {
-				if seen[x.Type] {
-					continue
-				}
-				seen[x.Type] = true
-			}
-			shapeValue(b, x)
-			b.WriteByte(',')
-		}
-		b.WriteByte(']')
-	default:
-		b.WriteString(v.Type.String())
-	}
 }
 
 // hashHex is a shape hash as MongoDB prints queryHash and planCacheKey:
@@ -177,41 +138,40 @@ func hashHex(s string) string {
 
 // parsedQuery is the filter as MongoDB's explain shows it: each plain
 // equality as {$eq: v}, several predicates under one $and.
-func parsedQuery(filter bsoncore.Document) bson.D {
+func parsedQuery(c query.Conjunction) bson.D {
 	var preds []bson.D
-	elems, _ := filter.Elements()
-	for _, el := range elems {
-		k, v := el.Key(), el.Value()
-		if strings.HasPrefix(k, "$") {
-			if k == "$and" {
-				for _, d := range docsOf(v) {
-					pq := parsedQuery(d)
-					if len(pq) == 1 && pq[0].Key == "$and" {
-						for _, x := range pq[0].Value.(bson.A) {
-							preds = append(preds, x.(bson.D))
-						}
-					} else if len(pq) > 0 {
-						preds = append(preds, pq)
+	for i := range c {
+		cl := &c[i]
+		switch cl.Kind {
+		case query.AndClause:
+			for _, b := range cl.Branches {
+				pq := parsedQuery(b)
+				if len(pq) == 1 && pq[0].Key == "$and" {
+					for _, x := range pq[0].Value.(bson.A) {
+						preds = append(preds, x.(bson.D))
 					}
+				} else if len(pq) > 0 {
+					preds = append(preds, pq)
 				}
-				continue
-			}
-			preds = append(preds, bson.D{{Key: k, Value: bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}}})
-			continue
-		}
-		if d, ok := v.DocumentOK(); ok && isOperatorDoc(d) {
-			if _, err := d.LookupErr("$options"); err == nil {
-				// $regex and $options are one predicate.
-				preds = append(preds, bson.D{{Key: k, Value: bson.Raw(d)}})
-				continue
-			}
-			ops, _ := d.Elements()
-			for _, op := range ops {
-				preds = append(preds, bson.D{{Key: k, Value: bson.D{{Key: op.Key(), Value: bson.RawValue{Type: bson.Type(op.Value().Type), Value: op.Value().Data}}}}})
 			}
 			continue
+		case query.PathClause:
+		default:
+			preds = append(preds, bson.D{{Key: cl.Key, Value: rawValue(cl.Value)}})
+			continue
 		}
-		preds = append(preds, bson.D{{Key: k, Value: bson.D{{Key: "$eq", Value: bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}}}}})
+		if len(cl.Ops) == 1 && cl.Ops[0].Implicit {
+			preds = append(preds, bson.D{{Key: cl.Key, Value: bson.D{{Key: "$eq", Value: rawValue(cl.Value)}}}})
+			continue
+		}
+		if slices.ContainsFunc(cl.Ops, func(op query.Op) bool { return op.Name == "$options" }) {
+			// $regex and $options are one predicate.
+			preds = append(preds, bson.D{{Key: cl.Key, Value: bson.Raw(cl.Value.Data)}})
+			continue
+		}
+		for _, op := range cl.Ops {
+			preds = append(preds, bson.D{{Key: cl.Key, Value: bson.D{{Key: op.Name, Value: rawValue(op.Value)}}}})
+		}
 	}
 	switch len(preds) {
 	case 0:
@@ -224,4 +184,8 @@ func parsedQuery(filter bsoncore.Document) bson.D {
 		arr = append(arr, p)
 	}
 	return bson.D{{Key: "$and", Value: arr}}
+}
+
+func rawValue(v bsoncore.Value) bson.RawValue {
+	return bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
 }

@@ -5,6 +5,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // TestShapeOf checks which filters share a plan cache shape: values do
@@ -13,7 +15,11 @@ import (
 func TestShapeOf(t *testing.T) {
 	shape := func(filter bson.D) string {
 		raw, _ := bson.Marshal(filter)
-		return shapeOf(&Query{RawFilter: bsoncore.Document(raw)})
+		f, err := query.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return shapeOf(&Query{Filter: f, RawFilter: bsoncore.Document(raw)})
 	}
 	in := func(vals ...any) bson.D {
 		return bson.D{{Key: "a", Value: bson.D{{Key: "$in", Value: bson.A(vals)}}}}

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // Covered plans answer from index keys alone (IXSCAN, then
@@ -47,7 +48,7 @@ func (pl *planning) coverable(ix *indexRef) bool {
 		}
 		fields[f.Path] = true
 	}
-	if !coveredProjection(q.RawProj, fields) || !coveredFilter(q.RawFilter, fields) {
+	if !coveredProjection(q.RawProj, fields) || !coveredFilter(q.Filter.Tree(), fields) {
 		return false
 	}
 	if q.Sort != nil {
@@ -108,37 +109,27 @@ func truthy(v bsoncore.Value) (on, ok bool) {
 
 // coveredFilter reports a filter over index fields only, with value
 // operators only.
-func coveredFilter(filter bsoncore.Document, fields map[string]bool) bool {
-	elems, err := filter.Elements()
-	if err != nil {
-		return false
-	}
-	for _, el := range elems {
-		k := el.Key()
-		switch k {
-		case "$and", "$or", "$nor":
-			arr, ok := el.Value().ArrayOK()
-			if !ok {
-				return false
-			}
-			vals, _ := arr.Values()
-			for _, v := range vals {
-				d, ok := v.DocumentOK()
-				if !ok || !coveredFilter(d, fields) {
+func coveredFilter(c query.Conjunction, fields map[string]bool) bool {
+	for i := range c {
+		cl := &c[i]
+		switch cl.Kind {
+		case query.AndClause, query.OrClause, query.NorClause:
+			for _, b := range cl.Branches {
+				if !coveredFilter(b, fields) {
 					return false
 				}
 			}
 			continue
-		}
-		if strings.HasPrefix(k, "$") || !fields[k] {
+		case query.PathClause:
+		default:
 			return false
 		}
-		if d, ok := el.Value().DocumentOK(); ok && isOperatorDoc(d) {
-			ops, _ := d.Elements()
-			for _, op := range ops {
-				if !coveredOps[op.Key()] {
-					return false
-				}
+		if !fields[cl.Key] {
+			return false
+		}
+		for _, op := range cl.Ops {
+			if !coveredOps[op.Name] {
+				return false
 			}
 		}
 	}

@@ -53,7 +53,7 @@ func (pl *planning) distinctCandidate() *candidate {
 		if !sorted {
 			continue
 		}
-		if len(q.RawFilter) > 5 {
+		if len(q.Filter.Tree()) > 0 {
 			if f, _ := pl.residual(ix); f != nil {
 				continue
 			}

@@ -6,9 +6,10 @@
 //
 // # Pieces
 //
-//   - analysis.go reads a filter: per path, the conditions that must all
-//     hold; condOIL and fieldOIL turn them into bounds, hashedOIL into the
-//     hashes a hashed field's equality or $in names.
+//   - analysis.go reads a filter's tree (query.Filter.Tree): per path, the
+//     conditions that must all hold; condOIL and fieldOIL turn them into
+//     bounds, hashedOIL into the hashes a hashed field's equality or $in
+//     names.
 //   - interval.go: Interval and OIL (ordered interval list), one per index
 //     field, in MongoDB's value order, printed as MongoDB prints bounds.
 //   - ixscan.go expands per-field bounds to ranges of encoded keys (every
@@ -48,8 +49,14 @@
 // scan never covers a query nor gives order. A wildcard index holds no key
 // for a missing field nor for a document as a whole: it serves a path only
 // when the bounds exclude null and undefined, and leaves equalities to
-// non-empty documents to FETCH. The differential test in internal/commands
-// checks this against forced collection scans.
+// non-empty documents to FETCH. A path with a numeric component ("a.0")
+// is never bounded: the matcher reads "0" both as a position and as a field
+// name and sees a missing field through array elements that are documents
+// ({"a.0": null} matches {a: [5, {x: 1}]}), while an index on "a.0" keys
+// only the element at position 0; an index on such a path is scanned whole
+// when hinted. The differential test in internal/commands checks this
+// against forced collection scans (TestNumericPathIndexMatchesScan for
+// numeric paths).
 //
 // "Order from the index": a plan without a SORT stage returns documents in
 // the requested order. Only index fields whose paths never held an array
@@ -57,6 +64,21 @@
 // index orders only a sort on exactly the path it serves.
 //
 // "Cache follows the catalog": see Cache.
+//
+// "Filters are read through their tree": the planner never reads filter
+// BSON. What it knows of a filter (bounds, residual filters, covered
+// filters, $or branches, partial-index implication, explain's parsedQuery)
+// comes from query.Filter.Tree, and a partial index's filter from
+// index.Spec.PartialFilter().Tree(); residual filters are built by
+// query.Filter.Select and plan cache shapes by query.Filter.AppendShape.
+// Query.RawFilter and Spec.PartialFilterExpression are only carried: into
+// a stage's rawFilter field for explain to print, returned, or measured
+// with len. TestLintFilterTree (lint_test.go at the root) checks this in
+// internal/planner and internal/index: those selectors and rawFilter
+// fields appear only as a composite literal's value, on the right of an
+// assignment, in a return, under len() or as bson.Raw(x) for explain; and
+// no file there calls query.Parse or query.ParseWith except
+// index/partial.go, which parses a specification's filter.
 //
 // # Tests
 //

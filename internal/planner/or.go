@@ -1,11 +1,13 @@
 package planner
 
 import (
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // orCandidate plans a top-level $or as one index scan per branch under an
@@ -35,7 +37,7 @@ func (pl *planning) orCandidate() *candidate {
 			if ix.spec.Sparse && !sparseSafe(ix.keyFields(), bounds) {
 				continue
 			}
-			if ix.spec.PartialFilterExpression != nil && !implies(ba, ix.spec.PartialFilterExpression) {
+			if ix.spec.PartialFilterExpression != nil && !implies(ba, ix.spec.PartialFilter().Tree()) {
 				continue
 			}
 			if sc := boundsScore(ix, bounds); sc > bestScore {
@@ -48,7 +50,7 @@ func (pl *planning) orCandidate() *candidate {
 		scans = append(scans, newIXScan(best, bestBounds, false))
 		names = append(names, best.name)
 	}
-	c := pl.finish(&fetch{oneInput: input(&orStage{in: scans}), filter: pl.q.Filter, raw: pl.q.RawFilter}, false)
+	c := pl.finish(&fetch{oneInput: input(&orStage{in: scans}), filter: pl.q.Filter, rawFilter: pl.q.RawFilter}, false)
 	c.index = "$or:" + strings.Join(names, ",")
 	return c
 }
@@ -80,15 +82,15 @@ func boundsScore(ix *indexRef, bounds []OIL) int {
 // (its top-level fields and $and) must be implied by one ANDed condition
 // of the filter on the same path, whose values are a subset of the pfe
 // condition's ({a: {$gt: 6}} implies {a: {$gt: 5}}; {a: 3} implies {a:
-// {$exists: true}}). Anything else ($or, $type, null) is not implied.
-func implies(a *analysis, pfe bsoncore.Document) bool {
+// {$exists: true}}). Anything else ($or, $type, null, a path with a
+// numeric component, which analyze leaves out) is not implied.
+func implies(a *analysis, pfe query.Conjunction) bool {
 	pa := analyze(pfe)
-	if len(pa.ors) > 0 {
+	if len(pa.ors) > 0 || numericPaths(pfe) {
 		return false
 	}
-	elems, _ := pfe.Elements()
-	for _, el := range elems {
-		if k := el.Key(); strings.HasPrefix(k, "$") && k != "$and" {
+	for _, c := range pfe {
+		if c.Kind != query.PathClause && c.Kind != query.AndClause {
 			return false
 		}
 	}
@@ -100,6 +102,24 @@ func implies(a *analysis, pfe bsoncore.Document) bool {
 		}
 	}
 	return true
+}
+
+// numericPaths reports a condition, at the top level or under $and, on a
+// path with a numeric component.
+func numericPaths(c query.Conjunction) bool {
+	for _, cl := range c {
+		switch cl.Kind {
+		case query.PathClause:
+			if hasNumericPart(cl.Key) {
+				return true
+			}
+		case query.AndClause:
+			if slices.ContainsFunc(cl.Branches, numericPaths) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // condImplied reports whether one of conds alone implies pc.

@@ -17,7 +17,7 @@ import (
 // count, distinct, update, delete or findAndModify.
 type Query struct {
 	Filter     *query.Filter
-	RawFilter  bsoncore.Document // {} when none
+	RawFilter  bsoncore.Document // {} when none; carried for explain only (see doc.go)
 	Sort       *query.Sort       // nil: any order
 	RawSort    bsoncore.Document
 	Proj       *query.Projection // nil: whole documents
@@ -177,7 +177,7 @@ type candidate struct {
 // lookup, one per useful index, or else the collection scan.
 func (pl *planning) candidates() ([]*candidate, error) {
 	q := pl.q
-	pl.a = analyze(q.RawFilter)
+	pl.a = analyze(q.Filter.Tree())
 	if q.Hint.Type != 0 {
 		c, err := pl.hinted()
 		if err != nil {
@@ -211,7 +211,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 
 // collScan is the plan that reads the whole collection.
 func (pl *planning) collScan(reverse bool) *candidate {
-	c := pl.finish(&collScan{filter: pl.q.Filter, raw: pl.q.RawFilter, reverse: reverse}, false)
+	c := pl.finish(&collScan{filter: pl.q.Filter, rawFilter: pl.q.RawFilter, reverse: reverse}, false)
 	c.reverse = reverse
 	return c
 }
@@ -223,7 +223,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 	sorted, reverse := pl.providesSort(ix, bounds)
 	if !forced {
 		switch {
-		case ix.spec.PartialFilterExpression != nil && !implies(pl.a, ix.spec.PartialFilterExpression):
+		case ix.spec.PartialFilterExpression != nil && !implies(pl.a, ix.spec.PartialFilter().Tree()):
 			return nil
 		case ix.spec.Sparse && !sparseSafe(ix.keyFields(), bounds):
 			return nil
@@ -249,7 +249,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 			scan.countOnly = true
 			c = pl.finish(scan, sorted)
 		} else {
-			c = pl.finish(&fetch{oneInput: input(scan), filter: f, raw: raw}, sorted)
+			c = pl.finish(&fetch{oneInput: input(scan), filter: f, rawFilter: raw}, sorted)
 		}
 	}
 	c.index, c.reverse = ix.name, reverse
@@ -611,7 +611,7 @@ func (pl *planning) minMax(ix *indexRef) (*candidate, error) {
 	scan.ranges, scan.checkFrom = []engine.KeyRange{rng}, len(fields)
 	scan.minMax = [2]bsoncore.Document{pl.q.Min, pl.q.Max}
 	sorted, reverse := pl.providesSort(ix, make([]OIL, len(fields)))
-	c := pl.finish(&fetch{oneInput: input(scan), filter: pl.q.Filter, raw: pl.q.RawFilter}, sorted && !reverse)
+	c := pl.finish(&fetch{oneInput: input(scan), filter: pl.q.Filter, rawFilter: pl.q.RawFilter}, sorted && !reverse)
 	c.index = ix.name
 	return c, nil
 }
@@ -634,7 +634,8 @@ func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
 // or a type-bracketed range. Anything else stays.
 func (pl *planning) residual(ix *indexRef) (*query.Filter, bsoncore.Document) {
 	q := pl.q
-	if ix.wildPath != "" || len(q.RawFilter) <= 5 {
+	tree := q.Filter.Tree()
+	if ix.wildPath != "" || len(tree) == 0 {
 		return q.Filter, q.RawFilter
 	}
 	_, exact := boundsFrom(pl.a, ix)
@@ -644,60 +645,50 @@ func (pl *planning) residual(ix *indexRef) (*query.Filter, bsoncore.Document) {
 		// share: its conditions always stay (exact is false).
 		fields[f.Path] = fields[f.Path] || exact[i]
 	}
-	elems, err := q.RawFilter.Elements()
-	if err != nil {
-		return q.Filter, q.RawFilter
-	}
-	b := bsoncore.NewDocumentBuilder()
+	keep := make([]bool, len(tree))
 	kept := 0
-	for _, el := range elems {
-		if fields[el.Key()] && !hasNumericPart(el.Key()) && exactCondition(el.Value()) {
+	for i := range tree {
+		c := &tree[i]
+		if c.Kind == query.PathClause && fields[c.Key] && !hasNumericPart(c.Key) && exactCondition(c.Ops) {
 			continue
 		}
-		b.AppendValue(el.Key(), el.Value())
+		keep[i] = true
 		kept++
 	}
 	switch kept {
 	case 0:
 		return nil, nil
-	case len(elems):
+	case len(tree):
 		return q.Filter, q.RawFilter
 	}
-	raw := b.Build()
-	f, err := query.Parse(raw)
+	f, raw, err := q.Filter.Select(keep)
 	if err != nil {
 		return q.Filter, q.RawFilter
 	}
 	return f, raw
 }
 
-// exactCondition reports whether the bounds of a field's filter value
-// select exactly the values it matches (on a field holding no arrays).
-func exactCondition(v bsoncore.Value) bool {
-	d, ok := v.DocumentOK()
-	if !ok || !isOperatorDoc(d) {
-		return exactScalar(v)
-	}
-	ops, _ := d.Elements()
+// exactCondition reports whether the bounds of a field's conditions select
+// exactly the values they match (on a field holding no arrays).
+func exactCondition(ops []query.Op) bool {
 	for _, op := range ops {
-		switch op.Key() {
-		case "$eq":
-			if !exactScalar(op.Value()) {
+		switch {
+		case op.Implicit:
+			if op.Name != "$eq" || !exactScalar(op.Value) {
 				return false
 			}
-		case "$in":
-			arr, ok := op.Value().ArrayOK()
-			if !ok {
+		case op.Name == "$eq":
+			if !exactScalar(op.Value) {
 				return false
 			}
-			vals, _ := arr.Values()
-			for _, x := range vals {
+		case op.Name == "$in":
+			for _, x := range op.List {
 				if !exactScalar(x) {
 					return false
 				}
 			}
-		case "$gt", "$gte", "$lt", "$lte":
-			if _, ok := rangeOIL(op.Key(), op.Value()); !ok {
+		case op.Name == "$gt", op.Name == "$gte", op.Name == "$lt", op.Name == "$lte":
+			if _, ok := rangeOIL(op.Name, op.Value); !ok {
 				return false
 			}
 		default:

@@ -320,7 +320,7 @@ func (e *Exec) QueryPlanner(ns string) bson.D {
 	d := bson.D{}
 	put(&d, "namespace", ns)
 	put(&d, "indexFilterSet", false)
-	put(&d, "parsedQuery", parsedQuery(e.q.RawFilter))
+	put(&d, "parsedQuery", parsedQuery(e.q.Filter.Tree()))
 	shape := shapeOf(e.q)
 	put(&d, "queryHash", hashHex(shape))
 	put(&d, "planCacheKey", hashHex(shape+"\x00"+indexSignature(e.x.r)))

@@ -33,13 +33,13 @@ func (o *oneInput) children() []stage { return o.kid[:] }
 // those the filter matches (MongoDB's COLLSCAN).
 type collScan struct {
 	stageStats
-	filter  *query.Filter
-	raw     bsoncore.Document // the filter, for explain
-	reverse bool
-	rng     engine.KeyRange // min/max on _id narrow the scan
-	cur     *engine.Cursor
-	docs    int64
-	m       member
+	filter    *query.Filter
+	rawFilter bsoncore.Document // the filter, for explain
+	reverse   bool
+	rng       engine.KeyRange // min/max on _id narrow the scan
+	cur       *engine.Cursor
+	docs      int64
+	m         member
 }
 
 func (s *collScan) work(x *execCtx) (*member, state, error) {
@@ -81,8 +81,8 @@ func (s *collScan) close() error {
 
 func (s *collScan) describe(d *doc, withStats bool) {
 	put(d, "stage", "COLLSCAN")
-	if len(s.raw) > 5 {
-		put(d, "filter", bson.Raw(s.raw))
+	if len(s.rawFilter) > 5 {
+		put(d, "filter", bson.Raw(s.rawFilter))
 	}
 	put(d, "direction", direction(s.reverse))
 	if withStats {
@@ -148,12 +148,12 @@ func (s *idHack) describe(d *doc, withStats bool) {
 type fetch struct {
 	stageStats
 	oneInput
-	filter *query.Filter
-	raw    bsoncore.Document
-	docs   int64
-	hadObj int64 // inputs that came with their document (the _id index)
-	buf    []byte
-	m      member
+	filter    *query.Filter
+	rawFilter bsoncore.Document // the filter, for explain
+	docs      int64
+	hadObj    int64 // inputs that came with their document (the _id index)
+	buf       []byte
+	m         member
 }
 
 func (s *fetch) work(x *execCtx) (*member, state, error) {
@@ -192,8 +192,8 @@ func (s *fetch) work(x *execCtx) (*member, state, error) {
 func (s *fetch) close() error { return nil }
 func (s *fetch) describe(d *doc, withStats bool) {
 	put(d, "stage", "FETCH")
-	if len(s.raw) > 5 {
-		put(d, "filter", bson.Raw(s.raw))
+	if len(s.rawFilter) > 5 {
+		put(d, "filter", bson.Raw(s.rawFilter))
 	}
 	if withStats {
 		addCommon(d, &s.stats)

@@ -4,12 +4,25 @@
 // every rule it implements has a case in testdata/, which also runs over
 // the wire (package querytest).
 //
+// It is the one reader of filter BSON: code that reasons about a filter
+// rather than matching it (the planner, partial indexes) reads
+// Filter.Tree (tree.go), a read-only tree of the parsed filter —
+// conjunctions of path clauses with their operators, $and/$or/$nor
+// branches, $elemMatch sub-trees, $expr and $jsonSchema as opaque clauses —
+// so that it cannot disagree with the matcher about what a field means.
+// Find projections are built on internal/projection's tree, which $project
+// shares; projection.go holds only what find does differently (positional
+// "a.$", $slice, $elemMatch).
+//
 // # Invariants
 //
 //   - Raw bytes in, raw bytes out. Documents are bsoncore.Documents read
 //     lazily, field by field; the read path never decodes a document into a
 //     tree. Match allocates nothing for the plain operators, and Projection
 //     appends to the caller's buffer.
+//   - One reading of a filter: Filter.Tree classifies each field exactly as
+//     the parser does (isOperatorDoc, the $elemMatch forms, $all's items);
+//     TestTreeFollowsParse checks it.
 //   - Parse once, match many. All validation (operator names, argument
 //     types, regex syntax and options) happens in Parse/ParseProjection/
 //     ParseSort and reports MongoDB's error codes through mongoerr; the

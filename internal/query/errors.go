@@ -5,17 +5,12 @@ import "github.com/cairndb/cairn/internal/mongoerr"
 // Local names for the codes the query language raises; the numbers and
 // codeNames live in mongoerr's one table.
 const (
-	codeRegexOptionsBoth1        = mongoerr.RegexOptionsBoth1    // $regex flags, then $options
-	codeRegexOptionsBoth2        = mongoerr.RegexOptionsBoth2    // $options, then $regex flags
-	codeRegexBadFlag             = mongoerr.RegexBadFlag         // "invalid flag in regex options: z"
-	codeRegexInvalid             = mongoerr.RegexInvalid         // "Regular expression is invalid: …"
-	codeProjPathCollision        = mongoerr.ProjPathCollision    // "Path collision at a.b remaining portion b"
-	codeProjPathCollisionEnd     = mongoerr.ProjPathCollisionEnd // "Path collision at a"
-	codeProjExprInExclusion      = mongoerr.ProjExprInExclusion  // expression other than $meta in exclusion
-	codeProjIncInExclusion       = mongoerr.ProjIncInExclusion   // "Cannot do inclusion on field a in exclusion projection"
-	codeProjExcInInclusion       = mongoerr.ProjExcInInclusion   // "Cannot do exclusion on field a in inclusion projection"
-	codeProjPositionalElem1      = mongoerr.ProjPositionalElem1  // $elemMatch after a positional projection
-	codeProjPositionalElem2      = mongoerr.ProjPositionalElem2  // positional projection after $elemMatch
+	codeRegexOptionsBoth1        = mongoerr.RegexOptionsBoth1   // $regex flags, then $options
+	codeRegexOptionsBoth2        = mongoerr.RegexOptionsBoth2   // $options, then $regex flags
+	codeRegexBadFlag             = mongoerr.RegexBadFlag        // "invalid flag in regex options: z"
+	codeRegexInvalid             = mongoerr.RegexInvalid        // "Regular expression is invalid: …"
+	codeProjPositionalElem1      = mongoerr.ProjPositionalElem1 // $elemMatch after a positional projection
+	codeProjPositionalElem2      = mongoerr.ProjPositionalElem2 // positional projection after $elemMatch
 	codeProjSliceSkipType        = mongoerr.ProjSliceSkipType
 	codeProjSliceLimitType       = mongoerr.ProjSliceLimitType
 	codeProjSliceLimitSign       = mongoerr.ProjSliceLimitSign
@@ -28,12 +23,10 @@ const (
 	codeProjPositionalTwice      = mongoerr.ProjPositionalTwice   // more than one positional projection
 	codeProjPositionalRepeat     = mongoerr.ProjPositionalRepeat  // "a.$.b.$"
 	codeProjPositionalValue      = mongoerr.ProjPositionalValue   // positional projection with a literal
-	codeProjLiteralExclusion     = mongoerr.ProjLiteralExclusion  // "Cannot use an expression … in an exclusion projection"
 	codeProjUnknownExpr          = mongoerr.ProjUnknownExpr       // "Unknown expression $foo"
 	codeProjPositionalNoMatch    = mongoerr.ProjPositionalNoMatch // no element position recorded by the filter
 	codeProjPositionalMismatch   = mongoerr.ProjPositionalMismatch
 	codeProjPositionalNeedsQuery = mongoerr.ProjPositionalNeedsQuery
-	codeProjEmptySub             = mongoerr.ProjEmptySub        // "An empty sub-projection is not a valid value"
 	codeFieldPathEmpty           = mongoerr.FieldPathEmpty      // empty component in a projection path
 	codeFieldPathDollar          = mongoerr.FieldPathDollar     // projection path component starting with '$'
 	codeSortBadValue             = mongoerr.SortBadValue        // "Illegal key in $sort specification"

@@ -2,6 +2,7 @@ package query
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairndb/cairn/internal/expr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -12,6 +13,9 @@ import (
 type Filter struct {
 	root matcher
 	id   bsoncore.Value // the _id of a point lookup; Type 0 if none
+	raw  bsoncore.Document
+	env  *exprEnv                    // the options it was parsed with, for Select
+	tree atomic.Pointer[Conjunction] // see Tree; built once (twice under a race, alike)
 }
 
 // Result is the outcome of matching one document.

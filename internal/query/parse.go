@@ -27,6 +27,11 @@ type Options struct {
 	// Now is $$NOW; the zero time means the time Parse was called, so that
 	// every document the filter sees agrees on it.
 	Now time.Time
+	// NoSpecialFeatures refuses, before anything else is checked, the
+	// features MongoDB bans in a partial index's filter: $expr, $text and
+	// $jsonSchema (QueryFeatureNotAllowed) and $where (BadValue), at the
+	// top level or under $and/$or/$nor.
+	NoSpecialFeatures bool
 }
 
 // exprEnv is Options as $expr uses them: the parse-time scope and the
@@ -43,10 +48,16 @@ type exprEnv struct {
 func Parse(filter bsoncore.Document) (*Filter, error) { return ParseWith(filter, Options{}) }
 
 // ParseWith is Parse for a command with let variables or its own $$NOW.
-// The Filter keeps opts.Vars, which must stay unchanged while it is used.
+// The Filter keeps filter and opts.Vars, which must stay unchanged while
+// it is used (Tree reads filter on first use).
 func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "filter is not a valid BSON document: %v", err)
+	}
+	if opts.NoSpecialFeatures {
+		if err := banSpecialFeatures(filter); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -61,7 +72,35 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, id: idEquality(filter)}, nil
+	return &Filter{root: root, id: idEquality(filter), raw: filter, env: env}, nil
+}
+
+// banSpecialFeatures is Options.NoSpecialFeatures.
+func banSpecialFeatures(filter []byte) error {
+	it := elemsOfBytes(filter)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		switch k := string(k); k {
+		case "$expr", "$text", "$jsonSchema":
+			return mongoerr.New(mongoerr.QueryFeatureNotAllowed, "%s is not allowed in this context", k)
+		case "$where":
+			return mongoerr.New(mongoerr.BadValue, "$where is not allowed in this context")
+		case "$and", "$or", "$nor":
+			if v.Type != bsoncore.TypeArray {
+				continue // the parser reports it
+			}
+			for _, d := range arrayValues(v) {
+				if d.Type == bsoncore.TypeEmbeddedDocument {
+					if err := banSpecialFeatures(d.Data); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
 }
 
 // idEquality recognizes {_id: v} for Filter.IDEquality.

@@ -7,58 +7,28 @@ import (
 
 	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	ptree "github.com/cairndb/cairn/internal/projection"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Projection is a parsed find projection. It is immutable and safe for
 // concurrent use; Apply appends one projected document to a buffer.
 //
-// Semantics (MongoDB 4.4+ find projections):
-//
-//   - An inclusion projection keeps the included fields in the input
-//     document's order, then adds computed fields ({x: "$a"}, {x:
-//     {$literal: 1}}, $elemMatch) in the projection's order. Dotted paths
-//     descend into documents and into arrays of documents; scalars inside
-//     arrays are dropped, and a path into a document that lacks the field
-//     leaves an empty document.
-//   - An exclusion projection removes the named fields and keeps the rest,
-//     in order, scalars in arrays included.
-//   - _id is included unless excluded, in both kinds.
-//   - $slice and the positional "a.$" rewrite the named array in place
-//     after the main projection; $elemMatch is a computed field, so it comes
-//     after the included fields (as MongoDB documents).
+// Its tree is the one $project uses (package projection states the shared
+// semantics: inclusion keeps included fields in input order and then sets
+// computed fields in projection order; exclusion removes fields; _id is
+// included unless excluded). What only find does is this file's branch:
+// $slice and the positional "a.$" rewrite the named array in place after
+// the tree is applied ($slice's field is an Include node, kept by an
+// exclusion too); $elemMatch is a Custom node, a computed field, so it
+// comes after the included fields (as MongoDB documents).
 type Projection struct {
-	root      *projNode
-	inclusion bool
-	empty     bool
+	tree  *ptree.Tree
+	empty bool
 	// positional is the path of "a.b.$" without ".$", or nil.
 	positional []string
 	slices     []sliceSpec
 }
-
-type nodeKind int
-
-const (
-	nodePath      nodeKind = iota // an inner node with children
-	nodeInclude                   // {a: 1}
-	nodeExclude                   // {a: 0}
-	nodeComputed                  // {a: <expression>}
-	nodeElemMatch                 // {a: {$elemMatch: …}}
-	nodeSlice                     // {a: {$slice: …}}: included (inclusion) or kept (exclusion), sliced afterwards
-)
-
-type projNode struct {
-	kind     nodeKind
-	children map[string]*projNode
-	order    []string // children in projection order
-	expr     expr.Expr
-	elem     matcher // nodeElemMatch: {name: {$elemMatch: …}}
-	// Summaries of the subtree, for nodePath.
-	hasInclude  bool
-	hasComputed bool
-}
-
-func newPathNode() *projNode { return &projNode{kind: nodePath, children: map[string]*projNode{}} }
 
 type sliceSpec struct {
 	parts   []string
@@ -70,7 +40,8 @@ type sliceSpec struct {
 // projParser holds MongoDB's ParseContext.
 type projParser struct {
 	filter       *Filter
-	typ          int // 0 unknown, 1 inclusion, 2 exclusion
+	modes        ptree.Modes
+	root         *ptree.Node
 	idSpecified  bool
 	idIncluded   bool
 	idExcluded   bool
@@ -79,18 +50,12 @@ type projParser struct {
 	proj         *Projection
 }
 
-const (
-	typeUnknown = iota
-	typeInclusion
-	typeExclusion
-)
-
 // ParseProjection parses a find projection. filter is the query's filter,
 // needed only by positional projections ("a.$"); it may be nil otherwise.
 // Errors carry MongoDB's codes (31253/31254 for mixing inclusion and
 // exclusion, 31249/31250 for path collisions, …).
 func ParseProjection(spec bsoncore.Document, filter *Filter) (*Projection, error) {
-	p := &Projection{root: newPathNode()}
+	p := &Projection{}
 	if len(spec) == 0 {
 		p.empty = true
 		return p, nil
@@ -98,7 +63,7 @@ func ParseProjection(spec bsoncore.Document, filter *Filter) (*Projection, error
 	if err := spec.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "projection is not a valid BSON document: %v", err)
 	}
-	pp := &projParser{filter: filter, proj: p}
+	pp := &projParser{filter: filter, proj: p, root: ptree.NewInner()}
 	it := elemsOfBytes(spec)
 	n := 0
 	for {
@@ -111,7 +76,7 @@ func ParseProjection(spec bsoncore.Document, filter *Filter) (*Projection, error
 		if name == "_id" || strings.HasPrefix(name, "_id.") {
 			pp.idSpecified = true
 		}
-		if err := pp.element(name, nil, v, p.root); err != nil {
+		if err := pp.element(name, nil, v, pp.root); err != nil {
 			return nil, err
 		}
 	}
@@ -119,53 +84,37 @@ func ParseProjection(spec bsoncore.Document, filter *Filter) (*Projection, error
 		p.empty = true
 		return p, nil
 	}
-	if pp.typ == typeUnknown {
-		pp.typ = pp.defaultType()
+	mode := pp.modes.Mode
+	if mode == ptree.Unknown {
+		mode = pp.defaultType()
 	}
-	p.inclusion = pp.typ == typeInclusion
-	if p.inclusion && !pp.idSpecified {
-		p.root.children["_id"] = &projNode{kind: nodeInclude}
-		p.root.order = append(p.root.order, "_id")
+	if mode == ptree.Inclusion && !pp.idSpecified {
+		if err := pp.root.Add([]string{"_id"}, &ptree.Node{Kind: ptree.Include}); err != nil {
+			return nil, err
+		}
 	}
-	if !p.inclusion && pp.idIncluded {
-		delete(p.root.children, "_id")
+	if mode != ptree.Inclusion && pp.idIncluded {
+		pp.root.Remove("_id")
 	}
-	summarize(p.root)
+	p.tree = ptree.New(pp.root, mode)
 	return p, nil
 }
 
 // defaultType is MongoDB's computeProjectionType for projections that
 // named no field other than _id and no expression.
-func (pp *projParser) defaultType() int {
+func (pp *projParser) defaultType() ptree.Mode {
 	switch {
 	case pp.hasFindSlice:
 		if pp.idIncluded {
-			return typeInclusion
+			return ptree.Inclusion
 		}
-		return typeExclusion
+		return ptree.Exclusion
 	case pp.hasElemMatch:
-		return typeInclusion
+		return ptree.Inclusion
 	case pp.idIncluded:
-		return typeInclusion
+		return ptree.Inclusion
 	}
-	return typeExclusion
-}
-
-func summarize(n *projNode) (include, computed bool) {
-	for _, c := range n.children {
-		switch c.kind {
-		case nodeInclude, nodeSlice:
-			include = true
-		case nodeComputed, nodeElemMatch:
-			computed = true
-		case nodePath:
-			i, cp := summarize(c)
-			include = include || i
-			computed = computed || cp
-		}
-	}
-	n.hasInclude, n.hasComputed = include, computed
-	return include, computed
+	return ptree.Exclusion
 }
 
 // positionalAt finds the first positional "$" component of a projection
@@ -205,7 +154,7 @@ func splitFieldPath(key string) ([]string, error) {
 
 // element parses one projection element (MongoDB's parseElement). prefix is
 // the path of parent from the root.
-func (pp *projParser) element(name string, prefix []string, v bsoncore.Value, parent *projNode) error {
+func (pp *projParser) element(name string, prefix []string, v bsoncore.Value, parent *ptree.Node) error {
 	_, _, positional := positionalAt(name)
 	switch {
 	case v.Type == bsoncore.TypeEmbeddedDocument:
@@ -230,17 +179,13 @@ func (pp *projParser) element(name string, prefix []string, v bsoncore.Value, pa
 	if err != nil {
 		return err
 	}
-	if err := addNode(parent, parts, &projNode{kind: nodeComputed, expr: e}); err != nil {
+	if err := parent.Add(parts, &ptree.Node{Kind: ptree.Computed, Expr: e}); err != nil {
 		return err
 	}
-	if pp.typ == typeExclusion {
-		return errorf(codeProjLiteralExclusion, "Cannot use an expression %s: %s in an exclusion projection", name, v)
-	}
-	pp.typ = typeInclusion
-	return nil
+	return pp.modes.Compute(name+": "+v.String(), false)
 }
 
-func (pp *projParser) subObject(name string, prefix []string, v bsoncore.Value, parent *projNode) error {
+func (pp *projParser) subObject(name string, prefix []string, v bsoncore.Value, parent *ptree.Node) error {
 	parts, err := splitFieldPath(name)
 	if err != nil {
 		return err
@@ -257,23 +202,22 @@ func (pp *projParser) subObject(name string, prefix []string, v bsoncore.Value, 
 			case op == "$meta":
 				return mongoerr.New(mongoerr.BadValue, "$meta projections are not supported yet")
 			case expr.IsOperator(op):
-				if pp.typ == typeExclusion {
-					return errorf(codeProjExprInExclusion, "Cannot use expression other than $meta in exclusion projection")
+				if err := pp.modes.Compute(op, true); err != nil {
+					return err
 				}
-				pp.typ = typeInclusion
 				e, err := expr.Parse(v)
 				if err != nil {
 					return err
 				}
-				return addNode(parent, parts, &projNode{kind: nodeComputed, expr: e})
+				return parent.Add(parts, &ptree.Node{Kind: ptree.Computed, Expr: e})
 			}
 			return errorf(codeProjUnknownExpr, "Unknown expression %s", op)
 		}
 	}
 	if len(vals) == 0 {
-		return errorf(codeProjEmptySub, "An empty sub-projection is not a valid value. Found empty object at path")
+		return ptree.EmptySubProjection("")
 	}
-	node, err := pathNodeAt(parent, parts)
+	node, err := parent.InnerAt(parts, parts)
 	if err != nil {
 		return err
 	}
@@ -290,7 +234,7 @@ func (pp *projParser) subObject(name string, prefix []string, v bsoncore.Value, 
 	}
 }
 
-func (pp *projParser) findSlice(full, parts []string, arg bsoncore.Value, parent *projNode) error {
+func (pp *projParser) findSlice(full, parts []string, arg bsoncore.Value, parent *ptree.Node) error {
 	s := sliceSpec{parts: full}
 	switch {
 	case isNumeric(arg):
@@ -313,7 +257,8 @@ func (pp *projParser) findSlice(full, parts []string, arg bsoncore.Value, parent
 	default:
 		return errorf(codeProjSliceType, "$slice only supports numbers and [skip, limit] arrays")
 	}
-	if err := addNode(parent, parts, &projNode{kind: nodeSlice}); err != nil {
+	// The field is included (or, in an exclusion, kept), then sliced.
+	if err := parent.Add(parts, &ptree.Node{Kind: ptree.Include}); err != nil {
 		return err
 	}
 	pp.hasFindSlice = true
@@ -338,7 +283,7 @@ func numberInt(v bsoncore.Value) int {
 	return int(f)
 }
 
-func (pp *projParser) elemMatch(name string, prefix, parts []string, arg bsoncore.Value, parent *projNode) error {
+func (pp *projParser) elemMatch(name string, prefix, parts []string, arg bsoncore.Value, parent *ptree.Node) error {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return errorf(codeProjElemMatchType, "elemMatch: Invalid argument, object required, but got %s", typeName(arg))
 	}
@@ -352,15 +297,15 @@ func (pp *projParser) elemMatch(name string, prefix, parts []string, arg bsoncor
 	if err != nil {
 		return err
 	}
-	if err := addNode(parent, parts, &projNode{kind: nodeElemMatch, elem: &pathNode{path: newPath(name), pred: p}}); err != nil {
+	if err := parent.Add(parts, &ptree.Node{Kind: ptree.Custom, Custom: elemMatchProj{m: &pathNode{path: newPath(name), pred: p}, name: name}}); err != nil {
 		return err
 	}
 	pp.hasElemMatch = true
 	return nil
 }
 
-func (pp *projParser) inclusion(name string, prefix []string, parent *projNode) error {
-	topID := name == "_id" && parent == pp.proj.root
+func (pp *projParser) inclusion(name string, prefix []string, parent *ptree.Node) error {
+	topID := name == "_id" && parent == pp.root
 	key := name
 	if begin, end, ok := positionalAt(name); ok {
 		switch {
@@ -388,84 +333,33 @@ func (pp *projParser) inclusion(name string, prefix []string, parent *projNode) 
 	if err != nil {
 		return err
 	}
-	if err := addNode(parent, parts, &projNode{kind: nodeInclude}); err != nil {
+	if err := parent.Add(parts, &ptree.Node{Kind: ptree.Include}); err != nil {
 		return err
 	}
 	if topID {
 		pp.idIncluded = true
 		return nil
 	}
-	if pp.typ == typeExclusion {
-		return errorf(codeProjIncInExclusion, "Cannot do inclusion on field %s in exclusion projection", name)
-	}
-	pp.typ = typeInclusion
-	return nil
+	return pp.modes.Include(name)
 }
 
-func (pp *projParser) exclusion(name string, parent *projNode) error {
+func (pp *projParser) exclusion(name string, parent *ptree.Node) error {
 	parts, err := splitFieldPath(name)
 	if err != nil {
 		return err
 	}
-	if err := addNode(parent, parts, &projNode{kind: nodeExclude}); err != nil {
+	if err := parent.Add(parts, &ptree.Node{Kind: ptree.Exclude}); err != nil {
 		return err
 	}
-	if name == "_id" && parent == pp.proj.root {
+	if name == "_id" && parent == pp.root {
 		pp.idExcluded = true
 		return nil
 	}
-	if pp.typ == typeInclusion {
-		return errorf(codeProjExcInInclusion, "Cannot do exclusion on field %s in inclusion projection", name)
-	}
-	pp.typ = typeExclusion
-	return nil
-}
-
-// addNode adds a leaf at parts under parent, creating inner nodes, and
-// reports MongoDB's path collisions.
-func addNode(parent *projNode, parts []string, leaf *projNode) error {
-	cur := parent
-	for i, p := range parts {
-		child := cur.children[p]
-		if i == len(parts)-1 {
-			if child != nil {
-				return errorf(codeProjPathCollisionEnd, "Path collision at %s", strings.Join(parts, "."))
-			}
-			cur.children[p] = leaf
-			cur.order = append(cur.order, p)
-			return nil
-		}
-		if child == nil {
-			child = newPathNode()
-			cur.children[p] = child
-			cur.order = append(cur.order, p)
-		} else if child.kind != nodePath {
-			return errorf(codeProjPathCollision, "Path collision at %s remaining portion %s", strings.Join(parts, "."), strings.Join(parts[i+1:], "."))
-		}
-		cur = child
-	}
-	return nil
-}
-
-// pathNodeAt returns the inner node at parts, creating it if needed.
-func pathNodeAt(parent *projNode, parts []string) (*projNode, error) {
-	cur := parent
-	for _, p := range parts {
-		child := cur.children[p]
-		if child == nil {
-			child = newPathNode()
-			cur.children[p] = child
-			cur.order = append(cur.order, p)
-		} else if child.kind != nodePath {
-			return nil, errorf(codeProjPathCollisionEnd, "Path collision at %s", strings.Join(parts, "."))
-		}
-		cur = child
-	}
-	return cur, nil
+	return pp.modes.Exclude(name)
 }
 
 // IsInclusion reports whether the projection is an inclusion projection.
-func (p *Projection) IsInclusion() bool { return p.inclusion }
+func (p *Projection) IsInclusion() bool { return !p.empty && p.tree.Mode == ptree.Inclusion }
 
 // field is one field of a document being built.
 type field struct {
@@ -512,22 +406,18 @@ func (p *Projection) Apply(dst []byte, doc bsoncore.Document, arrayPos int) ([]b
 	if p.empty {
 		return append(dst, doc...), nil
 	}
-	in := docValue(doc)
-	var fields []field
-	if p.inclusion {
-		fields = p.root.include(in)
-		ctx := expr.NewContext(doc)
-		var err error
-		if fields, err = p.root.compute(fields, in, ctx); err != nil {
-			return dst, err
-		}
-	} else {
-		fields = p.root.exclude(in)
+	var ctx *expr.Context
+	if p.tree.Mode == ptree.Inclusion {
+		ctx = expr.NewContext(doc)
+	}
+	projected, err := p.tree.Apply(doc, ctx)
+	if err != nil {
+		return dst, err
 	}
 	if p.positional == nil && len(p.slices) == 0 {
-		return appendFields(dst, fields), nil
+		return append(dst, projected...), nil
 	}
-	out := docValue(appendFields(nil, fields))
+	out := docValue(projected)
 	if p.positional != nil {
 		v, err := applyPositional(out, p.positional, arrayPos)
 		if err != nil {
@@ -541,123 +431,15 @@ func (p *Projection) Apply(dst []byte, doc bsoncore.Document, arrayPos int) ([]b
 	return append(dst, out.Data...), nil
 }
 
-// include is the inclusion pass over one document level.
-func (n *projNode) include(doc bsoncore.Value) []field {
-	var out []field
-	it := elemsOf(doc)
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			return out
-		}
-		c := n.children[string(k)]
-		if c == nil {
-			continue
-		}
-		switch c.kind {
-		case nodeInclude, nodeSlice:
-			out = append(out, field{string(k), v})
-		case nodePath:
-			// Inner nodes holding only computed fields take part too, so
-			// that the expression pass maps over arrays of documents.
-			if !c.hasInclude && !c.hasComputed {
-				continue
-			}
-			if iv, ok := c.includeValue(v); ok {
-				out = append(out, field{string(k), iv})
-			}
-		}
-	}
+// elemMatchProj is find's {name: {$elemMatch: …}}: the first element of
+// the array name that matches, as a one-element array.
+type elemMatchProj struct {
+	m    matcher
+	name string
 }
 
-// includeValue applies the inclusion pass under n to a value: documents
-// are projected, arrays projected element by element (scalars dropped),
-// scalars dropped.
-func (n *projNode) includeValue(v bsoncore.Value) (bsoncore.Value, bool) {
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		return docValue(appendFields(nil, n.include(v))), true
-	case bsoncore.TypeArray:
-		var vals []bsoncore.Value
-		it := elemsOf(v)
-		for {
-			_, e, ok := it.next()
-			if !ok {
-				break
-			}
-			if iv, ok := n.includeValue(e); ok {
-				vals = append(vals, iv)
-			}
-		}
-		return expr.Array(vals), true
-	}
-	return missing, false
-}
-
-// compute is the expression pass over one level of the output: computed
-// fields and $elemMatch in projection order (replacing a field of the same
-// name in place, else appended), and inner nodes holding computed fields.
-// in is the input document at this level (the root for $elemMatch).
-func (n *projNode) compute(fields []field, root bsoncore.Value, ctx *expr.Context) ([]field, error) {
-	if !n.hasComputed {
-		return fields, nil
-	}
-	for _, name := range n.order {
-		c := n.children[name]
-		switch c.kind {
-		case nodeComputed:
-			v, err := c.expr.Eval(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if v.Type != 0 {
-				fields = setField(fields, name, v)
-			}
-		case nodeElemMatch:
-			if v, ok := elemMatchValue(c.elem, root, name); ok {
-				fields = setField(fields, name, v)
-			}
-		case nodePath:
-			if !c.hasComputed {
-				continue
-			}
-			v, err := c.computeValue(getField(fields, name), root, ctx)
-			if err != nil {
-				return nil, err
-			}
-			fields = setField(fields, name, v)
-		}
-	}
-	return fields, nil
-}
-
-// computeValue applies the expression pass under n to an output value:
-// into documents, over arrays, and replacing anything else by a document of
-// the computed fields (so {"a.b": {$literal: 1}} turns a: 1 into a: {b: 1}).
-func (n *projNode) computeValue(v, root bsoncore.Value, ctx *expr.Context) (bsoncore.Value, error) {
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		fields, err := n.compute(fieldsOf(v), root, ctx)
-		if err != nil {
-			return missing, err
-		}
-		return docValue(appendFields(nil, fields)), nil
-	case bsoncore.TypeArray:
-		var vals []bsoncore.Value
-		for _, e := range arrayValues(v) {
-			cv, err := n.computeValue(e, root, ctx)
-			if err != nil {
-				return missing, err
-			}
-			vals = append(vals, cv)
-		}
-		return expr.Array(vals), nil
-	}
-	fields, err := n.compute(nil, root, ctx)
-	if err != nil {
-		return missing, err
-	}
-	return docValue(appendFields(nil, fields)), nil
+func (e elemMatchProj) Value(root bsoncore.Document) (bsoncore.Value, bool) {
+	return elemMatchValue(e.m, docValue(root), e.name)
 }
 
 func fieldsOf(doc bsoncore.Value) []field {
@@ -701,39 +483,6 @@ func arrayIndex(arr bsoncore.Value, i int) (bsoncore.Value, bool) {
 			return e, true
 		}
 	}
-}
-
-// exclude is the exclusion pass over one document level.
-func (n *projNode) exclude(doc bsoncore.Value) []field {
-	var out []field
-	it := elemsOf(doc)
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			return out
-		}
-		c := n.children[string(k)]
-		switch {
-		case c == nil || c.kind == nodeSlice || c.kind == nodeInclude:
-			out = append(out, field{string(k), v})
-		case c.kind == nodePath:
-			out = append(out, field{string(k), c.excludeValue(v)})
-		}
-	}
-}
-
-func (n *projNode) excludeValue(v bsoncore.Value) bsoncore.Value {
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		return docValue(appendFields(nil, n.exclude(v)))
-	case bsoncore.TypeArray:
-		vals := arrayValues(v)
-		for i, e := range vals {
-			vals[i] = n.excludeValue(e)
-		}
-		return expr.Array(vals)
-	}
-	return v
 }
 
 // applyPositional replaces the first array on path in doc by the one

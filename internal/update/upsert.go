@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -50,7 +51,7 @@ func (u *Update) seed(filter bsoncore.Document) (*node, error) {
 		return nil, failedToParse("upsert: the filter is not valid BSON")
 	}
 	var eqs []equality
-	if err := extractEqualities(filter, &eqs); err != nil {
+	if err := extractEqualities(query.TreeOf(filter), &eqs); err != nil {
 		return nil, err
 	}
 	if u.kind == KindReplacement {
@@ -94,113 +95,70 @@ func (u *Update) seed(filter bsoncore.Document) (*node, error) {
 	return root, nil
 }
 
-// extractEqualities collects the equality conditions of a filter document,
-// as MongoDB's extractEqualityMatches over the canonical query.
-func extractEqualities(filter []byte, out *[]equality) error {
-	elems := filter[4 : len(filter)-1]
-	for len(elems) > 0 {
-		t, key, val, rest, ok := bsonx.NextElement(elems)
-		if !ok {
-			return failedToParse("upsert: the filter is not valid BSON")
-		}
-		elems = rest
-		k := string(key)
-		v := bsoncore.Value{Type: t, Data: val}
-		if strings.HasPrefix(k, "$") {
-			switch k {
-			case "$expr":
+// extractEqualities collects the equality conditions of a filter, read
+// through query's filter tree, as MongoDB's extractEqualityMatches over the
+// canonical query.
+func extractEqualities(filter query.Conjunction, out *[]equality) error {
+	for _, c := range filter {
+		switch c.Kind {
+		case query.OpaqueClause:
+			if c.Key == "$expr" {
 				return errorf(codeQueryFeatureNotAllowed, "$expr is not allowed in the query predicate for an upsert")
-			case "$and", "$or":
-				if t != bsoncore.TypeArray {
-					continue
+			}
+			continue
+		case query.AndClause, query.OrClause:
+			if c.Kind == query.OrClause && len(c.Branches) != 1 {
+				// An $or of several branches fixes no field; one of a
+				// single branch is that branch.
+				if err := rejectExpr(c.Branches); err != nil {
+					return err
 				}
-				branches := arrayValues(v)
-				if k == "$or" && len(branches) != 1 {
-					// An $or of several branches fixes no field; one of a
-					// single branch is that branch.
-					if err := rejectExpr(branches); err != nil {
-						return err
-					}
-					continue
-				}
-				for _, b := range branches {
-					if b.Type == bsoncore.TypeEmbeddedDocument {
-						if err := extractEqualities(b.Data, out); err != nil {
-							return err
-						}
-					}
-				}
-			case "$nor":
-				if t == bsoncore.TypeArray {
-					if err := rejectExpr(arrayValues(v)); err != nil {
-						return err
-					}
+				continue
+			}
+			for _, b := range c.Branches {
+				if err := extractEqualities(b, out); err != nil {
+					return err
 				}
 			}
 			continue
+		case query.NorClause:
+			if err := rejectExpr(c.Branches); err != nil {
+				return err
+			}
+			continue
 		}
-		p, err := parsePath(k)
+		p, err := parsePath(c.Key)
 		if err != nil {
 			return err
 		}
-		add := func(v bsoncore.Value) { *out = append(*out, equality{path: p, dotted: k, val: v}) }
-		switch {
-		case t == bsoncore.TypeRegex:
-			// A regex matches; it fixes nothing.
-		case t == bsoncore.TypeEmbeddedDocument && isOperatorDoc(val):
-			ops := val[4 : len(val)-1]
-			for len(ops) > 0 {
-				ot, okey, oval, orest, ok := bsonx.NextElement(ops)
-				if !ok {
-					break
+		add := func(v bsoncore.Value) { *out = append(*out, equality{path: p, dotted: c.Key, val: v}) }
+		for _, op := range c.Ops {
+			switch op.Name {
+			case "$eq":
+				add(op.Value)
+			case "$in":
+				if len(op.List) == 1 && op.List[0].Type != bsoncore.TypeRegex {
+					add(op.List[0])
 				}
-				ops = orest
-				ov := bsoncore.Value{Type: ot, Data: oval}
-				switch string(okey) {
-				case "$eq":
-					add(ov)
-				case "$in":
-					if ot == bsoncore.TypeArray {
-						if vals := arrayValues(ov); len(vals) == 1 && vals[0].Type != bsoncore.TypeRegex {
-							add(vals[0])
-						}
-					}
-				case "$all":
-					if ot == bsoncore.TypeArray {
-						for _, x := range arrayValues(ov) {
-							if x.Type != bsoncore.TypeRegex && !(x.Type == bsoncore.TypeEmbeddedDocument && hasField(x.Data, "$elemMatch")) {
-								add(x)
-							}
-						}
+			case "$all":
+				for _, it := range op.Sub {
+					if it.Name == "$eq" {
+						add(it.Value)
 					}
 				}
 			}
-		default:
-			add(v)
+			// A regex matches; it fixes nothing. So do the other
+			// operators.
 		}
 	}
 	return nil
 }
 
-// isOperatorDoc reports whether a filter value is an operator document
-// ({$gt: 1}) rather than a document to compare with; DBRefs ({$ref, $id})
-// are documents.
-func isOperatorDoc(doc []byte) bool {
-	if len(doc) <= 5 {
-		return false
-	}
-	_, key, _, _, ok := bsonx.NextElement(doc[4 : len(doc)-1])
-	return ok && strings.HasPrefix(string(key), "$") && string(key) != "$ref" && string(key) != "$id" && string(key) != "$db"
-}
-
 // rejectExpr refuses $expr anywhere in branches the seed ignores.
-func rejectExpr(branches []bsoncore.Value) error {
+func rejectExpr(branches []query.Conjunction) error {
 	for _, b := range branches {
-		if b.Type != bsoncore.TypeEmbeddedDocument {
-			continue
-		}
 		var scratch []equality
-		if err := extractEqualities(b.Data, &scratch); err != nil {
+		if err := extractEqualities(b, &scratch); err != nil {
 			return err
 		}
 	}

@@ -59,6 +59,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		if writer, err = prepareOutput(s.Env.Engine, o); err != nil {
 			return nil, err
 		}
+		if writer.bypass, err = req.Bool("bypassDocumentValidation", false); err != nil {
+			return nil, err
+		}
 		p = p.WithoutOutput()
 	}
 	var input agg.Source

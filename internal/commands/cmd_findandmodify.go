@@ -69,7 +69,11 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		res, err := findAndUpdate(s.Env.Engine, ns, updateSpec{sel: sel, mod: mod, upsert: upsertFlag})
+		bypass, err := req.Bool("bypassDocumentValidation", false)
+		if err != nil {
+			return nil, err
+		}
+		res, err := findAndUpdate(s.Env.Engine, ns, updateSpec{sel: sel, mod: mod, upsert: upsertFlag, bypass: bypass})
 		if err != nil {
 			return nil, err
 		}

@@ -132,7 +132,7 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		res, err := updateStatement(s.Env.Engine, wb.ns, st, cv)
+		res, err := updateStatement(s.Env.Engine, wb.ns, st, cv, wb.bypass)
 		matched += res.matched
 		modified += res.modified
 		if res.upsertedID.Type != 0 {
@@ -167,6 +167,7 @@ type updateSpec struct {
 	mod    modifier
 	upsert bool
 	multi  bool
+	bypass bool // bypassDocumentValidation
 }
 
 func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, cv commandVars) (updateSpec, error) {
@@ -220,11 +221,12 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 }
 
 // updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
-func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars) (updateResult, error) {
+func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool) (updateResult, error) {
 	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return updateResult{}, err
 	}
+	spec.bypass = bypass
 	return runUpdate(eng, ns, spec, false)
 }
 
@@ -264,7 +266,7 @@ func runUpdate(eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bo
 			if next == nil {
 				return engine.Action{}, nil
 			}
-			return engine.Action{Replace: next}, nil
+			return engine.Action{Replace: next, BypassValidation: spec.bypass}, nil
 		})
 		res.modified = int64(mres.Modified)
 		if err != nil {
@@ -291,7 +293,7 @@ func upsert(eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bool)
 	if err != nil {
 		return updateResult{}, err
 	}
-	ires, err := eng.Insert(ns, []bsoncore.Document{doc}, true)
+	ires, err := eng.InsertWith(ns, []bsoncore.Document{doc}, engine.InsertOptions{Ordered: true, BypassValidation: spec.bypass})
 	if err != nil {
 		return updateResult{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
+	"github.com/cairndb/cairn/internal/validation"
 )
 
 // IndexChange is collMod's index option: which index (by Name or Key) and
@@ -135,4 +136,23 @@ func withFields(doc bsoncore.Document, set []bsoncore.Element) bsoncore.Document
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
+}
+
+// SetCollectionOptions replaces, in one commit, the named fields of ns's
+// options with set (collMod's validator, validationLevel and
+// validationAction), after checking the result as create would. Writes
+// applied after this commit are validated by the new rules ("Valid on
+// commit").
+func (e *Engine) SetCollectionOptions(ns Namespace, set []bsoncore.Element) error {
+	return e.db.Write(func(tx *storage.Txn) error {
+		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+		if coll == nil {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+		}
+		next := bson.Raw(withFields(bsoncore.Document(emptyIfNil(coll.Options)), set))
+		if err := validation.CheckOptions(ns.DB, ns.Coll, next); err != nil {
+			return err
+		}
+		return e.cat.SetOptions(tx, ns.DB, ns.Coll, next)
+	})
 }

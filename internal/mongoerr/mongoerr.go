@@ -43,6 +43,7 @@ const (
 	IndexKeySpecsConflict     Code = 86
 	OperationFailed           Code = 96
 	CommandNotSupported       Code = 115
+	DocumentValidationFailure Code = 121
 	CommandFailed             Code = 125
 	CannotIndexParallelArrays Code = 171
 	InvalidIndexSpecOption    Code = 197
@@ -86,6 +87,7 @@ var names = map[Code]string{
 	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
 	OperationFailed:           "OperationFailed",
 	CommandNotSupported:       "CommandNotSupported",
+	DocumentValidationFailure: "DocumentValidationFailure",
 	CommandFailed:             "CommandFailed",
 	CannotIndexParallelArrays: "CannotIndexParallelArrays",
 	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",

@@ -1,0 +1,219 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// validationCase is one write against collection "c" whose validator
+// (created with options) is {a: {$gte: 0}} unless the case says otherwise.
+// Collection c starts with {_id: 1, a: 1} (valid) and {_id: 2, a: -1}
+// (invalid, stored before the validator existed); "src" holds sources for
+// $out and $merge.
+type validationCase struct {
+	name    string
+	options string   // create options; "" is the default validator
+	collMod []string // collMod commands run after the seed
+	src     []string // documents of collection src
+	cmd     string   // the command (Extended JSON)
+	code    int      // the command's error code, 0 for ok
+	werrs   []int    // indexes of statements failing with 121
+	want    []string // collection c afterwards, by _id
+}
+
+const (
+	seedValid   = `{"_id": 1, "a": 1}`
+	seedInvalid = `{"_id": 2, "a": -1}`
+)
+
+var validationCases = []validationCase{
+	// insert × level × action, ordered and not, bypass.
+	{name: "insert strict error ordered", cmd: `{"insert": "c", "documents": [{"_id": 3, "a": 5}, {"_id": 4, "a": -5}, {"_id": 5, "a": 6}]}`,
+		werrs: []int{1}, want: []string{seedValid, seedInvalid, `{"_id": 3, "a": 5}`}},
+	{name: "insert strict error unordered", cmd: `{"insert": "c", "ordered": false, "documents": [{"_id": 3, "a": 5}, {"_id": 4, "a": -5}, {"_id": 5, "a": 6}, {"_id": 6}]}`,
+		werrs: []int{1, 3}, want: []string{seedValid, seedInvalid, `{"_id": 3, "a": 5}`, `{"_id": 5, "a": 6}`}},
+	{name: "insert moderate still checked", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "moderate"}`,
+		cmd: `{"insert": "c", "documents": [{"_id": 4, "a": -5}]}`, werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "insert level off", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "off"}`,
+		cmd: `{"insert": "c", "documents": [{"_id": 4, "a": -5}]}`, want: []string{seedValid, seedInvalid, `{"_id": 4, "a": -5}`}},
+	{name: "insert action warn", options: `{"validator": {"a": {"$gte": 0}}, "validationAction": "warn"}`,
+		cmd: `{"insert": "c", "documents": [{"_id": 4, "a": -5}]}`, want: []string{seedValid, seedInvalid, `{"_id": 4, "a": -5}`}},
+	{name: "insert bypass", cmd: `{"insert": "c", "bypassDocumentValidation": true, "documents": [{"_id": 4, "a": -5}]}`,
+		want: []string{seedValid, seedInvalid, `{"_id": 4, "a": -5}`}},
+	{name: "insert bypass false", cmd: `{"insert": "c", "bypassDocumentValidation": false, "documents": [{"_id": 4, "a": -5}]}`,
+		werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "insert jsonSchema", options: `{"validator": {"$jsonSchema": {"required": ["a"], "properties": {"a": {"bsonType": "int"}}}}}`,
+		cmd:   `{"insert": "c", "documents": [{"_id": 3, "a": {"$numberInt": "3"}}, {"_id": 4, "a": "x"}, {"_id": 5}]}`,
+		werrs: []int{1}, want: []string{seedValid, seedInvalid, `{"_id": 3, "a": 3}`}},
+
+	// updates: operator, replacement, pipeline, upsert, multi.
+	{name: "update operator strict", cmd: `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": -3}}}]}`,
+		werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "update replacement strict", cmd: `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"a": -3}}]}`,
+		werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "update pipeline strict", cmd: `{"update": "c", "updates": [{"q": {"_id": 1}, "u": [{"$set": {"a": -3}}]}]}`,
+		werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "update valid result", cmd: `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$set": {"a": 7}}}]}`,
+		want: []string{seedValid, `{"_id": 2, "a": 7}`}},
+	{name: "update strict invalid to invalid", cmd: `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$set": {"a": -7}}}]}`,
+		werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "update no-op of an invalid document", cmd: `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$set": {"a": -1}}}]}`,
+		want: []string{seedValid, seedInvalid}},
+	{name: "update moderate invalid to invalid", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "moderate"}`,
+		cmd: `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$set": {"a": -7}}}]}`, want: []string{seedValid, `{"_id": 2, "a": -7}`}},
+	{name: "update moderate valid to invalid", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "moderate"}`,
+		cmd: `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": -7}}}]}`, werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "update off", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "off"}`,
+		cmd: `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": -7}}}]}`, want: []string{`{"_id": 1, "a": -7}`, seedInvalid}},
+	{name: "update warn", options: `{"validator": {"a": {"$gte": 0}}, "validationAction": "warn"}`,
+		cmd: `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"a": -7}}]}`, want: []string{`{"_id": 1, "a": -7}`, seedInvalid}},
+	{name: "update bypass", cmd: `{"update": "c", "bypassDocumentValidation": true, "updates": [{"q": {"_id": 1}, "u": [{"$set": {"a": -7}}]}]}`,
+		want: []string{`{"_id": 1, "a": -7}`, seedInvalid}},
+	// A multi update is not atomic (as in MongoDB): the documents before
+	// the failing one stay updated, the statements after it do not run.
+	{name: "update multi stops at the failing document", cmd: `{"update": "c", "updates": [{"q": {}, "u": {"$inc": {"a": -1}}, "multi": true}, {"q": {"_id": 1}, "u": {"$set": {"b": 1}}}]}`,
+		werrs: []int{0}, want: []string{`{"_id": 1, "a": 0}`, seedInvalid}},
+	{name: "update unordered statements", cmd: `{"update": "c", "ordered": false, "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": -1}}}, {"q": {"_id": 1}, "u": {"$set": {"b": 1}}}]}`,
+		werrs: []int{0}, want: []string{`{"_id": 1, "a": 1, "b": 1}`, seedInvalid}},
+	{name: "upsert strict", cmd: `{"update": "c", "updates": [{"q": {"_id": 9}, "u": {"$set": {"a": -1}}, "upsert": true}]}`,
+		werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "upsert moderate", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "moderate"}`,
+		cmd: `{"update": "c", "updates": [{"q": {"_id": 9}, "u": {"$set": {"a": -1}}, "upsert": true}]}`, werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "upsert bypass", cmd: `{"update": "c", "bypassDocumentValidation": true, "updates": [{"q": {"_id": 9}, "u": {"$set": {"a": -1}}, "upsert": true}]}`,
+		want: []string{seedValid, seedInvalid, `{"_id": 9, "a": -1}`}},
+
+	// findAndModify.
+	{name: "findAndModify strict", cmd: `{"findAndModify": "c", "query": {"_id": 1}, "update": {"$set": {"a": -2}}}`,
+		code: 121, want: []string{seedValid, seedInvalid}},
+	{name: "findAndModify replacement", cmd: `{"findAndModify": "c", "query": {"_id": 1}, "update": {"a": -2}}`,
+		code: 121, want: []string{seedValid, seedInvalid}},
+	{name: "findAndModify upsert", cmd: `{"findAndModify": "c", "query": {"_id": 8}, "update": {"$set": {"a": -2}}, "upsert": true}`,
+		code: 121, want: []string{seedValid, seedInvalid}},
+	{name: "findAndModify bypass", cmd: `{"findAndModify": "c", "query": {"_id": 1}, "update": {"$set": {"a": -2}}, "bypassDocumentValidation": true}`,
+		want: []string{`{"_id": 1, "a": -2}`, seedInvalid}},
+	{name: "findAndModify warn", options: `{"validator": {"a": {"$gte": 0}}, "validationAction": "warn"}`,
+		cmd: `{"findAndModify": "c", "query": {"_id": 1}, "update": {"$set": {"a": -2}}}`, want: []string{`{"_id": 1, "a": -2}`, seedInvalid}},
+	{name: "findAndModify remove is not validated", cmd: `{"findAndModify": "c", "query": {"_id": 2}, "remove": true}`,
+		want: []string{seedValid}},
+
+	// $out and $merge write under the target's rules.
+	{name: "$out strict", src: []string{`{"_id": 7, "a": 3}`, `{"_id": 8, "a": -3}`}, cmd: `{"aggregate": "src", "pipeline": [{"$out": "c"}], "cursor": {}}`,
+		code: 121, want: []string{seedValid, seedInvalid}},
+	{name: "$out bypass", src: []string{`{"_id": 7, "a": 3}`, `{"_id": 8, "a": -3}`}, cmd: `{"aggregate": "src", "pipeline": [{"$out": "c"}], "cursor": {}, "bypassDocumentValidation": true}`,
+		want: []string{`{"_id": 7, "a": 3}`, `{"_id": 8, "a": -3}`}},
+	{name: "$merge strict", src: []string{`{"_id": 7, "a": 3}`, `{"_id": 8, "a": -3}`}, cmd: `{"aggregate": "src", "pipeline": [{"$merge": "c"}], "cursor": {}}`,
+		code: 121, want: []string{seedValid, seedInvalid, `{"_id": 7, "a": 3}`}},
+	{name: "$merge replace into an existing document", src: []string{`{"_id": 1, "a": -3}`}, cmd: `{"aggregate": "src", "pipeline": [{"$merge": {"into": "c", "whenMatched": "replace"}}], "cursor": {}}`,
+		code: 121, want: []string{seedValid, seedInvalid}},
+	{name: "$merge bypass", src: []string{`{"_id": 1, "a": -3}`}, cmd: `{"aggregate": "src", "pipeline": [{"$merge": {"into": "c", "whenMatched": "merge"}}], "cursor": {}, "bypassDocumentValidation": true}`,
+		want: []string{`{"_id": 1, "a": -3}`, seedInvalid}},
+
+	// collMod changes the rules for the writes after it.
+	{name: "collMod adds a validator", options: `{}`, collMod: []string{`{"collMod": "c", "validator": {"b": {"$exists": true}}}`},
+		cmd: `{"insert": "c", "documents": [{"_id": 3, "a": 1}, {"_id": 4, "b": 1}]}`, werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "collMod to warn", collMod: []string{`{"collMod": "c", "validationAction": "warn"}`},
+		cmd: `{"insert": "c", "documents": [{"_id": 3, "a": -1}]}`, want: []string{seedValid, seedInvalid, `{"_id": 3, "a": -1}`}},
+	{name: "collMod to off then strict", collMod: []string{`{"collMod": "c", "validationLevel": "off"}`, `{"collMod": "c", "validationLevel": "strict"}`},
+		cmd: `{"insert": "c", "documents": [{"_id": 3, "a": -1}]}`, werrs: []int{0}, want: []string{seedValid, seedInvalid}},
+	{name: "collMod to moderate", collMod: []string{`{"collMod": "c", "validationLevel": "moderate"}`},
+		cmd: `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$set": {"b": 1}}}]}`, want: []string{seedValid, `{"_id": 2, "a": -1, "b": 1}`}},
+	{name: "collMod empty validator removes it", collMod: []string{`{"collMod": "c", "validator": {}}`},
+		cmd: `{"insert": "c", "documents": [{"_id": 3, "a": -1}]}`, want: []string{seedValid, seedInvalid, `{"_id": 3, "a": -1}`}},
+	{name: "collMod replaces the validator", collMod: []string{`{"collMod": "c", "validator": {"a": {"$lt": 0}}}`},
+		cmd: `{"insert": "c", "documents": [{"_id": 3, "a": -1}, {"_id": 4, "a": 1}]}`, werrs: []int{1}, want: []string{seedValid, seedInvalid, `{"_id": 3, "a": -1}`}},
+}
+
+// TestValidationWritePaths runs every write path against every level and
+// action over the wire, and checks what the collection holds afterwards.
+func TestValidationWritePaths(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	for i, tc := range validationCases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := c.Database(fmt.Sprintf("val%d", i))
+			opts := tc.options
+			if opts == "" {
+				opts = `{"validator": {"a": {"$gte": 0}}}`
+			}
+			create := append(bson.D{{Key: "create", Value: "c"}}, mustJSON(t, opts)...)
+			if err := db.RunCommand(ctx, create).Err(); err != nil {
+				t.Fatal(err)
+			}
+			seed := bson.D{{Key: "insert", Value: "c"}, {Key: "bypassDocumentValidation", Value: true},
+				{Key: "documents", Value: bson.A{mustJSON(t, seedValid), mustJSON(t, seedInvalid)}}}
+			if err := db.RunCommand(ctx, seed).Err(); err != nil {
+				t.Fatal(err)
+			}
+			mustInsertJSON(t, db.Collection("src"), tc.src)
+			for _, cm := range tc.collMod {
+				if err := db.RunCommand(ctx, mustJSON(t, cm)).Err(); err != nil {
+					t.Fatalf("%s: %v", cm, err)
+				}
+			}
+			reply, err := db.RunCommand(ctx, mustJSON(t, tc.cmd)).Raw()
+			var we mongo.WriteException
+			if errors.As(err, &we) {
+				err = nil // write errors are checked below, from the reply
+			}
+			checkCommandCode(t, err, tc.code)
+			if tc.code == 0 {
+				if got := writeErrorIndexes(t, reply); !slices.Equal(got, tc.werrs) {
+					t.Errorf("write errors at %v, want %v (reply %s)", got, tc.werrs, reply)
+				}
+			}
+			want := make([]string, len(tc.want))
+			for i, w := range tc.want {
+				want[i] = canonicalJSON(t, w)
+			}
+			if got := readSortedJSON(t, db.Collection("c")); !slices.Equal(got, want) {
+				t.Errorf("collection holds\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+			}
+		})
+	}
+}
+
+// checkCommandCode asserts a command's outcome: ok for 0, else the code.
+func checkCommandCode(t *testing.T, err error, code int) {
+	t.Helper()
+	if code == 0 {
+		if err != nil {
+			t.Fatalf("command failed: %v", err)
+		}
+		return
+	}
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || int(ce.Code) != code {
+		t.Fatalf("command error %v, want code %d", err, code)
+	}
+}
+
+// writeErrorIndexes lists the indexes of a reply's write errors, checking
+// each is DocumentValidationFailure with an errInfo.
+func writeErrorIndexes(t *testing.T, reply bson.Raw) []int {
+	t.Helper()
+	var out []int
+	arr, ok := reply.Lookup("writeErrors").ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	for _, v := range vals {
+		we := v.Document()
+		if code := we.Lookup("code").Int32(); code != 121 {
+			t.Errorf("write error %s: code %d, want 121", we, code)
+		}
+		if _, ok := we.Lookup("errInfo").DocumentOK(); !ok {
+			t.Errorf("write error %s has no errInfo", we)
+		}
+		out = append(out, int(we.Lookup("index").Int32()))
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"log/slog"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -98,11 +99,19 @@ func (e *Engine) rulesFor(ns Namespace, bypass bool) (*validation.Rules, error) 
 }
 
 // warnInvalid logs a document that fails validation under
-// validationAction "warn", as MongoDB's log line 20294 does.
+// validationAction "warn" as MongoDB's log line 20294 does: message
+// "Document would fail validation", attr {namespace, document, errInfo}.
 func (e *Engine) warnInvalid(ns Namespace, doc, errInfo bsoncore.Document) {
 	if errInfo == nil {
 		return
 	}
-	e.log.Warn("Document would fail validation", "id", 20294, "namespace", ns.String(),
-		"document", bson.Raw(doc).String(), "errInfo", bson.Raw(errInfo).String())
+	e.log.Warn("Document would fail validation", "id", 20294, slog.Group("attr",
+		"namespace", ns.String(), "document", logDoc(doc), "errInfo", logDoc(errInfo)))
 }
+
+// logDoc logs a document as an object in JSON logs and as Extended JSON
+// text elsewhere.
+type logDoc bsoncore.Document
+
+func (d logDoc) String() string               { return bson.Raw(d).String() }
+func (d logDoc) MarshalJSON() ([]byte, error) { return []byte(bson.Raw(d).String()), nil }

@@ -1,6 +1,8 @@
 // Package query is MongoDB's query language over raw BSON: filters
 // (Parse, Filter), find projections (ParseProjection, Projection) and sorts
-// (ParseSort, Sort, Sorter). It follows MongoDB 7.0's documented behaviour;
+// (ParseSort, Sort, Sorter), and why a document fails a filter
+// (Filter.Explain, the errInfo.details of document validation; explain.go,
+// explain_schema.go). It follows MongoDB 7.0's documented behaviour;
 // every rule it implements has a case in testdata/, which also runs over
 // the wire (package querytest).
 //
@@ -44,4 +46,18 @@
 // translated and what is refused). A compound sort picks each path's array
 // value independently. Geospatial operators, $text, $where and $meta sorts
 // and projections return errors. See the package's tests for the rest.
+//
+// Filter.Explain follows doc_validation_error.cpp's shapes and reasons for
+// every operator Cairn supports; where MongoDB's exact output could not be
+// confirmed it is coarser but truthful: a schema's failing keywords are
+// listed type, number/string, array, object (properties, required,
+// min/maxProperties, additional/patternProperties, dependencies), then
+// allOf/anyOf/oneOf/not/enum, which may differ from MongoDB's order in
+// schemaRulesNotSatisfied; minimum/maximum with exclusiveMinimum/Maximum
+// show both keywords in specifiedAs; a $jsonSchema "not" and a $jsonSchema
+// under a negation say only "child expression matched" / "schema matched";
+// a $not over several operators explains them as an "$and"; MongoDB's cap
+// on the size and depth of an explanation (it then drops specifiedAs and
+// consideredValues) is not applied; undefined values are left out of
+// consideredValues.
 package query

@@ -2,14 +2,19 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/cairndb/cairn/internal/commands"
 )
 
 // validationCase is one write against collection "c" whose validator
@@ -216,4 +221,167 @@ func writeErrorIndexes(t *testing.T, reply bson.Raw) []int {
 		out = append(out, int(we.Lookup("index").Int32()))
 	}
 	return out
+}
+
+// TestValidationErrInfo checks the shape of the error a failing document
+// gets over the wire: a write error {index, code: 121, errInfo:
+// {failingDocumentId, details}, errmsg: "Document failed validation"} for
+// insert and update, and a command error with errInfo for findAndModify.
+func TestValidationErrInfo(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("errinfo")
+	if err := db.RunCommand(ctx, mustJSON(t, `{"create": "c", "validator": {"$jsonSchema": {"required": ["name"], "properties": {"age": {"bsonType": "int", "minimum": 0}}}}}`)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	details := `{"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
+		{"operatorName": "properties", "propertiesNotSatisfied": [{"propertyName": "age", "details": [
+			{"operatorName": "minimum", "specifiedAs": {"minimum": 0}, "reason": "comparison failed", "consideredValue": -4}]}]},
+		{"operatorName": "required", "specifiedAs": {"required": ["name"]}, "missingProperties": ["name"]}]}`
+	wantErrInfo := canonicalJSON(t, `{"failingDocumentId": 7, "details": `+details+`}`)
+
+	reply, err := db.RunCommand(ctx, mustJSON(t, `{"insert": "c", "documents": [{"_id": 6, "name": "x"}, {"_id": 7, "age": -4}]}`)).Raw()
+	var we mongo.WriteException
+	if !errors.As(err, &we) {
+		t.Fatalf("insert: %v, want write errors", err)
+	}
+	werrs := reply.Lookup("writeErrors").Array()
+	first := werrs.Index(0).Document()
+	var keys []string
+	elems, _ := first.Elements()
+	for _, e := range elems {
+		keys = append(keys, e.Key())
+	}
+	if strings.Join(keys, ",") != "index,code,errInfo,errmsg" {
+		t.Errorf("write error fields %v, want index, code, errInfo, errmsg", keys)
+	}
+	if got := first.Lookup("errInfo").Document().String(); got != wantErrInfo {
+		t.Errorf("insert errInfo\n got %s\nwant %s", got, wantErrInfo)
+	}
+	if msg := first.Lookup("errmsg").StringValue(); msg != "Document failed validation" {
+		t.Errorf("errmsg %q", msg)
+	}
+	if n := reply.Lookup("n").Int32(); n != 1 {
+		t.Errorf("n = %d, want 1 (the valid first document)", n)
+	}
+
+	reply, err = db.RunCommand(ctx, mustJSON(t, `{"update": "c", "updates": [{"q": {"_id": 6}, "u": {"$set": {"age": -4}, "$unset": {"name": 1}}}]}`)).Raw()
+	if !errors.As(err, &we) {
+		t.Fatalf("update: %v, want write errors", err)
+	}
+	wantUpdate := canonicalJSON(t, `{"failingDocumentId": 6, "details": `+details+`}`)
+	if got := reply.Lookup("writeErrors").Array().Index(0).Document().Lookup("errInfo").Document().String(); got != wantUpdate {
+		t.Errorf("update errInfo\n got %s\nwant %s", got, wantUpdate)
+	}
+
+	raw, err := db.RunCommand(ctx, mustJSON(t, `{"findAndModify": "c", "query": {"_id": 6}, "update": {"$set": {"age": {"$numberInt": "-4"}}, "$unset": {"name": 1}}}`)).Raw()
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 121 || ce.Name != "DocumentValidationFailure" {
+		t.Fatalf("findAndModify: %v, want DocumentValidationFailure", err)
+	}
+	if got := ce.Raw.Lookup("errInfo").Document().String(); got != wantUpdate {
+		t.Errorf("findAndModify errInfo\n got %s\nwant %s (reply %s)", got, wantUpdate, raw)
+	}
+}
+
+// TestValidatorOptionsRefused checks create and collMod refuse what
+// MongoDB refuses, and listCollections shows the options as set.
+func TestValidatorOptionsRefused(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("valopts")
+	for _, tc := range []struct {
+		db, cmd string
+		code    int32
+	}{
+		{"valopts", `{"create": "a", "validator": 7}`, 14},
+		{"valopts", `{"create": "a", "validator": {"$jsonSchema": {"invalid": 1}}}`, 9},
+		{"valopts", `{"create": "a", "validator": {"$text": {"$search": "bob"}}}`, 224},
+		{"valopts", `{"create": "a", "validator": {"$where": "this.a == this.b"}}`, 224},
+		{"valopts", `{"create": "a", "validator": {"$or": [{"$where": "1"}]}}`, 224},
+		{"valopts", `{"create": "a", "validator": {"loc": {"$near": [0, 0]}}}`, 224},
+		{"valopts", `{"create": "a", "validator": {"$expr": {"$eq": ["$a", "$$unbound"]}}}`, 17276},
+		{"valopts", `{"create": "a", "validator": {"a": {"$bogus": 1}}}`, 2},
+		{"valopts", `{"create": "a", "validationLevel": "lenient"}`, 2},
+		{"valopts", `{"create": "a", "validationAction": 1}`, 14},
+		{"admin", `{"create": "a", "validator": {"a": {"$exists": true}}}`, 72},
+		{"config", `{"create": "a", "validator": {"a": {"$exists": true}}}`, 72},
+	} {
+		err := c.Database(tc.db).RunCommand(ctx, mustJSON(t, tc.cmd)).Err()
+		var ce mongo.CommandError
+		if !errors.As(err, &ce) || ce.Code != tc.code {
+			t.Errorf("%s on %s: %v, want code %d", tc.cmd, tc.db, err, tc.code)
+		}
+	}
+	if err := db.RunCommand(ctx, mustJSON(t, `{"create": "b", "validator": {"a": {"$exists": true}}, "validationLevel": "moderate"}`)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		code int32
+	}{
+		{`{"collMod": "b", "validator": {"$text": {"$search": "bob"}}}`, 224},
+		{`{"collMod": "b", "validator": {"$jsonSchema": {"invalid": 7}}}`, 9},
+		{`{"collMod": "b", "validationAction": "explode"}`, 2},
+		{`{"collMod": "nope", "validator": {"a": 1}}`, 26},
+		{`{"collMod": "b", "validator": {"b": {"$type": "string"}}, "validationAction": "warn"}`, 0},
+	} {
+		err := db.RunCommand(ctx, mustJSON(t, tc.cmd)).Err()
+		var ce mongo.CommandError
+		if tc.code == 0 && err != nil || tc.code != 0 && (!errors.As(err, &ce) || ce.Code != tc.code) {
+			t.Errorf("%s: %v, want code %d", tc.cmd, err, tc.code)
+		}
+	}
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "b"}})
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("listCollections: %v %v", specs, err)
+	}
+	want := canonicalJSON(t, `{"validator": {"b": {"$type": "string"}}, "validationLevel": "moderate", "validationAction": "warn"}`)
+	if got := specs[0].Options.String(); got != want {
+		t.Errorf("listCollections options\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestValidationWarnLogs checks validationAction "warn": the write goes
+// on and the log gets MongoDB's line 20294 with the namespace, the
+// document and the errInfo.
+func TestValidationWarnLogs(t *testing.T) {
+	ring := commands.NewLogRing(64, slog.NewJSONHandler(io.Discard, nil))
+	srv, addr := startRawServer(t, slog.New(ring))
+	srv.env.Logs = ring
+	s := &testServer{addr: addr, env: srv.env}
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("warnlog")
+	if err := db.RunCommand(ctx, mustJSON(t, `{"create": "c", "validator": {"a": 1}, "validationAction": "warn"}`)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RunCommand(ctx, mustJSON(t, `{"insert": "c", "documents": [{"_id": 1, "a": 2}]}`)).Err(); err != nil {
+		t.Fatalf("insert under warn: %v", err)
+	}
+	var reply struct {
+		Log []string `bson:"log"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getLog", Value: "global"}}).Decode(&reply); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	for _, l := range reply.Log {
+		if strings.Contains(l, "Document would fail validation") {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+		}
+	}
+	if line == nil {
+		t.Fatalf("no validation warning in the log: %v", reply.Log)
+	}
+	attr, _ := line["attr"].(map[string]any)
+	errInfo, _ := attr["errInfo"].(map[string]any)
+	details, _ := errInfo["details"].(map[string]any)
+	if line["id"] != float64(20294) || attr["namespace"] != "warnlog.c" || details["operatorName"] != "$eq" || details["reason"] != "comparison failed" {
+		t.Errorf("log line %v, want id 20294 with namespace warnlog.c and the errInfo of {a: 1}", line)
+	}
 }

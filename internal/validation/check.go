@@ -5,6 +5,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // FailureMessage is the errmsg of DocumentValidationFailure.
@@ -41,22 +42,25 @@ func (r *Rules) CheckUpdate(old, next bsoncore.Document) (warning bsoncore.Docum
 
 // passes reports whether doc satisfies the validator; a validator that
 // fails to evaluate (an $expr error) does not pass.
-func (r *Rules) passes(doc bsoncore.Document) bool {
-	res, err := r.filter.Exec(doc)
+func (r *Rules) passes(doc bsoncore.Document) bool { return passes(r.filterNow(), doc) }
+
+func passes(f *query.Filter, doc bsoncore.Document) bool {
+	res, err := f.Exec(doc)
 	return err == nil && res.Matched
 }
 
 // explainFailure is nil when doc passes, else MongoDB's errInfo:
 // {failingDocumentId, details}.
 func (r *Rules) explainFailure(doc bsoncore.Document) bsoncore.Document {
-	if r.passes(doc) {
+	f := r.filterNow()
+	if passes(f, doc) {
 		return nil
 	}
 	b := bsoncore.NewDocumentBuilder()
 	if id, err := doc.LookupErr("_id"); err == nil {
 		b.AppendValue("failingDocumentId", id)
 	}
-	return b.AppendDocument("details", r.filter.Explain(doc)).Build()
+	return b.AppendDocument("details", f.Explain(doc)).Build()
 }
 
 // failure is the DocumentValidationFailure error carrying errInfo.

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"bytes"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -41,6 +42,20 @@ type Rules struct {
 	Level     Level
 	Action    Action
 	filter    *query.Filter
+	// usesNow: the validator reads $$NOW (or $$CLUSTER_TIME), which is the
+	// time of the write, not of compilation, so each check compiles afresh.
+	usesNow bool
+}
+
+// filterNow is the compiled validator for a check made now.
+func (r *Rules) filterNow() *query.Filter {
+	if !r.usesNow {
+		return r.filter
+	}
+	if f, err := query.Parse(r.Validator); err == nil {
+		return f
+	}
+	return r.filter
 }
 
 // FromOptions compiles the validation settings held in a collection's
@@ -72,6 +87,7 @@ func FromOptions(opts bson.Raw) (*Rules, error) {
 	if r.filter, err = compile(r.Validator); err != nil {
 		return nil, err
 	}
+	r.usesNow = bytes.Contains(r.Validator, []byte("$$NOW")) || bytes.Contains(r.Validator, []byte("$$CLUSTER_TIME"))
 	return r, nil
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/cairndb/cairn/internal/validation"
 )
 
-func raw(t *testing.T, s string) bson.Raw {
+func raw(t testing.TB, s string) bson.Raw {
 	t.Helper()
 	var r bson.Raw
 	if err := bson.UnmarshalExtJSON([]byte(s), false, &r); err != nil {
@@ -116,5 +116,27 @@ func TestCheckOptions(t *testing.T) {
 		if got := mongoerr.CodeOf(err); got != tc.code {
 			t.Errorf("%s.%s %s: %v, want code %d", tc.db, tc.coll, tc.options, err, tc.code)
 		}
+	}
+}
+
+// BenchmarkCheckInsert is the per-document cost of a passing check.
+func BenchmarkCheckInsert(b *testing.B) {
+	for _, bc := range []struct{ name, options string }{
+		{"query", `{"validator": {"a": {"$gte": 0}, "s": {"$type": "string"}}}`},
+		{"jsonSchema", `{"validator": {"$jsonSchema": {"required": ["a", "s"], "properties": {"a": {"bsonType": "int", "minimum": 0}, "s": {"bsonType": "string", "maxLength": 20}}}}}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r, err := validation.FromOptions(raw(b, bc.options))
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: int32(5)}, {Key: "s", Value: "some text"}})
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.CheckInsert(d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

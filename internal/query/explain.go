@@ -8,7 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// Explain describes why doc fails the filter, in the shape of MongoDB 7.0's
+// Explain describes why doc fails the filter, which was parsed from
+// filter (a Filter does not keep its source: it would pin request
+// buffers), in the shape of MongoDB 7.0's
 // document validation errors (errInfo.details, doc_validation_error.cpp):
 // {operatorName, specifiedAs, reason, consideredValue(s)} for an operator,
 // {operatorName: "$and"|"$or"|"$nor", clausesNotSatisfied: [{index,
@@ -22,9 +24,9 @@ import (
 // inverted ("comparison succeeded") as in MongoDB. Explain of a document
 // that matches returns an empty document. See explain_schema.go for
 // $jsonSchema, and doc.go's "Deviations" for what is coarser than MongoDB.
-func (f *Filter) Explain(doc bsoncore.Document) bsoncore.Document {
+func (f *Filter) Explain(filter, doc bsoncore.Document) bsoncore.Document {
 	x := &explainer{env: f.env}
-	n := x.docNode(f.src)
+	n := x.docNode(filter)
 	if n.matches(doc) {
 		return bsoncore.NewDocumentBuilder().Build()
 	}

@@ -113,7 +113,7 @@ func TestExplain(t *testing.T) {
 		{"a matching document explains nothing", `{"a": 1}`, `{"a": 1}`, `{}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := bson.Raw(mustParse(t, tc.filter).Explain(doc(t, tc.doc))).String()
+			got := bson.Raw(mustParse(t, tc.filter).Explain(doc(t, tc.filter), doc(t, tc.doc))).String()
 			if want := bson.Raw(doc(t, tc.want)).String(); got != want {
 				t.Errorf("Explain\n got %s\nwant %s", got, want)
 			}
@@ -125,7 +125,8 @@ func TestExplain(t *testing.T) {
 // error (MongoDB serializes the exception: code, codeName, errmsg). The
 // code itself is $divide's business, so only its presence is checked.
 func TestExplainExprError(t *testing.T) {
-	got := bson.Raw(mustParse(t, `{"$expr": {"$divide": [1, "$z"]}}`).Explain(doc(t, `{"z": 0}`)))
+	filter := `{"$expr": {"$divide": [1, "$z"]}}`
+	got := bson.Raw(mustParse(t, filter).Explain(doc(t, filter), doc(t, `{"z": 0}`)))
 	if r := got.Lookup("reason").StringValue(); r != "failed to evaluate aggregation expression" {
 		t.Errorf("reason %q in %s", r, got)
 	}

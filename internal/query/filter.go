@@ -11,9 +11,8 @@ import (
 // documents. A Filter is immutable and safe for concurrent use.
 type Filter struct {
 	root matcher
-	id   bsoncore.Value    // the _id of a point lookup; Type 0 if none
-	src  bsoncore.Document // the filter as parsed, for Explain
-	env  *exprEnv          // the variables its $expr sees, for Explain
+	id   bsoncore.Value // the _id of a point lookup; Type 0 if none
+	env  *exprEnv       // the variables its $expr sees, for Explain
 }
 
 // Result is the outcome of matching one document.

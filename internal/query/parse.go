@@ -61,7 +61,7 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, id: idEquality(filter), src: filter, env: env}, nil
+	return &Filter{root: root, id: idEquality(filter), env: env}, nil
 }
 
 // idEquality recognizes {_id: v} for Filter.IDEquality.

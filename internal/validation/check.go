@@ -60,7 +60,7 @@ func (r *Rules) explainFailure(doc bsoncore.Document) bsoncore.Document {
 	if id, err := doc.LookupErr("_id"); err == nil {
 		b.AppendValue("failingDocumentId", id)
 	}
-	return b.AppendDocument("details", f.Explain(doc)).Build()
+	return b.AppendDocument("details", f.Explain(r.Validator, doc)).Build()
 }
 
 // failure is the DocumentValidationFailure error carrying errInfo.

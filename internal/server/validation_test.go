@@ -120,6 +120,21 @@ var validationCases = []validationCase{
 	{name: "$merge bypass", src: []string{`{"_id": 1, "a": -3}`}, cmd: `{"aggregate": "src", "pipeline": [{"$merge": {"into": "c", "whenMatched": "merge"}}], "cursor": {}, "bypassDocumentValidation": true}`,
 		want: []string{`{"_id": 1, "a": -3}`, seedInvalid}},
 
+	{name: "$out level off", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "off"}`, src: []string{`{"_id": 8, "a": -3}`},
+		cmd: `{"aggregate": "src", "pipeline": [{"$out": "c"}], "cursor": {}}`, want: []string{`{"_id": 8, "a": -3}`}},
+	{name: "$merge warn", options: `{"validator": {"a": {"$gte": 0}}, "validationAction": "warn"}`, src: []string{`{"_id": 8, "a": -3}`},
+		cmd: `{"aggregate": "src", "pipeline": [{"$merge": "c"}], "cursor": {}}`, want: []string{seedValid, seedInvalid, `{"_id": 8, "a": -3}`}},
+	{name: "$merge moderate updates an invalid document", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "moderate"}`, src: []string{`{"_id": 2, "b": 1}`},
+		cmd: `{"aggregate": "src", "pipeline": [{"$merge": {"into": "c", "whenMatched": "merge"}}], "cursor": {}}`, want: []string{seedValid, `{"_id": 2, "a": -1, "b": 1}`}},
+	{name: "findAndModify moderate invalid to invalid", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "moderate"}`,
+		cmd: `{"findAndModify": "c", "query": {"_id": 2}, "update": {"$inc": {"a": -1}}}`, want: []string{seedValid, `{"_id": 2, "a": -2}`}},
+	{name: "findAndModify level off", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "off"}`,
+		cmd: `{"findAndModify": "c", "query": {"_id": 1}, "update": {"a": -1}}`, want: []string{`{"_id": 1, "a": -1}`, seedInvalid}},
+	{name: "upsert warn", options: `{"validator": {"a": {"$gte": 0}}, "validationAction": "warn"}`,
+		cmd: `{"update": "c", "updates": [{"q": {"_id": 9}, "u": {"$set": {"a": -1}}, "upsert": true}]}`, want: []string{seedValid, seedInvalid, `{"_id": 9, "a": -1}`}},
+	{name: "insert moderate warn", options: `{"validator": {"a": {"$gte": 0}}, "validationLevel": "moderate", "validationAction": "warn"}`,
+		cmd: `{"insert": "c", "documents": [{"_id": 4, "a": -5}]}`, want: []string{seedValid, seedInvalid, `{"_id": 4, "a": -5}`}},
+
 	// collMod changes the rules for the writes after it.
 	{name: "collMod adds a validator", options: `{}`, collMod: []string{`{"collMod": "c", "validator": {"b": {"$exists": true}}}`},
 		cmd: `{"insert": "c", "documents": [{"_id": 3, "a": 1}, {"_id": 4, "b": 1}]}`, werrs: []int{0}, want: []string{seedValid, seedInvalid}},

@@ -150,7 +150,7 @@ func (e *Engine) SetCollectionOptions(ns Namespace, set []bsoncore.Element) erro
 			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 		}
 		next := bson.Raw(withFields(bsoncore.Document(emptyIfNil(coll.Options)), set))
-		if err := validation.CheckOptions(ns.DB, ns.Coll, next); err != nil {
+		if err := validation.CheckOptions("collMod", ns.DB, ns.Coll, next); err != nil {
 			return err
 		}
 		return e.cat.SetOptions(tx, ns.DB, ns.Coll, next)

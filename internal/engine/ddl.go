@@ -21,7 +21,7 @@ func (e *Engine) CreateCollection(ns Namespace, options bson.Raw) error {
 	if err := validateCreateOptions(options); err != nil {
 		return err
 	}
-	if err := validation.CheckOptions(ns.DB, ns.Coll, options); err != nil {
+	if err := validation.CheckOptions("create", ns.DB, ns.Coll, options); err != nil {
 		return err
 	}
 	return e.db.Write(func(tx *storage.Txn) error {

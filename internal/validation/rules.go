@@ -78,10 +78,10 @@ func FromOptions(opts bson.Raw) (*Rules, error) {
 		return nil, nil
 	}
 	r := &Rules{Validator: bsoncore.Document(append([]byte(nil), d...))}
-	if r.Level, err = levelOf(opts); err != nil {
+	if r.Level, err = levelOf(opts, ""); err != nil {
 		return nil, err
 	}
-	if r.Action, err = actionOf(opts); err != nil {
+	if r.Action, err = actionOf(opts, ""); err != nil {
 		return nil, err
 	}
 	if r.filter, err = compile(r.Validator); err != nil {
@@ -91,43 +91,56 @@ func FromOptions(opts bson.Raw) (*Rules, error) {
 	return r, nil
 }
 
-func levelOf(opts bson.Raw) (Level, error) { return enumOf(opts, "validationLevel", levels, Strict) }
+func levelOf(opts bson.Raw, cmd string) (Level, error) {
+	return enumOf(opts, cmd, "validationLevel", levels, Strict)
+}
 
-func actionOf(opts bson.Raw) (Action, error) { return enumOf(opts, "validationAction", actions, Error) }
+func actionOf(opts bson.Raw, cmd string) (Action, error) {
+	return enumOf(opts, cmd, "validationAction", actions, Error)
+}
 
 // enumOf reads the string option field, one of the names of values; def
-// when absent.
-func enumOf[T any](opts bson.Raw, field string, values map[string]T, def T) (T, error) {
+// when absent. Errors name the field as cmd.field, as MongoDB's command
+// parser does.
+func enumOf[T any](opts bson.Raw, cmd, field string, values map[string]T, def T) (T, error) {
 	v, err := bsoncore.Document(opts).LookupErr(field)
 	if err != nil {
 		return def, nil
 	}
 	s, ok := v.StringValueOK()
 	if !ok {
-		return def, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'", field, typeName(v.Type))
+		return def, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'", qualified(cmd, field), typeName(v.Type))
 	}
 	x, ok := values[s]
 	if !ok {
-		return def, mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s' is not a valid value.", s, field)
+		return def, mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s' is not a valid value.", s, qualified(cmd, field))
 	}
 	return x, nil
 }
 
 func typeName(t bsoncore.Type) string { return bsonx.TypeName(t) }
 
-// CheckOptions checks the validation options of a create or collMod for
+func qualified(cmd, field string) string {
+	if cmd == "" {
+		return field
+	}
+	return cmd + "." + field
+}
+
+// CheckOptions checks the validation options of a create or collMod (cmd)
+// for
 // db.coll as MongoDB does: validator a document that parses as a filter
 // without $text, $where, $near and $nearSphere; validationLevel and
 // validationAction strings of the known values; no validator on system
 // collections or in the admin, local and config databases (InvalidOptions).
-func CheckOptions(db, coll string, opts bson.Raw) error {
+func CheckOptions(cmd, db, coll string, opts bson.Raw) error {
 	if len(opts) == 0 {
 		return nil
 	}
-	if _, err := levelOf(opts); err != nil {
+	if _, err := levelOf(opts, cmd); err != nil {
 		return err
 	}
-	if _, err := actionOf(opts); err != nil {
+	if _, err := actionOf(opts, cmd); err != nil {
 		return err
 	}
 	v, err := bsoncore.Document(opts).LookupErr("validator")
@@ -136,7 +149,7 @@ func CheckOptions(db, coll string, opts bson.Raw) error {
 	}
 	d, ok := v.DocumentOK()
 	if !ok {
-		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'validator' is the wrong type '%s', expected type 'object'", typeName(v.Type))
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'object'", qualified(cmd, "validator"), typeName(v.Type))
 	}
 	if len(d) <= 5 {
 		return nil

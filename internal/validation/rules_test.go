@@ -112,7 +112,7 @@ func TestCheckOptions(t *testing.T) {
 		{"local", "c", `{"validator": {"a": 1}}`, mongoerr.InvalidOptions},
 		{"db", "system.views", `{"validator": {"a": 1}}`, mongoerr.InvalidOptions},
 	} {
-		err := validation.CheckOptions(tc.db, tc.coll, raw(t, tc.options))
+		err := validation.CheckOptions("create", tc.db, tc.coll, raw(t, tc.options))
 		if got := mongoerr.CodeOf(err); got != tc.code {
 			t.Errorf("%s.%s %s: %v, want code %d", tc.db, tc.coll, tc.options, err, tc.code)
 		}

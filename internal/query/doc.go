@@ -48,12 +48,9 @@
 // and projections return errors. See the package's tests for the rest.
 //
 // Filter.Explain follows doc_validation_error.cpp's shapes and reasons for
-// every operator Cairn supports; where MongoDB's exact output could not be
-// confirmed it is coarser but truthful: a schema's failing keywords are
-// listed type, number/string, array, object (properties, required,
-// min/maxProperties, additional/patternProperties, dependencies), then
-// allOf/anyOf/oneOf/not/enum, which may differ from MongoDB's order in
-// schemaRulesNotSatisfied; minimum/maximum with exclusiveMinimum/Maximum
+// every operator Cairn supports, and json_schema_parser.cpp's order of a
+// schema's rules; where MongoDB's exact output could not be confirmed it
+// is coarser but truthful: minimum/maximum with exclusiveMinimum/Maximum
 // show both keywords in specifiedAs; a $jsonSchema "not" and a $jsonSchema
 // under a negation say only "child expression matched" / "schema matched";
 // a $not over several operators explains them as an "$and"; MongoDB's cap

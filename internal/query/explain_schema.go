@@ -39,7 +39,16 @@ func (n *schemaNode) detail(doc bsoncore.Document, inverted bool) bsoncore.Docum
 	if inverted {
 		return b.AppendString("reason", "schema matched").Build()
 	}
-	rules := schemaRules(n.raw, n.s, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
+	if n.s.types != nil && !n.s.types.has(bsoncore.TypeEmbeddedDocument) {
+		// MongoDB turns a top-level schema that excludes objects into
+		// $alwaysFalse annotated as the $jsonSchema.
+		return bsoncore.NewDocumentBuilder().AppendString("operatorName", "$jsonSchema").
+			AppendDocument("specifiedAs", single("$jsonSchema", n.raw)).
+			AppendString("reason", "expression always evaluates to false").Build()
+	}
+	root := *n.s
+	root.types = nil // the top-level type is not a rule of its own (it includes object)
+	rules := schemaRules(n.raw, &root, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
 	return b.AppendArray("schemaRulesNotSatisfied", docArray(rules)).Build()
 }
 
@@ -66,9 +75,19 @@ func keyword(raw bsoncore.Value, name string) *bsoncore.DocumentBuilder {
 		AppendDocument("specifiedAs", single(name, lookup(raw.Data, name)))
 }
 
-// schemaRules lists the rules of schema s (raw: as written) that v fails.
+// schemaRules lists the rules of schema s (raw: as written) that v fails,
+// in the order of MongoDB's translation (json_schema_parser.cpp): string
+// and number keywords, array keywords, object keywords, logical keywords,
+// and the type keyword last.
 func schemaRules(raw bsoncore.Value, s *schema, v bsoncore.Value) []bsoncore.Document {
-	var out []bsoncore.Document
+	out := scalarRules(raw, s, v)
+	if v.Type == bsoncore.TypeArray {
+		out = append(out, arrayRules(raw, s, v)...)
+	}
+	if v.Type == bsoncore.TypeEmbeddedDocument {
+		out = append(out, objectRules(raw, s, v)...)
+	}
+	out = append(out, logicRules(raw, s, v)...)
 	if s.types != nil && !s.types.has(v.Type) {
 		name := "bsonType"
 		if lookup(raw.Data, "type").Type != 0 {
@@ -77,14 +96,7 @@ func schemaRules(raw bsoncore.Value, s *schema, v bsoncore.Value) []bsoncore.Doc
 		out = append(out, keyword(raw, name).AppendString("reason", "type did not match").
 			AppendValue("consideredValue", v).AppendString("consideredType", typeName(v)).Build())
 	}
-	out = append(out, scalarRules(raw, s, v)...)
-	if v.Type == bsoncore.TypeArray {
-		out = append(out, arrayRules(raw, s, v)...)
-	}
-	if v.Type == bsoncore.TypeEmbeddedDocument {
-		out = append(out, objectRules(raw, s, v)...)
-	}
-	return append(out, logicRules(raw, s, v)...)
+	return out
 }
 
 func scalarRules(raw bsoncore.Value, s *schema, v bsoncore.Value) []bsoncore.Document {
@@ -98,29 +110,29 @@ func scalarRules(raw bsoncore.Value, s *schema, v bsoncore.Value) []bsoncore.Doc
 		out = append(out, b.AppendString("reason", reason).AppendValue("consideredValue", v).Build())
 	}
 	switch {
+	case v.Type == bsoncore.TypeString:
+		str, _ := stringBytes(v)
+		n := int64(utf8.RuneCount(str))
+		if s.pattern != nil && !s.pattern.match(str) {
+			fail("pattern", "regular expression did not match")
+		}
+		if s.maxLength >= 0 && n > s.maxLength {
+			fail("maxLength", "specified string length was not satisfied")
+		}
+		if s.minLength >= 0 && n < s.minLength {
+			fail("minLength", "specified string length was not satisfied")
+		}
 	case isNumeric(v):
-		if s.min != nil && !s.min.matchValue(v, nil) {
-			fail("minimum", "comparison failed")
-		}
-		if s.max != nil && !s.max.matchValue(v, nil) {
-			fail("maximum", "comparison failed")
-		}
 		if s.multipleOf != nil {
 			if r, ok := ratOf(v); !ok || !new(big.Rat).Quo(r, s.multipleOf).IsInt() {
 				fail("multipleOf", "considered value is not a multiple of the specified value")
 			}
 		}
-	case v.Type == bsoncore.TypeString:
-		str, _ := stringBytes(v)
-		n := int64(utf8.RuneCount(str))
-		if s.minLength >= 0 && n < s.minLength {
-			fail("minLength", "specified string length was not satisfied")
+		if s.max != nil && !s.max.matchValue(v, nil) {
+			fail("maximum", "comparison failed")
 		}
-		if s.maxLength >= 0 && n > s.maxLength {
-			fail("maxLength", "specified string length was not satisfied")
-		}
-		if s.pattern != nil && !s.pattern.match(str) {
-			fail("pattern", "regular expression did not match")
+		if s.min != nil && !s.min.matchValue(v, nil) {
+			fail("minimum", "comparison failed")
 		}
 	}
 	return out
@@ -235,6 +247,9 @@ func objectRules(raw bsoncore.Value, s *schema, v bsoncore.Value) []bsoncore.Doc
 				AppendArray("propertiesNotSatisfied", docArray(failing)).Build())
 		}
 	}
+	if s.checkAdditional {
+		out = append(out, additionalPropertiesRules(raw, s, v)...)
+	}
 	var missing []string
 	for _, r := range s.required {
 		if lookup(v.Data, r).Type == 0 {
@@ -253,9 +268,6 @@ func objectRules(raw bsoncore.Value, s *schema, v bsoncore.Value) []bsoncore.Doc
 			out = append(out, keyword(raw, k.name).AppendString("reason", "specified number of properties was not satisfied").
 				AppendInt32("numberOfProperties", int32(n)).Build())
 		}
-	}
-	if s.checkAdditional {
-		out = append(out, additionalPropertiesRules(raw, s, v)...)
 	}
 	if d := dependencyRules(raw, s, v); d != nil {
 		out = append(out, d)

@@ -89,11 +89,11 @@ func TestExplain(t *testing.T) {
 			`{"n": 3, "s": "bcd", "l": [1, "x"]}`,
 			`{"operatorName": "$jsonSchema", "title": "t", "schemaRulesNotSatisfied": [{"operatorName": "properties", "propertiesNotSatisfied": [
 				{"propertyName": "n", "details": [
-					{"operatorName": "minimum", "specifiedAs": {"minimum": 5}, "reason": "comparison failed", "consideredValue": 3},
-					{"operatorName": "multipleOf", "specifiedAs": {"multipleOf": 2}, "reason": "considered value is not a multiple of the specified value", "consideredValue": 3}]},
+					{"operatorName": "multipleOf", "specifiedAs": {"multipleOf": 2}, "reason": "considered value is not a multiple of the specified value", "consideredValue": 3},
+					{"operatorName": "minimum", "specifiedAs": {"minimum": 5}, "reason": "comparison failed", "consideredValue": 3}]},
 				{"propertyName": "s", "details": [
-					{"operatorName": "maxLength", "specifiedAs": {"maxLength": 2}, "reason": "specified string length was not satisfied", "consideredValue": "bcd"},
-					{"operatorName": "pattern", "specifiedAs": {"pattern": "^a"}, "reason": "regular expression did not match", "consideredValue": "bcd"}]},
+					{"operatorName": "pattern", "specifiedAs": {"pattern": "^a"}, "reason": "regular expression did not match", "consideredValue": "bcd"},
+					{"operatorName": "maxLength", "specifiedAs": {"maxLength": 2}, "reason": "specified string length was not satisfied", "consideredValue": "bcd"}]},
 				{"propertyName": "l", "details": [
 					{"operatorName": "maxItems", "specifiedAs": {"maxItems": 1}, "reason": "array did not match specified length", "consideredValue": [1, "x"], "numberOfItems": 2},
 					{"operatorName": "items", "reason": "At least one item did not match the sub-schema", "itemIndex": 1, "details": [
@@ -101,8 +101,14 @@ func TestExplain(t *testing.T) {
 		{"additionalProperties false and minProperties", `{"$jsonSchema": {"properties": {"a": {}}, "additionalProperties": false, "minProperties": 4}}`,
 			`{"a": 1, "b": 2, "c": 3}`,
 			`{"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
-				{"operatorName": "minProperties", "specifiedAs": {"minProperties": 4}, "reason": "specified number of properties was not satisfied", "numberOfProperties": 3},
-				{"operatorName": "additionalProperties", "specifiedAs": {"additionalProperties": false}, "additionalProperties": ["b", "c"]}]}`},
+				{"operatorName": "additionalProperties", "specifiedAs": {"additionalProperties": false}, "additionalProperties": ["b", "c"]},
+				{"operatorName": "minProperties", "specifiedAs": {"minProperties": 4}, "reason": "specified number of properties was not satisfied", "numberOfProperties": 3}]}`},
+		{"a property's type is its last rule", `{"$jsonSchema": {"properties": {"a": {"bsonType": "string", "minimum": 5}}}}`, `{"a": 3}`,
+			`{"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [{"operatorName": "properties", "propertiesNotSatisfied": [{"propertyName": "a", "details": [
+				{"operatorName": "minimum", "specifiedAs": {"minimum": 5}, "reason": "comparison failed", "consideredValue": 3},
+				{"operatorName": "bsonType", "specifiedAs": {"bsonType": "string"}, "reason": "type did not match", "consideredValue": 3, "consideredType": "int"}]}]}]}`},
+		{"a top-level schema that excludes objects", `{"$jsonSchema": {"bsonType": "array"}}`, `{"a": 1}`,
+			`{"operatorName": "$jsonSchema", "specifiedAs": {"$jsonSchema": {"bsonType": "array"}}, "reason": "expression always evaluates to false"}`},
 		{"anyOf and dependencies", `{"$jsonSchema": {"anyOf": [{"required": ["x"]}, {"required": ["y"]}], "dependencies": {"a": ["b"]}}}`,
 			`{"a": 1}`,
 			`{"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [

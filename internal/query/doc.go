@@ -50,8 +50,7 @@
 // Filter.Explain follows doc_validation_error.cpp's shapes and reasons for
 // every operator Cairn supports, and json_schema_parser.cpp's order of a
 // schema's rules; where MongoDB's exact output could not be confirmed it
-// is coarser but truthful: minimum/maximum with exclusiveMinimum/Maximum
-// show both keywords in specifiedAs; a $jsonSchema "not" and a $jsonSchema
+// is coarser but truthful: a $jsonSchema "not" and a $jsonSchema
 // under a negation say only "child expression matched" / "schema matched";
 // a $not over several operators explains them as an "$and"; MongoDB's cap
 // on the size and depth of an explanation (it then drops specifiedAs and

@@ -103,9 +103,12 @@ func scalarRules(raw bsoncore.Value, s *schema, v bsoncore.Value) []bsoncore.Doc
 	var out []bsoncore.Document
 	fail := func(name, reason string) {
 		b := keyword(raw, name)
-		if excl := "exclusiveM" + name[1:]; (name == "minimum" || name == "maximum") && lookup(raw.Data, excl).Type != 0 {
-			b = bsoncore.NewDocumentBuilder().AppendString("operatorName", name).AppendDocument("specifiedAs",
-				bsoncore.NewDocumentBuilder().AppendValue(name, lookup(raw.Data, name)).AppendValue(excl, lookup(raw.Data, excl)).Build())
+		// An exclusive bound is specified as {minimum: x, exclusiveMinimum: true}.
+		if excl := "exclusiveM" + name[1:]; name == "minimum" || name == "maximum" {
+			if on, _ := lookup(raw.Data, excl).BooleanOK(); on {
+				b = bsoncore.NewDocumentBuilder().AppendString("operatorName", name).AppendDocument("specifiedAs",
+					bsoncore.NewDocumentBuilder().AppendValue(name, lookup(raw.Data, name)).AppendBoolean(excl, true).Build())
+			}
 		}
 		out = append(out, b.AppendString("reason", reason).AppendValue("consideredValue", v).Build())
 	}

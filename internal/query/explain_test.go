@@ -107,6 +107,10 @@ func TestExplain(t *testing.T) {
 			`{"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [{"operatorName": "properties", "propertiesNotSatisfied": [{"propertyName": "a", "details": [
 				{"operatorName": "minimum", "specifiedAs": {"minimum": 5}, "reason": "comparison failed", "consideredValue": 3},
 				{"operatorName": "bsonType", "specifiedAs": {"bsonType": "string"}, "reason": "type did not match", "consideredValue": 3, "consideredType": "int"}]}]}]}`},
+		{"exclusive bounds", `{"$jsonSchema": {"properties": {"a": {"minimum": 5, "exclusiveMinimum": true}, "b": {"maximum": 1, "exclusiveMaximum": false}}}}`, `{"a": 5, "b": 2}`,
+			`{"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [{"operatorName": "properties", "propertiesNotSatisfied": [
+				{"propertyName": "a", "details": [{"operatorName": "minimum", "specifiedAs": {"minimum": 5, "exclusiveMinimum": true}, "reason": "comparison failed", "consideredValue": 5}]},
+				{"propertyName": "b", "details": [{"operatorName": "maximum", "specifiedAs": {"maximum": 1}, "reason": "comparison failed", "consideredValue": 2}]}]}]}`},
 		{"a top-level schema that excludes objects", `{"$jsonSchema": {"bsonType": "array"}}`, `{"a": 1}`,
 			`{"operatorName": "$jsonSchema", "specifiedAs": {"$jsonSchema": {"bsonType": "array"}}, "reason": "expression always evaluates to false"}`},
 		{"anyOf and dependencies", `{"$jsonSchema": {"anyOf": [{"required": ["x"]}, {"required": ["y"]}], "dependencies": {"a": ["b"]}}}`,

@@ -52,7 +52,7 @@
 // schema's rules; where MongoDB's exact output could not be confirmed it
 // is coarser but truthful: a $jsonSchema "not" and a $jsonSchema
 // under a negation say only "child expression matched" / "schema matched";
-// a $not over several operators explains them as an "$and"; MongoDB's cap
+// MongoDB's cap
 // on the size and depth of an explanation (it then drops specifiedAs and
 // consideredValues) is not applied; undefined values are left out of
 // consideredValues.

@@ -34,6 +34,10 @@ func TestExplain(t *testing.T) {
 			`{"operatorName": "$exists", "specifiedAs": {"a": {"$exists": false}}, "reason": "path does exist"}`},
 		{"$not inverts its operator", `{"a": {"$not": {"$gt": 5}}}`, `{"a": 7}`,
 			`{"operatorName": "$not", "details": {"operatorName": "$gt", "specifiedAs": {"a": {"$gt": 5}}, "reason": "comparison succeeded", "consideredValue": 7}}`},
+		{"$not over several operators is an $and that held", `{"a": {"$not": {"$gt": 5, "$lt": 9}}}`, `{"a": 7}`,
+			`{"operatorName": "$not", "details": {"operatorName": "$and", "clausesSatisfied": [
+				{"index": 0, "details": {"operatorName": "$gt", "specifiedAs": {"a": {"$gt": 5}}, "reason": "comparison succeeded", "consideredValue": 7}},
+				{"index": 1, "details": {"operatorName": "$lt", "specifiedAs": {"a": {"$lt": 9}}, "reason": "comparison succeeded", "consideredValue": 7}}]}}`},
 		{"$nor reports the clauses that matched", `{"$nor": [{"a": 1}, {"b": 2}]}`, `{"a": 1, "b": 3}`,
 			`{"operatorName": "$nor", "clausesNotSatisfied": [{"index": 0, "details": {"operatorName": "$eq", "specifiedAs": {"a": 1}, "reason": "comparison succeeded", "consideredValue": 1}}]}`},
 		{"$and under $nor is satisfied", `{"$nor": [{"$and": [{"a": 1}, {"b": 3}]}]}`, `{"a": 1, "b": 3}`,

@@ -99,12 +99,16 @@ func (x *explainer) operators(name string, ops bsoncore.Value) []node {
 		case "$options":
 			continue
 		case "$regex":
+			// MongoDB specifies a $regex by its whole operator document
+			// (parseRegexDocument), $options and any other operator included;
+			// it is compiled alone ($regex with its $options).
 			b := bsoncore.NewDocumentBuilder().AppendValue("$regex", v)
 			if o := lookup(ops.Data, "$options"); o.Type != 0 {
 				b.AppendValue("$options", o)
 			}
-			spec := bsoncore.NewDocumentBuilder().AppendDocument(name, b.Build()).Build()
-			out = append(out, x.leaf(op, name, "", v, spec))
+			n := x.leaf(op, name, "", v, single(name, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b.Build()}))
+			n.spec = single(name, ops)
+			out = append(out, n)
 			continue
 		case "$not":
 			out = append(out, &notNode{name: name, spec: nested(name, op, v), inner: x.notInner(name, v)})

@@ -50,6 +50,9 @@ func TestExplain(t *testing.T) {
 			`{"operatorName": "$mod", "specifiedAs": {"a": {"$mod": [2, 0]}}, "reason": "type did not match", "consideredType": "string", "expectedTypes": ["decimal", "double", "int", "long"], "consideredValue": "x"}`},
 		{"$type reports the considered type", `{"a": {"$type": "string"}}`, `{"a": 1}`,
 			`{"operatorName": "$type", "specifiedAs": {"a": {"$type": "string"}}, "reason": "type did not match", "consideredValue": 1, "consideredType": "int"}`},
+		{"$regex is specified by its whole operator document", `{"a": {"$regex": "^x", "$options": "i", "$ne": "y"}}`, `{"a": "b"}`,
+			`{"operatorName": "$and", "clausesNotSatisfied": [{"index": 0, "details":
+				{"operatorName": "$regex", "specifiedAs": {"a": {"$regex": "^x", "$options": "i", "$ne": "y"}}, "reason": "regular expression did not match", "consideredValue": "b"}}]}`},
 		{"$alwaysFalse", `{"$alwaysFalse": 1}`, `{"a": 1}`,
 			`{"operatorName": "$alwaysFalse", "specifiedAs": {"$alwaysFalse": 1}, "reason": "expression always evaluates to false"}`},
 		{"$expr (jstests doc_validation_error)", `{"$expr": {"$eq": [{"$size": "$a.b"}, {"$size": {"$setUnion": "$a.b"}}]}}`, `{"a": [{"b": 1}, {"b": 1}]}`,

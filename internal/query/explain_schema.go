@@ -35,7 +35,6 @@ func (x *explainer) schemaNode(v bsoncore.Value) node {
 
 func (n *schemaNode) detail(doc bsoncore.Document, inverted bool) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().AppendString("operatorName", "$jsonSchema")
-	appendAnnotations(b, n.raw)
 	if inverted {
 		return b.AppendString("reason", "schema matched").Build()
 	}
@@ -46,6 +45,7 @@ func (n *schemaNode) detail(doc bsoncore.Document, inverted bool) bsoncore.Docum
 			AppendDocument("specifiedAs", single("$jsonSchema", n.raw)).
 			AppendString("reason", "expression always evaluates to false").Build()
 	}
+	appendAnnotations(b, n.raw)
 	root := *n.s
 	root.types = nil // the top-level type is not a rule of its own (it includes object)
 	rules := schemaRules(n.raw, &root, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})

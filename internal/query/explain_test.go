@@ -127,6 +127,8 @@ func TestExplain(t *testing.T) {
 				{"operatorName": "anyOf", "schemasNotSatisfied": [
 					{"index": 0, "details": [{"operatorName": "required", "specifiedAs": {"required": ["x"]}, "missingProperties": ["x"]}]},
 					{"index": 1, "details": [{"operatorName": "required", "specifiedAs": {"required": ["y"]}, "missingProperties": ["y"]}]}]}]}`},
+		{"$jsonSchema under $nor", `{"$nor": [{"$jsonSchema": {"title": "t", "required": ["a"]}}]}`, `{"a": 1}`,
+			`{"operatorName": "$nor", "clausesNotSatisfied": [{"index": 0, "details": {"operatorName": "$jsonSchema", "reason": "schema matched"}}]}`},
 		{"a matching document explains nothing", `{"a": 1}`, `{"a": 1}`, `{}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,8 +52,7 @@
 // schema's rules; where MongoDB's exact output could not be confirmed it
 // is coarser but truthful: a $jsonSchema "not" and a $jsonSchema
 // under a negation say only "child expression matched" / "schema matched";
-// MongoDB's cap
-// on the size and depth of an explanation (it then drops specifiedAs and
-// consideredValues) is not applied; undefined values are left out of
-// consideredValues.
+// the size bound of an explanation is package validation's (8 MiB, past
+// which it drops specifiedAs and the quoted values), not MongoDB's exact
+// limit and depth rule; undefined values are left out of consideredValues.
 package query

@@ -56,11 +56,56 @@ func (r *Rules) explainFailure(doc bsoncore.Document) bsoncore.Document {
 	if passes(f, doc) {
 		return nil
 	}
+	details := f.Explain(r.Validator, doc)
+	if len(details) > maxDetailsSize {
+		// As MongoDB does when an explanation is too large: drop what is
+		// proportional to the validator and the document, then give up
+		// on the details.
+		details = truncated(details)
+		if len(details) > maxDetailsSize {
+			details = bsoncore.NewDocumentBuilder().AppendString("reason", "the explanation of the failure exceeded its size limit").Build()
+		}
+	}
 	b := bsoncore.NewDocumentBuilder()
 	if id, err := doc.LookupErr("_id"); err == nil {
 		b.AppendValue("failingDocumentId", id)
 	}
-	return b.AppendDocument("details", f.Explain(r.Validator, doc)).Build()
+	return b.AppendDocument("details", details).Build()
+}
+
+// maxDetailsSize bounds an explanation, so that a write error carrying it
+// stays well inside a reply (a failing document may be near 16 MiB and
+// its values are quoted in consideredValue).
+const maxDetailsSize = 8 << 20
+
+// truncated is an explanation without specifiedAs, consideredValue(s) and
+// the other fields that quote the validator or the document.
+func truncated(d bsoncore.Document) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	elems, _ := d.Elements()
+	for _, e := range elems {
+		switch e.Key() {
+		case "specifiedAs", "consideredValue", "consideredValues", "duplicatedValue", "expressionResult":
+			continue
+		}
+		b.AppendValue(e.Key(), truncatedValue(e.Value()))
+	}
+	return b.Build()
+}
+
+func truncatedValue(v bsoncore.Value) bsoncore.Value {
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		return bsoncore.Value{Type: v.Type, Data: truncated(v.Document())}
+	case bsoncore.TypeArray:
+		arr := bsoncore.NewArrayBuilder()
+		vals, _ := v.Array().Values()
+		for _, x := range vals {
+			arr.AppendValue(truncatedValue(x))
+		}
+		return bsoncore.Value{Type: v.Type, Data: arr.Build()}
+	}
+	return v
 }
 
 // failure is the DocumentValidationFailure error carrying errInfo.

@@ -140,3 +140,34 @@ func BenchmarkCheckInsert(b *testing.B) {
 		})
 	}
 }
+
+// TestLargeExplanationIsTruncated: a failing document whose values would
+// make the explanation larger than its bound is explained without quoting
+// them, and the write error stays small enough for a reply.
+func TestLargeExplanationIsTruncated(t *testing.T) {
+	r, err := validation.FromOptions(raw(t, `{"validator": {"a": {"$size": 1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make(bson.A, 0, 10)
+	for range 10 {
+		big = append(big, string(make([]byte, 1<<20)))
+	}
+	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: big}})
+	_, err = r.CheckInsert(d)
+	e, ok := mongoerr.As(err)
+	if !ok || e.Code != mongoerr.DocumentValidationFailure {
+		t.Fatalf("%v, want DocumentValidationFailure", err)
+	}
+	info := e.Extra[0].Value.(bson.Raw)
+	if len(info) > 1<<20 {
+		t.Errorf("errInfo is %d bytes", len(info))
+	}
+	details := info.Lookup("details").Document()
+	if details.Lookup("operatorName").StringValue() != "$size" || details.Lookup("reason").StringValue() != "array length was not equal to given size" {
+		t.Errorf("truncated details %s lost the operator or the reason", details)
+	}
+	if _, err := details.LookupErr("consideredValue"); err == nil {
+		t.Errorf("truncated details still quote the document")
+	}
+}

@@ -50,9 +50,9 @@
 // Filter.Explain follows doc_validation_error.cpp's shapes and reasons for
 // every operator Cairn supports, and json_schema_parser.cpp's order of a
 // schema's rules; where MongoDB's exact output could not be confirmed it
-// is coarser but truthful: a $jsonSchema "not" and a $jsonSchema
-// under a negation say only "child expression matched" / "schema matched";
-// the size bound of an explanation is package validation's (8 MiB, past
+// is coarser but truthful: a $jsonSchema "not" that matched says only
+// {operatorName: "not", reason: "child expression matched"} (MongoDB may
+// add the keyword's annotation); the size bound of an explanation is package validation's (8 MiB, past
 // which it drops specifiedAs and the quoted values), not MongoDB's exact
 // limit and depth rule; undefined values are left out of consideredValues.
 package query

@@ -13,8 +13,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/query/querytest"
 )
 
 // validationCase is one write against collection "c" whose validator
@@ -398,5 +400,49 @@ func TestValidationWarnLogs(t *testing.T) {
 	details, _ := errInfo["details"].(map[string]any)
 	if line["id"] != float64(20294) || attr["namespace"] != "warnlog.c" || details["operatorName"] != "$eq" || details["reason"] != "comparison failed" {
 		t.Errorf("log line %v, want id 20294 with namespace warnlog.c and the errInfo of {a: 1}", line)
+	}
+}
+
+// TestValidationDetailsCorpus runs query's explain corpus over the wire:
+// each validator on its own collection, each document inserted, and the
+// write error's errInfo compared with MongoDB's. Cases whose document has
+// no _id (the server would add one, which their schema counts) or that
+// pass run only in process.
+func TestValidationDetailsCorpus(t *testing.T) {
+	cases, err := querytest.LoadExplain("../query/testdata/explain/validation_errors.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("explaincorpus")
+	ran := 0
+	for i, tc := range cases {
+		id, err := tc.Doc.LookupErr("_id")
+		if err != nil || len(tc.Details) <= 5 {
+			continue
+		}
+		ran++
+		t.Run(tc.Name, func(t *testing.T) {
+			coll := fmt.Sprintf("c%d", i)
+			create := bson.D{{Key: "create", Value: coll}, {Key: "validator", Value: bson.Raw(tc.Filter)}}
+			if err := db.RunCommand(ctx, create).Err(); err != nil {
+				t.Fatal(err)
+			}
+			reply, err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{bson.Raw(tc.Doc)}}}).Raw()
+			var we mongo.WriteException
+			if !errors.As(err, &we) {
+				t.Fatalf("insert: %v, want a validation failure", err)
+			}
+			info := reply.Lookup("writeErrors").Array().Index(0).Document().Lookup("errInfo").Document()
+			want := bsoncore.NewDocumentBuilder().AppendValue("failingDocumentId", id).AppendDocument("details", tc.Details).Build()
+			if got := info.String(); got != bson.Raw(want).String() {
+				t.Errorf("errInfo\n got %s\nwant %s", got, bson.Raw(want))
+			}
+		})
+	}
+	if ran < 20 {
+		t.Errorf("only %d corpus cases ran over the wire", ran)
 	}
 }

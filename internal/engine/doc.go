@@ -44,7 +44,8 @@
 // Validation is skipped only when the write asks for it
 // (bypassDocumentValidation), by validationLevel "off", and, under
 // "moderate", for an update of a document that already fails.
-// TestValidOnCommit checks it.
+// TestValidOnCommit (a validator set earlier in the same request) and
+// TestValidOnCommitRace (writers racing the collMod) check it.
 //
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -66,5 +69,75 @@ func TestValidOnCommit(t *testing.T) {
 	}
 	if got := scanIDs(t, e, ns); len(got) != 2 {
 		t.Fatalf("collection holds %v, want _ids 2 and 4", got)
+	}
+}
+
+// TestValidOnCommitRace races writers against the collMod that makes their
+// writes invalid. Every write is a read-modify-write of one counter that
+// sets "v": "bad", which the new validator {v: "good"} refuses. Writes the
+// pipeline applies before the collMod commit with it or earlier; writes
+// applied after it must fail. So once SetCollectionOptions has returned,
+// the counter may never move again, although the writers keep trying; a
+// check against the rules a writer saw when it queued would let late
+// writes through.
+func TestValidOnCommitRace(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"db", "race"}
+	if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", "c"}, {"n", int64(0)}, {"v", "bad"}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	id := val(t, "c")
+	stop := make(chan struct{})
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := e.Modify(ns, []bsoncore.Value{id}, true, func(_ int, cur bsoncore.Document) (Action, error) {
+					next, _ := bson.Marshal(bson.D{{"_id", "c"}, {"n", cur.Lookup("n").Int64() + 1}, {"v", "bad"}})
+					return Action{Replace: next}, nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(res.Errors) > 0 {
+					if mongoerr.CodeOf(res.Errors[0].Err) != mongoerr.DocumentValidationFailure {
+						t.Error(res.Errors[0].Err)
+						return
+					}
+					refused.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	rule := bsoncore.Document(doc(t, bson.D{{"validator", bson.D{{"v", "good"}}}}))
+	elems, _ := rule.Elements()
+	if err := e.SetCollectionOptions(ns, elems); err != nil {
+		t.Fatal(err)
+	}
+	counter := func() int64 {
+		d, _, err := e.Get(nil, ns, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bsoncore.Document(d).Lookup("n").Int64()
+	}
+	at := counter()
+	for refused.Load() < 200 {
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if after := counter(); after != at || at == 0 {
+		t.Fatalf("counter was %d when collMod returned and %d after %d refused writes; want it unchanged (and moved before)", at, after, refused.Load())
 	}
 }

@@ -142,18 +142,13 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 		}
 	}
 	r := NewReply(dst)
-	if len(validationSet) > 0 {
-		if err := s.Env.Engine.SetCollectionOptions(ns, validationSet); err != nil {
-			return nil, err
-		}
-	}
-	if ch == nil {
+	if ch == nil && len(validationSet) == 0 {
 		if s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll) == nil {
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 		}
 		return r.Finish(), nil
 	}
-	res, err := s.Env.Engine.ModifyIndex(ns, *ch)
+	res, err := s.Env.Engine.CollMod(ns, validationSet, ch)
 	if err != nil {
 		return nil, err
 	}

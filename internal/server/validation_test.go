@@ -344,6 +344,8 @@ func TestValidatorOptionsRefused(t *testing.T) {
 		{`{"collMod": "b", "validationAction": "explode"}`, 2},
 		{`{"collMod": "nope", "validator": {"a": 1}}`, 26},
 		{`{"collMod": "b", "validator": {"b": {"$type": "string"}}, "validationAction": "warn"}`, 0},
+		// One collMod is one commit: a failing index change undoes the validator.
+		{`{"collMod": "b", "validator": {"z": 1}, "index": {"name": "nope", "hidden": true}}`, 27},
 	} {
 		err := db.RunCommand(ctx, mustJSON(t, tc.cmd)).Err()
 		var ce mongo.CommandError

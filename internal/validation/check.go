@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"fmt"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -56,7 +58,7 @@ func (r *Rules) explainFailure(doc bsoncore.Document) bsoncore.Document {
 	if passes(f, doc) {
 		return nil
 	}
-	details := f.Explain(r.Validator, doc)
+	details := explain(f, r.Validator, doc)
 	if len(details) > maxDetailsSize {
 		// As MongoDB does when an explanation is too large: drop what is
 		// proportional to the validator and the document, then give up
@@ -71,6 +73,18 @@ func (r *Rules) explainFailure(doc bsoncore.Document) bsoncore.Document {
 		b.AppendValue("failingDocumentId", id)
 	}
 	return b.AppendDocument("details", details).Build()
+}
+
+// explain is f.Explain, kept from taking the commit pipeline down with it:
+// the decision is made (the document fails), only its explanation would
+// be lost, so a fault there becomes a plain reason.
+func explain(f *query.Filter, validator, doc bsoncore.Document) (details bsoncore.Document) {
+	defer func() {
+		if p := recover(); p != nil {
+			details = bsoncore.NewDocumentBuilder().AppendString("reason", fmt.Sprintf("the failure could not be explained: %v", p)).Build()
+		}
+	}()
+	return f.Explain(validator, doc)
 }
 
 // maxDetailsSize bounds an explanation, so that a write error carrying it

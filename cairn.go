@@ -128,6 +128,9 @@ type WriteError struct {
 	Index   int
 	Code    int
 	Message string
+	// Info is the error's errInfo when it has one: why a document failed
+	// its collection's validator (DocumentValidationFailure, 121).
+	Info bson.Raw
 }
 
 // WriteException reports the documents of a write that failed.
@@ -156,7 +159,8 @@ func writeErrorsOf(reply bson.Raw) error {
 		idx, _ := d.Lookup("index").AsInt64OK()
 		code, _ := d.Lookup("code").AsInt64OK()
 		msg, _ := d.Lookup("errmsg").StringValueOK()
-		we.WriteErrors = append(we.WriteErrors, WriteError{Index: int(idx), Code: int(code), Message: msg})
+		info, _ := d.Lookup("errInfo").DocumentOK()
+		we.WriteErrors = append(we.WriteErrors, WriteError{Index: int(idx), Code: int(code), Message: msg, Info: info})
 	}
 	if len(we.WriteErrors) == 0 {
 		return nil

@@ -152,3 +152,35 @@ func TestEmbeddedOpenTwiceFails(t *testing.T) {
 		t.Fatal("a second Open of the same directory succeeded")
 	}
 }
+
+// TestEmbeddedValidation checks the embedded API enforces a collection's
+// validator (it runs the same commands as the wire) and reports errInfo.
+func TestEmbeddedValidation(t *testing.T) {
+	ctx := context.Background()
+	db, err := cairn.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	app := db.Database("app")
+	validator := bson.D{{Key: "validator", Value: bson.D{{Key: "age", Value: bson.D{{Key: "$gte", Value: 0}}}}}}
+	if err := app.CreateCollection(ctx, "people", validator); err != nil {
+		t.Fatal(err)
+	}
+	people := app.Collection("people")
+	if _, err := people.InsertOne(ctx, user{"ann", "Ann", 31}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = people.InsertOne(ctx, user{"bob", "Bob", -1})
+	var we *cairn.WriteException
+	if !errors.As(err, &we) || we.WriteErrors[0].Code != 121 || we.WriteErrors[0].Info.Lookup("failingDocumentId").StringValue() != "bob" {
+		t.Fatalf("invalid insert: %v, want DocumentValidationFailure with errInfo", err)
+	}
+	_, err = people.UpdateOne(ctx, bson.D{{Key: "_id", Value: "ann"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "age", Value: -5}}}})
+	if cairn.ErrorCode(err) != 121 && !(errors.As(err, &we) && we.WriteErrors[0].Code == 121) {
+		t.Fatalf("invalid update: %v, want DocumentValidationFailure", err)
+	}
+	if n, err := people.CountDocuments(ctx, bson.D{{Key: "age", Value: bson.D{{Key: "$lt", Value: 0}}}}); err != nil || n != 0 {
+		t.Fatalf("%d invalid documents stored (%v)", n, err)
+	}
+}

@@ -393,6 +393,17 @@ func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to strin
 	return nil
 }
 
+// SetOptions replaces the options of db.name inside tx (collMod).
+func (c *Catalog) SetOptions(tx *storage.Txn, db, name string, options bson.Raw) error {
+	cur := c.working.Collection(db, name)
+	if cur == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, name)
+	}
+	next := *cur
+	next.Options = options
+	return c.replaceCollection(tx, &next)
+}
+
 // withIndexes returns a copy of coll carrying indexes.
 func withIndexes(coll *Collection, indexes []Index) *Collection {
 	next := *coll

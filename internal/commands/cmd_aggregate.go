@@ -56,6 +56,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if a.Deadline, err = deadline(req); err != nil {
 		return nil, err
 	}
+	if a.Bypass, err = req.Bool("bypassDocumentValidation", false); err != nil {
+		return nil, err
+	}
 	out, err := s.Env.Exec.Aggregate(a)
 	if err != nil {
 		return nil, err

@@ -69,7 +69,11 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.Env.Exec.FindAndUpdate(exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag})
+		bypass, err := req.Bool("bypassDocumentValidation", false)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.Env.Exec.FindAndUpdate(exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass})
 		if err != nil {
 			return nil, err
 		}

@@ -114,9 +114,11 @@ func indexNames(s *Session, ns engine.Namespace, v bsoncore.Value) ([]string, er
 	return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes 'index' must be a string, an array of strings or a key pattern")
 }
 
-// cmdCollMod changes collection options; Cairn supports its index option
+// cmdCollMod changes collection options: its index option
 // (expireAfterSeconds of a TTL index, hidden), which is what the TTL
-// monitor and the planner read. Other options are not supported yet.
+// monitor and the planner read, and the validation options (validator,
+// validationLevel, validationAction), which the engine enforces from the
+// commit that sets them. Other options are not supported yet.
 func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	coll, err := req.Collection()
 	if err != nil {
@@ -124,6 +126,7 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: coll}
 	var ch *engine.IndexChange
+	var validationSet []bsoncore.Element
 	elems, _ := req.Body.Elements()
 	for _, el := range elems[1:] {
 		switch k := el.Key(); {
@@ -131,19 +134,21 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			if ch, err = parseIndexChange(el.Value()); err != nil {
 				return nil, err
 			}
+		case k == "validator" || k == "validationLevel" || k == "validationAction":
+			validationSet = append(validationSet, el)
 		case k == "lsid" || k == "comment" || k == "writeConcern" || k == "txnNumber" || k == "autocommit" || k[0] == '$':
 		default:
 			return nil, notYet("collMod option '" + k + "'")
 		}
 	}
 	r := NewReply(dst)
-	if ch == nil {
+	if ch == nil && len(validationSet) == 0 {
 		if s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll) == nil {
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 		}
 		return r.Finish(), nil
 	}
-	res, err := s.Env.Engine.ModifyIndex(ns, *ch)
+	res, err := s.Env.Engine.CollMod(ns, validationSet, ch)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ type writeBatch struct {
 	ns      engine.Namespace
 	stmts   []bsoncore.Document
 	ordered bool
+	bypass  bool // bypassDocumentValidation (insert and update)
 }
 
 // parseWriteBatch reads a write command whose statements are in field.
@@ -43,7 +44,13 @@ func parseWriteBatch(req *Request, field string) (writeBatch, error) {
 	if err != nil {
 		return writeBatch{}, err
 	}
-	return writeBatch{ns: engine.Namespace{DB: req.DB, Coll: coll}, stmts: stmts, ordered: ordered}, nil
+	bypass := false
+	if field != "deletes" {
+		if bypass, err = req.Bool("bypassDocumentValidation", false); err != nil {
+			return writeBatch{}, err
+		}
+	}
+	return writeBatch{ns: engine.Namespace{DB: req.DB, Coll: coll}, stmts: stmts, ordered: ordered, bypass: bypass}, nil
 }
 
 func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
@@ -51,7 +58,7 @@ func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Env.Exec.Insert(wb.ns, wb.stmts, wb.ordered)
+	res, err := s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,7 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		res, err := updateStatement(s.Env.Exec, wb.ns, st, cv)
+		res, err := updateStatement(s.Env.Exec, wb.ns, st, cv, wb.bypass)
 		matched += res.Matched
 		modified += res.Modified
 		if res.UpsertedID.Type != 0 {
@@ -187,11 +187,12 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 }
 
 // updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
-func updateStatement(x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars) (exec.UpdateResult, error) {
+func updateStatement(x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool) (exec.UpdateResult, error) {
 	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return exec.UpdateResult{}, err
 	}
+	spec.Bypass = bypass
 	return x.Update(spec)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
+	"github.com/cairndb/cairn/internal/validation"
 )
 
 // IndexChange is collMod's index option: which index (by Name or Key) and
@@ -31,55 +32,93 @@ type IndexChangeResult struct {
 
 // ModifyIndex applies ch to an index of ns, in one commit.
 func (e *Engine) ModifyIndex(ns Namespace, ch IndexChange) (IndexChangeResult, error) {
+	return e.CollMod(ns, nil, &ch)
+}
+
+// CollMod applies a collMod in one commit: set replaces the named fields of
+// ns's options (validator, validationLevel, validationAction; checked as
+// create checks them) and ch, when not nil, changes an index. Writes
+// applied after the commit obey the new validation rules ("Valid on
+// commit").
+func (e *Engine) CollMod(ns Namespace, set []bsoncore.Element, ch *IndexChange) (IndexChangeResult, error) {
 	var res IndexChangeResult
 	err := e.db.Write(func(tx *storage.Txn) error {
 		res = IndexChangeResult{}
-		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
-		if coll == nil {
-			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
-		}
-		ix, err := findIndex(coll, ch)
-		if err != nil {
-			return err
-		}
-		if ix == nil { // the _id index
-			if ch.Hidden != nil {
-				return mongoerr.New(mongoerr.BadValue, "can't hide _id index")
+		if len(set) > 0 {
+			if err := e.setOptions(tx, ns, set); err != nil {
+				return err
 			}
-			return mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
 		}
-		if ix.Building {
-			return mongoerr.New(mongoerr.CannotCreateIndex, "cannot modify index %s of %s while it is being built", ix.Name, ns)
+		if ch == nil {
+			return nil
 		}
-		spec, err := e.specs.get(*ix)
-		if err != nil {
-			return err
-		}
-		var set []bsoncore.Element
-		if ch.ExpireAfterSeconds != nil {
-			if spec.ExpireAfterSeconds == nil {
-				return mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
-			}
-			old, nv := *spec.ExpireAfterSeconds, *ch.ExpireAfterSeconds
-			res.OldExpire, res.NewExpire = &old, &nv
-			set = append(set, bsoncore.AppendInt64Element(nil, "expireAfterSeconds", nv))
-		}
-		if ch.Hidden != nil {
-			old, nv := spec.Hidden, *ch.Hidden
-			if old != nv {
-				res.OldHidden, res.NewHidden = &old, &nv
-			}
-			set = append(set, bsoncore.AppendBooleanElement(nil, "hidden", nv))
-		}
-		next, err := index.ParseSpec(withFields(spec.Original, set))
-		if err != nil {
-			return err
-		}
-		changed := *ix
-		changed.Spec = bson.Raw(next.Original)
-		return e.cat.UpdateIndex(tx, ns.DB, ns.Coll, changed)
+		var err error
+		res, err = e.modifyIndex(tx, ns, *ch)
+		return err
 	})
 	return res, err
+}
+
+// setOptions replaces the fields set of ns's options inside tx.
+func (e *Engine) setOptions(tx *storage.Txn, ns Namespace, set []bsoncore.Element) error {
+	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if coll == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+	}
+	next := bson.Raw(withFields(bsoncore.Document(emptyIfNil(coll.Options)), set))
+	if err := validation.CheckOptions("collMod", ns.DB, ns.Coll, next); err != nil {
+		return err
+	}
+	return e.cat.SetOptions(tx, ns.DB, ns.Coll, next)
+}
+
+// modifyIndex applies ch to an index of ns inside tx.
+func (e *Engine) modifyIndex(tx *storage.Txn, ns Namespace, ch IndexChange) (IndexChangeResult, error) {
+	var res IndexChangeResult
+	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if coll == nil {
+		return res, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+	}
+	ix, err := findIndex(coll, ch)
+	if err != nil {
+		return res, err
+	}
+	if ix == nil { // the _id index
+		if ch.Hidden != nil {
+			return res, mongoerr.New(mongoerr.BadValue, "can't hide _id index")
+		}
+		return res, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
+	}
+	if ix.Building {
+		return res, mongoerr.New(mongoerr.CannotCreateIndex, "cannot modify index %s of %s while it is being built", ix.Name, ns)
+	}
+	spec, err := e.specs.get(*ix)
+	if err != nil {
+		return res, err
+	}
+	var set []bsoncore.Element
+	if ch.ExpireAfterSeconds != nil {
+		if spec.ExpireAfterSeconds == nil {
+			return res, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
+		}
+		old, nv := *spec.ExpireAfterSeconds, *ch.ExpireAfterSeconds
+		res.OldExpire, res.NewExpire = &old, &nv
+		set = append(set, bsoncore.AppendInt64Element(nil, "expireAfterSeconds", nv))
+	}
+	if ch.Hidden != nil {
+		old, nv := spec.Hidden, *ch.Hidden
+		if old != nv {
+			res.OldHidden, res.NewHidden = &old, &nv
+		}
+		set = append(set, bsoncore.AppendBooleanElement(nil, "hidden", nv))
+	}
+	next, err := index.ParseSpec(withFields(spec.Original, set))
+	if err != nil {
+		return res, err
+	}
+	changed := *ix
+	changed.Spec = bson.Raw(next.Original)
+	return res, e.cat.UpdateIndex(tx, ns.DB, ns.Coll, changed)
 }
 
 // findIndex picks the index ch names; nil (without error) is the _id index.
@@ -135,4 +174,10 @@ func withFields(doc bsoncore.Document, set []bsoncore.Element) bsoncore.Document
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
+}
+
+// SetCollectionOptions is CollMod of options alone.
+func (e *Engine) SetCollectionOptions(ns Namespace, set []bsoncore.Element) error {
+	_, err := e.CollMod(ns, set, nil)
+	return err
 }

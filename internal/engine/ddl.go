@@ -8,6 +8,7 @@ import (
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
+	"github.com/cairndb/cairn/internal/validation"
 )
 
 // CreateCollection creates ns with options. As since MongoDB 7.0, creating a
@@ -18,6 +19,9 @@ func (e *Engine) CreateCollection(ns Namespace, options bson.Raw) error {
 		return err
 	}
 	if err := validateCreateOptions(options); err != nil {
+		return err
+	}
+	if err := validation.CheckOptions("create", ns.DB, ns.Coll, options); err != nil {
 		return err
 	}
 	return e.db.Write(func(tx *storage.Txn) error {

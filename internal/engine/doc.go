@@ -9,12 +9,15 @@
 //
 // Where things live:
 //   - write.go, modify.go: inserts, and Modify, the one read-modify-write
-//     path of updates, replaces and deletes (TTL passes use it too).
+//     path of updates, replaces and deletes (TTL passes use it too);
+//     docvalidation.go: document validation inside both (package validation).
 //   - output.go: the writes of $out (a temporary collection renamed over
 //     the target) and $merge.
 //   - indexes.go: index maintenance inside every write; ddl_index.go and
 //     indexbuild.go: createIndexes and the background build over existing
-//     documents; collmod.go: index changes (hidden, expireAfterSeconds).
+//     documents; collmod.go: index changes (hidden, expireAfterSeconds) and
+//     the validation options; validate.go: the validate command's check of
+//     documents against their indexes.
 //   - read.go: point reads by _id; reader.go: a [Reader] gives a query plan
 //     one snapshot and the catalog that matches it, and its [Cursor]s walk
 //     documents in _id order or index entries.
@@ -40,6 +43,19 @@
 // Invariant "Tail bound" (write.go): an insert above its collection's
 // greatest document key skips the uniqueness read; every path that makes
 // document keys goes through insertOne, which keeps the bound.
+//
+// Invariant "Valid on commit" (docvalidation.go): every document a write stores
+// — inserts, upserts, updates and replacements, findAndModify, $out's
+// temporary collection and $merge — is checked against its collection's
+// validator as the working catalog holds it when the request applies, by
+// insertOne and applyAction, the only two places a document is stored. A
+// concurrent collMod is therefore ordered with the writes: a write applied
+// after it (in the same group or a later one) obeys the new rules.
+// Validation is skipped only when the write asks for it
+// (bypassDocumentValidation), by validationLevel "off", and, under
+// "moderate", for an update of a document that already fails.
+// TestValidOnCommit (a validator set earlier in the same request) and
+// TestValidOnCommitRace (writers racing the collMod) check it.
 //
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no

@@ -35,7 +35,8 @@ type Engine struct {
 	cat   *catalog.Catalog
 	seq   *idgen.Sequential
 	specs specCache
-	tails docTails // "Tail bound" (write.go); pipeline goroutine only
+	tails docTails   // "Tail bound" (write.go); pipeline goroutine only
+	valid validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -128,6 +129,11 @@ func (e *Engine) forgetDropped(st *catalog.State) {
 	for id := range e.tails.last {
 		if !live[id] {
 			delete(e.tails.last, id)
+		}
+	}
+	for id := range e.valid.m {
+		if !live[id] {
+			delete(e.valid.m, id)
 		}
 	}
 	forget := func(k, _ any) bool {

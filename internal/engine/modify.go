@@ -14,6 +14,9 @@ type Action struct {
 	Replace bsoncore.Document
 	// Delete removes the document.
 	Delete bool
+	// BypassValidation stores Replace without checking the collection's
+	// validator (bypassDocumentValidation).
+	BypassValidation bool
 }
 
 // ModifyResult counts what a Modify did.
@@ -95,6 +98,9 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 		}
 		if string(next) == string(cur) {
 			return nil // a no-op update writes nothing
+		}
+		if err := e.validateUpdate(ns, cur, next, act.BypassValidation); err != nil {
+			return err
 		}
 		tx.Set(key, next)
 		if err := e.indexReplace(tx, ns, cur, next, idKey); err != nil {

@@ -74,6 +74,9 @@ type MergeAction struct {
 	// Replace is the matched document's new content; it may omit _id
 	// (kept) but not change it (ImmutableField).
 	Replace bsoncore.Document
+	// BypassValidation writes without checking the target's validator
+	// (bypassDocumentValidation).
+	BypassValidation bool
 }
 
 // MergeResult counts what a Merge did. Err is the first failing document's
@@ -152,7 +155,7 @@ func (m *merger) one(res *MergeResult, i int, doc bsoncore.Document, fn func(int
 			return mongoerr.New(mongoerr.InternalError, "stored document without _id in %s", m.ns)
 		}
 		var mr ModifyResult
-		if err := m.e.applyAction(m.tx, &mr, m.ns, m.key, idKey, id, cur, Action{Replace: act.Replace}); err != nil {
+		if err := m.e.applyAction(m.tx, &mr, m.ns, m.key, idKey, id, cur, Action{Replace: act.Replace, BypassValidation: act.BypassValidation}); err != nil {
 			return err
 		}
 		res.Modified += mr.Modified
@@ -166,7 +169,7 @@ func (m *merger) one(res *MergeResult, i int, doc bsoncore.Document, fn func(int
 		if err != nil {
 			return err
 		}
-		if err := m.e.insertOne(m.tx, m.ns, coll.ID, storage.DocKey(nil, coll.ID, p.idKey), p); err != nil {
+		if err := m.e.insertOne(m.tx, m.ns, coll.ID, storage.DocKey(nil, coll.ID, p.idKey), p, act.BypassValidation); err != nil {
 			return err
 		}
 		res.Inserted++

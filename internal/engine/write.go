@@ -35,6 +35,21 @@ type InsertResult struct {
 // whole request (an invalid namespace, a failed commit); per-document failures
 // are in WriteErrors.
 func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (InsertResult, error) {
+	return e.InsertWith(ns, docs, InsertOptions{Ordered: ordered})
+}
+
+// InsertOptions are the options of InsertWith.
+type InsertOptions struct {
+	// Ordered stops the batch at its first failing document.
+	Ordered bool
+	// BypassValidation skips the collection's validator
+	// (bypassDocumentValidation).
+	BypassValidation bool
+}
+
+// InsertWith is Insert with every option.
+func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertOptions) (InsertResult, error) {
+	ordered := opts.Ordered
 	var res InsertResult
 	preps := make([]prepared, 0, len(docs))
 	positions := make([]int, 0, len(docs))
@@ -61,7 +76,7 @@ func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (I
 		var key []byte
 		for j, p := range preps {
 			key = storage.DocKey(key[:0], coll.ID, p.idKey)
-			if err := e.insertOne(tx, ns, coll.ID, key, p); err != nil {
+			if err := e.insertOne(tx, ns, coll.ID, key, p, opts.BypassValidation); err != nil {
 				res.WriteErrors = append(res.WriteErrors, WriteError{Index: positions[j], Err: err})
 				if ordered {
 					break
@@ -91,8 +106,12 @@ func (e *Engine) Insert(ns Namespace, docs []bsoncore.Document, ordered bool) (I
 }
 
 // insertOne writes one prepared document at key, and its index entries,
-// inside tx: all or nothing.
-func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []byte, p prepared) error {
+// inside tx: all or nothing. The document is validated first ("Valid on
+// commit"), unless bypass.
+func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []byte, p prepared, bypass bool) error {
+	if err := e.validateInsert(ns, p.doc, bypass); err != nil {
+		return err
+	}
 	beyond, err := e.tails.beyond(tx, collID, key)
 	if err != nil {
 		return err

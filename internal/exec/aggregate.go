@@ -25,6 +25,9 @@ type Aggregate struct {
 	Opts agg.Options
 	// Deadline bounds the collection read (maxTimeMS); zero means none.
 	Deadline time.Time
+	// Bypass writes $out's and $merge's documents without checking the
+	// target's validator (bypassDocumentValidation).
+	Bypass bool
 }
 
 // Aggregate runs a's pipeline. Without $out or $merge it returns the
@@ -47,6 +50,7 @@ func (e *Env) Aggregate(a Aggregate) (agg.Source, error) {
 		if writer, err = prepareOutput(e.eng, o); err != nil {
 			return nil, err
 		}
+		writer.bypass = a.Bypass
 		p = p.WithoutOutput()
 	}
 	var input agg.Source

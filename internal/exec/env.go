@@ -28,8 +28,9 @@ func (e *Env) Engine() *engine.Engine { return e.eng }
 // PlanCache is the Env's plan cache (planCacheClear, tests).
 func (e *Env) PlanCache() *planner.Cache { return e.plans }
 
-// Insert inserts docs into ns through the commit pipeline; ordered stops at
-// the first document that fails.
-func (e *Env) Insert(ns engine.Namespace, docs []bsoncore.Document, ordered bool) (engine.InsertResult, error) {
-	return e.eng.Insert(ns, docs, ordered)
+// Insert inserts docs into ns through the commit pipeline; opts.Ordered
+// stops at the first document that fails, opts.BypassValidation skips the
+// collection's validator (bypassDocumentValidation).
+func (e *Env) Insert(ns engine.Namespace, docs []bsoncore.Document, opts engine.InsertOptions) (engine.InsertResult, error) {
+	return e.eng.InsertWith(ns, docs, opts)
 }

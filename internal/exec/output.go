@@ -67,6 +67,7 @@ type outputWriter struct {
 	onPath [][]string
 	onID   bool // _id is one of the on fields
 	now    time.Time
+	bypass bool // bypassDocumentValidation
 }
 
 // prepareOutput checks an output stage against the catalog before the
@@ -227,7 +228,7 @@ func (w *outputWriter) writeOut(src agg.Source) (err error) {
 		}
 	}
 	err = batches(src, func(docs []bsoncore.Document) error {
-		res, err := w.eng.Insert(tmp, docs, true)
+		res, err := w.eng.InsertWith(tmp, docs, engine.InsertOptions{Ordered: true, BypassValidation: w.bypass})
 		if err != nil {
 			return err
 		}
@@ -292,7 +293,11 @@ func (w *outputWriter) writeMerge(src agg.Source) error {
 			}
 			docs[i] = prepared
 		}
-		res, err := w.eng.Merge(w.target, w.by, docs, w.decide)
+		res, err := w.eng.Merge(w.target, w.by, docs, func(i int, doc, cur bsoncore.Document) (engine.MergeAction, error) {
+			act, err := w.decide(i, doc, cur)
+			act.BypassValidation = w.bypass
+			return act, err
+		})
 		if err != nil {
 			return err
 		}

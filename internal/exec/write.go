@@ -31,6 +31,9 @@ type Update struct {
 	Upsert bool
 	// Multi updates every match; otherwise the first.
 	Multi bool
+	// Bypass writes without checking the collection's validator
+	// (bypassDocumentValidation).
+	Bypass bool
 }
 
 // UpdateResult is what an update did.
@@ -145,7 +148,7 @@ func (e *Env) runUpdate(spec Update, keep bool) (UpdateResult, error) {
 			if next == nil {
 				return engine.Action{}, nil
 			}
-			return engine.Action{Replace: next}, nil
+			return engine.Action{Replace: next, BypassValidation: spec.Bypass}, nil
 		})
 		res.Modified = int64(mres.Modified)
 		if err != nil {
@@ -173,7 +176,7 @@ func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	ires, err := e.eng.Insert(ns, []bsoncore.Document{doc}, true)
+	ires, err := e.eng.InsertWith(ns, []bsoncore.Document{doc}, engine.InsertOptions{Ordered: true, BypassValidation: spec.Bypass})
 	if err != nil {
 		return UpdateResult{}, err
 	}

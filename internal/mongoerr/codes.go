@@ -63,6 +63,7 @@ const (
 	OperationFailed           Code = 96
 	NotExactValueField        Code = 111
 	CommandNotSupported       Code = 115
+	DocumentValidationFailure Code = 121
 	CommandFailed             Code = 125
 	ExceededMemoryLimit       Code = 146
 	InvalidPipelineOperator   Code = 168

@@ -77,6 +77,7 @@ var names = map[Code]string{
 	OperationFailed:                 "OperationFailed",
 	NotExactValueField:              "NotExactValueField",
 	CommandNotSupported:             "CommandNotSupported",
+	DocumentValidationFailure:       "DocumentValidationFailure",
 	CommandFailed:                   "CommandFailed",
 	ExceededMemoryLimit:             "ExceededMemoryLimit",
 	InvalidPipelineOperator:         "InvalidPipelineOperator",

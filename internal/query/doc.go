@@ -1,6 +1,8 @@
 // Package query is MongoDB's query language over raw BSON: filters
 // (Parse, Filter), find projections (ParseProjection, Projection) and sorts
-// (ParseSort, Sort, Sorter). It follows MongoDB 7.0's documented behaviour;
+// (ParseSort, Sort, Sorter), and why a document fails a filter
+// (Filter.Explain, the errInfo.details of document validation; explain.go,
+// explain_schema.go). It follows MongoDB 7.0's documented behaviour;
 // every rule it implements has a case in testdata/, which also runs over
 // the wire (package querytest).
 //
@@ -57,4 +59,13 @@
 // translated and what is refused). A compound sort picks each path's array
 // value independently. Geospatial operators, $text, $where and $meta sorts
 // and projections return errors. See the package's tests for the rest.
+//
+// Filter.Explain follows doc_validation_error.cpp's shapes and reasons for
+// every operator Cairn supports, and json_schema_parser.cpp's order of a
+// schema's rules; where MongoDB's exact output could not be confirmed it
+// is coarser but truthful: a $jsonSchema "not" that matched says only
+// {operatorName: "not", reason: "child expression matched"} (MongoDB may
+// add the keyword's annotation); the size bound of an explanation is package validation's (8 MiB, past
+// which it drops specifiedAs and the quoted values), not MongoDB's exact
+// limit and depth rule; undefined values are left out of consideredValues.
 package query

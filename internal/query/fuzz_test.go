@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzFilter parses arbitrary bytes as a filter (and as a projection and a
-// sort) and matches arbitrary bytes as a document: nothing may panic,
+// sort) and matches and explains arbitrary bytes as a document: nothing may panic,
 // whatever the input. The seed corpus is every filter and document of the
 // testdata corpus, so it runs as part of go test.
 func FuzzFilter(f *testing.F) {
@@ -32,6 +32,7 @@ func FuzzFilter(f *testing.F) {
 		d := bsoncore.Document(docBytes)
 		if flt, err := query.Parse(filter); err == nil {
 			flt.Match(d)
+			flt.Explain(filter, d) // documents that fail a validator are explained
 			_, pos := flt.MatchDetails(d)
 			if p, err := query.ParseProjection(filter, flt); err == nil {
 				_, _ = p.Apply(nil, d, pos)

@@ -161,6 +161,19 @@ const checks = [
     same(out.length, 1);
     same(c.countDocuments({}), out[0].n);
   }],
+  ['validator', () => {
+    db.createCollection('people', { validator: { $jsonSchema: { required: ['name'], properties: { age: { bsonType: 'int', minimum: 0 } } } } });
+    const err = expectCode(() => db.people.insertOne({ _id: 1, name: 'ann', age: -1 }), 121);
+    same(err.errInfo.failingDocumentId, 1);
+    same(err.errInfo.details.operatorName, '$jsonSchema');
+    same(err.errInfo.details.schemaRulesNotSatisfied[0].propertiesNotSatisfied[0].propertyName, 'age');
+    db.people.insertOne({ _id: 2, age: -1 }, { bypassDocumentValidation: true });
+    same(db.people.countDocuments({}), 1);
+    assert.equal(db.runCommand({ collMod: 'people', validationAction: 'warn' }).ok, 1);
+    db.people.insertOne({ _id: 3 });
+    same(db.getCollectionInfos({ name: 'people' })[0].options.validationAction, 'warn');
+    assert.equal(db.people.drop(), true);
+  }],
 ];
 
 // Features Cairn does not have yet; see node_smoke.mjs.

@@ -131,7 +131,7 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			if ch, err = parseIndexChange(el.Value()); err != nil {
 				return nil, err
 			}
-		case k == "lsid" || k == "comment" || k == "writeConcern" || k == "txnNumber" || k == "autocommit" || k[0] == '$':
+		case isGeneric(k):
 		default:
 			return nil, notYet("collMod option '" + k + "'")
 		}

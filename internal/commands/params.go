@@ -42,6 +42,8 @@ func NewParams() *Params {
 	p.Define("notablescan", false, boolParam)
 	p.Define("internalQueryMaxBlockingSortMemoryUsageBytes", int64(100*1024*1024), positiveInt)
 	p.Define("maxBSONDepth", int32(200), nil)
+	// requireApiVersion: commands without apiVersion fail (checkAPI).
+	p.Define("requireApiVersion", false, boolParam)
 	return p
 }
 

@@ -29,8 +29,20 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if !ok {
 		return ErrorReply(dst, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", req.Name))
 	}
+	// As in MongoDB: the command's fields are parsed first, then where it
+	// may run, then the generic arguments (generic.go).
+	elems, err := req.Body.Elements()
+	if err != nil {
+		return ErrorReply(dst, mongoerr.New(mongoerr.FailedToParse, "invalid command document: %v", err))
+	}
+	if err := checkFields(&cmd, req.Name, elems); err != nil {
+		return ErrorReply(dst, err)
+	}
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
+	}
+	if err := checkGeneric(s, &cmd, req, elems); err != nil {
+		return ErrorReply(dst, err)
 	}
 	ops := s.Env.Engine.Ops() // for currentOp (cmd_currentop.go)
 	defer ops.End(ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body}))

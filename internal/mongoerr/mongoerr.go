@@ -39,6 +39,7 @@ const (
 	IndexAlreadyExists        Code = 68
 	InvalidOptions            Code = 72
 	InvalidNamespace          Code = 73
+	NotAReplicaSet            Code = 76
 	IndexOptionsConflict      Code = 85
 	IndexKeySpecsConflict     Code = 86
 	OperationFailed           Code = 96
@@ -49,14 +50,20 @@ const (
 	QueryFeatureNotAllowed    Code = 224
 	IndexBuildAborted         Code = 276
 	QueryExceededMemory       Code = 292
+	APIVersionError           Code = 322
+	APIStrictError            Code = 323
 	UnsupportedOpQueryCommand Code = 352
 	BSONObjectTooLarge        Code = 10334
 	DuplicateKey              Code = 11000
 	Interrupted               Code = 11601
 	MergeStageNoMatchingDoc   Code = 13113
 	DatabaseDifferCase        Code = 13297
+	DuplicateField            Code = 40413
 	UnknownField              Code = 40415
 	CursorInUse               Code = 50738
+	APIVersionRequired        Code = 498870
+	APIParamsWithoutVersion   Code = 4886600
+	APIParamNotAllowed        Code = 4937600
 )
 
 var names = map[Code]string{
@@ -82,6 +89,7 @@ var names = map[Code]string{
 	IndexAlreadyExists:        "IndexAlreadyExists",
 	InvalidOptions:            "InvalidOptions",
 	InvalidNamespace:          "InvalidNamespace",
+	NotAReplicaSet:            "NotAReplicaSet",
 	IndexOptionsConflict:      "IndexOptionsConflict",
 	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
 	OperationFailed:           "OperationFailed",
@@ -92,14 +100,20 @@ var names = map[Code]string{
 	QueryFeatureNotAllowed:    "QueryFeatureNotAllowed",
 	IndexBuildAborted:         "IndexBuildAborted",
 	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
+	APIVersionError:           "APIVersionError",
+	APIStrictError:            "APIStrictError",
 	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:        "BSONObjectTooLarge",
 	DuplicateKey:              "DuplicateKey",
 	Interrupted:               "Interrupted",
 	MergeStageNoMatchingDoc:   "MergeStageNoMatchingDocument",
 	DatabaseDifferCase:        "DatabaseDifferCase",
+	DuplicateField:            "Location40413",
 	UnknownField:              "Location40415",
 	CursorInUse:               "Location50738",
+	APIVersionRequired:        "Location498870",
+	APIParamsWithoutVersion:   "Location4886600",
+	APIParamNotAllowed:        "Location4937600",
 }
 
 // Name is MongoDB's codeName for c, or "" for a code without one (MongoDB

@@ -1,0 +1,91 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// This file holds the one field rule (invariant "One field rule" of
+// registry.go): every command's fields are checked against its declaration
+// here, before its handler runs, so that a misspelled or repeated option is
+// refused instead of silently doing nothing.
+
+// checkFields refuses a field given twice (40413), a field that is neither
+// one of cmd's arguments nor a generic argument (40415), and an argument
+// Cairn does not honour yet (InvalidOptions). name is the command name as
+// MongoDB's messages spell the path ("find.batchSzie").
+func checkFields(cmd *command, name string, elems []bsoncore.Element) error {
+	var seen map[string]struct{} // for a long command; a scan is cheaper below
+	if len(elems) > 32 {
+		seen = make(map[string]struct{}, len(elems))
+	}
+	for i, el := range elems {
+		key := el.Key()
+		dup := false
+		if seen != nil {
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		} else {
+			dup = duplicateOf(elems[:i], key)
+		}
+		if dup {
+			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)
+		}
+		if i == 0 || genericArgs[key] != argUnknown {
+			continue
+		}
+		switch {
+		case contains(cmd.fields, key):
+		case contains(cmd.notYet, key):
+			if v := el.Value(); v.Type != bsoncore.TypeNull && !(v.Type == bsoncore.TypeBoolean && !v.Boolean()) {
+				return mongoerr.New(mongoerr.InvalidOptions, "BSON field '%s.%s' is not supported by Cairn yet", name, key)
+			}
+		case cmd.open:
+		default:
+			return mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", name, key)
+		}
+	}
+	return nil
+}
+
+// duplicateOf reports whether key is among the earlier fields.
+func duplicateOf(earlier []bsoncore.Element, key string) bool {
+	for _, el := range earlier {
+		if el.Key() == key {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// CommandFields is one command's declaration, for the test that walks every
+// accepted field (internal/server's surface test): Fields are honoured,
+// NotYet are refused unless false, Open commands take any field.
+type CommandFields struct {
+	Fields, NotYet []string
+	Open, APIV1    bool
+}
+
+// Surface returns every command's declaration by name, and the generic
+// arguments with whether Cairn honours (true) or refuses (false) each.
+func Surface() (map[string]CommandFields, map[string]bool) {
+	cmds := make(map[string]CommandFields, len(registry))
+	for n, c := range registry {
+		cmds[n] = CommandFields{Fields: c.fields, NotYet: c.notYet, Open: c.open, APIV1: c.apiV1}
+	}
+	generic := make(map[string]bool, len(genericArgs))
+	for n, k := range genericArgs {
+		generic[n] = k == argHonoured
+	}
+	return cmds, generic
+}

@@ -161,7 +161,7 @@ func cmdListCollections(_ context.Context, s *Session, req *Request, dst []byte)
 			docs = append(docs, d)
 		}
 	}
-	return cursorReply(dst, req.DB+".$cmd.listCollections", 0, docs), nil
+	return listCursor(s, req, dst, req.DB+".$cmd.listCollections", docs)
 }
 
 func cmdListDatabases(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {

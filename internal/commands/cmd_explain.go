@@ -280,7 +280,7 @@ func (x *explainer) delete(req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if v, err := wb.stmts[0].LookupErr("limit"); err == nil {
-		if l, ok := numberAsInt(v); ok && l == 1 {
+		if l, _ := safeInt64("delete.deletes.limit", v); l == 1 {
 			sp.limit = 1
 		}
 	}

@@ -105,11 +105,11 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 		// A negative limit is the legacy "single batch of |limit|".
 		sp.limit, sp.singleBatch = -sp.limit, true
 	}
-	if sp.batchSize, err = req.Int("batchSize", DefaultFirstBatch); err != nil {
-		return sp, err
-	}
-	if sp.batchSize < 0 {
-		return sp, mongoerr.New(mongoerr.BadValue, "BSON field 'batchSize' value must be >= 0, actual value '%d'", sp.batchSize)
+	sp.batchSize = DefaultFirstBatch
+	if v, ok := req.Arg("batchSize"); ok && v.Type != bsoncore.TypeNull {
+		if sp.batchSize, err = batchSizeOf("find.batchSize", v); err != nil {
+			return sp, err // 0 is -1: an empty first batch and a live cursor
+		}
 	}
 	if single, err := req.Bool("singleBatch", false); err != nil {
 		return sp, err
@@ -264,6 +264,9 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		_ = src.Close()
 		return nil, err
 	}
+	if !done && held == nil && sp.limit > 0 && batch == sp.limit {
+		done = true // the batch holds the whole limit: nothing is left, as MongoDB closes it
+	}
 	if done || sp.singleBatch {
 		_ = src.Close()
 		return finishCursor(r, 0, ns), nil
@@ -285,9 +288,12 @@ func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if coll == "" {
 		return nil, mongoerr.New(mongoerr.BadValue, "BSON field 'getMore.collection' is missing but a required field")
 	}
-	batch, err := req.Int("batchSize", 0)
+	batch, err := req.SafeInt("batchSize", 0)
 	if err != nil {
 		return nil, err
+	}
+	if batch < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Batch size for getMore must be positive, but received: %d", batch)
 	}
 	s.Env.Ops.GetMore.Add(1)
 	ns := req.DB + "." + coll

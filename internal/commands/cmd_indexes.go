@@ -54,7 +54,7 @@ func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if err != nil {
 		return nil, err
 	}
-	return cursorReply(dst, ns.String(), 0, append([]bsoncore.Document{idIndexSpec()}, specs...)), nil
+	return listCursor(s, req, dst, ns.String(), append([]bsoncore.Document{idIndexSpec()}, specs...))
 }
 
 // cmdDropIndexes drops indexes named by index: a name, a key pattern, an

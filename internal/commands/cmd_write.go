@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
@@ -100,8 +101,11 @@ func deleteStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Docume
 	}
 	limit := int64(0)
 	if v, err := st.LookupErr("limit"); err == nil {
-		l, ok := numberAsInt(v)
-		if !ok || (l != 0 && l != 1) {
+		l, err := safeInt64("delete.deletes.limit", v)
+		if err != nil {
+			return 0, err
+		}
+		if l != 0 && l != 1 {
 			return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", v)
 		}
 		limit = l
@@ -128,12 +132,17 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
+	if err := checkUpdateStages(wb.stmts); err != nil {
+		return nil, err
+	}
 	var matched, modified int64
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
 		res, err := updateStatement(s.Env.Engine, wb.ns, st, cv)
-		matched += res.matched
+		if err == nil {
+			matched += res.matched // a failed statement matched nothing it could change
+		}
 		modified += res.modified
 		if res.upsertedID.Type != 0 {
 			upserted = append(upserted, NewReply(nil).Int32("index", int32(i)).Value("_id", res.upsertedID).End())
@@ -319,4 +328,30 @@ func boolField(d bsoncore.Document, key string) bool {
 	}
 	n, ok := numberAsInt(v)
 	return ok && n != 0
+}
+
+// checkUpdateStages fails the command, before any statement runs, when an
+// update pipeline names a stage that does not exist: MongoDB checks stage
+// names when it parses the command, so this is a command error, not a
+// write error (other pipeline errors stay per statement).
+func checkUpdateStages(stmts []bsoncore.Document) error {
+	for _, st := range stmts {
+		arr, ok := st.Lookup("u").ArrayOK()
+		if !ok {
+			continue
+		}
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			d, ok := v.DocumentOK()
+			if !ok {
+				continue // the statement's parse reports it
+			}
+			if el, err := d.IndexErr(0); err == nil {
+				if err := agg.KnownStage(el.Key()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
@@ -28,6 +29,9 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	cmd, ok := lookup(req.Name)
 	if !ok {
 		return ErrorReply(dst, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", req.Name))
+	}
+	if err := catalog.ValidateCommandDB(req.DB); err != nil {
+		return ErrorReply(dst, err)
 	}
 	// As in MongoDB: the command's fields are parsed first, then where it
 	// may run, then the generic arguments (generic.go).

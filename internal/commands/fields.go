@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"bytes"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -16,23 +18,25 @@ import (
 // Cairn does not honour yet (InvalidOptions). name is the command name as
 // MongoDB's messages spell the path ("find.batchSzie").
 func checkFields(cmd *command, name string, elems []bsoncore.Element) error {
+	// Keys are compared as bytes: this runs for every command, and a key
+	// turned into a string would allocate.
 	var seen map[string]struct{} // for a long command; a scan is cheaper below
 	if len(elems) > 32 {
 		seen = make(map[string]struct{}, len(elems))
 	}
 	for i, el := range elems {
-		key := el.Key()
+		key := el.KeyBytes()
 		dup := false
 		if seen != nil {
-			_, dup = seen[key]
-			seen[key] = struct{}{}
+			_, dup = seen[string(key)]
+			seen[string(key)] = struct{}{}
 		} else {
 			dup = duplicateOf(elems[:i], key)
 		}
 		if dup {
 			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)
 		}
-		if i == 0 || genericArgs[key] != argUnknown {
+		if i == 0 || genericArgs[string(key)] != argUnknown {
 			continue
 		}
 		switch {
@@ -49,19 +53,39 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) error {
 	return nil
 }
 
+// elementsOf appends doc's top-level elements to dst (a caller's array, so a
+// command's handful of fields costs no allocation, where
+// bsoncore.Document.Elements would grow a new slice).
+func elementsOf(dst []bsoncore.Element, doc bsoncore.Document) ([]bsoncore.Element, error) {
+	length, rest, ok := bsoncore.ReadLength(doc)
+	if !ok || int(length) != len(doc) || len(doc) < 5 {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "invalid command document")
+	}
+	rest = rest[:len(rest)-1] // the document's terminating 0
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "invalid command document")
+		}
+		dst = append(dst, el)
+		rest = r
+	}
+	return dst, nil
+}
+
 // duplicateOf reports whether key is among the earlier fields.
-func duplicateOf(earlier []bsoncore.Element, key string) bool {
+func duplicateOf(earlier []bsoncore.Element, key []byte) bool {
 	for _, el := range earlier {
-		if el.Key() == key {
+		if bytes.Equal(el.KeyBytes(), key) {
 			return true
 		}
 	}
 	return false
 }
 
-func contains(list []string, s string) bool {
+func contains(list []string, key []byte) bool {
 	for _, x := range list {
-		if x == s {
+		if x == string(key) {
 			return true
 		}
 	}

@@ -73,18 +73,18 @@ type generic struct {
 func genericOf(elems []bsoncore.Element) generic {
 	var g generic
 	for _, el := range elems[1:] {
-		k := el.Key()
-		switch genericArgs[k] {
+		k := el.KeyBytes() // compared, not converted: no allocation per field
+		switch genericArgs[string(k)] {
 		case argUnknown:
 			continue
 		case argInternal:
 			if g.internal == "" {
-				g.internal = k
+				g.internal = string(k)
 			}
 			continue
 		}
 		v := el.Value()
-		switch k {
+		switch string(k) {
 		case "lsid":
 			g.lsid = v
 		case "txnNumber":

@@ -35,9 +35,10 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	// As in MongoDB: the command's fields are parsed first, then where it
 	// may run, then the generic arguments (generic.go).
-	elems, err := req.Body.Elements()
+	var elemBuf [16]bsoncore.Element
+	elems, err := elementsOf(elemBuf[:0], req.Body)
 	if err != nil {
-		return ErrorReply(dst, mongoerr.New(mongoerr.FailedToParse, "invalid command document: %v", err))
+		return ErrorReply(dst, err)
 	}
 	if err := checkFields(&cmd, req.Name, elems); err != nil {
 		return ErrorReply(dst, err)

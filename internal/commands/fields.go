@@ -53,6 +53,54 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) error {
 	return nil
 }
 
+// checkNested applies the one field rule to the documents of cmd's nested
+// fields, from the body and from OP_MSG document sequences alike.
+func checkNested(cmd *command, name string, req *Request) error {
+	for field, allowed := range cmd.nested {
+		if v, ok := req.Arg(field); ok {
+			switch v.Type {
+			case bsoncore.TypeEmbeddedDocument:
+				if err := checkSubFields(name+"."+field, allowed, v.Document()); err != nil {
+					return err
+				}
+			case bsoncore.TypeArray:
+				vals, _ := v.Array().Values()
+				for _, el := range vals {
+					if d, ok := el.DocumentOK(); ok {
+						if err := checkSubFields(name+"."+field, allowed, d); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		for _, d := range req.Sequences[field] {
+			if err := checkSubFields(name+"."+field, allowed, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkSubFields(path string, allowed []string, d bsoncore.Document) error {
+	var buf [16]bsoncore.Element
+	elems, err := elementsOf(buf[:0], d)
+	if err != nil {
+		return err
+	}
+	for i, el := range elems {
+		key := el.KeyBytes()
+		if duplicateOf(elems[:i], key) {
+			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", path, key)
+		}
+		if !contains(allowed, key) {
+			return mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", path, key)
+		}
+	}
+	return nil
+}
+
 // elementsOf appends doc's top-level elements to dst (a caller's array, so a
 // command's handful of fields costs no allocation, where
 // bsoncore.Document.Elements would grow a new slice).
@@ -97,6 +145,7 @@ func contains(list []string, key []byte) bool {
 // NotYet are refused unless false, Open commands take any field.
 type CommandFields struct {
 	Fields, NotYet []string
+	Nested         map[string][]string
 	Open, APIV1    bool
 }
 
@@ -105,7 +154,7 @@ type CommandFields struct {
 func Surface() (map[string]CommandFields, map[string]bool) {
 	cmds := make(map[string]CommandFields, len(registry))
 	for n, c := range registry {
-		cmds[n] = CommandFields{Fields: c.fields, NotYet: c.notYet, Open: c.open, APIV1: c.apiV1}
+		cmds[n] = CommandFields{Fields: c.fields, NotYet: c.notYet, Nested: c.nested, Open: c.open, APIV1: c.apiV1}
 	}
 	generic := make(map[string]bool, len(genericArgs))
 	for n, k := range genericArgs {

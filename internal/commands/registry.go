@@ -40,6 +40,10 @@ type command struct {
 	// given with a value other than false or null, Run refuses them with
 	// InvalidOptions (a boolean option set to false asks for nothing).
 	notYet []string
+	// nested declares the fields of a field's documents (each element's,
+	// for an array): update's statements, aggregate's cursor. The one
+	// field rule applies to them too ("update.updates.mutli" is 40415).
+	nested map[string][]string
 	// open: the command's other fields are data, not options (getParameter
 	// and setParameter name parameters, currentOp's fields are a filter,
 	// serverStatus's name sections), or, for hello, fields a newer driver
@@ -65,12 +69,13 @@ func init() {
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let"),
 		notYet: args("bypassDocumentValidation")}
+	cursor := map[string][]string{"cursor": args("batchSize")}
 	hello := args("helloOk client compression saslSupportedMechs topologyVersion maxAwaitTimeMS")
 	helloNotYet := args("speculativeAuthenticate loadBalanced")
 	registry = map[string]command{
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
-			fields: args("pipeline explain allowDiskUse cursor collation let"),
+			fields: args("pipeline explain allowDiskUse cursor collation let"), nested: cursor,
 			notYet: args("hint bypassDocumentValidation")},
 		"buildInfo":         {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":         {run: cmdBuildInfo, help: "alias of buildInfo"},
@@ -86,7 +91,7 @@ func init() {
 		"dbStats":       {run: cmdDBStats, help: "database statistics", fields: args("scale"), notYet: args("freeStorage")},
 		"dbstats":       {run: cmdDBStats, help: "alias of dbStats", fields: args("scale"), notYet: args("freeStorage")},
 		"delete": {run: cmdDelete, kind: kindWrite, apiV1: true, help: "delete documents",
-			fields: args("deletes ordered let")},
+			fields: args("deletes ordered let"), nested: map[string][]string{"deletes": args("q limit collation hint")}},
 		"distinct": {run: cmdDistinct, kind: kindRead, help: "distinct values of a field",
 			fields: args("key query collation")},
 		"drop":           {run: cmdDrop, kind: kindWrite, apiV1: true, help: "drop a collection"},
@@ -110,16 +115,17 @@ func init() {
 		"killAllSessions":  {run: cmdNoopOK, help: "kill all sessions"},
 		"killCursors":      {run: cmdKillCursors, apiV1: true, help: "close cursors", fields: args("cursors")},
 		"killSessions":     {run: cmdNoopOK, help: "kill sessions"},
-		"listCollections":  {run: cmdListCollections, apiV1: true, help: "list collections", fields: args("filter nameOnly authorizedCollections cursor")},
+		"listCollections":  {run: cmdListCollections, apiV1: true, help: "list collections", fields: args("filter nameOnly authorizedCollections cursor"), nested: cursor},
 		"listDatabases":    {run: cmdListDatabases, adminOnly: true, apiV1: true, help: "list databases", fields: args("filter nameOnly authorizedDatabases")},
-		"listIndexes":      {run: cmdListIndexes, apiV1: true, help: "list indexes", fields: args("cursor")},
+		"listIndexes":      {run: cmdListIndexes, apiV1: true, help: "list indexes", fields: args("cursor"), nested: cursor},
 		"ping":             {run: cmdNoopOK, apiV1: true, help: "check the server answers"},
 		"planCacheClear":   {run: cmdPlanCacheClear, help: "forget a collection's cached query plans", notYet: args("query sort projection collation")},
 		"renameCollection": {run: cmdRenameCollection, adminOnly: true, kind: kindWrite, help: "rename a collection", fields: args("to dropTarget"), notYet: args("stayTemp")},
 		"serverStatus":     {run: cmdServerStatus, open: true, help: "server counters"},
 		"setParameter":     {run: cmdSetParameter, adminOnly: true, open: true, help: "change server parameters"},
 		"update": {run: cmdUpdate, kind: kindWrite, apiV1: true, help: "update documents",
-			fields: args("updates ordered let"), notYet: args("bypassDocumentValidation")},
+			fields: args("updates ordered let"), notYet: args("bypassDocumentValidation"),
+			nested: map[string][]string{"updates": args("q u upsert multi arrayFilters collation hint c")}},
 		"whatsmyuri": {run: cmdWhatsMyURI, help: "this connection's client address"},
 	}
 }

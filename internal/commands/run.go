@@ -43,6 +43,9 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := checkFields(&cmd, req.Name, elems); err != nil {
 		return ErrorReply(dst, err)
 	}
+	if err := checkNested(&cmd, req.Name, req); err != nil {
+		return ErrorReply(dst, err)
+	}
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}

@@ -126,6 +126,15 @@ func TestSurfaceWalk(t *testing.T) {
 				missingSet[canon+"."+f] = true
 			}
 		}
+		for f, subs := range decl.Nested {
+			for _, sub := range subs {
+				key := canon + "." + f + "." + sub
+				declared[key] = true
+				if len(covered[key]) == 0 {
+					missingSet[key] = true
+				}
+			}
+		}
 		for _, f := range decl.NotYet {
 			key := canon + "." + f
 			declared[key] = true

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/commands"
@@ -215,7 +216,7 @@ func runSurfaceCase(nc net.Conn, db string, c surfaceCase) error {
 				return fmt.Errorf("%s: %v", where, err)
 			}
 			if tv, ok := reply.Lookup("topologyVersion").DocumentOK(); ok {
-				topology = testcorpus.CanonicalDoc(tv)
+				topology = bson.Raw(tv).String()
 			}
 			if id, ok := reply.Lookup("cursor", "id").Int64OK(); ok && id != 0 {
 				cursor = id

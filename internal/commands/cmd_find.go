@@ -26,8 +26,10 @@ type findSpec struct {
 	batchSize    int64
 	singleBatch  bool
 	allowDiskUse bool
-	sortMemory   int64
-	deadline     time.Time // from maxTimeMS; zero means none
+	// noCursorTimeout: find's cursor never expires when idle.
+	noCursorTimeout bool
+	sortMemory      int64
+	deadline        time.Time // from maxTimeMS; zero means none
 	// hint forces a plan (an index name or key pattern, {$natural: ±1});
 	// Type 0 lets the planner choose.
 	hint bsoncore.Value
@@ -117,6 +119,9 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 		sp.singleBatch = true
 	}
 	if sp.allowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+		return sp, err
+	}
+	if sp.noCursorTimeout, err = req.Bool("noCursorTimeout", false); err != nil {
 		return sp, err
 	}
 	if err := parseProjectionAndSort(req, &sp); err != nil {
@@ -272,6 +277,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, src, held)
+	cur.noTimeout = sp.noCursorTimeout
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil
 }

@@ -61,8 +61,8 @@ var registry map[string]command
 
 func init() {
 	// The arguments shared by the commands that read a collection.
-	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults")
-	findNotYet := args("returnKey showRecordId noCursorTimeout awaitData oplogReplay readOnce")
+	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout")
+	findNotYet := args("returnKey showRecordId awaitData oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
 		fields: args("idGenerator collation"),
 		notYet: args("capped size max validator validationLevel validationAction storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields")}

@@ -35,6 +35,7 @@ import (
 //	reply: {...}                        (a query filter the reply must match)
 //	error: 40415                        (the code the reply must carry)
 //	waited: 200                         (the last cmd took at least 200 ms)
+//	sleep: 1500                         (wait before the next step)
 //	xfail: why                          (a known gap: the case must fail)
 //
 // run, cmd, reply and error may repeat, in order. Commands are sent as
@@ -76,7 +77,7 @@ func loadSurface(t *testing.T) []surfaceCase {
 					c.db = e.Value
 				case "xfail":
 					c.xfail = e.Value
-				case "run", "cmd", "reply", "error", "waited":
+				case "run", "cmd", "reply", "error", "waited", "sleep":
 					c.steps = append(c.steps, surfaceStep{kind: e.Key, text: e.Value, line: e.Line + 1})
 				default:
 					return fmt.Errorf("%s:%d: unknown key %q", f, e.Line+1, e.Key)
@@ -240,6 +241,12 @@ func runSurfaceCase(nc net.Conn, db string, c surfaceCase) error {
 			if !f.Match(last) {
 				return fmt.Errorf("%s: reply %s does not match %s", where, last, st.text)
 			}
+		case "sleep":
+			ms, err := strconv.Atoi(st.text)
+			if err != nil {
+				return fmt.Errorf("%s: sleep: wants milliseconds: %v", where, err)
+			}
+			time.Sleep(time.Duration(ms) * time.Millisecond)
 		case "waited":
 			ms, err := strconv.Atoi(st.text)
 			if err != nil {

@@ -94,13 +94,15 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err != nil {
 		return sp, err
 	}
-	if sp.skip, err = req.Int("skip", 0); err != nil {
+	// skip, limit and batchSize are MongoDB's safeInt64: a fraction is
+	// truncated (skip: 1.9 skips one).
+	if sp.skip, err = req.SafeInt("skip", 0); err != nil {
 		return sp, err
 	}
 	if sp.skip < 0 {
 		return sp, mongoerr.New(mongoerr.BadValue, "BSON field 'skip' value must be >= 0, actual value '%d'", sp.skip)
 	}
-	if sp.limit, err = req.Int("limit", 0); err != nil {
+	if sp.limit, err = req.SafeInt("limit", 0); err != nil {
 		return sp, err
 	}
 	if sp.limit < 0 {

@@ -65,7 +65,7 @@ func isGeneric(name string) bool { return genericArgs[name] != argUnknown }
 // generic holds the generic arguments of one request.
 type generic struct {
 	lsid, txnNumber, autocommit, startTransaction bsoncore.Value
-	readConcern, writeConcern                     bsoncore.Value
+	readConcern, writeConcern, readPreference     bsoncore.Value
 	apiVersion, apiStrict, apiDeprecationErrors   bsoncore.Value
 	internal                                      string // the first internal argument given
 }
@@ -97,6 +97,8 @@ func genericOf(elems []bsoncore.Element) generic {
 			g.readConcern = v
 		case "writeConcern":
 			g.writeConcern = v
+		case "$readPreference":
+			g.readPreference = v
 		case "apiVersion":
 			g.apiVersion = v
 		case "apiStrict":
@@ -122,7 +124,35 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	if err := checkSession(g); err != nil {
 		return err
 	}
+	if err := checkReadPreference(g.readPreference); err != nil {
+		return err
+	}
 	return checkConcerns(cmd, req.Name, g)
+}
+
+// checkReadPreference parses $readPreference as mongod does on every
+// command; a standalone then serves any mode from itself.
+func checkReadPreference(rp bsoncore.Value) error {
+	if rp.Type == 0 {
+		return nil
+	}
+	d, ok := rp.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$readPreference' is the wrong type '%s', expected type 'object'", typeName(rp.Type))
+	}
+	mv, err := d.LookupErr("mode")
+	if err != nil {
+		return mongoerr.New(mongoerr.NoSuchKey, "Missing expected field \"mode\"")
+	}
+	mode, ok := mv.StringValueOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "\"mode\" had the wrong type. Expected string, found %s", typeName(mv.Type))
+	}
+	switch mode {
+	case "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest":
+		return nil
+	}
+	return mongoerr.New(mongoerr.BadValue, "Could not parse $readPreference mode '%s'. Only the modes 'primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', and 'nearest' are supported.", mode)
 }
 
 // checkAPI is MongoDB's Stable API check (initializeAPIParameters and

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
 
@@ -139,11 +140,24 @@ func batchSizeOf(path string, v bsoncore.Value) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n < 0 {
-		return 0, mongoerr.New(mongoerr.BadValue, "BSON field '%s' value must be >= 0, actual value '%d'", path, n)
+	if err := nonNegative(path, n); err != nil {
+		return 0, err
 	}
 	if n == 0 {
 		return -1, nil
 	}
 	return n, nil
+}
+
+// nonNegative is MongoDB's IDL validator "gte: 0" (find's skip, limit and
+// batchSize, getMore's batchSize): 51024 names the field without its
+// command, as MongoDB's message does.
+func nonNegative(path string, n int64) error {
+	if n >= 0 {
+		return nil
+	}
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		path = path[i+1:]
+	}
+	return mongoerr.New(mongoerr.ValueOutOfRange, "BSON field '%s' value must be >= 0, actual value '%d'", path, n)
 }

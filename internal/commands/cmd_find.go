@@ -99,15 +99,14 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if sp.skip, err = req.SafeInt("skip", 0); err != nil {
 		return sp, err
 	}
-	if sp.skip < 0 {
-		return sp, mongoerr.New(mongoerr.BadValue, "BSON field 'skip' value must be >= 0, actual value '%d'", sp.skip)
+	if err := nonNegative("skip", sp.skip); err != nil {
+		return sp, err
 	}
 	if sp.limit, err = req.SafeInt("limit", 0); err != nil {
 		return sp, err
 	}
-	if sp.limit < 0 {
-		// A negative limit is the legacy "single batch of |limit|".
-		sp.limit, sp.singleBatch = -sp.limit, true
+	if err := nonNegative("limit", sp.limit); err != nil {
+		return sp, err // drivers turn a negative limit into singleBatch
 	}
 	sp.batchSize = DefaultFirstBatch
 	if v, ok := req.Arg("batchSize"); ok && v.Type != bsoncore.TypeNull {
@@ -300,8 +299,8 @@ func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
-	if batch < 0 {
-		return nil, mongoerr.New(mongoerr.BadValue, "Batch size for getMore must be positive, but received: %d", batch)
+	if err := nonNegative("batchSize", batch); err != nil {
+		return nil, err
 	}
 	s.Env.Ops.GetMore.Add(1)
 	ns := req.DB + "." + coll

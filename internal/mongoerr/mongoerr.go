@@ -62,6 +62,7 @@ const (
 	DuplicateField                Code = 40413
 	UnknownField                  Code = 40415
 	CursorInUse                   Code = 50738
+	ValueOutOfRange               Code = 51024
 	APIVersionRequired            Code = 498870
 	APIParamsWithoutVersion       Code = 4886600
 	APIParamNotAllowed            Code = 4937600
@@ -113,6 +114,7 @@ var names = map[Code]string{
 	DuplicateField:                "Location40413",
 	UnknownField:                  "Location40415",
 	CursorInUse:                   "Location50738",
+	ValueOutOfRange:               "Location51024",
 	APIVersionRequired:            "Location498870",
 	APIParamsWithoutVersion:       "Location4886600",
 	APIParamNotAllowed:            "Location4937600",

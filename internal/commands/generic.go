@@ -121,6 +121,13 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	if err := checkAPI(s, cmd, req.Name, g); err != nil {
 		return err
 	}
+	if g.apiStrict.Type == bsoncore.TypeBoolean && g.apiStrict.Boolean() {
+		for _, el := range elems[1:] {
+			if contains(cmd.unstable, el.KeyBytes()) {
+				return mongoerr.New(mongoerr.APIStrictError, "BSON field '%s.%s' is not allowed with apiStrict:true.", req.Name, el.KeyBytes())
+			}
+		}
+	}
 	if err := checkSession(g); err != nil {
 		return err
 	}

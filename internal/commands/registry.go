@@ -40,6 +40,9 @@ type command struct {
 	// given with a value other than false or null, Run refuses them with
 	// InvalidOptions (a boolean option set to false asks for nothing).
 	notYet []string
+	// unstable are the fields MongoDB's IDL marks unstable: not part of
+	// API version 1, so apiStrict: true refuses them (APIStrictError).
+	unstable []string
 	// nested declares the fields of a field's documents (each element's,
 	// for an array): update's statements, aggregate's cursor. The one
 	// field rule applies to them too ("update.updates.mutli" is 40415).
@@ -94,12 +97,13 @@ func init() {
 			fields: args("deletes ordered let"), nested: map[string][]string{"deletes": args("q limit collation hint")}},
 		"distinct": {run: cmdDistinct, kind: kindRead, help: "distinct values of a field",
 			fields: args("key query collation")},
-		"drop":           {run: cmdDrop, kind: kindWrite, apiV1: true, help: "drop a collection"},
-		"dropDatabase":   {run: cmdDropDatabase, kind: kindWrite, apiV1: true, help: "drop a database"},
-		"dropIndexes":    {run: cmdDropIndexes, kind: kindWrite, apiV1: true, help: "drop indexes", fields: args("index")},
-		"endSessions":    {run: cmdNoopOK, apiV1: true, help: "end logical sessions"},
-		"explain":        {run: cmdExplain, kind: kindRead, apiV1: true, help: "explain a command's plan", fields: args("verbosity")},
-		"find":           {run: cmdFind, kind: kindRead, apiV1: true, help: "query documents", fields: findArgs, notYet: findNotYet},
+		"drop":         {run: cmdDrop, kind: kindWrite, apiV1: true, help: "drop a collection"},
+		"dropDatabase": {run: cmdDropDatabase, kind: kindWrite, apiV1: true, help: "drop a database"},
+		"dropIndexes":  {run: cmdDropIndexes, kind: kindWrite, apiV1: true, help: "drop indexes", fields: args("index")},
+		"endSessions":  {run: cmdNoopOK, apiV1: true, help: "end logical sessions"},
+		"explain":      {run: cmdExplain, kind: kindRead, apiV1: true, help: "explain a command's plan", fields: args("verbosity")},
+		"find": {run: cmdFind, kind: kindRead, apiV1: true, help: "query documents", fields: findArgs, notYet: findNotYet,
+			unstable: args("min max tailable noCursorTimeout returnKey showRecordId awaitData oplogReplay readOnce")},
 		"findAndModify":  findAndModify,
 		"findandmodify":  findAndModify,
 		"getCmdLineOpts": {run: cmdGetCmdLineOpts, adminOnly: true, help: "the server's command line"},

@@ -78,7 +78,7 @@ func init() {
 	registry = map[string]command{
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
-			fields: args("pipeline explain allowDiskUse cursor collation let"), nested: cursor,
+			fields: args("pipeline explain allowDiskUse cursor collation let"), nested: cursor, unstable: args("explain"),
 			notYet: args("hint bypassDocumentValidation")},
 		"buildInfo":         {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":         {run: cmdBuildInfo, help: "alias of buildInfo"},

@@ -8,5 +8,5 @@ func init() { registerStage("$changeStream", parseChangeStream) }
 // change streams read the replica set's oplog, and a standalone Cairn has
 // no change stream to offer yet (the change-streams issue adds one).
 func parseChangeStream(bsoncore.Value, *parseContext) (stage, error) {
-	return nil, errorf(codeChangeStreamNeedsReplSet, "The $changeStream stage is only supported on replica sets")
+	return nil, errorf(codeChangeStreamNoRepl, "The $changeStream stage is only supported on replica sets")
 }

@@ -30,7 +30,7 @@ func handshake(s *Session, req *Request, dst []byte, primaryField string) (bsonc
 		if s.Client != nil {
 			// As mongod: a connection's metadata is set once, by its
 			// first handshake.
-			return nil, mongoerr.New(mongoerr.ClientMetadataCannotBeMutated, "The client metadata document may only be sent in the first hello")
+			return nil, mongoerr.New(mongoerr.ClientMetadataImmutable, "The client metadata document may only be sent in the first hello")
 		}
 		s.Client = bson.Raw(append([]byte(nil), client...))
 		s.Env.Log.Debug("client metadata", "conn", s.ConnID, "client", s.Client.String())

@@ -17,107 +17,107 @@ type Code int32
 // The codes Cairn uses, with MongoDB's numbers, in numeric order. Every one
 // has a codeName in names (TestEveryCodeHasAName).
 const (
-	InternalError                 Code = 1
-	BadValue                      Code = 2
-	NoSuchKey                     Code = 4
-	FailedToParse                 Code = 9
-	Unauthorized                  Code = 13
-	TypeMismatch                  Code = 14
-	InvalidLength                 Code = 16
-	IllegalOperation              Code = 20
-	NamespaceNotFound             Code = 26
-	IndexNotFound                 Code = 27
-	ConflictingUpdateOps          Code = 40
-	CursorNotFound                Code = 43
-	NamespaceExists               Code = 48
-	MaxTimeMSExpired              Code = 50
-	DollarPrefixedFieldName       Code = 52
-	InvalidIDField                Code = 53
-	CommandNotFound               Code = 59
-	ImmutableField                Code = 66
-	CannotCreateIndex             Code = 67
-	IndexAlreadyExists            Code = 68
-	InvalidOptions                Code = 72
-	InvalidNamespace              Code = 73
-	NotAReplicaSet                Code = 76
-	IndexOptionsConflict          Code = 85
-	IndexKeySpecsConflict         Code = 86
-	OperationFailed               Code = 96
-	CommandNotSupported           Code = 115
-	CommandFailed                 Code = 125
-	CannotIndexParallelArrays     Code = 171
-	ClientMetadataCannotBeMutated Code = 186
-	InvalidIndexSpecOption        Code = 197
-	QueryFeatureNotAllowed        Code = 224
-	IndexBuildAborted             Code = 276
-	QueryExceededMemory           Code = 292
-	APIVersionError               Code = 322
-	APIStrictError                Code = 323
-	UnsupportedOpQueryCommand     Code = 352
-	BSONObjectTooLarge            Code = 10334
-	DuplicateKey                  Code = 11000
-	Interrupted                   Code = 11601
-	MergeStageNoMatchingDoc       Code = 13113
-	DatabaseDifferCase            Code = 13297
-	DuplicateField                Code = 40413
-	UnknownField                  Code = 40415
-	CursorInUse                   Code = 50738
-	ValueOutOfRange               Code = 51024
-	APIVersionRequired            Code = 498870
-	APIParamsWithoutVersion       Code = 4886600
-	APIParamNotAllowed            Code = 4937600
+	InternalError             Code = 1
+	BadValue                  Code = 2
+	NoSuchKey                 Code = 4
+	FailedToParse             Code = 9
+	Unauthorized              Code = 13
+	TypeMismatch              Code = 14
+	InvalidLength             Code = 16
+	IllegalOperation          Code = 20
+	NamespaceNotFound         Code = 26
+	IndexNotFound             Code = 27
+	ConflictingUpdateOps      Code = 40
+	CursorNotFound            Code = 43
+	NamespaceExists           Code = 48
+	MaxTimeMSExpired          Code = 50
+	DollarPrefixedFieldName   Code = 52
+	InvalidIDField            Code = 53
+	CommandNotFound           Code = 59
+	ImmutableField            Code = 66
+	CannotCreateIndex         Code = 67
+	IndexAlreadyExists        Code = 68
+	InvalidOptions            Code = 72
+	InvalidNamespace          Code = 73
+	NotAReplicaSet            Code = 76
+	IndexOptionsConflict      Code = 85
+	IndexKeySpecsConflict     Code = 86
+	OperationFailed           Code = 96
+	CommandNotSupported       Code = 115
+	CommandFailed             Code = 125
+	CannotIndexParallelArrays Code = 171
+	ClientMetadataImmutable   Code = 186
+	InvalidIndexSpecOption    Code = 197
+	QueryFeatureNotAllowed    Code = 224
+	IndexBuildAborted         Code = 276
+	QueryExceededMemory       Code = 292
+	APIVersionError           Code = 322
+	APIStrictError            Code = 323
+	UnsupportedOpQueryCommand Code = 352
+	BSONObjectTooLarge        Code = 10334
+	DuplicateKey              Code = 11000
+	Interrupted               Code = 11601
+	MergeStageNoMatchingDoc   Code = 13113
+	DatabaseDifferCase        Code = 13297
+	DuplicateField            Code = 40413
+	UnknownField              Code = 40415
+	CursorInUse               Code = 50738
+	ValueOutOfRange           Code = 51024
+	APIVersionRequired        Code = 498870
+	APIParamsWithoutVersion   Code = 4886600
+	APIParamNotAllowed        Code = 4937600
 )
 
 var names = map[Code]string{
-	InternalError:                 "InternalError",
-	BadValue:                      "BadValue",
-	NoSuchKey:                     "NoSuchKey",
-	FailedToParse:                 "FailedToParse",
-	Unauthorized:                  "Unauthorized",
-	TypeMismatch:                  "TypeMismatch",
-	InvalidLength:                 "InvalidLength",
-	IllegalOperation:              "IllegalOperation",
-	NamespaceNotFound:             "NamespaceNotFound",
-	IndexNotFound:                 "IndexNotFound",
-	ConflictingUpdateOps:          "ConflictingUpdateOperators",
-	CursorNotFound:                "CursorNotFound",
-	NamespaceExists:               "NamespaceExists",
-	MaxTimeMSExpired:              "MaxTimeMSExpired",
-	DollarPrefixedFieldName:       "DollarPrefixedFieldName",
-	InvalidIDField:                "InvalidIdField",
-	CommandNotFound:               "CommandNotFound",
-	ImmutableField:                "ImmutableField",
-	CannotCreateIndex:             "CannotCreateIndex",
-	IndexAlreadyExists:            "IndexAlreadyExists",
-	InvalidOptions:                "InvalidOptions",
-	InvalidNamespace:              "InvalidNamespace",
-	NotAReplicaSet:                "NotAReplicaSet",
-	IndexOptionsConflict:          "IndexOptionsConflict",
-	IndexKeySpecsConflict:         "IndexKeySpecsConflict",
-	OperationFailed:               "OperationFailed",
-	CommandNotSupported:           "CommandNotSupported",
-	CommandFailed:                 "CommandFailed",
-	CannotIndexParallelArrays:     "CannotIndexParallelArrays",
-	ClientMetadataCannotBeMutated: "ClientMetadataCannotBeMutated",
-	InvalidIndexSpecOption:        "InvalidIndexSpecificationOption",
-	QueryFeatureNotAllowed:        "QueryFeatureNotAllowed",
-	IndexBuildAborted:             "IndexBuildAborted",
-	QueryExceededMemory:           "QueryExceededMemoryLimitNoDiskUseAllowed",
-	APIVersionError:               "APIVersionError",
-	APIStrictError:                "APIStrictError",
-	UnsupportedOpQueryCommand:     "UnsupportedOpQueryCommand",
-	BSONObjectTooLarge:            "BSONObjectTooLarge",
-	DuplicateKey:                  "DuplicateKey",
-	Interrupted:                   "Interrupted",
-	MergeStageNoMatchingDoc:       "MergeStageNoMatchingDocument",
-	DatabaseDifferCase:            "DatabaseDifferCase",
-	DuplicateField:                "Location40413",
-	UnknownField:                  "Location40415",
-	CursorInUse:                   "Location50738",
-	ValueOutOfRange:               "Location51024",
-	APIVersionRequired:            "Location498870",
-	APIParamsWithoutVersion:       "Location4886600",
-	APIParamNotAllowed:            "Location4937600",
+	InternalError:             "InternalError",
+	BadValue:                  "BadValue",
+	NoSuchKey:                 "NoSuchKey",
+	FailedToParse:             "FailedToParse",
+	Unauthorized:              "Unauthorized",
+	TypeMismatch:              "TypeMismatch",
+	InvalidLength:             "InvalidLength",
+	IllegalOperation:          "IllegalOperation",
+	NamespaceNotFound:         "NamespaceNotFound",
+	IndexNotFound:             "IndexNotFound",
+	ConflictingUpdateOps:      "ConflictingUpdateOperators",
+	CursorNotFound:            "CursorNotFound",
+	NamespaceExists:           "NamespaceExists",
+	MaxTimeMSExpired:          "MaxTimeMSExpired",
+	DollarPrefixedFieldName:   "DollarPrefixedFieldName",
+	InvalidIDField:            "InvalidIdField",
+	CommandNotFound:           "CommandNotFound",
+	ImmutableField:            "ImmutableField",
+	CannotCreateIndex:         "CannotCreateIndex",
+	IndexAlreadyExists:        "IndexAlreadyExists",
+	InvalidOptions:            "InvalidOptions",
+	InvalidNamespace:          "InvalidNamespace",
+	NotAReplicaSet:            "NotAReplicaSet",
+	IndexOptionsConflict:      "IndexOptionsConflict",
+	IndexKeySpecsConflict:     "IndexKeySpecsConflict",
+	OperationFailed:           "OperationFailed",
+	CommandNotSupported:       "CommandNotSupported",
+	CommandFailed:             "CommandFailed",
+	CannotIndexParallelArrays: "CannotIndexParallelArrays",
+	ClientMetadataImmutable:   "ClientMetadataCannotBeMutated",
+	InvalidIndexSpecOption:    "InvalidIndexSpecificationOption",
+	QueryFeatureNotAllowed:    "QueryFeatureNotAllowed",
+	IndexBuildAborted:         "IndexBuildAborted",
+	QueryExceededMemory:       "QueryExceededMemoryLimitNoDiskUseAllowed",
+	APIVersionError:           "APIVersionError",
+	APIStrictError:            "APIStrictError",
+	UnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
+	BSONObjectTooLarge:        "BSONObjectTooLarge",
+	DuplicateKey:              "DuplicateKey",
+	Interrupted:               "Interrupted",
+	MergeStageNoMatchingDoc:   "MergeStageNoMatchingDocument",
+	DatabaseDifferCase:        "DatabaseDifferCase",
+	DuplicateField:            "Location40413",
+	UnknownField:              "Location40415",
+	CursorInUse:               "Location50738",
+	ValueOutOfRange:           "Location51024",
+	APIVersionRequired:        "Location498870",
+	APIParamsWithoutVersion:   "Location4886600",
+	APIParamNotAllowed:        "Location4937600",
 }
 
 // Name is MongoDB's codeName for c, or "" for a code without one (MongoDB

@@ -55,6 +55,12 @@ type command struct {
 	open bool
 }
 
+// alias is c under another name, its help saying so.
+func alias(c command, of string) command {
+	c.help = "alias of " + of
+	return c
+}
+
 // args splits a space-separated field list (the registry's shorthand).
 func args(s string) []string { return strings.Fields(s) }
 
@@ -63,7 +69,7 @@ func args(s string) []string { return strings.Fields(s) }
 var registry map[string]command
 
 func init() {
-	// The arguments shared by the commands that read a collection.
+	// Declarations shared by aliases or too long for one line.
 	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout")
 	findNotYet := args("returnKey showRecordId awaitData oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
@@ -105,7 +111,7 @@ func init() {
 		"find": {run: cmdFind, kind: kindRead, apiV1: true, help: "query documents", fields: findArgs, notYet: findNotYet,
 			unstable: args("min max tailable noCursorTimeout returnKey showRecordId awaitData oplogReplay readOnce")},
 		"findAndModify":  findAndModify,
-		"findandmodify":  findAndModify,
+		"findandmodify":  alias(findAndModify, "findAndModify"),
 		"getCmdLineOpts": {run: cmdGetCmdLineOpts, adminOnly: true, help: "the server's command line"},
 		"getLog":         {run: cmdGetLog, adminOnly: true, help: "recent log lines"},
 		"getMore":        {run: cmdGetMore, apiV1: true, help: "next batch of a cursor", fields: args("collection batchSize")},

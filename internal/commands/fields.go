@@ -29,9 +29,13 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) error {
 		dup := false
 		if seen != nil {
 			_, dup = seen[string(key)]
-			seen[string(key)] = struct{}{}
-		} else {
-			dup = duplicateOf(elems[:i], key)
+			if i > 0 {
+				seen[string(key)] = struct{}{}
+			}
+		} else if i > 0 {
+			// The command name is not one of its fields: given again it
+			// is an unknown field ("find.find"), as in MongoDB's parsers.
+			dup = duplicateOf(elems[1:i], key)
 		}
 		if dup {
 			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)

@@ -127,6 +127,11 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 				return mongoerr.New(mongoerr.APIStrictError, "BSON field '%s.%s' is not allowed with apiStrict:true.", req.Name, el.KeyBytes())
 			}
 		}
+		if cmd.strict != nil {
+			if err := cmd.strict(req); err != nil {
+				return err
+			}
+		}
 	}
 	if err := checkSession(g); err != nil {
 		return err
@@ -328,4 +333,68 @@ func checkWriteConcern(cmd *command, wc bsoncore.Value) error {
 // MongoDB answers CommandFailed.
 func cmdTransactionEnd(_ context.Context, _ *Session, req *Request, _ []byte) (bsoncore.Document, error) {
 	return nil, mongoerr.New(mongoerr.CommandFailed, "%s must be run within a transaction", req.Name)
+}
+
+// strictPipeline refuses, under apiStrict, the stages outside API version
+// 1 that Cairn has ($currentOp and $indexStats never are; $collStats only
+// with count), at any depth ($facet, $lookup and $unionWith pipelines).
+func strictPipeline(req *Request) error {
+	stages, err := req.Docs("pipeline")
+	if err != nil {
+		return nil // the handler reports it
+	}
+	return strictStages(stages)
+}
+
+func strictStages(stages []bsoncore.Document) error {
+	for _, st := range stages {
+		el, err := st.IndexErr(0)
+		if err != nil {
+			continue
+		}
+		name, arg := el.Key(), el.Value()
+		switch name {
+		case "$currentOp", "$indexStats":
+			return mongoerr.New(mongoerr.APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", name)
+		case "$collStats":
+			if d, ok := arg.DocumentOK(); ok {
+				for _, opt := range []string{"latencyStats", "storageStats", "queryExecStats"} {
+					if _, err := d.LookupErr(opt); err == nil {
+						return mongoerr.New(mongoerr.APIStrictError, "only the 'count' option to $collStats is supported in API Version 1")
+					}
+				}
+			}
+		case "$lookup", "$unionWith":
+			if d, ok := arg.DocumentOK(); ok {
+				if err := strictSubPipeline(d.Lookup("pipeline")); err != nil {
+					return err
+				}
+			}
+		case "$facet":
+			if d, ok := arg.DocumentOK(); ok {
+				facets, _ := d.Elements()
+				for _, f := range facets {
+					if err := strictSubPipeline(f.Value()); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func strictSubPipeline(v bsoncore.Value) error {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	stages := make([]bsoncore.Document, 0, len(vals))
+	for _, x := range vals {
+		if d, ok := x.DocumentOK(); ok {
+			stages = append(stages, d)
+		}
+	}
+	return strictStages(stages)
 }

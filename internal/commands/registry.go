@@ -43,6 +43,9 @@ type command struct {
 	// unstable are the fields MongoDB's IDL marks unstable: not part of
 	// API version 1, so apiStrict: true refuses them (APIStrictError).
 	unstable []string
+	// strict checks, under apiStrict: true, what of the command's content
+	// is outside API version 1 (aggregate's stages); nil: nothing is.
+	strict func(req *Request) error
 	// nested declares the fields of a field's documents (each element's,
 	// for an array): update's statements, aggregate's cursor. The one
 	// field rule applies to them too ("update.updates.mutli" is 40415).
@@ -84,7 +87,7 @@ func init() {
 	registry = map[string]command{
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
-			fields: args("pipeline explain allowDiskUse cursor collation let"), nested: cursor, unstable: args("explain"),
+			fields: args("pipeline explain allowDiskUse cursor collation let"), nested: cursor, unstable: args("explain"), strict: strictPipeline,
 			notYet: args("hint bypassDocumentValidation")},
 		"buildInfo":         {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":         {run: cmdBuildInfo, help: "alias of buildInfo"},

@@ -39,7 +39,7 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	}
 	if c, ok := lookup(innerReq.Name); ok {
 		elems, _ := innerReq.Body.Elements() // NewRequest read its first
-		if err := checkFields(&c, innerReq.Name, elems); err != nil {
+		if _, err := checkFields(&c, innerReq.Name, elems); err != nil {
 			return nil, err // the explained command's fields follow its own rule
 		}
 		if err := checkNested(&c, innerReq.Name, innerReq); err != nil {

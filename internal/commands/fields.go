@@ -16,45 +16,66 @@ import (
 // checkFields refuses a field given twice (40413), a field that is neither
 // one of cmd's arguments nor a generic argument (40415), and an argument
 // Cairn does not honour yet (InvalidOptions). name is the command name as
-// MongoDB's messages spell the path ("find.batchSzie").
-func checkFields(cmd *command, name string, elems []bsoncore.Element) error {
-	// Keys are compared as bytes: this runs for every command, and a key
-	// turned into a string would allocate.
+// MongoDB's messages spell the path ("find.batchSzie"). It returns which
+// of the first 64 elements are generic arguments (bit i for elems[i]), so
+// that genericOf need not look each field up again.
+func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMask uint64, err error) {
+	// Keys are compared as bytes, each read once: this runs for every
+	// command, and a key turned into a string would allocate.
+	var keyBuf [16][]byte
+	keys := keyBuf[:0]
 	var seen map[string]struct{} // for a long command; a scan is cheaper below
 	if len(elems) > 32 {
 		seen = make(map[string]struct{}, len(elems))
 	}
 	for i, el := range elems {
 		key := el.KeyBytes()
+		keys = append(keys, key)
+		if i == 0 {
+			continue // the command name is not one of its fields: given again it is unknown ("find.find")
+		}
 		dup := false
 		if seen != nil {
 			_, dup = seen[string(key)]
-			if i > 0 {
-				seen[string(key)] = struct{}{}
+			seen[string(key)] = struct{}{}
+		} else {
+			for _, k := range keys[1:i] {
+				if bytes.Equal(k, key) {
+					dup = true
+					break
+				}
 			}
-		} else if i > 0 {
-			// The command name is not one of its fields: given again it
-			// is an unknown field ("find.find"), as in MongoDB's parsers.
-			dup = duplicateOf(elems[1:i], key)
 		}
 		if dup {
-			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)
+			return 0, mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)
 		}
-		if i == 0 || genericArgs[string(key)] != argUnknown {
+		if genericArgs[string(key)] != argUnknown {
+			if i < 64 {
+				genericMask |= 1 << i
+			}
 			continue
 		}
 		switch {
 		case contains(cmd.fields, key):
 		case contains(cmd.notYet, key):
 			if v := el.Value(); v.Type != bsoncore.TypeNull && !(v.Type == bsoncore.TypeBoolean && !v.Boolean()) {
-				return mongoerr.New(mongoerr.InvalidOptions, "BSON field '%s.%s' is not supported by Cairn yet", name, key)
+				return 0, mongoerr.New(mongoerr.InvalidOptions, "BSON field '%s.%s' is not supported by Cairn yet", name, key)
 			}
 		case cmd.open:
 		default:
-			return mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", name, key)
+			return 0, mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", name, key)
 		}
 	}
-	return nil
+	return genericMask, nil
+}
+
+func contains(list []string, key []byte) bool {
+	for _, x := range list {
+		if x == string(key) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkNested applies the one field rule to the documents of cmd's nested
@@ -129,15 +150,6 @@ func elementsOf(dst []bsoncore.Element, doc bsoncore.Document) ([]bsoncore.Eleme
 func duplicateOf(earlier []bsoncore.Element, key []byte) bool {
 	for _, el := range earlier {
 		if bytes.Equal(el.KeyBytes(), key) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, key []byte) bool {
-	for _, x := range list {
-		if x == string(key) {
 			return true
 		}
 	}

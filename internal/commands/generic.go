@@ -70,19 +70,15 @@ type generic struct {
 	internal                                      string // the first internal argument given
 }
 
-func genericOf(elems []bsoncore.Element) generic {
+// genericOf collects the generic arguments among elems; mask marks them
+// among the first 64 (checkFields), past which each field is looked up.
+func genericOf(elems []bsoncore.Element, mask uint64) generic {
 	var g generic
-	for _, el := range elems[1:] {
-		k := el.KeyBytes() // compared, not converted: no allocation per field
-		switch genericArgs[string(k)] {
-		case argUnknown:
-			continue
-		case argInternal:
-			if g.internal == "" {
-				g.internal = string(k)
-			}
+	for i, el := range elems {
+		if i == 0 || (i < 64 && mask&(1<<i) == 0) {
 			continue
 		}
+		k := el.KeyBytes() // compared, not converted: no allocation per field
 		v := el.Value()
 		switch string(k) {
 		case "lsid":
@@ -105,6 +101,12 @@ func genericOf(elems []bsoncore.Element) generic {
 			g.apiStrict = v
 		case "apiDeprecationErrors":
 			g.apiDeprecationErrors = v
+		case "$db", "maxTimeMS", "comment", "$clusterTime":
+			// honoured where they are read (see genericArgs)
+		default:
+			if genericArgs[string(k)] == argInternal && g.internal == "" {
+				g.internal = string(k)
+			}
 		}
 	}
 	return g
@@ -113,8 +115,8 @@ func genericOf(elems []bsoncore.Element) generic {
 // checkGeneric applies the generic arguments of req to cmd in MongoDB's
 // order: the Stable API, then session and transaction fields, then read and
 // write concerns.
-func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Element) error {
-	g := genericOf(elems)
+func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Element, mask uint64) error {
+	g := genericOf(elems, mask)
 	if g.internal != "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "'%s' is an argument between cluster members; a standalone Cairn does not accept it", g.internal)
 	}
@@ -197,7 +199,7 @@ func checkAPI(s *Session, cmd *command, name string, g generic) error {
 		if g.apiStrict.Type != 0 || g.apiDeprecationErrors.Type != 0 {
 			return mongoerr.New(mongoerr.APIParamsWithoutVersion, "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion")
 		}
-		if required, _ := s.Env.Params.Get("requireApiVersion"); required == true {
+		if s.Env.Params.requireAPIVersion.Load() {
 			return mongoerr.New(mongoerr.APIVersionRequired, "The apiVersion parameter is required, please configure your MongoClient's API version")
 		}
 		return nil

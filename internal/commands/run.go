@@ -40,7 +40,8 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
-	if err := checkFields(&cmd, req.Name, elems); err != nil {
+	genericMask, err := checkFields(&cmd, req.Name, elems)
+	if err != nil {
 		return ErrorReply(dst, err)
 	}
 	if err := checkNested(&cmd, req.Name, req); err != nil {
@@ -49,7 +50,7 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
-	if err := checkGeneric(s, &cmd, req, elems); err != nil {
+	if err := checkGeneric(s, &cmd, req, elems, genericMask); err != nil {
 		return ErrorReply(dst, err)
 	}
 	ops := s.Env.Engine.Ops() // for currentOp (cmd_currentop.go)

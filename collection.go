@@ -122,8 +122,13 @@ func (c *Collection) findCommand(filter any, opts []*FindOptions) (bson.D, error
 		if o.Skip != 0 {
 			cmd = append(cmd, bson.E{Key: "skip", Value: o.Skip})
 		}
-		if o.Limit != 0 {
+		switch {
+		case o.Limit > 0:
 			cmd = append(cmd, bson.E{Key: "limit", Value: o.Limit})
+		case o.Limit < 0:
+			// As drivers do: a negative limit is one batch of |limit|
+			// (the find command itself refuses a negative limit).
+			cmd = append(cmd, bson.E{Key: "limit", Value: -o.Limit}, bson.E{Key: "singleBatch", Value: true})
 		}
 		if o.BatchSize != 0 {
 			cmd = append(cmd, bson.E{Key: "batchSize", Value: o.BatchSize})

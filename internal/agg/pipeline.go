@@ -105,6 +105,17 @@ func StageNames() []string {
 	return names
 }
 
+// KnownStage returns nil for a stage name Cairn has and otherwise
+// MongoDB's 40324, for commands that check a pipeline's stage names before
+// running anything (an update pipeline's, which MongoDB checks when it
+// parses the command).
+func KnownStage(name string) error {
+	if _, ok := stages[name]; !ok {
+		return errorf(codeUnknownStage, "Unrecognized pipeline stage name: '%s'", name)
+	}
+	return nil
+}
+
 // Parse parses a pipeline. Errors carry MongoDB's codes: 40323 for a stage
 // document without exactly one field, 40324 for an unknown stage, 40601
 // for $out or $merge before the end, and each stage's own codes. The

@@ -26,6 +26,17 @@ func ValidateDBName(db string) error {
 	return nil
 }
 
+// ValidateCommandDB checks the database a command names, as MongoDB does
+// before running any command: ValidateDBName's rules except that '$' is
+// allowed there (MongoDB's DollarInDbNameBehavior::Allow, for "$external");
+// creating anything in such a database still fails ValidateDBName.
+func ValidateCommandDB(db string) error {
+	if db == "" || len(db) > maxDBNameLen || strings.ContainsAny(db, "/\\. \"\x00") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
+	}
+	return nil
+}
+
 // ValidateCollectionName checks a collection name and the namespace it makes
 // in db. Names under "system." are reserved for the server.
 func ValidateCollectionName(db, coll string) error {

@@ -2,6 +2,9 @@ package commands
 
 import (
 	"strconv"
+	"strings"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -36,8 +39,10 @@ func cursorReply(dst []byte, ns string, id int64, docs []bsoncore.Document) bson
 }
 
 // fillBatch appends up to limit documents from src (plus a held one first)
-// into a batch array named field; it stops early at the byte cap. It returns
-// the reply, a document read but not sent (held), and whether src is done.
+// into a batch array named field; it stops early at the byte cap. limit 0
+// means no limit and a negative limit an empty batch (batchSize: 0, which
+// opens the cursor without reading). It returns the reply, a document read
+// but not sent (held), and whether src is done.
 func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Source, limit int64) (r *Reply, kept bsoncore.Document, done bool, err error) {
 	r = NewReply(dst)
 	buf := r.Raw()
@@ -58,7 +63,7 @@ func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Sou
 	if held != nil {
 		add(held)
 	}
-	for limit <= 0 || n < limit {
+	for limit == 0 || n < limit {
 		d, err := src.Next()
 		if err != nil {
 			return nil, nil, true, err
@@ -84,4 +89,77 @@ func finishCursor(r *Reply, id int64, ns string) bsoncore.Document {
 	*buf = bsoncore.AppendStringElement(*buf, "ns", ns)
 	*buf, _ = bsoncore.AppendDocumentEnd(*buf, r.cursorIdx)
 	return r.Finish()
+}
+
+// listCursor answers a listing command (listCollections, listIndexes) with
+// docs as a cursor whose first batch honours the command's
+// cursor.batchSize; the rest is left for getMore.
+func listCursor(s *Session, req *Request, dst []byte, ns string, docs []bsoncore.Document) (bsoncore.Document, error) {
+	opts, err := req.Document("cursor")
+	if err != nil {
+		return nil, err
+	}
+	batch := int64(0) // all
+	if v, err := opts.LookupErr("batchSize"); err == nil {
+		if batch, err = batchSizeOf(req.Name+".cursor.batchSize", v); err != nil {
+			return nil, err
+		}
+	}
+	if batch == 0 || batch >= int64(len(docs)) {
+		return cursorReply(dst, ns, 0, docs), nil
+	}
+	src := &sliceSource{docs: docs}
+	r, held, done, err := fillBatch(dst, ns, "firstBatch", nil, src, batch)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		return finishCursor(r, 0, ns), nil
+	}
+	cur := s.Env.Cursors.Register(ns, src, held)
+	s.Env.Cursors.Release(cur, false)
+	return finishCursor(r, cur.ID, ns), nil
+}
+
+// sliceSource serves documents already in memory (a listing's).
+type sliceSource struct{ docs []bsoncore.Document }
+
+func (s *sliceSource) Next() (bsoncore.Document, error) {
+	if len(s.docs) == 0 {
+		return nil, nil
+	}
+	d := s.docs[0]
+	s.docs = s.docs[1:]
+	return d, nil
+}
+
+func (s *sliceSource) Close() error { return nil }
+
+// batchSizeOf reads a batch size as MongoDB does (safeInt64, >= 0) and
+// returns it as fillBatch's limit: 0 becomes -1, an empty first batch.
+func batchSizeOf(path string, v bsoncore.Value) (int64, error) {
+	n, err := safeInt64(path, v)
+	if err != nil {
+		return 0, err
+	}
+	if err := nonNegative(path, n); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
+}
+
+// nonNegative is MongoDB's IDL validator "gte: 0" (find's skip, limit and
+// batchSize, getMore's batchSize): 51024 names the field without its
+// command, as MongoDB's message does.
+func nonNegative(path string, n int64) error {
+	if n >= 0 {
+		return nil
+	}
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		path = path[i+1:]
+	}
+	return mongoerr.New(mongoerr.ValueOutOfRange, "BSON field '%s' value must be >= 0, actual value '%d'", path, n)
 }

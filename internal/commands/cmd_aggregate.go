@@ -42,11 +42,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	}
 	batch := int64(DefaultFirstBatch)
 	if v, err := cursorOpts.LookupErr("batchSize"); err == nil {
-		n, ok := numberAsInt(v)
-		if !ok || n < 0 {
-			return nil, mongoerr.New(mongoerr.BadValue, "cursor.batchSize must not be negative")
+		if batch, err = batchSizeOf("aggregate.cursor.batchSize", v); err != nil {
+			return nil, err // 0 is -1: an empty first batch and a live cursor
 		}
-		batch = n
 	}
 	a := exec.Aggregate{NS: ns, Collectionless: collectionless, Stages: ownedAll(stages)}
 	if a.Opts, err = aggregateOptions(s, req, ns.DB); err != nil {

@@ -24,7 +24,7 @@ func cmdCurrentOp(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	b := bsoncore.NewDocumentBuilder()
 	for _, el := range elems[1:] {
 		switch k := el.Key(); {
-		case k == "$all" || k == "$ownOps" || k == "lsid" || k == "comment" || k == "$db" || k == "$readPreference" || k == "$clusterTime":
+		case k == "$all" || k == "$ownOps" || isGeneric(k):
 		case strings.HasPrefix(k, "$") && k != "$and" && k != "$or" && k != "$nor" && k != "$expr":
 		default:
 			b.AppendValue(k, el.Value())

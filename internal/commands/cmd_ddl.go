@@ -15,15 +15,6 @@ import (
 // This file holds the commands that create, drop, rename and list
 // collections and databases.
 
-// genericArgs are fields any command may carry that are not its options
-// (drivers add them to every command).
-var genericArgs = map[string]bool{
-	"$db": true, "lsid": true, "txnNumber": true, "$clusterTime": true, "$readPreference": true,
-	"readConcern": true, "writeConcern": true, "comment": true, "maxTimeMS": true, "apiVersion": true,
-	"apiStrict": true, "apiDeprecationErrors": true, "autocommit": true, "startTransaction": true,
-	"$audit": true, "$client": true, "mayBypassWriteBlocking": true,
-}
-
 // createOptions returns the create command's options: every field but the
 // command name and generic arguments, in the order sent.
 func createOptions(req *Request) (bson.Raw, error) {
@@ -34,15 +25,8 @@ func createOptions(req *Request) (bson.Raw, error) {
 	r := NewReply(nil)
 	n := 0
 	for _, el := range elems[1:] {
-		if genericArgs[el.Key()] {
-			continue
-		}
-		switch el.Key() {
-		case "capped", "size", "max", "validator", "validationLevel", "validationAction", "collation",
-			"idGenerator", "storageEngine", "indexOptionDefaults", "viewOn", "pipeline",
-			"timeseries", "expireAfterSeconds", "clusteredIndex", "changeStreamPreAndPostImages", "encryptedFields":
-		default:
-			return nil, mongoerr.New(mongoerr.UnknownField, "BSON field 'create.%s' is an unknown field.", el.Key())
+		if isGeneric(el.Key()) {
+			continue // Run checked the rest against the registry
 		}
 		*r.Raw() = append(*r.Raw(), el...)
 		n++
@@ -62,10 +46,8 @@ func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	for _, unsupported := range []string{"viewOn", "timeseries", "clusteredIndex", "encryptedFields"} {
-		if _, ok := opts.Lookup(unsupported).StringValueOK(); ok || opts.Lookup(unsupported).Type != 0 {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "create option '%s' is not supported by Cairn yet", unsupported)
-		}
+	if err := checkCollation(req); err != nil {
+		return nil, err
 	}
 	if err := s.Env.Engine.CreateCollection(engine.Namespace{DB: req.DB, Coll: name}, opts); err != nil {
 		return nil, err
@@ -179,7 +161,7 @@ func cmdListCollections(_ context.Context, s *Session, req *Request, dst []byte)
 			docs = append(docs, d)
 		}
 	}
-	return cursorReply(dst, req.DB+".$cmd.listCollections", 0, docs), nil
+	return listCursor(s, req, dst, req.DB+".$cmd.listCollections", docs)
 }
 
 func cmdListDatabases(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {

@@ -225,7 +225,7 @@ func cmdGetParameter(_ context.Context, s *Session, req *Request, dst []byte) (b
 	} else {
 		elems, _ := req.Body.Elements()
 		for _, el := range elems[1:] {
-			if k := el.Key(); !strings.HasPrefix(k, "$") && k != "lsid" && k != "comment" {
+			if k := el.Key(); !isGeneric(k) {
 				names = append(names, k)
 			}
 		}
@@ -255,7 +255,7 @@ func cmdSetParameter(_ context.Context, s *Session, req *Request, dst []byte) (b
 	var name string
 	var val bsoncore.Value
 	for _, el := range elems[1:] {
-		if k := el.Key(); !strings.HasPrefix(k, "$") && k != "lsid" && k != "comment" {
+		if k := el.Key(); !isGeneric(k) {
 			if name != "" {
 				return nil, mongoerr.New(mongoerr.BadValue, "setParameter takes one parameter at a time")
 			}

@@ -37,6 +37,15 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := lookup(innerReq.Name); ok {
+		elems, _ := innerReq.Body.Elements() // NewRequest read its first
+		if _, err := checkFields(&c, innerReq.Name, elems); err != nil {
+			return nil, err // the explained command's fields follow its own rule
+		}
+		if err := checkNested(&c, innerReq.Name, innerReq); err != nil {
+			return nil, err
+		}
+	}
 	x := &explainer{s: s, verbosity: verbosity}
 	if x.deadline, err = deadline(req); err != nil {
 		return nil, err

@@ -18,6 +18,8 @@ type findSpec struct {
 	exec.Selection
 	batchSize   int64
 	singleBatch bool
+	// noCursorTimeout: find's cursor never expires when idle.
+	noCursorTimeout bool
 }
 
 // newSelection parses a filter into a selection with no other options.
@@ -51,24 +53,25 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err != nil {
 		return sp, err
 	}
-	if sp.Skip, err = req.Int("skip", 0); err != nil {
+	// skip, limit and batchSize are MongoDB's safeInt64: a fraction is
+	// truncated (skip: 1.9 skips one).
+	if sp.Skip, err = req.SafeInt("skip", 0); err != nil {
 		return sp, err
 	}
-	if sp.Skip < 0 {
-		return sp, mongoerr.New(mongoerr.BadValue, "BSON field 'skip' value must be >= 0, actual value '%d'", sp.Skip)
-	}
-	if sp.Limit, err = req.Int("limit", 0); err != nil {
+	if err := nonNegative("skip", sp.Skip); err != nil {
 		return sp, err
 	}
-	if sp.Limit < 0 {
-		// A negative limit is the legacy "single batch of |limit|".
-		sp.Limit, sp.singleBatch = -sp.Limit, true
-	}
-	if sp.batchSize, err = req.Int("batchSize", DefaultFirstBatch); err != nil {
+	if sp.Limit, err = req.SafeInt("limit", 0); err != nil {
 		return sp, err
 	}
-	if sp.batchSize < 0 {
-		return sp, mongoerr.New(mongoerr.BadValue, "BSON field 'batchSize' value must be >= 0, actual value '%d'", sp.batchSize)
+	if err := nonNegative("limit", sp.Limit); err != nil {
+		return sp, err // drivers turn a negative limit into singleBatch
+	}
+	sp.batchSize = DefaultFirstBatch
+	if v, ok := req.Arg("batchSize"); ok && v.Type != bsoncore.TypeNull {
+		if sp.batchSize, err = batchSizeOf("find.batchSize", v); err != nil {
+			return sp, err // 0 is -1: an empty first batch and a live cursor
+		}
 	}
 	if single, err := req.Bool("singleBatch", false); err != nil {
 		return sp, err
@@ -76,6 +79,9 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 		sp.singleBatch = true
 	}
 	if sp.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+		return sp, err
+	}
+	if sp.noCursorTimeout, err = req.Bool("noCursorTimeout", false); err != nil {
 		return sp, err
 	}
 	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
@@ -215,11 +221,15 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		_ = src.Close()
 		return nil, err
 	}
+	if !done && held == nil && sp.Limit > 0 && batch == sp.Limit {
+		done = true // the batch holds the whole limit: nothing is left, as MongoDB closes it
+	}
 	if done || sp.singleBatch {
 		_ = src.Close()
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, src, held)
+	cur.noTimeout = sp.noCursorTimeout
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil
 }
@@ -236,8 +246,11 @@ func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if coll == "" {
 		return nil, mongoerr.New(mongoerr.BadValue, "BSON field 'getMore.collection' is missing but a required field")
 	}
-	batch, err := req.Int("batchSize", 0)
+	batch, err := req.SafeInt("batchSize", 0)
 	if err != nil {
+		return nil, err
+	}
+	if err := nonNegative("batchSize", batch); err != nil {
 		return nil, err
 	}
 	s.Env.Ops.GetMore.Add(1)

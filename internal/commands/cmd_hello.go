@@ -6,6 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
 // cmdHello answers the handshake every driver opens a connection with. A
@@ -20,7 +22,16 @@ func cmdIsMaster(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 }
 
 func handshake(s *Session, req *Request, dst []byte, primaryField string) (bsoncore.Document, error) {
-	if client, err := req.Document("client"); err == nil && client != nil && s.Client == nil {
+	client, err := req.Document("client")
+	if err != nil {
+		return nil, err
+	}
+	if client != nil {
+		if s.Client != nil {
+			// As mongod: a connection's metadata is set once, by its
+			// first handshake.
+			return nil, mongoerr.New(mongoerr.ClientMetadataImmutable, "The client metadata document may only be sent in the first hello")
+		}
 		s.Client = bson.Raw(append([]byte(nil), client...))
 		s.Env.Log.Debug("client metadata", "conn", s.ConnID, "client", s.Client.String())
 	}

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -54,7 +55,7 @@ func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if err != nil {
 		return nil, err
 	}
-	return cursorReply(dst, ns.String(), 0, append([]bsoncore.Document{idIndexSpec()}, specs...)), nil
+	return listCursor(s, req, dst, ns.String(), append([]bsoncore.Document{idIndexSpec()}, specs...))
 }
 
 // cmdDropIndexes drops indexes named by index: a name, a key pattern, an
@@ -101,12 +102,14 @@ func indexNames(s *Session, ns engine.Namespace, v bsoncore.Value) ([]string, er
 		if coll == nil {
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s", ns)
 		}
+		// Key patterns compare as MongoDB compares them: field by field,
+		// numbers by value ({a: 1} is {a: 1.0}).
 		for _, ix := range coll.Indexes {
-			if string(ix.Key) == string(v.Document()) {
+			if bsonx.Equal(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ix.Key}, v) {
 				return []string{ix.Name}, nil
 			}
 		}
-		if string(v.Document()) == string(idIndexSpec().Lookup("key").Document()) {
+		if bsonx.Equal(idIndexSpec().Lookup("key"), v) {
 			return []string{catalog.IDIndexName}, nil
 		}
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", v.Document())
@@ -136,7 +139,7 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			}
 		case k == "validator" || k == "validationLevel" || k == "validationAction":
 			validationSet = append(validationSet, el)
-		case k == "lsid" || k == "comment" || k == "writeConcern" || k == "txnNumber" || k == "autocommit" || k[0] == '$':
+		case isGeneric(k):
 		default:
 			return nil, notYet("collMod option '" + k + "'")
 		}

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -89,8 +90,11 @@ func parseDeleteStatement(ns engine.Namespace, st bsoncore.Document, cv commandV
 	}
 	d := exec.Delete{Sel: sp}
 	if v, err := st.LookupErr("limit"); err == nil {
-		l, ok := numberAsInt(v)
-		if !ok || (l != 0 && l != 1) {
+		l, err := safeInt64("delete.deletes.limit", v)
+		if err != nil {
+			return d, err
+		}
+		if l != 0 && l != 1 {
 			return d, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", v)
 		}
 		d.Limit = l
@@ -107,12 +111,17 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
+	if err := checkUpdateStages(wb.stmts); err != nil {
+		return nil, err
+	}
 	var matched, modified int64
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
 		res, err := updateStatement(s.Env.Exec, wb.ns, st, cv, wb.bypass)
-		matched += res.Matched
+		if err == nil {
+			matched += res.Matched // a failed statement matched nothing it could change
+		}
 		modified += res.Modified
 		if res.UpsertedID.Type != 0 {
 			upserted = append(upserted, NewReply(nil).Int32("index", int32(i)).Value("_id", res.UpsertedID).End())
@@ -206,4 +215,30 @@ func boolField(d bsoncore.Document, key string) bool {
 	}
 	n, ok := numberAsInt(v)
 	return ok && n != 0
+}
+
+// checkUpdateStages fails the command, before any statement runs, when an
+// update pipeline names a stage that does not exist: MongoDB checks stage
+// names when it parses the command, so this is a command error, not a
+// write error (other pipeline errors stay per statement).
+func checkUpdateStages(stmts []bsoncore.Document) error {
+	for _, st := range stmts {
+		arr, ok := st.Lookup("u").ArrayOK()
+		if !ok {
+			continue
+		}
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			d, ok := v.DocumentOK()
+			if !ok {
+				continue // the statement's parse reports it
+			}
+			if el, err := d.IndexErr(0); err == nil {
+				if err := agg.KnownStage(el.Key()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -26,6 +26,9 @@ type Cursor struct {
 	inUse    bool
 	// held is a document read but not yet sent (it did not fit a batch).
 	held bsoncore.Document
+	// noTimeout: the cursor never expires when idle (find's
+	// noCursorTimeout); set before its first Release.
+	noTimeout bool
 }
 
 // Cursors is the registry of open cursors, shared by all connections.
@@ -69,7 +72,7 @@ func (c *Cursors) expire(now time.Time) {
 	c.mu.Lock()
 	var dead []*Cursor
 	for id, cur := range c.open {
-		if !cur.inUse && now.Sub(cur.lastUsed) > c.timeout {
+		if !cur.inUse && !cur.noTimeout && now.Sub(cur.lastUsed) > c.timeout {
 			dead = append(dead, cur)
 			delete(c.open, id)
 		}

@@ -29,4 +29,15 @@
 // Invariant "Parse here, run in exec": a handler reads every field of its
 // request in this package (one place per field), then calls exec with a
 // typed request; exec never sees a command document.
+//
+// Invariant "One field rule": every command declares its fields in the
+// registry (registry.go); Run refuses an undeclared field (40415), a field
+// given twice (40413) and a declared-but-not-yet-honoured one
+// (InvalidOptions) before the handler runs, so no option is accepted and
+// ignored. The generic arguments every command takes are one shared list
+// (generic.go), applied as a MongoDB 7.0 standalone applies them:
+// transactions, snapshot and linearizable reads and w > 1 are refused with
+// its codes, and the Stable API (apiVersion, apiStrict, requireApiVersion)
+// is enforced. internal/server's surface test walks every declared field
+// and fails on one without a case proving it honoured or refused.
 package commands

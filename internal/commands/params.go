@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -30,6 +31,9 @@ type param struct {
 type Params struct {
 	mu     sync.RWMutex
 	values map[string]*param
+	// requireAPIVersion is requireApiVersion, read by every command
+	// (checkAPI) without taking mu.
+	requireAPIVersion atomic.Bool
 }
 
 // NewParams returns the parameters every Cairn node has.
@@ -47,6 +51,14 @@ func NewParams() *Params {
 	// security issue it authenticates no one, with no mechanism.
 	p.Define("quiet", false, nil)
 	p.Define("authenticationMechanisms", []string{}, nil)
+	// requireApiVersion: commands without apiVersion fail (checkAPI).
+	p.DefineLive("requireApiVersion", func() any { return p.requireAPIVersion.Load() }, func(v bsoncore.Value) (any, error) {
+		b, err := boolParam(v)
+		if err == nil {
+			p.requireAPIVersion.Store(b.(bool))
+		}
+		return b, err
+	})
 	return p
 }
 

@@ -2,11 +2,26 @@ package commands
 
 import (
 	"context"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 type handler func(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error)
+
+// kind says which of the generic read and write concerns a command takes
+// (see checkConcerns in generic.go).
+type kind uint8
+
+const (
+	// kindOther takes neither: readConcern only at level local (the
+	// default) and no writeConcern, as MongoDB's default Command does.
+	kindOther kind = iota
+	// kindRead takes every read concern level.
+	kindRead
+	// kindWrite takes a writeConcern.
+	kindWrite
+)
 
 type command struct {
 	run       handler
@@ -14,66 +29,126 @@ type command struct {
 	// testOnly commands exist only with enableTestCommands (cmd_failpoint.go).
 	testOnly bool
 	help     string
+	kind     kind
+	// apiV1: the command is in Stable API version 1 (apiStrict: true
+	// refuses every other command with APIStrictError).
+	apiV1 bool
+	// fields are the command's own arguments. Invariant "One field rule":
+	// Run refuses any other field except the generic arguments
+	// (genericArgs) with 40415, and any field given twice with 40413,
+	// before the handler sees the command.
+	fields []string
+	// notYet are arguments MongoDB accepts that Cairn does not honour yet:
+	// given with a value other than false or null, Run refuses them with
+	// InvalidOptions (a boolean option set to false asks for nothing).
+	notYet []string
+	// unstable are the fields MongoDB's IDL marks unstable: not part of
+	// API version 1, so apiStrict: true refuses them (APIStrictError).
+	unstable []string
+	// strict checks, under apiStrict: true, what of the command's content
+	// is outside API version 1 (aggregate's stages); nil: nothing is.
+	strict func(req *Request) error
+	// nested declares the fields of a field's documents (each element's,
+	// for an array): update's statements, aggregate's cursor. The one
+	// field rule applies to them too ("update.updates.mutli" is 40415).
+	nested map[string][]string
+	// open: the command's other fields are data, not options (getParameter
+	// and setParameter name parameters, currentOp's fields are a filter,
+	// serverStatus's name sections), or, for hello, fields a newer driver
+	// may add (MongoDB's hello is not strict: the Go driver 2.10 sends
+	// backpressure), so only duplicates and notYet fields are refused.
+	open bool
 }
+
+// alias is c under another name, its help saying so.
+func alias(c command, of string) command {
+	c.help = "alias of " + of
+	return c
+}
+
+// args splits a space-separated field list (the registry's shorthand).
+func args(s string) []string { return strings.Fields(s) }
 
 // registry lists every command by name, alphabetically; aliases point at the
 // same handler. Names are case-sensitive, as in MongoDB.
 var registry map[string]command
 
 func init() {
+	// Declarations shared by aliases or too long for one line.
+	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout")
+	findNotYet := args("returnKey showRecordId awaitData oplogReplay readOnce")
+	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
+		fields: args("idGenerator collation validator validationLevel validationAction"),
+		notYet: args("capped size max storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields")}
+	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
+		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
+	cursor := map[string][]string{"cursor": args("batchSize")}
+	hello := args("helloOk client compression saslSupportedMechs topologyVersion maxAwaitTimeMS")
+	helloNotYet := args("speculativeAuthenticate loadBalanced")
 	registry = map[string]command{
-		"aggregate":                      {run: cmdAggregate, help: "run an aggregation pipeline"},
-		"buildInfo":                      {run: cmdBuildInfo, help: "server version and build details"},
-		"buildinfo":                      {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":                        {run: cmdCollMod, help: "change collection and index options"},
-		"collStats":                      {run: cmdCollStats, help: "collection statistics"},
-		"configureFailPoint":             {run: cmdConfigureFailPoint, adminOnly: true, testOnly: true, help: "modifies the settings of a fail point (test commands only)"},
-		"compact":                        {run: cmdCompact, help: "compact a collection's documents and indexes on disk"},
-		"connectionStatus":               {run: cmdConnectionStatus, help: "authentication state of this connection"},
-		"count":                          {run: cmdCount, help: "count documents"},
-		"create":                         {run: cmdCreate, help: "create a collection"},
-		"createIndexes":                  {run: cmdCreateIndexes, help: "create indexes"},
-		"currentOp":                      {run: cmdCurrentOp, adminOnly: true, help: "operations in progress"},
-		"dataSize":                       {run: cmdDataSize, help: "bytes and count of a collection's documents"},
-		"dbStats":                        {run: cmdDBStats, help: "database statistics"},
-		"dbstats":                        {run: cmdDBStats, help: "alias of dbStats"},
-		"delete":                         {run: cmdDelete, help: "delete documents"},
-		"distinct":                       {run: cmdDistinct, help: "distinct values of a field"},
-		"drop":                           {run: cmdDrop, help: "drop a collection"},
-		"dropAllUsersFromDatabase":       {run: cmdDropAllUsersFromDatabase, help: "drop a database's users (there are none before authentication exists)"},
-		"dropDatabase":                   {run: cmdDropDatabase, help: "drop a database"},
-		"dropIndexes":                    {run: cmdDropIndexes, help: "drop indexes"},
-		"endSessions":                    {run: cmdNoopOK, help: "end logical sessions"},
-		"explain":                        {run: cmdExplain, help: "explain a command's plan"},
-		"find":                           {run: cmdFind, help: "query documents"},
-		"findAndModify":                  {run: cmdFindAndModify, help: "update or remove one document and return it"},
-		"findandmodify":                  {run: cmdFindAndModify, help: "alias of findAndModify"},
-		"getCmdLineOpts":                 {run: cmdGetCmdLineOpts, adminOnly: true, help: "the server's command line"},
-		"getLog":                         {run: cmdGetLog, adminOnly: true, help: "recent log lines"},
-		"getMore":                        {run: cmdGetMore, help: "next batch of a cursor"},
-		"planCacheClear":                 {run: cmdPlanCacheClear, help: "forget a collection's cached query plans"},
-		"getParameter":                   {run: cmdGetParameter, adminOnly: true, help: "read server parameters"},
-		"hello":                          {run: cmdHello, help: "handshake and topology"},
-		"hostInfo":                       {run: cmdHostInfo, help: "the host's hardware and OS"},
-		"insert":                         {run: cmdInsert, help: "insert documents"},
-		"isMaster":                       {run: cmdIsMaster, help: "legacy handshake"},
-		"ismaster":                       {run: cmdIsMaster, help: "legacy handshake"},
+		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
+		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
+			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation"), nested: cursor, unstable: args("explain"), strict: strictPipeline,
+			notYet: args("hint")},
+		"buildInfo":          {run: cmdBuildInfo, help: "server version and build details"},
+		"buildinfo":          {run: cmdBuildInfo, help: "alias of buildInfo"},
+		"collMod":            {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries dryRun")},
+		"collStats":          {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
+		"commitTransaction":  {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
+		"compact":            {run: cmdCompact, kind: kindWrite, help: "compact a collection's documents and indexes on disk", fields: args("force"), notYet: args("freeSpaceTargetMB")},
+		"configureFailPoint": {run: cmdConfigureFailPoint, adminOnly: true, testOnly: true, help: "modifies the settings of a fail point (test commands only)", fields: args("mode data")},
+		"connectionStatus":   {run: cmdConnectionStatus, help: "authentication state of this connection", fields: args("showPrivileges")},
+		"count": {run: cmdCount, kind: kindRead, apiV1: true, help: "count documents",
+			fields: args("query limit skip hint collation")},
+		"create":        create,
+		"createIndexes": {run: cmdCreateIndexes, kind: kindWrite, apiV1: true, help: "create indexes", fields: args("indexes"), notYet: args("commitQuorum ignoreUnknownIndexOptions")},
+		"currentOp":     {run: cmdCurrentOp, adminOnly: true, open: true, help: "operations in progress"},
+		"dataSize":      {run: cmdDataSize, kind: kindRead, help: "bytes and count of a collection's documents", fields: args("estimate"), notYet: args("keyPattern min max")},
+		"dbStats":       {run: cmdDBStats, help: "database statistics", fields: args("scale"), notYet: args("freeStorage")},
+		"dbstats":       {run: cmdDBStats, help: "alias of dbStats", fields: args("scale"), notYet: args("freeStorage")},
+		"delete": {run: cmdDelete, kind: kindWrite, apiV1: true, help: "delete documents",
+			fields: args("deletes ordered let"), nested: map[string][]string{"deletes": args("q limit collation hint")}},
+		"distinct": {run: cmdDistinct, kind: kindRead, help: "distinct values of a field",
+			fields: args("key query collation")},
+		"drop":                     {run: cmdDrop, kind: kindWrite, apiV1: true, help: "drop a collection"},
+		"dropAllUsersFromDatabase": {run: cmdDropAllUsersFromDatabase, apiV1: true, help: "drop a database's users (there are none before authentication exists)"},
+		"dropDatabase":             {run: cmdDropDatabase, kind: kindWrite, apiV1: true, help: "drop a database"},
+		"dropIndexes":              {run: cmdDropIndexes, kind: kindWrite, apiV1: true, help: "drop indexes", fields: args("index")},
+		"endSessions":              {run: cmdNoopOK, apiV1: true, help: "end logical sessions"},
+		"explain":                  {run: cmdExplain, kind: kindRead, apiV1: true, help: "explain a command's plan", fields: args("verbosity")},
+		"find": {run: cmdFind, kind: kindRead, apiV1: true, help: "query documents", fields: findArgs, notYet: findNotYet,
+			unstable: args("min max tailable noCursorTimeout returnKey showRecordId awaitData oplogReplay readOnce")},
+		"findAndModify":  findAndModify,
+		"findandmodify":  alias(findAndModify, "findAndModify"),
+		"getCmdLineOpts": {run: cmdGetCmdLineOpts, adminOnly: true, help: "the server's command line"},
+		"getLog":         {run: cmdGetLog, adminOnly: true, help: "recent log lines"},
+		"getMore":        {run: cmdGetMore, apiV1: true, help: "next batch of a cursor", fields: args("collection batchSize")},
+		"getParameter":   {run: cmdGetParameter, adminOnly: true, open: true, help: "read server parameters"},
+		"hello":          {run: cmdHello, apiV1: true, open: true, help: "handshake and topology", fields: hello, notYet: helloNotYet},
+		"hostInfo":       {run: cmdHostInfo, help: "the host's hardware and OS"},
+		"insert": {run: cmdInsert, kind: kindWrite, apiV1: true, help: "insert documents",
+			fields: args("documents ordered bypassDocumentValidation")},
+		"isMaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
+		"ismaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
 		"killAllSessions":                {run: cmdNoopOK, help: "kill all sessions"},
-		"killCursors":                    {run: cmdKillCursors, help: "close cursors"},
+		"killCursors":                    {run: cmdKillCursors, apiV1: true, help: "close cursors", fields: args("cursors")},
 		"killSessions":                   {run: cmdNoopOK, help: "kill sessions"},
-		"listCollections":                {run: cmdListCollections, help: "list collections"},
+		"listCollections":                {run: cmdListCollections, apiV1: true, help: "list collections", fields: args("filter nameOnly authorizedCollections cursor"), nested: cursor},
 		"listCommands":                   {run: cmdListCommands, help: "list the commands with their help"},
-		"listDatabases":                  {run: cmdListDatabases, adminOnly: true, help: "list databases"},
-		"listIndexes":                    {run: cmdListIndexes, help: "list indexes"},
-		"ping":                           {run: cmdNoopOK, help: "check the server answers"},
-		"renameCollection":               {run: cmdRenameCollection, adminOnly: true, help: "rename a collection"},
-		"serverStatus":                   {run: cmdServerStatus, help: "server counters"},
-		"setFeatureCompatibilityVersion": {run: cmdSetFeatureCompatibilityVersion, adminOnly: true, help: "set the feature compatibility version (7.0 only)"},
-		"setParameter":                   {run: cmdSetParameter, adminOnly: true, help: "change server parameters"},
-		"update":                         {run: cmdUpdate, help: "update documents"},
-		"validate":                       {run: cmdValidate, help: "check a collection's documents and indexes"},
-		"waitForFailPoint":               {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)"},
-		"whatsmyuri":                     {run: cmdWhatsMyURI, help: "this connection's client address"},
+		"listDatabases":                  {run: cmdListDatabases, adminOnly: true, apiV1: true, help: "list databases", fields: args("filter nameOnly authorizedDatabases")},
+		"listIndexes":                    {run: cmdListIndexes, apiV1: true, help: "list indexes", fields: args("cursor"), nested: cursor},
+		"ping":                           {run: cmdNoopOK, apiV1: true, help: "check the server answers"},
+		"planCacheClear":                 {run: cmdPlanCacheClear, help: "forget a collection's cached query plans", notYet: args("query sort projection collation")},
+		"renameCollection":               {run: cmdRenameCollection, adminOnly: true, kind: kindWrite, help: "rename a collection", fields: args("to dropTarget"), notYet: args("stayTemp")},
+		"serverStatus":                   {run: cmdServerStatus, open: true, help: "server counters"},
+		"setFeatureCompatibilityVersion": {run: cmdSetFeatureCompatibilityVersion, adminOnly: true, help: "set the feature compatibility version (7.0 only)", fields: args("confirm")},
+		"setParameter":                   {run: cmdSetParameter, adminOnly: true, open: true, help: "change server parameters"},
+		"update": {run: cmdUpdate, kind: kindWrite, apiV1: true, help: "update documents",
+			fields: args("updates ordered let bypassDocumentValidation"),
+			nested: map[string][]string{"updates": args("q u upsert multi arrayFilters collation hint c")}},
+		"validate":         {run: cmdValidate, help: "check a collection's documents and indexes", fields: args("full background enforceFastCount"), notYet: args("repair metadata checkBSONConformance")},
+		"waitForFailPoint": {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)", fields: args("timesEntered")},
+		"whatsmyuri":       {run: cmdWhatsMyURI, help: "this connection's client address"},
 	}
 }
 

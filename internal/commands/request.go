@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"math"
+
 	"github.com/cairndb/cairn/internal/bsonx"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -103,6 +105,41 @@ func (r *Request) Int(name string, def int64) (int64, error) {
 		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'", r.Name, name, typeName(v.Type))
 	}
 	return n, nil
+}
+
+// SafeInt reads an optional numeric argument as MongoDB's IDL type
+// safeInt64 does: any number type, a fractional one truncated toward zero
+// (batchSize: 2.7 is 2).
+func (r *Request) SafeInt(name string, def int64) (int64, error) {
+	v, ok := r.Arg(name)
+	if !ok || v.Type == bsoncore.TypeNull {
+		return def, nil
+	}
+	return safeInt64(r.Name+"."+name, v)
+}
+
+// safeInt64 is MongoDB's safeNumberLong: a number truncated toward zero,
+// NaN as 0, out-of-range values clamped; path names the field in the
+// TypeMismatch of a non-number.
+func safeInt64(path string, v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), nil
+	case bsoncore.TypeInt64:
+		return v.Int64(), nil
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, _ := bsonx.AsFloat64(v)
+		switch {
+		case f != f:
+			return 0, nil
+		case f >= math.MaxInt64:
+			return math.MaxInt64, nil
+		case f <= math.MinInt64:
+			return math.MinInt64, nil
+		}
+		return int64(f), nil
+	}
+	return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected types '[long, int, decimal, double]'", path, typeName(v.Type))
 }
 
 // Document reads an optional document argument; nil when absent.

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
@@ -32,8 +33,28 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if !ok {
 		return ErrorReply(dst, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", req.Name))
 	}
+	if err := catalog.ValidateCommandDB(req.DB); err != nil {
+		return ErrorReply(dst, err)
+	}
+	// As in MongoDB: the command's fields are parsed first, then where it
+	// may run, then the generic arguments (generic.go).
+	var elemBuf [16]bsoncore.Element
+	elems, err := elementsOf(elemBuf[:0], req.Body)
+	if err != nil {
+		return ErrorReply(dst, err)
+	}
+	genericMask, err := checkFields(&cmd, req.Name, elems)
+	if err != nil {
+		return ErrorReply(dst, err)
+	}
+	if err := checkNested(&cmd, req.Name, req); err != nil {
+		return ErrorReply(dst, err)
+	}
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
+	}
+	if err := checkGeneric(s, &cmd, req, elems, genericMask); err != nil {
+		return ErrorReply(dst, err)
 	}
 	ops := s.Env.Engine.Ops() // for currentOp (cmd_currentop.go)
 	defer ops.End(ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body}))

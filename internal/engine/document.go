@@ -40,6 +40,9 @@ func prepareInsert(doc bsoncore.Document, newID func() (bsoncore.Value, error)) 
 		if err := validateID(idVal); err != nil {
 			return prepared{}, err
 		}
+		if countKey(doc, "_id") > 1 {
+			return prepared{}, mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
+		}
 		if !idIsFirst(doc) {
 			doc = withIDFirst(doc, idVal)
 		}
@@ -72,6 +75,24 @@ func validateID(v bsoncore.Value) error {
 		}
 	}
 	return nil
+}
+
+// countKey counts the top-level fields of a valid doc named key, without
+// allocating (inserts pass here).
+func countKey(doc bsoncore.Document, key string) int {
+	n := 0
+	rest := doc[4 : len(doc)-1]
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			break
+		}
+		if string(el.KeyBytes()) == key {
+			n++
+		}
+		rest = r
+	}
+	return n
 }
 
 // idIsFirst reports whether doc's first element is _id.

@@ -28,6 +28,19 @@ const (
 	FCVConfirmRequired              Code = 7369100
 	FailCommandCloseConnection      Code = 50985
 
+	// The command surface: replica-set-only features on a standalone,
+	// client metadata, the stable API's parameters, IDL field checks.
+	NotAReplicaSet          Code = 76
+	ClientMetadataImmutable Code = 186
+	APIVersionError         Code = 322
+	APIStrictError          Code = 323
+	DuplicateField          Code = 40413 // IDL: a field given twice ("find.find")
+	ChangeStreamNoReplSet   Code = 40573 // agg: $changeStream on a standalone
+	ValueOutOfRange         Code = 51024 // IDL: a number outside its field's range
+	APIVersionRequired      Code = 498870
+	APIParamsWithoutVersion Code = 4886600
+	APIParamNotAllowed      Code = 4937600
+
 	// Codes with a MongoDB name.
 	InternalError             Code = 1
 	BadValue                  Code = 2

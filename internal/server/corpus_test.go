@@ -45,10 +45,17 @@ func runFindOverWire(db *mongo.Database, coll string, c *querytest.Case) (queryt
 	if c.Skip != 0 {
 		cmd = append(cmd, bson.E{Key: "skip", Value: c.Skip})
 	}
-	if c.Limit != 0 {
+	switch {
+	case c.Limit > 0:
 		cmd = append(cmd, bson.E{Key: "limit", Value: c.Limit})
+	case c.Limit < 0:
+		// As drivers send a negative limit: one batch of |limit| (the find
+		// command refuses a negative limit, 51024).
+		cmd = append(cmd, bson.E{Key: "limit", Value: -c.Limit}, bson.E{Key: "singleBatch", Value: true})
 	}
-	cmd = append(cmd, bson.E{Key: "batchSize", Value: 3}) // exercise getMore too
+	if c.Limit >= 0 {
+		cmd = append(cmd, bson.E{Key: "batchSize", Value: 3}) // exercise getMore too
+	}
 	docs, code, err := cursorDocs(ctx, db, cmd)
 	if err != nil {
 		return querytest.Outcome{}, err

@@ -1,0 +1,87 @@
+package commands
+
+import (
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// TestCheckFieldsLongCommands covers what the surface cases do not: a
+// command with more fields than the scan handles (checkFields switches to a
+// set past 32), where a duplicate must still be found.
+func TestCheckFieldsLongCommands(t *testing.T) {
+	cmd, _ := lookup("currentOp") // open: any field is accepted once
+	for _, tc := range []struct {
+		name   string
+		fields int
+		dup    bool
+		want   mongoerr.Code
+	}{
+		{"short distinct", 5, false, 0},
+		{"short with a duplicate", 5, true, mongoerr.DuplicateField},
+		{"long distinct", 40, false, 0},
+		{"long with a duplicate", 40, true, mongoerr.DuplicateField},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := bson.D{{Key: "currentOp", Value: 1}}
+			for i := range tc.fields {
+				d = append(d, bson.E{Key: fmt.Sprintf("f%d", i), Value: i})
+			}
+			if tc.dup {
+				d = append(d, bson.E{Key: "f3", Value: 0})
+			}
+			body, err := bson.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf [16]bsoncore.Element
+			elems, err := elementsOf(buf[:0], body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = checkFields(&cmd, "currentOp", elems)
+			if got := mongoerr.CodeOf(err); got != tc.want {
+				t.Fatalf("code %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestElementsOfRefusesBadDocuments: a body whose length lies is
+// FailedToParse, never a panic.
+func TestElementsOfRefusesBadDocuments(t *testing.T) {
+	good, _ := bson.Marshal(bson.D{{Key: "ping", Value: 1}})
+	for _, doc := range [][]byte{nil, {5, 0, 0}, good[:len(good)-1], append(append([]byte(nil), good...), 0)} {
+		if _, err := elementsOf(nil, doc); mongoerr.CodeOf(err) != mongoerr.FailedToParse {
+			t.Errorf("elementsOf(%x) = %v, want FailedToParse", doc, err)
+		}
+	}
+}
+
+// BenchmarkSurfaceChecks measures what the one field rule and the generic
+// arguments add to every command (a driver's point find).
+func BenchmarkSurfaceChecks(b *testing.B) {
+	body, _ := bson.Marshal(bson.D{{Key: "find", Value: "users"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "limit", Value: 1}, {Key: "singleBatch", Value: true},
+		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}},
+		{Key: "$clusterTime", Value: bson.D{{Key: "clusterTime", Value: bson.Timestamp{T: 1}}}}, {Key: "$db", Value: "test"}})
+	cmd, _ := lookup("find")
+	s := &Session{Env: &Env{Params: NewParams()}}
+	req := &Request{DB: "test", Name: "find", Body: bsoncore.Document(body)}
+	b.ReportAllocs()
+	for b.Loop() {
+		var buf [16]bsoncore.Element
+		elems, _ := elementsOf(buf[:0], req.Body)
+		mask, err := checkFields(&cmd, "find", elems)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := checkGeneric(s, &cmd, req, elems, mask); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,402 @@
+package commands
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// This file holds the generic arguments: the fields MongoDB accepts on every
+// command (src/mongo/idl/generic_argument.idl), and what a Cairn standalone
+// does with each. Every command that walks its own fields skips exactly
+// these (isGeneric), so a driver's maxTimeMS or lsid is never mistaken for
+// an option or a parameter.
+
+type argKind uint8
+
+const (
+	argUnknown argKind = iota
+	// argHonoured: Cairn gives the argument its meaning (below, per name).
+	argHonoured
+	// argInternal: an argument only cluster members and routers send;
+	// refused, as nothing in a standalone Cairn can honour it.
+	argInternal
+)
+
+// genericArgs are MongoDB 7.0's generic arguments. The honoured ones:
+//   - $db: the database (NewRequest).
+//   - lsid: accepted (drivers send it on every command); it is what a
+//     txnNumber requires (checkSession). Cairn keeps no server-side session
+//     state yet, as a standalone's sessions have no other observable effect
+//     on the commands Cairn has.
+//   - txnNumber, autocommit, startTransaction: refused as a MongoDB
+//     standalone refuses them (checkSession).
+//   - readConcern, writeConcern: checked as a standalone checks them
+//     (checkConcerns); the levels a standalone serves are what every Cairn
+//     read and acknowledged write already gives (a write is acknowledged
+//     after its group is synced, which satisfies j and fsync).
+//   - apiVersion, apiStrict, apiDeprecationErrors: the Stable API
+//     (checkAPI).
+//   - maxTimeMS: the command's deadline (deadline in cmd_find.go).
+//   - comment: shown with the command in currentOp and the log.
+//   - $readPreference: a standalone serves every mode, as mongod does.
+//   - $clusterTime: gossip a standalone mongod also ignores.
+var genericArgs = map[string]argKind{
+	"$db": argHonoured, "lsid": argHonoured, "txnNumber": argHonoured, "autocommit": argHonoured,
+	"startTransaction": argHonoured, "readConcern": argHonoured, "writeConcern": argHonoured,
+	"apiVersion": argHonoured, "apiStrict": argHonoured, "apiDeprecationErrors": argHonoured,
+	"maxTimeMS": argHonoured, "comment": argHonoured, "$readPreference": argHonoured, "$clusterTime": argHonoured,
+
+	"stmtId": argInternal, "clientOperationKey": argInternal, "$audit": argInternal, "$client": argInternal,
+	"$configServerState": argInternal, "allowImplicitCollectionCreation": argInternal,
+	"$oplogQueryData": argInternal, "$queryOptions": argInternal, "$replData": argInternal,
+	"databaseVersion": argInternal, "shardVersion": argInternal, "tracking_info": argInternal,
+	"coordinator": argInternal, "maxTimeMSOpOnly": argInternal, "$configTime": argInternal,
+	"$topologyTime": argInternal, "txnRetryCounter": argInternal, "mayBypassWriteBlocking": argInternal,
+	"$tenant": argInternal, "expectPrefix": argInternal,
+}
+
+// isGeneric reports whether a field is a generic argument rather than one
+// of the command's own (for commands that walk their fields).
+func isGeneric(name string) bool { return genericArgs[name] != argUnknown }
+
+// generic holds the generic arguments of one request.
+type generic struct {
+	lsid, txnNumber, autocommit, startTransaction bsoncore.Value
+	readConcern, writeConcern, readPreference     bsoncore.Value
+	apiVersion, apiStrict, apiDeprecationErrors   bsoncore.Value
+	internal                                      string // the first internal argument given
+}
+
+// genericOf collects the generic arguments among elems; mask marks them
+// among the first 64 (checkFields), past which each field is looked up.
+func genericOf(elems []bsoncore.Element, mask uint64) generic {
+	var g generic
+	for i, el := range elems {
+		if i == 0 || (i < 64 && mask&(1<<i) == 0) {
+			continue
+		}
+		k := el.KeyBytes() // compared, not converted: no allocation per field
+		v := el.Value()
+		switch string(k) {
+		case "lsid":
+			g.lsid = v
+		case "txnNumber":
+			g.txnNumber = v
+		case "autocommit":
+			g.autocommit = v
+		case "startTransaction":
+			g.startTransaction = v
+		case "readConcern":
+			g.readConcern = v
+		case "writeConcern":
+			g.writeConcern = v
+		case "$readPreference":
+			g.readPreference = v
+		case "apiVersion":
+			g.apiVersion = v
+		case "apiStrict":
+			g.apiStrict = v
+		case "apiDeprecationErrors":
+			g.apiDeprecationErrors = v
+		case "$db", "maxTimeMS", "comment", "$clusterTime":
+			// honoured where they are read (see genericArgs)
+		default:
+			if genericArgs[string(k)] == argInternal && g.internal == "" {
+				g.internal = string(k)
+			}
+		}
+	}
+	return g
+}
+
+// checkGeneric applies the generic arguments of req to cmd in MongoDB's
+// order: the Stable API, then session and transaction fields, then read and
+// write concerns.
+func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Element, mask uint64) error {
+	g := genericOf(elems, mask)
+	if g.internal != "" {
+		return mongoerr.New(mongoerr.InvalidOptions, "'%s' is an argument between cluster members; a standalone Cairn does not accept it", g.internal)
+	}
+	if err := checkAPI(s, cmd, req.Name, g); err != nil {
+		return err
+	}
+	if g.apiStrict.Type == bsoncore.TypeBoolean && g.apiStrict.Boolean() {
+		for _, el := range elems[1:] {
+			if contains(cmd.unstable, el.KeyBytes()) {
+				return mongoerr.New(mongoerr.APIStrictError, "BSON field '%s.%s' is not allowed with apiStrict:true.", req.Name, el.KeyBytes())
+			}
+		}
+		if cmd.strict != nil {
+			if err := cmd.strict(req); err != nil {
+				return err
+			}
+		}
+	}
+	if err := checkSession(g); err != nil {
+		return err
+	}
+	if err := checkReadPreference(g.readPreference); err != nil {
+		return err
+	}
+	return checkConcerns(cmd, req.Name, g)
+}
+
+// checkReadPreference parses $readPreference as mongod does on every
+// command; a standalone then serves any mode from itself.
+func checkReadPreference(rp bsoncore.Value) error {
+	if rp.Type == 0 {
+		return nil
+	}
+	d, ok := rp.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$readPreference' is the wrong type '%s', expected type 'object'", typeName(rp.Type))
+	}
+	mv, err := d.LookupErr("mode")
+	if err != nil {
+		return mongoerr.New(mongoerr.NoSuchKey, "Missing expected field \"mode\"")
+	}
+	mode, ok := mv.StringValueOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "\"mode\" had the wrong type. Expected string, found %s", typeName(mv.Type))
+	}
+	switch mode {
+	case "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest":
+		return nil
+	}
+	return mongoerr.New(mongoerr.BadValue, "Could not parse $readPreference mode '%s'. Only the modes 'primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', and 'nearest' are supported.", mode)
+}
+
+// checkAPI is MongoDB's Stable API check (initializeAPIParameters and
+// enforceRequireAPIVersion). getMore never takes API parameters: a cursor
+// keeps those of the command that opened it.
+func checkAPI(s *Session, cmd *command, name string, g generic) error {
+	if name == "getMore" {
+		for _, p := range []struct {
+			name string
+			v    bsoncore.Value
+		}{{"apiVersion", g.apiVersion}, {"apiStrict", g.apiStrict}, {"apiDeprecationErrors", g.apiDeprecationErrors}} {
+			if p.v.Type != 0 {
+				return mongoerr.New(mongoerr.APIParamNotAllowed, "Cannot pass in API parameter field %s", p.name)
+			}
+		}
+		return nil
+	}
+	if g.apiVersion.Type != 0 && g.apiVersion.Type != bsoncore.TypeString {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'apiVersion' is the wrong type '%s', expected type 'string'", typeName(g.apiVersion.Type))
+	}
+	for _, p := range []struct {
+		name string
+		v    bsoncore.Value
+	}{{"apiStrict", g.apiStrict}, {"apiDeprecationErrors", g.apiDeprecationErrors}} {
+		if p.v.Type != 0 && p.v.Type != bsoncore.TypeBoolean {
+			return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'bool'", p.name, typeName(p.v.Type))
+		}
+	}
+	if g.apiVersion.Type == 0 {
+		if g.apiStrict.Type != 0 || g.apiDeprecationErrors.Type != 0 {
+			return mongoerr.New(mongoerr.APIParamsWithoutVersion, "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion")
+		}
+		if s.Env.Params.requireAPIVersion.Load() {
+			return mongoerr.New(mongoerr.APIVersionRequired, "The apiVersion parameter is required, please configure your MongoClient's API version")
+		}
+		return nil
+	}
+	if v := g.apiVersion.StringValue(); v != "1" {
+		return mongoerr.New(mongoerr.APIVersionError, "API version must be \"1\"")
+	}
+	if g.apiStrict.Type == bsoncore.TypeBoolean && g.apiStrict.Boolean() && !cmd.apiV1 {
+		return mongoerr.New(mongoerr.APIStrictError, "Provided apiStrict:true, but the command %s is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioned-api", name)
+	}
+	// No command of API version 1 is deprecated, so apiDeprecationErrors
+	// has nothing to refuse.
+	return nil
+}
+
+// checkSession refuses what a standalone refuses (MongoDB's
+// initializeOperationSessionInfo): transaction numbers need a replica set,
+// so every txnNumber (a retryable write's, a transaction's) is
+// IllegalOperation, and autocommit or startTransaction without one are
+// InvalidOptions. Nothing of such a command runs.
+func checkSession(g generic) error {
+	if g.lsid.Type != 0 && g.lsid.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", typeName(g.lsid.Type))
+	}
+	if g.txnNumber.Type != 0 {
+		if g.lsid.Type == 0 {
+			return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
+		}
+		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+	}
+	if g.autocommit.Type != 0 {
+		return mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field requires a transaction number to also be specified")
+	}
+	if g.startTransaction.Type != 0 {
+		return mongoerr.New(mongoerr.InvalidOptions, "'startTransaction' field requires 'autocommit' field to also be specified")
+	}
+	return nil
+}
+
+// checkConcerns checks readConcern and writeConcern as a MongoDB standalone
+// does: snapshot and linearizable reads and cluster times need a replica
+// set; w above 1 or a tag needs replication; a command that does not read
+// takes only the local level and one that does not write takes no
+// writeConcern.
+func checkConcerns(cmd *command, name string, g generic) error {
+	if err := checkReadConcern(cmd, name, g.readConcern); err != nil {
+		return err
+	}
+	return checkWriteConcern(cmd, g.writeConcern)
+}
+
+func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
+	if rc.Type == 0 {
+		return nil
+	}
+	d, ok := rc.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern' is the wrong type '%s', expected type 'object'", typeName(rc.Type))
+	}
+	elems, _ := d.Elements()
+	level, clusterTime := "", ""
+	for _, el := range elems {
+		switch el.Key() {
+		case "level":
+			s, ok := el.Value().StringValueOK()
+			if !ok {
+				return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern.level' is the wrong type '%s', expected type 'string'", typeName(el.Value().Type))
+			}
+			switch s {
+			case "local", "available", "majority", "snapshot", "linearizable":
+			default:
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'readConcern.level' is not a valid value.", s)
+			}
+			level = s
+		case "afterClusterTime", "atClusterTime":
+			clusterTime = el.Key()
+		case "provenance":
+		case "afterOpTime":
+			return mongoerr.New(mongoerr.InvalidOptions, "readConcern afterOpTime is an argument between replica set members; a standalone Cairn does not accept it")
+		default:
+			return mongoerr.New(mongoerr.UnknownField, "BSON field 'readConcern.%s' is an unknown field.", el.Key())
+		}
+	}
+	if level != "" && level != "local" && cmd.kind != kindRead {
+		return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"%s\" } }", name, level)
+	}
+	switch level {
+	case "linearizable":
+		return mongoerr.New(mongoerr.NotAReplicaSet, "node needs to be a replica set member to use read concern")
+	case "snapshot":
+		return mongoerr.New(mongoerr.NotAReplicaSet, "node needs to be a replica set member to use readConcern: snapshot")
+	}
+	if clusterTime != "" {
+		return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify %s readConcern without replication enabled", clusterTime)
+	}
+	return nil
+}
+
+func checkWriteConcern(cmd *command, wc bsoncore.Value) error {
+	if wc.Type == 0 {
+		return nil
+	}
+	d, ok := wc.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'writeConcern' is the wrong type '%s', expected type 'object'", typeName(wc.Type))
+	}
+	if cmd.kind != kindWrite {
+		return mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
+	}
+	w, err := d.LookupErr("w")
+	if err != nil {
+		return nil
+	}
+	if mode, ok := w.StringValueOK(); ok {
+		if mode != "majority" {
+			return mongoerr.New(mongoerr.BadValue, "cannot use non-majority 'w' mode %s when a host is not a member of a replica set", mode)
+		}
+		return nil
+	}
+	n, ok := numberAsInt(w)
+	if !ok || n < 0 {
+		return mongoerr.New(mongoerr.FailedToParse, "w has to be a non-negative number or a string, not %s", w)
+	}
+	if n > 1 {
+		return mongoerr.New(mongoerr.BadValue, "cannot use 'w' > 1 when a host is not replicated")
+	}
+	return nil
+}
+
+// cmdTransactionEnd is commitTransaction and abortTransaction on a
+// standalone: with a txnNumber checkSession already refused it
+// (IllegalOperation); without one there is no transaction to end, and
+// MongoDB answers CommandFailed.
+func cmdTransactionEnd(_ context.Context, _ *Session, req *Request, _ []byte) (bsoncore.Document, error) {
+	return nil, mongoerr.New(mongoerr.CommandFailed, "%s must be run within a transaction", req.Name)
+}
+
+// strictPipeline refuses, under apiStrict, the stages outside API version
+// 1 that Cairn has ($currentOp and $indexStats never are; $collStats only
+// with count), at any depth ($facet, $lookup and $unionWith pipelines).
+func strictPipeline(req *Request) error {
+	stages, err := req.Docs("pipeline")
+	if err != nil {
+		return nil // the handler reports it
+	}
+	return strictStages(stages)
+}
+
+func strictStages(stages []bsoncore.Document) error {
+	for _, st := range stages {
+		el, err := st.IndexErr(0)
+		if err != nil {
+			continue
+		}
+		name, arg := el.Key(), el.Value()
+		switch name {
+		case "$currentOp", "$indexStats":
+			return mongoerr.New(mongoerr.APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", name)
+		case "$collStats":
+			if d, ok := arg.DocumentOK(); ok {
+				for _, opt := range []string{"latencyStats", "storageStats", "queryExecStats"} {
+					if _, err := d.LookupErr(opt); err == nil {
+						return mongoerr.New(mongoerr.APIStrictError, "only the 'count' option to $collStats is supported in API Version 1")
+					}
+				}
+			}
+		case "$lookup", "$unionWith":
+			if d, ok := arg.DocumentOK(); ok {
+				if err := strictSubPipeline(d.Lookup("pipeline")); err != nil {
+					return err
+				}
+			}
+		case "$facet":
+			if d, ok := arg.DocumentOK(); ok {
+				facets, _ := d.Elements()
+				for _, f := range facets {
+					if err := strictSubPipeline(f.Value()); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func strictSubPipeline(v bsoncore.Value) error {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	stages := make([]bsoncore.Document, 0, len(vals))
+	for _, x := range vals {
+		if d, ok := x.DocumentOK(); ok {
+			stages = append(stages, d)
+		}
+	}
+	return strictStages(stages)
+}

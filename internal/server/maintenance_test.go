@@ -82,7 +82,7 @@ func TestValidateOverTheWire(t *testing.T) {
 		code int32
 	}{
 		{bson.D{{"validate", "missing"}}, 26},
-		{bson.D{{"validate", "c"}, {"repair", true}}, 115},
+		{bson.D{{"validate", "c"}, {"repair", true}}, 72}, // not yet honoured: the registry refuses it
 		{bson.D{{"validate", "c"}, {"full", "yes"}}, 14},
 	} {
 		if err := db.RunCommand(ctx, tc.cmd).Err(); commandCode(err) != tc.code {
@@ -114,8 +114,8 @@ func TestDataSizeCompactListCommands(t *testing.T) {
 	if raw.Lookup("numObjects").Int64() != 50 || raw.Lookup("size").Int64() < 50*int64(len(one))-200 {
 		t.Fatalf("dataSize: %s (one document is %d bytes)", raw, len(one))
 	}
-	if err := db.RunCommand(ctx, bson.D{{"dataSize", "ds.c"}, {"keyPattern", bson.D{{"_id", 1}}}, {"min", bson.D{{"_id", 0}}}, {"max", bson.D{{"_id", 10}}}}).Err(); commandCode(err) != 115 {
-		t.Errorf("dataSize with a key range: %v, want CommandNotSupported", err)
+	if err := db.RunCommand(ctx, bson.D{{"dataSize", "ds.c"}, {"keyPattern", bson.D{{"_id", 1}}}, {"min", bson.D{{"_id", 0}}}, {"max", bson.D{{"_id", 10}}}}).Err(); commandCode(err) != 72 {
+		t.Errorf("dataSize with a key range: %v, want InvalidOptions (not yet honoured)", err)
 	}
 
 	if _, err := coll.DeleteMany(ctx, bson.D{}); err != nil {

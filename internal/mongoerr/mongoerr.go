@@ -65,6 +65,7 @@ var names = map[Code]string{
 	CursorNotFound:                  "CursorNotFound",
 	NamespaceExists:                 "NamespaceExists",
 	MaxTimeMSExpired:                "MaxTimeMSExpired",
+	ManualInterventionRequired:      "ManualInterventionRequired",
 	DollarPrefixedFieldName:         "DollarPrefixedFieldName",
 	InvalidIDField:                  "InvalidIdField",
 	NotSingleValueField:             "NotSingleValueField",
@@ -97,6 +98,7 @@ var names = map[Code]string{
 	Interrupted:                     "Interrupted",
 	MergeStageNoMatchingDoc:         "MergeStageNoMatchingDocument",
 	DatabaseDifferCase:              "DatabaseDifferCase",
+	OutOfDiskSpace:                  "OutOfDiskSpace",
 }
 
 // Name is c's codeName: MongoDB's name for a named code, and

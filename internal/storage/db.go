@@ -29,10 +29,18 @@ type Options struct {
 	// crash-simulating or error-injecting one. Default: the OS filesystem.
 	FS vfs.FS
 	// SyncInterval 0 (the default) syncs every commit group before
-	// acknowledging it. A positive value acknowledges once the group is in the
-	// OS and syncs the log at that interval, trading the last interval of
-	// writes on power loss for speed (MongoDB's journal commit interval).
+	// acknowledging it. A positive value acknowledges once the group's log
+	// record is written to the OS (so a process crash loses nothing
+	// acknowledged) and syncs the log at that interval, trading at most the
+	// last interval of writes on power loss for speed (MongoDB's journal
+	// commit interval).
 	SyncInterval time.Duration
+	// MinFreeBytes is the free space the store's disk must keep: below it,
+	// writes are refused with ErrDiskFull (OutOfDiskSpace) until space is
+	// freed, so Pebble keeps room to flush and compact and a full disk
+	// never fails the log. Default 128 MiB; negative turns the check off.
+	// Filesystems that cannot tell their free space are not checked.
+	MinFreeBytes int64
 	// CacheSize is the block cache size in bytes. Default 64 MiB.
 	CacheSize int64
 	// Logger receives storage events. Default: slog.Default().
@@ -50,8 +58,14 @@ type DB struct {
 	pdb      *pebble.DB
 	opts     Options
 	pipe     *pipeline
+	wal      *walFS // interval mode only
 	stopSync chan struct{}
 	syncDone sync.WaitGroup
+
+	// lastSync is when the last completed periodic log sync started
+	// (interval mode; see SyncedBefore).
+	syncMu   sync.Mutex
+	lastSync time.Time
 
 	// open tracks iterators and snapshots so Close can release any a caller
 	// leaked (an abandoned client cursor) instead of Pebble failing on them.
@@ -73,7 +87,18 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	pdb, err := openPebble(dir, opts)
+	if opts.MinFreeBytes == 0 {
+		opts.MinFreeBytes = defaultMinFreeBytes
+	}
+	var wal *walFS
+	popts := opts
+	if opts.SyncInterval > 0 {
+		// Every commit still asks Pebble for a sync, which returns once the
+		// log record is written; the real sync comes from syncLoop.
+		wal = newWALFS(opts.FS)
+		popts.FS = wal
+	}
+	pdb, err := openPebble(dir, popts)
 	if err != nil {
 		return nil, err
 	}
@@ -81,19 +106,20 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		_ = pdb.Close()
 		return nil, err
 	}
-	db = &DB{pdb: pdb, opts: opts, open: map[io.Closer]struct{}{}}
-	writeOpts := pebble.Sync
-	if opts.SyncInterval > 0 {
-		writeOpts = pebble.NoSync
-		db.stopSync = make(chan struct{})
-		db.syncDone.Add(1)
-		go db.syncLoop(opts.SyncInterval)
-	}
+	db = &DB{pdb: pdb, opts: opts, wal: wal, open: map[io.Closer]struct{}{}, lastSync: time.Now()}
 	if opts.FailPoints == nil {
 		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
 	}
 	db.opts.FailPoints = opts.FailPoints
-	db.pipe = startPipeline(pdb, writeOpts, opts.Hooks, opts.Logger, opts.FailPoints)
+	db.pipe = startPipeline(pdb, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes))
+	if wal != nil {
+		if err := wal.syncAll(); err != nil {
+			db.pipe.stopWrites(err)
+		}
+		db.stopSync = make(chan struct{})
+		db.syncDone.Add(1)
+		go db.syncLoop(opts.SyncInterval)
+	}
 	return db, nil
 }
 
@@ -200,11 +226,46 @@ func (db *DB) syncLoop(every time.Duration) {
 		case <-db.stopSync:
 			return
 		case <-t.C:
-			if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
-				db.opts.Logger.Error("periodic log sync failed", "err", err)
-			}
+			db.syncWAL()
 		}
 	}
+}
+
+// syncWAL makes every log record written so far durable (interval mode).
+// A failed sync stops writes: the OS may have dropped the pages it could
+// not write, so acknowledged writes may be lost already and the log is not
+// trusted with more (invariant "Stop on a failed log").
+func (db *DB) syncWAL() {
+	start := time.Now()
+	if err := db.wal.syncAll(); err != nil {
+		db.opts.Logger.Error("periodic log sync failed; writes stopped", "err", err)
+		db.pipe.stopWrites(err)
+		return
+	}
+	db.syncMu.Lock()
+	db.lastSync = start
+	db.syncMu.Unlock()
+}
+
+// SyncedBefore is a moment before which every acknowledged write is durable
+// (survives a power cut): now with SyncAlways, the start of the last
+// completed periodic log sync in the interval mode.
+func (db *DB) SyncedBefore() time.Time {
+	if db.wal == nil {
+		return time.Now()
+	}
+	db.syncMu.Lock()
+	defer db.syncMu.Unlock()
+	return db.lastSync
+}
+
+// Stopped is the error every write gets since the disk failed the log, or
+// nil while writes are accepted.
+func (db *DB) Stopped() error {
+	if e := db.pipe.halted.Load(); e != nil {
+		return e
+	}
+	return nil
 }
 
 // Close stops the pipeline (waiting for queued writes), syncs and closes Pebble.
@@ -216,8 +277,12 @@ func (db *DB) Close() error {
 			close(db.stopSync)
 			db.syncDone.Wait()
 		}
-		if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
-			db.closeErr = err
+		if db.Stopped() == nil {
+			// Pebble treats a failed sync here as fatal: skip it once the
+			// log failed (Close below reports the log's error).
+			if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
+				db.closeErr = err
+			}
 		}
 		if err := db.pdb.Close(); err != nil && db.closeErr == nil {
 			db.closeErr = err

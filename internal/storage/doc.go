@@ -41,6 +41,26 @@
 // Invariant "Durable acknowledgement": with the default SyncAlways, Write
 // returns nil only after the group's WAL record is synced.
 //
+// Invariant "Written before acknowledged": in the interval mode
+// (Options.SyncInterval), Write returns nil only after the group's WAL
+// record is written to the operating system, so a process crash (kill -9)
+// loses no acknowledged write; the log is synced every interval, so a power
+// cut loses at most the writes acknowledged since the last completed sync
+// ([DB.SyncedBefore]). The commit still asks Pebble for a sync; walFS makes
+// the log file's sync return at once and DB.syncLoop does the real one.
+//
+// Invariant "Stop on a failed log": once the disk fails a write or a sync of
+// the WAL, no later write is accepted: each gets a [StoppedError] (MongoDB
+// code ManualInterventionRequired, or OutOfDiskSpace when the disk was full)
+// until the process restarts and recovers from what the disk holds. A failed
+// fsync may have dropped the pages it could not write, so the log can no
+// longer be trusted with acknowledgements (MongoDB ends the process there;
+// Cairn keeps serving reads and says why writes fail). The failed group's
+// requests are not acknowledged, though Pebble already made them visible
+// and they may survive. Before that, a disk short of space refuses writes
+// with ErrDiskFull (OutOfDiskSpace) while its free space is below
+// Options.MinFreeBytes, and accepts them again once space is freed.
+//
 // Invariant "Closed once": every [Iter] and [Snapshot] is closed exactly
 // once (a second Close would hand Pebble's pooled iterator back twice).
 // Builds with the invariants tag (package invariants) panic on a second

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -43,10 +45,13 @@ type request struct {
 var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
 
 type pipeline struct {
-	pdb       *pebble.DB
-	writeOpts *pebble.WriteOptions
-	hooks     *Hooks
-	log       *slog.Logger
+	pdb   *pebble.DB
+	hooks *Hooks
+	log   *slog.Logger
+	space *spaceCheck
+	// halted is set once the disk failed the log (invariant "Stop on a
+	// failed log"); every later write gets it.
+	halted atomic.Pointer[StoppedError]
 	// failBeforeCommit fails a whole group just before its batch commits
 	// (failpoint.StorageFailBeforeCommit); failAfterCommit answers every
 	// request of a committed group with an error
@@ -68,14 +73,14 @@ type pipeline struct {
 	stopped chan struct{}
 }
 
-func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *slog.Logger, fps *failpoint.Registry) *pipeline {
+func startPipeline(pdb *pebble.DB, hooks *Hooks, log *slog.Logger, fps *failpoint.Registry, space *spaceCheck) *pipeline {
 	p := &pipeline{
 		pdb:              pdb,
 		failBeforeCommit: fps.Define(failpoint.StorageFailBeforeCommit),
 		failAfterCommit:  fps.Define(failpoint.StorageFailAfterCommit),
-		writeOpts:        wo,
 		hooks:            hooks,
 		log:              log,
+		space:            space,
 		queue:            make(chan *request, 4*maxGroup),
 		stopped:          make(chan struct{}),
 	}
@@ -84,6 +89,9 @@ func startPipeline(pdb *pebble.DB, wo *pebble.WriteOptions, hooks *Hooks, log *s
 }
 
 func (p *pipeline) submit(fn func(*Txn) error) error {
+	if e := p.halted.Load(); e != nil {
+		return e
+	}
 	r := requestPool.Get().(*request)
 	r.fn, r.err = fn, nil
 	p.mu.RLock()
@@ -146,9 +154,32 @@ func (p *pipeline) drain(group []*request) []*request {
 	return group
 }
 
+// stopWrites makes every later write fail with the disk's error (invariant
+// "Stop on a failed log"); the first error is kept.
+func (p *pipeline) stopWrites(cause error) {
+	if p.halted.CompareAndSwap(nil, newStoppedError(cause, time.Now())) {
+		p.log.Error("the disk failed the write-ahead log: writes stopped until restart", "err", cause)
+	}
+}
+
+// refuse answers every request of group with err, applying none.
+func refuse(group []*request, err error) {
+	for _, r := range group {
+		r.err = err
+	}
+}
+
 // commitGroup applies each request in order and commits the survivors with
-// one (synced) batch commit.
+// one synced batch commit.
 func (p *pipeline) commitGroup(group []*request, txn *Txn) {
+	if e := p.halted.Load(); e != nil {
+		refuse(group, e)
+		return
+	}
+	if err := p.space.check(); err != nil {
+		refuse(group, err)
+		return
+	}
 	batch := p.pdb.NewIndexedBatchWithSize(p.sizeHint)
 	defer func() {
 		p.sizeHint = batchSizeHint(batch.Len())
@@ -192,7 +223,17 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 		}
 	}
 	if err == nil && !batch.Empty() {
-		err = batch.Commit(p.writeOpts)
+		if err = p.commit(batch); err != nil {
+			// The group is applied in Pebble's memtable and visible, but the
+			// disk may not hold it: publish the state it made, as readers
+			// see it, answer its requests with the error and take no more.
+			p.stopWrites(err)
+			refuse(group, p.halted.Load())
+			if p.hooks != nil && p.hooks.Committed != nil {
+				p.hooks.Committed()
+			}
+			return
+		}
 	}
 	if err != nil {
 		p.log.Error("commit group failed", "requests", applied, "err", err)
@@ -224,6 +265,21 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 			}
 		}
 	}
+}
+
+// commit writes batch to the log and waits until Pebble has synced it —
+// with SyncAlways to the disk, in the interval mode to the OS (walFS) —
+// invariants "Durable acknowledgement" and "Written before acknowledged".
+// It waits apart from the commit (Pebble's ApplyNoSyncWait, marked
+// experimental: the API CockroachDB uses to pipeline its syncs) so that a
+// failed log write or sync comes back as an error: Apply treats one as fatal
+// and ends the process through its logger. The batch is visible to readers
+// from the apply on, in both ways of waiting (Pebble's documentation).
+func (p *pipeline) commit(batch *pebble.Batch) error {
+	if err := p.pdb.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		return err
+	}
+	return batch.SyncWait()
 }
 
 // runRequest calls fn, turning a panic into that request's error so one bad

@@ -154,9 +154,9 @@ func pcRound(t *testing.T, fs *vfs.MemFS, base [][]byte, every time.Duration, cu
 		}()
 	}
 	wg.Add(1)
+	brng := rand.New(rand.NewPCG(rng.Uint64(), 4))
 	go func() { // Pebble's background work, so cuts land inside flushes and compactions
 		defer wg.Done()
-		brng := rand.New(rand.NewPCG(rng.Uint64(), 4))
 		for {
 			select {
 			case <-stop:

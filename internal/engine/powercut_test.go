@@ -183,7 +183,7 @@ func pcRound(t *testing.T, fs *vfs.MemFS, base [][]byte, every time.Duration, cu
 			states[id] = m.states[id][keep[id]:]
 		}
 		cutAt := time.Now()
-		img := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pcUnsynced(rng, every), RNG: rng})
+		img := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pcUnsynced(rng), RNG: rng})
 		writes := m.writes
 		m.mu.Unlock()
 		if w := cutAt.Sub(durable); every > 0 && w > st.maxWindow {
@@ -209,20 +209,18 @@ func pcRound(t *testing.T, fs *vfs.MemFS, base [][]byte, every time.Duration, cu
 	return last, lastDocs
 }
 
-// pcUnsynced is the share of unsynced 4 KiB blocks a crash image keeps.
-// With SyncAlways any share: the blocks kept at random tear the log's
-// unacknowledged tail. In the interval mode all or none — a process crash
-// at the cut, or a power cut that loses every unsynced byte — because a
-// torn tail with holes is a known gap there: Pebble stamps each log chunk
-// with the offset it believes synced, walFS makes it believe every
-// acknowledged commit synced, so a later chunk surviving a lost earlier
-// block reads as corruption and Pebble refuses to open the store
-// (RELIABILITY.md, "Known gaps").
-func pcUnsynced(rng *rand.Rand, every time.Duration) int {
-	if every == 0 {
-		return rng.IntN(101)
+// pcUnsynced is the share of unsynced 4 KiB blocks a crash image keeps:
+// none (a power cut losing every unsynced byte), all (a process crash at
+// the cut) or any share in between (the disk wrote some blocks of its cache
+// and not others: a torn log tail with holes).
+func pcUnsynced(rng *rand.Rand) int {
+	switch rng.IntN(4) {
+	case 0:
+		return 0
+	case 1:
+		return 100
 	}
-	return 100 * rng.IntN(2)
+	return rng.IntN(101)
 }
 
 // pcWrite inserts, replaces and deletes writer w's documents until stop.

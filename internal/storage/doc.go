@@ -49,6 +49,14 @@
 // ([DB.SyncedBefore]). The commit still asks Pebble for a sync; walFS makes
 // the log file's sync return at once and DB.syncLoop does the real one.
 //
+// Invariant "Unsynced log is one block": in the interval mode, the log is
+// synced before Pebble's writer starts a new 32 KiB block of it, so only
+// the last block can hold unsynced bytes. Pebble stamps log chunks with the
+// offset it believes synced, which walFS makes run ahead of the disk; with
+// unsynced bytes in two blocks, a power cut that kept the later block and
+// lost part of the earlier one would read as corruption and the store
+// would not open (walFile.Write).
+//
 // Invariant "Stop on a failed log": once the disk fails a write or a sync of
 // the WAL, no later write is accepted: each gets a [StoppedError] (MongoDB
 // code ManualInterventionRequired, or OutOfDiskSpace when the disk was full)

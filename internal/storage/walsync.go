@@ -15,7 +15,8 @@ import (
 // to the file, so a commit with pebble.Sync returns once the record is in the
 // operating system (write(2) done) and no sooner — invariant "Written before
 // acknowledged". syncAll makes the log durable; DB.syncLoop calls it every
-// interval.
+// interval; Write syncs too, whenever the log crosses into a new 32 KiB
+// block (see walFile.Write).
 //
 // Committing with pebble.NoSync instead (what the interval mode did first)
 // acknowledges a write while its record may still sit in the log writer's
@@ -74,19 +75,40 @@ func (fs *walFS) syncAll() error {
 	return errors.Join(errs...)
 }
 
+// walBlockSize is the size of the blocks Pebble's log writer cuts its log
+// into (record.blockSize); a single Write never spans two of them.
+const walBlockSize = 32 << 10
+
 // walFile is one log file of a walFS.
 type walFile struct {
 	vfs.File
-	fs    *walFS
-	dirty atomic.Bool // written since the last real sync
+	fs     *walFS
+	off    atomic.Int64 // bytes written; Write runs on Pebble's one flush goroutine
+	synced atomic.Int64 // bytes known durable
 
 	mu     sync.Mutex // orders syncNow against Close
 	closed bool
 }
 
+// Write writes p, first syncing the blocks before this one when the write
+// starts a new block (invariant "Unsynced log is one block"). Pebble stamps
+// each log chunk with the offset its writer believes synced; since a
+// commit's sync returns at once here, that offset runs ahead of the disk.
+// When recovering, Pebble takes a hole in the log followed by a block
+// whose chunks claim the hole was synced for corruption and refuses to
+// open; it reads ahead block by block from the block after the hole, so
+// holes confined to the last block, the only one unsynced, read as the
+// torn tail of a crash, as they are.
 func (f *walFile) Write(p []byte) (int, error) {
+	start := f.off.Load()
+	if blockStart := start - start%walBlockSize; f.synced.Load() < blockStart {
+		if err := f.File.Sync(); err != nil {
+			return 0, err
+		}
+		f.synced.Store(start)
+	}
 	n, err := f.File.Write(p)
-	f.dirty.Store(true)
+	f.off.Add(int64(n))
 	return n, err
 }
 
@@ -116,12 +138,17 @@ func (f *walFile) Close() error {
 func (f *walFile) syncNow() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed || !f.dirty.Swap(false) {
+	off := f.off.Load()
+	if f.closed || f.synced.Load() >= off {
 		return nil
 	}
 	if err := f.File.Sync(); err != nil {
-		f.dirty.Store(true)
 		return err
 	}
-	return nil
+	for { // Write may have synced further meanwhile
+		cur := f.synced.Load()
+		if cur >= off || f.synced.CompareAndSwap(cur, off) {
+			return nil
+		}
+	}
 }

@@ -18,9 +18,10 @@ import (
 // Options configure an embedded database. A nil *Options means the defaults:
 // every write is synced to disk before it returns.
 type Options struct {
-	// SyncInterval, when positive, lets writes return before they are synced
-	// and syncs at this interval instead (faster; a crash can lose the last
-	// interval of writes).
+	// SyncInterval, when positive, lets writes return once they are written
+	// to the operating system, before they are synced, and syncs at this
+	// interval instead (faster): a crash of the process loses no write that
+	// returned; a power cut or an OS crash can lose the last interval of them.
 	SyncInterval time.Duration
 	// Logger receives the database's structured logs. Default: slog.Default().
 	Logger *slog.Logger

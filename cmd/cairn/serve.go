@@ -40,7 +40,10 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.IntVar(&f.port, "port", 27017, "TCP port to listen on")
 	fs.StringVar(&f.bindIP, "bind_ip", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server to the network)")
 	fs.StringVar(&f.dbPath, "dbpath", "./cairn-data", "data directory (created if missing)")
-	fs.StringVar(&f.sync, "sync", "always", "'always': acknowledge writes once synced to disk; or an interval such as 100ms: sync that often (faster; a power cut loses up to that much)")
+	fs.StringVar(&f.sync, "sync", "always", "'always': acknowledge a write once it is synced to disk: neither a crash nor a power cut loses it.\n"+
+		"An interval such as 100ms: acknowledge once it is written to the operating system and sync the log that often\n"+
+		"(faster): a crash of cairn (kill -9) still loses no acknowledged write; a power cut or an OS crash loses\n"+
+		"at most the writes acknowledged in the last interval (plus one sync's duration)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections")
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")

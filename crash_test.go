@@ -25,7 +25,7 @@ import (
 // parent kills it with SIGKILL at a random moment, reopens the data
 // directory and requires every acknowledged write to be there with its
 // content, and validate to find the indexes consistent, round after round
-// on the same directory. A kill -9 loses only what the process held: in the
+// on the same directory; some rounds kill the child while it recovers. A kill -9 loses only what the process held: in the
 // interval mode too an acknowledged write has reached the operating system,
 // so nothing acknowledged may be missing. `make soak` runs many more rounds.
 
@@ -194,7 +194,14 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 			dir := t.TempDir()
 			st := &crashState{inserted: map[string]bool{}, updated: map[string]int{}, deleted: map[string]bool{}}
 			for round := range rounds {
-				if err := runAndKill(t, dir, mode, round, time.Duration(20+rng.IntN(300))*time.Millisecond, st); err != nil {
+				// One round in four kills the child at a random moment of its
+				// start, most often while it recovers the previous round's log.
+				early := rng.IntN(4) == 0
+				d := time.Duration(20+rng.IntN(300)) * time.Millisecond
+				if early {
+					d = time.Duration(rng.IntN(60)) * time.Millisecond
+				}
+				if err := runAndKill(t, dir, mode, round, early, d, st); err != nil {
 					t.Fatalf("round %d: %v", round, err)
 				}
 				if errs := verifyCrash(t, dir, st); len(errs) > 0 {
@@ -212,9 +219,10 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	}
 }
 
-// runAndKill starts the child on dir, lets it write for d after it is ready,
-// kills it with SIGKILL and records what it acknowledged in st.
-func runAndKill(t *testing.T, dir, mode string, round int, d time.Duration, st *crashState) error {
+// runAndKill starts the child on dir, lets it write for d after it is ready
+// (or, when early, kills it d after it starts, ready or not), kills it with
+// SIGKILL and records what it acknowledged in st.
+func runAndKill(t *testing.T, dir, mode string, round int, early bool, d time.Duration, st *crashState) error {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, "CAIRN_CRASH_ROUND="+strconv.Itoa(round), "CAIRN_CRASH_SYNC="+mode)
@@ -235,6 +243,9 @@ func runAndKill(t *testing.T, dir, mode string, round int, d time.Duration, st *
 		close(lines)
 	}()
 	var deadline <-chan time.Time
+	if early {
+		deadline = time.After(d)
+	}
 	startTimeout := time.After(30 * time.Second)
 	for {
 		select {
@@ -245,7 +256,9 @@ func runAndKill(t *testing.T, dir, mode string, round int, d time.Duration, st *
 			}
 			switch {
 			case line == "ready":
-				deadline = time.After(d)
+				if !early {
+					deadline = time.After(d)
+				}
 			case strings.HasPrefix(line, "ack "):
 				if err := st.apply(strings.TrimPrefix(line, "ack ")); err != nil {
 					return err

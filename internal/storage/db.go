@@ -236,6 +236,9 @@ func (db *DB) syncLoop(every time.Duration) {
 // not write, so acknowledged writes may be lost already and the log is not
 // trusted with more (invariant "Stop on a failed log").
 func (db *DB) syncWAL() {
+	if db.Stopped() != nil {
+		return // said once already; the disk is not retried
+	}
 	start := time.Now()
 	if err := db.wal.syncAll(); err != nil {
 		db.opts.Logger.Error("periodic log sync failed; writes stopped", "err", err)

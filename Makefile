@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak powercut bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
+.PHONY: all build test vet fmt-check race invariants unit smoke soak powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
 
 all: build
 
@@ -59,6 +59,12 @@ POWERCUT_CUTS ?= 5000
 POWERCUT_SEED ?= 0
 powercut:
 	$(GO) test -count=1 -run '^TestPowerCutsKeepAcknowledgedWrites$$' -timeout 120m -v ./internal/engine/ -args -powercut.cuts $(POWERCUT_CUTS) -powercut.seed $(POWERCUT_SEED)
+
+## faults: I/O errors (EIO, ENOSPC) injected with Pebble's errorfs into random
+## writes and syncs of the log, FAULTS_N times (default 5,000; `make test` runs 200).
+FAULTS_N ?= 5000
+faults:
+	$(GO) test -count=1 -run '^TestRandomLogFaultsLoseNothing$$' -v ./internal/storage/ -args -logfaults.n $(FAULTS_N)
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

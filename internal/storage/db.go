@@ -33,7 +33,8 @@ type Options struct {
 	// record is written to the OS (so a process crash loses nothing
 	// acknowledged) and syncs the log at that interval, trading at most the
 	// last interval of writes on power loss for speed (MongoDB's journal
-	// commit interval).
+	// commit interval). The log is also synced whenever it starts a new
+	// 32 KiB block (invariant "Unsynced log is one block").
 	SyncInterval time.Duration
 	// MinFreeBytes is the free space the store's disk must keep: below it,
 	// writes are refused with ErrDiskFull (OutOfDiskSpace) until space is

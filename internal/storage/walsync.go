@@ -52,6 +52,9 @@ func (fs *walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCa
 	return fs.track(f), nil
 }
 
+// Unwrap is the filesystem walFS wraps.
+func (fs *walFS) Unwrap() vfs.FS { return fs.FS }
+
 func (fs *walFS) track(f vfs.File) *walFile {
 	w := &walFile{File: f, fs: fs}
 	fs.mu.Lock()

@@ -114,9 +114,6 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	db.opts.FailPoints = opts.FailPoints
 	db.pipe = startPipeline(pdb, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes))
 	if wal != nil {
-		if err := wal.syncAll(); err != nil {
-			db.pipe.stopWrites(err)
-		}
 		db.stopSync = make(chan struct{})
 		db.syncDone.Add(1)
 		go db.syncLoop(opts.SyncInterval)

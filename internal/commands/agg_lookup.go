@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
@@ -12,7 +14,7 @@ import (
 // to the planner like a find's, and only an index plan is taken; a
 // collection scan per input document would be slower than $lookup's own
 // read-once fallback, so it reports ok false instead.
-func (c aggCatalog) FindIn(db, coll, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
+func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
@@ -24,7 +26,7 @@ func (c aggCatalog) FindIn(db, coll, path string, vals []bsoncore.Value) (agg.So
 	if err != nil {
 		return nil, false, err
 	}
-	ex, err := sel.prepare(c.eng, false)
+	ex, err := sel.prepare(ctx, c.eng, false)
 	if err != nil {
 		return nil, false, err
 	}

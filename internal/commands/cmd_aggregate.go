@@ -8,12 +8,13 @@ import (
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 )
 
 // cmdAggregate runs an aggregation pipeline over a collection, or over no
 // collection ({aggregate: 1}, for stages such as $documents). A leading
 // $match becomes the scan's filter, so the planner can use an index for it.
-func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	ns, collectionless, err := aggregateTarget(req)
 	if err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	if explain, _ := req.Bool("explain", false); explain {
-		x := &explainer{s: s, verbosity: "queryPlanner"}
+		x := &explainer{ctx: ctx, s: s, verbosity: "queryPlanner"}
 		body, err := x.aggregateStages(ns, collectionless, ownedAll(stages), req)
 		if err != nil {
 			return nil, err
@@ -61,6 +62,11 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		}
 		p = p.WithoutOutput()
 	}
+	// The pipeline may outlive this request as a cursor: it runs under a
+	// Bound that this request, then each getMore, attaches to.
+	bound := opctx.NewBound()
+	defer bound.Attach(ctx)()
+	bctx := bound.Context()
 	var input agg.Source
 	if !collectionless {
 		// The leading $match becomes the scan's filter and a $sort after
@@ -81,20 +87,20 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 			}
 		}
 		sel.sortMemory, sel.allowDiskUse = opts.MaxMemory, opts.AllowDiskUse
-		if sel.deadline, err = deadline(req); err != nil {
-			return nil, err
-		}
-		if input, err = sel.open(s.Env.Engine); err != nil {
+		if input, err = sel.open(bctx, s.Env.Engine); err != nil {
+			bound.Close()
 			return nil, err
 		}
 	}
-	out, err := p.Run(input)
+	run, err := p.Run(bctx, input)
 	if err != nil {
 		if input != nil {
 			_ = input.Close()
 		}
+		bound.Close()
 		return nil, err
 	}
+	out := &boundSource{Source: run, bound: bound}
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
@@ -112,6 +118,7 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return finishCursor(r, 0, cursorNS), nil
 	}
 	cur := s.Env.Cursors.Register(cursorNS, out, held)
+	cur.maxTime, _ = opctx.Remaining(ctx)
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, cursorNS), nil
 }
@@ -159,10 +166,10 @@ func ownedAll(stages []bsoncore.Document) []bsoncore.Document {
 // aggCatalog lets $lookup and $unionWith read other collections.
 type aggCatalog struct{ eng *engine.Engine }
 
-func (c aggCatalog) Scan(db, coll string) (agg.Source, error) {
+func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, error) {
 	sel, err := newSelection(engine.Namespace{DB: db, Coll: coll}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return sel.open(c.eng)
+	return sel.open(ctx, c.eng)
 }

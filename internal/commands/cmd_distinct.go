@@ -13,7 +13,7 @@ import (
 
 // cmdDistinct returns the distinct values of a field among the documents the
 // query selects. Array values count element by element, as in MongoDB.
-func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	kv, ok := req.Arg("key")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
@@ -29,7 +29,7 @@ func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
-	src, err := sp.open(s.Env.Engine)
+	src, err := sp.open(ctx, s.Env.Engine)
 	if err != nil {
 		return nil, err
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"os"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/planner"
 )
 
@@ -19,7 +19,7 @@ import (
 // run, as a stage tree rendered by the planner; unless the verbosity is
 // queryPlanner it runs (reads only: update and delete count what they would
 // do, and write nothing) and reports true counts per stage.
-func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdExplain(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	inner, err := req.Document("explain")
 	if err != nil || inner == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
@@ -37,10 +37,15 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
-	x := &explainer{s: s, verbosity: verbosity}
-	if x.deadline, err = deadline(req); err != nil {
+	// The explained command's own maxTimeMS bounds it too, inside the
+	// explain command's (applied by Run).
+	innerMax, err := maxTimeMS(innerReq)
+	if err != nil {
 		return nil, err
 	}
+	ctx, stop := opctx.WithMaxTime(ctx, innerMax)
+	defer stop()
+	x := &explainer{ctx: ctx, s: s, verbosity: verbosity}
 	var body bson.D
 	switch innerReq.Name {
 	case "find":
@@ -68,11 +73,10 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 
 // explainer runs one explain.
 type explainer struct {
+	// ctx is the explain operation's: the plan it runs checks it.
+	ctx       context.Context
 	s         *Session
 	verbosity string
-	// deadline is the explain command's own maxTimeMS (where MongoDB's
-	// shell puts it), for an explained command that sets none.
-	deadline time.Time
 }
 
 func (x *explainer) execute() bool { return x.verbosity != "queryPlanner" }
@@ -107,10 +111,7 @@ type wrapper struct {
 // visit), and renders queryPlanner and executionStats, with w over the
 // plan when set.
 func (x *explainer) run(sp findSpec, w *wrapper, visit func(bsoncore.Document) error) (bson.D, error) {
-	if sp.deadline.IsZero() {
-		sp.deadline = x.deadline
-	}
-	ex, err := sp.prepare(x.s.Env.Engine, true)
+	ex, err := sp.prepare(x.ctx, x.s.Env.Engine, true)
 	if err != nil {
 		return nil, err
 	}

@@ -3,12 +3,12 @@ package commands
 import (
 	"context"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/query"
 )
 
@@ -27,7 +27,6 @@ type findSpec struct {
 	singleBatch  bool
 	allowDiskUse bool
 	sortMemory   int64
-	deadline     time.Time // from maxTimeMS; zero means none
 	// hint forces a plan (an index name or key pattern, {$natural: ±1});
 	// Type 0 lets the planner choose.
 	hint bsoncore.Value
@@ -141,8 +140,7 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 		}
 	}
 	sp.sortMemory = sortMemory(s)
-	sp.deadline, err = deadline(req)
-	return sp, err
+	return sp, nil
 }
 
 func parseProjectionAndSort(req *Request, sp *findSpec) error {
@@ -229,31 +227,17 @@ func sortMemory(s *Session) int64 {
 	return query.DefaultSortMemory
 }
 
-// deadline turns maxTimeMS into an absolute deadline (zero: none).
-func deadline(req *Request) (time.Time, error) {
-	ms, err := req.Int("maxTimeMS", 0)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if ms < 0 {
-		return time.Time{}, mongoerr.New(mongoerr.BadValue, "BSON field 'maxTimeMS' value must be >= 0, actual value '%d'", ms)
-	}
-	if ms == 0 {
-		return time.Time{}, nil
-	}
-	return time.Now().Add(time.Duration(ms) * time.Millisecond), nil
-}
-
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	sp, err := parseFind(s, req)
 	if err != nil {
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
-	src, err := sp.open(s.Env.Engine)
+	src, detach, err := sp.openBound(ctx, s.Env.Engine)
 	if err != nil {
 		return nil, err
 	}
+	defer detach()
 	ns := sp.ns.String()
 	batch := sp.batchSize
 	if sp.limit > 0 && (batch == 0 || sp.limit < batch) {
@@ -269,11 +253,12 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, src, held)
+	cur.maxTime, _ = opctx.Remaining(ctx)
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil
 }
 
-func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	id, ok := req.First().Int64OK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'", typeName(req.First().Type))
@@ -295,7 +280,15 @@ func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
-	r, held, done, err := fillBatch(dst, ns, "nextBatch", cur.held, cur.src, batch)
+	ctx, resumed := cur.resume(ctx)
+	err = opctx.Err(ctx) // the cursor's maxTimeMS may be spent already
+	var r *Reply
+	var held bsoncore.Document
+	var done bool
+	if err == nil {
+		r, held, done, err = fillBatch(dst, ns, "nextBatch", cur.held, cur.src, batch)
+	}
+	resumed()
 	if err != nil {
 		s.Env.Cursors.Release(cur, true)
 		return nil, err
@@ -345,12 +338,12 @@ func nonNil(ids []int64) []int64 {
 	return ids
 }
 
-func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	sp, err := parseCountSpec(req)
 	if err != nil {
 		return nil, err
 	}
-	src, err := sp.open(s.Env.Engine)
+	src, err := sp.open(ctx, s.Env.Engine)
 	if err != nil {
 		return nil, err
 	}
@@ -384,9 +377,5 @@ func selectionFor(req *Request, field string) (findSpec, error) {
 	if err != nil {
 		return sp, err
 	}
-	if err := checkCollation(req); err != nil {
-		return sp, err
-	}
-	sp.deadline, err = deadline(req)
-	return sp, err
+	return sp, checkCollation(req)
 }

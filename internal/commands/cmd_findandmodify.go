@@ -12,7 +12,7 @@ import (
 
 // cmdFindAndModify updates or removes the first document the query selects
 // (in sort order) and returns it, before or after (new), projected by fields.
-func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	sel, cv, err := parseFindAndModifySelection(s, req)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 	var value bsoncore.Document
 	lastErr := NewReply(nil)
 	if remove {
-		value, err = findAndRemove(s.Env.Engine, ns, sel)
+		value, err = findAndRemove(ctx, s.Env.Engine, ns, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +69,7 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		res, err := findAndUpdate(s.Env.Engine, ns, updateSpec{sel: sel, mod: mod, upsert: upsertFlag})
+		res, err := findAndUpdate(ctx, s.Env.Engine, ns, updateSpec{sel: sel, mod: mod, upsert: upsertFlag})
 		if err != nil {
 			return nil, err
 		}
@@ -134,8 +134,7 @@ func parseFindAndModifySelection(s *Session, req *Request) (findSpec, commandVar
 	}
 	sel.sortMemory = sortMemory(s)
 	sel.limit = 1
-	sel.deadline, err = deadline(req)
-	return sel, cv, err
+	return sel, cv, nil
 }
 
 // sortOnly extracts the sort argument so the find parser can read it.
@@ -148,8 +147,8 @@ func sortOnly(req *Request) bsoncore.Document {
 }
 
 // findAndRemove deletes the first document sel selects and returns it.
-func findAndRemove(eng *engine.Engine, ns engine.Namespace, sel findSpec) (bsoncore.Document, error) {
-	ids, err := matchingIDs(eng, sel, 1)
+func findAndRemove(ctx context.Context, eng *engine.Engine, ns engine.Namespace, sel findSpec) (bsoncore.Document, error) {
+	ids, err := matchingIDs(ctx, eng, sel, 1)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -166,6 +165,6 @@ func findAndRemove(eng *engine.Engine, ns engine.Namespace, sel findSpec) (bsonc
 
 // findAndUpdate updates the first document the spec selects, keeping its
 // before and after images.
-func findAndUpdate(eng *engine.Engine, ns engine.Namespace, spec updateSpec) (updateResult, error) {
-	return runUpdate(eng, ns, spec, true)
+func findAndUpdate(ctx context.Context, eng *engine.Engine, ns engine.Namespace, spec updateSpec) (updateResult, error) {
+	return runUpdate(ctx, eng, ns, spec, true)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 )
 
 // This file holds the delete and update commands. Both choose documents from
@@ -16,9 +17,9 @@ import (
 
 // matchingIDs returns the _ids of the documents sp selects, at most limit
 // of them (0 = all), read from a consistent snapshot.
-func matchingIDs(eng *engine.Engine, sp findSpec, limit int64) ([]bsoncore.Value, error) {
+func matchingIDs(ctx context.Context, eng *engine.Engine, sp findSpec, limit int64) ([]bsoncore.Value, error) {
 	sp.limit = limit
-	src, err := sp.open(eng)
+	src, err := sp.open(ctx, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string, cv c
 	return sp, nil
 }
 
-func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	wb, err := parseWriteBatch(req, "deletes")
 	if err != nil {
 		return nil, err
@@ -77,8 +78,11 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var n int64
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		deleted, err := deleteStatement(s.Env.Engine, wb.ns, st, cv)
+		deleted, err := deleteStatement(ctx, s.Env.Engine, wb.ns, st, cv)
 		n += deleted
+		if isInterruption(err) {
+			return nil, err // fails the whole command, as in MongoDB
+		}
 		if err != nil {
 			werrs = append(werrs, engine.WriteError{Index: i, Err: err})
 			if wb.ordered {
@@ -93,7 +97,7 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 }
 
 // deleteStatement runs one delete statement {q, limit}.
-func deleteStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars) (int64, error) {
+func deleteStatement(ctx context.Context, eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars) (int64, error) {
 	sp, err := statementFilter(ns, st, "delete.deletes", cv)
 	if err != nil {
 		return 0, err
@@ -106,20 +110,26 @@ func deleteStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Docume
 		}
 		limit = l
 	}
-	ids, err := matchingIDs(eng, sp, limit)
+	ids, err := matchingIDs(ctx, eng, sp, limit)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	res, err := eng.Modify(ns, ids, false, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+	res, err := eng.Modify(ns, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+		if err := opctx.Err(ctx); err != nil {
+			return engine.Action{}, err // stops here; what is deleted stays deleted, as in MongoDB
+		}
 		if cur == nil || !sp.filter.Match(cur) {
 			return engine.Action{}, nil // changed since it was chosen
 		}
 		return engine.Action{Delete: true}, nil
 	})
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[0].Err
+	}
 	return int64(res.Deleted), err
 }
 
-func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	wb, err := parseWriteBatch(req, "updates")
 	if err != nil {
 		return nil, err
@@ -132,7 +142,10 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		res, err := updateStatement(s.Env.Engine, wb.ns, st, cv)
+		res, err := updateStatement(ctx, s.Env.Engine, wb.ns, st, cv)
+		if isInterruption(err) {
+			return nil, err // fails the whole command, as in MongoDB
+		}
 		matched += res.matched
 		modified += res.modified
 		if res.upsertedID.Type != 0 {
@@ -220,28 +233,31 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 }
 
 // updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
-func updateStatement(eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars) (updateResult, error) {
+func updateStatement(ctx context.Context, eng *engine.Engine, ns engine.Namespace, st bsoncore.Document, cv commandVars) (updateResult, error) {
 	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return updateResult{}, err
 	}
-	return runUpdate(eng, ns, spec, false)
+	return runUpdate(ctx, eng, ns, spec, false)
 }
 
 // runUpdate applies spec to the documents it selects; keep records the
 // before and after images (of the one document findAndModify touches).
-func runUpdate(eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bool) (updateResult, error) {
+func runUpdate(ctx context.Context, eng *engine.Engine, ns engine.Namespace, spec updateSpec, keep bool) (updateResult, error) {
 	limit := int64(1)
 	if spec.multi {
 		limit = 0
 	}
-	ids, err := matchingIDs(eng, spec.sel, limit)
+	ids, err := matchingIDs(ctx, eng, spec.sel, limit)
 	if err != nil {
 		return updateResult{}, err
 	}
 	var res updateResult
 	if len(ids) > 0 {
 		mres, err := eng.Modify(ns, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+			if err := opctx.Err(ctx); err != nil {
+				return engine.Action{}, err // stops here; what is updated stays, as in MongoDB
+			}
 			if cur == nil {
 				return engine.Action{}, nil
 			}

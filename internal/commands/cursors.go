@@ -30,6 +30,9 @@ type Cursor struct {
 	inUse    bool
 	// held is a document read but not yet sent (it did not fit a batch).
 	held bsoncore.Document
+	// maxTime is what is left of the originating command's maxTimeMS, for
+	// the next getMore (0: none); see resume.
+	maxTime time.Duration
 }
 
 // Cursors is the registry of open cursors, shared by all connections.

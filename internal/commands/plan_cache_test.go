@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestPlanCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, err := sp.prepare(eng, false)
+		ex, err := sp.prepare(context.Background(), eng, false)
 		if err != nil {
 			t.Fatal(err)
 		}

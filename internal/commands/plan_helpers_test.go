@@ -20,7 +20,7 @@ func plannedIndexes(eng *engine.Engine, ns engine.Namespace, filter bsoncore.Doc
 	if err != nil {
 		return "", err
 	}
-	ex, err := sp.prepare(eng, false)
+	ex, err := sp.prepare(context.Background(), eng, false)
 	if err != nil {
 		return "", err
 	}

@@ -54,6 +54,7 @@ func init() {
 		"ismaster":         {run: cmdIsMaster, help: "legacy handshake"},
 		"killAllSessions":  {run: cmdNoopOK, help: "kill all sessions"},
 		"killCursors":      {run: cmdKillCursors, help: "close cursors"},
+		"killOp":           {run: cmdKillOp, adminOnly: true, help: "interrupt an operation in progress"},
 		"killSessions":     {run: cmdNoopOK, help: "kill sessions"},
 		"listCollections":  {run: cmdListCollections, help: "list collections"},
 		"listDatabases":    {run: cmdListDatabases, adminOnly: true, help: "list databases"},

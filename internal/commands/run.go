@@ -9,7 +9,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -32,8 +31,11 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
-	ops := s.Env.Engine.Ops() // for currentOp (cmd_currentop.go)
-	defer ops.End(ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body}))
+	ctx, endOp, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
+	if err != nil {
+		return ErrorReply(dst, err)
+	}
+	defer endOp()
 	logged := s.Env.Log.Enabled(ctx, slog.LevelDebug)
 	var began time.Time
 	if logged {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -14,11 +15,11 @@ import (
 // time through Source.
 
 // open plans sp and returns the running plan as a Source.
-func (sp findSpec) open(eng *engine.Engine) (Source, error) {
+func (sp findSpec) open(ctx context.Context, eng *engine.Engine) (Source, error) {
 	if src, ok, err := sp.pointRead(eng); ok || err != nil {
 		return src, err
 	}
-	return sp.prepare(eng, false)
+	return sp.prepare(ctx, eng, false)
 }
 
 // pointRead answers {_id: v} with one read, as the planner's IDHACK plan
@@ -64,7 +65,7 @@ func (s *oneDoc) Close() error { s.doc = nil; return nil }
 // prepare plans sp; explain keeps what explain reports (timings, the
 // candidates' trial statistics) and, as MongoDB's explain, plans afresh:
 // it neither reads nor fills the plan cache.
-func (sp findSpec) prepare(eng *engine.Engine, explain bool) (*planner.Exec, error) {
+func (sp findSpec) prepare(ctx context.Context, eng *engine.Engine, explain bool) (*planner.Exec, error) {
 	r, err := eng.NewReader(sp.ns)
 	if err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func (sp findSpec) prepare(eng *engine.Engine, explain bool) (*planner.Exec, err
 	if !explain {
 		opts.Cache = planCache(eng)
 	}
-	return planner.Prepare(r, sp.query(), opts)
+	return planner.Prepare(ctx, r, sp.query(), opts)
 }
 
 // query is the selection as the planner reads it.
@@ -85,7 +86,7 @@ func (sp findSpec) query() *planner.Query {
 		Skip: sp.skip, Limit: sp.limit,
 		Hint: sp.hint, Min: sp.min, Max: sp.max,
 		SortMemory: sp.sortMemory, AllowDiskUse: sp.allowDiskUse,
-		Deadline: sp.deadline, Count: sp.countOnly,
+		Count:        sp.countOnly,
 		DistinctPath: sp.distinct,
 	}
 }

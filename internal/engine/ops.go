@@ -44,6 +44,9 @@ type OpInfo struct {
 	DB string
 	// Command is the command document; the Op may alias it until End.
 	Command bsoncore.Document
+	// Kill, when set, interrupts the operation (killOp); it must be safe
+	// to call from any goroutine, more than once, and after End.
+	Kill func()
 }
 
 // Op is one operation in progress.
@@ -90,6 +93,28 @@ func (o *Ops) End(op *Op) {
 	op.info.Command = nil
 	op.mu.Unlock()
 	o.m.Delete(op.ID)
+}
+
+// Kill interrupts operation id, as killOp does; it reports whether id is in
+// progress and can be interrupted. The operation ends on its own, at its next
+// check of its context (package opctx).
+func (o *Ops) Kill(id int64) bool {
+	v, ok := o.m.Load(id)
+	if !ok {
+		return false
+	}
+	op := v.(*Op)
+	op.mu.Lock()
+	kill := op.info.Kill
+	if op.ended {
+		kill = nil
+	}
+	op.mu.Unlock()
+	if kill == nil {
+		return false
+	}
+	kill()
+	return true
 }
 
 // SetProgress records a long operation's message and progress.

@@ -48,6 +48,7 @@ const (
 	InvalidIndexSpecOption    Code = 197
 	QueryFeatureNotAllowed    Code = 224
 	IndexBuildAborted         Code = 276
+	ClientDisconnect          Code = 279
 	QueryExceededMemory       Code = 292
 	UnsupportedOpQueryCommand Code = 352
 	BSONObjectTooLarge        Code = 10334
@@ -55,8 +56,10 @@ const (
 	Interrupted               Code = 11601
 	MergeStageNoMatchingDoc   Code = 13113
 	DatabaseDifferCase        Code = 13297
+	OpIDOutOfRange            Code = 26823 // killOp's op beyond 32 bits; MongoDB leaves it unnamed
 	UnknownField              Code = 40415
 	CursorInUse               Code = 50738
+	ValueNegative             Code = 51024 // an IDL validator's "must be >= 0"; MongoDB leaves it unnamed
 )
 
 var names = map[Code]string{
@@ -96,6 +99,9 @@ var names = map[Code]string{
 	BSONObjectTooLarge:        "BSONObjectTooLarge",
 	DuplicateKey:              "DuplicateKey",
 	Interrupted:               "Interrupted",
+	ClientDisconnect:          "ClientDisconnect",
+	ValueNegative:             "Location51024",
+	OpIDOutOfRange:            "Location26823",
 	MergeStageNoMatchingDoc:   "MergeStageNoMatchingDocument",
 	DatabaseDifferCase:        "DatabaseDifferCase",
 	UnknownField:              "Location40415",

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -33,7 +34,6 @@ type Query struct {
 	Min, Max     bsoncore.Document
 	SortMemory   int64
 	AllowDiskUse bool
-	Deadline     time.Time
 	// Count: the caller only counts the results (the count command), so a
 	// scan whose bounds are exact need not fetch documents (COUNT_SCAN);
 	// such results are empty documents.
@@ -58,9 +58,11 @@ type Options struct {
 }
 
 // Prepare plans q over the collection r reads and returns the executable
-// plan, which owns r from then on (Close closes it).
-func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
-	x := &execCtx{r: r, deadline: q.Deadline, timing: opts.Explain}
+// plan, which owns r from then on (Close closes it). The plan runs under
+// ctx: its trial and every later Next end with opctx.Err(ctx) once ctx ends
+// (maxTimeMS, killOp, a client gone), checked every few hundred works.
+func Prepare(ctx context.Context, r *engine.Reader, q *Query, opts Options) (*Exec, error) {
+	x := &execCtx{r: r, ctx: ctx, timing: opts.Explain}
 	e := &Exec{x: x, q: q, start: time.Now(), ns: opts.NS}
 	pl := &planning{q: q, r: r}
 	if err := pl.indexes(); err != nil {

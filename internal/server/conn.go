@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -35,16 +36,26 @@ type conn struct {
 
 	busy atomic.Bool // a request is being served
 	quit atomic.Bool // close once idle (shutdown)
+
+	// ctx is the connection's: every command's operation derives from
+	// it, and it is cancelled with opctx.ErrClientGone when the client
+	// goes away mid-command (watch.go) or the connection ends.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	watch  *watcher
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *conn {
-	return &conn{
+	c := &conn{
 		srv:  s,
 		nc:   nc,
 		sess: &commands.Session{Env: s.env, ConnID: id, Remote: nc.RemoteAddr().String()},
-		r:    wire.NewReader(nc, commands.MaxMessageSize),
 		w:    bufio.NewWriterSize(nc, 16<<10),
 	}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.watch = newWatcher(c)
+	c.r = wire.NewReader(watchedReader{c.watch}, commands.MaxMessageSize)
+	return c
 }
 
 // closeWhenIdle closes the connection now if it is between requests, or
@@ -63,6 +74,7 @@ func (c *conn) serve() {
 		if r := recover(); r != nil {
 			log.Error("connection panicked; closing it", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
+		c.cancel(opctx.ErrClientGone)
 		_ = c.nc.Close()
 		log.Debug("connection closed")
 	}()
@@ -75,10 +87,16 @@ func (c *conn) serve() {
 			return
 		}
 		c.busy.Store(true)
+		c.watch.begin()
 		err = c.handle(msg)
+		c.watch.end()
 		c.busy.Store(false)
 		if err != nil {
 			log.Debug("closing connection", "err", err)
+			return
+		}
+		if c.ctx.Err() != nil {
+			log.Debug("client went away during a command")
 			return
 		}
 	}
@@ -130,7 +148,7 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 		if wait, ok := c.awaitableHello(req); ok {
 			return c.streamHello(msg, req, wait)
 		}
-		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
+		reply = commands.Run(c.ctx, c.sess, req, c.reply[:0])
 	}
 	c.reply = reply[:0]
 	if msg.Msg.Flags&wire.FlagMoreToCome != 0 {
@@ -178,7 +196,7 @@ func (c *conn) streamHello(msg *wire.Message, req *commands.Request, wait time.D
 	responseTo := msg.Header.RequestID
 	for {
 		stopping := c.sleep(wait)
-		reply := commands.Run(context.Background(), c.sess, req, c.reply[:0])
+		reply := commands.Run(c.ctx, c.sess, req, c.reply[:0])
 		c.reply = reply[:0]
 		var flags wire.MsgFlags
 		if exhaust && !stopping {
@@ -201,6 +219,8 @@ func (c *conn) sleep(d time.Duration) (stopping bool) {
 		return false
 	case <-c.srv.done:
 		return true
+	case <-c.ctx.Done():
+		return true // the client went away
 	}
 }
 
@@ -235,7 +255,7 @@ func (c *conn) handleQuery(msg *wire.Message) error {
 		reply = commands.ErrorReply(c.reply[:0], mongoerr.New(mongoerr.UnsupportedOpQueryCommand,
 			"Unsupported OP_QUERY command: %s. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", req.Name))
 	default:
-		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
+		reply = commands.Run(c.ctx, c.sess, req, c.reply[:0])
 	}
 	c.reply = reply[:0]
 	return c.writeLegacy(msg.Header.RequestID, reply)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -150,5 +151,42 @@ func TestEmbeddedOpenTwiceFails(t *testing.T) {
 	defer db.Close()
 	if _, err := cairn.Open(dir, nil); err == nil {
 		t.Fatal("a second Open of the same directory succeeded")
+	}
+}
+
+// TestEmbeddedCancelMidQuery: cancelling the context of a query in the
+// middle of a long scan ends it promptly with context.Canceled.
+func TestEmbeddedCancelMidQuery(t *testing.T) {
+	db, err := cairn.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	coll := db.Database("app").Collection("slow")
+	docs := make([]any, 8000)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}}
+	}
+	if _, err := coll.InsertMany(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	// A few hundred microseconds per document, never true: seconds in all.
+	slow := bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{
+		bson.D{{Key: "$size", Value: bson.D{{Key: "$range", Value: bson.A{0, 10000}}}}}, -1}}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled time.Time
+	time.AfterFunc(50*time.Millisecond, func() { cancelled = time.Now(); cancel() })
+	start := time.Now()
+	_, err = coll.CountDocuments(ctx, slow)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("CountDocuments after cancel: %v, want context.Canceled", err)
+	}
+	if cancelled.IsZero() {
+		t.Fatalf("the query ended (%v) before the cancel", time.Since(start))
+	}
+	late := time.Since(cancelled)
+	t.Logf("returned %v after the cancel", late)
+	if late > 500*time.Millisecond {
+		t.Fatalf("the query ran %v past its cancel", late)
 	}
 }

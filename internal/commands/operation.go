@@ -20,22 +20,33 @@ import (
 // a generic argument, read here once for every command.
 
 // beginOp registers req as an operation in progress and derives its
-// context from ctx; end unregisters it and releases the context.
-func beginOp(ctx context.Context, s *Session, req *Request) (_ context.Context, end func(), err error) {
+// context from ctx; end the returned operation when the command is done.
+// It is on every command's path, so it allocates no more than the context
+// and the registry entry.
+func beginOp(ctx context.Context, s *Session, req *Request) (context.Context, operation, error) {
 	maxTime, err := maxTimeMS(req)
 	if err != nil {
-		return ctx, nil, err
+		return ctx, operation{}, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	ctx, stop := opctx.WithMaxTime(ctx, maxTime)
 	ops := s.Env.Engine.Ops()
-	op := ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body,
-		Kill: func() { cancel(opctx.ErrKilled) }})
-	return ctx, func() {
-		ops.End(op)
-		stop()
-		cancel(context.Canceled)
-	}, nil
+	op := ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body, Cancel: cancel})
+	return ctx, operation{ops: ops, op: op, stop: stop, cancel: cancel}, nil
+}
+
+// operation is a command's entry in the registry and its context.
+type operation struct {
+	ops    *engine.Ops
+	op     *engine.Op
+	stop   context.CancelFunc
+	cancel context.CancelCauseFunc
+}
+
+func (o operation) end() {
+	o.ops.End(o.op)
+	o.stop()
+	o.cancel(context.Canceled)
 }
 
 // maxTimeMS reads the generic maxTimeMS argument as MongoDB 7.0 does: a

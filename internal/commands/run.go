@@ -31,11 +31,11 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
-	ctx, endOp, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
+	ctx, op, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
-	defer endOp()
+	defer op.end()
 	logged := s.Env.Log.Enabled(ctx, slog.LevelDebug)
 	var began time.Time
 	if logged {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/opctx"
 )
 
 // Operations in progress, as currentOp lists them. The engine keeps the
@@ -44,9 +47,9 @@ type OpInfo struct {
 	DB string
 	// Command is the command document; the Op may alias it until End.
 	Command bsoncore.Document
-	// Kill, when set, interrupts the operation (killOp); it must be safe
-	// to call from any goroutine, more than once, and after End.
-	Kill func()
+	// Cancel, when set, cancels the operation's context; killOp calls it
+	// with opctx.ErrKilled.
+	Cancel context.CancelCauseFunc
 }
 
 // Op is one operation in progress.
@@ -105,15 +108,15 @@ func (o *Ops) Kill(id int64) bool {
 	}
 	op := v.(*Op)
 	op.mu.Lock()
-	kill := op.info.Kill
+	cancel := op.info.Cancel
 	if op.ended {
-		kill = nil
+		cancel = nil
 	}
 	op.mu.Unlock()
-	if kill == nil {
+	if cancel == nil {
 		return false
 	}
-	kill()
+	cancel(opctx.ErrKilled)
 	return true
 }
 

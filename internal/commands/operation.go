@@ -31,8 +31,25 @@ func beginOp(ctx context.Context, s *Session, req *Request) (context.Context, op
 	ctx, cancel := context.WithCancelCause(ctx)
 	ctx, stop := opctx.WithMaxTime(ctx, maxTime)
 	ops := s.Env.Engine.Ops()
-	op := ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body, Cancel: cancel})
+	op := ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Cancel: cancel})
 	return ctx, operation{ops: ops, op: op, stop: stop, cancel: cancel}, nil
+}
+
+// opKind is currentOp's op field for a command, as MongoDB names it.
+func opKind(name string) string {
+	switch name {
+	case "find":
+		return "query"
+	case "getMore":
+		return "getmore"
+	case "insert":
+		return "insert"
+	case "update":
+		return "update"
+	case "delete":
+		return "remove"
+	}
+	return "command"
 }
 
 // operation is a command's entry in the registry and its context.

@@ -52,4 +52,9 @@
 // index orders only a sort on exactly the path it serves.
 //
 // "Cache follows the catalog": see Cache.
+//
+// "A plan stops with its operation": every plan runs under the context
+// Prepare is given, checked between works (package opctx), so maxTimeMS,
+// killOp and a client gone end the trial and every later Next with the
+// context's cause.
 package planner

@@ -88,6 +88,10 @@ func findOp(t *testing.T, c *mongo.Client, key string) (int64, bool) {
 				t.Fatalf("currentOp entry lacks %s: %s", field, op)
 			}
 		}
+		wantKind := map[string]string{"find": "query", "aggregate": "command"}[key]
+		if kind := op.Lookup("op").StringValue(); kind != wantKind {
+			t.Fatalf("currentOp op of a %s = %q, want %q", key, kind, wantKind)
+		}
 		return op.Lookup("opid").Int64(), true
 	}
 	return 0, false
@@ -144,6 +148,41 @@ func TestKillOp(t *testing.T) {
 				t.Fatalf("the victim answered code %d, want Interrupted: %s", code, reply)
 			}
 			t.Logf("interrupted %v after killOp", time.Since(killed))
+		})
+	}
+}
+
+// TestKillOpInput: killOp's op argument as MongoDB parses it, and killOp
+// only on admin.
+func TestKillOpInput(t *testing.T) {
+	s := startServer(t)
+	nc := dial(t, s)
+	for _, tc := range []struct {
+		name string
+		cmd  bson.D
+		want mongoerr.Code // 0: accepted
+	}{
+		{"unknown opid", bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: 123456}, {Key: "$db", Value: "admin"}}, 0},
+		{"missing op", bson.D{{Key: "killOp", Value: 1}, {Key: "$db", Value: "admin"}}, mongoerr.NoSuchKey},
+		{"string op", bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: "12"}, {Key: "$db", Value: "admin"}}, mongoerr.TypeMismatch},
+		{"fractional op", bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: 1.5}, {Key: "$db", Value: "admin"}}, mongoerr.BadValue},
+		{"op beyond 32 bits", bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: int64(1) << 40}, {Key: "$db", Value: "admin"}}, mongoerr.OpIDOutOfRange},
+		{"not on admin", bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: 1}, {Key: "$db", Value: "test"}}, mongoerr.Unauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reply := roundTrip(t, nc, command(t, tc.cmd))
+			if reply == nil {
+				t.Fatal("connection closed")
+			}
+			var got mongoerr.Code
+			if reply.Lookup("ok").Double() != 1 {
+				got = mongoerr.Code(reply.Lookup("code").Int32())
+			} else if info := reply.Lookup("info").StringValue(); info != "attempting to kill op" {
+				t.Fatalf("info %q", info)
+			}
+			if got != tc.want {
+				t.Fatalf("code %d, want %d: %s", got, tc.want, reply)
+			}
 		})
 	}
 }

@@ -238,6 +238,9 @@ type runContext struct {
 // exprContext returns a fresh expression context with the run's variables.
 func (rc *runContext) exprContext() *expr.Context {
 	ctx := expr.NewContext(emptyDoc)
+	if rc.ctx != nil {
+		ctx.SetOperation(rc.ctx) // $map, $filter, $reduce over long arrays stop with the run
+	}
 	for k, v := range rc.vars {
 		ctx.SetVar(k, v)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/wire"
 )
 
 // Tests of cancellation over the wire: killOp, a client closing its socket,
@@ -339,5 +340,42 @@ func TestMaxTimeMSRollsOverToGetMore(t *testing.T) {
 		if reply.Lookup("cursor", "id").Int64() == 0 {
 			t.Fatalf("the cursor finished (%d getMores, %v) without its 300 ms running out", batches, time.Since(start))
 		}
+	}
+}
+
+// TestPipelinedRequestDuringWatch: a request the client sends while its
+// previous, long command runs is read by the socket watch; it must still be
+// served, whole and in order.
+func TestPipelinedRequestDuringWatch(t *testing.T) {
+	s, _ := slowCollection(t)
+	nc := dial(t, s)
+	slow := command(t, bson.D{{Key: "count", Value: "slow"}, {Key: "query", Value: slowFilter()}, {Key: "maxTimeMS", Value: 50}, {Key: "$db", Value: "test"}})
+	// A second request larger than one watch read, so it arrives in parts.
+	big := make([]byte, 2000)
+	for i := range big {
+		big[i] = 'x'
+	}
+	echo := command(t, bson.D{{Key: "ping", Value: 1}, {Key: "pad", Value: string(big)}, {Key: "$db", Value: "admin"}})
+	if _, err := nc.Write(slow); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the slow count is being watched now
+	if _, err := nc.Write(echo); err != nil {
+		t.Fatal(err)
+	}
+	r := wire.NewReader(nc, 0)
+	first, err := r.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := replyCode(t, first.Msg.Body); code != mongoerr.MaxTimeMSExpired {
+		t.Fatalf("first reply code %d, want MaxTimeMSExpired", code)
+	}
+	second, err := r.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Msg.Body.Lookup("ok").Double() != 1 {
+		t.Fatalf("the pipelined ping: %s", second.Msg.Body)
 	}
 }

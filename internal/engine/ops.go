@@ -64,6 +64,7 @@ type Op struct {
 	done     int64
 	total    int64
 	progress bool
+	killed   bool // killOp asked it to stop
 }
 
 // OpStatus is a copy of an Op's state, safe to keep.
@@ -76,6 +77,8 @@ type OpStatus struct {
 	Msg                 string
 	Done, Total         int64
 	HasProgress, Active bool
+	// KillPending: killOp asked the operation to stop and it has not yet.
+	KillPending bool
 }
 
 // Begin registers an operation; call End when it finishes.
@@ -112,6 +115,7 @@ func (o *Ops) Kill(id int64) bool {
 	if op.ended {
 		cancel = nil
 	}
+	op.killed = op.killed || cancel != nil
 	op.mu.Unlock()
 	if cancel == nil {
 		return false
@@ -138,7 +142,7 @@ func (o *Ops) List() []OpStatus {
 		op.mu.Lock()
 		if !op.ended {
 			st := OpStatus{ID: op.ID, Started: op.Started, OpInfo: op.info, Msg: op.msg,
-				Done: op.done, Total: op.total, HasProgress: op.progress, Active: true}
+				Done: op.done, Total: op.total, HasProgress: op.progress, Active: true, KillPending: op.killed}
 			st.Command = append(bsoncore.Document(nil), op.info.Command...)
 			if st.NS == "" {
 				st.NS = commandNS(st.DB, st.Command)

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
@@ -227,7 +228,7 @@ func (w *outputWriter) writeOut(src agg.Source) (err error) {
 		}
 	}()
 	if len(w.origIndexes) > 0 {
-		if _, err := w.eng.CreateIndexes(tmp, w.origIndexes); err != nil {
+		if _, err := w.eng.CreateIndexes(context.Background(), tmp, w.origIndexes); err != nil { // an empty collection: nothing to build
 			return err
 		}
 	}

@@ -15,7 +15,7 @@ func TestOpsKill(t *testing.T) {
 	var ops Ops
 	ctx, cancel := context.WithCancelCause(context.Background())
 	op := ops.Begin(OpInfo{Op: "query", NS: "db.c", Cancel: cancel})
-	internal := ops.Begin(OpInfo{Op: "command", NS: "db.c"}) // an index build: no Cancel
+	internal := ops.Begin(OpInfo{Op: "command", NS: "db.c"}) // internal work without a Cancel
 	if ops.Kill(op.ID + 100) {
 		t.Fatal("Kill of an unknown opid reported a kill")
 	}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/wire"
 )
@@ -378,4 +379,67 @@ func TestPipelinedRequestDuringWatch(t *testing.T) {
 	if second.Msg.Body.Lookup("ok").Double() != 1 {
 		t.Fatalf("the pipelined ping: %s", second.Msg.Body)
 	}
+}
+
+// TestInterruptedIndexBuildIsAborted: a createIndexes whose maxTimeMS
+// passes, or whose build killOp interrupts, fails with that code and
+// leaves no index behind, as MongoDB aborts a build whose command is
+// interrupted.
+func TestInterruptedIndexBuildIsAborted(t *testing.T) {
+	s, c := slowCollection(t)
+	// Slow the build down: 10 documents a batch, 2 ms after each.
+	s.env.Engine.SetIndexBuildTuning(engine.IndexBuildTuning{BatchDocs: 10, AfterBatch: func(_, _ int64) { time.Sleep(2 * time.Millisecond) }})
+	create := func(name string, extra ...bson.E) bson.D {
+		return append(bson.D{{Key: "createIndexes", Value: "slow"}, {Key: "indexes", Value: bson.A{
+			bson.D{{Key: "key", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "name", Value: name}}}}}, append(extra, bson.E{Key: "$db", Value: "test"})...)
+	}
+	indexes := func() []string {
+		specs, err := c.Database("test").Collection("slow").Indexes().ListSpecifications(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, sp := range specs {
+			names = append(names, sp.Name)
+		}
+		return names
+	}
+	t.Run("maxTimeMS", func(t *testing.T) {
+		start := time.Now()
+		reply := roundTrip(t, dial(t, s), command(t, create("n_1", bson.E{Key: "maxTimeMS", Value: 50})))
+		if code := replyCode(t, reply); code != mongoerr.MaxTimeMSExpired {
+			t.Fatalf("code %d, want MaxTimeMSExpired: %s", code, reply)
+		}
+		t.Logf("expired after %v", time.Since(start))
+		if names := indexes(); len(names) != 1 {
+			t.Fatalf("indexes after the aborted build: %v, want only _id_", names)
+		}
+	})
+	t.Run("killOp of the build", func(t *testing.T) {
+		_, replies := sendRaw(t, s, create("n_1"))
+		var id int64
+		for deadline := time.Now().Add(5 * time.Second); id == 0 && time.Now().Before(deadline); {
+			var res struct {
+				Inprog []bson.Raw `bson:"inprog"`
+			}
+			if err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "currentOp", Value: 1}, {Key: "desc", Value: "IndexBuildsCoordinatorMongod"}}).Decode(&res); err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Inprog) > 0 {
+				id = res.Inprog[0].Lookup("opid").Int64()
+			}
+		}
+		if id == 0 {
+			t.Fatal("the build never appeared in currentOp")
+		}
+		if err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: id}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if code := replyCode(t, waitReply(t, replies, 5*time.Second)); code != mongoerr.Interrupted {
+			t.Fatalf("createIndexes after killOp of its build: code %d, want Interrupted", code)
+		}
+		if names := indexes(); len(names) != 1 {
+			t.Fatalf("indexes after the aborted build: %v, want only _id_", names)
+		}
+	})
 }

@@ -46,7 +46,7 @@ func TestCollectionStatsSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := e.CollectionStats(ns)
+	st, err := e.CollectionStats(context.Background(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,4 +109,18 @@ type Session struct {
 	ConnID int64
 	Remote string
 	Client bson.Raw // the handshake's client metadata, if any
+
+	// running is the operation of the command in progress (nil between
+	// commands), for Interrupt.
+	running atomic.Pointer[engine.Op]
+}
+
+// Interrupt cancels the command in progress on the session, if any, with
+// cause: the server calls it when the client goes away mid-command. (A
+// session's commands derive their context from the server's, which is
+// never cancelled, so no context is linked to a parent per command.)
+func (s *Session) Interrupt(cause error) {
+	if op := s.running.Load(); op != nil {
+		op.Interrupt(cause)
+	}
 }

@@ -32,7 +32,8 @@ func beginOp(ctx context.Context, s *Session, req *Request) (context.Context, op
 	ctx, stop := opctx.WithMaxTime(ctx, maxTime)
 	ops := s.Env.Engine.Ops()
 	op := ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Cancel: cancel})
-	return ctx, operation{ops: ops, op: op, stop: stop, cancel: cancel}, nil
+	s.running.Store(op)
+	return ctx, operation{s: s, op: op, stop: stop, cancel: cancel}, nil
 }
 
 // opKind is currentOp's op field for a command, as MongoDB names it.
@@ -54,14 +55,15 @@ func opKind(name string) string {
 
 // operation is a command's entry in the registry and its context.
 type operation struct {
-	ops    *engine.Ops
+	s      *Session
 	op     *engine.Op
 	stop   context.CancelFunc
 	cancel context.CancelCauseFunc
 }
 
 func (o operation) end() {
-	o.ops.End(o.op)
+	o.s.running.Store(nil)
+	o.s.Env.Engine.Ops().End(o.op)
 	o.stop()
 	o.cancel(context.Canceled)
 }

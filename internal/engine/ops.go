@@ -109,18 +109,25 @@ func (o *Ops) Kill(id int64) bool {
 	if !ok {
 		return false
 	}
-	op := v.(*Op)
+	return v.(*Op).interrupt(opctx.ErrKilled, true)
+}
+
+// Interrupt cancels op's context with cause (a client gone, say), if it is
+// still in progress and can be cancelled.
+func (op *Op) Interrupt(cause error) { op.interrupt(cause, false) }
+
+func (op *Op) interrupt(cause error, kill bool) bool {
 	op.mu.Lock()
 	cancel := op.info.Cancel
 	if op.ended {
 		cancel = nil
 	}
-	op.killed = op.killed || cancel != nil
+	op.killed = op.killed || kill && cancel != nil
 	op.mu.Unlock()
 	if cancel == nil {
 		return false
 	}
-	cancel(opctx.ErrKilled)
+	cancel(cause)
 	return true
 }
 

@@ -37,9 +37,9 @@ type conn struct {
 	busy atomic.Bool // a request is being served
 	quit atomic.Bool // close once idle (shutdown)
 
-	// ctx is the connection's: every command's operation derives from
-	// it, and it is cancelled with opctx.ErrClientGone when the client
-	// goes away mid-command (watch.go) or the connection ends.
+	// ctx is the connection's, cancelled with opctx.ErrClientGone when
+	// the client goes away mid-command (watch.go, which also interrupts
+	// the command through its session) or the connection ends.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	watch  *watcher
@@ -148,7 +148,7 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 		if wait, ok := c.awaitableHello(req); ok {
 			return c.streamHello(msg, req, wait)
 		}
-		reply = commands.Run(c.ctx, c.sess, req, c.reply[:0])
+		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
 	}
 	c.reply = reply[:0]
 	if msg.Msg.Flags&wire.FlagMoreToCome != 0 {
@@ -196,7 +196,7 @@ func (c *conn) streamHello(msg *wire.Message, req *commands.Request, wait time.D
 	responseTo := msg.Header.RequestID
 	for {
 		stopping := c.sleep(wait)
-		reply := commands.Run(c.ctx, c.sess, req, c.reply[:0])
+		reply := commands.Run(context.Background(), c.sess, req, c.reply[:0])
 		c.reply = reply[:0]
 		var flags wire.MsgFlags
 		if exhaust && !stopping {
@@ -255,7 +255,7 @@ func (c *conn) handleQuery(msg *wire.Message) error {
 		reply = commands.ErrorReply(c.reply[:0], mongoerr.New(mongoerr.UnsupportedOpQueryCommand,
 			"Unsupported OP_QUERY command: %s. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", req.Name))
 	default:
-		reply = commands.Run(c.ctx, c.sess, req, c.reply[:0])
+		reply = commands.Run(context.Background(), c.sess, req, c.reply[:0])
 	}
 	c.reply = reply[:0]
 	return c.writeLegacy(msg.Header.RequestID, reply)

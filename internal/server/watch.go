@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairndb/cairn/internal/opctx"
@@ -15,52 +16,50 @@ import (
 // which every operation's derives, is cancelled with opctx.ErrClientGone.
 //
 // Seeing the close needs a read of the socket while the serving goroutine
-// is busy running the command. A read per command would cost the hot path
-// (a ping or a point read takes a few microseconds), so the socket is
-// watched only once a command has run for watchAfter: a timer starts one
-// read in another goroutine, and the end of the command stops it with a
-// past read deadline. Bytes that read returns belong to the client's next
-// message; the connection's reader is given them first (watchedReader).
+// is busy running the command. A read, a timer or even a lock per command
+// would cost the hot path (a ping or a point read takes a few
+// microseconds), so a command only bumps a counter: one goroutine per
+// server looks at every busy connection each watchAfter, and a connection
+// still on the same command as at the previous look gets one read in
+// another goroutine, which the end of the command stops with a past read
+// deadline. Bytes that read returns belong to the client's next message;
+// the connection's reader is given them first (watchedReader).
 
-// watchAfter is how long a command runs before its connection is watched.
-// A disconnect is then seen within about this much time plus the
-// operation's next check of its context.
+// watchAfter is how often busy connections are looked at: a command is
+// watched once it has run between one and two of these. A disconnect is
+// then seen within that time plus the operation's next check of its
+// context.
 const watchAfter = 5 * time.Millisecond
 
 // watcher watches one connection's socket while a long command runs.
 type watcher struct {
-	c     *conn
-	timer *time.Timer
+	c *conn
 
-	mu      sync.Mutex
-	running bool          // a command is being served
-	active  bool          // the watch read is in progress
-	done    chan struct{} // closed when the watch read returns
+	running atomic.Bool   // a command is being served
+	seq     atomic.Uint64 // commands begun
+	seen    uint64        // seq at the previous look (the look loop's own)
+	started uint64        // seq of the command last watched (the look loop's own)
+
+	mu     sync.Mutex
+	active bool          // the watch read is in progress
+	done   chan struct{} // closed when the watch read returns
 	// peeked holds bytes the watch read took from the socket, for the
 	// reader; only the watch goroutine writes it, and only while active.
 	peeked []byte
 }
 
-func newWatcher(c *conn) *watcher {
-	w := &watcher{c: c}
-	w.timer = time.AfterFunc(time.Hour, w.watch)
-	w.timer.Stop()
-	return w
-}
+func newWatcher(c *conn) *watcher { return &watcher{c: c} }
 
-// begin marks a command as started: the socket is watched if it runs long.
+// begin marks a command as started.
 func (w *watcher) begin() {
-	w.mu.Lock()
-	w.running = true
-	w.mu.Unlock()
-	w.timer.Reset(watchAfter)
+	w.seq.Add(1)
+	w.running.Store(true)
 }
 
 // end marks the command as finished and stops a watch read in progress.
 func (w *watcher) end() {
-	w.timer.Stop()
 	w.mu.Lock()
-	w.running = false
+	w.running.Store(false)
 	active, done := w.active, w.done
 	w.mu.Unlock()
 	if !active {
@@ -77,12 +76,48 @@ func (w *watcher) end() {
 	}
 }
 
+// look is the look loop's visit: it starts a watch read when the same
+// command has been running since the previous visit.
+func (w *watcher) look() {
+	if !w.running.Load() {
+		return
+	}
+	seq := w.seq.Load()
+	if seq != w.seen {
+		w.seen = seq
+		return
+	}
+	if w.started == seq {
+		return // watched already
+	}
+	w.started = seq
+	go w.watch()
+}
+
+// lookLoop visits every connection each watchAfter until the server stops.
+func (s *Server) lookLoop() {
+	t := time.NewTicker(watchAfter)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			c.watch.look()
+		}
+		s.mu.Unlock()
+	}
+}
+
 // watch reads the socket until the client sends something (more requests:
 // it is alive), closes it (cancel the connection's operations), or end
 // stops it.
 func (w *watcher) watch() {
 	w.mu.Lock()
-	if !w.running || w.active {
+	if !w.running.Load() || w.active {
 		w.mu.Unlock()
 		return
 	}
@@ -99,6 +134,7 @@ func (w *watcher) watch() {
 	}
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !isTimeout(err) {
 		w.c.cancel(opctx.ErrClientGone)
+		w.c.sess.Interrupt(opctx.ErrClientGone)
 	}
 }
 

@@ -21,19 +21,18 @@ import (
 
 // beginOp registers req as an operation in progress and derives its
 // context from ctx; end the returned operation when the command is done.
-// It is on every command's path, so it allocates no more than the context
-// and the registry entry.
+// It is on every command's path, so it allocates nothing beyond the
+// registry entry, which carries the context (opctx.Canceler), unless
+// maxTimeMS asks for a deadline.
 func beginOp(ctx context.Context, s *Session, req *Request) (context.Context, operation, error) {
 	maxTime, err := maxTimeMS(req)
 	if err != nil {
 		return ctx, operation{}, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	ctx, stop := opctx.WithMaxTime(ctx, maxTime)
-	ops := s.Env.Engine.Ops()
-	op := ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Cancel: cancel})
+	op := s.Env.Engine.Ops().Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Parent: ctx})
+	ctx, stop := opctx.WithMaxTime(op.Context(), maxTime)
 	s.running.Store(op)
-	return ctx, operation{s: s, op: op, stop: stop, cancel: cancel}, nil
+	return ctx, operation{s: s, op: op, stop: stop}, nil
 }
 
 // opKind is currentOp's op field for a command, as MongoDB names it.
@@ -55,17 +54,15 @@ func opKind(name string) string {
 
 // operation is a command's entry in the registry and its context.
 type operation struct {
-	s      *Session
-	op     *engine.Op
-	stop   context.CancelFunc
-	cancel context.CancelCauseFunc
+	s    *Session
+	op   *engine.Op
+	stop context.CancelFunc
 }
 
 func (o operation) end() {
 	o.s.running.Store(nil)
-	o.s.Env.Engine.Ops().End(o.op)
 	o.stop()
-	o.cancel(context.Canceled)
+	o.s.Env.Engine.Ops().End(o.op) // ends its context too
 }
 
 // maxTimeMS reads the generic maxTimeMS argument as MongoDB 7.0 does: a

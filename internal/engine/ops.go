@@ -50,6 +50,10 @@ type OpInfo struct {
 	// Cancel, when set, cancels the operation's context; killOp calls it
 	// with opctx.ErrKilled.
 	Cancel context.CancelCauseFunc
+	// Parent, when set (instead of Cancel), makes the Op carry its own
+	// context under Parent (Op.Context), which killOp cancels: a client
+	// command's, at no allocation beyond the Op.
+	Parent context.Context
 }
 
 // Op is one operation in progress.
@@ -57,6 +61,7 @@ type Op struct {
 	ID      int64
 	Started time.Time
 	info    OpInfo
+	ctx     opctx.Canceler // used when info.Parent is set
 
 	mu       sync.Mutex
 	ended    bool
@@ -84,8 +89,20 @@ type OpStatus struct {
 // Begin registers an operation; call End when it finishes.
 func (o *Ops) Begin(info OpInfo) *Op {
 	op := &Op{ID: o.next.Add(1), Started: time.Now(), info: info}
+	if info.Parent != nil {
+		op.ctx.Init(info.Parent)
+	}
 	o.m.Store(op.ID, op)
 	return op
+}
+
+// Context is the operation's own context (see OpInfo.Parent); nil without
+// a Parent.
+func (op *Op) Context() context.Context {
+	if op.info.Parent == nil {
+		return nil
+	}
+	return &op.ctx
 }
 
 // End removes op from the registry; after it, op no longer reads its
@@ -99,6 +116,9 @@ func (o *Ops) End(op *Op) {
 	op.info.Command = nil
 	op.mu.Unlock()
 	o.m.Delete(op.ID)
+	if op.info.Parent != nil {
+		op.ctx.End()
+	}
 }
 
 // Kill interrupts operation id, as killOp does; it reports whether id is in
@@ -118,16 +138,20 @@ func (op *Op) Interrupt(cause error) { op.interrupt(cause, false) }
 
 func (op *Op) interrupt(cause error, kill bool) bool {
 	op.mu.Lock()
-	cancel := op.info.Cancel
+	cancel, own := op.info.Cancel, op.info.Parent != nil
 	if op.ended {
-		cancel = nil
+		cancel, own = nil, false
 	}
-	op.killed = op.killed || kill && cancel != nil
+	op.killed = op.killed || kill && (cancel != nil || own)
 	op.mu.Unlock()
-	if cancel == nil {
+	switch {
+	case own:
+		op.ctx.Cancel(cause)
+	case cancel != nil:
+		cancel(cause)
+	default:
 		return false
 	}
-	cancel(cause)
 	return true
 }
 

@@ -23,7 +23,15 @@ func Err(ctx context.Context) error {
 	if ctx.Err() == nil {
 		return nil
 	}
-	return context.Cause(ctx)
+	cause := context.Cause(ctx)
+	if cause == context.Canceled || cause == context.DeadlineExceeded {
+		// Ended through a Canceler above (a derived context records only
+		// Canceled from it): its cause is the reason.
+		if c, ok := causeOf(ctx); ok {
+			return c
+		}
+	}
+	return cause
 }
 
 // pollEvery spaces the checks of Poll. A step is usually a document (a
@@ -86,7 +94,7 @@ func (b *Bound) Context() context.Context { return b.ctx }
 // Attach makes the end of req end the bound work too, with req's cause,
 // until detach is called (call it before req ends normally).
 func (b *Bound) Attach(req context.Context) (detach func()) {
-	stop := context.AfterFunc(req, func() { b.cancel(context.Cause(req)) })
+	stop := context.AfterFunc(req, func() { b.cancel(Err(req)) })
 	return func() { stop() }
 }
 

@@ -3,10 +3,12 @@
 // client went away), as MongoDB errors, and the cheap check that stages,
 // scans and loops make where they spend time.
 //
-// The server gives every command a context; commands.Run derives the
-// operation's own from it (a cancel for killOp, a deadline for maxTimeMS)
-// and everything below — planner stages, engine reads, aggregation stages,
-// sorts, write loops — checks that context, never a clock of its own.
+// The server gives every command a context; commands.Run makes the
+// operation's own under it (a Canceler inside the operation's registry
+// entry, which killOp and a client's disconnect cancel, and a deadline for
+// maxTimeMS) and everything below — planner stages, aggregation stages and
+// expression loops, write loops, index builds, collStats walks — checks
+// that context, never a clock of its own.
 //
 // Invariant "The cause is the reply": an operation ended early fails with
 // Err(ctx), which is the context's cause. Cairn's own cancellations carry a

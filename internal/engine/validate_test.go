@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,7 +15,7 @@ import (
 // and CheckIndexes report each.
 func TestValidateFindsCorruptIndexes(t *testing.T) {
 	e := openEngine(t, "")
-	if _, err := e.CreateIndexes(users, []bsoncore.Document{doc(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), users, []bsoncore.Document{doc(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Insert(users, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}}), doc(t, bson.D{{"_id", 2}, {"a", 2}})}, true); err != nil {

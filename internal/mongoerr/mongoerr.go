@@ -90,6 +90,7 @@ var names = map[Code]string{
 	QueryFeatureNotAllowed:          "QueryFeatureNotAllowed",
 	ConversionFailure:               "ConversionFailure",
 	IndexBuildAborted:               "IndexBuildAborted",
+	ClientDisconnect:                "ClientDisconnect",
 	QueryExceededMemory:             "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:              "BSONObjectTooLarge",

@@ -81,6 +81,7 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Shutdown; it returns nil after a shutdown.
 func (s *Server) Serve() error {
+	go s.lookLoop() // watch.go
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()

@@ -191,11 +191,10 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
-	src, detach, err := openBound(ctx, s.Env.Exec, sp.Selection)
+	src, err := s.Env.Exec.Open(ctx, sp.Selection, exec.Run)
 	if err != nil {
 		return nil, err
 	}
-	defer detach()
 	ns := sp.NS.String()
 	batch := sp.batchSize
 	if sp.Limit > 0 && (batch == 0 || sp.Limit < batch) {
@@ -213,7 +212,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		_ = src.Close()
 		return finishCursor(r, 0, ns), nil
 	}
-	cur := s.Env.Cursors.Register(ns, src, held)
+	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
 	cur.noTimeout = sp.noCursorTimeout
 	cur.maxTime, _ = opctx.Remaining(ctx)
 	s.Env.Cursors.Release(cur, false)

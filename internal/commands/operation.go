@@ -14,6 +14,7 @@ import (
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
+	"github.com/cairndb/cairn/internal/planner"
 )
 
 // This file gives each command its operation: the context every handler
@@ -134,26 +135,18 @@ type boundSource struct {
 	bound *opctx.Bound
 }
 
-// openBound opens sel under a Bound attached to ctx until detach is
-// called, for a read whose plan may become a cursor's. A point read needs
-// none: it keeps no context (exec.Env.Open).
-func openBound(ctx context.Context, x *exec.Env, sel exec.Selection) (src agg.Source, detach func(), err error) {
+// keepForCursor returns a find's plan, opened under its request's context,
+// as a cursor keeps it: under a Bound of its own from now on, which each
+// getMore attaches to. A find answered in one batch, the common case, pays
+// nothing for it; nor does the point read, which keeps no context.
+func keepForCursor(ex *planner.Exec, sel *exec.Selection) agg.Source {
 	if sel.PointRead() {
-		ex, err := x.Open(ctx, sel, exec.Run)
-		return ex, noDetach, err
+		return ex
 	}
 	b := opctx.NewBound()
-	detach = b.Attach(ctx)
-	ex, err := x.Open(b.Context(), sel, exec.Run)
-	if err != nil {
-		detach()
-		b.Close()
-		return nil, noDetach, err
-	}
-	return &boundSource{Source: ex, bound: b}, detach, nil
+	ex.SetContext(b.Context())
+	return &boundSource{Source: ex, bound: b}
 }
-
-func noDetach() {}
 
 func (s *boundSource) Close() error {
 	err := s.Source.Close()

@@ -24,12 +24,35 @@ import (
 // another goroutine, which the end of the command stops with a past read
 // deadline. Bytes that read returns belong to the client's next message;
 // the connection's reader is given them first (watchedReader).
+//
+// An idle server does not tick: once its looks have found no command left
+// to watch for parkAfter (none runs, or every one is watched already, as a
+// driver's awaitable hello is), the loop parks until a command begins. begin reads
+// one shared flag to know (an atomic load, no write, while the loop runs);
+// only the command that finds the loop parked wakes it.
 
 // watchAfter is how often busy connections are looked at: a command is
 // watched once it has run between one and two of these. A disconnect is
 // then seen within that time plus the operation's next check of its
 // context.
 const watchAfter = 5 * time.Millisecond
+
+// parkAfter is how long the look loop keeps ticking with no command to
+// watch before it parks.
+const parkAfter = 100 * time.Millisecond
+
+// lookParking is the look loop's parking place, one per server.
+type lookParking struct {
+	parked atomic.Bool
+	wake   chan struct{} // buffered 1: one token per park at most
+}
+
+// unpark wakes the loop if it is parked; called by every command's begin.
+func (p *lookParking) unpark() {
+	if p.parked.Load() && p.parked.CompareAndSwap(true, false) {
+		p.wake <- struct{}{} // the CAS admits one sender per park
+	}
+}
 
 // watcher watches one connection's socket while a long command runs.
 type watcher struct {
@@ -54,6 +77,7 @@ func newWatcher(c *conn) *watcher { return &watcher{c: c} }
 func (w *watcher) begin() {
 	w.seq.Add(1)
 	w.running.Store(true)
+	w.c.srv.looks.unpark()
 }
 
 // end marks the command as finished and stops a watch read in progress.
@@ -77,39 +101,76 @@ func (w *watcher) end() {
 }
 
 // look is the look loop's visit: it starts a watch read when the same
-// command has been running since the previous visit.
-func (w *watcher) look() {
+// command has been running since the previous visit. It reports whether
+// the connection needs another visit: a command runs that is not watched
+// yet.
+func (w *watcher) look() (again bool) {
 	if !w.running.Load() {
-		return
+		return false
 	}
 	seq := w.seq.Load()
 	if seq != w.seen {
 		w.seen = seq
-		return
+		return true
 	}
 	if w.started == seq {
-		return // watched already
+		return false // watched already
 	}
 	w.started = seq
 	go w.watch()
+	return false
 }
 
-// lookLoop visits every connection each watchAfter until the server stops.
+// lookLoop visits every connection each watchAfter until the server
+// stops, parked while no command is left to watch.
 func (s *Server) lookLoop() {
 	t := time.NewTicker(watchAfter)
 	defer t.Stop()
+	idle := time.Duration(0)
 	for {
 		select {
 		case <-s.done:
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		for c := range s.conns {
-			c.watch.look()
+		if s.lookAll() {
+			idle = 0
+			continue
 		}
-		s.mu.Unlock()
+		if idle += watchAfter; idle < parkAfter {
+			continue
+		}
+		// Park. A command that began after the look above either is seen
+		// by the look below or sees the flag and wakes the loop (both
+		// sides write, then read, sequentially consistent atomics).
+		s.looks.parked.Store(true)
+		if s.lookAll() && s.looks.parked.CompareAndSwap(true, false) {
+			idle = 0
+			continue
+		}
+		t.Stop()
+		select {
+		case <-s.done:
+			return
+		case <-s.looks.wake:
+		}
+		idle = 0
+		t.Reset(watchAfter)
 	}
+}
+
+// lookAll looks at every connection and reports whether one needs another
+// look.
+func (s *Server) lookAll() bool {
+	again := false
+	s.mu.Lock()
+	for c := range s.conns {
+		if c.watch.look() {
+			again = true
+		}
+	}
+	s.mu.Unlock()
+	return again
 }
 
 // watch reads the socket until the client sends something (more requests:

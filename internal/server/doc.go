@@ -8,7 +8,8 @@
 // A client that closes its socket while a command runs cancels the command
 // (ClientDisconnect) through its session (watch.go: the socket is watched
 // only once a command has run a few milliseconds, so short commands pay
-// two atomic stores and an uncontended lock for it).
+// two atomic stores, one atomic load and an uncontended lock for it; the
+// loop that looks for such commands parks while there are none).
 //
 // Invariant "The server outlives its clients": nothing a client sends can stop
 // the process. Malformed messages get an error reply or a closed connection;

@@ -91,6 +91,9 @@ func (db *DB) run(ctx context.Context, dbName string, body bsoncore.Document) (b
 	sess := &commands.Session{Env: db.env, Remote: "embedded"}
 	reply := bson.Raw(commands.Run(ctx, sess, req, nil))
 	if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the caller's context ended the command mid-way
+		}
 		return reply, replyError(reply)
 	}
 	return reply, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -182,5 +183,42 @@ func TestEmbeddedValidation(t *testing.T) {
 	}
 	if n, err := people.CountDocuments(ctx, bson.D{{Key: "age", Value: bson.D{{Key: "$lt", Value: 0}}}}); err != nil || n != 0 {
 		t.Fatalf("%d invalid documents stored (%v)", n, err)
+	}
+}
+
+// TestEmbeddedCancelMidQuery: cancelling the context of a query in the
+// middle of a long scan ends it promptly with context.Canceled.
+func TestEmbeddedCancelMidQuery(t *testing.T) {
+	db, err := cairn.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	coll := db.Database("app").Collection("slow")
+	docs := make([]any, 8000)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}}
+	}
+	if _, err := coll.InsertMany(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	// A few hundred microseconds per document, never true: seconds in all.
+	slow := bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{
+		bson.D{{Key: "$size", Value: bson.D{{Key: "$range", Value: bson.A{0, 10000}}}}}, -1}}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled time.Time
+	time.AfterFunc(50*time.Millisecond, func() { cancelled = time.Now(); cancel() })
+	start := time.Now()
+	_, err = coll.CountDocuments(ctx, slow)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("CountDocuments after cancel: %v, want context.Canceled", err)
+	}
+	if cancelled.IsZero() {
+		t.Fatalf("the query ended (%v) before the cancel", time.Since(start))
+	}
+	late := time.Since(cancelled)
+	t.Logf("returned %v after the cancel", late)
+	if late > 500*time.Millisecond {
+		t.Fatalf("the query ran %v past its cancel", late)
 	}
 }

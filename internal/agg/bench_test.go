@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -34,7 +35,7 @@ func runBenchOpts(b *testing.B, opts agg.Options, input []bsoncore.Document, pip
 	}
 	b.ResetTimer()
 	for range b.N {
-		out, err := p.Run(agg.SliceSource(input))
+		out, err := p.Run(context.Background(), agg.SliceSource(input))
 		if err != nil {
 			b.Fatal(err)
 		}

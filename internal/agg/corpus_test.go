@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"context"
 	"flag"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestCorpus(t *testing.T) {
 // mapCatalog serves a case's other collections.
 type mapCatalog map[string][]bsoncore.Document
 
-func (m mapCatalog) Scan(_, coll string) (agg.Source, error) {
+func (m mapCatalog) Scan(_ context.Context, _, coll string) (agg.Source, error) {
 	return agg.SliceSource(m[coll]), nil
 }
 
@@ -65,7 +66,7 @@ func runInProcess(c *aggtest.Case) (aggtest.Outcome, error) {
 	if !c.Collectionless {
 		in = agg.SliceSource(c.Docs)
 	}
-	out, err := p.Run(in)
+	out, err := p.Run(context.Background(), in)
 	if err != nil {
 		return fail(err)
 	}

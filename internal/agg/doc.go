@@ -15,6 +15,10 @@
 //     the Sources it returns report what only data can reveal (a $divide by
 //     zero, a non-document newRoot, a $group over its memory budget) as
 //     errors from Next, with MongoDB's codes.
+//   - A run stops with its operation: every stage's input is checked against
+//     Run's context every few documents (package opctx), sub-pipelines
+//     ($lookup, $unionWith, $facet) inherit it, and the collections they
+//     read are read under it.
 //   - Nothing here panics on any input: malformed BSON ends a document at
 //     its first unreadable element, as package expr reads it (FuzzPipeline
 //     checks this).

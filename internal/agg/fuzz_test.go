@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func FuzzPipeline(f *testing.F) {
 		if err != nil {
 			return
 		}
-		src, err := pl.Run(agg.SliceSource(input))
+		src, err := pl.Run(context.Background(), agg.SliceSource(input))
 		if err != nil {
 			return
 		}

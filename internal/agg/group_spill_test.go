@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -68,7 +69,7 @@ func TestGroupSpillWritesRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.Run(agg.SliceSource(input))
+	out, err := p.Run(context.Background(), agg.SliceSource(input))
 	if err != nil {
 		t.Fatal(err)
 	}

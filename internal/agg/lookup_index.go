@@ -1,6 +1,8 @@
 package agg
 
 import (
+	"context"
+
 	"github.com/cairndb/cairn/internal/expr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -15,7 +17,7 @@ type IndexCatalog interface {
 	// FindIn returns the documents of db.coll matching {path: {$in: vals}}
 	// read through an index on path. ok is false (and the Source nil) when
 	// no index can serve that query; the caller then reads the collection.
-	FindIn(db, coll, path string, vals []bsoncore.Value) (src Source, ok bool, err error)
+	FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value) (src Source, ok bool, err error)
 }
 
 // lookupReader finds the foreign documents of one $lookup run: those equal
@@ -37,7 +39,7 @@ func (r *lookupReader) candidates(d bsoncore.Document) ([]bsoncore.Document, err
 		if ic, ok := r.rc.opts.Catalog.(IndexCatalog); ok && r.l.from != "" {
 			vals := r.localValues(d)
 			if indexable(vals) {
-				src, ok, err := ic.FindIn(r.rc.opts.DB, r.l.from, r.l.foreignField, vals)
+				src, ok, err := ic.FindIn(r.rc.ctx, r.rc.opts.DB, r.l.from, r.l.foreignField, vals)
 				if err != nil {
 					return nil, err
 				}

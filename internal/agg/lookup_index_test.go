@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/cairndb/cairn/internal/agg"
@@ -17,12 +18,12 @@ type countingCatalog struct {
 	scans, finds int
 }
 
-func (c *countingCatalog) Scan(_, _ string) (agg.Source, error) {
+func (c *countingCatalog) Scan(_ context.Context, _, _ string) (agg.Source, error) {
 	c.scans++
 	return agg.SliceSource(c.docs), nil
 }
 
-func (c *countingCatalog) FindIn(_, _, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
+func (c *countingCatalog) FindIn(_ context.Context, _, _, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
 	if !c.indexed {
 		return nil, false, nil
 	}
@@ -84,7 +85,7 @@ func TestLookupUsesIndexCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := p.Run(agg.SliceSource(append(append([]bsoncore.Document(nil), input...), tc.extra...)))
+			out, err := p.Run(context.Background(), agg.SliceSource(append(append([]bsoncore.Document(nil), input...), tc.extra...)))
 			if err != nil {
 				t.Fatal(err)
 			}

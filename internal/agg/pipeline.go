@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -26,7 +27,8 @@ type Source interface {
 type Catalog interface {
 	// Scan returns every document of db.coll; a collection that does not
 	// exist is empty, not an error (MongoDB's behaviour for both stages).
-	Scan(db, coll string) (Source, error)
+	// The scan runs under ctx, the pipeline's.
+	Scan(ctx context.Context, db, coll string) (Source, error)
 }
 
 // Options are the aggregate command's settings that change how a pipeline
@@ -215,9 +217,11 @@ func (p *Pipeline) WithoutLeadingMatch() *Pipeline {
 
 // Run streams input through the pipeline. input may be nil for a
 // collection-less pipeline (one starting with $documents). Closing the
-// returned Source closes input.
-func (p *Pipeline) Run(input Source) (Source, error) {
-	rc := &runContext{opts: &p.opts, vars: p.vars}
+// returned Source closes input. The run ends with opctx.Err(ctx) once ctx
+// ends: every stage's input is checked every few hundred documents, and
+// the collections $lookup and $unionWith read are read under ctx.
+func (p *Pipeline) Run(ctx context.Context, input Source) (Source, error) {
+	rc := &runContext{ctx: ctx, opts: &p.opts, vars: p.vars}
 	return runStages(rc, p.stages, input)
 }
 
@@ -227,7 +231,7 @@ func runStages(rc *runContext, ss []stage, input Source) (Source, error) {
 		src = emptySource{}
 	}
 	for _, s := range ss {
-		next, err := s.open(rc, src)
+		next, err := s.open(rc, checked(rc, src))
 		if err != nil {
 			src.Close()
 			return nil, err
@@ -239,6 +243,9 @@ func runStages(rc *runContext, ss []stage, input Source) (Source, error) {
 
 // runContext is one run's view of the options and variables.
 type runContext struct {
+	// ctx is the run's operation; nil only for a pipeline run outside a
+	// command ($merge's whenMatched, per document), which is never checked.
+	ctx  context.Context
 	opts *Options
 	vars map[string]bsoncore.Value
 }
@@ -246,6 +253,9 @@ type runContext struct {
 // exprContext returns a fresh expression context with the run's variables.
 func (rc *runContext) exprContext() *expr.Context {
 	ctx := expr.NewContext(emptyDoc)
+	if rc.ctx != nil {
+		ctx.SetOperation(rc.ctx) // $map, $filter, $reduce over long arrays stop with the run
+	}
 	for k, v := range rc.vars {
 		ctx.SetVar(k, v)
 	}
@@ -261,7 +271,7 @@ func (rc *runContext) withVars(extra map[string]bsoncore.Value) *runContext {
 	for k, v := range extra {
 		vars[k] = v
 	}
-	return &runContext{opts: rc.opts, vars: vars}
+	return &runContext{ctx: rc.ctx, opts: rc.opts, vars: vars}
 }
 
 // memoryError is the error of a blocking stage over its budget.

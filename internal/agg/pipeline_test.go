@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -42,7 +43,7 @@ func TestLeadingMatch(t *testing.T) {
 		t.Fatal("WithoutLeadingMatch kept the $match")
 	}
 	// The caller's scan applied the filter: the rest runs unfiltered.
-	out, err := q.Run(agg.SliceSource(stages(t, `{"_id": 1, "a": 2}`)))
+	out, err := q.Run(context.Background(), agg.SliceSource(stages(t, `{"_id": 1, "a": 2}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestDocumentsWithoutInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.Run(nil)
+	out, err := p.Run(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestConcurrentRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		run := func() (string, error) {
-			out, err := p.Run(agg.SliceSource(input))
+			out, err := p.Run(context.Background(), agg.SliceSource(input))
 			if err != nil {
 				return "", err
 			}
@@ -139,7 +140,7 @@ func TestGroupMemoryLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := p.Run(agg.SliceSource(input))
+		out, err := p.Run(context.Background(), agg.SliceSource(input))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func TestSortLimitIsTopK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.Run(agg.SliceSource(input))
+	out, err := p.Run(context.Background(), agg.SliceSource(input))
 	if err != nil {
 		t.Fatal(err)
 	}

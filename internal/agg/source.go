@@ -1,11 +1,13 @@
 package agg
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -238,4 +240,29 @@ func splitPath(p string) ([]string, error) {
 		}
 	}
 	return parts, nil
+}
+
+// checkedSource is a stage's input that ends once the run's context does
+// (checked every few hundred documents; see opctx "Checks are cheap"), so
+// that every stage's work — a $group or $sort consuming its input, a
+// sub-pipeline per $lookup document — stops at maxTimeMS, killOp or a
+// client gone.
+type checkedSource struct {
+	Source
+	ctx  context.Context
+	poll opctx.Poll
+}
+
+func checked(rc *runContext, in Source) Source {
+	if rc.ctx == nil || in == nil {
+		return in
+	}
+	return &checkedSource{Source: in, ctx: rc.ctx}
+}
+
+func (s *checkedSource) Next() (bsoncore.Document, error) {
+	if err := s.poll.Err(s.ctx); err != nil {
+		return nil, err
+	}
+	return s.Source.Next()
 }

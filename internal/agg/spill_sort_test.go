@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -72,7 +73,7 @@ func runToStrings(t *testing.T, pipe []bsoncore.Document, opts agg.Options, inpu
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.Run(agg.SliceSource(input))
+	out, err := p.Run(context.Background(), agg.SliceSource(input))
 	if err != nil {
 		t.Fatal(err)
 	}

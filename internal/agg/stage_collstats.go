@@ -1,6 +1,8 @@
 package agg
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -12,8 +14,8 @@ import (
 // here only check their shape and position.
 type Stats interface {
 	// CollStats is $collStats' one output document for spec (already
-	// checked to be a document).
-	CollStats(spec bsoncore.Document) (bsoncore.Document, error)
+	// checked to be a document), computed under the run's ctx.
+	CollStats(ctx context.Context, spec bsoncore.Document) (bsoncore.Document, error)
 	// IndexStats is one document per index, as $indexStats shows it.
 	IndexStats() ([]bsoncore.Document, error)
 	// CurrentOp is one document per operation in progress.
@@ -59,7 +61,7 @@ func (s *collStatsStage) open(rc *runContext, in Source) (Source, error) {
 		if rc.opts.Stats == nil {
 			return nil, mongoerr.New(mongoerr.CommandNotSupported, "$collStats is not available here")
 		}
-		d, err := rc.opts.Stats.CollStats(s.spec)
+		d, err := rc.opts.Stats.CollStats(rc.ctx, s.spec)
 		if err != nil {
 			return nil, err
 		}

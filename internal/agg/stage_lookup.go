@@ -154,7 +154,7 @@ func readCollection(rc *runContext, coll string) ([]bsoncore.Document, error) {
 	if rc.opts.Catalog == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "no catalog to read %s.%s from", rc.opts.DB, coll)
 	}
-	src, err := rc.opts.Catalog.Scan(rc.opts.DB, coll)
+	src, err := rc.opts.Catalog.Scan(rc.ctx, rc.opts.DB, coll)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 )
 
 // cmdAggregate runs an aggregation pipeline over a collection, or over no
@@ -16,7 +17,7 @@ import (
 // command into an exec.Aggregate, which exec runs (pushing a leading $match
 // and $sort into the collection read, writing $out and $merge), and
 // returns the results as a cursor.
-func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	ns, collectionless, err := aggregateTarget(req)
 	if err != nil {
 		return nil, err
@@ -26,7 +27,7 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	if explain, _ := req.Bool("explain", false); explain {
-		x := &explainer{s: s, verbosity: "queryPlanner"}
+		x := &explainer{ctx: ctx, s: s, verbosity: "queryPlanner"}
 		body, err := x.aggregateStages(ns, collectionless, ownedAll(stages), req)
 		if err != nil {
 			return nil, err
@@ -51,13 +52,17 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	a.Opts.Stats = aggStats{s: s, ns: ns, collectionless: collectionless} // $collStats, $indexStats, $currentOp
-	if a.Deadline, err = deadline(req); err != nil {
-		return nil, err
-	}
 	if a.Bypass, err = req.Bool("bypassDocumentValidation", false); err != nil {
 		return nil, err
 	}
-	out, err := s.Env.Exec.Aggregate(a)
+	// The pipeline may outlive this request as a cursor's: it runs under a
+	// Bound that this request, then each getMore, attaches to.
+	bound := opctx.NewBound()
+	defer bound.Attach(ctx)()
+	run, err := s.Env.Exec.Aggregate(bound.Context(), a)
+	if err != nil || run == nil {
+		bound.Close()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +70,12 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
 	}
-	if out == nil {
+	if run == nil {
 		// $out or $merge wrote the results: an empty first batch and no
 		// cursor, as MongoDB replies.
 		return cursorReply(dst, cursorNS, 0, nil), nil
 	}
+	out := &boundSource{Source: run, bound: bound}
 	r, held, done, err := fillBatch(dst, cursorNS, "firstBatch", nil, out, batch)
 	if err != nil {
 		_ = out.Close()
@@ -80,6 +86,7 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return finishCursor(r, 0, cursorNS), nil
 	}
 	cur := s.Env.Cursors.Register(cursorNS, out, held)
+	cur.maxTime, _ = opctx.Remaining(ctx)
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, cursorNS), nil
 }

@@ -19,7 +19,7 @@ import (
 // collection instead of reading it ($collStats, $indexStats), through
 // aggStats, the command layer's agg.Stats.
 
-func cmdCollStats(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdCollStats(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	name, err := req.Collection()
 	if err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func cmdCollStats(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: name}
-	st, err := s.Env.Engine.CollectionStats(ns)
+	st, err := s.Env.Engine.CollectionStats(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ var _ agg.Stats = aggStats{}
 // sections spec asks for. Cairn keeps no per-collection latency or scan
 // counters yet, so latencyStats and queryExecStats have MongoDB's shape
 // with zero counts.
-func (a aggStats) CollStats(spec bsoncore.Document) (bsoncore.Document, error) {
+func (a aggStats) CollStats(ctx context.Context, spec bsoncore.Document) (bsoncore.Document, error) {
 	if a.collectionless {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$collStats must be run against a collection namespace")
 	}
@@ -109,7 +109,7 @@ func (a aggStats) CollStats(spec bsoncore.Document) (bsoncore.Document, error) {
 			return engine.CollectionStats{}, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", section, a.ns)
 		}
 		if st == nil {
-			got, err := a.s.Env.Engine.CollectionStats(a.ns)
+			got, err := a.s.Env.Engine.CollectionStats(ctx, a.ns)
 			if err != nil {
 				return got, err
 			}

@@ -93,6 +93,9 @@ func inprogDoc(op engine.OpStatus, host string, now time.Time) bsoncore.Document
 		r.String("msg", op.Msg)
 		r.Doc("progress", doc("done", op.Done, "total", op.Total))
 	}
+	if op.KillPending {
+		r.Bool("killPending", true)
+	}
 	r.Int64("numYields", 0)
 	r.Doc("locks", doc())
 	r.Bool("waitingForLock", false)

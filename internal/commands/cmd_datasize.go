@@ -14,7 +14,7 @@ import (
 // cmdDataSize answers dataSize for a whole collection: the BSON bytes and
 // count of its documents, exact (so estimate is honoured either way). The
 // key-range form (keyPattern, min, max) is refused until it exists.
-func cmdDataSize(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDataSize(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	began := time.Now()
 	full, ok := req.First().StringValueOK()
 	if !ok {
@@ -33,7 +33,7 @@ func cmdDataSize(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.Env.Engine.CollectionStats(engine.Namespace{DB: db, Coll: coll})
+	st, err := s.Env.Engine.CollectionStats(ctx, engine.Namespace{DB: db, Coll: coll})
 	if err != nil {
 		return nil, err
 	}

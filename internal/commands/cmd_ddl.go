@@ -200,7 +200,7 @@ func cmdListDatabases(_ context.Context, s *Session, req *Request, dst []byte) (
 	return r.Finish(), nil
 }
 
-func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDBStats(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	if err := catalog.ValidateDBName(req.DB); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func cmdDBStats(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	var indexes int
 	colls := s.Env.Engine.Catalog().Collections(req.DB)
 	for _, c := range colls {
-		st, err := s.Env.Engine.CollectionStats(engine.Namespace{DB: c.DB, Coll: c.Name})
+		st, err := s.Env.Engine.CollectionStats(ctx, engine.Namespace{DB: c.DB, Coll: c.Name})
 		if err != nil {
 			return nil, err
 		}

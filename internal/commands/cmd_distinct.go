@@ -12,7 +12,7 @@ import (
 
 // cmdDistinct returns the distinct values of a field among the documents the
 // query selects. Array values count element by element, as in MongoDB.
-func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	kv, ok := req.Arg("key")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
@@ -28,7 +28,7 @@ func cmdDistinct(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
-	values, err := s.Env.Exec.Distinct(sp, key, MaxBSONObjectSize)
+	values, err := s.Env.Exec.Distinct(ctx, sp, key, MaxBSONObjectSize)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"os"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -11,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/planner"
 )
 
@@ -19,7 +19,7 @@ import (
 // run, as a stage tree rendered by the planner; unless the verbosity is
 // queryPlanner it runs (reads only: update and delete count what they would
 // do, and write nothing) and reports true counts per stage.
-func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdExplain(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	inner, err := req.Document("explain")
 	if err != nil || inner == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
@@ -46,10 +46,15 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			return nil, err
 		}
 	}
-	x := &explainer{s: s, verbosity: verbosity}
-	if x.deadline, err = deadline(req); err != nil {
+	// The explained command's own maxTimeMS bounds it too, inside the
+	// explain command's (applied by Run).
+	innerMax, err := maxTimeMS(innerReq)
+	if err != nil {
 		return nil, err
 	}
+	ctx, stop := opctx.WithMaxTime(ctx, innerMax)
+	defer stop()
+	x := &explainer{ctx: ctx, s: s, verbosity: verbosity}
 	var body bson.D
 	switch innerReq.Name {
 	case "find":
@@ -77,11 +82,10 @@ func cmdExplain(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 
 // explainer runs one explain.
 type explainer struct {
+	// ctx is the explain operation's: the plan it runs checks it.
+	ctx       context.Context
 	s         *Session
 	verbosity string
-	// deadline is the explain command's own maxTimeMS (where MongoDB's
-	// shell puts it), for an explained command that sets none.
-	deadline time.Time
 }
 
 func (x *explainer) execute() bool { return x.verbosity != "queryPlanner" }
@@ -116,21 +120,12 @@ type wrapper struct {
 // asks, runs it; this renders queryPlanner and executionStats, with w over
 // the plan when set.
 func (x *explainer) run(sel exec.Selection, w *wrapper) (bson.D, error) {
-	ex, err := x.s.Env.Exec.ExplainRun(x.selection(sel), x.execute(), nil)
+	ex, err := x.s.Env.Exec.ExplainRun(x.ctx, sel, x.execute(), nil)
 	if err != nil {
 		return nil, err
 	}
 	defer ex.Close()
 	return x.sections(ex, sel.NS, w)
-}
-
-// selection is sel under the explain command's own maxTimeMS when sel sets
-// none.
-func (x *explainer) selection(sel exec.Selection) exec.Selection {
-	if sel.Deadline.IsZero() {
-		sel.Deadline = x.deadline
-	}
-	return sel
 }
 
 // sections renders queryPlanner (and executionStats) of a planned ex.
@@ -203,7 +198,7 @@ func (x *explainer) count(req *Request) (bson.D, error) {
 // counted explains a plan under a wrapper stage whose counter (nCounted,
 // nWouldDelete) is the number of results, known only after the run.
 func (x *explainer) counted(sel exec.Selection, stage, counter string) (bson.D, error) {
-	ex, n, err := x.s.Env.Exec.ExplainCount(x.selection(sel), x.execute())
+	ex, n, err := x.s.Env.Exec.ExplainCount(x.ctx, sel, x.execute())
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +260,7 @@ func (x *explainer) update(req *Request) (bson.D, error) {
 // updateOver explains an update: exec runs the selection and applies the
 // update to each document in memory, counting what would change.
 func (x *explainer) updateOver(spec exec.Update) (bson.D, error) {
-	spec.Sel = x.selection(spec.Sel)
-	ex, would, err := x.s.Env.Exec.ExplainUpdate(spec, x.execute())
+	ex, would, err := x.s.Env.Exec.ExplainUpdate(x.ctx, spec, x.execute())
 	if err != nil {
 		return nil, err
 	}
@@ -334,13 +328,13 @@ func (x *explainer) aggregate(req *Request) (bson.D, error) {
 // collection read as a $cursor stage with its plan, then the other stages
 // as given. A pipeline wholly pushed down explains like a find.
 func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, stages []bsoncore.Document, req *Request) (bson.D, error) {
-	a := exec.Aggregate{NS: ns, Collectionless: collectionless, Stages: stages, Deadline: x.deadline}
+	a := exec.Aggregate{NS: ns, Collectionless: collectionless, Stages: stages}
 	a.Opts.MaxMemory = sortMemory(x.s)
 	var err error
 	if a.Opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
 		return nil, err
 	}
-	ex, rest, err := x.s.Env.Exec.ExplainAggregate(a, x.execute())
+	ex, rest, err := x.s.Env.Exec.ExplainAggregate(x.ctx, a, x.execute())
 	if err != nil {
 		return nil, err
 	}

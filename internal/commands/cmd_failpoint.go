@@ -10,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 )
 
 // This file holds configureFailPoint and MongoDB's failCommand fail point
@@ -390,7 +391,8 @@ func takesWriteConcern(name string) bool {
 	return false
 }
 
-// sleepCtx waits d or until ctx ends.
+// sleepCtx waits d or until ctx ends, with why it ended (opctx.Err:
+// maxTimeMS, killOp, a client gone).
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -398,12 +400,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+		return opctx.Err(ctx)
 	}
 }
 
 // cmdWaitForFailPoint waits until a fail point has fired timesEntered times
-// in all, within maxTimeMS (required, as in mongod).
+// in all, within maxTimeMS (required, as in mongod; Run made it ctx's
+// deadline).
 func cmdWaitForFailPoint(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	name, ok := req.First().StringValueOK()
 	if !ok {
@@ -419,19 +422,11 @@ func cmdWaitForFailPoint(ctx context.Context, s *Session, req *Request, dst []by
 	if _, ok := req.Arg("maxTimeMS"); !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Missing maxTimeMS")
 	}
-	ms, err := req.Int("maxTimeMS", 0)
-	if err != nil {
-		return nil, err
-	}
 	p, ok := s.Env.FailPoints.Lookup(name)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)
 	}
-	deadline := time.Now().Add(time.Duration(ms) * time.Millisecond)
 	for p.Entered() < target {
-		if ms > 0 && !time.Now().Before(deadline) {
-			return nil, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
-		}
 		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
 			return nil, err
 		}

@@ -2,13 +2,13 @@ package commands
 
 import (
 	"context"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/query"
 )
 
@@ -106,8 +106,7 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 		}
 	}
 	sp.SortMemory = sortMemory(s)
-	sp.Deadline, err = deadline(req)
-	return sp, err
+	return sp, nil
 }
 
 // parseProjectionAndSort reads find's projection and sort into sel.
@@ -186,28 +185,13 @@ func sortMemory(s *Session) int64 {
 	return query.DefaultSortMemory
 }
 
-// deadline turns maxTimeMS into an absolute deadline (zero: none).
-func deadline(req *Request) (time.Time, error) {
-	ms, err := req.Int("maxTimeMS", 0)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if ms < 0 {
-		return time.Time{}, mongoerr.New(mongoerr.BadValue, "BSON field 'maxTimeMS' value must be >= 0, actual value '%d'", ms)
-	}
-	if ms == 0 {
-		return time.Time{}, nil
-	}
-	return time.Now().Add(time.Duration(ms) * time.Millisecond), nil
-}
-
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	sp, err := parseFind(s, req)
 	if err != nil {
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
-	src, err := s.Env.Exec.Open(sp.Selection, exec.Run)
+	src, err := s.Env.Exec.Open(ctx, sp.Selection, exec.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -228,13 +212,14 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		_ = src.Close()
 		return finishCursor(r, 0, ns), nil
 	}
-	cur := s.Env.Cursors.Register(ns, src, held)
+	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
 	cur.noTimeout = sp.noCursorTimeout
+	cur.maxTime, _ = opctx.Remaining(ctx)
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil
 }
 
-func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	id, ok := req.First().Int64OK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'", typeName(req.First().Type))
@@ -259,7 +244,21 @@ func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
-	r, held, done, err := fillBatch(dst, ns, "nextBatch", cur.held, cur.src, batch)
+	if _, ok := req.Arg("maxTimeMS"); ok {
+		// Every Cairn cursor is a non-awaitData one (awaitData is not yet
+		// honoured), for which MongoDB refuses a getMore's maxTimeMS.
+		s.Env.Cursors.Release(cur, false)
+		return nil, mongoerr.New(mongoerr.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
+	}
+	ctx, resumed := cur.resume(ctx)
+	err = opctx.Err(ctx) // the cursor's maxTimeMS may be spent already
+	var r *Reply
+	var held bsoncore.Document
+	var done bool
+	if err == nil {
+		r, held, done, err = fillBatch(dst, ns, "nextBatch", cur.held, cur.src, batch)
+	}
+	resumed()
 	if err != nil {
 		s.Env.Cursors.Release(cur, true)
 		return nil, err
@@ -309,12 +308,12 @@ func nonNil(ids []int64) []int64 {
 	return ids
 }
 
-func cmdCount(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	sel, err := parseCountSpec(req)
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.Env.Exec.Count(sel)
+	n, err := s.Env.Exec.Count(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +344,7 @@ func parseCountSpec(req *Request) (exec.Selection, error) {
 }
 
 // selectionFor reads what count and distinct share: the collection, the
-// filter in field, the collation (simple only) and maxTimeMS.
+// filter in field and the collation (simple only).
 func selectionFor(req *Request, field string) (exec.Selection, error) {
 	coll, err := req.Collection()
 	if err != nil {
@@ -359,9 +358,5 @@ func selectionFor(req *Request, field string) (exec.Selection, error) {
 	if err != nil {
 		return sp, err
 	}
-	if err := checkCollation(req); err != nil {
-		return sp, err
-	}
-	sp.Deadline, err = deadline(req)
-	return sp, err
+	return sp, checkCollation(req)
 }

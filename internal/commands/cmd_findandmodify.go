@@ -13,7 +13,7 @@ import (
 
 // cmdFindAndModify updates or removes the first document the query selects
 // (in sort order) and returns it, before or after (new), projected by fields.
-func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	sel, cv, err := parseFindAndModifySelection(s, req)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 	var value bsoncore.Document
 	lastErr := NewReply(nil)
 	if remove {
-		value, err = s.Env.Exec.FindAndRemove(sel)
+		value, err = s.Env.Exec.FindAndRemove(ctx, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +73,7 @@ func cmdFindAndModify(_ context.Context, s *Session, req *Request, dst []byte) (
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.Env.Exec.FindAndUpdate(exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass})
+		res, err := s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass})
 		if err != nil {
 			return nil, err
 		}
@@ -142,6 +142,5 @@ func parseFindAndModifySelection(s *Session, req *Request) (exec.Selection, comm
 	}
 	sel.SortMemory = sortMemory(s)
 	sel.Limit = 1
-	sel.Deadline, err = deadline(req)
-	return sel, cv, err
+	return sel, cv, nil
 }

@@ -13,7 +13,7 @@ import (
 
 // This file holds createIndexes, listIndexes and dropIndexes.
 
-func cmdCreateIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdCreateIndexes(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	coll, err := req.Collection()
 	if err != nil {
 		return nil, err
@@ -25,7 +25,7 @@ func cmdCreateIndexes(_ context.Context, s *Session, req *Request, dst []byte) (
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
 	}
-	res, err := s.Env.Engine.CreateIndexes(engine.Namespace{DB: req.DB, Coll: coll}, specs)
+	res, err := s.Env.Engine.CreateIndexes(ctx, engine.Namespace{DB: req.DB, Coll: coll}, specs)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // snapshot without blocking writes, so full and background are honoured as
 // given; repair, metadata and checkBSONConformance are refused until they
 // exist.
-func cmdValidate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdValidate(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	name, err := req.Collection()
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func cmdValidate(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if coll == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s' does not exist to validate.", ns)
 	}
-	v, err := s.Env.Engine.Validate(ns)
+	v, err := s.Env.Engine.Validate(ctx, ns)
 	if err != nil {
 		return nil, err
 	}

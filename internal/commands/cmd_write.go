@@ -46,7 +46,7 @@ func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string, cv c
 	return sp, nil
 }
 
-func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	wb, err := parseWriteBatch(req, "deletes")
 	if err != nil {
 		return nil, err
@@ -58,8 +58,11 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var n int64
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		deleted, err := deleteStatement(s.Env.Exec, wb.ns, st, cv)
+		deleted, err := deleteStatement(ctx, s.Env.Exec, wb.ns, st, cv)
 		n += deleted
+		if isInterruption(err) {
+			return nil, err // fails the whole command, as in MongoDB
+		}
 		if err != nil {
 			werrs = append(werrs, engine.WriteError{Index: i, Err: err})
 			if wb.ordered {
@@ -74,12 +77,12 @@ func cmdDelete(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 }
 
 // deleteStatement runs one delete statement {q, limit}.
-func deleteStatement(x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars) (int64, error) {
+func deleteStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars) (int64, error) {
 	d, err := parseDeleteStatement(ns, st, cv)
 	if err != nil {
 		return 0, err
 	}
-	return x.Delete(d)
+	return x.Delete(ctx, d)
 }
 
 // parseDeleteStatement reads one delete statement {q, limit}.
@@ -102,7 +105,7 @@ func parseDeleteStatement(ns engine.Namespace, st bsoncore.Document, cv commandV
 	return d, nil
 }
 
-func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	wb, err := parseWriteBatch(req, "updates")
 	if err != nil {
 		return nil, err
@@ -118,7 +121,10 @@ func cmdUpdate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
 	for i, st := range wb.stmts {
-		res, err := updateStatement(s.Env.Exec, wb.ns, st, cv, wb.bypass)
+		res, err := updateStatement(ctx, s.Env.Exec, wb.ns, st, cv, wb.bypass)
+		if isInterruption(err) {
+			return nil, err // fails the whole command, as in MongoDB
+		}
 		if err == nil {
 			matched += res.Matched // a failed statement matched nothing it could change
 		}
@@ -196,13 +202,13 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 }
 
 // updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
-func updateStatement(x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool) (exec.UpdateResult, error) {
+func updateStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool) (exec.UpdateResult, error) {
 	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return exec.UpdateResult{}, err
 	}
 	spec.Bypass = bypass
-	return x.Update(spec)
+	return x.Update(ctx, spec)
 }
 
 func boolField(d bsoncore.Document, key string) bool {

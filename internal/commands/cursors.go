@@ -29,6 +29,9 @@ type Cursor struct {
 	// noTimeout: the cursor never expires when idle (find's
 	// noCursorTimeout); set before its first Release.
 	noTimeout bool
+	// maxTime is what is left of the originating command's maxTimeMS, for
+	// the next getMore (0: none); see resume.
+	maxTime time.Duration
 }
 
 // Cursors is the registry of open cursors, shared by all connections.

@@ -40,4 +40,10 @@
 // its codes, and the Stable API (apiVersion, apiStrict, requireApiVersion)
 // is enforced. internal/server's surface test walks every declared field
 // and fails on one without a case proving it honoured or refused.
+//
+// Invariant "One operation per command": Run registers each command in the
+// engine's registry (currentOp, killOp) and derives its context once,
+// maxTimeMS included (operation.go); handlers pass that context to every
+// exec entry point, and a cursor's plan keeps running under a context each
+// getMore attaches to (opctx.Bound).
 package commands

@@ -142,6 +142,20 @@ type Session struct {
 	// hangUp asks the server to close the connection instead of replying
 	// (failCommand's closeConnection); see TakeHangUp.
 	hangUp bool
+
+	// running is the operation of the command in progress (nil between
+	// commands), for Interrupt.
+	running atomic.Pointer[engine.Op]
+}
+
+// Interrupt cancels the command in progress on the session, if any, with
+// cause: the server calls it when the client goes away mid-command. (A
+// session's commands derive their context from the server's, which is
+// never cancelled, so no context is linked to a parent per command.)
+func (s *Session) Interrupt(cause error) {
+	if op := s.running.Load(); op != nil {
+		op.Interrupt(cause)
+	}
 }
 
 // TakeHangUp reports whether the last command asked for the connection to

@@ -39,7 +39,7 @@ const (
 //     after its group is synced, which satisfies j and fsync).
 //   - apiVersion, apiStrict, apiDeprecationErrors: the Stable API
 //     (checkAPI).
-//   - maxTimeMS: the command's deadline (deadline in cmd_find.go).
+//   - maxTimeMS: the deadline of the command's context (operation.go).
 //   - comment: shown with the command in currentOp and the log.
 //   - $readPreference: a standalone serves every mode, as mongod does.
 //   - $clusterTime: gossip a standalone mongod also ignores.

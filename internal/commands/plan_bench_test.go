@@ -48,6 +48,9 @@ func BenchmarkFindPlans(b *testing.B) {
 		{"range10", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$gte", Value: 500}, {Key: "$lt", Value: 510}}}}}, {Key: "singleBatch", Value: true}}},
 		// Two indexes apply: the plan comes from the plan cache.
 		{"cached_of_two", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 42}, {Key: "name", Value: "user"}}}, {Key: "singleBatch", Value: true}}},
+		// A collection scan that matches nothing: the per-document cost of
+		// a plan's work, context check included.
+		{"scan_10000", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "name", Value: "nobody"}}}, {Key: "hint", Value: bson.D{{Key: "$natural", Value: 1}}}, {Key: "singleBatch", Value: true}}},
 		{"id_scan_sorted", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 5000}}}}}, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "limit", Value: 10}, {Key: "singleBatch", Value: true}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

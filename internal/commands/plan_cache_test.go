@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestPlanCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, err := env.Exec.Open(sp, exec.Run)
+		ex, err := env.Exec.Open(context.Background(), sp, exec.Run)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ func plannedIndexes(env *Env, ns engine.Namespace, filter bsoncore.Document) (st
 	if err != nil {
 		return "", err
 	}
-	ex, err := env.Exec.Open(sp, exec.Run)
+	ex, err := env.Exec.Open(context.Background(), sp, exec.Run)
 	if err != nil {
 		return "", err
 	}

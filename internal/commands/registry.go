@@ -132,6 +132,7 @@ func init() {
 		"ismaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
 		"killAllSessions":                {run: cmdNoopOK, help: "kill all sessions"},
 		"killCursors":                    {run: cmdKillCursors, apiV1: true, help: "close cursors", fields: args("cursors")},
+		"killOp":                         {run: cmdKillOp, adminOnly: true, help: "interrupt an operation in progress", fields: args("op")},
 		"killSessions":                   {run: cmdNoopOK, help: "kill sessions"},
 		"listCollections":                {run: cmdListCollections, apiV1: true, help: "list collections", fields: args("filter nameOnly authorizedCollections cursor"), nested: cursor},
 		"listCommands":                   {run: cmdListCommands, help: "list the commands with their help"},

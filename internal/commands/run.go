@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
-	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -56,8 +55,11 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := checkGeneric(s, &cmd, req, elems, genericMask); err != nil {
 		return ErrorReply(dst, err)
 	}
-	ops := s.Env.Engine.Ops() // for currentOp (cmd_currentop.go)
-	defer ops.End(ops.Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: "command", DB: req.DB, Command: req.Body}))
+	ctx, op, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
+	if err != nil {
+		return ErrorReply(dst, err)
+	}
+	defer op.end()
 	logged := s.Env.Log.Enabled(ctx, slog.LevelDebug)
 	var began time.Time
 	if logged {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -10,6 +11,7 @@ import (
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -31,8 +33,11 @@ type CreateIndexesResult struct {
 // collection in batches, each one short commit (see indexbuild.go), so
 // neither readers nor writers wait for the whole build. If the build fails
 // (a unique index over duplicates: 11000), the indexes and every key they
-// got are removed: nothing is left behind.
-func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateIndexesResult, error) {
+// got are removed: nothing is left behind. The same happens when ctx ends
+// during the build (maxTimeMS, killOp of the command or of the build's own
+// operation): the error is ctx's cause. A request waiting for another's
+// build of the same index stops waiting when its ctx ends.
+func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsoncore.Document) (CreateIndexesResult, error) {
 	parsed := make([]*index.Spec, len(specs))
 	for i, raw := range specs {
 		// The catalog keeps the spec for the index's lifetime, while the
@@ -81,7 +86,7 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 		res.After = res.Before + len(added)
 		res.AllExisted = len(added) == 0
 		if !empty && len(added) > 0 {
-			build = &indexBuild{e: e, ns: ns, collID: coll.ID, indexes: added, command: createIndexesCommand(ns, parsed)}
+			build = &indexBuild{e: e, ctx: ctx, ns: ns, collID: coll.ID, indexes: added, command: createIndexesCommand(ns, parsed)}
 		}
 		return nil
 	})
@@ -93,7 +98,7 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 			return CreateIndexesResult{}, err
 		}
 	}
-	if err := e.waitForBuilds(ns, pending); err != nil {
+	if err := e.waitForBuilds(ctx, ns, pending); err != nil {
 		return CreateIndexesResult{}, err
 	}
 	if coll := e.cat.Current().Collection(ns.DB, ns.Coll); coll != nil {
@@ -107,7 +112,7 @@ func (e *Engine) CreateIndexes(ns Namespace, specs []bsoncore.Document) (CreateI
 // waitForBuilds waits until the indexes another createIndexes is building
 // are ready, as MongoDB makes a second identical request wait for the
 // first's build; it fails if that build failed.
-func (e *Engine) waitForBuilds(ns Namespace, pending []catalog.Index) error {
+func (e *Engine) waitForBuilds(ctx context.Context, ns Namespace, pending []catalog.Index) error {
 	for _, want := range pending {
 		for {
 			coll := e.cat.Current().Collection(ns.DB, ns.Coll)
@@ -120,6 +125,9 @@ func (e *Engine) waitForBuilds(ns Namespace, pending []catalog.Index) error {
 			}
 			if !cur.Building {
 				break
+			}
+			if err := opctx.Err(ctx); err != nil {
+				return err // this request stops waiting; the build goes on
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

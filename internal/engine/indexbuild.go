@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -67,7 +69,12 @@ func (e *Engine) SetIndexBuildTuning(t IndexBuildTuning) { e.buildTuning.Store(&
 
 // indexBuild is one running build of one or more indexes of a collection.
 type indexBuild struct {
-	e       *Engine
+	e *Engine
+	// ctx is the createIndexes operation's: when it ends (maxTimeMS,
+	// killOp of the command or of the build, a client gone), the build is
+	// aborted and its indexes removed, as MongoDB aborts a build whose
+	// command is interrupted.
+	ctx     context.Context
 	ns      Namespace
 	collID  uint64
 	indexes []catalog.Index // as registered; matched by ID later
@@ -79,7 +86,10 @@ type indexBuild struct {
 
 // run scans, commits, or on failure removes the build's indexes.
 func (b *indexBuild) run() error {
-	b.op = b.e.ops.Begin(OpInfo{Desc: "IndexBuildsCoordinatorMongod", Op: "command", NS: b.ns.String(), Command: b.command})
+	ctx, cancel := context.WithCancelCause(b.ctx)
+	defer cancel(context.Canceled)
+	b.ctx = ctx
+	b.op = b.e.ops.Begin(OpInfo{Desc: "IndexBuildsCoordinatorMongod", Op: "command", NS: b.ns.String(), Command: b.command, Cancel: cancel})
 	defer b.e.ops.End(b.op)
 	began := time.Now()
 	var err error
@@ -114,6 +124,9 @@ func (b *indexBuild) scan() error {
 	from, end := prefix, storage.PrefixEnd(prefix)
 	lastLog := time.Now()
 	for from != nil {
+		if err := opctx.Err(b.ctx); err != nil {
+			return err
+		}
 		var n int64
 		var next []byte
 		err := b.e.db.Write(func(tx *storage.Txn) error {

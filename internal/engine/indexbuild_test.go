@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -81,7 +82,7 @@ func TestIndexBuildWithConcurrentWriters(t *testing.T) {
 			}
 		}()
 	}
-	_, err := e.CreateIndexes(ns, []bsoncore.Document{
+	_, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{
 		spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}}),
 		spec(t, bson.D{{"key", bson.D{{"tags", 1}, {"k", -1}}}, {"name", "tags_1_k_-1"}}),
 		spec(t, bson.D{{"key", bson.D{{"u", 1}}}, {"name", "u_1"}, {"sparse", true}}),
@@ -131,7 +132,7 @@ func TestUniqueBuildWithConcurrentMoves(t *testing.T) {
 			}
 		}
 	}})
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}, {"unique", true}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}, {"unique", true}})}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.CheckIndexes(ns); err != nil {
@@ -147,7 +148,7 @@ func TestUniqueBuildFailsLateAndLeavesNothing(t *testing.T) {
 	ns := Namespace{"ix", "late"}
 	loadN(t, e, ns, 2000, 1000) // k repeats after 1000 documents
 	e.SetIndexBuildTuning(IndexBuildTuning{BatchDocs: 100})
-	_, err := e.CreateIndexes(ns, []bsoncore.Document{
+	_, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{
 		spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}, {"unique", true}}),
 		spec(t, bson.D{{"key", bson.D{{"tags", 1}}}, {"name", "tags_1"}}),
 	})
@@ -182,7 +183,7 @@ func TestDropIndexAbortsBuild(t *testing.T) {
 			}
 		}
 	}})
-	_, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})})
+	_, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})})
 	if mongoerr.CodeOf(err) != mongoerr.IndexBuildAborted {
 		t.Fatalf("dropping a building index: %v, want IndexBuildAborted", err)
 	}
@@ -238,7 +239,7 @@ func TestBuildProgressAndReaders(t *testing.T) {
 			t.Error("the reader does not mark k_1 as building")
 		}
 	}})
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})}); err != nil {
 		t.Fatal(err)
 	}
 	if !checked {
@@ -262,7 +263,7 @@ func TestUnfinishedBuildDroppedAtOpen(t *testing.T) {
 	e.SetIndexBuildTuning(IndexBuildTuning{BatchDocs: 100, AfterBatch: func(done, total int64) {
 		_ = e.Close() // the next batch finds the store closed
 	}})
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})}); err == nil {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})}); err == nil {
 		t.Fatal("a build whose engine closed succeeded")
 	}
 	e2 := openEngine(t, dir)
@@ -286,7 +287,7 @@ func TestBuildLogs(t *testing.T) {
 	defer e.Close()
 	ns := Namespace{"ix", "logs"}
 	loadN(t, e, ns, 300, 10)
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}})}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -336,7 +337,7 @@ func TestSecondRequestWaitsForTheBuild(t *testing.T) {
 				}
 				started = true
 				go func() {
-					res, err := e.CreateIndexes(ns, []bsoncore.Document{s})
+					res, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{s})
 					if err == nil && !res.AllExisted {
 						err = fmt.Errorf("second request created an index: %+v", res)
 					}
@@ -349,7 +350,7 @@ func TestSecondRequestWaitsForTheBuild(t *testing.T) {
 				default:
 				}
 			}})
-			_, err := e.CreateIndexes(ns, []bsoncore.Document{s})
+			_, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{s})
 			if (err == nil) != (tc.want == 0) {
 				t.Fatalf("first request: %v", err)
 			}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -24,7 +25,7 @@ func TestIndexesFollowDocuments(t *testing.T) {
 	t.Logf("seed %d", seed)
 	e := openEngine(t, "")
 	ns := Namespace{"ix", "c"}
-	_, err := e.CreateIndexes(ns, []bsoncore.Document{
+	_, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{
 		spec(t, bson.D{{"key", bson.D{{"email", 1}}}, {"name", "email_1"}, {"unique", true}}),
 		spec(t, bson.D{{"key", bson.D{{"tags", 1}}}, {"name", "tags_1"}}),
 		spec(t, bson.D{{"key", bson.D{{"a.b", 1}, {"n", -1}}}, {"name", "a.b_1_n_-1"}, {"sparse", true}}),
@@ -92,7 +93,7 @@ func TestUniqueIndexBuildOverDuplicatesLeavesNothing(t *testing.T) {
 	e := openEngine(t, "")
 	ns := Namespace{"ix", "d"}
 	_, _ = e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"k", "x"}}), doc(t, bson.D{{"_id", 2}, {"k", "x"}})}, true)
-	_, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}, {"unique", true}})})
+	_, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"k", 1}}}, {"name", "k_1"}, {"unique", true}})})
 	if mongoerr.CodeOf(err) != mongoerr.DuplicateKey {
 		t.Fatalf("unique build over duplicates: %v, want DuplicateKey", err)
 	}
@@ -110,17 +111,17 @@ func TestIndexConflicts(t *testing.T) {
 	e := openEngine(t, "")
 	ns := Namespace{"ix", "e"}
 	a := spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{a}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{a}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.CreateIndexes(ns, []bsoncore.Document{a})
+	res, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{a})
 	if err != nil || !res.AllExisted || res.Before != 2 || res.After != 2 {
 		t.Fatalf("re-creating the same index: %+v %v", res, err)
 	}
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"b", 1}}}, {"name", "a_1"}})}); mongoerr.CodeOf(err) != mongoerr.IndexKeySpecsConflict {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"b", 1}}}, {"name", "a_1"}})}); mongoerr.CodeOf(err) != mongoerr.IndexKeySpecsConflict {
 		t.Errorf("same name, other key: %v, want IndexKeySpecsConflict", err)
 	}
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "other"}})}); mongoerr.CodeOf(err) != mongoerr.IndexOptionsConflict {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "other"}})}); mongoerr.CodeOf(err) != mongoerr.IndexOptionsConflict {
 		t.Errorf("same key, other name: %v, want IndexOptionsConflict", err)
 	}
 	if _, err := e.DropIndexes(ns, []string{"_id_"}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {

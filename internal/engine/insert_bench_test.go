@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -28,7 +29,7 @@ func BenchmarkInsert(b *testing.B) {
 			defer e.Close()
 			ns := Namespace{"bench", "insert"}
 			ix, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}})
-			if _, err := e.CreateIndexes(ns, []bsoncore.Document{ix}); err != nil {
+			if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{ix}); err != nil {
 				b.Fatal(err)
 			}
 			docs := make([]bsoncore.Document, batch)

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -71,7 +72,7 @@ func TestRuntimeChecksCatchFaults(t *testing.T) {
 	if name := os.Getenv(faultEnv); name != "" {
 		e := openEngine(t, "")
 		ns := Namespace{"inv", "c"}
-		if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
+		if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
 			t.Fatal(err)
 		}
 		for i := 1; i <= 5; i++ {

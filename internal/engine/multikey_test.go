@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestMultikeyPathsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The build sees x.y's array; a later write adds x as an array.
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{
 		spec(t, bson.D{{"key", bson.D{{"x.y", 1}, {"x.z", 1}}}, {"name", "xy_xz"}}),
 		spec(t, bson.D{{"key", bson.D{{"x.z", 1}}}, {"name", "xz"}}),
 		spec(t, bson.D{{"key", bson.D{{"$**", 1}}}, {"name", "all"}}),

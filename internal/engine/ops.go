@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/opctx"
 )
 
 // Operations in progress, as currentOp lists them. The engine keeps the
@@ -44,6 +47,13 @@ type OpInfo struct {
 	DB string
 	// Command is the command document; the Op may alias it until End.
 	Command bsoncore.Document
+	// Cancel, when set, cancels the operation's context; killOp calls it
+	// with opctx.ErrKilled.
+	Cancel context.CancelCauseFunc
+	// Parent, when set (instead of Cancel), makes the Op carry its own
+	// context under Parent (Op.Context), which killOp cancels: a client
+	// command's, at no allocation beyond the Op.
+	Parent context.Context
 }
 
 // Op is one operation in progress.
@@ -51,6 +61,7 @@ type Op struct {
 	ID      int64
 	Started time.Time
 	info    OpInfo
+	ctx     opctx.Canceler // used when info.Parent is set
 
 	mu       sync.Mutex
 	ended    bool
@@ -58,6 +69,7 @@ type Op struct {
 	done     int64
 	total    int64
 	progress bool
+	killed   bool // killOp asked it to stop
 }
 
 // OpStatus is a copy of an Op's state, safe to keep.
@@ -70,13 +82,27 @@ type OpStatus struct {
 	Msg                 string
 	Done, Total         int64
 	HasProgress, Active bool
+	// KillPending: killOp asked the operation to stop and it has not yet.
+	KillPending bool
 }
 
 // Begin registers an operation; call End when it finishes.
 func (o *Ops) Begin(info OpInfo) *Op {
 	op := &Op{ID: o.next.Add(1), Started: time.Now(), info: info}
+	if info.Parent != nil {
+		op.ctx.Init(info.Parent)
+	}
 	o.m.Store(op.ID, op)
 	return op
+}
+
+// Context is the operation's own context (see OpInfo.Parent); nil without
+// a Parent.
+func (op *Op) Context() context.Context {
+	if op.info.Parent == nil {
+		return nil
+	}
+	return &op.ctx
 }
 
 // End removes op from the registry; after it, op no longer reads its
@@ -90,6 +116,43 @@ func (o *Ops) End(op *Op) {
 	op.info.Command = nil
 	op.mu.Unlock()
 	o.m.Delete(op.ID)
+	if op.info.Parent != nil {
+		op.ctx.End()
+	}
+}
+
+// Kill interrupts operation id, as killOp does; it reports whether id is in
+// progress and can be interrupted. The operation ends on its own, at its next
+// check of its context (package opctx).
+func (o *Ops) Kill(id int64) bool {
+	v, ok := o.m.Load(id)
+	if !ok {
+		return false
+	}
+	return v.(*Op).interrupt(opctx.ErrKilled, true)
+}
+
+// Interrupt cancels op's context with cause (a client gone, say), if it is
+// still in progress and can be cancelled.
+func (op *Op) Interrupt(cause error) { op.interrupt(cause, false) }
+
+func (op *Op) interrupt(cause error, kill bool) bool {
+	op.mu.Lock()
+	cancel, own := op.info.Cancel, op.info.Parent != nil
+	if op.ended {
+		cancel, own = nil, false
+	}
+	op.killed = op.killed || kill && (cancel != nil || own)
+	op.mu.Unlock()
+	switch {
+	case own:
+		op.ctx.Cancel(cause)
+	case cancel != nil:
+		cancel(cause)
+	default:
+		return false
+	}
+	return true
 }
 
 // SetProgress records a long operation's message and progress.
@@ -110,7 +173,7 @@ func (o *Ops) List() []OpStatus {
 		op.mu.Lock()
 		if !op.ended {
 			st := OpStatus{ID: op.ID, Started: op.Started, OpInfo: op.info, Msg: op.msg,
-				Done: op.done, Total: op.total, HasProgress: op.progress, Active: true}
+				Done: op.done, Total: op.total, HasProgress: op.progress, Active: true, KillPending: op.killed}
 			st.Command = append(bsoncore.Document(nil), op.info.Command...)
 			if st.NS == "" {
 				st.NS = commandNS(st.DB, st.Command)

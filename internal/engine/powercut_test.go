@@ -130,7 +130,7 @@ func pcRound(t *testing.T, fs *vfs.MemFS, base [][]byte, every time.Duration, cu
 		base = make([][]byte, pcDocs)
 		for _, key := range []bson.D{{{Key: "u", Value: 1}}, {{Key: "s", Value: 1}}} {
 			spec, _ := bson.Marshal(bson.D{{Key: "key", Value: key}, {Key: "name", Value: key[0].Key + "_1"}, {Key: "unique", Value: key[0].Key == "u"}})
-			if _, err := e.CreateIndexes(pcNS, []bsoncore.Document{spec}); err != nil {
+			if _, err := e.CreateIndexes(context.Background(), pcNS, []bsoncore.Document{spec}); err != nil {
 				t.Fatal(err)
 			}
 		}

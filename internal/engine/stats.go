@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"context"
+
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -43,7 +46,7 @@ func (st CollectionStats) TotalIndexSize() int64 {
 // memtable, which made a fresh index look empty. The _id index is the
 // document keyspace itself (documents are clustered by _id), so its size
 // is the bytes of the encoded _ids, what a separate _id index would hold.
-func (e *Engine) CollectionStats(ns Namespace) (CollectionStats, error) {
+func (e *Engine) CollectionStats(ctx context.Context, ns Namespace) (CollectionStats, error) {
 	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
 	if coll == nil {
 		return CollectionStats{}, nil
@@ -52,7 +55,7 @@ func (e *Engine) CollectionStats(ns Namespace) (CollectionStats, error) {
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
 	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
-	docs, err := scanRange(snap, prefix)
+	docs, err := scanRange(ctx, snap, prefix)
 	if err != nil {
 		return st, err
 	}
@@ -60,7 +63,7 @@ func (e *Engine) CollectionStats(ns Namespace) (CollectionStats, error) {
 	st.IndexSizes = append(st.IndexSizes, IndexSize{Name: catalog.IDIndexName, Bytes: docs.keyBytes})
 	for _, ix := range coll.Indexes {
 		p := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
-		r, err := scanRange(snap, p)
+		r, err := scanRange(ctx, snap, p)
 		if err != nil {
 			return st, err
 		}
@@ -79,14 +82,20 @@ func (e *Engine) CollectionStats(ns Namespace) (CollectionStats, error) {
 // those keys without the range's prefix, and the bytes of their values.
 type rangeSizes struct{ keys, keyBytes, valueBytes int64 }
 
-// scanRange walks the keys under prefix and sums their sizes.
-func scanRange(snap *storage.Snapshot, prefix []byte) (rangeSizes, error) {
+// scanRange walks the keys under prefix and sums their sizes; it stops
+// with ctx's cause when ctx ends (a collection's every key is a long walk).
+func scanRange(ctx context.Context, snap *storage.Snapshot, prefix []byte) (rangeSizes, error) {
 	var r rangeSizes
 	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
 		return r, err
 	}
+	var poll opctx.Poll
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := poll.Err(ctx); err != nil {
+			_ = it.Close()
+			return rangeSizes{}, err
+		}
 		v, err := it.Value()
 		if err != nil {
 			_ = it.Close()

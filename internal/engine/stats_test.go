@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -27,7 +28,7 @@ func TestCollectionStatsSizes(t *testing.T) {
 	if _, err := e.Insert(ns, docs, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}})}); err != nil {
 		t.Fatal(err)
 	}
 	coll := e.Catalog().Collection(ns.DB, ns.Coll)
@@ -45,7 +46,7 @@ func TestCollectionStatsSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := e.CollectionStats(ns)
+	st, err := e.CollectionStats(context.Background(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}

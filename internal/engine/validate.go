@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/keystring"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -81,8 +83,9 @@ func (v Validation) Valid() bool {
 // ("Indexes follow documents"). The _id index is the document keyspace
 // itself ("Clustered by _id"), so it is consistent by construction and its
 // key count is the record count. A collection that does not exist
-// validates as empty.
-func (e *Engine) Validate(ns Namespace) (Validation, error) {
+// validates as empty. The walk stops with ctx's cause once ctx ends
+// (maxTimeMS, killOp, a client gone; package opctx).
+func (e *Engine) Validate(ctx context.Context, ns Namespace) (Validation, error) {
 	var v Validation
 	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
 	if coll == nil {
@@ -96,7 +99,12 @@ func (e *Engine) Validate(ns Namespace) (Validation, error) {
 	if err != nil {
 		return v, err
 	}
+	var poll opctx.Poll
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := poll.Err(ctx); err != nil {
+			it.Close()
+			return v, err
+		}
 		doc, err := it.Value()
 		if err != nil {
 			it.Close()
@@ -125,7 +133,7 @@ func (e *Engine) Validate(ns Namespace) (Validation, error) {
 	}
 	v.Indexes = append(v.Indexes, IndexValidation{Name: catalog.IDIndexName, Keys: v.Records})
 	for _, ix := range coll.Indexes {
-		got, err := indexEntries(snap, ix.ID)
+		got, err := indexEntries(ctx, snap, ix.ID)
 		if err != nil {
 			return v, err
 		}
@@ -207,14 +215,19 @@ func (e *Engine) describeEntry(ix catalog.Index, en entryString, missing bool) I
 }
 
 // indexEntries reads an index's entries, in key order.
-func indexEntries(snap *storage.Snapshot, indexID uint64) ([]entryString, error) {
+func indexEntries(ctx context.Context, snap *storage.Snapshot, indexID uint64) ([]entryString, error) {
 	prefix := storage.Prefix(nil, storage.SpaceIndex, indexID)
 	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
 		return nil, err
 	}
 	var got []entryString
+	var poll opctx.Poll
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := poll.Err(ctx); err != nil {
+			it.Close()
+			return nil, err
+		}
 		val, err := it.Value()
 		if err != nil {
 			it.Close()
@@ -249,7 +262,7 @@ func mergeDifferences(got, want []entryString, report func(en entryString, missi
 // consistent snapshot. Tests use it after every kind of write; the validate
 // command reports the same check in full (Validate).
 func (e *Engine) CheckIndexes(ns Namespace) error {
-	v, err := e.Validate(ns)
+	v, err := e.Validate(context.Background(), ns)
 	if err != nil {
 		return err
 	}

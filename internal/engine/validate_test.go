@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -14,13 +17,13 @@ import (
 // and CheckIndexes report each.
 func TestValidateFindsCorruptIndexes(t *testing.T) {
 	e := openEngine(t, "")
-	if _, err := e.CreateIndexes(users, []bsoncore.Document{doc(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), users, []bsoncore.Document{doc(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Insert(users, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}}), doc(t, bson.D{{"_id", 2}, {"a", 2}})}, true); err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.Validate(users)
+	v, err := e.Validate(context.Background(), users)
 	if err != nil || !v.Valid() || v.Records != 2 || len(v.Indexes) != 2 || v.Indexes[1].Keys != 2 {
 		t.Fatalf("clean collection: %+v %v", v, err)
 	}
@@ -45,7 +48,7 @@ func TestValidateFindsCorruptIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err = e.Validate(users)
+	v, err = e.Validate(context.Background(), users)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +77,21 @@ func TestValidateFindsCorruptIndexes(t *testing.T) {
 	}
 	if err := e.CheckIndexes(users); err == nil {
 		t.Fatal("CheckIndexes passed a corrupt index")
+	}
+}
+
+// TestValidateStopsWithItsOperation: a validate whose operation ends
+// (killOp here) stops its walk with the operation's cause.
+func TestValidateStopsWithItsOperation(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"v", "killed"}
+	loadN(t, e, ns, 200, 10)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	if v, err := e.Validate(ctx, ns); err != nil || v.Records != 200 {
+		t.Fatalf("live operation: %+v %v", v, err)
+	}
+	cancel(opctx.ErrKilled)
+	if _, err := e.Validate(ctx, ns); mongoerr.CodeOf(err) != mongoerr.Interrupted {
+		t.Fatalf("killed operation: %v, want Interrupted", err)
 	}
 }

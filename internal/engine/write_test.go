@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -171,7 +172,7 @@ func TestDroppedIDsAreForgotten(t *testing.T) {
 	}
 	for round := range 3 {
 		ns := Namespace{DB: "db", Coll: fmt.Sprintf("c%d", round)}
-		if _, err := e.CreateIndexes(ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
+		if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}})}, true); err != nil {

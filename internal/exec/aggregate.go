@@ -1,8 +1,8 @@
 package exec
 
 import (
+	"context"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -23,8 +23,6 @@ type Aggregate struct {
 	// Opts are the pipeline's settings; Aggregate sets Opts.Catalog (the
 	// stages that read other collections read through the Env).
 	Opts agg.Options
-	// Deadline bounds the collection read (maxTimeMS); zero means none.
-	Deadline time.Time
 	// Bypass writes $out's and $merge's documents without checking the
 	// target's validator (bypassDocumentValidation).
 	Bypass bool
@@ -39,7 +37,12 @@ type Aggregate struct {
 // the $match reads variables ($$NOW, let): those exist only inside the
 // pipeline, so it stays there (see PushDown, shared with explain so that
 // explain shows what runs).
-func (e *Env) Aggregate(a Aggregate) (agg.Source, error) {
+//
+// The pipeline runs under ctx: the collection read, every stage's input,
+// the collections $lookup and $unionWith read and the expression loops end
+// with opctx.Err(ctx) once it ends. A pipeline kept as a cursor's should
+// run under a context that outlives the request (opctx.Bound).
+func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 	a.Opts.Catalog = aggCatalog{e}
 	p, err := agg.Parse(a.Stages, a.Opts)
 	if err != nil {
@@ -67,12 +70,12 @@ func (e *Env) Aggregate(a Aggregate) (agg.Source, error) {
 				p = p.WithoutOutput() // the writer carries out $out/$merge
 			}
 		}
-		sel.SortMemory, sel.AllowDiskUse, sel.Deadline = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Deadline
-		if input, err = e.Open(sel, Run); err != nil {
+		sel.SortMemory, sel.AllowDiskUse = a.Opts.MaxMemory, a.Opts.AllowDiskUse
+		if input, err = e.Open(ctx, sel, Run); err != nil {
 			return nil, err
 		}
 	}
-	out, err := p.Run(input)
+	out, err := p.Run(ctx, input)
 	if err != nil {
 		if input != nil {
 			_ = input.Close()
@@ -89,7 +92,7 @@ func (e *Env) Aggregate(a Aggregate) (agg.Source, error) {
 // when execute, runs it) and returns it with the stages that remain above
 // it. A collection-less pipeline has no read: the plan is nil and every
 // stage remains.
-func (e *Env) ExplainAggregate(a Aggregate, execute bool) (*planner.Exec, []bsoncore.Document, error) {
+func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (*planner.Exec, []bsoncore.Document, error) {
 	if a.Collectionless {
 		return nil, a.Stages, nil
 	}
@@ -97,8 +100,8 @@ func (e *Env) ExplainAggregate(a Aggregate, execute bool) (*planner.Exec, []bson
 	if err != nil {
 		return nil, nil, err
 	}
-	sel.SortMemory, sel.AllowDiskUse, sel.Deadline = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Deadline
-	ex, err := e.ExplainRun(sel, execute, nil)
+	sel.SortMemory, sel.AllowDiskUse = a.Opts.MaxMemory, a.Opts.AllowDiskUse
+	ex, err := e.ExplainRun(ctx, sel, execute, nil)
 	return ex, rest, err
 }
 
@@ -209,12 +212,12 @@ type aggCatalog struct{ e *Env }
 
 var _ agg.IndexCatalog = aggCatalog{}
 
-func (c aggCatalog) Scan(db, coll string) (agg.Source, error) {
+func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, error) {
 	sel, err := NewSelection(engine.Namespace{DB: db, Coll: coll}, nil, query.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return c.e.Open(sel, Run)
+	return c.e.Open(ctx, sel, Run)
 }
 
 // FindIn serves $lookup's per-document equality match through an index on
@@ -222,7 +225,7 @@ func (c aggCatalog) Scan(db, coll string) (agg.Source, error) {
 // to the planner like a find's, and only an index plan is taken; a
 // collection scan per input document would be slower than $lookup's own
 // read-once fallback, so it reports ok false instead.
-func (c aggCatalog) FindIn(db, coll, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
+func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
@@ -234,7 +237,7 @@ func (c aggCatalog) FindIn(db, coll, path string, vals []bsoncore.Value) (agg.So
 	if err != nil {
 		return nil, false, err
 	}
-	ex, err := c.e.Open(sel, Run)
+	ex, err := c.e.Open(ctx, sel, Run)
 	if err != nil {
 		return nil, false, err
 	}

@@ -46,6 +46,15 @@
 // value for a following $group of $first accumulators, which still runs.
 // Aggregate and explain share PushDown, so explain shows what runs.
 //
+// "Runs under the operation": every entry point takes the operation's
+// context and hands it to the plan (planner.Open), the pipeline
+// (agg.Pipeline.Run: every stage's input, $lookup's and $unionWith's reads,
+// the expression loops) and the write loop (each document's change in
+// Modify), so maxTimeMS, killOp and a client gone end them with the
+// context's cause (package opctx). A read whose plan a cursor keeps is given
+// a context that outlives its request (opctx.Bound, attached by each
+// request that pulls it); exec itself keeps no context.
+//
 // "Owned documents": a Selection or Aggregate holds copies, never the
 // request's buffer, which the connection reuses for the next message while
 // a cursor may still run the plan.

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/planner"
@@ -12,9 +14,9 @@ import (
 
 // ExplainCount plans sel for explain and, when execute, counts its results
 // (count's nCounted, delete's nWouldDelete).
-func (e *Env) ExplainCount(sel Selection, execute bool) (*planner.Exec, int64, error) {
+func (e *Env) ExplainCount(ctx context.Context, sel Selection, execute bool) (*planner.Exec, int64, error) {
 	var n int64
-	ex, err := e.ExplainRun(sel, execute, func(bsoncore.Document) error { n++; return nil })
+	ex, err := e.ExplainRun(ctx, sel, execute, func(bsoncore.Document) error { n++; return nil })
 	return ex, n, err
 }
 
@@ -27,12 +29,12 @@ type WouldUpdate struct {
 // ExplainUpdate plans u's selection for explain and, when execute, runs it
 // and applies the update to each document in memory, counting what would
 // change.
-func (e *Env) ExplainUpdate(u Update, execute bool) (*planner.Exec, WouldUpdate, error) {
+func (e *Env) ExplainUpdate(ctx context.Context, u Update, execute bool) (*planner.Exec, WouldUpdate, error) {
 	var w WouldUpdate
 	if !u.Multi {
 		u.Sel.Limit = 1
 	}
-	ex, err := e.ExplainRun(u.Sel, execute, func(d bsoncore.Document) error {
+	ex, err := e.ExplainRun(ctx, u.Sel, execute, func(d bsoncore.Document) error {
 		w.Matched++
 		_, pos := u.Sel.Filter.MatchDetails(d)
 		next, err := apply(u.Mod, d, pos)

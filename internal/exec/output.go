@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
@@ -223,7 +224,7 @@ func (w *outputWriter) writeOut(src agg.Source) (err error) {
 		}
 	}()
 	if len(w.origIndexes) > 0 {
-		if _, err := w.eng.CreateIndexes(tmp, w.origIndexes); err != nil {
+		if _, err := w.eng.CreateIndexes(context.Background(), tmp, w.origIndexes); err != nil { // an empty collection: nothing to build
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestOutRefusesChangedTarget(t *testing.T) {
 	}{
 		{name: "index added", change: func(eng *engine.Engine, ns engine.Namespace) error {
 			spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}}}, {Key: "name", Value: "b_1"}})
-			_, err := eng.CreateIndexes(ns, []bsoncore.Document{spec})
+			_, err := eng.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec})
 			return err
 		}},
 		{name: "target dropped and recreated with options", change: func(eng *engine.Engine, ns engine.Namespace) error {

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -36,18 +37,22 @@ const (
 // A selection of one _id is the planner's IDHACK plan (planner.Open): run,
 // it reads without a snapshot, which keeps the point read, the hot path,
 // as cheap as a direct engine read.
-func (e *Env) Open(sel Selection, mode Mode) (*planner.Exec, error) {
+//
+// The plan runs under ctx, the operation's: its trial and every Next end
+// with opctx.Err(ctx) once ctx ends (maxTimeMS, killOp, a client gone).
+// The point read keeps no context (one read has nothing to interrupt).
+func (e *Env) Open(ctx context.Context, sel Selection, mode Mode) (*planner.Exec, error) {
 	opts := planner.Options{Explain: mode == Explain}
 	if mode == Run {
 		opts.Cache = e.plans
 	}
-	return planner.Open(e.eng, sel.NS, sel.query(), opts)
+	return planner.Open(ctx, e.eng, sel.NS, sel.query(), opts)
 }
 
 // Count is how many documents sel selects (after its skip and limit).
-func (e *Env) Count(sel Selection) (int64, error) {
+func (e *Env) Count(ctx context.Context, sel Selection) (int64, error) {
 	sel.CountOnly = true
-	src, err := e.Open(sel, Run)
+	src, err := e.Open(ctx, sel, Run)
 	if err != nil {
 		return 0, err
 	}
@@ -69,8 +74,8 @@ func (e *Env) Count(sel Selection) (int64, error) {
 // documents sel selects, in the order first seen; array values count
 // element by element, as in MongoDB. The values' total size is capped at
 // maxBytes (BSONObjectTooLarge beyond).
-func (e *Env) Distinct(sel Selection, key string, maxBytes int) ([]bsoncore.Value, error) {
-	src, err := e.Open(sel, Run)
+func (e *Env) Distinct(ctx context.Context, sel Selection, key string, maxBytes int) ([]bsoncore.Value, error) {
+	src, err := e.Open(ctx, sel, Run)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +154,8 @@ func pathValues(v bsoncore.Value, parts []string, emit func(bsoncore.Value) erro
 // ExplainRun plans sel for explain and, when execute, runs it to its end,
 // handing each result to visit (nil: discard); the caller renders the plan
 // (planner.Exec's QueryPlanner, ExecutionStats) and closes it.
-func (e *Env) ExplainRun(sel Selection, execute bool, visit func(bsoncore.Document) error) (*planner.Exec, error) {
-	ex, err := e.Open(sel, Explain)
+func (e *Env) ExplainRun(ctx context.Context, sel Selection, execute bool, visit func(bsoncore.Document) error) (*planner.Exec, error) {
+	ex, err := e.Open(ctx, sel, Explain)
 	if err != nil || !execute {
 		return ex, err
 	}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -74,8 +75,8 @@ func TestPointReadAgreesWithPlan(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			run, runErr := drain(x.Open(sel, Run))
-			planned, planErr := drain(x.Open(sel, Explain))
+			run, runErr := drain(x.Open(context.Background(), sel, Run))
+			planned, planErr := drain(x.Open(context.Background(), sel, Explain))
 			if tc.wantCode != 0 {
 				if mongoerr.CodeOf(runErr) != tc.wantCode || mongoerr.CodeOf(planErr) != tc.wantCode {
 					t.Errorf("point read: %v, planned: %v; want code %d from both", runErr, planErr, tc.wantCode)

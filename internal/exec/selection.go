@@ -2,7 +2,6 @@ package exec
 
 import (
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -29,8 +28,7 @@ type Selection struct {
 	Positional   bool
 	Skip, Limit  int64 // Limit 0: none
 	AllowDiskUse bool
-	SortMemory   int64     // a blocking sort's budget in bytes
-	Deadline     time.Time // from maxTimeMS; zero means none
+	SortMemory   int64 // a blocking sort's budget in bytes
 	// Hint forces a plan (an index name or key pattern, {$natural: ±1});
 	// Type 0 lets the planner choose.
 	Hint bsoncore.Value
@@ -114,9 +112,16 @@ func (s *Selection) query() planner.Query {
 		Skip: s.Skip, Limit: s.Limit,
 		Hint: s.Hint, Min: s.Min, Max: s.Max,
 		SortMemory: s.SortMemory, AllowDiskUse: s.AllowDiskUse,
-		Deadline: s.Deadline, Count: s.CountOnly,
+		Count:        s.CountOnly,
 		DistinctPath: s.Distinct,
 	}
+}
+
+// PointRead reports whether s, opened to run, is the planner's point read
+// of one _id, which keeps no context (see Env.Open).
+func (s *Selection) PointRead() bool {
+	q := s.query()
+	return planner.IsPointRead(&q)
 }
 
 var emptyDocument = bsoncore.Document{5, 0, 0, 0, 0}

@@ -1,11 +1,13 @@
 package exec
 
 import (
+	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/update"
 )
 
@@ -13,6 +15,9 @@ import (
 // through engine.Modify, which re-reads each inside the commit pipeline;
 // the filter is checked again there, so a document changed in between is
 // not wrongly updated or deleted (invariant "Writes recheck", doc.go).
+// Both run under the operation's context: the read that chooses, then each
+// document's change, stop once it ends (maxTimeMS, killOp, a client gone);
+// what was already changed stays changed, as in MongoDB.
 
 // Delete is one parsed delete statement.
 type Delete struct {
@@ -47,9 +52,9 @@ type UpdateResult struct {
 
 // matchingIDs returns the _ids of the documents sp selects, at most limit
 // of them (0 = all), read from a consistent snapshot.
-func (e *Env) matchingIDs(sp Selection, limit int64) ([]bsoncore.Value, error) {
+func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bsoncore.Value, error) {
 	sp.Limit = limit
-	src, err := e.Open(sp, Run)
+	src, err := e.Open(ctx, sp, Run)
 	if err != nil {
 		return nil, err
 	}
@@ -67,36 +72,42 @@ func (e *Env) matchingIDs(sp Selection, limit int64) ([]bsoncore.Value, error) {
 
 // Delete runs one delete statement and returns how many documents it
 // deleted.
-func (e *Env) Delete(d Delete) (int64, error) {
-	ids, err := e.matchingIDs(d.Sel, d.Limit)
+func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
+	ids, err := e.matchingIDs(ctx, d.Sel, d.Limit)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	res, err := e.eng.Modify(d.Sel.NS, ids, false, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+	res, err := e.eng.Modify(d.Sel.NS, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+		if err := opctx.Err(ctx); err != nil {
+			return engine.Action{}, err // stops here; what is deleted stays deleted
+		}
 		if cur == nil || !d.Sel.Filter.Match(cur) {
 			return engine.Action{}, nil // changed since it was chosen
 		}
 		return engine.Action{Delete: true}, nil
 	})
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[0].Err
+	}
 	return int64(res.Deleted), err
 }
 
 // Update runs one update statement.
-func (e *Env) Update(u Update) (UpdateResult, error) {
-	return e.runUpdate(u, false)
+func (e *Env) Update(ctx context.Context, u Update) (UpdateResult, error) {
+	return e.runUpdate(ctx, u, false)
 }
 
 // FindAndUpdate updates the first document u selects (in its sort order),
 // keeping its before and after images.
-func (e *Env) FindAndUpdate(u Update) (UpdateResult, error) {
+func (e *Env) FindAndUpdate(ctx context.Context, u Update) (UpdateResult, error) {
 	u.Multi = false
-	return e.runUpdate(u, true)
+	return e.runUpdate(ctx, u, true)
 }
 
 // FindAndRemove deletes the first document sel selects (in its sort order)
 // and returns it (nil when none).
-func (e *Env) FindAndRemove(sel Selection) (bsoncore.Document, error) {
-	ids, err := e.matchingIDs(sel, 1)
+func (e *Env) FindAndRemove(ctx context.Context, sel Selection) (bsoncore.Document, error) {
+	ids, err := e.matchingIDs(ctx, sel, 1)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -113,19 +124,22 @@ func (e *Env) FindAndRemove(sel Selection) (bsoncore.Document, error) {
 
 // runUpdate applies u to the documents it selects; keep records the
 // before and after images (of the one document findAndModify touches).
-func (e *Env) runUpdate(spec Update, keep bool) (UpdateResult, error) {
+func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResult, error) {
 	ns := spec.Sel.NS
 	limit := int64(1)
 	if spec.Multi {
 		limit = 0
 	}
-	ids, err := e.matchingIDs(spec.Sel, limit)
+	ids, err := e.matchingIDs(ctx, spec.Sel, limit)
 	if err != nil {
 		return UpdateResult{}, err
 	}
 	var res UpdateResult
 	if len(ids) > 0 {
 		mres, err := e.eng.Modify(ns, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+			if err := opctx.Err(ctx); err != nil {
+				return engine.Action{}, err // stops here; what is updated stays updated
+			}
 			if cur == nil {
 				return engine.Action{}, nil
 			}

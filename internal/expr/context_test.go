@@ -1,10 +1,13 @@
 package expr_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -49,5 +52,30 @@ func TestClusterTime(t *testing.T) {
 	got := evalIn(t, ctx, `"$$CLUSTER_TIME"`)
 	if ts, i, ok := got.TimestampOK(); !ok || ts != 100 || i != 2 {
 		t.Errorf("$$CLUSTER_TIME = %s", got)
+	}
+}
+
+// TestLoopsStopWithTheOperation: $map, $filter and $reduce over a long
+// array end with the operation's cause once its context ends.
+func TestLoopsStopWithTheOperation(t *testing.T) {
+	for _, src := range []string{
+		`{"$map": {"input": {"$range": [0, 100000]}, "in": {"$add": ["$$this", 1]}}}`,
+		`{"$filter": {"input": {"$range": [0, 100000]}, "cond": true}}`,
+		`{"$reduce": {"input": {"$range": [0, 100000]}, "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}}`,
+	} {
+		e, err := expr.Parse(parseJSON(t, `{"e": `+src+`}`).Lookup("e"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := expr.NewContext(bsoncore.Document{5, 0, 0, 0, 0})
+		op, cancel := context.WithCancelCause(context.Background())
+		ctx.SetOperation(op)
+		if _, err := e.Eval(ctx); err != nil {
+			t.Fatalf("%s with a live operation: %v", src, err)
+		}
+		cancel(opctx.ErrKilled)
+		if _, err := e.Eval(ctx); mongoerr.CodeOf(err) != mongoerr.Interrupted {
+			t.Fatalf("%s after killOp: %v, want Interrupted", src, err)
+		}
 	}
 }

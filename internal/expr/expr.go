@@ -1,11 +1,13 @@
 package expr
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -31,6 +33,22 @@ type Context struct {
 	// clusterTime is $$CLUSTER_TIME, a timestamp; Missing on a standalone
 	// node, where reading it is an error (51144) as in MongoDB.
 	clusterTime bsoncore.Value
+	// op, when set, is the operation's context: loops over an array's
+	// elements ($map, $filter, $reduce) end with its cause once it ends.
+	op   context.Context
+	poll opctx.Poll
+}
+
+// SetOperation makes long evaluations in c stop when ctx ends (maxTimeMS,
+// killOp, a client gone; package opctx).
+func (c *Context) SetOperation(ctx context.Context) { c.op = ctx }
+
+// interrupted is the operation's end, checked every few elements of a loop.
+func (c *Context) interrupted() error {
+	if c.op == nil {
+		return nil
+	}
+	return c.poll.Err(c.op)
 }
 
 // NewContext returns a context whose $$ROOT and $$CURRENT are doc.

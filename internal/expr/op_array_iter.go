@@ -115,6 +115,9 @@ func (sp iterSpec) each(ctx *Context, op string, typeCode mongoerr.Code, f func(
 		if !ok {
 			return true, nil
 		}
+		if err := ctx.interrupted(); err != nil {
+			return true, err
+		}
 		ctx.SetVar(sp.as, e)
 		v, err := sp.body.Eval(ctx)
 		if err != nil {

@@ -82,6 +82,9 @@ func (r reduceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		if !ok {
 			return acc, nil
 		}
+		if err := ctx.interrupted(); err != nil {
+			return Missing, err
+		}
 		ctx.SetVar("value", acc)
 		ctx.SetVar("this", e)
 		if acc, err = r.in.Eval(ctx); err != nil {

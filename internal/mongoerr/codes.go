@@ -86,6 +86,7 @@ const (
 	QueryFeatureNotAllowed     Code = 224
 	ConversionFailure          Code = 241
 	IndexBuildAborted          Code = 276
+	ClientDisconnect           Code = 279
 	QueryExceededMemory        Code = 292
 	UnsupportedOpQueryCommand  Code = 352
 	BSONObjectTooLarge         Code = 10334
@@ -178,6 +179,7 @@ const (
 	DatePartOutOfRange         Code = 18537 // expr
 	ToStringMissingDate        Code = 18628 // expr
 	ToStringNotObject          Code = 18629 // expr
+	OpIDOutOfRange             Code = 26823 // commands: killOp's op beyond 32 bits
 	FilterNotObject            Code = 28646 // expr
 	FilterUnknownArg           Code = 28647 // expr
 	FilterMissingIn            Code = 28648 // expr

@@ -91,6 +91,7 @@ var names = map[Code]string{
 	QueryFeatureNotAllowed:          "QueryFeatureNotAllowed",
 	ConversionFailure:               "ConversionFailure",
 	IndexBuildAborted:               "IndexBuildAborted",
+	ClientDisconnect:                "ClientDisconnect",
 	QueryExceededMemory:             "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:              "BSONObjectTooLarge",

@@ -65,6 +65,12 @@
 //
 // "Cache follows the catalog": see Cache.
 //
+// "A plan stops with its operation": every plan runs under the context
+// Open or Prepare is given, checked every few works (package opctx), so
+// maxTimeMS, killOp and a client gone end the trial and every later Next
+// with the context's cause. The point read alone keeps no context: it is
+// one read, with nothing to interrupt.
+//
 // "Filters are read through their tree": the planner never reads filter
 // BSON. What it knows of a filter (bounds, residual filters, covered
 // filters, $or branches, partial-index implication, explain's parsedQuery)

@@ -1,12 +1,13 @@
 package planner
 
 import (
+	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
-	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 )
 
 // state is what one call of a stage's work produced, in MongoDB's words.
@@ -56,19 +57,17 @@ type stage interface {
 }
 
 // execCtx is what stages share while running: the snapshot and the
-// deadline. A point read (Open's IDHACK plan) has no snapshot: r is nil and
-// its one read goes to eng, for collection ns.
+// operation's context. A point read (Open's IDHACK plan) has no snapshot:
+// r is nil and its one read goes to eng, for collection ns; nor has it a
+// context (ctx nil): one read has nothing to interrupt.
 type execCtx struct {
-	r        *engine.Reader
-	eng      *engine.Engine
-	ns       engine.Namespace
-	deadline time.Time
-	works    int64
-	timing   bool
+	r      *engine.Reader
+	eng    *engine.Engine
+	ns     engine.Namespace
+	ctx    context.Context
+	poll   opctx.Poll
+	timing bool
 }
-
-// deadlineCheckEvery spaces the clock reads of maxTimeMS.
-const deadlineCheckEvery = 256
 
 // step runs one work of s, keeping its common counters.
 func step(x *execCtx, s stage) (*member, state, error) {
@@ -80,9 +79,10 @@ func step(x *execCtx, s stage) (*member, state, error) {
 	if x.timing {
 		start = time.Now()
 	}
-	x.works++
-	if !x.deadline.IsZero() && x.works%deadlineCheckEvery == 0 && time.Now().After(x.deadline) {
-		return nil, isEOF, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+	if x.ctx != nil {
+		if err := x.poll.Err(x.ctx); err != nil {
+			return nil, isEOF, err
+		}
 	}
 	m, res, err := s.work(x)
 	st.Works++

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -33,7 +34,6 @@ type Query struct {
 	Min, Max     bsoncore.Document
 	SortMemory   int64
 	AllowDiskUse bool
-	Deadline     time.Time
 	// Count: the caller only counts the results (the count command), so a
 	// scan whose bounds are exact need not fetch documents (COUNT_SCAN);
 	// such results are empty documents.
@@ -69,18 +69,28 @@ type Options struct {
 // has one: sort and limit are moot over at most one document, and any skip
 // leaves none. Explain plans the same query through Prepare, which renders
 // the full IDHACK tree.
-func Open(eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+//
+// The plan runs under ctx (see Prepare), except the point read: one read
+// has nothing to interrupt, so it keeps no context and may outlive ctx.
+func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if !opts.Explain {
 		if id, ok := pointID(&q); ok {
 			return pointRead(eng, ns, &q, id), nil
 		}
 	}
-	return openSnapshot(eng, ns, q, opts)
+	return openSnapshot(ctx, eng, ns, q, opts)
+}
+
+// IsPointRead reports whether Open, planning q to run, returns the point
+// read, which keeps no context (see Open).
+func IsPointRead(q *Query) bool {
+	_, ok := pointID(q)
+	return ok
 }
 
 // openSnapshot is Open's general case (apart, so that only it moves q to
 // the heap).
-func openSnapshot(eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if opts.NS == "" {
 		opts.NS = ns.String()
 	}
@@ -88,7 +98,7 @@ func openSnapshot(eng *engine.Engine, ns engine.Namespace, q Query, opts Options
 	if err != nil {
 		return nil, err
 	}
-	return Prepare(r, &q, opts)
+	return Prepare(ctx, r, &q, opts)
 }
 
 // pointRead is Open's IDHACK plan: the Exec, its context and its stage are
@@ -99,7 +109,7 @@ func pointRead(eng *engine.Engine, ns engine.Namespace, q *Query, id bsoncore.Va
 		e  Exec
 		x  execCtx
 		id idHack
-	}{x: execCtx{eng: eng, ns: ns, deadline: q.Deadline}, id: idHack{id: id, done: q.Skip > 0}}
+	}{x: execCtx{eng: eng, ns: ns}, id: idHack{id: id, done: q.Skip > 0}}
 	p.e.x, p.e.root = &p.x, &p.id
 	if q.Proj != nil {
 		p.e.root = newProjection(p.e.root, q)
@@ -118,9 +128,11 @@ func pointID(q *Query) (bsoncore.Value, bool) {
 }
 
 // Prepare plans q over the collection r reads and returns the executable
-// plan, which owns r from then on (Close closes it).
-func Prepare(r *engine.Reader, q *Query, opts Options) (*Exec, error) {
-	x := &execCtx{r: r, deadline: q.Deadline, timing: opts.Explain}
+// plan, which owns r from then on (Close closes it). The plan runs under
+// ctx: its trial and every later Next end with opctx.Err(ctx) once ctx ends
+// (maxTimeMS, killOp, a client gone), checked every few hundred works.
+func Prepare(ctx context.Context, r *engine.Reader, q *Query, opts Options) (*Exec, error) {
+	x := &execCtx{r: r, ctx: ctx, timing: opts.Explain}
 	e := &Exec{x: x, q: q, start: time.Now(), ns: opts.NS}
 	pl := &planning{q: q, r: r}
 	if err := pl.indexes(); err != nil {

@@ -54,6 +54,7 @@ package planner_test
 // a sort), each sorting as the scan's at its position when there is one.
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -293,7 +294,7 @@ func (h *planHarness) setUp(c *planCase) error {
 			}
 		}
 		if len(st.specs) > 0 {
-			if _, err := h.eng.CreateIndexes(h.ns, st.specs); err != nil {
+			if _, err := h.eng.CreateIndexes(context.Background(), h.ns, st.specs); err != nil {
 				return fail(err)
 			}
 		}
@@ -341,7 +342,7 @@ func (h *planHarness) execute(q *planner.Query, opts planner.Options) (*planner.
 	if err != nil {
 		return nil, nil, err
 	}
-	ex, err := planner.Prepare(r, q, opts)
+	ex, err := planner.Prepare(context.Background(), r, q, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -31,6 +32,16 @@ type Exec struct {
 	trialStats []bson.D // allPlansExecution: every candidate's stats at the end of the trial
 	fromCache  bool
 	ns         string
+}
+
+// SetContext makes the plan run under ctx from its next work on, instead
+// of the context Open or Prepare was given: a plan a cursor keeps past the
+// request that opened it runs under a context of its own (opctx.Bound).
+// The point read keeps no context and ignores it (see Open).
+func (e *Exec) SetContext(ctx context.Context) {
+	if e.x.r != nil {
+		e.x.ctx = ctx
+	}
 }
 
 // FromCache reports whether the plan came from the plan cache.

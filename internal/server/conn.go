@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -39,16 +40,26 @@ type conn struct {
 
 	busy atomic.Bool // a request is being served
 	quit atomic.Bool // close once idle (shutdown)
+
+	// ctx is the connection's, cancelled with opctx.ErrClientGone when
+	// the client goes away mid-command (watch.go, which also interrupts
+	// the command through its session) or the connection ends.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	watch  *watcher
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *conn {
-	return &conn{
+	c := &conn{
 		srv:  s,
 		nc:   nc,
 		sess: &commands.Session{Env: s.env, ConnID: id, Remote: nc.RemoteAddr().String()},
-		r:    wire.NewReader(nc, commands.MaxMessageSize),
 		w:    bufio.NewWriterSize(nc, 16<<10),
 	}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.watch = newWatcher(c)
+	c.r = wire.NewReader(watchedReader{c.watch}, commands.MaxMessageSize)
+	return c
 }
 
 // closeWhenIdle closes the connection now if it is between requests, or
@@ -67,6 +78,7 @@ func (c *conn) serve() {
 		if r := recover(); r != nil {
 			log.Error("connection panicked; closing it", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
+		c.cancel(opctx.ErrClientGone)
 		_ = c.nc.Close()
 		log.Debug("connection closed")
 	}()
@@ -80,10 +92,16 @@ func (c *conn) serve() {
 		}
 		c.srv.env.Network.Request(int64(msg.Header.MessageLength))
 		c.busy.Store(true)
+		c.watch.begin()
 		err = c.handle(msg)
+		c.watch.end()
 		c.busy.Store(false)
 		if err != nil {
 			log.Debug("closing connection", "err", err)
+			return
+		}
+		if c.ctx.Err() != nil {
+			log.Debug("client went away during a command")
 			return
 		}
 	}
@@ -212,6 +230,8 @@ func (c *conn) sleep(d time.Duration) (stopping bool) {
 		return false
 	case <-c.srv.done:
 		return true
+	case <-c.ctx.Done():
+		return true // the client went away
 	}
 }
 

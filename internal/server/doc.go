@@ -5,6 +5,12 @@
 // It owns sockets and sessions, not semantics: framing is package wire's,
 // command behaviour package commands'.
 //
+// A client that closes its socket while a command runs cancels the command
+// (ClientDisconnect) through its session (watch.go: the socket is watched
+// only once a command has run a few milliseconds, so short commands pay
+// two atomic stores, one atomic load and an uncontended lock for it; the
+// loop that looks for such commands parks while there are none).
+//
 // Invariant "The server outlives its clients": nothing a client sends can stop
 // the process. Malformed messages get an error reply or a closed connection;
 // a panic while serving one connection is recovered and logged, and that

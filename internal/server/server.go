@@ -44,6 +44,8 @@ type Server struct {
 	// watch it so they end promptly.
 	done     chan struct{}
 	doneOnce sync.Once
+	// looks parks the look loop of watch.go while no command runs.
+	looks lookParking
 }
 
 // New prepares a server for env.
@@ -63,7 +65,7 @@ func New(env *commands.Env, opts Options) *Server {
 	}
 	env.Config.Compressors = names
 	env.Connections.Available.Store(int64(opts.MaxConns))
-	return &Server{env: env, opts: opts, log: opts.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{})}
+	return &Server{env: env, opts: opts, log: opts.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{}), looks: lookParking{wake: make(chan struct{}, 1)}}
 }
 
 // Listen binds addr ("127.0.0.1:27017"; port 0 picks a free one).
@@ -81,6 +83,7 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Shutdown; it returns nil after a shutdown.
 func (s *Server) Serve() error {
+	go s.lookLoop() // watch.go
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()

@@ -1,6 +1,7 @@
 package ttl_test
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -39,7 +40,7 @@ func TestPassUsesTheClock(t *testing.T) {
 	if _, err := eng.Insert(ns, docs, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.CreateIndexes(ns, []bsoncore.Document{raw(t, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 60}})}); err != nil {
+	if _, err := eng.CreateIndexes(context.Background(), ns, []bsoncore.Document{raw(t, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 60}})}); err != nil {
 		t.Fatal(err)
 	}
 	var now atomic.Pointer[time.Time]

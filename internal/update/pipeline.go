@@ -2,6 +2,7 @@ package update
 
 import (
 	"bytes"
+	"context"
 	"slices"
 
 	"github.com/cairndb/cairn/internal/agg"
@@ -65,7 +66,9 @@ func parsePipeline(update bsoncore.Value, opts Options) (*Update, error) {
 // runPipeline applies the update pipeline to doc and returns the new
 // document, built as a replacement of doc by the pipeline's output.
 func (u *Update) runPipeline(doc bsoncore.Document, ctx *ApplyContext) (bsoncore.Document, error) {
-	src, err := u.pipeline.Run(agg.SliceSource([]bsoncore.Document{doc}))
+	// One document through stages that read nothing else: nothing to
+	// cancel (the write around it checks its operation's context).
+	src, err := u.pipeline.Run(context.Background(), agg.SliceSource([]bsoncore.Document{doc}))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
+)
+
+// eventually waits up to within for cond, polling.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", within, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestLookLoopParksAndWakes: an idle server's look loop parks; a command
+// that begins wakes it and is watched, so its client closing is seen at
+// once; a command already watched (a driver's awaitable hello) lets the
+// loop park again.
+func TestLookLoopParksAndWakes(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, nil)
+	defer func() { env.Close(); _ = eng.Close() }()
+	s := New(env, Options{})
+	server, client := net.Pipe()
+	c := newConn(s, server, 1)
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	stopped := make(chan struct{})
+	go func() { s.lookLoop(); close(stopped) }()
+	defer func() { close(s.done); <-stopped }()
+
+	eventually(t, time.Second, "an idle server's look loop did not park", s.looks.parked.Load)
+	c.watch.begin() // a command begins while the loop is parked
+	eventually(t, 100*time.Millisecond, "the command was not watched", func() bool {
+		c.watch.mu.Lock()
+		defer c.watch.mu.Unlock()
+		return c.watch.active
+	})
+	eventually(t, time.Second, "the loop did not park again while the command is watched", s.looks.parked.Load)
+	closed := time.Now()
+	_ = client.Close()
+	eventually(t, 100*time.Millisecond, "the client's close was not seen", func() bool { return c.ctx.Err() != nil })
+	if got := mongoerr.CodeOf(opctx.Err(c.ctx)); got != mongoerr.ClientDisconnect {
+		t.Fatalf("the connection ended with code %d, want ClientDisconnect", got)
+	}
+	t.Logf("close seen %v after it", time.Since(closed))
+	c.watch.end()
+}

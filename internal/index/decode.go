@@ -49,3 +49,20 @@ func (s *Spec) partDescending(i int) bool {
 	}
 	return s.KeyPattern[i].Kind == Descending
 }
+
+// DecodeKeyTyped is DecodeKey with the values restored exactly from the
+// entry's type bits (Spec.KeysAndTypeBits): numbers in their stored types,
+// symbols, and a missing field as the zero Value (Type 0) instead of null.
+func (s *Spec) DecodeKeyTyped(key, typeBits []byte) (vals []bsoncore.Value, rest []byte, err error) {
+	vals, rest, err = s.DecodeKey(key)
+	if err != nil || len(typeBits) == 0 { // empty bits change nothing
+		return vals, rest, err
+	}
+	r := keystring.NewTypeBitsReader(typeBits)
+	for i, v := range vals {
+		if vals[i], err = r.Retype(v); err != nil {
+			return nil, nil, fmt.Errorf("%w: part %d: %w", ErrCorruptKey, i, err)
+		}
+	}
+	return vals, rest, nil
+}

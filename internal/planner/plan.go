@@ -154,7 +154,7 @@ type planning struct {
 // indexes gathers the collection's indexes.
 func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
-		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
+		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, typeBits: info.TypeBits, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
 		if info.Building || info.Spec.Hidden {
 			continue

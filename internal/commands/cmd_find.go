@@ -84,6 +84,12 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if sp.noCursorTimeout, err = req.Bool("noCursorTimeout", false); err != nil {
 		return sp, err
 	}
+	if sp.ReturnKey, err = req.Bool("returnKey", false); err != nil {
+		return sp, err
+	}
+	if sp.ShowRecordID, err = req.Bool("showRecordId", false); err != nil {
+		return sp, err
+	}
 	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
 		return sp, err
 	}

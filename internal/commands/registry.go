@@ -75,8 +75,8 @@ var registry map[string]command
 
 func init() {
 	// Declarations shared by aliases or too long for one line.
-	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout")
-	findNotYet := args("returnKey showRecordId awaitData oplogReplay readOnce")
+	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout returnKey showRecordId")
+	findNotYet := args("awaitData oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
 		fields: args("idGenerator collation validator validationLevel validationAction"),
 		notYet: args("capped size max storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields")}

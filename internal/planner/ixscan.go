@@ -145,6 +145,7 @@ type ixScan struct {
 	ix      *indexRef
 	bounds  []OIL // per key pattern field, in value order
 	reverse bool
+	keepTB  bool // pass each entry's type bits up (returnKey)
 
 	ranges    []engine.KeyRange
 	checkFrom int // fields from here with bounds are checked per key
@@ -353,6 +354,12 @@ func (s *ixScan) work(x *execCtx) (*member, state, error) {
 		}
 	}
 	s.m = member{rid: rid, key: key, ix: s, doc: d}
+	if s.keepTB && s.ix.typeBits {
+		var err error
+		if s.m.tb, err = s.cur.TypeBits(); err != nil {
+			return nil, isEOF, err
+		}
+	}
 	return &s.m, advanced, nil
 }
 

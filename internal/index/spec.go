@@ -845,3 +845,22 @@ func typeName(t bsoncore.Type) string {
 	}
 	return fmt.Sprintf("type %d", byte(t))
 }
+
+// ParseIDIndexSpec validates create's idIndex option as MongoDB 7.0's
+// createCollection does: first as any index specification (ParseSpec),
+// then as an _id index (validateIdIndexSpec): only the fields an _id index
+// may have (InvalidIndexSpecificationOption, 197), and the key {_id: 1}
+// (BadValue). The name is whatever was given; the index is "_id_".
+func ParseIDIndexSpec(spec bsoncore.Document) (*Spec, error) {
+	s, err := ParseSpec(spec)
+	if err != nil || s.IsID() {
+		return s, err
+	}
+	elems, _ := spec.Elements()
+	for _, e := range elems {
+		if !allowedIDOptions[e.Key()] {
+			return nil, mongoerr.New(mongoerr.InvalidIndexSpecOption, "The field '%s' is not valid for an _id index specification. Specification: %s", e.Key(), spec)
+		}
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "The field 'key' for an _id index must be {_id: 1}, but got %s", s.Key)
+}

@@ -92,7 +92,7 @@ func init() {
 			notYet: args("hint")},
 		"buildInfo":          {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":          {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":            {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries dryRun")},
+		"collMod":            {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries")},
 		"collStats":          {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":  {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"compact":            {run: cmdCompact, kind: kindWrite, help: "compact a collection's documents and indexes on disk", fields: args("force"), notYet: args("freeSpaceTargetMB")},

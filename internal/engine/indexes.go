@@ -158,6 +158,17 @@ func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry,
 			continue
 		}
 		if !en.spec.Unique {
+			if en.spec.PrepareUnique && !en.ix.Building {
+				// Not unique yet, but no new duplicate: another document's
+				// entry with this key has the same bytes up to the _id.
+				other, err := tx.FirstWithPrefix(en.key[:len(en.key)-len(idKey)], en.key)
+				if err != nil {
+					return err
+				}
+				if other != nil {
+					return duplicateKeyError(ns, en)
+				}
+			}
 			tx.Set(en.key, en.typeBits)
 			continue
 		}

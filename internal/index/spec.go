@@ -72,6 +72,11 @@ type Spec struct {
 	Version int
 	// Unique is true for unique indexes, including the _id index.
 	Unique bool
+	// PrepareUnique: the index is not unique yet (its entries keep the
+	// non-unique layout and may hold duplicates made before), but a write
+	// that would add a key another document holds is refused, so that
+	// collMod can convert it to unique.
+	PrepareUnique bool
 	// Sparse is true for sparse indexes.
 	Sparse bool
 	// Hidden is true for indexes the planner must not use.
@@ -419,6 +424,7 @@ func (p *specParser) option(name string, v bsoncore.Value) error {
 			p.s.Sparse = t
 		case "prepareUnique":
 			p.prepareUnique = t
+			p.s.PrepareUnique = t
 		}
 	case "default_language", "language_override":
 		if v.Type != bsoncore.TypeString {

@@ -80,6 +80,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return finishCursor(r, 0, cursorNS), nil
 	}
 	cur := s.Env.Cursors.Register(cursorNS, out, held)
+	if !collectionless {
+		cur.coll = s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
+	}
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, cursorNS), nil
 }

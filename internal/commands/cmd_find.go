@@ -236,6 +236,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	}
 	cur := s.Env.Cursors.Register(ns, src, held)
 	cur.noTimeout = sp.noCursorTimeout
+	cur.coll = s.Env.Engine.Catalog().Collection(sp.NS.DB, sp.NS.Coll)
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil
 }
@@ -263,6 +264,10 @@ func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	ns := req.DB + "." + coll
 	cur, err := s.Env.Cursors.Checkout(id, ns)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCursorCollection(s.Env.Engine.Catalog(), cur); err != nil {
+		s.Env.Cursors.Release(cur, true)
 		return nil, err
 	}
 	r, held, done, err := fillBatch(dst, ns, "nextBatch", cur.held, cur.src, batch)

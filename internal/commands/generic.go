@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -67,6 +68,7 @@ type generic struct {
 	lsid, txnNumber, autocommit, startTransaction bsoncore.Value
 	readConcern, writeConcern, readPreference     bsoncore.Value
 	apiVersion, apiStrict, apiDeprecationErrors   bsoncore.Value
+	maxTimeMS                                     bsoncore.Value
 	internal                                      string // the first internal argument given
 }
 
@@ -101,7 +103,9 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 			g.apiStrict = v
 		case "apiDeprecationErrors":
 			g.apiDeprecationErrors = v
-		case "$db", "maxTimeMS", "comment", "$clusterTime":
+		case "maxTimeMS":
+			g.maxTimeMS = v
+		case "$db", "comment", "$clusterTime":
 			// honoured where they are read (see genericArgs)
 		default:
 			if genericArgs[string(k)] == argInternal && g.internal == "" {
@@ -135,6 +139,9 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 			}
 		}
 	}
+	if err := checkMaxTimeMS(g.maxTimeMS); err != nil {
+		return err
+	}
 	if err := checkSession(g); err != nil {
 		return err
 	}
@@ -142,6 +149,31 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 		return err
 	}
 	return checkConcerns(cmd, req.Name, g)
+}
+
+// checkMaxTimeMS applies MongoDB's parseMaxTimeMS to every command's
+// maxTimeMS: a number (BadValue otherwise), whole when it is a double, in
+// [0, 2147483647] after truncation to an integer. The command reads the
+// value where it honours it (deadline).
+func checkMaxTimeMS(v bsoncore.Value) error {
+	switch v.Type {
+	case 0, bsoncore.TypeNull:
+		return nil
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+	default:
+		return mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
+	}
+	n, err := safeInt64("maxTimeMS", v)
+	if err != nil {
+		return err
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range [0, %d]", n, math.MaxInt32)
+	}
+	if v.Type == bsoncore.TypeDouble && v.Double() != math.Floor(v.Double()) {
+		return mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
+	}
+	return nil
 }
 
 // checkReadPreference parses $readPreference as mongod does on every

@@ -19,8 +19,8 @@ var ErrCorruptKey = errors.New("index: corrupt key")
 // parts come back as values, their bytes un-complemented by
 // keystring.Decode; a part whose direction is not the field's is corrupt.
 // Numbers come back in the narrowest type that holds them exactly (see
-// keystring.Decode), which is what a covered query may return: MongoDB's
-// covered projections lose the original numeric type too.
+// keystring.Decode), symbols as strings, missing fields as null;
+// DecodeKeyTyped gives back the stored values, from the entry's type bits.
 func (s *Spec) DecodeKey(key []byte) (vals []bsoncore.Value, rest []byte, err error) {
 	n := s.KeyParts()
 	vals = make([]bsoncore.Value, 0, n)

@@ -20,7 +20,7 @@ import (
 // one scalar or subdocument value, which the key holds), the filter, sort
 // and projection name only index fields, the filter uses only operators
 // that read values, not types (keys keep numbers' values, not their
-// types), no path has a numeric component ("a.0" names an array element,
+// types; $type too when the entries have type bits), no path has a numeric component ("a.0" names an array element,
 // which a rebuilt document would make a field), and the projection is a
 // plain inclusion (_id excluded unless indexed). A key part that may not be
 // the stored value, type included (see keyValueExact), makes that one
@@ -56,7 +56,7 @@ func (pl *planning) coverable(ix *indexRef) bool {
 		}
 		fields[f.Path] = true
 	}
-	if !coveredProjection(q.RawProj, fields) || !coveredFilter(q.Filter.Tree(), fields) {
+	if !coveredProjection(q.RawProj, fields) || !coveredFilter(q.Filter.Tree(), fields, ix.typeBits) {
 		return false
 	}
 	if q.Sort != nil {
@@ -116,14 +116,15 @@ func truthy(v bsoncore.Value) (on, ok bool) {
 }
 
 // coveredFilter reports a filter over index fields only, with value
-// operators only.
-func coveredFilter(c query.Conjunction, fields map[string]bool) bool {
+// operators only, or $type as well when typed (the keys' type bits restore
+// every value's type).
+func coveredFilter(c query.Conjunction, fields map[string]bool, typed bool) bool {
 	for i := range c {
 		cl := &c[i]
 		switch cl.Kind {
 		case query.AndClause, query.OrClause, query.NorClause:
 			for _, b := range cl.Branches {
-				if !coveredFilter(b, fields) {
+				if !coveredFilter(b, fields, typed) {
 					return false
 				}
 			}
@@ -136,7 +137,7 @@ func coveredFilter(c query.Conjunction, fields map[string]bool) bool {
 			return false
 		}
 		for _, op := range cl.Ops {
-			if !coveredOps[op.Name] {
+			if !coveredOps[op.Name] && !(typed && op.Name == "$type") {
 				return false
 			}
 		}

@@ -476,7 +476,12 @@ func randomConditions(rng *rand.Rand, fields []string) bson.D {
 		if !ok {
 			v = nil
 		}
-		switch rng.IntN(10) {
+		switch rng.IntN(11) {
+		case 10:
+			// $type: covered on indexes with type bits, so the rebuilt
+			// values' types must be the stored ones.
+			t := []string{"int", "long", "double", "decimal", "null", "string", "object", "array", "undefined"}[rng.IntN(9)]
+			f = append(f, bson.E{Key: field, Value: bson.D{{Key: "$type", Value: t}}})
 		case 9:
 			// An empty document: wildcard indexes key {} as a value.
 			f = append(f, bson.E{Key: field, Value: bson.D{{Key: "$eq", Value: bson.D{}}}})

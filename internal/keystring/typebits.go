@@ -49,21 +49,17 @@ type TypeBitsWriter struct {
 func (w *TypeBitsWriter) Reset(dst []byte) { w.b, w.n = dst[:0], 0 }
 
 // Bytes is the packed bits, trailing zero bytes dropped: empty when every
-// bit is zero.
-func (w *TypeBitsWriter) Bytes() []byte {
-	b := w.b
-	for len(b) > 0 && b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+// bit is zero (bytes exist only up to the last set bit).
+func (w *TypeBitsWriter) Bytes() []byte { return w.b }
 
+// bit writes one bit. Zero bits only advance the count: bytes are added
+// when a set bit needs them, so a key that loses nothing allocates nothing.
 func (w *TypeBitsWriter) bit(on bool) {
-	if w.n%8 == 0 {
-		w.b = append(w.b, 0)
-	}
 	if on {
-		w.b[len(w.b)-1] |= 1 << (w.n % 8)
+		for len(w.b) <= w.n/8 {
+			w.b = append(w.b, 0)
+		}
+		w.b[w.n/8] |= 1 << (w.n % 8)
 	}
 	w.n++
 }
@@ -71,12 +67,14 @@ func (w *TypeBitsWriter) bit(on bool) {
 // bits writes the n low bits of x, lowest first, a byte's worth at a time.
 func (w *TypeBitsWriter) bits(x uint64, n int) {
 	for n > 0 {
-		if w.n%8 == 0 {
-			w.b = append(w.b, 0)
-		}
 		off := w.n % 8
 		take := min(8-off, n)
-		w.b[len(w.b)-1] |= byte(x&(1<<take-1)) << off
+		if chunk := byte(x & (1<<take - 1)); chunk != 0 {
+			for len(w.b) <= w.n/8 {
+				w.b = append(w.b, 0)
+			}
+			w.b[w.n/8] |= chunk << off
+		}
 		x >>= take
 		n -= take
 		w.n += take

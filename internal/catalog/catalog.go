@@ -55,6 +55,13 @@ type Index struct {
 	// Building is set while createIndexes fills the index from existing
 	// documents; writes maintain it, the planner does not use it yet.
 	Building bool `bson:"building,omitempty"`
+	// TypeBits: every entry carries the type bits of its key in its value
+	// (index.Spec.KeysAndTypeBits), so a covered plan can rebuild the
+	// document's values exactly. Indexes created before type bits existed
+	// lack it; their entries are read as before (numbers in the narrowest
+	// type), and covered plans over them fetch the documents whose keys hold
+	// numbers, nulls or containers.
+	TypeBits bool `bson:"typeBits,omitempty"`
 }
 
 // MultikeyPathsKnown reports whether the index records which of its paths

@@ -41,8 +41,10 @@ func cursorReply(dst []byte, ns string, id int64, docs []bsoncore.Document) bson
 // fillBatch appends up to limit documents from src (plus a held one first)
 // into a batch array named field; it stops early at the byte cap. limit 0
 // means no limit and a negative limit an empty batch (batchSize: 0, which
-// opens the cursor without reading). It returns the reply, a document read
-// but not sent (held), and whether src is done.
+// opens the cursor without reading). A full batch reads one document ahead,
+// so that done is true as soon as the last document is in a batch. It
+// returns the reply, a document read but not sent (held), and whether src
+// is done.
 func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Source, limit int64) (r *Reply, kept bsoncore.Document, done bool, err error) {
 	r = NewReply(dst)
 	buf := r.Raw()
@@ -75,6 +77,21 @@ func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Sou
 		if !add(d) {
 			kept = append(bsoncore.Document(nil), d...)
 			break
+		}
+	}
+	if !done && kept == nil && limit > 0 {
+		// The batch is full: read one more, so that a batch ending with the
+		// last document closes the cursor (id 0) instead of leaving one
+		// whose getMore returns nothing. The document read is held for the
+		// next batch.
+		d, err := src.Next()
+		if err != nil {
+			return nil, nil, true, err
+		}
+		if d == nil {
+			done = true
+		} else {
+			kept = append(bsoncore.Document(nil), d...)
 		}
 	}
 	*buf, _ = bsoncore.AppendArrayEnd(*buf, aidx)

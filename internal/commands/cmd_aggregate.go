@@ -87,6 +87,9 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 	}
 	cur := s.Env.Cursors.Register(cursorNS, out, held)
 	cur.maxTime, _ = opctx.Remaining(ctx)
+	if !collectionless {
+		cur.coll = s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
+	}
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, cursorNS), nil
 }

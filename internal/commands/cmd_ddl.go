@@ -25,8 +25,8 @@ func createOptions(req *Request) (bson.Raw, error) {
 	r := NewReply(nil)
 	n := 0
 	for _, el := range elems[1:] {
-		if isGeneric(el.Key()) {
-			continue // Run checked the rest against the registry
+		if isGeneric(el.Key()) || el.Key() == "idIndex" || el.Key() == "autoIndexId" {
+			continue // Run checked the rest against the registry; see createIDIndex
 		}
 		*r.Raw() = append(*r.Raw(), el...)
 		n++
@@ -47,6 +47,9 @@ func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	if err := checkCollation(req); err != nil {
+		return nil, err
+	}
+	if err := createIDIndex(req); err != nil {
 		return nil, err
 	}
 	if err := s.Env.Engine.CreateCollection(engine.Namespace{DB: req.DB, Coll: name}, opts); err != nil {

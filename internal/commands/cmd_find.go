@@ -84,6 +84,12 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if sp.noCursorTimeout, err = req.Bool("noCursorTimeout", false); err != nil {
 		return sp, err
 	}
+	if sp.ReturnKey, err = req.Bool("returnKey", false); err != nil {
+		return sp, err
+	}
+	if sp.ShowRecordID, err = req.Bool("showRecordId", false); err != nil {
+		return sp, err
+	}
 	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
 		return sp, err
 	}
@@ -215,6 +221,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
 	cur.noTimeout = sp.noCursorTimeout
 	cur.maxTime, _ = opctx.Remaining(ctx)
+	cur.coll = s.Env.Engine.Catalog().Collection(sp.NS.DB, sp.NS.Coll)
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil
 }
@@ -249,6 +256,10 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 		// honoured), for which MongoDB refuses a getMore's maxTimeMS.
 		s.Env.Cursors.Release(cur, false)
 		return nil, mongoerr.New(mongoerr.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
+	}
+	if err := checkCursorCollection(s.Env.Engine.Catalog(), cur); err != nil {
+		s.Env.Cursors.Release(cur, true)
+		return nil, err
 	}
 	ctx, resumed := cur.resume(ctx)
 	err = opctx.Err(ctx) // the cursor's maxTimeMS may be spent already

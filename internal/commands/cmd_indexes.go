@@ -130,6 +130,7 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	ns := engine.Namespace{DB: req.DB, Coll: coll}
 	var ch *engine.IndexChange
 	var validationSet []bsoncore.Element
+	dryRun := false
 	elems, _ := req.Body.Elements()
 	for _, el := range elems[1:] {
 		switch k := el.Key(); {
@@ -139,10 +140,26 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			}
 		case k == "validator" || k == "validationLevel" || k == "validationAction":
 			validationSet = append(validationSet, el)
+		case k == "dryRun":
+			if dryRun, err = req.Bool("dryRun", false); err != nil {
+				return nil, err
+			}
 		case isGeneric(k):
 		default:
 			return nil, notYet("collMod option '" + k + "'")
 		}
+	}
+	if dryRun {
+		// MongoDB's dry run checks a unique conversion and nothing else.
+		switch {
+		case ch == nil:
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "dry run mode requires an valid index modification.")
+		case ch.Unique == nil || !*ch.Unique:
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "dry run mode requires an index modification with unique: true.")
+		case ch.Hidden != nil || ch.ExpireAfterSeconds != nil || ch.PrepareUnique != nil || len(validationSet) > 0:
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "unique: true cannot be combined with any other modification in dry run mode.")
+		}
+		ch.DryRun = true
 	}
 	r := NewReply(dst)
 	if ch == nil && len(validationSet) == 0 {
@@ -161,11 +178,17 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if res.OldExpire != nil {
 		r.Int64("expireAfterSeconds_old", *res.OldExpire).Int64("expireAfterSeconds_new", *res.NewExpire)
 	}
+	if res.OldPrepareUnique != nil {
+		r.Bool("prepareUnique_old", *res.OldPrepareUnique).Bool("prepareUnique_new", *res.NewPrepareUnique)
+	}
+	if res.NewUnique != nil {
+		r.Bool("unique_new", *res.NewUnique)
+	}
 	return r.Finish(), nil
 }
 
 // parseIndexChange reads collMod's index document: keyPattern or name,
-// then expireAfterSeconds and/or hidden.
+// then expireAfterSeconds, hidden, prepareUnique and/or unique.
 func parseIndexChange(v bsoncore.Value) (*engine.IndexChange, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
@@ -200,6 +223,16 @@ func parseIndexChange(v bsoncore.Value) (*engine.IndexChange, error) {
 				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.index.hidden' is the wrong type '%s', expected type 'bool'", typeName(val.Type))
 			}
 			ch.Hidden = &b
+		case "prepareUnique", "unique":
+			b, ok := val.BooleanOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.index.%s' is the wrong type '%s', expected type 'bool'", el.Key(), typeName(val.Type))
+			}
+			if el.Key() == "unique" {
+				ch.Unique = &b
+			} else {
+				ch.PrepareUnique = &b
+			}
 		default:
 			return nil, mongoerr.New(mongoerr.UnknownField, "BSON field 'collMod.index.%s' is an unknown field.", el.Key())
 		}
@@ -207,8 +240,8 @@ func parseIndexChange(v bsoncore.Value) (*engine.IndexChange, error) {
 	if (ch.Name == "") == (ch.Key == nil) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "must specify either index name or key pattern")
 	}
-	if ch.ExpireAfterSeconds == nil && ch.Hidden == nil {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds or hidden field")
+	if ch.ExpireAfterSeconds == nil && ch.Hidden == nil && ch.PrepareUnique == nil && ch.Unique == nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, prepareUnique or unique field")
 	}
 	return ch, nil
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -32,6 +34,10 @@ type Cursor struct {
 	// maxTime is what is left of the originating command's maxTimeMS, for
 	// the next getMore (0: none); see resume.
 	maxTime time.Duration
+	// coll is the collection the cursor reads (its catalog record when the
+	// cursor opened), nil for cursors over no collection: a getMore after
+	// the collection is dropped or renamed fails (see checkCursorCollection).
+	coll *catalog.Collection
 }
 
 // Cursors is the registry of open cursors, shared by all connections.
@@ -162,4 +168,38 @@ func (c *Cursors) CloseAll() {
 	for _, cur := range all {
 		_ = cur.src.Close()
 	}
+}
+
+// checkCursorCollection answers a getMore on cur as MongoDB 7.0 does once
+// the collection the cursor reads has been dropped (with its database, or
+// replaced, as $out replaces a collection) or renamed: QueryPlanKilled
+// (175), after which the cursor is gone (CursorNotFound). Cairn's cursor
+// still holds its snapshot and could go on, but MongoDB's plan executor
+// cannot, and clients expect the error.
+func checkCursorCollection(cat *catalog.State, cur *Cursor) error {
+	was := cur.coll
+	if was == nil {
+		return nil
+	}
+	if now := cat.Collection(was.DB, was.Name); now != nil && now.ID == was.ID {
+		return nil
+	}
+	uuid := formatUUID(was.UUID.Data)
+	for _, db := range cat.Databases() {
+		for _, c := range cat.Collections(db) {
+			if c.ID == was.ID {
+				return mongoerr.New(mongoerr.QueryPlanKilled, "Executor error during getMore :: caused by :: collection renamed from '%s' to '%s'. UUID %s",
+					was.Namespace(), c.Namespace(), uuid)
+			}
+		}
+	}
+	return mongoerr.New(mongoerr.QueryPlanKilled, "Executor error during getMore :: caused by :: collection dropped. UUID %s", uuid)
+}
+
+// formatUUID writes a 16-byte UUID as MongoDB prints one.
+func formatUUID(b []byte) string {
+	if len(b) != 16 {
+		return fmt.Sprintf("%x", b)
+	}
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

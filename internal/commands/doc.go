@@ -12,7 +12,9 @@
 //
 // Two kinds of iterator meet here, named apart. A Cursor is a server-side
 // cursor: an id the client holds, registered in Cursors, served batch by
-// batch by getMore and closed by killCursors or after idling. What it
+// batch by getMore and closed by killCursors, after idling, with the batch
+// that holds its last document (id 0), or at the first getMore after its
+// collection is dropped or renamed (QueryPlanKilled, as MongoDB). What it
 // serves is an agg.Source: the plan exec opened (a planner.Exec) or an
 // aggregation pipeline's output, pulled one document at a time. (Below
 // them, engine.Cursor walks one key range of a snapshot.)

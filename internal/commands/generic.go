@@ -101,7 +101,7 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 			g.apiStrict = v
 		case "apiDeprecationErrors":
 			g.apiDeprecationErrors = v
-		case "$db", "maxTimeMS", "comment", "$clusterTime":
+		case "$db", "comment", "$clusterTime", "maxTimeMS": // maxTimeMS: operation.go
 			// honoured where they are read (see genericArgs)
 		default:
 			if genericArgs[string(k)] == argInternal && g.internal == "" {

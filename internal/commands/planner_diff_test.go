@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -256,19 +257,26 @@ func (c findCase) command() bson.D {
 // same compares two answers: in order when the order is total, as
 // multisets otherwise (only cases without skip/limit have partial orders).
 // Field order is not compared: a covered projection rebuilds documents in
-// key pattern order.
+// key pattern order. Values are compared byte for byte, BSON types
+// included: a covered plan must give back int64 1 as int64, not int32.
 func (c findCase) same(a, b []bsoncore.Document) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	a, b = normalized(a), normalized(b)
+	byValueThenBytes := func(x, y bsoncore.Document) int {
+		if c := bsonx.CompareDocuments(x, y); c != 0 {
+			return c
+		}
+		return bytes.Compare(x, y)
+	}
 	if !c.tieBreak {
 		a, b = slices.Clone(a), slices.Clone(b)
-		slices.SortFunc(a, bsonx.CompareDocuments)
-		slices.SortFunc(b, bsonx.CompareDocuments)
+		slices.SortFunc(a, byValueThenBytes)
+		slices.SortFunc(b, byValueThenBytes)
 	}
 	for i := range a {
-		if bsonx.CompareDocuments(a[i], b[i]) != 0 {
+		if !bytes.Equal(a[i], b[i]) {
 			return false
 		}
 	}
@@ -414,7 +422,7 @@ func dedupKeys(d bson.D) bson.D {
 // randomValue draws from a small, type-mixed domain so filters collide with
 // documents; ok is false for "missing".
 func randomValue(rng *rand.Rand) (any, bool) {
-	switch rng.IntN(12) {
+	switch rng.IntN(13) {
 	case 0:
 		return nil, false
 	case 1:
@@ -441,6 +449,9 @@ func randomValue(rng *rand.Rand) (any, bool) {
 		return rng.IntN(2) == 0, true
 	case 10:
 		return bson.Undefined{}, true
+	case 11:
+		d, _ := bson.ParseDecimal128(fmt.Sprintf("%d.0", rng.IntN(5)))
+		return d, true
 	}
 	return bson.A{nil, rng.IntN(5)}, true
 }
@@ -465,7 +476,12 @@ func randomConditions(rng *rand.Rand, fields []string) bson.D {
 		if !ok {
 			v = nil
 		}
-		switch rng.IntN(10) {
+		switch rng.IntN(11) {
+		case 10:
+			// $type: covered on indexes with type bits, so the rebuilt
+			// values' types must be the stored ones.
+			t := []string{"int", "long", "double", "decimal", "null", "string", "object", "array", "undefined"}[rng.IntN(9)]
+			f = append(f, bson.E{Key: field, Value: bson.D{{Key: "$type", Value: t}}})
 		case 9:
 			// An empty document: wildcard indexes key {} as a value.
 			f = append(f, bson.E{Key: field, Value: bson.D{{Key: "$eq", Value: bson.D{}}}})

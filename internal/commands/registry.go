@@ -75,11 +75,11 @@ var registry map[string]command
 
 func init() {
 	// Declarations shared by aliases or too long for one line.
-	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout")
-	findNotYet := args("returnKey showRecordId awaitData oplogReplay readOnce")
+	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout returnKey showRecordId")
+	findNotYet := args("awaitData oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
-		fields: args("idGenerator collation validator validationLevel validationAction"),
-		notYet: args("capped size max storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields")}
+		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags"),
+		notYet: args("capped size max storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
 	cursor := map[string][]string{"cursor": args("batchSize")}
@@ -92,7 +92,7 @@ func init() {
 			notYet: args("hint")},
 		"buildInfo":          {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":          {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":            {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries dryRun")},
+		"collMod":            {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries")},
 		"collStats":          {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":  {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"compact":            {run: cmdCompact, kind: kindWrite, help: "compact a collection's documents and indexes on disk", fields: args("force"), notYet: args("freeSpaceTargetMB")},

@@ -8,26 +8,36 @@ import (
 
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/validation"
 )
 
 // IndexChange is collMod's index option: which index (by Name or Key) and
-// what to change. Only expireAfterSeconds and hidden change in place; the
-// keys an index holds do not depend on them, so no rebuild is needed.
+// what to change. expireAfterSeconds, hidden and prepareUnique change in
+// place (the keys an index holds do not depend on them); unique: true
+// converts an index that has prepareUnique, rewriting its entries in the
+// unique layout in the same commit, or fails with
+// CannotConvertIndexToUnique (359) listing the documents that share a key,
+// as MongoDB 7.0 does. DryRun only checks that conversion.
 type IndexChange struct {
 	Name               string
 	Key                bsoncore.Document
 	ExpireAfterSeconds *int64
 	Hidden             *bool
+	PrepareUnique      *bool
+	Unique             *bool
+	DryRun             bool
 }
 
 // IndexChangeResult holds the old and new values collMod replies with
 // (nil: not changed).
 type IndexChangeResult struct {
-	OldExpire, NewExpire *int64
-	OldHidden, NewHidden *bool
+	OldExpire, NewExpire               *int64
+	OldHidden, NewHidden               *bool
+	OldPrepareUnique, NewPrepareUnique *bool
+	NewUnique                          *bool
 }
 
 // ModifyIndex applies ch to an index of ns, in one commit.
@@ -83,11 +93,17 @@ func (e *Engine) modifyIndex(tx *storage.Txn, ns Namespace, ch IndexChange) (Ind
 	if err != nil {
 		return res, err
 	}
+	if ch.Unique != nil && !*ch.Unique {
+		return res, mongoerr.New(mongoerr.BadValue, "Cannot make index non-unique")
+	}
 	if ix == nil { // the _id index
-		if ch.Hidden != nil {
+		switch {
+		case ch.ExpireAfterSeconds != nil:
+			return res, mongoerr.New(mongoerr.InvalidOptions, "the _id field does not support TTL indexes")
+		case ch.Hidden != nil:
 			return res, mongoerr.New(mongoerr.BadValue, "can't hide _id index")
 		}
-		return res, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
+		return res, nil // unique already: unique and prepareUnique change nothing
 	}
 	if ix.Building {
 		return res, mongoerr.New(mongoerr.CannotCreateIndex, "cannot modify index %s of %s while it is being built", ix.Name, ns)
@@ -112,13 +128,131 @@ func (e *Engine) modifyIndex(tx *storage.Txn, ns Namespace, ch IndexChange) (Ind
 		}
 		set = append(set, bsoncore.AppendBooleanElement(nil, "hidden", nv))
 	}
-	next, err := index.ParseSpec(withFields(spec.Original, set))
+	settingPrepare := ch.PrepareUnique != nil && *ch.PrepareUnique != spec.PrepareUnique && !spec.Unique
+	if settingPrepare && (ch.Unique != nil || ch.Hidden != nil || ch.ExpireAfterSeconds != nil) {
+		return res, mongoerr.New(mongoerr.InvalidOptions, "prepareUnique cannot be combined with any other modification.")
+	}
+	if settingPrepare {
+		old, nv := spec.PrepareUnique, *ch.PrepareUnique
+		res.OldPrepareUnique, res.NewPrepareUnique = &old, &nv
+		set = append(set, bsoncore.AppendBooleanElement(nil, "prepareUnique", nv))
+	}
+	convert := ch.Unique != nil && !spec.Unique
+	if convert && !spec.PrepareUnique {
+		return res, mongoerr.New(mongoerr.InvalidOptions, "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.")
+	}
+	if ch.DryRun {
+		if !convert {
+			return res, nil // unique already: nothing to check
+		}
+		return res, e.convertToUnique(tx, coll, ix, spec, true)
+	}
+	if convert {
+		if err := e.convertToUnique(tx, coll, ix, spec, false); err != nil {
+			return res, err
+		}
+		nv := true
+		res.NewUnique = &nv
+		set = append(set, bsoncore.AppendBooleanElement(nil, "unique", true))
+	}
+	doc := withFields(spec.Original, set)
+	if convert {
+		doc = withoutField(doc, "prepareUnique") // a unique index is not also preparing
+	}
+	next, err := index.ParseSpec(doc)
 	if err != nil {
 		return res, err
 	}
 	changed := *ix
 	changed.Spec = bson.Raw(next.Original)
 	return res, e.cat.UpdateIndex(tx, ns.DB, ns.Coll, changed)
+}
+
+// convertToUnique rewrites the entries of ix, a non-unique index whose
+// spec is spec, in the unique layout (key → _id and type bits), inside tx;
+// or, when documents share a key, fails with CannotConvertIndexToUnique and
+// their _ids, grouped by key, as MongoDB's violations. dryRun only checks.
+func (e *Engine) convertToUnique(tx *storage.Txn, coll *catalog.Collection, ix *catalog.Index, spec *index.Spec, dryRun bool) error {
+	prefix := storage.Prefix(nil, storage.SpaceIndex, ix.ID)
+	it, err := tx.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	type entry struct{ key, rawKey, idKey, value []byte }
+	var entries []entry
+	for ok := it.First(); ok; ok = it.Next() {
+		k := append([]byte(nil), it.Key()...)
+		v, err := it.Value()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		rest := k[len(prefix):]
+		for range spec.KeyParts() {
+			n, err := keystring.Len(rest)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			rest = rest[n:]
+		}
+		entries = append(entries, entry{key: k, rawKey: k[len(prefix) : len(k)-len(rest)], idKey: rest, value: append([]byte(nil), v...)})
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	// Entries sort by key, then _id: documents sharing a key are adjacent.
+	violations := bsoncore.NewArrayBuilder()
+	found := false
+	for i := 0; i < len(entries); {
+		j := i + 1
+		for j < len(entries) && bytes.Equal(entries[j].rawKey, entries[i].rawKey) {
+			j++
+		}
+		if j-i > 1 {
+			found = true
+			ids := bsoncore.NewArrayBuilder()
+			for _, en := range entries[i:j] {
+				doc, ok, err := tx.Get(nil, storage.DocKey(nil, coll.ID, en.idKey))
+				if err != nil {
+					return err
+				}
+				if id, err := bsoncore.Document(doc).LookupErr("_id"); ok && err == nil {
+					ids.AppendValue(id)
+				}
+			}
+			violations.AppendDocument(bsoncore.NewDocumentBuilder().AppendArray("ids", ids.Build()).Build())
+		}
+		i = j
+	}
+	if found {
+		return &mongoerr.Error{
+			Code:  mongoerr.CannotConvertIndexToUnique,
+			Msg:   "Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.",
+			Extra: []mongoerr.Field{{Name: "violations", Value: bson.RawArray(violations.Build())}},
+		}
+	}
+	if dryRun {
+		return nil
+	}
+	for _, en := range entries {
+		tx.Delete(en.key)
+		tx.Set(append(append([]byte(nil), prefix...), en.rawKey...), append(en.idKey[:len(en.idKey):len(en.idKey)], en.value...))
+	}
+	return nil
+}
+
+// withoutField returns doc without its field name.
+func withoutField(doc bsoncore.Document, name string) bsoncore.Document {
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	elems, _ := doc.Elements()
+	for _, el := range elems {
+		if el.Key() != name {
+			out = append(out, el...)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
 }
 
 // findIndex picks the index ch names; nil (without error) is the _id index.

@@ -77,7 +77,7 @@ func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsonco
 				}
 				continue
 			}
-			ix, err := e.cat.AddIndex(tx, ns.DB, ns.Coll, catalog.Index{Name: spec.Name, Key: bson.Raw(spec.Key), Spec: bson.Raw(spec.Original), Building: !empty})
+			ix, err := e.cat.AddIndex(tx, ns.DB, ns.Coll, catalog.Index{Name: spec.Name, Key: bson.Raw(spec.Key), Spec: bson.Raw(spec.Original), Building: !empty, TypeBits: newIndexTypeBits})
 			if err != nil {
 				return err
 			}
@@ -224,3 +224,8 @@ func (e *Engine) IndexSpecs(ns Namespace) ([]bsoncore.Document, error) {
 	}
 	return out, nil
 }
+
+// newIndexTypeBits is whether new indexes store type bits in their entries
+// (catalog.Index.TypeBits): always, but tests turn it off to make indexes
+// as Cairn made them before type bits existed.
+var newIndexTypeBits = true

@@ -15,7 +15,8 @@
 //     the target) and $merge.
 //   - indexes.go: index maintenance inside every write; ddl_index.go and
 //     indexbuild.go: createIndexes and the background build over existing
-//     documents; collmod.go: index changes (hidden, expireAfterSeconds) and
+//     documents; collmod.go: index changes (hidden, expireAfterSeconds, prepareUnique,
+//     conversion to unique) and
 //     the validation options; validate.go: the validate command's check of
 //     documents against their indexes.
 //   - read.go: point reads by _id; reader.go: a [Reader] gives a query plan

@@ -20,11 +20,13 @@ import (
 // Secondary index maintenance. Every write changes a document and all its
 // index entries in the same request ("Indexes follow documents"):
 //
-//	i <indexID> <key> <keystring(_id)>  → empty   (non-unique index)
-//	i <indexID> <key>                   → keystring(_id)   (unique index)
+//	i <indexID> <key> <keystring(_id)>  → typeBits                 (non-unique index)
+//	i <indexID> <key>                   → keystring(_id) typeBits  (unique index)
 //
 // so a unique index finds a conflicting key with one point read inside the
-// commit pipeline.
+// commit pipeline. typeBits (index.Spec.KeysAndTypeBits) is what the key
+// loses of the document's values, usually nothing (empty); the _id's
+// encoding is self-delimiting, so it ends where the type bits begin.
 
 // specCache holds parsed index specifications by index id. Ids are never
 // reused, but collMod changes a spec in place (expireAfterSeconds, hidden),
@@ -45,10 +47,11 @@ func (c *specCache) get(ix catalog.Index) (*index.Spec, error) {
 
 // indexEntry is one storage key of a document in one index.
 type indexEntry struct {
-	ix     *catalog.Index
-	spec   *index.Spec
-	key    []byte // the full storage key
-	rawKey []byte // the index key without prefix and _id
+	ix       *catalog.Index
+	spec     *index.Spec
+	key      []byte // the full storage key
+	rawKey   []byte // the index key without prefix and _id
+	typeBits []byte // the key's type bits, nil when it has none
 }
 
 // entriesOf computes doc's entries in every index of coll, and the
@@ -60,7 +63,14 @@ func (e *Engine) entriesOf(coll *catalog.Collection, doc bsoncore.Document, idKe
 		if err != nil {
 			return nil, nil, err
 		}
-		keys, mk, err := spec.Keys(doc, nil)
+		var keys [][]byte
+		var tb []byte
+		var mk index.Multikey
+		if ix.TypeBits {
+			keys, tb, mk, err = spec.KeysAndTypeBits(doc, nil, nil)
+		} else {
+			keys, mk, err = spec.Keys(doc, nil)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -73,7 +83,7 @@ func (e *Engine) entriesOf(coll *catalog.Collection, doc bsoncore.Document, idKe
 			if !spec.Unique {
 				full = append(full, idKey...)
 			}
-			entries = append(entries, indexEntry{ix: ix, spec: spec, key: full, rawKey: k})
+			entries = append(entries, indexEntry{ix: ix, spec: spec, key: full, rawKey: k, typeBits: tb})
 		}
 	}
 	return entries, grown, nil
@@ -148,7 +158,18 @@ func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry,
 			continue
 		}
 		if !en.spec.Unique {
-			tx.Set(en.key, nil)
+			if en.spec.PrepareUnique && !en.ix.Building {
+				// Not unique yet, but no new duplicate: another document's
+				// entry with this key has the same bytes up to the _id.
+				other, err := tx.FirstWithPrefix(en.key[:len(en.key)-len(idKey)], en.key)
+				if err != nil {
+					return err
+				}
+				if other != nil {
+					return duplicateKeyError(ns, en)
+				}
+			}
+			tx.Set(en.key, en.typeBits)
 			continue
 		}
 		var found bool
@@ -157,10 +178,10 @@ func (e *Engine) addEntries(tx *storage.Txn, ns Namespace, entries []indexEntry,
 		if err != nil {
 			return err
 		}
-		if found && !bytes.Equal(holder, idKey) {
+		if found && !holdsID(holder, idKey) {
 			return duplicateKeyError(ns, en)
 		}
-		tx.Set(en.key, idKey)
+		tx.Set(en.key, en.value(idKey))
 	}
 	return nil
 }
@@ -180,7 +201,7 @@ func removeEntries(tx *storage.Txn, entries []indexEntry, idKey []byte) error {
 			if holder, found, err = tx.Get(holder[:0], en.key); err != nil {
 				return err
 			}
-			if !found || !bytes.Equal(holder, idKey) {
+			if !found || !holdsID(holder, idKey) {
 				continue
 			}
 		}
@@ -220,6 +241,22 @@ func cloneComponents(c [][]int) [][]int {
 		out[i] = slices.Clone(x)
 	}
 	return out
+}
+
+// value is the value of the entry en of the document whose _id encodes
+// to idKey.
+func (en *indexEntry) value(idKey []byte) []byte {
+	if !en.spec.Unique {
+		return en.typeBits
+	}
+	return append(idKey[:len(idKey):len(idKey)], en.typeBits...)
+}
+
+// holdsID reports whether v, the value of a unique index's entry, names
+// the document whose _id encodes to idKey.
+func holdsID(v, idKey []byte) bool {
+	rid, _, err := splitUniqueValue(v)
+	return err == nil && bytes.Equal(rid, idKey)
 }
 
 // indexInsert adds a new document's entries in every index of ns.

@@ -127,10 +127,13 @@ func (e *Engine) verifyDocument(snap *storage.Snapshot, coll *catalog.Collection
 		case !found:
 			invariants.Fail("Indexes follow documents", "document %x of %s.%s has no entry %x in index %s",
 				idKey, coll.DB, coll.Name, en.key, en.ix.Name)
-		case en.spec.Unique && !en.ix.Building && !bytes.Equal(v, idKey):
+		case en.spec.Unique && !en.ix.Building && !holdsID(v, idKey):
 			// (while a unique index builds, two documents may share a key)
 			invariants.Fail("Indexes follow documents", "entry %x of unique index %s of %s.%s names %x, not its document %x",
 				en.key, en.ix.Name, coll.DB, coll.Name, v, idKey)
+		case (!en.spec.Unique || !en.ix.Building) && !bytes.Equal(v, en.value(idKey)):
+			invariants.Fail("Indexes follow documents", "entry %x of index %s of %s.%s holds %x, its document %x gives %x",
+				en.key, en.ix.Name, coll.DB, coll.Name, v, idKey, en.value(idKey))
 		}
 	}
 }
@@ -153,7 +156,11 @@ func (e *Engine) verifyEntry(snap *storage.Snapshot, coll *catalog.Collection, i
 		return
 	}
 	rid := v
-	if !spec.Unique {
+	if spec.Unique {
+		if rid, _, err = splitUniqueValue(v); err != nil {
+			invariants.Fail("Indexes follow documents", "entry %x of index %s: value %x does not decode: %v", key, ix.Name, v, err)
+		}
+	} else {
 		tail := rest
 		for range spec.KeyParts() {
 			n, err := keystring.Len(tail)

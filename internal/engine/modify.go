@@ -118,6 +118,9 @@ func prepareReplacement(doc bsoncore.Document, id bsoncore.Value) (bsoncore.Docu
 	if err := doc.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
 	}
+	if countKey(doc, "_id") > 1 { // MongoDB's storage validation of an update's result
+		return nil, mongoerr.New(mongoerr.BadValue, "Can't have multiple _id fields in one document")
+	}
 	if newID, err := doc.LookupErr("_id"); err == nil && !sameID(newID, id) {
 		return nil, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", newID)
 	}

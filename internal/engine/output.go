@@ -210,5 +210,6 @@ func (m *merger) match(coll *catalog.Collection, doc bsoncore.Document) ([]byte,
 	if m.holder, found, err = m.tx.Get(m.holder[:0], m.key); err != nil || !found {
 		return nil, err
 	}
-	return append([]byte(nil), m.holder...), nil
+	rid, _, err := splitUniqueValue(m.holder)
+	return append([]byte(nil), rid...), err
 }

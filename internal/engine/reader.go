@@ -38,6 +38,9 @@ type IndexInfo struct {
 	PathsKnown    bool
 	// Building: the index is being filled and must not serve queries.
 	Building bool
+	// TypeBits: every entry's value holds its key's type bits
+	// (catalog.Index.TypeBits); Cursor.IndexKey returns them.
+	TypeBits bool
 }
 
 // NewReader opens a snapshot of ns. Close it when done.
@@ -63,7 +66,7 @@ func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
 			_ = r.snap.Close()
 			return nil, err
 		}
-		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building,
+		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building, TypeBits: ix.TypeBits,
 			MultikeyPaths: multikeyOf(&ix), PathsKnown: ix.MultikeyPathsKnown()})
 	}
 	return r, nil
@@ -204,7 +207,11 @@ func (c *Cursor) IndexKey() (key, rid []byte, err error) {
 	k := c.Key()
 	if c.unique {
 		v, err := c.it.Value()
-		return k, v, err
+		if err != nil {
+			return nil, nil, err
+		}
+		rid, _, err := splitUniqueValue(v)
+		return k, rid, err
 	}
 	rest := k
 	for range c.parts {
@@ -215,6 +222,28 @@ func (c *Cursor) IndexKey() (key, rid []byte, err error) {
 		rest = rest[n:]
 	}
 	return k[:len(k)-len(rest)], rest, nil
+}
+
+// TypeBits is the current index entry's type bits (see
+// index.Spec.KeysAndTypeBits); empty in an index without
+// IndexInfo.TypeBits.
+func (c *Cursor) TypeBits() ([]byte, error) {
+	v, err := c.it.Value()
+	if err != nil || !c.unique {
+		return v, err
+	}
+	_, tb, err := splitUniqueValue(v)
+	return tb, err
+}
+
+// splitUniqueValue splits the value of a unique index's entry into the
+// encoded _id of its document and the key's type bits.
+func splitUniqueValue(v []byte) (rid, typeBits []byte, err error) {
+	n, err := keystring.Len(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v[:n], v[n:], nil
 }
 
 // Value is the current entry's value (a document, for Docs).

@@ -163,7 +163,11 @@ func expiredDoc(spec *index.Spec, doc bsoncore.Document, cut int64) bool {
 func entryID(it *storage.Iter, prefix []byte, spec *index.Spec) ([]byte, error) {
 	if spec.Unique {
 		v, err := it.Value()
-		return append([]byte(nil), v...), err
+		if err != nil {
+			return nil, err
+		}
+		rid, _, err := splitUniqueValue(v)
+		return append([]byte(nil), rid...), err
 	}
 	rest := it.Key()[len(prefix):]
 	for range spec.KeyParts() {

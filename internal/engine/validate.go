@@ -206,7 +206,7 @@ func (e *Engine) describeEntry(ix catalog.Index, en entryString, missing bool) I
 	out.Key = kb.Build()
 	idKey := rest
 	if spec.Unique {
-		idKey = en.value()
+		idKey, _, _ = splitUniqueValue(en.value())
 	}
 	if id, _, err := keystring.Decode(idKey); err == nil {
 		out.ID = id
@@ -278,12 +278,7 @@ func (e *Engine) CheckIndexes(ns Namespace) error {
 	return nil
 }
 
-func valueOf(en indexEntry, idKey []byte) string {
-	if en.spec.Unique {
-		return string(idKey)
-	}
-	return ""
-}
+func valueOf(en indexEntry, idKey []byte) string { return string(en.value(idKey)) }
 
 func firstDifference(got, want []string) string {
 	for i := 0; i < len(got) || i < len(want); i++ {

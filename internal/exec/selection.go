@@ -40,6 +40,9 @@ type Selection struct {
 	// Distinct: the caller keeps only the first document of each value of
 	// this path (see planner.Query.DistinctPath).
 	Distinct string
+	// ReturnKey and ShowRecordID are find's returnKey and showRecordId
+	// (see planner.Query).
+	ReturnKey, ShowRecordID bool
 }
 
 // NewSelection parses filter (nil or empty: everything) into a Selection of
@@ -114,6 +117,7 @@ func (s *Selection) query() planner.Query {
 		SortMemory: s.SortMemory, AllowDiskUse: s.AllowDiskUse,
 		Count:        s.CountOnly,
 		DistinctPath: s.Distinct,
+		ReturnKey:    s.ReturnKey, ShowRecordID: s.ShowRecordID,
 	}
 }
 

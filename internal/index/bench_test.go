@@ -47,6 +47,7 @@ func BenchmarkKeys(b *testing.B) {
 	}{
 		{"compound3-1KiB", `{"key": {"address.city": 1, "age": -1, "email": 1}, "name": "x"}`, doc},
 		{"single-1KiB", `{"key": {"email": 1}, "name": "x"}`, doc},
+		{"numbers2-1KiB", `{"key": {"age": 1, "score": -1}, "name": "x"}`, doc},
 		{"hashed-_id.env-1KiB", `{"key": {"_id.env": "hashed"}, "name": "x"}`, doc},
 		{"partial-1KiB", `{"key": {"email": 1}, "name": "x", "partialFilterExpression": {"active": true}}`, doc},
 		{"multikey-100", `{"key": {"values": 1}, "name": "x"}`, arrDoc},
@@ -66,6 +67,30 @@ func BenchmarkKeys(b *testing.B) {
 				keys, _, _ = s.Keys(bc.doc, keys)
 			}
 			b.ReportMetric(float64(len(keys)), "keys/op")
+		})
+	}
+}
+
+// BenchmarkKeysAndTypeBits is BenchmarkKeys for what the engine calls on
+// every write since index entries carry type bits.
+func BenchmarkKeysAndTypeBits(b *testing.B) {
+	doc := benchDoc()
+	for _, bc := range []struct{ name, spec string }{
+		{"compound3-1KiB", `{"key": {"address.city": 1, "age": -1, "email": 1}, "name": "x"}`},
+		{"single-1KiB", `{"key": {"email": 1}, "name": "x"}`},
+		{"numbers2-1KiB", `{"key": {"age": 1, "score": -1}, "name": "x"}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := mustSpec(b, bc.spec)
+			keys, tb, _, err := s.KeysAndTypeBits(doc, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				keys, tb, _, _ = s.KeysAndTypeBits(doc, keys, tb)
+			}
 		})
 	}
 }

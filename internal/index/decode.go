@@ -19,8 +19,8 @@ var ErrCorruptKey = errors.New("index: corrupt key")
 // parts come back as values, their bytes un-complemented by
 // keystring.Decode; a part whose direction is not the field's is corrupt.
 // Numbers come back in the narrowest type that holds them exactly (see
-// keystring.Decode), which is what a covered query may return: MongoDB's
-// covered projections lose the original numeric type too.
+// keystring.Decode), symbols as strings, missing fields as null;
+// DecodeKeyTyped gives back the stored values, from the entry's type bits.
 func (s *Spec) DecodeKey(key []byte) (vals []bsoncore.Value, rest []byte, err error) {
 	n := s.KeyParts()
 	vals = make([]bsoncore.Value, 0, n)
@@ -48,4 +48,21 @@ func (s *Spec) partDescending(i int) bool {
 		return i == 1 && s.valDesc
 	}
 	return s.KeyPattern[i].Kind == Descending
+}
+
+// DecodeKeyTyped is DecodeKey with the values restored exactly from the
+// entry's type bits (Spec.KeysAndTypeBits): numbers in their stored types,
+// symbols, and a missing field as the zero Value (Type 0) instead of null.
+func (s *Spec) DecodeKeyTyped(key, typeBits []byte) (vals []bsoncore.Value, rest []byte, err error) {
+	vals, rest, err = s.DecodeKey(key)
+	if err != nil || len(typeBits) == 0 { // empty bits change nothing
+		return vals, rest, err
+	}
+	r := keystring.NewTypeBitsReader(typeBits)
+	for i, v := range vals {
+		if vals[i], err = r.Retype(v); err != nil {
+			return nil, nil, fmt.Errorf("%w: part %d: %w", ErrCorruptKey, i, err)
+		}
+	}
+	return vals, rest, nil
 }

@@ -13,10 +13,16 @@
 // the dotted path as a string (ascending) and the value (in the direction
 // of the pattern's number). The engine stores
 //
-//	i/<indexID>/<key>/<keystring(_id)>   for a non-unique index
-//	i/<indexID>/<key>  →  _id             for a unique one
+//	i/<indexID>/<key>/<keystring(_id)>  →  typeBits        for a non-unique index
+//	i/<indexID>/<key>  →  keystring(_id) typeBits          for a unique one
 //
-// Keys returns keys without the _id suffix.
+// Keys returns keys without the _id suffix. KeysAndTypeBits also returns
+// the key's type bits (keystring.TypeBitsWriter: number types, symbols,
+// and which null parts are missing fields) for a document with one key made
+// without expanding an array, the only kind of key a covered plan reads;
+// DecodeKeyTyped restores the exact values from key and bits. Indexes
+// created before type bits existed have entries without them
+// (catalog.Index.TypeBits unset) and keep being written that way.
 //
 // # Invariants
 //

@@ -29,8 +29,27 @@ import (
 // on the path of a field of a hashed index, 16746 for an ambiguous numeric
 // path component.
 func (s *Spec) Keys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multikey, error) {
+	keys, _, mk, err := s.keys(doc, dst, nil)
+	return keys, mk, err
+}
+
+// KeysAndTypeBits is Keys, and the type bits of the key (see
+// keystring.TypeBitsWriter) when a btree index has exactly one key for doc
+// made without expanding an array: what the key loses of the document's
+// values, a missing field included. typeBits is appended to tb[:0]; it is
+// nil for a document with several keys, for hashed and wildcard indexes (no
+// covered plan reads those), and empty when the key loses nothing.
+func (s *Spec) KeysAndTypeBits(doc bsoncore.Document, dst [][]byte, tb []byte) (keys [][]byte, typeBits []byte, mk Multikey, err error) {
+	if tb == nil {
+		tb = []byte{}
+	}
+	return s.keys(doc, dst, tb)
+}
+
+// keys generates the keys, and their type bits when tb is not nil.
+func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, []byte, Multikey, error) {
 	if s.filter != nil && !s.filter.Match(doc) {
-		return dst[:0], Multikey{}, nil
+		return dst[:0], nil, Multikey{}, nil
 	}
 	var (
 		keys [][]byte
@@ -40,17 +59,19 @@ func (s *Spec) Keys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multikey, er
 	switch s.gen {
 	case genHashed:
 		keys, err = s.hashedKeys(doc, dst[:0])
+		tb = nil
 	case genWildcard:
 		keys, mk, err = s.wildcardKeys(doc, dst[:0])
+		tb = nil
 	default:
-		keys, mk, err = s.btreeKeys(doc, dst[:0])
+		keys, tb, mk, err = s.btreeKeys(doc, dst[:0], tb)
 	}
 	if err != nil {
-		return keys[:0], Multikey{}, err
+		return keys[:0], nil, Multikey{}, err
 	}
 	ks := keySet{keys}
 	ks.sortUnique()
-	return ks.keys, mk, nil
+	return ks.keys, tb, mk, nil
 }
 
 // Applies reports whether the index holds entries for doc: doc satisfies
@@ -241,13 +262,18 @@ type btreeGen struct {
 	slots []slot    // field states; each recursion level owns n of them
 	pos   []posInfo // positional lookups; each array level owns n of them
 	comps []componentSet
+
+	wantTB bool // record the type bits of the first key
+	emits  int  // keys emitted, duplicates included
+	tb     keystring.TypeBitsWriter
 }
 
 // slot is the state of one key pattern field at one level: the path still
 // to follow (empty once the value is fixed) and the value.
 type slot struct {
-	rest []string
-	val  bsoncore.Value
+	rest    []string
+	val     bsoncore.Value
+	missing bool // val is null because the field is missing
 }
 
 // posInfo is MongoDB's PositionalPathInfo: when the array being expanded
@@ -265,12 +291,13 @@ type posInfo struct {
 
 var btreePool = sync.Pool{New: func() any { return new(btreeGen) }}
 
-func (s *Spec) btreeKeys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multikey, error) {
+func (s *Spec) btreeKeys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, []byte, Multikey, error) {
 	g := btreePool.Get().(*btreeGen)
 	defer func() {
 		// Drop every reference into the document, beyond the lengths too:
 		// the recursion leaves stale slots past them.
 		g.s, g.ks = nil, keySet{}
+		g.tb.Reset(nil)
 		clear(g.slots[:cap(g.slots)])
 		clear(g.pos[:cap(g.pos)])
 		g.slots, g.pos = g.slots[:0], g.pos[:0]
@@ -278,6 +305,10 @@ func (s *Spec) btreeKeys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multike
 	}()
 	n := len(s.KeyPattern)
 	g.s, g.ks = s, keySet{dst}
+	g.wantTB, g.emits = tb != nil, 0
+	if tb != nil {
+		g.tb.Reset(tb)
+	}
 	ks := &g.ks
 	for _, f := range s.KeyPattern {
 		g.slots = append(g.slots, slot{rest: f.Parts})
@@ -285,7 +316,7 @@ func (s *Spec) btreeKeys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multike
 	g.comps = slices.Grow(g.comps[:0], n)[:n]
 	clear(g.comps)
 	if err := g.walk(doc, 0, 0, -1); err != nil {
-		return g.ks.keys, Multikey{}, err
+		return g.ks.keys, nil, Multikey{}, err
 	}
 	if len(ks.keys) == 0 && !s.Sparse {
 		// Unreachable with MongoDB's rules as implemented (every branch of
@@ -295,8 +326,13 @@ func (s *Spec) btreeKeys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multike
 			b = keystring.Append(b, nullValue)
 		}
 		ks.finish(b)
+		g.emits = 2 // no type bits: no value stands behind these nulls
 	}
-	return g.ks.keys, g.multikey(), nil
+	mk := g.multikey()
+	if !g.wantTB || g.emits != 1 || mk.IsMultikey() {
+		return g.ks.keys, nil, mk, nil
+	}
+	return g.ks.keys, g.tb.Bytes(), mk, nil
 }
 
 // multikey turns the component sets into a Multikey with two allocations
@@ -349,7 +385,7 @@ func (g *btreeGen) walk(obj []byte, base, notFound, posBase int) error {
 		}
 		switch e.v.Type {
 		case 0:
-			sl.val, sl.rest = nullValue, nil
+			sl.val, sl.rest, sl.missing = nullValue, nil, true
 			notFound++
 		case bsoncore.TypeArray:
 			arrFields |= 1 << i
@@ -362,7 +398,7 @@ func (g *btreeGen) walk(obj []byte, base, notFound, posBase int) error {
 				mayExpand = false
 			}
 		default:
-			sl.val, sl.rest = e.v, nil
+			sl.val, sl.rest, sl.missing = e.v, nil, false
 		}
 	}
 	if arr.v.Type == 0 {
@@ -434,10 +470,19 @@ func (g *btreeGen) walk(obj []byte, base, notFound, posBase int) error {
 // in override taking v instead.
 func (g *btreeGen) emit(base int, override uint64, v bsoncore.Value) {
 	b := g.ks.start()
+	g.emits++
+	typed := g.wantTB && g.emits == 1
 	for i, f := range g.s.KeyPattern {
-		val := g.slots[base+i].val
+		val, missing := g.slots[base+i].val, g.slots[base+i].missing
 		if override&(1<<i) != 0 {
-			val = v
+			val, missing = v, false
+		}
+		if typed {
+			if missing {
+				g.tb.Missing()
+			} else {
+				g.tb.Value(val)
+			}
 		}
 		if f.Kind == Descending {
 			b = keystring.AppendDesc(b, val)
@@ -470,7 +515,7 @@ func (g *btreeGen) expand(base int, entry bsoncore.Value, arrFields uint64, mayE
 	g.slots = append(g.slots, g.slots[base:base+n]...)
 	for i := range n {
 		if arrFields&(1<<i) != 0 && len(g.slots[nb+i].rest) == 0 {
-			g.slots[nb+i].val = v
+			g.slots[nb+i].val, g.slots[nb+i].missing = v, false
 		}
 	}
 	err := g.walk(obj, nb, notFound, posB)

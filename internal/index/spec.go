@@ -72,6 +72,11 @@ type Spec struct {
 	Version int
 	// Unique is true for unique indexes, including the _id index.
 	Unique bool
+	// PrepareUnique: the index is not unique yet (its entries keep the
+	// non-unique layout and may hold duplicates made before), but a write
+	// that would add a key another document holds is refused, so that
+	// collMod can convert it to unique.
+	PrepareUnique bool
 	// Sparse is true for sparse indexes.
 	Sparse bool
 	// Hidden is true for indexes the planner must not use.
@@ -419,6 +424,7 @@ func (p *specParser) option(name string, v bsoncore.Value) error {
 			p.s.Sparse = t
 		case "prepareUnique":
 			p.prepareUnique = t
+			p.s.PrepareUnique = t
 		}
 	case "default_language", "language_override":
 		if v.Type != bsoncore.TypeString {
@@ -844,4 +850,23 @@ func typeName(t bsoncore.Type) string {
 		return "maxKey"
 	}
 	return fmt.Sprintf("type %d", byte(t))
+}
+
+// ParseIDIndexSpec validates create's idIndex option as MongoDB 7.0's
+// createCollection does: first as any index specification (ParseSpec),
+// then as an _id index (validateIdIndexSpec): only the fields an _id index
+// may have (InvalidIndexSpecificationOption, 197), and the key {_id: 1}
+// (BadValue). The name is whatever was given; the index is "_id_".
+func ParseIDIndexSpec(spec bsoncore.Document) (*Spec, error) {
+	s, err := ParseSpec(spec)
+	if err != nil || s.IsID() {
+		return s, err
+	}
+	elems, _ := spec.Elements()
+	for _, e := range elems {
+		if !allowedIDOptions[e.Key()] {
+			return nil, mongoerr.New(mongoerr.InvalidIndexSpecOption, "The field '%s' is not valid for an _id index specification. Specification: %s", e.Key(), spec)
+		}
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "The field 'key' for an _id index must be {_id: 1}, but got %s", s.Key)
 }

@@ -54,3 +54,32 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTypeBits is the cost type bits add to Append for each value
+// (TypeBitsWriter.Value), and of restoring them (Retype after Decode).
+func BenchmarkTypeBits(b *testing.B) {
+	for _, bc := range benchValues {
+		b.Run("write/"+bc.name, func(b *testing.B) {
+			var w keystring.TypeBitsWriter
+			buf := make([]byte, 0, 32)
+			for b.Loop() {
+				w.Reset(buf)
+				w.Value(bc.v)
+				buf = w.Bytes()
+			}
+		})
+	}
+	for _, bc := range benchValues {
+		k := keystring.Append(nil, bc.v)
+		var w keystring.TypeBitsWriter
+		w.Value(bc.v)
+		tb := w.Bytes()
+		b.Run("decode+retype/"+bc.name, func(b *testing.B) {
+			for b.Loop() {
+				v, _, _ := keystring.Decode(k)
+				r := keystring.NewTypeBitsReader(tb)
+				_, _ = r.Retype(v)
+			}
+		})
+	}
+}

@@ -31,6 +31,13 @@
 // decimal128), symbols as strings, arrays with keys "0", "1", …; everything
 // else exactly.
 //
+// Exact round trip (typebits.go): what an encoding loses of a value (number
+// types, a decimal's exponent, a negative zero, symbols) is written apart,
+// as type bits, by a TypeBitsWriter; TypeBitsReader.Retype of the decoded
+// value with those bits is the value, byte for byte. Index entries keep the
+// bits in their values, as MongoDB's KeyString keeps its TypeBits beside
+// the key: the key itself must compare by value alone.
+//
 // Canonical: Decode accepts only bytes that Append or AppendDesc produce
 // (the fuzz target FuzzDecode checks that whatever Decode accepts re-encodes
 // to the same bytes). Len checks structure only. Neither panics on any input.

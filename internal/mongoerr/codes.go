@@ -82,6 +82,7 @@ const (
 	ExceededMemoryLimit        Code = 146
 	InvalidPipelineOperator    Code = 168
 	CannotIndexParallelArrays  Code = 171
+	QueryPlanKilled            Code = 175
 	InvalidIndexSpecOption     Code = 197
 	QueryFeatureNotAllowed     Code = 224
 	ConversionFailure          Code = 241
@@ -89,6 +90,7 @@ const (
 	ClientDisconnect           Code = 279
 	QueryExceededMemory        Code = 292
 	UnsupportedOpQueryCommand  Code = 352
+	CannotConvertIndexToUnique Code = 359
 	BSONObjectTooLarge         Code = 10334
 	DuplicateKey               Code = 11000
 	Interrupted                Code = 11601

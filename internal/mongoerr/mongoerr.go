@@ -88,6 +88,8 @@ var names = map[Code]string{
 	InvalidPipelineOperator:         "InvalidPipelineOperator",
 	CannotIndexParallelArrays:       "CannotIndexParallelArrays",
 	InvalidIndexSpecOption:          "InvalidIndexSpecificationOption",
+	QueryPlanKilled:                 "QueryPlanKilled",
+	CannotConvertIndexToUnique:      "CannotConvertIndexToUnique",
 	QueryFeatureNotAllowed:          "QueryFeatureNotAllowed",
 	ConversionFailure:               "ConversionFailure",
 	IndexBuildAborted:               "IndexBuildAborted",

@@ -20,11 +20,14 @@ import (
 // one scalar or subdocument value, which the key holds), the filter, sort
 // and projection name only index fields, the filter uses only operators
 // that read values, not types (keys keep numbers' values, not their
-// types), and the projection is a plain inclusion (_id excluded unless
-// indexed). A key part that may not be the stored value, type included (a
-// null or undefined may stand for a missing field; a number comes back as
-// the narrowest type holding its value; see keyValueExact), makes that one
-// document fetched and used instead (and counted in docsExamined).
+// types; $type too when the entries have type bits), no path has a numeric component ("a.0" names an array element,
+// which a rebuilt document would make a field), and the projection is a
+// plain inclusion (_id excluded unless indexed). A key part that may not be
+// the stored value, type included (see keyValueExact), makes that one
+// document fetched and used instead (and counted in docsExamined). With
+// type bits (indexes created since they exist, catalog.Index.TypeBits)
+// every part is exact but a missing dotted field, whose key cannot tell
+// {} from {a: {}}; so covered plans on numeric keys examine no documents.
 
 // coveredOps are the operators a covered filter may use.
 var coveredOps = map[string]bool{
@@ -46,9 +49,14 @@ func (pl *planning) coverable(ix *indexRef) bool {
 				return false // {a: 1, "a.b": 1}: one value cannot rebuild both
 			}
 		}
+		for _, part := range f.Parts {
+			if isNumeric(part) {
+				return false
+			}
+		}
 		fields[f.Path] = true
 	}
-	if !coveredProjection(q.RawProj, fields) || !coveredFilter(q.Filter.Tree(), fields) {
+	if !coveredProjection(q.RawProj, fields) || !coveredFilter(q.Filter.Tree(), fields, ix.typeBits) {
 		return false
 	}
 	if q.Sort != nil {
@@ -108,14 +116,15 @@ func truthy(v bsoncore.Value) (on, ok bool) {
 }
 
 // coveredFilter reports a filter over index fields only, with value
-// operators only.
-func coveredFilter(c query.Conjunction, fields map[string]bool) bool {
+// operators only, or $type as well when typed (the keys' type bits restore
+// every value's type).
+func coveredFilter(c query.Conjunction, fields map[string]bool, typed bool) bool {
 	for i := range c {
 		cl := &c[i]
 		switch cl.Kind {
 		case query.AndClause, query.OrClause, query.NorClause:
 			for _, b := range cl.Branches {
-				if !coveredFilter(b, fields) {
+				if !coveredFilter(b, fields, typed) {
 					return false
 				}
 			}
@@ -128,7 +137,7 @@ func coveredFilter(c query.Conjunction, fields map[string]bool) bool {
 			return false
 		}
 		for _, op := range cl.Ops {
-			if !coveredOps[op.Name] {
+			if !coveredOps[op.Name] && !(typed && op.Name == "$type") {
 				return false
 			}
 		}
@@ -136,11 +145,31 @@ func coveredFilter(c query.Conjunction, fields map[string]bool) bool {
 	return true
 }
 
+// isNumeric reports a path component that may name an array element.
+func isNumeric(part string) bool {
+	if part == "" {
+		return false
+	}
+	for _, c := range part {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // keyDocument rebuilds a document from an index key's values, nesting
 // dotted paths; ok is false when a value may not be the stored one (see
-// keyValueExact).
-func keyDocument(dst []byte, fields []index.Field, vals []bsoncore.Value) ([]byte, bool) {
-	for _, v := range vals {
+// keyValueExact). typed says the values were restored with the entry's
+// type bits (a missing field is then the zero Value, and is left out).
+func keyDocument(dst []byte, fields []index.Field, vals []bsoncore.Value, typed bool) ([]byte, bool) {
+	for i, v := range vals {
+		if typed {
+			if v.Type == 0 && len(fields[i].Parts) > 1 || v.Type == bsoncore.TypeArray {
+				return dst, false
+			}
+			continue
+		}
 		if !keyValueExact(v) {
 			return dst, false
 		}
@@ -151,8 +180,8 @@ func keyDocument(dst []byte, fields []index.Field, vals []bsoncore.Value) ([]byt
 	return dst, true
 }
 
-// keyValueExact reports whether a value decoded from a key is the stored
-// value, type included. Not so for null and undefined (either may stand for
+// keyValueExact reports whether a value decoded from a key without type
+// bits is the stored value, type included. Not so for null and undefined (either may stand for
 // a missing field), numbers (keys keep a number's value, and decode it as
 // the narrowest exact type: a stored 5.0 or NumberLong(5) comes back as
 // int32 5), and documents and arrays (they may hold numbers). Strings are
@@ -178,7 +207,9 @@ func appendLevel(dst []byte, fields []index.Field, vals []bsoncore.Value, depth 
 		}
 		name := f.Parts[depth]
 		if len(f.Parts) == depth+1 {
-			dst = bsoncore.AppendValueElement(dst, name, vals[i])
+			if vals[i].Type != 0 { // a missing field stays missing
+				dst = bsoncore.AppendValueElement(dst, name, vals[i])
+			}
 			done[i] = true
 			continue
 		}

@@ -29,6 +29,7 @@ type member struct {
 	rid []byte            // keystring(_id): identity, for dedup and fetch
 	key []byte            // the index key (without _id) of an IXSCAN result
 	ix  *ixScan           // the scan key came from
+	tb  []byte            // key's type bits, when returnKey asks (ixScan.keepTB)
 	doc bsoncore.Document // the document, once fetched
 }
 

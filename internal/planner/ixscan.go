@@ -25,6 +25,7 @@ type indexRef struct {
 	multikey bool
 	isID     bool
 	building bool
+	typeBits bool // entries carry their keys' type bits (engine.IndexInfo.TypeBits)
 
 	// mk says which paths held arrays when mkKnown (catalog.Index's
 	// multikey record); otherwise every path of a multikey index counts as
@@ -144,6 +145,7 @@ type ixScan struct {
 	ix      *indexRef
 	bounds  []OIL // per key pattern field, in value order
 	reverse bool
+	keepTB  bool // pass each entry's type bits up (returnKey)
 
 	ranges    []engine.KeyRange
 	checkFrom int // fields from here with bounds are checked per key
@@ -352,6 +354,12 @@ func (s *ixScan) work(x *execCtx) (*member, state, error) {
 		}
 	}
 	s.m = member{rid: rid, key: key, ix: s, doc: d}
+	if s.keepTB && s.ix.typeBits {
+		var err error
+		if s.m.tb, err = s.cur.TypeBits(); err != nil {
+			return nil, isEOF, err
+		}
+	}
 	return &s.m, advanced, nil
 }
 
@@ -378,12 +386,21 @@ func (s *ixScan) nextRange() (engine.KeyRange, bool) {
 // covered rebuilds the document a key stands for (or fetches it, see
 // covered.go) and applies the filter; nil when it does not match.
 func (s *ixScan) covered(x *execCtx, key, rid []byte) (bsoncore.Document, error) {
-	vals, _, err := s.ix.spec.DecodeKey(key)
+	var vals []bsoncore.Value
+	var err error
+	if s.ix.typeBits {
+		var tb []byte
+		if tb, err = s.cur.TypeBits(); err == nil {
+			vals, _, err = s.ix.spec.DecodeKeyTyped(key, tb)
+		}
+	} else {
+		vals, _, err = s.ix.spec.DecodeKey(key)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var ok bool
-	if s.buf, ok = keyDocument(s.buf[:0], s.ix.spec.KeyPattern, vals); !ok {
+	if s.buf, ok = keyDocument(s.buf[:0], s.ix.spec.KeyPattern, vals, s.ix.typeBits); !ok {
 		var found bool
 		if s.buf, found, err = x.r.Fetch(s.buf[:0], rid); err != nil || !found {
 			return nil, err

@@ -44,6 +44,11 @@ type Query struct {
 	// read one index entry per value (DISTINCT_SCAN, distinct.go); any
 	// other plan returns every result, which is correct too.
 	DistinctPath string
+	// ReturnKey: each result is the index key it was read by, instead of
+	// the document (find's returnKey; the projection is ignored).
+	// ShowRecordID: each result gets "$recordId" (find's showRecordId).
+	// See returnkey.go.
+	ReturnKey, ShowRecordID bool
 }
 
 // Options tune planning.
@@ -73,7 +78,7 @@ type Options struct {
 // The plan runs under ctx (see Prepare), except the point read: one read
 // has nothing to interrupt, so it keeps no context and may outlive ctx.
 func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
-	if !opts.Explain {
+	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID {
 		if id, ok := pointID(&q); ok {
 			return pointRead(eng, ns, &q, id), nil
 		}
@@ -166,7 +171,7 @@ type planning struct {
 // indexes gathers the collection's indexes.
 func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
-		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
+		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, typeBits: info.TypeBits, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
 		if info.Building || info.Spec.Hidden {
 			continue
@@ -531,7 +536,8 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 		if q.Limit > 0 {
 			limit = q.Skip + q.Limit
 		}
-		root = &sortStage{oneInput: input(root), sort: q.Sort, raw: q.RawSort, limit: limit, memLimit: q.SortMemory, allowDiskUse: q.AllowDiskUse}
+		root = &sortStage{oneInput: input(root), sort: q.Sort, raw: q.RawSort, limit: limit, memLimit: q.SortMemory, allowDiskUse: q.AllowDiskUse,
+			carry: q.ReturnKey || q.ShowRecordID}
 		if q.Skip > 0 {
 			root = &skipStage{oneInput: input(root), n: q.Skip, left: q.Skip}
 		}
@@ -543,8 +549,24 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 			root = &limitStage{oneInput: input(root), n: q.Limit}
 		}
 	}
-	if q.Proj != nil {
+	if q.Proj != nil && !q.ReturnKey {
 		root = newProjection(root, q)
+	}
+	if q.ReturnKey || q.ShowRecordID {
+		if q.ReturnKey {
+			walk(root, func(s stage) {
+				if scan, ok := s.(*ixScan); ok {
+					scan.keepTB = true
+				}
+			})
+		}
+		rk := &returnKeyStage{oneInput: input(root), returnKey: q.ReturnKey, showRecordID: q.ShowRecordID}
+		walk(root, func(s stage) {
+			if _, ok := s.(*idHack); ok {
+				rk.fromID = true
+			}
+		})
+		root = rk
 	}
 	c.root = root
 	walk(root, func(s stage) {

@@ -34,6 +34,9 @@ package planner_test
 //	            values ($sort then $group of $first: DISTINCT_SCAN)
 //	cache       true: plan with the collection's plan cache (one per
 //	            collection), and say whether the plan came from it
+//	returnKey, showRecordId
+//	            find's options (true): results are index keys (not
+//	            compared with a collection scan's), or carry $recordId
 //	xfail       a known gap: why the case is expected to fail
 //	plan        expected: the plan as it ran (below)
 //	error       expected: the MongoDB error code planning fails with
@@ -114,6 +117,8 @@ type planCase struct {
 	count    bool
 	distinct string
 	cache    bool
+	// returnKey, showRecordID: find's returnKey and showRecordId.
+	returnKey, showRecordID bool
 
 	wantPlan string // "" unless "plan" is given
 }
@@ -226,6 +231,10 @@ func setPlanKey(c *planCase, e testcorpus.Entry) error {
 		c.distinct = e.Value
 	case "cache":
 		c.cache, err = strconv.ParseBool(e.Value)
+	case "returnKey":
+		c.returnKey, err = strconv.ParseBool(e.Value)
+	case "showRecordId":
+		c.showRecordID, err = strconv.ParseBool(e.Value)
 	case "plan":
 		c.wantPlan = strings.TrimPrefix(e.Value, "\n")
 	default:
@@ -315,7 +324,8 @@ func (c *planCase) query(hint bsoncore.Value, min, max bsoncore.Document) (*plan
 		return nil, err
 	}
 	q := &planner.Query{Filter: f, RawFilter: c.Filter, Skip: c.Skip, Limit: c.Limit, Hint: hint, Min: min, Max: max,
-		Count: c.count, DistinctPath: c.distinct, SortMemory: query.DefaultSortMemory}
+		Count: c.count, DistinctPath: c.distinct, SortMemory: query.DefaultSortMemory,
+		ReturnKey: c.returnKey, ShowRecordID: c.showRecordID}
 	if c.Sort != nil {
 		if q.Sort, err = query.ParseSort(c.Sort); err != nil {
 			return nil, err
@@ -366,8 +376,8 @@ func (h *planHarness) execute(q *planner.Query, opts planner.Options) (*planner.
 // other plan returns them all: its results are compared with the first of
 // each run of equal values in the scan's.
 func (h *planHarness) compareWithScan(c *planCase, q *planner.Query, got []bsoncore.Document) error {
-	if c.min != nil || c.max != nil {
-		return nil
+	if c.min != nil || c.max != nil || c.returnKey {
+		return nil // (returnKey: a collection scan's keys are {})
 	}
 	natural, _ := testcorpus.ParseValue(`{"$natural": 1}`)
 	sq, err := c.query(natural, nil, nil)

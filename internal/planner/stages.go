@@ -185,7 +185,7 @@ func (s *fetch) work(x *execCtx) (*member, state, error) {
 			return nil, needTime, nil
 		}
 	}
-	s.m = member{rid: m.rid, doc: d}
+	s.m = member{rid: m.rid, key: m.key, ix: m.ix, tb: m.tb, doc: d}
 	return &s.m, advanced, nil
 }
 
@@ -269,6 +269,12 @@ type sortStage struct {
 	m            member
 	n            int64
 	bytes        int64 // BSON bytes of the documents sorted
+	// carry: keep each record's identity and key through the sort, for
+	// returnKey and showRecordId (see returnkey.go); scans numbers the
+	// index scans the records came from.
+	carry bool
+	scans []*ixScan
+	buf   []byte
 }
 
 func (s *sortStage) work(x *execCtx) (*member, state, error) {
@@ -284,6 +290,10 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 		case advanced:
 			s.n++
 			s.bytes += int64(len(m.doc))
+			if s.carry {
+				s.buf = appendCarry(s.buf[:0], m, &s.scans)
+				return nil, needTime, s.sorter.Add(s.buf)
+			}
 			return nil, needTime, s.sorter.Add(m.doc)
 		case needTime:
 			return nil, needTime, nil
@@ -293,6 +303,9 @@ func (s *sortStage) work(x *execCtx) (*member, state, error) {
 	}
 	if s.it.Next() {
 		s.m = member{doc: s.it.Doc()}
+		if s.carry {
+			s.m = restoreCarry(s.m.doc, s.scans)
+		}
 		return &s.m, advanced, nil
 	}
 	return nil, isEOF, s.it.Err()

@@ -30,6 +30,15 @@ func (u *Update) replace(doc bsoncore.Document, ctx *ApplyContext) (bsoncore.Doc
 	if err := repl.expand(); err != nil {
 		return nil, err
 	}
+	ids := 0
+	for _, k := range repl.kids {
+		if string(k.name) == "_id" {
+			ids++
+		}
+	}
+	if ids > 1 { // MongoDB's storage validation of the resulting document
+		return nil, mongoerr.New(mongoerr.BadValue, "Can't have multiple _id fields in one document")
+	}
 	out := emptyDocNode()
 	_, oldID := old.field("_id")
 	if _, replID := repl.field("_id"); replID != nil {

@@ -122,8 +122,6 @@ const (
 	AddType                    Code = 16554 // expr
 	MultiplyType               Code = 16555 // expr
 	SubtractType               Code = 16556 // expr
-	DivideByZero               Code = 16608 // expr
-	DivideType                 Code = 16609 // expr
 	ModByZero                  Code = 16610 // expr
 	ModType                    Code = 16611 // expr
 	AddTwoDates                Code = 16612 // expr
@@ -253,6 +251,7 @@ const (
 	OutInternalDB              Code = 31321 // commands
 	ProjUnknownExpr            Code = 31325 // query: "Unknown expression $foo"
 	BSONSizeType               Code = 31393 // expr
+	ProjPositionalExclusion    Code = 31395 // query: "a.$": 0
 	StageNotInUnionWith        Code = 31441 // agg: "$out is not allowed within a $unionWith's sub-pipeline"
 	MergeOnDuplicate           Code = 31465 // agg
 	ReverseArrayType           Code = 34435 // expr

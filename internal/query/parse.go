@@ -135,7 +135,7 @@ func parseDoc(doc []byte, lvl level) (matcher, error) {
 			break
 		}
 		name := string(k)
-		if len(name) > 0 && name[0] == '$' {
+		if len(name) > 0 && name[0] == '$' && !(lvl.sub && isDBRefField(name)) {
 			m, err := parseTopOperator(name, v, lvl)
 			if err != nil {
 				return nil, err
@@ -177,6 +177,12 @@ func parseField(name string, v bsoncore.Value) (matcher, error) {
 	}
 	return &pathNode{path: p, pred: newCmp(opEQ, v)}, nil
 }
+
+// isDBRefField reports whether name is one of a DBRef's fields. In the
+// object form of $elemMatch (a sub-document level, where isOperatorDoc let a
+// DBRef through) they are field names, not operators: {refs: {$elemMatch:
+// {$ref: "c", $id: 1}}} matches a DBRef element of refs.
+func isDBRefField(name string) bool { return name == "$ref" || name == "$id" || name == "$db" }
 
 // isOperatorDoc is MongoDB's isExpressionDocument: a non-empty document
 // whose first field starts with '$' and that is not a DBRef ({$ref, $id},

@@ -134,7 +134,11 @@ func TreeOf(filter bsoncore.Document) Conjunction { return conjunction(filter) }
 
 // conjunction reads a filter document that has parsed, so every shape
 // below is known valid.
-func conjunction(doc []byte) Conjunction {
+func conjunction(doc []byte) Conjunction { return conjunctionAt(doc, false) }
+
+// conjunctionAt reads a filter document; sub is true in $elemMatch's object
+// form, where DBRef fields are paths (see isDBRefField).
+func conjunctionAt(doc []byte, sub bool) Conjunction {
 	var out Conjunction
 	it := elemsOfBytes(doc)
 	for {
@@ -154,13 +158,13 @@ func conjunction(doc []byte) Conjunction {
 			c := Clause{Kind: kind, Key: key, Value: v}
 			for _, b := range arrayOf(v) {
 				if b.Type == bsoncore.TypeEmbeddedDocument {
-					c.Branches = append(c.Branches, conjunction(b.Data))
+					c.Branches = append(c.Branches, conjunctionAt(b.Data, sub))
 				}
 			}
 			out = append(out, c)
 			continue
 		}
-		if len(key) > 0 && key[0] == '$' {
+		if len(key) > 0 && key[0] == '$' && !(sub && isDBRefField(key)) {
 			out = append(out, Clause{Kind: OpaqueClause, Key: key, Value: v})
 			continue
 		}
@@ -242,7 +246,7 @@ func elemMatchForms(v bsoncore.Value) ([]Op, Conjunction) {
 			return operatorOps(v), nil
 		}
 	}
-	c := conjunction(v.Data)
+	c := conjunctionAt(v.Data, true)
 	if c == nil {
 		c = Conjunction{}
 	}

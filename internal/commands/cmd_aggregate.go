@@ -57,6 +57,9 @@ func cmdAggregate(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if a.Bypass, err = req.Bool("bypassDocumentValidation", false); err != nil {
 		return nil, err
 	}
+	if a.Hint, err = aggregateHint(req); err != nil {
+		return nil, err
+	}
 	out, err := s.Env.Exec.Aggregate(a)
 	if err != nil {
 		return nil, err
@@ -112,6 +115,16 @@ func aggregateOptions(s *Session, req *Request, db string) (agg.Options, error) 
 		return opts, err
 	}
 	return opts, nil
+}
+
+// aggregateHint reads the command's hint, which forces the plan of the
+// collection read (the pushed-down $match and $sort, or a whole scan).
+func aggregateHint(req *Request) (bsoncore.Value, error) {
+	v, ok := req.Arg("hint")
+	if !ok {
+		return bsoncore.Value{}, nil
+	}
+	return hintValue(v)
 }
 
 // ownedAll copies pipeline stages out of the request buffer: a cursor keeps

@@ -28,6 +28,9 @@ type Aggregate struct {
 	// Bypass writes $out's and $merge's documents without checking the
 	// target's validator (bypassDocumentValidation).
 	Bypass bool
+	// Hint forces the collection read's plan (an index name or key pattern,
+	// {$natural: ±1}; owned); Type 0 lets the planner choose.
+	Hint bsoncore.Value
 }
 
 // Aggregate runs a's pipeline. Without $out or $merge it returns the
@@ -67,7 +70,7 @@ func (e *Env) Aggregate(a Aggregate) (agg.Source, error) {
 				p = p.WithoutOutput() // the writer carries out $out/$merge
 			}
 		}
-		sel.SortMemory, sel.AllowDiskUse, sel.Deadline = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Deadline
+		sel.SortMemory, sel.AllowDiskUse, sel.Deadline, sel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Deadline, a.Hint
 		if input, err = e.Open(sel, Run); err != nil {
 			return nil, err
 		}
@@ -97,7 +100,7 @@ func (e *Env) ExplainAggregate(a Aggregate, execute bool) (*planner.Exec, []bson
 	if err != nil {
 		return nil, nil, err
 	}
-	sel.SortMemory, sel.AllowDiskUse, sel.Deadline = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Deadline
+	sel.SortMemory, sel.AllowDiskUse, sel.Deadline, sel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Deadline, a.Hint
 	ex, err := e.ExplainRun(sel, execute, nil)
 	return ex, rest, err
 }

@@ -305,6 +305,13 @@ const (
 	IndexOfCPToken             Code = 40094 // expr
 	IndexNotIntegral           Code = 40096 // expr
 	IndexNegative              Code = 40097 // expr
+	GraphLookupMemory          Code = 40099 // agg: "$graphLookup reached maximum memory consumption"
+	GraphLookupMaxDepthType    Code = 40100 // agg
+	GraphLookupMaxDepthNeg     Code = 40101 // agg
+	GraphLookupMaxDepthLong    Code = 40102 // agg
+	GraphLookupStringArg       Code = 40103 // agg
+	GraphLookupUnknownArg      Code = 40104 // agg
+	GraphLookupMissingArg      Code = 40105 // agg
 	SortByCountObject          Code = 40147 // agg
 	SortByCountPath            Code = 40148 // agg
 	SortByCountType            Code = 40149 // agg
@@ -317,6 +324,7 @@ const (
 	FacetNotArray              Code = 40170 // agg
 	FacetStageNotObject        Code = 40171 // agg
 	AddFieldsEmpty             Code = 40177 // agg
+	GraphLookupRestrictType    Code = 40185 // agg: restrictSearchWithMatch not an object
 	BucketBoundaryCount        Code = 40192 // agg
 	BucketBoundaryTypes        Code = 40193 // agg
 	BucketNotSorted            Code = 40194 // agg
@@ -351,6 +359,7 @@ const (
 	RoundNotNumber             Code = 40262 // agg
 	RoundNaN                   Code = 40263 // agg
 	RoundNegative              Code = 40268 // agg
+	GraphLookupNoID            Code = 40271 // agg: a searched document without _id
 	AddFieldsSpecNotObject     Code = 40272 // agg: "$addFields specification stage must be an object"
 	StageOneField              Code = 40323 // agg: a stage document with != 1 field
 	UnknownStage               Code = 40324 // agg: "Unrecognized pipeline stage name: '$foo'"

@@ -30,31 +30,59 @@ type Summation struct {
 
 // Add adds v when it is a number and reports whether it was.
 func (s *Summation) Add(v bsoncore.Value) bool {
-	n, ok := numberOf(v)
-	if !ok {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		i, ok := v.Int32OK()
+		if !ok {
+			return false
+		}
+		s.addDouble(float64(i))
+	case bsoncore.TypeInt64:
+		i, ok := v.Int64OK()
+		if !ok {
+			return false
+		}
+		s.addLong(i)
+	case bsoncore.TypeDouble:
+		f, ok := v.DoubleOK()
+		if !ok {
+			return false
+		}
+		s.addDouble(f)
+	case bsoncore.TypeDecimal128:
+		d, ok := decimalOf(v)
+		if !ok {
+			return false
+		}
+		s.addDecimal(d)
+	default:
 		return false
 	}
 	s.n++
-	s.widen(n.t)
-	switch n.t {
-	case bsoncore.TypeDecimal128:
-		s.addDecimal(n.d)
-	case bsoncore.TypeInt64:
-		s.addLong(n.i)
-	case bsoncore.TypeInt32:
-		s.addDouble(float64(n.i))
-	default:
-		s.addDouble(n.f)
-	}
+	s.widen(v.Type)
 	return true
 }
 
+// widen records that a number of type t was added: the result's type is
+// the widest, int32 < int64 < double < decimal128.
 func (s *Summation) widen(t bsoncore.Type) {
-	if s.typ == 0 {
+	if numericRank(t) > numericRank(s.typ) {
 		s.typ = t
-		return
 	}
-	s.typ = wider(s.typ, t)
+}
+
+func numericRank(t bsoncore.Type) int {
+	switch t {
+	case bsoncore.TypeInt32:
+		return 1
+	case bsoncore.TypeInt64:
+		return 2
+	case bsoncore.TypeDouble:
+		return 3
+	case bsoncore.TypeDecimal128:
+		return 4
+	}
+	return 0
 }
 
 func (s *Summation) addDecimal(d decimal) {

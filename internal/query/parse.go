@@ -135,7 +135,7 @@ func parseDoc(doc []byte, lvl level) (matcher, error) {
 			break
 		}
 		name := string(k)
-		if len(name) > 0 && name[0] == '$' && !(lvl.sub && isDBRefField(name)) {
+		if len(name) > 0 && name[0] == '$' {
 			m, err := parseTopOperator(name, v, lvl)
 			if err != nil {
 				return nil, err
@@ -178,12 +178,6 @@ func parseField(name string, v bsoncore.Value) (matcher, error) {
 	return &pathNode{path: p, pred: newCmp(opEQ, v)}, nil
 }
 
-// isDBRefField reports whether name is one of a DBRef's fields. In the
-// object form of $elemMatch (a sub-document level, where isOperatorDoc let a
-// DBRef through) they are field names, not operators: {refs: {$elemMatch:
-// {$ref: "c", $id: 1}}} matches a DBRef element of refs.
-func isDBRefField(name string) bool { return name == "$ref" || name == "$id" || name == "$db" }
-
 // isOperatorDoc is MongoDB's isExpressionDocument: a non-empty document
 // whose first field starts with '$' and that is not a DBRef ({$ref, $id},
 // or with allowIncompleteDBRef any of $ref, $id, $db).
@@ -223,6 +217,12 @@ func parseTopOperator(name string, v bsoncore.Value, lvl level) (matcher, error)
 		return parseLogical(name, v, lvl)
 	case "$comment":
 		return nil, nil
+	case "$ref", "$id", "$db":
+		// A DBRef field, at any level (MongoDB's parseDBRef): equality of
+		// the field of that name with the value as given, never read as
+		// operators. isOperatorDoc lets DBRef-shaped documents reach here
+		// ({links: {$elemMatch: {$ref: "c", $id: 1}}}, a $pull condition).
+		return &pathNode{path: newPath(name), pred: newCmp(opEQ, v)}, nil
 	case "$expr":
 		if lvl.sub {
 			return nil, badValue("$expr can only be applied to the top-level document")

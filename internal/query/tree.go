@@ -32,7 +32,8 @@ const (
 	NorClause
 	// OpaqueClause is a top-level operator the tree does not look into:
 	// $expr and $jsonSchema (which read the whole document), $comment,
-	// $alwaysTrue and $alwaysFalse. Key names it; Value is its operand.
+	// $alwaysTrue and $alwaysFalse, and the DBRef fields $ref, $id and $db
+	// (literal equalities). Key names it; Value is its operand.
 	OpaqueClause
 )
 
@@ -134,11 +135,7 @@ func TreeOf(filter bsoncore.Document) Conjunction { return conjunction(filter) }
 
 // conjunction reads a filter document that has parsed, so every shape
 // below is known valid.
-func conjunction(doc []byte) Conjunction { return conjunctionAt(doc, false) }
-
-// conjunctionAt reads a filter document; sub is true in $elemMatch's object
-// form, where DBRef fields are paths (see isDBRefField).
-func conjunctionAt(doc []byte, sub bool) Conjunction {
+func conjunction(doc []byte) Conjunction {
 	var out Conjunction
 	it := elemsOfBytes(doc)
 	for {
@@ -158,13 +155,13 @@ func conjunctionAt(doc []byte, sub bool) Conjunction {
 			c := Clause{Kind: kind, Key: key, Value: v}
 			for _, b := range arrayOf(v) {
 				if b.Type == bsoncore.TypeEmbeddedDocument {
-					c.Branches = append(c.Branches, conjunctionAt(b.Data, sub))
+					c.Branches = append(c.Branches, conjunction(b.Data))
 				}
 			}
 			out = append(out, c)
 			continue
 		}
-		if len(key) > 0 && key[0] == '$' && !(sub && isDBRefField(key)) {
+		if len(key) > 0 && key[0] == '$' {
 			out = append(out, Clause{Kind: OpaqueClause, Key: key, Value: v})
 			continue
 		}
@@ -246,7 +243,7 @@ func elemMatchForms(v bsoncore.Value) ([]Op, Conjunction) {
 			return operatorOps(v), nil
 		}
 	}
-	c := conjunctionAt(v.Data, true)
+	c := conjunction(v.Data)
 	if c == nil {
 		c = Conjunction{}
 	}

@@ -35,15 +35,14 @@ func init() { registerStage("$graphLookup", parseGraphLookup) }
 // spill). With an IndexCatalog and an index on connectToField each round
 // reads through the index; otherwise from is read once per run and held.
 type graphLookupStage struct {
-	from        string
-	as          []string
-	startWith   expr.Expr
-	fromPath    []string
-	toField     string
-	depthField  []string // nil: none
-	maxDepth    int64    // -1: unlimited
-	restrict    *query.Filter
-	restrictRaw bsoncore.Document
+	from       string
+	as         []string
+	startWith  expr.Expr
+	fromPath   []string
+	toField    string
+	depthField []string      // nil: none
+	maxDepth   int64         // -1: unlimited
+	restrict   *query.Filter // nil: none
 }
 
 func parseGraphLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
@@ -72,11 +71,11 @@ func parseGraphLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			if f.v.Type != bsoncore.TypeEmbeddedDocument {
 				return nil, errorf(codeGraphRestrictType, "restrictSearchWithMatch must be an object, found %s", typeName(f.v))
 			}
-			g.restrictRaw = bsoncore.Document(append([]byte(nil), f.v.Data...))
-			if err := banSpecialFeatures(g.restrictRaw); err != nil {
+			raw := bsoncore.Document(append([]byte(nil), f.v.Data...)) // the filter keeps it
+			if err := banSpecialFeatures(raw); err != nil {
 				return nil, err
 			}
-			r, err := query.Parse(g.restrictRaw)
+			r, err := query.Parse(raw)
 			if err != nil {
 				return nil, err
 			}

@@ -10,9 +10,10 @@ import (
 
 // Numeric accumulators: $sum, $avg, $count, $stdDevPop, $stdDevSamp. They
 // ignore non-numeric values. $sum's result type is the widest type added
-// (int32 widening to int64 when the total does not fit, int64 to double
-// when it overflows), 0 when nothing was added; $avg is a double (a
-// decimal128 if any input was one), null when nothing was added.
+// (int32 widening to int64 when the total does not fit, an integer total
+// past int64 a double), 0 when nothing was added; $avg is a double (a
+// decimal128 if any input was one), null when nothing was added. Totals are
+// kept as MongoDB keeps them (see expr.Summation).
 
 func init() {
 	registerAcc("$sum", accKind{unary: true, make: func() accumulator { return &sumAcc{} }})
@@ -22,157 +23,44 @@ func init() {
 	registerAcc("$stdDevSamp", accKind{unary: true, make: func() accumulator { return &stdDevAcc{sample: true} }})
 }
 
-// numSum is an exact-as-possible running sum of numbers.
-type numSum struct {
-	typ     bsoncore.Type // widest type added (0 when none)
-	i       int64         // integer total while no double/decimal and no overflow
-	f       float64       // double total
-	overflw bool          // the integer total overflowed: f holds it
-	dec     bsoncore.Value
-	n       int64
-}
+// numSum is $sum's and $avg's running total: expr.Summation, which the
+// expression forms share, so that {$sum: "$x"} in $group and {$sum: [..]}
+// in $project answer alike (MongoDB's AccumulatorSum/AccumulatorAvg).
+type numSum struct{ expr.Summation }
 
 func (s *numSum) add(v bsoncore.Value) error {
-	if !isNumber(v) {
-		return nil
-	}
-	if s.dec.Type != 0 || v.Type == bsoncore.TypeDecimal128 {
-		// Decimal totals use expr's $add, which implements decimal128.
-		prev := s.dec
-		if prev.Type == 0 {
-			prev = decimalZero
-			if s.n > 0 {
-				prev = s.nonDecimal()
-			}
-		}
-		d, err := arith("$add", prev, v)
-		if err != nil {
-			return err
-		}
-		s.dec, s.typ = d, bsoncore.TypeDecimal128
-		s.n++
-		return nil
-	}
-	s.n++
-	if v.Type == bsoncore.TypeDouble {
-		f, _ := v.DoubleOK()
-		s.typ = bsoncore.TypeDouble
-		s.f += f
-		return nil
-	}
-	var i int64
-	if v.Type == bsoncore.TypeInt32 {
-		i32, _ := v.Int32OK()
-		i = int64(i32)
-	} else {
-		i, _ = v.Int64OK()
-	}
-	if s.typ == 0 || s.typ == bsoncore.TypeInt32 && v.Type == bsoncore.TypeInt64 {
-		s.typ = v.Type
-	}
-	s.f += float64(i)
-	if !s.overflw {
-		r := s.i + i
-		if (r > s.i) != (i > 0) {
-			s.overflw = true
-		} else {
-			s.i = r
-		}
-	}
+	s.Add(v)
 	return nil
 }
 
-// nonDecimal is the total of the non-decimal values so far.
-func (s *numSum) nonDecimal() bsoncore.Value {
-	switch {
-	case s.typ == bsoncore.TypeDouble || s.overflw:
-		return expr.Double(s.f)
-	case s.typ == bsoncore.TypeInt32:
-		return expr.IntOrLong(s.i)
-	}
-	return expr.Int64(s.i)
-}
+func (s *numSum) total() bsoncore.Value { return s.Sum() }
 
-func (s *numSum) total() bsoncore.Value {
-	switch {
-	case s.typ == 0:
-		return expr.Int32(0)
-	case s.dec.Type != 0:
-		return s.dec
-	}
-	return s.nonDecimal()
-}
-
-// numSum's state as a document, for spilling: {t, i, f, o, d, n}.
+// numSum's state as a document, for spilling: {t, s, a, x, n, d}.
 func (s *numSum) partial() bsoncore.Value {
+	st := s.State()
 	fs := []field{
-		{"t", expr.Int32(int32(s.typ))}, {"i", expr.Int64(s.i)}, {"f", expr.Double(s.f)},
-		{"o", expr.Bool(s.overflw)}, {"n", expr.Int64(s.n)},
+		{"t", expr.Int32(int32(st.Type))}, {"s", expr.Double(st.Sum)}, {"a", expr.Double(st.Addend)},
+		{"x", expr.Double(st.Special)}, {"n", expr.Int64(st.N)},
 	}
-	if s.dec.Type != 0 {
-		fs = append(fs, field{"d", s.dec})
+	if st.Decimal.Type != 0 {
+		fs = append(fs, field{"d", st.Decimal})
 	}
 	return docValue(buildDoc(fs))
 }
 
-// mergeSum folds another sum's partial in.
+// merge folds another sum's partial in.
 func (s *numSum) merge(p bsoncore.Value) error {
 	fs := fieldsOf(p)
-	o := numSum{dec: getField(fs, "d")}
+	st := expr.SummationState{Decimal: getField(fs, "d")}
 	if t, ok := getField(fs, "t").Int32OK(); ok {
-		o.typ = bsoncore.Type(t)
+		st.Type = bsoncore.Type(t)
 	}
-	o.i, _ = getField(fs, "i").Int64OK()
-	o.f, _ = getField(fs, "f").DoubleOK()
-	o.overflw, _ = getField(fs, "o").BooleanOK()
-	o.n, _ = getField(fs, "n").Int64OK()
-	if o.n == 0 {
-		return nil
-	}
-	if s.dec.Type != 0 || o.dec.Type != 0 {
-		a, b := s.total(), o.total()
-		if s.n == 0 {
-			a = decimalZero
-		}
-		d, err := arith("$add", a, b)
-		if err != nil {
-			return err
-		}
-		s.dec, s.typ, s.n = d, bsoncore.TypeDecimal128, s.n+o.n
-		return nil
-	}
-	s.f += o.f
-	s.n += o.n
-	if typeRank(o.typ) > typeRank(s.typ) {
-		s.typ = o.typ
-	}
-	if o.overflw {
-		s.overflw = true
-	}
-	if !s.overflw {
-		r := s.i + o.i
-		if (r > s.i) != (o.i > 0) && o.i != 0 {
-			s.overflw = true
-		} else {
-			s.i = r
-		}
-	}
+	st.Sum, _ = getField(fs, "s").DoubleOK()
+	st.Addend, _ = getField(fs, "a").DoubleOK()
+	st.Special, _ = getField(fs, "x").DoubleOK()
+	st.N, _ = getField(fs, "n").Int64OK()
+	s.Merge(st)
 	return nil
-}
-
-// typeRank orders the numeric types a sum widens through.
-func typeRank(t bsoncore.Type) int {
-	switch t {
-	case bsoncore.TypeInt32:
-		return 1
-	case bsoncore.TypeInt64:
-		return 2
-	case bsoncore.TypeDouble:
-		return 3
-	case bsoncore.TypeDecimal128:
-		return 4
-	}
-	return 0
 }
 
 type sumAcc struct {
@@ -192,19 +80,10 @@ func (a *sumAcc) partial() (bsoncore.Value, error) { return a.sum.partial(), nil
 func (a *sumAcc) merge(p bsoncore.Value) error { return a.sum.merge(p) }
 
 func (a *sumAcc) result() (bsoncore.Value, error) {
-	if !a.avg {
-		return a.sum.total(), nil
+	if a.avg {
+		return a.sum.Avg(), nil
 	}
-	if a.sum.n == 0 {
-		return expr.Null, nil
-	}
-	if a.sum.dec.Type != 0 {
-		return arith("$divide", a.sum.dec, expr.Int64(a.sum.n))
-	}
-	if a.sum.typ != bsoncore.TypeDouble && !a.sum.overflw {
-		return expr.Double(float64(a.sum.i) / float64(a.sum.n)), nil
-	}
-	return expr.Double(a.sum.f / float64(a.sum.n)), nil
+	return a.sum.total(), nil
 }
 
 // stdDevAcc is Welford's running variance over the numbers as doubles.

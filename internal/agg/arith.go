@@ -5,11 +5,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// decimalZero is NumberDecimal("0").
-var decimalZero = func() bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, 0x3040000000000000, 0)}
-}()
-
 // arithExprs are {op: ["$$a", "$$b"]} for the arithmetic accumulators need
 // beyond int64 and float64 (decimal128), parsed once.
 var arithExprs = map[string]expr.Expr{}

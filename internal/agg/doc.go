@@ -23,7 +23,7 @@
 //     its first unreadable element, as package expr reads it (FuzzPipeline
 //     checks this).
 //   - Streaming: $match, $project, $addFields/$set, $unset, $limit, $skip,
-//     $unwind, $replaceRoot/$replaceWith, $lookup and $unionWith pass one
+//     $unwind, $replaceRoot/$replaceWith, $lookup, $graphLookup and $unionWith pass one
 //     document through at a time, and so does $redact; $sort, $group and
 //     the stages built on it ($sortByCount, $bucket), $bucketAuto,
 //     $setWindowFields (and $fill, which expands into it), $densify,
@@ -67,9 +67,9 @@
 //     command's let, $lookup's let); a $expr nested inside $and/$or/$nor
 //     is evaluated by package query, which sees $$NOW and the command's
 //     let (query.Options) but not $lookup's let, bound per document.
-//   - $sum and $avg add doubles with plain float64 addition, not MongoDB's
-//     compensated summation, so the last bits of a long double sum may
-//     differ.
+//   - $graphLookup returns the documents it finds in breadth-first order
+//     (MongoDB's order is unspecified); like $lookup it reads from once
+//     per run when no index on connectToField serves it.
 //   - $lookup without an index on foreignField (or without an
 //     IndexCatalog) reads its foreign collection once per run through
 //     Options.Catalog and holds it in memory, outside the memory budget.

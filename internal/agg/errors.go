@@ -41,6 +41,15 @@ const (
 	codeGroupFieldOperator   = mongoerr.GroupFieldOperator
 	codeGroupAccUnary        = mongoerr.GroupAccUnary
 	codeGroupAccOneField     = mongoerr.GroupAccOneField
+	codeGraphMemory          = mongoerr.GraphLookupMemory
+	codeGraphMaxDepthType    = mongoerr.GraphLookupMaxDepthType
+	codeGraphMaxDepthNeg     = mongoerr.GraphLookupMaxDepthNeg
+	codeGraphMaxDepthLong    = mongoerr.GraphLookupMaxDepthLong
+	codeGraphStringArg       = mongoerr.GraphLookupStringArg
+	codeGraphUnknownArg      = mongoerr.GraphLookupUnknownArg
+	codeGraphMissingArg      = mongoerr.GraphLookupMissingArg
+	codeGraphRestrictType    = mongoerr.GraphLookupRestrictType
+	codeGraphNoID            = mongoerr.GraphLookupNoID
 	codeCountAccArg          = mongoerr.TypeMismatch        // "$count takes no arguments, i.e. $count:{}"
 	codeStageNotInLookup     = mongoerr.StageNotInLookup    // "$out is not allowed within a $lookup's sub-pipeline"
 	codeStageNotInUnionWith  = mongoerr.StageNotInUnionWith // "$out is not allowed within a $unionWith's sub-pipeline"

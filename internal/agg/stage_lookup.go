@@ -213,13 +213,7 @@ func (l *lookupStage) equalityMatches(d bsoncore.Document, foreign []bsoncore.Do
 	if len(vals) == 0 {
 		vals = []bsoncore.Value{expr.Null}
 	}
-	in := bsoncore.NewArrayBuilder()
-	for _, v := range vals {
-		in.AppendValue(v)
-	}
-	filter := bsoncore.NewDocumentBuilder().AppendDocument(l.foreignField,
-		bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()).Build()
-	f, err := query.Parse(filter)
+	f, err := inFilter(l.foreignField, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +224,17 @@ func (l *lookupStage) equalityMatches(d bsoncore.Document, foreign []bsoncore.Do
 		}
 	}
 	return out, nil
+}
+
+// inFilter is {path: {$in: vals}}: equality to any of vals with query
+// semantics (arrays match by element, null matches missing).
+func inFilter(path string, vals []bsoncore.Value) (*query.Filter, error) {
+	in := bsoncore.NewArrayBuilder()
+	for _, v := range vals {
+		in.AppendValue(v)
+	}
+	return query.Parse(bsoncore.NewDocumentBuilder().AppendDocument(path,
+		bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()).Build())
 }
 
 // valuesAlongPath collects every value a dotted path reaches, expanding

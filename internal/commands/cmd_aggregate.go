@@ -55,6 +55,9 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 	if a.Bypass, err = req.Bool("bypassDocumentValidation", false); err != nil {
 		return nil, err
 	}
+	if a.Hint, err = aggregateHint(req); err != nil {
+		return nil, err
+	}
 	// The pipeline may outlive this request as a cursor's: it runs under a
 	// Bound that this request, then each getMore, attaches to.
 	bound := opctx.NewBound()
@@ -122,6 +125,16 @@ func aggregateOptions(s *Session, req *Request, db string) (agg.Options, error) 
 		return opts, err
 	}
 	return opts, nil
+}
+
+// aggregateHint reads the command's hint, which forces the plan of the
+// collection read (the pushed-down $match and $sort, or a whole scan).
+func aggregateHint(req *Request) (bsoncore.Value, error) {
+	v, ok := req.Arg("hint")
+	if !ok {
+		return bsoncore.Value{}, nil
+	}
+	return hintValue(v)
 }
 
 // ownedAll copies pipeline stages out of the request buffer: a cursor keeps

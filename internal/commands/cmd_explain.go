@@ -334,6 +334,9 @@ func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, st
 	if a.Opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
 		return nil, err
 	}
+	if a.Hint, err = aggregateHint(req); err != nil {
+		return nil, err
+	}
 	ex, rest, err := x.s.Env.Exec.ExplainAggregate(x.ctx, a, x.execute())
 	if err != nil {
 		return nil, err

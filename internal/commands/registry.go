@@ -88,8 +88,7 @@ func init() {
 	registry = map[string]command{
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
-			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation"), nested: cursor, unstable: args("explain"), strict: strictPipeline,
-			notYet: args("hint")},
+			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation hint"), nested: cursor, unstable: args("explain"), strict: strictPipeline},
 		"buildInfo":          {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":          {run: cmdBuildInfo, help: "alias of buildInfo"},
 		"collMod":            {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries")},

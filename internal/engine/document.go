@@ -50,7 +50,35 @@ func prepareInsert(doc bsoncore.Document, newID func() (bsoncore.Value, error)) 
 	if len(doc) > MaxDocumentSize {
 		return prepared{}, mongoerr.New(mongoerr.BSONObjectTooLarge, "object to insert too large. size in bytes: %d, max size: %d", len(doc), MaxDocumentSize)
 	}
+	if tooDeep(doc[4:len(doc)-1], 1) {
+		return prepared{}, mongoerr.New(mongoerr.Overflow, "cannot insert document because it exceeds %d levels of nesting", MaxStorageDepth)
+	}
 	return prepared{doc: doc, id: idVal, idKey: appendIDKey(nil, idVal), generated: generated}, nil
+}
+
+// MaxStorageDepth is MongoDB's BSONDepth::getMaxDepthForUserStorage: the
+// stored document is level 1, and no document or array may sit deeper than
+// this (commands themselves may nest to bsonx.MaxDepth, 200). MongoDB's
+// insert path (validateDepth in fixDocumentForInsert) answers Overflow.
+const MaxStorageDepth = 100
+
+// tooDeep reports whether the elements elems of a container at level hold a
+// document or array below MaxStorageDepth. doc was validated, so the walk
+// only reads well-formed elements.
+func tooDeep(elems []byte, level int) bool {
+	for len(elems) > 0 {
+		t, _, val, rest, ok := bsonx.NextElement(elems)
+		if !ok {
+			return false
+		}
+		elems = rest
+		if (t == bsoncore.TypeEmbeddedDocument || t == bsoncore.TypeArray) && len(val) >= 5 {
+			if level == MaxStorageDepth || tooDeep(val[4:len(val)-1], level+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // validateID applies MongoDB's rules for _id values: anything but an array,

@@ -26,6 +26,9 @@ type Aggregate struct {
 	// Bypass writes $out's and $merge's documents without checking the
 	// target's validator (bypassDocumentValidation).
 	Bypass bool
+	// Hint forces the collection read's plan (an index name or key pattern,
+	// {$natural: ±1}; owned); Type 0 lets the planner choose.
+	Hint bsoncore.Value
 }
 
 // Aggregate runs a's pipeline. Without $out or $merge it returns the
@@ -70,7 +73,7 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 				p = p.WithoutOutput() // the writer carries out $out/$merge
 			}
 		}
-		sel.SortMemory, sel.AllowDiskUse = a.Opts.MaxMemory, a.Opts.AllowDiskUse
+		sel.SortMemory, sel.AllowDiskUse, sel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint
 		if input, err = e.Open(ctx, sel, Run); err != nil {
 			return nil, err
 		}
@@ -100,7 +103,7 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 	if err != nil {
 		return nil, nil, err
 	}
-	sel.SortMemory, sel.AllowDiskUse = a.Opts.MaxMemory, a.Opts.AllowDiskUse
+	sel.SortMemory, sel.AllowDiskUse, sel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint
 	ex, err := e.ExplainRun(ctx, sel, execute, nil)
 	return ex, rest, err
 }

@@ -75,6 +75,16 @@ func decimalFromFloatDigits(f float64, digits int) decimal {
 	return decimal{coef: coef, exp: exp}
 }
 
+// rounded is d rounded to decimal128's 34 digits, half to even, as each
+// Decimal128 operation rounds its result.
+func (d decimal) rounded() decimal {
+	if d.special != 0 {
+		return d
+	}
+	coef, exp := roundDigits(d.coef, d.exp, decimalDigits, false)
+	return decimal{coef: coef, exp: exp}
+}
+
 func (d decimal) isZero() bool { return d.special == 0 && d.coef.Sign() == 0 }
 
 func (d decimal) sign() int {

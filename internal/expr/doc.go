@@ -50,7 +50,8 @@
 //   - Rules the stages of package agg share with the operators are
 //     exported rather than copied: Integral64 (an integral argument),
 //     ValidN (the n of $firstN … $bottomN), AddDateUnits ($dateAdd in UTC,
-//     for $densify steps and window range bounds).
+//     for $densify steps and window range bounds), Summation (the totals
+//     of $sum and $avg, accumulators and expressions alike).
 //
 // # Deviations from MongoDB
 //
@@ -61,4 +62,10 @@
 //   - Decimal $exp, $ln, $log, $log10, $pow and $sqrt are computed with
 //     about 90 significant digits and rounded to decimal128's 34; the last
 //     digit can differ from MongoDB's Intel library in rare halfway cases.
+//   - A double joining a decimal $sum/$avg total converts with 34
+//     significant digits (MongoDB's Decimal128(double, kRoundTo34Digits));
+//     an integral double converts with exponent 0, a fractional one keeps
+//     34 digits. The value is MongoDB's; the trailing zeros of a
+//     fractional one's representation are not checked against Intel's
+//     binary64_to_bid128.
 package expr

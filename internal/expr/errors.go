@@ -18,8 +18,8 @@ const (
 	codeAddType                 = mongoerr.AddType
 	codeMultiplyType            = mongoerr.MultiplyType
 	codeSubtractType            = mongoerr.SubtractType
-	codeDivideByZero            = mongoerr.DivideByZero
-	codeDivideType              = mongoerr.DivideType
+	codeDivideByZero            = mongoerr.BadValue     // MongoDB 5.0+: "can't $divide by zero"
+	codeDivideType              = mongoerr.TypeMismatch // MongoDB 5.0+: "$divide only supports numeric types"
 	codeModByZero               = mongoerr.ModByZero
 	codeModType                 = mongoerr.ModType
 	codeAddTwoDates             = mongoerr.AddTwoDates

@@ -27,26 +27,14 @@ func operands(vals []bsoncore.Value) []bsoncore.Value {
 
 func evalSumAvg(avg bool) func(string, []bsoncore.Value) (bsoncore.Value, error) {
 	return func(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
-		s := sum{t: bsoncore.TypeInt32, d: decimalFromInt(0)}
-		n := 0
+		var s Summation
 		for _, v := range operands(vals) {
-			num, ok := numberOf(v)
-			if !ok {
-				continue
-			}
-			s.add(num)
-			n++
+			s.Add(v)
 		}
-		if !avg {
-			return s.result(), nil
+		if avg {
+			return s.Avg(), nil
 		}
-		if n == 0 {
-			return Null, nil
-		}
-		if s.t == bsoncore.TypeDecimal128 {
-			return s.decimal().div(decimalFromInt(int64(n))).value(), nil
-		}
-		return Double((s.f + float64(s.i)) / float64(n)), nil
+		return s.Sum(), nil
 	}
 }
 

@@ -77,7 +77,7 @@ func TestConvert(t *testing.T) {
 		{conv(`{"$numberDecimal": "1e30"}`, `"long"`), ``, 241},
 		{conv(`{"$numberLong": "2147483648"}`, `"int"`), ``, 241},
 		{conv(`"not a date"`, `"date"`), ``, 241},
-		{`{"$convert": {"input": {"$divide": [1, 0]}, "to": "string", "onError": "ERROR"}}`, ``, 16608},
+		{`{"$convert": {"input": {"$divide": [1, 0]}, "to": "string", "onError": "ERROR"}}`, ``, 2},
 
 		// Arguments.
 		{conv(`1`, `"integer"`), ``, 2},

@@ -127,8 +127,6 @@ const (
 	AddType                    Code = 16554 // expr
 	MultiplyType               Code = 16555 // expr
 	SubtractType               Code = 16556 // expr
-	DivideByZero               Code = 16608 // expr
-	DivideType                 Code = 16609 // expr
 	ModByZero                  Code = 16610 // expr
 	ModType                    Code = 16611 // expr
 	AddTwoDates                Code = 16612 // expr
@@ -259,6 +257,7 @@ const (
 	OutInternalDB              Code = 31321 // commands
 	ProjUnknownExpr            Code = 31325 // query: "Unknown expression $foo"
 	BSONSizeType               Code = 31393 // expr
+	ProjPositionalExclusion    Code = 31395 // query: "a.$": 0
 	StageNotInUnionWith        Code = 31441 // agg: "$out is not allowed within a $unionWith's sub-pipeline"
 	MergeOnDuplicate           Code = 31465 // agg
 	ReverseArrayType           Code = 34435 // expr
@@ -312,6 +311,13 @@ const (
 	IndexOfCPToken             Code = 40094 // expr
 	IndexNotIntegral           Code = 40096 // expr
 	IndexNegative              Code = 40097 // expr
+	GraphLookupMemory          Code = 40099 // agg: "$graphLookup reached maximum memory consumption"
+	GraphLookupMaxDepthType    Code = 40100 // agg
+	GraphLookupMaxDepthNeg     Code = 40101 // agg
+	GraphLookupMaxDepthLong    Code = 40102 // agg
+	GraphLookupStringArg       Code = 40103 // agg
+	GraphLookupUnknownArg      Code = 40104 // agg
+	GraphLookupMissingArg      Code = 40105 // agg
 	SortByCountObject          Code = 40147 // agg
 	SortByCountPath            Code = 40148 // agg
 	SortByCountType            Code = 40149 // agg
@@ -324,6 +330,7 @@ const (
 	FacetNotArray              Code = 40170 // agg
 	FacetStageNotObject        Code = 40171 // agg
 	AddFieldsEmpty             Code = 40177 // agg
+	GraphLookupRestrictType    Code = 40185 // agg: restrictSearchWithMatch not an object
 	BucketBoundaryCount        Code = 40192 // agg
 	BucketBoundaryTypes        Code = 40193 // agg
 	BucketNotSorted            Code = 40194 // agg
@@ -358,6 +365,7 @@ const (
 	RoundNotNumber             Code = 40262 // agg
 	RoundNaN                   Code = 40263 // agg
 	RoundNegative              Code = 40268 // agg
+	GraphLookupNoID            Code = 40271 // agg: a searched document without _id
 	AddFieldsSpecNotObject     Code = 40272 // agg: "$addFields specification stage must be an object"
 	StageOneField              Code = 40323 // agg: a stage document with != 1 field
 	UnknownStage               Code = 40324 // agg: "Unrecognized pipeline stage name: '$foo'"

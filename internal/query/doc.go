@@ -60,6 +60,13 @@
 // value independently. Geospatial operators, $text, $where and $meta sorts
 // and projections return errors. See the package's tests for the rest.
 //
+// The bit tests ($bitsAllSet & co.) test a decimal128 only when it is an
+// integer in int64's range (NaN, fractions and larger values never
+// match), as MongoDB's matcher does since it gained a decimal branch; older
+// servers, 7.0 among them as far as its source shows, read a decimal with
+// toLong (rounding half to even, NaN and out-of-range values as int64's
+// minimum).
+//
 // Filter.Explain follows doc_validation_error.cpp's shapes and reasons for
 // every operator Cairn supports, and json_schema_parser.cpp's order of a
 // schema's rules; where MongoDB's exact output could not be confirmed it

@@ -20,11 +20,12 @@ const (
 	codeProjSliceType            = mongoerr.ProjSliceType
 	codeProjElemMatchType        = mongoerr.ProjElemMatchType
 	codeProjElemMatchNested      = mongoerr.ProjElemMatchNested
-	codeProjPositionalTwice      = mongoerr.ProjPositionalTwice   // more than one positional projection
-	codeProjPositionalRepeat     = mongoerr.ProjPositionalRepeat  // "a.$.b.$"
-	codeProjPositionalValue      = mongoerr.ProjPositionalValue   // positional projection with a literal
-	codeProjUnknownExpr          = mongoerr.ProjUnknownExpr       // "Unknown expression $foo"
-	codeProjPositionalNoMatch    = mongoerr.ProjPositionalNoMatch // no element position recorded by the filter
+	codeProjPositionalTwice      = mongoerr.ProjPositionalTwice     // more than one positional projection
+	codeProjPositionalRepeat     = mongoerr.ProjPositionalRepeat    // "a.$.b.$"
+	codeProjPositionalValue      = mongoerr.ProjPositionalValue     // positional projection with a literal
+	codeProjPositionalExclusion  = mongoerr.ProjPositionalExclusion // positional projection excluded
+	codeProjUnknownExpr          = mongoerr.ProjUnknownExpr         // "Unknown expression $foo"
+	codeProjPositionalNoMatch    = mongoerr.ProjPositionalNoMatch   // no element position recorded by the filter
 	codeProjPositionalMismatch   = mongoerr.ProjPositionalMismatch
 	codeProjPositionalNeedsQuery = mongoerr.ProjPositionalNeedsQuery
 	codeFieldPathEmpty           = mongoerr.FieldPathEmpty      // empty component in a projection path

@@ -196,6 +196,9 @@ func integerArg(v bsoncore.Value) (int64, error) {
 	if !isNumeric(v) {
 		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected a number in: %s", v)
 	}
+	if i, ok := v.Int64OK(); ok && v.Type == bsoncore.TypeInt64 {
+		return i, nil // exact: int64 max would round up to 2^63 as a double
+	}
 	f, _ := bsonx.AsFloat64(v)
 	switch {
 	case math.IsNaN(f):

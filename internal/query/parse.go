@@ -217,6 +217,12 @@ func parseTopOperator(name string, v bsoncore.Value, lvl level) (matcher, error)
 		return parseLogical(name, v, lvl)
 	case "$comment":
 		return nil, nil
+	case "$ref", "$id", "$db":
+		// A DBRef field, at any level (MongoDB's parseDBRef): equality of
+		// the field of that name with the value as given, never read as
+		// operators. isOperatorDoc lets DBRef-shaped documents reach here
+		// ({links: {$elemMatch: {$ref: "c", $id: 1}}}, a $pull condition).
+		return &pathNode{path: newPath(name), pred: newCmp(opEQ, v)}, nil
 	case "$expr":
 		if lvl.sub {
 			return nil, badValue("$expr can only be applied to the top-level document")

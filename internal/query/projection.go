@@ -166,6 +166,9 @@ func (pp *projParser) element(name string, prefix []string, v bsoncore.Value, pa
 		if trueValue(v) || isNaN(v) {
 			return pp.inclusion(name, prefix, parent)
 		}
+		if positional {
+			return errorf(codeProjPositionalExclusion, "positional projection cannot be used with exclusion")
+		}
 		return pp.exclusion(name, parent)
 	}
 	if positional {

@@ -32,7 +32,8 @@ const (
 	NorClause
 	// OpaqueClause is a top-level operator the tree does not look into:
 	// $expr and $jsonSchema (which read the whole document), $comment,
-	// $alwaysTrue and $alwaysFalse. Key names it; Value is its operand.
+	// $alwaysTrue and $alwaysFalse, and the DBRef fields $ref, $id and $db
+	// (literal equalities). Key names it; Value is its operand.
 	OpaqueClause
 )
 

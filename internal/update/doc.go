@@ -36,7 +36,8 @@
 //     $set of the same bytes is allowed); a replacement keeps it.
 //   - Every result is storable: at most 16 MiB (17419, 17420 for upserts),
 //     at most 100 levels deep (15), no $-prefixed top-level names outside
-//     inserts and DBRefs (52, 55), a valid _id (53).
+//     inserts, update pipelines (MongoDB 5.0+ stores what $setField,
+//     $literal and $replaceWith make) and DBRefs (52, 55), a valid _id (53).
 //
 // # Design
 //

@@ -50,10 +50,14 @@ type Update struct {
 	kind        Kind
 	root        *objectNode       // KindOperator
 	replacement bsoncore.Document // KindReplacement
-	positional  bool              // some path uses "$"
-	filters     map[string]*arrayFilter
-	pipeline    *agg.Pipeline // KindPipeline
-	pipelineRaw []byte        // the stages pipeline refers to
+	// fromPipeline: the replacement is an update pipeline's output, which
+	// may hold top-level $-prefixed fields (MongoDB 5.0+ allows them there,
+	// as added by $setField, $literal or $replaceWith).
+	fromPipeline bool
+	positional   bool // some path uses "$"
+	filters      map[string]*arrayFilter
+	pipeline     *agg.Pipeline // KindPipeline
+	pipelineRaw  []byte        // the stages pipeline refers to
 }
 
 // Kind reports the update's form.

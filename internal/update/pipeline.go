@@ -82,6 +82,6 @@ func (u *Update) runPipeline(doc bsoncore.Document, ctx *ApplyContext) (bsoncore
 	if bytes.Equal(out[0], doc) {
 		return nil, nil
 	}
-	r := &Update{kind: KindReplacement, replacement: out[0]}
+	r := &Update{kind: KindReplacement, replacement: out[0], fromPipeline: true}
 	return r.replace(doc, ctx)
 }

@@ -57,7 +57,7 @@ func (u *Update) replace(doc bsoncore.Document, ctx *ApplyContext) (bsoncore.Doc
 		}
 		out.kids = append(out.kids, kid{name: k.name, n: n})
 	}
-	if err := validateTopLevel(out, ctx.IsUpsertInsert); err != nil {
+	if err := validateTopLevel(out, ctx.IsUpsertInsert || u.fromPipeline); err != nil {
 		return nil, err
 	}
 	_, newID := out.field("_id")

@@ -123,19 +123,19 @@ func parseProjectionAndSort(req *Request, sel *exec.Selection) error {
 	if err != nil {
 		return err
 	}
+	if d, ok := naturalSort(sortSpec); ok {
+		// {$natural: ±1} is no sort but the collection's natural order
+		// (insertion order, for a capped collection): a collection scan.
+		sel.Hint = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendInt32("$natural", int32(d)).Build()}
+		return nil
+	}
 	return sel.SetSort(sortSpec)
 }
 
 // checkUnsupportedFindOptions refuses options whose absence would change
-// results: a non-simple collation, tailable cursors.
+// results: a non-simple collation.
 func checkUnsupportedFindOptions(req *Request) error {
-	if err := checkCollation(req); err != nil {
-		return err
-	}
-	if t, _ := req.Bool("tailable", false); t {
-		return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
-	}
-	return nil
+	return checkCollation(req)
 }
 
 // checkCollation accepts only the simple collation (bytewise string order).
@@ -206,7 +206,14 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
+	tailable, await, err := checkTailable(s, req, &sp)
+	if err != nil {
+		return nil, err
+	}
 	s.Env.Ops.Query.Add(1)
+	if tailable {
+		return findTailable(s, sp, await, dst)
+	}
 	src, err := s.Env.Exec.Open(sp.Selection, exec.Run)
 	if err != nil {
 		return nil, err
@@ -234,7 +241,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	return finishCursor(r, cur.ID, ns), nil
 }
 
-func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	id, ok := req.First().Int64OK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'", typeName(req.First().Type))
@@ -258,6 +265,9 @@ func cmdGetMore(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	cur, err := s.Env.Cursors.Checkout(id, ns)
 	if err != nil {
 		return nil, err
+	}
+	if t, ok := cur.src.(*tailSource); ok {
+		return getMoreTailable(ctx, s, req, dst, cur, t, batch)
 	}
 	r, held, done, err := fillBatch(dst, ns, "nextBatch", cur.held, cur.src, batch)
 	if err != nil {

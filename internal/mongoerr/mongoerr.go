@@ -75,6 +75,7 @@ var names = map[Code]string{
 	CannotCreateIndex:               "CannotCreateIndex",
 	IndexAlreadyExists:              "IndexAlreadyExists",
 	InvalidOptions:                  "InvalidOptions",
+	CappedPositionLost:              "CappedPositionLost",
 	InvalidNamespace:                "InvalidNamespace",
 	IndexOptionsConflict:            "IndexOptionsConflict",
 	IndexKeySpecsConflict:           "IndexKeySpecsConflict",

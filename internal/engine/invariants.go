@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync/atomic"
 
 	"github.com/cairndb/cairn/internal/catalog"
@@ -68,6 +69,66 @@ func (e *Engine) verifyGroup(touched [][]byte) {
 	for id := range colls {
 		e.verifyTail(snap, id)
 		e.verifySmallCollection(snap, owner[id])
+		e.verifyCapped(snap, owner[id])
+	}
+}
+
+// verifyCapped checks "Capped within limits" (capped.go) for a capped
+// collection the group touched: the meta record within the limits, and,
+// for a collection of at most fullCheckDocs documents, the meta record
+// equal to what the documents and order records hold, each document with
+// one forward and one reverse record naming each other.
+func (e *Engine) verifyCapped(snap *storage.Snapshot, coll *catalog.Collection) {
+	lim, ok := CappedOf(coll)
+	if !ok {
+		return
+	}
+	fail := func(format string, args ...any) {
+		invariants.Fail("Capped within limits", "%s.%s: "+format, append([]any{coll.DB, coll.Name}, args...)...)
+	}
+	v, found, err := snap.Get(nil, naturalKey(nil, coll.ID, 'm'))
+	if err != nil {
+		return
+	}
+	var m cappedMeta
+	if found {
+		if m, err = decodeCappedMeta(v); err != nil {
+			fail("%v", err)
+		}
+	}
+	if m.count > 1 && (m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
+		fail("holds %d documents of %d bytes, beyond size %d max %d", m.count, m.size, lim.Size, lim.Max)
+	}
+	if m.count > fullCheckDocs {
+		return
+	}
+	var count, size uint64
+	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
+	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return
+	}
+	defer it.Close()
+	for ok := it.First(); ok && count <= fullCheckDocs+1; ok = it.Next() {
+		doc, err := it.Value()
+		if err != nil {
+			return
+		}
+		idKey := it.Key()[len(prefix):]
+		count++
+		size += uint64(len(doc))
+		seq, found, err := snap.Get(nil, reverseKey(nil, coll.ID, idKey))
+		if err != nil || !found || len(seq) != 8 {
+			fail("document %x has no order record", idKey)
+			return
+		}
+		fwd, found, err := snap.Get(nil, forwardKey(nil, coll.ID, binary.BigEndian.Uint64(seq)))
+		if err == nil && (!found || !bytes.Equal(fwd, idKey)) {
+			fail("document %x: its order record %x does not name it", idKey, seq)
+		}
+	}
+	if count != m.count || size != m.size {
+		fail("meta says %d documents of %d bytes; the collection holds %d of %d", m.count, m.size, count, size)
 	}
 }
 

@@ -122,18 +122,15 @@ func cappedOptionsDoc(size int64) bson.Raw {
 }
 
 // parseCappedSize reads the size of convertToCapped and
-// cloneCollectionAsCapped: a required number, at least 1.
+// cloneCollectionAsCapped as MongoDB does (safeNumberLong: a missing or
+// non-numeric size is 0): it must be above zero, else InvalidOptions.
 func parseCappedSize(req *Request) (int64, error) {
-	v, ok := req.Arg("size")
-	if !ok || v.Type == bsoncore.TypeNull {
-		return 0, mongoerr.New(mongoerr.IDLMissingField, "BSON field '%s.size' is missing but a required field", req.Name)
+	var n int64
+	if v, ok := req.Arg("size"); ok {
+		n, _ = safeInt64(req.Name+".size", v) // a non-number reads as 0
 	}
-	n, err := safeInt64(req.Name+".size", v)
-	if err != nil {
-		return 0, err
-	}
-	if n < 1 {
-		return 0, mongoerr.New(mongoerr.ValueOutOfRange, "BSON field 'size' value must be >= 1, actual value '%d'", n)
+	if n <= 0 {
+		return 0, mongoerr.New(mongoerr.InvalidOptions, "Capped collection size must be greater than zero")
 	}
 	if n > maxCappedSize {
 		return 0, mongoerr.New(mongoerr.BadValue, "size cannot exceed 1 PB")
@@ -168,12 +165,10 @@ func cmdCloneCollectionAsCapped(_ context.Context, s *Session, req *Request, dst
 	if err != nil {
 		return nil, err
 	}
-	to, err := req.String("toCollection", "")
-	if err != nil {
-		return nil, err
-	}
-	if to == "" {
-		return nil, mongoerr.New(mongoerr.IDLMissingField, "BSON field 'cloneCollectionAsCapped.toCollection' is missing but a required field")
+	v, _ := req.Arg("toCollection")
+	to, ok := v.StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "'toCollection' must be of type String")
 	}
 	size, err := parseCappedSize(req)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -126,7 +127,8 @@ func (e *Engine) cappedInsert(tx *storage.Txn, ns Namespace, collID uint64, lim 
 	m.count++
 	m.size += uint64(size)
 	var fk, dk, cur []byte
-	for m.count > 1 && (m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
+	evict := !invariants.Enabled || !faultSkipCappedEvict.Load()
+	for evict && m.count > 1 && (m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
 		fk = forwardKey(fk[:0], collID, m.head)
 		old, found, err := tx.Get(nil, fk)
 		if err != nil {

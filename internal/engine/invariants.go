@@ -17,6 +17,11 @@ import (
 // check catches a broken index write. Without the tag nothing reads it.
 var faultSkipIndexWrites atomic.Bool
 
+// faultSkipCappedEvict is a test-only fail point: while set, in builds with
+// the invariants tag, an insert into a capped collection removes no old
+// documents, so a test can show verifyCapped catches it.
+var faultSkipCappedEvict atomic.Bool
+
 // faultSkipVerify is a test-only switch: while set, verifyGroup checks
 // nothing, so a test can corrupt the store behind the engine's back (as a
 // disk or an old bug would) and show that Validate finds it. Without the

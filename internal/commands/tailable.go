@@ -12,14 +12,10 @@ import (
 )
 
 // Tailable cursors (find's tailable and awaitData) over capped
-// collections. A tail cursor remembers the insertion sequence number of
-// the last document it examined; each refill opens a fresh snapshot and
-// reads on from there in natural order, so it sees documents inserted
-// since. Reaching the end does not close it: the reply carries the cursor
-// id and an empty batch until more documents come. If the document at its
-// position has been removed (the collection went round and evicted it, or
-// a delete took it), the cursor lost its place: CappedPositionLost, as in
-// MongoDB.
+// collections. The read is exec.Tail (natural order from the cursor's
+// position; CappedPositionLost when the position is overwritten); this
+// file owns the cursor: reaching the end does not close it, the reply
+// carries the cursor id and an empty batch until more documents come.
 //
 // awaitData: a getMore that finds nothing waits, up to its maxTimeMS
 // (default one second, MongoDB's), for an insert into a capped collection
@@ -31,20 +27,11 @@ import (
 // cursor that sets no maxTimeMS.
 const defaultAwaitTime = time.Second
 
-// tailRefill bounds how many documents one refill reads from a snapshot.
-const tailRefill = 1024
-
-// tailSource is a tailable cursor's agg.Source.
+// tailSource is a tailable cursor's agg.Source: the read, and whether
+// its getMores wait for data.
 type tailSource struct {
-	e        *engine.Engine
-	sel      exec.Selection
-	await    bool
-	seq      uint64 // the last document examined (0: none yet)
-	skipped  int64
-	sent     int64
-	finished bool // limit reached
-	buf      []bsoncore.Document
-	out      []byte
+	*exec.Tail
+	await bool
 }
 
 // checkTailable refuses what MongoDB refuses of a tailable find, given
@@ -91,96 +78,6 @@ func naturalSort(sort bsoncore.Document) (int, bool) {
 	return 0, false
 }
 
-// Next returns the next matching document, or nil when there is none now
-// (finished says whether there will never be one).
-func (t *tailSource) Next() (bsoncore.Document, error) {
-	for len(t.buf) == 0 {
-		if t.finished {
-			return nil, nil
-		}
-		more, err := t.refill()
-		if err != nil || !more {
-			return nil, err
-		}
-	}
-	d := t.buf[0]
-	t.buf = t.buf[1:]
-	t.sent++
-	if t.sel.Limit > 0 && t.sent >= t.sel.Limit {
-		t.finished = true
-		t.buf = nil
-	}
-	return d, nil
-}
-
-// refill reads on from the cursor's position in a new snapshot; more is
-// false when it examined no document.
-func (t *tailSource) refill() (more bool, err error) {
-	r, err := t.e.NewReader(t.sel.NS)
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if cerr := r.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if t.seq > 0 {
-		ok, err := r.HasPosition(t.seq)
-		if err != nil {
-			return false, err
-		}
-		if !ok {
-			return false, mongoerr.New(mongoerr.CappedPositionLost, "CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId(%d)", t.seq)
-		}
-	}
-	c, err := r.Natural(t.seq, false)
-	if err != nil {
-		return false, err
-	}
-	defer c.Close()
-	t.out = t.out[:0]
-	var ends []int
-	n := 0
-	for n < tailRefill && c.Next() {
-		n++
-		t.seq = c.Seq()
-		d, _ := c.Value()
-		pos := -1
-		if t.sel.Filter != nil {
-			res, err := t.sel.Filter.Exec(d)
-			if err != nil {
-				return false, err
-			}
-			if !res.Matched {
-				continue
-			}
-			pos = res.ArrayPos
-		}
-		if t.skipped < t.sel.Skip {
-			t.skipped++
-			continue
-		}
-		if t.sel.Proj != nil {
-			if t.out, err = t.sel.Proj.Apply(t.out, d, pos); err != nil {
-				return false, err
-			}
-		} else {
-			t.out = append(t.out, d...)
-		}
-		ends = append(ends, len(t.out))
-	}
-	start := 0
-	out := append([]byte(nil), t.out...) // the buffered documents own their bytes
-	for _, end := range ends {
-		t.buf = append(t.buf, out[start:end:end])
-		start = end
-	}
-	return n > 0, nil
-}
-
-func (t *tailSource) Close() error { return nil }
-
 // awaitTime is the wait of an awaitData getMore: its maxTimeMS, or
 // MongoDB's default. A getMore of any other tailable cursor may not set
 // one.
@@ -210,9 +107,9 @@ func fillTail(ctx context.Context, s *Session, dst []byte, ns, field string, hel
 	var deadline <-chan time.Time
 	for {
 		wake := s.Env.Engine.CappedInserts() // before reading: no insert is missed
-		before := t.sent
+		before := t.Sent()
 		r, kept, _, err := fillBatch(dst, ns, field, held, t, batch)
-		if err != nil || held != nil || kept != nil || t.sent > before || t.finished || !t.await {
+		if err != nil || held != nil || kept != nil || t.Sent() > before || t.Finished() || !t.await {
 			return r, kept, err
 		}
 		if deadline == nil {
@@ -236,13 +133,13 @@ func fillTail(ctx context.Context, s *Session, dst []byte, ns, field string, hel
 // findTailable answers a tailable find: its first batch, and a cursor
 // that stays open at the end of the collection.
 func findTailable(s *Session, sp findSpec, await bool, dst []byte) (bsoncore.Document, error) {
-	t := &tailSource{e: s.Env.Engine, sel: sp.Selection, await: await}
+	t := &tailSource{Tail: s.Env.Exec.Tail(sp.Selection), await: await}
 	ns := sp.NS.String()
 	r, held, _, err := fillBatch(dst, ns, "firstBatch", nil, t, sp.batchSize)
 	if err != nil {
 		return nil, err
 	}
-	if (t.finished && held == nil) || sp.singleBatch {
+	if (t.Finished() && held == nil) || sp.singleBatch {
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, t, held)
@@ -264,7 +161,7 @@ func getMoreTailable(ctx context.Context, s *Session, req *Request, dst []byte, 
 		return nil, err
 	}
 	cur.held = held
-	done := t.finished && held == nil
+	done := t.Finished() && held == nil
 	s.Env.Cursors.Release(cur, done)
 	if done {
 		return finishCursor(r, 0, cur.NS), nil

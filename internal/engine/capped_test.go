@@ -231,3 +231,38 @@ func mustRaw(d bson.D) bsoncore.Document {
 	}
 	return raw
 }
+
+// BenchmarkCappedInsert compares inserts into a plain collection with
+// inserts into a capped one that is full (every insert evicts), in batches
+// of 100 documents of about 60 bytes.
+func BenchmarkCappedInsert(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts bson.Raw
+	}{{"plain", nil}, {"capped-full", cappedOpts(64<<10, 0)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e, err := Open(b.TempDir(), Options{SyncInterval: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			ns := Namespace{"db", "c"}
+			if err := e.CreateCollection(ns, bc.opts); err != nil {
+				b.Fatal(err)
+			}
+			batch := make([]bsoncore.Document, 100)
+			id := int64(0)
+			b.ResetTimer()
+			for range b.N {
+				for i := range batch {
+					batch[i] = mustRaw(bson.D{{Key: "_id", Value: id}, {Key: "p", Value: "some payload of a log line"}})
+					id++
+				}
+				if _, err := e.Insert(ns, batch, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/doc")
+		})
+	}
+}

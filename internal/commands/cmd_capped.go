@@ -58,11 +58,8 @@ func parseCapped(get func(string) (bsoncore.Value, bool), cmd string) (cappedSpe
 		if err != nil {
 			return c, err
 		}
-		if n < 1 {
-			return c, mongoerr.New(mongoerr.ValueOutOfRange, "BSON field 'size' value must be >= 1, actual value '%d'", n)
-		}
-		if n > maxCappedSize {
-			return c, mongoerr.New(mongoerr.BadValue, "size cannot exceed 1 PB")
+		if err := checkCappedSize("size", n); err != nil {
+			return c, err
 		}
 		c.size = n
 	}
@@ -71,13 +68,10 @@ func parseCapped(get func(string) (bsoncore.Value, bool), cmd string) (cappedSpe
 		if err != nil {
 			return c, err
 		}
-		if n >= 1<<31 {
-			return c, mongoerr.New(mongoerr.BadValue, "max in a capped collection has to be < 2^31 or not set")
+		if c.max, err = checkCappedMax("max", n); err != nil {
+			return c, err
 		}
-		if n <= 0 {
-			n = engine.MaxCappedDocs
-		}
-		c.max, c.hasMax = n, true
+		c.hasMax = true
 	}
 	if c.capped && !hasSize {
 		return c, mongoerr.New(mongoerr.InvalidOptions, "the 'size' field is required when 'capped' is true")
@@ -86,6 +80,57 @@ func parseCapped(get func(string) (bsoncore.Value, bool), cmd string) (cappedSpe
 		return c, mongoerr.New(mongoerr.InvalidOptions, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present")
 	}
 	return c, nil
+}
+
+// checkCappedSize applies the IDL's range to a capped size (create's
+// size, collMod's cappedSize): 1 to 1 PB.
+func checkCappedSize(field string, n int64) error {
+	if n < 1 {
+		return mongoerr.New(mongoerr.ValueOutOfRange, "BSON field '%s' value must be >= 1, actual value '%d'", field, n)
+	}
+	if n > maxCappedSize {
+		return mongoerr.New(mongoerr.ValueOutOfRange, "BSON field '%s' value must be <= %d, actual value '%d'", field, int64(maxCappedSize), n)
+	}
+	return nil
+}
+
+// checkCappedMax applies the IDL's range to a capped max (create's max,
+// collMod's cappedMax): below 2^31; 0 or less is no limit, kept as 2^31-1.
+func checkCappedMax(field string, n int64) (int64, error) {
+	if n >= 1<<31 {
+		return 0, mongoerr.New(mongoerr.ValueOutOfRange, "BSON field '%s' value must be < 2147483648, actual value '%d'", field, n)
+	}
+	if n <= 0 {
+		n = engine.MaxCappedDocs
+	}
+	return n, nil
+}
+
+// cappedResize reads collMod's cappedSize or cappedMax (el) as the
+// options field it replaces (size, max). MongoDB checks the range first,
+// then that the collection is capped.
+func cappedResize(s *Session, ns engine.Namespace, el bsoncore.Element) (bsoncore.Element, error) {
+	n, err := safeInt64("collMod."+el.Key(), el.Value())
+	if err != nil {
+		return nil, err
+	}
+	r := NewReply(nil)
+	if el.Key() == "cappedSize" {
+		if err := checkCappedSize("cappedSize", n); err != nil {
+			return nil, err
+		}
+		r.Count("size", n)
+	} else {
+		if n, err = checkCappedMax("cappedMax", n); err != nil {
+			return nil, err
+		}
+		r.Count("max", n)
+	}
+	if _, capped := engine.CappedOf(s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)); !capped {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "Collection must be capped.")
+	}
+	d := r.End()
+	return bsoncore.Element(d[4 : len(d)-1]), nil
 }
 
 // appendOptions writes the capped options as MongoDB keeps them (capped,
@@ -132,10 +177,7 @@ func parseCappedSize(req *Request) (int64, error) {
 	if n <= 0 {
 		return 0, mongoerr.New(mongoerr.InvalidOptions, "Capped collection size must be greater than zero")
 	}
-	if n > maxCappedSize {
-		return 0, mongoerr.New(mongoerr.BadValue, "size cannot exceed 1 PB")
-	}
-	return n, nil
+	return n, checkCappedSize("size", n)
 }
 
 // cmdConvertToCapped makes a collection capped in place, keeping its

@@ -139,6 +139,12 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			}
 		case k == "validator" || k == "validationLevel" || k == "validationAction":
 			validationSet = append(validationSet, el)
+		case k == "cappedSize" || k == "cappedMax":
+			set, err := cappedResize(s, ns, el)
+			if err != nil {
+				return nil, err
+			}
+			validationSet = append(validationSet, set)
 		case isGeneric(k):
 		default:
 			return nil, notYet("collMod option '" + k + "'")

@@ -93,7 +93,7 @@ func init() {
 			notYet: args("hint")},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries dryRun")},
+		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction cappedSize cappedMax"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages timeseries dryRun")},
 		"collStats":               {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":       {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"cloneCollectionAsCapped": {run: cmdCloneCollectionAsCapped, kind: kindWrite, help: "copy a collection into a new capped collection", fields: args("toCollection size")},

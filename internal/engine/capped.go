@@ -126,9 +126,22 @@ func (e *Engine) cappedInsert(tx *storage.Txn, ns Namespace, collID uint64, lim 
 	tx.Set(reverseKey(nil, collID, idKey), binary.BigEndian.AppendUint64(sb[:0], seq))
 	m.count++
 	m.size += uint64(size)
+	if !invariants.Enabled || !faultSkipCappedEvict.Load() {
+		if err := e.evict(tx, ns, collID, lim, &m); err != nil {
+			return err
+		}
+	}
+	m.store(tx, collID)
+	e.wake.pending = true
+	return nil
+}
+
+// evict removes the oldest documents of collection collID, with their
+// index entries and order records, until it is within lim, keeping at
+// least one document (the newest); m is its meta record, updated.
+func (e *Engine) evict(tx *storage.Txn, ns Namespace, collID uint64, lim CappedLimits, m *cappedMeta) error {
 	var fk, dk, cur []byte
-	evict := !invariants.Enabled || !faultSkipCappedEvict.Load()
-	for evict && m.count > 1 && (m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
+	for m.count > 1 && (m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
 		fk = forwardKey(fk[:0], collID, m.head)
 		old, found, err := tx.Get(nil, fk)
 		if err != nil {
@@ -155,8 +168,25 @@ func (e *Engine) cappedInsert(tx *storage.Txn, ns Namespace, collID uint64, lim 
 		m.count--
 		m.size -= uint64(len(cur))
 	}
+	return nil
+}
+
+// cappedTrim brings ns within its limits after collMod changed them
+// (cappedSize, cappedMax), in the same request, so "Capped within limits"
+// holds after it too. MongoDB trims at the next insert instead.
+func (e *Engine) cappedTrim(tx *storage.Txn, ns Namespace) error {
+	collID, lim, ok := e.cappedOfNS(ns)
+	if !ok {
+		return nil
+	}
+	m, err := loadCapped(tx, collID)
+	if err != nil {
+		return err
+	}
+	if err := e.evict(tx, ns, collID, lim, &m); err != nil {
+		return err
+	}
 	m.store(tx, collID)
-	e.wake.pending = true
 	return nil
 }
 

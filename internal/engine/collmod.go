@@ -83,6 +83,9 @@ func (e *Engine) modifyIndex(tx *storage.Txn, ns Namespace, ch IndexChange) (Ind
 	if coll == nil {
 		return res, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 	}
+	if _, capped := CappedOf(coll); capped && ch.ExpireAfterSeconds != nil {
+		return res, mongoerr.New(mongoerr.InvalidOptions, "TTL indexes are not supported for capped collections.")
+	}
 	ix, err := findIndex(coll, ch)
 	if err != nil {
 		return res, err

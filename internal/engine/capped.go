@@ -18,7 +18,8 @@ import (
 // a capped collection adds its insertion order in the natural keyspace:
 //
 //	n <collID> 'm'                → count, size, head, next (uvarints)
-//	n <collID> 'f' <seq, 8 bytes> → keystring(_id) of the document inserted seq-th
+//	n <collID> 'f' <seq, 8 bytes> → keystring(_id) of the document inserted
+//	                                seq-th, then its size (4 bytes)
 //	n <collID> 'r' <keystring(_id)> → its seq (8 bytes)
 //
 // Sequence numbers start at 1 and rise with every insert; head is at or
@@ -76,6 +77,22 @@ func forwardKey(dst []byte, collID, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(naturalKey(dst, collID, 'f'), seq)
 }
 
+// forwardValue is a forward record: the document's encoded _id and its
+// size, so an eviction from a collection without secondary indexes need
+// not read the document.
+func forwardValue(idKey []byte, size int) []byte {
+	return binary.LittleEndian.AppendUint32(append([]byte(nil), idKey...), uint32(size))
+}
+
+// splitForward splits a forward record into the encoded _id and the size.
+func splitForward(v []byte) (idKey []byte, size int, ok bool) {
+	if len(v) < 5 {
+		return nil, 0, false
+	}
+	n := len(v) - 4
+	return v[:n], int(binary.LittleEndian.Uint32(v[n:])), true
+}
+
 func reverseKey(dst []byte, collID uint64, idKey []byte) []byte {
 	return append(naturalKey(dst, collID, 'r'), idKey...)
 }
@@ -121,7 +138,7 @@ func (e *Engine) cappedInsert(tx *storage.Txn, ns Namespace, collID uint64, lim 
 	}
 	seq := m.next
 	m.next++
-	tx.Set(forwardKey(nil, collID, seq), idKey)
+	tx.Set(forwardKey(nil, collID, seq), forwardValue(idKey, size))
 	var sb [8]byte
 	tx.Set(reverseKey(nil, collID, idKey), binary.BigEndian.AppendUint64(sb[:0], seq))
 	m.count++
@@ -140,10 +157,15 @@ func (e *Engine) cappedInsert(tx *storage.Txn, ns Namespace, collID uint64, lim 
 // index entries and order records, until it is within lim, keeping at
 // least one document (the newest); m is its meta record, updated.
 func (e *Engine) evict(tx *storage.Txn, ns Namespace, collID uint64, lim CappedLimits, m *cappedMeta) error {
+	if m.count <= 1 || !(m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
+		return nil
+	}
+	c := e.cat.Working().Collection(ns.DB, ns.Coll)
+	indexed := c != nil && len(c.Indexes) > 0
 	var fk, dk, cur []byte
 	for m.count > 1 && (m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
 		fk = forwardKey(fk[:0], collID, m.head)
-		old, found, err := tx.Get(nil, fk)
+		rec, found, err := tx.Get(nil, fk)
 		if err != nil {
 			return err
 		}
@@ -151,22 +173,28 @@ func (e *Engine) evict(tx *storage.Txn, ns Namespace, collID uint64, lim CappedL
 		if !found {
 			continue // removed by a delete
 		}
-		dk = storage.DocKey(dk[:0], collID, old)
-		cur, found, err = tx.Get(cur[:0], dk)
-		if err != nil {
-			return err
+		old, size, ok := splitForward(rec)
+		if !ok {
+			return fmt.Errorf("engine: capped collection %s: order record %d is damaged", ns, m.head-1)
 		}
-		if !found {
-			return fmt.Errorf("engine: capped collection %s: order record %d names a missing document", ns, m.head-1)
+		dk = storage.DocKey(dk[:0], collID, old)
+		if indexed { // its index entries go too: read it
+			cur, found, err = tx.Get(cur[:0], dk)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("engine: capped collection %s: order record %d names a missing document", ns, m.head-1)
+			}
+			if err := e.indexDelete(tx, ns, cur, old); err != nil {
+				return err
+			}
 		}
 		tx.Delete(dk)
-		if err := e.indexDelete(tx, ns, cur, old); err != nil {
-			return err
-		}
 		tx.Delete(fk)
 		tx.Delete(reverseKey(nil, collID, old))
 		m.count--
-		m.size -= uint64(len(cur))
+		m.size -= uint64(size)
 	}
 	return nil
 }
@@ -215,8 +243,9 @@ func cappedDelete(tx *storage.Txn, collID uint64, idKey []byte, size int) error 
 	return nil
 }
 
-// cappedResize accounts for a document rewritten from old to new bytes.
-func cappedResize(tx *storage.Txn, collID uint64, old, new int) error {
+// cappedResize accounts for the document at idKey rewritten from old to
+// new bytes: the meta record's size and the forward record's.
+func cappedResize(tx *storage.Txn, collID uint64, idKey []byte, old, new int) error {
 	if old == new {
 		return nil
 	}
@@ -224,6 +253,14 @@ func cappedResize(tx *storage.Txn, collID uint64, old, new int) error {
 	if err != nil {
 		return err
 	}
+	v, found, err := tx.Get(nil, reverseKey(nil, collID, idKey))
+	if err != nil {
+		return err
+	}
+	if !found || len(v) != 8 {
+		return fmt.Errorf("engine: capped collection %d: document %x has no order record", collID, idKey)
+	}
+	tx.Set(forwardKey(nil, collID, binary.BigEndian.Uint64(v)), forwardValue(idKey, new))
 	m.size = uint64(int64(m.size) + int64(new-old))
 	m.store(tx, collID)
 	return nil

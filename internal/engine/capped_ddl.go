@@ -99,7 +99,11 @@ func (e *Engine) eachNatural(tx *storage.Txn, c *catalog.Collection, fn func(doc
 		}
 		if capped {
 			var found bool
-			dk = storage.DocKey(dk[:0], c.ID, v)
+			rid, _, ok := splitForward(v)
+			if !ok {
+				continue
+			}
+			dk = storage.DocKey(dk[:0], c.ID, rid)
 			if v, found, err = tx.Get(nil, dk); err != nil || !found {
 				continue
 			}

@@ -128,8 +128,9 @@ func (e *Engine) verifyCapped(snap *storage.Snapshot, coll *catalog.Collection) 
 			return
 		}
 		fwd, found, err := snap.Get(nil, forwardKey(nil, coll.ID, binary.BigEndian.Uint64(seq)))
-		if err == nil && (!found || !bytes.Equal(fwd, idKey)) {
-			fail("document %x: its order record %x does not name it", idKey, seq)
+		rid, fsize, ok := splitForward(fwd)
+		if err == nil && (!found || !ok || !bytes.Equal(rid, idKey) || fsize != len(doc)) {
+			fail("document %x: its order record %x does not name it with its size", idKey, seq)
 		}
 	}
 	if count != m.count || size != m.size {

@@ -116,7 +116,7 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 		if collID, _, capped := e.cappedOfNS(ns); capped {
 			// MongoDB 7.0 lets updates change a capped document's size;
 			// the limits are enforced again at the next insert.
-			if err := cappedResize(tx, collID, len(cur), len(next)); err != nil {
+			if err := cappedResize(tx, collID, idKey, len(cur), len(next)); err != nil {
 				tx.RollbackTo(sp)
 				return err
 			}

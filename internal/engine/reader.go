@@ -223,8 +223,12 @@ func (c *Cursor) Seq() uint64 {
 // nextNatural moves a natural cursor on and reads its document.
 func (c *Cursor) nextNatural(ok bool) bool {
 	for ; ok; ok = c.step() {
-		rid, err := c.it.Value()
+		rec, err := c.it.Value()
 		if err != nil {
+			return false
+		}
+		rid, _, ok := splitForward(rec)
+		if !ok {
 			return false
 		}
 		c.rid = append(c.rid[:0], rid...)

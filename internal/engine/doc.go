@@ -63,7 +63,8 @@
 // Invariant "Capped within limits" (capped.go): a capped collection's
 // meta record says exactly how many documents it holds and their total
 // BSON size, every document has one forward order record (by insertion
-// sequence) and one reverse record naming each other, and after every
+// sequence, with the document's size) and one reverse record naming each
+// other, and after every
 // request count ≤ max and size ≤ the size cap, except that one document
 // always stays (a document larger than the cap is refused at insert, but
 // collMod may lower the cap below the newest document). insertOne

@@ -19,11 +19,13 @@ import (
 // more now (Finished tells whether the limit ended it for good). If the
 // document at its position has been removed (the collection went round
 // and evicted it, or a delete took it), the cursor lost its place:
-// CappedPositionLost, as in MongoDB.
+// CappedPositionLost, as in MongoDB; if the collection was dropped or
+// replaced, QueryPlanKilled.
 type Tail struct {
 	env      *Env
 	sel      Selection
 	seq      uint64 // the last document examined (0: none yet)
+	collID   uint64 // the collection it tails (0: not read yet)
 	skipped  int64
 	sent     int64
 	finished bool
@@ -81,6 +83,12 @@ func (t *Tail) refill() (more bool, err error) {
 			err = cerr
 		}
 	}()
+	switch id := r.CollectionID(); {
+	case t.collID == 0:
+		t.collID = id
+	case id != t.collID: // dropped, or replaced (convertToCapped)
+		return false, mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped or replaced: %s", t.sel.NS)
+	}
 	if t.seq > 0 {
 		ok, err := r.HasPosition(t.seq)
 		if err != nil {

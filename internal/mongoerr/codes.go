@@ -79,6 +79,7 @@ const (
 	DocumentValidationFailure Code = 121
 	CommandFailed             Code = 125
 	CappedPositionLost        Code = 136
+	QueryPlanKilled           Code = 175
 	ExceededMemoryLimit       Code = 146
 	InvalidPipelineOperator   Code = 168
 	CannotIndexParallelArrays Code = 171

@@ -76,6 +76,7 @@ var names = map[Code]string{
 	IndexAlreadyExists:              "IndexAlreadyExists",
 	InvalidOptions:                  "InvalidOptions",
 	CappedPositionLost:              "CappedPositionLost",
+	QueryPlanKilled:                 "QueryPlanKilled",
 	InvalidNamespace:                "InvalidNamespace",
 	IndexOptionsConflict:            "IndexOptionsConflict",
 	IndexKeySpecsConflict:           "IndexKeySpecsConflict",

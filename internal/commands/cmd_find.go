@@ -20,6 +20,8 @@ type findSpec struct {
 	singleBatch bool
 	// noCursorTimeout: find's cursor never expires when idle.
 	noCursorTimeout bool
+	// tailable and awaitData: a tailable cursor (tailable.go).
+	tailable, awaitData bool
 }
 
 // newSelection parses a filter into a selection with no other options.
@@ -104,6 +106,9 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 		if len(d) > 5 {
 			*mm.dst = owned(d)
 		}
+	}
+	if sp.tailable, sp.awaitData, err = checkTailable(s, req, &sp); err != nil {
+		return sp, err
 	}
 	sp.SortMemory = sortMemory(s)
 	sp.Deadline, err = deadline(req)
@@ -206,13 +211,9 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	tailable, await, err := checkTailable(s, req, &sp)
-	if err != nil {
-		return nil, err
-	}
 	s.Env.Ops.Query.Add(1)
-	if tailable {
-		return findTailable(s, sp, await, dst)
+	if sp.tailable {
+		return findTailable(s, sp, sp.awaitData, dst)
 	}
 	src, err := s.Env.Exec.Open(sp.Selection, exec.Run)
 	if err != nil {

@@ -17,13 +17,14 @@ import (
 // Capped collections. Documents stay clustered by _id ("Clustered by _id");
 // a capped collection adds its insertion order in the natural keyspace:
 //
-//	n <collID> 'm'                → count, size, head, next (uvarints)
+//	n <collID> 'm'                → count, size, head, next, grown (uvarints)
 //	n <collID> 'f' <seq, 8 bytes> → keystring(_id) of the document inserted
 //	                                seq-th, then its size (4 bytes)
 //	n <collID> 'r' <keystring(_id)> → its seq (8 bytes)
 //
 // Sequence numbers start at 1 and rise with every insert; head is at or
-// below the oldest live seq, next is the seq the next insert takes. The
+// below the oldest live seq, next is the seq the next insert takes; grown
+// is what updates added to size since the limits were last enforced. The
 // forward records give natural order ($natural, tailable cursors); the
 // reverse records let a delete or an update find a document's record.
 //
@@ -67,7 +68,7 @@ func CappedOf(c *catalog.Collection) (CappedLimits, bool) {
 // limit, shown as 2^31-1.
 const MaxCappedDocs = 0x7fffffff
 
-type cappedMeta struct{ count, size, head, next uint64 }
+type cappedMeta struct{ count, size, head, next, grown uint64 }
 
 func naturalKey(dst []byte, collID uint64, kind byte) []byte {
 	return append(storage.Prefix(dst, storage.SpaceNatural, collID), kind)
@@ -108,7 +109,7 @@ func loadCapped(tx *storage.Txn, collID uint64) (cappedMeta, error) {
 
 func decodeCappedMeta(v []byte) (cappedMeta, error) {
 	var m cappedMeta
-	for _, f := range []*uint64{&m.count, &m.size, &m.head, &m.next} {
+	for _, f := range []*uint64{&m.count, &m.size, &m.head, &m.next, &m.grown} {
 		n, k := binary.Uvarint(v)
 		if k <= 0 {
 			return m, fmt.Errorf("engine: capped meta record is damaged")
@@ -119,11 +120,11 @@ func decodeCappedMeta(v []byte) (cappedMeta, error) {
 }
 
 func (m cappedMeta) store(tx *storage.Txn, collID uint64) {
-	var b [40]byte
-	v := binary.AppendUvarint(b[:0], m.count)
-	v = binary.AppendUvarint(v, m.size)
-	v = binary.AppendUvarint(v, m.head)
-	v = binary.AppendUvarint(v, m.next)
+	var b [50]byte
+	v := b[:0]
+	for _, f := range []uint64{m.count, m.size, m.head, m.next, m.grown} {
+		v = binary.AppendUvarint(v, f)
+	}
 	tx.Set(naturalKey(nil, collID, 'm'), v)
 }
 
@@ -157,6 +158,7 @@ func (e *Engine) cappedInsert(tx *storage.Txn, ns Namespace, collID uint64, lim 
 // index entries and order records, until it is within lim, keeping at
 // least one document (the newest); m is its meta record, updated.
 func (e *Engine) evict(tx *storage.Txn, ns Namespace, collID uint64, lim CappedLimits, m *cappedMeta) error {
+	m.grown = 0 // within limits again when it returns
 	if m.count <= 1 || !(m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
 		return nil
 	}
@@ -262,6 +264,9 @@ func cappedResize(tx *storage.Txn, collID uint64, idKey []byte, old, new int) er
 	}
 	tx.Set(forwardKey(nil, collID, binary.BigEndian.Uint64(v)), forwardValue(idKey, new))
 	m.size = uint64(int64(m.size) + int64(new-old))
+	if new > old {
+		m.grown += uint64(new - old) // the next insert evicts for it
+	}
 	m.store(tx, collID)
 	return nil
 }

@@ -51,8 +51,9 @@ func naturalIDs(t *testing.T, e *Engine, ns Namespace) (ids []int32, bytes int) 
 
 // TestCappedLimits checks "Capped within limits" against a model queue:
 // random batches of documents of random sizes, into collections with a
-// size cap, a count cap or both, with a secondary index whose entries
-// must follow the evictions.
+// size cap, a count cap or both, with and without a secondary index (whose
+// entries must follow the evictions), with deletes and size-changing
+// replacements between the batches (both allowed in MongoDB 7.0).
 func TestCappedLimits(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -60,11 +61,13 @@ func TestCappedLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		size, max int64
+		indexed   bool
 	}{
-		{"size only", 2000, 0},
-		{"max only", 1 << 20, 7},
-		{"both", 1500, 20},
-		{"tiny", 100, 0},
+		{"size only", 2000, 0, true},
+		{"max only", 1 << 20, 7, true},
+		{"both", 1500, 20, true},
+		{"tiny", 100, 0, true},
+		{"both, no index", 1500, 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := openEngine(t, "")
@@ -72,27 +75,36 @@ func TestCappedLimits(t *testing.T) {
 			if err := e.CreateCollection(ns, cappedOpts(tc.size, tc.max)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.CreateIndexes(ns, []bsoncore.Document{mustRaw(bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}})}); err != nil {
-				t.Fatal(err)
+			if tc.indexed {
+				if _, err := e.CreateIndexes(ns, []bsoncore.Document{mustRaw(bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}})}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			type doc struct {
 				id   int32
 				size int
 			}
 			var model []doc
+			total := func() (n int) {
+				for _, m := range model {
+					n += m.size
+				}
+				return n
+			}
+			idVal := func(id int32) bsoncore.Value {
+				return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, id)}
+			}
+			payload := func() bson.D {
+				return bson.D{{Key: "a", Value: rng.Int32N(5)}, {Key: "p", Value: strings.Repeat("x", rng.IntN(60))}}
+			}
 			next := int32(0)
 			for round := 0; round < 60; round++ {
 				var batch []bsoncore.Document
 				for range 1 + rng.IntN(8) {
-					d := mustRaw(bson.D{{Key: "_id", Value: next}, {Key: "a", Value: next % 5}, {Key: "p", Value: strings.Repeat("x", rng.IntN(60))}})
+					d := mustRaw(append(bson.D{{Key: "_id", Value: next}}, payload()...))
 					batch = append(batch, d)
 					model = append(model, doc{next, len(d)})
-					total := 0
-					for _, m := range model {
-						total += m.size
-					}
-					for len(model) > 1 && (int64(total) > tc.size || tc.max > 0 && int64(len(model)) > tc.max) {
-						total -= model[0].size
+					for len(model) > 1 && (int64(total()) > tc.size || tc.max > 0 && int64(len(model)) > tc.max) {
 						model = model[1:]
 					}
 					next++
@@ -101,9 +113,24 @@ func TestCappedLimits(t *testing.T) {
 				if err != nil || len(res.WriteErrors) > 0 {
 					t.Fatalf("insert: %v %v", err, res.WriteErrors)
 				}
-				ids, _ := naturalIDs(t, e, ns)
-				if len(ids) != len(model) {
-					t.Fatalf("round %d: %d documents, model %d", round, len(ids), len(model))
+				switch k := rng.IntN(3); {
+				case k == 0 && len(model) > 0:
+					i := rng.IntN(len(model))
+					if ok, err := e.Delete(ns, idVal(model[i].id)); err != nil || !ok {
+						t.Fatalf("delete %d: %v %v", model[i].id, ok, err)
+					}
+					model = append(model[:i], model[i+1:]...)
+				case k == 1 && len(model) > 0:
+					i := rng.IntN(len(model))
+					d := mustRaw(append(bson.D{{Key: "_id", Value: model[i].id}}, payload()...))
+					if _, err := e.Replace(ns, idVal(model[i].id), d); err != nil {
+						t.Fatalf("replace %d: %v", model[i].id, err)
+					}
+					model[i].size = len(d)
+				}
+				ids, bytes := naturalIDs(t, e, ns)
+				if len(ids) != len(model) || bytes != total() {
+					t.Fatalf("round %d: %d documents of %d bytes, model %d of %d", round, len(ids), bytes, len(model), total())
 				}
 				for i := range ids {
 					if ids[i] != model[i].id {
@@ -119,9 +146,11 @@ func TestCappedLimits(t *testing.T) {
 }
 
 // TestCappedDeleteUpdate: deletes and updates (allowed in MongoDB 7.0)
-// keep the counts, so the next insert evicts exactly what the limits say.
+// keep the counts, so the next insert evicts exactly what the limits say,
+// also after the engine reopens.
 func TestCappedDeleteUpdate(t *testing.T) {
-	e := openEngine(t, "")
+	dir := t.TempDir()
+	e := openEngine(t, dir)
 	ns := Namespace{"db", "c"}
 	if err := e.CreateCollection(ns, cappedOpts(1<<20, 3)); err != nil {
 		t.Fatal(err)
@@ -147,6 +176,18 @@ func TestCappedDeleteUpdate(t *testing.T) {
 	ids, _ := naturalIDs(t, e, ns)
 	if fmt.Sprint(ids) != "[2 3 4]" {
 		t.Fatalf("natural order %v, want [2 3 4]", ids)
+	}
+	// The order and the counts are on disk: after a reopen the next insert
+	// still evicts the oldest.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir)
+	if _, err := e.Insert(ns, []bsoncore.Document{mustRaw(bson.D{{Key: "_id", Value: int32(5)}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := naturalIDs(t, e, ns); fmt.Sprint(ids) != "[3 4 5]" {
+		t.Fatalf("after a reopen: natural order %v, want [3 4 5]", ids)
 	}
 }
 

@@ -79,7 +79,8 @@ func (e *Engine) verifyGroup(touched [][]byte) {
 }
 
 // verifyCapped checks "Capped within limits" (capped.go) for a capped
-// collection the group touched: the meta record within the limits, and,
+// collection the group touched: the meta record within the limits (the
+// size cap plus what updates grew since the last insert), and,
 // for a collection of at most fullCheckDocs documents, the meta record
 // equal to what the documents and order records hold, each document with
 // one forward and one reverse record naming each other.
@@ -101,8 +102,8 @@ func (e *Engine) verifyCapped(snap *storage.Snapshot, coll *catalog.Collection) 
 			fail("%v", err)
 		}
 	}
-	if m.count > 1 && (m.size > uint64(lim.Size) || lim.Max > 0 && m.count > uint64(lim.Max)) {
-		fail("holds %d documents of %d bytes, beyond size %d max %d", m.count, m.size, lim.Size, lim.Max)
+	if m.count > 1 && (m.size > uint64(lim.Size)+m.grown || lim.Max > 0 && m.count > uint64(lim.Max)) {
+		fail("holds %d documents of %d bytes (%d grown by updates), beyond size %d max %d", m.count, m.size, m.grown, lim.Size, lim.Max)
 	}
 	if m.count > fullCheckDocs {
 		return

@@ -86,6 +86,9 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if sp.noCursorTimeout, err = req.Bool("noCursorTimeout", false); err != nil {
 		return sp, err
 	}
+	if err := checkNatural(req); err != nil {
+		return sp, err
+	}
 	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
 		return sp, err
 	}

@@ -34,9 +34,10 @@ type tailSource struct {
 	await bool
 }
 
-// checkTailable refuses what MongoDB refuses of a tailable find, given
-// the collection it reads: awaitData without tailable, a collection that
-// is not capped, a sort other than {$natural: 1}.
+// checkTailable refuses what MongoDB refuses of a tailable find, in its
+// order: awaitData without tailable, a sort other than {$natural: 1},
+// singleBatch (the request's own rules), then a collection that is not
+// capped (the planner's).
 func checkTailable(s *Session, req *Request, sp *findSpec) (tailable, await bool, err error) {
 	if tailable, err = req.Bool("tailable", false); err != nil {
 		return false, false, err
@@ -50,16 +51,35 @@ func checkTailable(s *Session, req *Request, sp *findSpec) (tailable, await bool
 	if !tailable {
 		return false, false, nil
 	}
+	if sort, _ := req.Document("sort"); len(sort) > 5 {
+		if d, ok := naturalSort(sort); !ok || d != 1 {
+			return false, false, mongoerr.New(mongoerr.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")
+		}
+	}
+	if sp.singleBatch {
+		return false, false, mongoerr.New(mongoerr.BadValue, "cannot use tailable option with the 'singleBatch' option")
+	}
 	coll := s.Env.Engine.Catalog().Collection(sp.NS.DB, sp.NS.Coll)
 	if _, capped := engine.CappedOf(coll); !capped {
 		return false, false, mongoerr.New(mongoerr.BadValue, "error processing query: %s planner returned error :: caused by :: tailable cursor requested on non capped collection", sp.NS)
 	}
-	if sort, _ := req.Document("sort"); len(sort) > 5 {
-		if d, ok := naturalSort(sort); !ok || d != 1 {
-			return false, false, mongoerr.New(mongoerr.BadValue, "error processing query: %s planner returned error :: caused by :: cannot use tailable option with a sort other than {$natural: 1}", sp.NS)
+	return true, await, nil
+}
+
+// checkNatural refuses a $natural sort or hint whose value is not 1 or
+// -1, as MongoDB does for every find.
+func checkNatural(req *Request) error {
+	for _, f := range []string{"sort", "hint"} {
+		d, _ := req.Document(f)
+		v, err := d.LookupErr("$natural")
+		if len(d) <= 5 || err != nil {
+			continue
+		}
+		if n, ok := v.AsFloat64OK(); !ok || n != 1 && n != -1 {
+			return mongoerr.New(mongoerr.BadValue, "$natural %s cannot be set to a value other than -1 or 1.", f)
 		}
 	}
-	return true, await, nil
+	return nil
 }
 
 // naturalSort reports whether sort is {$natural: ±1}, and its direction.

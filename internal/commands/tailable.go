@@ -126,7 +126,11 @@ func awaitTime(req *Request, await bool) (time.Duration, error) {
 func fillTail(ctx context.Context, s *Session, dst []byte, ns, field string, held bsoncore.Document, t *tailSource, batch int64, wait time.Duration) (*Reply, bsoncore.Document, error) {
 	var deadline <-chan time.Time
 	for {
-		wake := s.Env.Engine.CappedInserts() // before reading: no insert is missed
+		var id uint64
+		if c := s.Env.Engine.Catalog().Collection(t.Namespace().DB, t.Namespace().Coll); c != nil {
+			id = c.ID
+		}
+		wake := s.Env.Engine.CappedInserts(id) // before reading: no insert is missed
 		before := t.Sent()
 		r, kept, _, err := fillBatch(dst, ns, field, held, t, batch)
 		if err != nil || held != nil || kept != nil || t.Sent() > before || t.Finished() || !t.await {

@@ -150,7 +150,7 @@ func (e *Engine) cappedInsert(tx *storage.Txn, ns Namespace, collID uint64, lim 
 		}
 	}
 	m.store(tx, collID)
-	e.wake.pending = true
+	e.wake.mark(collID)
 	return nil
 }
 
@@ -290,43 +290,59 @@ func checkCappedFits(lim CappedLimits, size int) error {
 	return nil
 }
 
-// wakeup tells tailable cursors waiting for data (awaitData) that a
-// capped collection received documents. The pipeline sets pending when a
-// request inserts into a capped collection; committed closes the channel
-// once the group is visible and makes a new one. A waiter takes the
-// channel before it reads, so it cannot miss an insert that commits
-// between its read and its wait; wakeups of other collections, or of a
-// group that then failed, only make it read again.
+// wakeup tells tailable cursors waiting for data (awaitData) that their
+// capped collection received documents. The pipeline marks a collection
+// pending when a request inserts into it; committed closes the channels
+// of the pending collections once the group is visible. A waiter takes
+// its collection's channel before it reads, so it cannot miss an insert
+// that commits between its read and its wait; a wakeup for a group that
+// then failed only makes it read again.
 type wakeup struct {
-	pending bool // pipeline goroutine only
+	pending map[uint64]bool // pipeline goroutine only
 	mu      sync.Mutex
-	ch      chan struct{}
+	ch      map[uint64]chan struct{}
 }
 
-func (w *wakeup) current() <-chan struct{} {
+func (w *wakeup) mark(collID uint64) {
+	if w.pending == nil {
+		w.pending = map[uint64]bool{}
+	}
+	w.pending[collID] = true
+}
+
+func (w *wakeup) current(collID uint64) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.ch = make(chan struct{})
+	c := w.ch[collID]
+	if c == nil {
+		if w.ch == nil {
+			w.ch = map[uint64]chan struct{}{}
+		}
+		c = make(chan struct{})
+		w.ch[collID] = c
 	}
-	return w.ch
+	return c
 }
 
 // fire runs on the pipeline goroutine after a group committed.
 func (w *wakeup) fire() {
-	if !w.pending {
+	if len(w.pending) == 0 {
 		return
 	}
-	w.pending = false
 	w.mu.Lock()
-	if w.ch != nil {
-		close(w.ch)
-		w.ch = nil
+	for id := range w.pending {
+		if c := w.ch[id]; c != nil {
+			close(c)
+			delete(w.ch, id)
+		}
 	}
 	w.mu.Unlock()
+	clear(w.pending)
 }
 
 // CappedInserts returns a channel closed the next time a commit group
-// inserts into any capped collection. Take it before reading, then wait on
-// it (with a bound, and the caller's context) when the read found nothing.
-func (e *Engine) CappedInserts() <-chan struct{} { return e.wake.current() }
+// inserts into the capped collection collID. Take it before reading, then
+// wait on it (with a bound, and the caller's context) when the read found
+// nothing. A channel taken for a collection that is then dropped is never
+// closed: the waiter's bound ends the wait.
+func (e *Engine) CappedInserts(collID uint64) <-chan struct{} { return e.wake.current(collID) }

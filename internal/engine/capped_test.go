@@ -307,3 +307,35 @@ func BenchmarkCappedInsert(b *testing.B) {
 		})
 	}
 }
+
+// TestCappedInsertsWake: the awaitData channel of a capped collection
+// closes once an insert into it commits, and not for inserts elsewhere.
+func TestCappedInsertsWake(t *testing.T) {
+	e := openEngine(t, "")
+	a, b := Namespace{"db", "a"}, Namespace{"db", "b"}
+	for _, ns := range []Namespace{a, b} {
+		if err := e.CreateCollection(ns, cappedOpts(4096, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wake := e.CappedInserts(e.Catalog().Collection("db", "a").ID)
+	insertOne := func(ns Namespace, id int32) {
+		t.Helper()
+		if _, err := e.Insert(ns, []bsoncore.Document{mustRaw(bson.D{{Key: "_id", Value: id}})}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insertOne(b, 1)
+	insertOne(Namespace{"db", "plain"}, 1)
+	select {
+	case <-wake:
+		t.Fatal("woken by inserts into other collections")
+	default:
+	}
+	insertOne(a, 1)
+	select {
+	case <-wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken by an insert into the collection")
+	}
+}

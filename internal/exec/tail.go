@@ -3,6 +3,7 @@ package exec
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -40,6 +41,9 @@ const tailRefill = 1024
 // limit; the caller checked that the collection is capped and the sort
 // is none or {$natural: 1}).
 func (e *Env) Tail(sel Selection) *Tail { return &Tail{env: e, sel: sel} }
+
+// Namespace is the collection the cursor tails.
+func (t *Tail) Namespace() engine.Namespace { return t.sel.NS }
 
 // Sent counts the documents Next has returned.
 func (t *Tail) Sent() int64 { return t.sent }

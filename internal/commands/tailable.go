@@ -18,7 +18,7 @@ import (
 // carries the cursor id and an empty batch until more documents come.
 //
 // awaitData: a getMore that finds nothing waits, up to its maxTimeMS
-// (default one second, MongoDB's), for an insert into a capped collection
+// (default one second, MongoDB's), for an insert into its collection
 // (engine.CappedInserts) and reads again. The wait selects on the
 // command's context too, so it ends when the context does (ctx2's work
 // makes the context end on disconnect and killOp).

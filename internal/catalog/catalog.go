@@ -345,6 +345,7 @@ func (c *Catalog) DropCollection(tx *storage.Txn, db, name string) bool {
 	delete(next.byNS, coll.Namespace())
 	tx.Delete(collRecKey(coll.ID))
 	deleteSpace(tx, storage.SpaceDocument, coll.ID)
+	deleteSpace(tx, storage.SpaceNatural, coll.ID) // a capped collection's order
 	for _, ix := range coll.Indexes {
 		deleteSpace(tx, storage.SpaceIndex, ix.ID)
 	}

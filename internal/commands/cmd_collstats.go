@@ -50,7 +50,8 @@ func appendStorageStats(r *Reply, s *Session, ns engine.Namespace, st engine.Col
 	r.Count("numOrphanDocs", 0)
 	r.Count("storageSize", st.StorageSize/scale)
 	r.Count("freeStorageSize", 0)
-	r.Bool("capped", false)
+	lim, capped := engine.CappedOf(s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll))
+	appendCappedStats(r, lim, capped, scale)
 	r.Int32("nindexes", int32(len(st.IndexSizes)))
 	var building []string
 	if coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll); coll != nil {

@@ -15,23 +15,33 @@ import (
 // This file holds the commands that create, drop, rename and list
 // collections and databases.
 
-// createOptions returns the create command's options: every field but the
-// command name and generic arguments, in the order sent.
+// createOptions returns the create command's options: capped, size and
+// max normalized (parseCapped), then every other field but the command
+// name and generic arguments, in the order sent.
 func createOptions(req *Request) (bson.Raw, error) {
 	elems, err := req.Body.Elements()
 	if err != nil {
 		return nil, err
 	}
+	capped, err := parseCapped(req.Arg, "create")
+	if err != nil {
+		return nil, err
+	}
 	r := NewReply(nil)
-	n := 0
+	capped.appendOptions(r) // normalized, first, as MongoDB lists them
+	n := len(*r.Raw())
 	for _, el := range elems[1:] {
-		if isGeneric(el.Key()) || el.Key() == "idIndex" || el.Key() == "autoIndexId" {
-			continue // Run checked the rest against the registry; see createIDIndex
+		switch key := el.Key(); {
+		case isGeneric(key):
+			continue // Run checked the rest against the registry
+		case key == "capped" || key == "size" || key == "max":
+			continue // written normalized, first
+		case key == "idIndex" || key == "autoIndexId":
+			continue // see createIDIndex
 		}
 		*r.Raw() = append(*r.Raw(), el...)
-		n++
 	}
-	if n == 0 {
+	if len(*r.Raw()) == n && !capped.capped {
 		return nil, nil
 	}
 	return bson.Raw(r.End()), nil

@@ -20,6 +20,8 @@ type findSpec struct {
 	singleBatch bool
 	// noCursorTimeout: find's cursor never expires when idle.
 	noCursorTimeout bool
+	// tailable and awaitData: a tailable cursor (tailable.go).
+	tailable, awaitData bool
 }
 
 // newSelection parses a filter into a selection with no other options.
@@ -90,6 +92,9 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if sp.ShowRecordID, err = req.Bool("showRecordId", false); err != nil {
 		return sp, err
 	}
+	if err := checkNatural(req); err != nil {
+		return sp, err
+	}
 	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
 		return sp, err
 	}
@@ -111,6 +116,9 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 			*mm.dst = owned(d)
 		}
 	}
+	if sp.tailable, sp.awaitData, err = checkTailable(s, req, &sp); err != nil {
+		return sp, err
+	}
 	sp.SortMemory = sortMemory(s)
 	return sp, nil
 }
@@ -128,19 +136,19 @@ func parseProjectionAndSort(req *Request, sel *exec.Selection) error {
 	if err != nil {
 		return err
 	}
+	if d, ok := naturalSort(sortSpec); ok {
+		// {$natural: ±1} is no sort but the collection's natural order
+		// (insertion order, for a capped collection): a collection scan.
+		sel.Hint = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendInt32("$natural", int32(d)).Build()}
+		return nil
+	}
 	return sel.SetSort(sortSpec)
 }
 
 // checkUnsupportedFindOptions refuses options whose absence would change
-// results: a non-simple collation, tailable cursors.
+// results: a non-simple collation.
 func checkUnsupportedFindOptions(req *Request) error {
-	if err := checkCollation(req); err != nil {
-		return err
-	}
-	if t, _ := req.Bool("tailable", false); t {
-		return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
-	}
-	return nil
+	return checkCollation(req)
 }
 
 // checkCollation accepts only the simple collation (bytewise string order).
@@ -197,6 +205,9 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
+	if sp.tailable {
+		return findTailable(s, sp, sp.awaitData, dst)
+	}
 	src, err := s.Env.Exec.Open(ctx, sp.Selection, exec.Run)
 	if err != nil {
 		return nil, err
@@ -250,6 +261,9 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	cur, err := s.Env.Cursors.Checkout(id, ns)
 	if err != nil {
 		return nil, err
+	}
+	if t, ok := cur.src.(*tailSource); ok {
+		return getMoreTailable(ctx, s, req, dst, cur, t, batch)
 	}
 	if _, ok := req.Arg("maxTimeMS"); ok {
 		// Every Cairn cursor is a non-awaitData one (awaitData is not yet

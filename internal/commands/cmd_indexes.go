@@ -144,6 +144,12 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			if dryRun, err = req.Bool("dryRun", false); err != nil {
 				return nil, err
 			}
+		case k == "cappedSize" || k == "cappedMax":
+			set, err := cappedResize(s, ns, el)
+			if err != nil {
+				return nil, err
+			}
+			validationSet = append(validationSet, set)
 		case isGeneric(k):
 		default:
 			return nil, notYet("collMod option '" + k + "'")

@@ -76,10 +76,11 @@ var registry map[string]command
 func init() {
 	// Declarations shared by aliases or too long for one line.
 	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout returnKey showRecordId")
-	findNotYet := args("awaitData oplogReplay readOnce")
+	findArgs = append(findArgs, "awaitData")
+	findNotYet := args("oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
-		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags"),
-		notYet: args("capped size max storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
+		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max"),
+		notYet: args("storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
 	cursor := map[string][]string{"cursor": args("batchSize")}
@@ -89,14 +90,16 @@ func init() {
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
 			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation hint"), nested: cursor, unstable: args("explain"), strict: strictPipeline},
-		"buildInfo":          {run: cmdBuildInfo, help: "server version and build details"},
-		"buildinfo":          {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":            {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages cappedSize cappedMax timeseries")},
-		"collStats":          {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
-		"commitTransaction":  {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
-		"compact":            {run: cmdCompact, kind: kindWrite, help: "compact a collection's documents and indexes on disk", fields: args("force"), notYet: args("freeSpaceTargetMB")},
-		"configureFailPoint": {run: cmdConfigureFailPoint, adminOnly: true, testOnly: true, help: "modifies the settings of a fail point (test commands only)", fields: args("mode data")},
-		"connectionStatus":   {run: cmdConnectionStatus, help: "authentication state of this connection", fields: args("showPrivileges")},
+		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
+		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
+		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages timeseries")},
+		"collStats":               {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
+		"commitTransaction":       {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
+		"cloneCollectionAsCapped": {run: cmdCloneCollectionAsCapped, kind: kindWrite, help: "copy a collection into a new capped collection", fields: args("toCollection size")},
+		"compact":                 {run: cmdCompact, kind: kindWrite, help: "compact a collection's documents and indexes on disk", fields: args("force"), notYet: args("freeSpaceTargetMB")},
+		"configureFailPoint":      {run: cmdConfigureFailPoint, adminOnly: true, testOnly: true, help: "modifies the settings of a fail point (test commands only)", fields: args("mode data")},
+		"connectionStatus":        {run: cmdConnectionStatus, help: "authentication state of this connection", fields: args("showPrivileges")},
+		"convertToCapped":         {run: cmdConvertToCapped, kind: kindWrite, help: "make a collection capped, keeping its newest documents that fit", fields: args("size")},
 		"count": {run: cmdCount, kind: kindRead, apiV1: true, help: "count documents",
 			fields: args("query limit skip hint collation")},
 		"create":        create,

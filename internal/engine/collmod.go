@@ -47,7 +47,8 @@ func (e *Engine) ModifyIndex(ns Namespace, ch IndexChange) (IndexChangeResult, e
 
 // CollMod applies a collMod in one commit: set replaces the named fields of
 // ns's options (validator, validationLevel, validationAction; checked as
-// create checks them) and ch, when not nil, changes an index. Writes
+// create checks them; a capped collection's size and max, after which it
+// is trimmed to its new limits) and ch, when not nil, changes an index. Writes
 // applied after the commit obey the new validation rules ("Valid on
 // commit").
 func (e *Engine) CollMod(ns Namespace, set []bsoncore.Element, ch *IndexChange) (IndexChangeResult, error) {
@@ -56,6 +57,9 @@ func (e *Engine) CollMod(ns Namespace, set []bsoncore.Element, ch *IndexChange) 
 		res = IndexChangeResult{}
 		if len(set) > 0 {
 			if err := e.setOptions(tx, ns, set); err != nil {
+				return err
+			}
+			if err := e.cappedTrim(tx, ns); err != nil { // new size or max
 				return err
 			}
 		}
@@ -88,6 +92,9 @@ func (e *Engine) modifyIndex(tx *storage.Txn, ns Namespace, ch IndexChange) (Ind
 	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 	if coll == nil {
 		return res, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+	}
+	if _, capped := CappedOf(coll); capped && ch.ExpireAfterSeconds != nil {
+		return res, mongoerr.New(mongoerr.InvalidOptions, "TTL indexes are not supported for capped collections.")
 	}
 	ix, err := findIndex(coll, ch)
 	if err != nil {

@@ -66,7 +66,12 @@ func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsonco
 		}
 		var added []catalog.Index
 		pending = pending[:0]
+		_, capped := CappedOf(coll)
 		for _, spec := range parsed {
+			if capped && spec.ExpireAfterSeconds != nil {
+				// MongoDB 7.0's rule (7.1 lifts it behind a feature flag).
+				return mongoerr.New(mongoerr.CannotCreateIndex, "Cannot create TTL index on a capped collection")
+			}
 			isNew, err := e.checkIndexConflict(ns, spec)
 			if err != nil {
 				return err

@@ -23,6 +23,9 @@
 //     one snapshot and the catalog that matches it, and its [Cursor]s walk
 //     documents in _id order or index entries.
 //   - ttl.go: finding expired documents (package ttl decides when).
+//   - capped.go, capped_ddl.go: capped collections' insertion order and
+//     limits, the awaitData wakeup, convertToCapped and
+//     cloneCollectionAsCapped.
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
 //   - check.go, invariants.go: CheckIndexes, and the runtime checks that
@@ -57,6 +60,25 @@
 // "moderate", for an update of a document that already fails.
 // TestValidOnCommit (a validator set earlier in the same request) and
 // TestValidOnCommitRace (writers racing the collMod) check it.
+//
+// Invariant "Capped within limits" (capped.go): a capped collection's
+// meta record says exactly how many documents it holds and their total
+// BSON size, every document has one forward order record (by insertion
+// sequence, with the document's size) and one reverse record naming each
+// other, and after every request count ≤ max and size ≤ the size cap plus
+// what updates grew its documents by since the last insert (MongoDB 7.0
+// lets an update grow a capped document and trims at the next insert);
+// one document always stays (a document larger than the cap is refused
+// at insert, but collMod may lower the cap below the newest one).
+// insertOne enforces it in the request that inserts, the only path that
+// creates documents: the document is stored, then the oldest documents
+// are removed with their index entries and order records, under one
+// savepoint, so the insert and its evictions commit together or not at
+// all; Modify's deletes and replacements keep the counts; collMod's
+// cappedSize and cappedMax trim in their own request (MongoDB waits for
+// the next insert). verifyCapped checks it under the invariants tag;
+// TestCappedLimits (against a model, with deletes and growing updates)
+// and TestCappedRace (writers racing) test it.
 //
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no

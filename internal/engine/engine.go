@@ -37,6 +37,7 @@ type Engine struct {
 	specs specCache
 	tails docTails   // "Tail bound" (write.go); pipeline goroutine only
 	valid validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
+	wake  wakeup     // awaitData waiters on capped inserts (capped.go)
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -107,6 +108,7 @@ func (e *Engine) Storage() *storage.DB { return e.db }
 func (e *Engine) committed() {
 	prev := e.cat.Current()
 	e.cat.Committed()
+	e.wake.fire()
 	if cur := e.cat.Current(); cur != prev {
 		e.forgetDropped(cur)
 	}

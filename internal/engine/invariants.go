@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync/atomic"
 
 	"github.com/cairndb/cairn/internal/catalog"
@@ -15,6 +16,11 @@ import (
 // adding or removing their index entries, so a test can show the runtime
 // check catches a broken index write. Without the tag nothing reads it.
 var faultSkipIndexWrites atomic.Bool
+
+// faultSkipCappedEvict is a test-only fail point: while set, in builds with
+// the invariants tag, an insert into a capped collection removes no old
+// documents, so a test can show verifyCapped catches it.
+var faultSkipCappedEvict atomic.Bool
 
 // faultSkipVerify is a test-only switch: while set, verifyGroup checks
 // nothing, so a test can corrupt the store behind the engine's back (as a
@@ -68,6 +74,68 @@ func (e *Engine) verifyGroup(touched [][]byte) {
 	for id := range colls {
 		e.verifyTail(snap, id)
 		e.verifySmallCollection(snap, owner[id])
+		e.verifyCapped(snap, owner[id])
+	}
+}
+
+// verifyCapped checks "Capped within limits" (capped.go) for a capped
+// collection the group touched: the meta record within the limits (the
+// size cap plus what updates grew since the last insert), and,
+// for a collection of at most fullCheckDocs documents, the meta record
+// equal to what the documents and order records hold, each document with
+// one forward and one reverse record naming each other.
+func (e *Engine) verifyCapped(snap *storage.Snapshot, coll *catalog.Collection) {
+	lim, ok := CappedOf(coll)
+	if !ok {
+		return
+	}
+	fail := func(format string, args ...any) {
+		invariants.Fail("Capped within limits", "%s.%s: "+format, append([]any{coll.DB, coll.Name}, args...)...)
+	}
+	v, found, err := snap.Get(nil, naturalKey(nil, coll.ID, 'm'))
+	if err != nil {
+		return
+	}
+	var m cappedMeta
+	if found {
+		if m, err = decodeCappedMeta(v); err != nil {
+			fail("%v", err)
+		}
+	}
+	if m.count > 1 && (m.size > uint64(lim.Size)+m.grown || lim.Max > 0 && m.count > uint64(lim.Max)) {
+		fail("holds %d documents of %d bytes (%d grown by updates), beyond size %d max %d", m.count, m.size, m.grown, lim.Size, lim.Max)
+	}
+	if m.count > fullCheckDocs {
+		return
+	}
+	var count, size uint64
+	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
+	it, err := snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return
+	}
+	defer it.Close()
+	for ok := it.First(); ok && count <= fullCheckDocs+1; ok = it.Next() {
+		doc, err := it.Value()
+		if err != nil {
+			return
+		}
+		idKey := it.Key()[len(prefix):]
+		count++
+		size += uint64(len(doc))
+		seq, found, err := snap.Get(nil, reverseKey(nil, coll.ID, idKey))
+		if err != nil || !found || len(seq) != 8 {
+			fail("document %x has no order record", idKey)
+			return
+		}
+		fwd, found, err := snap.Get(nil, forwardKey(nil, coll.ID, binary.BigEndian.Uint64(seq)))
+		rid, fsize, ok := splitForward(fwd)
+		if err == nil && (!found || !ok || !bytes.Equal(rid, idKey) || fsize != len(doc)) {
+			fail("document %x: its order record %x does not name it with its size", idKey, seq)
+		}
+	}
+	if count != m.count || size != m.size {
+		fail("meta says %d documents of %d bytes; the collection holds %d of %d", m.count, m.size, count, size)
 	}
 }
 

@@ -52,6 +52,34 @@ var invariantFaults = []struct {
 		})
 		insert(t, e, ns, bson.D{{"_id", 0}, {"a", 0}}) // below the greatest key: the bound stays low
 	}},
+	{"capped eviction skipped", "Capped within limits", func(t *testing.T, e *Engine, ns Namespace) {
+		capNS := cappedForFault(t, e)
+		faultSkipCappedEvict.Store(true)
+		for i := 1; i <= 3; i++ {
+			insert(t, e, capNS, bson.D{{"_id", i}})
+		}
+	}},
+	{"capped meta miscounted", "Capped within limits", func(t *testing.T, e *Engine, ns Namespace) {
+		capNS := cappedForFault(t, e)
+		insert(t, e, capNS, bson.D{{"_id", 1}})
+		coll := e.Catalog().Collection(capNS.DB, capNS.Coll)
+		_ = e.db.Write(func(tx *storage.Txn) error {
+			m, err := loadCapped(tx, coll.ID)
+			m.count++ // a document the collection does not hold
+			m.store(tx, coll.ID)
+			tx.Set(storage.DocKey(nil, coll.ID, appendIDKey(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})), mustRaw(bson.D{{"_id", 1}}))
+			return err
+		})
+	}},
+}
+
+// cappedForFault makes a capped collection of at most two documents.
+func cappedForFault(t *testing.T, e *Engine) Namespace {
+	ns := Namespace{"inv", "cap"}
+	if err := e.CreateCollection(ns, cappedOpts(1<<20, 2)); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 func insert(t *testing.T, e *Engine, ns Namespace, d bson.D) {

@@ -90,6 +90,12 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 			tx.RollbackTo(sp)
 			return err
 		}
+		if collID, _, capped := e.cappedOfNS(ns); capped {
+			if err := cappedDelete(tx, collID, idKey, len(cur)); err != nil {
+				tx.RollbackTo(sp)
+				return err
+			}
+		}
 		res.Deleted++
 	case act.Replace != nil:
 		next, err := prepareReplacement(act.Replace, id)
@@ -106,6 +112,14 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 		if err := e.indexReplace(tx, ns, cur, next, idKey); err != nil {
 			tx.RollbackTo(sp)
 			return err
+		}
+		if collID, _, capped := e.cappedOfNS(ns); capped {
+			// MongoDB 7.0 lets updates change a capped document's size;
+			// the limits are enforced again at the next insert.
+			if err := cappedResize(tx, collID, idKey, len(cur), len(next)); err != nil {
+				tx.RollbackTo(sp)
+				return err
+			}
 		}
 		res.Modified++
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
@@ -166,6 +168,37 @@ func (r *Reader) RecordIndexAccess(name string) {
 // Close releases the snapshot.
 func (r *Reader) Close() error { return r.snap.Close() }
 
+// Capped reports the collection's limits when it is capped.
+func (r *Reader) Capped() (CappedLimits, bool) { return CappedOf(r.coll) }
+
+// Natural iterates a capped collection's documents in insertion order (or
+// reversed), starting after sequence number after (0: from the oldest);
+// Cursor.Seq tells where a tailable cursor stands. A collection that is
+// not capped reads in _id order, which is its natural order.
+func (r *Reader) Natural(after uint64, reverse bool) (*Cursor, error) {
+	if _, ok := r.Capped(); !ok {
+		return r.Docs(KeyRange{}, reverse)
+	}
+	lo := forwardKey(nil, r.coll.ID, after+1)
+	hi := naturalKey(nil, r.coll.ID, 'f'+1)
+	it, err := r.snap.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return &Cursor{it: it, reverse: reverse, natural: r}, nil
+}
+
+// HasPosition reports whether the document a tailable cursor last
+// returned, the seq-th insert, is still in the collection; when it is not,
+// the cursor lost its place (CappedPositionLost).
+func (r *Reader) HasPosition(seq uint64) (bool, error) {
+	if r.coll == nil {
+		return false, nil
+	}
+	_, found, err := r.snap.Get(nil, forwardKey(nil, r.coll.ID, seq))
+	return found, err
+}
+
 // Cursor walks one key range of a Reader. Key, RID and Value are valid
 // until the next call to Next.
 type Cursor struct {
@@ -176,6 +209,49 @@ type Cursor struct {
 	index   bool
 	parts   int
 	unique  bool
+	// natural: the cursor walks a capped collection's order records and
+	// reads each document from the reader's snapshot.
+	natural *Reader
+	doc     []byte
+	rid     []byte
+}
+
+// Seq is the insertion sequence number of a natural cursor's current
+// document.
+func (c *Cursor) Seq() uint64 {
+	k := c.it.Key()
+	return binary.BigEndian.Uint64(k[len(k)-8:])
+}
+
+// nextNatural moves a natural cursor on and reads its document.
+func (c *Cursor) nextNatural(ok bool) bool {
+	for ; ok; ok = c.step() {
+		rec, err := c.it.Value()
+		if err != nil {
+			return false
+		}
+		rid, _, ok := splitForward(rec)
+		if !ok {
+			return false
+		}
+		c.rid = append(c.rid[:0], rid...)
+		doc, found, err := c.natural.Fetch(c.doc[:0], c.rid)
+		if err != nil {
+			return false
+		}
+		if found { // (always, in a snapshot kept by "Capped within limits")
+			c.doc = doc
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Cursor) step() bool {
+	if c.reverse {
+		return c.it.Prev()
+	}
+	return c.it.Next()
 }
 
 // Next moves to the next entry; false at the end.
@@ -183,23 +259,32 @@ func (c *Cursor) Next() bool {
 	if c.it == nil {
 		return false
 	}
-	if !c.started {
+	var ok bool
+	switch {
+	case c.started:
+		ok = c.step()
+	case c.reverse:
 		c.started = true
-		if c.reverse {
-			return c.it.Last()
-		}
-		return c.it.First()
+		ok = c.it.Last()
+	default:
+		c.started = true
+		ok = c.it.First()
 	}
-	if c.reverse {
-		return c.it.Prev()
+	if c.natural != nil {
+		return c.nextNatural(ok)
 	}
-	return c.it.Next()
+	return ok
 }
 
 // Key is the current entry's key within its keyspace: the encoded _id of a
 // document, or the encoded index key (with the _id suffix of a non-unique
 // index) of an index entry.
-func (c *Cursor) Key() []byte { return c.it.Key()[c.prefix:] }
+func (c *Cursor) Key() []byte {
+	if c.natural != nil {
+		return c.rid
+	}
+	return c.it.Key()[c.prefix:]
+}
 
 // IndexKey splits an index entry into its index key (without _id) and the
 // encoded _id of its document.
@@ -247,7 +332,12 @@ func splitUniqueValue(v []byte) (rid, typeBits []byte, err error) {
 }
 
 // Value is the current entry's value (a document, for Docs).
-func (c *Cursor) Value() (bsoncore.Document, error) { return c.it.Value() }
+func (c *Cursor) Value() (bsoncore.Document, error) {
+	if c.natural != nil {
+		return c.doc, nil
+	}
+	return c.it.Value()
+}
 
 // Close releases the cursor.
 func (c *Cursor) Close() error {

@@ -112,6 +112,12 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 	if err := e.validateInsert(ns, p.doc, bypass); err != nil {
 		return err
 	}
+	cappedID, lim, capped := e.cappedOfNS(ns)
+	if capped {
+		if err := checkCappedFits(lim, len(p.doc)); err != nil {
+			return err
+		}
+	}
 	beyond, err := e.tails.beyond(tx, collID, key)
 	if err != nil {
 		return err
@@ -131,6 +137,13 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 	if err := e.indexInsert(tx, ns, p.doc, p.idKey); err != nil {
 		tx.RollbackTo(sp)
 		return err
+	}
+	if capped && cappedID == collID {
+		// "Capped within limits": the oldest documents go in this request.
+		if err := e.cappedInsert(tx, ns, collID, lim, p.idKey, len(p.doc)); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
 	}
 	return nil
 }

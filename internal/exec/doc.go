@@ -22,6 +22,8 @@
 //   - output.go: $out and $merge.
 //   - explain.go: explain of count, delete and update, which count what
 //     they would do.
+//   - tail.go: Tail, the read of a tailable cursor over a capped
+//     collection.
 //
 // # Invariants
 //
@@ -31,7 +33,10 @@
 // afresh, keeps timings and trial statistics, and counts no index access)
 // and renders the same plan tree that runs. A find of one _id is the
 // planner's IDHACK plan, which reads without a snapshot when it runs
-// (planner.Open); there is no other point-read path.
+// (planner.Open); there is no other point-read path. The one exception is
+// Tail: a tailable cursor is always a forward scan of a capped collection
+// in insertion order (MongoDB plans nothing else for one) that resumes
+// from an insertion position, which no plan keeps.
 //
 // "Writes recheck": a delete or update chooses its documents from a
 // snapshot, then changes each through engine.Modify, which re-reads it

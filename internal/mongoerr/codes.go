@@ -79,6 +79,7 @@ const (
 	CommandNotSupported        Code = 115
 	DocumentValidationFailure  Code = 121
 	CommandFailed              Code = 125
+	CappedPositionLost         Code = 136
 	ExceededMemoryLimit        Code = 146
 	InvalidPipelineOperator    Code = 168
 	CannotIndexParallelArrays  Code = 171

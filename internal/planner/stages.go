@@ -29,8 +29,9 @@ func input(s stage) oneInput          { return oneInput{[1]stage{s}} }
 func (o *oneInput) in() stage         { return o.kid[0] }
 func (o *oneInput) children() []stage { return o.kid[:] }
 
-// collScan reads every document in _id order (or reversed) and returns
-// those the filter matches (MongoDB's COLLSCAN).
+// collScan reads every document in natural order (or reversed) and
+// returns those the filter matches (MongoDB's COLLSCAN): _id order, or
+// insertion order for a capped collection.
 type collScan struct {
 	stageStats
 	filter    *query.Filter
@@ -44,7 +45,13 @@ type collScan struct {
 
 func (s *collScan) work(x *execCtx) (*member, state, error) {
 	if s.cur == nil {
-		c, err := x.r.Docs(s.rng, s.reverse)
+		var c *engine.Cursor
+		var err error
+		if s.rng.Lo == nil && s.rng.Hi == nil {
+			c, err = x.r.Natural(0, s.reverse) // insertion order, for a capped collection
+		} else {
+			c, err = x.r.Docs(s.rng, s.reverse)
+		}
 		if err != nil {
 			return nil, isEOF, err
 		}

@@ -8,6 +8,9 @@ const (
 	SpaceIndex    byte = 'i'
 	SpaceMeta     byte = 'm'
 	SpaceSystem   byte = 's'
+	// SpaceNatural holds a capped collection's insertion order (package
+	// engine, capped.go): n <collID> then a record kind and its key.
+	SpaceNatural byte = 'n'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.
@@ -63,7 +66,7 @@ func keyspaceEnd(key []byte) []byte {
 		return nil
 	}
 	switch key[0] {
-	case SpaceDocument, SpaceIndex:
+	case SpaceDocument, SpaceIndex, SpaceNatural:
 		if _, n := binary.Uvarint(key[1:]); n > 0 {
 			return PrefixEnd(key[:1+n])
 		}

@@ -174,6 +174,26 @@ const checks = [
     same(db.getCollectionInfos({ name: 'people' })[0].options.validationAction, 'warn');
     assert.equal(db.people.drop(), true);
   }],
+  ['capped', () => {
+    db.createCollection('log', { capped: true, size: 4096, max: 3 });
+    for (let i = 0; i < 5; i++) {
+      db.log.insertOne({ _id: i });
+    }
+    assert.equal(db.log.isCapped(), true);
+    same(db.log.find().toArray(), [{ _id: 2 }, { _id: 3 }, { _id: 4 }]);
+    const stats = db.log.stats();
+    assert.equal(stats.capped, true);
+    count(stats.max, 3, 'stats.max');
+    count(stats.maxSize, 4096, 'stats.maxSize');
+    same(db.log.find().sort({ $natural: -1 }).toArray(), [{ _id: 4 }, { _id: 3 }, { _id: 2 }]);
+    const cur = db.log.find().tailable({ awaitData: true });
+    cur.disableBlockWarnings();
+    same([cur.next(), cur.next(), cur.next()], [{ _id: 2 }, { _id: 3 }, { _id: 4 }]);
+    db.log.insertOne({ _id: 5 });
+    same(cur.next(), { _id: 5 });
+    cur.close();
+    assert.equal(db.log.drop(), true);
+  }],
 ];
 
 // Features Cairn does not have yet; see node_smoke.mjs.

@@ -459,3 +459,55 @@ func TestInterruptedIndexBuildIsAborted(t *testing.T) {
 		}
 	})
 }
+
+// TestKillOpEndsAwaitData: an awaitData getMore waiting for inserts (here
+// up to 30 s) ends at killOp with Interrupted, and its cursor is gone, as
+// any interrupted getMore's is.
+func TestKillOpEndsAwaitData(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("test")
+	if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "tail"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("tail").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		Cursor struct {
+			ID int64 `bson:"id"`
+		} `bson:"cursor"`
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "tail"}, {Key: "tailable", Value: true}, {Key: "awaitData", Value: true}}).Decode(&first); err != nil || first.Cursor.ID == 0 {
+		t.Fatalf("tailable find: cursor %d, %v", first.Cursor.ID, err)
+	}
+	_, replies := sendRaw(t, s, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "tail"}, {Key: "maxTimeMS", Value: 30000}, {Key: "$db", Value: "test"}})
+	var opid int64
+	for deadline := time.Now().Add(10 * time.Second); opid == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var res struct {
+			Inprog []bson.Raw `bson:"inprog"`
+		}
+		if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}, {Key: "command.collection", Value: "tail"}}).Decode(&res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Inprog) > 0 {
+			opid = res.Inprog[0].Lookup("opid").Int64()
+		}
+	}
+	if opid == 0 {
+		t.Fatal("the waiting getMore never appeared in currentOp")
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: opid}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if code := replyCode(t, waitReply(t, replies, 5*time.Second)); code != mongoerr.Interrupted {
+		t.Fatalf("the waiting getMore answered code %d, want Interrupted", code)
+	}
+	t.Logf("the await ended %v after killOp", time.Since(killed))
+	err := db.RunCommand(ctx, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "tail"}}).Err()
+	if commandCode(err) != int32(mongoerr.CursorNotFound) {
+		t.Fatalf("getMore after the killed one: %v, want CursorNotFound", err)
+	}
+}

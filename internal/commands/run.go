@@ -70,11 +70,39 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
 			"durationMicros", time.Since(began).Microseconds(), "code", int32(mongoerr.CodeOf(err)))
 	}
+	if err == nil && cmd.kind == kindWrite && journaled(req) {
+		err = s.Env.Engine.Storage().SyncNow() // the interval mode syncs on request
+	}
 	if err != nil {
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
 	}
 	return out
+}
+
+// journaled reports whether a write's writeConcern asks for the journal
+// (j or the legacy fsync, true or a non-zero number): the reply then waits
+// until the write is durable, whatever --sync says.
+func journaled(req *Request) bool {
+	wc, ok := req.Arg("writeConcern")
+	if !ok {
+		return false
+	}
+	d, ok := wc.DocumentOK()
+	if !ok {
+		return false
+	}
+	for _, f := range []string{"j", "fsync"} {
+		if v, err := d.LookupErr(f); err == nil {
+			if b, ok := v.BooleanOK(); ok && b {
+				return true
+			}
+			if n, ok := numberAsInt(v); ok && n != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NewRequest builds a Request from a command body and its document

@@ -244,8 +244,22 @@ func (db *DB) syncWAL() {
 		return
 	}
 	db.syncMu.Lock()
-	db.lastSync = start
+	if start.After(db.lastSync) { // SyncNow may race the loop
+		db.lastSync = start
+	}
 	db.syncMu.Unlock()
+}
+
+// SyncNow makes every write acknowledged so far durable before it returns,
+// so a write concern that asks for the journal (j: true, fsync: true) gets
+// it in the interval mode too. With SyncAlways every acknowledged write is
+// durable already and it returns at once. The error is the one writes get
+// once a sync has failed ("Stop on a failed log").
+func (db *DB) SyncNow() error {
+	if db.wal != nil {
+		db.syncWAL()
+	}
+	return db.Stopped()
 }
 
 // SyncedBefore is a moment before which every acknowledged write is durable

@@ -46,9 +46,13 @@ invariants:
 smoke:
 	$(GO) test -count=1 -v ./test/smoke/
 
-## soak: the kill -9 crash test, many more rounds than `make test` runs.
+## soak: the kill -9 crash tests, many more rounds than `make test` runs:
+## the embedded one (300 per sync mode) and the one through a real `cairn
+## serve` and the Go driver (CAIRN_WIRE_CRASH_ROUNDS, default 100 per mode).
+CAIRN_WIRE_CRASH_ROUNDS ?= 100
 soak:
 	CAIRN_CRASH_ROUNDS=300 $(GO) test -count=1 -run TestCrashKeepsAcknowledgedWrites -timeout 60m -v .
+	CAIRN_WIRE_CRASH_ROUNDS=$(CAIRN_WIRE_CRASH_ROUNDS) $(GO) test -count=1 -run TestWireCrashKeepsAcknowledgedWrites -timeout 60m -v .
 
 ## powercut: simulated power cuts (Pebble's crash-cloning in-memory
 ## filesystem) at random moments of inserts, replaces and deletes with a unique

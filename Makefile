@@ -66,7 +66,7 @@ SOAK_RECORDS ?= 20000
 SOAK_THREADS ?= 8
 SOAK_MAXRSS ?= 512
 soak-load:
-	$(GO) test -count=1 -run '^TestSoakLoad$$' -timeout 0 -v ./internal/bench/ -args -soak.duration $(SOAK_DURATION) -soak.records $(SOAK_RECORDS) -soak.threads $(SOAK_THREADS) -soak.maxchange 0.10 -soak.maxrss $(SOAK_MAXRSS)
+	$(GO) test -count=1 -run '^TestSoakLoad$$' -timeout 0 -v ./internal/bench/ -args -soak.duration $(SOAK_DURATION) -soak.records $(SOAK_RECORDS) -soak.threads $(SOAK_THREADS) -soak.maxchange 0.10 -soak.maxrise 0.10 -soak.maxrss $(SOAK_MAXRSS)
 
 ## powercut: simulated power cuts (Pebble's crash-cloning in-memory
 ## filesystem) at random moments of inserts, replaces and deletes with a unique

@@ -55,6 +55,13 @@ func buildCairnBinary(t *testing.T) string {
 	return cairnBin
 }
 
+// removeCairnBinary removes what buildCairnBinary built, after the run.
+func removeCairnBinary() {
+	if cairnBin != "" {
+		_ = os.RemoveAll(filepath.Dir(cairnBin))
+	}
+}
+
 // serveProc is a running `cairn serve` child.
 type serveProc struct {
 	cmd   *exec.Cmd

@@ -410,8 +410,8 @@ func TestLiveServerMutations(t *testing.T) {
 	}
 	f.checkAlive(t)
 	heap1, rss1 := memFigures()
-	t.Logf("%d mutated streams in %s: %d replies ok, %d error replies, the rest closed; 0 panics, ping answered; heap in use %.1f → %.1f MiB, RSS %.1f → %.1f MiB (peak %.1f)",
-		*liveFuzzN, time.Since(start).Round(time.Millisecond), oks, errs, heap0, heap1, rss0, rss1, peakRSS)
+	t.Logf("%d mutated streams in %s: %d replies ok, %d error replies, the rest closed; 0 panics, ping answered; heap in use %.1f → %.1f MiB, RSS %.1f → %.1f MiB (peak %.1f); %d cursors left open (they live until cursorTimeoutMillis, as in mongod)",
+		*liveFuzzN, time.Since(start).Round(time.Millisecond), oks, errs, heap0, heap1, rss0, rss1, peakRSS, f.env.Cursors.Len())
 	if heap1-heap0 > liveFuzzHeapGrowthMiB {
 		t.Fatalf("heap in use grew by %.1f MiB over the run (bound %d MiB)", heap1-heap0, liveFuzzHeapGrowthMiB)
 	}

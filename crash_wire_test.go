@@ -106,9 +106,12 @@ func startServe(t *testing.T, bin, dir, syncMode string) *serveProc {
 		_ = p.cmd.Wait()
 		close(p.done)
 	}()
+	t.Cleanup(p.kill) // a failed test leaves no server behind
 	return p
 }
 
+// kill kills the server with SIGKILL and waits for it to exit; killing it
+// again is a no-op.
 func (p *serveProc) kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
@@ -163,7 +166,7 @@ func TestWireCrashKeepsAcknowledgedWrites(t *testing.T) {
 					t.Fatalf("sync %s, before round %d (seed %d): %d of %d acknowledged writes lost or wrong after kill -9, e.g. %v",
 						mode, round, seed, len(errs), st.acks, errs[:min(5, len(errs))])
 				}
-				writeUntilKilled(t, client, p, round, time.Duration(50+rng.IntN(400))*time.Millisecond, st)
+				writeUntilKilled(t, client, p, round, time.Duration(150+rng.IntN(400))*time.Millisecond, st)
 				_ = client.Disconnect(context.Background())
 			}
 			p := startServe(t, bin, dir, mode)
@@ -184,6 +187,12 @@ func TestWireCrashKeepsAcknowledgedWrites(t *testing.T) {
 		})
 	}
 }
+
+// wireDeleteEvery makes every so many updater operations a delete of one
+// of its first four documents: often enough that even `make test`'s four
+// short rounds on a loaded machine delete some, while the other sixteen
+// stay to check updates.
+const wireDeleteEvery = 23
 
 // writeUntilKilled runs the writers of the embedded crash test's child
 // through the driver — three of single inserts, one of 50-document batches,
@@ -236,7 +245,7 @@ func writeUntilKilled(t *testing.T, client *mongo.Client, p *serveProc, round in
 				if _, err = coll.InsertOne(ctx, doc(id, n)); err == nil {
 					ack("i " + id)
 				}
-			case n%97 == 0:
+			case n%wireDeleteEvery == 0 && n%20 < 4:
 				mu.Lock()
 				st.maybeDeleted[id] = true
 				mu.Unlock()

@@ -40,9 +40,7 @@ func TestMain(m *testing.M) {
 		crashChild(dir, os.Getenv("CAIRN_CRASH_ROUND"), os.Getenv("CAIRN_CRASH_SYNC"))
 		return
 	}
-	code := m.Run()
-	removeCairnBinary()
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // crashPad is the content of the document with _id id: the parent checks it
@@ -58,7 +56,6 @@ func crashPad(id string) string {
 //	ack i <id>          inserted with n and crashPad(id)
 //	ack u <id> <v>      updated to v
 //	ack d <id>          deleted
-//	deleting <id>       about to be deleted (printed before the delete)
 func crashChild(dir, round, syncMode string) {
 	var every time.Duration
 	if syncMode != "always" {
@@ -125,11 +122,6 @@ func crashChild(dir, round, syncMode string) {
 				ack("i " + id)
 			case n%97 == 0:
 				// The document is gone for good: later updates of it match nothing.
-				// A kill before the acknowledgement may or may not have taken it.
-				mu.Lock()
-				fmt.Fprintln(out, "deleting", id)
-				out.Flush()
-				mu.Unlock()
 				if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
 					fail("delete", err)
 				}
@@ -162,14 +154,7 @@ type crashState struct {
 	inserted map[string]bool
 	updated  map[string]int
 	deleted  map[string]bool
-	// maybeDeleted are documents whose delete was sent but not
-	// acknowledged when the server died: they may be gone.
-	maybeDeleted map[string]bool
-	acks         int
-}
-
-func newCrashState() *crashState {
-	return &crashState{inserted: map[string]bool{}, updated: map[string]int{}, deleted: map[string]bool{}, maybeDeleted: map[string]bool{}}
+	acks     int
 }
 
 func (s *crashState) apply(line string) error {
@@ -192,33 +177,22 @@ func (s *crashState) apply(line string) error {
 	return nil
 }
 
-// seededRand is a generator with a fresh seed, which it logs for replay.
-func seededRand(t *testing.T) (*rand.Rand, uint64) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0)), seed
-}
-
-// envInt is the integer in the environment variable name, or def.
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", name, s, err)
-	}
-	return n
-}
-
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
-	rounds := envInt(t, "CAIRN_CRASH_ROUNDS", 20)
+	rounds := 20
+	if s := os.Getenv("CAIRN_CRASH_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("CAIRN_CRASH_ROUNDS=%q: %v", s, err)
+		}
+		rounds = n
+	}
 	for _, mode := range crashModes {
 		t.Run("sync="+mode, func(t *testing.T) {
-			rng, seed := seededRand(t)
-			dir, st := t.TempDir(), newCrashState()
+			seed := uint64(time.Now().UnixNano())
+			t.Logf("seed %d", seed)
+			rng := rand.New(rand.NewPCG(seed, 0))
+			dir := t.TempDir()
+			st := &crashState{inserted: map[string]bool{}, updated: map[string]int{}, deleted: map[string]bool{}}
 			for round := range rounds {
 				// One round in four kills the child at a random moment of its
 				// start, most often while it recovers the previous round's log.
@@ -289,8 +263,6 @@ func runAndKill(t *testing.T, dir, mode string, round int, early bool, d time.Du
 				if err := st.apply(strings.TrimPrefix(line, "ack ")); err != nil {
 					return err
 				}
-			case strings.HasPrefix(line, "deleting "):
-				st.maybeDeleted[strings.TrimPrefix(line, "deleting ")] = true
 			default:
 				_ = cmd.Process.Kill()
 				return fmt.Errorf("child said %q", line)
@@ -304,53 +276,16 @@ func runAndKill(t *testing.T, dir, mode string, round int, early bool, d time.Du
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			// Acknowledgements printed before the kill still count: drain them.
 			for line := range lines {
-				switch {
-				case strings.HasPrefix(line, "ack "):
+				if strings.HasPrefix(line, "ack ") {
 					if err := st.apply(strings.TrimPrefix(line, "ack ")); err != nil {
 						return err
 					}
-				case strings.HasPrefix(line, "deleting "):
-					st.maybeDeleted[strings.TrimPrefix(line, "deleting ")] = true
 				}
 			}
 			_ = cmd.Wait()
 			return nil
 		}
 	}
-}
-
-// check lists every acknowledged write that present (the documents read
-// back, by _id) lacks or contradicts.
-func (s *crashState) check(present map[string]bson.Raw) (errs []string) {
-	for id := range s.inserted {
-		doc, ok := present[id]
-		switch {
-		case s.deleted[id]:
-			if ok {
-				errs = append(errs, "deleted "+id+" is back")
-			}
-		case !ok:
-			if !s.maybeDeleted[id] {
-				errs = append(errs, "inserted "+id+" is missing")
-			}
-		case doc.Lookup("pad").StringValue() != crashPad(id) || doc.Lookup("u").StringValue() != id:
-			errs = append(errs, "inserted "+id+" has wrong content: "+doc.String())
-		}
-	}
-	for id, v := range s.updated {
-		doc, ok := present[id]
-		if s.deleted[id] || !ok {
-			continue // checked above
-		}
-		// The document's next update (v+20: the updater cycles through 20
-		// documents) may have reached the log unacknowledged; any other value
-		// means an acknowledged update was lost.
-		got, isInt := doc.Lookup("v").AsInt64OK()
-		if !isInt || (got != int64(v) && got != int64(v+20)) {
-			errs = append(errs, fmt.Sprintf("updated %s has v %v, acknowledged %d", id, doc.Lookup("v"), v))
-		}
-	}
-	return errs
 }
 
 // verifyCrash reopens dir and lists every acknowledged write that is
@@ -375,7 +310,32 @@ func verifyCrash(t *testing.T, dir string, st *crashState) (errs []string) {
 	if err := cur.Err(); err != nil {
 		t.Fatal(err)
 	}
-	errs = st.check(present)
+	for id := range st.inserted {
+		doc, ok := present[id]
+		switch {
+		case st.deleted[id]:
+			if ok {
+				errs = append(errs, "deleted "+id+" is back")
+			}
+		case !ok:
+			errs = append(errs, "inserted "+id+" is missing")
+		case doc.Lookup("pad").StringValue() != crashPad(id) || doc.Lookup("u").StringValue() != id:
+			errs = append(errs, "inserted "+id+" has wrong content: "+doc.String())
+		}
+	}
+	for id, v := range st.updated {
+		doc, ok := present[id]
+		if st.deleted[id] || !ok {
+			continue // checked above
+		}
+		// The document's next update (v+20: the updater cycles through 20
+		// documents) may have reached the log unacknowledged; any other value
+		// means an acknowledged update was lost.
+		got, isInt := doc.Lookup("v").AsInt64OK()
+		if !isInt || (got != int64(v) && got != int64(v+20)) {
+			errs = append(errs, fmt.Sprintf("updated %s has v %v, acknowledged %d", id, doc.Lookup("v"), v))
+		}
+	}
 	res, err := db.Database("crash").RunCommand(ctx, bson.D{{Key: "validate", Value: "docs"}})
 	if err != nil {
 		t.Fatalf("validate after kill -9: %v", err)

@@ -123,8 +123,8 @@ fuzz:
 			$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$dir || failed="$$failed $$dir:$$t"; \
 		done; \
 	done; \
+	$(GO) test -count=1 -run '^TestLiveServerMutations$$' -v ./internal/server/ -args -livefuzz.n $(LIVEFUZZ_N) || failed="$$failed live-server"; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed (inputs in their testdata/fuzz):$$failed"; exit 1; fi
-	$(GO) test -count=1 -run '^TestLiveServerMutations$$' -v ./internal/server/ -args -livefuzz.n $(LIVEFUZZ_N)
 
 clean:
 	rm -rf cairn-data

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
 
 all: build
 
@@ -46,9 +46,27 @@ invariants:
 smoke:
 	$(GO) test -count=1 -v ./test/smoke/
 
-## soak: the kill -9 crash test, many more rounds than `make test` runs.
+## soak: the kill -9 crash tests, many more rounds than `make test` runs:
+## the embedded one (300 per sync mode) and the one through a real `cairn
+## serve` and the Go driver (CAIRN_WIRE_CRASH_ROUNDS, default 100 per mode).
+CAIRN_WIRE_CRASH_ROUNDS ?= 100
 soak:
 	CAIRN_CRASH_ROUNDS=300 $(GO) test -count=1 -run TestCrashKeepsAcknowledgedWrites -timeout 60m -v .
+	CAIRN_WIRE_CRASH_ROUNDS=$(CAIRN_WIRE_CRASH_ROUNDS) $(GO) test -count=1 -run TestWireCrashKeepsAcknowledgedWrites -timeout 60m -v .
+
+## soak-load: a steady YCSB-style mix (SoakMix: reads, updates,
+## read-modify-writes, short scans; no inserts) over a fixed data set of
+## SOAK_RECORDS records with SOAK_THREADS connections against a real `cairn
+## serve` for SOAK_DURATION (default 1h), printing throughput and the
+## server's RSS every sixtieth of it; passes only if the last sixth's
+## throughput is within 10% of the first sixth's and RSS stays under
+## SOAK_MAXRSS MiB. `make test` runs 30 s of it.
+SOAK_DURATION ?= 1h
+SOAK_RECORDS ?= 20000
+SOAK_THREADS ?= 8
+SOAK_MAXRSS ?= 512
+soak-load:
+	$(GO) test -count=1 -run '^TestSoakLoad$$' -timeout 0 -v ./internal/bench/ -args -soak.duration $(SOAK_DURATION) -soak.records $(SOAK_RECORDS) -soak.threads $(SOAK_THREADS) -soak.maxchange 0.10 -soak.maxrise 0.10 -soak.maxrss $(SOAK_MAXRSS)
 
 ## powercut: simulated power cuts (Pebble's crash-cloning in-memory
 ## filesystem) at random moments of inserts, replaces and deletes with a unique
@@ -91,10 +109,22 @@ bench-agg:
 bench-indexes:
 	$(GO) test -run XXX -bench BenchmarkIndexes -benchtime 1x -timeout 60m ./internal/server/ -args -ixbench.docs 1000000 -ixbench.inserts 200000
 
-## fuzz: a minute of each fuzz target.
+## fuzz: every Go fuzz target in the repository for FUZZTIME each (default
+## 60s; each starts from its committed corpus in testdata/fuzz), then the
+## live-server mutation run: LIVEFUZZ_N mutants of real driver traffic sent
+## to a server over TCP (default 200,000; `make test` sends 2,000).
+FUZZTIME ?= 60s
+LIVEFUZZ_N ?= 200000
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzOrder -fuzztime 60s ./internal/keystring/
-	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./internal/keystring/
+	@failed=""; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		dir=./$$(dirname $${f#./}); \
+		for t in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+			echo "== $$dir $$t ($(FUZZTIME))"; \
+			$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$dir || failed="$$failed $$dir:$$t"; \
+		done; \
+	done; \
+	$(GO) test -count=1 -run '^TestLiveServerMutations$$' -v ./internal/server/ -args -livefuzz.n $(LIVEFUZZ_N) || failed="$$failed live-server"; \
+	if [ -n "$$failed" ]; then echo "fuzz targets that failed (inputs in their testdata/fuzz):$$failed"; exit 1; fi
 
 clean:
 	rm -rf cairn-data

@@ -275,3 +275,33 @@ func carriedOnly(parent ast.Node, sel *ast.SelectorExpr) bool {
 	}
 	return false
 }
+
+// TestLintFuzzCorpora: every fuzz target has a committed seed corpus
+// (testdata/fuzz/<Target> beside it), so `go test` replays real inputs and
+// `make fuzz` starts from them.
+func TestLintFuzzCorpora(t *testing.T) {
+	targets := 0
+	for _, path := range goFiles(t) {
+		if !strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range file.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Fuzz") {
+				continue
+			}
+			targets++
+			dir := filepath.Join(filepath.Dir(path), "testdata", "fuzz", fn.Name.Name)
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+				t.Errorf("%s: fuzz target %s has no committed corpus in %s", path, fn.Name.Name, dir)
+			}
+		}
+	}
+	if targets < 10 {
+		t.Errorf("found %d fuzz targets; did the walk miss some?", targets)
+	}
+}

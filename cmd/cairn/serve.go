@@ -45,7 +45,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		"(faster): a crash of cairn (kill -9) still loses no acknowledged write; a power cut or an OS crash loses\n"+
 		"at most the writes acknowledged in the last interval (plus one sync's duration)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections")
+	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections (mongod's --maxConns); past it a new connection is closed\n"+
+		"without a reply, as mongod does: the refusal is logged with its reason and counted in serverStatus.connections.rejected")
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
 	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
 		f.setParams = append(f.setParams, s)

@@ -60,6 +60,15 @@
 // so that no target's connection costs anything while another target is
 // measured.
 //
+// # Soak
+//
+// soak.go is the load soak (`make soak-load`): SoakMix, a steady mix with
+// no inserts, over a fixed data set with a fixed number of connections
+// against a fresh `cairn serve`, throughput and the server's RSS every
+// interval; it passes only if the last window's throughput is within
+// MaxChange of the first window's and RSS stays under MaxRSSMiB, so a
+// server that degrades or leaks under hours of load fails it.
+//
 // # Invariants
 //
 // No fake results: a run that failed is reported as failed with its error

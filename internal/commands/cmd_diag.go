@@ -122,6 +122,7 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 		"current", int32(env.Connections.Current.Load()),
 		"available", int32(env.Connections.Available.Load()),
 		"totalCreated", env.Connections.TotalCreated.Load(),
+		"rejected", env.Connections.Rejected.Load(),
 		"active", int32(env.Connections.Current.Load()),
 	))
 	o := &env.Ops

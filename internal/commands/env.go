@@ -77,6 +77,9 @@ type ConnCounters struct {
 	Current      atomic.Int64
 	TotalCreated atomic.Int64
 	Available    atomic.Int64
+	// Rejected counts connections closed at accept because the server was
+	// at its limit (--max-conns), serverStatus.connections.rejected.
+	Rejected atomic.Int64
 }
 
 // NetCounters count wire traffic for serverStatus.network: messages and

@@ -14,7 +14,9 @@ import (
 )
 
 // DefaultMaxConns bounds concurrent client connections (mongod's
-// net.maxIncomingConnections); more are accepted and closed at once.
+// net.maxIncomingConnections); more are accepted and closed at once with no
+// reply, as mongod does, each logged with its reason and counted in
+// serverStatus.connections.rejected.
 const DefaultMaxConns = 10_000
 
 // Options configure a Server.
@@ -108,8 +110,11 @@ func (s *Server) Serve() error {
 // admit starts serving nc, or closes it when the server is at its limit.
 func (s *Server) admit(nc net.Conn) {
 	env := s.env
-	if env.Connections.Current.Load() >= int64(s.opts.MaxConns) {
-		s.log.Warn("connection refused: too many open connections", "remote", nc.RemoteAddr().String(), "limit", s.opts.MaxConns)
+	if cur := env.Connections.Current.Load(); cur >= int64(s.opts.MaxConns) {
+		env.Connections.Rejected.Add(1)
+		s.log.Warn("connection refused because there are too many open connections",
+			"reason", "connection limit reached (--max-conns)", "remote", nc.RemoteAddr().String(),
+			"connectionCount", cur, "limit", s.opts.MaxConns, "rejected", env.Connections.Rejected.Load())
 		_ = nc.Close()
 		return
 	}

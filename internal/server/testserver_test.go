@@ -40,12 +40,20 @@ type rawServer struct {
 // lifecycle (Shutdown) themselves; cleanup is registered either way.
 func startRawServer(t testing.TB, log *slog.Logger) (*rawServer, string) {
 	t.Helper()
+	return startServerWith(t, server.Options{Logger: log})
+}
+
+// startServerWith is startRawServer with the server's options (its logger,
+// opts.Logger, logs the engine too).
+func startServerWith(t testing.TB, opts server.Options) (*rawServer, string) {
+	t.Helper()
+	log := opts.Logger
 	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, log)
-	srv := server.New(env, server.Options{Logger: log})
+	srv := server.New(env, opts)
 	if err := srv.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

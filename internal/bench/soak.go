@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// SoakMix is the soak's steady YCSB-style mix over a fixed-size data set:
+// reads, updates, read-modify-writes and short scans, no inserts, so the
+// data set neither grows nor shrinks and a throughput or memory trend is
+// the server's, not the workload's.
+var SoakMix = Workload{Name: "soak", Title: "steady mix: 50% read, 35% update, 10% read-modify-write, 5% scan (1-20)",
+	Read: 0.50, Update: 0.35, ReadModifyWrite: 0.10, Scan: 0.05, Distribution: DistZipfian, MaxScan: 20}
+
+// SoakConfig configures Soak. Zero values take the defaults of the
+// one-hour run (`make soak-load`).
+type SoakConfig struct {
+	// Self starts `cairn serve` (the server under test, a child process
+	// on a free loopback port with a fresh data directory).
+	Self SelfCommand
+	// Sync is the server's --sync (default "always").
+	Sync string
+	// Records is the fixed data set's size (default 20,000 records of 10
+	// fields of 100 bytes).
+	Records int64
+	// Threads is the fixed number of client connections (default 8).
+	Threads int
+	// Duration is the measured run, after Warmup (default 1 hour).
+	Duration time.Duration
+	// Warmup runs the workload unmeasured first, so that the first window
+	// meets the store after its first flushes and compactions (default
+	// Duration/60, at least 5 s).
+	Warmup time.Duration
+	// Interval is how often throughput and RSS are printed (default
+	// Duration/60: a minute of the hour).
+	Interval time.Duration
+	// Window is the span at the start and at the end whose throughputs are
+	// compared (default Duration/6: ten minutes of the hour).
+	Window time.Duration
+	// MaxChange is how far the last window's throughput may fall below
+	// the first's, as a fraction of it (default 0.10).
+	MaxChange float64
+	// MaxRise is how far it may rise above (default MaxChange): a rise is
+	// noise or a warm-up the Warmup did not cover, not a leak.
+	MaxRise float64
+	// MaxRSSMiB bounds the server's resident set at every interval
+	// (default 512 MiB: the data set is 20 MiB, Pebble's block cache and
+	// memtables stay well under 100 MiB).
+	MaxRSSMiB float64
+	// Seed seeds the operation streams.
+	Seed int64
+	// Out receives a line per interval (nil: none).
+	Out io.Writer
+}
+
+func (c *SoakConfig) fillDefaults() {
+	if c.Sync == "" {
+		c.Sync = "always"
+	}
+	if c.Records == 0 {
+		c.Records = 20_000
+	}
+	if c.Threads == 0 {
+		c.Threads = 8
+	}
+	if c.Duration == 0 {
+		c.Duration = time.Hour
+	}
+	if c.Warmup == 0 {
+		c.Warmup = max(c.Duration/60, 5*time.Second)
+	}
+	if c.Interval == 0 {
+		c.Interval = c.Duration / 60
+	}
+	if c.Window == 0 {
+		c.Window = c.Duration / 6
+	}
+	if c.MaxChange == 0 {
+		c.MaxChange = 0.10
+	}
+	if c.MaxRise == 0 {
+		c.MaxRise = c.MaxChange
+	}
+	if c.MaxRSSMiB == 0 {
+		c.MaxRSSMiB = 512
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+}
+
+// SoakInterval is one interval's figures.
+type SoakInterval struct {
+	End       time.Duration // since the measured run started
+	Ops       int64
+	OpsPerSec float64
+	RSSMiB    float64
+}
+
+// SoakResult is what a soak measured and its verdict.
+type SoakResult struct {
+	Config                        SoakConfig
+	Intervals                     []SoakInterval
+	FirstOpsPerSec, LastOpsPerSec float64
+	// Change is (last - first) / first.
+	Change    float64
+	MaxRSSMiB float64
+	// Failures say why the soak did not pass; none when it did.
+	Failures []string
+}
+
+// Passed reports whether throughput held and RSS stayed bounded.
+func (r *SoakResult) Passed() bool { return len(r.Failures) == 0 }
+
+// Soak runs SoakMix against a fresh `cairn serve` for cfg.Duration and
+// judges it: the last window's throughput must be within MaxChange of the
+// first window's, and the server's RSS under MaxRSSMiB at every interval.
+// A failed operation ends the soak with its error.
+func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
+	cfg.fillDefaults()
+	if cfg.Window > cfg.Duration/2 || cfg.Interval > cfg.Window {
+		return nil, fmt.Errorf("bench: soak window %s must fit twice in the duration %s and hold an interval %s", cfg.Window, cfg.Duration, cfg.Interval)
+	}
+	bc := &Config{Self: cfg.Self, Sync: cfg.Sync}
+	bc.fillDefaults()
+	t, uri, err := startEmbedded(ctx, bc)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = t.close(context.Background()) }()
+	d, err := dialDriver(ctx, uri, "", bc.Database, bc.Collection)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = d.close(context.Background()) }()
+	recs := newRecords(bc.FieldCount, bc.FieldLength, cfg.Seed)
+	var done atomic.Int64
+	if _, err := load(ctx, d, recs, cfg.Records, bc.Batch, cfg.Threads, &done); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "soak: %d records loaded; %s, %d connections, %s after a %s warm-up; server pid %d\n",
+		cfg.Records, SoakMix.Title, cfg.Threads, cfg.Duration, cfg.Warmup, t.pid)
+	spec := runSpec{w: SoakMix, dist: SoakMix.Distribution, style: bc.UpdateStyle, records: cfg.Records,
+		ops: math.MaxInt64, threads: cfg.Threads, seed: cfg.Seed, recs: recs, keys: newKeySequence(cfg.Records),
+		maxTime: cfg.Warmup + cfg.Duration + cfg.Interval}
+	runErr := make(chan error, 1)
+	done.Store(0)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_, err := spec.run(runCtx, d, &done)
+		runErr <- err
+	}()
+	res := &SoakResult{Config: cfg}
+	select {
+	case err := <-runErr:
+		return nil, fmt.Errorf("soak: during the warm-up: %w", err)
+	case <-time.After(cfg.Warmup):
+	}
+	start, last := time.Now(), done.Load()
+	tick := time.NewTicker(cfg.Interval)
+	defer tick.Stop()
+	for len(res.Intervals) < int(cfg.Duration/cfg.Interval) {
+		select {
+		case err := <-runErr:
+			if err == nil {
+				err = fmt.Errorf("the workload ended early")
+			}
+			return nil, fmt.Errorf("soak: after %s: %w", time.Since(start).Round(time.Second), err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		n := done.Load()
+		iv := SoakInterval{End: time.Since(start), Ops: n - last, RSSMiB: processRSSMiB(t.pid)}
+		iv.OpsPerSec = float64(iv.Ops) / cfg.Interval.Seconds()
+		last = n
+		res.Intervals = append(res.Intervals, iv)
+		res.MaxRSSMiB = max(res.MaxRSSMiB, iv.RSSMiB)
+		fmt.Fprintf(cfg.Out, "soak: %8s  %9.0f ops/s  RSS %7.1f MiB\n", iv.End.Round(time.Second), iv.OpsPerSec, iv.RSSMiB)
+	}
+	stop()
+	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	res.judge()
+	return res, nil
+}
+
+// judge compares the first and last windows and checks the RSS bound.
+func (r *SoakResult) judge() {
+	cfg := r.Config
+	per := max(1, int(cfg.Window/cfg.Interval))
+	rate := func(ivs []SoakInterval) float64 {
+		var ops int64
+		for _, iv := range ivs {
+			ops += iv.Ops
+		}
+		return float64(ops) / (float64(len(ivs)) * cfg.Interval.Seconds())
+	}
+	r.FirstOpsPerSec = rate(r.Intervals[:per])
+	r.LastOpsPerSec = rate(r.Intervals[len(r.Intervals)-per:])
+	if r.FirstOpsPerSec > 0 {
+		r.Change = (r.LastOpsPerSec - r.FirstOpsPerSec) / r.FirstOpsPerSec
+	}
+	if r.FirstOpsPerSec == 0 || r.Change < -cfg.MaxChange || r.Change > cfg.MaxRise {
+		r.Failures = append(r.Failures, fmt.Sprintf("throughput of the last %s is %.0f ops/s, %+.1f%% of the first %s's %.0f ops/s (allowed -%.0f%% to +%.0f%%)",
+			cfg.Window, r.LastOpsPerSec, 100*r.Change, cfg.Window, r.FirstOpsPerSec, 100*cfg.MaxChange, 100*cfg.MaxRise))
+	}
+	if r.MaxRSSMiB > cfg.MaxRSSMiB {
+		r.Failures = append(r.Failures, fmt.Sprintf("server RSS reached %.1f MiB (bound %.0f MiB)", r.MaxRSSMiB, cfg.MaxRSSMiB))
+	}
+	if r.MaxRSSMiB == 0 {
+		r.Failures = append(r.Failures, "the server's RSS could not be read")
+	}
+}
+
+// processRSSMiB is pid's resident set from /proc/<pid>/status, 0 when
+// unreadable.
+func processRSSMiB(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}

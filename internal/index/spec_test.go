@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/keystring"
+	"github.com/cairndb/cairn/internal/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -231,8 +232,8 @@ func FuzzKeys(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		doc := bsoncore.Document(b)
-		if doc.Validate() != nil {
-			return // the engine only indexes documents it accepted
+		if doc.Validate() != nil || wire.CheckDocument(doc) != nil {
+			return // the engine only indexes documents the wire accepted
 		}
 		for _, s := range specs {
 			keys, _, err := s.Keys(doc, nil)

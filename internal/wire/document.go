@@ -33,6 +33,13 @@ func readDocument(b []byte) (bsoncore.Document, []byte, error) {
 	return doc, b[n:], nil
 }
 
+// CheckDocument reports whether doc (exactly one document's bytes) is one
+// the server would accept from a client: every element's type known, every
+// length consistent, names terminated, nesting within MaxDocumentDepth.
+// It is stricter than bsoncore's Validate; tests that fuzz what lies
+// behind the wire use it as their gate.
+func CheckDocument(doc []byte) error { return checkDocument(doc, 1) }
+
 // checkDocument walks doc, which is exactly one document's bytes, and
 // checks that every element's type is known and every length inside it is
 // consistent with the bytes that hold it.

@@ -56,6 +56,10 @@ type Env struct {
 	// ProcessID identifies this server run in hello's topologyVersion.
 	ProcessID bson.ObjectID
 
+	// Profiler holds slowms, sampleRate and each database's profiling
+	// level (profiler.go).
+	Profiler *Profiler
+
 	Connections ConnCounters
 	Ops         OpCounters
 	Network     NetCounters
@@ -118,6 +122,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		Log:       log,
 		Started:   time.Now(),
 		ProcessID: bson.NewObjectID(),
+		Profiler:  newProfiler(),
 	}
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
@@ -146,6 +151,10 @@ type Session struct {
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.
 	running atomic.Pointer[engine.Op]
+
+	// stat is the command in progress's figures for the slow-operation
+	// log and the profiler (profiler.go).
+	stat opStats
 }
 
 // Interrupt cancels the command in progress on the session, if any, with

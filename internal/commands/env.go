@@ -59,6 +59,9 @@ type Env struct {
 	// Profiler holds slowms, sampleRate and each database's profiling
 	// level (profiler.go).
 	Profiler *Profiler
+	// Usage counts every command: latencies, documents, per-collection
+	// time (usage.go).
+	Usage Usage
 
 	Connections ConnCounters
 	Ops         OpCounters
@@ -155,6 +158,8 @@ type Session struct {
 	// stat is the command in progress's figures for the slow-operation
 	// log and the profiler (profiler.go).
 	stat opStats
+	// nsBuf is scratch for the namespace a command is counted under.
+	nsBuf []byte
 }
 
 // Interrupt cancels the command in progress on the session, if any, with

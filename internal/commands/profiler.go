@@ -190,9 +190,15 @@ func (p *Profiler) lookup(db string) dbProfile {
 	return d
 }
 
-// observe is called by Run after every command: it logs the command when
-// it was slow and profiles it when its database's level asks for it.
-func (e *Env) observe(ctx context.Context, s *Session, req *Request, dur time.Duration, reply bsoncore.Document, err error) {
+// observe is called by Run after every command: it counts the command
+// (usage.go), logs it when it was slow and profiles it when its database's
+// level asks for it.
+func (e *Env) observe(ctx context.Context, s *Session, req *Request, cmd *command, dur time.Duration, reply bsoncore.Document, err error) {
+	ns := countedNS(s.nsBuf, req, cmd)
+	if ns != nil {
+		s.nsBuf = ns
+	}
+	e.Usage.record(req.Name, classOf(req.Name), elapsedMicros(dur), ns, &s.stat)
 	p := e.Profiler
 	slow := dur.Milliseconds() > p.SlowMS()
 	if !slow && p.active.Load() == 0 {

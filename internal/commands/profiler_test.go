@@ -129,3 +129,23 @@ func TestSlowQueryLog(t *testing.T) {
 		})
 	}
 }
+
+// TestLatencyBuckets checks the histogram's buckets against MongoDB's lower
+// bounds: each latency falls in the bucket whose bound is the largest not
+// above it.
+func TestLatencyBuckets(t *testing.T) {
+	for _, c := range []struct{ us, lower int64 }{
+		{0, 1}, {1, 1}, {2, 2}, {3, 2}, {1023, 512}, {1024, 1024}, {2047, 1024},
+		{2048, 2048}, {3071, 2048}, {3072, 3072}, {4095, 3072}, {4096, 4096},
+		{6144, 6144}, {16384, 16384}, {49152, 49152}, {65535, 49152},
+	} {
+		if got := bucketMicros(bucketOf(c.us)); got != c.lower {
+			t.Errorf("%dµs is in the bucket of %dµs, want %dµs", c.us, got, c.lower)
+		}
+	}
+	for b := 1; b < histBuckets; b++ {
+		if bucketMicros(b) <= bucketMicros(b-1) {
+			t.Fatalf("bucket %d's bound %d is not above bucket %d's %d", b, bucketMicros(b), b-1, bucketMicros(b-1))
+		}
+	}
+}

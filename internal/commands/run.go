@@ -68,7 +68,7 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
 			"durationMicros", took.Microseconds(), "code", int32(mongoerr.CodeOf(err)))
 	}
-	s.Env.observe(ctx, s, req, took, out, err) // slow-operation log, profiler (profiler.go)
+	s.Env.observe(ctx, s, req, &cmd, took, out, err) // slow-operation log, profiler (profiler.go)
 	if err != nil {
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)

@@ -127,6 +127,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		ProcessID: bson.NewObjectID(),
 		Profiler:  newProfiler(),
 	}
+	env.Usage.initCommands()
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)

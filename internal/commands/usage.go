@@ -163,14 +163,29 @@ type Usage struct {
 	keysExamined, docsExamined, collScans atomic.Int64
 	scanAndOrder, writeConflicts          atomic.Int64
 
+	// byCmd has every registered command's latencies; built by NewEnv and
+	// never changed after, so it is read without a lock.
+	byCmd map[string]*latency
+
 	mu    sync.RWMutex
 	colls map[string]*collUsage
+}
+
+// initCommands gives every registered command its latency counters.
+func (u *Usage) initCommands() {
+	u.byCmd = make(map[string]*latency, len(registry))
+	for name := range registry {
+		u.byCmd[name] = &latency{}
+	}
 }
 
 // record counts one command that took us microseconds; ns is its
 // "db.collection" as bytes (nil: it names no collection).
 func (u *Usage) record(name string, class opClass, us int64, ns []byte, st *opStats) {
 	u.lat[class].add(us)
+	if l := u.byCmd[name]; l != nil {
+		l.add(us)
+	}
 	if st.reads {
 		u.returned.Add(st.nreturned)
 		u.keysExamined.Add(st.keysExamined)
@@ -291,3 +306,53 @@ func countedNS(buf []byte, req *Request, cmd *command) []byte {
 // elapsedMicros is d in whole microseconds, at least 1 (MongoDB's
 // histograms have no zero bucket of their own; a command takes time).
 func elapsedMicros(d time.Duration) int64 { return max(d.Microseconds(), 1) }
+
+// LatencyCounts are one command's latency counters: how many ran, their
+// total time, and the histogram (HistogramBucketMicros names the buckets).
+type LatencyCounts struct {
+	Ops, Micros int64
+	Buckets     [histBuckets]int64
+}
+
+// HistogramBucketMicros is the lower bound of latency histogram bucket b,
+// in microseconds.
+func HistogramBucketMicros(b int) int64 { return bucketMicros(b) }
+
+func (l *latency) counts() LatencyCounts {
+	c := LatencyCounts{Ops: l.ops.Load(), Micros: l.micros.Load()}
+	for i := range l.hist {
+		c.Buckets[i] = l.hist[i].Load()
+	}
+	return c
+}
+
+// Metrics is a copy of the counters the metrics endpoint exports.
+type Metrics struct {
+	// Commands are the latencies of each command that has run.
+	Commands                                 map[string]LatencyCounts
+	Connections, ConnectionsCreated, Cursors int64
+	BytesIn, BytesOut, Requests              int64
+	Returned, Inserted, Updated, Deleted     int64
+	KeysExamined, DocsExamined, CollScans    int64
+	UserErrors                               int64
+}
+
+// Metrics copies the server's counters.
+func (e *Env) Metrics() Metrics {
+	u := &e.Usage
+	m := Metrics{
+		Commands:    map[string]LatencyCounts{},
+		Connections: e.Connections.Current.Load(), ConnectionsCreated: e.Connections.TotalCreated.Load(),
+		Cursors: int64(e.Cursors.Len()),
+		BytesIn: e.Network.BytesIn.Load(), BytesOut: e.Network.BytesOut.Load(), Requests: e.Network.NumRequests.Load(),
+		Returned: u.returned.Load(), Inserted: u.inserted.Load(), Updated: u.updated.Load(), Deleted: u.deleted.Load(),
+		KeysExamined: u.keysExamined.Load(), DocsExamined: u.docsExamined.Load(), CollScans: u.collScans.Load(),
+		UserErrors: e.Ops.UserErrors.Load(),
+	}
+	for name, l := range u.byCmd {
+		if l.ops.Load() > 0 {
+			m.Commands[name] = l.counts()
+		}
+	}
+	return m
+}

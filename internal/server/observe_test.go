@@ -2,9 +2,17 @@ package server_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/cairndb/cairn/internal/metrics"
 )
 
 // TestUsageCounters drives a known workload and checks that serverStatus,
@@ -110,4 +118,109 @@ func TestUsageCounters(t *testing.T) {
 	if inBuckets != docs {
 		t.Errorf("the writes histogram counts %d commands, want %d: %s", inBuckets, docs, hist)
 	}
+}
+
+// TestMetricsScrapedUnderLoad scrapes the Prometheus endpoint while
+// clients insert and read: every scrape parses, the counters only grow, and
+// the last one accounts for the workload (per-command counts and latency
+// histograms, connections, documents, commit groups, the block cache).
+func TestMetricsScrapedUnderLoad(t *testing.T) {
+	s := startServer(t)
+	ln, err := metrics.Serve("127.0.0.1:0", s.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	url := "http://" + ln.Addr().String() + "/metrics"
+	c := s.client(t)
+	ctx := context.Background()
+	coll := c.Database("prom").Collection("c")
+	const workers, perWorker = 4, 50
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorker {
+				id := w*perWorker + i
+				if _, err := coll.InsertOne(ctx, bson.D{{"_id", id}}); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := coll.FindOne(ctx, bson.D{{"_id", id}}).Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var scrapes []map[string]float64
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		case <-time.After(20 * time.Millisecond):
+		}
+		scrapes = append(scrapes, scrape(t, url))
+	}
+	for i := 1; i < len(scrapes); i++ {
+		for _, k := range []string{`cairn_commands_total{command="insert"}`, `cairn_documents_total{op="inserted"}`, "cairn_commit_group_size_count"} {
+			if scrapes[i][k] < scrapes[i-1][k] {
+				t.Errorf("scrape %d: %s went down from %v to %v", i, k, scrapes[i-1][k], scrapes[i][k])
+			}
+		}
+	}
+	last := scrapes[len(scrapes)-1]
+	const total = workers * perWorker
+	for k, want := range map[string]float64{
+		`cairn_commands_total{command="insert"}`:                          total,
+		`cairn_commands_total{command="find"}`:                            total,
+		`cairn_command_duration_seconds_count{command="insert"}`:          total,
+		`cairn_command_duration_seconds_bucket{command="find",le="+Inf"}`: total,
+		`cairn_documents_total{op="inserted"}`:                            total,
+		`cairn_documents_total{op="returned"}`:                            total,
+	} {
+		if last[k] != want {
+			t.Errorf("%s = %v, want %v", k, last[k], want)
+		}
+	}
+	for _, k := range []string{"cairn_connections", "cairn_commit_group_size_count", "cairn_commit_group_size_sum",
+		"cairn_pebble_block_cache_capacity_bytes", "cairn_pebble_wal_bytes_written_total", "cairn_pebble_wal_sync_duration_seconds_count"} {
+		if last[k] <= 0 {
+			t.Errorf("%s = %v, want > 0 after %d writes", k, last[k], total)
+		}
+	}
+	if last["cairn_commit_group_size_sum"] < total {
+		t.Errorf("commit groups carried %v requests, want at least the %d inserts", last["cairn_commit_group_size_sum"], total)
+	}
+	t.Logf("%d scrapes during the workload", len(scrapes))
+}
+
+// scrape reads the endpoint's text format into series → value.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if i < 0 || err != nil {
+			t.Fatalf("unparsable metric line %q", line)
+		}
+		out[line[:i]] = v
+	}
+	return out
 }

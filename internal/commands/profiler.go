@@ -259,7 +259,8 @@ func reqNS(req *Request) string {
 func profileOp(name string) string { return opKind(name) }
 
 // profileEntry builds the command's system.profile document, in MongoDB's
-// field order.
+// field order; numbers are int32 when they fit, as mongod's appendNumber
+// writes them (the shell shows a Long otherwise).
 func (e *Env) profileEntry(s *Session, req *Request, dur time.Duration, reply bsoncore.Document, err error) bsoncore.Document {
 	st := &s.stat
 	r := NewReply(nil)
@@ -270,25 +271,25 @@ func (e *Env) profileEntry(s *Session, req *Request, dur time.Duration, reply bs
 		r.Int64("cursorid", st.cursorID)
 	}
 	if st.reads {
-		r.Int64("keysExamined", st.keysExamined)
-		r.Int64("docsExamined", st.docsExamined)
+		r.Count("keysExamined", st.keysExamined)
+		r.Count("docsExamined", st.docsExamined)
 		if st.cursorExhausted {
 			r.Bool("cursorExhausted", true)
 		}
 	}
 	if st.writes&writeUpdated != 0 {
-		r.Int64("nMatched", st.nMatched)
-		r.Int64("nModified", st.nModified)
+		r.Count("nMatched", st.nMatched)
+		r.Count("nModified", st.nModified)
 	}
 	if st.writes&writeInserted != 0 {
-		r.Int64("ninserted", st.ninserted)
+		r.Count("ninserted", st.ninserted)
 	}
 	if st.writes&writeDeleted != 0 {
-		r.Int64("ndeleted", st.ndeleted)
+		r.Count("ndeleted", st.ndeleted)
 	}
 	r.Int32("numYield", 0)
 	if st.reads {
-		r.Int64("nreturned", st.nreturned)
+		r.Count("nreturned", st.nreturned)
 	}
 	if st.plan != nil {
 		r.String("planSummary", st.plan.PlanSummary())
@@ -303,7 +304,7 @@ func (e *Env) profileEntry(s *Session, req *Request, dur time.Duration, reply bs
 	}
 	r.Int32("responseLength", int32(len(reply)))
 	r.String("protocol", "op_msg")
-	r.Int64("millis", dur.Milliseconds())
+	r.Count("millis", dur.Milliseconds())
 	r.Any("ts", bson.DateTime(time.Now().UnixMilli()))
 	r.String("client", clientHost(s.Remote))
 	if app := s.AppName(); app != "" {

@@ -131,7 +131,8 @@ func (t *timeCount) add(us int64) {
 }
 
 func (t *timeCount) doc() bsoncore.Document {
-	return NewReply(nil).Int64("time", t.time.Load()).Int64("count", t.count.Load()).End()
+	// int32 when they fit, as mongod's appendNumber writes them
+	return NewReply(nil).Count("time", t.time.Load()).Count("count", t.count.Load()).End()
 }
 
 // collUsage are one collection's counters.

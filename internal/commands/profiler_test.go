@@ -149,3 +149,27 @@ func TestLatencyBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileBound checks that system.profile is kept under
+// profileCapBytes: after more entries than fit, the oldest are deleted and
+// the newest stay.
+func TestProfileBound(t *testing.T) {
+	_, _, run := newObservedEnv(t)
+	run(bson.D{{Key: "profile", Value: 2}})
+	pad := strings.Repeat("x", 4000)
+	const n = 400 // about 1.6 MB of entries, each over 4 KB
+	for i := range n {
+		run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}}}}})
+	}
+	reply := run(bson.D{{Key: "collStats", Value: "system.profile"}})
+	size, _ := reply.Lookup("size").AsInt64OK()
+	count, _ := reply.Lookup("count").AsInt64OK()
+	if size > profileCapBytes || size < profileCapBytes/2 {
+		t.Errorf("system.profile holds %d bytes in %d entries, want at most %d and more than half of it", size, count, profileCapBytes)
+	}
+	newest := run(bson.D{{Key: "find", Value: "system.profile"}, {Key: "sort", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "limit", Value: 1}})
+	last, _ := newest.Lookup("cursor", "firstBatch", "0", "command", "documents", "0", "_id").AsInt64OK()
+	if last != n-1 {
+		t.Errorf("the newest entry is for _id %d, want %d: %s", last, n-1, newest)
+	}
+}

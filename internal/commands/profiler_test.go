@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -171,5 +172,46 @@ func TestProfileBound(t *testing.T) {
 	last, _ := newest.Lookup("cursor", "firstBatch", "0", "command", "documents", "0", "_id").AsInt64OK()
 	if last != n-1 {
 		t.Errorf("the newest entry is for _id %d, want %d: %s", last, n-1, newest)
+	}
+}
+
+// BenchmarkPointReadObserved measures an _id find through Run (in process,
+// no socket) with the profiler off and at level 1 with slowms 100 (no read
+// is slow, so what is measured is the decision), the cost item 6 of issue
+// 25 bounds: `go test -run XXX -bench PointReadObserved -count 6 ./internal/commands/`.
+func BenchmarkPointReadObserved(b *testing.B) {
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(b.TempDir(), engine.Options{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := NewEnv(eng, Config{}, log)
+	defer func() { env.Close(); _ = eng.Close() }()
+	sess := &Session{Env: env}
+	request := func(cmd bson.D) *Request {
+		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "b"}))
+		req, err := NewRequest(body, "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return req
+	}
+	docs := bson.A{}
+	for i := range 1000 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "name", Value: "user"}})
+	}
+	Run(context.Background(), sess, request(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}}), nil)
+	find := request(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 500}}}})
+	for _, level := range []int{0, 1} {
+		b.Run("level"+strconv.Itoa(level), func(b *testing.B) {
+			if err := env.Profiler.Set("b", level, false, nil); err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, 0, 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				Run(context.Background(), sess, find, buf[:0])
+			}
+		})
 	}
 }

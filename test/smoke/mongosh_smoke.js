@@ -174,7 +174,7 @@ const checks = [
     same(db.getCollectionInfos({ name: 'people' })[0].options.validationAction, 'warn');
     assert.equal(db.people.drop(), true);
   }],
-  ['setProfilingLevel, getProfilingStatus and system.profile', () => {
+  ['profiler', () => {
     assert.equal(db.setProfilingLevel(2, { slowms: 150 }).was, 0);
     const st = db.getProfilingStatus();
     assert.equal(st.was, 2);

@@ -209,7 +209,7 @@ func (e *Env) observe(ctx context.Context, s *Session, req *Request, cmd *comman
 		setting = p.lookup(req.DB)
 	}
 	logIt, profileIt := false, false
-	if setting.filter != nil {
+	if setting.filter != nil && !isProfileNS(req) {
 		// A filter replaces slowms and sampleRate for both (profile's doc).
 		entry := e.profileEntry(s, req, dur, reply, err)
 		if setting.filter.Match(entry) {

@@ -17,6 +17,7 @@ import (
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/idgen"
+	"github.com/cairndb/cairn/internal/metrics"
 	"github.com/cairndb/cairn/internal/server"
 )
 
@@ -29,6 +30,9 @@ type serveFlags struct {
 	logLevel string
 	maxConns int
 	idPrefix int
+	// metricsAddr serves Prometheus metrics at /metrics when set.
+	metricsAddr string
+	slowMS      int
 	// setParams are --setParameter name=value settings, in order.
 	setParams []string
 }
@@ -48,6 +52,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections (mongod's --maxConns); past it a new connection is closed\n"+
 		"without a reply, as mongod does: the refusal is logged with its reason and counted in serverStatus.connections.rejected")
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
+	fs.StringVar(&f.metricsAddr, "metricsAddr", "", "host:port to serve Prometheus metrics on at /metrics (off when empty)")
+	fs.IntVar(&f.slowMS, "slowms", commands.DefaultSlowMS, "operations slower than this many milliseconds are logged (\"Slow query\") and, at profiling level 1, profiled")
 	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
 		f.setParams = append(f.setParams, s)
 		return nil
@@ -147,6 +153,15 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 	defer env.Close()
 	if err := env.ApplyStartupParameters(f.setParams); err != nil {
 		return err
+	}
+	env.Profiler.SetSlowMS(int64(f.slowMS))
+	if f.metricsAddr != "" {
+		ln, err := metrics.Serve(f.metricsAddr, env)
+		if err != nil {
+			return fmt.Errorf("cannot serve metrics on %s: %w", f.metricsAddr, err)
+		}
+		defer ln.Close()
+		log.Info("serving Prometheus metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 	srv := server.New(env, server.Options{MaxConns: f.maxConns})
 	addr := net.JoinHostPort(f.bindIP, strconv.Itoa(f.port))

@@ -96,6 +96,7 @@ func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Sou
 	}
 	*buf, _ = bsoncore.AppendArrayEnd(*buf, aidx)
 	r.cursorIdx = cidx
+	r.batchN = n
 	return r, kept, done, nil
 }
 

@@ -92,9 +92,8 @@ type aggStats struct {
 var _ agg.Stats = aggStats{}
 
 // CollStats builds $collStats' document: ns, host, localTime, then the
-// sections spec asks for. Cairn keeps no per-collection latency or scan
-// counters yet, so latencyStats and queryExecStats have MongoDB's shape
-// with zero counts.
+// sections spec asks for; latencyStats and queryExecStats come from the
+// usage counters Run keeps for every command (usage.go).
 func (a aggStats) CollStats(ctx context.Context, spec bsoncore.Document) (bsoncore.Document, error) {
 	if a.collectionless {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$collStats must be run against a collection namespace")
@@ -127,7 +126,7 @@ func (a aggStats) CollStats(ctx context.Context, spec bsoncore.Document) (bsonco
 			if v, err := opts.LookupErr("histograms"); err == nil {
 				hist, _ = v.BooleanOK()
 			}
-			r.Doc("latencyStats", latencyStats(hist))
+			r.Doc("latencyStats", a.latencyStats(hist))
 		case "storageStats":
 			got, err := stats("storageStats")
 			if err != nil {
@@ -151,21 +150,24 @@ func (a aggStats) CollStats(ctx context.Context, spec bsoncore.Document) (bsonco
 			}
 			r.Int64("count", got.Count)
 		case "queryExecStats":
-			r.Doc("queryExecStats", doc("collectionScans", doc("total", int64(0), "nonTailable", int64(0))))
+			var scans int64
+			if c := a.s.Env.Usage.lookup(a.ns.String()); c != nil {
+				scans = c.collScans.Load()
+			}
+			r.Doc("queryExecStats", doc("collectionScans", doc("total", scans, "nonTailable", scans)))
 		}
 	}
 	return r.End(), nil
 }
 
-// latencyStats is MongoDB's latencyStats section with zero counts.
-func latencyStats(histograms bool) bsoncore.Document {
-	one := func() bsoncore.Document {
-		if histograms {
-			return doc("latency", int64(0), "ops", int64(0), "histogram", bson.A{})
-		}
-		return doc("latency", int64(0), "ops", int64(0))
+// latencyStats is the collection's latencyStats section: its commands'
+// latencies by class since the server started (usage.go).
+func (a aggStats) latencyStats(histograms bool) bsoncore.Document {
+	c := a.s.Env.Usage.lookup(a.ns.String())
+	if c == nil {
+		c = &collUsage{}
 	}
-	return doc("reads", one(), "writes", one(), "commands", one(), "transactions", one())
+	return latencies(&c.lat, histograms, true)
 }
 
 // IndexStats builds one $indexStats document per index, the _id index

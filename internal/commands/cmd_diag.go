@@ -103,45 +103,6 @@ func memSizeMB() int64 {
 	return 0
 }
 
-func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bsoncore.Document, error) {
-	host, _ := os.Hostname()
-	env := s.Env
-	up := time.Since(env.Started)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	r := NewReply(dst)
-	r.String("host", host)
-	r.String("version", MongoVersion)
-	r.String("process", "cairn")
-	r.Int64("pid", int64(os.Getpid()))
-	r.Double("uptime", float64(int64(up.Seconds())))
-	r.Int64("uptimeMillis", up.Milliseconds())
-	r.Int64("uptimeEstimate", int64(up.Seconds()))
-	r.Any("localTime", bson.DateTime(time.Now().UnixMilli()))
-	r.Doc("connections", doc(
-		"current", int32(env.Connections.Current.Load()),
-		"available", int32(env.Connections.Available.Load()),
-		"totalCreated", env.Connections.TotalCreated.Load(),
-		"rejected", env.Connections.Rejected.Load(),
-		"active", int32(env.Connections.Current.Load()),
-	))
-	o := &env.Ops
-	r.Doc("opcounters", doc(
-		"insert", o.Insert.Load(), "query", o.Query.Load(), "update", o.Update.Load(),
-		"delete", o.Delete.Load(), "getmore", o.GetMore.Load(), "command", o.Command.Load(),
-	))
-	r.Doc("asserts", doc("regular", int32(0), "warning", int32(0), "msg", int32(0), "user", int32(o.UserErrors.Load()), "tripwire", int32(0), "rollovers", int32(0)))
-	n := &env.Network
-	r.Doc("network", doc("bytesIn", n.BytesIn.Load(), "bytesOut", n.BytesOut.Load(), "numRequests", n.NumRequests.Load()))
-	r.Doc("mem", doc("bits", int32(64), "resident", int32(ms.Sys>>20), "virtual", int32(ms.Sys>>20), "supported", true))
-	r.Doc("metrics", doc(
-		"cursor", doc("open", doc("total", int64(env.Cursors.Len()))),
-		"ttl", doc("deletedDocuments", env.TTL.Deleted(), "passes", env.TTL.Passes()),
-	))
-	r.Doc("storageEngine", doc("name", "pebble", "supportsCommittedReads", true, "persistent", true))
-	return r.Finish(), nil
-}
-
 func cmdGetCmdLineOpts(_ context.Context, s *Session, _ *Request, dst []byte) (bsoncore.Document, error) {
 	cfg := s.Env.Config
 	r := NewReply(dst)

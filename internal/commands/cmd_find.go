@@ -225,11 +225,15 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if !done && held == nil && sp.Limit > 0 && batch == sp.Limit {
 		done = true // the batch holds the whole limit: nothing is left, as MongoDB closes it
 	}
+	examined := s.stat.readPlan(src, r.batchN, [2]int64{})
 	if done || sp.singleBatch {
+		s.stat.cursorExhausted = done
 		_ = src.Close()
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
+	cur.examined = examined
+	s.stat.cursorID = cur.ID
 	cur.noTimeout = sp.noCursorTimeout
 	cur.maxTime, _ = opctx.Remaining(ctx)
 	cur.coll = s.Env.Engine.Catalog().Collection(sp.NS.DB, sp.NS.Coll)
@@ -289,6 +293,8 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	cur.held = held
+	cur.examined = s.stat.readPlan(planOf(cur.src), r.batchN, cur.examined)
+	s.stat.cursorID, s.stat.cursorExhausted = cur.ID, done
 	s.Env.Cursors.Release(cur, done)
 	if done {
 		return finishCursor(r, 0, ns), nil

@@ -63,6 +63,7 @@ func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	s.Env.Ops.Insert.Add(int64(res.Inserted))
+	s.stat.ninserted, s.stat.writes = int64(res.Inserted), writeInserted
 	r := NewReply(dst).Int32("n", int32(res.Inserted))
 	appendWriteErrors(r, res.WriteErrors)
 	if len(res.GeneratedIDs) > 0 {

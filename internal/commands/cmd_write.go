@@ -71,6 +71,7 @@ func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		}
 	}
 	s.Env.Ops.Delete.Add(n)
+	s.stat.ndeleted, s.stat.writes = n, writeDeleted
 	r := NewReply(dst).Count("n", n)
 	appendWriteErrors(r, werrs)
 	return r.Finish(), nil
@@ -140,6 +141,10 @@ func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		}
 	}
 	s.Env.Ops.Update.Add(int64(len(wb.stmts)))
+	s.stat.nMatched, s.stat.nModified, s.stat.writes = matched, modified, writeUpdated
+	if len(upserted) > 0 {
+		s.stat.ninserted, s.stat.writes = int64(len(upserted)), writeUpdated|writeInserted
+	}
 	r := NewReply(dst).Count("n", matched+int64(len(upserted)))
 	if len(upserted) > 0 {
 		r.DocArray("upserted", upserted)

@@ -38,6 +38,9 @@ type Cursor struct {
 	// cursor opened), nil for cursors over no collection: a getMore after
 	// the collection is dropped or renamed fails (see checkCursorCollection).
 	coll *catalog.Collection
+	// examined are the keys and documents its plan had examined by the end
+	// of its last batch, so each getMore reports its own (profiler.go).
+	examined [2]int64
 }
 
 // Cursors is the registry of open cursors, shared by all connections.

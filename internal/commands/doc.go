@@ -48,4 +48,13 @@
 // maxTimeMS included (operation.go); handlers pass that context to every
 // exec entry point, and a cursor's plan keeps running under a context each
 // getMore attaches to (opctx.Bound).
+//
+// Invariant "Every command is observed": after each command Run hands its
+// duration and figures (opStats, which the find, getMore and write
+// handlers fill) to Env.observe, which counts it (usage.go: opLatencies,
+// metrics, top, $collStats latencyStats, the Prometheus endpoint's
+// per-command histograms), logs it as a "Slow query" past slowms, and
+// writes it to system.profile when its database's profiling level asks
+// (profiler.go). Deciding not to log or profile costs one comparison and
+// one atomic load.
 package commands

@@ -56,6 +56,13 @@ type Env struct {
 	// ProcessID identifies this server run in hello's topologyVersion.
 	ProcessID bson.ObjectID
 
+	// Profiler holds slowms, sampleRate and each database's profiling
+	// level (profiler.go).
+	Profiler *Profiler
+	// Usage counts every command: latencies, documents, per-collection
+	// time (usage.go).
+	Usage Usage
+
 	Connections ConnCounters
 	Ops         OpCounters
 	Network     NetCounters
@@ -121,7 +128,9 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		Log:       log,
 		Started:   time.Now(),
 		ProcessID: bson.NewObjectID(),
+		Profiler:  newProfiler(),
 	}
+	env.Usage.initCommands()
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)
@@ -149,6 +158,12 @@ type Session struct {
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.
 	running atomic.Pointer[engine.Op]
+
+	// stat is the command in progress's figures for the slow-operation
+	// log and the profiler (profiler.go).
+	stat opStats
+	// nsBuf is scratch for the namespace a command is counted under.
+	nsBuf []byte
 }
 
 // Interrupt cancels the command in progress on the session, if any, with

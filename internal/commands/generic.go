@@ -288,9 +288,9 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
 	}
 	switch level {
 	case "linearizable":
-		return mongoerr.New(mongoerr.NotAReplicaSet, "node needs to be a replica set member to use read concern")
+		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use read concern")
 	case "snapshot":
-		return mongoerr.New(mongoerr.NotAReplicaSet, "node needs to be a replica set member to use readConcern: snapshot")
+		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use readConcern: snapshot")
 	}
 	if clusterTime != "" {
 		return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify %s readConcern without replication enabled", clusterTime)

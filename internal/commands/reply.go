@@ -15,6 +15,7 @@ type Reply struct {
 	buf       []byte
 	start     int32
 	cursorIdx int32 // the open "cursor" sub-document, for batch builders
+	batchN    int64 // documents in the batch fillBatch built (nreturned)
 }
 
 // NewReply starts a reply document at the end of dst.

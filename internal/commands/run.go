@@ -60,19 +60,18 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		return ErrorReply(dst, err)
 	}
 	defer op.end()
-	logged := s.Env.Log.Enabled(ctx, slog.LevelDebug)
-	var began time.Time
-	if logged {
-		began = time.Now()
-	}
+	s.stat = opStats{}
+	began := time.Now()
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
-	if logged {
+	took := time.Since(began)
+	if s.Env.Log.Enabled(ctx, slog.LevelDebug) {
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
-			"durationMicros", time.Since(began).Microseconds(), "code", int32(mongoerr.CodeOf(err)))
+			"durationMicros", took.Microseconds(), "code", int32(mongoerr.CodeOf(err)))
 	}
 	if err == nil && cmd.kind == kindWrite && journaled(req) {
 		err = s.Env.Engine.Storage().SyncNow() // the interval mode syncs on request
 	}
+	s.Env.observe(ctx, s, req, &cmd, took, out, err) // slow-operation log, profiler (profiler.go)
 	if err != nil {
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)

@@ -83,14 +83,20 @@ func (e *Engine) RenameCollection(from, to Namespace, dropTarget bool) error {
 	})
 }
 
+// ProfileCollection is the database profiler's collection in each
+// database, which writes create implicitly although its name is reserved.
+const ProfileCollection = "system.profile"
+
 // ensureCollection returns ns's metadata inside a request, creating the
 // collection implicitly (as an insert or upsert does) when it does not exist.
 func (e *Engine) ensureCollection(tx *storage.Txn, ns Namespace) (*catalog.Collection, error) {
 	if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
 		return c, nil
 	}
-	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
-		return nil, err
+	if ns.Coll != ProfileCollection { // the server's own, created by the profiler's first entry
+		if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
+			return nil, err
+		}
 	}
 	return e.cat.CreateCollection(tx, ns.DB, ns.Coll, nil)
 }

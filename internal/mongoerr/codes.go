@@ -30,7 +30,7 @@ const (
 
 	// The command surface: replica-set-only features on a standalone,
 	// client metadata, the stable API's parameters, IDL field checks.
-	NotAReplicaSet          Code = 76
+	NoReplicationEnabled    Code = 76
 	ClientMetadataImmutable Code = 186
 	APIVersionError         Code = 322
 	APIStrictError          Code = 323

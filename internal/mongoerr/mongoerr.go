@@ -43,7 +43,7 @@ var names = map[Code]string{
 	InterruptedDueToReplStateChange: "InterruptedDueToReplStateChange",
 	NotPrimaryNoSecondaryOk:         "NotPrimaryNoSecondaryOk",
 	NotPrimaryOrSecondary:           "NotPrimaryOrSecondary",
-	NotAReplicaSet:                  "NotAReplicaSet",
+	NoReplicationEnabled:            "NoReplicationEnabled",
 	ClientMetadataImmutable:         "ClientMetadataCannotBeMutated",
 	APIVersionError:                 "APIVersionError",
 	APIStrictError:                  "APIStrictError",

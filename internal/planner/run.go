@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -412,4 +414,56 @@ func (e *Exec) ScansCollection() bool {
 		}
 	})
 	return found
+}
+
+// PlanSummary is the plan as MongoDB's slow-query log and profiler name it:
+// each leaf that reads data, in plan order, joined by ", " — "COLLSCAN",
+// "IDHACK", "IXSCAN { a: 1 }" (an index read twice is named once).
+func (e *Exec) PlanSummary() string {
+	var parts []string
+	walk(e.root, func(s stage) {
+		var p string
+		switch s := s.(type) {
+		case *collScan:
+			p = "COLLSCAN"
+		case *idHack:
+			p = "IDHACK"
+		case *ixScan:
+			p = "IXSCAN " + keyPatternText(s.ix.keyDoc())
+		default:
+			return
+		}
+		if !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	})
+	return strings.Join(parts, ", ")
+}
+
+// keyPatternText writes a key pattern as the server's log does: { a: 1, b: -1 }.
+func keyPatternText(d bsoncore.Document) string {
+	var b strings.Builder
+	b.WriteString("{ ")
+	els, _ := d.Elements()
+	for i, el := range els {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(el.Key())
+		b.WriteString(": ")
+		switch v := el.Value(); v.Type {
+		case bsoncore.TypeInt32:
+			b.WriteString(strconv.Itoa(int(v.Int32())))
+		case bsoncore.TypeInt64:
+			b.WriteString(strconv.FormatInt(v.Int64(), 10))
+		case bsoncore.TypeDouble:
+			b.WriteString(strconv.FormatFloat(v.Double(), 'g', -1, 64))
+		case bsoncore.TypeString:
+			b.WriteString(strconv.Quote(v.StringValue()))
+		default:
+			b.WriteString(v.String())
+		}
+	}
+	b.WriteString(" }")
+	return b.String()
 }

@@ -414,6 +414,9 @@ func (db *DB) Flush() error { return db.pdb.Flush() }
 // Pebble exposes the underlying store for diagnostics and benchmarks.
 func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
+// CacheCapacity is the block cache's size in bytes (Options.CacheSize).
+func (db *DB) CacheCapacity() int64 { return db.opts.CacheSize }
+
 // FailPoints is the store's fail point registry.
 func (db *DB) FailPoints() *failpoint.Registry { return db.opts.FailPoints }
 

@@ -67,6 +67,8 @@ type pipeline struct {
 	// doubling and copying (see batchSizeHint).
 	sizeHint int
 
+	groups groupStats // groupstats.go
+
 	mu      sync.RWMutex // guards closed against submit racing stop
 	closed  bool
 	queue   chan *request
@@ -132,6 +134,7 @@ func (p *pipeline) run() {
 		group = append(group[:0], first)
 		group = p.drain(group)
 		p.commitGroup(group, txn)
+		p.groups.record(len(group))
 		for _, r := range group {
 			r.done <- struct{}{}
 		}

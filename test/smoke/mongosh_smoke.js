@@ -194,6 +194,23 @@ const checks = [
     cur.close();
     assert.equal(db.log.drop(), true);
   }],
+  ['profiler', () => {
+    assert.equal(db.setProfilingLevel(2, { slowms: 150 }).was, 0);
+    const st = db.getProfilingStatus();
+    assert.equal(st.was, 2);
+    assert.equal(st.slowms, 150);
+    assert.equal(st.sampleRate, 1);
+    db.prof.insertOne({ a: 1 });
+    db.prof.find({ a: 1 }).toArray();
+    const entry = db.system.profile.findOne({ op: 'query', ns: db.getName() + '.prof' });
+    assert.ok(entry, 'no profile entry for the find');
+    assert.equal(entry.planSummary, 'COLLSCAN');
+    assert.equal(entry.nreturned, 1);
+    assert.ok(entry.ts instanceof Date, 'ts is not a date');
+    assert.equal(db.setProfilingLevel(0, { slowms: 100 }).was, 2);
+    assert.equal(db.getProfilingStatus().was, 0);
+    db.prof.drop();
+  }],
 ];
 
 // Features Cairn does not have yet; see node_smoke.mjs.

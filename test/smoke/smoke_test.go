@@ -74,7 +74,7 @@ var clients = []client{
 			"find-toArray", "find-equality-filter", "find-query-language", "replaceOne", "replaceOne-upsert",
 			"duplicate-key", "deleteOne", "deleteMany", "estimatedDocumentCount",
 			"getCollectionNames", "getDBNames", "unknown-command", "drop",
-			"createIndex", "aggregate", "validator", "capped",
+			"createIndex", "aggregate", "validator", "capped", "profiler",
 			"dropDatabase",
 		},
 	},

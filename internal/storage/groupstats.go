@@ -1,0 +1,41 @@
+package storage
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// groupSizeBuckets: bucket i counts commit groups of [2^i, 2^(i+1))
+// requests; maxGroup (512) falls in bucket 9.
+const groupSizeBuckets = 10
+
+// groupStats count the commit pipeline's groups, for the metrics endpoint:
+// how many groups committed and how many requests they carried, with a
+// histogram of group sizes. The pipeline loop is their only writer.
+type groupStats struct {
+	groups, requests atomic.Int64
+	sizes            [groupSizeBuckets]atomic.Int64
+}
+
+func (g *groupStats) record(n int) {
+	g.groups.Add(1)
+	g.requests.Add(int64(n))
+	g.sizes[min(bits.Len(uint(n))-1, groupSizeBuckets-1)].Add(1)
+}
+
+// GroupStats is a copy of the commit pipeline's group counters.
+type GroupStats struct {
+	Groups, Requests int64
+	// Sizes[i] counts groups of 2^i to 2^(i+1)-1 requests.
+	Sizes [groupSizeBuckets]int64
+}
+
+// CommitGroups reports the commit groups written so far.
+func (db *DB) CommitGroups() GroupStats {
+	g := &db.pipe.groups
+	out := GroupStats{Groups: g.groups.Load(), Requests: g.requests.Load()}
+	for i := range g.sizes {
+		out.Sizes[i] = g.sizes[i].Load()
+	}
+	return out
+}

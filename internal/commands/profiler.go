@@ -16,7 +16,6 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/engine"
-	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
@@ -42,8 +41,9 @@ import (
 // DefaultSlowMS is MongoDB's slowms default.
 const DefaultSlowMS = 100
 
-// profileCapBytes bounds each database's system.profile, as MongoDB's
-// default capped system.profile (1 MB).
+// profileCapBytes is the size of the capped system.profile the profiler
+// creates in a database that has none, MongoDB's default (1 MB). A user may
+// create it first with another size, as in MongoDB.
 const profileCapBytes = 1 << 20
 
 // profileColl is the profiler's collection in each database.
@@ -105,9 +105,6 @@ type Profiler struct {
 
 	mu  sync.RWMutex
 	dbs map[string]dbProfile
-
-	keptMu sync.Mutex
-	kept   map[string]*profileKept
 }
 
 // dbProfile is one database's profiler setting.
@@ -117,16 +114,8 @@ type dbProfile struct {
 	filterDoc bsoncore.Document
 }
 
-// profileKept remembers the entries Cairn wrote to one system.profile, oldest
-// first, to bound it.
-type profileKept struct {
-	ids   []bson.ObjectID
-	sizes []int
-	bytes int
-}
-
 func newProfiler() *Profiler {
-	p := &Profiler{dbs: map[string]dbProfile{}, kept: map[string]*profileKept{}}
+	p := &Profiler{dbs: map[string]dbProfile{}}
 	p.slowMS.Store(DefaultSlowMS)
 	p.sampleRate.Store(math.Float64bits(1))
 	return p
@@ -326,69 +315,33 @@ func clientHost(remote string) string {
 	return remote
 }
 
-// writeProfile appends entry to db's system.profile and deletes the oldest
-// entries past profileCapBytes. A failure is logged, never the command's.
+// writeProfile appends entry to db's system.profile, creating it capped
+// (profileCapBytes) when the database has none, so the oldest entries leave
+// in the insert's own commit. A failure is logged, never the command's.
 func (e *Env) writeProfile(ctx context.Context, db string, entry bsoncore.Document) {
-	id := bson.NewObjectID()
 	d := make(bsoncore.Document, 0, len(entry)+17)
 	i, d := bsoncore.AppendDocumentStart(d)
-	d = bsoncore.AppendObjectIDElement(d, "_id", id)
+	d = bsoncore.AppendObjectIDElement(d, "_id", bson.NewObjectID())
 	d = append(d, entry[4:len(entry)-1]...)
 	d, _ = bsoncore.AppendDocumentEnd(d, i)
 	ns := engine.Namespace{DB: db, Coll: profileColl}
-	res, err := e.Exec.Insert(ns, []bsoncore.Document{d}, engine.InsertOptions{})
-	if err == nil && len(res.WriteErrors) > 0 {
-		err = res.WriteErrors[0].Err
+	var err error
+	if e.Engine.Catalog().Collection(ns.DB, ns.Coll) == nil {
+		err = e.Engine.CreateCollection(ns, cappedOptionsDoc(profileCapBytes))
+		if mongoerr.CodeOf(err) == mongoerr.NamespaceExists {
+			err = nil // created meanwhile, by another entry or the user
+		}
+	}
+	if err == nil {
+		var res engine.InsertResult
+		res, err = e.Exec.Insert(ns, []bsoncore.Document{d}, engine.InsertOptions{})
+		if err == nil && len(res.WriteErrors) > 0 {
+			err = res.WriteErrors[0].Err
+		}
 	}
 	if err != nil {
 		e.Log.Warn("profiler write failed", "ns", ns.String(), "error", err.Error())
-		return
 	}
-	cut, ok := e.Profiler.keep(ns.String(), id, len(d))
-	if !ok {
-		return
-	}
-	filter := bsoncore.NewDocumentBuilder().AppendDocument("_id",
-		bsoncore.NewDocumentBuilder().AppendObjectID("$lte", cut).Build()).Build()
-	sel, err := exec.NewSelection(ns, filter, query.Options{})
-	if err == nil {
-		_, err = e.Exec.Delete(context.WithoutCancel(ctx), exec.Delete{Sel: sel})
-	}
-	if err != nil {
-		e.Log.Warn("profiler trim failed", "ns", ns.String(), "error", err.Error())
-	}
-}
-
-// keep records an entry of size bytes written to ns; when the entries pass
-// profileCapBytes it forgets the oldest and returns the newest _id to
-// delete up to.
-func (p *Profiler) keep(ns string, id bson.ObjectID, size int) (cut bson.ObjectID, trim bool) {
-	p.keptMu.Lock()
-	defer p.keptMu.Unlock()
-	k := p.kept[ns]
-	if k == nil {
-		k = &profileKept{}
-		p.kept[ns] = k
-	}
-	k.ids, k.sizes, k.bytes = append(k.ids, id), append(k.sizes, size), k.bytes+size
-	n := 0
-	for k.bytes > profileCapBytes && n < len(k.ids)-1 {
-		k.bytes -= k.sizes[n]
-		n++
-	}
-	if n == 0 {
-		return cut, false
-	}
-	cut = k.ids[n-1]
-	k.ids, k.sizes = append(k.ids[:0], k.ids[n:]...), append(k.sizes[:0], k.sizes[n:]...)
-	return cut, true
-}
-
-// forget drops what keep remembers of ns (its system.profile was dropped).
-func (p *Profiler) forget(ns string) {
-	p.keptMu.Lock()
-	delete(p.kept, ns)
-	p.keptMu.Unlock()
 }
 
 // logSlow writes the "Slow query" line, in MongoDB's structured shape: the

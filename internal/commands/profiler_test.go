@@ -151,9 +151,9 @@ func TestLatencyBuckets(t *testing.T) {
 	}
 }
 
-// TestProfileBound checks that system.profile is kept under
-// profileCapBytes: after more entries than fit, the oldest are deleted and
-// the newest stay.
+// TestProfileBound checks that the profiler's system.profile is a capped
+// collection of profileCapBytes: after more entries than fit, the oldest
+// are gone and the newest stay.
 func TestProfileBound(t *testing.T) {
 	_, _, run := newObservedEnv(t)
 	run(bson.D{{Key: "profile", Value: 2}})
@@ -165,6 +165,9 @@ func TestProfileBound(t *testing.T) {
 	reply := run(bson.D{{Key: "collStats", Value: "system.profile"}})
 	size, _ := reply.Lookup("size").AsInt64OK()
 	count, _ := reply.Lookup("count").AsInt64OK()
+	if capped, _ := reply.Lookup("capped").BooleanOK(); !capped || reply.Lookup("maxSize").AsInt64() != profileCapBytes {
+		t.Errorf("system.profile is not capped at %d bytes: %s", profileCapBytes, reply)
+	}
 	if size > profileCapBytes || size < profileCapBytes/2 {
 		t.Errorf("system.profile holds %d bytes in %d entries, want at most %d and more than half of it", size, count, profileCapBytes)
 	}

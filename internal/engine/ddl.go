@@ -15,8 +15,10 @@ import (
 // collection that exists with the same options succeeds; different options
 // fail with NamespaceExists.
 func (e *Engine) CreateCollection(ns Namespace, options bson.Raw) error {
-	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
-		return err
+	if ns.Coll != ProfileCollection { // may be created first, capped at another size
+		if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
+			return err
+		}
 	}
 	if err := validateCreateOptions(options); err != nil {
 		return err

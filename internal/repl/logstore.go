@@ -217,6 +217,12 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) e
 // caller at that applied index) and deletes the log up to and including
 // index ("Truncate only below a snapshot").
 func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte) error {
+	s.mu.Lock()
+	old := index <= s.snap.GetMetadata().GetIndex()
+	s.mu.Unlock()
+	if old {
+		return raft.ErrSnapOutOfDate
+	}
 	term, err := s.Term(index)
 	if err != nil {
 		return err

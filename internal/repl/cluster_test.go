@@ -52,9 +52,12 @@ func TestElectsOneLeader(t *testing.T) {
 }
 
 func TestProposalsCommitInOneOrder(t *testing.T) {
-	for _, size := range []int{3, 5} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			c := newCluster(t, size, testSeed(t))
+	for _, tc := range []struct {
+		size int
+		tcp  bool
+	}{{3, false}, {5, false}, {3, true}} {
+		t.Run(fmt.Sprintf("%d/tcp=%v", tc.size, tc.tcp), func(t *testing.T) {
+			c := newClusterOver(t, tc.size, testSeed(t), tc.tcp)
 			c.waitLeader(5 * time.Second)
 			const writers, each = 4, 25
 			var wg sync.WaitGroup
@@ -97,9 +100,10 @@ func TestProposalsCommitInOneOrder(t *testing.T) {
 // restarts it from its Pebble log: it catches up by log replay, or from
 // a snapshot when the leader has truncated its log past it.
 func TestRestartCatchesUp(t *testing.T) {
-	for _, compact := range []bool{false, true} {
-		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
-			c := newCluster(t, 3, testSeed(t))
+	for _, tc := range []struct{ compact, tcp bool }{{false, false}, {true, false}, {true, true}} {
+		compact := tc.compact
+		t.Run(fmt.Sprintf("compact=%v/tcp=%v", compact, tc.tcp), func(t *testing.T) {
+			c := newClusterOver(t, 3, testSeed(t), tc.tcp)
 			l := c.waitLeader(5 * time.Second)
 			victim := c.ids[0]
 			if victim == l {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -93,11 +94,20 @@ type cluster struct {
 
 	stopTicks chan struct{}
 	tickWG    sync.WaitGroup
+
+	tcpAddrs map[uint64]string // members talk over TCP on loopback when set
 }
 
 const testTick = 10 * time.Millisecond
 
 func newCluster(t *testing.T, size int, seed uint64) *cluster {
+	return newClusterOver(t, size, seed, false)
+}
+
+// newClusterOver starts a group whose members talk over the in-process
+// Network, or, with tcp, over TCPTransport on loopback addresses that
+// stay each member's across restarts.
+func newClusterOver(t *testing.T, size int, seed uint64, tcp bool) *cluster {
 	c := &cluster{
 		t: t, net: NewNetwork(seed), rnd: rand.New(rand.NewPCG(seed, 7)),
 		fs: map[uint64]*vfs.MemFS{}, logs: map[uint64]*LogStore{}, nodes: map[uint64]*Node{},
@@ -109,6 +119,17 @@ func newCluster(t *testing.T, size int, seed uint64) *cluster {
 		c.ids = append(c.ids, id)
 		c.fs[id] = vfs.NewCrashableMem()
 		c.clocks[id] = NewManualClock(time.Unix(0, 0))
+	}
+	if tcp {
+		c.tcpAddrs = map[uint64]string{}
+		for _, id := range c.ids {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.tcpAddrs[id] = ln.Addr().String()
+			ln.Close()
+		}
 	}
 	for _, id := range c.ids {
 		c.start(id)
@@ -148,8 +169,21 @@ func (c *cluster) start(id uint64) {
 		c.t.Fatalf("member %d: %v", id, err)
 	}
 	sm := newMemSM()
+	var tr Transport = c.net.Endpoint(id)
+	if c.tcpAddrs != nil {
+		tt, err := ListenTCP(id, c.tcpAddrs[id])
+		if err != nil {
+			c.t.Fatalf("member %d: %v", id, err)
+		}
+		for peer, addr := range c.tcpAddrs {
+			if peer != id {
+				tt.AddPeer(peer, addr)
+			}
+		}
+		tr = tt
+	}
 	n, err := NewNode(Config{
-		ID: id, Peers: c.ids, Log: log, Transport: c.net.Endpoint(id), Clock: c.clocks[id], SM: sm,
+		ID: id, Peers: c.ids, Log: log, Transport: tr, Clock: c.clocks[id], SM: sm,
 		TickInterval: testTick, OnRoleChange: c.observe,
 	})
 	if err != nil {

@@ -90,6 +90,7 @@ type cluster struct {
 
 	mu      sync.Mutex
 	leaders map[uint64]uint64 // term → the member that led it
+	changes []RoleChange
 	twoLead []string
 
 	stopTicks chan struct{}
@@ -196,11 +197,12 @@ func (c *cluster) start(id uint64) {
 
 // observe checks "One leader per term" from the role notifications.
 func (c *cluster) observe(rc RoleChange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changes = append(c.changes, rc)
 	if rc.Role != raft.StateLeader {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if prev, ok := c.leaders[rc.Term]; ok && prev != rc.ID {
 		c.twoLead = append(c.twoLead, fmt.Sprintf("term %d: members %d and %d", rc.Term, prev, rc.ID))
 	}
@@ -252,6 +254,15 @@ func (c *cluster) close() {
 	defer c.mu.Unlock()
 	for _, s := range c.twoLead {
 		c.t.Errorf("two leaders in one term: %s", s)
+	}
+}
+
+// pauseClocks stops (or restarts) every member's clock.
+func (c *cluster) pauseClocks(paused bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.ids {
+		c.paused[id] = paused
 	}
 }
 

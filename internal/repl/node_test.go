@@ -1,0 +1,91 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3"
+)
+
+// TestNodeAPI: what a caller of Node sees on the leader and on a follower.
+func TestNodeAPI(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	l := c.waitLeader(5 * time.Second)
+	var f uint64
+	for _, id := range c.ids {
+		if id != l {
+			f = id
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	idx, err := c.node(l).Propose(ctx, []byte("put a 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.node(l).ReadIndex(ctx); err != nil || r < idx {
+		t.Errorf("ReadIndex after a write at %d: %d %v", idx, r, err)
+	}
+	if got := c.sm(l).get("a"); got != "1" {
+		t.Errorf("leader's state after Propose returned: a=%q", got)
+	}
+	if _, err := c.node(f).Propose(ctx, []byte("put a 2")); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("Propose on a follower: %v", err)
+	}
+	if _, err := c.node(f).ReadIndex(ctx); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("ReadIndex on a follower: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancelShort()
+	<-short.Done()
+	if _, err := c.node(l).Propose(short, []byte("put a 3")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Propose with an ended context: %v", err)
+	}
+
+	// Role notifications: every follower heard of the leader.
+	c.mu.Lock()
+	heard := map[uint64]bool{}
+	for _, rc := range c.changes {
+		if rc.Lead == l && rc.ID != l && rc.Role == raft.StateFollower {
+			heard[rc.ID] = true
+		}
+	}
+	c.mu.Unlock()
+	if len(heard) != 2 {
+		t.Errorf("followers told of leader %d: %v", l, heard)
+	}
+}
+
+// TestLeadershipLostFailsPending: a proposal waiting on a leader that is
+// cut off fails with ErrLeadershipLost when CheckQuorum makes it step
+// down, and (never having left it) is not in the healed group's log.
+func TestLeadershipLostFailsPending(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	l := c.waitLeader(5 * time.Second)
+	c.pauseClocks(true)
+	c.net.Isolate(l)
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.node(l).Propose(ctx, []byte("orphan"))
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the proposal reaches the leader's log
+	c.pauseClocks(false)
+	if err := <-errc; !errors.Is(err, ErrLeadershipLost) {
+		t.Fatalf("pending proposal on an isolated leader: %v", err)
+	}
+	c.net.Heal()
+	barrier, err := c.propose("barrier", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := c.converge(barrier, 10*time.Second)
+	if _, ok := payloads(t, log)["orphan"]; ok {
+		t.Errorf("the orphaned proposal was applied: %v", log)
+	}
+}

@@ -64,7 +64,7 @@ func (s *LogStore) Bootstrap(voters []uint64) error {
 		Term:      proto.Uint64(1),
 		ConfState: &pb.ConfState{Voters: append([]uint64(nil), voters...)},
 	}}
-	return s.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, nil, snap)
+	return s.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, nil, snap, true)
 }
 
 // OpenLogStore opens (or creates) the Raft log under dir of fs (nil: the
@@ -137,10 +137,12 @@ func (s *LogStore) get(k []byte) ([]byte, bool, error) {
 // Close closes the Pebble instance.
 func (s *LogStore) Close() error { return s.db.Close() }
 
-// Save makes one Ready's state durable in one synced batch ("Log durable
-// before use"): the snapshot (which replaces the whole log), the entries
-// (which replace any conflicting tail) and the hard state.
-func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
+// Save writes one Ready's state in one batch: the snapshot (which replaces
+// the whole log), the entries (which replace any conflicting tail) and the
+// hard state. With sync (the Ready's MustSync: new entries, a new term or
+// vote) the batch is synced before Save returns ("Log durable before
+// use"); without it only the commit index changed, which Raft may lose.
+func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.db.NewBatch()
@@ -197,8 +199,12 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) e
 	if b.Empty() {
 		return nil
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("repl: sync raft log: %w", err)
+	opt := pebble.NoSync
+	if sync || newSnap {
+		opt = pebble.Sync
+	}
+	if err := b.Commit(opt); err != nil {
+		return fmt.Errorf("repl: write raft log: %w", err)
 	}
 	if newSnap {
 		s.snap = snap

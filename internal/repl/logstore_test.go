@@ -62,7 +62,7 @@ func TestLogStoreAppendReplaceReopen(t *testing.T) {
 		{"extend", ents(3, 5, 7), false, 7, []uint64{2, 2, 3, 3, 3, 3}},
 	}
 	for _, st := range steps {
-		err := s.Save(&pb.HardState{Term: proto.Uint64(3), Vote: proto.Uint64(2), Commit: proto.Uint64(3)}, st.ents, nil)
+		err := s.Save(&pb.HardState{Term: proto.Uint64(3), Vote: proto.Uint64(2), Commit: proto.Uint64(3)}, st.ents, nil, true)
 		if (err != nil) != st.wantErr {
 			t.Fatalf("%s: err %v", st.name, err)
 		}
@@ -88,12 +88,23 @@ func TestLogStoreAppendReplaceReopen(t *testing.T) {
 		t.Errorf("maxSize 1 returned %d entries, want exactly 1", len(got))
 	}
 
-	// A crash keeps everything Save returned for ("Log durable before use").
+	// A commit-only change (Raft's MustSync false) is written unsynced: a
+	// crash may take it back, which Raft tolerates.
+	if err := s.Save(&pb.HardState{Term: proto.Uint64(3), Vote: proto.Uint64(2), Commit: proto.Uint64(7)}, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _, _ := s.InitialState(); hs.GetCommit() != 7 {
+		t.Errorf("commit after an unsynced save: %d", hs.GetCommit())
+	}
+
+	// A crash keeps everything a synced Save returned for ("Log durable
+	// before use").
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	s.Close()
 	r := openMem(t, crashed)
 	defer r.Close()
 	hs, cs, _ := r.InitialState()
+	// Commit 3 is the last synced one: the unsynced 7 did not survive.
 	if hs.GetTerm() != 3 || hs.GetVote() != 2 || hs.GetCommit() != 3 {
 		t.Errorf("hard state after crash: %v", hs)
 	}
@@ -120,7 +131,7 @@ func TestLogStoreCompact(t *testing.T) {
 	if err := s.Bootstrap([]uint64{1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(nil, ents(2, 2, 10), nil); err != nil {
+	if err := s.Save(nil, ents(2, 2, 10), nil, true); err != nil {
 		t.Fatal(err)
 	}
 	cs := &pb.ConfState{Voters: []uint64{1}}
@@ -162,13 +173,13 @@ func TestLogStoreCompact(t *testing.T) {
 	// A snapshot received from the leader replaces the whole log.
 	snap := &pb.Snapshot{Data: []byte("state@20"), Metadata: &pb.SnapshotMetadata{
 		Index: proto.Uint64(20), Term: proto.Uint64(4), ConfState: cs}}
-	if err := r.Save(&pb.HardState{Term: proto.Uint64(4), Commit: proto.Uint64(20)}, nil, snap); err != nil {
+	if err := r.Save(&pb.HardState{Term: proto.Uint64(4), Commit: proto.Uint64(20)}, nil, snap, true); err != nil {
 		t.Fatal(err)
 	}
 	if first, last := must(r.FirstIndex()), must(r.LastIndex()); first != 21 || last != 20 {
 		t.Errorf("after a snapshot: first %d last %d, want 21 20", first, last)
 	}
-	if err := r.Save(nil, ents(4, 21, 22), nil); err != nil {
+	if err := r.Save(nil, ents(4, 21, 22), nil, true); err != nil {
 		t.Fatal(err)
 	}
 	r.checkContiguous()

@@ -98,6 +98,7 @@ type Node struct {
 	applied    uint64
 	confState  *pb.ConfState
 	soft       raft.SoftState
+	leaderTerm uint64 // the term this member leads, while it leads
 
 	mu     sync.Mutex
 	status Status
@@ -358,11 +359,17 @@ func (n *Node) handleReady() error {
 	if rd.SoftState != nil {
 		n.roleChanged(*rd.SoftState)
 	}
-	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
 		return err
 	}
+	var snapsTo []uint64
 	if len(rd.Messages) > 0 {
 		n.cfg.Transport.Send(rd.Messages)
+		for _, m := range rd.Messages {
+			if m.GetType() == pb.MsgSnap {
+				snapsTo = append(snapsTo, m.GetTo())
+			}
+		}
 	}
 	for _, rs := range rd.ReadStates {
 		if len(rs.RequestCtx) != 8 {
@@ -398,7 +405,20 @@ func (n *Node) handleReady() error {
 	}
 	n.readsReady = kept
 	n.rn.Advance(rd)
+	// The transport does not confirm delivery: report every snapshot sent
+	// as finished, so the leader probes the member again from the
+	// snapshot's index; a member that did not get it rejects the probe and
+	// is sent the snapshot again.
+	for _, to := range snapsTo {
+		n.rn.ReportSnapshot(to, raft.SnapshotFinish)
+	}
 	st := n.rn.BasicStatus()
+	if n.soft.RaftState == raft.StateLeader && st.GetTerm() != n.leaderTerm {
+		// Leadership lost and won back between two Readies: what was
+		// pending belongs to the old term.
+		n.failPending(ErrLeadershipLost)
+		n.leaderTerm = st.GetTerm()
+	}
 	n.mu.Lock()
 	n.status = Status{ID: n.cfg.ID, Term: st.GetTerm(), Lead: st.Lead, Commit: st.GetCommit(), Applied: n.applied, Role: st.RaftState}
 	n.mu.Unlock()
@@ -451,21 +471,19 @@ func (n *Node) roleChanged(s raft.SoftState) {
 	prev := n.soft
 	n.soft = s
 	if prev.RaftState == raft.StateLeader && s.RaftState != raft.StateLeader {
-		for seq, p := range n.pending {
-			p.done <- ErrLeadershipLost
-			delete(n.pending, seq)
-		}
-		for id, r := range n.reads {
-			r.done <- ErrLeadershipLost
-			delete(n.reads, id)
-		}
+		n.failPending(ErrLeadershipLost)
+	}
+	if s.RaftState == raft.StateLeader && prev.RaftState != raft.StateLeader {
+		n.leaderTerm = n.rn.BasicStatus().GetTerm()
 	}
 	if n.cfg.OnRoleChange != nil {
 		n.cfg.OnRoleChange(RoleChange{ID: n.cfg.ID, Term: n.rn.BasicStatus().GetTerm(), Lead: s.Lead, Role: s.RaftState})
 	}
 }
 
-func (n *Node) failAll(err error) {
+// failPending fails the proposals and the reads that still need this
+// member to be leader (reads with a read index only wait for apply).
+func (n *Node) failPending(err error) {
 	for seq, p := range n.pending {
 		p.done <- err
 		delete(n.pending, seq)
@@ -474,6 +492,10 @@ func (n *Node) failAll(err error) {
 		r.done <- err
 		delete(n.reads, id)
 	}
+}
+
+func (n *Node) failAll(err error) {
+	n.failPending(err)
 	for _, r := range n.readsReady {
 		r.done <- err
 	}

@@ -37,11 +37,14 @@
 // # Invariants
 //
 // "Log durable before use": a Ready's HardState, entries and snapshot are
-// written in one batch committed with a sync before its messages are sent
+// written in one Pebble batch, synced whenever Raft says it must be (new
+// entries, term or vote; a snapshot always), before its messages are sent
 // and before anything is applied or acknowledged; LogStore's in-memory
-// bounds change only after that sync. Tested by TestFaultScheduleKeeps-
-// Acknowledged, whose restarts drop every unsynced byte (a crashable
-// in-memory file system) and TestLogStoreReopen.
+// bounds change only after that write. Only a commit-index-only change
+// is written unsynced, as Raft allows. Tested by TestLogStoreAppend-
+// ReplaceReopen and by TestFaultScheduleKeepsAcknowledged, whose kills
+// keep only a random part of every unsynced byte (Pebble's crashable
+// in-memory file system).
 //
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap
@@ -51,7 +54,9 @@
 //
 // "Truncate only below a snapshot": entries are deleted only up to the
 // index of a stored snapshot that covers them. TestRestartCatchesUp
-// (compact=true) and TestLogStoreCompact.
+// (compact=true) and TestLogStoreCompact. The transport does not confirm
+// delivery, so every snapshot sent is reported finished: the leader then
+// probes, and a member that lost it is sent it again.
 //
 // "Apply in log order": committed entries reach the state machine once,
 // in index order, on the node loop. Checked at run time under the
@@ -63,7 +68,7 @@
 // a sequence number, so an entry of an earlier life of the same member,
 // or of another leader, never completes a waiting proposal. A proposal
 // still waiting when its member loses leadership fails with
-// ErrLeadershipLost: its outcome is unknown.
+// ErrLeadershipLost: its outcome is unknown (TestLeadershipLostFailsPending).
 //
 // "Same log everywhere": once healed, every member has applied the same
 // payloads at the same indexes, and every acknowledged proposal among
@@ -75,6 +80,21 @@
 //
 // "Linearizable register": writes as proposals and reads after ReadIndex
 // form a linearizable history (porcupine), TestLinearizableKV.
+//
+// # Transport and clock
+//
+// [Transport] is best effort ("Transport may lose": Raft retransmits).
+// [Network] is the in-process one for tests: seeded drops, delays (so
+// reordering), duplicates and partitions, each message marshalled as on a
+// wire. [TCPTransport] opens one connection per peer it sends to; a
+// connection starts with a preamble ("CRft", version 1, the sender's id)
+// and carries frames of a 4-byte big-endian length and one marshalled
+// raftpb.Message (at most 64 MiB); a sender redials with a growing pause
+// after any error and drops what it cannot send. Whether members use the
+// client port with a distinct first message or a port of their own is
+// decided when the server is wired; the preamble makes either possible.
+// [Clock] drives ticks; [ManualClock] lets tests run time fast, pause a
+// member or skew it.
 //
 // # How the commit pipeline will feed it
 //

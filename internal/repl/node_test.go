@@ -89,3 +89,51 @@ func TestLeadershipLostFailsPending(t *testing.T) {
 		t.Errorf("the orphaned proposal was applied: %v", log)
 	}
 }
+
+// TestReadIndexOnDeposedLeader: a leader cut off with its clock stopped
+// still believes it leads and holds a stale value after the others elect
+// a new leader and overwrite it. Its ReadIndex must not return (it cannot
+// reach a quorum), where a local read would return the stale value.
+func TestReadIndexOnDeposedLeader(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	old := c.waitLeader(5 * time.Second)
+	if _, err := c.propose("put a 1", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.converge(c.node(old).Status().Applied, 5*time.Second)
+	c.mu.Lock()
+	c.paused[old] = true
+	c.mu.Unlock()
+	c.net.Isolate(old)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.leader() == old {
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, err := c.propose("put a 2", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.node(old).Status(); st.Role != raft.StateLeader {
+		t.Fatalf("the cut-off leader already stepped down (%v): the scenario needs it to believe it leads", st.Role)
+	}
+	if got := c.sm(old).get("a"); got != "1" {
+		t.Fatalf("cut-off leader's local state a=%q, want the stale 1", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if idx, err := c.node(old).ReadIndex(ctx); err == nil {
+		t.Fatalf("ReadIndex on a deposed leader returned index %d (a=%q)", idx, c.sm(old).get("a"))
+	}
+	c.net.Heal()
+	c.pauseClocks(false)
+	barrier, err := c.propose("barrier", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.converge(barrier, 10*time.Second)
+	if got := c.sm(old).get("a"); got != "2" {
+		t.Errorf("after healing the old leader has a=%q", got)
+	}
+}

@@ -10,7 +10,7 @@ import (
 
 // TestFaultScheduleKeepsAcknowledged runs writers against a 5-member group
 // while a seeded schedule drops, delays, duplicates and reorders messages,
-// partitions the group, isolates the leader, pauses members' clocks,
+// partitions the group, isolates the leader, pauses and skews members' clocks,
 // compacts logs and kills members (losing whatever their log had not
 // synced) and restarts them from their Pebble log. Once healed, every
 // member must have applied the same log, holding every acknowledged
@@ -47,7 +47,7 @@ func TestFaultScheduleKeepsAcknowledged(t *testing.T) {
 	var actions []string
 	for step := range *faultSteps {
 		var a string
-		switch k := c.rnd.IntN(9); k {
+		switch k := c.rnd.IntN(10); k {
 		case 0:
 			drop, dup, delay := c.rnd.Float64()*0.3, c.rnd.Float64()*0.2, time.Duration(c.rnd.IntN(30))*time.Millisecond
 			c.net.SetFaults(drop, dup, delay)
@@ -97,10 +97,12 @@ func TestFaultScheduleKeepsAcknowledged(t *testing.T) {
 			c.mu.Unlock()
 		case 8:
 			c.net.Heal()
-			c.mu.Lock()
-			clear(c.paused)
-			c.mu.Unlock()
+			c.pauseClocks(false)
 			a = "heal all, clocks running"
+		case 9:
+			id, rate := c.ids[c.rnd.IntN(len(c.ids))], 0.2+0.8*c.rnd.Float64()
+			c.skew(id, rate)
+			a = fmt.Sprintf("clock of %d at rate %.2f", id, rate)
 		}
 		if a != "" {
 			actions = append(actions, fmt.Sprintf("%d: %s", step, a))
@@ -111,13 +113,11 @@ func TestFaultScheduleKeepsAcknowledged(t *testing.T) {
 	wg.Wait()
 
 	c.net.Heal()
-	c.mu.Lock()
-	clear(c.paused)
-	c.mu.Unlock()
+	c.pauseClocks(false)
 	for id := range down {
 		c.start(id)
 	}
-	barrier, err := c.propose("barrier", 20*time.Second)
+	_, barrier, err := c.commit("barrier", 20*time.Second)
 	if err != nil {
 		t.Fatalf("after healing: %v\nschedule:\n%s", err, lines(actions))
 	}

@@ -38,7 +38,7 @@ func (s *memSM) Apply(index uint64, payload []byte) error {
 	s.applied = index
 	p := string(payload)
 	s.Log = append(s.Log, fmt.Sprintf("%d\t%s", index, p))
-	if f := strings.Fields(p); len(f) == 3 && f[0] == "put" {
+	if f := strings.Fields(p); len(f) >= 3 && f[0] == "put" {
 		s.KV[f[1]] = f[2]
 	}
 	return nil
@@ -87,6 +87,7 @@ type cluster struct {
 	sms    map[uint64]*memSM
 	clocks map[uint64]*ManualClock
 	paused map[uint64]bool
+	rates  map[uint64]float64 // clock skew: a member's clock runs at this rate (default 1)
 
 	mu      sync.Mutex
 	leaders map[uint64]uint64 // term → the member that led it
@@ -112,7 +113,7 @@ func newClusterOver(t *testing.T, size int, seed uint64, tcp bool) *cluster {
 	c := &cluster{
 		t: t, net: NewNetwork(seed), rnd: rand.New(rand.NewPCG(seed, 7)),
 		fs: map[uint64]*vfs.MemFS{}, logs: map[uint64]*LogStore{}, nodes: map[uint64]*Node{},
-		sms: map[uint64]*memSM{}, clocks: map[uint64]*ManualClock{}, paused: map[uint64]bool{},
+		sms: map[uint64]*memSM{}, clocks: map[uint64]*ManualClock{}, paused: map[uint64]bool{}, rates: map[uint64]float64{},
 		leaders: map[uint64]uint64{}, stopTicks: make(chan struct{}),
 	}
 	for i := 1; i <= size; i++ {
@@ -141,8 +142,9 @@ func newClusterOver(t *testing.T, size int, seed uint64, tcp bool) *cluster {
 	return c
 }
 
-// drive moves every member's clock one tick per real millisecond, so an
-// election timeout (10 to 20 ticks) takes 10 to 20 ms.
+// drive moves every member's clock one tick per real millisecond (so an
+// election timeout, 20 to 40 ticks, takes 20 to 40 ms), a skewed one
+// slower, a paused one not at all.
 func (c *cluster) drive() {
 	defer c.tickWG.Done()
 	tk := time.NewTicker(time.Millisecond)
@@ -155,9 +157,14 @@ func (c *cluster) drive() {
 		}
 		c.mu.Lock()
 		for _, id := range c.ids {
-			if !c.paused[id] {
-				c.clocks[id].Advance(testTick)
+			if c.paused[id] {
+				continue
 			}
+			rate, ok := c.rates[id]
+			if !ok {
+				rate = 1
+			}
+			c.clocks[id].Advance(time.Duration(float64(testTick) * rate))
 		}
 		c.mu.Unlock()
 	}
@@ -185,7 +192,7 @@ func (c *cluster) start(id uint64) {
 	}
 	n, err := NewNode(Config{
 		ID: id, Peers: c.ids, Log: log, Transport: tr, Clock: c.clocks[id], SM: sm,
-		TickInterval: testTick, OnRoleChange: c.observe,
+		TickInterval: testTick, ElectionTicks: 20, HeartbeatTicks: 2, OnRoleChange: c.observe,
 	})
 	if err != nil {
 		c.t.Fatalf("member %d: %v", id, err)
@@ -257,13 +264,24 @@ func (c *cluster) close() {
 	}
 }
 
-// pauseClocks stops (or restarts) every member's clock.
+// pauseClocks stops (or restarts) every member's clock; restarting also
+// ends every skew.
 func (c *cluster) pauseClocks(paused bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range c.ids {
 		c.paused[id] = paused
 	}
+	if !paused {
+		clear(c.rates)
+	}
+}
+
+// skew makes member id's clock run at rate (0 < rate <= 1) of the others'.
+func (c *cluster) skew(id uint64, rate float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rates[id] = rate
 }
 
 func (c *cluster) sm(id uint64) *memSM {
@@ -292,9 +310,9 @@ func payloads(t *testing.T, log []string) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
 	for _, e := range log {
+		idx, p, _ := strings.Cut(e, "\t")
 		var i uint64
-		var p string
-		fmt.Sscanf(e, "%d\t%s", &i, &p)
+		fmt.Sscanf(idx, "%d", &i)
 		if _, dup := out[p]; dup {
 			t.Fatalf("payload %q applied twice", p)
 		}
@@ -359,6 +377,26 @@ func (c *cluster) propose(payload string, timeout time.Duration) (uint64, error)
 			return 0, fmt.Errorf("no leader took %q within %v", payload, timeout)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// commit proposes payload until an attempt is acknowledged, and returns
+// the acknowledged payload and its index. An attempt whose outcome is
+// unknown (leadership lost, timed out: a loaded machine can stall a
+// member past an election timeout) may still apply, so the next attempt
+// carries a new name, payload + " ~k" (a fourth field memSM ignores).
+func (c *cluster) commit(payload string, timeout time.Duration) (string, uint64, error) {
+	deadline := time.Now().Add(timeout)
+	name := payload
+	for k := 1; ; k++ {
+		idx, err := c.propose(name, time.Until(deadline))
+		if err == nil {
+			return name, idx, nil
+		}
+		if time.Now().After(deadline) {
+			return "", 0, fmt.Errorf("%s: %w", payload, err)
+		}
+		name = fmt.Sprintf("%s ~%d", payload, k)
 	}
 }
 

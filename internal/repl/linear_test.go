@@ -54,8 +54,8 @@ var kvModel = porcupine.Model{
 
 // TestLinearizableKV records a key-value history built on the log —
 // writes are proposals, reads are ReadIndex then a read of the member's
-// applied state — while members are partitioned, isolated, paused and
-// killed, and checks it with porcupine ("Linearizable register"). A write
+// applied state — while members are partitioned, isolated, paused,
+// skewed and killed, and checks it with porcupine ("Linearizable register"). A write
 // whose outcome is unknown (leadership lost, timeout, member killed) is
 // recorded as never returning, so it may or may not take effect.
 func TestLinearizableKV(t *testing.T) {
@@ -124,7 +124,7 @@ func linearRun(t *testing.T, seed uint64) {
 	}
 	var actions []string
 	for time.Now().Before(stopAt) {
-		switch c.rnd.IntN(5) {
+		switch c.rnd.IntN(6) {
 		case 0:
 			l := c.leader()
 			c.net.Isolate(l)
@@ -139,11 +139,13 @@ func linearRun(t *testing.T, seed uint64) {
 			c.paused[id] = !c.paused[id]
 			c.mu.Unlock()
 			actions = append(actions, fmt.Sprintf("pause/unpause %d", id))
+		case 3:
+			id, rate := c.ids[c.rnd.IntN(len(c.ids))], 0.2+0.8*c.rnd.Float64()
+			c.skew(id, rate)
+			actions = append(actions, fmt.Sprintf("skew %d %.2f", id, rate))
 		default:
 			c.net.Heal()
-			c.mu.Lock()
-			clear(c.paused)
-			c.mu.Unlock()
+			c.pauseClocks(false)
 			actions = append(actions, "heal")
 		}
 		time.Sleep(time.Duration(30+c.rnd.IntN(100)) * time.Millisecond)

@@ -98,7 +98,8 @@ type Node struct {
 	applied    uint64
 	confState  *pb.ConfState
 	soft       raft.SoftState
-	leaderTerm uint64 // the term this member leads, while it leads
+	leaderTerm uint64     // the term this member leads, while it leads
+	told       RoleChange // the last one reported to OnRoleChange
 
 	mu     sync.Mutex
 	status Status
@@ -127,6 +128,9 @@ const headerLen = 16 // incarnation, sequence
 // restores the state machine from the log's snapshot when the state
 // machine is older, and starts the node loop.
 func NewNode(cfg Config) (*Node, error) {
+	if cfg.ID == 0 || cfg.Log == nil || cfg.Transport == nil || cfg.Clock == nil || cfg.SM == nil {
+		return nil, errors.New("repl: Config needs an ID, a Log, a Transport, a Clock and a StateMachine")
+	}
 	if cfg.TickInterval == 0 {
 		cfg.TickInterval = 10 * time.Millisecond
 	}
@@ -413,6 +417,13 @@ func (n *Node) handleReady() error {
 		n.rn.ReportSnapshot(to, raft.SnapshotFinish)
 	}
 	st := n.rn.BasicStatus()
+	rc := RoleChange{ID: n.cfg.ID, Term: st.GetTerm(), Lead: st.Lead, Role: st.RaftState}
+	if rc != n.told {
+		n.told = rc
+		if n.cfg.OnRoleChange != nil {
+			n.cfg.OnRoleChange(rc)
+		}
+	}
 	if n.soft.RaftState == raft.StateLeader && st.GetTerm() != n.leaderTerm {
 		// Leadership lost and won back between two Readies: what was
 		// pending belongs to the old term.
@@ -465,8 +476,7 @@ func (n *Node) apply(e *pb.Entry) error {
 	return nil
 }
 
-// roleChanged fails what leadership was needed for and tells the
-// listener.
+// roleChanged fails what leadership was needed for.
 func (n *Node) roleChanged(s raft.SoftState) {
 	prev := n.soft
 	n.soft = s
@@ -475,9 +485,6 @@ func (n *Node) roleChanged(s raft.SoftState) {
 	}
 	if s.RaftState == raft.StateLeader && prev.RaftState != raft.StateLeader {
 		n.leaderTerm = n.rn.BasicStatus().GetTerm()
-	}
-	if n.cfg.OnRoleChange != nil {
-		n.cfg.OnRoleChange(RoleChange{ID: n.cfg.ID, Term: n.rn.BasicStatus().GetTerm(), Lead: s.Lead, Role: s.RaftState})
 	}
 }
 

@@ -12,25 +12,36 @@ import (
 // TestNodeAPI: what a caller of Node sees on the leader and on a follower.
 func TestNodeAPI(t *testing.T) {
 	c := newCluster(t, 3, testSeed(t))
-	l := c.waitLeader(5 * time.Second)
+	c.waitLeader(5 * time.Second)
+	_, idx, err := c.commit("put a 1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// On a loaded machine leadership may move between two calls: ask the
+	// leader of the moment, again while the answer is that it moved.
+	var l uint64
+	for {
+		l = c.waitLeader(5 * time.Second)
+		r, err := c.node(l).ReadIndex(ctx)
+		if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrLeadershipLost) {
+			continue
+		}
+		if err != nil || r < idx {
+			t.Fatalf("ReadIndex after a write at %d: %d %v", idx, r, err)
+		}
+		break
+	}
+	if got := c.sm(l).get("a"); got != "1" {
+		t.Errorf("leader's state after its ReadIndex: a=%q", got)
+	}
 	var f uint64
 	for _, id := range c.ids {
 		if id != l {
 			f = id
 			break
 		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	idx, err := c.node(l).Propose(ctx, []byte("put a 1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err := c.node(l).ReadIndex(ctx); err != nil || r < idx {
-		t.Errorf("ReadIndex after a write at %d: %d %v", idx, r, err)
-	}
-	if got := c.sm(l).get("a"); got != "1" {
-		t.Errorf("leader's state after Propose returned: a=%q", got)
 	}
 	if _, err := c.node(f).Propose(ctx, []byte("put a 2")); !errors.Is(err, ErrNotLeader) {
 		t.Errorf("Propose on a follower: %v", err)
@@ -80,7 +91,7 @@ func TestLeadershipLostFailsPending(t *testing.T) {
 		t.Fatalf("pending proposal on an isolated leader: %v", err)
 	}
 	c.net.Heal()
-	barrier, err := c.propose("barrier", 10*time.Second)
+	_, barrier, err := c.commit("barrier", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +108,7 @@ func TestLeadershipLostFailsPending(t *testing.T) {
 func TestReadIndexOnDeposedLeader(t *testing.T) {
 	c := newCluster(t, 3, testSeed(t))
 	old := c.waitLeader(5 * time.Second)
-	if _, err := c.propose("put a 1", 5*time.Second); err != nil {
+	if _, _, err := c.commit("put a 1", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	c.converge(c.node(old).Status().Applied, 5*time.Second)
@@ -112,7 +123,7 @@ func TestReadIndexOnDeposedLeader(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	if _, err := c.propose("put a 2", 5*time.Second); err != nil {
+	if _, _, err := c.commit("put a 2", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if st := c.node(old).Status(); st.Role != raft.StateLeader {
@@ -128,7 +139,7 @@ func TestReadIndexOnDeposedLeader(t *testing.T) {
 	}
 	c.net.Heal()
 	c.pauseClocks(false)
-	barrier, err := c.propose("barrier", 10*time.Second)
+	_, barrier, err := c.commit("barrier", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

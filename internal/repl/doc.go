@@ -131,7 +131,11 @@
 //
 // # Not yet
 //
-// Membership changes (learners, then voters) are not exposed; the
-// transport has no snapshot streaming; nothing maps these errors to
-// MongoDB codes yet.
+// Membership changes (learners, then voters) are not exposed (committed
+// configuration entries are applied, nothing proposes them); nothing
+// compacts the log by itself (Node.Compact is called by its owner); the
+// transport has no snapshot streaming (a snapshot travels inside one
+// MsgSnap frame), no authentication between members (MongoDB's keyFile)
+// and does not call ReportUnreachable; no state machine over the data
+// store exists yet; nothing maps these errors to MongoDB codes.
 package repl

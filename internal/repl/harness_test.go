@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -77,7 +78,7 @@ func (s *memSM) get(k string) string {
 // cluster is an in-process group on a faulty Network, each member with
 // its own crashable in-memory file system and its own manual clock.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	ids    []uint64
 	net    *Network
 	rnd    *rand.Rand
@@ -98,23 +99,30 @@ type cluster struct {
 	tickWG    sync.WaitGroup
 
 	tcpAddrs map[uint64]string // members talk over TCP on loopback when set
+	disk     string            // members keep their logs on disk under it when set
 }
 
 const testTick = 10 * time.Millisecond
 
-func newCluster(t *testing.T, size int, seed uint64) *cluster {
+func newCluster(t testing.TB, size int, seed uint64) *cluster {
 	return newClusterOver(t, size, seed, false)
 }
 
 // newClusterOver starts a group whose members talk over the in-process
 // Network, or, with tcp, over TCPTransport on loopback addresses that
 // stay each member's across restarts.
-func newClusterOver(t *testing.T, size int, seed uint64, tcp bool) *cluster {
+func newClusterOver(t testing.TB, size int, seed uint64, tcp bool) *cluster {
+	return newClusterOn(t, size, seed, tcp, "")
+}
+
+// newClusterOn is newClusterOver with the logs on disk under disk (if not
+// empty): for benchmarks, as members cannot be crashed there.
+func newClusterOn(t testing.TB, size int, seed uint64, tcp bool, disk string) *cluster {
 	c := &cluster{
 		t: t, net: NewNetwork(seed), rnd: rand.New(rand.NewPCG(seed, 7)),
 		fs: map[uint64]*vfs.MemFS{}, logs: map[uint64]*LogStore{}, nodes: map[uint64]*Node{},
 		sms: map[uint64]*memSM{}, clocks: map[uint64]*ManualClock{}, paused: map[uint64]bool{}, rates: map[uint64]float64{},
-		leaders: map[uint64]uint64{}, stopTicks: make(chan struct{}),
+		leaders: map[uint64]uint64{}, stopTicks: make(chan struct{}), disk: disk,
 	}
 	for i := 1; i <= size; i++ {
 		id := uint64(i)
@@ -172,7 +180,13 @@ func (c *cluster) drive() {
 
 func (c *cluster) start(id uint64) {
 	c.t.Helper()
-	log, err := OpenLogStore("raft", c.fs[id])
+	var log *LogStore
+	var err error
+	if c.disk != "" {
+		log, err = OpenLogStore(filepath.Join(c.disk, fmt.Sprint(id)), nil)
+	} else {
+		log, err = OpenLogStore("raft", c.fs[id])
+	}
 	if err != nil {
 		c.t.Fatalf("member %d: %v", id, err)
 	}

@@ -316,11 +316,31 @@ func (n *Node) loop() {
 		case <-n.stopc:
 			return
 		}
+		n.drain(recv)
 		for n.rn.HasReady() {
 			if err := n.handleReady(); err != nil {
 				n.err = err
 				return
 			}
+		}
+	}
+}
+
+// maxBatch bounds how many queued messages and proposals one Ready takes.
+const maxBatch = 256
+
+// drain steps the messages and proposals already queued, so that one
+// Ready (and one sync of the log) carries them all: under load, many
+// proposals share a sync, as the commit pipeline's groups share one.
+func (n *Node) drain(recv <-chan *pb.Message) {
+	for range maxBatch {
+		select {
+		case m := <-recv:
+			_ = n.rn.Step(m)
+		case p := <-n.propc:
+			n.propose(p)
+		default:
+			return
 		}
 	}
 }

@@ -56,17 +56,24 @@ func TestNodeAPI(t *testing.T) {
 		t.Errorf("Propose with an ended context: %v", err)
 	}
 
-	// Role notifications: every follower heard of the leader.
-	c.mu.Lock()
-	heard := map[uint64]bool{}
-	for _, rc := range c.changes {
-		if rc.Lead == l && rc.ID != l && rc.Role == raft.StateFollower {
-			heard[rc.ID] = true
+	// Role notifications: every follower comes to hear of the leader.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		heard := map[uint64]bool{}
+		for _, rc := range c.changes {
+			if rc.Lead == l && rc.ID != l && rc.Role == raft.StateFollower {
+				heard[rc.ID] = true
+			}
 		}
-	}
-	c.mu.Unlock()
-	if len(heard) != 2 {
-		t.Errorf("followers told of leader %d: %v", l, heard)
+		c.mu.Unlock()
+		if len(heard) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("followers told of leader %d: %v", l, heard)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

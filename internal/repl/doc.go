@@ -49,8 +49,9 @@
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap
 // are refused; a new leader's entries replace the conflicting tail.
-// Checked after every save under the invariants tag, and by
-// TestLogStore*.
+// Checked in full at every open and at its bounds (first and last held,
+// nothing just outside) after every save under the invariants tag, and
+// in full by TestLogStore*.
 //
 // "Truncate only below a snapshot": entries are deleted only up to the
 // index of a stored snapshot that covers them. TestRestartCatchesUp

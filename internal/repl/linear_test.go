@@ -126,9 +126,10 @@ func linearRun(t *testing.T, seed uint64) {
 	for time.Now().Before(stopAt) {
 		switch c.rnd.IntN(6) {
 		case 0:
-			l := c.leader()
-			c.net.Isolate(l)
-			actions = append(actions, fmt.Sprintf("isolate %d", l))
+			if l := c.leader(); l != 0 {
+				c.net.Isolate(l)
+				actions = append(actions, fmt.Sprintf("isolate %d", l))
+			}
 		case 1:
 			id := c.ids[c.rnd.IntN(len(c.ids))]
 			c.restart(id)

@@ -214,7 +214,7 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 	}
 	s.first, s.last = first, last
 	if invariantsEnabled {
-		s.checkContiguous()
+		s.checkBounds()
 	}
 	return nil
 }
@@ -360,6 +360,23 @@ func (s *LogStore) Snapshot() (*pb.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.snap, nil
+}
+
+// checkBounds is the cheap part of "Contiguous log", run after every save
+// under the invariants tag: the entries at first and last exist, and
+// none just outside them (a tail or prefix left behind by a replace or a
+// truncation).
+func (s *LogStore) checkBounds() {
+	has := func(i uint64) bool {
+		_, ok, err := s.get(entryKey(i))
+		return ok || err != nil
+	}
+	if s.last >= s.first && (!has(s.first) || !has(s.last)) {
+		invariantFail("Contiguous log", "entry %d or %d missing", s.first, s.last)
+	}
+	if has(s.last+1) || (s.first > 1 && has(s.first-1)) {
+		invariantFail("Contiguous log", "an entry outside [%d, %d] is stored", s.first, s.last)
+	}
 }
 
 // checkContiguous checks "Contiguous log": every index in [first, last]

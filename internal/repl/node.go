@@ -304,9 +304,7 @@ func (n *Node) loop() {
 		case <-ticker.C():
 			n.rn.Tick()
 		case m := <-recv:
-			// Errors here are messages for another member or of a kind a
-			// peer must not send; the sender's Raft recovers by retrying.
-			_ = n.rn.Step(m)
+			n.step(m)
 		case p := <-n.propc:
 			n.propose(p)
 		case r := <-n.readc:
@@ -326,6 +324,18 @@ func (n *Node) loop() {
 	}
 }
 
+// step hands a peer's message to Raft. Proposals from peers are dropped:
+// members never forward them (only the leader's own Propose adds to the
+// log), so one would be a bug or a forgery, and its entry would lack the
+// proposal header. Step's errors are messages for another member or of a
+// kind a peer must not send; Raft recovers by retrying.
+func (n *Node) step(m *pb.Message) {
+	if m.GetType() == pb.MsgProp {
+		return
+	}
+	_ = n.rn.Step(m)
+}
+
 // maxBatch bounds how many queued messages and proposals one Ready takes.
 const maxBatch = 256
 
@@ -336,7 +346,7 @@ func (n *Node) drain(recv <-chan *pb.Message) {
 	for range maxBatch {
 		select {
 		case m := <-recv:
-			_ = n.rn.Step(m)
+			n.step(m)
 		case p := <-n.propc:
 			n.propose(p)
 		default:

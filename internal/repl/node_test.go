@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestNodeAPI: what a caller of Node sees on the leader and on a follower.
@@ -153,5 +155,24 @@ func TestReadIndexOnDeposedLeader(t *testing.T) {
 	c.converge(barrier, 10*time.Second)
 	if got := c.sm(old).get("a"); got != "2" {
 		t.Errorf("after healing the old leader has a=%q", got)
+	}
+}
+
+// TestForgedProposalIgnored: a proposal message from a peer (members never
+// forward proposals) is dropped, neither applied nor stopping a member.
+func TestForgedProposalIgnored(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	l := c.waitLeader(5 * time.Second)
+	forger := c.net.Endpoint(99)
+	forger.Send([]*pb.Message{{
+		Type: pb.MsgProp.Enum(), From: proto.Uint64(99), To: proto.Uint64(l),
+		Entries: []*pb.Entry{{Data: []byte("forged")}},
+	}})
+	_, barrier, err := c.commit("barrier", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := payloads(t, c.converge(barrier, 10*time.Second))["forged"]; ok {
+		t.Errorf("a forged proposal was applied")
 	}
 }

@@ -4,9 +4,9 @@
 GO      ?= go
 PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
-RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/...
+RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes repl-faults
 
 all: build
 
@@ -83,6 +83,18 @@ powercut:
 FAULTS_N ?= 5000
 faults:
 	$(GO) test -count=1 -run '^TestRandomLogFaultsLoseNothing$$' -v ./internal/storage/ -args -logfaults.n $(FAULTS_N)
+
+## repl-faults: the replication fault tests at length (internal/repl): a
+## REPL_STEPS-step fault schedule (drops, delays, duplicates, partitions,
+## leader isolation, paused clocks, kills and restarts from the Pebble log;
+## `make test` runs 25) and REPL_LINRUNS porcupine-checked key-value
+## histories under faults (`make test` runs 2), with the race detector and
+## the runtime invariant checks. Set REPL_SEED to replay; every run prints it.
+REPL_STEPS ?= 2000
+REPL_LINRUNS ?= 200
+REPL_SEED ?= 0
+repl-faults:
+	$(GO) test -count=1 -race -tags invariants -run '^(TestFaultScheduleKeepsAcknowledged|TestLinearizableKV)$$' -timeout 120m -v ./internal/repl/ -args -repl.steps $(REPL_STEPS) -repl.linruns $(REPL_LINRUNS) -repl.seed $(REPL_SEED)
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

@@ -1,0 +1,142 @@
+// Package repl owns replication's foundation: a member of a Raft group
+// (the node loop driving go.etcd.io/raft/v3's RawNode), the Raft log in
+// Pebble, the transport between members and the clock a member takes.
+// It is not yet wired into the server; see "How the commit pipeline will
+// feed it" below. It writes no consensus of its own: elections, log
+// matching, commitment and ReadIndex are the raft library's.
+//
+// # The node loop
+//
+// One goroutine per member ([Node]) owns the RawNode (PreVote and
+// CheckQuorum on, ReadOnlySafe, proposals not forwarded: only the leader,
+// the future primary, accepts writes). It ticks from its [Clock], steps
+// messages from its [Transport], and handles each Ready in the order the
+// raft package documents: persist, send, apply, Advance. [Node.Propose]
+// returns once the payload is committed and applied on this member;
+// [Node.ReadIndex] returns once this member has applied everything a
+// quorum confirmed committed before the call; [Config.OnRoleChange]
+// reports every change of role, term or leader (the future hello and
+// topologyVersion).
+//
+// # The Raft log
+//
+// [LogStore] keeps the log in its own Pebble instance, in a directory of
+// its own under the data directory, rather than in a keyspace of the data
+// store. Why: the log's write pattern (append, sync, truncate the prefix
+// in ranges) and its durability need (a sync per Ready, before messages
+// go out) differ from the data's; with the state machine able to recover
+// from the log, the data store can later apply with no sync of its own,
+// and the log's WAL does not queue behind data compactions. The cost is
+// that the applied index and the data are not in one batch: the state
+// machine records its applied index in its own commits ([StateMachine]'s
+// Applied), and the node replays the log from there.
+//
+// Keys: "h" the HardState, "s" the newest snapshot (its metadata, the
+// configuration, and for now its data), "e"+bigendian(index) each entry.
+//
+// # Invariants
+//
+// "Log durable before use": a Ready's HardState, entries and snapshot are
+// written in one Pebble batch, synced whenever Raft says it must be (new
+// entries, term or vote; a snapshot always), before its messages are sent
+// and before anything is applied or acknowledged; LogStore's in-memory
+// bounds change only after that write. Only a commit-index-only change
+// is written unsynced, as Raft allows. Tested by TestLogStoreAppend-
+// ReplaceReopen and by TestFaultScheduleKeepsAcknowledged, whose kills
+// keep only a random part of every unsynced byte (Pebble's crashable
+// in-memory file system).
+//
+// "Contiguous log": the stored entries are exactly the indexes
+// [first, last], no gap, nothing outside. Appends that would leave a gap
+// are refused; a new leader's entries replace the conflicting tail.
+// Checked in full at every open and at its bounds (first and last held,
+// nothing just outside) after every save under the invariants tag, and
+// in full by TestLogStore*.
+//
+// "Truncate only below a snapshot": entries are deleted only up to the
+// index of a stored snapshot that covers them. TestRestartCatchesUp
+// (compact=true) and TestLogStoreCompact. The transport does not confirm
+// delivery, so every snapshot sent is reported finished: the leader then
+// probes, and a member that lost it is sent it again.
+//
+// "Apply in log order": committed entries reach the state machine once,
+// in index order, on the node loop. Checked at run time under the
+// invariants tag and by every cluster test (memSM refuses a falling
+// index).
+//
+// "Own proposals only": a proposal is acknowledged only by the entry it
+// made. Each payload carries this node's life (a random incarnation) and
+// a sequence number, so an entry of an earlier life of the same member,
+// or of another leader, never completes a waiting proposal. A proposal
+// still waiting when its member loses leadership fails with
+// ErrLeadershipLost: its outcome is unknown (TestLeadershipLostFailsPending).
+//
+// "Same log everywhere": once healed, every member has applied the same
+// payloads at the same indexes, and every acknowledged proposal among
+// them once ("Each proposal once"). TestProposalsCommitInOneOrder and
+// TestFaultScheduleKeepsAcknowledged.
+//
+// "One leader per term": no two members are leader in one term, checked
+// from the role notifications in every cluster test.
+//
+// "Linearizable register": writes as proposals and reads after ReadIndex
+// form a linearizable history (porcupine), TestLinearizableKV.
+//
+// # Transport and clock
+//
+// [Transport] is best effort ("Transport may lose": Raft retransmits).
+// [Network] is the in-process one for tests: seeded drops, delays (so
+// reordering), duplicates and partitions, each message marshalled as on a
+// wire. [TCPTransport] opens one connection per peer it sends to; a
+// connection starts with a preamble ("CRft", version 1, the sender's id)
+// and carries frames of a 4-byte big-endian length and one marshalled
+// raftpb.Message (at most 64 MiB); a sender redials with a growing pause
+// after any error and drops what it cannot send. Whether members use the
+// client port with a distinct first message or a port of their own is
+// decided when the server is wired; the preamble makes either possible.
+// [Clock] drives ticks; [ManualClock] lets tests run time fast, pause a
+// member or skew it.
+//
+// # How the commit pipeline will feed it
+//
+// Each commit group of internal/storage's pipeline becomes one payload,
+// so group commit batches replication too: on the primary the pipeline
+// goroutine runs the group's request functions into an indexed batch as
+// today, then, instead of committing it, proposes the batch's Repr (the
+// group's writes, plus its oplog entries, session records and id
+// generator state, which DESIGN.md §8 puts in the same group). The apply
+// side, on every member, commits that batch to the data store together
+// with the entry's index (the Applied the node replays from) — the same
+// code on primary and secondaries, so their data cannot diverge. The
+// primary must not run the next group's functions against state its
+// previous, still uncommitted, group has not reached: the pipeline reads
+// the committed store plus its own pending groups, as it does for a
+// group's earlier requests.
+//
+// Write concern: w:"majority" is acknowledged when the group's entry is
+// committed (Propose returning); w:1 may be acknowledged once the entry
+// is durable in the primary's own log (after Save, before commit) — a
+// failover can then drop it, as MongoDB's rollback does, and the server
+// must say so; w:N waits for N members' Match (raft Progress); j is
+// implied by Save's sync. Reads: readConcern "majority" reads the
+// state at the committed index; "linearizable" is ReadIndex.
+//
+// Snapshots: Node.Compact today stores the state machine's Snapshot bytes
+// with the log. For the data store they will be a Pebble checkpoint of
+// the data directory at an applied index: Snapshot returns a small
+// descriptor (checkpoint name, index), the transport streams the
+// checkpoint's files to the member raft asks to send MsgSnap to, and
+// Restore swaps the data directory for the received checkpoint before
+// the node reports the snapshot applied. Members added later join as
+// learners, catch up from such a snapshot, then become voters.
+//
+// # Not yet
+//
+// Membership changes (learners, then voters) are not exposed (committed
+// configuration entries are applied, nothing proposes them); nothing
+// compacts the log by itself (Node.Compact is called by its owner); the
+// transport has no snapshot streaming (a snapshot travels inside one
+// MsgSnap frame), no authentication between members (MongoDB's keyFile)
+// and does not call ReportUnreachable; no state machine over the data
+// store exists yet; nothing maps these errors to MongoDB codes.
+package repl

@@ -1,0 +1,410 @@
+package repl
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Keys of the Raft log's own Pebble instance. Entries are keyed by their
+// index in big-endian order, so the log is one ordered range and a
+// truncation is one range deletion.
+var (
+	keyHardState = []byte("h")
+	keySnapshot  = []byte("s") // the newest snapshot: metadata and data
+	keyEntryPre  = byte('e')
+)
+
+func entryKey(i uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = keyEntryPre
+	binary.BigEndian.PutUint64(k[1:], i)
+	return k
+}
+
+// LogStore is the Raft log of one member in its own Pebble instance: it
+// implements raft.Storage for the library and the writes the node loop
+// makes from each Ready.
+//
+// Its in-memory fields (first and last index, the snapshot) mirror what
+// is on disk and are changed only after the synced batch that changes the
+// disk has committed ("Log durable before use").
+type LogStore struct {
+	db *pebble.DB
+
+	mu    sync.Mutex
+	hs    *pb.HardState
+	snap  *pb.Snapshot // the newest snapshot; its index and term bound the log from below
+	first uint64       // first index held; snapshot index + 1
+	last  uint64       // last index held; first-1 when the log is empty
+}
+
+// Bootstrap writes the initial state of a new group into an empty store:
+// a snapshot at index 1, term 1, whose configuration has the given voters.
+// Every member of a new group is bootstrapped with the same voters, so all
+// start from the same (empty) log, as raft.RawNode.Bootstrap recommends.
+// A store that already holds state is left alone.
+func (s *LogStore) Bootstrap(voters []uint64) error {
+	s.mu.Lock()
+	empty := s.snap.GetMetadata().GetIndex() == 0 && s.last == 0 && raft.IsEmptyHardState(s.hs)
+	s.mu.Unlock()
+	if !empty {
+		return nil
+	}
+	snap := &pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+		Index:     proto.Uint64(1),
+		Term:      proto.Uint64(1),
+		ConfState: &pb.ConfState{Voters: append([]uint64(nil), voters...)},
+	}}
+	return s.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, nil, snap, true)
+}
+
+// OpenLogStore opens (or creates) the Raft log under dir of fs (nil: the
+// operating system's file system).
+func OpenLogStore(dir string, fs vfs.FS) (*LogStore, error) {
+	if fs == nil {
+		fs = vfs.Default
+	}
+	db, err := pebble.Open(dir, &pebble.Options{FS: fs, Logger: quietPebbleLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("repl: open raft log: %w", err)
+	}
+	s := &LogStore{db: db, hs: &pb.HardState{}, snap: &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{}}}}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *LogStore) load() error {
+	if v, ok, err := s.get(keyHardState); err != nil {
+		return err
+	} else if ok {
+		if err := proto.Unmarshal(v, s.hs); err != nil {
+			return fmt.Errorf("repl: raft log hard state: %w", err)
+		}
+	}
+	if v, ok, err := s.get(keySnapshot); err != nil {
+		return err
+	} else if ok {
+		snap := &pb.Snapshot{}
+		if err := proto.Unmarshal(v, snap); err != nil {
+			return fmt.Errorf("repl: raft log snapshot: %w", err)
+		}
+		s.snap = snap
+	}
+	s.first = s.snap.GetMetadata().GetIndex() + 1
+	s.last = s.first - 1
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(s.first), UpperBound: []byte{keyEntryPre + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	if it.Last() {
+		s.last = binary.BigEndian.Uint64(it.Key()[1:])
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if invariantsEnabled {
+		s.checkContiguous()
+	}
+	return nil
+}
+
+func (s *LogStore) get(k []byte) ([]byte, bool, error) {
+	v, c, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), v...)
+	c.Close()
+	return out, true, nil
+}
+
+// Close closes the Pebble instance.
+func (s *LogStore) Close() error { return s.db.Close() }
+
+// Save writes one Ready's state in one batch: the snapshot (which replaces
+// the whole log), the entries (which replace any conflicting tail) and the
+// hard state. With sync (the Ready's MustSync: new entries, a new term or
+// vote) the batch is synced before Save returns ("Log durable before
+// use"); without it only the commit index changed, which Raft may lose.
+func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	first, last := s.first, s.last
+	newSnap := snap != nil && !raft.IsEmptySnap(snap)
+	if newSnap {
+		v, err := proto.Marshal(snap)
+		if err != nil {
+			return err
+		}
+		if err := b.Set(keySnapshot, v, nil); err != nil {
+			return err
+		}
+		if err := b.DeleteRange(entryKey(0), []byte{keyEntryPre + 1}, nil); err != nil {
+			return err
+		}
+		first = snap.GetMetadata().GetIndex() + 1
+		last = first - 1
+	}
+	if len(ents) > 0 {
+		lo, hi := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
+		if lo < first {
+			return fmt.Errorf("repl: append at %d below the log's first index %d", lo, first)
+		}
+		if lo > last+1 {
+			return fmt.Errorf("repl: append at %d leaves a gap after %d", lo, last)
+		}
+		for _, e := range ents {
+			v, err := proto.Marshal(e)
+			if err != nil {
+				return err
+			}
+			if err := b.Set(entryKey(e.GetIndex()), v, nil); err != nil {
+				return err
+			}
+		}
+		if hi < last { // a new leader's entries replace the old tail
+			if err := b.DeleteRange(entryKey(hi+1), entryKey(last+1), nil); err != nil {
+				return err
+			}
+		}
+		last = hi
+	}
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		v, err := proto.Marshal(hs)
+		if err != nil {
+			return err
+		}
+		if err := b.Set(keyHardState, v, nil); err != nil {
+			return err
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	opt := pebble.NoSync
+	if sync || newSnap {
+		opt = pebble.Sync
+	}
+	if err := b.Commit(opt); err != nil {
+		return fmt.Errorf("repl: write raft log: %w", err)
+	}
+	if newSnap {
+		s.snap = snap
+	}
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		s.hs = proto.Clone(hs).(*pb.HardState)
+	}
+	s.first, s.last = first, last
+	if invariantsEnabled {
+		s.checkBounds()
+	}
+	return nil
+}
+
+// Compact records a snapshot of the state machine at index (taken by the
+// caller at that applied index) and deletes the log up to and including
+// index ("Truncate only below a snapshot").
+func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte) error {
+	s.mu.Lock()
+	old := index <= s.snap.GetMetadata().GetIndex()
+	s.mu.Unlock()
+	if old {
+		return raft.ErrSnapOutOfDate
+	}
+	term, err := s.Term(index)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if index <= s.snap.GetMetadata().GetIndex() {
+		return raft.ErrSnapOutOfDate
+	}
+	if index > s.last {
+		return fmt.Errorf("repl: compact to %d beyond the last index %d", index, s.last)
+	}
+	snap := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
+		Index: proto.Uint64(index), Term: proto.Uint64(term), ConfState: proto.Clone(cs).(*pb.ConfState),
+	}}
+	v, err := proto.Marshal(snap)
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(keySnapshot, v, nil); err != nil {
+		return err
+	}
+	if err := b.DeleteRange(entryKey(0), entryKey(index+1), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	s.snap, s.first = snap, index+1
+	return nil
+}
+
+// InitialState implements raft.Storage.
+func (s *LogStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return proto.Clone(s.hs).(*pb.HardState), proto.Clone(pb.EnsureConfState(s.snap.GetMetadata().GetConfState())).(*pb.ConfState), nil
+}
+
+// Entries implements raft.Storage.
+func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	s.mu.Lock()
+	first, last := s.first, s.last
+	s.mu.Unlock()
+	if lo < first {
+		return nil, raft.ErrCompacted
+	}
+	if hi > last+1 {
+		return nil, raft.ErrUnavailable
+	}
+	var out []*pb.Entry
+	var size uint64
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(lo), UpperBound: entryKey(hi)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	want := lo
+	for ok := it.First(); ok; ok = it.Next() {
+		e := &pb.Entry{}
+		if err := proto.Unmarshal(it.Value(), e); err != nil {
+			return nil, err
+		}
+		if e.GetIndex() != want {
+			// A concurrent compaction removed entries we were reading.
+			return nil, raft.ErrCompacted
+		}
+		size += uint64(proto.Size(e))
+		if len(out) > 0 && size > maxSize {
+			break
+		}
+		out = append(out, e)
+		want++
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 && lo < hi {
+		return nil, raft.ErrCompacted
+	}
+	return out, nil
+}
+
+// Term implements raft.Storage.
+func (s *LogStore) Term(i uint64) (uint64, error) {
+	s.mu.Lock()
+	first, last, snap := s.first, s.last, s.snap.GetMetadata()
+	s.mu.Unlock()
+	switch {
+	case i == first-1:
+		return snap.GetTerm(), nil
+	case i < first:
+		return 0, raft.ErrCompacted
+	case i > last:
+		return 0, raft.ErrUnavailable
+	}
+	v, ok, err := s.get(entryKey(i))
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, raft.ErrCompacted
+	}
+	e := &pb.Entry{}
+	if err := proto.Unmarshal(v, e); err != nil {
+		return 0, err
+	}
+	return e.GetTerm(), nil
+}
+
+// LastIndex implements raft.Storage.
+func (s *LogStore) LastIndex() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, nil
+}
+
+// FirstIndex implements raft.Storage.
+func (s *LogStore) FirstIndex() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first, nil
+}
+
+// Snapshot implements raft.Storage.
+func (s *LogStore) Snapshot() (*pb.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap, nil
+}
+
+// checkBounds is the cheap part of "Contiguous log", run after every save
+// under the invariants tag: the entries at first and last exist, and
+// none just outside them (a tail or prefix left behind by a replace or a
+// truncation).
+func (s *LogStore) checkBounds() {
+	has := func(i uint64) bool {
+		_, ok, err := s.get(entryKey(i))
+		return ok || err != nil
+	}
+	if s.last >= s.first && (!has(s.first) || !has(s.last)) {
+		invariantFail("Contiguous log", "entry %d or %d missing", s.first, s.last)
+	}
+	if has(s.last+1) || (s.first > 1 && has(s.first-1)) {
+		invariantFail("Contiguous log", "an entry outside [%d, %d] is stored", s.first, s.last)
+	}
+}
+
+// checkContiguous checks "Contiguous log": every index in [first, last]
+// has its entry, with that index, and nothing else is stored.
+func (s *LogStore) checkContiguous() {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(0), UpperBound: []byte{keyEntryPre + 1}})
+	if err != nil {
+		return
+	}
+	defer it.Close()
+	want := s.first
+	for ok := it.First(); ok; ok = it.Next() {
+		i := binary.BigEndian.Uint64(it.Key()[1:])
+		if i != want {
+			invariantFail("Contiguous log", "entry %d found where %d was expected (first %d, last %d)", i, want, s.first, s.last)
+		}
+		want++
+	}
+	if want != s.last+1 {
+		invariantFail("Contiguous log", "log ends at %d, last index is %d", want-1, s.last)
+	}
+}
+
+// quietPebbleLogger keeps Pebble's informational lines out of test output.
+type quietPebbleLogger struct{}
+
+func (quietPebbleLogger) Infof(string, ...any) {}
+func (quietPebbleLogger) Errorf(f string, args ...any) {
+	slog.Error("repl: raft log: " + fmt.Sprintf(f, args...))
+}
+func (quietPebbleLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }

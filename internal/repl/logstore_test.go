@@ -1,0 +1,189 @@
+package repl
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+func ents(term uint64, lo, hi uint64) []*pb.Entry {
+	var out []*pb.Entry
+	for i := lo; i <= hi; i++ {
+		out = append(out, &pb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: []byte{byte(i)}})
+	}
+	return out
+}
+
+func openMem(t *testing.T, fs vfs.FS) *LogStore {
+	t.Helper()
+	s, err := OpenLogStore("raft", fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// terms returns the term of every index in [lo, hi].
+func terms(t *testing.T, s *LogStore, lo, hi uint64) []uint64 {
+	t.Helper()
+	var out []uint64
+	for i := lo; i <= hi; i++ {
+		tm, err := s.Term(i)
+		if err != nil {
+			t.Fatalf("term %d: %v", i, err)
+		}
+		out = append(out, tm)
+	}
+	return out
+}
+
+func TestLogStoreAppendReplaceReopen(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openMem(t, fs)
+	if err := s.Bootstrap([]uint64{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name      string
+		ents      []*pb.Entry
+		wantErr   bool
+		wantLast  uint64
+		wantTerms []uint64 // of indexes 2..wantLast
+	}{
+		{"append", ents(2, 2, 6), false, 6, []uint64{2, 2, 2, 2, 2}},
+		{"gap refused", ents(2, 8, 9), true, 6, []uint64{2, 2, 2, 2, 2}},
+		{"below first refused", ents(2, 1, 1), true, 6, []uint64{2, 2, 2, 2, 2}},
+		{"new leader replaces tail", ents(3, 4, 4), false, 4, []uint64{2, 2, 3}},
+		{"extend", ents(3, 5, 7), false, 7, []uint64{2, 2, 3, 3, 3, 3}},
+	}
+	for _, st := range steps {
+		err := s.Save(&pb.HardState{Term: proto.Uint64(3), Vote: proto.Uint64(2), Commit: proto.Uint64(3)}, st.ents, nil, true)
+		if (err != nil) != st.wantErr {
+			t.Fatalf("%s: err %v", st.name, err)
+		}
+		if last, _ := s.LastIndex(); last != st.wantLast {
+			t.Fatalf("%s: last %d, want %d", st.name, last, st.wantLast)
+		}
+		if got := terms(t, s, 2, st.wantLast); !slices.Equal(got, st.wantTerms) {
+			t.Fatalf("%s: terms %v, want %v", st.name, got, st.wantTerms)
+		}
+		s.checkContiguous()
+	}
+	if _, err := s.Term(8); !errors.Is(err, raft.ErrUnavailable) {
+		t.Errorf("term beyond last: %v", err)
+	}
+	if _, err := s.Entries(2, 9, 1<<20); !errors.Is(err, raft.ErrUnavailable) {
+		t.Errorf("entries beyond last: %v", err)
+	}
+	got, err := s.Entries(2, 8, 1<<20)
+	if err != nil || len(got) != 6 || got[0].GetIndex() != 2 || got[5].GetIndex() != 7 {
+		t.Fatalf("entries 2..7: %v %v", got, err)
+	}
+	if got, _ := s.Entries(2, 8, 1); len(got) != 1 {
+		t.Errorf("maxSize 1 returned %d entries, want exactly 1", len(got))
+	}
+
+	// A commit-only change (Raft's MustSync false) is written unsynced: a
+	// crash may take it back, which Raft tolerates.
+	if err := s.Save(&pb.HardState{Term: proto.Uint64(3), Vote: proto.Uint64(2), Commit: proto.Uint64(7)}, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _, _ := s.InitialState(); hs.GetCommit() != 7 {
+		t.Errorf("commit after an unsynced save: %d", hs.GetCommit())
+	}
+
+	// A crash keeps everything a synced Save returned for ("Log durable
+	// before use").
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	r := openMem(t, crashed)
+	defer r.Close()
+	hs, cs, _ := r.InitialState()
+	// Commit 3 is the last synced one: the unsynced 7 did not survive.
+	if hs.GetTerm() != 3 || hs.GetVote() != 2 || hs.GetCommit() != 3 {
+		t.Errorf("hard state after crash: %v", hs)
+	}
+	if !slices.Equal(cs.GetVoters(), []uint64{1, 2, 3}) {
+		t.Errorf("voters after crash: %v", cs.GetVoters())
+	}
+	if first, _ := r.FirstIndex(); first != 2 {
+		t.Errorf("first after crash %d", first)
+	}
+	if got := terms(t, r, 1, 7); !slices.Equal(got, []uint64{1, 2, 2, 3, 3, 3, 3}) {
+		t.Errorf("terms after crash %v", got)
+	}
+	if err := r.Bootstrap([]uint64{9}); err != nil {
+		t.Fatal(err)
+	}
+	if _, cs, _ := r.InitialState(); !slices.Equal(cs.GetVoters(), []uint64{1, 2, 3}) {
+		t.Errorf("bootstrap of a used log changed its voters to %v", cs.GetVoters())
+	}
+}
+
+func TestLogStoreCompact(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openMem(t, fs)
+	if err := s.Bootstrap([]uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(nil, ents(2, 2, 10), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	cs := &pb.ConfState{Voters: []uint64{1}}
+	if err := s.Compact(6, cs, []byte("state@6")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(5, cs, nil); !errors.Is(err, raft.ErrSnapOutOfDate) {
+		t.Errorf("compact below the snapshot: %v", err)
+	}
+	if err := s.Compact(11, cs, nil); err == nil {
+		t.Errorf("compact beyond the last index accepted")
+	}
+	check := func(s *LogStore) {
+		t.Helper()
+		if first, _ := s.FirstIndex(); first != 7 {
+			t.Errorf("first %d, want 7", first)
+		}
+		if _, err := s.Entries(6, 8, 1<<20); !errors.Is(err, raft.ErrCompacted) {
+			t.Errorf("entries below first: %v", err)
+		}
+		if tm, err := s.Term(6); tm != 2 || err != nil {
+			t.Errorf("term of the snapshot index: %d %v", tm, err)
+		}
+		if _, err := s.Term(5); !errors.Is(err, raft.ErrCompacted) {
+			t.Errorf("term below the snapshot: %v", err)
+		}
+		snap, _ := s.Snapshot()
+		if snap.GetMetadata().GetIndex() != 6 || string(snap.GetData()) != "state@6" {
+			t.Errorf("snapshot %v", snap)
+		}
+		s.checkContiguous()
+	}
+	check(s)
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	r := openMem(t, crashed)
+	check(r)
+
+	// A snapshot received from the leader replaces the whole log.
+	snap := &pb.Snapshot{Data: []byte("state@20"), Metadata: &pb.SnapshotMetadata{
+		Index: proto.Uint64(20), Term: proto.Uint64(4), ConfState: cs}}
+	if err := r.Save(&pb.HardState{Term: proto.Uint64(4), Commit: proto.Uint64(20)}, nil, snap, true); err != nil {
+		t.Fatal(err)
+	}
+	if first, last := must(r.FirstIndex()), must(r.LastIndex()); first != 21 || last != 20 {
+		t.Errorf("after a snapshot: first %d last %d, want 21 20", first, last)
+	}
+	if err := r.Save(nil, ents(4, 21, 22), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	r.checkContiguous()
+	r.Close()
+}
+
+func must(v uint64, _ error) uint64 { return v }

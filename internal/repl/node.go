@@ -1,0 +1,556 @@
+package repl
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+var (
+	// ErrNotLeader refuses a proposal or read made on a member that is not
+	// the leader (the future NotWritablePrimary).
+	ErrNotLeader = errors.New("repl: not the leader")
+	// ErrLeadershipLost fails a proposal or read whose member lost
+	// leadership before it completed. The outcome of a proposal failed so
+	// is unknown: it may still commit under the next leader (the future
+	// InterruptedDueToReplStateChange, which drivers retry).
+	ErrLeadershipLost = errors.New("repl: leadership lost; outcome unknown")
+	// ErrStopped fails what is pending when the node stops.
+	ErrStopped = errors.New("repl: node stopped")
+)
+
+// StateMachine is what the committed log is applied to. Its methods are
+// called on the node loop's goroutine only, in log order ("Apply in log
+// order").
+type StateMachine interface {
+	// Apply applies the payload of the committed entry at index. Indexes
+	// rise; entries that carry no payload (a new leader's empty entry,
+	// configuration changes) are not passed on, so they may skip.
+	Apply(index uint64, payload []byte) error
+	// Snapshot returns the state as of the last applied entry.
+	Snapshot() ([]byte, error)
+	// Restore replaces the whole state with a snapshot's, taken at index.
+	// An empty snapshot (the bootstrap one) is the empty state.
+	Restore(index uint64, data []byte) error
+	// Applied is the index of the last entry whose effect survives a
+	// restart (0 for a state machine kept in memory).
+	Applied() uint64
+}
+
+// Role is a member's part in its group.
+type Role = raft.StateType
+
+// RoleChange tells that a member's role, term or known leader changed.
+type RoleChange struct {
+	ID, Term, Lead uint64
+	Role           Role
+}
+
+// Config configures a Node.
+type Config struct {
+	ID uint64
+	// Peers are the voters of a new group: an empty log is bootstrapped
+	// with them; a log with state ignores them.
+	Peers     []uint64
+	Log       *LogStore
+	Transport Transport
+	Clock     Clock
+	SM        StateMachine
+	// TickInterval is the clock time of one Raft tick (default 10ms);
+	// ElectionTicks (default 10) and HeartbeatTicks (default 1) count them.
+	TickInterval                  time.Duration
+	ElectionTicks, HeartbeatTicks int
+	// OnRoleChange, if set, is called on the node loop at every change of
+	// role, term or leader. It must not block.
+	OnRoleChange func(RoleChange)
+	// Logger receives the Raft library's log; nil discards it.
+	Logger raft.Logger
+}
+
+// Node drives one member's raft.RawNode: one goroutine (the node loop)
+// owns the RawNode, the log's writes and the state machine.
+type Node struct {
+	cfg         Config
+	rn          *raft.RawNode
+	incarnation uint64 // tags this life's proposals ("Own proposals only")
+
+	propc chan *proposal
+	readc chan *readReq
+	fnc   chan func()
+	stopc chan struct{}
+	done  chan struct{}
+	err   error // why the loop ended, read after done
+
+	// loop-owned
+	seq        uint64
+	pending    map[uint64]*proposal
+	readSeq    uint64
+	reads      map[uint64]*readReq // asked, no read state yet
+	readsReady []*readReq          // read index known, waiting for apply
+	applied    uint64
+	confState  *pb.ConfState
+	soft       raft.SoftState
+	leaderTerm uint64     // the term this member leads, while it leads
+	told       RoleChange // the last one reported to OnRoleChange
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Status is a member's view of its group.
+type Status struct {
+	ID, Term, Lead, Commit, Applied uint64
+	Role                            Role
+}
+
+type proposal struct {
+	data  []byte
+	index uint64
+	done  chan error
+}
+
+type readReq struct {
+	index uint64
+	done  chan error
+}
+
+const headerLen = 16 // incarnation, sequence
+
+// NewNode starts a member. It bootstraps an empty log with cfg.Peers,
+// restores the state machine from the log's snapshot when the state
+// machine is older, and starts the node loop.
+func NewNode(cfg Config) (*Node, error) {
+	if cfg.ID == 0 || cfg.Log == nil || cfg.Transport == nil || cfg.Clock == nil || cfg.SM == nil {
+		return nil, errors.New("repl: Config needs an ID, a Log, a Transport, a Clock and a StateMachine")
+	}
+	if cfg.TickInterval == 0 {
+		cfg.TickInterval = 10 * time.Millisecond
+	}
+	if cfg.ElectionTicks == 0 {
+		cfg.ElectionTicks = 10
+	}
+	if cfg.HeartbeatTicks == 0 {
+		cfg.HeartbeatTicks = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger{}
+	}
+	if err := cfg.Log.Bootstrap(cfg.Peers); err != nil {
+		return nil, err
+	}
+	snap, _ := cfg.Log.Snapshot()
+	si := snap.GetMetadata().GetIndex()
+	applied := cfg.SM.Applied()
+	if applied < si {
+		if err := cfg.SM.Restore(si, snap.GetData()); err != nil {
+			return nil, fmt.Errorf("repl: restore snapshot %d: %w", si, err)
+		}
+		applied = si
+	}
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:                        cfg.ID,
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             cfg.HeartbeatTicks,
+		Storage:                   cfg.Log,
+		Applied:                   applied,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 64 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            raft.ReadOnlySafe,
+		DisableProposalForwarding: true,
+		Logger:                    cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var inc [8]byte
+	if _, err := rand.Read(inc[:]); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, rn: rn, incarnation: binary.BigEndian.Uint64(inc[:]),
+		propc: make(chan *proposal), readc: make(chan *readReq), fnc: make(chan func()),
+		stopc: make(chan struct{}), done: make(chan struct{}),
+		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{},
+		applied: applied, confState: snap.GetMetadata().GetConfState(),
+	}
+	n.status = Status{ID: cfg.ID, Applied: applied}
+	go n.loop()
+	return n, nil
+}
+
+// Propose replicates payload and returns its log index once it is
+// committed and applied on this member. It fails with ErrNotLeader on a
+// member that is not the leader, with ErrLeadershipLost if leadership is
+// lost first (outcome unknown), and with ctx's error if ctx ends first
+// (outcome unknown too).
+func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
+	p := &proposal{data: payload, done: make(chan error, 1)}
+	select {
+	case n.propc <- p:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-n.done:
+		return 0, n.stoppedErr()
+	}
+	select {
+	case err := <-p.done:
+		return p.index, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// ReadIndex returns once this member has applied every entry committed
+// before the call, confirmed by a quorum (Raft's ReadIndex, so safe under
+// clock skew): reading the state machine after it is linearizable. It
+// returns the read index.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	r := &readReq{done: make(chan error, 1)}
+	select {
+	case n.readc <- r:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-n.done:
+		return 0, n.stoppedErr()
+	}
+	select {
+	case err := <-r.done:
+		return r.index, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Compact snapshots the state machine at the applied index and truncates
+// the log up to it. Members further behind then catch up from the
+// snapshot.
+func (n *Node) Compact() error {
+	return n.do(func() error {
+		data, err := n.cfg.SM.Snapshot()
+		if err != nil {
+			return err
+		}
+		return n.cfg.Log.Compact(n.applied, n.confState, data)
+	})
+}
+
+// Campaign makes this member start an election now.
+func (n *Node) Campaign() error { return n.do(func() error { return n.rn.Campaign() }) }
+
+// do runs f on the node loop and returns its error.
+func (n *Node) do(f func() error) error {
+	errc := make(chan error, 1)
+	select {
+	case n.fnc <- func() { errc <- f() }:
+	case <-n.done:
+		return n.stoppedErr()
+	}
+	return <-errc
+}
+
+// Status returns the member's view as of its last Ready.
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.status
+}
+
+// Stop ends the node loop, failing what is pending with ErrStopped, and
+// closes the transport. It does not close the log. It returns the error
+// that ended the loop, if the loop ended by itself.
+func (n *Node) Stop() error {
+	select {
+	case <-n.stopc:
+	default:
+		close(n.stopc)
+	}
+	<-n.done
+	n.cfg.Transport.Close()
+	return n.err
+}
+
+func (n *Node) stoppedErr() error {
+	if n.err != nil {
+		return fmt.Errorf("%w: %w", ErrStopped, n.err)
+	}
+	return ErrStopped
+}
+
+func (n *Node) loop() {
+	defer close(n.done)
+	ticker := n.cfg.Clock.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	recv := n.cfg.Transport.Recv()
+	defer func() {
+		err := ErrStopped
+		if n.err != nil {
+			err = fmt.Errorf("%w: %w", ErrStopped, n.err)
+		}
+		n.failAll(err)
+	}()
+	for {
+		select {
+		case <-ticker.C():
+			n.rn.Tick()
+		case m := <-recv:
+			n.step(m)
+		case p := <-n.propc:
+			n.propose(p)
+		case r := <-n.readc:
+			n.read(r)
+		case f := <-n.fnc:
+			f()
+		case <-n.stopc:
+			return
+		}
+		n.drain(recv)
+		for n.rn.HasReady() {
+			if err := n.handleReady(); err != nil {
+				n.err = err
+				return
+			}
+		}
+	}
+}
+
+// step hands a peer's message to Raft. Proposals from peers are dropped:
+// members never forward them (only the leader's own Propose adds to the
+// log), so one would be a bug or a forgery, and its entry would lack the
+// proposal header. Step's errors are messages for another member or of a
+// kind a peer must not send; Raft recovers by retrying.
+func (n *Node) step(m *pb.Message) {
+	if m.GetType() == pb.MsgProp {
+		return
+	}
+	_ = n.rn.Step(m)
+}
+
+// maxBatch bounds how many queued messages and proposals one Ready takes.
+const maxBatch = 256
+
+// drain steps the messages and proposals already queued, so that one
+// Ready (and one sync of the log) carries them all: under load, many
+// proposals share a sync, as the commit pipeline's groups share one.
+func (n *Node) drain(recv <-chan *pb.Message) {
+	for range maxBatch {
+		select {
+		case m := <-recv:
+			n.step(m)
+		case p := <-n.propc:
+			n.propose(p)
+		default:
+			return
+		}
+	}
+}
+
+func (n *Node) propose(p *proposal) {
+	if n.soft.RaftState != raft.StateLeader {
+		p.done <- ErrNotLeader
+		return
+	}
+	n.seq++
+	data := make([]byte, headerLen+len(p.data))
+	binary.BigEndian.PutUint64(data, n.incarnation)
+	binary.BigEndian.PutUint64(data[8:], n.seq)
+	copy(data[headerLen:], p.data)
+	if err := n.rn.Propose(data); err != nil {
+		p.done <- fmt.Errorf("repl: proposal dropped: %w", err)
+		return
+	}
+	n.pending[n.seq] = p
+}
+
+func (n *Node) read(r *readReq) {
+	if n.soft.RaftState != raft.StateLeader {
+		r.done <- ErrNotLeader
+		return
+	}
+	n.readSeq++
+	var ctx [8]byte
+	binary.BigEndian.PutUint64(ctx[:], n.readSeq)
+	n.reads[n.readSeq] = r
+	n.rn.ReadIndex(ctx[:])
+}
+
+// handleReady handles one Ready in the order the raft package documents:
+// persist the hard state, entries and snapshot (one synced batch), then
+// send messages, then apply the snapshot and committed entries, then
+// Advance ("Log durable before use").
+func (n *Node) handleReady() error {
+	rd := n.rn.Ready()
+	if rd.SoftState != nil {
+		n.roleChanged(*rd.SoftState)
+	}
+	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
+		return err
+	}
+	var snapsTo []uint64
+	if len(rd.Messages) > 0 {
+		n.cfg.Transport.Send(rd.Messages)
+		for _, m := range rd.Messages {
+			if m.GetType() == pb.MsgSnap {
+				snapsTo = append(snapsTo, m.GetTo())
+			}
+		}
+	}
+	for _, rs := range rd.ReadStates {
+		if len(rs.RequestCtx) != 8 {
+			continue
+		}
+		id := binary.BigEndian.Uint64(rs.RequestCtx)
+		if r, ok := n.reads[id]; ok {
+			delete(n.reads, id)
+			r.index = rs.Index
+			n.readsReady = append(n.readsReady, r)
+		}
+	}
+	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		md := rd.Snapshot.GetMetadata()
+		if err := n.cfg.SM.Restore(md.GetIndex(), rd.Snapshot.GetData()); err != nil {
+			return err
+		}
+		n.applied = md.GetIndex()
+		n.confState = md.GetConfState()
+	}
+	for _, e := range rd.CommittedEntries {
+		if err := n.apply(e); err != nil {
+			return err
+		}
+	}
+	kept := n.readsReady[:0]
+	for _, r := range n.readsReady {
+		if r.index <= n.applied {
+			r.done <- nil
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	n.readsReady = kept
+	n.rn.Advance(rd)
+	// The transport does not confirm delivery: report every snapshot sent
+	// as finished, so the leader probes the member again from the
+	// snapshot's index; a member that did not get it rejects the probe and
+	// is sent the snapshot again.
+	for _, to := range snapsTo {
+		n.rn.ReportSnapshot(to, raft.SnapshotFinish)
+	}
+	st := n.rn.BasicStatus()
+	rc := RoleChange{ID: n.cfg.ID, Term: st.GetTerm(), Lead: st.Lead, Role: st.RaftState}
+	if rc != n.told {
+		n.told = rc
+		if n.cfg.OnRoleChange != nil {
+			n.cfg.OnRoleChange(rc)
+		}
+	}
+	if n.soft.RaftState == raft.StateLeader && st.GetTerm() != n.leaderTerm {
+		// Leadership lost and won back between two Readies: what was
+		// pending belongs to the old term.
+		n.failPending(ErrLeadershipLost)
+		n.leaderTerm = st.GetTerm()
+	}
+	n.mu.Lock()
+	n.status = Status{ID: n.cfg.ID, Term: st.GetTerm(), Lead: st.Lead, Commit: st.GetCommit(), Applied: n.applied, Role: st.RaftState}
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *Node) apply(e *pb.Entry) error {
+	if invariantsEnabled && e.GetIndex() != n.applied+1 {
+		invariantFail("Apply in log order", "entry %d applied after %d", e.GetIndex(), n.applied)
+	}
+	switch e.GetType() {
+	case pb.EntryNormal:
+		if len(e.GetData()) == 0 {
+			break // a new leader's empty entry
+		}
+		if len(e.GetData()) < headerLen {
+			return fmt.Errorf("repl: entry %d has no proposal header", e.GetIndex())
+		}
+		if err := n.cfg.SM.Apply(e.GetIndex(), e.GetData()[headerLen:]); err != nil {
+			return fmt.Errorf("repl: apply entry %d: %w", e.GetIndex(), err)
+		}
+		if binary.BigEndian.Uint64(e.GetData()) == n.incarnation {
+			seq := binary.BigEndian.Uint64(e.GetData()[8:])
+			if p, ok := n.pending[seq]; ok {
+				delete(n.pending, seq)
+				p.index = e.GetIndex()
+				p.done <- nil
+			}
+		}
+	case pb.EntryConfChange:
+		var cc pb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return err
+		}
+		n.confState = n.rn.ApplyConfChange(&cc)
+	case pb.EntryConfChangeV2:
+		var cc pb.ConfChangeV2
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return err
+		}
+		n.confState = n.rn.ApplyConfChange(&cc)
+	}
+	n.applied = e.GetIndex()
+	return nil
+}
+
+// roleChanged fails what leadership was needed for.
+func (n *Node) roleChanged(s raft.SoftState) {
+	prev := n.soft
+	n.soft = s
+	if prev.RaftState == raft.StateLeader && s.RaftState != raft.StateLeader {
+		n.failPending(ErrLeadershipLost)
+	}
+	if s.RaftState == raft.StateLeader && prev.RaftState != raft.StateLeader {
+		n.leaderTerm = n.rn.BasicStatus().GetTerm()
+	}
+}
+
+// failPending fails the proposals and the reads that still need this
+// member to be leader (reads with a read index only wait for apply).
+func (n *Node) failPending(err error) {
+	for seq, p := range n.pending {
+		p.done <- err
+		delete(n.pending, seq)
+	}
+	for id, r := range n.reads {
+		r.done <- err
+		delete(n.reads, id)
+	}
+}
+
+func (n *Node) failAll(err error) {
+	n.failPending(err)
+	for _, r := range n.readsReady {
+		r.done <- err
+	}
+	n.readsReady = nil
+}
+
+// quietLogger drops the Raft library's log but keeps its panics.
+type quietLogger struct{}
+
+func (quietLogger) Debug(...any)              {}
+func (quietLogger) Debugf(string, ...any)     {}
+func (quietLogger) Info(...any)               {}
+func (quietLogger) Infof(string, ...any)      {}
+func (quietLogger) Warning(...any)            {}
+func (quietLogger) Warningf(string, ...any)   {}
+func (quietLogger) Error(...any)              {}
+func (quietLogger) Errorf(string, ...any)     {}
+func (quietLogger) Fatal(v ...any)            { panic(fmt.Sprint(v...)) }
+func (quietLogger) Fatalf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }
+func (quietLogger) Panic(v ...any)            { panic(fmt.Sprint(v...)) }
+func (quietLogger) Panicf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }

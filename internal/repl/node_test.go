@@ -1,0 +1,178 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestNodeAPI: what a caller of Node sees on the leader and on a follower.
+func TestNodeAPI(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	c.waitLeader(5 * time.Second)
+	_, idx, err := c.commit("put a 1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// On a loaded machine leadership may move between two calls: ask the
+	// leader of the moment, again while the answer is that it moved.
+	var l uint64
+	for {
+		l = c.waitLeader(5 * time.Second)
+		r, err := c.node(l).ReadIndex(ctx)
+		if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrLeadershipLost) {
+			continue
+		}
+		if err != nil || r < idx {
+			t.Fatalf("ReadIndex after a write at %d: %d %v", idx, r, err)
+		}
+		break
+	}
+	if got := c.sm(l).get("a"); got != "1" {
+		t.Errorf("leader's state after its ReadIndex: a=%q", got)
+	}
+	var f uint64
+	for _, id := range c.ids {
+		if id != l {
+			f = id
+			break
+		}
+	}
+	if _, err := c.node(f).Propose(ctx, []byte("put a 2")); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("Propose on a follower: %v", err)
+	}
+	if _, err := c.node(f).ReadIndex(ctx); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("ReadIndex on a follower: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancelShort()
+	<-short.Done()
+	if _, err := c.node(l).Propose(short, []byte("put a 3")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Propose with an ended context: %v", err)
+	}
+
+	// Role notifications: every follower comes to hear of the leader.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		heard := map[uint64]bool{}
+		for _, rc := range c.changes {
+			if rc.Lead == l && rc.ID != l && rc.Role == raft.StateFollower {
+				heard[rc.ID] = true
+			}
+		}
+		c.mu.Unlock()
+		if len(heard) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("followers told of leader %d: %v", l, heard)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestLeadershipLostFailsPending: a proposal waiting on a leader that is
+// cut off fails with ErrLeadershipLost when CheckQuorum makes it step
+// down, and (never having left it) is not in the healed group's log.
+func TestLeadershipLostFailsPending(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	l := c.waitLeader(5 * time.Second)
+	c.pauseClocks(true)
+	c.net.Isolate(l)
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.node(l).Propose(ctx, []byte("orphan"))
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the proposal reaches the leader's log
+	c.pauseClocks(false)
+	if err := <-errc; !errors.Is(err, ErrLeadershipLost) {
+		t.Fatalf("pending proposal on an isolated leader: %v", err)
+	}
+	c.net.Heal()
+	_, barrier, err := c.commit("barrier", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := c.converge(barrier, 10*time.Second)
+	if _, ok := payloads(t, log)["orphan"]; ok {
+		t.Errorf("the orphaned proposal was applied: %v", log)
+	}
+}
+
+// TestReadIndexOnDeposedLeader: a leader cut off with its clock stopped
+// still believes it leads and holds a stale value after the others elect
+// a new leader and overwrite it. Its ReadIndex must not return (it cannot
+// reach a quorum), where a local read would return the stale value.
+func TestReadIndexOnDeposedLeader(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	old := c.waitLeader(5 * time.Second)
+	if _, _, err := c.commit("put a 1", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.converge(c.node(old).Status().Applied, 5*time.Second)
+	c.mu.Lock()
+	c.paused[old] = true
+	c.mu.Unlock()
+	c.net.Isolate(old)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.leader() == old {
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, _, err := c.commit("put a 2", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.node(old).Status(); st.Role != raft.StateLeader {
+		t.Fatalf("the cut-off leader already stepped down (%v): the scenario needs it to believe it leads", st.Role)
+	}
+	if got := c.sm(old).get("a"); got != "1" {
+		t.Fatalf("cut-off leader's local state a=%q, want the stale 1", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if idx, err := c.node(old).ReadIndex(ctx); err == nil {
+		t.Fatalf("ReadIndex on a deposed leader returned index %d (a=%q)", idx, c.sm(old).get("a"))
+	}
+	c.net.Heal()
+	c.pauseClocks(false)
+	_, barrier, err := c.commit("barrier", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.converge(barrier, 10*time.Second)
+	if got := c.sm(old).get("a"); got != "2" {
+		t.Errorf("after healing the old leader has a=%q", got)
+	}
+}
+
+// TestForgedProposalIgnored: a proposal message from a peer (members never
+// forward proposals) is dropped, neither applied nor stopping a member.
+func TestForgedProposalIgnored(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	l := c.waitLeader(5 * time.Second)
+	forger := c.net.Endpoint(99)
+	forger.Send([]*pb.Message{{
+		Type: pb.MsgProp.Enum(), From: proto.Uint64(99), To: proto.Uint64(l),
+		Entries: []*pb.Entry{{Data: []byte("forged")}},
+	}})
+	_, barrier, err := c.commit("barrier", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := payloads(t, c.converge(barrier, 10*time.Second))["forged"]; ok {
+		t.Errorf("a forged proposal was applied")
+	}
+}

@@ -1,0 +1,278 @@
+package repl
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// The TCP transport's wire format. A connection opens with a preamble —
+// the 4 bytes "CRft", a version byte (1) and the sender's member id as 8
+// bytes big-endian — then carries frames, each a 4-byte big-endian length
+// and that many bytes of one marshalled raftpb.Message. Connections are
+// one-way: a member dials each peer it sends to and reads from the
+// connections its peers dialled.
+var tcpMagic = [5]byte{'C', 'R', 'f', 't', 1}
+
+const (
+	// maxFrame bounds one message (a snapshot included, until snapshots are
+	// streamed): a larger length is a corrupt or hostile stream.
+	maxFrame     = 64 << 20
+	sendQueueLen = 1024
+	dialTimeout  = time.Second
+	writeTimeout = 5 * time.Second
+	maxBackoff   = time.Second
+)
+
+// TCPTransport carries Raft messages over TCP. Each peer has a queue and a
+// sender goroutine that dials it, reconnects after any error with a
+// growing pause, and drops what it cannot send ("Transport may lose":
+// Raft retransmits).
+type TCPTransport struct {
+	id   uint64
+	ln   net.Listener
+	recv chan *pb.Message
+
+	mu     sync.Mutex
+	peers  map[uint64]*tcpPeer
+	conns  map[net.Conn]struct{}
+	closed bool
+	stopc  chan struct{}
+	wg     sync.WaitGroup
+}
+
+type tcpPeer struct {
+	addr  string
+	queue chan []byte
+}
+
+// ListenTCP starts member id's transport listening on addr.
+func ListenTCP(id uint64, addr string) (*TCPTransport, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	t := &TCPTransport{
+		id: id, ln: ln, recv: make(chan *pb.Message, inboxSize),
+		peers: map[uint64]*tcpPeer{}, conns: map[net.Conn]struct{}{}, stopc: make(chan struct{}),
+	}
+	t.wg.Add(1)
+	go t.accept()
+	return t, nil
+}
+
+// Addr is the address the transport listens on.
+func (t *TCPTransport) Addr() string { return t.ln.Addr().String() }
+
+// AddPeer tells the transport where member id listens.
+func (t *TCPTransport) AddPeer(id uint64, addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.peers[id] != nil {
+		return
+	}
+	p := &tcpPeer{addr: addr, queue: make(chan []byte, sendQueueLen)}
+	t.peers[id] = p
+	t.wg.Add(1)
+	go t.send(p)
+}
+
+// Recv implements Transport.
+func (t *TCPTransport) Recv() <-chan *pb.Message { return t.recv }
+
+// Send implements Transport: messages to an unknown peer, or beyond a full
+// queue, are dropped.
+func (t *TCPTransport) Send(msgs []*pb.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range msgs {
+		p := t.peers[m.GetTo()]
+		if p == nil {
+			continue
+		}
+		body, err := proto.Marshal(m)
+		if err != nil || len(body) > maxFrame {
+			continue
+		}
+		frame := make([]byte, 4+len(body))
+		binary.BigEndian.PutUint32(frame, uint32(len(body)))
+		copy(frame[4:], body)
+		select {
+		case p.queue <- frame:
+		default:
+		}
+	}
+}
+
+// Close implements Transport: it stops listening, closes every connection
+// and waits for the transport's goroutines.
+func (t *TCPTransport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	close(t.stopc)
+	err := t.ln.Close()
+	for c := range t.conns {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return err
+}
+
+// track registers a connection so Close can end it; false if closed.
+func (t *TCPTransport) track(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.Close()
+		return false
+	}
+	t.conns[c] = struct{}{}
+	return true
+}
+
+func (t *TCPTransport) untrack(c net.Conn) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
+	c.Close()
+}
+
+func (t *TCPTransport) accept() {
+	defer t.wg.Done()
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			return // listener closed
+		}
+		if !t.track(c) {
+			return
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			defer t.untrack(c)
+			t.read(c) // a broken or foreign stream just ends the connection
+		}()
+	}
+}
+
+// read reads one connection's preamble and frames into recv.
+func (t *TCPTransport) read(c net.Conn) error {
+	r := bufio.NewReaderSize(c, 64<<10)
+	var pre [len(tcpMagic) + 8]byte
+	if _, err := io.ReadFull(r, pre[:]); err != nil {
+		return err
+	}
+	if [5]byte(pre[:5]) != tcpMagic {
+		return errors.New("repl: not a Raft stream")
+	}
+	from := binary.BigEndian.Uint64(pre[5:])
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		if n > maxFrame {
+			return fmt.Errorf("repl: frame of %d bytes from member %d", n, from)
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return err
+		}
+		m := &pb.Message{}
+		if err := proto.Unmarshal(body, m); err != nil {
+			return err
+		}
+		if m.GetFrom() != from {
+			return fmt.Errorf("repl: message from %d on member %d's connection", m.GetFrom(), from)
+		}
+		select {
+		case t.recv <- m:
+		case <-t.stopc:
+			return nil
+		}
+	}
+}
+
+// send is peer p's sender: it writes queued frames, dialling when it has
+// no connection, and drops a frame it cannot write.
+func (t *TCPTransport) send(p *tcpPeer) {
+	defer t.wg.Done()
+	var c net.Conn
+	var w *bufio.Writer
+	backoff := 10 * time.Millisecond
+	var retryAt time.Time
+	defer func() {
+		if c != nil {
+			t.untrack(c)
+		}
+	}()
+	for {
+		var frame []byte
+		select {
+		case frame = <-p.queue:
+		case <-t.stopc:
+			return
+		}
+		if c == nil {
+			if time.Now().Before(retryAt) {
+				continue // peer down: drop until the next try
+			}
+			var err error
+			c, err = t.dial(p.addr)
+			if err != nil {
+				retryAt = time.Now().Add(backoff)
+				backoff = min(2*backoff, maxBackoff)
+				continue
+			}
+			backoff = 10 * time.Millisecond
+			w = bufio.NewWriterSize(c, 64<<10)
+		}
+		c.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := w.Write(frame)
+		// Write what is queued behind this frame too, then flush once.
+		for err == nil && len(p.queue) > 0 {
+			_, err = w.Write(<-p.queue)
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			t.untrack(c)
+			c = nil
+		}
+	}
+}
+
+func (t *TCPTransport) dial(addr string) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if !t.track(c) {
+		return nil, errors.New("repl: transport closed")
+	}
+	var pre [len(tcpMagic) + 8]byte
+	copy(pre[:], tcpMagic[:])
+	binary.BigEndian.PutUint64(pre[5:], t.id)
+	c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := c.Write(pre[:]); err != nil {
+		t.untrack(c)
+		return nil, err
+	}
+	return c, nil
+}

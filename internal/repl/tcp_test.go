@@ -1,0 +1,114 @@
+package repl
+
+import (
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+func heartbeat(from, to, term uint64) *pb.Message {
+	return &pb.Message{Type: pb.MsgHeartbeat.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(term)}
+}
+
+// recvTerm waits for a message on tr and returns its term, 0 on timeout.
+func recvTerm(tr Transport, d time.Duration) uint64 {
+	select {
+	case m := <-tr.Recv():
+		return m.GetTerm()
+	case <-time.After(d):
+		return 0
+	}
+}
+
+// TestTCPReconnects sends across a receiver's restart on the same
+// address: the sender redials and later messages arrive.
+func TestTCPReconnects(t *testing.T) {
+	a, err := ListenTCP(1, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ListenTCP(2, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := b.Addr()
+	a.AddPeer(2, addr)
+	a.Send([]*pb.Message{heartbeat(1, 2, 7)})
+	if got := recvTerm(b, 5*time.Second); got != 7 {
+		t.Fatalf("first message: term %d", got)
+	}
+	b.Close()
+	if b, err = ListenTCP(2, addr); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for term := uint64(8); ; term++ {
+		a.Send([]*pb.Message{heartbeat(1, 2, term)})
+		if got := recvTerm(b, 50*time.Millisecond); got != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no message arrived after the receiver restarted")
+		}
+	}
+	// Messages to a member the transport does not know are dropped.
+	a.Send([]*pb.Message{heartbeat(1, 3, 1)})
+}
+
+// TestTCPRefusesBadStreams: a stream with a foreign preamble, an oversized
+// frame, or a message claiming another sender ends its connection and
+// delivers nothing; the listener keeps serving good streams.
+func TestTCPRefusesBadStreams(t *testing.T) {
+	b, err := ListenTCP(2, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pre := func(from uint64) []byte {
+		p := append([]byte(nil), tcpMagic[:]...)
+		return binary.BigEndian.AppendUint64(p, from)
+	}
+	frame := func(m *pb.Message) []byte {
+		body, _ := proto.Marshal(m)
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	cases := []struct {
+		name   string
+		stream []byte
+	}{
+		{"foreign preamble", append([]byte("GET / HTTP/1.1\r\n\r\n"), frame(heartbeat(1, 2, 1))...)},
+		{"oversized frame", append(pre(1), binary.BigEndian.AppendUint32(nil, maxFrame+1)...)},
+		{"spoofed sender", append(pre(1), frame(heartbeat(3, 2, 1))...)},
+		{"garbage body", append(pre(1), 0, 0, 0, 3, 0xff, 0xff, 0xff)},
+	}
+	for _, tc := range cases {
+		c, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(tc.stream)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Errorf("%s: connection still open", tc.name)
+		}
+		c.Close()
+		if got := recvTerm(b, 20*time.Millisecond); got != 0 {
+			t.Errorf("%s: delivered a message of term %d", tc.name, got)
+		}
+	}
+	c, err := net.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write(append(pre(1), frame(heartbeat(1, 2, 9))...))
+	if got := recvTerm(b, 5*time.Second); got != 9 {
+		t.Errorf("good stream after bad ones: term %d", got)
+	}
+}

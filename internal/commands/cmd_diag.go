@@ -161,16 +161,6 @@ func cmdGetCmdLineOpts(_ context.Context, s *Session, _ *Request, dst []byte) (b
 	return r.Finish(), nil
 }
 
-func cmdConnectionStatus(_ context.Context, _ *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	r := NewReply(dst)
-	info := doc("authenticatedUsers", bson.A{}, "authenticatedUserRoles", bson.A{})
-	if show, _ := req.Bool("showPrivileges", false); show {
-		info = doc("authenticatedUsers", bson.A{}, "authenticatedUserRoles", bson.A{}, "authenticatedUserPrivileges", bson.A{})
-	}
-	r.Doc("authInfo", info)
-	return r.Finish(), nil
-}
-
 func cmdWhatsMyURI(_ context.Context, s *Session, _ *Request, dst []byte) (bsoncore.Document, error) {
 	return NewReply(dst).String("you", s.Remote).Finish(), nil
 }

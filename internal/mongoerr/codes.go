@@ -45,16 +45,20 @@ const (
 	InternalError              Code = 1
 	BadValue                   Code = 2
 	NoSuchKey                  Code = 4
+	UserNotFound               Code = 11
 	FailedToParse              Code = 9
 	Unauthorized               Code = 13
 	TypeMismatch               Code = 14
 	Overflow                   Code = 15
 	InvalidLength              Code = 16
+	ProtocolError              Code = 17
+	AuthenticationFailed       Code = 18
 	IllegalOperation           Code = 20
 	InvalidBSON                Code = 22
 	NamespaceNotFound          Code = 26
 	IndexNotFound              Code = 27
 	PathNotViable              Code = 28
+	RoleNotFound               Code = 31
 	CannotBackfillArray        Code = 34
 	ConflictingUpdateOps       Code = 40
 	CursorNotFound             Code = 43
@@ -89,6 +93,7 @@ const (
 	IndexBuildAborted          Code = 276
 	ClientDisconnect           Code = 279
 	QueryExceededMemory        Code = 292
+	MechanismUnavailable       Code = 334
 	UnsupportedOpQueryCommand  Code = 352
 	CannotConvertIndexToUnique Code = 359
 	BSONObjectTooLarge         Code = 10334
@@ -407,6 +412,7 @@ const (
 	ConvertArgCount            Code = 50723 // expr: a shorthand given an array of other than one argument
 	CursorInUse                Code = 50738
 	SubstrBytesStartNeg        Code = 50752   // expr
+	UserAlreadyExists          Code = 51003   // auth: createUser of an existing user
 	StageNotInLookup           Code = 51047   // agg: "$out is not allowed within a $lookup's sub-pipeline"
 	ProjPositionalNeedsQuery   Code = 51050   // query
 	RegexOptionsBoth1          Code = 51074   // query: $regex flags, then $options

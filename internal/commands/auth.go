@@ -1,0 +1,155 @@
+package commands
+
+import (
+	"context"
+	"net"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/auth"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// usersNS is where users live, as in MongoDB.
+var usersNS = engine.Namespace{DB: "admin", Coll: "system.users"}
+
+// Access is the server's access control: whether it is enforced (--auth)
+// and the users, which exist and can be managed either way (as in mongod,
+// where users made without --auth apply once it is on).
+type Access struct {
+	Enabled bool
+	Users   *auth.Store
+}
+
+// sessionAuth is one connection's authentication: the user it proved (nil:
+// none), that user's privileges as of the store's generation gen, and the
+// SASL conversation in progress.
+type sessionAuth struct {
+	user  *auth.User
+	privs auth.Privileges
+	gen   uint64
+	conv  *auth.Conversation
+	// convID numbers conversations; skipEmpty is saslStart's
+	// options.skipEmptyExchange, finished that the proof was accepted and
+	// only the client's empty last message is awaited.
+	convID    int32
+	skipEmpty bool
+	finished  bool
+}
+
+// usersBacking stores users in admin.system.users through the engine.
+type usersBacking struct{ env *Env }
+
+func (b usersBacking) Load() ([]bson.Raw, error) {
+	if b.env.Engine.Catalog().Collection(usersNS.DB, usersNS.Coll) == nil {
+		return nil, nil
+	}
+	src, err := b.env.Exec.Open(context.Background(), exec.Selection{NS: usersNS}, exec.Run)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var out []bson.Raw
+	for {
+		d, err := src.Next()
+		if err != nil || d == nil {
+			return out, err
+		}
+		out = append(out, bson.Raw(append([]byte(nil), d...)))
+	}
+}
+
+func (b usersBacking) Put(id string, doc bson.Raw) error {
+	key := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, id)}
+	matched, err := b.env.Engine.Replace(usersNS, key, bsoncore.Document(doc))
+	if err != nil || matched {
+		return err
+	}
+	_, err = b.env.Engine.Insert(usersNS, []bsoncore.Document{bsoncore.Document(doc)}, true)
+	return err
+}
+
+func (b usersBacking) Delete(id string) error {
+	key := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, id)}
+	_, err := b.env.Engine.Delete(usersNS, key)
+	return err
+}
+
+// isLoopback reports whether a connection's remote address is on this host
+// (the localhost exception's condition).
+func isLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// privileges are the session user's privileges, resolved again when the
+// users changed since (a dropped user keeps none).
+func (s *Session) privileges() auth.Privileges {
+	a := &s.auth
+	store := s.Env.Access.Users
+	if g := store.Gen(); g != a.gen {
+		a.gen = g
+		a.privs = nil
+		if u, ok := store.Lookup(a.user.DB, a.user.Name); ok {
+			a.user = u
+			a.privs = auth.Resolve(u.Roles)
+		}
+	}
+	return a.privs
+}
+
+// authorize is the one access check, made by Run before a command's fields
+// are parsed: with --auth, an unauthenticated client runs only the
+// handshake commands (and, from loopback while no user exists, createUser);
+// an authenticated one runs what its roles' privileges allow (privileges.go
+// says which actions on which resource each command needs).
+func authorize(s *Session, req *Request) error {
+	acc := s.Env.Access
+	if acc == nil || !acc.Enabled {
+		return nil
+	}
+	rule, ok := privilegeRules[req.Name]
+	if !ok {
+		// Fail closed: a command nobody gave a rule runs for nobody.
+		return mongoerr.New(mongoerr.Unauthorized, "command %s has no privilege rule", req.Name)
+	}
+	if rule.pre {
+		return nil
+	}
+	if s.auth.user == nil {
+		if req.Name == "createUser" && acc.Users.Empty() && isLoopback(s.Remote) {
+			return nil // the localhost exception
+		}
+		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", req.Name)
+	}
+	if rule.anyUser {
+		return nil
+	}
+	privs := s.privileges()
+	for _, n := range rule.needs(s, req) {
+		if !privs.AllowsAll(n.res, n.actions...) {
+			// The command is not echoed: createUser's carries a password.
+			return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command { %s: %s }", req.DB, req.Name, req.First())
+		}
+	}
+	return nil
+}
+
+// emptyBacking stands in when admin.system.users cannot be read: no user
+// can authenticate, and nothing is written.
+type emptyBacking struct{}
+
+func (emptyBacking) Load() ([]bson.Raw, error) { return nil, nil }
+func (emptyBacking) Put(string, bson.Raw) error {
+	return mongoerr.New(mongoerr.InternalError, "admin.system.users could not be read at startup")
+}
+func (emptyBacking) Delete(string) error {
+	return mongoerr.New(mongoerr.InternalError, "admin.system.users could not be read at startup")
+}

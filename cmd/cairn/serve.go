@@ -29,6 +29,7 @@ type serveFlags struct {
 	logLevel string
 	maxConns int
 	idPrefix int
+	auth     bool
 	// setParams are --setParameter name=value settings, in order.
 	setParams []string
 }
@@ -46,6 +47,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		"at most the writes acknowledged in the last interval (plus one sync's duration)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections")
+	fs.BoolVar(&f.auth, "auth", false, "require clients to authenticate (SCRAM-SHA-256 or SCRAM-SHA-1) and check their roles' privileges;\n"+
+		"with no user yet, a client on this host may create the first one (the localhost exception)")
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
 	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
 		f.setParams = append(f.setParams, s)
@@ -140,7 +143,7 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 		}
 	}
 	env := commands.NewEnv(eng, commands.Config{
-		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version,
+		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version, Auth: f.auth,
 	}, log)
 	env.Logs = ring
 	defer env.Close()

@@ -2,7 +2,11 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net"
+	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -152,4 +156,37 @@ func (emptyBacking) Put(string, bson.Raw) error {
 }
 func (emptyBacking) Delete(string) error {
 	return mongoerr.New(mongoerr.InternalError, "admin.system.users could not be read at startup")
+}
+
+// startupWarnings warns, as mongod does, of a server that listens beyond
+// this host without access control: anyone who reaches the port can read,
+// change and drop everything. The lines are logged and kept for getLog in
+// mongod's JSON log format (which mongosh prints at connect).
+func startupWarnings(cfg Config, log *slog.Logger) []string {
+	if cfg.Auth || loopbackOnly(cfg.BindIP) {
+		return nil
+	}
+	msg := "Access control is not enabled for the database and the server listens on " + cfg.BindIP +
+		": anyone who can reach it can read, change and drop all data. Start it with --auth (and create a user), or bind to 127.0.0.1 with --bind_ip"
+	log.Warn(msg, "tags", []string{"startupWarnings"})
+	line, _ := json.Marshal(map[string]any{
+		"t": map[string]string{"$date": time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}, "s": "W", "c": "CONTROL",
+		"id": 22120, "ctx": "initandlisten", "msg": msg, "tags": []string{"startupWarnings"},
+	})
+	return []string{string(line)}
+}
+
+// loopbackOnly reports whether every address of a --bind_ip list is on
+// this host ("" is the default, 127.0.0.1).
+func loopbackOnly(bindIP string) bool {
+	for _, a := range strings.Split(bindIP, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" || a == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }

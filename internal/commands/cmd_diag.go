@@ -166,7 +166,8 @@ func cmdWhatsMyURI(_ context.Context, s *Session, _ *Request, dst []byte) (bsonc
 }
 
 // cmdGetLog serves getLog: "*" lists the logs, "global" returns recent lines,
-// "startupWarnings" has none (Cairn starts without warnings to give).
+// "startupWarnings" the warnings of startup (an exposed server without
+// access control).
 func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	which, ok := req.First().StringValueOK()
 	if !ok {
@@ -177,8 +178,8 @@ func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	case "*":
 		r.StringArray("names", []string{"global", "startupWarnings"})
 	case "startupWarnings":
-		r.Count("totalLinesWritten", 0)
-		r.StringArray("log", []string{})
+		r.Count("totalLinesWritten", int64(len(s.Env.startupWarnings)))
+		r.StringArray("log", append([]string{}, s.Env.startupWarnings...))
 	case "global":
 		var lines []string
 		var total int64

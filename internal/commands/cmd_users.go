@@ -395,4 +395,3 @@ func cmdUsersInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	r.Any("users", out)
 	return r.Finish(), nil
 }
-

@@ -76,6 +76,8 @@ type Env struct {
 	startupParams [][2]string
 	// Access is the users and whether access control is on (auth.go).
 	Access *Access
+	// startupWarnings are getLog's startupWarnings lines (auth.go).
+	startupWarnings []string
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -137,6 +139,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		env.Config.Auth = true
 	}
 	env.Access = &Access{Enabled: cfg.Auth, Users: users}
+	env.startupWarnings = startupWarnings(env.Config, log)
 	return env
 }
 

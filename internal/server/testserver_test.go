@@ -40,11 +40,18 @@ type rawServer struct {
 // lifecycle (Shutdown) themselves; cleanup is registered either way.
 func startRawServer(t testing.TB, log *slog.Logger) (*rawServer, string) {
 	t.Helper()
+	return startConfiguredServer(t, log, commands.Config{CairnVer: "test"})
+}
+
+// startConfiguredServer is startRawServer with the process configuration
+// cfg (--auth, --bind_ip).
+func startConfiguredServer(t testing.TB, log *slog.Logger, cfg commands.Config) (*rawServer, string) {
+	t.Helper()
 	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, log)
+	env := commands.NewEnv(eng, cfg, log)
 	srv := server.New(env, server.Options{Logger: log})
 	if err := srv.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)

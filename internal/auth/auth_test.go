@@ -73,7 +73,7 @@ func authenticate(s *Store, mech, db, user, pwd string) error {
 
 func TestSCRAM(t *testing.T) {
 	back := memBacking{}
-	s, err := Open(back)
+	s, err := Open(back, memBacking{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestSCRAM(t *testing.T) {
 		t.Fatalf("second create: %v", err)
 	}
 	// Reopened from the backing documents, the users authenticate the same.
-	s2, err := Open(back)
+	s2, err := Open(back, memBacking{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +125,14 @@ func TestSCRAM(t *testing.T) {
 }
 
 func TestPrivileges(t *testing.T) {
+	s, _ := Open(memBacking{}, memBacking{})
+	custom := &Role{Name: RoleName{"reports", "a"}, Privileges: Privileges{{CollResource("a", "r"), []string{"insert"}}}, Roles: []RoleName{{"read", "b"}, {"loop", "a"}}}
+	loop := &Role{Name: RoleName{"loop", "a"}, Roles: []RoleName{{"reports", "a"}}}
+	for _, r := range []*Role{custom, loop} {
+		if err := s.PutRole(r, true); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		role   RoleName
 		target Resource
@@ -152,8 +160,14 @@ func TestPrivileges(t *testing.T) {
 		{RoleName{"root", "admin"}, DBResource("x"), "createUser", true},
 		{RoleName{"root", "admin"}, Cluster, "setParameter", true},
 		{RoleName{"nosuch", "admin"}, CollResource("x", "y"), "find", false},
+		{RoleName{"reports", "a"}, CollResource("a", "r"), "insert", true},
+		{RoleName{"reports", "a"}, CollResource("a", "s"), "insert", false},
+		{RoleName{"reports", "a"}, CollResource("b", "s"), "find", true}, // inherited read@b
+		{RoleName{"loop", "a"}, CollResource("b", "s"), "find", true},    // through a cycle
+		{RoleName{"loop", "a"}, CollResource("a", "s"), "find", false},
 	} {
-		if got := Resolve([]RoleName{tc.role}).Allows(tc.target, tc.action); got != tc.ok {
+		ps, _ := s.Resolve([]RoleName{tc.role})
+		if got := ps.Allows(tc.target, tc.action); got != tc.ok {
 			t.Errorf("%v %s on %+v: %v, want %v", tc.role, tc.action, tc.target, got, tc.ok)
 		}
 	}

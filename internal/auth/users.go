@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -57,18 +58,23 @@ type Store struct {
 	mu    sync.RWMutex
 	users map[string]*User
 	back  Backing
+	roles *roleStore
 	// gen counts changes, so a connection's cached privileges know when to
 	// resolve again.
 	gen atomic.Uint64
 }
 
-// Open loads the users from back.
-func Open(back Backing) (*Store, error) {
+// Open loads the users from users and the user-defined roles from roles.
+func Open(back, roles Backing) (*Store, error) {
 	docs, err := back.Load()
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{users: make(map[string]*User, len(docs)), back: back}
+	rs, err := openRoles(roles)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{users: make(map[string]*User, len(docs)), back: back, roles: rs}
 	for _, d := range docs {
 		u, err := userFromDoc(d)
 		if err != nil {
@@ -82,11 +88,12 @@ func Open(back Backing) (*Store, error) {
 // Gen is the store's change counter.
 func (s *Store) Gen() uint64 { return s.gen.Load() }
 
-// Empty reports whether no user exists (the localhost exception's test).
+// Empty reports whether no user and no role exists (the localhost
+// exception's test, as MongoDB's).
 func (s *Store) Empty() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.users) == 0
+	return len(s.users) == 0 && len(s.Roles("")) == 0
 }
 
 // Lookup finds the user name of database db.
@@ -107,16 +114,12 @@ func (s *Store) List(db string) []*User {
 			out = append(out, u)
 		}
 	}
-	slices.SortFunc(out, func(a, b *User) int {
-		if a.Key() < b.Key() {
-			return -1
-		}
-		if a.Key() > b.Key() {
-			return 1
-		}
-		return 0
-	})
+	sortByKey(out, (*User).Key)
 	return out
+}
+
+func sortByKey[T any](s []T, key func(T) string) {
+	slices.SortFunc(s, func(a, b T) int { return strings.Compare(key(a), key(b)) })
 }
 
 // Create stores a new user.
@@ -172,17 +175,6 @@ func (s *Store) Drop(db string, drop func(*User) bool) (int, error) {
 		s.gen.Add(1)
 	}
 	return n, nil
-}
-
-// Resolve resolves roles to privileges: the built-in roles'
-// (user-defined roles are not stored yet; an unknown role grants nothing).
-func Resolve(roles []RoleName) Privileges {
-	var ps Privileges
-	for _, r := range roles {
-		p, _ := Builtin(r)
-		ps = append(ps, p...)
-	}
-	return ps
 }
 
 // doc is u as a system.users document, in MongoDB's shape.

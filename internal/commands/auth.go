@@ -17,8 +17,11 @@ import (
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
-// usersNS is where users live, as in MongoDB.
-var usersNS = engine.Namespace{DB: "admin", Coll: "system.users"}
+// Where users and roles live, as in MongoDB.
+var (
+	usersNS = engine.Namespace{DB: "admin", Coll: "system.users"}
+	rolesNS = engine.Namespace{DB: "admin", Coll: "system.roles"}
+)
 
 // Access is the server's access control: whether it is enforced (--auth)
 // and the users, which exist and can be managed either way (as in mongod,
@@ -44,14 +47,17 @@ type sessionAuth struct {
 	finished  bool
 }
 
-// usersBacking stores users in admin.system.users through the engine.
-type usersBacking struct{ env *Env }
+// usersBacking stores users (or roles) in ns through the engine.
+type usersBacking struct {
+	env *Env
+	ns  engine.Namespace
+}
 
 func (b usersBacking) Load() ([]bson.Raw, error) {
-	if b.env.Engine.Catalog().Collection(usersNS.DB, usersNS.Coll) == nil {
+	if b.env.Engine.Catalog().Collection(b.ns.DB, b.ns.Coll) == nil {
 		return nil, nil
 	}
-	src, err := b.env.Exec.Open(context.Background(), exec.Selection{NS: usersNS}, exec.Run)
+	src, err := b.env.Exec.Open(context.Background(), exec.Selection{NS: b.ns}, exec.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -68,17 +74,17 @@ func (b usersBacking) Load() ([]bson.Raw, error) {
 
 func (b usersBacking) Put(id string, doc bson.Raw) error {
 	key := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, id)}
-	matched, err := b.env.Engine.Replace(usersNS, key, bsoncore.Document(doc))
+	matched, err := b.env.Engine.Replace(b.ns, key, bsoncore.Document(doc))
 	if err != nil || matched {
 		return err
 	}
-	_, err = b.env.Engine.Insert(usersNS, []bsoncore.Document{bsoncore.Document(doc)}, true)
+	_, err = b.env.Engine.Insert(b.ns, []bsoncore.Document{bsoncore.Document(doc)}, true)
 	return err
 }
 
 func (b usersBacking) Delete(id string) error {
 	key := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, id)}
-	_, err := b.env.Engine.Delete(usersNS, key)
+	_, err := b.env.Engine.Delete(b.ns, key)
 	return err
 }
 
@@ -103,7 +109,7 @@ func (s *Session) privileges() auth.Privileges {
 		a.privs = nil
 		if u, ok := store.Lookup(a.user.DB, a.user.Name); ok {
 			a.user = u
-			a.privs = auth.Resolve(u.Roles)
+			a.privs, _ = store.Resolve(u.Roles)
 		}
 	}
 	return a.privs
@@ -111,7 +117,8 @@ func (s *Session) privileges() auth.Privileges {
 
 // authorize is the one access check, made by Run before a command's fields
 // are parsed: with --auth, an unauthenticated client runs only the
-// handshake commands (and, from loopback while no user exists, createUser);
+// handshake commands (and, from loopback while no user or role exists,
+// createUser and createRole: the localhost exception);
 // an authenticated one runs what its roles' privileges allow (privileges.go
 // says which actions on which resource each command needs).
 func authorize(s *Session, req *Request) error {
@@ -128,7 +135,7 @@ func authorize(s *Session, req *Request) error {
 		return nil
 	}
 	if s.auth.user == nil {
-		if req.Name == "createUser" && acc.Users.Empty() && isLoopback(s.Remote) {
+		if (req.Name == "createUser" || req.Name == "createRole") && acc.Users.Empty() && isLoopback(s.Remote) {
 			return nil // the localhost exception
 		}
 		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", req.Name)

@@ -74,7 +74,8 @@ func saslStep(s *Session, payload []byte, r *Reply) error {
 	}
 	if done {
 		u := a.conv.User()
-		a.user, a.gen, a.privs = u, s.Env.Access.Users.Gen(), auth.Resolve(u.Roles)
+		a.user, a.gen = u, s.Env.Access.Users.Gen()
+		a.privs, _ = s.Env.Access.Users.Resolve(u.Roles)
 		s.Env.Log.Info("authenticated", "conn", s.ConnID, "user", u.Name, "db", u.DB, "mechanism", a.conv.Mechanism)
 		if a.skipEmpty {
 			a.conv = nil
@@ -167,26 +168,9 @@ func cmdConnectionStatus(_ context.Context, s *Session, req *Request, dst []byte
 	}
 	info := bson.D{{Key: "authenticatedUsers", Value: users}, {Key: "authenticatedUserRoles", Value: roles}}
 	if show {
-		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: privilegesDoc(privs)})
+		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: auth.PrivilegesDoc(privs)})
 	}
 	r := NewReply(dst)
 	r.Any("authInfo", info)
 	return r.Finish(), nil
-}
-
-func privilegesDoc(ps auth.Privileges) bson.A {
-	out := bson.A{}
-	for _, p := range ps {
-		var res bson.D
-		switch {
-		case p.Resource.AnyResource:
-			res = bson.D{{Key: "anyResource", Value: true}}
-		case p.Resource.Cluster:
-			res = bson.D{{Key: "cluster", Value: true}}
-		default:
-			res = bson.D{{Key: "db", Value: p.Resource.DB}, {Key: "collection", Value: p.Resource.Collection}}
-		}
-		out = append(out, bson.D{{Key: "resource", Value: res}, {Key: "actions", Value: p.Actions}})
-	}
-	return out
 }

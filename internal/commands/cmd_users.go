@@ -31,7 +31,7 @@ func userName(req *Request) (string, error) {
 	return name, nil
 }
 
-// roleName reads a role: a name in db, or {role, db}; the role must exist.
+// roleName reads a role: a name in db, or {role, db}.
 func roleName(dbName string, v bsoncore.Value) (auth.RoleName, error) {
 	var r auth.RoleName
 	switch v.Type {
@@ -48,14 +48,20 @@ func roleName(dbName string, v bsoncore.Value) (auth.RoleName, error) {
 	default:
 		return r, mongoerr.New(mongoerr.BadValue, "Role names must be either strings or objects with 'role' and 'db' fields")
 	}
-	if _, ok := auth.Builtin(r); !ok {
-		return r, mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s@%s", r.Role, r.DB)
-	}
 	return r, nil
 }
 
-// rolesArg reads a required roles array.
-func rolesArg(req *Request) ([]auth.RoleName, error) {
+// existingRole is roleName for a role that must exist.
+func existingRole(store *auth.Store, dbName string, v bsoncore.Value) (auth.RoleName, error) {
+	r, err := roleName(dbName, v)
+	if err == nil && !store.RoleExists(r) {
+		err = mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s@%s", r.Role, r.DB)
+	}
+	return r, err
+}
+
+// rolesArg reads a required roles array of existing roles.
+func rolesArg(store *auth.Store, req *Request) ([]auth.RoleName, error) {
 	v, ok := req.Arg("roles")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "BSON field '%s.roles' is missing but a required field", req.Name)
@@ -67,7 +73,7 @@ func rolesArg(req *Request) ([]auth.RoleName, error) {
 	vals, _ := arr.Values()
 	out := []auth.RoleName{}
 	for _, rv := range vals {
-		r, err := roleName(req.DB, rv)
+		r, err := existingRole(store, req.DB, rv)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +173,7 @@ func cmdCreateUser(_ context.Context, s *Session, req *Request, dst []byte) (bso
 	if !hasPwd {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
 	}
-	roles, err := rolesArg(req)
+	roles, err := rolesArg(s.Env.Access.Users, req)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +250,7 @@ func cmdUpdateUser(_ context.Context, s *Session, req *Request, dst []byte) (bso
 		}
 	}
 	if hasRoles {
-		if u.Roles, err = rolesArg(req); err != nil {
+		if u.Roles, err = rolesArg(s.Env.Access.Users, req); err != nil {
 			return nil, err
 		}
 	}
@@ -266,7 +272,7 @@ func cmdGrantRevoke(grant bool) handler {
 		if err != nil {
 			return nil, err
 		}
-		roles, err := rolesArg(req)
+		roles, err := rolesArg(s.Env.Access.Users, req)
 		if err != nil {
 			return nil, err
 		}
@@ -385,8 +391,9 @@ func cmdUsersInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 			d = append(d, bson.E{Key: "credentials", Value: creds})
 		}
 		if showPrivs {
-			d = append(d, bson.E{Key: "inheritedRoles", Value: auth.RolesDoc(u.Roles)},
-				bson.E{Key: "inheritedPrivileges", Value: privilegesDoc(auth.Resolve(u.Roles))})
+			privs, inherited := store.Resolve(u.Roles)
+			d = append(d, bson.E{Key: "inheritedRoles", Value: auth.RolesDoc(inherited)},
+				bson.E{Key: "inheritedPrivileges", Value: auth.PrivilegesDoc(privs)})
 		}
 		d = append(d, bson.E{Key: "mechanisms", Value: u.Mechanisms()})
 		out = append(out, d)

@@ -130,11 +130,11 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)
-	users, err := auth.Open(usersBacking{env})
+	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
 	if err != nil {
 		// Unreadable users must not open the server unprotected.
 		log.Error("cannot load admin.system.users", "err", err)
-		users, _ = auth.Open(emptyBacking{})
+		users, _ = auth.Open(emptyBacking{}, emptyBacking{})
 		cfg.Auth = true
 		env.Config.Auth = true
 	}

@@ -60,6 +60,7 @@ const (
 	PathNotViable              Code = 28
 	RoleNotFound               Code = 31
 	CannotBackfillArray        Code = 34
+	InvalidRoleModification    Code = 35
 	ConflictingUpdateOps       Code = 40
 	CursorNotFound             Code = 43
 	NamespaceExists            Code = 48
@@ -412,6 +413,7 @@ const (
 	ConvertArgCount            Code = 50723 // expr: a shorthand given an array of other than one argument
 	CursorInUse                Code = 50738
 	SubstrBytesStartNeg        Code = 50752   // expr
+	RoleAlreadyExists          Code = 51002   // auth: createRole of an existing role
 	UserAlreadyExists          Code = 51003   // auth: createUser of an existing user
 	StageNotInLookup           Code = 51047   // agg: "$out is not allowed within a $lookup's sub-pipeline"
 	ProjPositionalNeedsQuery   Code = 51050   // query

@@ -56,6 +56,7 @@ var names = map[Code]string{
 	ProtocolError:                   "ProtocolError",
 	AuthenticationFailed:            "AuthenticationFailed",
 	RoleNotFound:                    "RoleNotFound",
+	InvalidRoleModification:         "InvalidRoleModification",
 	MechanismUnavailable:            "MechanismUnavailable",
 	TypeMismatch:                    "TypeMismatch",
 	Overflow:                        "Overflow",

@@ -138,6 +138,8 @@ var matrix = map[string]matrixRole{
 	"createUser": {"userAdmin", "test"}, "updateUser": {"userAdmin", "test"}, "dropUser": {"userAdmin", "test"},
 	"usersInfo": {"userAdmin", "test"}, "grantRolesToUser": {"userAdmin", "test"}, "revokeRolesFromUser": {"userAdmin", "test"},
 	"dropAllUsersFromDatabase": {"userAdmin", "test"},
+	"createRole":               {"userAdmin", "test"}, "updateRole": {"userAdmin", "test"}, "dropRole": {"userAdmin", "test"},
+	"rolesInfo": {"userAdmin", "test"}, "grantPrivilegesToRole": {"userAdmin", "test"}, "revokePrivilegesFromRole": {"userAdmin", "test"},
 
 	"currentOp": {"clusterMonitor", "admin"}, "getLog": {"clusterMonitor", "admin"}, "getCmdLineOpts": {"clusterMonitor", "admin"},
 	"getParameter": {"clusterMonitor", "admin"}, "hostInfo": {"clusterMonitor", "admin"}, "serverStatus": {"clusterMonitor", "admin"},
@@ -161,6 +163,12 @@ func matrixBody(name string) bson.D {
 		return bson.D{{Key: name, Value: "made"}, {Key: "pwd", Value: "x"}, {Key: "roles", Value: bson.A{}}}
 	case "updateUser":
 		return bson.D{{Key: name, Value: "made"}, {Key: "pwd", Value: "y"}}
+	case "createRole":
+		return bson.D{{Key: name, Value: "made_r"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}}
+	case "updateRole":
+		return bson.D{{Key: name, Value: "made_r"}, {Key: "roles", Value: bson.A{}}}
+	case "grantPrivilegesToRole", "revokePrivilegesFromRole":
+		return bson.D{{Key: name, Value: "made_r"}, {Key: "privileges", Value: bson.A{}}}
 	case "grantRolesToUser", "revokeRolesFromUser":
 		return bson.D{{Key: name, Value: "made"}, {Key: "roles", Value: bson.A{"read"}}}
 	}

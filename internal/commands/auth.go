@@ -197,3 +197,19 @@ func loopbackOnly(bindIP string) bool {
 	}
 	return true
 }
+
+// userKey is the session user's "db.name", "" before authentication.
+func (s *Session) userKey() string {
+	if s.auth.user == nil {
+		return ""
+	}
+	return s.auth.user.Key()
+}
+
+// ownsCursor reports whether the session may continue or kill cur: with
+// --auth, only the user who opened it may (MongoDB's rule; killAnyCursor
+// is not consulted yet).
+func (s *Session) ownsCursor(cur *Cursor) bool {
+	acc := s.Env.Access
+	return acc == nil || !acc.Enabled || cur.owner == s.userKey()
+}

@@ -219,6 +219,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
+	cur.owner = s.userKey()
 	cur.noTimeout = sp.noCursorTimeout
 	cur.maxTime, _ = opctx.Remaining(ctx)
 	cur.coll = s.Env.Engine.Catalog().Collection(sp.NS.DB, sp.NS.Coll)
@@ -250,6 +251,10 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	cur, err := s.Env.Cursors.Checkout(id, ns)
 	if err != nil {
 		return nil, err
+	}
+	if !s.ownsCursor(cur) {
+		s.Env.Cursors.Release(cur, false)
+		return nil, mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
 	}
 	if _, ok := req.Arg("maxTimeMS"); ok {
 		// Every Cairn cursor is a non-awaitData one (awaitData is not yet
@@ -300,7 +305,7 @@ func cmdKillCursors(_ context.Context, s *Session, req *Request, dst []byte) (bs
 		if !ok {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'killCursors.cursors' must hold longs, found %s", typeName(el.Type))
 		}
-		if s.Env.Cursors.Kill(id, ns) {
+		if s.Env.Cursors.Kill(id, ns, s.ownsCursor) {
 			killed = append(killed, id)
 		} else {
 			notFound = append(notFound, id)

@@ -282,3 +282,40 @@ func TestStartupWarningExposed(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthCursorOwner: under --auth only the user who opened a cursor may
+// continue or kill it, even one with the privileges to read the collection.
+func TestAuthCursorOwner(t *testing.T) {
+	s := startAuthServer(t)
+	anon := s.client(t)
+	if err := runCmd(anon, "admin", bson.D{{Key: "createUser", Value: "ann"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ann := s.as(t, "admin", "ann", "pw", "")
+	if err := runCmd(ann, "admin", bson.D{{Key: "createUser", Value: "bob"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "test"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	bob := s.as(t, "admin", "bob", "pw", "")
+	if err := runCmd(ann, "test", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}, bson.D{}, bson.D{}, bson.D{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	open := func() int64 {
+		raw, err := ann.Database("test").RunCommand(context.Background(), bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw.Lookup("cursor", "id").Int64()
+	}
+	id := open()
+	if code := codeOf(runCmd(bob, "test", bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}})); code != 13 {
+		t.Errorf("getMore of another user's cursor: code %d, want 13", code)
+	}
+	raw, err := bob.Database("test").RunCommand(context.Background(), bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{id}}}).Raw()
+	if killed, _ := raw.Lookup("cursorsKilled").Array().Values(); err != nil || len(killed) != 0 {
+		t.Errorf("killCursors of another user's cursor: %v %v", raw, err)
+	}
+	// (context.Background: a deadline would make the driver send maxTimeMS.)
+	if err := ann.Database("test").RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1}}).Err(); err != nil {
+		t.Errorf("getMore by the cursor's owner: %v", err)
+	}
+}

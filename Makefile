@@ -95,6 +95,7 @@ bench-indexes:
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzOrder -fuzztime 60s ./internal/keystring/
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./internal/keystring/
+	$(GO) test -run XXX -fuzz FuzzPreAuth -fuzztime 60s ./internal/commands/
 
 clean:
 	rm -rf cairn-data

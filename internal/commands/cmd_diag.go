@@ -156,6 +156,9 @@ func cmdGetCmdLineOpts(_ context.Context, s *Session, _ *Request, dst []byte) (b
 		}
 		parsed.Doc("setParameter", sp.End())
 	}
+	if cfg.Auth {
+		parsed.Doc("security", doc("authorization", "enabled"))
+	}
 	parsed.Doc("storage", doc("dbPath", cfg.DBPath))
 	r.Doc("parsed", parsed.End())
 	return r.Finish(), nil

@@ -48,4 +48,13 @@
 // maxTimeMS included (operation.go); handlers pass that context to every
 // exec entry point, and a cursor's plan keeps running under a context each
 // getMore attaches to (opctx.Bound).
+//
+// Invariant "One access check": with --auth, Run calls authorize (auth.go)
+// before any field of a command is parsed; every registered command has a
+// rule in privileges.go (the actions it needs on which resource, or that
+// it is a handshake command), TestEveryCommandHasPrivilegeRule and the
+// server's TestAuthMatrix fail for one without, and authorize refuses a
+// command that has none. Before authentication only the handshake runs
+// (FuzzPreAuth). Cursors are continued and killed only by the user who
+// opened them.
 package commands

@@ -33,6 +33,7 @@ type serveFlags struct {
 	// metricsAddr serves Prometheus metrics at /metrics when set.
 	metricsAddr string
 	slowMS      int
+	auth        bool
 	// setParams are --setParameter name=value settings, in order.
 	setParams []string
 }
@@ -51,6 +52,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections (mongod's --maxConns); past it a new connection is closed\n"+
 		"without a reply, as mongod does: the refusal is logged with its reason and counted in serverStatus.connections.rejected")
+	fs.BoolVar(&f.auth, "auth", false, "require clients to authenticate (SCRAM-SHA-256 or SCRAM-SHA-1) and check their roles' privileges;\n"+
+		"with no user yet, a client on this host may create the first one (the localhost exception)")
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
 	fs.StringVar(&f.metricsAddr, "metricsAddr", "", "host:port to serve Prometheus metrics on at /metrics (off when empty)")
 	fs.IntVar(&f.slowMS, "slowms", commands.DefaultSlowMS, "operations slower than this many milliseconds are logged (\"Slow query\") and, at profiling level 1, profiled")
@@ -147,7 +150,7 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 		}
 	}
 	env := commands.NewEnv(eng, commands.Config{
-		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version,
+		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version, Auth: f.auth,
 	}, log)
 	env.Logs = ring
 	defer env.Close()

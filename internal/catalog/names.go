@@ -62,8 +62,15 @@ func ValidateUserCollectionName(db, coll string) error {
 	if err := ValidateCollectionName(db, coll); err != nil {
 		return err
 	}
-	if strings.HasPrefix(coll, "system.") {
+	if strings.HasPrefix(coll, "system.") && !legalClientSystemNS(db, coll) {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid system namespace: %s.%s", db, coll)
 	}
 	return nil
+}
+
+// legalClientSystemNS are the system collections clients may write, as in
+// MongoDB's isLegalClientSystemNS: the users and roles (which access
+// control guards; a restore writes them directly).
+func legalClientSystemNS(db, coll string) bool {
+	return db == "admin" && (coll == "system.users" || coll == "system.roles")
 }

@@ -118,18 +118,11 @@ func cmdGetCmdLineOpts(_ context.Context, s *Session, _ *Request, dst []byte) (b
 		}
 		parsed.Doc("setParameter", sp.End())
 	}
+	if cfg.Auth {
+		parsed.Doc("security", doc("authorization", "enabled"))
+	}
 	parsed.Doc("storage", doc("dbPath", cfg.DBPath))
 	r.Doc("parsed", parsed.End())
-	return r.Finish(), nil
-}
-
-func cmdConnectionStatus(_ context.Context, _ *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	r := NewReply(dst)
-	info := doc("authenticatedUsers", bson.A{}, "authenticatedUserRoles", bson.A{})
-	if show, _ := req.Bool("showPrivileges", false); show {
-		info = doc("authenticatedUsers", bson.A{}, "authenticatedUserRoles", bson.A{}, "authenticatedUserPrivileges", bson.A{})
-	}
-	r.Doc("authInfo", info)
 	return r.Finish(), nil
 }
 
@@ -138,7 +131,8 @@ func cmdWhatsMyURI(_ context.Context, s *Session, _ *Request, dst []byte) (bsonc
 }
 
 // cmdGetLog serves getLog: "*" lists the logs, "global" returns recent lines,
-// "startupWarnings" has none (Cairn starts without warnings to give).
+// "startupWarnings" the warnings of startup (an exposed server without
+// access control).
 func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	which, ok := req.First().StringValueOK()
 	if !ok {
@@ -149,8 +143,8 @@ func cmdGetLog(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	case "*":
 		r.StringArray("names", []string{"global", "startupWarnings"})
 	case "startupWarnings":
-		r.Count("totalLinesWritten", 0)
-		r.StringArray("log", []string{})
+		r.Count("totalLinesWritten", int64(len(s.Env.startupWarnings)))
+		r.StringArray("log", append([]string{}, s.Env.startupWarnings...))
 	case "global":
 		var lines []string
 		var total int64

@@ -234,6 +234,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
 	cur.examined = examined
 	s.stat.cursorID = cur.ID
+	cur.owner = s.userKey()
 	cur.noTimeout = sp.noCursorTimeout
 	cur.maxTime, _ = opctx.Remaining(ctx)
 	cur.coll = s.Env.Engine.Catalog().Collection(sp.NS.DB, sp.NS.Coll)
@@ -265,6 +266,10 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	cur, err := s.Env.Cursors.Checkout(id, ns)
 	if err != nil {
 		return nil, err
+	}
+	if !s.ownsCursor(cur) {
+		s.Env.Cursors.Release(cur, false)
+		return nil, mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
 	}
 	if t, ok := cur.src.(*tailSource); ok {
 		return getMoreTailable(ctx, s, req, dst, cur, t, batch)
@@ -320,7 +325,7 @@ func cmdKillCursors(_ context.Context, s *Session, req *Request, dst []byte) (bs
 		if !ok {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'killCursors.cursors' must hold longs, found %s", typeName(el.Type))
 		}
-		if s.Env.Cursors.Kill(id, ns) {
+		if s.Env.Cursors.Kill(id, ns, s.ownsCursor) {
 			killed = append(killed, id)
 		} else {
 			notFound = append(notFound, id)

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -53,27 +54,27 @@ func handshake(s *Session, req *Request, dst []byte, primaryField string) (bsonc
 	if comp := negotiateCompression(s.Env.Config.Compressors, req); len(comp) > 0 {
 		r.StringArray("compression", comp)
 	}
-	if _, ok := req.Arg("saslSupportedMechs"); ok {
-		// No users exist, so no mechanisms are offered for the named one.
-		r.StringArray("saslSupportedMechs", []string{})
+	if v, ok := req.Arg("saslSupportedMechs"); ok {
+		// "db.user": that user's mechanisms (none for an unknown user).
+		mechs := []string{}
+		if name, ok := v.StringValueOK(); ok {
+			if dbName, user, ok := strings.Cut(name, "."); ok {
+				if u, ok := s.Env.Access.Users.Lookup(dbName, user); ok {
+					mechs = u.Mechanisms()
+				}
+			}
+		}
+		r.StringArray("saslSupportedMechs", mechs)
 	}
+	speculativeAuth(s, req, r)
 	return r.Finish(), nil
 }
 
 // negotiateCompression returns the compressors the client offered that the
 // server also has, in the client's order, as mongod does.
 func negotiateCompression(server []string, req *Request) []string {
-	v, ok := req.Arg("compression")
-	if !ok {
-		return nil
-	}
-	arr, ok := v.ArrayOK()
-	if !ok {
-		return nil
-	}
-	vals, _ := arr.Values()
 	var out []string
-	for _, el := range vals {
+	for _, el := range req.arrayValues("compression") {
 		name, ok := el.StringValueOK()
 		if !ok {
 			continue

@@ -36,9 +36,3 @@ func cmdListCommands(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 	}
 	return NewReply(dst).Doc("commands", cmds.End()).Finish(), nil
 }
-
-// cmdDropAllUsersFromDatabase answers {n: 0}: Cairn has no users before
-// the security issue, so there are none to drop.
-func cmdDropAllUsersFromDatabase(_ context.Context, _ *Session, _ *Request, dst []byte) (bsoncore.Document, error) {
-	return NewReply(dst).Int32("n", 0).Finish(), nil
-}

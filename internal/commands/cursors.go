@@ -41,6 +41,9 @@ type Cursor struct {
 	// examined are the keys and documents its plan had examined by the end
 	// of its last batch, so each getMore reports its own (profiler.go).
 	examined [2]int64
+	// owner is the user ("db.name") whose command opened the cursor, ""
+	// for none: under --auth only they may continue or kill it (auth.go).
+	owner string
 }
 
 // Cursors is the registry of open cursors, shared by all connections.
@@ -140,11 +143,12 @@ func (c *Cursors) Release(cur *Cursor, finished bool) {
 	}
 }
 
-// Kill closes cursor id on ns; it reports whether it existed.
-func (c *Cursors) Kill(id int64, ns string) bool {
+// Kill closes cursor id on ns if may allows it; it reports whether it
+// existed (a cursor may refuses counts as not found).
+func (c *Cursors) Kill(id int64, ns string, may func(*Cursor) bool) bool {
 	c.mu.Lock()
 	cur := c.open[id]
-	if cur == nil || cur.NS != ns {
+	if cur == nil || cur.NS != ns || !may(cur) {
 		c.mu.Unlock()
 		return false
 	}

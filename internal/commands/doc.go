@@ -57,4 +57,13 @@
 // writes it to system.profile when its database's profiling level asks
 // (profiler.go). Deciding not to log or profile costs one comparison and
 // one atomic load.
+//
+// Invariant "One access check": with --auth, Run calls authorize (auth.go)
+// before any field of a command is parsed; every registered command has a
+// rule in privileges.go (the actions it needs on which resource, or that
+// it is a handshake command), TestEveryCommandHasPrivilegeRule and the
+// server's TestAuthMatrix fail for one without, and authorize refuses a
+// command that has none. Before authentication only the handshake runs
+// (FuzzPreAuth). Cursors are continued and killed only by the user who
+// opened them.
 package commands

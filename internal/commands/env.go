@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/failpoint"
@@ -40,6 +41,9 @@ type Config struct {
 	Argv        []string
 	Compressors []string // in preference order, e.g. snappy, zstd, zlib
 	CairnVer    string
+	// Auth enforces access control (--auth): users must authenticate and
+	// hold the privileges a command needs (auth.go).
+	Auth bool
 }
 
 // Env is the process-wide state commands share: the engine, cursors,
@@ -77,6 +81,10 @@ type Env struct {
 	// startupParams are the --setParameter settings, name and value as
 	// given, for getCmdLineOpts (params_startup.go).
 	startupParams [][2]string
+	// Access is the users and whether access control is on (auth.go).
+	Access *Access
+	// startupWarnings are getLog's startupWarnings lines (auth.go).
+	startupWarnings []string
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -134,6 +142,16 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)
+	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
+	if err != nil {
+		// Unreadable users must not open the server unprotected.
+		log.Error("cannot load admin.system.users", "err", err)
+		users, _ = auth.Open(emptyBacking{}, emptyBacking{})
+		cfg.Auth = true
+		env.Config.Auth = true
+	}
+	env.Access = &Access{Enabled: cfg.Auth, Users: users}
+	env.startupWarnings = startupWarnings(env.Config, log)
 	return env
 }
 
@@ -154,6 +172,9 @@ type Session struct {
 	// hangUp asks the server to close the connection instead of replying
 	// (failCommand's closeConnection); see TakeHangUp.
 	hangUp bool
+
+	// auth is who the connection authenticated as (auth.go).
+	auth sessionAuth
 
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.

@@ -85,7 +85,11 @@ func init() {
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
 	cursor := map[string][]string{"cursor": args("batchSize")}
 	hello := args("helloOk client compression saslSupportedMechs topologyVersion maxAwaitTimeMS")
-	helloNotYet := args("speculativeAuthenticate loadBalanced")
+	hello = append(hello, "speculativeAuthenticate")
+	helloNotYet := args("loadBalanced")
+	// The user commands (cmd_users.go); writeConcern is generic.
+	userFields := args("pwd customData roles mechanisms digestPassword")
+	userNotYet := args("authenticationRestrictions")
 	registry = map[string]command{
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
@@ -113,7 +117,22 @@ func init() {
 		"distinct": {run: cmdDistinct, kind: kindRead, help: "distinct values of a field",
 			fields: args("key query collation")},
 		"drop":                     {run: cmdDrop, kind: kindWrite, apiV1: true, help: "drop a collection"},
-		"dropAllUsersFromDatabase": {run: cmdDropAllUsersFromDatabase, apiV1: true, help: "drop a database's users (there are none before authentication exists)"},
+		"createRole":               {run: cmdCreateRole, kind: kindWrite, help: "create a user-defined role", fields: args("privileges roles"), notYet: userNotYet},
+		"createUser":               {run: cmdCreateUser, kind: kindWrite, help: "create a user", fields: userFields, notYet: userNotYet},
+		"dropAllUsersFromDatabase": {run: cmdDropAllUsersFromDatabase, kind: kindWrite, apiV1: true, help: "drop every user of a database"},
+		"dropRole":                 {run: cmdDropRole, kind: kindWrite, help: "drop a user-defined role"},
+		"dropUser":                 {run: cmdDropUser, kind: kindWrite, help: "drop a user"},
+		"grantPrivilegesToRole":    {run: cmdRolePrivileges(true), kind: kindWrite, help: "add privileges to a user-defined role", fields: args("privileges")},
+		"grantRolesToUser":         {run: cmdGrantRevoke(true), kind: kindWrite, help: "grant roles to a user", fields: args("roles")},
+		"logout":                   {run: cmdLogout, help: "end the connection's authentication"},
+		"revokePrivilegesFromRole": {run: cmdRolePrivileges(false), kind: kindWrite, help: "remove privileges from a user-defined role", fields: args("privileges")},
+		"revokeRolesFromUser":      {run: cmdGrantRevoke(false), kind: kindWrite, help: "revoke roles from a user", fields: args("roles")},
+		"saslContinue":             {run: cmdSaslContinue, help: "continue a SASL authentication", fields: args("conversationId payload")},
+		"saslStart":                {run: cmdSaslStart, help: "begin a SASL authentication (SCRAM-SHA-1, SCRAM-SHA-256)", fields: args("mechanism payload options autoAuthorize")},
+		"rolesInfo":                {run: cmdRolesInfo, help: "describe roles", fields: args("showPrivileges showBuiltinRoles"), notYet: args("showAuthenticationRestrictions")},
+		"updateRole":               {run: cmdUpdateRole, kind: kindWrite, help: "replace a user-defined role's privileges or roles", fields: args("privileges roles"), notYet: userNotYet},
+		"updateUser":               {run: cmdUpdateUser, kind: kindWrite, help: "change a user's password, roles or custom data", fields: userFields, notYet: userNotYet},
+		"usersInfo":                {run: cmdUsersInfo, help: "describe users", fields: args("showCredentials showPrivileges showCustomData"), notYet: args("showAuthenticationRestrictions filter")},
 		"dropDatabase":             {run: cmdDropDatabase, kind: kindWrite, apiV1: true, help: "drop a database"},
 		"dropIndexes":              {run: cmdDropIndexes, kind: kindWrite, apiV1: true, help: "drop indexes", fields: args("index")},
 		"endSessions":              {run: cmdNoopOK, apiV1: true, help: "end logical sessions"},

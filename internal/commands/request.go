@@ -173,3 +173,18 @@ func numberAsInt(v bsoncore.Value) (int64, bool) { return bsonx.AsInt64(v) }
 
 // typeName is MongoDB's name for a BSON type, as its error messages use.
 func typeName(t bsoncore.Type) string { return bsonx.TypeName(t) }
+
+// arrayValues are the elements of array argument name; nil when it is
+// absent or not an array (for lenient readers such as the handshake's).
+func (r *Request) arrayValues(name string) []bsoncore.Value {
+	v, ok := r.Arg(name)
+	if !ok {
+		return nil
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	return vals
+}

@@ -35,6 +35,12 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := catalog.ValidateCommandDB(req.DB); err != nil {
 		return ErrorReply(dst, err)
 	}
+	// Access control, in one place and before any field is parsed: an
+	// unauthenticated client reaches no command's parser beyond the
+	// handshake's (auth.go, privileges.go).
+	if err := authorize(s, req); err != nil {
+		return ErrorReply(dst, err)
+	}
 	// As in MongoDB: the command's fields are parsed first, then where it
 	// may run, then the generic arguments (generic.go).
 	var elemBuf [16]bsoncore.Element

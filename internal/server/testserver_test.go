@@ -40,19 +40,33 @@ type rawServer struct {
 // lifecycle (Shutdown) themselves; cleanup is registered either way.
 func startRawServer(t testing.TB, log *slog.Logger) (*rawServer, string) {
 	t.Helper()
-	return startServerWith(t, server.Options{Logger: log})
+	return startServerFull(t, server.Options{Logger: log}, commands.Config{CairnVer: "test"})
 }
 
 // startServerWith is startRawServer with the server's options (its logger,
 // opts.Logger, logs the engine too).
 func startServerWith(t testing.TB, opts server.Options) (*rawServer, string) {
 	t.Helper()
+	return startServerFull(t, opts, commands.Config{CairnVer: "test"})
+}
+
+// startConfiguredServer is startRawServer with the process configuration
+// cfg (--auth, --bind_ip).
+func startConfiguredServer(t testing.TB, log *slog.Logger, cfg commands.Config) (*rawServer, string) {
+	t.Helper()
+	return startServerFull(t, server.Options{Logger: log}, cfg)
+}
+
+// startServerFull starts a server with its options and the process
+// configuration.
+func startServerFull(t testing.TB, opts server.Options, cfg commands.Config) (*rawServer, string) {
+	t.Helper()
 	log := opts.Logger
 	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, log)
+	env := commands.NewEnv(eng, cfg, log)
 	srv := server.New(env, opts)
 	if err := srv.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)

@@ -8,4 +8,6 @@
 // Cairn refuses on purpose for now; the test compares those lines with its
 // own lists, so a check cannot disappear unnoticed and a gap that starts
 // working must be moved to the checks by hand.
+// TestClientsAuth runs auth_smoke.mjs and auth_mongosh.js the same way
+// against `cairn serve --auth` (SCRAM-SHA-256 and SCRAM-SHA-1).
 package smoke

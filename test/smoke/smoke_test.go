@@ -228,10 +228,11 @@ type server struct {
 // startServer starts cairn serve on a kernel-chosen loopback port and waits
 // for its ready line. The server is stopped, and its log checked, when the
 // test and all its subtests have finished, whether they passed or not.
-func startServer(t *testing.T, bin string) *server {
+func startServer(t *testing.T, bin string, flags ...string) *server {
 	t.Helper()
 	s := &server{log: &lockedBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, "serve", "--bind_ip", "127.0.0.1", "--port", "0", "--dbpath", t.TempDir(), "--log-level", "debug")
+	args := append([]string{"serve", "--bind_ip", "127.0.0.1", "--port", "0", "--dbpath", t.TempDir(), "--log-level", "debug"}, flags...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.SysProcAttr = serverSysProcAttr()
 	s.cmd.Stderr = s.log
 	stdout, err := s.cmd.StdoutPipe()
@@ -510,4 +511,47 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// authClients run against `cairn serve --auth`, in order: the Node.js
+// driver makes the first user over the localhost exception, then mongosh
+// logs in with each SCRAM mechanism.
+var authClients = []client{
+	{
+		name: "node-auth", script: "auth_smoke.mjs",
+		argv: func(node, _, addr string) []string { return []string{node, "auth_smoke.mjs", addr} },
+		checks: []string{"unauthenticated-refused", "localhost-exception-first-user",
+			"auth-SCRAM-SHA-256", "wrong-password-SCRAM-SHA-256", "auth-SCRAM-SHA-1", "wrong-password-SCRAM-SHA-1", "auth-negotiated"},
+	},
+	mongoshAuth("SCRAM-SHA-256"),
+	mongoshAuth("SCRAM-SHA-1"),
+}
+
+func mongoshAuth(mech string) client {
+	return client{
+		name: "mongosh-" + mech, script: "auth_mongosh.js",
+		argv: func(_, dir, addr string) []string {
+			return []string{filepath.Join(dir, "node_modules", ".bin", "mongosh"),
+				"mongodb://smoke:sm0ke%20pass@" + addr + "/admin?authMechanism=" + mech, "--quiet", "--norc", "--file", "auth_mongosh.js"}
+		},
+		checks: []string{"connectionStatus", "insert-find"},
+	}
+}
+
+// TestClientsAuth is TestClients against a server started with --auth.
+func TestClientsAuth(t *testing.T) {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "..", "..")
+	node := tool(t, "node")
+	installClients(t, dir)
+	readInputs(t, root)
+	srv := startServer(t, buildCairn(t, root), "--auth")
+	env := clientEnv(t)
+	for _, c := range authClients {
+		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
+		t.Run(c.name, func(t *testing.T) { c.verify(t, stdout, stderr, err) })
+	}
 }

@@ -29,6 +29,9 @@ type serveFlags struct {
 	logLevel string
 	maxConns int
 	idPrefix int
+	// cacheGB is --cacheSizeGB (mongod's --wiredTigerCacheSizeGB); 0 is
+	// the default (storage.DefaultCacheSize).
+	cacheGB float64
 	// setParams are --setParameter name=value settings, in order.
 	setParams []string
 }
@@ -47,6 +50,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections")
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
+	cacheUsage := "block cache size in GB, from 0.25 to 10000 (default: the larger of half of (memory - 1 GB) and 256 MB, as mongod's WiredTiger cache)"
+	fs.Float64Var(&f.cacheGB, "cacheSizeGB", 0, cacheUsage)
+	fs.Float64Var(&f.cacheGB, "wiredTigerCacheSizeGB", 0, "the same as --cacheSizeGB (mongod's name)")
 	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
 		f.setParams = append(f.setParams, s)
 		return nil
@@ -60,6 +66,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.cacheGB != 0 && (f.cacheGB < 0.25 || f.cacheGB > 10000) {
+		return f, fmt.Errorf("--cacheSizeGB must be from 0.25 to 10000, got %v", f.cacheGB)
 	}
 	return f, nil
 }
@@ -120,7 +129,7 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create data directory %s: %w", dir, err)
 	}
-	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, Logger: log})
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(f.cacheGB * (1 << 30)), Logger: log})
 	if err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ type Catalog struct {
 	// publishes, since the pipeline may apply the next group (advancing
 	// working) while this one's log sync is in flight.
 	committing *State
-	now     func() time.Time
+	now        func() time.Time
 }
 
 // firstID leaves ids below it free for fixed internal uses later.

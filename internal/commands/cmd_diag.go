@@ -138,6 +138,15 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 		"ttl", doc("deletedDocuments", env.TTL.Deleted(), "passes", env.TTL.Passes()),
 	))
 	r.Doc("storageEngine", doc("name", "pebble", "supportsCommittedReads", true, "persistent", true))
+	// The block cache under WiredTiger's field names, which monitoring
+	// tools read (mongostat's used%).
+	cs := env.Engine.Storage().CacheStats()
+	r.Doc("wiredTiger", doc("cache", doc(
+		"maximum bytes configured", cs.Capacity,
+		"bytes currently in the cache", cs.Size,
+		"pages requested from the cache", cs.Hits+cs.Misses,
+		"pages read into cache", cs.Misses,
+	)))
 	return r.Finish(), nil
 }
 

@@ -20,6 +20,9 @@ type Options struct {
 	FS vfs.FS
 	// SyncInterval 0 syncs before acknowledging each write; see storage.Options.
 	SyncInterval time.Duration
+	// CacheSize is the block cache in bytes; 0 is storage's default
+	// (storage.DefaultCacheSize).
+	CacheSize int64
 	// Logger receives engine events. Default: slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
@@ -59,7 +62,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Now = time.Now
 	}
 	hooks := &storage.Hooks{}
-	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
+	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, CacheSize: opts.CacheSize, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
 	if err != nil {
 		return nil, err
 	}

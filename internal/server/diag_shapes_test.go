@@ -57,6 +57,7 @@ func TestDiagnosticReplyTypes(t *testing.T) {
 			"mem.bits": bson.TypeInt32, "mem.resident": bson.TypeInt32, "mem.virtual": bson.TypeInt32,
 			"storageEngine.name": bson.TypeString, "metrics.cursor.open.total": bson.TypeInt64,
 			"network.bytesIn": bson.TypeInt64, "network.bytesOut": bson.TypeInt64, "network.numRequests": bson.TypeInt64,
+			"wiredTiger.cache.maximum bytes configured": bson.TypeInt64, "wiredTiger.cache.bytes currently in the cache": bson.TypeInt64,
 		}},
 		{"admin", bson.D{{"getLog", "*"}}, map[string]bson.Type{"names": bson.TypeArray}},
 		{"admin", bson.D{{"getLog", "global"}}, map[string]bson.Type{"totalLinesWritten": bson.TypeInt32, "log": bson.TypeArray}},

@@ -116,8 +116,10 @@ func (e *Engine) committed() {
 }
 
 // forgetDropped drops the per-id entries (tail bounds, parsed specs, access
-// counters) of ids st no longer holds. It runs on the pipeline goroutine
-// between groups, where the tail bounds may be changed ("Serial apply"); a
+// counters) of ids st no longer holds. It runs on storage's completer
+// goroutine after a group that changed the catalog, while the pipeline
+// goroutine waits for it ("Overlapped sync"), so the tail bounds may be
+// changed ("Serial apply"); a
 // dropped id has no keys left, so a bound reloaded for it would be the
 // same. A reader on an older catalog may cache a dropped index's spec or
 // counter again: that entry stays until the next change, harmless.

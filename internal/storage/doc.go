@@ -43,7 +43,9 @@
 // each only after its own sync, and if group k's sync fails, group k+1 never
 // reaches Pebble (its requests get the StoppedError and Hooks.Failed resets
 // what they advanced). A group whose Committing hook reports published state
-// (a catalog change) is completed before the next group is applied at all.
+// (a catalog change) is completed before the next group is applied at all,
+// and so is every group in builds with the invariants tag that verify
+// (Hooks.Verify reads what the next group's requests would change).
 //
 // Invariant "All or nothing per request": a request's writes join the group
 // only if its function returns nil; [Txn.Savepoint] and [Txn.RollbackTo] give

@@ -59,3 +59,22 @@ func TestSetParameterFlag(t *testing.T) {
 		t.Fatalf("unknown parameter: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }
+
+func TestCacheSizeFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want float64
+		ok   bool
+	}{
+		{nil, 0, true},
+		{[]string{"--cacheSizeGB", "1.5"}, 1.5, true},
+		{[]string{"--wiredTigerCacheSizeGB=0.25"}, 0.25, true},
+		{[]string{"--cacheSizeGB", "0.1"}, 0, false}, // below mongod's 0.25
+		{[]string{"--cacheSizeGB", "20000"}, 0, false},
+	} {
+		f, err := parseServeFlags(c.args, &bytes.Buffer{})
+		if (err == nil) != c.ok || (c.ok && f.cacheGB != c.want) {
+			t.Errorf("%v: cacheGB %v, err %v; want %v, ok %v", c.args, f.cacheGB, err, c.want, c.ok)
+		}
+	}
+}

@@ -34,6 +34,9 @@ type serveFlags struct {
 	metricsAddr string
 	slowMS      int
 	auth        bool
+	// cacheGB is --cacheSizeGB (mongod's --wiredTigerCacheSizeGB); 0 is
+	// the default (storage.DefaultCacheSize).
+	cacheGB float64
 	// setParams are --setParameter name=value settings, in order.
 	setParams []string
 }
@@ -57,6 +60,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
 	fs.StringVar(&f.metricsAddr, "metricsAddr", "", "host:port to serve Prometheus metrics on at /metrics (off when empty)")
 	fs.IntVar(&f.slowMS, "slowms", commands.DefaultSlowMS, "operations slower than this many milliseconds are logged (\"Slow query\") and, at profiling level 1, profiled")
+	cacheUsage := "block cache size in GB, from 0.25 to 10000 (default: the larger of half of (memory - 1 GB) and 256 MB, as mongod's WiredTiger cache)"
+	fs.Float64Var(&f.cacheGB, "cacheSizeGB", 0, cacheUsage)
+	fs.Float64Var(&f.cacheGB, "wiredTigerCacheSizeGB", 0, "the same as --cacheSizeGB (mongod's name)")
 	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
 		f.setParams = append(f.setParams, s)
 		return nil
@@ -70,6 +76,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.cacheGB != 0 && (f.cacheGB < 0.25 || f.cacheGB > 10000) {
+		return f, fmt.Errorf("--cacheSizeGB must be from 0.25 to 10000, got %v", f.cacheGB)
 	}
 	return f, nil
 }
@@ -130,7 +139,7 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create data directory %s: %w", dir, err)
 	}
-	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, Logger: log})
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(f.cacheGB * (1 << 30)), Logger: log})
 	if err != nil {
 		return err
 	}

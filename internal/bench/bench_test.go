@@ -257,3 +257,34 @@ func TestScanGapIsReported(t *testing.T) {
 		}
 	}
 }
+
+// TestRatioSummary checks the text report ends with each workload's ratios
+// to the floors and marks a target against the protocol floor that is missed.
+func TestRatioSummary(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	var out bytes.Buffer
+	p := &errWriter{w: &out}
+	writeRatioSummary(p, []WorkloadResult{
+		{Workload: "a", Ratios: []Ratio{{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.70, ServerCPU: f(1.4)}}},
+		{Workload: "c", Ratios: []Ratio{
+			{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.95, ServerCPU: f(1.5)},
+			{Target: TargetCairn, Against: TargetFloorPebble, Throughput: 0.5, ServerCPU: f(3)},
+		}},
+	})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []struct{ has, hasNot string }{
+		{"ratios to the floors", ""},
+		{"throughput", ""},
+		{"≥ 65%", "MISSED"},        // a: 70% meets 65%
+		{"CPU ≤ 1.25× MISSED", ""}, // c: 1.50× CPU misses
+		{"floor-pebble", "≥"},      // no target against the Pebble floor
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("summary has %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w.has) || w.hasNot != "" && strings.Contains(lines[i], w.hasNot) {
+			t.Errorf("line %d %q: want %q and not %q", i, lines[i], w.has, w.hasNot)
+		}
+	}
+}

@@ -366,6 +366,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			p.printf("  %s vs %s: throughput %s, %s\n", ra.Target, ra.Against, percentText(ra.Throughput), cpu)
 		}
 	}
+	writeRatioSummary(p, r.Workloads)
 	if len(r.Notes) > 0 {
 		p.printf("\nnotes:\n")
 		for _, n := range r.Notes {
@@ -373,6 +374,58 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return p.err
+}
+
+// floorTarget is issue 16's target for cairn against the protocol floor in
+// one workload: at least MinThroughput of its throughput and, where set, at
+// most MaxServerCPU times its server CPU per operation.
+type floorTarget struct {
+	MinThroughput float64
+	MaxServerCPU  float64
+}
+
+var protocolTargets = map[string]floorTarget{
+	"a": {MinThroughput: 0.65},
+	"b": {MinThroughput: 0.85},
+	"c": {MinThroughput: 0.90, MaxServerCPU: 1.25},
+	"e": {MinThroughput: 0.60},
+	"f": {MinThroughput: 0.65},
+}
+
+// writeRatioSummary ends the text report with one line per workload and
+// floor: cairn's throughput and server CPU per operation as ratios to the
+// floor's, and against the protocol floor the target each should meet,
+// marked MISSED when it does not, so a regression stands out.
+func writeRatioSummary(p *errWriter, workloads []WorkloadResult) {
+	tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', 0)
+	wrote := false
+	for _, wl := range workloads {
+		for _, ra := range wl.Ratios {
+			if !wrote {
+				p.printf("\nratios to the floors (cairn ÷ floor; throughput higher is better, server CPU/op lower is better)\n")
+				_, _ = fmt.Fprintf(tw, "workload\tagainst\tthroughput\tserver CPU/op\ttarget\t\n")
+				wrote = true
+			}
+			cpu := "n/a"
+			if ra.ServerCPU != nil {
+				cpu = fmt.Sprintf("%.2f×", *ra.ServerCPU)
+			}
+			target := ""
+			if t, ok := protocolTargets[strings.ToLower(wl.Workload)]; ok && ra.Against == TargetFloorProtocol {
+				target = fmt.Sprintf("≥ %s", percentText(t.MinThroughput))
+				missed := ra.Throughput < t.MinThroughput
+				if t.MaxServerCPU > 0 {
+					target += fmt.Sprintf(", CPU ≤ %.2f×", t.MaxServerCPU)
+					missed = missed || ra.ServerCPU == nil || *ra.ServerCPU > t.MaxServerCPU
+				}
+				if missed {
+					target += " MISSED"
+				}
+			}
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", wl.Workload, ra.Against, percentText(ra.Throughput), cpu, target)
+		}
+	}
+	_ = tw.Flush()
 }
 
 // errWriter remembers the first write error so the text renderer can

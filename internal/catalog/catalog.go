@@ -145,7 +145,11 @@ type Catalog struct {
 	// snapshot" at ReadBegin.
 	gen     atomic.Uint64
 	working *State
-	now     func() time.Time
+	// committing is working as of the last Committing: what Committed
+	// publishes, since the pipeline may apply the next group (advancing
+	// working) while this one's log sync is in flight.
+	committing *State
+	now        func() time.Time
 }
 
 // firstID leaves ids below it free for fixed internal uses later.
@@ -215,16 +219,23 @@ func loadRecords(it *storage.Iter, st *State) error {
 func (c *Catalog) Current() *State { return c.published.Load() }
 
 // Committing marks a catalog change in flight (gen odd) when the group about
-// to commit changed the catalog; the storage Committing hook.
-func (c *Catalog) Committing() {
-	if c.working != c.published.Load() {
+// to commit changed the catalog, and reports whether it did; the storage
+// Committing hook (the pipeline then applies the next group only after this
+// one is published).
+func (c *Catalog) Committing() bool {
+	c.committing = c.working
+	if c.committing != c.published.Load() {
 		c.gen.Add(1)
+		return true
 	}
+	return false
 }
 
-// Committed publishes the working state; the storage Committed hook.
+// Committed publishes the state as of Committing; the storage Committed hook.
 func (c *Catalog) Committed() {
-	c.published.Store(c.working)
+	if c.committing != nil {
+		c.published.Store(c.committing)
+	}
 	c.settle()
 }
 

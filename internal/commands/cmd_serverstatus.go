@@ -81,6 +81,15 @@ func appendServerStatus(r *Reply, s *Session) {
 		"ttl", doc("deletedDocuments", env.TTL.Deleted(), "passes", env.TTL.Passes()),
 	))
 	r.Doc("pebble", pebbleSection(s))
+	// The block cache again under WiredTiger's field names, which
+	// monitoring tools read (mongostat's used%).
+	cs := env.Engine.Storage().CacheStats()
+	r.Doc("wiredTiger", doc("cache", doc(
+		"maximum bytes configured", cs.Capacity,
+		"bytes currently in the cache", cs.Size,
+		"pages requested from the cache", cs.Hits+cs.Misses,
+		"pages read into cache", cs.Misses,
+	)))
 	r.Doc("storageEngine", doc("name", "pebble", "supportsCommittedReads", true, "persistent", true))
 }
 

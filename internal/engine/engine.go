@@ -20,6 +20,9 @@ type Options struct {
 	FS vfs.FS
 	// SyncInterval 0 syncs before acknowledging each write; see storage.Options.
 	SyncInterval time.Duration
+	// CacheSize is the block cache in bytes; 0 is storage's default
+	// (storage.DefaultCacheSize).
+	CacheSize int64
 	// Logger receives engine events. Default: slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
@@ -60,7 +63,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Now = time.Now
 	}
 	hooks := &storage.Hooks{}
-	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
+	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, CacheSize: opts.CacheSize, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +118,10 @@ func (e *Engine) committed() {
 }
 
 // forgetDropped drops the per-id entries (tail bounds, parsed specs, access
-// counters) of ids st no longer holds. It runs on the pipeline goroutine
-// between groups, where the tail bounds may be changed ("Serial apply"); a
+// counters) of ids st no longer holds. It runs on storage's completer
+// goroutine after a group that changed the catalog, while the pipeline
+// goroutine waits for it ("Overlapped sync"), so the tail bounds may be
+// changed ("Serial apply"); a
 // dropped id has no keys left, so a bound reloaded for it would be the
 // same. A reader on an older catalog may cache a dropped index's spec or
 // counter again: that entry stays until the next change, harmless.

@@ -72,7 +72,8 @@ func TestDiagnosticReplyTypes(t *testing.T) {
 		{"admin", bson.D{{"getDiagnosticData", 1}}, map[string]bson.Type{
 			"data.start": bson.TypeDateTime, "data.end": bson.TypeDateTime,
 			"data.serverStatus.connections.current": bson.TypeInt32, "data.serverStatus.opcounters.query": bson.TypeInt64,
-			"data.serverStatus.mem.resident": bson.TypeInt32,
+			"data.serverStatus.mem.resident":            bson.TypeInt32,
+			"wiredTiger.cache.maximum bytes configured": bson.TypeInt64, "wiredTiger.cache.bytes currently in the cache": bson.TypeInt64,
 		}},
 		{"admin", bson.D{{"getLog", "*"}}, map[string]bson.Type{"names": bson.TypeArray}},
 		{"admin", bson.D{{"getLog", "global"}}, map[string]bson.Type{"totalLinesWritten": bson.TypeInt32, "log": bson.TypeArray}},

@@ -32,8 +32,21 @@
 // single sync and only then acknowledges every request in it.
 //
 // Invariant "Serial apply": request functions run one at a time, in order, on
-// the pipeline goroutine; a request reads the committed database plus every
-// earlier request of its group, so read-check-write (unique keys) needs no locks.
+// the pipeline goroutine; a request reads every earlier group's writes plus
+// every earlier request of its group, so read-check-write (unique keys)
+// needs no locks.
+//
+// Invariant "Overlapped sync": while a completer goroutine waits for group
+// k's log sync, the pipeline goroutine applies group k+1's requests into its
+// batch (they read group k's writes, visible though not yet synced); it
+// commits group k+1's batch only after group k is synced, published
+// (Hooks.Committed) and acknowledged. So groups are acknowledged in order,
+// each only after its own sync, and if group k's sync fails, group k+1 never
+// reaches Pebble (its requests get the StoppedError and Hooks.Failed resets
+// what they advanced). A group whose Committing hook reports published state
+// (a catalog change) is completed before the next group is applied at all,
+// and so is every group in builds with the invariants tag that verify
+// (Hooks.Verify reads what the next group's requests would change).
 //
 // Invariant "All or nothing per request": a request's writes join the group
 // only if its function returns nil; [Txn.Savepoint] and [Txn.RollbackTo] give

@@ -14,15 +14,21 @@ import (
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
-// Hooks observe the commit pipeline from its own goroutine. Committing runs
-// after a group's requests applied and before its batch commits, that is
-// before any reader can see its writes; Committed runs after a group is
-// durable and before any of its requests is acknowledged; Failed runs when a
-// group could not be committed, so in-memory state that requests advanced
-// can be reset to the last committed state. Set the fields before the first
-// Write; the pipeline reads them when a group completes.
+// Hooks observe the commit pipeline. Committing runs on the pipeline
+// goroutine after a group's requests applied and before its batch commits,
+// that is before any reader can see its writes; it reports whether the group
+// changed state that Committed publishes (the catalog), in which case the
+// next group is applied only after this one completes. Committed runs after
+// a group is durable and before any of its requests is acknowledged, on the
+// goroutine that waits for the group's sync; it publishes the state as of
+// its group's Committing, not what later groups applied since. Failed runs
+// on the pipeline goroutine when a group could not be committed, so
+// in-memory state that requests advanced can be reset to the last committed
+// state. The hooks of one group never overlap those of another: Committing
+// of group k+1 runs only after Committed of group k returned. Set the fields
+// before the first Write; the pipeline reads them when a group completes.
 type Hooks struct {
-	Committing func()
+	Committing func() (publishes bool)
 	Committed  func()
 	Failed     func()
 	// Verify runs after Committed in builds with the invariants tag only
@@ -44,6 +50,17 @@ type request struct {
 
 var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
 
+// flight is one commit group on its way through the pipeline: applied on
+// the pipeline goroutine, then, once its batch is in Pebble, handed to the
+// completer, which waits for its log sync and acknowledges it.
+type flight struct {
+	group []*request
+	batch *pebble.Batch // set while the completer owns the group
+	// touched collects the point keys of the group's applied requests for
+	// Hooks.Verify; used only with invariants.Enabled.
+	touched [][]byte
+}
+
 type pipeline struct {
 	pdb   *pebble.DB
 	hooks *Hooks
@@ -58,16 +75,19 @@ type pipeline struct {
 	// (failpoint.StorageFailAfterCommit).
 	failBeforeCommit, failAfterCommit *failpoint.Point
 
-	// touched collects the point keys of a group's applied requests for
-	// Hooks.Verify; used only with invariants.Enabled.
-	touched [][]byte
-
 	// sizeHint is the byte size of the last group's batch: the next group
 	// starts with that much room, so a large group does not grow its batch by
 	// doubling and copying (see batchSizeHint).
 	sizeHint int
 
 	groups groupStats // groupstats.go
+	// syncing hands a committed group to the completer goroutine; synced
+	// says it is done with it (synced, published, acknowledged). inFlight
+	// is true between the two; only the pipeline goroutine reads it.
+	syncing   chan *flight
+	synced    chan struct{}
+	inFlight  bool
+	completed chan struct{} // closed when the completer returns
 
 	mu      sync.RWMutex // guards closed against submit racing stop
 	closed  bool
@@ -85,7 +105,11 @@ func startPipeline(pdb *pebble.DB, hooks *Hooks, log *slog.Logger, fps *failpoin
 		space:            space,
 		queue:            make(chan *request, 4*maxGroup),
 		stopped:          make(chan struct{}),
+		syncing:          make(chan *flight, 1),
+		synced:           make(chan struct{}, 1),
+		completed:        make(chan struct{}),
 	}
+	go p.complete()
 	go p.run()
 	return p
 }
@@ -122,22 +146,55 @@ func (p *pipeline) stop() {
 	<-p.stopped
 }
 
+// run applies group after group (invariant "Overlapped sync"): while the
+// completer waits for group k's log sync, run applies group k+1 into its
+// batch; it commits that batch only after group k is acknowledged. Two
+// flights alternate, since at most one is with the completer.
 func (p *pipeline) run() {
 	defer close(p.stopped)
-	group := make([]*request, 0, maxGroup)
+	var flights [2]flight
 	txn := &Txn{}
-	for {
+	for next := 0; ; next ^= 1 {
 		first, ok := <-p.queue
 		if !ok {
+			p.wait()
+			close(p.syncing)
+			<-p.completed
 			return
 		}
-		group = append(group[:0], first)
-		group = p.drain(group)
-		p.commitGroup(group, txn)
-		p.groups.record(len(group))
-		for _, r := range group {
-			r.done <- struct{}{}
+		f := &flights[next]
+		f.group = append(f.group[:0], first)
+		f.group = p.drain(f.group)
+		inFlight := p.commitGroup(f, txn)
+		p.groups.record(len(f.group))
+		if !inFlight {
+			ack(f.group)
 		}
+	}
+}
+
+// complete is the completer goroutine: it finishes each group run hands it.
+func (p *pipeline) complete() {
+	defer close(p.completed)
+	for f := range p.syncing {
+		p.finish(f)
+		ack(f.group)
+		p.synced <- struct{}{}
+	}
+}
+
+// wait returns once the group with the completer, if any, is acknowledged.
+func (p *pipeline) wait() {
+	if p.inFlight {
+		<-p.synced
+		p.inFlight = false
+	}
+}
+
+// ack wakes every request of group; none may be touched after.
+func ack(group []*request) {
+	for _, r := range group {
+		r.done <- struct{}{}
 	}
 }
 
@@ -172,27 +229,34 @@ func refuse(group []*request, err error) {
 	}
 }
 
-// commitGroup applies each request in order and commits the survivors with
-// one synced batch commit.
-func (p *pipeline) commitGroup(group []*request, txn *Txn) {
+// commitGroup applies each request of f in order and commits the survivors
+// with one batch commit. It reports whether it handed f to the completer,
+// which then waits for the sync and acknowledges f; otherwise f is finished
+// and run acknowledges it. Every way out waits for the previous group first,
+// so groups are acknowledged in order and their hooks never overlap.
+func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	if e := p.halted.Load(); e != nil {
-		refuse(group, e)
-		return
+		p.wait()
+		refuse(f.group, e)
+		return false
 	}
 	if err := p.space.check(); err != nil {
-		refuse(group, err)
-		return
+		p.wait()
+		refuse(f.group, err)
+		return false
 	}
 	batch := p.pdb.NewIndexedBatchWithSize(p.sizeHint)
+	handed := false
 	defer func() {
-		p.sizeHint = batchSizeHint(batch.Len())
-		_ = batch.Close()
+		if !handed {
+			_ = batch.Close()
+		}
 	}()
 	applied := 0
 	if invariants.Enabled {
-		p.touched = p.touched[:0]
+		f.touched = f.touched[:0]
 	}
-	for _, r := range group {
+	apply := func(r *request) {
 		txn.reset(batch)
 		if invariants.Enabled {
 			txn.gid = invariants.GoroutineID()
@@ -206,18 +270,57 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 		}
 		if r.err != nil {
 			txn.undo(0)
-			continue
+			return
 		}
 		if invariants.Enabled {
-			p.touched = txn.appendTouched(p.touched)
+			f.touched = txn.appendTouched(f.touched)
 		}
 		applied++
 	}
-	if applied == 0 {
-		return
+	for _, r := range f.group {
+		apply(r)
 	}
+	// Until the previous group is acknowledged, requests that arrive join
+	// this group (closed-loop clients acknowledged by the previous group
+	// come back here), so one sync still carries every waiting writer.
+	for p.inFlight && len(f.group) < maxGroup {
+		select {
+		case r, ok := <-p.queue:
+			if !ok {
+				p.wait() // run sees the closed queue next
+				break
+			}
+			f.group = append(f.group, r)
+			apply(r)
+		case <-p.synced:
+			p.inFlight = false
+		}
+	}
+	for n := len(f.group); ; n = len(f.group) {
+		if f.group = p.drain(f.group); len(f.group) == n {
+			break
+		}
+		for _, r := range f.group[n:] {
+			apply(r)
+		}
+	}
+	p.sizeHint = batchSizeHint(batch.Len())
+	p.wait() // the previous group is synced and acknowledged
+	if applied == 0 {
+		return false
+	}
+	if e := p.halted.Load(); e != nil {
+		// The previous group's log failed while this one applied: its
+		// writes never reach Pebble; reset what its requests advanced.
+		refuse(f.group, e)
+		if p.hooks != nil && p.hooks.Failed != nil {
+			p.hooks.Failed()
+		}
+		return false
+	}
+	publishes := false
 	if p.hooks != nil && p.hooks.Committing != nil {
-		p.hooks.Committing()
+		publishes = p.hooks.Committing()
 	}
 	var err error
 	if p.failBeforeCommit.Active() {
@@ -225,22 +328,9 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 			err = ErrFailPoint
 		}
 	}
-	if err == nil && !batch.Empty() {
-		if err = p.commit(batch); err != nil {
-			// The group is applied in Pebble's memtable and visible, but the
-			// disk may not hold it: publish the state it made, as readers
-			// see it, answer its requests with the error and take no more.
-			p.stopWrites(err)
-			refuse(group, p.halted.Load())
-			if p.hooks != nil && p.hooks.Committed != nil {
-				p.hooks.Committed()
-			}
-			return
-		}
-	}
 	if err != nil {
 		p.log.Error("commit group failed", "requests", applied, "err", err)
-		for _, r := range group {
+		for _, r := range f.group {
 			if r.err == nil {
 				r.err = fmt.Errorf("storage: commit failed: %w", err)
 			}
@@ -248,41 +338,84 @@ func (p *pipeline) commitGroup(group []*request, txn *Txn) {
 		if p.hooks != nil && p.hooks.Failed != nil {
 			p.hooks.Failed()
 		}
-		return
+		return false
+	}
+	if batch.Empty() {
+		p.finish(f)
+		return false
+	}
+	// Pebble's ApplyNoSyncWait (marked experimental: the API CockroachDB
+	// uses to pipeline its syncs) makes the batch visible and queues its
+	// log record with a sync; the completer's SyncWait returns once Pebble
+	// has synced it — with SyncAlways to the disk, in the interval mode to
+	// the OS (walFS): invariants "Durable acknowledgement" and "Written
+	// before acknowledged". A failed log write or sync comes back as an
+	// error there, where Apply would treat it as fatal and end the process
+	// through its logger.
+	if err := p.pdb.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		// Whatever Pebble applied is visible, but the disk may not hold
+		// it: publish the state it made, as readers see it, answer the
+		// requests with the error and take no more.
+		p.stopWrites(err)
+		refuse(f.group, p.halted.Load())
+		if p.hooks != nil && p.hooks.Committed != nil {
+			p.hooks.Committed()
+		}
+		return false
+	}
+	f.batch, handed = batch, true
+	p.inFlight = true
+	p.syncing <- f
+	if publishes || invariants.Enabled && p.hooks != nil && p.hooks.Verify != nil {
+		// The next group's requests must see this group's state published
+		// (the catalog, and what its Committed hook forgets), so the next
+		// group is applied only after it. Builds with the invariants tag
+		// do not overlap at all when they verify: Verify reads state only
+		// the pipeline goroutine may change (the engine's tail bounds),
+		// and runs before the group is acknowledged.
+		p.wait()
+	}
+	return true
+}
+
+// finish waits for f's log sync if it was committed and runs the Committed
+// and Verify hooks; the caller acknowledges f.
+func (p *pipeline) finish(f *flight) {
+	if f.batch != nil {
+		err := f.batch.SyncWait()
+		_ = f.batch.Close()
+		f.batch = nil
+		if err != nil {
+			// The group is applied in Pebble's memtable and visible, but
+			// the disk may not hold it: publish the state it made, as
+			// readers see it, answer its requests with the error and take
+			// no more.
+			p.stopWrites(err)
+			refuse(f.group, p.halted.Load())
+			if p.hooks != nil && p.hooks.Committed != nil {
+				p.hooks.Committed()
+			}
+			return
+		}
 	}
 	if p.hooks != nil && p.hooks.Committed != nil {
 		p.hooks.Committed()
 	}
 	if invariants.Enabled && p.hooks != nil && p.hooks.Verify != nil {
-		p.hooks.Verify(p.touched)
-		p.touched = p.touched[:0]
+		p.hooks.Verify(f.touched)
+		f.touched = f.touched[:0]
 	}
 	if p.failAfterCommit.Active() {
 		if _, fire := p.failAfterCommit.Eval(nil); fire {
 			// The group is durable and visible; only its acknowledgements
 			// are lost, as when a connection drops after the sync.
-			for _, r := range group {
+			for _, r := range f.group {
 				if r.err == nil {
 					r.err = ErrFailPointAfterCommit
 				}
 			}
 		}
 	}
-}
-
-// commit writes batch to the log and waits until Pebble has synced it —
-// with SyncAlways to the disk, in the interval mode to the OS (walFS) —
-// invariants "Durable acknowledgement" and "Written before acknowledged".
-// It waits apart from the commit (Pebble's ApplyNoSyncWait, marked
-// experimental: the API CockroachDB uses to pipeline its syncs) so that a
-// failed log write or sync comes back as an error: Apply treats one as fatal
-// and ends the process through its logger. The batch is visible to readers
-// from the apply on, in both ways of waiting (Pebble's documentation).
-func (p *pipeline) commit(batch *pebble.Batch) error {
-	if err := p.pdb.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
-		return err
-	}
-	return batch.SyncWait()
 }
 
 // runRequest calls fn, turning a panic into that request's error so one bad

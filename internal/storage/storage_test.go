@@ -229,9 +229,10 @@ func TestCommittingRunsBeforeVisibility(t *testing.T) {
 	var db *DB
 	var order []string
 	hooks := &Hooks{
-		Committing: func() {
+		Committing: func() bool {
 			_, found, err := db.Get(nil, []byte("a"))
 			order = append(order, fmt.Sprintf("committing(visible=%v, err=%v)", found, err))
+			return false
 		},
 		Committed: func() { order = append(order, "committed") },
 	}

@@ -21,10 +21,25 @@ type Request struct {
 	// Sequences are OP_MSG kind-1 sections by identifier ("documents",
 	// "updates", "deletes"); they extend the body's array of that name.
 	Sequences map[string][]bsoncore.Document
+
+	// elems are Body's fields, split once by Run (nil for a Request Run
+	// did not see, such as explain's inner command), so that the dozens of
+	// Arg calls a handler makes compare keys instead of re-walking the
+	// document; elemBuf holds them without an allocation for up to 16.
+	elems   []bsoncore.Element
+	elemBuf [16]bsoncore.Element
 }
 
 // Arg returns the body field name; ok is false when absent.
 func (r *Request) Arg(name string) (bsoncore.Value, bool) {
+	if r.elems != nil {
+		for _, el := range r.elems {
+			if string(el.KeyBytes()) == name {
+				return el.Value(), true
+			}
+		}
+		return bsoncore.Value{}, false
+	}
 	v, err := r.Body.LookupErr(name)
 	return v, err == nil
 }

@@ -43,11 +43,11 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	// As in MongoDB: the command's fields are parsed first, then where it
 	// may run, then the generic arguments (generic.go).
-	var elemBuf [16]bsoncore.Element
-	elems, err := elementsOf(elemBuf[:0], req.Body)
+	elems, err := elementsOf(req.elemBuf[:0], req.Body)
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
+	req.elems = elems
 	genericMask, err := checkFields(&cmd, req.Name, elems)
 	if err != nil {
 		return ErrorReply(dst, err)

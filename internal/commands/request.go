@@ -28,11 +28,49 @@ type Request struct {
 	// document; elemBuf holds them without an allocation for up to 16.
 	elems   []bsoncore.Element
 	elemBuf [16]bsoncore.Element
+	// keyMask has keyBit set for every key of elems: most fields a handler
+	// asks for are absent, and the mask answers that without a scan.
+	keyMask uint64
+}
+
+// setFields records Body's fields as Run split them (see elems).
+func (r *Request) setFields(elems []bsoncore.Element) {
+	r.elems, r.keyMask = elems, 0
+	for _, el := range elems {
+		k := el.KeyBytes()
+		r.keyMask |= keyBit(len(k), firstByte(k), lastByte(k))
+	}
+}
+
+// keyBit is a key's bit in keyMask, from its length and end bytes.
+func keyBit(n int, first, last byte) uint64 {
+	return 1 << ((uint(n)*7 + uint(first) + uint(last)*3) & 63)
+}
+
+func firstByte(k []byte) byte {
+	if len(k) == 0 {
+		return 0
+	}
+	return k[0]
+}
+
+func lastByte(k []byte) byte {
+	if len(k) == 0 {
+		return 0
+	}
+	return k[len(k)-1]
 }
 
 // Arg returns the body field name; ok is false when absent.
 func (r *Request) Arg(name string) (bsoncore.Value, bool) {
 	if r.elems != nil {
+		var first, last byte
+		if len(name) > 0 {
+			first, last = name[0], name[len(name)-1]
+		}
+		if r.keyMask&keyBit(len(name), first, last) == 0 {
+			return bsoncore.Value{}, false
+		}
 		for _, el := range r.elems {
 			if string(el.KeyBytes()) == name {
 				return el.Value(), true

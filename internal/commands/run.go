@@ -47,7 +47,7 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
-	req.elems = elems
+	req.setFields(elems)
 	genericMask, err := checkFields(&cmd, req.Name, elems)
 	if err != nil {
 		return ErrorReply(dst, err)

@@ -292,16 +292,35 @@ func checkCappedFits(lim CappedLimits, size int) error {
 
 // wakeup tells tailable cursors waiting for data (awaitData) that their
 // capped collection received documents. The pipeline marks a collection
-// pending when a request inserts into it; committed closes the channels
-// of the pending collections once the group is visible. A waiter takes
-// its collection's channel before it reads, so it cannot miss an insert
-// that commits between its read and its wait; a wakeup for a group that
-// then failed only makes it read again.
+// pending when a request inserts into it; the Committing hook seals the
+// group's marks, and committed closes the channels of the sealed
+// collections once the group is visible. Sealing keeps each group's marks
+// apart: with the log sync overlapped, the next group applies (and marks)
+// while this one's committed runs on the completer goroutine, and its marks
+// must wait for its own commit. A waiter takes its collection's channel
+// before it reads, so it cannot miss an insert that commits between its
+// read and its wait; a wakeup for a group that then failed only makes it
+// read again.
 type wakeup struct {
-	pending map[uint64]bool // pipeline goroutine only
+	pending map[uint64]bool // pipeline goroutine only: the group applying
 	mu      sync.Mutex
+	sealed  map[uint64]bool // the group between Committing and committed
 	ch      map[uint64]chan struct{}
 }
+
+// seal hands the applied group's marks to fire (the Committing hook, on
+// the pipeline goroutine).
+func (w *wakeup) seal() {
+	if len(w.pending) == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.sealed, w.pending = w.pending, w.sealed
+	w.mu.Unlock()
+}
+
+// drop forgets the marks of a group that failed (the Failed hook).
+func (w *wakeup) drop() { clear(w.pending) }
 
 func (w *wakeup) mark(collID uint64) {
 	if w.pending == nil {
@@ -324,20 +343,18 @@ func (w *wakeup) current(collID uint64) <-chan struct{} {
 	return c
 }
 
-// fire runs on the pipeline goroutine after a group committed.
+// fire runs after a group committed (the Committed hook): it wakes the
+// waiters of the collections the group sealed.
 func (w *wakeup) fire() {
-	if len(w.pending) == 0 {
-		return
-	}
 	w.mu.Lock()
-	for id := range w.pending {
+	for id := range w.sealed {
 		if c := w.ch[id]; c != nil {
 			close(c)
 			delete(w.ch, id)
 		}
 	}
+	clear(w.sealed)
 	w.mu.Unlock()
-	clear(w.pending)
 }
 
 // CappedInserts returns a channel closed the next time a commit group

@@ -74,7 +74,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}
 	// Set before the first Write (see storage.Hooks).
-	hooks.Committing, hooks.Committed, hooks.Failed = cat.Committing, e.committed, cat.Failed
+	hooks.Committing = func() bool { e.wake.seal(); return cat.Committing() }
+	hooks.Committed = e.committed
+	hooks.Failed = func() { e.wake.drop(); cat.Failed() }
 	hooks.Verify = e.verifyGroup // runs only in builds with the invariants tag
 	if err := e.openIDGen(); err != nil {
 		_ = db.Close()

@@ -27,7 +27,11 @@ import (
 // Ops is the registry of operations in progress. The zero value is ready.
 type Ops struct {
 	next atomic.Int64
-	m    sync.Map // opid → *Op
+	// A mutex and a plain map rather than a sync.Map: every command adds
+	// and removes its entry once, which a sync.Map pays for with
+	// allocations (a boxed key, an entry) on the hot path.
+	mu sync.Mutex
+	m  map[int64]*Op // opid → *Op; made by the first Begin
 }
 
 // OpInfo describes an operation when it begins.
@@ -92,7 +96,12 @@ func (o *Ops) Begin(info OpInfo) *Op {
 	if info.Parent != nil {
 		op.ctx.Init(info.Parent)
 	}
-	o.m.Store(op.ID, op)
+	o.mu.Lock()
+	if o.m == nil {
+		o.m = map[int64]*Op{}
+	}
+	o.m[op.ID] = op
+	o.mu.Unlock()
 	return op
 }
 
@@ -115,7 +124,9 @@ func (o *Ops) End(op *Op) {
 	op.ended = true
 	op.info.Command = nil
 	op.mu.Unlock()
-	o.m.Delete(op.ID)
+	o.mu.Lock()
+	delete(o.m, op.ID)
+	o.mu.Unlock()
 	if op.info.Parent != nil {
 		op.ctx.End()
 	}
@@ -125,11 +136,13 @@ func (o *Ops) End(op *Op) {
 // progress and can be interrupted. The operation ends on its own, at its next
 // check of its context (package opctx).
 func (o *Ops) Kill(id int64) bool {
-	v, ok := o.m.Load(id)
-	if !ok {
+	o.mu.Lock()
+	op := o.m[id]
+	o.mu.Unlock()
+	if op == nil {
 		return false
 	}
-	return v.(*Op).interrupt(opctx.ErrKilled, true)
+	return op.interrupt(opctx.ErrKilled, true)
 }
 
 // Interrupt cancels op's context with cause (a client gone, say), if it is
@@ -168,8 +181,13 @@ func (op *Op) SetProgress(msg string, done, total int64) {
 // List copies the status of every operation in progress, oldest first.
 func (o *Ops) List() []OpStatus {
 	var out []OpStatus
-	o.m.Range(func(_, v any) bool {
-		op := v.(*Op)
+	o.mu.Lock()
+	ops := make([]*Op, 0, len(o.m))
+	for _, op := range o.m {
+		ops = append(ops, op)
+	}
+	o.mu.Unlock()
+	for _, op := range ops {
 		op.mu.Lock()
 		if !op.ended {
 			st := OpStatus{ID: op.ID, Started: op.Started, OpInfo: op.info, Msg: op.msg,
@@ -184,8 +202,7 @@ func (o *Ops) List() []OpStatus {
 			out = append(out, st)
 		}
 		op.mu.Unlock()
-		return true
-	})
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }

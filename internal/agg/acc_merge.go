@@ -24,9 +24,9 @@ func (a *mergeAcc) add(v bsoncore.Value) (int64, error) {
 	}
 	var grew int64
 	for _, f := range fieldsOf(v) {
-		f.v = copyValue(f.v)
-		grew += int64(len(f.name) + len(f.v.Data))
-		a.fields = setField(a.fields, f.name, f.v)
+		f.Value = copyValue(f.Value)
+		grew += int64(len(f.Name) + len(f.Value.Data))
+		a.fields = setField(a.fields, f.Name, f.Value)
 	}
 	return grew, nil
 }

@@ -61,13 +61,13 @@ func parseNAcc(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, error
 	}
 	var nv, input bsoncore.Value
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "n":
-			nv = f.v
+			nv = f.Value
 		case "input":
-			input = f.v
+			input = f.Value
 		default:
-			return nAccArgs{}, errorf(codeNUnknownArg, "Unknown argument for 'n' operator: %s", f.name)
+			return nAccArgs{}, errorf(codeNUnknownArg, "Unknown argument for 'n' operator: %s", f.Name)
 		}
 	}
 	if nv.Type == 0 {
@@ -105,17 +105,17 @@ func parseTopBottom(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, 
 	var nv, output, sortBy bsoncore.Value
 	for _, f := range fieldsOf(arg) {
 		switch {
-		case f.name == "n" && !single:
-			nv = f.v
-		case f.name == "output":
-			output = f.v
-		case f.name == "sortBy":
-			if f.v.Type != bsoncore.TypeEmbeddedDocument {
-				return nAccArgs{}, errorf(codeTopSortNotObj, "sortBy must be an object, found %s", typeName(f.v))
+		case f.Name == "n" && !single:
+			nv = f.Value
+		case f.Name == "output":
+			output = f.Value
+		case f.Name == "sortBy":
+			if f.Value.Type != bsoncore.TypeEmbeddedDocument {
+				return nAccArgs{}, errorf(codeTopSortNotObj, "sortBy must be an object, found %s", typeName(f.Value))
 			}
-			sortBy = f.v
+			sortBy = f.Value
 		default:
-			return nAccArgs{}, errorf(codeTopUnknownArg, "Unknown argument to %s '%s'", op, f.name)
+			return nAccArgs{}, errorf(codeTopUnknownArg, "Unknown argument to %s '%s'", op, f.Name)
 		}
 	}
 	if !single && nv.Type == 0 {
@@ -137,12 +137,12 @@ func parseTopBottom(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, 
 	argDoc := bsoncore.NewDocumentBuilder().AppendValue("output", output)
 	sortDoc := bsoncore.NewDocumentBuilder()
 	for i, f := range sf {
-		if _, err := splitPath(f.name); err != nil {
+		if _, err := splitPath(f.Name); err != nil {
 			return nAccArgs{}, err
 		}
 		k := sortFieldName(i)
-		argDoc.AppendString(k, "$"+f.name)
-		sortDoc.AppendValue(k, f.v)
+		argDoc.AppendString(k, "$"+f.Name)
+		sortDoc.AppendValue(k, f.Value)
 	}
 	if _, err := query.ParseSort(bsoncore.Document(sortBy.Data)); err != nil {
 		return nAccArgs{}, err

@@ -35,7 +35,7 @@ func parseProjectSpec(spec bsoncore.Value, scope *expr.Scope) (*projection, erro
 	pp := newProjParser("$project", scope, ptree.Unknown)
 	root := ptree.NewInner()
 	for _, f := range fieldsOf(spec) {
-		if err := pp.element(root, "", f.name, f.v); err != nil {
+		if err := pp.element(root, "", f.Name, f.Value); err != nil {
 			return nil, err
 		}
 	}
@@ -59,7 +59,7 @@ func parseAddFieldsSpec(spec bsoncore.Value, scope *expr.Scope) (*projection, er
 	pp := newProjParser("$addFields", scope, ptree.ComputedOnly)
 	root := ptree.NewInner()
 	for _, f := range fieldsOf(spec) {
-		if err := pp.element(root, "", f.name, f.v); err != nil {
+		if err := pp.element(root, "", f.Name, f.Value); err != nil {
 			return nil, err
 		}
 	}
@@ -118,7 +118,7 @@ func (pp *projParser) element(parent *ptree.Node, prefix, name string, v bsoncor
 			}
 			return ptree.EmptySubProjection(pp.modes.Prefix)
 		}
-		if strings.HasPrefix(fs[0].name, "$") {
+		if strings.HasPrefix(fs[0].Name, "$") {
 			return pp.computed(parent, parts, v, true)
 		}
 		node, err := parent.InnerAt(parts, parts)
@@ -126,7 +126,7 @@ func (pp *projParser) element(parent *ptree.Node, prefix, name string, v bsoncor
 			return err
 		}
 		for _, f := range fs {
-			if err := pp.element(node, full, f.name, f.v); err != nil {
+			if err := pp.element(node, full, f.Name, f.Value); err != nil {
 				return err
 			}
 		}

@@ -3,9 +3,9 @@ package agg
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/opctx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -84,38 +84,17 @@ func copyValue(v bsoncore.Value) bsoncore.Value {
 	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 }
 
-// field is one name/value pair of a document being rebuilt.
-type field struct {
-	name string
-	v    bsoncore.Value
-}
+// field is one name/value pair of a document being rebuilt (bsonx.Field,
+// which also gives the helpers below).
+type field = bsonx.Field
 
-// fieldsOf lists a document value's fields; a malformed element ends the
-// list.
-func fieldsOf(v bsoncore.Value) []field {
-	var out []field
-	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return nil
-	}
-	rest, ok := docElems(v.Data)
-	for ok && len(rest) > 0 {
-		var e bsoncore.Element
-		e, rest, ok = bsoncore.ReadElement(rest)
-		if !ok {
-			break
-		}
-		k, err := e.KeyErr()
-		if err != nil {
-			break
-		}
-		val, err := e.ValueErr()
-		if err != nil {
-			break
-		}
-		out = append(out, field{k, val})
-	}
-	return out
-}
+var (
+	fieldsOf   = bsonx.FieldsOf
+	getField   = bsonx.GetField
+	setField   = bsonx.SetField
+	buildDoc   = bsonx.BuildDoc
+	buildArray = bsonx.BuildArray
+)
 
 // docElems returns the element bytes of a framed document or array.
 func docElems(d []byte) ([]byte, bool) {
@@ -131,67 +110,9 @@ func arrayValues(v bsoncore.Value) []bsoncore.Value {
 	fs := fieldsOf(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: v.Data})
 	out := make([]bsoncore.Value, len(fs))
 	for i, f := range fs {
-		out[i] = f.v
+		out[i] = f.Value
 	}
 	return out
-}
-
-// getField returns the value of name in fs (Missing if absent).
-func getField(fs []field, name string) bsoncore.Value {
-	for _, f := range fs {
-		if f.name == name {
-			return f.v
-		}
-	}
-	return expr.Missing
-}
-
-// setField replaces the value of name in place, or appends it; a Missing
-// value removes the field.
-func setField(fs []field, name string, v bsoncore.Value) []field {
-	for i, f := range fs {
-		if f.name == name {
-			if v.Type == 0 {
-				return append(fs[:i:i], fs[i+1:]...)
-			}
-			fs[i].v = v
-			return fs
-		}
-	}
-	if v.Type == 0 {
-		return fs
-	}
-	return append(fs, field{name, v})
-}
-
-// buildDoc serializes fields, skipping Missing values. Names come from
-// BSON keys or from paths checked by splitPath, so they hold no NUL byte;
-// one that did would be skipped rather than let bsoncore panic.
-func buildDoc(fs []field) bsoncore.Document {
-	idx, buf := bsoncore.AppendDocumentStart(nil)
-	for _, f := range fs {
-		if f.v.Type != 0 && strings.IndexByte(f.name, 0) < 0 {
-			buf = bsoncore.AppendValueElement(buf, f.name, f.v)
-		}
-	}
-	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
-	return buf
-}
-
-// buildArray serializes values as an array, skipping Missing ones.
-func buildArray(vals []bsoncore.Value) bsoncore.Value {
-	idx, buf := bsoncore.AppendArrayStart(nil)
-	n := 0
-	var key [20]byte
-	for _, v := range vals {
-		if v.Type == 0 {
-			continue
-		}
-		buf = bsoncore.AppendValueElement(buf, string(strconv.AppendInt(key[:0], int64(n), 10)), v)
-		n++
-	}
-	buf, _ = bsoncore.AppendArrayEnd(buf, idx)
-	return bsoncore.Value{Type: bsoncore.TypeArray, Data: buf}
 }
 
 // lookupPath follows a dotted path through documents only (MongoDB's

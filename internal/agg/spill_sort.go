@@ -26,7 +26,7 @@ type keyedSorter struct {
 func newKeyedSorter(rc *runContext, sortBy bsoncore.Document) (*keyedSorter, error) {
 	spec := bsoncore.NewDocumentBuilder().AppendInt32("k", 1)
 	for _, f := range fieldsOf(docValue(sortBy)) {
-		spec.AppendValue("d."+f.name, f.v)
+		spec.AppendValue("d."+f.Name, f.Value)
 	}
 	srt, err := query.ParseSort(spec.Build())
 	if err != nil {

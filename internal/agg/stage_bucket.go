@@ -34,17 +34,17 @@ func parseBucket(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		groupBy, boundaries, def, output bsoncore.Value
 	)
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "groupBy":
-			groupBy = f.v
+			groupBy = f.Value
 		case "boundaries":
-			boundaries = f.v
+			boundaries = f.Value
 		case "default":
-			def = f.v
+			def = f.Value
 		case "output":
-			output = f.v
+			output = f.Value
 		default:
-			return nil, errorf(codeBucketUnknownOption, "Unrecognized option to $bucket: %s.", f.name)
+			return nil, errorf(codeBucketUnknownOption, "Unrecognized option to $bucket: %s.", f.Name)
 		}
 	}
 	if groupBy.Type == 0 || boundaries.Type == 0 {
@@ -85,7 +85,7 @@ func parseBucket(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			return nil, errorf(codeBucketOutputType, "The $bucket 'output' field must be an object, but found type: %s.", typeName(output))
 		}
 		for _, f := range fieldsOf(output) {
-			a, err := parseAccumulator(f.name, f.v, pc)
+			a, err := parseAccumulator(f.Name, f.Value, pc)
 			if err != nil {
 				return nil, err
 			}

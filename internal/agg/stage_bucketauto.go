@@ -55,22 +55,22 @@ func parseBucketAuto(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	b := &bucketAutoStage{}
 	var groupBy, buckets, output bsoncore.Value
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "groupBy":
-			groupBy = f.v
+			groupBy = f.Value
 		case "buckets":
-			buckets = f.v
+			buckets = f.Value
 		case "output":
-			output = f.v
+			output = f.Value
 		case "granularity":
-			if f.v.Type != bsoncore.TypeString {
-				return nil, errorf(codeBucketAutoGranString, "The $bucketAuto 'granularity' field must be a string, but found type: %s.", typeName(f.v))
+			if f.Value.Type != bsoncore.TypeString {
+				return nil, errorf(codeBucketAutoGranString, "The $bucketAuto 'granularity' field must be a string, but found type: %s.", typeName(f.Value))
 			}
-			if b.round = newRounder(f.v.StringValue()); b.round == nil {
-				return nil, errorf(codeGranularityUnknown, "Unknown rounding granularity '%s'", f.v.StringValue())
+			if b.round = newRounder(f.Value.StringValue()); b.round == nil {
+				return nil, errorf(codeGranularityUnknown, "Unknown rounding granularity '%s'", f.Value.StringValue())
 			}
 		default:
-			return nil, errorf(codeBucketAutoUnknown, "Unrecognized option to $bucketAuto: %s.", f.name)
+			return nil, errorf(codeBucketAutoUnknown, "Unrecognized option to $bucketAuto: %s.", f.Name)
 		}
 	}
 	if groupBy.Type == 0 || buckets.Type == 0 {
@@ -100,7 +100,7 @@ func parseBucketAuto(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			return nil, errorf(codeBucketAutoOutputType, "The $bucketAuto 'output' field must be an object, but found type: %s.", typeName(output))
 		}
 		for _, f := range fieldsOf(output) {
-			a, err := parseAccumulator(f.name, f.v, pc)
+			a, err := parseAccumulator(f.Name, f.Value, pc)
 			if err != nil {
 				return nil, err
 			}

@@ -58,15 +58,15 @@ func parseDensify(arg bsoncore.Value, _ *parseContext) (stage, error) {
 	}
 	var field, partitions, rng bsoncore.Value
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "field":
-			field = f.v
+			field = f.Value
 		case "partitionByFields":
-			partitions = f.v
+			partitions = f.Value
 		case "range":
-			rng = f.v
+			rng = f.Value
 		default:
-			return nil, errorf(codeLookupUnknownField, "BSON field '$densify.%s' is an unknown field.", f.name)
+			return nil, errorf(codeLookupUnknownField, "BSON field '$densify.%s' is an unknown field.", f.Name)
 		}
 	}
 	if field.Type == 0 {
@@ -113,15 +113,15 @@ func parseDensify(arg bsoncore.Value, _ *parseContext) (stage, error) {
 func (d *densifyStage) parseRange(rng bsoncore.Value) error {
 	var step, unit, bounds bsoncore.Value
 	for _, f := range fieldsOf(rng) {
-		switch f.name {
+		switch f.Name {
 		case "step":
-			step = f.v
+			step = f.Value
 		case "unit":
-			unit = f.v
+			unit = f.Value
 		case "bounds":
-			bounds = f.v
+			bounds = f.Value
 		default:
-			return errorf(codeLookupUnknownField, "BSON field '$densify.range.%s' is an unknown field.", f.name)
+			return errorf(codeLookupUnknownField, "BSON field '$densify.range.%s' is an unknown field.", f.Name)
 		}
 	}
 	if step.Type == 0 {

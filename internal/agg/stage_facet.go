@@ -23,16 +23,16 @@ func parseFacet(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	}
 	f := &facetStage{}
 	for _, field := range fs {
-		if _, err := splitPath(field.name); err != nil {
+		if _, err := splitPath(field.Name); err != nil {
 			return nil, err
 		}
-		if field.v.Type != bsoncore.TypeArray {
-			return nil, errorf(codeFacetNotArray, "arguments to $facet must be arrays, %s is type %s", field.name, typeName(field.v))
+		if field.Value.Type != bsoncore.TypeArray {
+			return nil, errorf(codeFacetNotArray, "arguments to $facet must be arrays, %s is type %s", field.Name, typeName(field.Value))
 		}
 		var docs []bsoncore.Document
-		for _, s := range arrayValues(field.v) {
+		for _, s := range arrayValues(field.Value) {
 			if s.Type != bsoncore.TypeEmbeddedDocument || len(fieldsOf(s)) == 0 {
-				return nil, errorf(codeFacetStageNotObject, "elements of arrays in $facet spec must be non-empty objects, %s argument contained an element of type %s: %s", field.name, typeName(s), printValue(s))
+				return nil, errorf(codeFacetStageNotObject, "elements of arrays in $facet spec must be non-empty objects, %s argument contained an element of type %s: %s", field.Name, typeName(s), printValue(s))
 			}
 			d := bsoncore.Document(s.Data)
 			if name, _, err := stageNameArg(d); err == nil {
@@ -49,7 +49,7 @@ func parseFacet(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.names = append(f.names, field.name)
+		f.names = append(f.names, field.Name)
 		f.subs = append(f.subs, ss)
 	}
 	return f, nil

@@ -31,17 +31,17 @@ func parseFill(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	}
 	var sortBy, partitionBy, partitionByFields, output bsoncore.Value
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "sortBy":
-			sortBy = f.v
+			sortBy = f.Value
 		case "partitionBy":
-			partitionBy = f.v
+			partitionBy = f.Value
 		case "partitionByFields":
-			partitionByFields = f.v
+			partitionByFields = f.Value
 		case "output":
-			output = f.v
+			output = f.Value
 		default:
-			return nil, errorf(codeLookupUnknownField, "BSON field '$fill.%s' is an unknown field.", f.name)
+			return nil, errorf(codeLookupUnknownField, "BSON field '$fill.%s' is an unknown field.", f.Name)
 		}
 	}
 	if output.Type == 0 {
@@ -61,18 +61,18 @@ func parseFill(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	addFields := bsoncore.NewDocumentBuilder()
 	needWindow, needAdd := false, false
 	for _, o := range outs {
-		if o.v.Type != bsoncore.TypeEmbeddedDocument {
+		if o.Value.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, errorf(codeFillOutputNotObject, "Each fill output specification must be an object with exactly one field")
 		}
 		var method, value bsoncore.Value
-		for _, f := range fieldsOf(o.v) {
-			switch f.name {
+		for _, f := range fieldsOf(o.Value) {
+			switch f.Name {
 			case "method":
-				method = f.v
+				method = f.Value
 			case "value":
-				value = f.v
+				value = f.Value
 			default:
-				return nil, errorf(codeLookupUnknownField, "BSON field '$fill.%s' is an unknown field.", f.name)
+				return nil, errorf(codeLookupUnknownField, "BSON field '$fill.%s' is an unknown field.", f.Name)
 			}
 		}
 		if method.Type != 0 {
@@ -91,12 +91,12 @@ func parseFill(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			default:
 				return nil, errorf(codeFillBadMethod, "Method must be either locf or linear")
 			}
-			windowOut.AppendDocument(o.name, bsoncore.NewDocumentBuilder().AppendString(op, "$"+o.name).Build())
+			windowOut.AppendDocument(o.Name, bsoncore.NewDocumentBuilder().AppendString(op, "$"+o.Name).Build())
 			needWindow = true
 		}
 		if value.Type != 0 {
-			ifNull := bsoncore.NewArrayBuilder().AppendString("$" + o.name).AppendValue(value).Build()
-			addFields.AppendDocument(o.name, bsoncore.NewDocumentBuilder().AppendArray("$ifNull", ifNull).Build())
+			ifNull := bsoncore.NewArrayBuilder().AppendString("$" + o.Name).AppendValue(value).Build()
+			addFields.AppendDocument(o.Name, bsoncore.NewDocumentBuilder().AppendArray("$ifNull", ifNull).Build())
 			needAdd = true
 		}
 	}

@@ -52,26 +52,26 @@ func parseGraphLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	g := &graphLookupStage{maxDepth: -1}
 	var as, from, to string
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "startWith":
-			e, err := expr.ParseIn(f.v, pc.scope)
+			e, err := expr.ParseIn(f.Value, pc.scope)
 			if err != nil {
 				return nil, err
 			}
 			g.startWith = e
 			continue
 		case "maxDepth":
-			n, err := graphMaxDepth(f.v)
+			n, err := graphMaxDepth(f.Value)
 			if err != nil {
 				return nil, err
 			}
 			g.maxDepth = n
 			continue
 		case "restrictSearchWithMatch":
-			if f.v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, errorf(codeGraphRestrictType, "restrictSearchWithMatch must be an object, found %s", typeName(f.v))
+			if f.Value.Type != bsoncore.TypeEmbeddedDocument {
+				return nil, errorf(codeGraphRestrictType, "restrictSearchWithMatch must be an object, found %s", typeName(f.Value))
 			}
-			raw := bsoncore.Document(append([]byte(nil), f.v.Data...)) // the filter keeps it
+			raw := bsoncore.Document(append([]byte(nil), f.Value.Data...)) // the filter keeps it
 			if err := banSpecialFeatures(raw); err != nil {
 				return nil, err
 			}
@@ -82,14 +82,14 @@ func parseGraphLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			g.restrict = r
 			continue
 		case "from", "as", "connectFromField", "connectToField", "depthField":
-			if f.v.Type != bsoncore.TypeString {
-				return nil, errorf(codeGraphStringArg, "expected string as argument for %s, found: %s", f.name, typeName(f.v))
+			if f.Value.Type != bsoncore.TypeString {
+				return nil, errorf(codeGraphStringArg, "expected string as argument for %s, found: %s", f.Name, typeName(f.Value))
 			}
 		default:
-			return nil, errorf(codeGraphUnknownArg, "Unknown argument to $graphLookup: %s", f.name)
+			return nil, errorf(codeGraphUnknownArg, "Unknown argument to $graphLookup: %s", f.Name)
 		}
-		s := f.v.StringValue()
-		switch f.name {
+		s := f.Value.StringValue()
+		switch f.Name {
 		case "from":
 			from = s
 		case "as":

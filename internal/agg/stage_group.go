@@ -32,18 +32,18 @@ func parseGroup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	}
 	g := &groupStage{name: "$group"}
 	for _, f := range fieldsOf(arg) {
-		if f.name == "_id" {
+		if f.Name == "_id" {
 			if g.id != nil {
 				return nil, errorf(codeGroupIDTwice, "a group's _id may only be specified once")
 			}
-			e, err := expr.ParseIn(f.v, pc.scope)
+			e, err := expr.ParseIn(f.Value, pc.scope)
 			if err != nil {
 				return nil, err
 			}
 			g.id = e
 			continue
 		}
-		a, err := parseAccumulator(f.name, f.v, pc)
+		a, err := parseAccumulator(f.Name, f.Value, pc)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +69,7 @@ func parseAccumulator(name string, v bsoncore.Value, pc *parseContext) (accSpec,
 	if len(fs) != 1 {
 		return accSpec{}, errorf(codeGroupAccOneField, "The field '%s' must specify one accumulator", name)
 	}
-	op, arg := fs[0].name, fs[0].v
+	op, arg := fs[0].Name, fs[0].Value
 	kind, ok := accumulators[op]
 	if !ok {
 		return accSpec{}, errorf(codeGroupUnknownAcc, "unknown group operator '%s'", op)

@@ -46,20 +46,20 @@ func parseLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		pipeline, let      bsoncore.Value
 	)
 	str := func(f field) (string, error) {
-		s, ok := f.v.StringValueOK()
+		s, ok := f.Value.StringValueOK()
 		if !ok {
-			return "", mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s' must be a string, found %s: %s", f.name, printValue(f.v), typeName(f.v))
+			return "", mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s' must be a string, found %s: %s", f.Name, printValue(f.Value), typeName(f.Value))
 		}
 		return s, nil
 	}
 	for _, f := range fieldsOf(arg) {
 		var err error
-		switch f.name {
+		switch f.Name {
 		case "from":
-			if f.v.Type != bsoncore.TypeString {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string, but found %s", typeName(f.v))
+			if f.Value.Type != bsoncore.TypeString {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string, but found %s", typeName(f.Value))
 			}
-			l.from = f.v.StringValue()
+			l.from = f.Value.StringValue()
 		case "localField":
 			local, err = str(f)
 			hasLocal = true
@@ -69,17 +69,17 @@ func parseLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		case "as":
 			as, err = str(f)
 		case "let":
-			if f.v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", typeName(f.v))
+			if f.Value.Type != bsoncore.TypeEmbeddedDocument {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", typeName(f.Value))
 			}
-			let = f.v
+			let = f.Value
 		case "pipeline":
-			if f.v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", typeName(f.v))
+			if f.Value.Type != bsoncore.TypeArray {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", typeName(f.Value))
 			}
-			pipeline = f.v
+			pipeline = f.Value
 		default:
-			return nil, mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", f.name)
+			return nil, mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", f.Name)
 		}
 		if err != nil {
 			return nil, err
@@ -108,14 +108,14 @@ func parseLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	scope := pc.scope
 	if let.Type != 0 {
 		for _, f := range fieldsOf(let) {
-			if !validVarName(f.name) {
-				return nil, errorf(codeBadLetName, "'%s' starts with an invalid character for a user variable name", f.name)
+			if !validVarName(f.Name) {
+				return nil, errorf(codeBadLetName, "'%s' starts with an invalid character for a user variable name", f.Name)
 			}
-			e, err := expr.ParseIn(f.v, pc.scope)
+			e, err := expr.ParseIn(f.Value, pc.scope)
 			if err != nil {
 				return nil, err
 			}
-			l.letNames = append(l.letNames, f.name)
+			l.letNames = append(l.letNames, f.Name)
 			l.letExprs = append(l.letExprs, e)
 		}
 		scope = expr.NewScope(pc.scope, l.letNames...)

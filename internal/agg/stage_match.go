@@ -31,7 +31,7 @@ func parseMatch(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		}
 		var fs []field
 		for _, f := range fieldsOf(arg) {
-			if f.name != "$expr" {
+			if f.Name != "$expr" {
 				fs = append(fs, f)
 			}
 		}

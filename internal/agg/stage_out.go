@@ -153,13 +153,13 @@ func parseOut(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	case bsoncore.TypeEmbeddedDocument:
 		var hasDB, hasColl bool
 		for _, f := range fieldsOf(arg) {
-			switch f.name {
+			switch f.Name {
 			case "db", "coll":
-				s, ok := f.v.StringValueOK()
+				s, ok := f.Value.StringValueOK()
 				if !ok {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$out.%s' is the wrong type '%s', expected type 'string'", f.name, typeName(f.v))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$out.%s' is the wrong type '%s', expected type 'string'", f.Name, typeName(f.Value))
 				}
-				if f.name == "db" {
+				if f.Name == "db" {
 					o.DB, hasDB = s, true
 				} else {
 					o.Coll, hasColl = s, true
@@ -167,7 +167,7 @@ func parseOut(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			case "timeseries":
 				return nil, mongoerr.New(mongoerr.CommandNotSupported, "$out with timeseries is not supported by Cairn yet")
 			default:
-				return nil, errorf(codeUnknownField, "BSON field '$out.%s' is an unknown field.", f.name)
+				return nil, errorf(codeUnknownField, "BSON field '$out.%s' is an unknown field.", f.Name)
 			}
 		}
 		if !hasDB {
@@ -200,30 +200,30 @@ func parseMerge(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	var let, pipeline bsoncore.Value
 	for _, f := range fieldsOf(arg) {
 		var err error
-		switch f.name {
+		switch f.Name {
 		case "into":
 			hasInto = true
-			err = o.parseInto(f.v)
+			err = o.parseInto(f.Value)
 		case "on":
-			err = o.parseOn(f.v)
+			err = o.parseOn(f.Value)
 		case "let":
-			if f.v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(f.v))
+			if f.Value.Type != bsoncore.TypeEmbeddedDocument {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(f.Value))
 			}
-			let = f.v
+			let = f.Value
 		case "whenMatched":
-			switch f.v.Type {
+			switch f.Value.Type {
 			case bsoncore.TypeString:
-				err = o.parseWhenMatched(f.v.StringValue())
+				err = o.parseWhenMatched(f.Value.StringValue())
 			case bsoncore.TypeArray:
-				o.WhenMatched, pipeline = WhenMatchedPipeline, f.v
+				o.WhenMatched, pipeline = WhenMatchedPipeline, f.Value
 			default:
-				err = errorf(codeMergeWhenMatched, "$merge 'whenMatched' field  must be either a string or an array, but found %s", typeName(f.v))
+				err = errorf(codeMergeWhenMatched, "$merge 'whenMatched' field  must be either a string or an array, but found %s", typeName(f.Value))
 			}
 		case "whenNotMatched":
-			s, ok := f.v.StringValueOK()
+			s, ok := f.Value.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", typeName(f.v))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", typeName(f.Value))
 			}
 			switch s {
 			case WhenNotMatchedInsert, WhenNotMatchedDiscard, WhenNotMatchedFail:
@@ -234,7 +234,7 @@ func parseMerge(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		case "targetCollectionVersion":
 			// Sent by routers to shards; meaningless on one node.
 		default:
-			err = errorf(codeUnknownField, "BSON field '$merge.%s' is an unknown field.", f.name)
+			err = errorf(codeUnknownField, "BSON field '$merge.%s' is an unknown field.", f.Name)
 		}
 		if err != nil {
 			return nil, err
@@ -276,22 +276,22 @@ func (o *Output) parseInto(v bsoncore.Value) error {
 		return errorf(codeMergeIntoType, "$merge 'into' field  must be either a string or an object, but found %s", typeName(v))
 	}
 	for _, f := range fieldsOf(v) {
-		switch f.name {
+		switch f.Name {
 		case "db", "coll":
-			if f.v.Type == bsoncore.TypeNull || f.v.Type == bsoncore.TypeUndefined {
+			if f.Value.Type == bsoncore.TypeNull || f.Value.Type == bsoncore.TypeUndefined {
 				continue // IDL reads null as absent
 			}
-			s, ok := f.v.StringValueOK()
+			s, ok := f.Value.StringValueOK()
 			if !ok {
-				return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'into.%s' is the wrong type '%s', expected type 'string'", f.name, typeName(f.v))
+				return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'into.%s' is the wrong type '%s', expected type 'string'", f.Name, typeName(f.Value))
 			}
-			if f.name == "db" {
+			if f.Name == "db" {
 				o.DB = s
 			} else {
 				o.Coll = s
 			}
 		default:
-			return errorf(codeUnknownField, "BSON field 'into.%s' is an unknown field.", f.name)
+			return errorf(codeUnknownField, "BSON field 'into.%s' is an unknown field.", f.Name)
 		}
 	}
 	if o.Coll == "" {
@@ -362,21 +362,21 @@ func (o *Output) parsePipeline(let, pipeline bsoncore.Value, pc *parseContext) e
 	hasNew := false
 	if let.Type != 0 {
 		for _, f := range fieldsOf(let) {
-			if f.name == "new" {
-				if s, ok := f.v.StringValueOK(); !ok || s != "$$ROOT" {
+			if f.Name == "new" {
+				if s, ok := f.Value.StringValueOK(); !ok || s != "$$ROOT" {
 					return errorf(codeMergeLetNew, "'let' may not define a value for the reserved 'new' variable other than '$$ROOT'")
 				}
 				hasNew = true
 				continue
 			}
-			if !validVarName(f.name) {
-				return errorf(codeBadLetName, "'%s' starts with an invalid character for a user variable name", f.name)
+			if !validVarName(f.Name) {
+				return errorf(codeBadLetName, "'%s' starts with an invalid character for a user variable name", f.Name)
 			}
-			e, err := expr.ParseIn(f.v, pc.scope)
+			e, err := expr.ParseIn(f.Value, pc.scope)
 			if err != nil {
 				return err
 			}
-			o.letNames = append(o.letNames, f.name)
+			o.letNames = append(o.letNames, f.Name)
 			o.letExprs = append(o.letExprs, e)
 		}
 	}

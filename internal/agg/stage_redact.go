@@ -77,12 +77,12 @@ func (r *redactStage) redact(ctx *expr.Context, doc bsoncore.Document) (bsoncore
 	fs := fieldsOf(docValue(doc))
 	out := make([]field, 0, len(fs))
 	for _, f := range fs {
-		nv, err := r.redactValue(ctx, f.v)
+		nv, err := r.redactValue(ctx, f.Value)
 		if err != nil {
 			return expr.Missing, err
 		}
 		if nv.Type != 0 {
-			out = append(out, field{f.name, nv})
+			out = append(out, field{f.Name, nv})
 		}
 	}
 	return docValue(buildDoc(out)), nil

@@ -21,10 +21,10 @@ func parseReplaceRoot(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	}
 	var root bsoncore.Value
 	for _, f := range fieldsOf(arg) {
-		if f.name != "newRoot" {
-			return nil, errorf(codeLookupUnknownField, "BSON field '$replaceRoot.%s' is an unknown field.", f.name)
+		if f.Name != "newRoot" {
+			return nil, errorf(codeLookupUnknownField, "BSON field '$replaceRoot.%s' is an unknown field.", f.Name)
 		}
-		root = f.v
+		root = f.Value
 	}
 	if root.Type == 0 {
 		return nil, errorf(codeIDLMissingField, "BSON field '$replaceRoot.newRoot' is missing but a required field")

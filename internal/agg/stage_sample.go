@@ -20,13 +20,13 @@ func parseSample(arg bsoncore.Value, _ *parseContext) (stage, error) {
 	}
 	s := &sampleStage{size: -1}
 	for _, f := range fieldsOf(arg) {
-		if f.name != "size" {
-			return nil, errorf(codeSampleUnknownOption, "unrecognized option to $sample: %s", f.name)
+		if f.Name != "size" {
+			return nil, errorf(codeSampleUnknownOption, "unrecognized option to $sample: %s", f.Name)
 		}
-		if !isNumber(f.v) {
+		if !isNumber(f.Value) {
 			return nil, errorf(codeSampleSizeType, "size argument to $sample must be a number")
 		}
-		n, _ := bsonx.AsFloat64(f.v)
+		n, _ := bsonx.AsFloat64(f.Value)
 		if n < 0 {
 			return nil, errorf(codeSampleSizeNegative, "size argument to $sample must not be negative")
 		}

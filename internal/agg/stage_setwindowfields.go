@@ -46,15 +46,15 @@ func parseSetWindowFields(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	s := &setWindowFieldsStage{}
 	var partitionBy, sortBy, output bsoncore.Value
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "partitionBy":
-			partitionBy = f.v
+			partitionBy = f.Value
 		case "sortBy":
-			sortBy = f.v
+			sortBy = f.Value
 		case "output":
-			output = f.v
+			output = f.Value
 		default:
-			return nil, errorf(codeLookupUnknownField, "BSON field '$setWindowFields.%s' is an unknown field.", f.name)
+			return nil, errorf(codeLookupUnknownField, "BSON field '$setWindowFields.%s' is an unknown field.", f.Name)
 		}
 	}
 	if output.Type == 0 {
@@ -83,24 +83,24 @@ func parseSetWindowFields(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		}
 		s.sort, s.sortFields, s.sortBy = srt, srt.Len(), sortBy.Data
 		if fs := fieldsOf(sortBy); len(fs) == 1 {
-			if s.sortPath, err = expr.ParseIn(expr.String("$"+fs[0].name), pc.scope); err != nil {
+			if s.sortPath, err = expr.ParseIn(expr.String("$"+fs[0].Name), pc.scope); err != nil {
 				return nil, err
 			}
-			s.sortDesc = expr.Compare(fs[0].v, expr.Int32(0)) < 0
+			s.sortDesc = expr.Compare(fs[0].Value, expr.Int32(0)) < 0
 		}
 	}
 	setSpec := bsoncore.NewDocumentBuilder()
 	var names []string
 	for i, f := range fieldsOf(output) {
-		if _, err := splitPath(f.name); err != nil {
+		if _, err := splitPath(f.Name); err != nil {
 			return nil, err
 		}
-		fn, err := parseWindowFn(f.name, f.v, s, pc)
+		fn, err := parseWindowFn(f.Name, f.Value, s, pc)
 		if err != nil {
 			return nil, err
 		}
 		s.outputs = append(s.outputs, fn)
-		setSpec.AppendString(f.name, "$$"+windowVar(i))
+		setSpec.AppendString(f.Name, "$$"+windowVar(i))
 		names = append(names, windowVar(i))
 	}
 	if len(s.outputs) == 0 {
@@ -365,14 +365,14 @@ func windowFnName(fs []field) (string, bsoncore.Value, error) {
 	var arg bsoncore.Value
 	for _, f := range fs {
 		switch {
-		case f.name == "window":
-		case strings.HasPrefix(f.name, "$"):
+		case f.Name == "window":
+		case strings.HasPrefix(f.Name, "$"):
 			if name != "" {
 				return "", arg, windowErr("Cannot specify two functions in window function spec")
 			}
-			name, arg = f.name, f.v
+			name, arg = f.Name, f.Value
 		default:
-			return "", arg, windowErr("Window function found an unknown argument: %s", f.name)
+			return "", arg, windowErr("Window function found an unknown argument: %s", f.Name)
 		}
 	}
 	if name == "" {

@@ -31,7 +31,7 @@ func parseSortByCount(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		}
 	case bsoncore.TypeEmbeddedDocument:
 		fs := fieldsOf(arg)
-		if len(fs) == 0 || !strings.HasPrefix(fs[0].name, "$") {
+		if len(fs) == 0 || !strings.HasPrefix(fs[0].Name, "$") {
 			return nil, errorf(codeSortByCountObject, "the sortByCount field must be defined as a $-prefixed path or an expression")
 		}
 	default:

@@ -27,20 +27,20 @@ func parseUnionWith(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	}
 	var pipeline bsoncore.Value
 	for _, f := range fieldsOf(arg) {
-		switch f.name {
+		switch f.Name {
 		case "coll":
-			s, ok := f.v.StringValueOK()
+			s, ok := f.Value.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", typeName(f.v))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", typeName(f.Value))
 			}
 			u.coll = s
 		case "pipeline":
-			if f.v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(f.v))
+			if f.Value.Type != bsoncore.TypeArray {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(f.Value))
 			}
-			pipeline = f.v
+			pipeline = f.Value
 		default:
-			return nil, errorf(codeLookupUnknownField, "BSON field '$unionWith.%s' is an unknown field.", f.name)
+			return nil, errorf(codeLookupUnknownField, "BSON field '$unionWith.%s' is an unknown field.", f.Name)
 		}
 	}
 	if pipeline.Type != 0 {

@@ -31,23 +31,23 @@ func parseUnwind(arg bsoncore.Value, _ *parseContext) (stage, error) {
 		path = arg.StringValue()
 	case bsoncore.TypeEmbeddedDocument:
 		for _, f := range fieldsOf(arg) {
-			switch f.name {
+			switch f.Name {
 			case "path":
-				s, ok := f.v.StringValueOK()
+				s, ok := f.Value.StringValueOK()
 				if !ok {
-					return nil, errorf(codeUnwindPathType, "expected a string as the path for $unwind stage, got %s", typeName(f.v))
+					return nil, errorf(codeUnwindPathType, "expected a string as the path for $unwind stage, got %s", typeName(f.Value))
 				}
 				path = s
 			case "preserveNullAndEmptyArrays":
-				b, ok := f.v.BooleanOK()
+				b, ok := f.Value.BooleanOK()
 				if !ok {
-					return nil, errorf(codeUnwindPreserveType, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", typeName(f.v))
+					return nil, errorf(codeUnwindPreserveType, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", typeName(f.Value))
 				}
 				u.preserve = b
 			case "includeArrayIndex":
-				s, ok := f.v.StringValueOK()
+				s, ok := f.Value.StringValueOK()
 				if !ok || s == "" {
-					return nil, errorf(codeUnwindIndexType, "expected a non-empty string for the includeArrayIndex option to $unwind stage, got %s", typeName(f.v))
+					return nil, errorf(codeUnwindIndexType, "expected a non-empty string for the includeArrayIndex option to $unwind stage, got %s", typeName(f.Value))
 				}
 				if s[0] == '$' {
 					return nil, errorf(codeUnwindIndexDollar, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
@@ -58,7 +58,7 @@ func parseUnwind(arg bsoncore.Value, _ *parseContext) (stage, error) {
 				}
 				u.index = p
 			default:
-				return nil, errorf(codeUnwindUnknownOption, "unrecognized option to $unwind stage: %s", f.name)
+				return nil, errorf(codeUnwindUnknownOption, "unrecognized option to $unwind stage: %s", f.Name)
 			}
 		}
 	default:

@@ -21,10 +21,10 @@ func EvalLet(let bsoncore.Document, now time.Time) (map[string]bsoncore.Value, e
 	ctx := expr.NewContext(emptyDoc)
 	ctx.SetVar("NOW", expr.Date(now.UnixMilli()))
 	for _, f := range fieldsOf(docValue(let)) {
-		if !validVarName(f.name) {
-			return nil, errorf(codeBadLetName, "'%s' starts with an invalid character for a user variable name", f.name)
+		if !validVarName(f.Name) {
+			return nil, errorf(codeBadLetName, "'%s' starts with an invalid character for a user variable name", f.Name)
 		}
-		e, err := expr.ParseIn(f.v, expr.NewScope(nil, names...))
+		e, err := expr.ParseIn(f.Value, expr.NewScope(nil, names...))
 		if err != nil {
 			return nil, err
 		}
@@ -33,9 +33,9 @@ func EvalLet(let bsoncore.Document, now time.Time) (map[string]bsoncore.Value, e
 			return nil, err
 		}
 		v = copyValue(v)
-		vars[f.name] = v
-		ctx.SetVar(f.name, v)
-		names = append(names, f.name)
+		vars[f.Name] = v
+		ctx.SetVar(f.Name, v)
+		names = append(names, f.Name)
 	}
 	return vars, nil
 }

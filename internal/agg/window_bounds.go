@@ -77,13 +77,13 @@ func parseWindow(v bsoncore.Value, sortFields int) (windowBounds, error) {
 	var docs, rng, unit bsoncore.Value
 	fs := fieldsOf(v)
 	for _, f := range fs {
-		switch f.name {
+		switch f.Name {
 		case "documents":
-			docs = f.v
+			docs = f.Value
 		case "range":
-			rng = f.v
+			rng = f.Value
 		case "unit":
-			unit = f.v
+			unit = f.Value
 		default:
 			return windowBounds{}, windowErr("'window' field can only contain 'documents' as the only argument or 'range' with an optional 'unit' field")
 		}

@@ -192,18 +192,18 @@ func parseShiftFn(op string, arg, window bsoncore.Value, s *setWindowFieldsStage
 	f := &shiftFn{def: expr.Null}
 	var output, by bsoncore.Value
 	for _, fl := range fieldsOf(arg) {
-		switch fl.name {
+		switch fl.Name {
 		case "output":
-			output = fl.v
+			output = fl.Value
 		case "by":
-			by = fl.v
+			by = fl.Value
 		case "default":
-			e, err := expr.ParseIn(fl.v, pc.scope)
+			e, err := expr.ParseIn(fl.Value, pc.scope)
 			if err != nil {
 				return nil, err
 			}
 			v, err := e.Eval(expr.NewContext(emptyDoc))
-			if err != nil || fl.v.Type == bsoncore.TypeString && len(fl.v.StringValue()) > 0 && fl.v.StringValue()[0] == '$' {
+			if err != nil || fl.Value.Type == bsoncore.TypeString && len(fl.Value.StringValue()) > 0 && fl.Value.StringValue()[0] == '$' {
 				return nil, windowErr("'$shift:default' expression must yield a constant value.")
 			}
 			f.def = copyValue(v)
@@ -266,23 +266,23 @@ func parseCalculusFn(op string, arg, window bsoncore.Value, s *setWindowFieldsSt
 	f := &calculusFn{op: op, bounds: wholePartition}
 	var input bsoncore.Value
 	for _, fl := range fieldsOf(arg) {
-		switch fl.name {
+		switch fl.Name {
 		case "input":
-			input = fl.v
+			input = fl.Value
 		case "unit":
-			if fl.v.Type != bsoncore.TypeString {
+			if fl.Value.Type != bsoncore.TypeString {
 				return nil, windowErr("%s 'unit' must be a string", op)
 			}
-			l, ok := timeUnits[fl.v.StringValue()]
+			l, ok := timeUnits[fl.Value.StringValue()]
 			if !ok {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", fl.v.StringValue())
+				return nil, mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", fl.Value.StringValue())
 			}
 			if l == 0 {
 				return nil, windowErr("%s 'unit' must be a fixed length of time: week or smaller", op)
 			}
-			f.unit = fl.v.StringValue()
+			f.unit = fl.Value.StringValue()
 		default:
-			return nil, windowErr("%s got unexpected argument: %s", op, fl.name)
+			return nil, windowErr("%s got unexpected argument: %s", op, fl.Name)
 		}
 	}
 	if input.Type == 0 {
@@ -387,13 +387,13 @@ func parseExpMovingAvgFn(op string, arg, window bsoncore.Value, s *setWindowFiel
 	f := &expMovingAvgFn{}
 	var input, n, alpha bsoncore.Value
 	for _, fl := range fieldsOf(arg) {
-		switch fl.name {
+		switch fl.Name {
 		case "input":
-			input = fl.v
+			input = fl.Value
 		case "N":
-			n = fl.v
+			n = fl.Value
 		case "alpha":
-			alpha = fl.v
+			alpha = fl.Value
 		default:
 			return nil, windowErr("Got unrecognized field in $expMovingAvg, $expMovingAvg sub object must have exactly two fields: An 'input' field, and either an 'N' field or an 'alpha' field")
 		}

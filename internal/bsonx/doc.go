@@ -2,7 +2,9 @@
 // server needs: MongoDB's total order over BSON values (Compare, Equal,
 // CompareDocuments, CanonicalType), computed on raw bytes without allocating.
 // ValueSize and NextElement expose how it reads raw BSON, so that package
-// keystring reads values exactly alike.
+// keystring reads values exactly alike. Field and its helpers (fields.go)
+// are the one way aggregation stages and projections take a document apart
+// and build it again.
 //
 // # Order
 //

@@ -35,9 +35,9 @@
 package projection
 
 import (
-	"strconv"
 	"strings"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -277,7 +277,7 @@ func (a *applier) inclusion(n *Node, fs []field) ([]field, error) {
 	var out []field
 	var seen map[string]bool
 	for _, f := range fs {
-		c := n.children[f.name]
+		c := n.children[f.Name]
 		if c == nil {
 			continue
 		}
@@ -288,13 +288,13 @@ func (a *applier) inclusion(n *Node, fs []field) ([]field, error) {
 			if seen == nil {
 				seen = map[string]bool{}
 			}
-			seen[f.name] = true
-			v, err := a.inclusionValue(c, f.v)
+			seen[f.Name] = true
+			v, err := a.inclusionValue(c, f.Value)
 			if err != nil {
 				return nil, err
 			}
 			if v.Type != 0 {
-				out = append(out, field{f.name, v})
+				out = append(out, field{f.Name, v})
 			}
 		}
 	}
@@ -393,12 +393,12 @@ func (a *applier) computeValue(n *Node, v bsoncore.Value) (bsoncore.Value, error
 func (n *Node) exclude(fs []field) []field {
 	out := fs[:0]
 	for _, f := range fs {
-		c := n.children[f.name]
+		c := n.children[f.Name]
 		switch {
 		case c == nil || c.Kind == Include:
 			out = append(out, f)
 		case c.Kind == Inner:
-			out = append(out, field{f.name, c.excludeValue(f.v)})
+			out = append(out, field{f.Name, c.excludeValue(f.Value)})
 		}
 	}
 	return out
@@ -418,85 +418,23 @@ func (n *Node) excludeValue(v bsoncore.Value) bsoncore.Value {
 	return v
 }
 
-// field is one name/value pair of a document being rebuilt.
-type field struct {
-	name string
-	v    bsoncore.Value
-}
+// field is one name/value pair of a document being rebuilt (bsonx.Field,
+// which also gives the helpers below, shared with package agg).
+type field = bsonx.Field
+
+var (
+	fieldsOf   = bsonx.FieldsOf
+	getField   = bsonx.GetField
+	setField   = bsonx.SetField
+	buildDoc   = bsonx.BuildDoc
+	buildArray = bsonx.BuildArray
+)
 
 func docValue(d []byte) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
 }
 
-// fieldsOf lists a document value's fields; a malformed element ends the
-// list.
-func fieldsOf(v bsoncore.Value) []field {
-	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return nil
-	}
-	d := bsoncore.Document(v.Data)
-	elems, _ := d.Elements()
-	out := make([]field, 0, len(elems))
-	for _, e := range elems {
-		out = append(out, field{e.Key(), e.Value()})
-	}
-	return out
-}
-
 func arrayValues(v bsoncore.Value) []bsoncore.Value {
 	vals, _ := bsoncore.Array(v.Data).Values()
 	return vals
-}
-
-func getField(fs []field, name string) bsoncore.Value {
-	for _, f := range fs {
-		if f.name == name {
-			return f.v
-		}
-	}
-	return expr.Missing
-}
-
-// setField replaces the value of name in place, or appends it; a missing
-// value removes the field.
-func setField(fs []field, name string, v bsoncore.Value) []field {
-	for i, f := range fs {
-		if f.name == name {
-			if v.Type == 0 {
-				return append(fs[:i:i], fs[i+1:]...)
-			}
-			fs[i].v = v
-			return fs
-		}
-	}
-	if v.Type == 0 {
-		return fs
-	}
-	return append(fs, field{name, v})
-}
-
-func buildDoc(fs []field) bsoncore.Document {
-	idx, buf := bsoncore.AppendDocumentStart(nil)
-	for _, f := range fs {
-		if f.v.Type != 0 && strings.IndexByte(f.name, 0) < 0 {
-			buf = bsoncore.AppendValueElement(buf, f.name, f.v)
-		}
-	}
-	buf, _ = bsoncore.AppendDocumentEnd(buf, idx)
-	return buf
-}
-
-func buildArray(vals []bsoncore.Value) bsoncore.Value {
-	idx, buf := bsoncore.AppendArrayStart(nil)
-	n := 0
-	var key [20]byte
-	for _, v := range vals {
-		if v.Type == 0 {
-			continue
-		}
-		buf = bsoncore.AppendValueElement(buf, string(strconv.AppendInt(key[:0], int64(n), 10)), v)
-		n++
-	}
-	buf, _ = bsoncore.AppendArrayEnd(buf, idx)
-	return bsoncore.Value{Type: bsoncore.TypeArray, Data: buf}
 }

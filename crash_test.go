@@ -329,6 +329,26 @@ func verifyCrash(t *testing.T, dir string, st *crashState) (errs []string) {
 	if err := cur.Err(); err != nil {
 		t.Fatal(err)
 	}
+	errs = st.check(present)
+	res, err := db.Database("crash").RunCommand(ctx, bson.D{{Key: "validate", Value: "docs"}})
+	if err != nil && st.acks == 0 && mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
+		// Killed while it started, before its first acknowledged write:
+		// nothing was promised, not even the collection.
+		return errs
+	}
+	if err != nil {
+		t.Fatalf("validate after kill -9 (%d writes acknowledged so far): %v", st.acks, err)
+	}
+	if valid, _ := res.Lookup("valid").BooleanOK(); !valid {
+		errs = append(errs, "validate: "+res.String())
+	}
+	return errs
+}
+
+// check lists every acknowledged write that present (the documents read
+// back, by _id) lacks or contradicts. A document whose delete was announced
+// (try d) and is gone counts as deleted from now on: the kill took its ack.
+func (st *crashState) check(present map[string]bson.Raw) (errs []string) {
 	for id := range st.inserted {
 		doc, ok := present[id]
 		switch {
@@ -356,18 +376,6 @@ func verifyCrash(t *testing.T, dir string, st *crashState) (errs []string) {
 		if !isInt || (got != int64(v) && got != int64(v+20)) {
 			errs = append(errs, fmt.Sprintf("updated %s has v %v, acknowledged %d", id, doc.Lookup("v"), v))
 		}
-	}
-	res, err := db.Database("crash").RunCommand(ctx, bson.D{{Key: "validate", Value: "docs"}})
-	if err != nil && st.acks == 0 && mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
-		// Killed while it started, before its first acknowledged write:
-		// nothing was promised, not even the collection.
-		return errs
-	}
-	if err != nil {
-		t.Fatalf("validate after kill -9 (%d writes acknowledged so far): %v", st.acks, err)
-	}
-	if valid, _ := res.Lookup("valid").BooleanOK(); !valid {
-		errs = append(errs, "validate: "+res.String())
 	}
 	return errs
 }

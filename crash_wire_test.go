@@ -138,7 +138,7 @@ func TestWireCrashKeepsAcknowledgedWrites(t *testing.T) {
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, 0))
 			dir := t.TempDir()
-			st := &wireState{crashState: crashState{inserted: map[string]bool{}, updated: map[string]int{}, deleted: map[string]bool{}}, maybeDeleted: map[string]bool{}}
+			st := &crashState{inserted: map[string]bool{}, updated: map[string]int{}, deleted: map[string]bool{}, mayDelete: map[string]bool{}}
 			for round := range rounds {
 				if rng.IntN(4) == 0 && round > 0 {
 					// Kill the server while it starts and recovers the
@@ -187,7 +187,7 @@ const wireDeleteEvery = 23
 // through the driver — three of single inserts, one of 50-document batches,
 // one updating and deleting — kills the server d after they start, and
 // records what was acknowledged in st.
-func writeUntilKilled(t *testing.T, client *mongo.Client, p *serveProc, round int, d time.Duration, st *wireState) {
+func writeUntilKilled(t *testing.T, client *mongo.Client, p *serveProc, round int, d time.Duration, st *crashState) {
 	t.Helper()
 	ctx := context.Background()
 	coll := client.Database("crash").Collection("docs")
@@ -236,7 +236,7 @@ func writeUntilKilled(t *testing.T, client *mongo.Client, p *serveProc, round in
 				}
 			case n%wireDeleteEvery == 0 && n%20 < 4:
 				mu.Lock()
-				st.maybeDeleted[id] = true
+				st.mayDelete[id] = true
 				mu.Unlock()
 				if _, err = coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err == nil {
 					ack("d " + id)
@@ -270,51 +270,10 @@ func writeUntilKilled(t *testing.T, client *mongo.Client, p *serveProc, round in
 	wg.Wait()
 }
 
-// wireState is what the acknowledgements promise (crashState), and the
-// documents whose delete was sent but not acknowledged when the server died:
-// they may be gone.
-type wireState struct {
-	crashState
-	maybeDeleted map[string]bool
-}
-
-// check lists every acknowledged write that present (the documents read
-// back, by _id) lacks or contradicts.
-func (s *wireState) check(present map[string]bson.Raw) (errs []string) {
-	for id := range s.inserted {
-		doc, ok := present[id]
-		switch {
-		case s.deleted[id]:
-			if ok {
-				errs = append(errs, "deleted "+id+" is back")
-			}
-		case !ok:
-			if !s.maybeDeleted[id] {
-				errs = append(errs, "inserted "+id+" is missing")
-			}
-		case doc.Lookup("pad").StringValue() != crashPad(id) || doc.Lookup("u").StringValue() != id:
-			errs = append(errs, "inserted "+id+" has wrong content: "+doc.String())
-		}
-	}
-	for id, v := range s.updated {
-		doc, ok := present[id]
-		if s.deleted[id] || !ok {
-			continue // checked above
-		}
-		// The document's next update (v+20: the updater cycles through 20
-		// documents) may have been applied unacknowledged.
-		got, isInt := doc.Lookup("v").AsInt64OK()
-		if !isInt || (got != int64(v) && got != int64(v+20)) {
-			errs = append(errs, fmt.Sprintf("updated %s has v %v, acknowledged %d", id, doc.Lookup("v"), v))
-		}
-	}
-	return errs
-}
-
 // verifyWire reads every document back over the wire, lists every
 // acknowledged write missing or wrong, and runs validate, which must report
 // valid.
-func verifyWire(t *testing.T, client *mongo.Client, st *wireState) []string {
+func verifyWire(t *testing.T, client *mongo.Client, st *crashState) []string {
 	t.Helper()
 	ctx := context.Background()
 	db := client.Database("crash")

@@ -172,3 +172,16 @@ func TestPrivileges(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinRoleNames: every listed name is a built-in role on admin, and
+// a name off the list is not one.
+func TestBuiltinRoleNames(t *testing.T) {
+	for _, n := range BuiltinRoleNames {
+		if _, ok := Builtin(RoleName{n, "admin"}); !ok {
+			t.Errorf("%s is listed but Builtin does not know it", n)
+		}
+	}
+	if _, ok := Builtin(RoleName{"readwrite", "admin"}); ok {
+		t.Error("Builtin knows a role off the list")
+	}
+}

@@ -43,6 +43,13 @@ var (
 		"killAnyCursor", "killAnySession", "killop", "logRotate", "resync", "setParameter", "shutdown", "touch", "unlock"}
 )
 
+// BuiltinRoleNames lists the roles Builtin knows, in MongoDB's order (the
+// cluster-wide ones exist only on admin). rolesInfo lists them with
+// showBuiltinRoles; TestBuiltinRoleNames keeps the list and Builtin agreed.
+var BuiltinRoleNames = []string{"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin", "clusterMonitor", "clusterManager",
+	"hostManager", "clusterAdmin", "readAnyDatabase", "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
+	"backup", "restore", "root"}
+
 // Builtin is the privileges of the built-in role r, and whether r is one.
 func Builtin(r RoleName) (Privileges, bool) {
 	db := r.DB

@@ -170,13 +170,6 @@ func cmdDropRole(_ context.Context, s *Session, req *Request, dst []byte) (bsonc
 	return OK(dst), s.Env.Access.Users.DropRole(r.Name)
 }
 
-// builtinRoleNames are the built-in roles rolesInfo lists with
-// showBuiltinRoles (the database roles in every database, the rest in
-// admin).
-var builtinRoleNames = []string{"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin", "clusterMonitor", "clusterManager",
-	"hostManager", "clusterAdmin", "readAnyDatabase", "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
-	"backup", "restore", "root"}
-
 // cmdRolesInfo describes roles: 1 (the database's user-defined ones, with
 // showBuiltinRoles the built-in ones too), a name, {role, db} or an array.
 func cmdRolesInfo(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
@@ -212,7 +205,7 @@ func cmdRolesInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 			return nil, mongoerr.New(mongoerr.BadValue, "rolesInfo must be 1, a role name, a {role, db} document or an array of them")
 		}
 		if showBuiltin {
-			for _, b := range builtinRoleNames {
+			for _, b := range auth.BuiltinRoleNames {
 				if _, ok := auth.Builtin(auth.RoleName{Role: b, DB: req.DB}); ok {
 					names = append(names, auth.RoleName{Role: b, DB: req.DB})
 				}

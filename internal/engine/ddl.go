@@ -86,7 +86,8 @@ func (e *Engine) RenameCollection(from, to Namespace, dropTarget bool) error {
 }
 
 // ProfileCollection is the database profiler's collection in each
-// database, which writes create implicitly although its name is reserved.
+// database: its name is reserved, but CreateCollection makes it (the
+// profiler, capped, or a user choosing its size first, as in MongoDB).
 const ProfileCollection = "system.profile"
 
 // ensureCollection returns ns's metadata inside a request, creating the
@@ -95,10 +96,8 @@ func (e *Engine) ensureCollection(tx *storage.Txn, ns Namespace) (*catalog.Colle
 	if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
 		return c, nil
 	}
-	if ns.Coll != ProfileCollection { // the server's own, created by the profiler's first entry
-		if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
-			return nil, err
-		}
+	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
+		return nil, err // system.profile too: the profiler creates it capped (CreateCollection)
 	}
 	return e.cat.CreateCollection(tx, ns.DB, ns.Coll, nil)
 }

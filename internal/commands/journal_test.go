@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -17,14 +16,8 @@ import (
 // asks for the journal (j or fsync, true or a non-zero number) is durable
 // when its reply arrives; one that does not ask is not synced for it.
 func TestJournaledWriteConcern(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open("db", engine.Options{FS: vfs.NewMem(), SyncInterval: time.Hour, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
+	sess := testSession(t, engine.Options{FS: vfs.NewMem(), SyncInterval: time.Hour})
+	eng := sess.Env.Engine
 	id := 0
 	for _, tc := range []struct {
 		wc      bson.D
@@ -40,15 +33,11 @@ func TestJournaledWriteConcern(t *testing.T) {
 	} {
 		id++
 		before := time.Now()
-		cmd := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: id}}}}, {Key: "$db", Value: "t"}}
+		cmd := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: id}}}}}
 		if tc.wc != nil {
 			cmd = append(cmd, bson.E{Key: "writeConcern", Value: tc.wc})
 		}
-		body, _ := bson.Marshal(cmd)
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := testRequest(t, "t", cmd)
 		reply := bson.Raw(Run(context.Background(), sess, req, nil))
 		if reply.Lookup("ok").Double() != 1 || reply.Lookup("n").Int32() != 1 {
 			t.Fatalf("writeConcern %v: %s", tc.wc, reply)

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -15,22 +14,8 @@ import (
 // documents, an equality two indexes serve (a cached plan), and a sort by
 // _id with a limit (YCSB-E's scan).
 func BenchmarkFindPlans(b *testing.B) {
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(b.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
-	request := func(cmd bson.D) *Request {
-		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "b"}))
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return req
-	}
+	sess := testSession(b, engine.Options{})
+	request := func(cmd bson.D) *Request { return testRequest(b, "b", cmd) }
 	docs := bson.A{}
 	for i := range 10000 {
 		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i}, {Key: "name", Value: "user"}})

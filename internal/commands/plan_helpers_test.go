@@ -29,31 +29,49 @@ func plannedIndexes(env *Env, ns engine.Namespace, filter bsoncore.Document) (st
 	return strings.Join(ex.IndexesUsed(), ","), nil
 }
 
-// commandRunner opens an engine in a temporary directory, closed when the
-// test ends, and returns the Env over it with a function that runs one command through
-// Run, in database db unless the command names its own "$db".
-func commandRunner(tb testing.TB, db string) (*Env, func(cmd bson.D) bsoncore.Document) {
+// testSession opens an engine with opts (in a temporary directory, on
+// opts.FS when set; logging nothing unless opts.Logger), closed when the
+// test ends, and returns a Session over an Env on it.
+func testSession(tb testing.TB, opts engine.Options) *Session {
 	tb.Helper()
 	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(tb.TempDir(), engine.Options{Logger: log})
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
+	eng, err := engine.Open(tb.TempDir(), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	env := NewEnv(eng, Config{}, log)
 	tb.Cleanup(func() { env.Close(); _ = eng.Close() })
-	sess := &Session{Env: env}
-	return env, func(cmd bson.D) bsoncore.Document {
-		if len(cmd) == 0 || cmd[len(cmd)-1].Key != "$db" {
-			cmd = append(cmd, bson.E{Key: "$db", Value: db})
-		}
-		body, err := bson.Marshal(cmd)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return Run(context.Background(), sess, req, nil)
+	return &Session{Env: env}
+}
+
+// testRequest builds cmd as a request to database db unless the command
+// names its own "$db".
+func testRequest(tb testing.TB, db string, cmd bson.D) *Request {
+	tb.Helper()
+	if len(cmd) == 0 || cmd[len(cmd)-1].Key != "$db" {
+		cmd = append(cmd, bson.E{Key: "$db", Value: db})
+	}
+	body, err := bson.Marshal(cmd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req, err := NewRequest(body, "", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return req
+}
+
+// commandRunner opens an engine in a temporary directory, closed when the
+// test ends, and returns the Env over it with a function that runs one command through
+// Run, in database db unless the command names its own "$db".
+func commandRunner(tb testing.TB, db string) (*Env, func(cmd bson.D) bsoncore.Document) {
+	tb.Helper()
+	sess := testSession(tb, engine.Options{})
+	return sess.Env, func(cmd bson.D) bsoncore.Document {
+		return Run(context.Background(), sess, testRequest(tb, db, cmd), nil)
 	}
 }

@@ -183,22 +183,9 @@ func TestProfileBound(t *testing.T) {
 // is slow, so what is measured is the decision), the cost item 6 of issue
 // 25 bounds: `go test -run XXX -bench PointReadObserved -count 6 ./internal/commands/`.
 func BenchmarkPointReadObserved(b *testing.B) {
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(b.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	defer func() { env.Close(); _ = eng.Close() }()
-	sess := &Session{Env: env}
-	request := func(cmd bson.D) *Request {
-		body, _ := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "b"}))
-		req, err := NewRequest(body, "", nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return req
-	}
+	sess := testSession(b, engine.Options{})
+	env := sess.Env
+	request := func(cmd bson.D) *Request { return testRequest(b, "b", cmd) }
 	docs := bson.A{}
 	for i := range 1000 {
 		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "name", Value: "user"}})

@@ -90,6 +90,16 @@
 // also tell [Txn.OnPipeline] truthfully and pass each group's touched keys
 // to [Hooks.Verify].
 //
+// Invariant "Cluster time survives restart": a request takes cluster times
+// for its changes with [Txn.Tick] (package hlc: strictly rising); a group
+// that took any writes the highest of them under s/clusterTime in its own
+// batch, so it is durable exactly when the changes stamped with it are, and
+// [Open] raises the clock to it: no time used by a durable change is issued
+// again, whatever the wall clock did meanwhile. [DB.LastCommitted] is the
+// highest time of an acknowledged group. TestClusterTimeSurvivesRestart
+// (clean close and power cut); builds with the invariants tag also check
+// that each group's time rises above the last committed one.
+//
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's
 // writes become visible to readers inside its batch commit, before

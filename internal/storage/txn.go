@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -39,6 +40,19 @@ type Txn struct {
 	hooks  []hook
 	arena  []byte
 	gid    uint64 // the pipeline goroutine while a request runs; invariants builds only
+	clock  *hlc.Clock
+	flight *flight // the group the request belongs to
+}
+
+// Tick returns a new cluster time for one change the request makes: above
+// every time issued before, in this group or any earlier one, and persisted
+// with the group so no restart issues it again (invariant "Cluster time
+// survives restart"). Times a request takes and then fails with are
+// skipped, not reused. Call it only from the request's function.
+func (t *Txn) Tick() hlc.Timestamp {
+	ts := t.clock.Now()
+	t.flight.maxTick = ts
+	return ts
 }
 
 // OnPipeline reports whether the caller runs inside one of this Txn's

@@ -87,6 +87,9 @@ type DB struct {
 	// group (LastCommitted).
 	lastCommitted atomic.Uint64
 
+	// intents are the keys open transactions wrote (transaction.go).
+	intents intents
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -419,7 +422,7 @@ func (db *DB) releaseLeaked() {
 			if invariants.Enabled {
 				db.opts.Logger.Warn("iterator left open", "opened", v.cc.Origin())
 			}
-			_ = v.it.Close()
+			_ = v.release()
 		case *Snapshot:
 			if invariants.Enabled {
 				db.opts.Logger.Warn("snapshot left open", "opened", v.cc.Origin())

@@ -65,8 +65,8 @@ type Shape struct {
 	Range    []string // fields tested with ranges ($gt, $lt, ...)
 	Sort     []string // sort fields in order
 	Runs     int64
-	Examined int64 // documents plus keys examined, over all runs
-	Returned int64 // documents returned or matched, over all runs
+	Examined int64  // documents plus keys examined, over all runs
+	Returned int64  // documents returned or matched, over all runs
 	Plan     string // the plan summary of the last run: COLLSCAN, IXSCAN { a: 1 }
 	// ArrayPositions lists update paths that named an array element by
 	// position or by $ / $[] inside another array (nested mutable arrays).
@@ -76,8 +76,7 @@ type Shape struct {
 // Input is everything Analyze reads about one collection.
 type Input struct {
 	NS      string
-	Count   int64 // documents in the collection (the sample's population)
-	Sample  []bsoncore.Document
+	Sample  []bsoncore.Document // a bounded random sample of its documents
 	Indexes []Index
 	Shapes  []Shape
 }

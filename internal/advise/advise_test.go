@@ -55,7 +55,7 @@ var models = []struct {
 			}
 			docs = append(docs, raw(t, bson.D{{Key: "_id", Value: id}, {Key: "model-uuid", Value: model}, {Key: "name", Value: name}, {Key: "life", Value: i % 3}}))
 		}
-		return Input{NS: "juju.units", Count: 300, Sample: docs}
+		return Input{NS: "juju.units", Sample: docs}
 	}, []want{{"duplicatedIdentity", "_id", High, "compound _id"}}},
 
 	{"shippr fleets: nodes keyed by generated ids, copied into nodeIdentifiers", func(t testing.TB, rng *rand.Rand) Input {
@@ -74,7 +74,7 @@ var models = []struct {
 			docs = append(docs, raw(t, bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "name", Value: fmt.Sprintf("fleet-%d", i)},
 				{Key: "nodes", Value: nodes}, {Key: "nodeIdentifiers", Value: ids}}))
 		}
-		return Input{NS: "shippr.fleets", Count: 120, Sample: docs}
+		return Input{NS: "shippr.fleets", Sample: docs}
 	}, []want{
 		{"dynamicFieldNames", "nodes", High, `"nodes.id"`},
 		{"duplicatedKeysArray", "nodeIdentifiers", High, "drop nodeIdentifiers"},
@@ -87,7 +87,7 @@ var models = []struct {
 				docs = append(docs, raw(t, bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "docId", Value: d}, {Key: "version", Value: v}, {Key: "attr1", Value: rng.IntN(10)}}))
 			}
 		}
-		return Input{NS: "app.docs", Count: 300, Sample: docs, Shapes: []Shape{
+		return Input{NS: "app.docs", Sample: docs, Shapes: []Shape{
 			{Command: "find", Equality: []string{"docId"}, Sort: []string{"version"}, Runs: 500, Examined: 500 * 300, Returned: 500, Plan: "COLLSCAN"},
 		}}
 	}, []want{
@@ -102,7 +102,7 @@ var models = []struct {
 			docs = append(docs, raw(t, bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "project_id", Value: projects[rng.IntN(len(projects))]},
 				{Key: "key", Value: fmt.Sprintf("doc-%d", i)}, {Key: "owner", Value: fmt.Sprintf("u%d", rng.IntN(900))}}))
 		}
-		return Input{NS: "yorkie.documents", Count: 1000, Sample: docs,
+		return Input{NS: "yorkie.documents", Sample: docs,
 			Indexes: []Index{index(t, "_id_", bson.D{{Key: "_id", Value: 1}}, true, 10), index(t, "key_1", bson.D{{Key: "key", Value: 1}}, true, 900)},
 			Shapes: []Shape{
 				{Command: "find", Equality: []string{"project_id", "key"}, Runs: 900, Examined: 900, Returned: 900, Plan: "IXSCAN { key: 1 }"},
@@ -125,7 +125,7 @@ var models = []struct {
 				bson.D{{Key: "no", Value: 1}, {Key: "items", Value: bson.A{bson.D{{Key: "sku", Value: "a"}, {Key: "qty", Value: 1}}}}},
 			}}, {Key: "events", Value: events}}))
 		}
-		return Input{NS: "shop.customers", Count: 50, Sample: docs, Shapes: []Shape{
+		return Input{NS: "shop.customers", Sample: docs, Shapes: []Shape{
 			{Command: "update", Equality: []string{"_id"}, Runs: 10, Examined: 10, Returned: 10, Plan: "IDHACK", ArrayPositions: []string{"orders.items"}},
 		}}
 	}, []want{
@@ -138,7 +138,7 @@ var models = []struct {
 		for i := range 50 {
 			docs = append(docs, raw(t, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i % 7}, {Key: "b", Value: i}, {Key: "c", Value: "x"}}))
 		}
-		return Input{NS: "t.c", Count: 50, Sample: docs, Indexes: []Index{
+		return Input{NS: "t.c", Sample: docs, Indexes: []Index{
 			index(t, "_id_", bson.D{{Key: "_id", Value: 1}}, true, 5),
 			index(t, "a_1", bson.D{{Key: "a", Value: 1}}, false, 40),
 			index(t, "a_1_b_1", bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}, false, 40),
@@ -156,7 +156,7 @@ var models = []struct {
 				{Key: "email", Value: fmt.Sprintf("u%d@x.org", i)}, {Key: "tags", Value: bson.A{"a", "b"}},
 				{Key: "profile", Value: bson.D{{Key: "name", Value: "n"}, {Key: "age", Value: 30 + i%40}}}}))
 		}
-		return Input{NS: "app.users", Count: 500, Sample: docs,
+		return Input{NS: "app.users", Sample: docs,
 			Indexes: []Index{index(t, "_id_", bson.D{{Key: "_id", Value: 1}}, true, 5), index(t, "email_1", bson.D{{Key: "email", Value: 1}}, true, 1000)},
 			Shapes:  []Shape{{Command: "find", Equality: []string{"email"}, Runs: 1000, Examined: 1000, Returned: 1000, Plan: "IXSCAN { email: 1 }"}}}
 	}, nil},

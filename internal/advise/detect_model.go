@@ -241,7 +241,7 @@ func arrays(in *Input, p *profile, o Options) []Finding {
 				Kind: "unboundedArray", Severity: sev, Path: path,
 				Summary: fmt.Sprintf("%s holds up to %d elements (median %d, 95th percentile %d, over %d arrays sampled)",
 					path, s.maxLen, s.percentile(0.5), s.percentile(0.95), s.arrays),
-				Evidence: []Fact{{"maxLength", s.maxLen}, {"medianLength", s.percentile(0.5)}, {"p95Length", s.percentile(0.95)}, {"arrays", s.arrays}},
+				Evidence:   []Fact{{"maxLength", s.maxLen}, {"medianLength", s.percentile(0.5)}, {"p95Length", s.percentile(0.95)}, {"arrays", s.arrays}},
 				Suggestion: fmt.Sprintf("Move the elements of %s into a collection of their own keyed by the parent's _id (or bucket them, a bounded number per document): an array that keeps growing drives its document toward the 16 MB limit, and every update rewrites all of it.", path),
 			})
 		}
@@ -252,8 +252,8 @@ func arrays(in *Input, p *profile, o Options) []Finding {
 			}
 			out = append(out, Finding{
 				Kind: "nestedArrays", Severity: sev, Path: path,
-				Summary: fmt.Sprintf("%s holds arrays inside the elements of an enclosing array (%d seen)", path, s.nested),
-				Evidence: []Fact{{"nestedArrays", s.nested}, {"positionalUpdates", sev == Medium}},
+				Summary:    fmt.Sprintf("%s holds arrays inside the elements of an enclosing array (%d seen)", path, s.nested),
+				Evidence:   []Fact{{"nestedArrays", s.nested}, {"positionalUpdates", sev == Medium}},
 				Suggestion: fmt.Sprintf("Give the elements of the enclosing array an id and update %s with arrayFilters ($[<name>]) rather than by position, or flatten the inner arrays into the outer elements; if they change often, move them into documents of their own.", path),
 			})
 		}
@@ -326,7 +326,7 @@ func versionPerDocument(in *Input, p *profile, _ Options) []Finding {
 				Kind: "versionPerDocument", Severity: Medium, Path: rpath + ", " + vpath,
 				Summary: fmt.Sprintf("each version of a record is a document of its own: %d documents for %d values of %s, numbered by %s",
 					p.docs, len(rs.values), rpath, vpath),
-				Evidence: []Fact{{"documents", p.docs}, {"records", len(rs.values)}, {"recordField", rpath}, {"versionField", vpath}},
+				Evidence:   []Fact{{"documents", p.docs}, {"records", len(rs.values)}, {"recordField", rpath}, {"versionField", vpath}},
 				Suggestion: fmt.Sprintf("Keep one document per %s in a versioned collection (create with versioning: {enabled: true}): the latest version is read like any document, _v gives compare-and-swap updates, and every earlier version stays readable through $versions and as-of reads — no sort and $group per query.", rpath),
 			}}
 		}

@@ -6,8 +6,10 @@ import (
 	"math"
 	"sort"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -29,6 +31,10 @@ type Chunk struct {
 	Min, Max bsoncore.Document // shard key documents
 	Shard    string
 	Version  Version
+	// ID is the chunk's config.chunks _id; Since is when it came to its
+	// shard (onCurrentShardSince), zero until the config servers stamp it.
+	ID       bson.ObjectID
+	Since    hlc.Timestamp
 	min, max []byte // their encodings
 }
 
@@ -37,16 +43,16 @@ type Chunk struct {
 type Map struct {
 	NS      string
 	Pattern *Pattern
-	Epoch   string
+	Epoch   bson.ObjectID // lastmodEpoch: a new one for every incarnation of the collection
 	Chunks  []Chunk
 }
 
 // NewMap returns the map of a newly sharded collection: one chunk over the
 // whole key space, on shard.
-func NewMap(ns string, p *Pattern, epoch, shard string) *Map {
+func NewMap(ns string, p *Pattern, epoch bson.ObjectID, shard string) *Map {
 	lo, hi := p.MinKey(), p.MaxKey()
 	return &Map{NS: ns, Pattern: p, Epoch: epoch, Chunks: []Chunk{{
-		Min: lo, Max: hi, Shard: shard, Version: Version{1, 0},
+		Min: lo, Max: hi, Shard: shard, Version: Version{1, 0}, ID: bson.NewObjectID(),
 		min: mustEncode(p, lo), max: mustEncode(p, hi),
 	}}}
 }
@@ -80,7 +86,7 @@ func HashedSplitPoints(n int) []int64 {
 // pattern whose first field is hashed: perShard chunks for each shard
 // (MongoDB 7.0 makes two per shard by default), dealt to the shards in
 // turn. Later fields of a compound pattern start at MinKey in each bound.
-func NewHashedMap(ns string, p *Pattern, epoch string, shards []string, perShard int) (*Map, error) {
+func NewHashedMap(ns string, p *Pattern, epoch bson.ObjectID, shards []string, perShard int) (*Map, error) {
 	if len(p.Fields) == 0 || !p.Fields[0].Hashed {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "presplitting needs a shard key whose first field is hashed, not %s", p)
 	}
@@ -194,6 +200,7 @@ func (m *Map) Split(at bsoncore.Document) error {
 	}
 	v := m.Version()
 	left, right := c, c
+	right.ID = bson.NewObjectID()
 	left.Max, left.max, left.Version = at, enc, Version{v.Major, v.Minor + 1}
 	right.Min, right.min, right.Version = at, enc, Version{v.Major, v.Minor + 2}
 	m.Chunks = append(m.Chunks[:i], append([]Chunk{left, right}, m.Chunks[i+1:]...)...)

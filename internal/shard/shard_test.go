@@ -15,6 +15,8 @@ import (
 	"github.com/cairndb/cairn/internal/query"
 )
 
+var epoch = bson.NewObjectID()
+
 func raw(t testing.TB, v any) bsoncore.Document {
 	t.Helper()
 	b, err := bson.Marshal(v)
@@ -119,7 +121,7 @@ func TestHashedSplitPoints(t *testing.T) {
 		}
 	}
 	p, _ := ParsePattern(ext(t, `{"k": "hashed"}`))
-	m, err := NewHashedMap("db.c", p, "e1", []string{"s0", "s1", "s2"}, 2)
+	m, err := NewHashedMap("db.c", p, epoch, []string{"s0", "s1", "s2"}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestHashedSplitPoints(t *testing.T) {
 // randomMap splits a map over pattern p at the keys of random documents
 // and deals the chunks to shards at random.
 func randomMap(t testing.TB, rng *rand.Rand, p *Pattern, docs []bsoncore.Document, shards []string) *Map {
-	m := NewMap("db.c", p, "e1", shards[0])
+	m := NewMap("db.c", p, epoch, shards[0])
 	for range 12 {
 		key, err := p.Extract(docs[rng.IntN(len(docs))])
 		if err != nil {
@@ -164,7 +166,7 @@ func TestMapMutationsKeepTiling(t *testing.T) {
 	for i := range 300 {
 		docs = append(docs, raw(t, bson.D{{Key: "a", Value: rng.IntN(20)}, {Key: "b", Value: fmt.Sprint(i)}}))
 	}
-	m := NewMap("db.c", p, "e1", "s0")
+	m := NewMap("db.c", p, epoch, "s0")
 	shards := []string{"s0", "s1", "s2"}
 	owners := func() []string {
 		var out []string
@@ -282,7 +284,7 @@ func TestTargetSound(t *testing.T) {
 // leaving the first field open reaches every owning shard.
 func TestTargetExact(t *testing.T) {
 	p, _ := ParsePattern(ext(t, `{"project_id": 1, "doc_id": 1}`))
-	m := NewMap("db.docs", p, "e1", "s0")
+	m := NewMap("db.docs", p, epoch, "s0")
 	for _, at := range []string{`{"project_id": 10, "doc_id": {"$minKey": 1}}`, `{"project_id": 20, "doc_id": 5}`} {
 		if err := m.Split(ext(t, at)); err != nil {
 			t.Fatal(err)
@@ -316,7 +318,7 @@ func TestTargetExact(t *testing.T) {
 func TestPlan(t *testing.T) {
 	p, _ := ParsePattern(ext(t, `{"a": 1}`))
 	build := func(owners ...string) *Map {
-		m := NewMap("db.c", p, "e", owners[0])
+		m := NewMap("db.c", p, epoch, owners[0])
 		for i := 1; i < len(owners); i++ {
 			_ = m.Split(raw(t, bson.D{{Key: "a", Value: i * 10}}))
 		}
@@ -364,5 +366,42 @@ func TestAllowsUniqueIndex(t *testing.T) {
 		if (err == nil) != tc.ok || err != nil && codeOf(err) != mongoerr.CannotCreateIndex {
 			t.Errorf("%s: %v, want allowed=%v", tc.key, err, tc.ok)
 		}
+	}
+}
+
+// TestConfigRoundTrip: a map written as config.collections and
+// config.chunks documents reads back the same, whatever the chunk order;
+// a gap among the chunks is refused.
+func TestConfigRoundTrip(t *testing.T) {
+	p, _ := ParsePattern(ext(t, `{"project_id": 1, "doc_id": 1}`))
+	m := NewMap("db.docs", p, epoch, "s0")
+	_ = m.Split(ext(t, `{"project_id": 10, "doc_id": {"$minKey": 1}}`))
+	_ = m.Split(ext(t, `{"project_id": 20, "doc_id": 5}`))
+	_ = m.Move(2, "s1")
+	coll := Collection{NS: "db.docs", Epoch: epoch, Timestamp: 7 << 32, UUID: [16]byte{1, 2, 3}, Key: p.Doc, Unique: true}
+	cd, err := ParseCollection(coll.Doc())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := m.ChunkDocs(coll.UUID)
+	other := Collection{UUID: [16]byte{9}}
+	docs = append(docs, NewMap("db.other", p, epoch, "s9").ChunkDocs(other.UUID)...) // ignored: another collection
+	slices.Reverse(docs)
+	back, err := MapFromConfig(cd, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Chunks) != len(m.Chunks) || back.Version() != m.Version() || back.Epoch != epoch || !cd.Unique {
+		t.Fatalf("read back %d chunks at %v, want %d at %v", len(back.Chunks), back.Version(), len(m.Chunks), m.Version())
+	}
+	for i := range m.Chunks {
+		a, b := m.Chunks[i], back.Chunks[i]
+		if a.ID != b.ID || a.Shard != b.Shard || a.Version != b.Version || !slices.Equal(a.Min, b.Min) || !slices.Equal(a.Max, b.Max) {
+			t.Fatalf("chunk %d: %+v, want %+v", i, b, a)
+		}
+	}
+	gap := slices.Delete(m.ChunkDocs(coll.UUID), 1, 2)
+	if _, err := MapFromConfig(cd, gap); err == nil {
+		t.Fatal("a map with a gap was accepted")
 	}
 }

@@ -64,7 +64,7 @@ type CellRange struct{ Lo, Hi int64 }
 // their ancestors down to the coarsest indexed level as a single key (a
 // geometry covered by a coarser cell). Sorted and merged.
 func (r *Region) QueryCells(p IndexParams) []CellRange {
-	rc := &s2.RegionCoverer{MinLevel: p.CoarsestLevel, MaxLevel: p.FinestLevel, MaxCells: queryMaxCells}
+	rc := queryCoverer(p)
 	var cov s2.CellUnion
 	switch r.Kind {
 	case RegionCenterSphere:
@@ -82,8 +82,15 @@ func (r *Region) QueryCells(p IndexParams) []CellRange {
 // CapCells is QueryCells of a cap around center (the $near search's
 // rings).
 func CapCells(center s2.Point, radius s1.Angle, p IndexParams) []CellRange {
-	rc := &s2.RegionCoverer{MinLevel: p.CoarsestLevel, MaxLevel: p.FinestLevel, MaxCells: queryMaxCells}
-	return cellRanges(rc.Covering(s2.CapFromCenterAngle(center, radius)), p)
+	return cellRanges(queryCoverer(p).Covering(s2.CapFromCenterAngle(center, radius)), p)
+}
+
+// queryCoverer covers query regions. It has no minimum level: a cell
+// coarser than the index's coarsest level scans the range of its
+// descendants, which holds every key under it, where forcing the minimum
+// would split a large region into thousands of cells.
+func queryCoverer(p IndexParams) *s2.RegionCoverer {
+	return &s2.RegionCoverer{MaxLevel: p.FinestLevel, MaxCells: queryMaxCells}
 }
 
 const (
@@ -122,3 +129,6 @@ func cellRanges(cov s2.CellUnion, p IndexParams) []CellRange {
 
 // Key is the index key of a cell: its id as a signed int64.
 func Key(c s2.CellID) int64 { return int64(c) }
+
+// AvgEdge is the average edge of an S2 cell at a level, in radians.
+func AvgEdge(level int) float64 { return s2.AvgEdgeMetric.Value(level) }

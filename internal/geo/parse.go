@@ -381,3 +381,32 @@ func selfCrossing(pts []s2.Point) (int, int, bool) {
 	}
 	return 0, 0, false
 }
+
+// ValuesAt are the values at a dotted path's parts, as a geo field reads
+// them: through documents and arrays of documents, the leaf value whole
+// (a legacy pair is an array).
+func ValuesAt(doc bsoncore.Document, parts []string) []bsoncore.Value {
+	var out []bsoncore.Value
+	var walk func(v bsoncore.Value, i int)
+	walk = func(v bsoncore.Value, i int) {
+		if i == len(parts) {
+			out = append(out, v)
+			return
+		}
+		switch v.Type {
+		case bsoncore.TypeEmbeddedDocument:
+			if e, err := v.Document().LookupErr(parts[i]); err == nil {
+				walk(e, i+1)
+			}
+		case bsoncore.TypeArray:
+			vals, _ := bsoncore.Document(v.Data).Values()
+			for _, e := range vals {
+				if e.Type == bsoncore.TypeEmbeddedDocument {
+					walk(e, i)
+				}
+			}
+		}
+	}
+	walk(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, 0)
+	return out
+}

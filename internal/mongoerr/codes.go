@@ -94,6 +94,7 @@ const (
 	ConversionFailure          Code = 241
 	IndexBuildAborted          Code = 276
 	ClientDisconnect           Code = 279
+	NoQueryExecutionPlans      Code = 291
 	QueryExceededMemory        Code = 292
 	MechanismUnavailable       Code = 334
 	UnsupportedOpQueryCommand  Code = 352
@@ -140,6 +141,7 @@ const (
 	SubtractDateFromNumber     Code = 16613 // expr
 	ConcatType                 Code = 16702 // expr
 	AmbiguousFieldName         Code = 16746 // index
+	GeoExtractKeys             Code = 16755 // index: "Can't extract geo keys" (2dsphere)
 	HashedUnique               Code = 16764 // index
 	HashedArray                Code = 16766 // index
 	VariableNameEmpty          Code = 16866 // expr: "empty variable names are not allowed"

@@ -79,6 +79,7 @@ func geoPair(tb testing.TB, db *DB, iters int, work, base string, limit int64) a
 		if nw != nb || nw == 0 {
 			tb.Fatalf("%s found %d, its baseline %s %d", work, nw, base, nb)
 		}
+		tb.Logf("%s: %d documents", work, nw)
 	}
 	return t
 }

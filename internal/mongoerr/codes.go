@@ -518,6 +518,7 @@ const (
 	RankWindow                 Code = 5371601 // agg: a window on $rank & co.
 	RankSort                   Code = 5371602 // agg: they need exactly one sortBy field
 	WindowMemory               Code = 5414201 // agg: window values over the memory budget
+	NearInMatch                Code = 5626500 // agg: $near/$nearSphere in $match (they need a sort by distance)
 	RangeNotNumber             Code = 5429413 // agg: sortBy value not a number in a range window
 	RangeDateNoUnit            Code = 5429414 // agg: a date sortBy value with a unitless range
 	RangeNotDate               Code = 5429513 // agg: sortBy value not a date in a time-range window

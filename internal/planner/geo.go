@@ -91,7 +91,8 @@ type nearClause struct {
 // findNear finds the filter's $near/$nearSphere: nil when none. One at
 // the top level (or under a top-level $and) is allowed; one anywhere else,
 // or two, is BadValue, as MongoDB says.
-func findNear(c query.Conjunction) (*nearClause, error) {
+func findNear(f *query.Filter) (*nearClause, error) {
+	c := f.Tree()
 	var top []nearClause
 	var err error
 	var walkTop func(c query.Conjunction)
@@ -120,7 +121,7 @@ func findNear(c query.Conjunction) (*nearClause, error) {
 	if err != nil {
 		return nil, err
 	}
-	if total := countNear(c); total > len(top) {
+	if total := f.NearCount(); total > len(top) {
 		return nil, mongoerr.New(mongoerr.BadValue, "geoNear must be top-level expr")
 	}
 	switch len(top) {
@@ -130,28 +131,6 @@ func findNear(c query.Conjunction) (*nearClause, error) {
 		return &top[0], nil
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "Too many geoNear expressions")
-}
-
-// countNear counts $near/$nearSphere anywhere in a filter.
-func countNear(c query.Conjunction) int {
-	n := 0
-	var ops func([]query.Op)
-	ops = func(os []query.Op) {
-		for _, op := range os {
-			if op.Name == "$near" || op.Name == "$nearSphere" {
-				n++
-			}
-			ops(op.Sub)
-			n += countNear(op.Elem)
-		}
-	}
-	for i := range c {
-		ops(c[i].Ops)
-		for _, b := range c[i].Branches {
-			n += countNear(b)
-		}
-	}
-	return n
 }
 
 // nearCandidate plans a $near query: the GEO_NEAR_2DSPHERE stage over the

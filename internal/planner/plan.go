@@ -195,7 +195,7 @@ type candidate struct {
 func (pl *planning) candidates() ([]*candidate, error) {
 	q := pl.q
 	pl.a = analyze(q.Filter.Tree())
-	if nc, err := findNear(q.Filter.Tree()); err != nil || nc != nil {
+	if nc, err := findNear(q.Filter); err != nil || nc != nil {
 		if err != nil {
 			return nil, err
 		}

@@ -77,3 +77,29 @@ func ParseNear(op string, v, ops bsoncore.Value) (*geo.Near, error) {
 	}
 	return n, nil
 }
+
+// NearCount counts the $near and $nearSphere conditions anywhere in the
+// filter: the planner allows one, at the top level; a context that cannot
+// order by distance ($match) allows none.
+func (f *Filter) NearCount() int { return countNear(f.Tree()) }
+
+func countNear(c Conjunction) int {
+	n := 0
+	var ops func([]Op)
+	ops = func(os []Op) {
+		for _, op := range os {
+			if op.Name == "$near" || op.Name == "$nearSphere" {
+				n++
+			}
+			ops(op.Sub)
+			n += countNear(op.Elem)
+		}
+	}
+	for i := range c {
+		ops(c[i].Ops)
+		for _, b := range c[i].Branches {
+			n += countNear(b)
+		}
+	}
+	return n
+}

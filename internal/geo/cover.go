@@ -79,10 +79,21 @@ func (r *Region) QueryCells(p IndexParams) []CellRange {
 	return cellRanges(cov, p)
 }
 
-// CapCells is QueryCells of a cap around center (the $near search's
-// rings).
-func CapCells(center s2.Point, radius s1.Angle, p IndexParams) []CellRange {
-	return cellRanges(queryCoverer(p).Covering(s2.CapFromCenterAngle(center, radius)), p)
+// RingCells is the key ranges of a ring of the $near search: the cells
+// covering the cap out to outer, less the cells wholly inside the cap out
+// to inner. Every geometry within the ring has a key there (or in an
+// ancestor); one with a key only inside the inner cap comes within inner
+// of the center, so an earlier ring found it.
+func RingCells(center s2.Point, inner, outer s1.Angle, p IndexParams) []CellRange {
+	rc := queryCoverer(p)
+	cov := rc.Covering(s2.CapFromCenterAngle(center, outer))
+	if inner > 0 {
+		in := rc.InteriorCovering(s2.CapFromCenterAngle(center, inner))
+		cov.Normalize()
+		in.Normalize()
+		cov = s2.CellUnionFromDifference(cov, in)
+	}
+	return cellRanges(cov, p)
 }
 
 // queryCoverer covers query regions. It has no minimum level: a cell

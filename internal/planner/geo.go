@@ -27,7 +27,8 @@ import (
 //
 // $near and $nearSphere are the GEO_NEAR_2DSPHERE stage: an expanding
 // annulus search. Each ring scans the index over the cells of the cap out
-// to the ring's outer radius (the other fields' bounds as usual), fetches
+// to the ring's outer radius less the cells wholly inside the earlier
+// rings (geo.RingCells; the other fields' bounds as usual), fetches
 // the documents not yet settled, measures their distance (geo.Distance,
 // the nearest point of the nearest geometry at the path), and returns, in
 // distance order, those whose distance falls in the ring and that match
@@ -165,6 +166,7 @@ type geoNearStage struct {
 
 	started      bool
 	inner, outer s1.Angle // the current ring
+	ringInner    s1.Angle // what earlier rings scanned: their largest outer
 	maxAngle     s1.Angle
 	step         s1.Angle
 	settled      map[string]bool // returned, or failed the filter: never again
@@ -210,7 +212,7 @@ func (s *geoNearStage) work(x *execCtx) (*member, state, error) {
 	}
 	if s.scan == nil {
 		b := slices.Clone(s.bounds)
-		b[s.field] = cellOIL(geo.CapCells(s.near.Point, s.outer, s.ix.spec.GeoParams()))
+		b[s.field] = cellOIL(geo.RingCells(s.near.Point, s.ringInner, s.outer, s.ix.spec.GeoParams()))
 		s.scan = newIXScan(s.ix, b, false)
 		s.rings++
 	}
@@ -239,6 +241,7 @@ func (s *geoNearStage) work(x *execCtx) (*member, state, error) {
 			return 0
 		})
 		last := s.outer >= s.maxAngle
+		s.ringInner = s.outer
 		s.inner = s.outer
 		if last {
 			s.inner = s.maxAngle + 1
@@ -264,8 +267,7 @@ func (s *geoNearStage) work(x *execCtx) (*member, state, error) {
 		s.settled[rid] = true
 		return nil, needTime, nil
 	}
-	last := s.outer >= s.maxAngle
-	if a := s.near.ToAngle(d); a > s.outer || (!last && a == s.outer) {
+	if s.near.ToAngle(d) > s.outer {
 		return nil, needTime, nil // a later ring's
 	}
 	s.settled[rid] = true

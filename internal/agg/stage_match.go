@@ -2,6 +2,7 @@ package agg
 
 import (
 	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -42,6 +43,9 @@ func parseMatch(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	// (not variables a $lookup binds: those change per document).
 	if m.query, err = query.ParseWith(rest, query.Options{Vars: pc.opts.Vars, Now: pc.opts.Now}); err != nil {
 		return nil, err
+	}
+	if m.query.NearCount() > 0 {
+		return nil, errorf(mongoerr.NearInMatch, "$geoNear, $near, and $nearSphere are not allowed in this context, as these operators require sorting geospatial data. If you do not need sort, consider using $geoWithin instead.")
 	}
 	return m, nil
 }

@@ -47,6 +47,17 @@ type Aggregate struct {
 // run under a context that outlives the request (opctx.Bound).
 func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 	a.Opts.Catalog = aggCatalog{e}
+	var gnSel Selection
+	var gn *geoNearSpec // a leading $geoNear (geonear.go)
+	if !a.Collectionless {
+		sel, spec, rest, ok, err := e.splitGeoNear(a.NS, a.Stages)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			gnSel, gn, a.Stages = sel, spec, rest
+		}
+	}
 	p, err := agg.Parse(a.Stages, a.Opts)
 	if err != nil {
 		return nil, err
@@ -60,7 +71,12 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		p = p.WithoutOutput()
 	}
 	var input agg.Source
-	if !a.Collectionless {
+	if gn != nil {
+		gnSel.SortMemory, gnSel.AllowDiskUse, gnSel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint
+		if input, err = e.openGeoNear(ctx, gnSel, gn, Run); err != nil {
+			return nil, err
+		}
+	} else if !a.Collectionless {
 		sel, rest, err := PushDown(a.NS, a.Stages)
 		if err != nil {
 			return nil, err
@@ -99,7 +115,13 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 	if a.Collectionless {
 		return nil, a.Stages, nil
 	}
-	sel, rest, err := PushDown(a.NS, a.Stages)
+	sel, _, rest, ok, err := e.splitGeoNear(a.NS, a.Stages)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		sel, rest, err = PushDown(a.NS, a.Stages)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -69,7 +69,13 @@
 //
 // # Deviations from MongoDB
 //
-// Text, 2d, 2dsphere and columnstore indexes, compound wildcard indexes
+// 2dsphere indexes (geo.go) key a geometry by the int64 ids of the S2 cells
+// covering it, as MongoDB's index version 3 does; versions 1 and 2 and
+// unique 2dsphere indexes are refused with CannotCreateIndex. Their keys
+// are Cairn's coverings (golang/geo's RegionCoverer with MongoDB's levels
+// and cell count), which need not be the exact cells S2-C++ picks.
+//
+// Text, 2d and columnstore indexes, compound wildcard indexes
 // (MongoDB 7.0 has them) and collations other than simple are refused with
 // CannotCreateIndex (67) as not supported yet. MongoDB 4.2+ has no index key
 // size limit and no index name length limit; neither has Cairn. A wildcard

@@ -63,6 +63,9 @@ func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, [
 	case genWildcard:
 		keys, mk, err = s.wildcardKeys(doc, dst[:0])
 		tb = nil
+	case genGeo:
+		keys, mk, err = s.geoKeys(doc, dst[:0])
+		tb = nil
 	default:
 		keys, tb, mk, err = s.btreeKeys(doc, dst[:0], tb)
 	}
@@ -83,6 +86,10 @@ func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, [
 func (s *Spec) Applies(doc bsoncore.Document) bool {
 	if s.filter != nil && !s.filter.Match(doc) {
 		return false
+	}
+	if s.gen == genGeo {
+		keys, _, err := s.geoKeys(doc, nil)
+		return err == nil && len(keys) > 0
 	}
 	if !s.Sparse {
 		return true

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairndb/cairn/internal/geo"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -41,6 +42,8 @@ func (k Kind) String() string {
 		return "hashed"
 	case Wildcard:
 		return "wildcard"
+	case Geo2dsphere:
+		return "2dsphere"
 	}
 	return fmt.Sprintf("Kind(%d)", k)
 }
@@ -96,6 +99,7 @@ type Spec struct {
 	proj    *query.Projection // wildcard: the projection applied before traversal
 	skipID  bool              // wildcard without projection: skip the top-level _id
 	valDesc bool              // wildcard: the value part is descending
+	geo     geo.IndexParams   // 2dsphere: the covering parameters
 }
 
 // generator is the key generation algorithm a spec uses.
@@ -105,6 +109,7 @@ const (
 	genBtree    generator = iota // ascending/descending fields only
 	genHashed                    // one hashed field, maybe with others
 	genWildcard                  // one wildcard field
+	genGeo                       // 2dsphere fields, maybe with others (geo.go)
 )
 
 // IsID reports whether the spec is the _id index ({_id: 1}).
@@ -293,7 +298,7 @@ func (p *specParser) parse() error {
 	}
 	// 6. What Cairn does not build yet.
 	switch p.plugin {
-	case "", "hashed", "wildcard":
+	case "", "hashed", "wildcard", "2dsphere":
 	default:
 		return cannotCreate("%s indexes are not supported yet", p.plugin)
 	}
@@ -548,6 +553,8 @@ func (p *specParser) field(name string, v bsoncore.Value, plugin string) Field {
 	switch {
 	case v.Type == bsoncore.TypeString && v.StringValue() == "hashed":
 		f.Kind = Hashed
+	case v.Type == bsoncore.TypeString && v.StringValue() == "2dsphere":
+		f.Kind = Geo2dsphere
 	case v.Type == bsoncore.TypeString:
 		f.Kind = Ascending // text, 2d, …: refused later
 	case plugin == "wildcard" && isWildcardName(name):
@@ -579,6 +586,8 @@ func (p *specParser) prepare() error {
 	case "wildcard":
 		s.gen = genWildcard
 		return p.prepareWildcard()
+	case "2dsphere":
+		return p.prepareGeo()
 	}
 	return nil
 }
@@ -610,6 +619,9 @@ func (p *specParser) canonical(isID bool) bsoncore.Document {
 			continue
 		}
 		b.AppendValue(e.Key(), e.Value())
+	}
+	if p.plugin == "2dsphere" && !hasField(p.spec, "2dsphereIndexVersion") {
+		b.AppendInt32("2dsphereIndexVersion", 3)
 	}
 	return b.Build()
 }

@@ -100,6 +100,7 @@ const (
 	ConversionFailure          Code = 241
 	IndexBuildAborted          Code = 276
 	ClientDisconnect           Code = 279
+	NoQueryExecutionPlans      Code = 291
 	QueryExceededMemory        Code = 292
 	MechanismUnavailable       Code = 334
 	UnsupportedOpQueryCommand  Code = 352
@@ -146,6 +147,7 @@ const (
 	SubtractDateFromNumber     Code = 16613 // expr
 	ConcatType                 Code = 16702 // expr
 	AmbiguousFieldName         Code = 16746 // index
+	GeoExtractKeys             Code = 16755 // index: "Can't extract geo keys" (2dsphere)
 	HashedUnique               Code = 16764 // index
 	HashedArray                Code = 16766 // index
 	VariableNameEmpty          Code = 16866 // expr: "empty variable names are not allowed"
@@ -522,6 +524,7 @@ const (
 	RankWindow                 Code = 5371601 // agg: a window on $rank & co.
 	RankSort                   Code = 5371602 // agg: they need exactly one sortBy field
 	WindowMemory               Code = 5414201 // agg: window values over the memory budget
+	NearInMatch                Code = 5626500 // agg: $near/$nearSphere in $match (they need a sort by distance)
 	RangeNotNumber             Code = 5429413 // agg: sortBy value not a number in a range window
 	RangeDateNoUnit            Code = 5429414 // agg: a date sortBy value with a unitless range
 	RangeNotDate               Code = 5429513 // agg: sortBy value not a date in a time-range window

@@ -25,6 +25,9 @@
 //     the two-part key {$_path: 1, <path>: 1} — the collection scan when
 //     no index helps, a hinted index); run.go runs a trial among several
 //     (the multi-planner) and caches the winner per query shape (cache.go).
+//   - geo.go: 2dsphere bounds (the S2 cell ranges of a $geoWithin or
+//     $geoIntersects region) and the GEO_NEAR_2DSPHERE stage of $near and
+//     $nearSphere, an expanding ring search in distance order.
 //   - distinct.go: the distinct scan (DISTINCT_SCAN) of a $sort then a
 //     $group of $first accumulators on the sort's first field, when
 //     Query.DistinctPath asks for it and an index plainly qualifies.

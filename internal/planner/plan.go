@@ -195,6 +195,16 @@ type candidate struct {
 func (pl *planning) candidates() ([]*candidate, error) {
 	q := pl.q
 	pl.a = analyze(q.Filter.Tree())
+	if nc, err := findNear(q.Filter); err != nil || nc != nil {
+		if err != nil {
+			return nil, err
+		}
+		c, err := pl.nearCandidate(nc)
+		if err != nil {
+			return nil, err
+		}
+		return []*candidate{c}, nil
+	}
 	if q.Hint.Type != 0 {
 		c, err := pl.hinted()
 		if err != nil {
@@ -246,6 +256,10 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 			return nil
 		case ix.wildPath != "" && bounds[1].IsFull():
 			return nil
+		case ix.spec.IsGeo():
+			if !geoBounded(ix, bounds) {
+				return nil
+			}
 		case bounds[0].IsFull() && !(sorted && pl.q.Sort != nil):
 			return nil
 		}
@@ -351,9 +365,12 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 			continue
 		}
 		var o OIL
-		if f.Kind == index.Hashed {
+		switch f.Kind {
+		case index.Hashed:
 			o = hashedOIL(conds)
-		} else {
+		case index.Geo2dsphere:
+			o = geoOIL(conds, ix.spec.GeoParams())
+		default:
 			o = fieldOIL(conds, ix.fieldMultikey(i))
 			exact[i] = !ix.fieldMultikey(i)
 		}
@@ -421,7 +438,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern
 	for j := 0; j < len(keys); {
-		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && !ix.fieldMultikey(i) {
+		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && fields[i].Kind != index.Geo2dsphere && !ix.fieldMultikey(i) {
 			d := keys[j].dir
 			if fields[i].Kind == index.Descending {
 				d = -d

@@ -245,6 +245,9 @@ func examined(root stage) (keys, docs int64) {
 			docs += s.docs
 		case *fetch:
 			docs += s.docs
+		case *geoNearStage:
+			keys += s.keys
+			docs += s.docs
 		}
 	})
 	return keys, docs
@@ -430,6 +433,8 @@ func (e *Exec) PlanSummary() string {
 			p = "IDHACK"
 		case *ixScan:
 			p = "IXSCAN " + keyPatternText(s.ix.keyDoc())
+		case *geoNearStage:
+			p = "GEO_NEAR_2DSPHERE " + keyPatternText(s.ix.keyDoc())
 		default:
 			return
 		}

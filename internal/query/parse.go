@@ -345,8 +345,17 @@ func parseOperator(name, op string, v, ops bsoncore.Value) (pred, error) {
 		return parseBits(op, v)
 	case "$where":
 		return nil, badValue("$where cannot be applied to a field")
-	case "$geoWithin", "$geoIntersects", "$near", "$nearSphere", "$within":
-		return nil, badValue("%s is not supported yet", op)
+	case "$geoWithin", "$within":
+		return parseGeoWithin(v)
+	case "$geoIntersects":
+		return parseGeoIntersects(v)
+	case "$near", "$nearSphere":
+		return parseNear(op, v, ops)
+	case "$minDistance", "$maxDistance":
+		if !hasField(ops, "$near") && !hasField(ops, "$nearSphere") {
+			return nil, badValue("%s must be specified with $near or $nearSphere", op)
+		}
+		return nil, nil
 	}
 	return nil, badValue("unknown operator: %s", op)
 }
@@ -363,7 +372,7 @@ var knownFieldOperators = map[string]bool{
 	"$all": true, "$elemMatch": true, "$mod": true, "$regex": true, "$options": true,
 	"$not": true, "$bitsAllSet": true, "$bitsAnySet": true, "$bitsAllClear": true,
 	"$bitsAnyClear": true, "$geoWithin": true, "$geoIntersects": true, "$near": true,
-	"$nearSphere": true, "$within": true,
+	"$nearSphere": true, "$within": true, "$minDistance": true, "$maxDistance": true,
 }
 
 // trueValue is MongoDB's BSONElement::trueValue, used by $exists.

@@ -85,6 +85,10 @@ type Env struct {
 	Access *Access
 	// startupWarnings are getLog's startupWarnings lines (auth.go).
 	startupWarnings []string
+	// Process stops the server and rotates its log (nil: embedded).
+	Process Process
+	// fsync counts the fsync locks held (cmd_fsync.go).
+	fsync fsyncLock
 }
 
 // ConnCounters count client connections for serverStatus.

@@ -145,7 +145,9 @@ var matrix = map[string]matrixRole{
 	"getParameter": {"clusterMonitor", "admin"}, "hostInfo": {"clusterMonitor", "admin"}, "serverStatus": {"clusterMonitor", "admin"},
 	"listDatabases": {"clusterMonitor", "admin"},
 
-	"killOp": {"hostManager", "admin"}, "setParameter": {"hostManager", "admin"}, "killAllSessions": {"hostManager", "admin"},
+	"shutdown": {"hostManager", "admin"}, "logRotate": {"hostManager", "admin"}, "fsync": {"hostManager", "admin"},
+	"fsyncUnlock": {"hostManager", "admin"},
+	"killOp":      {"hostManager", "admin"}, "setParameter": {"hostManager", "admin"}, "killAllSessions": {"hostManager", "admin"},
 	"configureFailPoint": {"hostManager", "admin"}, "waitForFailPoint": {"hostManager", "admin"},
 	"setFeatureCompatibilityVersion": {"clusterManager", "admin"},
 
@@ -162,6 +164,10 @@ func matrixBody(name string) bson.D {
 	switch name {
 	case "dataSize":
 		return bson.D{{Key: name, Value: "test.c"}}
+	case "shutdown":
+		// A bad timeoutSecs fails after the privilege check, so the
+		// allowed case does not stop the matrix's server.
+		return bson.D{{Key: name, Value: 1}, {Key: "timeoutSecs", Value: "soon"}}
 	case "renameCollection":
 		return bson.D{{Key: name, Value: "test.c"}, {Key: "to", Value: "test.d"}}
 	case "createUser":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -148,8 +149,13 @@ func (s *Server) admit(nc net.Conn) {
 	}()
 }
 
+// errShuttingDown interrupts the operations still running when a shutdown's
+// time is up.
+var errShuttingDown = mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown")
+
 // Shutdown stops accepting, lets requests in flight finish until ctx ends,
-// then closes every connection.
+// then interrupts the operations still running and closes every
+// connection. An already-ended ctx (a forced shutdown) interrupts at once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })
@@ -169,6 +175,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.conns {
+			c.sess.Interrupt(errShuttingDown)
 			_ = c.nc.Close()
 		}
 		s.mu.Unlock()

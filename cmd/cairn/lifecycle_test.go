@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// cairnProc is this test binary run as `cairn serve`, logging to a file.
+type cairnProc struct {
+	cmd     *exec.Cmd
+	logPath string
+	addr    string
+	exited  chan error
+}
+
+// startCairn runs `cairn serve --port 0 --dbpath <tmp> --logpath <tmp>
+// args...` and waits for its "cairn is ready" line.
+func startCairn(t *testing.T, args ...string) *cairnProc {
+	t.Helper()
+	dir := t.TempDir()
+	p := &cairnProc{logPath: filepath.Join(dir, "cairn.log"), exited: make(chan error, 1)}
+	all := append([]string{"serve", "--port", "0", "--dbpath", filepath.Join(dir, "data"), "--logpath", p.logPath}, args...)
+	p.cmd = exec.Command(os.Args[0], all...)
+	p.cmd.Env = append(os.Environ(), "CAIRN_TEST_AS_CAIRN=1")
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	line := p.waitLog(t, "cairn is ready", 20*time.Second)
+	p.addr, _ = line["listen"].(string)
+	return p
+}
+
+// lines reads the log file's JSON lines.
+func readLog(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitLog waits for a line whose msg starts with msg in the current log
+// file.
+func (p *cairnProc) waitLog(t *testing.T, msg string, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, l := range readLog(t, p.logPath) {
+			if s, _ := l["msg"].(string); strings.HasPrefix(s, msg) {
+				return l
+			}
+		}
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+			t.Fatalf("cairn exited (%v) before logging %q", err, msg)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no %q line in the log within %s", msg, within)
+	return nil
+}
+
+func (p *cairnProc) client(t *testing.T) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr).SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+func (p *cairnProc) waitExit(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("cairn did not exit within 20 s")
+		return nil
+	}
+}
+
+// rotated lists the files the log was rotated to.
+func rotated(t *testing.T, logPath string) []string {
+	t.Helper()
+	m, err := filepath.Glob(logPath + ".*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSignalsAndLogRotation: SIGHUP is logged and reopens the log file (a
+// file moved away by an outside tool is replaced), the server goes on;
+// logRotate and SIGUSR1 rename the file aside and start a new one; the
+// shutdown command ends the process cleanly and removes its pid file.
+func TestSignalsAndLogRotation(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "cairn.pid")
+	p := startCairn(t, "--pidfilepath", pidFile)
+	ctx := context.Background()
+	c := p.client(t)
+	if pid, err := os.ReadFile(pidFile); err != nil || strings.TrimSpace(string(pid)) != strconv.Itoa(p.cmd.Process.Pid) {
+		t.Fatalf("pid file %q (err %v), want %d", pid, err, p.cmd.Process.Pid)
+	}
+
+	// An outside logrotate moves the file; SIGHUP makes cairn reopen it.
+	moved := p.logPath + ".moved"
+	if err := os.Rename(p.logPath, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(p.logPath); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !hasMsg(readLog(t, moved), "SIGHUP received") {
+		t.Error("SIGHUP was not logged")
+	}
+	if err := c.Ping(ctx, nil); err != nil {
+		t.Fatalf("the server did not survive SIGHUP: %v", err)
+	}
+	if _, err := c.Database("test").Collection("c").InsertOne(ctx, bson.D{{Key: "a", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// logRotate renames the file aside and starts a new one.
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "logRotate", Value: 1}}).Err(); err != nil {
+		t.Fatalf("logRotate: %v", err)
+	}
+	if n := len(rotated(t, p.logPath)); n != 2 {
+		t.Fatalf("after logRotate, rotated files %v; want the moved one and one renamed", rotated(t, p.logPath))
+	}
+	p.waitLog(t, "log file rotated", 5*time.Second)
+
+	// SIGUSR1 does the same.
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for len(rotated(t, p.logPath)) < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(rotated(t, p.logPath)); n != 3 {
+		t.Fatalf("after SIGUSR1, rotated files %v", rotated(t, p.logPath))
+	}
+
+	// shutdown: no reply (the connection closes), a clean exit.
+	err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "shutdown", Value: 1}, {Key: "timeoutSecs", Value: 5}}).Err()
+	if err == nil {
+		t.Error("shutdown replied; mongod closes the connection instead")
+	}
+	if err := p.waitExit(t); err != nil {
+		t.Fatalf("cairn exited with %v after shutdown", err)
+	}
+	if !hasMsg(readLog(t, p.logPath), "shutting down") {
+		t.Error("no shutting down line")
+	}
+	if _, err := os.Stat(pidFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the pid file is still there after a clean shutdown (%v)", err)
+	}
+}
+
+// TestSignalShutdown: SIGTERM and SIGINT shut down cleanly, with a log line
+// naming the signal.
+func TestSignalShutdown(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		p := startCairn(t)
+		c := p.client(t)
+		if _, err := c.Database("test").Collection("c").InsertOne(context.Background(), bson.D{{Key: "a", Value: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		// Disconnect first: a driver disconnecting from a server that is
+		// gone waits for its monitors to time out.
+		if err := c.Disconnect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.waitExit(t); err != nil {
+			t.Fatalf("%v: exit %v", sig, err)
+		}
+
+		found := false
+		for _, l := range readLog(t, p.logPath) {
+			found = found || l["msg"] == "shutting down" && strings.Contains(l["reason"].(string), sig.String())
+		}
+		if !found {
+			t.Errorf("%v: no shutting down line naming the signal", sig)
+		}
+	}
+}
+
+func hasMsg(lines []map[string]any, prefix string) bool {
+	for _, l := range lines {
+		if s, _ := l["msg"].(string); strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestQuiet: -v logs connection events; --quiet leaves them out at any
+// verbosity and keeps the rest.
+func TestQuiet(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		args := []string{"-v"}
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		p := startCairn(t, args...)
+		c := p.client(t)
+		if err := c.Ping(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Disconnect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.waitExit(t); err != nil {
+			t.Fatal(err)
+		}
+		lines := readLog(t, p.logPath)
+		if got := hasMsg(lines, "connection accepted"); got == quiet {
+			t.Errorf("quiet %v: connection accepted logged: %v", quiet, got)
+		}
+		if !hasMsg(lines, "shutting down") {
+			t.Errorf("quiet %v: the other lines are missing too", quiet)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"os"
@@ -17,6 +19,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairndb/cairn/internal/testpki"
 )
 
 // cairnProc is this test binary run as `cairn serve`, logging to a file.
@@ -272,5 +276,46 @@ func TestQuiet(t *testing.T) {
 		if !hasMsg(lines, "shutting down") {
 			t.Errorf("quiet %v: the other lines are missing too", quiet)
 		}
+	}
+}
+
+// TestServeTLS: `cairn serve --tlsMode requireTLS --tlsCertificateKeyFile`
+// (and the same from net.tls in a config file) serves the Go driver with
+// tls=true and refuses a plain client.
+func TestServeTLS(t *testing.T) {
+	ca := testpki.New(t, "Cairn test CA")
+	_, serverPEM := ca.Issue(t, "server", x509.ExtKeyUsageServerAuth)
+	conf := filepath.Join(t.TempDir(), "cairn.conf")
+	text := "net:\n  tls:\n    mode: requireTLS\n    certificateKeyFile: " + serverPEM + "\n"
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--tlsMode", "requireTLS", "--tlsCertificateKeyFile", serverPEM},
+		{"-f", conf},
+	} {
+		p := startCairn(t, args...)
+		if l := p.waitLog(t, "cairn is ready", time.Second); l["tlsMode"] != "requireTLS" {
+			t.Errorf("%v: ready line %v", args, l)
+		}
+		secure, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr + "/?tls=true").
+			SetTLSConfig(&tls.Config{RootCAs: ca.Pool}).SetServerSelectionTimeout(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := secure.Ping(context.Background(), nil); err != nil {
+			t.Errorf("%v: TLS client: %v", args, err)
+		}
+		_ = secure.Disconnect(context.Background())
+		plain, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr).SetServerSelectionTimeout(500 * time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.Ping(context.Background(), nil); err == nil {
+			t.Errorf("%v: a plain client connected under requireTLS", args)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_ = plain.Disconnect(ctx)
+		cancel()
 	}
 }

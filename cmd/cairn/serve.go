@@ -319,12 +319,24 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		c, _ := wire.CompressorByName(name)
 		compressors = append(compressors, c)
 	}
-	srv := server.New(env, server.Options{MaxConns: opts.MaxConns, Compressors: compressors})
+	srvOpts := server.Options{MaxConns: opts.MaxConns, Compressors: compressors}
+	if opts.TLS.Mode != config.TLSDisabled {
+		cfg, err := server.LoadTLS(server.TLSFiles{
+			CertificateKeyFile: opts.TLS.CertificateKeyFile, CAFile: opts.TLS.CAFile,
+			AllowInvalidCertificates:            opts.TLS.AllowInvalidCertificates,
+			AllowConnectionsWithoutCertificates: opts.TLS.AllowConnectionsWithoutCertificates,
+		})
+		if err != nil {
+			return err
+		}
+		srvOpts.TLS = &server.TLSOptions{Mode: opts.TLS.Mode, Config: cfg}
+	}
+	srv := server.New(env, srvOpts)
 	addr := net.JoinHostPort(opts.ListenIP(), strconv.Itoa(opts.Port))
 	if err := srv.Listen(addr); err != nil {
 		return fmt.Errorf("cannot listen on %s: %w (is another server using the port? try --port)", addr, err)
 	}
-	log.Info("cairn is ready", "listen", srv.Addr().String(), "dbpath", dir, "sync", opts.Sync, "version", version, "mongodbCompat", commands.MongoVersion,
+	log.Info("cairn is ready", "listen", srv.Addr().String(), "dbpath", dir, "sync", opts.Sync, "tlsMode", opts.TLS.Mode, "version", version, "mongodbCompat", commands.MongoVersion,
 		"config", opts.ConfigFile, "connect", "mongosh mongodb://"+srv.Addr().String())
 
 	sigs := make(chan os.Signal, 4)

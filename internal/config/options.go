@@ -67,6 +67,9 @@ type TLS struct {
 	CertificateKeyFile       string
 	CAFile                   string
 	AllowInvalidCertificates bool
+	// AllowConnectionsWithoutCertificates lets clients without a
+	// certificate connect when CAFile is set.
+	AllowConnectionsWithoutCertificates bool
 }
 
 // TLS modes, as mongod's --tlsMode.
@@ -164,7 +167,8 @@ var options = []option{
 	}},
 	{path: "net.tls.mode", flags: []string{"tlsMode"}, arg: "MODE", usage: "disabled (default), allowTLS, preferTLS or requireTLS: whether clients may, should or must connect with TLS", set: enumField(func(o *Options) *string { return &o.TLS.Mode }, TLSDisabled, TLSAllow, TLSPrefer, TLSRequire)},
 	{path: "net.tls.certificateKeyFile", flags: []string{"tlsCertificateKeyFile"}, arg: "FILE", usage: "PEM file with the server's certificate and its private key", set: stringField(func(o *Options) *string { return &o.TLS.CertificateKeyFile })},
-	{path: "net.tls.CAFile", flags: []string{"tlsCAFile"}, arg: "FILE", usage: "PEM file of the certificate authorities that client certificates are checked against; with it, a client that presents a certificate must present a valid one", set: stringField(func(o *Options) *string { return &o.TLS.CAFile })},
+	{path: "net.tls.CAFile", flags: []string{"tlsCAFile"}, arg: "FILE", usage: "PEM file of the certificate authorities that client certificates are checked against; with it, clients must present a valid certificate", set: stringField(func(o *Options) *string { return &o.TLS.CAFile })},
+	{path: "net.tls.allowConnectionsWithoutCertificates", flags: []string{"tlsAllowConnectionsWithoutCertificates"}, kind: kindBool, usage: "with --tlsCAFile, let clients without a certificate connect too", set: boolField(func(o *Options) *bool { return &o.TLS.AllowConnectionsWithoutCertificates })},
 	{path: "net.tls.allowInvalidCertificates", flags: []string{"tlsAllowInvalidCertificates"}, kind: kindBool, usage: "accept client certificates that do not verify (development only)", set: boolField(func(o *Options) *bool { return &o.TLS.AllowInvalidCertificates })},
 
 	{path: "storage.dbPath", flags: []string{"dbpath"}, arg: "DIR", usage: "data directory, created if missing (default ./cairn-data)", set: stringField(func(o *Options) *string { return &o.DBPath })},

@@ -29,6 +29,9 @@ type Options struct {
 	Compressors []wire.Compressor
 	// Logger receives connection events. Default: the Env's logger.
 	Logger *slog.Logger
+	// TLS, when its mode is not disabled, speaks TLS with the clients
+	// that start a handshake (tls.go); nil: plain connections only.
+	TLS *TLSOptions
 }
 
 // Server serves MongoDB clients over TCP.
@@ -123,24 +126,43 @@ func (s *Server) admit(nc net.Conn) {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAlive(true)
 	}
-	c := newConn(s, nc, s.nextID.Add(1))
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
 		_ = nc.Close()
 		return
 	}
-	s.conns[c] = struct{}{}
 	s.active.Add(1)
 	s.mu.Unlock()
 	env.Connections.Current.Add(1)
 	env.Connections.Available.Add(-1)
 	env.Connections.TotalCreated.Add(1)
+	id := s.nextID.Add(1)
 	go func() {
 		defer s.active.Done()
 		defer func() {
 			env.Connections.Current.Add(-1)
 			env.Connections.Available.Add(1)
+		}()
+		if s.opts.TLS != nil && s.opts.TLS.Mode != TLSDisabled {
+			secured, err := s.secure(nc)
+			if err != nil {
+				s.log.Info("closing a new connection", "remote", nc.RemoteAddr().String(), "err", err)
+				_ = nc.Close()
+				return
+			}
+			nc = secured
+		}
+		c := newConn(s, nc, id)
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		defer func() {
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()

@@ -319,3 +319,31 @@ func TestServeTLS(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestBackupAndRestore: `cairn backup` of a running server, then `cairn
+// serve --dbpath` on the backup serves the data.
+func TestBackupAndRestore(t *testing.T) {
+	p := startCairn(t)
+	ctx := context.Background()
+	c := p.client(t)
+	docs := []any{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}}
+	if _, err := c.Database("test").Collection("c").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "backup")
+	var stdout, stderr strings.Builder
+	if code := run([]string{"backup", "--uri", "mongodb://" + p.addr, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("cairn backup: exit %d, %s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "restore with: cairn serve --dbpath "+out) {
+		t.Errorf("backup output: %s", stdout.String())
+	}
+	restored := startCairn(t, "--dbpath", out)
+	n, err := restored.client(t).Database("test").Collection("c").CountDocuments(ctx, bson.D{})
+	if err != nil || n != 2 {
+		t.Fatalf("restored server: %d documents, err %v", n, err)
+	}
+	if code := run([]string{"backup", "--uri", "mongodb://" + p.addr, "--out", out}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "is not empty") {
+		t.Errorf("a backup into a used directory: exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -38,6 +38,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"serve", "-h"}, 0, "--setParameter", ""},
 		{[]string{"help", "serve"}, 0, "--tlsMode", ""},
 		{[]string{"bench", "--help"}, 0, "", "--workload"},
+		{[]string{"backup", "--help"}, 0, "cairn serve --dbpath", ""},
+		{[]string{"backup"}, 2, "", "--out is required"},
 		{[]string{"version"}, 0, "cairn " + version, ""},
 		{[]string{"version", "--help"}, 0, "Print Cairn's version", ""},
 		{[]string{"serve", "--sync", "sometimes"}, 2, "", "--sync must be 'always' or a positive interval"},

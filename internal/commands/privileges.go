@@ -101,6 +101,7 @@ var privilegeRules = map[string]privRule{
 	"convertToCapped":                coll("convertToCapped"),
 	"count":                          coll("find"),
 	"create":                         coll("createCollection"),
+	"createBackup":                   cluster("fsync"), // a host-level file operation, like fsync
 	"createIndexes":                  coll("createIndex"),
 	"createRole":                     {on: onDB, actions: []string{"createRole"}, more: grantNeeds("roles")},
 	"createUser":                     {on: onDB, actions: []string{"createUser"}, more: grantNeeds("roles")},

@@ -107,6 +107,7 @@ func init() {
 		"count": {run: cmdCount, kind: kindRead, apiV1: true, help: "count documents",
 			fields: args("query limit skip hint collation")},
 		"create":        create,
+		"createBackup":  {run: cmdCreateBackup, adminOnly: true, help: "write a consistent copy of the data directory to backupDir on the server's host, online", fields: args("backupDir")},
 		"createIndexes": {run: cmdCreateIndexes, kind: kindWrite, apiV1: true, help: "create indexes", fields: args("indexes"), notYet: args("commitQuorum ignoreUnknownIndexOptions")},
 		"currentOp":     {run: cmdCurrentOp, adminOnly: true, open: true, help: "operations in progress"},
 		"dataSize":      {run: cmdDataSize, kind: kindRead, help: "bytes and count of a collection's documents", fields: args("estimate"), notYet: args("keyPattern min max")},

@@ -146,8 +146,8 @@ var matrix = map[string]matrixRole{
 	"listDatabases": {"clusterMonitor", "admin"},
 
 	"shutdown": {"hostManager", "admin"}, "logRotate": {"hostManager", "admin"}, "fsync": {"hostManager", "admin"},
-	"fsyncUnlock": {"hostManager", "admin"},
-	"killOp":      {"hostManager", "admin"}, "setParameter": {"hostManager", "admin"}, "killAllSessions": {"hostManager", "admin"},
+	"fsyncUnlock": {"hostManager", "admin"}, "createBackup": {"hostManager", "admin"},
+	"killOp": {"hostManager", "admin"}, "setParameter": {"hostManager", "admin"}, "killAllSessions": {"hostManager", "admin"},
 	"configureFailPoint": {"hostManager", "admin"}, "waitForFailPoint": {"hostManager", "admin"},
 	"setFeatureCompatibilityVersion": {"clusterManager", "admin"},
 

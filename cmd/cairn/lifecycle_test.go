@@ -347,3 +347,38 @@ func TestBackupAndRestore(t *testing.T) {
 		t.Errorf("a backup into a used directory: exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestGetCmdLineOpts: parsed shows the config file's options and the flags
+// in mongod's shape, a flag's value over the file's.
+func TestGetCmdLineOpts(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "cairn.conf")
+	text := "systemLog:\n  quiet: true\noperationProfiling:\n  slowOpThresholdMs: 50\ncairn:\n  sync: 50ms\n"
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startCairn(t, "-f", conf, "--slowms", "60", "--setParameter", "cursorTimeoutMillis=1000")
+	raw, err := p.client(t).Database("admin").RunCommand(context.Background(), bson.D{{Key: "getCmdLineOpts", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"parsed.config": conf, "parsed.systemLog.quiet": true, "parsed.operationProfiling.slowOpThresholdMs": int32(60),
+		"parsed.cairn.sync": "50ms", "parsed.setParameter.cursorTimeoutMillis": "1000", "parsed.net.bindIp": "127.0.0.1",
+	} {
+		v, err := raw.LookupErr(strings.Split(path, ".")...)
+		var got any
+		if err == nil {
+			switch want.(type) {
+			case bool:
+				got, _ = v.BooleanOK()
+			case int32:
+				got, _ = v.Int32OK()
+			default:
+				got, _ = v.StringValueOK()
+			}
+		}
+		if got != want {
+			t.Errorf("%s = %v (%v), want %v; reply %s", path, got, v, want, raw)
+		}
+	}
+}

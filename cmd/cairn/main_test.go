@@ -93,6 +93,7 @@ func TestServeFlags(t *testing.T) {
 	want.Auth, want.MaxConns, want.CacheSizeGB, want.SlowMS, want.Profile = true, 7, 1.5, 20, 1
 	want.SetParameters = []string{"enableTestCommands=1", "cursorTimeoutMillis=5000"}
 	want.Compressors = []string{"zstd"}
+	o.Given = nil // TestGiven in internal/config
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("got  %+v\nwant %+v", o, want)
 	}

@@ -294,7 +294,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		}
 	}
 	env := commands.NewEnv(eng, commands.Config{
-		Port: opts.Port, BindIP: opts.ListenIP(), DBPath: dir, Argv: os.Args, CairnVer: version, Auth: opts.Auth,
+		Port: opts.Port, BindIP: opts.ListenIP(), DBPath: dir, Argv: os.Args, CairnVer: version, Auth: opts.Auth, Given: opts.Given,
 	}, log)
 	env.Logs = ring
 	defer env.Close()

@@ -44,6 +44,10 @@ type Config struct {
 	// Auth enforces access control (--auth): users must authenticate and
 	// hold the privileges a command needs (auth.go).
 	Auth bool
+	// Given are the options given in the config file and as flags, each
+	// as its config file path and value as given, in order
+	// (getCmdLineOpts's parsed; "config" is the file's own path).
+	Given [][2]string
 }
 
 // Env is the process-wide state commands share: the engine, cursors,

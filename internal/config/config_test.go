@@ -81,6 +81,9 @@ func effective(text string, flags []Setting) string {
 func diff(b *strings.Builder, prefix string, got, def reflect.Value) {
 	for i := 0; i < got.NumField(); i++ {
 		name := prefix + got.Type().Field(i).Name
+		if name == "Given" {
+			continue // TestGiven
+		}
 		g, d := got.Field(i), def.Field(i)
 		if g.Kind() == reflect.Struct {
 			diff(b, name+".", g, d)
@@ -161,6 +164,24 @@ var sampleValue = map[string]string{
 	"operationProfiling.slowOpThresholdMs": "5", "operationProfiling.slowOpSampleRate": "0.5", "setParameter": "a=1",
 	"processManagement.pidFilePath": "/p", "processManagement.timeZoneInfo": "/z", "cairn.metricsAddr": ":9",
 	"cairn.documentIdUniquePrefix": "3",
+}
+
+// TestGiven: the options the file and the flags gave, by config file path,
+// for getCmdLineOpts; a flag given after the file replaces its value.
+func TestGiven(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.conf")
+	if err := os.WriteFile(file, []byte("net:\n  port: 1\n  bindIpAll: true\nsystemLog:\n  quiet: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Load(file, []Setting{{"port", "2"}, {"auth", "true"}, {"verbose", "+1"}, {"verbose", "+1"}, {"profile", "2"}, {"setParameter", "a=1"}, {"log-level", "warn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(o.Given)
+	want := "[[config " + file + "] [net.bindIpAll true] [systemLog.quiet true] [net.port 2] [security.authorization enabled] [systemLog.verbosity 2] [operationProfiling.mode all]]"
+	if got != want {
+		t.Errorf("given\n%s\nwant\n%s", got, want)
+	}
 }
 
 func TestUnsupportedFlag(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -24,6 +25,7 @@ func Load(file string, flags []Setting) (Options, error) {
 		if err != nil {
 			return o, fmt.Errorf("cannot read the config file: %w", err)
 		}
+		o.give("config", file)
 		if err := ParseFile(text, &o); err != nil {
 			return o, fmt.Errorf("config file %s: %w", file, err)
 		}
@@ -45,6 +47,16 @@ func SetFlag(o *Options, name, value string) error {
 	}
 	if err := opt.set(o, value); err != nil {
 		return fmt.Errorf("--%s %w", name, err)
+	}
+	switch {
+	case opt.kind == kindCount:
+		o.give(opt.path, strconv.Itoa(o.Verbosity))
+	case name == "auth" || name == "noauth":
+		o.give("security.authorization", map[bool]string{true: "enabled", false: "disabled"}[o.Auth])
+	case name == "profile":
+		o.give("operationProfiling.mode", []string{"off", "slowOp", "all"}[o.Profile])
+	case opt.path != "" && opt.path != "setParameter":
+		o.give(opt.path, value)
 	}
 	return nil
 }
@@ -141,6 +153,7 @@ func walk(m *yaml.Node, prefix string, o *Options) error {
 			if err := opt.set(o, v.Value); err != nil {
 				return fmt.Errorf("line %d: %s %w", v.Line, path, err)
 			}
+			o.give(path, v.Value)
 		default:
 			return fmt.Errorf("line %d: %s takes a single value, not a list", v.Line, path)
 		}

@@ -58,6 +58,21 @@ type Options struct {
 
 	// ConfigFile is the file the options were read from ("" if none).
 	ConfigFile string
+	// Given are the options the file and the flags gave, each as its
+	// config file path and its value, in order; a path given again moves
+	// to the end with its new value (getCmdLineOpts's parsed).
+	Given [][2]string
+}
+
+// give records that path was given value.
+func (o *Options) give(path, value string) {
+	for i, g := range o.Given {
+		if g[0] == path {
+			o.Given = append(o.Given[:i], o.Given[i+1:]...)
+			break
+		}
+	}
+	o.Given = append(o.Given, [2]string{path, value})
 }
 
 // TLS is net.tls: how the listener speaks TLS.

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"crypto/x509"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -176,6 +177,9 @@ type Session struct {
 	ConnID int64
 	Remote string
 	Client bson.Raw // the handshake's client metadata, if any
+	// ClientCert is the TLS client certificate the server verified against
+	// its CA file (nil: none, or not verified), for MONGODB-X509.
+	ClientCert *x509.Certificate
 
 	// hangUp asks the server to close the connection instead of replying
 	// (failCommand's closeConnection); see TakeHangUp.

@@ -89,6 +89,7 @@ var (
 var privilegeRules = map[string]privRule{
 	"abortTransaction":               anyUser,
 	"aggregate":                      {on: onColl, actions: []string{"find"}, more: pipelineNeeds},
+	"authenticate":                   preAuth,
 	"buildInfo":                      preAuth,
 	"buildinfo":                      preAuth,
 	"cloneCollectionAsCapped":        {on: onColl, actions: []string{"find"}, more: cloneCappedNeeds},

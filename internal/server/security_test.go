@@ -121,7 +121,7 @@ var matrix = map[string]matrixRole{
 
 	"hello": {"", "admin"}, "isMaster": {"", "admin"}, "ismaster": {"", "admin"}, "buildInfo": {"", "admin"},
 	"buildinfo": {"", "admin"}, "ping": {"", "admin"}, "saslStart": {"", "admin"}, "saslContinue": {"", "admin"},
-	"logout": {"", "admin"}, "connectionStatus": {"", "admin"},
+	"logout": {"", "admin"}, "connectionStatus": {"", "admin"}, "authenticate": {"", "admin"},
 
 	"find": {"read", "test"}, "count": {"read", "test"}, "distinct": {"read", "test"}, "aggregate": {"read", "test"},
 	"listIndexes": {"read", "test"}, "collStats": {"read", "test"}, "dataSize": {"read", "test"}, "explain": {"read", "test"},

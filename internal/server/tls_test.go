@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -164,5 +165,81 @@ func TestLoadTLSErrors(t *testing.T) {
 		if _, err := server.LoadTLS(f); err == nil {
 			t.Errorf("%+v: loaded", f)
 		}
+	}
+}
+
+// TestX509Authentication: under --auth with --tlsCAFile, a user on
+// $external named by a certificate's subject authenticates with that
+// certificate (MONGODB-X509, the Go driver's way: speculatively in hello,
+// and the authenticate command); another certificate the CA signed, whose
+// subject is no user, is refused with AuthenticationFailed.
+func TestX509Authentication(t *testing.T) {
+	pki := testpki.New(t, "Cairn test CA")
+	_, serverPEM := pki.Issue(t, "server", x509.ExtKeyUsageServerAuth)
+	member, _ := pki.Issue(t, "x509-user", x509.ExtKeyUsageClientAuth)
+	stranger, _ := pki.Issue(t, "stranger", x509.ExtKeyUsageClientAuth)
+	cfg, err := server.LoadTLS(server.TLSFiles{CertificateKeyFile: serverPEM, CAFile: pki.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := startServerFull(t, server.Options{Logger: discard(), TLS: &server.TLSOptions{Mode: server.TLSRequire, Config: cfg}}, commands.Config{CairnVer: "test", Auth: true})
+	connect := func(cert tls.Certificate, x509Auth bool) *mongo.Client {
+		o := options.Client().ApplyURI("mongodb://" + addr + "/?serverSelectionTimeoutMS=5000").
+			SetTLSConfig(&tls.Config{RootCAs: pki.Pool, Certificates: []tls.Certificate{cert}})
+		if x509Auth {
+			o.SetAuth(options.Credential{AuthMechanism: "MONGODB-X509", AuthSource: "$external"})
+		}
+		c, err := mongo.Connect(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+		return c
+	}
+	subject := "CN=x509-user"
+	// The localhost exception: the first user, on $external, without a password.
+	anon := connect(member, false)
+	if err := runCmd(anon, "$external", bson.D{{Key: "createUser", Value: subject}, {Key: "pwd", Value: "x"}, {Key: "roles", Value: bson.A{}}}); codeOf(err) != 2 {
+		t.Fatalf("an $external user with a password: %v", err)
+	}
+	if err := runCmd(anon, "$external", bson.D{{Key: "createUser", Value: subject},
+		{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "app"}}}}}); err != nil {
+		t.Fatalf("createUser on $external: %v", err)
+	}
+
+	c := connect(member, true)
+	ctx := context.Background()
+	if _, err := c.Database("app").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatalf("insert as the x.509 user: %v", err)
+	}
+	var st struct {
+		AuthInfo struct {
+			AuthenticatedUsers []struct{ User, DB string } `bson:"authenticatedUsers"`
+		} `bson:"authInfo"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "connectionStatus", Value: 1}}).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if u := st.AuthInfo.AuthenticatedUsers; len(u) != 1 || u[0].User != subject || u[0].DB != "$external" {
+		t.Errorf("connectionStatus users %+v", u)
+	}
+	if err := runCmd(c, "other", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}); codeOf(err) != 13 {
+		t.Errorf("the x.509 user wrote outside its role: %v", err)
+	}
+
+	// The authenticate command itself, on a connection with no user yet.
+	if err := runCmd(anon, "$external", bson.D{{Key: "authenticate", Value: 1}, {Key: "mechanism", Value: "MONGODB-X509"}, {Key: "user", Value: "CN=someone-else"}}); codeOf(err) != 18 {
+		t.Errorf("authenticate as another subject: %v", err)
+	}
+	if err := runCmd(anon, "admin", bson.D{{Key: "authenticate", Value: 1}, {Key: "mechanism", Value: "MONGODB-X509"}}); codeOf(err) != 2 {
+		t.Errorf("authenticate on admin: %v", err)
+	}
+	if err := runCmd(anon, "$external", bson.D{{Key: "authenticate", Value: 1}, {Key: "mechanism", Value: "MONGODB-CR"}}); codeOf(err) != 334 {
+		t.Errorf("authenticate with MONGODB-CR: %v", err)
+	}
+
+	s := connect(stranger, true)
+	if err := s.Ping(ctx, nil); codeOf(err) != 18 {
+		t.Errorf("a certificate whose subject is no user: %v", err)
 	}
 }

@@ -416,3 +416,20 @@ func TestShutdownWhileFsyncLocked(t *testing.T) {
 		t.Fatal("the write held by the fsync lock never ended")
 	}
 }
+
+// TestBindIPList: --bind_ip takes a comma-separated list, as mongod's; the
+// server answers on every address of it.
+func TestBindIPList(t *testing.T) {
+	p := startCairn(t, "--bind_ip", "127.0.0.1,127.0.0.2")
+	l := p.waitLog(t, "cairn is ready", time.Second)
+	addrs, _ := l["addresses"].([]any)
+	if len(addrs) != 2 {
+		t.Fatalf("ready line addresses %v, want two", l["addresses"])
+	}
+	for _, a := range addrs {
+		q := &cairnProc{addr: a.(string)}
+		if err := q.client(t).Ping(context.Background(), nil); err != nil {
+			t.Errorf("%s: %v", a, err)
+		}
+	}
+}

@@ -332,11 +332,17 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		srvOpts.TLS = &server.TLSOptions{Mode: opts.TLS.Mode, Config: cfg}
 	}
 	srv := server.New(env, srvOpts)
-	addr := net.JoinHostPort(opts.ListenIP(), strconv.Itoa(opts.Port))
-	if err := srv.Listen(addr); err != nil {
-		return fmt.Errorf("cannot listen on %s: %w (is another server using the port? try --port)", addr, err)
+	for _, ip := range opts.ListenIPs() {
+		addr := net.JoinHostPort(ip, strconv.Itoa(opts.Port))
+		if err := srv.Listen(addr); err != nil {
+			return fmt.Errorf("cannot listen on %s: %w (is another server using the port? try --port)", addr, err)
+		}
 	}
-	log.Info("cairn is ready", "listen", srv.Addr().String(), "dbpath", dir, "sync", opts.Sync, "tlsMode", opts.TLS.Mode, "version", version, "mongodbCompat", commands.MongoVersion,
+	var addrs []string
+	for _, a := range srv.Addrs() {
+		addrs = append(addrs, a.String())
+	}
+	log.Info("cairn is ready", "listen", srv.Addr().String(), "addresses", addrs, "dbpath", dir, "sync", opts.Sync, "tlsMode", opts.TLS.Mode, "version", version, "mongodbCompat", commands.MongoVersion,
 		"config", opts.ConfigFile, "connect", "mongosh mongodb://"+srv.Addr().String())
 
 	sigs := make(chan os.Signal, 4)

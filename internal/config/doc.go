@@ -19,8 +19,7 @@
 //   - "Safe defaults": with no flag and no file the server listens on
 //     127.0.0.1 only and acknowledges a write once it is synced (Defaults).
 //
-// Deviations from MongoDB: net.bindIp takes one address (mongod takes a
-// comma-separated list); systemLog.destination takes only "file" (no
+// Deviations from MongoDB: systemLog.destination takes only "file" (no
 // syslog); YAML anchors and the __rest/__exec expansion directives are not
 // supported.
 package config

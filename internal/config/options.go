@@ -149,15 +149,19 @@ type option struct {
 // means honoured"). Keys are in the order `cairn serve --help` lists them.
 var options = []option{
 	{path: "net.port", flags: []string{"port"}, arg: "PORT", usage: "TCP port to listen on (default 27017; 0 picks a free port)", set: intField(func(o *Options) *int { return &o.Port }, 0, 65535)},
-	{path: "net.bindIp", flags: []string{"bind_ip"}, arg: "ADDRESS", usage: "address to listen on (default 127.0.0.1: this host only; 0.0.0.0 exposes the server to the network)", set: func(o *Options, v string) error {
-		v = strings.TrimSpace(v)
-		if strings.Contains(v, ",") {
-			return fmt.Errorf("takes one address in Cairn, got the list %q (use --bind_ip_all for every interface)", v)
+	{path: "net.bindIp", flags: []string{"bind_ip"}, arg: "ADDRESSES", usage: "addresses to listen on, comma-separated (default 127.0.0.1: this host only; 0.0.0.0 exposes the server to the network)", set: func(o *Options, v string) error {
+		var list []string
+		for _, a := range strings.Split(v, ",") {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				return fmt.Errorf("has an empty address in %q", v)
+			}
+			if strings.ContainsAny(a, " /") {
+				return fmt.Errorf("has a malformed address %q", a)
+			}
+			list = append(list, a)
 		}
-		if v == "" {
-			return fmt.Errorf("must not be empty")
-		}
-		o.BindIP = v
+		o.BindIP = strings.Join(list, ",")
 		return nil
 	}},
 	{path: "net.bindIpAll", flags: []string{"bind_ip_all"}, kind: kindBool, usage: "listen on every IPv4 address (0.0.0.0)", set: boolField(func(o *Options) *bool { return &o.BindIPAll })},
@@ -356,13 +360,17 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// ListenIP is the address the server binds.
+// ListenIP is the addresses the server binds, comma-separated (for
+// getCmdLineOpts and the exposure warning).
 func (o *Options) ListenIP() string {
 	if o.BindIPAll {
 		return "0.0.0.0"
 	}
 	return o.BindIP
 }
+
+// ListenIPs are the addresses the server binds, one listener each.
+func (o *Options) ListenIPs() []string { return strings.Split(o.ListenIP(), ",") }
 
 // Flag is one command-line flag, for the command line to register.
 type Flag struct {

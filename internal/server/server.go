@@ -40,7 +40,8 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	ln      net.Listener
+	// lns are the listeners, one per Listen (mongod's --bind_ip list).
+	lns     []net.Listener
 	nextID  atomic.Int64
 	active  sync.WaitGroup
 	mu      sync.Mutex
@@ -74,25 +75,50 @@ func New(env *commands.Env, opts Options) *Server {
 	return &Server{env: env, opts: opts, log: opts.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{}), looks: lookParking{wake: make(chan struct{}, 1)}}
 }
 
-// Listen binds addr ("127.0.0.1:27017"; port 0 picks a free one).
+// Listen binds addr ("127.0.0.1:27017"; port 0 picks a free one). Each
+// call adds an address the server accepts connections on (a --bind_ip
+// list); call it before Serve.
 func (s *Server) Listen(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	s.ln = ln
+	s.lns = append(s.lns, ln)
 	return nil
 }
 
-// Addr is the bound address (after Listen).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the first bound address (after Listen).
+func (s *Server) Addr() net.Addr { return s.lns[0].Addr() }
 
-// Serve accepts connections until Shutdown; it returns nil after a shutdown.
+// Addrs are every bound address, in the order of Listen.
+func (s *Server) Addrs() []net.Addr {
+	out := make([]net.Addr, len(s.lns))
+	for i, ln := range s.lns {
+		out[i] = ln.Addr()
+	}
+	return out
+}
+
+// Serve accepts connections on every listener until Shutdown; it returns
+// nil after a shutdown, or the first listener's failure (another
+// listener's is logged, and the others go on).
 func (s *Server) Serve() error {
 	go s.lookLoop() // watch.go
+	for _, ln := range s.lns[1:] {
+		go func() {
+			if err := s.accept(ln); err != nil {
+				s.log.Error("accepting connections failed", "listen", ln.Addr().String(), "err", err)
+			}
+		}()
+	}
+	return s.accept(s.lns[0])
+}
+
+// accept serves ln's connections until Shutdown.
+func (s *Server) accept(ln net.Listener) error {
 	var backoff time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return nil
@@ -181,8 +207,8 @@ var errShuttingDown = mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted 
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })
-	if s.ln != nil {
-		_ = s.ln.Close()
+	for _, ln := range s.lns {
+		_ = ln.Close()
 	}
 	s.mu.Lock()
 	for c := range s.conns {

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"archive/zip"
 	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -430,6 +434,70 @@ func TestBindIPList(t *testing.T) {
 		q := &cairnProc{addr: a.(string)}
 		if err := q.client(t).Ping(context.Background(), nil); err != nil {
 			t.Errorf("%s: %v", a, err)
+		}
+	}
+}
+
+// TestTimeZoneInfo: --timeZoneInfo is where aggregation's timezone names are
+// looked up: a zone that exists only there (Asia/Tokyo's rules, from Go's
+// own zoneinfo.zip, under a made-up name) works.
+func TestTimeZoneInfo(t *testing.T) {
+	zr, err := zip.OpenReader(filepath.Join(runtime.GOROOT(), "lib", "time", "zoneinfo.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	f, err := zr.Open("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "Cairn"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Cairn", "Test_Zone"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startCairn(t, "--timeZoneInfo", dir)
+	ctx := context.Background()
+	c := p.client(t).Database("test")
+	if _, err := c.Collection("c").InsertOne(ctx, bson.D{{Key: "t", Value: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := c.Collection("c").Aggregate(ctx, bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0},
+		{Key: "h", Value: bson.D{{Key: "$hour", Value: bson.D{{Key: "date", Value: "$t"}, {Key: "timezone", Value: "Cairn/Test_Zone"}}}}}}}}})
+	if err != nil {
+		t.Fatalf("a zone from --timeZoneInfo: %v", err)
+	}
+	var out []bson.M
+	if err := cur.All(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0]["h"] != int32(9) {
+		t.Fatalf("$hour in Cairn/Test_Zone (UTC+9): %v", out)
+	}
+}
+
+// TestNetworkMessageCompressors: the server offers only the compressors
+// --networkMessageCompressors lists ("disabled": none).
+func TestNetworkMessageCompressors(t *testing.T) {
+	for flag, want := range map[string]string{"zstd": "[zstd]", "disabled": "[]", "zlib,snappy": "[snappy zlib]"} {
+		p := startCairn(t, "--networkMessageCompressors", flag)
+		var reply struct {
+			Compression []string `bson:"compression"`
+		}
+		err := p.client(t).Database("admin").RunCommand(context.Background(),
+			bson.D{{Key: "hello", Value: 1}, {Key: "compression", Value: bson.A{"snappy", "zstd", "zlib"}}}).Decode(&reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(reply.Compression); got != want {
+			t.Errorf("--networkMessageCompressors %s: hello offers %s, want %s", flag, got, want)
 		}
 	}
 }

@@ -250,6 +250,12 @@ func (p *process) RotateLog() (bool, error) {
 const signaledShutdownTimeout = 15 * time.Second
 
 func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *logFile) error {
+	// Catch the signals first: one that arrives while starting (or just
+	// after the ready line, which a supervisor may act on) is handled,
+	// never the default death.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
 	every, err := config.SyncInterval(opts.Sync)
 	if err != nil {
 		return err
@@ -345,9 +351,6 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	log.Info("cairn is ready", "listen", srv.Addr().String(), "addresses", addrs, "dbpath", dir, "sync", opts.Sync, "tlsMode", opts.TLS.Mode, "version", version, "mongodbCompat", commands.MongoVersion,
 		"config", opts.ConfigFile, "connect", "mongosh mongodb://"+srv.Addr().String())
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
 	for {
@@ -366,7 +369,10 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 					log.Error("log rotation failed", "err", err)
 				}
 			default:
-				proc.stop <- stopRequest{why: "signal " + sig.String(), timeout: signaledShutdownTimeout}
+				select {
+				case proc.stop <- stopRequest{why: "signal " + sig.String(), timeout: signaledShutdownTimeout}:
+				default: // a shutdown is asked for already
+				}
 			}
 		case req := <-proc.stop:
 			log.Info("shutting down", "reason", req.why, "force", req.force, "timeout", req.timeout.String())

@@ -501,3 +501,25 @@ func TestNetworkMessageCompressors(t *testing.T) {
 		}
 	}
 }
+
+// TestLogRotateReopen: with --logRotate reopen, logRotate reopens the file
+// under its name (an outside tool moved it) and renames nothing.
+func TestLogRotateReopen(t *testing.T) {
+	p := startCairn(t, "--logRotate", "reopen")
+	moved := p.logPath + ".by-logrotate"
+	if err := os.Rename(p.logPath, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.client(t).Database("admin").RunCommand(context.Background(), bson.D{{Key: "logRotate", Value: 1}}).Err(); err != nil {
+		t.Fatalf("logRotate: %v", err)
+	}
+	if _, err := os.Stat(p.logPath); err != nil {
+		t.Fatalf("no new log file after logRotate with reopen: %v", err)
+	}
+	if files := rotated(t, p.logPath); len(files) != 1 || files[0] != moved {
+		t.Errorf("files beside the log: %v, want only %s", files, moved)
+	}
+	if !hasMsg(readLog(t, moved), "log rotation initiated: reopening") {
+		t.Error("the rotation was not logged in the old file")
+	}
+}

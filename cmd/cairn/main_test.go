@@ -36,6 +36,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"serve", "--help"}, 0, "-f, --config", ""},
 		{[]string{"serve", "--help"}, 0, "[net.port]", ""},
 		{[]string{"serve", "-h"}, 0, "--setParameter", ""},
+		{[]string{"serve", "--help"}, 0, "Net options [net]:\n      --port", ""},
 		{[]string{"help", "serve"}, 0, "--tlsMode", ""},
 		{[]string{"bench", "--help"}, 0, "", "--workload"},
 		{[]string{"backup", "--help"}, 0, "cairn serve --dbpath", ""},
@@ -127,6 +128,20 @@ func TestServeConfigFile(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"serve", "-f", bad}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "replication is not supported by Cairn") {
 		t.Errorf("an unsupported key: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestHelpListsEveryFlag: every flag has a section in serve's help (a
+// section missing from helpSections would hide its flags).
+func TestHelpListsEveryFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"serve", "--help"}, &out, &errOut); code != 0 {
+		t.Fatal(errOut.String())
+	}
+	for _, f := range config.Flags() {
+		if !strings.Contains(out.String(), "--"+f.Name+" ") && !strings.Contains(out.String(), "--"+f.Name+"\n") {
+			t.Errorf("--%s (section %q) is missing from serve --help", f.Name, f.Section)
+		}
 	}
 }
 

@@ -108,6 +108,7 @@ func serveCommand(stdout, stderr io.Writer) *cobra.Command {
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	fs.StringVarP(&configFile, "config", "f", "", "read options from this mongod-style YAML config file; flags given as well override it")
+	sections := map[string]*pflag.FlagSet{}
 	for _, f := range config.Flags() {
 		fl := fs.VarPF(&flagValue{flag: f, settings: &settings}, f.Name, f.Short, f.Usage)
 		switch {
@@ -116,8 +117,35 @@ func serveCommand(stdout, stderr io.Writer) *cobra.Command {
 		case f.Count:
 			fl.NoOptDefVal = "+1"
 		}
+		if sections[f.Section] == nil {
+			sections[f.Section] = pflag.NewFlagSet(f.Section, pflag.ContinueOnError)
+			sections[f.Section].SortFlags = false
+		}
+		sections[f.Section].AddFlag(fl)
 	}
+	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		w := c.OutOrStderr()
+		fmt.Fprintf(w, "Usage:\n  %s\n\nExamples:\n%s\n\nGeneral options:\n", c.UseLine(), c.Example)
+		general := pflag.NewFlagSet("general", pflag.ContinueOnError)
+		general.AddFlag(fs.Lookup("config"))
+		general.AddFlag(c.Flags().Lookup("help"))
+		fmt.Fprint(w, general.FlagUsages())
+		for _, s := range helpSections {
+			if set := sections[s.section]; set != nil {
+				fmt.Fprintf(w, "\n%s options [%s]:\n%s", s.title, s.section, set.FlagUsages())
+			}
+		}
+		return nil
+	})
 	return cmd
+}
+
+// helpSections order and title serve's options by config file section, as
+// mongod's help groups them.
+var helpSections = []struct{ section, title string }{
+	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"},
+	{"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
+	{"cairn", "Cairn"},
 }
 
 // flagError explains a flag the command line does not know: mongod's flags

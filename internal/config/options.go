@@ -382,7 +382,14 @@ type Flag struct {
 	Arg, Usage string
 	// AliasOf is the documented name when Name is another name for it.
 	AliasOf string
+	// Section is the config file section the option belongs to ("net",
+	// "storage", ...), for grouping the help as mongod's.
+	Section string
 }
+
+// flagOnlySections place the options that have no config file key of
+// their own.
+var flagOnlySections = map[string]string{"log-level": "systemLog", "auth": "security", "noauth": "security", "profile": "operationProfiling"}
 
 // Flags lists every flag, in the table's order.
 func Flags() []Flag {
@@ -393,7 +400,11 @@ func Flags() []Flag {
 			usage += " [" + opt.path + "]"
 		}
 		for i, name := range opt.flags {
-			f := Flag{Name: name, Bool: opt.kind == kindBool, Count: opt.kind == kindCount, Arg: opt.arg, Usage: usage}
+			section, _, _ := strings.Cut(opt.path, ".")
+			if section == "" {
+				section = flagOnlySections[opt.flags[0]]
+			}
+			f := Flag{Name: name, Bool: opt.kind == kindBool, Count: opt.kind == kindCount, Arg: opt.arg, Usage: usage, Section: section}
 			if i == 0 {
 				f.Short = opt.short
 			} else {

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,14 @@ func newConn(s *Server, nc net.Conn, id int64) *conn {
 		nc:   nc,
 		sess: &commands.Session{Env: s.env, ConnID: id, Remote: nc.RemoteAddr().String()},
 		w:    bufio.NewWriterSize(nc, 16<<10),
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		// Only a certificate that verified against --tlsCAFile names a
+		// user (MONGODB-X509); --tlsAllowInvalidCertificates lets
+		// others connect, not authenticate.
+		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+			c.sess.ClientCert = st.PeerCertificates[0]
+		}
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.watch = newWatcher(c)

@@ -358,6 +358,33 @@ func TestBackupAndRestore(t *testing.T) {
 	}
 }
 
+// TestAdviseReport: cairn advise prints a server's findings as a report,
+// and --json the command's reply.
+func TestAdviseReport(t *testing.T) {
+	p := startCairn(t)
+	ctx := context.Background()
+	var docs []any
+	for i := range 20 {
+		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("m1:web/%d", i)}, {Key: "model", Value: "m1"}, {Key: "name", Value: fmt.Sprintf("web/%d", i)}})
+	}
+	if _, err := p.client(t).Database("juju").Collection("units").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run([]string{"advise", "--uri", "mongodb://" + p.addr, "--db", "juju"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("cairn advise: exit %d, %s%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"juju.units: 20 documents sampled", "[MEDIUM] duplicatedIdentity at _id", "→ Use a compound _id"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"advise", "--uri", "mongodb://" + p.addr, "--db", "juju", "--collection", "units", "--json"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), `"kind": "duplicatedIdentity"`) {
+		t.Errorf("cairn advise --json: exit %d, %s%s", code, stdout.String(), stderr.String())
+	}
+}
+
 // TestGetCmdLineOpts: parsed shows the config file's options and the flags
 // in mongod's shape, a flag's value over the file's.
 func TestGetCmdLineOpts(t *testing.T) {

@@ -56,6 +56,12 @@ func cmdExplain(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	defer stop()
 	x := &explainer{ctx: ctx, s: s, verbosity: verbosity}
 	var body bson.D
+	if name, ok := innerReq.First().StringValueOK(); ok && isView(s, innerReq.DB, name) && innerReq.Name != "aggregate" {
+		if body, err = x.explainOnView(innerReq, name); err != nil {
+			return nil, err
+		}
+		return x.reply(dst, body, inner)
+	}
 	switch innerReq.Name {
 	case "find":
 		body, err = x.find(innerReq)
@@ -345,6 +351,9 @@ func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, st
 		return bson.D{{Key: "stages", Value: rawStages(rest)}}, nil
 	}
 	defer ex.Close()
+	if coll, _, _, isView := x.s.Env.Engine.Catalog().Resolve(ns.DB, ns.Coll); isView {
+		ns.Coll = coll // a view's plan reads its source collection
+	}
 	body, err := x.sections(ex, ns, nil)
 	if err != nil {
 		return nil, err

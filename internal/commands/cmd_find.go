@@ -200,6 +200,9 @@ func sortMemory(s *Session) int64 {
 }
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		return findOnView(ctx, s, req, name, dst)
+	}
 	sp, err := parseFind(s, req)
 	if err != nil {
 		return nil, err
@@ -345,6 +348,13 @@ func nonNil(ids []int64) []int64 {
 }
 
 func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		n, err := countOnView(ctx, s, req, name)
+		if err != nil {
+			return nil, err
+		}
+		return NewReply(dst).Count("n", n).Finish(), nil
+	}
 	sel, err := parseCountSpec(req)
 	if err != nil {
 		return nil, err

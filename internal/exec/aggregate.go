@@ -46,6 +46,7 @@ type Aggregate struct {
 // with opctx.Err(ctx) once it ends. A pipeline kept as a cursor's should
 // run under a context that outlives the request (opctx.Bound).
 func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
+	a = e.resolveView(a)
 	a.Opts.Catalog = aggCatalog{e}
 	p, err := agg.Parse(a.Stages, a.Opts)
 	if err != nil {
@@ -99,6 +100,7 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 	if a.Collectionless {
 		return nil, a.Stages, nil
 	}
+	a = e.resolveView(a)
 	sel, rest, err := PushDown(a.NS, a.Stages)
 	if err != nil {
 		return nil, nil, err
@@ -112,13 +114,16 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 // (a leading $match without variables, a $sort right after it, and a
 // $limit after that) and the stages that remain.
 func PushDown(ns engine.Namespace, stages []bsoncore.Document) (Selection, []bsoncore.Document, error) {
-	var match bsoncore.Document
+	var matches []bsoncore.Document
 	rest := stages
-	if len(rest) > 0 {
-		if m, ok := stageArg(rest[0], "$match"); ok && !strings.Contains(string(m), "$$") {
-			match, rest = m, rest[1:]
+	for len(rest) > 0 {
+		m, ok := stageArg(rest[0], "$match")
+		if !ok || strings.Contains(string(m), "$$") {
+			break
 		}
+		matches, rest = append(matches, m), rest[1:]
 	}
+	match := andOf(matches)
 	sel, err := NewSelection(ns, match, query.Options{})
 	if err != nil {
 		return sel, nil, err
@@ -216,6 +221,9 @@ type aggCatalog struct{ e *Env }
 var _ agg.IndexCatalog = aggCatalog{}
 
 func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, error) {
+	if c.e.eng.Catalog().View(db, coll) != nil {
+		return c.e.Aggregate(ctx, Aggregate{NS: engine.Namespace{DB: db, Coll: coll}, Opts: agg.Options{DB: db}})
+	}
 	sel, err := NewSelection(engine.Namespace{DB: db, Coll: coll}, nil, query.Options{})
 	if err != nil {
 		return nil, err
@@ -229,6 +237,9 @@ func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, erro
 // collection scan per input document would be slower than $lookup's own
 // read-once fallback, so it reports ok false instead.
 func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
+	if c.e.eng.Catalog().View(db, coll) != nil {
+		return nil, false, nil // a view has no index: $lookup reads it once (Scan)
+	}
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
@@ -249,4 +260,37 @@ func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bs
 		return nil, false, nil
 	}
 	return ex, true, nil
+}
+
+// resolveView rewrites an aggregation over a view into one over the
+// collection the view reads: the view's pipeline (views on views
+// innermost first) ahead of a's stages. Other aggregations pass unchanged.
+func (e *Env) resolveView(a Aggregate) Aggregate {
+	if a.Collectionless {
+		return a
+	}
+	coll, stages, _, isView := e.eng.Catalog().Resolve(a.NS.DB, a.NS.Coll)
+	if !isView {
+		return a
+	}
+	a.NS.Coll = coll
+	a.Stages = append(stages, a.Stages...)
+	return a
+}
+
+// andOf is one filter for consecutive $match stages (a view's and the
+// query's on it), as MongoDB coalesces them: the filter itself for one,
+// {$and: [...]} for several, nil for none.
+func andOf(filters []bsoncore.Document) bsoncore.Document {
+	switch len(filters) {
+	case 0:
+		return nil
+	case 1:
+		return filters[0]
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, f := range filters {
+		arr.AppendDocument(f)
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("$and", arr.Build()).Build()
 }

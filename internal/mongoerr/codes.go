@@ -45,6 +45,7 @@ const (
 	InternalError              Code = 1
 	BadValue                   Code = 2
 	NoSuchKey                  Code = 4
+	GraphContainsCycle         Code = 5 // a view defined on itself, directly or through others
 	UserNotFound               Code = 11
 	FailedToParse              Code = 9
 	Unauthorized               Code = 13
@@ -86,7 +87,11 @@ const (
 	CommandFailed              Code = 125
 	CappedPositionLost         Code = 136
 	ExceededMemoryLimit        Code = 146
+	ViewDepthLimitExceeded     Code = 165
+	CommandNotSupportedOnView  Code = 166
+	OptionNotSupportedOnView   Code = 167
 	InvalidPipelineOperator    Code = 168
+	InvalidViewDefinition      Code = 182
 	CannotIndexParallelArrays  Code = 171
 	QueryPlanKilled            Code = 175
 	InvalidIndexSpecOption     Code = 197

@@ -38,6 +38,17 @@ func createOptions(req *Request) (bson.Raw, error) {
 			continue // written normalized, first
 		case key == "idIndex" || key == "autoIndexId":
 			continue // see createIDIndex
+		case key == "collation":
+			// Kept normalized, every option filled in, as MongoDB lists a
+			// collection's default collation; a simple one is no default.
+			c, err := parseCollationValue("create.collation", el.Value())
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				r.Doc("collation", c.Document())
+			}
+			continue
 		}
 		*r.Raw() = append(*r.Raw(), el...)
 	}
@@ -60,9 +71,6 @@ func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	}
 	opts, err := createOptions(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkCollation(req); err != nil {
 		return nil, err
 	}
 	if err := createIDIndex(req); err != nil {

@@ -31,7 +31,7 @@ func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 		values, err = distinctOnView(ctx, s, req, name, key)
 	} else {
 		var sp exec.Selection
-		if sp, err = selectionFor(req, "query"); err != nil {
+		if sp, err = selectionFor(s, req, "query"); err != nil {
 			return nil, err
 		}
 		values, err = s.Env.Exec.Distinct(ctx, sp, key, MaxBSONObjectSize)

@@ -194,7 +194,7 @@ func (x *explainer) find(req *Request) (bson.D, error) {
 }
 
 func (x *explainer) count(req *Request) (bson.D, error) {
-	sel, err := parseCountSpec(req)
+	sel, err := parseCountSpec(x.s, req)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (x *explainer) counted(sel exec.Selection, stage, counter string) (bson.D, 
 }
 
 func (x *explainer) distinct(req *Request) (bson.D, error) {
-	sel, err := selectionFor(req, "query")
+	sel, err := selectionFor(x.s, req, "query")
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (x *explainer) delete(req *Request) (bson.D, error) {
 	if len(wb.stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained delete must have exactly one statement")
 	}
-	cv, err := requestVars(req)
+	cv, err := writeVars(x.s, req, wb.ns)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (x *explainer) update(req *Request) (bson.D, error) {
 	if len(wb.stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained update must have exactly one statement")
 	}
-	cv, err := requestVars(req)
+	cv, err := writeVars(x.s, req, wb.ns)
 	if err != nil {
 		return nil, err
 	}

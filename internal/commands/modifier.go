@@ -6,6 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/collation"
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"github.com/cairndb/cairn/internal/update"
@@ -26,6 +28,20 @@ func parseModifier(u bsoncore.Value, arrayFilters []bsoncore.Document, multi boo
 type commandVars struct {
 	now time.Time
 	let map[string]bsoncore.Value // nil without let; owned copies
+	// collation is the namespace's default collation, which a write
+	// statement without its own runs under (see writeVars).
+	collation *collation.Collator
+}
+
+// writeVars is requestVars for a write batch on ns: the variables and ns's
+// default collation.
+func writeVars(s *Session, req *Request, ns engine.Namespace) (commandVars, error) {
+	cv, err := requestVars(req)
+	if err != nil {
+		return cv, err
+	}
+	cv.collation, err = defaultCollation(s, ns)
+	return cv, err
 }
 
 // requestVars fixes $$NOW for req and evaluates its let document.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -213,7 +214,7 @@ func viewAggregate(s *Session, req *Request, name string, stages []bsoncore.Docu
 	ns := engine.Namespace{DB: req.DB, Coll: name}
 	a := exec.Aggregate{NS: ns, Stages: ownedAll(stages)}
 	var err error
-	if a.Opts, err = aggregateOptions(s, req, ns.DB); err != nil {
+	if a.Opts, err = aggregateOptions(s, req, ns, false); err != nil {
 		return a, err
 	}
 	if v, ok := req.Arg("hint"); ok {
@@ -372,7 +373,7 @@ func distinctOnView(ctx context.Context, s *Session, req *Request, name, key str
 		return nil, err
 	}
 	defer src.Close()
-	return exec.DistinctOf(src, key, MaxBSONObjectSize)
+	return exec.DistinctOf(src, key, MaxBSONObjectSize, a.Opts.Collation)
 }
 
 // viewCollation reads a view's collation: absent, the view has the simple
@@ -383,13 +384,14 @@ func viewCollation(s *Session, req *Request, on string) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCollation(req); err != nil {
-		return nil, err
-	}
 	var own bson.Raw
-	if len(c) > 5 {
-		if loc, _ := c.Lookup("locale").StringValueOK(); loc != "simple" {
-			own = bson.Raw(owned(c))
+	if len(c) > 0 {
+		coll, err := collation.Parse(c)
+		if err != nil {
+			return nil, err
+		}
+		if coll != nil {
+			own = bson.Raw(coll.Document()) // normalized, as MongoDB stores it
 		}
 	}
 	if base := s.Env.Engine.Catalog().View(req.DB, on); base != nil && string(base.Collation) != string(own) {

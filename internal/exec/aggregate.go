@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
@@ -62,7 +63,7 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 	}
 	var input agg.Source
 	if !a.Collectionless {
-		sel, rest, err := PushDown(a.NS, a.Stages)
+		sel, rest, err := PushDown(a.NS, a.Stages, a.Opts.Collation)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +102,7 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 		return nil, a.Stages, nil
 	}
 	a = e.resolveView(a)
-	sel, rest, err := PushDown(a.NS, a.Stages)
+	sel, rest, err := PushDown(a.NS, a.Stages, a.Opts.Collation)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,8 +113,9 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 
 // PushDown splits a pipeline into the selection the collection read does
 // (a leading $match without variables, a $sort right after it, and a
-// $limit after that) and the stages that remain.
-func PushDown(ns engine.Namespace, stages []bsoncore.Document) (Selection, []bsoncore.Document, error) {
+// $limit after that) and the stages that remain; the read compares strings
+// by coll (the pipeline's collation, nil: simple).
+func PushDown(ns engine.Namespace, stages []bsoncore.Document, coll *collation.Collator) (Selection, []bsoncore.Document, error) {
 	var matches []bsoncore.Document
 	rest := stages
 	for len(rest) > 0 {
@@ -124,7 +126,11 @@ func PushDown(ns engine.Namespace, stages []bsoncore.Document) (Selection, []bso
 		matches, rest = append(matches, m), rest[1:]
 	}
 	match := andOf(matches)
-	sel, err := NewSelection(ns, match, query.Options{})
+	var opts query.Options
+	if coll != nil {
+		opts.Collation = coll
+	}
+	sel, err := NewSelection(ns, match, opts)
 	if err != nil {
 		return sel, nil, err
 	}

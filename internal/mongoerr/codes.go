@@ -86,6 +86,7 @@ const (
 	DocumentValidationFailure  Code = 121
 	CommandFailed              Code = 125
 	CappedPositionLost         Code = 136
+	IncompatibleCollationVer   Code = 161 // a collation spec's version is not the collator's
 	ExceededMemoryLimit        Code = 146
 	ViewDepthLimitExceeded     Code = 165
 	CommandNotSupportedOnView  Code = 166

@@ -51,6 +51,7 @@ var names = map[Code]string{
 	BadValue:                        "BadValue",
 	NoSuchKey:                       "NoSuchKey",
 	GraphContainsCycle:              "GraphContainsCycle",
+	IncompatibleCollationVer:        "IncompatibleCollationVersion",
 	ViewDepthLimitExceeded:          "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:       "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:        "OptionNotSupportedOnView",

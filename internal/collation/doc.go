@@ -32,6 +32,9 @@
 //     root tables with per-locale tailorings), not ICU 57's. Orders of common
 //     Latin, Greek and Cyrillic text agree; some scripts and rare characters
 //     may order differently.
+//   - Expansions: x/text weighs "ß" apart from "ss" at the secondary level,
+//     so at strength 2 "Straße" and "STRASSE" differ; ICU tells them apart
+//     only at the tertiary level.
 //   - Locales: MongoDB's documented list is accepted; where x/text has no
 //     tailoring for a locale it uses the root order, as ICU does for a locale
 //     without tailoring. Locale variants ("de@collation=phonebook") are

@@ -47,11 +47,25 @@ func defaultCollation(s *Session, ns engine.Namespace) (*collation.Collator, err
 
 // commandCollation is the collation req runs under on ns: its collation
 // field, else ns's default.
+// A read of a view may name only the view's own collation
+// (OptionNotSupportedOnView otherwise), as in MongoDB.
 func commandCollation(s *Session, req *Request, ns engine.Namespace) (*collation.Collator, error) {
-	if v, ok := req.Arg("collation"); ok {
-		return parseCollationValue(req.Name+".collation", v)
+	v, ok := req.Arg("collation")
+	if !ok {
+		return defaultCollation(s, ns)
 	}
-	return defaultCollation(s, ns)
+	c, err := parseCollationValue(req.Name+".collation", v)
+	if err != nil || !isView(s, ns.DB, ns.Coll) {
+		return c, err
+	}
+	def, err := defaultCollation(s, ns)
+	if err != nil {
+		return nil, err
+	}
+	if !collation.Equal(c, def) {
+		return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+	}
+	return c, nil
 }
 
 // statementCollation is commandCollation for a write statement: its own

@@ -1,9 +1,13 @@
 package planner
 
 import (
+	"bytes"
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/collation"
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/keystring"
 )
@@ -14,6 +18,11 @@ import (
 //     strings encoded as collation keys (keystring.AppendCollated), and
 //     gives order. Its bounds are never exact: FETCH rechecks each
 //     condition with the query's collation, and the index never covers.
+//     Its intervals come from the simple order (interval.go), so each
+//     field is bounded by one condition (never an intersection), and the
+//     encoded ranges are put in key order and merged (keyOrder): points
+//     of an $in may order otherwise under the collation, and some may be
+//     one key.
 //   - An index whose collation differs bounds only conditions whose
 //     operands collations cannot change (numbers, dates, ObjectIds, …):
 //     a condition on a string, symbol, document or array, a regex or an
@@ -65,4 +74,63 @@ func collatorOf(spec *index.Spec) keystring.Collator {
 		return nil
 	}
 	return spec.Collation
+}
+
+// keyOrder sorts ranges by their low key and merges those that overlap or
+// touch, so that a scan reads each key once and in key order. A range
+// whose ends came out inverted under the collation is empty and drops
+// out. Nil ends are unbounded (below, above everything).
+func keyOrder(ranges []engine.KeyRange) []engine.KeyRange {
+	var out []engine.KeyRange
+	for _, r := range ranges {
+		if r.Hi != nil && bytes.Compare(r.Lo, r.Hi) >= 0 {
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b engine.KeyRange) int { return bytes.Compare(a.Lo, b.Lo) })
+	merged := out[:0]
+	for _, r := range out {
+		if n := len(merged); n > 0 {
+			last := &merged[n-1]
+			if last.Hi == nil || bytes.Compare(r.Lo, last.Hi) <= 0 {
+				if last.Hi != nil && (r.Hi == nil || bytes.Compare(r.Hi, last.Hi) > 0) {
+					last.Hi = r.Hi
+				}
+				continue
+			}
+		}
+		merged = append(merged, r)
+	}
+	return merged
+}
+
+// collatedRange is the one interval of a lower and an upper bound that are
+// both strings ({$gte: "b", $lt: "c"}), for a collated index: its ends are
+// encoded as collation keys, so the interval is the collation's, whatever
+// the simple order of its ends (an interval inverted under the collation
+// is empty: keyOrder drops it). ok is false for any other conditions.
+func collatedRange(conds []cond) (OIL, bool) {
+	if len(conds) != 2 {
+		return nil, false
+	}
+	var iv Interval
+	var lo, hi bool
+	for _, c := range conds {
+		if c.v.Type != bsoncore.TypeString {
+			return nil, false
+		}
+		switch c.op {
+		case "$gt", "$gte":
+			iv.Lo, iv.LoIncl, lo = c.v, c.op == "$gte", true
+		case "$lt", "$lte":
+			iv.Hi, iv.HiIncl, hi = c.v, c.op == "$lte", true
+		default:
+			return nil, false
+		}
+	}
+	if !lo || !hi {
+		return nil, false
+	}
+	return OIL{iv}, true
 }

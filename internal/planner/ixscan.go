@@ -195,6 +195,7 @@ func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 		// the values their bounds name: FETCH checks them (their bounds
 		// are never exact, see collation.go).
 		s.checkFrom = len(bounds)
+		s.ranges = keyOrder(s.ranges)
 	}
 	return s
 }

@@ -368,7 +368,13 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 		if f.Kind == index.Hashed {
 			o = hashedOIL(conds)
 		} else {
-			o = fieldOIL(conds, ix.fieldMultikey(i))
+			// Intervals intersect in the simple order: on a collated index
+			// one condition bounds the field, as on a multikey one
+			// (collation.go).
+			o = fieldOIL(conds, ix.fieldMultikey(i) || ix.spec.Collation != nil)
+			if r, ok := collatedRange(conds); ok && ix.spec.Collation != nil && !ix.fieldMultikey(i) {
+				o = r
+			}
 			exact[i] = !ix.fieldMultikey(i) && ix.spec.Collation == nil
 		}
 		if o == nil {

@@ -2,6 +2,7 @@ package collation
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"sync"
 	"unicode"
@@ -58,7 +59,11 @@ type Collator struct {
 	// byKey compares through keys: x/text's Compare ignores primary
 	// weights when alternate is "shifted" (its TODO), its Key does not.
 	byKey bool
-	pool  sync.Pool // *worker: x/text collators are not safe for concurrent use
+	// free holds idle workers: x/text collators are not safe for
+	// concurrent use, and building one costs far more than a comparison,
+	// so workers are kept (a channel, not a sync.Pool, which every GC
+	// empties).
+	free chan *worker
 }
 
 type worker struct {
@@ -84,10 +89,20 @@ func Equal(a, b *Collator) bool {
 }
 
 func (c *Collator) get() *worker {
-	if w, ok := c.pool.Get().(*worker); ok {
+	select {
+	case w := <-c.free:
 		return w
+	default:
+		return &worker{c: collate.New(c.tag)}
 	}
-	return &worker{c: collate.New(c.tag)}
+}
+
+// put keeps w for the next comparison, unless enough are idle already.
+func (c *Collator) put(w *worker) {
+	select {
+	case c.free <- w:
+	default:
+	}
 }
 
 // Compare returns -1, 0 or +1 as a orders before, equal to or after b. A
@@ -109,7 +124,7 @@ func (c *Collator) Compare(a, b []byte) int {
 	} else {
 		r = w.c.Compare(a, b)
 	}
-	c.pool.Put(w)
+	c.put(w)
 	return r
 }
 
@@ -127,7 +142,7 @@ func (c *Collator) AppendKey(dst, s []byte) []byte {
 	}
 	w.buf.Reset()
 	dst = append(dst, w.c.Key(&w.buf, s)...)
-	c.pool.Put(w)
+	c.put(w)
 	return dst
 }
 
@@ -184,7 +199,8 @@ func ForSpec(spec Spec) (*Collator, error) {
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "Field 'locale' is invalid in: %s", spec.Document())
 	}
-	c := &Collator{spec: spec, doc: spec.Document(), tag: tag, swapCase: spec.CaseFirst == "upper", byKey: spec.Alternate == "shifted"}
+	c := &Collator{spec: spec, doc: spec.Document(), tag: tag, swapCase: spec.CaseFirst == "upper", byKey: spec.Alternate == "shifted",
+		free: make(chan *worker, 4*runtime.GOMAXPROCS(0))}
 	got, _ := cache.LoadOrStore(spec, c)
 	return got.(*Collator), nil
 }

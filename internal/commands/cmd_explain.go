@@ -307,7 +307,7 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	mod, err := parseModifier(u, arrayFilters, false, cv, nil)
+	mod, err := parseModifier(u, arrayFilters, false, cv, nil, sel.Collation)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 		if err != nil {
 			return nil, err
 		}
-		mod, err := parseModifier(u, arrayFilters, false, cv, nil)
+		mod, err := parseModifier(u, arrayFilters, false, cv, nil, sel.Collation)
 		if err != nil {
 			return nil, err
 		}

@@ -171,7 +171,7 @@ func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, cv commandV
 	if err != nil {
 		return exec.Update{}, err
 	}
-	mod, err := parseModifier(u, arrayFilters, multi, cv, consts)
+	mod, err := parseModifier(u, arrayFilters, multi, cv, consts, sel.Collation)
 	if err != nil {
 		return exec.Update{}, err
 	}

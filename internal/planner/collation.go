@@ -16,8 +16,12 @@ import (
 //
 //   - An index whose collation is the query's bounds every condition, its
 //     strings encoded as collation keys (keystring.AppendCollated), and
-//     gives order. Its bounds are never exact: FETCH rechecks each
-//     condition with the query's collation, and the index never covers.
+//     gives order. Keys order as the collation compares (invariant "Keys
+//     order as Compare", package collation), so the bounds of its first
+//     field are exact when they hold all of the field's conditions (one,
+//     or a string range): FETCH rechecks the others with the query's
+//     collation. The index never covers (a key does not decode to its
+//     string).
 //     Its intervals come from the simple order (interval.go), so each
 //     field is bounded by one condition (never an intersection), and the
 //     encoded ranges are put in key order and merged (keyOrder): points
@@ -133,4 +137,13 @@ func collatedRange(conds []cond) (OIL, bool) {
 		return nil, false
 	}
 	return OIL{iv}, true
+}
+
+// collatedExact reports whether the bounds of field i of a collated index
+// are exact: the first field (always decided by the scan's ranges, which
+// are collation keys), bounded by all its conditions (one, or a string
+// range read whole). Later fields' keys are never checked against their
+// bounds (newIXScan), so FETCH checks them.
+func collatedExact(i, conds int, wholeRange bool) bool {
+	return i == 0 && (conds == 1 || wholeRange)
 }

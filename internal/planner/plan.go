@@ -372,10 +372,14 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 			// one condition bounds the field, as on a multikey one
 			// (collation.go).
 			o = fieldOIL(conds, ix.fieldMultikey(i) || ix.spec.Collation != nil)
-			if r, ok := collatedRange(conds); ok && ix.spec.Collation != nil && !ix.fieldMultikey(i) {
-				o = r
+			exact[i] = !ix.fieldMultikey(i)
+			if ix.spec.Collation != nil {
+				r, whole := collatedRange(conds)
+				if whole && !ix.fieldMultikey(i) {
+					o = r
+				}
+				exact[i] = exact[i] && collatedExact(i, len(conds), whole)
 			}
-			exact[i] = !ix.fieldMultikey(i) && ix.spec.Collation == nil
 		}
 		if o == nil {
 			continue

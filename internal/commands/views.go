@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
@@ -91,12 +90,8 @@ func viewPipeline(req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := agg.Parse(stages, agg.Options{DB: req.DB})
-	if err != nil {
+	if err := exec.CheckViewPipeline(req.DB, stages); err != nil {
 		return nil, err
-	}
-	if p.Output() != nil {
-		return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "$out and $merge cannot be used in a view definition")
 	}
 	arr := bsoncore.NewArrayBuilder()
 	for _, st := range stages {

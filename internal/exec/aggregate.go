@@ -10,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
 )
@@ -299,4 +300,18 @@ func andOf(filters []bsoncore.Document) bsoncore.Document {
 		arr.AppendDocument(f)
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("$and", arr.Build()).Build()
+}
+
+// CheckViewPipeline parses a view's pipeline as its reads will run it and
+// refuses $out and $merge, which a view may not hold
+// (OptionNotSupportedOnView).
+func CheckViewPipeline(db string, stages []bsoncore.Document) error {
+	p, err := agg.Parse(stages, agg.Options{DB: db})
+	if err != nil {
+		return err
+	}
+	if p.Output() != nil {
+		return mongoerr.New(mongoerr.OptionNotSupportedOnView, "$out and $merge cannot be used in a view definition")
+	}
+	return nil
 }

@@ -25,6 +25,9 @@
 //     the two-part key {$_path: 1, <path>: 1} — the collection scan when
 //     no index helps, a hinted index); run.go runs a trial among several
 //     (the multi-planner) and caches the winner per query shape (cache.go).
+//   - collation.go: which indexes a query's collation may use (MongoDB's
+//     rule: strings only through an index of the same collation), their
+//     ranges in key order, exact bounds on a collated index.
 //   - distinct.go: the distinct scan (DISTINCT_SCAN) of a $sort then a
 //     $group of $first accumulators on the sort's first field, when
 //     Query.DistinctPath asks for it and an index plainly qualifies.

@@ -41,7 +41,7 @@ func parseMatch(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	var err error
 	// A $expr nested in $and/$or sees the command's $$NOW and let too
 	// (not variables a $lookup binds: those change per document).
-	if m.query, err = query.ParseWith(rest, query.Options{Vars: pc.opts.Vars, Now: pc.opts.Now}); err != nil {
+	if m.query, err = query.ParseWith(rest, matchOptions(pc.opts)); err != nil {
 		return nil, err
 	}
 	if m.query.NearCount() > 0 {
@@ -81,4 +81,14 @@ func (m *matchStage) open(rc *runContext, in Source) (Source, error) {
 			return d, nil
 		}
 	}}, nil
+}
+
+// matchOptions is what a $match filter is parsed with: the pipeline's
+// variables and collation.
+func matchOptions(o *Options) query.Options {
+	opts := query.Options{Vars: o.Vars, Now: o.Now}
+	if o.Collation != nil {
+		opts.Collation = o.Collation
+	}
+	return opts
 }

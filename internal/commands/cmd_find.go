@@ -50,7 +50,12 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err != nil {
 		return findSpec{}, err
 	}
-	sel, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	c, err := commandCollation(s, req, ns)
+	if err != nil {
+		return findSpec{}, err
+	}
+	sel, err := newSelectionWith(ns, filter, withCollation(cv.filterOptions(), c))
 	sp := findSpec{Selection: sel}
 	if err != nil {
 		return sp, err
@@ -98,9 +103,6 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
 		return sp, err
 	}
-	if err := checkUnsupportedFindOptions(req); err != nil {
-		return sp, err
-	}
 	if err := parseHint(req, &sp.Selection); err != nil {
 		return sp, err
 	}
@@ -145,24 +147,6 @@ func parseProjectionAndSort(req *Request, sel *exec.Selection) error {
 	return sel.SetSort(sortSpec)
 }
 
-// checkUnsupportedFindOptions refuses options whose absence would change
-// results: a non-simple collation.
-func checkUnsupportedFindOptions(req *Request) error {
-	return checkCollation(req)
-}
-
-// checkCollation accepts only the simple collation (bytewise string order).
-func checkCollation(req *Request) error {
-	c, err := req.Document("collation")
-	if err != nil || len(c) <= 5 {
-		return err
-	}
-	if loc, ok := c.Lookup("locale").StringValueOK(); ok && loc == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", c)
-}
-
 // parseHint reads the command's hint into sel.
 func parseHint(req *Request, sel *exec.Selection) error {
 	v, ok := req.Arg("hint")
@@ -200,6 +184,9 @@ func sortMemory(s *Session) int64 {
 }
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		return findOnView(ctx, s, req, name, dst)
+	}
 	sp, err := parseFind(s, req)
 	if err != nil {
 		return nil, err
@@ -345,7 +332,14 @@ func nonNil(ids []int64) []int64 {
 }
 
 func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	sel, err := parseCountSpec(req)
+	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		n, err := countOnView(ctx, s, req, name)
+		if err != nil {
+			return nil, err
+		}
+		return NewReply(dst).Count("n", n).Finish(), nil
+	}
+	sel, err := parseCountSpec(s, req)
 	if err != nil {
 		return nil, err
 	}
@@ -358,8 +352,8 @@ func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsonco
 
 // parseCountSpec reads a count command (or the count explain explains) as
 // a selection.
-func parseCountSpec(req *Request) (exec.Selection, error) {
-	sp, err := selectionFor(req, "query")
+func parseCountSpec(s *Session, req *Request) (exec.Selection, error) {
+	sp, err := selectionFor(s, req, "query")
 	if err != nil {
 		return sp, err
 	}
@@ -380,8 +374,8 @@ func parseCountSpec(req *Request) (exec.Selection, error) {
 }
 
 // selectionFor reads what count and distinct share: the collection, the
-// filter in field and the collation (simple only).
-func selectionFor(req *Request, field string) (exec.Selection, error) {
+// filter in field and the collation.
+func selectionFor(s *Session, req *Request, field string) (exec.Selection, error) {
 	coll, err := req.Collection()
 	if err != nil {
 		return exec.Selection{}, err
@@ -390,9 +384,10 @@ func selectionFor(req *Request, field string) (exec.Selection, error) {
 	if err != nil {
 		return exec.Selection{}, err
 	}
-	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	c, err := commandCollation(s, req, ns)
 	if err != nil {
-		return sp, err
+		return exec.Selection{}, err
 	}
-	return sp, checkCollation(req)
+	return newSelectionWith(ns, filter, withCollation(query.Options{}, c))
 }

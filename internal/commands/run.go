@@ -61,6 +61,9 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := checkGeneric(s, &cmd, req, elems, genericMask); err != nil {
 		return ErrorReply(dst, err)
 	}
+	if err := checkView(s, &cmd, req); err != nil { // views.go
+		return ErrorReply(dst, err)
+	}
 	ctx, op, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
 	if err != nil {
 		return ErrorReply(dst, err)

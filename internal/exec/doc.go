@@ -18,7 +18,11 @@
 //     explain (Mode); Count and Distinct over it.
 //   - write.go: Delete, Update, FindAndUpdate, FindAndRemove.
 //   - aggregate.go: Aggregate, PushDown, and the catalog through which
-//     $lookup and $unionWith read other collections.
+//     $lookup and $unionWith read other collections. An aggregation over a
+//     view runs over its source collection with the view's pipeline first
+//     (resolveView); $lookup and $unionWith read a view the same way.
+//     PushDown coalesces leading $match stages (a view's and the query's)
+//     into one filter, as MongoDB does.
 //   - output.go: $out and $merge.
 //   - explain.go: explain of count, delete and update, which count what
 //     they would do.

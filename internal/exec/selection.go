@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
@@ -43,6 +44,10 @@ type Selection struct {
 	// ReturnKey and ShowRecordID are find's returnKey and showRecordId
 	// (see planner.Query).
 	ReturnKey, ShowRecordID bool
+	// Collation is the collation Filter was parsed with (query.Options's,
+	// when it is a *collation.Collator); SetSort sorts by it and the
+	// planner matches it against index collations. nil: simple.
+	Collation *collation.Collator
 }
 
 // NewSelection parses filter (nil or empty: everything) into a Selection of
@@ -59,7 +64,8 @@ func NewSelection(ns engine.Namespace, filter bsoncore.Document, vars query.Opti
 	if err != nil {
 		return Selection{}, err
 	}
-	return Selection{NS: ns, Filter: f, RawFilter: filter}, nil
+	coll, _ := vars.Collation.(*collation.Collator)
+	return Selection{NS: ns, Filter: f, RawFilter: filter, Collation: coll}, nil
 }
 
 // SetSort sets the order of the results from a sort document; an empty one
@@ -72,6 +78,9 @@ func (s *Selection) SetSort(raw bsoncore.Document) error {
 	sort, err := query.ParseSort(raw)
 	if err != nil {
 		return err
+	}
+	if s.Collation != nil {
+		sort = sort.WithCollation(s.Collation)
 	}
 	s.Sort, s.RawSort = sort, raw
 	return nil
@@ -118,6 +127,7 @@ func (s *Selection) query() planner.Query {
 		Count:        s.CountOnly,
 		DistinctPath: s.Distinct,
 		ReturnKey:    s.ReturnKey, ShowRecordID: s.ShowRecordID,
+		Collation: s.Collation,
 	}
 }
 

@@ -265,6 +265,7 @@ func isEmptyContainer(data []byte) bool { return len(elementsOf(data)) == 0 }
 // per-level copies of the field states instead of vectors copied per call.
 type btreeGen struct {
 	s     *Spec
+	coll  keystring.Collator // s.Collation, or nil for the simple collation
 	ks    keySet
 	slots []slot    // field states; each recursion level owns n of them
 	pos   []posInfo // positional lookups; each array level owns n of them
@@ -312,6 +313,10 @@ func (s *Spec) btreeKeys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]by
 	}()
 	n := len(s.KeyPattern)
 	g.s, g.ks = s, keySet{dst}
+	g.coll = nil
+	if s.Collation != nil { // a nil *Collator must not become a non-nil interface
+		g.coll = s.Collation
+	}
 	g.wantTB, g.emits = tb != nil, 0
 	if tb != nil {
 		g.tb.Reset(tb)
@@ -492,9 +497,9 @@ func (g *btreeGen) emit(base int, override uint64, v bsoncore.Value) {
 			}
 		}
 		if f.Kind == Descending {
-			b = keystring.AppendDesc(b, val)
+			b = keystring.AppendDescCollated(b, val, g.coll)
 		} else {
-			b = keystring.Append(b, val)
+			b = keystring.AppendCollated(b, val, g.coll)
 		}
 	}
 	g.ks.finish(b)

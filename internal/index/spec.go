@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/geo"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
@@ -92,6 +93,10 @@ type Spec struct {
 	WildcardProjection bsoncore.Document
 	// Original is the specification exactly as given.
 	Original bsoncore.Document
+	// Collation orders the index's strings (nil: simple): its keys hold
+	// collation keys (keystring.AppendCollated), which do not decode back
+	// to the strings, so such an index never covers a string field.
+	Collation *collation.Collator
 
 	doc     bsoncore.Document // the listIndexes form, see Doc
 	gen     generator
@@ -169,8 +174,9 @@ var allowedIDOptions = map[string]bool{"collation": true, "name": true, "v": tru
 // The Spec keeps a copy of spec, never the caller's bytes.
 //
 // Not supported yet, with CannotCreateIndex (67): text, 2d, 2dsphere and
-// columnstore indexes, compound wildcard indexes, collations other than
-// simple, and the internal options clustered and originalSpec.
+// columnstore indexes, compound wildcard indexes, hashed and wildcard
+// indexes with a collation, and the internal options clustered and
+// originalSpec.
 func ParseSpec(spec bsoncore.Document) (*Spec, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "index specification is not a valid BSON document: %v", err)
@@ -273,8 +279,15 @@ func (p *specParser) parse() error {
 	if p.s.Name == "" {
 		return cannotCreate("index name cannot be empty")
 	}
-	if p.hasCollation && !isSimpleCollation(p.collation) {
-		return cannotCreate("collations other than {locale: \"simple\"} are not supported yet")
+	if p.hasCollation {
+		c, err := collation.Parse(p.collation)
+		if err != nil {
+			return err
+		}
+		if c != nil && p.plugin != "" {
+			return cannotCreate("%s indexes with a collation are not supported yet", p.plugin)
+		}
+		p.s.Collation = c
 	}
 	if p.plugin == "wildcard" {
 		switch {
@@ -623,6 +636,9 @@ func (p *specParser) canonical(isID bool) bsoncore.Document {
 	if p.plugin == "2dsphere" && !hasField(p.spec, "2dsphereIndexVersion") {
 		b.AppendInt32("2dsphereIndexVersion", 3)
 	}
+	if p.s.Collation != nil {
+		b.AppendDocument("collation", p.s.Collation.Document()) // normalized, as MongoDB lists it
+	}
 	return b.Build()
 }
 
@@ -662,17 +678,6 @@ func isIDPattern(key bsoncore.Document) bool {
 func isExactlyIDAscending(key bsoncore.Document) bool {
 	elems, _ := key.Elements()
 	return numberValue(elems[0].Value()) == 1
-}
-
-// isSimpleCollation reports whether a collation document is {locale:
-// "simple"}, the only collation Cairn implements.
-func isSimpleCollation(c bsoncore.Document) bool {
-	elems, _ := c.Elements()
-	if len(elems) != 1 || elems[0].Key() != "locale" {
-		return false
-	}
-	v := elems[0].Value()
-	return v.Type == bsoncore.TypeString && v.StringValue() == "simple"
 }
 
 // ttlSeconds validates expireAfterSeconds for a secondary TTL index as

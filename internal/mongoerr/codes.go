@@ -51,6 +51,7 @@ const (
 	InternalError              Code = 1
 	BadValue                   Code = 2
 	NoSuchKey                  Code = 4
+	GraphContainsCycle         Code = 5 // a view defined on itself, directly or through others
 	UserNotFound               Code = 11
 	FailedToParse              Code = 9
 	Unauthorized               Code = 13
@@ -91,8 +92,13 @@ const (
 	DocumentValidationFailure  Code = 121
 	CommandFailed              Code = 125
 	CappedPositionLost         Code = 136
+	IncompatibleCollationVer   Code = 161 // a collation spec's version is not the collator's
 	ExceededMemoryLimit        Code = 146
+	ViewDepthLimitExceeded     Code = 165
+	CommandNotSupportedOnView  Code = 166
+	OptionNotSupportedOnView   Code = 167
 	InvalidPipelineOperator    Code = 168
+	InvalidViewDefinition      Code = 182
 	CannotIndexParallelArrays  Code = 171
 	QueryPlanKilled            Code = 175
 	InvalidIndexSpecOption     Code = 197

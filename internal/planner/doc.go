@@ -28,6 +28,9 @@
 //   - geo.go: 2dsphere bounds (the S2 cell ranges of a $geoWithin or
 //     $geoIntersects region) and the GEO_NEAR_2DSPHERE stage of $near and
 //     $nearSphere, an expanding ring search in distance order.
+//   - collation.go: which indexes a query's collation may use (MongoDB's
+//     rule: strings only through an index of the same collation), their
+//     ranges in key order, exact bounds on a collated index.
 //   - distinct.go: the distinct scan (DISTINCT_SCAN) of a $sort then a
 //     $group of $first accumulators on the sort's first field, when
 //     Query.DistinctPath asks for it and an index plainly qualifies.

@@ -23,6 +23,7 @@ func (pl *planning) orCandidate() *candidate {
 	var names []string
 	for _, br := range pl.a.ors[0] {
 		ba := analyze(br)
+		ba.coll = pl.a.coll
 		for path, cs := range pl.a.conds {
 			ba.conds[path] = append(ba.conds[path], cs...)
 		}

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -49,6 +50,11 @@ type Query struct {
 	// ShowRecordID: each result gets "$recordId" (find's showRecordId).
 	// See returnkey.go.
 	ReturnKey, ShowRecordID bool
+	// Collation is the query's collation (nil: simple), which Filter and
+	// Sort already compare strings by. An index whose collation differs
+	// bounds no condition on a string, document or array and gives no
+	// order (MongoDB's rule); see collation.go.
+	Collation *collation.Collator
 }
 
 // Options tune planning.
@@ -129,7 +135,11 @@ func pointID(q *Query) (bsoncore.Value, bool) {
 	if q.Hint.Type != 0 || len(q.Min) > 5 || len(q.Max) > 5 {
 		return bsoncore.Value{}, false
 	}
-	return q.Filter.IDEquality()
+	id, ok := q.Filter.IDEquality()
+	if ok && q.Collation != nil && collatable(id) {
+		return bsoncore.Value{}, false // the _id index is simple (collation.go)
+	}
+	return id, ok
 }
 
 // Prepare plans q over the collection r reads and returns the executable
@@ -195,6 +205,7 @@ type candidate struct {
 func (pl *planning) candidates() ([]*candidate, error) {
 	q := pl.q
 	pl.a = analyze(q.Filter.Tree())
+	pl.a.coll = q.Collation
 	if nc, err := findNear(q.Filter); err != nil || nc != nil {
 		if err != nil {
 			return nil, err
@@ -364,6 +375,9 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 		if ix.multikey && slices.ContainsFunc(used, func(j int) bool { return ix.shareMultikeyPrefix(i, j) }) {
 			continue
 		}
+		if !collationBounds(a, ix, conds) {
+			continue
+		}
 		var o OIL
 		switch f.Kind {
 		case index.Hashed:
@@ -371,8 +385,18 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 		case index.Geo2dsphere:
 			o = geoOIL(conds, ix.spec.GeoParams())
 		default:
-			o = fieldOIL(conds, ix.fieldMultikey(i))
+			// Intervals intersect in the simple order: on a collated index
+			// one condition bounds the field, as on a multikey one
+			// (collation.go).
+			o = fieldOIL(conds, ix.fieldMultikey(i) || ix.spec.Collation != nil)
 			exact[i] = !ix.fieldMultikey(i)
+			if ix.spec.Collation != nil {
+				r, whole := collatedRange(conds)
+				if whole && !ix.fieldMultikey(i) {
+					o = r
+				}
+				exact[i] = exact[i] && collatedExact(i, len(conds), whole)
+			}
 		}
 		if o == nil {
 			continue
@@ -417,6 +441,9 @@ func sortKeys(raw bsoncore.Document) ([]sortKey, bool) {
 func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bool) {
 	if pl.q.Sort == nil {
 		return true, false
+	}
+	if !sameCollation(ix, pl.q.Collation) {
+		return false, false
 	}
 	keys, ok := sortKeys(pl.q.RawSort)
 	if !ok {
@@ -671,7 +698,7 @@ func (pl *planning) minMax(ix *indexRef) (*candidate, error) {
 func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
 	var out []byte
 	for i, v := range vals {
-		out = encodePart(out, v, spec.KeyPattern[i].Kind == index.Descending)
+		out = encodePart(out, v, spec.KeyPattern[i].Kind == index.Descending, collatorOf(spec))
 	}
 	return out
 }

@@ -60,6 +60,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/cairndb/cairn/internal/collation"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -319,16 +320,30 @@ func (h *planHarness) setUp(c *planCase) error {
 // query is the case as the planner reads it, with the given hint and key
 // bounds.
 func (c *planCase) query(hint bsoncore.Value, min, max bsoncore.Document) (*planner.Query, error) {
-	f, err := query.Parse(c.Filter)
+	var opts query.Options
+	var coll *collation.Collator
+	if c.Collation != nil {
+		var err error
+		if coll, err = collation.Parse(c.Collation); err != nil {
+			return nil, err
+		}
+		if coll != nil {
+			opts.Collation = coll
+		}
+	}
+	f, err := query.ParseWith(c.Filter, opts)
 	if err != nil {
 		return nil, err
 	}
 	q := &planner.Query{Filter: f, RawFilter: c.Filter, Skip: c.Skip, Limit: c.Limit, Hint: hint, Min: min, Max: max,
 		Count: c.count, DistinctPath: c.distinct, SortMemory: query.DefaultSortMemory,
-		ReturnKey: c.returnKey, ShowRecordID: c.showRecordID}
+		ReturnKey: c.returnKey, ShowRecordID: c.showRecordID, Collation: coll}
 	if c.Sort != nil {
 		if q.Sort, err = query.ParseSort(c.Sort); err != nil {
 			return nil, err
+		}
+		if coll != nil {
+			q.Sort = q.Sort.WithCollation(coll)
 		}
 		q.RawSort = c.Sort
 	}

@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"flag"
+	"github.com/cairndb/cairn/internal/collation"
 	"testing"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -32,7 +33,18 @@ func runInProcess(c *querytest.Case) (querytest.Outcome, error) {
 	fail := func(err error) (querytest.Outcome, error) {
 		return querytest.Outcome{Code: int32(mongoerr.CodeOf(err))}, nil
 	}
-	f, err := query.Parse(c.Filter)
+	var opts query.Options
+	var coll *collation.Collator
+	if c.Collation != nil {
+		var err error
+		if coll, err = collation.Parse(c.Collation); err != nil {
+			return fail(err)
+		}
+		if coll != nil {
+			opts.Collation = coll
+		}
+	}
+	f, err := query.ParseWith(c.Filter, opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -46,6 +58,9 @@ func runInProcess(c *querytest.Case) (querytest.Outcome, error) {
 	if c.Sort != nil {
 		if srt, err = query.ParseSort(c.Sort); err != nil {
 			return fail(err)
+		}
+		if coll != nil {
+			srt = srt.WithCollation(coll)
 		}
 	}
 	var matched []bsoncore.Document

@@ -32,11 +32,16 @@ type Options struct {
 	// $jsonSchema (QueryFeatureNotAllowed) and $where (BadValue), at the
 	// top level or under $and/$or/$nor.
 	NoSpecialFeatures bool
+	// Collation compares strings (nil: the simple collation): equality,
+	// ranges and $in of strings, inside documents and arrays too. Regexes,
+	// $type, $exists and field names are not collated, as in MongoDB.
+	Collation bsonx.Collator
 }
 
 // exprEnv is Options as $expr uses them: the parse-time scope and the
 // values bound before evaluating.
 type exprEnv struct {
+	coll  bsonx.Collator // Options.Collation
 	scope *expr.Scope
 	vars  map[string]bsoncore.Value
 	now   bsoncore.Value
@@ -62,7 +67,7 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	env := &exprEnv{vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}
+	env := &exprEnv{coll: opts.Collation, vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}
 	names := make([]string, 0, len(opts.Vars))
 	for k := range opts.Vars {
 		names = append(names, k)

@@ -45,6 +45,9 @@ func runFindOverWire(db *mongo.Database, coll string, c *querytest.Case) (queryt
 	if c.Skip != 0 {
 		cmd = append(cmd, bson.E{Key: "skip", Value: c.Skip})
 	}
+	if c.Collation != nil {
+		cmd = append(cmd, bson.E{Key: "collation", Value: bson.Raw(c.Collation)})
+	}
 	switch {
 	case c.Limit > 0:
 		cmd = append(cmd, bson.E{Key: "limit", Value: c.Limit})

@@ -27,6 +27,7 @@
 //	projection  the projection
 //	sort        the sort
 //	skip, limit integers
+//	collation   the collation the filter and sort compare strings by
 //	ids         expected _id values, a JSON array
 //	result      expected documents, exactly (types and field order)
 //	error       expected MongoDB error code

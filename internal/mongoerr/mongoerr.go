@@ -101,6 +101,7 @@ var names = map[Code]string{
 	ConversionFailure:               "ConversionFailure",
 	IndexBuildAborted:               "IndexBuildAborted",
 	ClientDisconnect:                "ClientDisconnect",
+	NoQueryExecutionPlans:           "NoQueryExecutionPlans",
 	QueryExceededMemory:             "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:              "BSONObjectTooLarge",

@@ -69,7 +69,7 @@
 //
 // # Deviations from MongoDB
 //
-// Text, 2d, 2dsphere and columnstore indexes, compound wildcard indexes
+// 2d, 2dsphere and columnstore indexes, compound wildcard indexes
 // (MongoDB 7.0 has them) and collations other than simple are refused with
 // CannotCreateIndex (67) as not supported yet. MongoDB 4.2+ has no index key
 // size limit and no index name length limit; neither has Cairn. A wildcard

@@ -63,6 +63,9 @@ func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, [
 	case genWildcard:
 		keys, mk, err = s.wildcardKeys(doc, dst[:0])
 		tb = nil
+	case genText:
+		keys, err = s.textKeys(doc, dst[:0])
+		tb = nil
 	default:
 		keys, tb, mk, err = s.btreeKeys(doc, dst[:0], tb)
 	}
@@ -83,6 +86,12 @@ func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, [
 func (s *Spec) Applies(doc bsoncore.Document) bool {
 	if s.filter != nil && !s.filter.Match(doc) {
 		return false
+	}
+	if s.gen == genText {
+		// A text index is sparse by nature: it holds a document that has
+		// at least one term.
+		scores, err := s.text.spec.Scores(doc)
+		return err == nil && len(scores) > 0
 	}
 	if !s.Sparse {
 		return true

@@ -96,6 +96,7 @@ type Spec struct {
 	proj    *query.Projection // wildcard: the projection applied before traversal
 	skipID  bool              // wildcard without projection: skip the top-level _id
 	valDesc bool              // wildcard: the value part is descending
+	text    *textInfo         // text: weights and languages (text.go)
 }
 
 // generator is the key generation algorithm a spec uses.
@@ -105,6 +106,7 @@ const (
 	genBtree    generator = iota // ascending/descending fields only
 	genHashed                    // one hashed field, maybe with others
 	genWildcard                  // one wildcard field
+	genText                      // a text index (text.go)
 )
 
 // IsID reports whether the spec is the _id index ({_id: 1}).
@@ -163,7 +165,7 @@ var allowedIDOptions = map[string]bool{"collation": true, "name": true, "v": tru
 // fails with the code MongoDB reports first. Errors are *mongoerr.Error.
 // The Spec keeps a copy of spec, never the caller's bytes.
 //
-// Not supported yet, with CannotCreateIndex (67): text, 2d, 2dsphere and
+// Not supported yet, with CannotCreateIndex (67): 2d, 2dsphere and
 // columnstore indexes, compound wildcard indexes, collations other than
 // simple, and the internal options clustered and originalSpec.
 func ParseSpec(spec bsoncore.Document) (*Spec, error) {
@@ -294,6 +296,10 @@ func (p *specParser) parse() error {
 	// 6. What Cairn does not build yet.
 	switch p.plugin {
 	case "", "hashed", "wildcard":
+	case "text":
+		if err := p.prepareText(); err != nil {
+			return err
+		}
 	default:
 		return cannotCreate("%s indexes are not supported yet", p.plugin)
 	}
@@ -586,6 +592,9 @@ func (p *specParser) prepare() error {
 // canonical builds the listIndexes form of the spec (IndexCatalogImpl's
 // _fixIndexSpec, after validateIndexSpecCollation drops a simple collation).
 func (p *specParser) canonical(isID bool) bsoncore.Document {
+	if p.s.text != nil {
+		return p.canonicalText()
+	}
 	// MongoDB 7.0's listIndexes order: v, key, name, then the options.
 	b := bsoncore.NewDocumentBuilder().AppendInt32("v", int32(p.s.Version))
 	if isID {

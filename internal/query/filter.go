@@ -11,11 +11,12 @@ import (
 // Filter is a parsed query filter: parse once with Parse, match many
 // documents. A Filter is immutable and safe for concurrent use.
 type Filter struct {
-	root matcher
-	id   bsoncore.Value // the _id of a point lookup; Type 0 if none
-	raw  bsoncore.Document
-	env  *exprEnv                    // the options it was parsed with, for Select
-	tree atomic.Pointer[Conjunction] // see Tree; built once (twice under a race, alike)
+	root  matcher
+	id    bsoncore.Value // the _id of a point lookup; Type 0 if none
+	raw   bsoncore.Document
+	env   *exprEnv                    // the options it was parsed with, for Select
+	texts int                         // how many $text it has (text.go)
+	tree  atomic.Pointer[Conjunction] // see Tree; built once (twice under a race, alike)
 }
 
 // Result is the outcome of matching one document.

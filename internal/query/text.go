@@ -1,0 +1,237 @@
+package query
+
+import (
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// TextSearch is the operand of a $text query, checked: what the planner's
+// text plan reads (internal/fts parses Search against the index).
+type TextSearch struct {
+	Search string
+	// Language is $language; "" when not given (the index's default).
+	Language                          string
+	CaseSensitive, DiacriticSensitive bool
+}
+
+// textMatcher is $text in a filter. Only a text plan can decide it (it
+// needs the collection's text index), and the planner answers the clause
+// itself and filters by the rest; a $text reached by plain matching has no
+// index to read, which is MongoDB's IndexNotFound.
+type textMatcher struct{ TextSearch }
+
+func (m *textMatcher) match(_ []byte, st *state) bool {
+	if st.err == nil {
+		st.err = mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+	}
+	return false
+}
+
+// parseText checks $text's operand as MongoDB's parser does.
+func parseText(v bsoncore.Value) (*textMatcher, error) {
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, badValue("$text expects an object")
+	}
+	m := &textMatcher{}
+	hasSearch := false
+	elems, _ := v.Document().Elements()
+	for _, e := range elems {
+		x := e.Value()
+		switch e.Key() {
+		case "$search":
+			if x.Type != bsoncore.TypeString {
+				return nil, badValue("$search needs a String")
+			}
+			m.Search, hasSearch = x.StringValue(), true
+		case "$language":
+			if x.Type != bsoncore.TypeString {
+				return nil, badValue("$language needs a String")
+			}
+			m.Language = x.StringValue()
+		case "$caseSensitive":
+			if x.Type != bsoncore.TypeBoolean {
+				return nil, badValue("$caseSensitive needs a Boolean")
+			}
+			m.CaseSensitive = x.Boolean()
+		case "$diacriticSensitive":
+			if x.Type != bsoncore.TypeBoolean {
+				return nil, badValue("$diacriticSensitive needs a Boolean")
+			}
+			m.DiacriticSensitive = x.Boolean()
+		default:
+			return nil, badValue("extra fields in $text")
+		}
+	}
+	if !hasSearch {
+		return nil, badValue("$search required")
+	}
+	return m, nil
+}
+
+// Text returns the filter's $text when it is a field of the filter
+// document itself, the one place Cairn's text plan answers it; nested
+// reports a $text under $and or $or instead, which it does not answer
+// yet.
+func (f *Filter) Text() (ts *TextSearch, nested bool) {
+	switch r := f.root.(type) {
+	case *textMatcher:
+		return &r.TextSearch, false
+	case andMatcher:
+		for _, m := range r {
+			if t, ok := m.(*textMatcher); ok {
+				return &t.TextSearch, false
+			}
+		}
+	}
+	return nil, f.texts > 0
+}
+
+// checkTexts counts the $text operators of a filter document, under
+// $and/$or/$nor too: MongoDB allows one per query (BadValue "Too many text
+// expressions") and none under $nor.
+func checkTexts(doc []byte, inNor bool, n *int) error {
+	it := elemsOfBytes(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		switch string(k) {
+		case "$text":
+			if inNor {
+				return badValue("text expression not allowed in nor")
+			}
+			if *n++; *n > 1 {
+				return badValue("Too many text expressions")
+			}
+		case "$and", "$or", "$nor":
+			if v.Type != bsoncore.TypeArray {
+				continue
+			}
+			for _, d := range arrayValues(v) {
+				if d.Type == bsoncore.TypeEmbeddedDocument {
+					if err := checkTexts(d.Data, inNor || string(k) == "$nor", n); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+}
+
+// HasText reports whether the filter has a $text anywhere.
+func (f *Filter) HasText() bool { return f != nil && f.texts > 0 }
+
+// TextScoreField is the trailing field in which a text plan carries a
+// document's score to a projection or sort that reads {$meta:
+// "textScore"}; stored documents cannot have it (field names cannot start
+// with '$').
+const TextScoreField = "$cairnTextScore"
+
+// MentionsTextScore reports whether a projection or sort document has a
+// {$meta: "textScore"} field.
+func MentionsTextScore(spec bsoncore.Document) bool {
+	elems, err := spec.Elements()
+	if err != nil {
+		return false
+	}
+	for _, e := range elems {
+		if isTextScoreMeta(e.Value()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTextScoreMeta reports whether v is {$meta: "textScore"}.
+func isTextScoreMeta(v bsoncore.Value) bool {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return false
+	}
+	m, err := d.LookupErr("$meta")
+	return err == nil && m.Type == bsoncore.TypeString && m.StringValue() == "textScore"
+}
+
+// AppendTextScore appends doc with the TextScoreField added last.
+func AppendTextScore(dst []byte, doc bsoncore.Document, score float64) []byte {
+	start := len(dst)
+	dst = append(dst, doc[:len(doc)-1]...)
+	dst = bsoncore.AppendDoubleElement(dst, TextScoreField, score)
+	dst = append(dst, 0)
+	bsoncore.UpdateLength(dst, int32(start), int32(len(dst)-start))
+	return dst
+}
+
+// StripTextScore returns doc without a trailing TextScoreField, and the
+// score it held (0, false when none).
+func StripTextScore(dst []byte, doc bsoncore.Document) ([]byte, float64, bool) {
+	elems, err := doc.Elements()
+	if err != nil || len(elems) == 0 || elems[len(elems)-1].Key() != TextScoreField {
+		return append(dst, doc...), 0, false
+	}
+	last := elems[len(elems)-1]
+	score, _ := last.Value().DoubleOK()
+	start := len(dst)
+	dst = append(dst, doc[:len(doc)-1-len(last)]...)
+	dst = append(dst, 0)
+	bsoncore.UpdateLength(dst, int32(start), int32(len(dst)-start))
+	return dst, score, true
+}
+
+// meta parses a projection's {name: {$meta: arg}}: "textScore" on a
+// top-level field, like an expression allowed in both inclusion and
+// exclusion projections.
+func (pp *projParser) meta(name string, prefix, parts []string, arg bsoncore.Value) error {
+	if arg.Type != bsoncore.TypeString {
+		return badValue("Illegal argument to $meta: %s", arg)
+	}
+	if arg.StringValue() != "textScore" {
+		return badValue("$meta \"%s\" is not supported yet; Cairn supports textScore", arg.StringValue())
+	}
+	if len(prefix) > 0 || len(parts) != 1 {
+		return badValue("$meta on a dotted or nested field (%s) is not supported yet", name)
+	}
+	pp.proj.meta = append(pp.proj.meta, name)
+	return nil
+}
+
+// applyScored is Apply for a document that may carry the TextScoreField:
+// the projection applies to the document without it, then the $meta
+// fields are set to the score. A $meta field without a score is MongoDB's
+// 40218.
+func (p *Projection) applyScored(dst []byte, doc bsoncore.Document, arrayPos int) ([]byte, error) {
+	plain, score, has := StripTextScore(nil, doc)
+	if !has && len(p.meta) > 0 {
+		return dst, mongoerr.New(mongoerr.TextScoreUnavailable, "query requires text score metadata, but it is not available")
+	}
+	start := len(dst)
+	dst, err := p.apply(dst, plain, arrayPos)
+	if err != nil || len(p.meta) == 0 {
+		return dst, err
+	}
+	out := bsoncore.Document(dst[start:])
+	rest := make([]byte, 0, len(out)+len(p.meta)*24)
+	idx, rest := bsoncore.AppendDocumentStart(rest)
+	elems, _ := out.Elements()
+	for _, e := range elems {
+		drop := false
+		for _, m := range p.meta {
+			drop = drop || e.Key() == m
+		}
+		if !drop {
+			rest = append(rest, e...)
+		}
+	}
+	for _, m := range p.meta {
+		rest = bsoncore.AppendDoubleElement(rest, m, score)
+	}
+	rest, _ = bsoncore.AppendDocumentEnd(rest, idx)
+	return append(dst[:start], rest...), nil
+}
+
+// hasTextScore reports, cheaply, whether doc ends with the TextScoreField.
+func hasTextScore(doc []byte) bool {
+	n := len(doc) - 1 - 8 - len(TextScoreField) - 1 // where the field's name starts
+	return n >= 5 && doc[n-1] == byte(bsoncore.TypeDouble) && string(doc[n:n+len(TextScoreField)]) == TextScoreField && doc[n+len(TextScoreField)] == 0
+}

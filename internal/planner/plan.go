@@ -173,7 +173,7 @@ func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
 		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, typeBits: info.TypeBits, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
-		if info.Building || info.Spec.Hidden {
+		if info.Building || info.Spec.Hidden || (info.Spec.IsText() && !pl.q.Filter.HasText()) {
 			continue
 		}
 		pl.ixs = append(pl.ixs, ref)
@@ -195,6 +195,16 @@ type candidate struct {
 func (pl *planning) candidates() ([]*candidate, error) {
 	q := pl.q
 	pl.a = analyze(q.Filter.Tree())
+	if needsScore(q) && !q.Filter.HasText() {
+		return nil, mongoerr.New(mongoerr.TextScoreUnavailable, "query requires text score metadata, but it is not available")
+	}
+	if ts, nested := q.Filter.Text(); ts != nil || nested {
+		c, err := pl.textCandidate(ts, nested)
+		if err != nil {
+			return nil, err
+		}
+		return []*candidate{c}, nil
+	}
 	if q.Hint.Type != 0 {
 		c, err := pl.hinted()
 		if err != nil {
@@ -551,6 +561,8 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 	}
 	if q.Proj != nil && !q.ReturnKey {
 		root = newProjection(root, q)
+	} else if needsScore(q) {
+		root = &stripScore{oneInput: input(root)}
 	}
 	if q.ReturnKey || q.ShowRecordID {
 		if q.ReturnKey {

@@ -379,6 +379,12 @@ func (h *planHarness) compareWithScan(c *planCase, q *planner.Query, got []bsonc
 	if c.min != nil || c.max != nil || c.returnKey {
 		return nil // (returnKey: a collection scan's keys are {})
 	}
+	if q.Filter.HasText() {
+		// $text has no collection scan (in MongoDB neither): only the
+		// text index answers it. Its results are the expectation's,
+		// reviewed by hand, and internal/fts's tests check the matching.
+		return nil
+	}
 	natural, _ := testcorpus.ParseValue(`{"$natural": 1}`)
 	sq, err := c.query(natural, nil, nil)
 	if err != nil {

@@ -54,6 +54,7 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 		lang = l
 	}
 	fq := fts.ParseQuery(ts.Search, lang, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
+	q.Filter.BindText(func(doc []byte) (bool, error) { return fq.Matches(spec, doc, true) })
 	// The equality prefix of a compound text index.
 	var prefix []byte
 	prefixDoc := bsoncore.NewDocumentBuilder()
@@ -325,8 +326,10 @@ func (s *stripScore) work(x *execCtx) (*member, state, error) {
 	return &s.m, advanced, nil
 }
 
-func (s *stripScore) close() error { return nil }
-
-// describe shows nothing of its own: MongoDB has no such stage (its
-// scores travel beside documents), so explain shows its input instead.
+// MongoDB has no such stage (its scores travel beside documents), so the
+// tree shows its input in its place: it describes its input and lists the
+// input's children as its own (walk, render and closeAll then see the
+// input's subtree once); close closes the input itself.
+func (s *stripScore) children() []stage               { return s.in().children() }
+func (s *stripScore) close() error                    { return s.in().close() }
 func (s *stripScore) describe(d *doc, withStats bool) { s.in().describe(d, withStats) }

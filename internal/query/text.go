@@ -1,6 +1,8 @@
 package query
 
 import (
+	"sync/atomic"
+
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -18,13 +20,46 @@ type TextSearch struct {
 // needs the collection's text index), and the planner answers the clause
 // itself and filters by the rest; a $text reached by plain matching has no
 // index to read, which is MongoDB's IndexNotFound.
-type textMatcher struct{ TextSearch }
+type textMatcher struct {
+	TextSearch
+	// eval decides the clause once a text plan has bound it (BindText).
+	eval atomic.Pointer[func(doc []byte) (bool, error)]
+}
 
-func (m *textMatcher) match(_ []byte, st *state) bool {
+func (m *textMatcher) match(doc []byte, st *state) bool {
+	if f := m.eval.Load(); f != nil {
+		ok, err := (*f)(doc)
+		if err != nil && st.err == nil {
+			st.err = err
+		}
+		return ok
+	}
 	if st.err == nil {
 		st.err = mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 	}
 	return false
+}
+
+// BindText gives the filter's $text (see Text) the text index's reading
+// of it, so that matching the filter again (a write re-checks the
+// documents its plan chose, as they are when it commits) decides the
+// clause as the text plan did. The planner binds it when it plans the
+// query; a Filter is one request's, so the binding never crosses queries.
+func (f *Filter) BindText(eval func(doc []byte) (bool, error)) {
+	var tm *textMatcher
+	switch r := f.root.(type) {
+	case *textMatcher:
+		tm = r
+	case andMatcher:
+		for _, m := range r {
+			if t, ok := m.(*textMatcher); ok {
+				tm = t
+			}
+		}
+	}
+	if tm != nil {
+		tm.eval.Store(&eval)
+	}
 }
 
 // parseText checks $text's operand as MongoDB's parser does.

@@ -2,6 +2,7 @@ package agg
 
 import (
 	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -42,6 +43,12 @@ func parseMatch(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	// (not variables a $lookup binds: those change per document).
 	if m.query, err = query.ParseWith(rest, query.Options{Vars: pc.opts.Vars, Now: pc.opts.Now}); err != nil {
 		return nil, err
+	}
+	if m.query.HasText() && pc.index > 0 {
+		// Only the collection read answers $text (the execution layer
+		// pushes a first $match down to it): anywhere else MongoDB
+		// refuses it.
+		return nil, errorf(mongoerr.TextMatchNotFirst, "$match with $text is only allowed as the first pipeline stage")
 	}
 	return m, nil
 }

@@ -43,6 +43,9 @@ type Selection struct {
 	// ReturnKey and ShowRecordID are find's returnKey and showRecordId
 	// (see planner.Query).
 	ReturnKey, ShowRecordID bool
+	// TextScore: the stages after the read use {$meta: "textScore"} (see
+	// planner.Query.TextScore).
+	TextScore bool
 }
 
 // NewSelection parses filter (nil or empty: everything) into a Selection of
@@ -118,6 +121,7 @@ func (s *Selection) query() planner.Query {
 		Count:        s.CountOnly,
 		DistinctPath: s.Distinct,
 		ReturnKey:    s.ReturnKey, ShowRecordID: s.ShowRecordID,
+		TextScore: s.TextScore,
 	}
 }
 

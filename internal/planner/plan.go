@@ -49,6 +49,11 @@ type Query struct {
 	// ShowRecordID: each result gets "$recordId" (find's showRecordId).
 	// See returnkey.go.
 	ReturnKey, ShowRecordID bool
+	// TextScore: the caller reads each result's text score ({$meta:
+	// "textScore"} in a pipeline after the read), so a text plan appends
+	// it to each document as its last field (query.TextScoreField) and
+	// the caller removes it.
+	TextScore bool
 }
 
 // Options tune planning.
@@ -561,7 +566,7 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 	}
 	if q.Proj != nil && !q.ReturnKey {
 		root = newProjection(root, q)
-	} else if needsScore(q) {
+	} else if needsScore(q) && !q.TextScore {
 		root = &stripScore{oneInput: input(root)}
 	}
 	if q.ReturnKey || q.ShowRecordID {

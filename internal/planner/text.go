@@ -100,7 +100,7 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 
 // needsScore reports whether q reads the text score.
 func needsScore(q *Query) bool {
-	return query.MentionsTextScore(q.RawProj) || query.MentionsTextScore(q.RawSort)
+	return q.TextScore || query.MentionsTextScore(q.RawProj) || query.MentionsTextScore(q.RawSort)
 }
 
 // textScan reads the keys of one term (MongoDB's IXSCAN under TEXT_OR),

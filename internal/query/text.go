@@ -3,6 +3,7 @@ package query
 import (
 	"sync/atomic"
 
+	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -161,7 +162,7 @@ func (f *Filter) HasText() bool { return f != nil && f.texts > 0 }
 // document's score to a projection or sort that reads {$meta:
 // "textScore"}; stored documents cannot have it (field names cannot start
 // with '$').
-const TextScoreField = "$cairnTextScore"
+const TextScoreField = expr.TextScoreField
 
 // MentionsTextScore reports whether a projection or sort document has a
 // {$meta: "textScore"} field.
@@ -198,19 +199,28 @@ func AppendTextScore(dst []byte, doc bsoncore.Document, score float64) []byte {
 	return dst
 }
 
-// StripTextScore returns doc without a trailing TextScoreField, and the
-// score it held (0, false when none).
+// StripTextScore appends doc without its top-level TextScoreField (last,
+// where a text plan put it, or anywhere a later stage moved it) to dst,
+// and returns the score it held (0, false when none).
 func StripTextScore(dst []byte, doc bsoncore.Document) ([]byte, float64, bool) {
 	elems, err := doc.Elements()
-	if err != nil || len(elems) == 0 || elems[len(elems)-1].Key() != TextScoreField {
+	at := -1
+	for i, e := range elems {
+		if e.Key() == TextScoreField {
+			at = i
+		}
+	}
+	if err != nil || at < 0 {
 		return append(dst, doc...), 0, false
 	}
-	last := elems[len(elems)-1]
-	score, _ := last.Value().DoubleOK()
-	start := len(dst)
-	dst = append(dst, doc[:len(doc)-1-len(last)]...)
-	dst = append(dst, 0)
-	bsoncore.UpdateLength(dst, int32(start), int32(len(dst)-start))
+	score, _ := elems[at].Value().DoubleOK()
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	for i, e := range elems {
+		if i != at {
+			dst = append(dst, e...)
+		}
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst, score, true
 }
 

@@ -111,21 +111,7 @@ func runTextBench(tb testing.TB, docs int, queryTime time.Duration, scanRuns int
 	r.build = time.Since(began)
 	r.buildPerMillion = time.Duration(float64(r.build) * 1e6 / float64(docs))
 
-	find := func(filter bson.D) func() {
-		return func() {
-			cur, err := data.Find(ctx, filter)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			var out []bson.Raw
-			if err := cur.All(ctx, &out); err != nil {
-				tb.Fatal(err)
-			}
-			if len(out) != r.found {
-				tb.Fatalf("%v returned %d documents, want %d", filter, len(out), r.found)
-			}
-		}
-	}
+	find := func(filter bson.D) func() { return func() { findAll(tb, data, filter, r.found) } }
 	r.text = timeFor(queryTime, 0, find(bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "quixotic"}}}}))
 	r.scan = timeFor(0, scanRuns, find(bson.D{{Key: "t", Value: bson.D{{Key: "$regex", Value: `\bquixotic\b`}, {Key: "$options", Value: "i"}}}}))
 	return r

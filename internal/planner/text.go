@@ -30,7 +30,7 @@ const TextScoreField = query.TextScoreField
 func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate, error) {
 	q := pl.q
 	if nested {
-		return nil, mongoerr.New(mongoerr.BadValue, "$text under $and, $or or $nor is not supported yet: put $text at the top level of the filter")
+		return nil, mongoerr.New(mongoerr.BadValue, "$text under $or is not supported yet: put $text at the top level of the filter")
 	}
 	var ix *indexRef
 	for _, r := range pl.ixs {
@@ -54,7 +54,8 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 		lang = l
 	}
 	fq := fts.ParseQuery(ts.Search, lang, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
-	q.Filter.BindText(func(doc []byte) (bool, error) { return fq.Matches(spec, doc, true) })
+	eval := func(doc []byte) (bool, error) { return fq.Matches(spec, doc, true) }
+	q.Filter.BindText(eval)
 	// The equality prefix of a compound text index.
 	var prefix []byte
 	prefixDoc := bsoncore.NewDocumentBuilder()
@@ -89,6 +90,9 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 		if rest, rawRest, err = q.Filter.Select(keep); err != nil {
 			return nil, err
 		}
+		// A $text under a top-level $and stays in the rest: it decides
+		// it again, as the whole filter does.
+		rest.BindText(eval)
 	}
 	match := &textMatch{oneInput: input(&fetch{oneInput: input(union), filter: rest, rawFilter: rawRest}),
 		q: fq, spec: spec, ix: ix, prefix: prefixDoc.Build(), scores: scores}

@@ -47,20 +47,25 @@ func (m *textMatcher) match(doc []byte, st *state) bool {
 // clause as the text plan did. The planner binds it when it plans the
 // query; a Filter is one request's, so the binding never crosses queries.
 func (f *Filter) BindText(eval func(doc []byte) (bool, error)) {
-	var tm *textMatcher
-	switch r := f.root.(type) {
+	if tm := findText(f.root); tm != nil {
+		tm.eval.Store(&eval)
+	}
+}
+
+// findText finds the $text that every match goes through: the filter's
+// own, or one under $and at any depth (an AND of ANDs is one AND).
+func findText(m matcher) *textMatcher {
+	switch r := m.(type) {
 	case *textMatcher:
-		tm = r
+		return r
 	case andMatcher:
-		for _, m := range r {
-			if t, ok := m.(*textMatcher); ok {
-				tm = t
+		for _, c := range r {
+			if t := findText(c); t != nil {
+				return t
 			}
 		}
 	}
-	if tm != nil {
-		tm.eval.Store(&eval)
-	}
+	return nil
 }
 
 // parseText checks $text's operand as MongoDB's parser does.
@@ -104,20 +109,14 @@ func parseText(v bsoncore.Value) (*textMatcher, error) {
 	return m, nil
 }
 
-// Text returns the filter's $text when it is a field of the filter
-// document itself, the one place Cairn's text plan answers it; nested
-// reports a $text under $and or $or instead, which it does not answer
+// Text returns the filter's $text when every match goes through it: a
+// field of the filter document or of a $and under it (Cairn's text plan
+// answers it and filters by the rest). nested reports a $text only some
+// matches go through (under $or), which the text plan does not answer
 // yet.
 func (f *Filter) Text() (ts *TextSearch, nested bool) {
-	switch r := f.root.(type) {
-	case *textMatcher:
-		return &r.TextSearch, false
-	case andMatcher:
-		for _, m := range r {
-			if t, ok := m.(*textMatcher); ok {
-				return &t.TextSearch, false
-			}
-		}
+	if t := findText(f.root); t != nil {
+		return &t.TextSearch, false
 	}
 	return nil, f.texts > 0
 }

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blevesearch/snowballstem"
 	"github.com/blevesearch/snowballstem/danish"
@@ -33,7 +34,15 @@ type Language struct {
 	Name string
 	stem func(*snowballstem.Env) bool
 	stop map[string]bool
+	// stems remembers words already stemmed (word → stem): text repeats
+	// its words, and the Snowball algorithms cost microseconds a word.
+	// It stops growing at maxCachedStems entries.
+	stems  sync.Map
+	cached atomic.Int64
 }
+
+// maxCachedStems bounds each language's stem cache (a few MiB).
+const maxCachedStems = 1 << 16
 
 //go:embed stopwords/*.txt
 var stopFiles embed.FS
@@ -94,7 +103,16 @@ func (l *Language) Stem(w string) string {
 	if l.stem == nil {
 		return w
 	}
+	if s, ok := l.stems.Load(w); ok {
+		return s.(string)
+	}
 	env := snowballstem.NewEnv(w)
 	l.stem(env)
-	return env.Current()
+	s := env.Current()
+	if l.cached.Load() < maxCachedStems {
+		if _, loaded := l.stems.LoadOrStore(w, s); !loaded {
+			l.cached.Add(1)
+		}
+	}
+	return s
 }

@@ -16,6 +16,11 @@
 //	i/<indexID>/<key>/<keystring(_id)>  →  typeBits        for a non-unique index
 //	i/<indexID>/<key>  →  keystring(_id) typeBits          for a unique one
 //
+// A text index (text.go) is stored with the key pattern {<prefix>, _fts:
+// "text", _ftsx: 1, <suffix>}: one key per term of the document's indexed
+// strings, the term (a string) then its score (a double) between the
+// values of the other fields; internal/fts tokenizes and scores.
+//
 // Keys returns keys without the _id suffix. KeysAndTypeBits also returns
 // the key's type bits (keystring.TypeBitsWriter: number types, symbols,
 // and which null parts are missing fields) for a document with one key made

@@ -232,7 +232,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 			out = append(out, c)
 		}
 	}
-	if c := pl.orCandidate(); c != nil {
+	if c := pl.orCandidate(nil); c != nil {
 		out = append(out, c)
 	}
 	if len(out) == 0 {

@@ -26,12 +26,63 @@ import (
 // start with '$'), and the projection or a final stage removes it.
 const TextScoreField = query.TextScoreField
 
-// textCandidate plans q's $text.
+// textCandidate plans q's $text: the text plan when every match goes
+// through it, or, under $or, an OR of the text plan and one index scan
+// per other branch (orCandidate), as MongoDB plans it.
 func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate, error) {
 	q := pl.q
-	if nested {
-		return nil, mongoerr.New(mongoerr.BadValue, "$text under $or is not supported yet: put $text at the top level of the filter")
+	tp, err := pl.prepareText(ts, nested)
+	if err != nil {
+		return nil, err
 	}
+	if nested {
+		if needsScore(q) {
+			return nil, mongoerr.New(mongoerr.BadValue, "textScore of a $text under $or is not supported yet")
+		}
+		c := pl.orCandidate(tp)
+		if c == nil {
+			return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")
+		}
+		return c, nil
+	}
+	match, err := tp.subplan(pl.a, needsScore(q))
+	if err != nil {
+		return nil, err
+	}
+	tree := q.Filter.Tree()
+	keep := make([]bool, len(tree))
+	any := false
+	for i, c := range tree {
+		keep[i] = !(c.Kind == query.OpaqueClause && c.Key == "$text")
+		any = any || keep[i]
+	}
+	if any {
+		f := match.in().(*fetch)
+		if f.filter, f.rawFilter, err = q.Filter.Select(keep); err != nil {
+			return nil, err
+		}
+		// A $text under a top-level $and stays in the rest: it decides
+		// it again, as the whole filter does.
+		f.filter.BindText(tp.eval)
+	}
+	c := pl.finish(match, false)
+	c.index = tp.ix.name
+	c.fetchCnt = 1
+	return c, nil
+}
+
+// textPlan is a $text search read against the collection's text index.
+type textPlan struct {
+	ix   *indexRef
+	spec *fts.Spec
+	q    *fts.Query
+	eval func(doc []byte) (bool, error) // the whole $text, for the filter
+}
+
+// prepareText finds the text index, parses the search in its language and
+// binds the filter's $text to it (query.Filter.BindText).
+func (pl *planning) prepareText(ts *query.TextSearch, nested bool) (*textPlan, error) {
+	q := pl.q
 	var ix *indexRef
 	for _, r := range pl.ixs {
 		if r.spec.IsText() {
@@ -44,6 +95,9 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 	if q.Hint.Type != 0 && !(q.Hint.Type == bsoncore.TypeString && q.Hint.StringValue() == ix.name) {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
+	if nested {
+		ts = q.Filter.AnyText()
+	}
 	spec := ix.spec.Text()
 	lang := spec.Language
 	if ts.Language != "" {
@@ -54,14 +108,22 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 		lang = l
 	}
 	fq := fts.ParseQuery(ts.Search, lang, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
-	eval := func(doc []byte) (bool, error) { return fq.Matches(spec, doc, true) }
-	q.Filter.BindText(eval)
-	// The equality prefix of a compound text index.
+	tp := &textPlan{ix: ix, spec: spec, q: fq}
+	tp.eval = func(doc []byte) (bool, error) { return fq.Matches(spec, doc, true) }
+	q.Filter.BindText(tp.eval)
+	return tp, nil
+}
+
+// subplan is TEXT_MATCH over FETCH (no filter yet) over TEXT_OR (scores)
+// or OR, over one IXSCAN per term, within the equality prefix a gives a
+// compound text index.
+func (tp *textPlan) subplan(a *analysis, scores bool) (*textMatch, error) {
+	ix := tp.ix
 	var prefix []byte
 	prefixDoc := bsoncore.NewDocumentBuilder()
 	for i := 0; i < ix.spec.TextPrefix(); i++ {
 		f := ix.spec.KeyPattern[i]
-		o := fieldOIL(pl.a.conds[f.Path], ix.fieldMultikey(i))
+		o := fieldOIL(a.conds[f.Path], ix.fieldMultikey(i))
 		if !singlePoint(o) {
 			return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
 		}
@@ -69,37 +131,14 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 		prefix = encodePart(prefix, v, f.Kind == index.Descending)
 		prefixDoc.AppendValue(f.Path, v)
 	}
-	scores := needsScore(q)
 	var scans []stage
-	for _, t := range fq.BoundsTerms {
+	for _, t := range tp.q.BoundsTerms {
 		lo := keystring.Append(append([]byte(nil), prefix...), bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, t)})
 		scans = append(scans, &textScan{ix: ix, rng: engine.KeyRange{Lo: lo, Hi: prefixEnd(lo)}, scorePart: ix.spec.TextPrefix() + 1})
 	}
 	union := &textOr{kids: scans, scores: scores}
-	var rest *query.Filter
-	var rawRest bsoncore.Document
-	tree := q.Filter.Tree()
-	keep := make([]bool, len(tree))
-	any := false
-	for i, c := range tree {
-		keep[i] = !(c.Kind == query.OpaqueClause && c.Key == "$text")
-		any = any || keep[i]
-	}
-	if any {
-		var err error
-		if rest, rawRest, err = q.Filter.Select(keep); err != nil {
-			return nil, err
-		}
-		// A $text under a top-level $and stays in the rest: it decides
-		// it again, as the whole filter does.
-		rest.BindText(eval)
-	}
-	match := &textMatch{oneInput: input(&fetch{oneInput: input(union), filter: rest, rawFilter: rawRest}),
-		q: fq, spec: spec, ix: ix, prefix: prefixDoc.Build(), scores: scores}
-	c := pl.finish(match, false)
-	c.index = ix.name
-	c.fetchCnt = 1
-	return c, nil
+	return &textMatch{oneInput: input(&fetch{oneInput: input(union)}),
+		q: tp.q, spec: tp.spec, ix: ix, prefix: prefixDoc.Build(), scores: scores}, nil
 }
 
 // needsScore reports whether q reads the text score.

@@ -47,23 +47,38 @@ func (m *textMatcher) match(doc []byte, st *state) bool {
 // clause as the text plan did. The planner binds it when it plans the
 // query; a Filter is one request's, so the binding never crosses queries.
 func (f *Filter) BindText(eval func(doc []byte) (bool, error)) {
-	if tm := findText(f.root); tm != nil {
+	if tm := findText(f.root, true); tm != nil {
 		tm.eval.Store(&eval)
 	}
 }
 
 // findText finds the $text that every match goes through: the filter's
-// own, or one under $and at any depth (an AND of ANDs is one AND).
-func findText(m matcher) *textMatcher {
+// own, or one under $and at any depth (an AND of ANDs is one AND); with
+// throughOr, under $or too.
+func findText(m matcher, throughOr bool) *textMatcher {
+	var kids []matcher
 	switch r := m.(type) {
 	case *textMatcher:
 		return r
 	case andMatcher:
-		for _, c := range r {
-			if t := findText(c); t != nil {
-				return t
-			}
+		kids = r
+	case orMatcher:
+		if throughOr {
+			kids = r
 		}
+	}
+	for _, c := range kids {
+		if t := findText(c, throughOr); t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// AnyText returns the filter's $text wherever it is (nil if none).
+func (f *Filter) AnyText() *TextSearch {
+	if t := findText(f.root, true); t != nil {
+		return &t.TextSearch
 	}
 	return nil
 }
@@ -115,7 +130,7 @@ func parseText(v bsoncore.Value) (*textMatcher, error) {
 // matches go through (under $or), which the text plan does not answer
 // yet.
 func (f *Filter) Text() (ts *TextSearch, nested bool) {
-	if t := findText(f.root); t != nil {
+	if t := findText(f.root, false); t != nil {
 		return &t.TextSearch, false
 	}
 	return nil, f.texts > 0

@@ -528,7 +528,6 @@ func renderValue(v any) string {
 	return testcorpus.Relaxed(bsoncore.Value{Type: bsoncore.Type(typ), Data: data})
 }
 
-
 // compareTextWithScan is compareWithScan for a $text query, which has no
 // collection scan plan (in MongoDB neither). Planning bound the filter's
 // $text to the index's reading of the search (query.Filter.BindText), so

@@ -54,6 +54,9 @@ func (pl *planning) orCandidate(tp *textPlan) *candidate {
 		var bestBounds []OIL
 		bestScore := -1
 		for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, concrete(ba, pl.ixs)...) {
+			if ix.spec.IsText() {
+				continue // it holds only documents with terms: no scan of it is a whole branch
+			}
 			bounds, _ := boundsFrom(ba, ix)
 			if bounds[0].IsFull() || ix.wildPath != "" && bounds[1].IsFull() {
 				continue

@@ -516,6 +516,11 @@ func (pl *planning) hinted() (*candidate, error) {
 	if ix != nil && ix.building {
 		ix = nil // not complete yet: as if it did not exist
 	}
+	if ix != nil && ix.spec.IsText() {
+		// A text index holds only the documents with terms, under their
+		// terms: it answers $text (text.go), never a scan of it.
+		return nil, bad
+	}
 	if ix == nil || ix.spec.Hidden || ix.spec.IsWildcard() {
 		if ix == nil && !pl.r.Exists() {
 			return pl.collScan(false), nil // no collection: nothing to read either way

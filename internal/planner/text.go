@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/fts"
 	"github.com/cairndb/cairn/internal/index"
@@ -178,7 +179,7 @@ func (s *textScan) work(x *execCtx) (*member, state, error) {
 	if err != nil {
 		return nil, isEOF, err
 	}
-	score, _ := vals[s.scorePart].DoubleOK()
+	score, _ := bsonx.AsFloat64(vals[s.scorePart]) // keys decode numbers in their narrowest type: 1.0 is 1
 	s.m = member{rid: rid, score: score}
 	return &s.m, advanced, nil
 }

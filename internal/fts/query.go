@@ -170,3 +170,17 @@ func (q *Query) hasPhrase(spec *Spec, doc []byte, phrase string) (bool, error) {
 	})
 	return found, err
 }
+
+// Search parses a $text search against the index s: in language (by name
+// or code), or s's default language when language is "".
+func (s *Spec) Search(search, language string, sens Sensitivity) (*Query, error) {
+	lang := s.Language
+	if language != "" {
+		l, err := LookupLanguage(language)
+		if err != nil {
+			return nil, err
+		}
+		lang = l
+	}
+	return ParseQuery(search, lang, sens), nil
+}

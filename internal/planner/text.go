@@ -100,15 +100,10 @@ func (pl *planning) prepareText(ts *query.TextSearch, nested bool) (*textPlan, e
 		ts = q.Filter.AnyText()
 	}
 	spec := ix.spec.Text()
-	lang := spec.Language
-	if ts.Language != "" {
-		l, err := fts.LookupLanguage(ts.Language)
-		if err != nil {
-			return nil, err
-		}
-		lang = l
+	fq, err := spec.Search(ts.Search, ts.Language, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
+	if err != nil {
+		return nil, err
 	}
-	fq := fts.ParseQuery(ts.Search, lang, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
 	tp := &textPlan{ix: ix, spec: spec, q: fq}
 	tp.eval = func(doc []byte) (bool, error) { return fq.Matches(spec, doc, true) }
 	q.Filter.BindText(tp.eval)

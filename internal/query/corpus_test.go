@@ -145,15 +145,10 @@ func textOracle(c *querytest.Case, f *query.Filter) (func(bsoncore.Document) flo
 	if spec == nil {
 		return nil, nil // $text matches with IndexNotFound
 	}
-	lang := spec.Language
-	if ts.Language != "" {
-		l, err := fts.LookupLanguage(ts.Language)
-		if err != nil {
-			return nil, err
-		}
-		lang = l
+	q, err := spec.Search(ts.Search, ts.Language, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
+	if err != nil {
+		return nil, err
 	}
-	q := fts.ParseQuery(ts.Search, lang, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
 	f.BindText(func(doc []byte) (bool, error) { return q.Matches(spec, doc, true) })
 	if !reads {
 		return nil, nil

@@ -21,11 +21,16 @@
 // Stop word lists are Cairn's own (stopwords/*.txt, short lists of each
 // language's commonest function words), not MongoDB's files, so a few
 // words that MongoDB ignores are indexed here and the other way round.
-// Word boundaries are anything but a letter, digit or combining mark;
-// MongoDB's version 3 tokenizer uses its own Unicode delimiter table and
-// keeps a few symbols inside words. Case folding is Unicode lower-casing
-// (no Turkish dotted-i rule); diacritics are removed by canonical
-// decomposition and dropping nonspacing marks. Stems come from the
-// Snowball project's Go stemmers, generated from the same algorithms as
-// the C libstemmer MongoDB links.
+// Words are separated as MongoDB's version 3 tokenizer separates them:
+// at characters with the Unicode properties White_Space, Dash, Hyphen,
+// Quotation_Mark, Terminal_Punctuation, Pattern_Syntax or
+// Sentence_Terminal, except the apostrophe in English; Go's Unicode tables
+// are a newer Unicode version than MongoDB's generated list, so a few
+// recently added characters may differ. A word is lower-cased (Turkish's
+// dotted and dotless i in Turkish), checked against the stop words,
+// stemmed with its diacritics, then stripped of them (canonical
+// decomposition, nonspacing marks dropped) — MongoDB's order; its own case
+// folding and diacritic tables may differ from Go's on rare characters.
+// Stems come from the Snowball project's Go stemmers, generated from the
+// same algorithms as the C libstemmer MongoDB links.
 package fts

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/blevesearch/snowballstem"
 	"github.com/blevesearch/snowballstem/danish"
@@ -39,6 +41,27 @@ type Language struct {
 	// It stops growing at maxCachedStems entries.
 	stems  sync.Map
 	cached atomic.Int64
+	// english: the apostrophe is part of words (isDelimiter); turkish:
+	// lower-casing maps I to ı and İ to i.
+	english, turkish bool
+}
+
+// lower lower-cases w as MongoDB's tokenizer does for the language.
+func (l *Language) lower(w string) string {
+	ascii := true
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	switch {
+	case l.turkish:
+		return strings.ToLowerSpecial(unicode.TurkishCase, w)
+	case ascii:
+		return lowerASCII(w)
+	}
+	return strings.ToLower(w)
 }
 
 // maxCachedStems bounds each language's stem cache (a few MiB).
@@ -51,13 +74,13 @@ var stopFiles embed.FS
 // for text index version 3), by canonical name.
 var languages = map[string]*Language{
 	"danish": {Name: "danish", stem: danish.Stem}, "dutch": {Name: "dutch", stem: dutch.Stem},
-	"english": {Name: "english", stem: english.Stem}, "finnish": {Name: "finnish", stem: finnish.Stem},
+	"english": {Name: "english", stem: english.Stem, english: true}, "finnish": {Name: "finnish", stem: finnish.Stem},
 	"french": {Name: "french", stem: french.Stem}, "german": {Name: "german", stem: german.Stem},
 	"hungarian": {Name: "hungarian", stem: hungarian.Stem}, "italian": {Name: "italian", stem: italian.Stem},
 	"norwegian": {Name: "norwegian", stem: norwegian.Stem}, "portuguese": {Name: "portuguese", stem: portuguese.Stem},
 	"romanian": {Name: "romanian", stem: romanian.Stem}, "russian": {Name: "russian", stem: russian.Stem},
 	"spanish": {Name: "spanish", stem: spanish.Stem}, "swedish": {Name: "swedish", stem: swedish.Stem},
-	"turkish": {Name: "turkish", stem: turkish.Stem}, "none": {Name: "none"},
+	"turkish": {Name: "turkish", stem: turkish.Stem, turkish: true}, "none": {Name: "none"},
 }
 
 // aliases are the ISO 639 codes MongoDB accepts for the languages.
@@ -80,7 +103,7 @@ func LookupLanguage(name string) (*Language, error) {
 			}
 			l.stop = map[string]bool{}
 			for _, w := range strings.Fields(string(data)) {
-				l.stop[fold(w, false, false)] = true
+				l.stop[l.lower(w)] = true
 			}
 		}
 	})
@@ -94,8 +117,8 @@ func LookupLanguage(name string) (*Language, error) {
 	return nil, mongoerr.New(mongoerr.BadValue, "unsupported language: \"%s\" for text index version 3", name)
 }
 
-// IsStopWord reports whether w, folded (lower case, no diacritics), is one
-// of the language's stop words.
+// IsStopWord reports whether w, lower-cased (diacritics kept, as MongoDB
+// checks them), is one of the language's stop words.
 func (l *Language) IsStopWord(w string) bool { return l.stop[w] }
 
 // Stem returns the Snowball stem of w (w itself for "none").

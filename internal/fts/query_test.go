@@ -133,3 +133,36 @@ func TestMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestTerms checks word boundaries and the order of MongoDB's tokenizer:
+// lower-case, stop words, stem (seeing diacritics), then strip diacritics.
+func TestTerms(t *testing.T) {
+	cases := []struct {
+		lang, text string
+		s          Sensitivity
+		want       []string
+	}{
+		{"english", "The dog's bowl, don't!", Sensitivity{}, []string{"dog", "bowl", "don't"}},
+		{"french", "l'été d'hiver", Sensitivity{}, []string{"hiv"}}, // l, été and d are stop words
+		{"english", "snake_case x-ray e-mail", Sensitivity{}, []string{"snake_cas", "x", "ray", "e", "mail"}},
+		{"english", "Ünïcode Café", Sensitivity{Diacritic: true}, []string{"ünïcode", "café"}},
+		{"english", "Running FAST", Sensitivity{Case: true}, []string{"Run", "FAST"}},
+		{"turkish", "İSTANBUL", Sensitivity{}, []string{"istanbul"}},
+		{"none", "The running", Sensitivity{}, []string{"the", "running"}},
+		{"english", "a1 42 3.14", Sensitivity{}, []string{"a1", "42", "3", "14"}},
+	}
+	for _, c := range cases {
+		var got []string
+		Terms(lang(t, c.lang), c.text, c.s, func(term string) { got = append(got, term) })
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %q %+v: %q, want %q", c.lang, c.text, c.s, got, c.want)
+		}
+	}
+	// The stemmer sees diacritics: a French word is stemmed, then stripped.
+	fr := lang(t, "french")
+	var got []string
+	Terms(fr, "économiques", Sensitivity{}, func(term string) { got = append(got, term) })
+	if want := stripDiacritics(fr.Stem("économiques")); len(got) != 1 || got[0] != want {
+		t.Errorf("french économiques: %q, want %q", got, want)
+	}
+}

@@ -15,21 +15,39 @@ type Sensitivity struct {
 	Case, Diacritic bool
 }
 
-// isDelimiter reports whether r separates words: anything but a letter, a
-// digit or a combining mark (MongoDB's version 3 tokenizer splits at
-// Unicode white space, punctuation and symbols).
-func isDelimiter(r rune) bool {
-	if r < utf8.RuneSelf {
-		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+// delimiterTables are the Unicode properties whose characters separate
+// words, as MongoDB's text index version 3 generates its delimiter list
+// (gen_delimiter_list.py): white space, dashes, hyphens, quotation marks,
+// terminal punctuation, pattern syntax and sentence terminators. Letters,
+// digits, marks, '_' and most symbols are parts of words.
+var delimiterTables = []*unicode.RangeTable{
+	unicode.White_Space, unicode.Dash, unicode.Hyphen, unicode.Quotation_Mark,
+	unicode.Terminal_Punctuation, unicode.Pattern_Syntax, unicode.Sentence_Terminal,
+}
+
+// asciiDelimiters is delimiterTables over ASCII, for the fast path.
+var asciiDelimiters = func() (t [utf8.RuneSelf]bool) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = unicode.IsOneOf(delimiterTables, r)
 	}
-	return !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r))
+	return t
+}()
+
+// isDelimiter reports whether r separates words. In English the apostrophe
+// does not ("don't" is one word, which the English stemmer handles), as in
+// MongoDB.
+func isDelimiter(r rune, english bool) bool {
+	if r < utf8.RuneSelf {
+		return asciiDelimiters[r] && !(english && r == '\'')
+	}
+	return unicode.IsOneOf(delimiterTables, r)
 }
 
 // words calls f with each word of s, in order, as it appears in s.
-func words(s string, f func(w string)) {
+func words(s string, english bool, f func(w string)) {
 	start := -1
 	for i, r := range s {
-		if isDelimiter(r) {
+		if isDelimiter(r, english) {
 			if start >= 0 {
 				f(s[start:i])
 				start = -1
@@ -98,19 +116,36 @@ func stripDiacritics(w string) string {
 	return norm.NFC.String(b.String())
 }
 
-// Terms calls f with each term of text in language l: each word folded by
-// s, stop words dropped (judged on the fully folded word), and stemmed.
-// This is what the index stores (with the default Sensitivity) and what a
-// query's words become.
+// Terms calls f with each term of text in language l, as MongoDB's
+// version 3 tokenizer makes them: each word lower-cased (Turkish's own way
+// in Turkish); dropped if a stop word; stemmed (kept in its case when s.Case,
+// the stemmer seeing the diacritics); then its diacritics removed unless
+// s.Diacritic. This is what the index stores (with the default
+// Sensitivity) and what a query's words become.
 func Terms(l *Language, text string, s Sensitivity, f func(term string)) {
-	words(text, func(w string) {
-		folded := fold(w, false, false)
-		if l.IsStopWord(folded) {
+	words(text, l.english, func(w string) {
+		lower := l.lower(w)
+		if l.IsStopWord(lower) {
 			return
 		}
-		if s.Case || s.Diacritic {
-			folded = fold(w, s.Case, s.Diacritic)
+		t := lower
+		if s.Case {
+			t = w
 		}
-		f(l.Stem(folded))
+		t = l.Stem(t)
+		if !s.Diacritic {
+			t = stripDiacriticsOf(t)
+		}
+		f(t)
 	})
+}
+
+// stripDiacriticsOf removes diacritics, skipping ASCII quickly.
+func stripDiacriticsOf(w string) string {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			return stripDiacritics(w)
+		}
+	}
+	return w
 }

@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/blevesearch/snowballstem v0.9.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/golang/snappy v0.0.5-0.20231225225746-43d5d4cd4e0e

@@ -47,6 +47,12 @@ func parseMatch(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	if m.query.NearCount() > 0 {
 		return nil, errorf(mongoerr.NearInMatch, "$geoNear, $near, and $nearSphere are not allowed in this context, as these operators require sorting geospatial data. If you do not need sort, consider using $geoWithin instead.")
 	}
+	if m.query.HasText() && pc.index > 0 {
+		// Only the collection read answers $text (the execution layer
+		// pushes a first $match down to it): anywhere else MongoDB
+		// refuses it.
+		return nil, errorf(mongoerr.TextMatchNotFirst, "$match with $text is only allowed as the first pipeline stage")
+	}
 	return m, nil
 }
 

@@ -189,6 +189,13 @@ func (e *Engine) checkIndexConflict(ns Namespace, spec *index.Spec) (bool, error
 			}
 		}
 	}
+	if spec.IsText() {
+		for _, ix := range coll.Indexes {
+			if existing, err := e.specs.get(ix); err == nil && existing.IsText() {
+				return false, mongoerr.New(mongoerr.CannotCreateIndex, "only one text index per collection allowed, found existing text index \"%s\"", ix.Name)
+			}
+		}
+	}
 	return true, nil
 }
 

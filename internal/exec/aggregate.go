@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -107,6 +108,9 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		}
 		return nil, err
 	}
+	if readsTextScore(a.Stages) {
+		out = &stripTextScore{in: out}
+	}
 	if writer != nil {
 		return nil, writer.write(out)
 	}
@@ -160,6 +164,7 @@ func PushDown(ns engine.Namespace, stages []bsoncore.Document, coll *collation.C
 	if err != nil {
 		return sel, nil, err
 	}
+	sel.TextScore = sel.Filter.HasText() && readsTextScore(rest)
 	if len(rest) > 0 {
 		if srt, ok := stageArg(rest[0], "$sort"); ok && simpleSort(srt) {
 			if err := sel.SetSort(srt); err == nil {
@@ -340,3 +345,36 @@ func CheckViewPipeline(db string, stages []bsoncore.Document) error {
 	}
 	return nil
 }
+
+// readsTextScore reports whether some stage reads {$meta: "textScore"}
+// (looking at the bytes: a stage that merely names the string in a
+// literal costs one needless score field, never a wrong result).
+func readsTextScore(stages []bsoncore.Document) bool {
+	for _, st := range stages {
+		if bytes.Contains(st, []byte("$meta")) && bytes.Contains(st, []byte("textScore")) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripTextScore removes the score a text plan appended (planner.Query's
+// TextScore) from documents that leave the pipeline unchanged.
+type stripTextScore struct {
+	in  agg.Source
+	buf []byte
+}
+
+func (s *stripTextScore) Next() (bsoncore.Document, error) {
+	d, err := s.in.Next()
+	if d == nil || err != nil {
+		return d, err
+	}
+	if !bytes.Contains(d, []byte(query.TextScoreField)) {
+		return d, nil
+	}
+	s.buf, _, _ = query.StripTextScore(s.buf[:0], d)
+	return s.buf, nil
+}
+
+func (s *stripTextScore) Close() error { return s.in.Close() }

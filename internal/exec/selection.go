@@ -48,6 +48,9 @@ type Selection struct {
 	// when it is a *collation.Collator); SetSort sorts by it and the
 	// planner matches it against index collations. nil: simple.
 	Collation *collation.Collator
+	// TextScore: the stages after the read use {$meta: "textScore"} (see
+	// planner.Query.TextScore).
+	TextScore bool
 }
 
 // NewSelection parses filter (nil or empty: everything) into a Selection of
@@ -128,6 +131,7 @@ func (s *Selection) query() planner.Query {
 		DistinctPath: s.Distinct,
 		ReturnKey:    s.ReturnKey, ShowRecordID: s.ShowRecordID,
 		Collation: s.Collation,
+		TextScore: s.TextScore,
 	}
 }
 

@@ -65,6 +65,8 @@ func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, [
 		tb = nil
 	case genGeo:
 		keys, mk, err = s.geoKeys(doc, dst[:0])
+	case genText:
+		keys, err = s.textKeys(doc, dst[:0])
 		tb = nil
 	default:
 		keys, tb, mk, err = s.btreeKeys(doc, dst[:0], tb)
@@ -90,6 +92,12 @@ func (s *Spec) Applies(doc bsoncore.Document) bool {
 	if s.gen == genGeo {
 		keys, _, err := s.geoKeys(doc, nil)
 		return err == nil && len(keys) > 0
+	}
+	if s.gen == genText {
+		// A text index is sparse by nature: it holds a document that has
+		// at least one term.
+		scores, err := s.text.spec.Scores(doc)
+		return err == nil && len(scores) > 0
 	}
 	if !s.Sparse {
 		return true

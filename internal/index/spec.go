@@ -105,6 +105,7 @@ type Spec struct {
 	skipID  bool              // wildcard without projection: skip the top-level _id
 	valDesc bool              // wildcard: the value part is descending
 	geo     geo.IndexParams   // 2dsphere: the covering parameters
+	text    *textInfo         // text: weights and languages (text.go)
 }
 
 // generator is the key generation algorithm a spec uses.
@@ -115,6 +116,7 @@ const (
 	genHashed                    // one hashed field, maybe with others
 	genWildcard                  // one wildcard field
 	genGeo                       // 2dsphere fields, maybe with others (geo.go)
+	genText                      // a text index (text.go)
 )
 
 // IsID reports whether the spec is the _id index ({_id: 1}).
@@ -173,10 +175,9 @@ var allowedIDOptions = map[string]bool{"collation": true, "name": true, "v": tru
 // fails with the code MongoDB reports first. Errors are *mongoerr.Error.
 // The Spec keeps a copy of spec, never the caller's bytes.
 //
-// Not supported yet, with CannotCreateIndex (67): text, 2d, 2dsphere and
-// columnstore indexes, compound wildcard indexes, hashed and wildcard
-// indexes with a collation, and the internal options clustered and
-// originalSpec.
+// Not supported yet, with CannotCreateIndex (67): 2d and columnstore
+// indexes, compound wildcard indexes, hashed and wildcard indexes with a
+// collation, and the internal options clustered and originalSpec.
 func ParseSpec(spec bsoncore.Document) (*Spec, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "index specification is not a valid BSON document: %v", err)
@@ -312,6 +313,10 @@ func (p *specParser) parse() error {
 	// 6. What Cairn does not build yet.
 	switch p.plugin {
 	case "", "hashed", "wildcard", "2dsphere":
+	case "text":
+		if err := p.prepareText(); err != nil {
+			return err
+		}
 	default:
 		return cannotCreate("%s indexes are not supported yet", p.plugin)
 	}
@@ -608,6 +613,9 @@ func (p *specParser) prepare() error {
 // canonical builds the listIndexes form of the spec (IndexCatalogImpl's
 // _fixIndexSpec, after validateIndexSpecCollation drops a simple collation).
 func (p *specParser) canonical(isID bool) bsoncore.Document {
+	if p.s.text != nil {
+		return p.canonicalText()
+	}
 	// MongoDB 7.0's listIndexes order: v, key, name, then the options.
 	b := bsoncore.NewDocumentBuilder().AppendInt32("v", int32(p.s.Version))
 	if isID {

@@ -34,6 +34,16 @@
 //   - distinct.go: the distinct scan (DISTINCT_SCAN) of a $sort then a
 //     $group of $first accumulators on the sort's first field, when
 //     Query.DistinctPath asks for it and an index plainly qualifies.
+//   - text.go: the text plan of a $text query (TEXT_MATCH over FETCH over
+//     TEXT_OR or OR over one IXSCAN per term, within a compound text
+//     index's equality prefix), the only plan such a query has; under $or
+//     its subtree is one branch of orCandidate's OR. It binds the filter's
+//     $text to the index's reading of the search (query.Filter.BindText),
+//     so FETCH and writes re-checking documents decide it alike. When the
+//     query reads {$meta: "textScore"}, TEXT_OR sums each document's term
+//     scores and TEXT_MATCH appends the score as the document's last field
+//     (query.TextScoreField), which sort reads and projection (or a final
+//     strip) removes.
 //   - stages.go and exec.go: the stages, worked one unit at a time, with
 //     MongoDB's per-stage counters.
 //

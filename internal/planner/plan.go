@@ -55,6 +55,11 @@ type Query struct {
 	// bounds no condition on a string, document or array and gives no
 	// order (MongoDB's rule); see collation.go.
 	Collation *collation.Collator
+	// TextScore: the caller reads each result's text score ({$meta:
+	// "textScore"} in a pipeline after the read), so a text plan appends
+	// it to each document as its last field (query.TextScoreField) and
+	// the caller removes it.
+	TextScore bool
 }
 
 // Options tune planning.
@@ -183,7 +188,7 @@ func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
 		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, typeBits: info.TypeBits, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
-		if info.Building || info.Spec.Hidden {
+		if info.Building || info.Spec.Hidden || (info.Spec.IsText() && !pl.q.Filter.HasText()) {
 			continue
 		}
 		pl.ixs = append(pl.ixs, ref)
@@ -206,6 +211,16 @@ func (pl *planning) candidates() ([]*candidate, error) {
 	q := pl.q
 	pl.a = analyze(q.Filter.Tree())
 	pl.a.coll = q.Collation
+	if needsScore(q) && !q.Filter.HasText() {
+		return nil, mongoerr.New(mongoerr.TextScoreUnavailable, "query requires text score metadata, but it is not available")
+	}
+	if ts, nested := q.Filter.Text(); ts != nil || nested {
+		c, err := pl.textCandidate(ts, nested)
+		if err != nil {
+			return nil, err
+		}
+		return []*candidate{c}, nil
+	}
 	if nc, err := findNear(q.Filter); err != nil || nc != nil {
 		if err != nil {
 			return nil, err
@@ -238,7 +253,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 			out = append(out, c)
 		}
 	}
-	if c := pl.orCandidate(); c != nil {
+	if c := pl.orCandidate(nil); c != nil {
 		out = append(out, c)
 	}
 	if len(out) == 0 {
@@ -545,6 +560,11 @@ func (pl *planning) hinted() (*candidate, error) {
 	if ix != nil && ix.building {
 		ix = nil // not complete yet: as if it did not exist
 	}
+	if ix != nil && ix.spec.IsText() {
+		// A text index holds only the documents with terms, under their
+		// terms: it answers $text (text.go), never a scan of it.
+		return nil, bad
+	}
 	if ix == nil || ix.spec.Hidden || ix.spec.IsWildcard() {
 		if ix == nil && !pl.r.Exists() {
 			return pl.collScan(false), nil // no collection: nothing to read either way
@@ -595,6 +615,8 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 	}
 	if q.Proj != nil && !q.ReturnKey {
 		root = newProjection(root, q)
+	} else if needsScore(q) && !q.TextScore {
+		root = &stripScore{oneInput: input(root)}
 	}
 	if q.ReturnKey || q.ShowRecordID {
 		if q.ReturnKey {

@@ -243,6 +243,8 @@ func examined(root stage) (keys, docs int64) {
 			docs += s.docs
 		case *collScan:
 			docs += s.docs
+		case *textScan:
+			keys += s.keys
 		case *fetch:
 			docs += s.docs
 		case *geoNearStage:
@@ -382,6 +384,8 @@ func (e *Exec) recordAccesses() {
 			}
 		case *idHack:
 			name = "_id_"
+		case *textScan:
+			name = s.ix.name
 		}
 		if name != "" && !slices.Contains(seen, name) {
 			seen = append(seen, name)

@@ -15,11 +15,12 @@ import (
 // Collation reaches every comparison through the match state (state.coll),
 // set from Options.Collation for each document.
 type Filter struct {
-	root matcher
-	id   bsoncore.Value // the _id of a point lookup; Type 0 if none
-	raw  bsoncore.Document
-	env  *exprEnv                    // the options it was parsed with, for Select
-	tree atomic.Pointer[Conjunction] // see Tree; built once (twice under a race, alike)
+	root  matcher
+	id    bsoncore.Value // the _id of a point lookup; Type 0 if none
+	raw   bsoncore.Document
+	env   *exprEnv                    // the options it was parsed with, for Select
+	texts int                         // how many $text it has (text.go)
+	tree  atomic.Pointer[Conjunction] // see Tree; built once (twice under a race, alike)
 }
 
 // Result is the outcome of matching one document.

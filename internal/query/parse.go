@@ -77,7 +77,11 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, id: idEquality(filter), raw: filter, env: env}, nil
+	texts := 0
+	if err := checkTexts(filter, false, &texts); err != nil {
+		return nil, err
+	}
+	return &Filter{root: root, id: idEquality(filter), raw: filter, env: env, texts: texts}, nil
 }
 
 // banSpecialFeatures is Options.NoSpecialFeatures.
@@ -241,7 +245,7 @@ func parseTopOperator(name string, v bsoncore.Value, lvl level) (matcher, error)
 		if lvl.sub {
 			return nil, badValue("$text can only be applied to the top-level document")
 		}
-		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+		return parseText(v)
 	case "$alwaysTrue", "$alwaysFalse":
 		if err := requireOne(name, v); err != nil {
 			return nil, err

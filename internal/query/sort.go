@@ -43,7 +43,8 @@ var (
 )
 
 // ParseSort parses a sort specification. Directions must be 1 or -1
-// (code 15975); {$meta: …} sorts are refused as not supported yet.
+// (code 15975); {$meta: "textScore"} sorts by the score a text plan
+// carries (TextScoreField), higher first; other $meta sorts are refused.
 func ParseSort(spec bsoncore.Document) (*Sort, error) {
 	s := &Sort{}
 	if len(spec) == 0 {
@@ -73,7 +74,12 @@ func ParseSort(spec bsoncore.Document) (*Sort, error) {
 			if firstField(v) != "$meta" {
 				return nil, errorf(codeSortMeta, "$meta is the only expression supported by $sort right now")
 			}
-			return nil, badValue("$meta sort is not supported yet")
+			if !isTextScoreMeta(v) {
+				return nil, badValue("$meta sort other than textScore is not supported yet")
+			}
+			// A text plan carries the score in TextScoreField; higher
+			// scores first, as MongoDB sorts textScore.
+			s.keys = append(s.keys, sortKey{path: newPath(TextScoreField), desc: true})
 		default:
 			return nil, errorf(codeSortBadValue, "Illegal key in $sort specification: %s: %s", name, v)
 		}

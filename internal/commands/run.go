@@ -61,15 +61,17 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := checkGeneric(s, &cmd, req, elems, genericMask); err != nil {
 		return ErrorReply(dst, err)
 	}
+	// One clock reading for the operation's entry, its $$NOW and its
+	// duration.
+	req.start = time.Now()
 	ctx, op, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
 	defer op.end()
 	s.stat = opStats{}
-	began := time.Now()
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
-	took := time.Since(began)
+	took := time.Since(req.start)
 	if s.Env.Log.Enabled(ctx, slog.LevelDebug) {
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
 			"durationMicros", took.Microseconds(), "code", int32(mongoerr.CodeOf(err)))
@@ -113,20 +115,37 @@ func journaled(req *Request) bool {
 // NewRequest builds a Request from a command body and its document
 // sequences; db is the body's $db unless given (legacy OP_QUERY).
 func NewRequest(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) (*Request, error) {
+	r := new(Request)
+	if err := r.Reset(body, db, seqs); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reset makes r the Request NewRequest builds, in r's own memory: a
+// connection keeps one Request for all its commands (Run keeps none of it
+// after it returns). A known command's name is the registry's string, and
+// a database named as the last request's keeps its string, so a steady
+// stream of commands allocates neither.
+func (r *Request) Reset(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) error {
+	lastDB := r.DB
+	*r = Request{}
 	first, err := body.IndexErr(0)
 	if err != nil {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "empty command document")
+		return mongoerr.New(mongoerr.FailedToParse, "empty command document")
 	}
 	if db == "" {
 		v, err := body.LookupErr("$db")
 		if err != nil {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
+			return mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
 		}
-		s, ok := v.StringValueOK()
-		if !ok {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))
+		var ok bool
+		if d := v.Data; v.Type == bsoncore.TypeString && len(d) > 4 && string(d[4:len(d)-1]) == lastDB {
+			db = lastDB
+		} else if db, ok = v.StringValueOK(); !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))
 		}
-		db = s
 	}
-	return &Request{DB: db, Name: first.Key(), Body: body, Sequences: seqs}, nil
+	*r = Request{DB: db, Name: commandName(first.KeyBytes()), Body: body, Sequences: seqs}
+	return nil
 }

@@ -58,6 +58,9 @@ type OpInfo struct {
 	// context under Parent (Op.Context), which killOp cancels: a client
 	// command's, at no allocation beyond the Op.
 	Parent context.Context
+	// Began, when set, is when the operation began, as the caller read the
+	// clock already (a command reads it once); zero means now.
+	Began time.Time
 }
 
 // Op is one operation in progress.
@@ -92,7 +95,11 @@ type OpStatus struct {
 
 // Begin registers an operation; call End when it finishes.
 func (o *Ops) Begin(info OpInfo) *Op {
-	op := &Op{ID: o.next.Add(1), Started: time.Now(), info: info}
+	started := info.Began
+	if started.IsZero() {
+		started = time.Now()
+	}
+	op := &Op{ID: o.next.Add(1), Started: started, info: info}
 	if info.Parent != nil {
 		op.ctx.Init(info.Parent)
 	}

@@ -43,11 +43,14 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	// As in MongoDB: the command's fields are parsed first, then where it
 	// may run, then the generic arguments (generic.go).
-	elems, err := elementsOf(req.elemBuf[:0], req.Body)
-	if err != nil {
-		return ErrorReply(dst, err)
+	elems := req.elems // split by Reset, or now
+	if elems == nil {
+		var err error
+		if elems, err = elementsOf(req.elemBuf[:0], req.Body); err != nil {
+			return ErrorReply(dst, err)
+		}
+		req.setFields(elems)
 	}
-	req.setFields(elems)
 	genericMask, err := checkFields(&cmd, req.Name, elems)
 	if err != nil {
 		return ErrorReply(dst, err)
@@ -124,12 +127,38 @@ func NewRequest(body bsoncore.Document, db string, seqs map[string][]bsoncore.Do
 
 // Reset makes r the Request NewRequest builds, in r's own memory: a
 // connection keeps one Request for all its commands (Run keeps none of it
-// after it returns). A known command's name is the registry's string, and
-// a database named as the last request's keeps its string, so a steady
+// after it returns). It splits the body's fields once, for Run and every
+// Arg after it. A known command's name is the registry's string, and a
+// database named as the last request's keeps its string, so a steady
 // stream of commands allocates neither.
 func (r *Request) Reset(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) error {
 	lastDB := r.DB
-	*r = Request{}
+	*r = Request{Body: body, Sequences: seqs}
+	elems, err := elementsOf(r.elemBuf[:0], body)
+	if err != nil || len(elems) == 0 {
+		// Malformed: read what can be read, as a lookup does; Run
+		// refuses the rest when it splits the fields.
+		return r.resetMalformed(body, db)
+	}
+	r.setFields(elems)
+	r.Name = commandName(elems[0].KeyBytes())
+	if db == "" {
+		v := r.arg("$db")
+		if v.Type == 0 {
+			return mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
+		}
+		if d := v.Data; v.Type == bsoncore.TypeString && len(d) > 4 && string(d[4:len(d)-1]) == lastDB {
+			db = lastDB
+		} else if db, err = dbName(v); err != nil {
+			return err
+		}
+	}
+	r.DB = db
+	return nil
+}
+
+// resetMalformed is Reset of a body whose fields do not split.
+func (r *Request) resetMalformed(body bsoncore.Document, db string) error {
 	first, err := body.IndexErr(0)
 	if err != nil {
 		return mongoerr.New(mongoerr.FailedToParse, "empty command document")
@@ -139,13 +168,19 @@ func (r *Request) Reset(body bsoncore.Document, db string, seqs map[string][]bso
 		if err != nil {
 			return mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
 		}
-		var ok bool
-		if d := v.Data; v.Type == bsoncore.TypeString && len(d) > 4 && string(d[4:len(d)-1]) == lastDB {
-			db = lastDB
-		} else if db, ok = v.StringValueOK(); !ok {
-			return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))
+		if db, err = dbName(v); err != nil {
+			return err
 		}
 	}
-	*r = Request{DB: db, Name: commandName(first.KeyBytes()), Body: body, Sequences: seqs}
+	r.DB, r.Name = db, first.Key()
 	return nil
+}
+
+// dbName reads $db, a string.
+func dbName(v bsoncore.Value) (string, error) {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))
+	}
+	return s, nil
 }

@@ -105,6 +105,9 @@ func checkNatural(sort, hint bsoncore.Value) error {
 
 // naturalSort reports whether sort is {$natural: ±1}, and its direction.
 func naturalSort(sort bsoncore.Document) (int, bool) {
+	if len(sort) <= 5 {
+		return 0, false // no sort (Elements would build an error to say so)
+	}
 	elems, err := sort.Elements()
 	if err != nil || len(elems) != 1 || elems[0].Key() != "$natural" {
 		return 0, false

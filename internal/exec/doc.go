@@ -44,6 +44,13 @@
 // document changed or removed in between is neither wrongly changed nor
 // counted. An upsert inserts only when nothing matched.
 //
+// "One read per point write": a delete or update (not an upsert) whose
+// selection is one _id (the IDHACK plan's query) reads its document once,
+// inside the commit pipeline (engine.Modify), and matches it there; the
+// choosing read would find the same document or none, so it is skipped.
+// Its _id index access is counted all the same. An upsert still reads
+// first: when nothing matches it inserts in a commit of its own.
+//
 // "Push-down keeps results": PushDown moves into the collection read only
 // what the read does with the same result: a leading $match without
 // variables, a plain $sort after it, a positive $limit after that, and the

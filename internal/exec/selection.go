@@ -128,6 +128,15 @@ func (s *Selection) PointRead() bool {
 	return planner.IsPointRead(&q)
 }
 
+// pointID is the one _id s selects when it is a point read that returns
+// its document (no skip, which leaves none).
+func (s *Selection) pointID() (bsoncore.Value, bool) {
+	if s.Skip > 0 || s.ReturnKey || s.ShowRecordID || !s.PointRead() {
+		return bsoncore.Value{}, false
+	}
+	return s.Filter.IDEquality()
+}
+
 var emptyDocument = bsoncore.Document{5, 0, 0, 0, 0}
 
 // Owned copies a document out of a request buffer.

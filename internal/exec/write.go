@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/update"
@@ -50,6 +51,22 @@ type UpdateResult struct {
 	Before, After bsoncore.Document
 }
 
+// chosenIDs are the _ids of the documents a write changes through
+// engine.Modify, at most limit of them (0 = all): for a selection of one
+// _id, that _id unread (invariant "One read per point write", doc.go), and
+// otherwise matchingIDs.
+func (e *Env) chosenIDs(ctx context.Context, sp Selection, limit int64) ([]bsoncore.Value, error) {
+	if id, ok := sp.pointID(); ok {
+		// Modify reads the document inside the pipeline and the callback
+		// matches it there: a read here first would find what that read
+		// finds, one read earlier. The _id index counts the access as the
+		// IDHACK plan would have.
+		e.eng.RecordIndexAccess(sp.NS, catalog.IDIndexName)
+		return []bsoncore.Value{id}, nil
+	}
+	return e.matchingIDs(ctx, sp, limit)
+}
+
 // matchingIDs returns the _ids of the documents sp selects, at most limit
 // of them (0 = all), read from a consistent snapshot.
 func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bsoncore.Value, error) {
@@ -73,7 +90,7 @@ func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bso
 // Delete runs one delete statement and returns how many documents it
 // deleted.
 func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
-	ids, err := e.matchingIDs(ctx, d.Sel, d.Limit)
+	ids, err := e.chosenIDs(ctx, d.Sel, d.Limit)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
@@ -107,7 +124,7 @@ func (e *Env) FindAndUpdate(ctx context.Context, u Update) (UpdateResult, error)
 // FindAndRemove deletes the first document sel selects (in its sort order)
 // and returns it (nil when none).
 func (e *Env) FindAndRemove(ctx context.Context, sel Selection) (bsoncore.Document, error) {
-	ids, err := e.matchingIDs(ctx, sel, 1)
+	ids, err := e.chosenIDs(ctx, sel, 1)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -130,7 +147,14 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	if spec.Multi {
 		limit = 0
 	}
-	ids, err := e.matchingIDs(ctx, spec.Sel, limit)
+	choose := e.chosenIDs
+	if spec.Upsert {
+		// An upsert that matches nothing inserts in a commit of its own:
+		// the snapshot read that finds nothing is cheaper than a pipeline
+		// round that finds nothing, so an upsert reads first.
+		choose = e.matchingIDs
+	}
+	ids, err := choose(ctx, spec.Sel, limit)
 	if err != nil {
 		return UpdateResult{}, err
 	}

@@ -17,6 +17,10 @@ type Action struct {
 	// BypassValidation stores Replace without checking the collection's
 	// validator (bypassDocumentValidation).
 	BypassValidation bool
+	// KeepStored copies the bytes Replace is stored as (its _id first)
+	// into ModifyResult.Stored, for a reply that shows the document as
+	// stored (findAndModify's new: true) without reading it back.
+	KeepStored bool
 }
 
 // ModifyResult counts what a Modify did.
@@ -25,6 +29,9 @@ type ModifyResult struct {
 	Modified int // documents rewritten with different bytes
 	Deleted  int
 	Errors   []WriteError
+	// Stored is the stored image of the last Replace whose Action asked
+	// for it (KeepStored), written or equal to the document already.
+	Stored bsoncore.Document
 }
 
 // Modify runs fn on the current version of each document named in ids, in
@@ -101,6 +108,9 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 		next, err := prepareReplacement(act.Replace, id)
 		if err != nil {
 			return err
+		}
+		if act.KeepStored {
+			res.Stored = append(res.Stored[:0], next...)
 		}
 		if string(next) == string(cur) {
 			return nil // a no-op update writes nothing

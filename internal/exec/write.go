@@ -186,7 +186,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 			if next == nil {
 				return engine.Action{}, nil
 			}
-			return engine.Action{Replace: next, BypassValidation: spec.Bypass}, nil
+			return engine.Action{Replace: next, BypassValidation: spec.Bypass, KeepStored: keep}, nil
 		})
 		res.Modified = int64(mres.Modified)
 		if err != nil {
@@ -195,9 +195,8 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 		if len(mres.Errors) > 0 {
 			return res, mres.Errors[0].Err
 		}
-		if keep && res.Matched > 0 {
-			// The stored image has _id first; read it back for an exact reply.
-			res.After, _, _ = e.eng.Get(nil, ns, ids[0])
+		if keep && mres.Stored != nil {
+			res.After = mres.Stored // as stored (_id first), without reading it back
 		}
 	}
 	if res.Matched > 0 || !spec.Upsert {

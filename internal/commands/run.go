@@ -132,9 +132,16 @@ func NewRequest(body bsoncore.Document, db string, seqs map[string][]bsoncore.Do
 // database named as the last request's keeps its string, so a steady
 // stream of commands allocates neither.
 func (r *Request) Reset(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) error {
-	lastDB := r.DB
-	*r = Request{Body: body, Sequences: seqs}
+	lastDB, lastN := r.DB, len(r.elems)
+	// Field by field rather than *r = Request{...}: elemBuf is refilled
+	// below, and zeroing it whole (pointers, in a connection's heap
+	// object) costs write barriers on every command.
+	r.DB, r.Name, r.Body, r.Sequences = "", "", body, seqs
+	r.elems, r.keyMask, r.start = nil, 0, time.Time{}
 	elems, err := elementsOf(r.elemBuf[:0], body)
+	if n := len(elems); n < lastN && lastN <= len(r.elemBuf) {
+		clear(r.elemBuf[n:lastN]) // keep no older request's buffer alive
+	}
 	if err != nil || len(elems) == 0 {
 		// Malformed: read what can be read, as a lookup does; Run
 		// refuses the rest when it splits the fields.

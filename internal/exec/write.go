@@ -147,14 +147,8 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	if spec.Multi {
 		limit = 0
 	}
-	choose := e.chosenIDs
-	if spec.Upsert {
-		// An upsert that matches nothing inserts in a commit of its own:
-		// the snapshot read that finds nothing is cheaper than a pipeline
-		// round that finds nothing, so an upsert reads first.
-		choose = e.matchingIDs
-	}
-	ids, err := choose(ctx, spec.Sel, limit)
+	_, point := spec.Sel.pointID()
+	ids, err := e.chosenIDs(ctx, spec.Sel, limit)
 	if err != nil {
 		return UpdateResult{}, err
 	}
@@ -165,6 +159,11 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				return engine.Action{}, err // stops here; what is updated stays updated
 			}
 			if cur == nil {
+				if point && spec.Upsert {
+					// An upsert of one _id that found nothing inserts in
+					// the same pipeline request ("One read per point write").
+					return upsertAction(spec)
+				}
 				return engine.Action{}, nil
 			}
 			ok, pos := spec.Sel.Filter.MatchDetails(cur)
@@ -198,11 +197,30 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 		if keep && mres.Stored != nil {
 			res.After = mres.Stored // as stored (_id first), without reading it back
 		}
+		if mres.Inserted > 0 {
+			res.UpsertedID = mres.Stored.Lookup("_id")
+			return res, nil
+		}
 	}
 	if res.Matched > 0 || !spec.Upsert {
 		return res, nil
 	}
 	return e.upsert(spec, keep)
+}
+
+// upsertAction is the Insert of an upsert of one _id that found nothing,
+// its stored image kept for the reply (the upserted _id, and findAndModify's
+// new document). A document without _id, which a filter on _id should not
+// give, is left to upsert after the pipeline (an Insert must carry one).
+func upsertAction(spec Update) (engine.Action, error) {
+	doc, err := spec.Mod.Upsert(spec.Sel.rawFilter(), update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now()})
+	if err != nil {
+		return engine.Action{}, err
+	}
+	if doc.Lookup("_id").Type == 0 {
+		return engine.Action{}, nil
+	}
+	return engine.Action{Insert: doc, BypassValidation: spec.Bypass, KeepStored: true}, nil
 }
 
 // upsert inserts the document an update with upsert: true creates when

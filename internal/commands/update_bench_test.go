@@ -14,7 +14,8 @@ import (
 // _id in process (issue 16's "one read per update"): a $set of one field
 // on one of 10,000 documents, one statement per command, as YCSB-A sends
 // it, the same as an upsert of an existing document, and an upsert that
-// inserts (a new _id each time; the command is built in the loop). The WAL is
+// inserts (a new, descending _id each time; the command is built in the
+// loop). The WAL is
 // synced on an interval, so that the figure is the CPU of the write path
 // rather than the disk's sync.
 func BenchmarkUpdateByID(b *testing.B) {
@@ -42,13 +43,15 @@ func BenchmarkUpdateByID(b *testing.B) {
 			var dst []byte
 			var req Request
 			if bc.insert {
-				// Each upsert names an _id no document has: it inserts.
-				next := 1_000_000
+				// Each upsert names an _id no document has, below every
+				// stored one (so that no tail bound spares the insert its
+				// uniqueness check): it inserts.
+				next := 0
 				var req Request
 				var dst []byte
 				b.ReportAllocs()
 				for b.Loop() {
-					next++
+					next--
 					body, _ := bson.Marshal(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
 						{Key: "q", Value: bson.D{{Key: "_id", Value: next}}},
 						{Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: bc.field, Value: "v"}}}}},

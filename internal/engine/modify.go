@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -84,7 +85,11 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 			case found:
 				err = e.applyAction(tx, &res, ns, key, idKey, id, doc, act)
 			case act.Insert != nil:
-				coll, err = e.insertAction(tx, &res, ns, act)
+				var read []byte // the key found absent, if the collection exists
+				if coll != nil {
+					read = key
+				}
+				coll, err = e.insertAction(tx, &res, ns, act, read)
 			}
 			if err != nil {
 				res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
@@ -153,18 +158,22 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 
 // insertAction stores act.Insert for a document Modify did not find, as
 // InsertWith stores one, and returns the collection (made if need be).
-func (e *Engine) insertAction(tx *storage.Txn, res *ModifyResult, ns Namespace, act Action) (*catalog.Collection, error) {
+// read is the key Modify found absent (nil when the collection did not
+// exist): an insert at that key skips insertOne's uniqueness read.
+func (e *Engine) insertAction(tx *storage.Txn, res *ModifyResult, ns Namespace, act Action, read []byte) (*catalog.Collection, error) {
 	p, err := prepareInsert(act.Insert, func() (bsoncore.Value, error) {
 		return bsoncore.Value{}, errInsertNeedsID
 	})
 	if err != nil {
 		return e.cat.Working().Collection(ns.DB, ns.Coll), err
 	}
+	existed := e.cat.Working().Collection(ns.DB, ns.Coll) != nil
 	coll, err := e.ensureCollection(tx, ns)
 	if err != nil {
 		return nil, err
 	}
 	key := storage.DocKey(nil, coll.ID, p.idKey)
+	p.absent = !existed || bytes.Equal(key, read) // a new collection holds nothing
 	if err := e.insertOne(tx, ns, coll.ID, key, p, act.BypassValidation); err != nil {
 		return coll, err
 	}

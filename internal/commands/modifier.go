@@ -56,8 +56,13 @@ func writeVars(s *Session, req *Request, ns engine.Namespace) (commandVars, erro
 
 // requestVars fixes $$NOW for req and evaluates its let document.
 func requestVars(req *Request) (commandVars, error) {
-	cv := commandVars{now: time.Now()}
-	let, err := req.Document("let")
+	return varsOf(req, req.arg("let"))
+}
+
+// varsOf is requestVars with the let field's value v (Type 0 when absent).
+func varsOf(req *Request, v bsoncore.Value) (commandVars, error) {
+	cv := commandVars{now: req.now()}
+	let, err := req.documentOf("let", v)
 	if err != nil || let == nil {
 		return cv, err
 	}

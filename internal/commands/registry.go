@@ -189,6 +189,22 @@ func init() {
 		"waitForFailPoint": {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)", fields: args("timesEntered")},
 		"whatsmyuri":       {run: cmdWhatsMyURI, help: "this connection's client address"},
 	}
+	commandNames = make(map[string]string, len(registry))
+	for name := range registry {
+		commandNames[name] = name
+	}
+}
+
+// commandNames interns the registry's names (Request.Reset).
+var commandNames map[string]string
+
+// commandName is key as a string: the registry's own for a known command,
+// so that naming a request allocates nothing.
+func commandName(key []byte) string {
+	if n, ok := commandNames[string(key)]; ok {
+		return n
+	}
+	return string(key)
 }
 
 func lookup(name string) (command, bool) {

@@ -48,6 +48,15 @@
 // document changed or removed in between is neither wrongly changed nor
 // counted. An upsert inserts only when nothing matched.
 //
+// "One read per point write": a delete or update whose selection is one
+// _id (the IDHACK plan's query) reads its document once, inside the commit
+// pipeline (engine.Modify), and matches it there; the choosing read would
+// find the same document or none, so it is skipped. Its _id index access
+// is counted all the same. An upsert of one _id that finds nothing inserts
+// in the same pipeline request (engine.Action.Insert), so concurrent
+// upserts of one _id serialize there: the first inserts, the others match
+// it.
+//
 // "Push-down keeps results": PushDown moves into the collection read only
 // what the read does with the same result: a leading $match without
 // variables, a plain $sort after it, a positive $limit after that, and the

@@ -142,6 +142,24 @@ func (s *Selection) PointRead() bool {
 	return planner.IsPointRead(&q)
 }
 
+// pointID is the one _id s selects when it is a point read that returns
+// its document (no skip, which leaves none).
+func (s *Selection) pointID() (bsoncore.Value, bool) {
+	if s.Skip > 0 || s.ReturnKey || s.ShowRecordID || !s.PointRead() {
+		return bsoncore.Value{}, false
+	}
+	id, ok := s.Filter.IDEquality()
+	if ok && s.Collation != nil {
+		switch id.Type {
+		case bsoncore.TypeString, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeSymbol:
+			// The _id key is simple: under a collation, equal strings of
+			// other bytes match too, so the write scans (as planner.pointID).
+			return bsoncore.Value{}, false
+		}
+	}
+	return id, ok
+}
+
 var emptyDocument = bsoncore.Document{5, 0, 0, 0, 0}
 
 // Owned copies a document out of a request buffer.

@@ -67,12 +67,20 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	env := &exprEnv{coll: opts.Collation, vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}
-	names := make([]string, 0, len(opts.Vars))
-	for k := range opts.Vars {
-		names = append(names, k)
+	// The Filter and its environment are one allocation; without let
+	// variables the scope is nil, expr.Parse's own (no user variable).
+	fe := &struct {
+		f   Filter
+		env exprEnv
+	}{env: exprEnv{coll: opts.Collation, vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}}
+	env := &fe.env
+	if len(opts.Vars) > 0 {
+		names := make([]string, 0, len(opts.Vars))
+		for k := range opts.Vars {
+			names = append(names, k)
+		}
+		env.scope = expr.NewScope(nil, names...)
 	}
-	env.scope = expr.NewScope(nil, names...)
 	root, err := parseDoc(filter, level{env: env})
 	if err != nil {
 		return nil, err
@@ -81,7 +89,8 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if err := checkTexts(filter, false, &texts); err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, id: idEquality(filter), raw: filter, env: env, texts: texts}, nil
+	fe.f = Filter{root: root, id: idEquality(filter), raw: filter, env: env, texts: texts}
+	return &fe.f, nil
 }
 
 // banSpecialFeatures is Options.NoSpecialFeatures.

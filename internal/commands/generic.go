@@ -27,12 +27,11 @@ const (
 
 // genericArgs are MongoDB 7.0's generic arguments. The honoured ones:
 //   - $db: the database (NewRequest).
-//   - lsid: accepted (drivers send it on every command); it is what a
-//     txnNumber requires (checkSession). Cairn keeps no server-side session
-//     state yet, as a standalone's sessions have no other observable effect
-//     on the commands Cairn has.
-//   - txnNumber, autocommit, startTransaction: refused as a MongoDB
-//     standalone refuses them (checkSession).
+//   - lsid: the command's logical session (sessions.go, package session):
+//     checked out for the command's duration, remembered by its cursors.
+//   - txnNumber: makes insert, update, delete and findAndModify retryable
+//     writes (sessions.go); autocommit and startTransaction (transactions)
+//     are refused as a MongoDB standalone refuses them.
 //   - readConcern, writeConcern: checked as a standalone checks them
 //     (checkConcerns); the levels a standalone serves are what every Cairn
 //     read and acknowledged write already gives (a write is acknowledged
@@ -135,7 +134,7 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 			}
 		}
 	}
-	if err := checkSession(g); err != nil {
+	if err := checkSession(s, req.Name, g); err != nil {
 		return err
 	}
 	if err := checkReadPreference(g.readPreference); err != nil {
@@ -212,30 +211,6 @@ func checkAPI(s *Session, cmd *command, name string, g generic) error {
 	}
 	// No command of API version 1 is deprecated, so apiDeprecationErrors
 	// has nothing to refuse.
-	return nil
-}
-
-// checkSession refuses what a standalone refuses (MongoDB's
-// initializeOperationSessionInfo): transaction numbers need a replica set,
-// so every txnNumber (a retryable write's, a transaction's) is
-// IllegalOperation, and autocommit or startTransaction without one are
-// InvalidOptions. Nothing of such a command runs.
-func checkSession(g generic) error {
-	if g.lsid.Type != 0 && g.lsid.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", typeName(g.lsid.Type))
-	}
-	if g.txnNumber.Type != 0 {
-		if g.lsid.Type == 0 {
-			return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
-		}
-		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
-	}
-	if g.autocommit.Type != 0 {
-		return mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field requires a transaction number to also be specified")
-	}
-	if g.startTransaction.Type != 0 {
-		return mongoerr.New(mongoerr.InvalidOptions, "'startTransaction' field requires 'autocommit' field to also be specified")
-	}
 	return nil
 }
 

@@ -66,6 +66,11 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		return ErrorReply(dst, err)
 	}
 	defer op.end()
+	if err := useSession(ctx, s); err != nil { // sessions.go
+		releaseSession(s)
+		return ErrorReply(dst, err)
+	}
+	defer releaseSession(s)
 	s.stat = opStats{}
 	began := time.Now()
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go

@@ -38,6 +38,22 @@ type ModifyResult struct {
 // it keeps. A Replace equal to the current bytes is not written and does not
 // count as modified (MongoDB's nModified).
 func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn func(i int, cur bsoncore.Document) (Action, error)) (ModifyResult, error) {
+	return e.ModifyWith(ns, ids, ModifyOptions{Ordered: ordered}, fn)
+}
+
+// ModifyOptions are the options of ModifyWith.
+type ModifyOptions struct {
+	// Ordered stops at the first document whose change fails.
+	Ordered bool
+	// Rider, when set, runs at the end of the request with what it did;
+	// what it writes commits with the changes or not at all, and its error
+	// fails the whole request (rider.go).
+	Rider func(tx *storage.Txn, res ModifyResult) error
+}
+
+// ModifyWith is Modify with every option.
+func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptions, fn func(i int, cur bsoncore.Document) (Action, error)) (ModifyResult, error) {
+	ordered := opts.Ordered
 	var res ModifyResult
 	err := e.db.Write(func(tx *storage.Txn) error {
 		res = ModifyResult{}
@@ -70,6 +86,9 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 					break
 				}
 			}
+		}
+		if opts.Rider != nil {
+			return opts.Rider(tx, res)
 		}
 		return nil
 	})

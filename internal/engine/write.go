@@ -45,6 +45,17 @@ type InsertOptions struct {
 	// BypassValidation skips the collection's validator
 	// (bypassDocumentValidation).
 	BypassValidation bool
+	// Rider, when set, runs at the end of the insert's request with what
+	// it stored; what it writes commits with the documents or not at all,
+	// and its error fails the whole request (rider.go).
+	Rider func(tx *storage.Txn, ride InsertRide) error
+}
+
+// InsertRide is what an insert's Rider learns: the positions (in docs) of
+// the documents stored, and the ids the server made among them.
+type InsertRide struct {
+	Stored    []int
+	Generated []GeneratedID
 }
 
 // InsertWith is Insert with every option.
@@ -84,6 +95,16 @@ func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertO
 				continue
 			}
 			stored = append(stored, j)
+		}
+		if opts.Rider != nil {
+			var ride InsertRide
+			for _, j := range stored {
+				ride.Stored = append(ride.Stored, positions[j])
+				if preps[j].generated {
+					ride.Generated = append(ride.Generated, GeneratedID{Index: positions[j], ID: preps[j].id})
+				}
+			}
+			return opts.Rider(tx, ride)
 		}
 		return nil
 	})

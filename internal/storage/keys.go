@@ -11,6 +11,9 @@ const (
 	// SpaceNatural holds a capped collection's insertion order (package
 	// engine, capped.go): n <collID> then a record kind and its key.
 	SpaceNatural byte = 'n'
+	// SpaceRetry holds retryable writes' records of executed statements
+	// (package session): r <session key> <txnNumber> <stmtId> → result.
+	SpaceRetry byte = 'r'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.

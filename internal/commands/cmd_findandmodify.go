@@ -54,14 +54,15 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 	retry := s.sess.retry
 	rec, done := retry.Done(0)
 	var rider exec.Rider
+	var sess *engine.OplogSession
 	if retry != nil {
-		rider = stmtRider(retry, 0)
+		rider, sess = stmtRider(retry, 0), retry.OplogSession(0)
 	}
 	if remove {
 		if done {
 			did, _ := fromStmtResult(rec)
 			value = did.Before
-		} else if value, err = s.Env.Exec.FindAndRemove(ctx, sel, rider); err != nil {
+		} else if value, err = s.Env.Exec.FindAndRemove(ctx, sel, rider, sess); err != nil {
 			return nil, err
 		}
 		n := int32(0)
@@ -86,7 +87,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 		var res exec.UpdateResult
 		if done {
 			res, _ = fromStmtResult(rec)
-		} else if res, err = s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass, Rider: rider}); err != nil {
+		} else if res, err = s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass, Rider: rider, Session: sess}); err != nil {
 			return nil, err
 		}
 		value = res.Before

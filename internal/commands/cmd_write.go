@@ -95,7 +95,7 @@ func deleteStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st b
 		if d.Limit != 1 {
 			return 0, errRetryMulti("limit=0")
 		}
-		d.Rider = stmtRider(retry, i)
+		d.Rider, d.Session = stmtRider(retry, i), retry.OplogSession(int32(i))
 	}
 	return x.Delete(ctx, d)
 }
@@ -239,7 +239,7 @@ func updateStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st b
 		if spec.Multi {
 			return exec.UpdateResult{}, errRetryMulti("multi=true")
 		}
-		spec.Rider = stmtRider(retry, i)
+		spec.Rider, spec.Session = stmtRider(retry, i), retry.OplogSession(int32(i))
 	}
 	return x.Update(ctx, spec)
 }

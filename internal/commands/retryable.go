@@ -92,7 +92,11 @@ func insertRetryable(x *exec.Env, r *session.Retry, wb writeBatch) (engine.Inser
 		}
 		return r.Record(tx, stmts...)
 	}
-	more, err := x.Insert(wb.ns, todo, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass, Rider: rider})
+	stmtIDs := make([]int32, len(at))
+	for k, i := range at {
+		stmtIDs[k] = int32(i)
+	}
+	more, err := x.Insert(wb.ns, todo, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass, Rider: rider, Session: r.OplogSession(stmtIDs...)})
 	if err != nil {
 		return engine.InsertResult{}, err
 	}

@@ -258,3 +258,40 @@ func TestSessionTable(t *testing.T) {
 		t.Errorf("after endSessions config.system.sessions holds %d, want 1", n)
 	}
 }
+
+// TestOplogThroughFind: local.oplog.rs reads with find in $natural order,
+// a retryable write's entries carry its lsid, txnNumber and stmtIds, and a
+// tailable cursor on it sees later changes.
+func TestOplogThroughFind(t *testing.T) {
+	s := testSession(t, engine.Options{})
+	ins := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}}}}
+	if r := runDoc(t, s, "test", withTxn(ins, 3)); replyCode(r) != 0 {
+		t.Fatal(r)
+	}
+	r := runDoc(t, s, "local", bson.D{{Key: "find", Value: "oplog.rs"}, {Key: "filter", Value: bson.D{{Key: "ns", Value: "test.c"}}}, {Key: "tailable", Value: true}})
+	for i := range 2 {
+		e, err := r.LookupErr("cursor", "firstBatch", string(rune('0'+i)))
+		if err != nil {
+			t.Fatalf("entry %d missing: %s", i, r)
+		}
+		d := e.Document()
+		if op, _ := d.Lookup("op").StringValueOK(); op != "i" {
+			t.Errorf("entry %d: op %q", i, op)
+		}
+		if n, _ := d.Lookup("txnNumber").Int64OK(); n != 3 {
+			t.Errorf("entry %d: txnNumber %d, want 3", i, n)
+		}
+		if st, _ := d.Lookup("stmtId").Int32OK(); st != int32(i) {
+			t.Errorf("entry %d: stmtId %d, want %d", i, st, i)
+		}
+	}
+	id := replyInt(t, r, "cursor", "id")
+	if id == 0 {
+		t.Fatal("a tailable find on local.oplog.rs closed its cursor")
+	}
+	runDoc(t, s, "test", bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "limit", Value: 1}}}}})
+	r = runDoc(t, s, "local", bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "oplog.rs"}})
+	if op, _ := r.Lookup("cursor", "nextBatch", "0", "op").StringValueOK(); op != "d" {
+		t.Errorf("the tailable cursor's next batch: %s, want the delete's entry", r)
+	}
+}

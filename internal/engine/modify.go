@@ -49,14 +49,28 @@ type ModifyOptions struct {
 	// what it writes commits with the changes or not at all, and its error
 	// fails the whole request (rider.go).
 	Rider func(tx *storage.Txn, res ModifyResult) error
+	// Session, when set, is written into the changes' oplog entries
+	// (lsid, txnNumber, stmtId StmtIDs[0]).
+	Session *OplogSession
 }
 
 // ModifyWith is Modify with every option.
 func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptions, fn func(i int, cur bsoncore.Document) (Action, error)) (ModifyResult, error) {
+	if err := refuseOplogWrite(ns); err != nil {
+		return ModifyResult{}, err
+	}
 	ordered := opts.Ordered
 	var res ModifyResult
 	err := e.db.Write(func(tx *storage.Txn) error {
 		res = ModifyResult{}
+		e.oplog.lastTS = 0
+		if s := opts.Session; s != nil {
+			e.oplog.sess = s
+			if len(s.StmtIDs) > 0 {
+				e.oplog.stmt = s.StmtIDs[0]
+			}
+			defer func() { e.oplog.sess = nil }()
+		}
 		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 		var key, cur, idKey []byte
 		for i, id := range ids {
@@ -115,6 +129,7 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 		}
+		e.logStored(tx, 'd', ns, nil, id) // "Change and entry commit together"
 		res.Deleted++
 	case act.Replace != nil:
 		next, err := prepareReplacement(act.Replace, id)
@@ -140,6 +155,7 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 		}
+		e.logStored(tx, 'u', ns, next, id) // "Change and entry commit together"
 		res.Modified++
 	}
 	return nil

@@ -19,7 +19,12 @@ import (
 
 // WriteRider runs fn as a request of its own: its writes commit together
 // or not at all.
-func (e *Engine) WriteRider(fn func(tx *storage.Txn) error) error { return e.db.Write(fn) }
+func (e *Engine) WriteRider(fn func(tx *storage.Txn) error) error {
+	return e.db.Write(func(tx *storage.Txn) error {
+		e.oplog.lastTS = 0
+		return fn(tx)
+	})
+}
 
 // GetInTxn appends the document of ns whose _id is id, as the request tx
 // sees it (its own writes included), to dst.

@@ -27,6 +27,8 @@ type Delete struct {
 	Limit int64
 	// Rider is written in the request that deletes (see Rider).
 	Rider Rider
+	// Session, when set, goes into the change's oplog entry.
+	Session *engine.OplogSession
 }
 
 // Rider, when set on a statement, runs inside the commit-pipeline request
@@ -53,6 +55,8 @@ type Update struct {
 	// Rider is written in the request of the statement's last write (see
 	// Rider); After is the stored document there.
 	Rider Rider
+	// Session, when set, goes into the changes' oplog entries.
+	Session *engine.OplogSession
 }
 
 // UpdateResult is what an update did.
@@ -94,7 +98,7 @@ func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
 	if len(ids) == 0 {
 		return 0, e.rideAlone(d.Rider, UpdateResult{})
 	}
-	opts := engine.ModifyOptions{Ordered: true}
+	opts := engine.ModifyOptions{Ordered: true, Session: d.Session}
 	if d.Rider != nil {
 		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 			if len(mr.Errors) > 0 {
@@ -132,7 +136,7 @@ func (e *Env) FindAndUpdate(ctx context.Context, u Update) (UpdateResult, error)
 
 // FindAndRemove deletes the first document sel selects (in its sort order)
 // and returns it (nil when none).
-func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider) (bsoncore.Document, error) {
+func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider, sess *engine.OplogSession) (bsoncore.Document, error) {
 	ids, err := e.matchingIDs(ctx, sel, 1)
 	if err != nil {
 		return nil, err
@@ -141,7 +145,7 @@ func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider) (bs
 		return nil, e.rideAlone(rider, UpdateResult{})
 	}
 	var removed bsoncore.Document
-	opts := engine.ModifyOptions{Ordered: true}
+	opts := engine.ModifyOptions{Ordered: true, Session: sess}
 	if rider != nil {
 		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 			if len(mr.Errors) > 0 {
@@ -185,7 +189,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	}
 	var res UpdateResult
 	if len(ids) > 0 {
-		opts := engine.ModifyOptions{Ordered: true}
+		opts := engine.ModifyOptions{Ordered: true, Session: spec.Session}
 		if spec.Rider != nil {
 			opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 				if len(mr.Errors) > 0 || res.Matched == 0 && spec.Upsert {
@@ -260,7 +264,7 @@ func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	opts := engine.InsertOptions{Ordered: true, BypassValidation: spec.Bypass}
+	opts := engine.InsertOptions{Ordered: true, BypassValidation: spec.Bypass, Session: spec.Session}
 	if spec.Rider != nil {
 		opts.Rider = func(tx *storage.Txn, ride engine.InsertRide) error {
 			if len(ride.Stored) == 0 {

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -24,6 +25,12 @@ type Retry struct {
 	fresh, cleared bool
 }
 
+// OplogSession is what the oplog entries of statements stmts carry
+// (lsid, txnNumber, each document's stmtId).
+func (r *Retry) OplogSession(stmts ...int32) *engine.OplogSession {
+	return &engine.OplogSession{LSID: r.u.id.Doc(), TxnNumber: r.txn, StmtIDs: stmts}
+}
+
 // Stmt is one executed statement and its result, for Record.
 type Stmt struct {
 	ID     int32
@@ -31,19 +38,11 @@ type Stmt struct {
 }
 
 // OpTime is what config.transactions' lastWriteOpTime says for a write:
-// its cluster time and Raft term (-1 on a standalone, as MongoDB's
-// uninitialised term). The Table's clock gives it (SetOpTime).
+// the cluster time of its last oplog entry and the term entries carry (-1
+// on a standalone, MongoDB's uninitialised term).
 type OpTime struct {
 	TS   uint64
 	Term int64
-}
-
-// SetOpTime sets how Record stamps lastWriteOpTime: called inside the
-// write's request (so a cluster time can come from that request).
-func (t *Table) SetOpTime(fn func(tx *storage.Txn) OpTime) {
-	t.mu.Lock()
-	t.opTime = fn
-	t.mu.Unlock()
 }
 
 // BeginRetry starts (or resumes) transaction number txn of the session for
@@ -111,13 +110,8 @@ func (r *Retry) Record(tx *storage.Txn, stmts ...Stmt) error {
 		key = binary.BigEndian.AppendUint32(key[:n], uint32(s.ID))
 		tx.Set(key, s.Result)
 	}
-	t.mu.Lock()
-	opTime := t.opTime
-	t.mu.Unlock()
-	ot := OpTime{Term: -1}
-	if opTime != nil {
-		ot = opTime(tx)
-	}
+	ts, term := t.eng.RequestOpTime(tx)
+	ot := OpTime{TS: uint64(ts), Term: term}
 	doc := bsoncore.NewDocumentBuilder().
 		AppendDocument("_id", r.u.id.Doc()).
 		AppendInt64("txnNum", r.txn).

@@ -38,8 +38,6 @@ type Table struct {
 	// onKill closes what killed sessions own (their cursors); set by the
 	// command layer.
 	onKill func(killed map[ID]struct{})
-	// opTime stamps config.transactions' lastWriteOpTime (SetOpTime).
-	opTime func(tx *storage.Txn) OpTime
 
 	stop, stopped chan struct{} // the refresh loop (Run)
 	stopOnce      sync.Once

@@ -14,6 +14,9 @@ const (
 	// SpaceRetry holds retryable writes' records of executed statements
 	// (package session): r <session key> <txnNumber> <stmtId> → result.
 	SpaceRetry byte = 'r'
+	// SpaceOplog holds the change log (package engine, oplog.go):
+	// o <ts, 8 bytes big-endian> → the entry's BSON.
+	SpaceOplog byte = 'o'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.

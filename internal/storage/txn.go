@@ -54,7 +54,7 @@ type Txn struct {
 // skipped, not reused. Call it only from the request's function.
 func (t *Txn) Tick() hlc.Timestamp {
 	if t.tx != nil {
-		panic("storage: a transaction statement takes no cluster time; its changes take the commit's")
+		panic(errors.New("storage: a transaction statement takes no cluster time; its changes take the commit's"))
 	}
 	ts := t.clock.Now()
 	t.flight.maxTick = ts

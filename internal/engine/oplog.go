@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// The oplog (DESIGN.md §8): every node, standalone too, keeps
+// local.oplog.rs, one entry per document change in MongoDB's shape
+// ({lsid, txnNumber, op, ns, ui, o, o2, stmtId, ts, t, v: 2, wall}), as
+// keys of storage's oplog keyspace: o <ts, 8 bytes big-endian> → entry.
+//
+// Invariant "Change and entry commit together": insertOne and applyAction,
+// the only places documents are stored or removed (see "Valid on commit"),
+// write the change's entry in the same request, stamped with a cluster time
+// from that request (Txn.Tick, strictly rising), so there is never a change
+// without its entry nor an entry without its change, and the keyspace's
+// key order is the changes' commit order. TestOplogEntries.
+//
+// local.oplog.rs is a capped collection in the catalog (made at open) whose
+// documents are the oplog keyspace: a Reader of it scans the entries in ts
+// order, which is its $natural order, and a tailable cursor's position is
+// an entry's ts. The size cap (Options.OplogSize) is kept by trimOplog,
+// which removes the oldest entries in a request of its own once the entries
+// exceed it, as MongoDB truncates its oplog in the background.
+//
+// Deviations from MongoDB: an update's entry holds the whole new document
+// (a replacement, o2: {_id}) rather than MongoDB's $v: 2 diff; writes to
+// the local database and to config.transactions (implied by the entries'
+// lsid and txnNumber, as in MongoDB) are not logged; a capped collection's
+// evictions are not logged yet; catalog changes (op "c") are not logged yet.
+
+// OplogNS is the change log's namespace.
+var OplogNS = Namespace{DB: "local", Coll: "oplog.rs"}
+
+// Oplog sizes, as mongod chooses its default: 5% of the disk, at least 990
+// MB and at most 50 GB.
+const (
+	MinOplogSize = 990 << 20
+	MaxOplogSize = 50 << 30
+)
+
+// DefaultOplogSize is mongod's default for a disk of diskBytes.
+func DefaultOplogSize(diskBytes int64) int64 {
+	return min(max(diskBytes/20, MinOplogSize), MaxOplogSize)
+}
+
+// OplogSession is the session of a write whose entries say lsid,
+// txnNumber and stmtId (a retryable write's).
+type OplogSession struct {
+	LSID      bsoncore.Document
+	TxnNumber int64
+	// StmtIDs are the statement ids of an insert's documents, by position
+	// in its batch; a Modify's changes all take StmtIDs[0].
+	StmtIDs []int32
+}
+
+// oplog is the engine's state of the change log.
+type oplog struct {
+	collID uint64 // local.oplog.rs's catalog id (fixed once made)
+	// max is the size cap in bytes; size the bytes of entries committed,
+	// pending those of the group being applied (pipeline goroutine only).
+	max     atomic.Int64
+	size    atomic.Int64
+	pending int64
+	// sess and stmt describe the request being applied (pipeline
+	// goroutine only): set by InsertWith and ModifyWith for a write with a
+	// session, nil otherwise.
+	sess *OplogSession
+	stmt int32
+	// lastTS is the ts of the request's last entry (pipeline goroutine;
+	// reset when InsertWith, ModifyWith and WriteRider requests begin).
+	lastTS hlc.Timestamp
+	// term is the Raft term entries carry in t (-1 on a standalone,
+	// MongoDB's uninitialised term); SetOplogTerm sets it.
+	term atomic.Pointer[func() int64]
+	// trimming is set while a trim request is queued.
+	trimming atomic.Bool
+	buf      []byte // entry scratch, pipeline goroutine only
+}
+
+// RequestOpTime is, inside a request of InsertWith, ModifyWith or
+// WriteRider (a rider), the cluster time of the request's last oplog
+// entry, or a new one from tx when it wrote none (config.transactions'
+// lastWriteOpTime), and the term entries carry.
+func (e *Engine) RequestOpTime(tx *storage.Txn) (hlc.Timestamp, int64) {
+	ts := e.oplog.lastTS
+	if ts == 0 {
+		ts = tx.Tick()
+	}
+	return ts, e.oplogTerm()
+}
+
+func (e *Engine) oplogTerm() int64 {
+	if fn := e.oplog.term.Load(); fn != nil {
+		return (*fn)()
+	}
+	return -1
+}
+
+// SetOplogTerm sets where entries' t comes from (the replica set's term).
+func (e *Engine) SetOplogTerm(fn func() int64) { e.oplog.term.Store(&fn) }
+
+// OplogCollectionID is local.oplog.rs's collection id.
+func (e *Engine) OplogCollectionID() uint64 { return e.oplog.collID }
+
+// OplogSize reports the entries' total bytes and the cap.
+func (e *Engine) OplogSize() (size, max int64) { return e.oplog.size.Load(), e.oplog.max.Load() }
+
+// SetOplogSize changes the cap (replSetResizeOplog, --oplogSize) and trims
+// to it.
+func (e *Engine) SetOplogSize(bytes int64) {
+	e.oplog.max.Store(bytes)
+	e.maybeTrimOplog()
+}
+
+// openOplog makes local.oplog.rs when missing and sums its entries.
+func (e *Engine) openOplog(size int64) error {
+	e.oplog.max.Store(size)
+	if c := e.cat.Current().Collection(OplogNS.DB, OplogNS.Coll); c != nil {
+		e.oplog.collID = c.ID
+	} else {
+		opts := bsoncore.NewDocumentBuilder().AppendBoolean("capped", true).AppendInt64("size", size).Build()
+		err := e.db.Write(func(tx *storage.Txn) error {
+			c, err := e.cat.CreateCollection(tx, OplogNS.DB, OplogNS.Coll, bson.Raw(opts))
+			if err == nil {
+				e.oplog.collID = c.ID
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	prefix := []byte{storage.SpaceOplog}
+	it, err := e.db.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	var total int64
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		total += int64(len(v))
+	}
+	e.oplog.size.Store(total)
+	return it.Close()
+}
+
+// isOplog reports whether coll is local.oplog.rs.
+func (e *Engine) isOplog(coll *catalog.Collection) bool {
+	return coll != nil && coll.ID == e.oplog.collID && e.oplog.collID != 0
+}
+
+// refuseOplogWrite refuses a client's write to local.oplog.rs: only the
+// server writes it.
+func refuseOplogWrite(ns Namespace) error {
+	if ns == OplogNS {
+		return mongoerr.New(mongoerr.IllegalOperation, "local.oplog.rs is written only by the server")
+	}
+	return nil
+}
+
+// logged reports whether changes to ns get oplog entries.
+func logged(ns Namespace) bool {
+	return ns.DB != "local" && !(ns.DB == "config" && ns.Coll == "transactions")
+}
+
+// logStored logs a change to ns's documents (insertOne, applyAction).
+func (e *Engine) logStored(tx *storage.Txn, op byte, ns Namespace, o bsoncore.Document, id bsoncore.Value) {
+	if !logged(ns) {
+		return
+	}
+	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if coll == nil {
+		return
+	}
+	e.logChange(tx, op, ns, coll.UUID.Data, o, id)
+}
+
+// logChange writes one change's entry inside tx ("Change and entry commit
+// together"): op is 'i', 'u' or 'd'; o is the document (the new one for an
+// update, {_id} for a delete), o2 is {_id} for an update.
+func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []byte, o bsoncore.Document, id bsoncore.Value) {
+	ts := tx.Tick()
+	l := &e.oplog
+	l.lastTS = ts
+	b := l.buf[:0]
+	var start int32
+	start, b = bsoncore.ReserveLength(b)
+	if s := l.sess; s != nil {
+		b = bsoncore.AppendDocumentElement(b, "lsid", s.LSID)
+		b = bsoncore.AppendInt64Element(b, "txnNumber", s.TxnNumber)
+	}
+	b = bsoncore.AppendStringElement(b, "op", string(op))
+	b = appendNS(b, ns)
+	b = bsoncore.AppendBinaryElement(b, "ui", 4, collUUID)
+	if op == 'd' {
+		var d int32
+		d, b = bsoncore.AppendDocumentElementStart(b, "o")
+		b = bsoncore.AppendValueElement(b, "_id", id)
+		b, _ = bsoncore.AppendDocumentEnd(b, d)
+	} else {
+		b = bsoncore.AppendDocumentElement(b, "o", o)
+	}
+	if op == 'u' {
+		var d int32
+		d, b = bsoncore.AppendDocumentElementStart(b, "o2")
+		b = bsoncore.AppendValueElement(b, "_id", id)
+		b, _ = bsoncore.AppendDocumentEnd(b, d)
+	}
+	if l.sess != nil {
+		b = bsoncore.AppendInt32Element(b, "stmtId", l.stmt)
+	}
+	b = bsoncore.AppendTimestampElement(b, "ts", ts.T(), ts.I())
+	b = bsoncore.AppendInt64Element(b, "t", e.oplogTerm())
+	b = bsoncore.AppendInt64Element(b, "v", 2)
+	b = bsoncore.AppendDateTimeElement(b, "wall", e.now().UnixMilli())
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	l.buf = b
+	var kb [9]byte
+	tx.Set(oplogKey(kb[:0], ts), b)
+	e.wake.mark(l.collID) // tailable cursors on the oplog
+	n := int64(len(b))
+	l.pending += n
+	tx.OnUndo(func() { l.pending -= n })
+}
+
+func appendNS(b []byte, ns Namespace) []byte {
+	b = append(b, byte(bsoncore.TypeString), 'n', 's', 0)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ns.DB)+len(ns.Coll)+2))
+	b = append(b, ns.DB...)
+	b = append(b, '.')
+	b = append(b, ns.Coll...)
+	return append(b, 0)
+}
+
+// oplogKey appends the key of the entry with cluster time ts.
+func oplogKey(dst []byte, ts hlc.Timestamp) []byte {
+	return ts.AppendBinary(append(dst, storage.SpaceOplog))
+}
+
+// oplogCommitting moves the group's entry bytes into the committed size
+// (the Committing hook; a failed group's are dropped by oplogFailed).
+func (e *Engine) oplogCommitting() {
+	if e.oplog.pending != 0 {
+		e.oplog.size.Add(e.oplog.pending)
+		e.oplog.pending = 0
+	}
+}
+
+func (e *Engine) oplogFailed() { e.oplog.pending = 0 }
+
+// maybeTrimOplog queues a trim once the entries exceed the cap by a
+// twentieth (so trims are batched), unless one is queued already.
+func (e *Engine) maybeTrimOplog() {
+	max := e.oplog.max.Load()
+	if max <= 0 || e.oplog.size.Load() <= max+max/20 || !e.oplog.trimming.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer e.oplog.trimming.Store(false)
+		if err := e.trimOplog(); err != nil {
+			e.log.Warn("oplog trim failed", "err", err)
+		}
+	}()
+}
+
+// trimOplog removes the oldest entries until the rest fit the cap, with
+// one range deletion in a request of its own.
+func (e *Engine) trimOplog() error {
+	return e.db.Write(func(tx *storage.Txn) error {
+		excess := e.oplog.size.Load() + e.oplog.pending - e.oplog.max.Load()
+		if excess <= 0 {
+			return nil
+		}
+		prefix := []byte{storage.SpaceOplog}
+		it, err := tx.NewIter(prefix, storage.PrefixEnd(prefix))
+		if err != nil {
+			return err
+		}
+		var removed int64
+		var cut []byte
+		for ok := it.First(); ok; ok = it.Next() {
+			if removed >= excess {
+				cut = append(cut, it.Key()...)
+				break
+			}
+			v, err := it.Value()
+			if err != nil {
+				_ = it.Close()
+				return err
+			}
+			removed += int64(len(v))
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		if cut == nil {
+			return nil // never remove the newest entry
+		}
+		tx.DeleteRange(prefix, cut)
+		e.oplog.pending -= removed
+		tx.OnUndo(func() { e.oplog.pending += removed })
+		return nil
+	})
+}

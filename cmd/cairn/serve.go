@@ -39,6 +39,9 @@ type serveFlags struct {
 	cacheGB float64
 	// setParams are --setParameter name=value settings, in order.
 	setParams []string
+	// oplogMB is --oplogSize: local.oplog.rs's cap in megabytes; 0 is
+	// mongod's default (engine.DefaultOplogSize).
+	oplogMB int64
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -63,6 +66,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	cacheUsage := "block cache size in GB, from 0.25 to 10000 (default: the larger of half of (memory - 1 GB) and 256 MB, as mongod's WiredTiger cache)"
 	fs.Float64Var(&f.cacheGB, "cacheSizeGB", 0, cacheUsage)
 	fs.Float64Var(&f.cacheGB, "wiredTigerCacheSizeGB", 0, "the same as --cacheSizeGB (mongod's name)")
+	fs.Int64Var(&f.oplogMB, "oplogSize", 0, "the size cap of the oplog local.oplog.rs in megabytes (default, as mongod: 5% of the disk, at least 990 MB and at most 50 GB)")
 	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
 		f.setParams = append(f.setParams, s)
 		return nil
@@ -76,6 +80,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.oplogMB < 0 || f.oplogMB > 1<<30 {
+		return f, fmt.Errorf("--oplogSize must be a positive number of megabytes, got %d", f.oplogMB)
 	}
 	if f.cacheGB != 0 && (f.cacheGB < 0.25 || f.cacheGB > 10000) {
 		return f, fmt.Errorf("--cacheSizeGB must be from 0.25 to 10000, got %v", f.cacheGB)
@@ -139,7 +146,7 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create data directory %s: %w", dir, err)
 	}
-	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(f.cacheGB * (1 << 30)), Logger: log})
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(f.cacheGB * (1 << 30)), OplogSize: f.oplogMB << 20, Logger: log})
 	if err != nil {
 		return err
 	}

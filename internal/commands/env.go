@@ -86,6 +86,9 @@ type Env struct {
 	Access *Access
 	// Sessions is the logical session table (package session, sessions.go).
 	Sessions *session.Table
+	// clusterTimes: replies carry cluster times, as a replica-set
+	// member's do (clustertime.go).
+	clusterTimes atomic.Bool
 	// startupWarnings are getLog's startupWarnings lines (auth.go).
 	startupWarnings []string
 }

@@ -140,7 +140,7 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	if err := checkReadPreference(g.readPreference); err != nil {
 		return err
 	}
-	return checkConcerns(cmd, req.Name, g)
+	return checkConcerns(cmd, req.Name, g, s.Env.ClusterTimes())
 }
 
 // checkReadPreference parses $readPreference as mongod does on every
@@ -219,14 +219,16 @@ func checkAPI(s *Session, cmd *command, name string, g generic) error {
 // set; w above 1 or a tag needs replication; a command that does not read
 // takes only the local level and one that does not write takes no
 // writeConcern.
-func checkConcerns(cmd *command, name string, g generic) error {
-	if err := checkReadConcern(cmd, name, g.readConcern); err != nil {
+func checkConcerns(cmd *command, name string, g generic, clusterTimes bool) error {
+	if err := checkReadConcern(cmd, name, g.readConcern, clusterTimes); err != nil {
 		return err
 	}
 	return checkWriteConcern(cmd, g.writeConcern)
 }
 
-func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
+// checkReadConcern: with clusterTimes (a replica-set member's mode,
+// clustertime.go) afterClusterTime is taken and waited for.
+func checkReadConcern(cmd *command, name string, rc bsoncore.Value, clusterTimes bool) error {
 	if rc.Type == 0 {
 		return nil
 	}
@@ -266,6 +268,9 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use read concern")
 	case "snapshot":
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use readConcern: snapshot")
+	}
+	if clusterTime == "afterClusterTime" && clusterTimes {
+		return nil // waited for in run (waitClusterTime)
 	}
 	if clusterTime != "" {
 		return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify %s readConcern without replication enabled", clusterTime)

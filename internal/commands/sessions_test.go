@@ -295,3 +295,25 @@ func TestOplogThroughFind(t *testing.T) {
 		t.Errorf("the tailable cursor's next batch: %s, want the delete's entry", r)
 	}
 }
+
+// TestOplogSeek: a find on local.oplog.rs bounded below on ts reads from
+// that entry on, not from the oldest one.
+func TestOplogSeek(t *testing.T) {
+	s := testSession(t, engine.Options{})
+	for i := range 50 {
+		runDoc(t, s, "test", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: i}}}}})
+	}
+	r := runDoc(t, s, "local", bson.D{{Key: "find", Value: "oplog.rs"}, {Key: "filter", Value: bson.D{{Key: "o._id", Value: 40}}}})
+	tt, ti, ok := r.Lookup("cursor", "firstBatch", "0", "ts").TimestampOK()
+	if !ok {
+		t.Fatalf("no entry for _id 40: %s", r)
+	}
+	filter := bson.D{{Key: "ts", Value: bson.D{{Key: "$gte", Value: bson.Timestamp{T: tt, I: ti}}}}, {Key: "ns", Value: "test.c"}}
+	r = runDoc(t, s, "local", bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "oplog.rs"}, {Key: "filter", Value: filter}}}, {Key: "verbosity", Value: "executionStats"}})
+	if n := replyInt(t, r, "executionStats", "nReturned"); n != 10 {
+		t.Errorf("nReturned %d, want 10", n)
+	}
+	if n := replyInt(t, r, "executionStats", "totalDocsExamined"); n > 10 {
+		t.Errorf("totalDocsExamined %d: the read did not seek to the ts bound", n)
+	}
+}

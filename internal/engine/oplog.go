@@ -82,6 +82,11 @@ type oplog struct {
 	// term is the Raft term entries carry in t (-1 on a standalone,
 	// MongoDB's uninitialised term); SetOplogTerm sets it.
 	term atomic.Pointer[func() int64]
+	// uuidOf caches the last logged collection's UUID by namespace, valid
+	// while the working catalog is the same state (pipeline goroutine).
+	uuidState *catalog.State
+	uuidNS    Namespace
+	uuid      []byte
 	// trimming is set while a trim request is queued.
 	trimming atomic.Bool
 	buf      []byte // entry scratch, pipeline goroutine only
@@ -182,11 +187,15 @@ func (e *Engine) logStored(tx *storage.Txn, op byte, ns Namespace, o bsoncore.Do
 	if !logged(ns) {
 		return
 	}
-	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
-	if coll == nil {
-		return
+	l := &e.oplog
+	if st := e.cat.Working(); st != l.uuidState || ns != l.uuidNS {
+		coll := st.Collection(ns.DB, ns.Coll)
+		if coll == nil {
+			return
+		}
+		l.uuidState, l.uuidNS, l.uuid = st, ns, coll.UUID.Data
 	}
-	e.logChange(tx, op, ns, coll.UUID.Data, o, id)
+	e.logChange(tx, op, ns, l.uuid, o, id)
 }
 
 // logChange writes one change's entry inside tx ("Change and entry commit
@@ -205,7 +214,9 @@ func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []by
 	}
 	b = bsoncore.AppendStringElement(b, "op", string(op))
 	b = appendNS(b, ns)
-	b = bsoncore.AppendBinaryElement(b, "ui", 4, collUUID)
+	if collUUID != nil {
+		b = bsoncore.AppendBinaryElement(b, "ui", 4, collUUID)
+	}
 	if op == 'd' {
 		var d int32
 		d, b = bsoncore.AppendDocumentElementStart(b, "o")
@@ -230,14 +241,19 @@ func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []by
 	b, _ = bsoncore.AppendDocumentEnd(b, start)
 	l.buf = b
 	var kb [9]byte
-	tx.Set(oplogKey(kb[:0], ts), b)
+	tx.Append(oplogKey(kb[:0], ts), b)
 	e.wake.mark(l.collID) // tailable cursors on the oplog
-	n := int64(len(b))
-	l.pending += n
-	tx.OnUndo(func() { l.pending -= n })
+	// The size is approximate: the entry of a write rolled back later in
+	// its request still counts (until the next open sums the entries), so
+	// a trim may remove a little early; an undo hook per entry would cost
+	// an allocation on every write.
+	l.pending += int64(len(b))
 }
 
 func appendNS(b []byte, ns Namespace) []byte {
+	if ns.DB == "" {
+		return bsoncore.AppendStringElement(b, "ns", "")
+	}
 	b = append(b, byte(bsoncore.TypeString), 'n', 's', 0)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(ns.DB)+len(ns.Coll)+2))
 	b = append(b, ns.DB...)
@@ -316,3 +332,67 @@ func (e *Engine) trimOplog() error {
 		return nil
 	})
 }
+
+// LogNoop commits an oplog entry that changes nothing (op "n", o: {msg}),
+// as MongoDB's primary writes one to move its last committed time past a
+// cluster time it was asked to wait for (afterClusterTime).
+func (e *Engine) LogNoop(msg string) error {
+	o := bsoncore.NewDocumentBuilder().AppendString("msg", msg).Build()
+	return e.db.Write(func(tx *storage.Txn) error {
+		e.logChange(tx, 'n', Namespace{}, nil, o, bsoncore.Value{})
+		return nil
+	})
+}
+
+// OplogStart is where a forward read of local.oplog.rs with filter may
+// start: the Natural position to read after, from a top-level (or
+// top-level $and) condition on ts — {ts: {$gte: T}}, {ts: {$gt: T}} or
+// {ts: T} — so such a read seeks to T instead of scanning the older
+// entries (the filter is still applied to what is read). 0 reads all.
+func OplogStart(filter bsoncore.Document) uint64 {
+	var after uint64
+	raise := func(v uint64) {
+		if v > after {
+			after = v
+		}
+	}
+	elems, _ := filter.Elements()
+	for _, el := range elems {
+		switch el.Key() {
+		case "ts":
+			v := el.Value()
+			if t, i, ok := v.TimestampOK(); ok {
+				raise(uint64(hlc.New(t, i)) - 1)
+				continue
+			}
+			ops, ok := v.DocumentOK()
+			if !ok {
+				continue
+			}
+			if t, i, ok := ops.Lookup("$gte").TimestampOK(); ok && hlc.New(t, i) > 0 {
+				raise(uint64(hlc.New(t, i)) - 1)
+			}
+			if t, i, ok := ops.Lookup("$gt").TimestampOK(); ok {
+				raise(uint64(hlc.New(t, i)))
+			}
+			if t, i, ok := ops.Lookup("$eq").TimestampOK(); ok && hlc.New(t, i) > 0 {
+				raise(uint64(hlc.New(t, i)) - 1)
+			}
+		case "$and":
+			arr, ok := el.Value().ArrayOK()
+			if !ok {
+				continue
+			}
+			vals, _ := arr.Values()
+			for _, v := range vals {
+				if d, ok := v.DocumentOK(); ok {
+					raise(OplogStart(d))
+				}
+			}
+		}
+	}
+	return after
+}
+
+// IsOplog reports whether the reader reads local.oplog.rs.
+func (r *Reader) IsOplog() bool { return r.e.isOplog(r.coll) }

@@ -173,3 +173,24 @@ func TestOplogTrim(t *testing.T) {
 		t.Errorf("the newest entry is _id %d, want 199", last)
 	}
 }
+
+// TestOplogStart: the ts bounds a read of the oplog seeks to.
+func TestOplogStart(t *testing.T) {
+	ts := func(t, i uint32) bson.Timestamp { return bson.Timestamp{T: t, I: i} }
+	for _, c := range []struct {
+		filter bson.D
+		want   uint64
+	}{
+		{bson.D{{"ts", bson.D{{"$gte", ts(5, 2)}}}}, 5<<32 | 1},
+		{bson.D{{"ts", bson.D{{"$gt", ts(5, 2)}}}}, 5<<32 | 2},
+		{bson.D{{"ts", ts(5, 2)}}, 5<<32 | 1},
+		{bson.D{{"$and", bson.A{bson.D{{"ts", bson.D{{"$gte", ts(5, 2)}}}}, bson.D{{"ts", bson.D{{"$gt", ts(6, 0)}}}}}}}, 6 << 32},
+		{bson.D{{"ts", bson.D{{"$lt", ts(5, 2)}}}}, 0},
+		{bson.D{{"$or", bson.A{bson.D{{"ts", ts(5, 2)}}}}}, 0},
+		{bson.D{{"op", "i"}}, 0},
+	} {
+		if got := OplogStart(doc(t, c.filter)); got != c.want {
+			t.Errorf("%v: start after %d, want %d", c.filter, got, c.want)
+		}
+	}
+}

@@ -48,7 +48,11 @@ func (s *collScan) work(x *execCtx) (*member, state, error) {
 		var c *engine.Cursor
 		var err error
 		if s.rng.Lo == nil && s.rng.Hi == nil {
-			c, err = x.r.Natural(0, s.reverse) // insertion order, for a capped collection
+			var after uint64
+			if x.r.IsOplog() && !s.reverse {
+				after = engine.OplogStart(s.rawFilter) // seek to a ts bound
+			}
+			c, err = x.r.Natural(after, s.reverse) // insertion order, for a capped collection
 		} else {
 			c, err = x.r.Docs(s.rng, s.reverse)
 		}

@@ -396,3 +396,44 @@ func OplogStart(filter bsoncore.Document) uint64 {
 
 // IsOplog reports whether the reader reads local.oplog.rs.
 func (r *Reader) IsOplog() bool { return r.e.isOplog(r.coll) }
+
+// logCommand writes a catalog change's entry (op "c", ns "<db>.$cmd", o
+// the command as MongoDB logs it) in the change's request; ui names the
+// collection when there is one.
+func (e *Engine) logCommand(tx *storage.Txn, db string, ui []byte, o bsoncore.Document) {
+	if db == OplogNS.DB {
+		return
+	}
+	e.logChange(tx, 'c', Namespace{DB: db, Coll: "$cmd"}, ui, o, bsoncore.Value{})
+}
+
+// cmdDoc builds a logged command: name: value, then the fields of more
+// (a create's options, an index's spec) but name.
+func cmdDoc(name string, value bsoncore.Value, more bsoncore.Document, extra ...bsoncore.Element) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendValue(name, value)
+	if elems, err := more.Elements(); err == nil {
+		for _, el := range elems {
+			if el.Key() != name {
+				b.AppendValue(el.Key(), el.Value())
+			}
+		}
+	}
+	for _, el := range extra {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build()
+}
+
+func strVal(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+}
+
+// refuseOplogDDL refuses dropping or renaming the oplog or its database.
+func refuseOplogDDL(nss ...Namespace) error {
+	for _, ns := range nss {
+		if ns == OplogNS || ns.DB == OplogNS.DB && ns.Coll == "" {
+			return mongoerr.New(mongoerr.IllegalOperation, "can't drop or rename the oplog local.oplog.rs: every node keeps it")
+		}
+	}
+	return nil
+}

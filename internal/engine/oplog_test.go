@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"strings"
 	"log/slog"
 	"testing"
 
@@ -65,6 +67,7 @@ func TestOplogEntries(t *testing.T) {
 	}
 	got := oplogEntries(t, e)
 	want := []struct{ op, o, o2 string }{
+		{"c", `{"create": "c"}`, ""}, // the insert creates the collection
 		{"i", `{"_id": {"$numberInt":"1"}}`, ""},
 		{"i", `{"_id": {"$numberInt":"2"}}`, ""},
 		{"u", `{"_id": {"$numberInt":"1"},"a": {"$numberInt":"5"}}`, `{"_id": {"$numberInt":"1"}}`},
@@ -86,7 +89,7 @@ func TestOplogEntries(t *testing.T) {
 		if o2, ok := g.Lookup("o2").DocumentOK(); w.o2 != "" && (!ok || o2.String() != w.o2) || w.o2 == "" && ok {
 			t.Errorf("entry %d: o2 %s, want %q", i, g.Lookup("o2"), w.o2)
 		}
-		if ns, _ := g.Lookup("ns").StringValueOK(); ns != "db.c" {
+		if ns, _ := g.Lookup("ns").StringValueOK(); ns != "db.c" && !(w.op == "c" && ns == "db.$cmd") {
 			t.Errorf("entry %d: ns %q", i, ns)
 		}
 		if _, ui, _ := g.Lookup("ui").BinaryOK(); !bytes.Equal(ui, coll.UUID.Data) {
@@ -139,10 +142,10 @@ func TestOplogCrash(t *testing.T) {
 	}
 	defer e2.Close()
 	entries := oplogEntries(t, e2)
-	if len(entries) != 20 {
-		t.Fatalf("%d entries after the crash, want the 20 acknowledged inserts", len(entries))
+	if len(entries) != 21 {
+		t.Fatalf("%d entries after the crash, want the create and the 20 acknowledged inserts", len(entries))
 	}
-	for i, en := range entries {
+	for i, en := range entries[1:] {
 		id := en.Lookup("o", "_id")
 		if _, found, _ := e2.Get(nil, ns, id); !found {
 			t.Errorf("entry %d names _id %s, which is not stored", i, id)
@@ -171,6 +174,54 @@ func TestOplogTrim(t *testing.T) {
 	}
 	if last, _ := entries[len(entries)-1].Lookup("o", "_id").Int32OK(); last != 199 {
 		t.Errorf("the newest entry is _id %d, want 199", last)
+	}
+}
+
+// TestOplogCommands: catalog changes are logged as op "c" entries in
+// MongoDB's shape, and the oplog itself cannot be dropped or renamed.
+func TestOplogCommands(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"db", "c"}
+	if err := e.CreateCollection(ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	ix := doc(t, bson.D{{"key", bson.D{{"a", 1}}}, {"name", "a_1"}})
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{ix}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DropIndexes(ns, []string{"a_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RenameCollection(ns, Namespace{"db", "d"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DropCollection(Namespace{"db", "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DropDatabase("db"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, en := range oplogEntries(t, e) {
+		if op, _ := en.Lookup("op").StringValueOK(); op == "c" {
+			got = append(got, en.Lookup("o").Document().String())
+		}
+	}
+	want := []string{
+		`{"create": "c"}`,
+		`{"createIndexes": "c","key": {"a": {"$numberInt":"1"}},"name": "a_1"}`,
+		`{"dropIndexes": "c","index": "a_1"}`,
+		`{"renameCollection": "db.c","to": "db.d","dropTarget": false}`,
+		`{"drop": "d"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("command entries:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := e.DropCollection(OplogNS); err == nil {
+		t.Error("dropping local.oplog.rs was accepted")
+	}
+	if _, err := e.DropDatabase("local"); err == nil {
+		t.Error("dropping the local database was accepted")
 	}
 }
 

@@ -3,8 +3,8 @@ package engine
 import (
 	"bytes"
 	"context"
-	"strings"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"

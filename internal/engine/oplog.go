@@ -145,6 +145,13 @@ func (e *Engine) openOplog(size int64) error {
 			return err
 		}
 	}
+	return e.RecountOplog()
+}
+
+// RecountOplog sums the entries' bytes afresh: at open, and for a replica
+// set after it applied commit groups made elsewhere (entries this engine
+// did not write through logChange, so its running size did not see them).
+func (e *Engine) RecountOplog() error {
 	prefix := []byte{storage.SpaceOplog}
 	it, err := e.db.NewIter(prefix, storage.PrefixEnd(prefix))
 	if err != nil {

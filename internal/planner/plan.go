@@ -49,6 +49,10 @@ type Query struct {
 	// ShowRecordID: each result gets "$recordId" (find's showRecordId).
 	// See returnkey.go.
 	ReturnKey, ShowRecordID bool
+	// OplogAfter: a forward collection scan of local.oplog.rs may start
+	// after this position (an entry's ts), which the filter's ts bound
+	// gives (engine.OplogStart; the filter still applies).
+	OplogAfter uint64
 }
 
 // Options tune planning.
@@ -228,7 +232,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 
 // collScan is the plan that reads the whole collection.
 func (pl *planning) collScan(reverse bool) *candidate {
-	c := pl.finish(&collScan{filter: pl.q.Filter, rawFilter: pl.q.RawFilter, reverse: reverse}, false)
+	c := pl.finish(&collScan{filter: pl.q.Filter, rawFilter: pl.q.RawFilter, reverse: reverse, oplogAfter: pl.q.OplogAfter}, false)
 	c.reverse = reverse
 	return c
 }

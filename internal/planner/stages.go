@@ -38,9 +38,12 @@ type collScan struct {
 	rawFilter bsoncore.Document // the filter, for explain
 	reverse   bool
 	rng       engine.KeyRange // min/max on _id narrow the scan
-	cur       *engine.Cursor
-	docs      int64
-	m         member
+	// oplogAfter starts a forward scan of the oplog after this ts
+	// (Query.OplogAfter).
+	oplogAfter uint64
+	cur        *engine.Cursor
+	docs       int64
+	m          member
 }
 
 func (s *collScan) work(x *execCtx) (*member, state, error) {
@@ -50,7 +53,7 @@ func (s *collScan) work(x *execCtx) (*member, state, error) {
 		if s.rng.Lo == nil && s.rng.Hi == nil {
 			var after uint64
 			if x.r.IsOplog() && !s.reverse {
-				after = engine.OplogStart(s.rawFilter) // seek to a ts bound
+				after = s.oplogAfter // seek to a ts bound
 			}
 			c, err = x.r.Natural(after, s.reverse) // insertion order, for a capped collection
 		} else {

@@ -52,27 +52,37 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 	if txn < 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
 	}
-	e := u.e
-	if !e.loaded {
-		newest, err := u.t.storedTxn(u.id)
+	e, t := u.e, u.t
+	t.mu.Lock()
+	loaded := e.loaded
+	t.mu.Unlock()
+	if !loaded {
+		newest, err := t.storedTxn(u.id)
 		if err != nil {
 			return nil, err
 		}
+		t.mu.Lock()
 		if newest > e.txn {
 			e.txn = newest
 		}
 		e.loaded = true
+		t.mu.Unlock()
 	}
+	t.mu.Lock()
+	cur := e.txn
+	if txn > cur {
+		e.txn = txn
+	}
+	t.mu.Unlock()
 	r := &Retry{u: u, txn: txn, done: map[int32]bsoncore.Document{}}
 	switch {
-	case txn < e.txn:
-		return nil, mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", txn, u.id, e.txn)
-	case txn == e.txn:
-		if err := u.t.loadDone(u.id, txn, r.done); err != nil {
+	case txn < cur:
+		return nil, mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", txn, u.id, cur)
+	case txn == cur:
+		if err := t.loadDone(u.id, txn, r.done); err != nil {
 			return nil, err
 		}
 	default:
-		e.txn = txn
 		r.fresh = true
 	}
 	return r, nil

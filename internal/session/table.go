@@ -190,6 +190,18 @@ func (t *Table) Kill(match func(id ID, user string) bool, cause error) int {
 	return len(killed)
 }
 
+// Forget makes every session read its newest transaction number from
+// config.transactions again at its next retryable write: for a replica
+// set whose member becomes primary, since records written through another
+// primary arrived as replicated commit groups, not through this table.
+func (t *Table) Forget() {
+	t.mu.Lock()
+	for _, e := range t.m {
+		e.loaded, e.txn = false, -1
+	}
+	t.mu.Unlock()
+}
+
 // Len is how many sessions are live.
 func (t *Table) Len() int {
 	t.mu.Lock()

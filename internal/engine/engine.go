@@ -90,22 +90,25 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %s: oplog: %w", dir, err)
 	}
 	if err := e.openIDGen(); err != nil {
-		_ = db.Close()
+		_ = e.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
 	if err := e.dropTempOutCollections(); err != nil {
-		_ = db.Close()
+		_ = e.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
 	if err := e.startIndexes(); err != nil {
-		_ = db.Close()
+		_ = e.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
 	return e, nil
 }
 
 // Close waits for queued writes and closes the store.
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	e.stopOplogCount()
+	return e.db.Close()
+}
 
 // Catalog is the catalog as of the last committed write.
 func (e *Engine) Catalog() *catalog.State { return e.cat.Current() }

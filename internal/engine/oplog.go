@@ -87,6 +87,9 @@ type oplog struct {
 	uuidState *catalog.State
 	uuidNS    Namespace
 	uuid      []byte
+	// counting is closed when the sum of the entries at open is done;
+	// stopCount ends it early at Close.
+	counting, stopCount chan struct{}
 	// trimming is set while a trim request is queued.
 	trimming atomic.Bool
 	buf      []byte // entry scratch, pipeline goroutine only
@@ -145,29 +148,82 @@ func (e *Engine) openOplog(size int64) error {
 			return err
 		}
 	}
-	return e.RecountOplog()
-}
-
-// RecountOplog sums the entries' bytes afresh: at open, and for a replica
-// set after it applied commit groups made elsewhere (entries this engine
-// did not write through logChange, so its running size did not see them).
-func (e *Engine) RecountOplog() error {
-	prefix := []byte{storage.SpaceOplog}
-	it, err := e.db.NewIter(prefix, storage.PrefixEnd(prefix))
+	// The entries are summed in the background from an iterator taken
+	// now, before any write: the writes after it add their own bytes, so
+	// nothing is counted twice, and opening a large oplog does not wait
+	// for the sum (until it arrives, trims see only the new entries).
+	it, err := e.oplogIter()
 	if err != nil {
 		return err
 	}
-	var total int64
+	e.oplog.counting = make(chan struct{})
+	e.oplog.stopCount = make(chan struct{})
+	go func() {
+		defer close(e.oplog.counting)
+		total, err := sumEntries(it, e.oplog.stopCount)
+		if err != nil {
+			e.log.Warn("cannot sum the oplog's entries", "err", err)
+			return
+		}
+		e.oplog.size.Add(total)
+		e.maybeTrimOplog()
+	}()
+	return nil
+}
+
+func (e *Engine) oplogIter() (*storage.Iter, error) {
+	prefix := []byte{storage.SpaceOplog}
+	return e.db.NewIter(prefix, storage.PrefixEnd(prefix))
+}
+
+// sumEntries adds up the values' bytes and closes it; stop ends it early.
+func sumEntries(it *storage.Iter, stop <-chan struct{}) (total int64, err error) {
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
+		if n++; n%1024 == 0 {
+			select {
+			case <-stop:
+				return total, nil
+			default:
+			}
+		}
 		v, err := it.Value()
 		if err != nil {
-			_ = it.Close()
-			return err
+			return total, err
 		}
 		total += int64(len(v))
 	}
+	return total, nil
+}
+
+// stopOplogCount ends the background sum (before the store closes).
+func (e *Engine) stopOplogCount() {
+	if e.oplog.stopCount != nil {
+		close(e.oplog.stopCount)
+		<-e.oplog.counting
+		e.oplog.stopCount = nil
+	}
+}
+
+// RecountOplog sums the entries' bytes afresh: for a replica set after it
+// applied commit groups made elsewhere (entries this engine did not write
+// through logChange, so its running size did not see them).
+func (e *Engine) RecountOplog() error {
+	it, err := e.oplogIter()
+	if err != nil {
+		return err
+	}
+	total, err := sumEntries(it, nil)
+	if err != nil {
+		return err
+	}
 	e.oplog.size.Store(total)
-	return it.Close()
+	return nil
 }
 
 // isOplog reports whether coll is local.oplog.rs.

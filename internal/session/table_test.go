@@ -51,3 +51,22 @@ func TestCheckoutSerializes(t *testing.T) {
 	}
 	use.Release()
 }
+
+// TestForget: after Forget a session's newest transaction number is read
+// again from its record, as a replica set's new primary must (records made
+// through another primary arrive as replicated commits).
+func TestForget(t *testing.T) {
+	tbl := NewTable(nil, nil)
+	id := ID{UUID: [16]byte{9}}
+	tbl.Refresh([]ID{id}, "")
+	tbl.mu.Lock()
+	e := tbl.m[id]
+	e.loaded, e.txn = true, 4
+	tbl.mu.Unlock()
+	tbl.Forget()
+	tbl.mu.Lock()
+	defer tbl.mu.Unlock()
+	if e.loaded || e.txn != -1 {
+		t.Errorf("after Forget: loaded %v, txn %d; want false, -1", e.loaded, e.txn)
+	}
+}

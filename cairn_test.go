@@ -137,7 +137,7 @@ func TestEmbeddedCRUD(t *testing.T) {
 		t.Fatalf("after reopen the second document is %v, want the generated ObjectId", all[1])
 	}
 	names, _ := db.ListDatabaseNames(ctx)
-	if len(names) != 1 || names[0] != "app" {
+	if len(names) != 2 || names[0] != "app" || names[1] != "local" { // local: the oplog
 		t.Fatalf("databases = %v", names)
 	}
 }

@@ -50,6 +50,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"serve", "extra"}, 2, "", `unexpected argument "extra"`},
 		{[]string{"serve", "--fork"}, 2, "", "--fork is mongod's, but Cairn does not support it"},
 		{[]string{"serve", "--replSet", "rs0"}, 2, "", "--replSet is mongod's, but Cairn does not support it"},
+		{[]string{"serve", "--oplogSize", "0"}, 2, "", "--oplogSize must be a positive number of megabytes"},
+		{[]string{"serve", "--help"}, 0, "Replication options [replication]:\n      --oplogSize", ""},
 		{[]string{"serve", "--bindip", "0.0.0.0"}, 2, "", "unknown flag --bindip (did you mean --bind_ip?)"},
 		{[]string{"serve", "--frobnicate"}, 2, "", "unknown flag --frobnicate\n"},
 		{[]string{"serve", "--port", "70000"}, 2, "", "--port must be an integer from 0 to 65535"},
@@ -128,7 +130,7 @@ func TestServeConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := run([]string{"serve", "-f", bad}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "replication is not supported by Cairn") {
+	if code := run([]string{"serve", "-f", bad}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "replication.replSetName is not supported by Cairn") {
 		t.Errorf("an unsupported key: exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -144,7 +144,7 @@ func serveCommand(stdout, stderr io.Writer) *cobra.Command {
 // mongod's help groups them.
 var helpSections = []struct{ section, title string }{
 	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"},
-	{"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
+	{"replication", "Replication"}, {"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
 	{"cairn", "Cairn"},
 }
 
@@ -308,7 +308,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		}
 		defer os.Remove(opts.PIDFilePath)
 	}
-	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), Logger: log})
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), OplogSize: opts.OplogSizeMB << 20, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -206,6 +206,13 @@ func (s *Session) userKey() string {
 	return s.auth.user.Key()
 }
 
+// ownCursor marks cur as opened by the session's user and in the
+// command's logical session; every Cursors.Register is followed by it.
+func (s *Session) ownCursor(cur *Cursor) {
+	cur.owner = s.userKey()
+	cur.lsid, cur.hasLSID = s.sess.id, s.sess.has
+}
+
 // ownsCursor reports whether the session may continue or kill cur: with
 // --auth, only the user who opened it may (MongoDB's rule; killAnyCursor
 // is not consulted yet).

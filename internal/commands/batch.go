@@ -135,7 +135,7 @@ func listCursor(s *Session, req *Request, dst []byte, ns string, docs []bsoncore
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, src, held)
-	cur.owner = s.userKey()
+	s.ownCursor(cur)
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil
 }

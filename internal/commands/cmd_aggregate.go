@@ -89,7 +89,7 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 		return finishCursor(r, 0, cursorNS), nil
 	}
 	cur := s.Env.Cursors.Register(cursorNS, out, held)
-	cur.owner = s.userKey()
+	s.ownCursor(cur)
 	cur.maxTime, _ = opctx.Remaining(ctx)
 	if !collectionless {
 		cur.coll = s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)

@@ -295,7 +295,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
 	cur.examined = examined
 	s.stat.cursorID = cur.ID
-	cur.owner = s.userKey()
+	s.ownCursor(cur)
 	cur.noTimeout = sp.noCursorTimeout
 	cur.maxTime, _ = opctx.Remaining(ctx)
 	cur.coll = s.Env.Engine.Catalog().Collection(sp.NS.DB, sp.NS.Coll)
@@ -331,6 +331,10 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	if !s.ownsCursor(cur) {
 		s.Env.Cursors.Release(cur, false)
 		return nil, mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
+	}
+	if err := checkCursorSession(s, cur); err != nil { // sessions.go
+		s.Env.Cursors.Release(cur, false)
+		return nil, err
 	}
 	if t, ok := cur.src.(*tailSource); ok {
 		return getMoreTailable(ctx, s, req, dst, cur, t, batch)

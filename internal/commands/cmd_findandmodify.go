@@ -49,9 +49,20 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 	}
 	var value bsoncore.Document
 	lastErr := NewReply(nil)
+	// A retryable findAndModify is statement 0; once it ran, its record
+	// (with both images) is the answer (retryable.go).
+	retry := s.sess.retry
+	rec, done := retry.Done(0)
+	var rider exec.Rider
+	var sess *engine.OplogSession
+	if retry != nil {
+		rider, sess = stmtRider(retry, 0), retry.OplogSession(0)
+	}
 	if remove {
-		value, err = s.Env.Exec.FindAndRemove(ctx, sel)
-		if err != nil {
+		if done {
+			did, _ := fromStmtResult(rec)
+			value = did.Before
+		} else if value, err = s.Env.Exec.FindAndRemove(ctx, sel, rider, sess); err != nil {
 			return nil, err
 		}
 		n := int32(0)
@@ -73,8 +84,10 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass})
-		if err != nil {
+		var res exec.UpdateResult
+		if done {
+			res, _ = fromStmtResult(rec)
+		} else if res, err = s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass, Rider: rider, Session: sess}); err != nil {
 			return nil, err
 		}
 		value = res.Before

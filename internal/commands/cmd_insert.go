@@ -58,7 +58,12 @@ func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
+	var res engine.InsertResult
+	if r := s.sess.retry; r != nil {
+		res, err = insertRetryable(s.Env.Exec, r, wb) // retryable.go
+	} else {
+		res, err = s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/session"
 )
 
 // This file holds the delete and update commands: it parses their
@@ -54,8 +55,14 @@ func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	}
 	var n int64
 	var werrs []engine.WriteError
+	retry := s.sess.retry
 	for i, st := range wb.stmts {
-		deleted, err := deleteStatement(ctx, s.Env.Exec, wb.ns, st, cv)
+		if rec, done := retry.Done(int32(i)); done {
+			did, _ := fromStmtResult(rec)
+			n += did.Matched
+			continue
+		}
+		deleted, err := deleteStatement(ctx, s.Env.Exec, wb.ns, st, cv, retry, i)
 		n += deleted
 		if isInterruption(err) {
 			return nil, err // fails the whole command, as in MongoDB
@@ -74,11 +81,18 @@ func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	return r.Finish(), nil
 }
 
-// deleteStatement runs one delete statement {q, limit}.
-func deleteStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars) (int64, error) {
+// deleteStatement runs one delete statement {q, limit}, statement i of a
+// retryable write when retry is set.
+func deleteStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, retry *session.Retry, i int) (int64, error) {
 	d, err := parseDeleteStatement(ns, st, cv)
 	if err != nil {
 		return 0, err
+	}
+	if retry != nil {
+		if d.Limit != 1 {
+			return 0, errRetryMulti("limit=0")
+		}
+		d.Rider, d.Session = stmtRider(retry, i), retry.OplogSession(int32(i))
 	}
 	return x.Delete(ctx, d)
 }
@@ -118,8 +132,15 @@ func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	var matched, modified int64
 	var upserted []bsoncore.Document
 	var werrs []engine.WriteError
+	retry := s.sess.retry
 	for i, st := range wb.stmts {
-		res, err := updateStatement(ctx, s.Env.Exec, wb.ns, st, cv, wb.bypass)
+		var res exec.UpdateResult
+		var err error
+		if rec, done := retry.Done(int32(i)); done {
+			res, _ = fromStmtResult(rec)
+		} else {
+			res, err = updateStatement(ctx, s.Env.Exec, wb.ns, st, cv, wb.bypass, retry, i)
+		}
 		if isInterruption(err) {
 			return nil, err // fails the whole command, as in MongoDB
 		}
@@ -203,13 +224,20 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 	return out, nil
 }
 
-// updateStatement runs one update statement {q, u, upsert, multi, arrayFilters}.
-func updateStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool) (exec.UpdateResult, error) {
+// updateStatement runs one update statement {q, u, upsert, multi,
+// arrayFilters}, statement i of a retryable write when retry is set.
+func updateStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool, retry *session.Retry, i int) (exec.UpdateResult, error) {
 	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return exec.UpdateResult{}, err
 	}
 	spec.Bypass = bypass
+	if retry != nil {
+		if spec.Multi {
+			return exec.UpdateResult{}, errRetryMulti("multi=true")
+		}
+		spec.Rider, spec.Session = stmtRider(retry, i), retry.OplogSession(int32(i))
+	}
 	return x.Update(ctx, spec)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/session"
 )
 
 // DefaultCursorTimeout is MongoDB's cursorTimeoutMillis default: an idle
@@ -44,6 +45,11 @@ type Cursor struct {
 	// owner is the user ("db.name") whose command opened the cursor, ""
 	// for none: under --auth only they may continue or kill it (auth.go).
 	owner string
+	// lsid is the logical session the cursor was opened in, if hasLSID:
+	// a getMore must come from the same session, and killing the session
+	// closes the cursor (sessions.go).
+	lsid    session.ID
+	hasLSID bool
 }
 
 // Cursors is the registry of open cursors, shared by all connections.

@@ -8,7 +8,11 @@
 // One file per command family (cmd_insert.go, cmd_find.go, …); the registry
 // in registry.go lists them alphabetically. Beside them: request.go reads
 // a command's fields, reply.go and batch.go build replies and cursor
-// batches, cursors.go keeps server-side cursors.
+// batches, cursors.go keeps server-side cursors. sessions.go checks each
+// command's lsid and txnNumber out of the session table (package session)
+// and holds the session commands; retryable.go runs write statements at
+// most once per session and transaction number; clustertime.go is the seam
+// that puts cluster times on replies once the node is a replica-set member.
 //
 // Two kinds of iterator meet here, named apart. A Cursor is a server-side
 // cursor: an id the client holds, registered in Cursors, served batch by

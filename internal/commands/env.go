@@ -13,6 +13,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/failpoint"
+	"github.com/cairndb/cairn/internal/session"
 	"github.com/cairndb/cairn/internal/ttl"
 )
 
@@ -88,6 +89,11 @@ type Env struct {
 	startupParams [][2]string
 	// Access is the users and whether access control is on (auth.go).
 	Access *Access
+	// Sessions is the logical session table (package session, sessions.go).
+	Sessions *session.Table
+	// clusterTimes: replies carry cluster times, as a replica-set
+	// member's do (clustertime.go).
+	clusterTimes atomic.Bool
 	// startupWarnings are getLog's startupWarnings lines (auth.go).
 	startupWarnings []string
 	// Process stops the server and rotates its log (nil: embedded).
@@ -148,6 +154,9 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		Profiler:  newProfiler(),
 	}
 	env.Usage.initCommands()
+	env.Sessions = session.NewTable(eng, nil)
+	env.Sessions.OnKill(env.Cursors.closeSessionCursors)
+	env.Sessions.Run(session.RefreshInterval, log)
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)
@@ -167,6 +176,10 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 // Close releases what the Env holds (the TTL monitor, open cursors); call
 // it before closing the engine.
 func (e *Env) Close() {
+	e.Sessions.Stop()
+	if err := e.Sessions.Flush(); err != nil {
+		e.Log.Warn("cannot write the session table to config.system.sessions", "err", err)
+	}
 	e.TTL.Stop()
 	e.Cursors.CloseAll()
 }
@@ -197,6 +210,8 @@ type Session struct {
 	stat opStats
 	// nsBuf is scratch for the namespace a command is counted under.
 	nsBuf []byte
+	// sess is the logical session of the command in progress (sessions.go).
+	sess cmdSession
 }
 
 // Interrupt cancels the command in progress on the session, if any, with

@@ -27,12 +27,11 @@ const (
 
 // genericArgs are MongoDB 7.0's generic arguments. The honoured ones:
 //   - $db: the database (NewRequest).
-//   - lsid: accepted (drivers send it on every command); it is what a
-//     txnNumber requires (checkSession). Cairn keeps no server-side session
-//     state yet, as a standalone's sessions have no other observable effect
-//     on the commands Cairn has.
-//   - txnNumber, autocommit, startTransaction: refused as a MongoDB
-//     standalone refuses them (checkSession).
+//   - lsid: the command's logical session (sessions.go, package session):
+//     checked out for the command's duration, remembered by its cursors.
+//   - txnNumber: makes insert, update, delete and findAndModify retryable
+//     writes (sessions.go); autocommit and startTransaction (transactions)
+//     are refused as a MongoDB standalone refuses them.
 //   - readConcern, writeConcern: checked as a standalone checks them
 //     (checkConcerns); the levels a standalone serves are what every Cairn
 //     read and acknowledged write already gives (a write is acknowledged
@@ -136,13 +135,13 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 			}
 		}
 	}
-	if err := checkSession(&g); err != nil {
+	if err := checkSession(s, req.Name, &g); err != nil {
 		return err
 	}
 	if err := checkReadPreference(g.readPreference); err != nil {
 		return err
 	}
-	return checkConcerns(cmd, req.Name, &g)
+	return checkConcerns(cmd, req.Name, &g, s.Env.ClusterTimes())
 }
 
 // checkReadPreference parses $readPreference as mongod does on every
@@ -216,43 +215,21 @@ func checkAPI(s *Session, cmd *command, name string, g *generic) error {
 	return nil
 }
 
-// checkSession refuses what a standalone refuses (MongoDB's
-// initializeOperationSessionInfo): transaction numbers need a replica set,
-// so every txnNumber (a retryable write's, a transaction's) is
-// IllegalOperation, and autocommit or startTransaction without one are
-// InvalidOptions. Nothing of such a command runs.
-func checkSession(g *generic) error {
-	if g.lsid.Type != 0 && g.lsid.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", typeName(g.lsid.Type))
-	}
-	if g.txnNumber.Type != 0 {
-		if g.lsid.Type == 0 {
-			return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
-		}
-		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
-	}
-	if g.autocommit.Type != 0 {
-		return mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field requires a transaction number to also be specified")
-	}
-	if g.startTransaction.Type != 0 {
-		return mongoerr.New(mongoerr.InvalidOptions, "'startTransaction' field requires 'autocommit' field to also be specified")
-	}
-	return nil
-}
-
 // checkConcerns checks readConcern and writeConcern as a MongoDB standalone
 // does: snapshot and linearizable reads and cluster times need a replica
 // set; w above 1 or a tag needs replication; a command that does not read
 // takes only the local level and one that does not write takes no
 // writeConcern.
-func checkConcerns(cmd *command, name string, g *generic) error {
-	if err := checkReadConcern(cmd, name, g.readConcern); err != nil {
+func checkConcerns(cmd *command, name string, g *generic, clusterTimes bool) error {
+	if err := checkReadConcern(cmd, name, g.readConcern, clusterTimes); err != nil {
 		return err
 	}
 	return checkWriteConcern(cmd, g.writeConcern)
 }
 
-func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
+// checkReadConcern: with clusterTimes (a replica-set member's mode,
+// clustertime.go) afterClusterTime is taken and waited for.
+func checkReadConcern(cmd *command, name string, rc bsoncore.Value, clusterTimes bool) error {
 	if rc.Type == 0 {
 		return nil
 	}
@@ -292,6 +269,9 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use read concern")
 	case "snapshot":
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use readConcern: snapshot")
+	}
+	if clusterTime == "afterClusterTime" && clusterTimes {
+		return nil // waited for in run (waitClusterTime)
 	}
 	if clusterTime != "" {
 		return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify %s readConcern without replication enabled", clusterTime)

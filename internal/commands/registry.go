@@ -135,6 +135,7 @@ func init() {
 		"logout":                   {run: cmdLogout, help: "end the connection's authentication"},
 		"revokePrivilegesFromRole": {run: cmdRolePrivileges(false), kind: kindWrite, help: "remove privileges from a user-defined role", fields: args("privileges")},
 		"revokeRolesFromUser":      {run: cmdGrantRevoke(false), kind: kindWrite, help: "revoke roles from a user", fields: args("roles")},
+		"startSession":             {run: cmdStartSession, apiV1: true, help: "start a logical session"},
 		"saslContinue":             {run: cmdSaslContinue, help: "continue a SASL authentication", fields: args("conversationId payload")},
 		"saslStart":                {run: cmdSaslStart, help: "begin a SASL authentication (SCRAM-SHA-1, SCRAM-SHA-256)", fields: args("mechanism payload options autoAuthorize")},
 		"rolesInfo":                {run: cmdRolesInfo, help: "describe roles", fields: args("showPrivileges showBuiltinRoles"), notYet: args("showAuthenticationRestrictions")},
@@ -143,7 +144,7 @@ func init() {
 		"usersInfo":                {run: cmdUsersInfo, help: "describe users", fields: args("showCredentials showPrivileges showCustomData"), notYet: args("showAuthenticationRestrictions filter")},
 		"dropDatabase":             {run: cmdDropDatabase, kind: kindWrite, apiV1: true, help: "drop a database"},
 		"dropIndexes":              {run: cmdDropIndexes, kind: kindWrite, apiV1: true, help: "drop indexes", fields: args("index")},
-		"endSessions":              {run: cmdNoopOK, apiV1: true, help: "end logical sessions"},
+		"endSessions":              {run: cmdEndSessions, apiV1: true, help: "end logical sessions"},
 		"explain":                  {run: cmdExplain, kind: kindRead, apiV1: true, help: "explain a command's plan", fields: args("verbosity")},
 		"find": {run: cmdFind, kind: kindRead, apiV1: true, onView: true, help: "query documents", fields: findArgs, notYet: findNotYet,
 			unstable: args("min max tailable noCursorTimeout returnKey showRecordId awaitData oplogReplay readOnce")},
@@ -162,10 +163,11 @@ func init() {
 			fields: args("documents ordered bypassDocumentValidation")},
 		"isMaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
 		"ismaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
-		"killAllSessions":                {run: cmdNoopOK, help: "kill all sessions"},
+		"killAllSessions":                {run: cmdKillAllSessions, help: "kill every session of the listed users (all for an empty list): their operations and cursors"},
+		"killAllSessionsByPattern":       {run: cmdKillAllSessionsByPattern, help: "kill the sessions matching any pattern ({lsid}, {uid}, {users}; all for an empty list)"},
 		"killCursors":                    {run: cmdKillCursors, apiV1: true, onView: true, help: "close cursors", fields: args("cursors")},
 		"killOp":                         {run: cmdKillOp, adminOnly: true, help: "interrupt an operation in progress", fields: args("op")},
-		"killSessions":                   {run: cmdNoopOK, help: "kill sessions"},
+		"killSessions":                   {run: cmdKillSessions, help: "kill the user's named sessions (all of them for an empty list): their operations and cursors"},
 		"listCollections":                {run: cmdListCollections, apiV1: true, help: "list collections", fields: args("filter nameOnly authorizedCollections cursor"), nested: cursor},
 		"listCommands":                   {run: cmdListCommands, help: "list the commands with their help"},
 		"listDatabases":                  {run: cmdListDatabases, adminOnly: true, apiV1: true, help: "list databases", fields: args("filter nameOnly authorizedDatabases")},
@@ -173,6 +175,7 @@ func init() {
 		"logRotate":                      {run: cmdLogRotate, adminOnly: true, help: "rotate the server's log file (--logRotate: rename or reopen)"},
 		"ping":                           {run: cmdNoopOK, apiV1: true, help: "check the server answers"},
 		"planCacheClear":                 {run: cmdPlanCacheClear, help: "forget a collection's cached query plans", notYet: args("query sort projection collation")},
+		"refreshSessions":                {run: cmdRefreshSessions, apiV1: true, help: "keep logical sessions alive"},
 		"profile":                        {run: cmdProfile, help: "set or read the database profiler's level, slowms, sampleRate and filter", fields: args("slowms sampleRate filter")},
 		"renameCollection":               {run: cmdRenameCollection, adminOnly: true, kind: kindWrite, help: "rename a collection", fields: args("to dropTarget"), notYet: args("stayTemp")},
 		"replSetGetConfig":               {run: cmdNoReplication, adminOnly: true, help: "the replica set's configuration (a standalone has none)", fields: args("commitmentStatus includeNewlyAddedFields")},
@@ -212,8 +215,7 @@ func lookup(name string) (command, bool) {
 	return c, ok
 }
 
-// cmdNoopOK answers {ok: 1}: ping, and the session commands a standalone
-// server accepts without keeping server-side session state.
+// cmdNoopOK answers {ok: 1}: ping.
 func cmdNoopOK(_ context.Context, _ *Session, _ *Request, dst []byte) (bsoncore.Document, error) {
 	return OK(dst), nil
 }

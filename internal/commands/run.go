@@ -16,7 +16,21 @@ import (
 // Run executes req and returns the reply appended to dst. It never panics: a
 // panic in a handler is recovered, logged with its stack and answered with
 // InternalError, and the connection lives on.
-func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsoncore.Document) {
+func Run(ctx context.Context, s *Session, req *Request, dst []byte) bsoncore.Document {
+	if !s.Env.ClusterTimes() {
+		return run(ctx, s, req, dst)
+	}
+	// A replica-set member's clock and replies (clustertime.go).
+	var reply bsoncore.Document
+	if err := observeClusterTime(s, req); err != nil {
+		reply = ErrorReply(dst, err)
+	} else {
+		reply = run(ctx, s, req, dst)
+	}
+	return appendClusterTimes(reply, s)
+}
+
+func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsoncore.Document) {
 	start := len(dst)
 	defer func() {
 		if r := recover(); r != nil {
@@ -75,6 +89,14 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		return ErrorReply(dst, err)
 	}
 	defer op.end()
+	if err := useSession(ctx, s); err != nil { // sessions.go
+		releaseSession(s)
+		return ErrorReply(dst, err)
+	}
+	defer releaseSession(s)
+	if err := waitClusterTime(ctx, s, req); err != nil { // clustertime.go
+		return ErrorReply(dst, err)
+	}
 	s.stat = opStats{}
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
 	took := time.Since(req.start)

@@ -191,7 +191,7 @@ func findTailable(s *Session, sp findSpec, await bool, dst []byte) (bsoncore.Doc
 		return finishCursor(r, 0, ns), nil
 	}
 	cur := s.Env.Cursors.Register(ns, t, held)
-	cur.owner = s.userKey()
+	s.ownCursor(cur)
 	cur.noTimeout = sp.noCursorTimeout
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, ns), nil

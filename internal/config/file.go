@@ -124,7 +124,7 @@ func walk(m *yaml.Node, prefix string, o *Options) error {
 			if _, ok := byPath(path); ok {
 				return fmt.Errorf("line %d: %s takes a value, not a section", v.Line, path)
 			}
-			if err := unsupported(path); err != nil {
+			if err := unsupported(path); err != nil && !optionUnder(path) {
 				return fmt.Errorf("line %d: %w", k.Line, err)
 			}
 			if !isSection(path) {

@@ -23,6 +23,9 @@ type Options struct {
 	CacheSizeGB float64
 	// Sync is "always" or a log sync interval such as "100ms" (Cairn's own).
 	Sync string
+	// OplogSizeMB caps local.oplog.rs (replication.oplogSizeMB,
+	// --oplogSize); 0 is mongod's default (5% of the disk, 990 MB to 50 GB).
+	OplogSizeMB int64
 
 	// LogPath is the log file; "" logs to standard output.
 	LogPath   string
@@ -197,6 +200,14 @@ var options = []option{
 			return fmt.Errorf("must be from 0.25 to 10000, got %q", v)
 		}
 		o.CacheSizeGB = f
+		return nil
+	}},
+	{path: "replication.oplogSizeMB", flags: []string{"oplogSize"}, arg: "MB", usage: "size cap of the oplog local.oplog.rs in MB (default, as mongod: 5% of the disk, at least 990 MB and at most 50 GB)", set: func(o *Options, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > 1<<30 {
+			return fmt.Errorf("must be a positive number of megabytes, got %q", v)
+		}
+		o.OplogSizeMB = n
 		return nil
 	}},
 	{path: "cairn.sync", flags: []string{"sync"}, arg: "always|INTERVAL", usage: "'always' (default): acknowledge a write once it is synced to disk, so neither a crash nor a power cut loses it; " +

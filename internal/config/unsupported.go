@@ -61,7 +61,6 @@ var unsupportedKeys = map[string]string{
 var unsupportedFlags = map[string]string{
 	"fork":                                unsupportedKeys["processManagement.fork"],
 	"replSet":                             unsupportedKeys["replication"],
-	"oplogSize":                           unsupportedKeys["replication"],
 	"shardsvr":                            unsupportedKeys["sharding"],
 	"configsvr":                           unsupportedKeys["sharding"],
 	"keyFile":                             unsupportedKeys["security.keyFile"],
@@ -110,6 +109,18 @@ var unsupportedFlags = map[string]string{
 	"install":                             unsupportedKeys["processManagement.windowsService"],
 	"remove":                              unsupportedKeys["processManagement.windowsService"],
 	"service":                             unsupportedKeys["processManagement.windowsService"],
+}
+
+// optionUnder reports whether some supported option lies under the section
+// path (replication.oplogSizeMB under replication): the section is then
+// walked and each of its other keys refused on its own.
+func optionUnder(path string) bool {
+	for _, o := range options {
+		if strings.HasPrefix(o.path, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // unsupported returns the refusal for a mongod key Cairn does not honour, or

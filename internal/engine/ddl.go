@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -33,7 +34,10 @@ func (e *Engine) CreateCollection(ns Namespace, options bson.Raw) error {
 			}
 			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s already exists, but with different options", ns)
 		}
-		_, err := e.cat.CreateCollection(tx, ns.DB, ns.Coll, options)
+		c, err := e.cat.CreateCollection(tx, ns.DB, ns.Coll, options)
+		if err == nil {
+			e.logCommand(tx, ns.DB, c.UUID.Data, cmdDoc("create", strVal(ns.Coll), bsoncore.Document(options)))
+		}
 		return err
 	})
 }
@@ -52,8 +56,18 @@ func (e *Engine) DropCollection(ns Namespace) (existed bool, err error) {
 	if err := catalog.ValidateCollectionName(ns.DB, ns.Coll); err != nil {
 		return false, err
 	}
+	if err := refuseOplogDDL(ns); err != nil {
+		return false, err
+	}
 	err = e.db.Write(func(tx *storage.Txn) error {
-		existed = e.cat.DropCollection(tx, ns.DB, ns.Coll) || e.cat.DropView(tx, ns.DB, ns.Coll)
+		c := e.cat.Working().Collection(ns.DB, ns.Coll)
+		existed = e.cat.DropCollection(tx, ns.DB, ns.Coll)
+		if existed && c != nil {
+			e.logCommand(tx, ns.DB, c.UUID.Data, cmdDoc("drop", strVal(ns.Coll), nil))
+		}
+		if !existed {
+			existed = e.cat.DropView(tx, ns.DB, ns.Coll)
+		}
 		return nil
 	})
 	return existed, err
@@ -64,8 +78,14 @@ func (e *Engine) DropDatabase(db string) (dropped int, err error) {
 	if err := catalog.ValidateDBName(db); err != nil {
 		return 0, err
 	}
+	if err := refuseOplogDDL(Namespace{DB: db}); err != nil {
+		return 0, err
+	}
 	err = e.db.Write(func(tx *storage.Txn) error {
 		dropped = e.cat.DropDatabase(tx, db)
+		if dropped > 0 {
+			e.logCommand(tx, db, nil, cmdDoc("dropDatabase", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}, nil))
+		}
 		return nil
 	})
 	return dropped, err
@@ -80,8 +100,20 @@ func (e *Engine) RenameCollection(from, to Namespace, dropTarget bool) error {
 	if err := catalog.ValidateUserCollectionName(to.DB, to.Coll); err != nil {
 		return err
 	}
+	if err := refuseOplogDDL(from, to); err != nil {
+		return err
+	}
 	return e.db.Write(func(tx *storage.Txn) error {
-		return e.cat.RenameCollection(tx, from.DB, from.Coll, to.DB, to.Coll, dropTarget)
+		c := e.cat.Working().Collection(from.DB, from.Coll)
+		if err := e.cat.RenameCollection(tx, from.DB, from.Coll, to.DB, to.Coll, dropTarget); err != nil {
+			return err
+		}
+		if c != nil {
+			e.logCommand(tx, from.DB, c.UUID.Data, bsoncore.NewDocumentBuilder().
+				AppendString("renameCollection", from.String()).AppendString("to", to.String()).
+				AppendBoolean("dropTarget", dropTarget).Build())
+		}
+		return nil
 	})
 }
 
@@ -102,5 +134,9 @@ func (e *Engine) ensureCollection(tx *storage.Txn, ns Namespace) (*catalog.Colle
 	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
 		return nil, err // system.profile too: the profiler creates it capped (CreateCollection)
 	}
-	return e.cat.CreateCollection(tx, ns.DB, ns.Coll, nil)
+	c, err := e.cat.CreateCollection(tx, ns.DB, ns.Coll, nil)
+	if err == nil {
+		e.logCommand(tx, ns.DB, c.UUID.Data, cmdDoc("create", strVal(ns.Coll), nil))
+	}
+	return c, err
 }

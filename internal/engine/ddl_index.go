@@ -93,6 +93,7 @@ func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsonco
 			if err != nil {
 				return err
 			}
+			e.logCommand(tx, ns.DB, coll.UUID.Data, cmdDoc("createIndexes", strVal(ns.Coll), bsoncore.Document(spec.Original)))
 			added = append(added, ix)
 		}
 		res.After = res.Before + len(added)
@@ -221,6 +222,8 @@ func (e *Engine) DropIndexes(ns Namespace, names []string) (was int, err error) 
 			if err := e.cat.DropIndex(tx, ns.DB, ns.Coll, name); err != nil {
 				return err
 			}
+			e.logCommand(tx, ns.DB, coll.UUID.Data, bsoncore.NewDocumentBuilder().
+				AppendString("dropIndexes", ns.Coll).AppendString("index", name).Build())
 		}
 		return nil
 	})

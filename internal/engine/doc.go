@@ -26,6 +26,10 @@
 //   - capped.go, capped_ddl.go: capped collections' insertion order and
 //     limits, the awaitData wakeup, convertToCapped and
 //     cloneCollectionAsCapped.
+//   - oplog.go: the change log local.oplog.rs, one entry per change in the
+//     change's own request (invariant "Change and entry commit together"),
+//     its size cap and the ts seek; rider.go: riders, writes that commit in
+//     the request of the write they describe (a retryable write's record).
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
 //   - check.go, invariants.go: CheckIndexes, and the runtime checks that

@@ -30,6 +30,9 @@ type Options struct {
 	// FailPoints holds the server's named fail points (package failpoint);
 	// the engine's own sit in its commit path. Default: a registry of its own.
 	FailPoints *failpoint.Registry
+	// OplogSize caps local.oplog.rs in bytes (--oplogSize); 0 is mongod's
+	// default, DefaultOplogSize of the data directory's disk.
+	OplogSize int64
 }
 
 // Engine is one node's open database.
@@ -41,6 +44,7 @@ type Engine struct {
 	tails docTails   // "Tail bound" (write.go); pipeline goroutine only
 	valid validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
 	wake  wakeup     // awaitData waiters on capped inserts (capped.go)
+	oplog oplog      // the change log (oplog.go)
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -74,27 +78,37 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{db: db, cat: cat, log: opts.Logger, now: opts.Now}
 	// Set before the first Write (see storage.Hooks).
-	hooks.Committing = func() bool { e.wake.seal(); return cat.Committing() }
+	hooks.Committing = func() bool { e.oplogCommitting(); e.wake.seal(); return cat.Committing() }
 	hooks.Committed = e.committed
-	hooks.Failed = func() { e.wake.drop(); cat.Failed() }
+	hooks.Failed = func() { e.oplogFailed(); e.wake.drop(); cat.Failed() }
 	hooks.Verify = e.verifyGroup // runs only in builds with the invariants tag
-	if err := e.openIDGen(); err != nil {
+	if opts.OplogSize == 0 {
+		opts.OplogSize = DefaultOplogSize(diskBytes(dir))
+	}
+	if err := e.openOplog(opts.OplogSize); err != nil {
 		_ = db.Close()
+		return nil, fmt.Errorf("engine: %s: oplog: %w", dir, err)
+	}
+	if err := e.openIDGen(); err != nil {
+		_ = e.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
 	if err := e.dropTempOutCollections(); err != nil {
-		_ = db.Close()
+		_ = e.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
 	if err := e.startIndexes(); err != nil {
-		_ = db.Close()
+		_ = e.Close()
 		return nil, fmt.Errorf("engine: %s: %w", dir, err)
 	}
 	return e, nil
 }
 
 // Close waits for queued writes and closes the store.
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	e.stopOplogCount()
+	return e.db.Close()
+}
 
 // Catalog is the catalog as of the last committed write.
 func (e *Engine) Catalog() *catalog.State { return e.cat.Current() }
@@ -114,6 +128,7 @@ func (e *Engine) committed() {
 	prev := e.cat.Current()
 	e.cat.Committed()
 	e.wake.fire()
+	e.maybeTrimOplog()
 	if cur := e.cat.Current(); cur != prev {
 		e.forgetDropped(cur)
 	}

@@ -278,7 +278,7 @@ func TestCatalogOperations(t *testing.T) {
 	if got := fmt.Sprint(scanIDs(t, e, Namespace{"other", "c"})); got != "[1]" {
 		t.Errorf("renamed collection holds %s", got)
 	}
-	if got := fmt.Sprint(e.Catalog().Databases()); got != "[app other]" {
+	if got := fmt.Sprint(e.Catalog().Databases()); got != "[app local other]" { // local: the oplog
 		t.Errorf("databases = %s", got)
 	}
 	if err := e.RenameCollection(Namespace{"app", "a"}, Namespace{"other", "c"}, false); mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
@@ -301,7 +301,7 @@ func TestCatalogOperations(t *testing.T) {
 	if n, err := e.DropDatabase("other"); err != nil || n != 1 {
 		t.Fatalf("drop database: %d %v", n, err)
 	}
-	if got := fmt.Sprint(e.Catalog().Databases()); got != "[app]" {
+	if got := fmt.Sprint(e.Catalog().Databases()); got != "[app local]" {
 		t.Errorf("databases after drop = %s", got)
 	}
 	// A re-created collection of the same name starts empty: ids are not reused.
@@ -328,7 +328,7 @@ func TestNamespaceValidation(t *testing.T) {
 			t.Errorf("insert into %q: res %+v err %v, want InvalidNamespace", ns.String(), res, err)
 		}
 	}
-	if dbs := e.Catalog().Databases(); len(dbs) != 0 {
+	if dbs := e.Catalog().Databases(); len(dbs) != 1 || dbs[0] != OplogNS.DB { // local: the oplog
 		t.Errorf("invalid namespaces created databases %v", dbs)
 	}
 }

@@ -58,9 +58,39 @@ type ModifyResult struct {
 // it keeps. A Replace equal to the current bytes is not written and does not
 // count as modified (MongoDB's nModified).
 func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn func(i int, cur bsoncore.Document) (Action, error)) (ModifyResult, error) {
+	return e.ModifyWith(ns, ids, ModifyOptions{Ordered: ordered}, fn)
+}
+
+// ModifyOptions are the options of ModifyWith.
+type ModifyOptions struct {
+	// Ordered stops at the first document whose change fails.
+	Ordered bool
+	// Rider, when set, runs at the end of the request with what it did;
+	// what it writes commits with the changes or not at all, and its error
+	// fails the whole request (rider.go).
+	Rider func(tx *storage.Txn, res ModifyResult) error
+	// Session, when set, is written into the changes' oplog entries
+	// (lsid, txnNumber, stmtId StmtIDs[0]).
+	Session *OplogSession
+}
+
+// ModifyWith is Modify with every option.
+func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptions, fn func(i int, cur bsoncore.Document) (Action, error)) (ModifyResult, error) {
+	if err := refuseOplogWrite(ns); err != nil {
+		return ModifyResult{}, err
+	}
+	ordered := opts.Ordered
 	var res ModifyResult
 	err := e.db.Write(func(tx *storage.Txn) error {
 		res = ModifyResult{}
+		e.oplog.lastTS = 0
+		if s := opts.Session; s != nil {
+			e.oplog.sess = s
+			if len(s.StmtIDs) > 0 {
+				e.oplog.stmt = s.StmtIDs[0]
+			}
+			defer func() { e.oplog.sess = nil }()
+		}
 		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 		var key, cur, idKey []byte
 		for i, id := range ids {
@@ -98,6 +128,9 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 				}
 			}
 		}
+		if opts.Rider != nil {
+			return opts.Rider(tx, res)
+		}
 		return nil
 	})
 	if err != nil {
@@ -123,6 +156,7 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 		}
+		e.logStored(tx, 'd', ns, nil, id) // "Change and entry commit together"
 		res.Deleted++
 	case act.Replace != nil:
 		next, err := prepareReplacement(act.Replace, id)
@@ -151,6 +185,7 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 		}
+		e.logStored(tx, 'u', ns, next, id) // "Change and entry commit together"
 		res.Modified++
 	}
 	return nil

@@ -30,7 +30,7 @@ func TestOpenDropsTempOutCollections(t *testing.T) {
 		names = append(names, c.Namespace())
 	}
 	got := strings.Join(names, " ")
-	if want := "app.tmp.agg_outx app.tmp.other app.users"; got != want {
+	if want := "app.tmp.agg_outx app.tmp.other app.users local.oplog.rs"; got != want {
 		t.Fatalf("collections after reopen: %q, want %q", got, want)
 	}
 	if ids := scanIDs(t, e, users); len(ids) != 1 {

@@ -122,7 +122,8 @@ type pcStats struct {
 func pcRound(t *testing.T, fs *vfs.MemFS, base [][]byte, every time.Duration, cuts int, rng *rand.Rand, st *pcStats) (*vfs.MemFS, [][]byte) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	e, err := Open("db", Options{FS: fs, SyncInterval: every, Logger: quiet})
+	// A small oplog keeps the crash images small and trims it under the cuts.
+	e, err := Open("db", Options{FS: fs, SyncInterval: every, Logger: quiet, OplogSize: 256 << 10})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

@@ -95,7 +95,24 @@ func (r *Reader) Fetch(dst, rid []byte) ([]byte, bool, error) {
 		return dst, false, nil
 	}
 	var kb [64]byte
-	return r.snap.Get(dst, storage.DocKey(kb[:0], r.coll.ID, rid))
+	return r.snap.Get(dst, r.docKey(kb[:0], rid))
+}
+
+// docKey is the storage key of the document whose record id is rid: its
+// encoded _id, or for local.oplog.rs an entry's ts (oplog.go).
+func (r *Reader) docKey(dst, rid []byte) []byte {
+	if r.e.isOplog(r.coll) {
+		return append(append(dst, storage.SpaceOplog), rid...)
+	}
+	return storage.DocKey(dst, r.coll.ID, rid)
+}
+
+// docPrefix is the prefix of the collection's documents' keys.
+func (r *Reader) docPrefix() []byte {
+	if r.e.isOplog(r.coll) {
+		return []byte{storage.SpaceOplog}
+	}
+	return storage.Prefix(nil, storage.SpaceDocument, r.coll.ID)
 }
 
 // KeyRange is a range [Lo, Hi) of encoded keys within one keyspace (the
@@ -109,7 +126,7 @@ func (r *Reader) Docs(rng KeyRange, reverse bool) (*Cursor, error) {
 	if r.coll == nil {
 		return &Cursor{}, nil
 	}
-	return r.open(storage.Prefix(nil, storage.SpaceDocument, r.coll.ID), rng, reverse, nil)
+	return r.open(r.docPrefix(), rng, reverse, nil)
 }
 
 // Entries iterates the entries of index ixName whose key (the encoded
@@ -179,6 +196,11 @@ func (r *Reader) Natural(after uint64, reverse bool) (*Cursor, error) {
 	if _, ok := r.Capped(); !ok {
 		return r.Docs(KeyRange{}, reverse)
 	}
+	if r.e.isOplog(r.coll) { // an entry's position is its ts (oplog.go)
+		var lo [8]byte
+		binary.BigEndian.PutUint64(lo[:], after+1)
+		return r.open(r.docPrefix(), KeyRange{Lo: lo[:]}, reverse, nil)
+	}
 	lo := forwardKey(nil, r.coll.ID, after+1)
 	hi := naturalKey(nil, r.coll.ID, 'f'+1)
 	it, err := r.snap.NewIter(lo, hi)
@@ -194,6 +216,12 @@ func (r *Reader) Natural(after uint64, reverse bool) (*Cursor, error) {
 func (r *Reader) HasPosition(seq uint64) (bool, error) {
 	if r.coll == nil {
 		return false, nil
+	}
+	if r.e.isOplog(r.coll) {
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], seq)
+		_, found, err := r.snap.Get(nil, r.docKey(nil, k[:]))
+		return found, err
 	}
 	_, found, err := r.snap.Get(nil, forwardKey(nil, r.coll.ID, seq))
 	return found, err

@@ -45,10 +45,27 @@ type InsertOptions struct {
 	// BypassValidation skips the collection's validator
 	// (bypassDocumentValidation).
 	BypassValidation bool
+	// Rider, when set, runs at the end of the insert's request with what
+	// it stored; what it writes commits with the documents or not at all,
+	// and its error fails the whole request (rider.go).
+	Rider func(tx *storage.Txn, ride InsertRide) error
+	// Session, when set, is written into the documents' oplog entries
+	// (lsid, txnNumber, and each document's stmtId).
+	Session *OplogSession
+}
+
+// InsertRide is what an insert's Rider learns: the positions (in docs) of
+// the documents stored, and the ids the server made among them.
+type InsertRide struct {
+	Stored    []int
+	Generated []GeneratedID
 }
 
 // InsertWith is Insert with every option.
 func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertOptions) (InsertResult, error) {
+	if err := refuseOplogWrite(ns); err != nil {
+		return InsertResult{}, err
+	}
 	ordered := opts.Ordered
 	var res InsertResult
 	preps := make([]prepared, 0, len(docs))
@@ -69,12 +86,20 @@ func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertO
 	var stored []int // indexes into preps that were written
 	err := e.db.Write(func(tx *storage.Txn) error {
 		stored = stored[:0]
+		e.oplog.lastTS = 0
 		coll, err := e.ensureCollection(tx, ns)
 		if err != nil {
 			return err
 		}
+		if opts.Session != nil {
+			e.oplog.sess = opts.Session
+			defer func() { e.oplog.sess = nil }()
+		}
 		var key []byte
 		for j, p := range preps {
+			if s := opts.Session; s != nil && positions[j] < len(s.StmtIDs) {
+				e.oplog.stmt = s.StmtIDs[positions[j]]
+			}
 			key = storage.DocKey(key[:0], coll.ID, p.idKey)
 			if err := e.insertOne(tx, ns, coll.ID, key, p, opts.BypassValidation); err != nil {
 				res.WriteErrors = append(res.WriteErrors, WriteError{Index: positions[j], Err: err})
@@ -84,6 +109,16 @@ func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertO
 				continue
 			}
 			stored = append(stored, j)
+		}
+		if opts.Rider != nil {
+			var ride InsertRide
+			for _, j := range stored {
+				ride.Stored = append(ride.Stored, positions[j])
+				if preps[j].generated {
+					ride.Generated = append(ride.Generated, GeneratedID{Index: positions[j], ID: preps[j].id})
+				}
+			}
+			return opts.Rider(tx, ride)
 		}
 		return nil
 	})
@@ -145,6 +180,7 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 			return err
 		}
 	}
+	e.logStored(tx, 'i', ns, p.doc, p.id) // "Change and entry commit together"
 	return nil
 }
 

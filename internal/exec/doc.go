@@ -16,7 +16,10 @@
 //     planner.Query.
 //   - read.go: Open, the one entry point of every read, for running and for
 //     explain (Mode); Count and Distinct over it.
-//   - write.go: Delete, Update, FindAndUpdate, FindAndRemove.
+//   - write.go: Delete, Update, FindAndUpdate, FindAndRemove, and the
+//     Rider a statement's write carries (a retryable write's record, which
+//     commits in the write's own request or, for a statement that writes
+//     nothing, in a request of its own).
 //   - aggregate.go: Aggregate, PushDown, and the catalog through which
 //     $lookup and $unionWith read other collections. An aggregation over a
 //     view runs over its source collection with the view's pipeline first

@@ -120,8 +120,13 @@ func (s *Selection) rawFilter() bsoncore.Document {
 
 // query is the selection as the planner reads it.
 func (s *Selection) query() planner.Query {
+	var oplogAfter uint64
+	if s.NS == engine.OplogNS {
+		oplogAfter = engine.OplogStart(s.rawFilter()) // a ts bound seeks
+	}
 	return planner.Query{
-		Filter: s.Filter, RawFilter: s.rawFilter(),
+		OplogAfter: oplogAfter,
+		Filter:     s.Filter, RawFilter: s.rawFilter(),
 		Sort: s.Sort, RawSort: s.RawSort,
 		Proj: s.Proj, RawProj: s.RawProj, Positional: s.Positional,
 		Skip: s.Skip, Limit: s.Limit,

@@ -102,7 +102,11 @@ func (t *Tail) refill() (more bool, err error) {
 			return false, mongoerr.New(mongoerr.CappedPositionLost, "CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId(%d)", t.seq)
 		}
 	}
-	c, err := r.Natural(t.seq, false)
+	after := t.seq
+	if after == 0 && r.IsOplog() {
+		after = engine.OplogStart(t.sel.rawFilter()) // a ts bound seeks
+	}
+	c, err := r.Natural(after, false)
 	if err != nil {
 		return false, err
 	}

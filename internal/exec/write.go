@@ -9,6 +9,7 @@ import (
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/opctx"
+	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/update"
 )
 
@@ -25,7 +26,19 @@ type Delete struct {
 	Sel Selection
 	// Limit is 1 to delete at most one document, 0 for all of them.
 	Limit int64
+	// Rider is written in the request that deletes (see Rider).
+	Rider Rider
+	// Session, when set, goes into the change's oplog entry.
+	Session *engine.OplogSession
 }
+
+// Rider, when set on a statement, runs inside the commit-pipeline request
+// of the statement's write with what the statement did (a delete's count in
+// Matched, a removed document in Before), so what it writes — a retryable
+// write's record — commits with the write or not at all (engine rider.go).
+// A statement that writes nothing still runs its rider, in a request of its
+// own; a statement that fails does not run it.
+type Rider func(tx *storage.Txn, did UpdateResult) error
 
 // Update is one parsed update statement (or findAndModify's update).
 type Update struct {
@@ -40,6 +53,11 @@ type Update struct {
 	// Bypass writes without checking the collection's validator
 	// (bypassDocumentValidation).
 	Bypass bool
+	// Rider is written in the request of the statement's last write (see
+	// Rider); After is the stored document there.
+	Rider Rider
+	// Session, when set, goes into the changes' oplog entries.
+	Session *engine.OplogSession
 }
 
 // UpdateResult is what an update did.
@@ -91,10 +109,22 @@ func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bso
 // deleted.
 func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
 	ids, err := e.chosenIDs(ctx, d.Sel, d.Limit)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return 0, err
 	}
-	res, err := e.eng.Modify(d.Sel.NS, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+	if len(ids) == 0 {
+		return 0, e.rideAlone(d.Rider, UpdateResult{})
+	}
+	opts := engine.ModifyOptions{Ordered: true, Session: d.Session}
+	if d.Rider != nil {
+		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
+			if len(mr.Errors) > 0 {
+				return nil
+			}
+			return d.Rider(tx, UpdateResult{Matched: int64(mr.Deleted)})
+		}
+	}
+	res, err := e.eng.ModifyWith(d.Sel.NS, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
 		if err := opctx.Err(ctx); err != nil {
 			return engine.Action{}, err // stops here; what is deleted stays deleted
 		}
@@ -123,20 +153,43 @@ func (e *Env) FindAndUpdate(ctx context.Context, u Update) (UpdateResult, error)
 
 // FindAndRemove deletes the first document sel selects (in its sort order)
 // and returns it (nil when none).
-func (e *Env) FindAndRemove(ctx context.Context, sel Selection) (bsoncore.Document, error) {
+func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider, sess *engine.OplogSession) (bsoncore.Document, error) {
 	ids, err := e.chosenIDs(ctx, sel, 1)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return nil, err
 	}
+	if len(ids) == 0 {
+		return nil, e.rideAlone(rider, UpdateResult{})
+	}
 	var removed bsoncore.Document
-	_, err = e.eng.Modify(sel.NS, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+	opts := engine.ModifyOptions{Ordered: true, Session: sess}
+	if rider != nil {
+		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
+			if len(mr.Errors) > 0 {
+				return nil
+			}
+			return rider(tx, UpdateResult{Matched: int64(mr.Deleted), Before: removed})
+		}
+	}
+	mres, err := e.eng.ModifyWith(sel.NS, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
 		if cur == nil || !sel.Filter.Match(cur) {
 			return engine.Action{}, nil
 		}
 		removed = append(bsoncore.Document(nil), cur...)
 		return engine.Action{Delete: true}, nil
 	})
+	if err == nil && len(mres.Errors) > 0 {
+		err = mres.Errors[0].Err
+	}
 	return removed, err
+}
+
+// rideAlone writes a statement's rider when the statement wrote nothing.
+func (e *Env) rideAlone(rider Rider, did UpdateResult) error {
+	if rider == nil {
+		return nil
+	}
+	return e.eng.WriteRider(func(tx *storage.Txn) error { return rider(tx, did) })
 }
 
 // runUpdate applies u to the documents it selects; keep records the
@@ -154,7 +207,38 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	}
 	var res UpdateResult
 	if len(ids) > 0 {
-		mres, err := e.eng.Modify(ns, ids, true, func(_ int, cur bsoncore.Document) (engine.Action, error) {
+		opts := engine.ModifyOptions{Ordered: true, Session: spec.Session}
+		if spec.Rider != nil {
+			opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
+				if len(mr.Errors) > 0 {
+					return nil // failed: no record, a retry runs it again
+				}
+				if mr.Inserted > 0 {
+					// A point upsert inserted in this request ("One read per
+					// point write"): its record rides here too.
+					did := res
+					did.UpsertedID = copyValue(mr.Stored.Lookup("_id"))
+					if keep {
+						did.After = mr.Stored
+					}
+					return spec.Rider(tx, did)
+				}
+				if res.Matched == 0 && spec.Upsert {
+					return nil // the upsert's own insert carries it
+				}
+				did := res
+				did.Modified = int64(mr.Modified)
+				if res.Matched > 0 {
+					after, _, err := e.eng.GetInTxn(tx, nil, ns, ids[0])
+					if err != nil {
+						return err
+					}
+					did.After = after
+				}
+				return spec.Rider(tx, did)
+			}
+		}
+		mres, err := e.eng.ModifyWith(ns, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
 			if err := opctx.Err(ctx); err != nil {
 				return engine.Action{}, err // stops here; what is updated stays updated
 			}
@@ -203,6 +287,9 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 		}
 	}
 	if res.Matched > 0 || !spec.Upsert {
+		if len(ids) == 0 {
+			return res, e.rideAlone(spec.Rider, res)
+		}
 		return res, nil
 	}
 	return e.upsert(spec, keep)
@@ -231,7 +318,24 @@ func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	ires, err := e.eng.InsertWith(ns, []bsoncore.Document{doc}, engine.InsertOptions{Ordered: true, BypassValidation: spec.Bypass})
+	opts := engine.InsertOptions{Ordered: true, BypassValidation: spec.Bypass, Session: spec.Session}
+	if spec.Rider != nil {
+		opts.Rider = func(tx *storage.Txn, ride engine.InsertRide) error {
+			if len(ride.Stored) == 0 {
+				return nil // failed
+			}
+			id := doc.Lookup("_id")
+			if len(ride.Generated) > 0 {
+				id = ride.Generated[0].ID
+			}
+			after, _, err := e.eng.GetInTxn(tx, nil, ns, id)
+			if err != nil {
+				return err
+			}
+			return spec.Rider(tx, UpdateResult{UpsertedID: id, After: after})
+		}
+	}
+	ires, err := e.eng.InsertWith(ns, []bsoncore.Document{doc}, opts)
 	if err != nil {
 		return UpdateResult{}, err
 	}
@@ -258,4 +362,9 @@ func apply(u *update.Update, cur bsoncore.Document, pos int) (bsoncore.Document,
 		return nil, err
 	}
 	return next, nil
+}
+
+// copyValue is v with its own bytes.
+func copyValue(v bsoncore.Value) bsoncore.Value {
+	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 }

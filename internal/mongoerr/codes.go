@@ -609,3 +609,14 @@ const (
 	DensifyStepWhole           Code = 6586400 // agg
 	TopSortEmpty               Code = 9657900 // agg
 )
+
+// Logical sessions and retryable writes (package session).
+const (
+	NoSuchSession          Code = 206
+	TransactionTooOld      Code = 225
+	GetMoreNoSessionCursor Code = 50736 // a getMore in a session on a cursor opened without one
+	GetMoreNoLSID          Code = 50737 // a getMore without an lsid on a cursor opened in a session
+	// A getMore in another session than the cursor's is 50738, the code
+	// CursorInUse already holds above.
+	NotARetryableWriteCommand Code = 50768 // a txnNumber on a command that is not a retryable write
+)

@@ -60,6 +60,10 @@ type Query struct {
 	// it to each document as its last field (query.TextScoreField) and
 	// the caller removes it.
 	TextScore bool
+	// OplogAfter: a forward collection scan of local.oplog.rs may start
+	// after this position (an entry's ts), which the filter's ts bound
+	// gives (engine.OplogStart; the filter still applies).
+	OplogAfter uint64
 }
 
 // Options tune planning.
@@ -264,7 +268,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 
 // collScan is the plan that reads the whole collection.
 func (pl *planning) collScan(reverse bool) *candidate {
-	c := pl.finish(&collScan{filter: pl.q.Filter, rawFilter: pl.q.RawFilter, reverse: reverse}, false)
+	c := pl.finish(&collScan{filter: pl.q.Filter, rawFilter: pl.q.RawFilter, reverse: reverse, oplogAfter: pl.q.OplogAfter}, false)
 	c.reverse = reverse
 	return c
 }

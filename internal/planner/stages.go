@@ -38,9 +38,12 @@ type collScan struct {
 	rawFilter bsoncore.Document // the filter, for explain
 	reverse   bool
 	rng       engine.KeyRange // min/max on _id narrow the scan
-	cur       *engine.Cursor
-	docs      int64
-	m         member
+	// oplogAfter starts a forward scan of the oplog after this ts
+	// (Query.OplogAfter).
+	oplogAfter uint64
+	cur        *engine.Cursor
+	docs       int64
+	m          member
 }
 
 func (s *collScan) work(x *execCtx) (*member, state, error) {
@@ -48,7 +51,11 @@ func (s *collScan) work(x *execCtx) (*member, state, error) {
 		var c *engine.Cursor
 		var err error
 		if s.rng.Lo == nil && s.rng.Hi == nil {
-			c, err = x.r.Natural(0, s.reverse) // insertion order, for a capped collection
+			var after uint64
+			if x.r.IsOplog() && !s.reverse {
+				after = s.oplogAfter // seek to a ts bound
+			}
+			c, err = x.r.Natural(after, s.reverse) // insertion order, for a capped collection
 		} else {
 			c, err = x.r.Docs(s.rng, s.reverse)
 		}

@@ -492,10 +492,18 @@ func TestKillOpEndsAwaitData(t *testing.T) {
 			ID int64 `bson:"id"`
 		} `bson:"cursor"`
 	}
-	if err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "tail"}, {Key: "tailable", Value: true}, {Key: "awaitData", Value: true}}).Decode(&first); err != nil || first.Cursor.ID == 0 {
+	// The cursor is opened in an explicit session, whose lsid the raw
+	// getMore sends too: a cursor belongs to its session (50737 otherwise).
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
+	if err := db.RunCommand(sctx, bson.D{{Key: "find", Value: "tail"}, {Key: "tailable", Value: true}, {Key: "awaitData", Value: true}}).Decode(&first); err != nil || first.Cursor.ID == 0 {
 		t.Fatalf("tailable find: cursor %d, %v", first.Cursor.ID, err)
 	}
-	_, replies := sendRaw(t, s, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "tail"}, {Key: "maxTimeMS", Value: 30000}, {Key: "$db", Value: "test"}})
+	_, replies := sendRaw(t, s, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "tail"}, {Key: "maxTimeMS", Value: 30000}, {Key: "lsid", Value: sess.ID()}, {Key: "$db", Value: "test"}})
 	var opid int64
 	for deadline := time.Now().Add(10 * time.Second); opid == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		var res struct {
@@ -519,7 +527,7 @@ func TestKillOpEndsAwaitData(t *testing.T) {
 		t.Fatalf("the waiting getMore answered code %d, want Interrupted", code)
 	}
 	t.Logf("the await ended %v after killOp", time.Since(killed))
-	err := db.RunCommand(ctx, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "tail"}}).Err()
+	err = db.RunCommand(sctx, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "tail"}}).Err()
 	if commandCode(err) != int32(mongoerr.CursorNotFound) {
 		t.Fatalf("getMore after the killed one: %v, want CursorNotFound", err)
 	}

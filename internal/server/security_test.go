@@ -117,6 +117,7 @@ type matrixRole struct {
 var matrix = map[string]matrixRole{
 	"abortTransaction": {"any", "admin"}, "commitTransaction": {"any", "admin"}, "endSessions": {"any", "admin"},
 	"getMore": {"any", "test"}, "killCursors": {"any", "test"}, "killSessions": {"any", "admin"},
+	"startSession": {"any", "admin"}, "refreshSessions": {"any", "admin"},
 	"listCommands": {"any", "test"}, "whatsmyuri": {"any", "admin"},
 
 	"hello": {"", "admin"}, "isMaster": {"", "admin"}, "ismaster": {"", "admin"}, "buildInfo": {"", "admin"},
@@ -148,7 +149,8 @@ var matrix = map[string]matrixRole{
 	"shutdown": {"hostManager", "admin"}, "logRotate": {"hostManager", "admin"}, "fsync": {"hostManager", "admin"},
 	"fsyncUnlock": {"hostManager", "admin"}, "createBackup": {"hostManager", "admin"},
 	"killOp": {"hostManager", "admin"}, "setParameter": {"hostManager", "admin"}, "killAllSessions": {"hostManager", "admin"},
-	"configureFailPoint": {"hostManager", "admin"}, "waitForFailPoint": {"hostManager", "admin"},
+	"killAllSessionsByPattern": {"hostManager", "admin"},
+	"configureFailPoint":       {"hostManager", "admin"}, "waitForFailPoint": {"hostManager", "admin"},
 	"setFeatureCompatibilityVersion": {"clusterManager", "admin"},
 
 	"convertToCapped": {"readWrite", "test"}, "cloneCollectionAsCapped": {"readWrite", "test"},

@@ -13,6 +13,8 @@
 //	n <collID> <kind> <…>                  → a capped collection's insertion order
 //	m <…>                                  → catalog records
 //	s <…>                                  → sequences, server parameters, format marker
+//	r <session> <txnNumber> <stmtId>       → a retryable write's statement result (package session)
+//	o <ts>                                 → an oplog entry (package engine, oplog.go)
 //
 // Invariant "Prefix-free ids": a uvarint never is a prefix of another uvarint,
 // so [Prefix(space, id), PrefixEnd(Prefix(space, id))) holds exactly the keys

@@ -11,6 +11,12 @@ const (
 	// SpaceNatural holds a capped collection's insertion order (package
 	// engine, capped.go): n <collID> then a record kind and its key.
 	SpaceNatural byte = 'n'
+	// SpaceRetry holds retryable writes' records of executed statements
+	// (package session): r <session key> <txnNumber> <stmtId> → result.
+	SpaceRetry byte = 'r'
+	// SpaceOplog holds the change log (package engine, oplog.go):
+	// o <ts, 8 bytes big-endian> → the entry's BSON.
+	SpaceOplog byte = 'o'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.

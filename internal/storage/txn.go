@@ -147,6 +147,14 @@ func (t *Txn) Set(key, value []byte) {
 	t.pushPoint(op{kind: opSet, key: t.keep(key), value: t.keep(value)})
 }
 
+// Append writes key = value for a key no request reads back (a log's new
+// entry): unlike Set it is not indexed for the request's own Get, which
+// saves a map entry per write; RollbackTo and a failed request discard it
+// as they discard any write.
+func (t *Txn) Append(key, value []byte) {
+	t.ops = append(t.ops, op{kind: opSet, key: t.keep(key), value: t.keep(value)})
+}
+
 // Delete removes key.
 func (t *Txn) Delete(key []byte) {
 	t.pushPoint(op{kind: opDelete, key: t.keep(key)})
@@ -189,6 +197,9 @@ func (t *Txn) RollbackTo(sp Savepoint) {
 	t.ops = t.ops[:sp.ops]
 	t.undo(sp.hooks)
 	clear(t.latest)
+	if t.latest == nil {
+		t.latest = make(map[string]int) // ops made by Append alone
+	}
 	t.ranges = t.ranges[:0]
 	for i, o := range t.ops {
 		if o.kind == opDeleteRange {

@@ -1,0 +1,126 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/session"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// This file gives write commands their retryable form (package session
+// owns the records): with a txnNumber, statement i of a command (its
+// stmtId, as mongod numbers statements) runs only if the session has no
+// record of it for that txnNumber; its record is written by an exec.Rider
+// in the statement's own commit request ("Record rides the write"), and a
+// statement already run answers from its record.
+
+// stmtResult encodes what a statement did for its record: n (matched or
+// deleted), m (modified), u (the upserted _id), b and a (findAndModify's
+// images), g (an insert's server-made _id). Absent fields are zero.
+func stmtResult(did exec.UpdateResult, generated bsoncore.Value) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	if did.Matched != 0 {
+		b.AppendInt64("n", did.Matched)
+	}
+	if did.Modified != 0 {
+		b.AppendInt64("m", did.Modified)
+	}
+	if did.UpsertedID.Type != 0 {
+		b.AppendValue("u", did.UpsertedID)
+	}
+	if did.Before != nil {
+		b.AppendDocument("b", did.Before)
+	}
+	if did.After != nil {
+		b.AppendDocument("a", did.After)
+	}
+	if generated.Type != 0 {
+		b.AppendValue("g", generated)
+	}
+	return b.Build()
+}
+
+// fromStmtResult decodes a statement's record (stmtResult).
+func fromStmtResult(d bsoncore.Document) (did exec.UpdateResult, generated bsoncore.Value) {
+	did.Matched, _ = d.Lookup("n").AsInt64OK()
+	did.Modified, _ = d.Lookup("m").AsInt64OK()
+	did.UpsertedID = d.Lookup("u")
+	did.Before, _ = d.Lookup("b").DocumentOK()
+	did.After, _ = d.Lookup("a").DocumentOK()
+	return did, d.Lookup("g")
+}
+
+// stmtRider is the rider that records statement i of r.
+func stmtRider(r *session.Retry, i int) exec.Rider {
+	return func(tx *storage.Txn, did exec.UpdateResult) error {
+		return r.Record(tx, session.Stmt{ID: int32(i), Result: stmtResult(did, bsoncore.Value{})})
+	}
+}
+
+// insertRetryable inserts the documents of a retryable insert that have
+// not run yet, recording each stored one in the same request, and answers
+// for the others from their records.
+func insertRetryable(x *exec.Env, r *session.Retry, wb writeBatch) (engine.InsertResult, error) {
+	var res engine.InsertResult
+	todo := make([]bsoncore.Document, 0, len(wb.stmts))
+	at := make([]int, 0, len(wb.stmts)) // todo's positions in the batch
+	for i, d := range wb.stmts {
+		if rec, done := r.Done(int32(i)); done {
+			res.Inserted++
+			if _, g := fromStmtResult(rec); g.Type != 0 {
+				res.GeneratedIDs = append(res.GeneratedIDs, engine.GeneratedID{Index: i, ID: g})
+			}
+			continue
+		}
+		todo = append(todo, d)
+		at = append(at, i)
+	}
+	if len(todo) == 0 {
+		return res, nil
+	}
+	rider := func(tx *storage.Txn, ride engine.InsertRide) error {
+		gen := make(map[int]bsoncore.Value, len(ride.Generated))
+		for _, g := range ride.Generated {
+			gen[g.Index] = g.ID
+		}
+		stmts := make([]session.Stmt, len(ride.Stored))
+		for k, j := range ride.Stored {
+			stmts[k] = session.Stmt{ID: int32(at[j]), Result: stmtResult(exec.UpdateResult{}, gen[j])}
+		}
+		return r.Record(tx, stmts...)
+	}
+	stmtIDs := make([]int32, len(at))
+	for k, i := range at {
+		stmtIDs[k] = int32(i)
+	}
+	more, err := x.Insert(wb.ns, todo, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass, Rider: rider, Session: r.OplogSession(stmtIDs...)})
+	if err != nil {
+		return engine.InsertResult{}, err
+	}
+	res.Inserted += more.Inserted
+	for _, g := range more.GeneratedIDs {
+		res.GeneratedIDs = append(res.GeneratedIDs, engine.GeneratedID{Index: at[g.Index], ID: g.ID})
+	}
+	for _, we := range more.WriteErrors {
+		res.WriteErrors = append(res.WriteErrors, engine.WriteError{Index: at[we.Index], Err: we.Err})
+	}
+	sortGenerated(res.GeneratedIDs)
+	return res, nil
+}
+
+func sortGenerated(g []engine.GeneratedID) {
+	for i := 1; i < len(g); i++ {
+		for j := i; j > 0 && g[j].Index < g[j-1].Index; j-- {
+			g[j], g[j-1] = g[j-1], g[j]
+		}
+	}
+}
+
+// errRetryMulti is the statement error of a multi update or an unlimited
+// delete in a retryable write, as MongoDB words it.
+func errRetryMulti(field string) error {
+	return mongoerr.New(mongoerr.InvalidOptions, "Cannot use (or request) retryable writes with %s", field)
+}

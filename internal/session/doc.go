@@ -1,0 +1,51 @@
+// Package session owns logical sessions and retryable writes: the session
+// table (lsid → last use, the command using it, the newest transaction
+// number), its persisted form config.system.sessions, and the records of
+// executed retryable-write statements (config.transactions and the
+// statement results in storage's retry keyspace).
+//
+// # Sessions
+//
+// A session is named by its lsid, {id: UUID, uid: SHA-256 of the user},
+// as MongoDB names it ([ID]). Every command that carries an lsid checks
+// the session out of the [Table] for its duration ([Table.Checkout]), so
+// the commands of one session run one at a time, as in MongoDB, and
+// killSessions can interrupt the one running. A session unused for the
+// logical session timeout (30 minutes, hello's
+// logicalSessionTimeoutMinutes) expires; [Table.Flush] writes the table to
+// config.system.sessions ({_id: lsid, lastUse}), with MongoDB's TTL index
+// lsidTTLIndex on lastUse, so the TTL monitor removes expired records.
+//
+// # Retryable writes
+//
+// A write command with lsid and txnNumber executes each of its statements
+// (stmtId = position in the batch, as mongod numbers them) at most once
+// per session and transaction number. Invariant "Record rides the write":
+// the record that statement s of txnNumber n ran — the key
+// r <session key> <n> <s> with the statement's result, and the session's
+// config.transactions document {_id: lsid, txnNum, lastWriteOpTime,
+// lastWriteDate} — is written by [Retry.Record] inside the commit-pipeline
+// request of the statement's own write (exec.Rider, engine rider.go). So a
+// crash leaves both or neither, and a retry after restart finds the
+// record and answers from it without running the statement again
+// (TestRetryAfterCrash). A statement that failed leaves no record and
+// runs again when retried, as in MongoDB.
+//
+// Invariant "Newest transaction wins": a txnNumber below the session's
+// newest is TransactionTooOld (225); starting a newer one deletes the
+// older one's statement records in the request of its first record.
+//
+// findAndModify's result is its images: MongoDB keeps a retried
+// findAndModify's pre or post image in config.image_collection; Cairn
+// keeps the images in the statement's record (its value in the retry
+// keyspace), written in the same request, which needs no second
+// collection and no oplog lookup.
+//
+// # Deviation from MongoDB
+//
+// A standalone mongod refuses every txnNumber (IllegalOperation, "Transaction
+// numbers are only allowed on a replica set member or mongos"); Cairn's
+// standalone accepts retryable writes (issue #18 asks standalone servers to
+// support them: a deliberate superset). Multi-document transactions
+// (autocommit: false) are still refused.
+package session

@@ -1,0 +1,91 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// ID is a logical session id: the client's UUID and the SHA-256 of the
+// user that owns the session (of "" with no user), as MongoDB's lsid.
+type ID struct {
+	UUID [16]byte
+	UID  [32]byte
+}
+
+// UIDOf is the uid of a user, "name@db" ("" for none), as MongoDB makes it.
+func UIDOf(user string) [32]byte { return sha256.Sum256([]byte(user)) }
+
+// Parse reads an lsid ({id: UUID, uid: BinData}) sent by a client whose
+// user has uid user. A uid the client gives must be its own.
+func Parse(lsid bsoncore.Document, user [32]byte) (ID, error) {
+	var id ID
+	elems, err := lsid.Elements()
+	if err != nil {
+		return id, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: %v", err)
+	}
+	hasID := false
+	for _, el := range elems {
+		v := el.Value()
+		switch el.Key() {
+		case "id":
+			sub, data, ok := v.BinaryOK()
+			if !ok || sub != 4 || len(data) != 16 {
+				return id, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.id' is the wrong type '%s', expected type 'UUID'", typeName(v))
+			}
+			copy(id.UUID[:], data)
+			hasID = true
+		case "uid":
+			_, data, ok := v.BinaryOK()
+			if !ok || len(data) != 32 {
+				return id, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.uid' is the wrong type '%s', expected type 'binData'", typeName(v))
+			}
+			if [32]byte(data) != user {
+				return id, mongoerr.New(mongoerr.Unauthorized, "Only a session's own user may name its uid")
+			}
+		default:
+			return id, mongoerr.New(mongoerr.UnknownField, "BSON field 'OperationSessionInfo.lsid.%s' is an unknown field.", el.Key())
+		}
+	}
+	if !hasID {
+		return id, mongoerr.New(mongoerr.IDLMissingField, "BSON field 'OperationSessionInfo.lsid.id' is missing but a required field")
+	}
+	id.UID = user
+	return id, nil
+}
+
+func typeName(v bsoncore.Value) string {
+	if v.Type == bsoncore.TypeBinary {
+		return "binData"
+	}
+	return v.Type.String()
+}
+
+// Doc is the lsid as MongoDB shows it: {id: UUID, uid: BinData}.
+func (id ID) Doc() bsoncore.Document {
+	d := bsoncore.NewDocumentBuilder().
+		AppendBinary("id", 4, id.UUID[:]).
+		AppendBinary("uid", 0, id.UID[:])
+	return d.Build()
+}
+
+// Value is Doc as a BSON value (an _id).
+func (id ID) Value() bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: id.Doc()}
+}
+
+// String is the session as MongoDB's messages print it.
+func (id ID) String() string {
+	u := hex.EncodeToString(id.UUID[:])
+	return u[0:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:] + " - " + hex.EncodeToString(id.UID[:])
+}
+
+// key is the session's prefix in the retry keyspace: fixed length, so no
+// session's key is a prefix of another's.
+func (id ID) key(dst []byte) []byte {
+	dst = append(dst, id.UUID[:]...)
+	return append(dst, id.UID[:]...)
+}

@@ -1,0 +1,348 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// DefaultTimeout is MongoDB's localLogicalSessionTimeoutMinutes (30): a
+// session unused for this long expires.
+const DefaultTimeout = 30 * time.Minute
+
+// SessionsNS is where the session table is persisted, as in MongoDB.
+var SessionsNS = engine.Namespace{DB: "config", Coll: "system.sessions"}
+
+// TransactionsNS holds one document per session that ran a retryable write.
+var TransactionsNS = engine.Namespace{DB: "config", Coll: "transactions"}
+
+// Table is the session table: every live session, the command using each
+// and the newest transaction number each has begun.
+type Table struct {
+	eng     *engine.Engine
+	now     func() time.Time
+	timeout time.Duration
+
+	mu sync.Mutex
+	m  map[ID]*entry
+	// ended are sessions ended or killed since the last Flush, whose
+	// records Flush removes.
+	ended map[ID]struct{}
+	// onKill closes what killed sessions own (their cursors); set by the
+	// command layer.
+	onKill func(killed map[ID]struct{})
+
+	stop, stopped chan struct{} // the refresh loop (Run)
+	stopOnce      sync.Once
+}
+
+type entry struct {
+	lastUse time.Time
+	user    string // "db.name" of the user that started it ("" for none)
+	// turn is held by the command using the session (Checkout).
+	turn chan struct{}
+	// interrupt stops the command using the session (killSessions).
+	interrupt func(error)
+	// txn is the newest transaction number begun (-1: none known yet;
+	// loaded from config.transactions on first use).
+	txn    int64
+	loaded bool
+	dirty  bool // lastUse changed since the last Flush
+}
+
+// NewTable returns the session table over eng; now is the clock.
+func NewTable(eng *engine.Engine, now func() time.Time) *Table {
+	if now == nil {
+		now = time.Now
+	}
+	return &Table{eng: eng, now: now, timeout: DefaultTimeout, m: map[ID]*entry{}, ended: map[ID]struct{}{}}
+}
+
+// OnKill sets what killing sessions also closes (their cursors).
+func (t *Table) OnKill(fn func(killed map[ID]struct{})) {
+	t.mu.Lock()
+	t.onKill = fn
+	t.mu.Unlock()
+}
+
+// Timeout is how long an unused session lives.
+func (t *Table) Timeout() time.Duration { return t.timeout }
+
+func (t *Table) entryLocked(id ID, user string) *entry {
+	e := t.m[id]
+	if e == nil {
+		e = &entry{turn: make(chan struct{}, 1), user: user, txn: -1}
+		t.m[id] = e
+		delete(t.ended, id)
+	}
+	e.lastUse = t.now()
+	e.dirty = true
+	return e
+}
+
+// Start makes a new session for user (startSession).
+func (t *Table) Start(user string) ID {
+	id := ID{UID: UIDOfUser(user)}
+	_, _ = rand.Read(id.UUID[:])        // crypto/rand.Read never fails on Linux
+	id.UUID[6] = id.UUID[6]&0x0f | 0x40 // a version 4 UUID
+	id.UUID[8] = id.UUID[8]&0x3f | 0x80
+	t.mu.Lock()
+	t.entryLocked(id, user)
+	t.mu.Unlock()
+	return id
+}
+
+// Use is a session checked out by one command.
+type Use struct {
+	t  *Table
+	id ID
+	e  *entry
+}
+
+// ID is the session used.
+func (u *Use) ID() ID { return u.id }
+
+// Checkout marks the session used now and waits until no other command
+// uses it, or ctx ends; interrupt is how killSessions stops this command.
+// Release the Use when the command is done.
+func (t *Table) Checkout(ctx context.Context, id ID, user string, interrupt func(error)) (*Use, error) {
+	t.mu.Lock()
+	e := t.entryLocked(id, user)
+	t.mu.Unlock()
+	select {
+	case e.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	t.mu.Lock()
+	e.interrupt = interrupt
+	t.mu.Unlock()
+	return &Use{t: t, id: id, e: e}, nil
+}
+
+// Release ends the command's use of the session.
+func (u *Use) Release() {
+	u.t.mu.Lock()
+	u.e.interrupt = nil
+	u.e.lastUse = u.t.now()
+	u.t.mu.Unlock()
+	<-u.e.turn
+}
+
+// Refresh marks sessions used now (refreshSessions); unknown ones are
+// added, as MongoDB's refresh vivifies them.
+func (t *Table) Refresh(ids []ID, user string) {
+	t.mu.Lock()
+	for _, id := range ids {
+		t.entryLocked(id, user)
+	}
+	t.mu.Unlock()
+}
+
+// End forgets sessions (endSessions): their record goes at the next
+// Flush. A command running in one finishes; its cursors stay, as MongoDB's
+// endSessions leaves them to the cursor timeout.
+func (t *Table) End(ids []ID) {
+	t.mu.Lock()
+	for _, id := range ids {
+		if _, ok := t.m[id]; ok {
+			delete(t.m, id)
+			t.ended[id] = struct{}{}
+		}
+	}
+	t.mu.Unlock()
+}
+
+// Kill ends the sessions match selects (killSessions, killAllSessions,
+// killAllSessionsByPattern): the command running in each is interrupted
+// with cause, their cursors are closed and their records go at the next
+// Flush. It returns how many it killed.
+func (t *Table) Kill(match func(id ID, user string) bool, cause error) int {
+	t.mu.Lock()
+	killed := map[ID]struct{}{}
+	var stop []func(error)
+	for id, e := range t.m {
+		if !match(id, e.user) {
+			continue
+		}
+		killed[id] = struct{}{}
+		if e.interrupt != nil {
+			stop = append(stop, e.interrupt)
+		}
+		delete(t.m, id)
+		t.ended[id] = struct{}{}
+	}
+	onKill := t.onKill
+	t.mu.Unlock()
+	for _, fn := range stop {
+		fn(cause)
+	}
+	if onKill != nil {
+		onKill(killed)
+	}
+	return len(killed)
+}
+
+// Forget makes every session read its newest transaction number from
+// config.transactions again at its next retryable write: for a replica
+// set whose member becomes primary, since records written through another
+// primary arrived as replicated commit groups, not through this table.
+func (t *Table) Forget() {
+	t.mu.Lock()
+	for _, e := range t.m {
+		e.loaded, e.txn = false, -1
+	}
+	t.mu.Unlock()
+}
+
+// Len is how many sessions are live.
+func (t *Table) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// Has reports whether the session is live.
+func (t *Table) Has(id ID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.m[id]
+	return ok
+}
+
+// Expire forgets sessions unused for the timeout and not in use; their
+// records go at the next Flush (the TTL index also removes them).
+func (t *Table) Expire() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cut := t.now().Add(-t.timeout)
+	n := 0
+	for id, e := range t.m {
+		if e.lastUse.Before(cut) && len(e.turn) == 0 {
+			delete(t.m, id)
+			t.ended[id] = struct{}{}
+			n++
+		}
+	}
+	return n
+}
+
+// Flush writes the table to config.system.sessions: {_id: lsid, lastUse}
+// for each session used since the last Flush, and removes the records of
+// ended ones, in one request. The collection gets MongoDB's TTL index
+// (lsidTTLIndex: lastUse, expireAfterSeconds = the timeout) first.
+func (t *Table) Flush() error {
+	t.mu.Lock()
+	var put []bsoncore.Document
+	var gone []ID
+	for id, e := range t.m {
+		if e.dirty {
+			put = append(put, bsoncore.NewDocumentBuilder().
+				AppendDocument("_id", id.Doc()).
+				AppendDateTime("lastUse", e.lastUse.UnixMilli()).Build())
+			e.dirty = false
+		}
+	}
+	for id := range t.ended {
+		gone = append(gone, id)
+	}
+	clear(t.ended)
+	t.mu.Unlock()
+	if len(put) == 0 && len(gone) == 0 {
+		return nil
+	}
+	err := t.eng.WriteRider(func(tx *storage.Txn) error {
+		for _, d := range put {
+			if err := t.eng.PutInTxn(tx, SessionsNS, d); err != nil {
+				return err
+			}
+		}
+		for _, id := range gone {
+			if err := t.eng.DeleteInTxn(tx, SessionsNS, id.Value()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return t.ensureTTLIndex()
+}
+
+// ensureTTLIndex gives config.system.sessions (made by the first Flush
+// that stores a record) MongoDB's TTL index on lastUse.
+func (t *Table) ensureTTLIndex() error {
+	c := t.eng.Catalog().Collection(SessionsNS.DB, SessionsNS.Coll)
+	if c == nil {
+		return nil
+	}
+	for _, ix := range c.Indexes {
+		if ix.Name == "lsidTTLIndex" {
+			return nil
+		}
+	}
+	spec := bsoncore.NewDocumentBuilder().
+		AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("lastUse", 1).Build()).
+		AppendString("name", "lsidTTLIndex").
+		AppendInt32("expireAfterSeconds", int32(t.timeout/time.Second)).Build()
+	_, err := t.eng.CreateIndexes(context.Background(), SessionsNS, []bsoncore.Document{spec})
+	return err
+}
+
+// uidName is the name a uid is the hash of: "name@db" for user "db.name".
+func uidName(user string) string {
+	for i := 0; i < len(user); i++ {
+		if user[i] == '.' {
+			return user[i+1:] + "@" + user[:i]
+		}
+	}
+	return user
+}
+
+// UIDOfUser is the uid of a user given as "db.name" ("" for none).
+func UIDOfUser(user string) [32]byte { return UIDOf(uidName(user)) }
+
+// RefreshInterval is how often the table expires unused sessions and
+// writes itself to config.system.sessions (MongoDB's
+// logicalSessionRefreshMillis, 5 minutes).
+const RefreshInterval = 5 * time.Minute
+
+// Run starts the refresh loop: every interval, Expire then Flush (errors
+// are logged). Stop ends it with a last Flush.
+func (t *Table) Run(every time.Duration, log *slog.Logger) {
+	t.stop = make(chan struct{})
+	t.stopped = make(chan struct{})
+	go func() {
+		defer close(t.stopped)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+				t.Expire()
+				if err := t.Flush(); err != nil {
+					log.Warn("cannot write the session table to config.system.sessions", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// Stop ends the refresh loop started by Run.
+func (t *Table) Stop() {
+	if t.stop == nil {
+		return
+	}
+	t.stopOnce.Do(func() { close(t.stop) })
+	<-t.stopped
+}

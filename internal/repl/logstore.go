@@ -67,6 +67,13 @@ func (s *LogStore) Bootstrap(voters []uint64) error {
 	return s.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, nil, snap, true)
 }
 
+// empty reports whether the store holds no state at all.
+func (s *LogStore) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap.GetMetadata().GetIndex() == 0 && s.last == 0 && raft.IsEmptyHardState(s.hs)
+}
+
 // OpenLogStore opens (or creates) the Raft log under dir of fs (nil: the
 // operating system's file system).
 func OpenLogStore(dir string, fs vfs.FS) (*LogStore, error) {

@@ -64,7 +64,9 @@ type RoleChange struct {
 type Config struct {
 	ID uint64
 	// Peers are the voters of a new group: an empty log is bootstrapped
-	// with them; a log with state ignores them.
+	// with them; a log with state ignores them. None: an empty log stays
+	// empty until a leader sends this member its snapshot (a member being
+	// added to a group).
 	Peers     []uint64
 	Log       *LogStore
 	Transport Transport
@@ -114,8 +116,9 @@ type Node struct {
 	told       RoleChange           // the last one reported to OnRoleChange
 	confs      map[uint64]*proposal // pending configuration changes by seq
 
-	mu     sync.Mutex
-	status Status
+	mu          sync.Mutex
+	status      Status
+	frozenUntil time.Time
 }
 
 // Status is a member's view of its group.
@@ -160,9 +163,6 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger{}
 	}
-	if err := cfg.Log.Bootstrap(cfg.Peers); err != nil {
-		return nil, err
-	}
 	snap, _ := cfg.Log.Snapshot()
 	si := snap.GetMetadata().GetIndex()
 	applied := cfg.SM.Applied()
@@ -189,6 +189,20 @@ func NewNode(cfg Config) (*Node, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.Peers) > 0 && cfg.Log.empty() {
+		// A new group starts from configuration entries at indexes
+		// 1..n, committed, rather than from a snapshot: a member added
+		// later (which starts with an empty log and no peers) is sent
+		// these entries like any others, where a bootstrap snapshot
+		// would not name it and Raft would refuse it.
+		peers := make([]raft.Peer, len(cfg.Peers))
+		for i, id := range cfg.Peers {
+			peers[i] = raft.Peer{ID: id}
+		}
+		if err := rn.Bootstrap(peers); err != nil {
+			return nil, err
+		}
 	}
 	var inc [8]byte
 	if _, err := rand.Read(inc[:]); err != nil {
@@ -276,20 +290,46 @@ func (n *Node) proposeConf(p *proposal, typ pb.ConfChangeType, id uint64, addr s
 // Progress returns, on the leader, how far each member's log is known to
 // match the leader's (raft's Progress.Match); nil elsewhere. Write
 // concerns of w: N count members from it.
-func (n *Node) Progress() map[uint64]uint64 {
-	var out map[uint64]uint64
+func (n *Node) Progress() map[uint64]Progress {
+	var out map[uint64]Progress
 	_ = n.do(func() error {
 		st := n.rn.Status()
 		if st.RaftState != raft.StateLeader {
 			return nil
 		}
-		out = make(map[uint64]uint64, len(st.Progress))
+		out = make(map[uint64]Progress, len(st.Progress))
 		for id, pr := range st.Progress {
-			out[id] = pr.Match
+			out[id] = Progress{Match: pr.Match, RecentActive: pr.RecentActive || id == n.cfg.ID, Learner: pr.IsLearner}
 		}
 		return nil
 	})
 	return out
+}
+
+// Progress is the leader's view of one member.
+type Progress struct {
+	// Match is the highest index known to be in the member's log.
+	Match uint64
+	// RecentActive: the member was heard from within the last election
+	// timeout (CheckQuorum's bookkeeping).
+	RecentActive bool
+	Learner      bool
+}
+
+// Freeze keeps this member from standing for election until the given
+// time (MongoDB's replSetFreeze, and the wait after replSetStepDown): it
+// sends no vote or pre-vote requests of its own meanwhile; it still
+// votes for others. A zero time unfreezes.
+func (n *Node) Freeze(until time.Time) {
+	n.mu.Lock()
+	n.frozenUntil = until
+	n.mu.Unlock()
+}
+
+func (n *Node) frozen() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return time.Now().Before(n.frozenUntil)
 }
 
 // TransferLeadership asks the leader to hand leadership to member to (a
@@ -491,7 +531,18 @@ func (n *Node) handleReady() error {
 	}
 	var snapsTo []uint64
 	if len(rd.Messages) > 0 {
-		n.cfg.Transport.Send(rd.Messages)
+		msgs := rd.Messages
+		if n.frozen() {
+			// A frozen member asks nobody for votes (Freeze): without
+			// them its campaigns cannot win.
+			msgs = make([]*pb.Message, 0, len(rd.Messages))
+			for _, m := range rd.Messages {
+				if t := m.GetType(); t != pb.MsgVote && t != pb.MsgPreVote {
+					msgs = append(msgs, m)
+				}
+			}
+		}
+		n.cfg.Transport.Send(msgs)
 		for _, m := range rd.Messages {
 			if m.GetType() == pb.MsgSnap {
 				snapsTo = append(snapsTo, m.GetTo())

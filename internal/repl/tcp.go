@@ -123,7 +123,19 @@ func NewTCPTransport(id uint64, advertise string) *TCPTransport {
 }
 
 // Addr is the address the transport advertises.
-func (t *TCPTransport) Addr() string { return t.addr }
+func (t *TCPTransport) Addr() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.addr
+}
+
+// SetAddr changes the address advertised to peers dialled from now on
+// (a member learns its own from its replica set's configuration).
+func (t *TCPTransport) SetAddr(addr string) {
+	t.mu.Lock()
+	t.addr = addr
+	t.mu.Unlock()
+}
 
 // ServeConn reads the frames of a peer's connection whose preamble p was
 // read already from r (c's buffered reader), until the connection ends or
@@ -346,7 +358,7 @@ func (t *TCPTransport) dial(to uint64, addr string) (net.Conn, error) {
 	if !t.track(c) {
 		return nil, errors.New("repl: transport closed")
 	}
-	pre := appendPreamble(nil, Preamble{From: t.id, To: to, Addr: t.addr})
+	pre := appendPreamble(nil, Preamble{From: t.id, To: to, Addr: t.Addr()})
 	c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := c.Write(pre); err != nil {
 		t.untrack(c)

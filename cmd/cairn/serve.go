@@ -18,6 +18,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/idgen"
 	"github.com/cairndb/cairn/internal/metrics"
+	"github.com/cairndb/cairn/internal/replset"
 	"github.com/cairndb/cairn/internal/server"
 )
 
@@ -39,6 +40,9 @@ type serveFlags struct {
 	cacheGB float64
 	// setParams are --setParameter name=value settings, in order.
 	setParams []string
+	// replSet is --replSet: the replica set this server is a member of
+	// ("" for a standalone).
+	replSet string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -63,6 +67,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	cacheUsage := "block cache size in GB, from 0.25 to 10000 (default: the larger of half of (memory - 1 GB) and 256 MB, as mongod's WiredTiger cache)"
 	fs.Float64Var(&f.cacheGB, "cacheSizeGB", 0, cacheUsage)
 	fs.Float64Var(&f.cacheGB, "wiredTigerCacheSizeGB", 0, "the same as --cacheSizeGB (mongod's name)")
+	fs.StringVar(&f.replSet, "replSet", "", "run as a member of the named replica set (start it with rs.initiate() on one member); members talk on this same port")
 	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
 		f.setParams = append(f.setParams, s)
 		return nil
@@ -159,10 +164,20 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 		}
 	}
 	env := commands.NewEnv(eng, commands.Config{
-		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version, Auth: f.auth,
+		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version, Auth: f.auth, ReplSetName: f.replSet,
 	}, log)
 	env.Logs = ring
 	defer env.Close()
+	var srvOpts server.Options
+	if f.replSet != "" {
+		member, err := replset.New(replset.Options{SetName: f.replSet, Dir: dir, Port: f.port, BindIP: f.bindIP, Engine: eng, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer member.Close()
+		env.SetReplicaSet(member)
+		srvOpts.Members = member.ServeMember
+	}
 	if err := env.ApplyStartupParameters(f.setParams); err != nil {
 		return err
 	}
@@ -175,7 +190,8 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 		defer ln.Close()
 		log.Info("serving Prometheus metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
-	srv := server.New(env, server.Options{MaxConns: f.maxConns})
+	srvOpts.MaxConns = f.maxConns
+	srv := server.New(env, srvOpts)
 	addr := net.JoinHostPort(f.bindIP, strconv.Itoa(f.port))
 	if err := srv.Listen(addr); err != nil {
 		return fmt.Errorf("cannot listen on %s: %w (is another server using the port? try --port)", addr, err)

@@ -44,6 +44,8 @@ type Config struct {
 	// Auth enforces access control (--auth): users must authenticate and
 	// hold the privileges a command needs (auth.go).
 	Auth bool
+	// ReplSetName is --replSet ("" on a standalone).
+	ReplSetName string
 }
 
 // Env is the process-wide state commands share: the engine, cursors,
@@ -81,10 +83,20 @@ type Env struct {
 	// startupParams are the --setParameter settings, name and value as
 	// given, for getCmdLineOpts (params_startup.go).
 	startupParams [][2]string
+	// Repl is the replica set member this server is (cmd_repl.go); nil
+	// on a standalone. Set with SetReplicaSet, before the server serves.
+	Repl ReplicaSet
+	repl atomic.Value // Repl, for the TTL monitor's goroutine
 	// Access is the users and whether access control is on (auth.go).
 	Access *Access
 	// startupWarnings are getLog's startupWarnings lines (auth.go).
 	startupWarnings []string
+}
+
+// SetReplicaSet makes the server the member rs (before it serves).
+func (e *Env) SetReplicaSet(rs ReplicaSet) {
+	e.Repl = rs
+	e.repl.Store(rs)
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -141,7 +153,11 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Usage.initCommands()
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
-	env.TTL = startTTLMonitor(eng, params, log)
+	env.TTL = startTTLMonitor(eng, params, log, func() bool {
+		// MongoDB's TTL monitor deletes on the primary only.
+		rs, _ := env.repl.Load().(ReplicaSet)
+		return rs == nil || rs.CanWrite() == nil
+	})
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
 	if err != nil {
 		// Unreadable users must not open the server unprotected.

@@ -141,7 +141,7 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	if err := checkReadPreference(g.readPreference); err != nil {
 		return err
 	}
-	return checkConcerns(cmd, req.Name, g)
+	return checkConcerns(cmd, req.Name, g, s.Env.Repl != nil)
 }
 
 // checkReadPreference parses $readPreference as mongod does on every
@@ -244,14 +244,19 @@ func checkSession(g generic) error {
 // set; w above 1 or a tag needs replication; a command that does not read
 // takes only the local level and one that does not write takes no
 // writeConcern.
-func checkConcerns(cmd *command, name string, g generic) error {
-	if err := checkReadConcern(cmd, name, g.readConcern); err != nil {
+//
+// On a replica set member (replicated) w is the member's to check
+// (ReplicaSet.CheckWriteConcern), and "majority" reads are what every
+// read is: a member applies only committed commit groups, so nothing it
+// serves can be undone by a failover.
+func checkConcerns(cmd *command, name string, g generic, replicated bool) error {
+	if err := checkReadConcern(cmd, name, g.readConcern, replicated); err != nil {
 		return err
 	}
-	return checkWriteConcern(cmd, g.writeConcern)
+	return checkWriteConcern(cmd, g.writeConcern, replicated)
 }
 
-func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
+func checkReadConcern(cmd *command, name string, rc bsoncore.Value, replicated bool) error {
 	if rc.Type == 0 {
 		return nil
 	}
@@ -286,6 +291,11 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
 	if level != "" && level != "local" && cmd.kind != kindRead {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"%s\" } }", name, level)
 	}
+	if replicated && level != "" && level != "local" && level != "available" && level != "majority" || replicated && clusterTime != "" {
+		// TODO(rs): linearizable through Raft's ReadIndex, snapshot and
+		// afterClusterTime once cluster time exists (issue 18).
+		return mongoerr.New(mongoerr.InvalidOptions, "Cairn's replica sets do not serve readConcern %s%s yet", level, clusterTime)
+	}
 	switch level {
 	case "linearizable":
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use read concern")
@@ -298,7 +308,7 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
 	return nil
 }
 
-func checkWriteConcern(cmd *command, wc bsoncore.Value) error {
+func checkWriteConcern(cmd *command, wc bsoncore.Value, replicated bool) error {
 	if wc.Type == 0 {
 		return nil
 	}
@@ -310,7 +320,7 @@ func checkWriteConcern(cmd *command, wc bsoncore.Value) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
 	}
 	w, err := d.LookupErr("w")
-	if err != nil {
+	if err != nil || replicated {
 		return nil
 	}
 	if mode, ok := w.StringValueOK(); ok {

@@ -525,3 +525,13 @@ func (db *DB) AppliedIndex() (uint64, error) {
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
+
+// SetReplicate installs Hooks.Replicate on an open store. Call it from a
+// request function (Write), on the pipeline goroutine that reads the hook:
+// every later group is replicated.
+func (db *DB) SetReplicate(fn func(repr []byte, publishes bool) error) {
+	if db.pipe.hooks == nil {
+		db.pipe.hooks = &Hooks{}
+	}
+	db.pipe.hooks.Replicate = fn
+}

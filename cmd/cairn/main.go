@@ -23,6 +23,7 @@ func subcommands() []subcommand {
 	return []subcommand{
 		{"serve", "run a Cairn node that MongoDB clients connect to", runServe},
 		{"bench", "run YCSB workloads against a server and its floors", runBench},
+		{"cluster", "cluster up: start a local replica set on loopback until Ctrl-C", runCluster},
 		{"version", "print Cairn's version", func(_ []string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "cairn", version)
 			return 0

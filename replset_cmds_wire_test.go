@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
@@ -139,6 +140,10 @@ func TestReplicaSetCommands(t *testing.T) {
 	w5 := client.Database("app").Collection("c", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 5}))
 	if _, err := w5.InsertOne(ctx, bson.D{{Key: "_id", Value: "w5"}}); cmdCode(err) != 100 {
 		t.Errorf("w: 5 with four members: %v, want 100 UnsatisfiableWriteConcern", err)
+	}
+	lin := client.Database("app").Collection("c", options.Collection().SetReadConcern(readconcern.Linearizable()))
+	if n, err := lin.CountDocuments(ctx, bson.D{{Key: "_id", Value: "w4"}}); err != nil || n != 1 {
+		t.Errorf("linearizable read of the last write: %d, %v", n, err)
 	}
 	fourth := directClient(t, hosts[3])
 	defer fourth.Disconnect(ctx)

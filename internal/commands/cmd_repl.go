@@ -38,6 +38,10 @@ type ReplicaSet interface {
 	// write runs; WaitWriteConcern waits after it as w and wtimeout ask
 	// and returns the reply's writeConcernError (nil when satisfied).
 	CheckWriteConcern(w bsoncore.Value) error
+	// Linearize returns once this member, the primary, has applied every
+	// write acknowledged before the call, confirmed by a quorum (read
+	// concern linearizable); NotWritablePrimary elsewhere.
+	Linearize(ctx context.Context) error
 	WaitWriteConcern(ctx context.Context, w bsoncore.Value, wtimeout time.Duration) bsoncore.Document
 }
 
@@ -232,4 +236,11 @@ func replStateError(reply bsoncore.Document) error {
 		}
 	}
 	return nil
+}
+
+// linearizable reports whether a command asks for readConcern
+// linearizable.
+func linearizable(req *Request) bool {
+	level, _ := argDoc(req, "readConcern").Lookup("level").StringValueOK()
+	return level == "linearizable"
 }

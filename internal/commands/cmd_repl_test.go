@@ -54,6 +54,12 @@ func (f *fakeMember) CheckWriteConcern(w bsoncore.Value) error {
 	}
 	return nil
 }
+func (f *fakeMember) Linearize(context.Context) error {
+	if f.primary {
+		return nil
+	}
+	return mongoerr.New(mongoerr.NotWritablePrimary, "cannot satisfy linearizable read concern on non-primary node")
+}
 func (f *fakeMember) WaitWriteConcern(context.Context, bsoncore.Value, time.Duration) bsoncore.Document {
 	return f.wce
 }
@@ -87,6 +93,9 @@ func TestReplicaSetChecks(t *testing.T) {
 		{"unsatisfiable w", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 5}}}}, 100, "", nil},
 		{"w: 3 timed out", true, wce, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 3}, {Key: "wtimeout", Value: 10}}}}, 0, "writeConcernError.code", int32(64)},
 		{"lost leadership mid-write fails the command, retryable", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "stepdown"}}}}}, 11602, "errorLabels.0", "RetryableWriteError"},
+		{"linearizable read on a secondary", false, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}, {Key: "$readPreference", Value: secondary}}, 10107, "", nil},
+		{"linearizable read on the primary", true, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}}, 0, "ok", 1.0},
+		{"snapshot read on a member: not yet", true, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}}, 72, "", nil},
 		{"hello on a secondary", false, nil, bson.D{{Key: "hello", Value: 1}}, 0, "secondary", true},
 		{"isMaster spells it ismaster", true, nil, bson.D{{Key: "isMaster", Value: 1}}, 0, "ismaster", true},
 		{"topologyVersion is the member's", true, nil, bson.D{{Key: "hello", Value: 1}}, 0, "topologyVersion.counter", int64(7)},

@@ -291,10 +291,16 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value, replicated b
 	if level != "" && level != "local" && cmd.kind != kindRead {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"%s\" } }", name, level)
 	}
-	if replicated && level != "" && level != "local" && level != "available" && level != "majority" || replicated && clusterTime != "" {
-		// TODO(rs): linearizable through Raft's ReadIndex, snapshot and
-		// afterClusterTime once cluster time exists (issue 18).
+	if replicated && (level == "snapshot" || clusterTime != "") {
+		// TODO(sess): snapshot and afterClusterTime once cluster time
+		// exists (issue 18).
 		return mongoerr.New(mongoerr.InvalidOptions, "Cairn's replica sets do not serve readConcern %s%s yet", level, clusterTime)
+	}
+	if replicated {
+		// local, available and majority read the applied state, which
+		// holds only committed groups; linearizable first confirms the
+		// read index with a quorum (Run, ReplicaSet.Linearize).
+		return nil
 	}
 	switch level {
 	case "linearizable":

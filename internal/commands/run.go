@@ -85,6 +85,12 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
+	if s.Env.Repl != nil && cmd.kind == kindRead && linearizable(req) {
+		if err := s.Env.Repl.Linearize(ctx); err != nil {
+			op.end()
+			return ErrorReply(dst, err)
+		}
+	}
 	defer op.end()
 	s.stat = opStats{}
 	began := time.Now()

@@ -50,7 +50,9 @@
 // UnsatisfiableWriteConcern and a tag mode UnknownReplWriteConcern,
 // before the write runs. Read concerns local, available and majority read
 // the applied state, which holds only committed groups, so majority reads
-// never see what a failover could undo.
+// never see what a failover could undo; linearizable (primary only) first
+// waits for Raft's ReadIndex — a quorum confirms the read index, so no
+// leader lease and no trust in clocks.
 //
 // # Members and their port
 //
@@ -104,9 +106,8 @@
 //     than one member on a member holding data is refused.
 //   - w: 1 acknowledged before majority commit (it waits for commit, a
 //     stronger guarantee at majority's latency).
-//   - Read concern linearizable (Raft ReadIndex is ready in repl),
-//     snapshot and afterClusterTime; maxStalenessSeconds is the drivers'
-//     (they read lastWrite).
+//   - Read concerns snapshot and afterClusterTime (refused);
+//     maxStalenessSeconds is the drivers' (they read lastWrite).
 //   - TODO(sess): logical sessions and retryable writes (drivers must
 //     connect with retryWrites=false until then), the oplog and cluster
 //     time; opTimes here are a stand-in: {ts: (primary's wall second,

@@ -153,3 +153,16 @@ func wceDoc(w bsoncore.Value, wtimeout time.Duration, msg string) bsoncore.Docum
 			Build()).
 		Build()
 }
+
+// Linearize serves read concern linearizable with Raft's ReadIndex (not a
+// leader lease: ReadIndex asks a quorum, so it is safe under clock skew):
+// it returns once this member, the primary, has applied everything
+// committed before the call.
+func (m *Member) Linearize(ctx context.Context) error {
+	node, _ := m.nodeState()
+	if node == nil || !m.primary.Load() {
+		return mongoerr.New(mongoerr.NotWritablePrimary, "cannot satisfy linearizable read concern on non-primary node")
+	}
+	_, err := node.ReadIndex(ctx)
+	return replError(err)
+}

@@ -91,9 +91,15 @@ func TestReplicaSetCommands(t *testing.T) {
 		t.Fatalf("member %d still primary after replSetStepDown", p)
 	}
 	var hello bson.M
-	hello, _ = run(p, bson.D{{Key: "hello", Value: 1}})
-	if hello["secondary"] != true || hello["primary"] != hosts[np] {
-		t.Errorf("old primary's hello after stepdown: %v", hello)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		// The old primary learns the new one at its first heartbeat.
+		hello, _ = run(p, bson.D{{Key: "hello", Value: 1}})
+		if hello["secondary"] == true && hello["primary"] == hosts[np] {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("old primary's hello after stepdown: %v", hello)
+		}
 	}
 
 	// rs.add(): version 2 with a fourth member, which joins empty.

@@ -180,8 +180,13 @@ func TestReplicaSetCommands(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	hello, _ = run(3, bson.D{{Key: "hello", Value: 1}})
-	if hello["isWritablePrimary"] != false || hello["secondary"] != false {
-		t.Errorf("removed member's hello: %v", hello)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		hello, _ = run(3, bson.D{{Key: "hello", Value: 1}})
+		if hello["isWritablePrimary"] == false && hello["secondary"] == false {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("removed member's hello: %v", hello)
+		}
 	}
 }

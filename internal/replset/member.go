@@ -503,14 +503,21 @@ func (m *Member) reconcile() error {
 			return err
 		}
 	}
-	for id := range voters {
-		if _, ok := cfg.member(id); !ok && id != self {
-			_, err := node.ProposeConfChange(ctx, pb.ConfChangeType_ConfChangeRemoveNode, id, "")
-			return err
-		}
-	}
-	for id := range learners {
-		if _, ok := cfg.member(id); !ok {
+	// A member leaves Raft's configuration once it holds the replica set
+	// configuration without it (so it knows it is removed), or once it
+	// is not heard from.
+	var progress map[uint64]repl.Progress
+	for _, ids := range []map[uint64]bool{voters, learners} {
+		for id := range ids {
+			if _, ok := cfg.member(id); ok || id == self {
+				continue
+			}
+			if progress == nil {
+				progress = node.Progress()
+			}
+			if pr := progress[id]; pr.RecentActive && pr.Match+catchUpSlack < st.Commit {
+				continue
+			}
 			_, err := node.ProposeConfChange(ctx, pb.ConfChangeType_ConfChangeRemoveNode, id, "")
 			return err
 		}

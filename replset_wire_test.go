@@ -101,6 +101,29 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 		}
 	}
 	write(20 + rnd.IntN(20))
+	// Sequential ids keep rising across failover: a new primary restarts
+	// its generator above the start timestamp the set persisted.
+	if err := client.Database("app").RunCommand(ctx, bson.D{{Key: "create", Value: "seq"}, {Key: "idGenerator", Value: "sequential"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seqIDs := func() []string {
+		t.Helper()
+		var reply struct {
+			GeneratedIDs []struct {
+				ID string `bson:"_id"`
+			} `bson:"generatedIds"`
+		}
+		err := client.Database("app").RunCommand(ctx, bson.D{{Key: "insert", Value: "seq"}, {Key: "documents", Value: bson.A{bson.D{}, bson.D{}, bson.D{}}}}).Decode(&reply)
+		if err != nil || len(reply.GeneratedIDs) != 3 {
+			t.Fatalf("insert into the sequential collection: %+v, %v", reply, err)
+		}
+		var out []string
+		for _, g := range reply.GeneratedIDs {
+			out = append(out, g.ID)
+		}
+		return out
+	}
+	lastID := slices.Max(seqIDs())
 
 	// Secondaries serve secondaryOk reads and refuse writes.
 	primary := primaryOf(t, hosts)
@@ -147,6 +170,11 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 		}
 		t.Logf("round %d: killed primary %s; first majority write after %v", round, hosts[primary], time.Since(start).Round(time.Millisecond))
 		write(10 + rnd.IntN(10))
+		ids := seqIDs()
+		if slices.Min(ids) <= lastID {
+			t.Errorf("round %d: the new primary issued sequential id %s, not above %s issued before the failover", round, slices.Min(ids), lastID)
+		}
+		lastID = slices.Max(ids)
 		members[primary] = startMember(t, bin, killed.dir, killed.port)
 		waitHealthy(t, hosts, 3)
 		write(5)

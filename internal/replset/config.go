@@ -231,6 +231,12 @@ func (c *Config) parseSettings(d bsoncore.Document) error {
 			if !ok || n < 10 || n > 3_600_000 {
 				return invalid("settings.%s must be a number of milliseconds from 10, got %v", el.Key(), v)
 			}
+			// A member's Raft ticks are set when its node starts, which
+			// for a joining member is before it holds the configuration:
+			// other values are refused until they can take effect.
+			if def := map[string]int64{"electionTimeoutMillis": defaultElectionTimeoutMillis, "heartbeatIntervalMillis": defaultHeartbeatIntervalMillis}[el.Key()]; n != def {
+				return invalid("settings.%s: Cairn's members use %d ms; other values are not supported yet", el.Key(), def)
+			}
 			if el.Key() == "electionTimeoutMillis" {
 				c.ElectionTimeoutMillis = n
 			} else {

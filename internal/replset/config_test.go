@@ -37,7 +37,8 @@ func TestParseConfig(t *testing.T) {
 		{"unknown field", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "colour", Value: 1}}, mongoerr.UnknownField},
 		{"unknown setting", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "settings", Value: bson.D{{Key: "getLastErrorModes", Value: bson.D{}}}}}, mongoerr.InvalidReplicaSetConfig},
 		{"protocolVersion 0", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "protocolVersion", Value: 0}}, mongoerr.InvalidReplicaSetConfig},
-		{"election timeout below two heartbeats", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: 150}}}}, mongoerr.InvalidReplicaSetConfig},
+		{"another election timeout: not yet", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: 10000}}}}, mongoerr.InvalidReplicaSetConfig},
+		{"the default settings", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: 1000}, {Key: "heartbeatIntervalMillis", Value: 100}, {Key: "chainingAllowed", Value: false}}}}, 0},
 	} {
 		raw, err := bson.Marshal(tc.cfg)
 		if err != nil {

@@ -84,10 +84,12 @@
 // (InvalidReplicaSetConfig 93) rather than ignored: members have votes 1
 // and priority 1, or votes 0 and priority 0 (a Raft learner; hidden
 // allowed); no arbiters, delays, tags or buildIndexes: false;
-// settings.electionTimeoutMillis (default 1000, MongoDB's is 10000) and
-// heartbeatIntervalMillis (default 100) set Raft's election timeout and
-// heartbeat, chainingAllowed is accepted (the leader replicates to all);
-// other settings are refused. replSetGetConfig shows only fields that
+// settings.electionTimeoutMillis and heartbeatIntervalMillis are Raft's
+// election timeout and heartbeat, 1000 and 100 ms (MongoDB's default
+// election timeout is 10000): other values are refused for now, since a
+// joining member starts its node before it holds the configuration;
+// chainingAllowed is accepted (the leader replicates to all); other
+// settings are refused. replSetGetConfig shows only fields that
 // replSetReconfig accepts back, so rs.add() and rs.remove() work.
 // Reconfig: on the primary, a higher version, the same name, this member
 // in it, the _id of a host unchanged, and at most one voter added or

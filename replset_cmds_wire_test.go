@@ -104,6 +104,26 @@ func TestReplicaSetCommands(t *testing.T) {
 
 	// rs.add(): version 2 with a fourth member, which joins empty.
 	startMember(t, bin, filepath.Join(tmp, "m3"), ports[3])
+	// Bad initiates on the new, empty member change nothing.
+	self := bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: hosts[3]}}
+	for _, tc := range []struct {
+		name string
+		cfg  bson.D
+		code int
+	}{
+		{"an unreachable member", bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: bson.A{self, bson.D{{Key: "_id", Value: 1}, {Key: "host", Value: "127.0.0.1:1"}}}}}, 74},
+		{"no member is this server", bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: hosts[0]}}}}}, 74},
+		{"another set's name", bson.D{{Key: "_id", Value: "other"}, {Key: "members", Value: bson.A{self}}}, 93},
+		{"duplicate hosts", bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: bson.A{self, bson.D{{Key: "_id", Value: 1}, {Key: "host", Value: hosts[3]}}}}}, 93},
+	} {
+		if _, err := run(3, bson.D{{Key: "replSetInitiate", Value: tc.cfg}}); cmdCode(err) != tc.code {
+			t.Errorf("replSetInitiate with %s: %v, want code %d", tc.name, err, tc.code)
+		}
+	}
+	if _, err := run(3, bson.D{{Key: "replSetGetStatus", Value: 1}}); cmdCode(err) != 94 {
+		t.Errorf("replSetGetStatus after refused initiates: %v, want 94 NotYetInitialized", err)
+	}
+
 	// As rs.add() does: the config replSetGetConfig shows, one member
 	// more, the version one higher, given back.
 	var got struct {

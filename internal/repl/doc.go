@@ -33,7 +33,8 @@
 // Applied), and the node replays the log from there.
 //
 // Keys: "h" the HardState, "s" the newest snapshot (its metadata, the
-// configuration, and for now its data), "e"+bigendian(index) each entry.
+// configuration, and for now its data), "c" the configuration of the last
+// applied configuration change, "e"+bigendian(index) each entry.
 //
 // # Invariants
 //
@@ -76,6 +77,16 @@
 // payloads at the same indexes, and every acknowledged proposal among
 // them once ("Each proposal once"). TestProposalsCommitInOneOrder and
 // TestFaultScheduleKeepsAcknowledged.
+//
+// "Configuration survives restarts": every applied configuration change
+// stores the resulting configuration with its index (LogStore.
+// SetConfState, synced); a restarted member's Raft starts from it when it
+// is newer than the snapshot's. A group bootstrapped from configuration
+// entries has no snapshot naming its members, and Raft applies again only
+// the entries above the applied index the state machine reports, so
+// without it a member restarted past those entries would know no voters
+// and never stand for election. TestLogStoreConfStateSurvivesReopen, and
+// the replica set's kill -9 test (package cairn, many rounds).
 //
 // "One leader per term": no two members are leader in one term, checked
 // from the role notifications in every cluster test.

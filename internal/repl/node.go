@@ -204,6 +204,16 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	// The configuration Raft starts from: the last applied change's, or
+	// the snapshot's ("Configuration survives restarts"); a bootstrap
+	// adds its voters.
+	_, initialConf, err := cfg.Log.InitialState()
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Peers) > 0 && len(initialConf.GetVoters()) == 0 {
+		initialConf = &pb.ConfState{Voters: append([]uint64(nil), cfg.Peers...)}
+	}
 	var inc [8]byte
 	if _, err := rand.Read(inc[:]); err != nil {
 		return nil, err
@@ -213,7 +223,7 @@ func NewNode(cfg Config) (*Node, error) {
 		propc: make(chan *proposal), readc: make(chan *readReq), fnc: make(chan func()),
 		stopc: make(chan struct{}), done: make(chan struct{}),
 		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{}, confs: map[uint64]*proposal{},
-		applied: applied, confState: snap.GetMetadata().GetConfState(),
+		applied: applied, confState: initialConf,
 	}
 	n.status = Status{ID: cfg.ID, Applied: applied}
 	n.setConfLocked()
@@ -650,6 +660,9 @@ func (n *Node) apply(e *pb.Entry) error {
 		}
 		n.confState = n.rn.ApplyConfChange(&cc)
 		n.setConf()
+		if err := n.cfg.Log.SetConfState(e.GetIndex(), n.confState); err != nil {
+			return err
+		}
 		var addr string
 		if c := cc.GetContext(); len(c) >= headerLen {
 			addr = string(c[headerLen:])
@@ -672,6 +685,9 @@ func (n *Node) apply(e *pb.Entry) error {
 		}
 		n.confState = n.rn.ApplyConfChange(&cc)
 		n.setConf()
+		if err := n.cfg.Log.SetConfState(e.GetIndex(), n.confState); err != nil {
+			return err
+		}
 	}
 	n.applied = e.GetIndex()
 	return nil

@@ -102,7 +102,7 @@ repl-faults:
 
 ## replset-soak: the three-process replica set test (real `cairn serve
 ## --replSet` members on loopback, the Go driver with replicaSet=) with
-## REPLSET_ROUNDS kill -9s of the primary (`make test` runs 1), each
+## REPLSET_ROUNDS kill -9s of the primary (`make test` runs 3), each
 ## printing the time from the kill to the first majority write. Set
 ## REPLSET_SEED to replay; every run prints its seed.
 REPLSET_ROUNDS ?= 20

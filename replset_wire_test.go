@@ -27,7 +27,7 @@ import (
 // restarted, and then every majority-acknowledged write present on every
 // member and the members' documents identical. Seeded (the seed is
 // printed; CAIRN_REPLSET_SEED replays); CAIRN_REPLSET_ROUNDS kills the
-// primary that many times (default 1; `make replset-soak` runs more).
+// primary that many times (default 3; `make replset-soak` runs more).
 func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
@@ -36,7 +36,10 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 	if s := os.Getenv("CAIRN_REPLSET_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	rounds := 1
+	// Three rounds by default: a member restarted, then elected, then
+	// another killed is where a restarted member's configuration matters
+	// (repl's "Configuration survives restarts").
+	rounds := 3
 	if s := os.Getenv("CAIRN_REPLSET_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}

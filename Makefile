@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak
 
 all: build
 
@@ -99,6 +99,16 @@ REPL_LINRUNS ?= 200
 REPL_SEED ?= 0
 repl-faults:
 	$(GO) test -count=1 -race -tags invariants -run '^(TestFaultScheduleKeepsAcknowledged|TestLinearizableKV)$$' -timeout 120m -v ./internal/repl/ -args -repl.steps $(REPL_STEPS) -repl.linruns $(REPL_LINRUNS) -repl.seed $(REPL_SEED)
+
+## replset-soak: the three-process replica set test (real `cairn serve
+## --replSet` members on loopback, the Go driver with replicaSet=) with
+## REPLSET_ROUNDS kill -9s of the primary (`make test` runs 3), each
+## printing the time from the kill to the first majority write. Set
+## REPLSET_SEED to replay; every run prints its seed.
+REPLSET_ROUNDS ?= 20
+REPLSET_SEED ?=
+replset-soak:
+	CAIRN_REPLSET_ROUNDS=$(REPLSET_ROUNDS) CAIRN_REPLSET_SEED=$(REPLSET_SEED) $(GO) test -count=1 -run '^TestReplicaSetSurvivesPrimaryKill$$' -timeout 60m -v .
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

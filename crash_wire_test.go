@@ -53,8 +53,15 @@ type serveProc struct {
 // once the server says so.
 func startServe(t *testing.T, bin, dir, syncMode string) *serveProc {
 	t.Helper()
+	return spawnServe(t, bin, "--port", "0", "--dbpath", dir, "--sync", syncMode)
+}
+
+// spawnServe starts `cairn serve` with args; ready receives the listen
+// address once the server says so.
+func spawnServe(t *testing.T, bin string, args ...string) *serveProc {
+	t.Helper()
 	p := &serveProc{ready: make(chan string, 1), done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--port", "0", "--dbpath", dir, "--sync", syncMode)
+	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
 	p.cmd.Stderr = os.Stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {

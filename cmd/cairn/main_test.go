@@ -49,7 +49,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"serve", "--log-level", "loud"}, 2, "", "--log-level must be"},
 		{[]string{"serve", "extra"}, 2, "", `unexpected argument "extra"`},
 		{[]string{"serve", "--fork"}, 2, "", "--fork is mongod's, but Cairn does not support it"},
-		{[]string{"serve", "--replSet", "rs0"}, 2, "", "--replSet is mongod's, but Cairn does not support it"},
+		{[]string{"serve", "--enableMajorityReadConcern"}, 2, "", "--enableMajorityReadConcern is mongod's, but Cairn does not support it"},
+		{[]string{"serve", "--help"}, 0, "--replSet NAME", ""},
 		{[]string{"serve", "--oplogSize", "0"}, 2, "", "--oplogSize must be a positive number of megabytes"},
 		{[]string{"serve", "--help"}, 0, "Replication options [replication]:\n      --oplogSize", ""},
 		{[]string{"serve", "--bindip", "0.0.0.0"}, 2, "", "unknown flag --bindip (did you mean --bind_ip?)"},
@@ -126,11 +127,11 @@ func TestServeConfigFile(t *testing.T) {
 		t.Errorf("--noauth over the file: %+v", o)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.conf")
-	if err := os.WriteFile(bad, []byte("replication:\n  replSetName: rs0\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("replication:\n  enableMajorityReadConcern: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := run([]string{"serve", "-f", bad}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "replication.replSetName is not supported by Cairn") {
+	if code := run([]string{"serve", "-f", bad}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "replication.enableMajorityReadConcern is not supported by Cairn") {
 		t.Errorf("an unsupported key: exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/idgen"
 	"github.com/cairndb/cairn/internal/metrics"
+	"github.com/cairndb/cairn/internal/replset"
 	"github.com/cairndb/cairn/internal/server"
 	"github.com/cairndb/cairn/internal/wire"
 )
@@ -329,9 +330,22 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	}
 	env := commands.NewEnv(eng, commands.Config{
 		Port: opts.Port, BindIP: opts.ListenIP(), DBPath: dir, Argv: os.Args, CairnVer: version, Auth: opts.Auth, Given: opts.Given,
+		ReplSetName: opts.ReplSetName,
 	}, log)
 	env.Logs = ring
 	defer env.Close()
+	var member *replset.Member
+	if opts.ReplSetName != "" {
+		m, err := replset.New(replset.Options{SetName: opts.ReplSetName, Dir: dir, Port: opts.Port, BindIP: opts.ListenIP(), Engine: eng, Logger: log,
+			OnPromote: env.Sessions.Forget})
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		eng.SetOplogTerm(m.Term)
+		env.SetReplicaSet(m)
+		member = m
+	}
 	if err := env.ApplyStartupParameters(opts.SetParameters); err != nil {
 		return err
 	}
@@ -354,6 +368,9 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		compressors = append(compressors, c)
 	}
 	srvOpts := server.Options{MaxConns: opts.MaxConns, Compressors: compressors}
+	if member != nil {
+		srvOpts.Members = member.ServeMember // members talk on the client port
+	}
 	if opts.TLS.Mode != config.TLSDisabled {
 		cfg, err := server.LoadTLS(server.TLSFiles{
 			CertificateKeyFile: opts.TLS.CertificateKeyFile, CAFile: opts.TLS.CAFile,

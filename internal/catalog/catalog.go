@@ -159,6 +159,9 @@ type Catalog struct {
 	// working) while this one's log sync is in flight.
 	committing *State
 	now        func() time.Time
+	// reloaded: Reload published a state the pipeline has not adopted as
+	// its working state yet (work).
+	reloaded atomic.Bool
 }
 
 // firstID leaves ids below it free for fixed internal uses later.
@@ -242,7 +245,7 @@ func (c *Catalog) Current() *State { return c.published.Load() }
 // Committing hook (the pipeline then applies the next group only after this
 // one is published).
 func (c *Catalog) Committing() bool {
-	c.committing = c.working
+	c.committing = c.work()
 	if c.committing != c.published.Load() {
 		c.gen.Add(1)
 		return true
@@ -260,6 +263,7 @@ func (c *Catalog) Committed() {
 
 // Failed discards unpublished changes; the storage Failed hook.
 func (c *Catalog) Failed() {
+	c.reloaded.Store(false)
 	c.working = c.published.Load()
 	c.settle()
 }
@@ -304,14 +308,14 @@ func (c *Catalog) ReadValid(g uint64) bool { return c.gen.Load() == g }
 
 // Working is the state a request function sees, including earlier requests of
 // its group and its own changes. Only for use inside a storage request.
-func (c *Catalog) Working() *State { return c.working }
+func (c *Catalog) Working() *State { return c.work() }
 
 // change installs next as the working state, undone if tx's writes are.
 func (c *Catalog) change(tx *storage.Txn, next *State) {
 	if invariants.Enabled && !tx.OnPipeline() {
 		invariants.Fail("One writer", "the working catalog changed outside a request on the commit pipeline's goroutine")
 	}
-	prev := c.working
+	prev := c.work()
 	c.working = next
 	tx.OnUndo(func() { c.working = prev })
 }
@@ -335,7 +339,7 @@ func (c *Catalog) writeRecord(tx *storage.Txn, coll *Collection) error {
 
 // CreateCollection adds db.name inside tx. The name must be valid and free.
 func (c *Catalog) CreateCollection(tx *storage.Txn, db, name string, options bson.Raw) (*Collection, error) {
-	st := c.working
+	st := c.work()
 	if st.Collection(db, name) != nil {
 		return nil, mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
 	}
@@ -370,11 +374,11 @@ func checkDBCase(st *State, db string) error {
 // DropCollection removes db.name and all its data inside tx. It reports
 // whether the collection existed.
 func (c *Catalog) DropCollection(tx *storage.Txn, db, name string) bool {
-	coll := c.working.Collection(db, name)
+	coll := c.work().Collection(db, name)
 	if coll == nil {
 		return false
 	}
-	next := c.working.clone()
+	next := c.work().clone()
 	delete(next.byNS, coll.Namespace())
 	tx.Delete(collRecKey(coll.ID))
 	deleteSpace(tx, storage.SpaceDocument, coll.ID)
@@ -394,12 +398,12 @@ func deleteSpace(tx *storage.Txn, space byte, id uint64) {
 // DropDatabase drops every collection of db inside tx and returns how many.
 func (c *Catalog) DropDatabase(tx *storage.Txn, db string) int {
 	n := 0
-	for _, coll := range c.working.Collections(db) {
+	for _, coll := range c.work().Collections(db) {
 		if c.DropCollection(tx, coll.DB, coll.Name) {
 			n++
 		}
 	}
-	for _, v := range c.working.Views(db) {
+	for _, v := range c.work().Views(db) {
 		if c.DropView(tx, db, v.Name()) {
 			n++
 		}
@@ -411,8 +415,8 @@ func (c *Catalog) DropDatabase(tx *storage.Txn, db string) int {
 // it is: only the record changes, because data is keyed by id, not name. An
 // existing target is dropped when dropTarget is set, refused otherwise.
 func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to string, dropTarget bool) error {
-	src := c.working.Collection(fromDB, from)
-	if src == nil && c.working.View(fromDB, from) != nil {
+	src := c.work().Collection(fromDB, from)
+	if src == nil && c.work().View(fromDB, from) != nil {
 		return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", fromDB, from)
 	}
 	if src == nil {
@@ -421,16 +425,16 @@ func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to strin
 	if fromDB == toDB && from == to {
 		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
 	}
-	if c.working.View(toDB, to) != nil {
+	if c.work().View(toDB, to) != nil {
 		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
-	if c.working.Collection(toDB, to) != nil {
+	if c.work().Collection(toDB, to) != nil {
 		if !dropTarget {
 			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 		}
 		c.DropCollection(tx, toDB, to)
 	}
-	if err := checkDBCase(c.working, toDB); err != nil {
+	if err := checkDBCase(c.work(), toDB); err != nil {
 		return err
 	}
 	moved := *src
@@ -438,7 +442,7 @@ func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to strin
 	if err := c.writeRecord(tx, &moved); err != nil {
 		return err
 	}
-	next := c.working.clone()
+	next := c.work().clone()
 	delete(next.byNS, src.Namespace())
 	next.byNS[moved.Namespace()] = &moved
 	c.change(tx, next)
@@ -447,7 +451,7 @@ func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to strin
 
 // SetOptions replaces the options of db.name inside tx (collMod).
 func (c *Catalog) SetOptions(tx *storage.Txn, db, name string, options bson.Raw) error {
-	cur := c.working.Collection(db, name)
+	cur := c.work().Collection(db, name)
 	if cur == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, name)
 	}
@@ -468,7 +472,7 @@ func (c *Catalog) replaceCollection(tx *storage.Txn, coll *Collection) error {
 	if err := c.writeRecord(tx, coll); err != nil {
 		return err
 	}
-	next := c.working.clone()
+	next := c.work().clone()
 	next.byNS[coll.Namespace()] = coll
 	c.change(tx, next)
 	return nil
@@ -477,11 +481,11 @@ func (c *Catalog) replaceCollection(tx *storage.Txn, coll *Collection) error {
 // AddIndex adds ix (its ID is assigned here) to db.coll inside tx and
 // returns the index as stored. Name clashes are the caller's to check.
 func (c *Catalog) AddIndex(tx *storage.Txn, db, coll string, ix Index) (Index, error) {
-	cur := c.working.Collection(db, coll)
+	cur := c.work().Collection(db, coll)
 	if cur == nil {
 		return Index{}, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
 	}
-	next := c.working.clone()
+	next := c.work().clone()
 	ix.ID = allocID(tx, next)
 	c.change(tx, next) // the id sequence advanced
 	indexes := append(append([]Index(nil), cur.Indexes...), ix)
@@ -491,7 +495,7 @@ func (c *Catalog) AddIndex(tx *storage.Txn, db, coll string, ix Index) (Index, e
 // UpdateIndex replaces the index of the same name (its multikey or building
 // flag changed) inside tx.
 func (c *Catalog) UpdateIndex(tx *storage.Txn, db, coll string, ix Index) error {
-	cur := c.working.Collection(db, coll)
+	cur := c.work().Collection(db, coll)
 	if cur == nil || cur.Index(ix.Name) == nil {
 		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", ix.Name)
 	}
@@ -506,7 +510,7 @@ func (c *Catalog) UpdateIndex(tx *storage.Txn, db, coll string, ix Index) error 
 
 // DropIndex removes the named index and its entries inside tx.
 func (c *Catalog) DropIndex(tx *storage.Txn, db, coll, name string) error {
-	cur := c.working.Collection(db, coll)
+	cur := c.work().Collection(db, coll)
 	if cur == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", db, coll)
 	}
@@ -522,4 +526,35 @@ func (c *Catalog) DropIndex(tx *storage.Txn, db, coll, name string) error {
 		}
 	}
 	return c.replaceCollection(tx, withIndexes(cur, indexes))
+}
+
+// work is the working state, on the commit pipeline's goroutine: after a
+// Reload it is the reloaded state.
+func (c *Catalog) work() *State {
+	if c.reloaded.Load() {
+		c.reloaded.Store(false)
+		c.working = c.published.Load()
+	}
+	return c.working
+}
+
+// Reload makes the catalog what db holds once apply has changed db outside
+// the commit pipeline (a replica set secondary applying its primary's
+// commit group, storage's ApplyReplicated). Readers see a change in flight
+// from before apply until the reloaded state is published ("Catalog matches
+// snapshot"); the pipeline's goroutine adopts it as its working state at
+// its next use (the working state is that goroutine's alone).
+func (c *Catalog) Reload(db *storage.DB, apply func() error) error {
+	c.gen.Add(1)
+	defer func() { c.gen.Add(1) }()
+	if err := apply(); err != nil {
+		return err
+	}
+	fresh, err := Load(db, c.now)
+	if err != nil {
+		return err
+	}
+	c.published.Store(fresh.working)
+	c.reloaded.Store(true)
+	return nil
 }

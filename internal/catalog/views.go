@@ -89,7 +89,7 @@ func (s *State) setView(db, name string, v *View) {
 // definition is the command layer's to validate.
 func (c *Catalog) CreateView(tx *storage.Txn, v View) error {
 	db, name, _ := strings.Cut(v.ID, ".")
-	st := c.working
+	st := c.work()
 	if st.Collection(db, name) != nil || st.View(db, name) != nil {
 		return mongoerr.New(mongoerr.NamespaceExists, "Namespace %s already exists", v.ID)
 	}
@@ -102,7 +102,7 @@ func (c *Catalog) CreateView(tx *storage.Txn, v View) error {
 // ModifyView replaces the definition of an existing view inside tx (collMod).
 func (c *Catalog) ModifyView(tx *storage.Txn, v View) error {
 	db, name, _ := strings.Cut(v.ID, ".")
-	if c.working.View(db, name) == nil {
+	if c.work().View(db, name) == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", v.ID)
 	}
 	return c.putView(tx, &v)
@@ -114,7 +114,7 @@ func (c *Catalog) putView(tx *storage.Txn, v *View) error {
 		return fmt.Errorf("catalog: encoding view %s: %w", v.ID, err)
 	}
 	tx.Set(viewRecKey(v.ID), rec)
-	next := c.working.clone()
+	next := c.work().clone()
 	next.setView(v.DB(), v.Name(), v)
 	c.change(tx, next)
 	return nil
@@ -122,11 +122,11 @@ func (c *Catalog) putView(tx *storage.Txn, v *View) error {
 
 // DropView removes the view db.name inside tx and reports whether it existed.
 func (c *Catalog) DropView(tx *storage.Txn, db, name string) bool {
-	if c.working.View(db, name) == nil {
+	if c.work().View(db, name) == nil {
 		return false
 	}
 	tx.Delete(viewRecKey(db + "." + name))
-	next := c.working.clone()
+	next := c.work().clone()
 	next.setView(db, name, nil)
 	c.change(tx, next)
 	return true

@@ -12,7 +12,9 @@ import (
 )
 
 // cmdHello answers the handshake every driver opens a connection with. A
-// standalone server sends no setName, hosts or primary.
+// standalone server sends no setName, hosts or primary; a replica set
+// member sends what the server discovery and monitoring specification
+// reads (ReplicaSet.Hello).
 func cmdHello(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	return handshake(s, req, dst, "isWritablePrimary")
 }
@@ -40,8 +42,22 @@ func handshake(s *Session, req *Request, dst []byte, primaryField string) (bsonc
 	if ok, _ := req.Bool("helloOk", false); ok {
 		r.Bool("helloOk", true)
 	}
-	r.Bool(primaryField, true)
-	r.Doc("topologyVersion", doc("processId", s.Env.ProcessID, "counter", int64(0)))
+	var counter int64
+	if rs := s.Env.Repl; rs != nil {
+		// A replica set member: its role and topology (package replset).
+		counter, _ = rs.Topology()
+		elems, _ := rs.Hello().Elements()
+		for _, el := range elems {
+			if el.Key() == "isWritablePrimary" {
+				r.Value(primaryField, el.Value())
+			} else {
+				r.Value(el.Key(), el.Value())
+			}
+		}
+	} else {
+		r.Bool(primaryField, true)
+	}
+	r.Doc("topologyVersion", doc("processId", s.Env.ProcessID, "counter", counter))
 	r.Int32("maxBsonObjectSize", MaxBSONObjectSize)
 	r.Int32("maxMessageSizeBytes", MaxMessageSize)
 	r.Int32("maxWriteBatchSize", MaxWriteBatchSize)

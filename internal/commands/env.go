@@ -50,6 +50,8 @@ type Config struct {
 	// as its config file path and value as given, in order
 	// (getCmdLineOpts's parsed; "config" is the file's own path).
 	Given [][2]string
+	// ReplSetName is --replSet ("" on a standalone).
+	ReplSetName string
 }
 
 // Env is the process-wide state commands share: the engine, cursors,
@@ -87,6 +89,10 @@ type Env struct {
 	// startupParams are the --setParameter settings, name and value as
 	// given, for getCmdLineOpts (params_startup.go).
 	startupParams [][2]string
+	// Repl is the replica set member this server is (cmd_repl.go); nil
+	// on a standalone. Set with SetReplicaSet, before the server serves.
+	Repl ReplicaSet
+	repl atomic.Value // Repl, for the TTL monitor's goroutine
 	// Access is the users and whether access control is on (auth.go).
 	Access *Access
 	// Sessions is the logical session table (package session, sessions.go).
@@ -100,6 +106,15 @@ type Env struct {
 	Process Process
 	// fsync counts the fsync locks held (cmd_fsync.go).
 	fsync fsyncLock
+}
+
+// SetReplicaSet makes the server the member rs (before it serves).
+func (e *Env) SetReplicaSet(rs ReplicaSet) {
+	e.Repl = rs
+	e.repl.Store(rs)
+	// A member's replies carry operationTime and $clusterTime, and it
+	// takes afterClusterTime (clustertime.go), as a replica set member does.
+	e.SetClusterTimes(true)
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -159,7 +174,11 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Sessions.Run(session.RefreshInterval, log)
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
-	env.TTL = startTTLMonitor(eng, params, log)
+	env.TTL = startTTLMonitor(eng, params, log, func() bool {
+		// MongoDB's TTL monitor deletes on the primary only.
+		rs, _ := env.repl.Load().(ReplicaSet)
+		return rs == nil || rs.CanWrite() == nil
+	})
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
 	if err != nil {
 		// Unreadable users must not open the server unprotected.

@@ -141,7 +141,7 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	if err := checkReadPreference(g.readPreference); err != nil {
 		return err
 	}
-	return checkConcerns(cmd, req.Name, &g, s.Env.ClusterTimes())
+	return checkConcerns(cmd, req.Name, &g, s.Env.Repl != nil, s.Env.ClusterTimes())
 }
 
 // checkReadPreference parses $readPreference as mongod does on every
@@ -220,16 +220,21 @@ func checkAPI(s *Session, cmd *command, name string, g *generic) error {
 // set; w above 1 or a tag needs replication; a command that does not read
 // takes only the local level and one that does not write takes no
 // writeConcern.
-func checkConcerns(cmd *command, name string, g *generic, clusterTimes bool) error {
-	if err := checkReadConcern(cmd, name, g.readConcern, clusterTimes); err != nil {
+//
+// On a replica set member (replicated) w is the member's to check
+// (ReplicaSet.CheckWriteConcern), and "majority" reads are what every
+// read is: a member applies only committed commit groups, so nothing it
+// serves can be undone by a failover.
+func checkConcerns(cmd *command, name string, g *generic, replicated, clusterTimes bool) error {
+	if err := checkReadConcern(cmd, name, g.readConcern, replicated, clusterTimes); err != nil {
 		return err
 	}
-	return checkWriteConcern(cmd, g.writeConcern)
+	return checkWriteConcern(cmd, g.writeConcern, replicated)
 }
 
 // checkReadConcern: with clusterTimes (a replica-set member's mode,
 // clustertime.go) afterClusterTime is taken and waited for.
-func checkReadConcern(cmd *command, name string, rc bsoncore.Value, clusterTimes bool) error {
+func checkReadConcern(cmd *command, name string, rc bsoncore.Value, replicated, clusterTimes bool) error {
 	if rc.Type == 0 {
 		return nil
 	}
@@ -264,14 +269,23 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value, clusterTimes
 	if level != "" && level != "local" && cmd.kind != kindRead {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"%s\" } }", name, level)
 	}
+	if clusterTime == "afterClusterTime" && clusterTimes {
+		clusterTime = "" // waited for in run (waitClusterTime)
+	}
+	if replicated && (level == "snapshot" || clusterTime != "") {
+		return mongoerr.New(mongoerr.InvalidOptions, "Cairn's replica sets do not serve readConcern %s%s yet", level, clusterTime)
+	}
+	if replicated {
+		// local, available and majority read the applied state, which
+		// holds only committed groups; linearizable first confirms the
+		// read index with a quorum (Run, ReplicaSet.Linearize).
+		return nil
+	}
 	switch level {
 	case "linearizable":
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use read concern")
 	case "snapshot":
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use readConcern: snapshot")
-	}
-	if clusterTime == "afterClusterTime" && clusterTimes {
-		return nil // waited for in run (waitClusterTime)
 	}
 	if clusterTime != "" {
 		return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify %s readConcern without replication enabled", clusterTime)
@@ -279,7 +293,7 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value, clusterTimes
 	return nil
 }
 
-func checkWriteConcern(cmd *command, wc bsoncore.Value) error {
+func checkWriteConcern(cmd *command, wc bsoncore.Value, replicated bool) error {
 	if wc.Type == 0 {
 		return nil
 	}
@@ -291,7 +305,7 @@ func checkWriteConcern(cmd *command, wc bsoncore.Value) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
 	}
 	w, err := d.LookupErr("w")
-	if err != nil {
+	if err != nil || replicated {
 		return nil
 	}
 	if mode, ok := w.StringValueOK(); ok {

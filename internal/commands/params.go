@@ -162,8 +162,8 @@ func boolParam(v bsoncore.Value) (any, error) {
 // startTTLMonitor starts the TTL monitor with its period read from
 // ttlMonitorSleepSecs before every sleep, so setParameter changes it at
 // runtime.
-func startTTLMonitor(eng *engine.Engine, p *Params, log *slog.Logger) *ttl.Monitor {
-	return ttl.Start(eng, ttl.Options{Logger: log, Period: func() time.Duration {
+func startTTLMonitor(eng *engine.Engine, p *Params, log *slog.Logger, active func() bool) *ttl.Monitor {
+	return ttl.Start(eng, ttl.Options{Logger: log, Active: active, Period: func() time.Duration {
 		v, _ := p.Get("ttlMonitorSleepSecs")
 		switch n := v.(type) {
 		case int32:

@@ -84,9 +84,35 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := checkView(s, &cmd, req); err != nil { // views.go
 		return ErrorReply(dst, err)
 	}
+	var wcW bsoncore.Value
+	var wcTimeout time.Duration
+	if rs := s.Env.Repl; rs != nil {
+		// A replica set member: writes on the primary only, reads on a
+		// secondary only when the client allows it (cmd_repl.go).
+		switch cmd.kind {
+		case kindWrite:
+			if err := rs.CanWrite(); err != nil {
+				return ErrorReply(dst, err)
+			}
+			wcW, wcTimeout = replWriteConcern(req)
+			if err := rs.CheckWriteConcern(wcW); err != nil {
+				return ErrorReply(dst, err)
+			}
+		case kindRead:
+			if err := rs.CanRead(secondaryOk(req)); err != nil {
+				return ErrorReply(dst, err)
+			}
+		}
+	}
 	ctx, op, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
 	if err != nil {
 		return ErrorReply(dst, err)
+	}
+	if s.Env.Repl != nil && cmd.kind == kindRead && linearizable(req) {
+		if err := s.Env.Repl.Linearize(ctx); err != nil {
+			op.end()
+			return ErrorReply(dst, err)
+		}
 	}
 	defer op.end()
 	if err := useSession(ctx, s); err != nil { // sessions.go
@@ -99,6 +125,9 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	s.stat = opStats{}
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
+	if err == nil && cmd.kind == kindWrite && s.Env.Repl != nil {
+		err = replStateError(out)
+	}
 	took := time.Since(req.start)
 	if s.Env.Log.Enabled(ctx, slog.LevelDebug) {
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
@@ -112,6 +141,11 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
 	}
+	if cmd.kind == kindWrite && s.Env.Repl != nil {
+		if wce := s.Env.Repl.WaitWriteConcern(ctx, wcW, wcTimeout); wce != nil {
+			return withWriteConcernError(nil, out, wce)
+		}
+	}
 	return out
 }
 
@@ -119,12 +153,8 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 // (j or the legacy fsync, true or a non-zero number): the reply then waits
 // until the write is durable, whatever --sync says.
 func journaled(req *Request) bool {
-	wc, ok := req.Arg("writeConcern")
-	if !ok {
-		return false
-	}
-	d, ok := wc.DocumentOK()
-	if !ok {
+	d := argDoc(req, "writeConcern")
+	if d == nil {
 		return false
 	}
 	for _, f := range []string{"j", "fsync"} {

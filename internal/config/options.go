@@ -23,6 +23,9 @@ type Options struct {
 	CacheSizeGB float64
 	// Sync is "always" or a log sync interval such as "100ms" (Cairn's own).
 	Sync string
+	// ReplSetName makes the server a member of that replica set
+	// (replication.replSetName, --replSet); "" is a standalone.
+	ReplSetName string
 	// OplogSizeMB caps local.oplog.rs (replication.oplogSizeMB,
 	// --oplogSize); 0 is mongod's default (5% of the disk, 990 MB to 50 GB).
 	OplogSizeMB int64
@@ -202,6 +205,7 @@ var options = []option{
 		o.CacheSizeGB = f
 		return nil
 	}},
+	{path: "replication.replSetName", flags: []string{"replSet"}, arg: "NAME", usage: "run as a member of the named replica set (initiate it with rs.initiate() on one member); members talk to each other on this same port", set: stringField(func(o *Options) *string { return &o.ReplSetName })},
 	{path: "replication.oplogSizeMB", flags: []string{"oplogSize"}, arg: "MB", usage: "size cap of the oplog local.oplog.rs in MB (default, as mongod: 5% of the disk, at least 990 MB and at most 50 GB)", set: func(o *Options, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 || n > 1<<30 {

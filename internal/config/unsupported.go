@@ -11,7 +11,7 @@ import (
 // used: refused, never silently ignored (invariant "Accepted means
 // honoured").
 var unsupportedKeys = map[string]string{
-	"replication":                      "replica sets are not available in this build of Cairn",
+	"replication":                      "only replSetName and oplogSizeMB are supported",
 	"sharding":                         "Cairn does not support sharding",
 	"processManagement.fork":           "Cairn does not fork; run it under a service manager (systemd, a container) instead",
 	"processManagement.windowsService": "Cairn does not run as a Windows service",
@@ -60,7 +60,6 @@ var unsupportedKeys = map[string]string{
 // with the reason.
 var unsupportedFlags = map[string]string{
 	"fork":                                unsupportedKeys["processManagement.fork"],
-	"replSet":                             unsupportedKeys["replication"],
 	"shardsvr":                            unsupportedKeys["sharding"],
 	"configsvr":                           unsupportedKeys["sharding"],
 	"keyFile":                             unsupportedKeys["security.keyFile"],

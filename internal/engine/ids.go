@@ -54,17 +54,24 @@ func (e *Engine) openIDGen() error {
 	if err != nil {
 		return err
 	}
-	last, err := e.readUint(keyIDStartTS, 0)
+	ts, err := e.nextStartTS()
 	if err != nil {
-		return err
-	}
-	ts := idgen.StartTimestamp(e.now().Unix(), uint32(last))
-	if err := e.persistStartTS(ts); err != nil {
 		return err
 	}
 	cfg := idgen.Config{Prefix: uint16(prefix), Offset: offset, Increment: incr}
 	e.seq, err = idgen.NewSequential(cfg, ts, e.persistStartTS)
 	return err
+}
+
+// nextStartTS persists and returns the start timestamp a new run (or a
+// new primary) issues sequential ids on: above every one persisted.
+func (e *Engine) nextStartTS() (uint32, error) {
+	last, err := e.readUint(keyIDStartTS, 0)
+	if err != nil {
+		return 0, err
+	}
+	ts := idgen.StartTimestamp(e.now().Unix(), uint32(last))
+	return ts, e.persistStartTS(ts)
 }
 
 func (e *Engine) persistStartTS(ts uint32) error {

@@ -131,3 +131,14 @@ func (s *Sequential) advanceTimestamp() error {
 	s.serial = 0
 	return nil
 }
+
+// Restart continues on start timestamp ts (already persisted by the
+// caller, above every timestamp issued before), serial from the offset: a
+// replica set member that becomes primary restarts on a timestamp above
+// the one its predecessor persisted, so its ids rise above the ones the
+// set committed.
+func (s *Sequential) Restart(ts uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ts, s.serial = ts, 0
+}

@@ -34,6 +34,15 @@ const (
 	FCVConfirmRequired              Code = 7369100
 	FailCommandCloseConnection      Code = 50985
 
+	// Replica sets (package replset): their configuration and state.
+	AlreadyInitialized                     Code = 23
+	NodeNotFound                           Code = 74
+	UnknownReplWriteConcern                Code = 79
+	InvalidReplicaSetConfig                Code = 93
+	NotYetInitialized                      Code = 94
+	NotSecondary                           Code = 95
+	NewReplicaSetConfigurationIncompatible Code = 103
+
 	// The command surface: replica-set-only features on a standalone,
 	// client metadata, the stable API's parameters, IDL field checks.
 	NoReplicationEnabled    Code = 76

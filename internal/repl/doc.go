@@ -1,9 +1,10 @@
 // Package repl owns replication's foundation: a member of a Raft group
 // (the node loop driving go.etcd.io/raft/v3's RawNode), the Raft log in
 // Pebble, the transport between members and the clock a member takes.
-// It is not yet wired into the server; see "How the commit pipeline will
-// feed it" below. It writes no consensus of its own: elections, log
-// matching, commitment and ReadIndex are the raft library's.
+// Package replset wires it into the server (commit groups as entries, the
+// replica set commands); this package knows nothing of MongoDB. It writes
+// no consensus of its own: elections, log matching, commitment,
+// configuration changes and ReadIndex are the raft library's.
 //
 // # The node loop
 //
@@ -32,7 +33,8 @@
 // Applied), and the node replays the log from there.
 //
 // Keys: "h" the HardState, "s" the newest snapshot (its metadata, the
-// configuration, and for now its data), "e"+bigendian(index) each entry.
+// configuration, and for now its data), "c" the configuration of the last
+// applied configuration change, "e"+bigendian(index) each entry.
 //
 // # Invariants
 //
@@ -76,6 +78,16 @@
 // them once ("Each proposal once"). TestProposalsCommitInOneOrder and
 // TestFaultScheduleKeepsAcknowledged.
 //
+// "Configuration survives restarts": every applied configuration change
+// stores the resulting configuration with its index (LogStore.
+// SetConfState, synced); a restarted member's Raft starts from it when it
+// is newer than the snapshot's. A group bootstrapped from configuration
+// entries has no snapshot naming its members, and Raft applies again only
+// the entries above the applied index the state machine reports, so
+// without it a member restarted past those entries would know no voters
+// and never stand for election. TestLogStoreConfStateSurvivesReopen, and
+// the replica set's kill -9 test (package cairn, many rounds).
+//
 // "One leader per term": no two members are leader in one term, checked
 // from the role notifications in every cluster test.
 //
@@ -88,16 +100,18 @@
 // [Network] is the in-process one for tests: seeded drops, delays (so
 // reordering), duplicates and partitions, each message marshalled as on a
 // wire. [TCPTransport] opens one connection per peer it sends to; a
-// connection starts with a preamble ("CRft", version 1, the sender's id)
-// and carries frames of a 4-byte big-endian length and one marshalled
+// connection starts with a preamble ("CRft", version 2, the sender's and
+// the receiver's ids, the sender's address) and carries frames of a 4-byte big-endian length and one marshalled
 // raftpb.Message (at most 64 MiB); a sender redials with a growing pause
 // after any error and drops what it cannot send. Whether members use the
 // client port with a distinct first message or a port of their own is
-// decided when the server is wired; the preamble makes either possible.
+// decided by package replset: the client port (the server hands
+// connections that begin with [MemberStreamMagic] to
+// [TCPTransport.ServeConn]).
 // [Clock] drives ticks; [ManualClock] lets tests run time fast, pause a
 // member or skew it.
 //
-// # How the commit pipeline will feed it
+// # How the commit pipeline feeds it (package replset)
 //
 // Each commit group of internal/storage's pipeline becomes one payload,
 // so group commit batches replication too: on the primary the pipeline
@@ -107,19 +121,19 @@
 // generator state, which DESIGN.md §8 puts in the same group). The apply
 // side, on every member, commits that batch to the data store together
 // with the entry's index (the Applied the node replays from) — the same
-// code on primary and secondaries, so their data cannot diverge. The
-// primary must not run the next group's functions against state its
-// previous, still uncommitted, group has not reached: the pipeline reads
-// the committed store plus its own pending groups, as it does for a
-// group's earlier requests.
+// code on primary and secondaries, so their data cannot diverge. As
+// built, the pipeline proposes one group at a time and applies the next
+// group's functions only after the previous one is applied (storage's
+// "Replicated in order"); pipelining groups (the next group reading the
+// store plus its pending predecessors) is a later speed-up.
 //
-// Write concern: w:"majority" is acknowledged when the group's entry is
-// committed (Propose returning); w:1 may be acknowledged once the entry
-// is durable in the primary's own log (after Save, before commit) — a
-// failover can then drop it, as MongoDB's rollback does, and the server
-// must say so; w:N waits for N members' Match (raft Progress); j is
-// implied by Save's sync. Reads: readConcern "majority" reads the
-// state at the committed index; "linearizable" is ReadIndex.
+// Write concern: every group is acknowledged once committed (Propose
+// returning), which satisfies w:1 and w:"majority" alike; w:1 could be
+// acknowledged earlier, once the entry is durable in the primary's own
+// log, at the price of rollback on failover (not done); w:N waits for N
+// members' Match (Node.Progress); j is implied by Save's sync. Reads:
+// every applied entry is committed, so readConcern "majority" is any
+// read; "linearizable" is ReadIndex (not wired yet).
 //
 // Snapshots: Node.Compact today stores the state machine's Snapshot bytes
 // with the log. For the data store they will be a Pebble checkpoint of
@@ -132,11 +146,9 @@
 //
 // # Not yet
 //
-// Membership changes (learners, then voters) are not exposed (committed
-// configuration entries are applied, nothing proposes them); nothing
-// compacts the log by itself (Node.Compact is called by its owner); the
+// Nothing compacts the log by itself (Node.Compact is called by its owner); the
 // transport has no snapshot streaming (a snapshot travels inside one
 // MsgSnap frame), no authentication between members (MongoDB's keyFile)
-// and does not call ReportUnreachable; no state machine over the data
-// store exists yet; nothing maps these errors to MongoDB codes.
+// and does not call ReportUnreachable. Package replset maps these errors
+// to MongoDB's codes.
 package repl

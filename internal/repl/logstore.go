@@ -20,6 +20,10 @@ import (
 var (
 	keyHardState = []byte("h")
 	keySnapshot  = []byte("s") // the newest snapshot: metadata and data
+	// keyConfState holds the configuration as of the last applied
+	// configuration change: its index (8 bytes big-endian), then the
+	// marshalled ConfState ("Configuration survives restarts").
+	keyConfState = []byte("c")
 	keyEntryPre  = byte('e')
 )
 
@@ -45,6 +49,31 @@ type LogStore struct {
 	snap  *pb.Snapshot // the newest snapshot; its index and term bound the log from below
 	first uint64       // first index held; snapshot index + 1
 	last  uint64       // last index held; first-1 when the log is empty
+	// conf is the configuration as of the applied configuration change
+	// at confIndex (SetConfState); nil before the first.
+	conf      *pb.ConfState
+	confIndex uint64
+}
+
+// SetConfState records, synced, the configuration a configuration change
+// applied at index produced. A restarted member's Raft starts from it
+// (InitialState) when it is newer than the snapshot's: the change's entry
+// is at or below the applied index the state machine reports, so Raft
+// would not apply it again, and a group bootstrapped from configuration
+// entries has no snapshot holding them ("Configuration survives
+// restarts").
+func (s *LogStore) SetConfState(index uint64, cs *pb.ConfState) error {
+	v, err := proto.Marshal(cs)
+	if err != nil {
+		return err
+	}
+	if err := s.db.Set(keyConfState, append(binary.BigEndian.AppendUint64(nil, index), v...), pebble.Sync); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.conf, s.confIndex = proto.Clone(cs).(*pb.ConfState), index
+	s.mu.Unlock()
+	return nil
 }
 
 // Bootstrap writes the initial state of a new group into an empty store:
@@ -65,6 +94,13 @@ func (s *LogStore) Bootstrap(voters []uint64) error {
 		ConfState: &pb.ConfState{Voters: append([]uint64(nil), voters...)},
 	}}
 	return s.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, nil, snap, true)
+}
+
+// empty reports whether the store holds no state at all.
+func (s *LogStore) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap.GetMetadata().GetIndex() == 0 && s.last == 0 && raft.IsEmptyHardState(s.hs)
 }
 
 // OpenLogStore opens (or creates) the Raft log under dir of fs (nil: the
@@ -101,6 +137,15 @@ func (s *LogStore) load() error {
 			return fmt.Errorf("repl: raft log snapshot: %w", err)
 		}
 		s.snap = snap
+	}
+	if v, ok, err := s.get(keyConfState); err != nil {
+		return err
+	} else if ok {
+		cs := &pb.ConfState{}
+		if len(v) < 8 || proto.Unmarshal(v[8:], cs) != nil {
+			return fmt.Errorf("repl: raft log configuration record is damaged")
+		}
+		s.conf, s.confIndex = cs, binary.BigEndian.Uint64(v)
 	}
 	s.first = s.snap.GetMetadata().GetIndex() + 1
 	s.last = s.first - 1
@@ -267,7 +312,11 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte) error {
 func (s *LogStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return proto.Clone(s.hs).(*pb.HardState), proto.Clone(pb.EnsureConfState(s.snap.GetMetadata().GetConfState())).(*pb.ConfState), nil
+	cs := s.snap.GetMetadata().GetConfState()
+	if s.conf != nil && s.confIndex > s.snap.GetMetadata().GetIndex() {
+		cs = s.conf
+	}
+	return proto.Clone(s.hs).(*pb.HardState), proto.Clone(pb.EnsureConfState(cs)).(*pb.ConfState), nil
 }
 
 // Entries implements raft.Storage.

@@ -52,13 +52,21 @@ type Role = raft.StateType
 type RoleChange struct {
 	ID, Term, Lead uint64
 	Role           Role
+	// Writable: the member is the leader and has applied every entry of
+	// earlier terms (its term's first entry is applied), so state read
+	// from its state machine is the whole committed state ("Drained
+	// before writable"): a new primary takes writes only then, as
+	// MongoDB's drain mode.
+	Writable bool
 }
 
 // Config configures a Node.
 type Config struct {
 	ID uint64
 	// Peers are the voters of a new group: an empty log is bootstrapped
-	// with them; a log with state ignores them.
+	// with them; a log with state ignores them. None: an empty log stays
+	// empty until a leader sends this member its snapshot (a member being
+	// added to a group).
 	Peers     []uint64
 	Log       *LogStore
 	Transport Transport
@@ -69,8 +77,13 @@ type Config struct {
 	TickInterval                  time.Duration
 	ElectionTicks, HeartbeatTicks int
 	// OnRoleChange, if set, is called on the node loop at every change of
-	// role, term or leader. It must not block.
+	// role, term, leader or writability. It must not block.
 	OnRoleChange func(RoleChange)
+	// OnConfChange, if set, is called on the node loop when a
+	// configuration change is applied, with the member it adds, promotes
+	// or removes, the address ProposeConfChange gave (empty for others'
+	// changes made without one) and the configuration after it.
+	OnConfChange func(id uint64, addr string, typ pb.ConfChangeType, cs *pb.ConfState)
 	// Logger receives the Raft library's log; nil discards it.
 	Logger raft.Logger
 }
@@ -98,17 +111,24 @@ type Node struct {
 	applied    uint64
 	confState  *pb.ConfState
 	soft       raft.SoftState
-	leaderTerm uint64     // the term this member leads, while it leads
-	told       RoleChange // the last one reported to OnRoleChange
+	leaderTerm uint64               // the term this member leads, while it leads
+	drained    bool                 // leader whose term's first entry is applied
+	told       RoleChange           // the last one reported to OnRoleChange
+	confs      map[uint64]*proposal // pending configuration changes by seq
 
-	mu     sync.Mutex
-	status Status
+	mu          sync.Mutex
+	status      Status
+	frozenUntil time.Time
 }
 
 // Status is a member's view of its group.
 type Status struct {
 	ID, Term, Lead, Commit, Applied uint64
 	Role                            Role
+	Writable                        bool
+	// Voters and Learners are the configuration as of the last applied
+	// entry.
+	Voters, Learners []uint64
 }
 
 type proposal struct {
@@ -143,9 +163,6 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger{}
 	}
-	if err := cfg.Log.Bootstrap(cfg.Peers); err != nil {
-		return nil, err
-	}
 	snap, _ := cfg.Log.Snapshot()
 	si := snap.GetMetadata().GetIndex()
 	applied := cfg.SM.Applied()
@@ -173,6 +190,30 @@ func NewNode(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(cfg.Peers) > 0 && cfg.Log.empty() {
+		// A new group starts from configuration entries at indexes
+		// 1..n, committed, rather than from a snapshot: a member added
+		// later (which starts with an empty log and no peers) is sent
+		// these entries like any others, where a bootstrap snapshot
+		// would not name it and Raft would refuse it.
+		peers := make([]raft.Peer, len(cfg.Peers))
+		for i, id := range cfg.Peers {
+			peers[i] = raft.Peer{ID: id}
+		}
+		if err := rn.Bootstrap(peers); err != nil {
+			return nil, err
+		}
+	}
+	// The configuration Raft starts from: the last applied change's, or
+	// the snapshot's ("Configuration survives restarts"); a bootstrap
+	// adds its voters.
+	_, initialConf, err := cfg.Log.InitialState()
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Peers) > 0 && len(initialConf.GetVoters()) == 0 {
+		initialConf = &pb.ConfState{Voters: append([]uint64(nil), cfg.Peers...)}
+	}
 	var inc [8]byte
 	if _, err := rand.Read(inc[:]); err != nil {
 		return nil, err
@@ -181,10 +222,11 @@ func NewNode(cfg Config) (*Node, error) {
 		cfg: cfg, rn: rn, incarnation: binary.BigEndian.Uint64(inc[:]),
 		propc: make(chan *proposal), readc: make(chan *readReq), fnc: make(chan func()),
 		stopc: make(chan struct{}), done: make(chan struct{}),
-		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{},
-		applied: applied, confState: snap.GetMetadata().GetConfState(),
+		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{}, confs: map[uint64]*proposal{},
+		applied: applied, confState: initialConf,
 	}
 	n.status = Status{ID: cfg.ID, Applied: applied}
+	n.setConfLocked()
 	go n.loop()
 	return n, nil
 }
@@ -209,6 +251,107 @@ func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+}
+
+// ProposeConfChange proposes a change of the group's configuration —
+// adding member id as a learner, promoting it to voter, removing it — and
+// returns once the change is applied on this member. addr travels with
+// the change to every member's OnConfChange (where the member listens).
+// Raft takes one change at a time: a second one proposed while the first
+// is pending fails, its outcome unknown, as does one whose leader is lost.
+func (n *Node) ProposeConfChange(ctx context.Context, typ pb.ConfChangeType, id uint64, addr string) (uint64, error) {
+	p := &proposal{done: make(chan error, 1)}
+	var errc = make(chan error, 1)
+	select {
+	case n.fnc <- func() { errc <- n.proposeConf(p, typ, id, addr) }:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-n.done:
+		return 0, n.stoppedErr()
+	}
+	if err := <-errc; err != nil {
+		return 0, err
+	}
+	select {
+	case err := <-p.done:
+		return p.index, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (n *Node) proposeConf(p *proposal, typ pb.ConfChangeType, id uint64, addr string) error {
+	if n.soft.RaftState != raft.StateLeader {
+		return ErrNotLeader
+	}
+	n.seq++
+	cctx := make([]byte, headerLen+len(addr))
+	binary.BigEndian.PutUint64(cctx, n.incarnation)
+	binary.BigEndian.PutUint64(cctx[8:], n.seq)
+	copy(cctx[headerLen:], addr)
+	cc := &pb.ConfChange{Type: typ.Enum(), NodeId: proto.Uint64(id), Context: cctx}
+	if err := n.rn.ProposeConfChange(cc); err != nil {
+		return fmt.Errorf("repl: configuration change dropped: %w", err)
+	}
+	n.confs[n.seq] = p
+	return nil
+}
+
+// Progress returns, on the leader, how far each member's log is known to
+// match the leader's (raft's Progress.Match); nil elsewhere. Write
+// concerns of w: N count members from it.
+func (n *Node) Progress() map[uint64]Progress {
+	var out map[uint64]Progress
+	_ = n.do(func() error {
+		st := n.rn.Status()
+		if st.RaftState != raft.StateLeader {
+			return nil
+		}
+		out = make(map[uint64]Progress, len(st.Progress))
+		for id, pr := range st.Progress {
+			out[id] = Progress{Match: pr.Match, RecentActive: pr.RecentActive || id == n.cfg.ID, Learner: pr.IsLearner}
+		}
+		return nil
+	})
+	return out
+}
+
+// Progress is the leader's view of one member.
+type Progress struct {
+	// Match is the highest index known to be in the member's log.
+	Match uint64
+	// RecentActive: the member was heard from within the last election
+	// timeout (CheckQuorum's bookkeeping).
+	RecentActive bool
+	Learner      bool
+}
+
+// Freeze keeps this member from standing for election until the given
+// time (MongoDB's replSetFreeze, and the wait after replSetStepDown): it
+// sends no vote or pre-vote requests of its own meanwhile; it still
+// votes for others. A zero time unfreezes.
+func (n *Node) Freeze(until time.Time) {
+	n.mu.Lock()
+	n.frozenUntil = until
+	n.mu.Unlock()
+}
+
+func (n *Node) frozen() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return time.Now().Before(n.frozenUntil)
+}
+
+// TransferLeadership asks the leader to hand leadership to member to (a
+// stepdown); it returns at once, the transfer happens or times out in Raft.
+func (n *Node) TransferLeadership(to uint64) error {
+	return n.do(func() error {
+		if n.soft.RaftState != raft.StateLeader {
+			return ErrNotLeader
+		}
+		n.rn.TransferLeader(to)
+		return nil
+	})
 }
 
 // ReadIndex returns once this member has applied every entry committed
@@ -398,7 +541,18 @@ func (n *Node) handleReady() error {
 	}
 	var snapsTo []uint64
 	if len(rd.Messages) > 0 {
-		n.cfg.Transport.Send(rd.Messages)
+		msgs := rd.Messages
+		if n.frozen() {
+			// A frozen member asks nobody for votes (Freeze): without
+			// them its campaigns cannot win.
+			msgs = make([]*pb.Message, 0, len(rd.Messages))
+			for _, m := range rd.Messages {
+				if t := m.GetType(); t != pb.MsgVote && t != pb.MsgPreVote {
+					msgs = append(msgs, m)
+				}
+			}
+		}
+		n.cfg.Transport.Send(msgs)
 		for _, m := range rd.Messages {
 			if m.GetType() == pb.MsgSnap {
 				snapsTo = append(snapsTo, m.GetTo())
@@ -423,6 +577,7 @@ func (n *Node) handleReady() error {
 		}
 		n.applied = md.GetIndex()
 		n.confState = md.GetConfState()
+		n.setConf()
 	}
 	for _, e := range rd.CommittedEntries {
 		if err := n.apply(e); err != nil {
@@ -447,7 +602,8 @@ func (n *Node) handleReady() error {
 		n.rn.ReportSnapshot(to, raft.SnapshotFinish)
 	}
 	st := n.rn.BasicStatus()
-	rc := RoleChange{ID: n.cfg.ID, Term: st.GetTerm(), Lead: st.Lead, Role: st.RaftState}
+	writable := st.RaftState == raft.StateLeader && n.drained
+	rc := RoleChange{ID: n.cfg.ID, Term: st.GetTerm(), Lead: st.Lead, Role: st.RaftState, Writable: writable}
 	if rc != n.told {
 		n.told = rc
 		if n.cfg.OnRoleChange != nil {
@@ -459,9 +615,11 @@ func (n *Node) handleReady() error {
 		// pending belongs to the old term.
 		n.failPending(ErrLeadershipLost)
 		n.leaderTerm = st.GetTerm()
+		n.drained = false
 	}
 	n.mu.Lock()
-	n.status = Status{ID: n.cfg.ID, Term: st.GetTerm(), Lead: st.Lead, Commit: st.GetCommit(), Applied: n.applied, Role: st.RaftState}
+	n.status.Term, n.status.Lead, n.status.Commit, n.status.Applied = st.GetTerm(), st.Lead, st.GetCommit(), n.applied
+	n.status.Role, n.status.Writable = st.RaftState, writable
 	n.mu.Unlock()
 	return nil
 }
@@ -473,7 +631,13 @@ func (n *Node) apply(e *pb.Entry) error {
 	switch e.GetType() {
 	case pb.EntryNormal:
 		if len(e.GetData()) == 0 {
-			break // a new leader's empty entry
+			// A new leader's empty entry: once the leader applied its
+			// own, it applied every earlier entry ("Drained before
+			// writable").
+			if n.soft.RaftState == raft.StateLeader && e.GetTerm() == n.leaderTerm {
+				n.drained = true
+			}
+			break
 		}
 		if len(e.GetData()) < headerLen {
 			return fmt.Errorf("repl: entry %d has no proposal header", e.GetIndex())
@@ -495,12 +659,35 @@ func (n *Node) apply(e *pb.Entry) error {
 			return err
 		}
 		n.confState = n.rn.ApplyConfChange(&cc)
+		n.setConf()
+		if err := n.cfg.Log.SetConfState(e.GetIndex(), n.confState); err != nil {
+			return err
+		}
+		var addr string
+		if c := cc.GetContext(); len(c) >= headerLen {
+			addr = string(c[headerLen:])
+			if binary.BigEndian.Uint64(c) == n.incarnation {
+				seq := binary.BigEndian.Uint64(c[8:])
+				if p, ok := n.confs[seq]; ok {
+					delete(n.confs, seq)
+					p.index = e.GetIndex()
+					defer func() { p.done <- nil }()
+				}
+			}
+		}
+		if n.cfg.OnConfChange != nil {
+			n.cfg.OnConfChange(cc.GetNodeId(), addr, cc.GetType(), n.confState)
+		}
 	case pb.EntryConfChangeV2:
 		var cc pb.ConfChangeV2
 		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 			return err
 		}
 		n.confState = n.rn.ApplyConfChange(&cc)
+		n.setConf()
+		if err := n.cfg.Log.SetConfState(e.GetIndex(), n.confState); err != nil {
+			return err
+		}
 	}
 	n.applied = e.GetIndex()
 	return nil
@@ -515,6 +702,7 @@ func (n *Node) roleChanged(s raft.SoftState) {
 	}
 	if s.RaftState == raft.StateLeader && prev.RaftState != raft.StateLeader {
 		n.leaderTerm = n.rn.BasicStatus().GetTerm()
+		n.drained = false
 	}
 }
 
@@ -529,6 +717,22 @@ func (n *Node) failPending(err error) {
 		r.done <- err
 		delete(n.reads, id)
 	}
+	for seq, p := range n.confs {
+		p.done <- err
+		delete(n.confs, seq)
+	}
+}
+
+// setConf copies the configuration into the status.
+func (n *Node) setConf() {
+	n.mu.Lock()
+	n.setConfLocked()
+	n.mu.Unlock()
+}
+
+func (n *Node) setConfLocked() {
+	n.status.Voters = append([]uint64(nil), n.confState.GetVoters()...)
+	n.status.Learners = append([]uint64(nil), n.confState.GetLearners()...)
 }
 
 func (n *Node) failAll(err error) {

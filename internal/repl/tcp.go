@@ -15,12 +15,54 @@ import (
 )
 
 // The TCP transport's wire format. A connection opens with a preamble —
-// the 4 bytes "CRft", a version byte (1) and the sender's member id as 8
-// bytes big-endian — then carries frames, each a 4-byte big-endian length
+// the 4 bytes "CRft", a version byte (2), the sender's and the receiver's
+// member ids as 8 bytes big-endian each, and the sender's address (a
+// 2-byte big-endian length and that many bytes, "host:port", where its
+// peers reach it) — then carries frames, each a 4-byte big-endian length
 // and that many bytes of one marshalled raftpb.Message. Connections are
 // one-way: a member dials each peer it sends to and reads from the
-// connections its peers dialled.
-var tcpMagic = [5]byte{'C', 'R', 'f', 't', 1}
+// connections its peers dialled. The receiver's id lets a member that
+// holds no state yet learn which member it is (a replica set member
+// added by its primary); the address lets it answer.
+var tcpMagic = [5]byte{'C', 'R', 'f', 't', 2}
+
+// MemberStreamMagic is how a member's connection begins: a server that
+// takes members and clients on one port tells them apart by a
+// connection's first four bytes (a MongoDB message begins with its length,
+// little-endian, which these bytes would make over 1.9 GB).
+const MemberStreamMagic = "CRft"
+
+// Preamble is what a member's connection opens with.
+type Preamble struct {
+	From, To uint64
+	Addr     string
+}
+
+// ReadPreamble reads a connection's preamble.
+func ReadPreamble(r io.Reader) (Preamble, error) {
+	var pre [len(tcpMagic) + 18]byte
+	if _, err := io.ReadFull(r, pre[:]); err != nil {
+		return Preamble{}, err
+	}
+	if [5]byte(pre[:5]) != tcpMagic {
+		return Preamble{}, errors.New("repl: not a Raft stream of this version")
+	}
+	p := Preamble{From: binary.BigEndian.Uint64(pre[5:]), To: binary.BigEndian.Uint64(pre[13:])}
+	addr := make([]byte, binary.BigEndian.Uint16(pre[21:]))
+	if _, err := io.ReadFull(r, addr); err != nil {
+		return Preamble{}, err
+	}
+	p.Addr = string(addr)
+	return p, nil
+}
+
+func appendPreamble(dst []byte, p Preamble) []byte {
+	dst = append(dst, tcpMagic[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, p.From)
+	dst = binary.BigEndian.AppendUint64(dst, p.To)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(p.Addr)))
+	return append(dst, p.Addr...)
+}
 
 const (
 	// maxFrame bounds one message (a snapshot included, until snapshots are
@@ -38,7 +80,8 @@ const (
 // Raft retransmits).
 type TCPTransport struct {
 	id   uint64
-	ln   net.Listener
+	addr string       // advertised in the preamble
+	ln   net.Listener // nil: connections come through ServeConn
 	recv chan *pb.Message
 
 	mu     sync.Mutex
@@ -50,6 +93,7 @@ type TCPTransport struct {
 }
 
 type tcpPeer struct {
+	id    uint64
 	addr  string
 	queue chan []byte
 }
@@ -60,17 +104,56 @@ func ListenTCP(id uint64, addr string) (*TCPTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &TCPTransport{
-		id: id, ln: ln, recv: make(chan *pb.Message, inboxSize),
-		peers: map[uint64]*tcpPeer{}, conns: map[net.Conn]struct{}{}, stopc: make(chan struct{}),
-	}
+	t := NewTCPTransport(id, ln.Addr().String())
+	t.ln = ln
 	t.wg.Add(1)
 	go t.accept()
 	return t, nil
 }
 
-// Addr is the address the transport listens on.
-func (t *TCPTransport) Addr() string { return t.ln.Addr().String() }
+// NewTCPTransport returns member id's transport with no listener of its
+// own: its owner hands it the connections peers open (ServeConn), as a
+// server that takes members on its client port does. advertise is where
+// peers reach this member, sent in every preamble.
+func NewTCPTransport(id uint64, advertise string) *TCPTransport {
+	return &TCPTransport{
+		id: id, addr: advertise, recv: make(chan *pb.Message, inboxSize),
+		peers: map[uint64]*tcpPeer{}, conns: map[net.Conn]struct{}{}, stopc: make(chan struct{}),
+	}
+}
+
+// Addr is the address the transport advertises.
+func (t *TCPTransport) Addr() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.addr
+}
+
+// SetAddr changes the address advertised to peers dialled from now on
+// (a member learns its own from its replica set's configuration).
+func (t *TCPTransport) SetAddr(addr string) {
+	t.mu.Lock()
+	t.addr = addr
+	t.mu.Unlock()
+}
+
+// ServeConn reads the frames of a peer's connection whose preamble p was
+// read already from r (c's buffered reader), until the connection ends or
+// the transport closes. A peer the transport has no address for is
+// reached back at the preamble's.
+func (t *TCPTransport) ServeConn(c net.Conn, r *bufio.Reader, p Preamble) error {
+	if !t.track(c) {
+		return errors.New("repl: transport closed")
+	}
+	defer t.untrack(c)
+	if p.To != t.id {
+		return fmt.Errorf("repl: a connection for member %d reached member %d", p.To, t.id)
+	}
+	if p.Addr != "" {
+		t.AddPeer(p.From, p.Addr)
+	}
+	return t.readFrames(r, p.From)
+}
 
 // AddPeer tells the transport where member id listens.
 func (t *TCPTransport) AddPeer(id uint64, addr string) {
@@ -79,7 +162,7 @@ func (t *TCPTransport) AddPeer(id uint64, addr string) {
 	if t.closed || t.peers[id] != nil {
 		return
 	}
-	p := &tcpPeer{addr: addr, queue: make(chan []byte, sendQueueLen)}
+	p := &tcpPeer{id: id, addr: addr, queue: make(chan []byte, sendQueueLen)}
 	t.peers[id] = p
 	t.wg.Add(1)
 	go t.send(p)
@@ -122,7 +205,10 @@ func (t *TCPTransport) Close() error {
 	}
 	t.closed = true
 	close(t.stopc)
-	err := t.ln.Close()
+	var err error
+	if t.ln != nil {
+		err = t.ln.Close()
+	}
 	for c := range t.conns {
 		c.Close()
 	}
@@ -172,14 +258,20 @@ func (t *TCPTransport) accept() {
 // read reads one connection's preamble and frames into recv.
 func (t *TCPTransport) read(c net.Conn) error {
 	r := bufio.NewReaderSize(c, 64<<10)
-	var pre [len(tcpMagic) + 8]byte
-	if _, err := io.ReadFull(r, pre[:]); err != nil {
+	p, err := ReadPreamble(r)
+	if err != nil {
 		return err
 	}
-	if [5]byte(pre[:5]) != tcpMagic {
-		return errors.New("repl: not a Raft stream")
+	if p.To != t.id {
+		return fmt.Errorf("repl: a connection for member %d reached member %d", p.To, t.id)
 	}
-	from := binary.BigEndian.Uint64(pre[5:])
+	if p.Addr != "" {
+		t.AddPeer(p.From, p.Addr)
+	}
+	return t.readFrames(r, p.From)
+}
+
+func (t *TCPTransport) readFrames(r *bufio.Reader, from uint64) error {
 	var hdr [4]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
@@ -233,7 +325,7 @@ func (t *TCPTransport) send(p *tcpPeer) {
 				continue // peer down: drop until the next try
 			}
 			var err error
-			c, err = t.dial(p.addr)
+			c, err = t.dial(p.id, p.addr)
 			if err != nil {
 				retryAt = time.Now().Add(backoff)
 				backoff = min(2*backoff, maxBackoff)
@@ -258,7 +350,7 @@ func (t *TCPTransport) send(p *tcpPeer) {
 	}
 }
 
-func (t *TCPTransport) dial(addr string) (net.Conn, error) {
+func (t *TCPTransport) dial(to uint64, addr string) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", addr, dialTimeout)
 	if err != nil {
 		return nil, err
@@ -266,11 +358,9 @@ func (t *TCPTransport) dial(addr string) (net.Conn, error) {
 	if !t.track(c) {
 		return nil, errors.New("repl: transport closed")
 	}
-	var pre [len(tcpMagic) + 8]byte
-	copy(pre[:], tcpMagic[:])
-	binary.BigEndian.PutUint64(pre[5:], t.id)
+	pre := appendPreamble(nil, Preamble{From: t.id, To: to, Addr: t.Addr()})
 	c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := c.Write(pre[:]); err != nil {
+	if _, err := c.Write(pre); err != nil {
 		t.untrack(c)
 		return nil, err
 	}

@@ -70,10 +70,7 @@ func TestTCPRefusesBadStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	pre := func(from uint64) []byte {
-		p := append([]byte(nil), tcpMagic[:]...)
-		return binary.BigEndian.AppendUint64(p, from)
-	}
+	pre := func(from uint64) []byte { return appendPreamble(nil, Preamble{From: from, To: 2}) }
 	frame := func(m *pb.Message) []byte {
 		body, _ := proto.Marshal(m)
 		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
@@ -86,6 +83,7 @@ func TestTCPRefusesBadStreams(t *testing.T) {
 		{"oversized frame", append(pre(1), binary.BigEndian.AppendUint32(nil, maxFrame+1)...)},
 		{"spoofed sender", append(pre(1), frame(heartbeat(3, 2, 1))...)},
 		{"garbage body", append(pre(1), 0, 0, 0, 3, 0xff, 0xff, 0xff)},
+		{"another receiver", append(appendPreamble(nil, Preamble{From: 1, To: 3}), frame(heartbeat(1, 2, 1))...)},
 	}
 	for _, tc := range cases {
 		c, err := net.Dial("tcp", b.Addr())

@@ -200,7 +200,11 @@ func (c *conn) awaitableHello(req *commands.Request) (time.Duration, bool) {
 	}
 	pid, ok := tvDoc.Lookup("processId").ObjectIDOK()
 	counter, _ := tvDoc.Lookup("counter").AsInt64OK()
-	if !ok || pid != c.srv.env.ProcessID || counter != 0 {
+	var current int64
+	if rs := c.srv.env.Repl; rs != nil {
+		current, _ = rs.Topology()
+	}
+	if !ok || pid != c.srv.env.ProcessID || counter != current {
 		return 0, false // the client's view is stale: answer at once
 	}
 	return time.Duration(ms) * time.Millisecond, true
@@ -213,8 +217,30 @@ func (c *conn) awaitableHello(req *commands.Request) (time.Duration, bool) {
 func (c *conn) streamHello(msg *wire.Message, req *commands.Request, wait time.Duration) error {
 	exhaust := msg.Msg.Flags&wire.FlagExhaustAllowed != 0
 	responseTo := msg.Header.RequestID
+	// seen is the topologyVersion counter the client last saw.
+	var seen int64
+	if tv, ok := req.Arg("topologyVersion"); ok {
+		if d, ok := tv.DocumentOK(); ok {
+			seen, _ = d.Lookup("counter").AsInt64OK()
+		}
+	}
 	for {
-		stopping := c.sleep(wait)
+		var changed <-chan struct{}
+		if rs := c.srv.env.Repl; rs != nil {
+			// A replica set member answers at once when its topology
+			// changes (a new primary, a reconfig), so drivers learn it
+			// within milliseconds.
+			var counter int64
+			counter, changed = rs.Topology()
+			if counter != seen {
+				changed = closedChan
+			}
+			seen = counter // the reply shows this counter or a later one
+		}
+		stopping := c.sleep(wait, changed)
+		if rs := c.srv.env.Repl; rs != nil {
+			seen, _ = rs.Topology()
+		}
 		reply := commands.Run(context.Background(), c.sess, req, c.reply[:0])
 		c.reply = reply[:0]
 		if c.sess.TakeHangUp() {
@@ -232,12 +258,17 @@ func (c *conn) streamHello(msg *wire.Message, req *commands.Request, wait time.D
 	}
 }
 
-// sleep waits d, or less if the server shuts down; it reports a shutdown.
-func (c *conn) sleep(d time.Duration) (stopping bool) {
+// closedChan is a channel that is always ready.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// sleep waits d (or until changed is closed), or less if the server shuts down; it reports a shutdown.
+func (c *conn) sleep(d time.Duration, changed <-chan struct{}) (stopping bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return false
+	case <-changed:
 		return false
 	case <-c.srv.done:
 		return true

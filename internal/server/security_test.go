@@ -157,6 +157,8 @@ var matrix = map[string]matrixRole{
 	"profile": {"dbAdmin", "test"},
 	"top":     {"clusterMonitor", "admin"}, "getDiagnosticData": {"clusterMonitor", "admin"},
 	"replSetGetConfig": {"clusterMonitor", "admin"}, "replSetGetStatus": {"clusterMonitor", "admin"},
+	"replSetInitiate": {"clusterManager", "admin"}, "replSetReconfig": {"clusterManager", "admin"},
+	"replSetStepDown": {"clusterManager", "admin"}, "replSetFreeze": {"clusterManager", "admin"},
 }
 
 // matrixBody is a command as the matrix sends it: its name and a

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/repl"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -32,6 +34,11 @@ type Options struct {
 	// TLS, when its mode is not disabled, speaks TLS with the clients
 	// that start a handshake (tls.go); nil: plain connections only.
 	TLS *TLSOptions
+	// Members, when set (a replica set member), takes the connections
+	// other members open to this port: they begin with
+	// repl.MemberStreamMagic, which no MongoDB message can (package
+	// replset's doc); r holds the connection's bytes, none consumed.
+	Members func(c net.Conn, r *bufio.Reader)
 }
 
 // Server serves MongoDB clients over TCP.
@@ -138,7 +145,43 @@ func (s *Server) accept(ln net.Listener) error {
 }
 
 // admit starts serving nc, or closes it when the server is at its limit.
+// With Options.Members it first tells a member's connection from a
+// client's by its first bytes.
 func (s *Server) admit(nc net.Conn) {
+	if s.opts.Members != nil {
+		go s.sniff(nc)
+		return
+	}
+	s.admitClient(nc)
+}
+
+// sniff hands a member's connection to Options.Members and admits any
+// other as a client's.
+func (s *Server) sniff(nc net.Conn) {
+	br := bufio.NewReaderSize(nc, 16<<10)
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	first, err := br.Peek(len(repl.MemberStreamMagic))
+	_ = nc.SetReadDeadline(time.Time{})
+	if err == nil && string(first) == repl.MemberStreamMagic {
+		s.opts.Members(nc, br)
+		return
+	}
+	if err != nil && len(first) == 0 {
+		_ = nc.Close()
+		return
+	}
+	s.admitClient(&peekedConn{Conn: nc, r: br})
+}
+
+// peekedConn is a connection whose first bytes were read into r.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (s *Server) admitClient(nc net.Conn) {
 	env := s.env
 	if cur := env.Connections.Current.Load(); cur >= int64(s.opts.MaxConns) {
 		env.Connections.Rejected.Add(1)
@@ -147,6 +190,12 @@ func (s *Server) admit(nc net.Conn) {
 			"connectionCount", cur, "limit", s.opts.MaxConns, "rejected", env.Connections.Rejected.Load())
 		_ = nc.Close()
 		return
+	}
+	if pc, ok := nc.(*peekedConn); ok {
+		if tc, ok := pc.Conn.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+			_ = tc.SetKeepAlive(true)
+		}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -549,4 +550,80 @@ func (q quietLogger) Errorf(format string, args ...any) {
 func (q quietLogger) Fatalf(format string, args ...any) {
 	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	os.Exit(70) // Pebble only calls Fatalf when continuing could lose data.
+}
+
+// appliedKey records the replicated log index of the last group applied by
+// ApplyReplicated, in the same batch as the group's writes.
+var appliedKey = SystemKey("replApplied")
+
+// ApplyReplicated applies a replicated commit group — the batch
+// representation a primary's Hooks.Replicate was handed — to the store,
+// with the log index it was committed at, in one atomic batch (invariant
+// "Replicated in order"). It does not sync: the replicated log is durable
+// already, and a member restarted after a crash replays it from
+// AppliedIndex. It must not run concurrently with a commit of the
+// pipeline (a replica set member's pipeline commits nothing itself).
+func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
+	if e := db.pipe.halted.Load(); e != nil {
+		return e
+	}
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	if len(repr) > 0 {
+		src := db.pdb.NewBatch()
+		if err := src.SetRepr(append([]byte(nil), repr...)); err != nil {
+			src.Close()
+			return fmt.Errorf("storage: replicated group %d: %w", index, err)
+		}
+		err := b.Apply(src, nil)
+		src.Close()
+		if err != nil {
+			return fmt.Errorf("storage: replicated group %d: %w", index, err)
+		}
+	}
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], index)
+	if err := b.Set(appliedKey, v[:], nil); err != nil {
+		return err
+	}
+	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
+		db.pipe.stopWrites(err)
+		return err
+	}
+	// The group carries its highest cluster time (s/clusterTime): this
+	// member's clock and LastCommitted follow it, so a secondary's times
+	// and its afterClusterTime waits agree with the primary's.
+	if ts, err := readClusterTime(db.pdb, "replicated group"); err == nil && ts != 0 {
+		db.opts.Clock.Restore(ts)
+		for {
+			cur := db.lastCommitted.Load()
+			if uint64(ts) <= cur || db.lastCommitted.CompareAndSwap(cur, uint64(ts)) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// AppliedIndex is the log index of the last group ApplyReplicated applied
+// (0 if none).
+func (db *DB) AppliedIndex() (uint64, error) {
+	v, ok, err := db.Get(nil, appliedKey)
+	if err != nil || !ok {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: applied index record of %d bytes", ErrCorrupt, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// SetReplicate installs Hooks.Replicate on an open store. Call it from a
+// request function (Write), on the pipeline goroutine that reads the hook:
+// every later group is replicated.
+func (db *DB) SetReplicate(fn func(repr []byte, publishes bool) error) {
+	if db.pipe.hooks == nil {
+		db.pipe.hooks = &Hooks{}
+	}
+	db.pipe.hooks.Replicate = fn
 }

@@ -134,6 +134,14 @@
 // record, the change log entry), is one request of one group: durable and
 // visible together or not at all. TestTransactionCommitDurable,
 // TestTransactionStatementAtomic.
+// Invariant "Replicated in order" (a replica set member, Hooks.Replicate):
+// a group is applied to Pebble only after the replica set committed it, by
+// [DB.ApplyReplicated] in log order together with its log index; the
+// pipeline hands one group at a time to Replicate and applies the next
+// group's requests only after the previous one is applied (no overlapped
+// sync), so each group reads every earlier group's writes. A group
+// Replicate fails is not applied by the pipeline (it may still be applied
+// later from the log, as a group of another primary would be).
 //
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's

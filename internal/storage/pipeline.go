@@ -37,6 +37,16 @@ type Hooks struct {
 	// deleted one by one (range deletions are not listed), so the caller
 	// can check its invariants over what the group touched.
 	Verify func(touched [][]byte)
+	// Replicate, when set, makes the store a replica set member's: a
+	// group's batch is not committed by the pipeline but handed, as its
+	// Pebble batch representation, to Replicate, which returns once the
+	// group is committed by the set and applied to this store (through
+	// ApplyReplicated) — or with the error every request of the group then
+	// gets (the group is not applied here; Failed runs). publishes is
+	// Committing's answer. It runs on the pipeline goroutine, so groups are
+	// replicated one at a time, in order (invariant "Replicated in order").
+	// Nil (a standalone server) leaves the pipeline as it is.
+	Replicate func(repr []byte, publishes bool) error
 }
 
 // maxGroup bounds how many requests one commit group holds, so one sync does
@@ -362,6 +372,20 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		var buf [8]byte
 		batch.Set(clusterTimeKey, f.maxTick.AppendBinary(buf[:0]), nil)
 	}
+	if p.hooks != nil && p.hooks.Replicate != nil {
+		// A replica set member: the group reaches Pebble only through the
+		// replicated log (ApplyReplicated, on the member's apply loop),
+		// the same way on the primary and on every secondary.
+		if err := p.hooks.Replicate(batch.Repr(), publishes); err != nil {
+			refuse(f.group, err)
+			if p.hooks.Failed != nil {
+				p.hooks.Failed()
+			}
+			return false
+		}
+		p.finish(f)
+		return false
+	}
 	// Pebble's ApplyNoSyncWait (marked experimental: the API CockroachDB
 	// uses to pipeline its syncs) makes the batch visible and queues its
 	// log record with a sync; the completer's SyncWait returns once Pebble
@@ -417,8 +441,10 @@ func (p *pipeline) finish(f *flight) {
 		}
 	}
 	if f.maxTick != 0 {
-		if invariants.Enabled && uint64(f.maxTick) <= p.lastCommitted.Load() {
-			panic(fmt.Sprintf("storage: group's cluster time %v is not above the last committed %v", f.maxTick, hlc.Timestamp(p.lastCommitted.Load())))
+		// (A replica set member's ApplyReplicated may have raised it to
+		// this group's time already: not below, then.)
+		if invariants.Enabled && uint64(f.maxTick) < p.lastCommitted.Load() {
+			panic(fmt.Sprintf("storage: group's cluster time %v is below the last committed %v", f.maxTick, hlc.Timestamp(p.lastCommitted.Load())))
 		}
 		p.lastCommitted.Store(uint64(f.maxTick))
 	}

@@ -37,6 +37,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock that decides expiry. Default: time.Now.
 	Now func() time.Time
+	// Active, if set, is asked before every timed pass; false skips it
+	// (a replica set member that is not primary: only the primary's
+	// deletes replicate).
+	Active func() bool
 }
 
 // Monitor is a running TTL monitor.
@@ -110,6 +114,9 @@ func (m *Monitor) loop() {
 			continue
 		}
 		last = time.Now()
+		if m.opts.Active != nil && !m.opts.Active() {
+			continue
+		}
 		m.Pass()
 	}
 }

@@ -1,0 +1,138 @@
+package commands
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// fakeMember is a ReplicaSet in a fixed state, to check how Run applies
+// a member's answers (package replset computes them).
+type fakeMember struct {
+	primary bool
+	wce     bsoncore.Document
+}
+
+func (f *fakeMember) Hello() bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendBoolean("isWritablePrimary", f.primary).
+		AppendBoolean("secondary", !f.primary).AppendString("setName", "rs0").Build()
+}
+func (f *fakeMember) Topology() (int64, <-chan struct{}) { return 7, nil }
+func (f *fakeMember) CanWrite() error {
+	if f.primary {
+		return nil
+	}
+	return mongoerr.New(mongoerr.NotWritablePrimary, "not primary")
+}
+func (f *fakeMember) CanRead(secondaryOk bool) error {
+	if f.primary || secondaryOk {
+		return nil
+	}
+	return mongoerr.New(mongoerr.NotPrimaryNoSecondaryOk, "not primary and secondaryOk=false")
+}
+func (f *fakeMember) Initiate(context.Context, bsoncore.Document) error       { return nil }
+func (f *fakeMember) Reconfig(context.Context, bsoncore.Document, bool) error { return nil }
+func (f *fakeMember) StepDown(context.Context, int64, int64) error            { return nil }
+func (f *fakeMember) Freeze(int64) (string, error)                            { return "", nil }
+func (f *fakeMember) Status() (bsoncore.Document, error) {
+	return bsoncore.NewDocumentBuilder().AppendString("set", "rs0").Build(), nil
+}
+func (f *fakeMember) ConfigDocument() (bsoncore.Document, error) {
+	return bsoncore.NewDocumentBuilder().AppendString("_id", "rs0").Build(), nil
+}
+func (f *fakeMember) CheckWriteConcern(w bsoncore.Value) error {
+	if n, ok := w.AsInt64OK(); ok && n > 3 {
+		return mongoerr.New(mongoerr.UnsatisfiableWriteConcern, "Not enough data-bearing nodes")
+	}
+	return nil
+}
+func (f *fakeMember) Linearize(context.Context) error {
+	if f.primary {
+		return nil
+	}
+	return mongoerr.New(mongoerr.NotWritablePrimary, "cannot satisfy linearizable read concern on non-primary node")
+}
+func (f *fakeMember) WaitWriteConcern(context.Context, bsoncore.Value, time.Duration) bsoncore.Document {
+	return f.wce
+}
+
+// TestReplicaSetChecks: on a member, Run sends writes to the primary only
+// (NotWritablePrimary), reads to a secondary only with a readPreference
+// other than primary (NotPrimaryNoSecondaryOk), checks w with the member
+// before the write and appends its writeConcernError after; hello carries
+// the member's fields under the spelling the command asks for.
+func TestReplicaSetChecks(t *testing.T) {
+	s := testSession(t, engine.Options{})
+	m := &fakeMember{}
+	s.Env.SetReplicaSet(m)
+	wce := bsoncore.NewDocumentBuilder().AppendInt32("code", 64).AppendString("codeName", "WriteConcernFailed").Build()
+	secondary := bson.D{{Key: "mode", Value: "secondaryPreferred"}}
+	lost := mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "leadership lost")
+	lost.Extra = []mongoerr.Field{{Name: "errorLabels", Value: bson.A{"RetryableWriteError"}}}
+	for _, tc := range []struct {
+		name    string
+		primary bool
+		wce     bsoncore.Document
+		cmd     bson.D
+		code    int32  // 0: ok
+		field   string // a field the reply must hold
+		value   any
+	}{
+		{"write on a secondary", false, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, 10107, "", nil},
+		{"read on a secondary without secondaryOk", false, nil, bson.D{{Key: "find", Value: "c"}}, 13435, "", nil},
+		{"read on a secondary with secondaryPreferred", false, nil, bson.D{{Key: "find", Value: "c"}, {Key: "$readPreference", Value: secondary}}, 0, "", nil},
+		{"write on the primary", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, 0, "n", int32(1)},
+		{"unsatisfiable w", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 5}}}}, 100, "", nil},
+		{"w: 3 timed out", true, wce, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 3}, {Key: "wtimeout", Value: 10}}}}, 0, "writeConcernError.code", int32(64)},
+		{"lost leadership mid-write fails the command, retryable", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "stepdown"}}}}}, 11602, "errorLabels.0", "RetryableWriteError"},
+		{"linearizable read on a secondary", false, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}, {Key: "$readPreference", Value: secondary}}, 10107, "", nil},
+		{"linearizable read on the primary", true, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}}, 0, "ok", 1.0},
+		{"snapshot read on a member: not yet", true, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}}, 72, "", nil},
+		{"hello on a secondary", false, nil, bson.D{{Key: "hello", Value: 1}}, 0, "secondary", true},
+		{"isMaster spells it ismaster", true, nil, bson.D{{Key: "isMaster", Value: 1}}, 0, "ismaster", true},
+		{"topologyVersion is the member's", true, nil, bson.D{{Key: "hello", Value: 1}}, 0, "topologyVersion.counter", int64(7)},
+		{"replSetGetStatus is the member's", true, nil, bson.D{{Key: "replSetGetStatus", Value: 1}}, 0, "set", "rs0"},
+		{"replSetGetConfig is the member's", true, nil, bson.D{{Key: "replSetGetConfig", Value: 1}, {Key: "commitmentStatus", Value: true}}, 0, "commitmentStatus", true},
+	} {
+		m.primary, m.wce = tc.primary, tc.wce
+		var replicate func([]byte, bool) error
+		if tc.code == 11602 {
+			// The store's group fails as a primary's does when its
+			// leadership is lost (package replset's Replicate).
+			replicate = func([]byte, bool) error { return lost }
+		}
+		if err := s.Env.Engine.Storage().Write(func(*storage.Txn) error {
+			s.Env.Engine.Storage().SetReplicate(replicate)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		db := "test"
+		if strings.HasPrefix(tc.cmd[0].Key, "replSet") {
+			db = "admin"
+		}
+		reply := bson.Raw(Run(context.Background(), s, testRequest(t, db, tc.cmd), nil))
+		code, _ := reply.Lookup("code").Int32OK()
+		if code != tc.code {
+			t.Errorf("%s: code %d, want %d: %s", tc.name, code, tc.code, reply)
+			continue
+		}
+		if tc.field != "" {
+			got := reply.Lookup(strings.Split(tc.field, ".")...)
+			var want bson.RawValue
+			typ, data, _ := bson.MarshalValue(tc.value)
+			want = bson.RawValue{Type: typ, Value: data}
+			if !got.Equal(want) {
+				t.Errorf("%s: %s = %v, want %v: %s", tc.name, tc.field, got, tc.value, reply)
+			}
+		}
+	}
+}

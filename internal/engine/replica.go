@@ -1,0 +1,39 @@
+package engine
+
+import "github.com/cairndb/cairn/internal/storage"
+
+// ApplyReplicated applies a commit group a replica set's log committed
+// (storage.DB.ApplyReplicated). A group that changed the catalog
+// (catalogChanged, the primary's Committing answer) publishes the catalog
+// the store then holds: a secondary's readers see the collections and
+// indexes its primary made. own groups — this member's, applied while its
+// pipeline waits in Hooks.Replicate — publish through the pipeline's own
+// hooks instead.
+func (e *Engine) ApplyReplicated(index uint64, repr []byte, catalogChanged, own bool) error {
+	if own || !catalogChanged {
+		return e.db.ApplyReplicated(index, repr)
+	}
+	return e.cat.Reload(e.db, func() error { return e.db.ApplyReplicated(index, repr) })
+}
+
+// Promote readies the engine to write as a replica set's primary after
+// it applied other members' groups: it forgets what its pipeline cached
+// from the store (collections' tail bounds, invariant "Tail bound"), and
+// restarts the sequential id generator on a
+// start timestamp above the one the set last persisted, so ids keep
+// rising across a failover. Call it once the member applied every entry
+// of earlier terms, before it accepts writes.
+func (e *Engine) Promote() error {
+	if err := e.db.Write(func(*storage.Txn) error {
+		e.tails.last = nil
+		return nil
+	}); err != nil {
+		return err
+	}
+	ts, err := e.nextStartTS()
+	if err != nil {
+		return err
+	}
+	e.seq.Restart(ts)
+	return nil
+}

@@ -1,0 +1,125 @@
+// Package replset makes a Cairn server a replica set member: it wires the
+// commit pipeline to the Raft node of package repl (which stays the
+// consensus seam and knows nothing of MongoDB), keeps the replica set
+// configuration, and answers the replica set's commands and hello fields
+// for package commands (through commands.ReplicaSet). A standalone server
+// has no Member, and its write path is untouched.
+//
+// # Commit groups as log entries
+//
+// Every commit group of internal/storage's pipeline is one Raft entry.
+// On a member, storage's Hooks.Replicate (installed by New through a
+// request on the pipeline goroutine) receives each group's Pebble batch
+// representation instead of the pipeline committing it. Replicate
+// proposes it on the primary and returns once Raft committed the entry and
+// this member applied it; on a member that is not the writable primary it
+// refuses the group with NotWritablePrimary. An entry's payload is a flags
+// byte (the group changed the catalog), the proposing pipeline's nonce,
+// the primary's wall clock (unix ms) and the representation. Every member
+// — the primary for its own groups too — applies committed entries the
+// same way, on the node loop, in log order: storage's ApplyReplicated
+// writes the batch and the entry's index in one Pebble batch (no sync:
+// the Raft log is synced, and a restarted member replays it from the
+// stored index). So the members' data cannot diverge, and a write is
+// visible on the primary only once it is committed.
+//
+// Invariant "Own groups": the primary's pipeline waits in Replicate while
+// its group is applied on the node loop; the apply tells its own group by
+// the nonce (random per run) and leaves the catalog to the pipeline's
+// Committed hook, while a group of another primary (or its own group
+// that outlived its Propose, after a lost leadership) publishes the
+// catalog the store then holds (catalog.Reload). Failed proposals fail
+// the group's requests: NotWritablePrimary when nothing was proposed,
+// InterruptedDueToReplStateChange with the RetryableWriteError label when
+// leadership was lost with the outcome unknown.
+//
+// Invariant "Drained before writable": a new leader takes writes only
+// once it applied its term's first entry (repl's RoleChange.Writable, so
+// every earlier entry is in its store) and engine.Promote reset what the
+// pipeline caches from the store (tail bounds) and restarted the
+// sequential id generator above the persisted start timestamp; hello's
+// isWritablePrimary turns true only then.
+//
+// Write concern: a group is acknowledged only once committed, that is on
+// a majority of the voters' synced logs; so w: 1, w: "majority" and j are
+// all satisfied on return (w: 1 is therefore as slow as majority: see
+// "Not yet"), and a failover never undoes an acknowledged write (no
+// rollback). w: N above the majority waits for N members' logs
+// (repl.Node.Progress) up to wtimeout (writeConcernError
+// WriteConcernFailed, errInfo.wtimeout); w above the number of members is
+// UnsatisfiableWriteConcern and a tag mode UnknownReplWriteConcern,
+// before the write runs. Read concerns local, available and majority read
+// the applied state, which holds only committed groups, so majority reads
+// never see what a failover could undo; linearizable (primary only) first
+// waits for Raft's ReadIndex — a quorum confirms the read index, so no
+// leader lease and no trust in clocks.
+//
+// # Members and their port
+//
+// Members talk on the same port as clients. A member's connection begins
+// with repl's preamble ("CRft", version, sender, receiver, the sender's
+// host:port), which no MongoDB message can begin with (its first four
+// bytes are its little-endian length, and "CRft" would be over 1.9 GB);
+// the server's accept loop peeks at four bytes and hands such connections
+// to ServeMember. One port per member, as in MongoDB: the config's hosts
+// are all a member needs to reach the others. Raft ids are member _id + 1.
+//
+// Joining: replSetInitiate on one member checks the configuration and
+// that every other host accepts a TCP connection, bootstraps a Raft group
+// of that member alone (configuration entries at index 1, see repl),
+// waits to lead it, and stores the configuration document through the
+// log (key s/replset/config). The primary's reconcile loop then adds each
+// other member as a Raft learner, promotes it to voter once its log is
+// within a few entries of the commit index ("Learners first"), and
+// removes members a reconfig dropped — one change at a time. A member
+// that holds no state learns its id from the first connection the
+// primary opens to it (the preamble's receiver), persists it
+// (replset/member-id) and starts with an empty log, which the leader
+// fills from index 1. A restarted member reads its id, its log and the
+// stored configuration (for its peers' addresses) and resumes.
+//
+// # Configuration
+//
+// MongoDB's document, with what Cairn cannot honour refused
+// (InvalidReplicaSetConfig 93) rather than ignored: members have votes 1
+// and priority 1, or votes 0 and priority 0 (a Raft learner; hidden
+// allowed); no arbiters, delays, tags or buildIndexes: false;
+// settings.electionTimeoutMillis and heartbeatIntervalMillis are Raft's
+// election timeout and heartbeat, 1000 and 100 ms (MongoDB's default
+// election timeout is 10000): other values are refused for now, since a
+// joining member starts its node before it holds the configuration;
+// chainingAllowed is accepted (the leader replicates to all); other
+// settings are refused. replSetGetConfig shows only fields that
+// replSetReconfig accepts back, so rs.add() and rs.remove() work.
+// Reconfig: on the primary, a higher version, the same name, this member
+// in it, the _id of a host unchanged, and at most one voter added or
+// removed (NewReplicaSetConfigurationIncompatible 103); force is refused.
+//
+// replSetStepDown freezes the primary for its seconds (repl.Node.Freeze:
+// it sends no vote requests) and transfers leadership to the most
+// caught-up recently active voter (Raft's leadership transfer), waiting up
+// to secondaryCatchUpPeriodSecs; replSetFreeze freezes a secondary.
+//
+// # Not yet
+//
+//   - Snapshots of the data store (Pebble checkpoints): the log is never
+//     compacted, so it grows without bound, and a member can join only a
+//     set whose log starts at index 1; replSetInitiate of a set of more
+//     than one member on a member holding data is refused.
+//   - w: 1 acknowledged before majority commit (it waits for commit, a
+//     stronger guarantee at majority's latency).
+//   - Read concerns snapshot and afterClusterTime (refused);
+//     maxStalenessSeconds is the drivers' (they read lastWrite).
+//   - TODO(sess): logical sessions and retryable writes (drivers must
+//     connect with retryWrites=false until then), the oplog and cluster
+//     time; opTimes here are a stand-in: {ts: (primary's wall second,
+//     low 32 bits of the Raft index), t: term}.
+//   - Authentication between members (MongoDB's keyFile), member health
+//     seen from secondaries (replSetGetStatus on a secondary shows the
+//     others UNKNOWN), priorities, replSetStepDown force, and an index
+//     build resumed by a new primary (one started at open on a secondary
+//     would write locally).
+//   - A member's writes made before New installs the hook (engine.Open's
+//     start-timestamp record, --document-id-unique-prefix) are local to
+//     it; they touch only the s/ keyspace.
+package replset

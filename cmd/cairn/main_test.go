@@ -52,7 +52,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"serve", "--enableMajorityReadConcern"}, 2, "", "--enableMajorityReadConcern is mongod's, but Cairn does not support it"},
 		{[]string{"serve", "--help"}, 0, "--replSet NAME", ""},
 		{[]string{"serve", "--oplogSize", "0"}, 2, "", "--oplogSize must be a positive number of megabytes"},
-		{[]string{"serve", "--help"}, 0, "Replication options [replication]:\n      --oplogSize", ""},
+		{[]string{"serve", "--help"}, 0, "Replication options [replication]:\n      --replSet NAME", ""},
 		{[]string{"serve", "--bindip", "0.0.0.0"}, 2, "", "unknown flag --bindip (did you mean --bind_ip?)"},
 		{[]string{"serve", "--frobnicate"}, 2, "", "unknown flag --frobnicate\n"},
 		{[]string{"serve", "--port", "70000"}, 2, "", "--port must be an integer from 0 to 65535"},

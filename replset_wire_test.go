@@ -82,8 +82,10 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 	waitHealthy(t, hosts, 3)
 
 	uri := "mongodb://" + hosts[0] + "," + hosts[1] + "," + hosts[2] + "/?replicaSet=rs0"
-	// TODO(sess): retryable writes need txnNumber (logical sessions).
-	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetRetryWrites(false).
+	// Retryable writes (the driver's default): each insert carries lsid and
+	// txnNumber, and its record rides in its commit group, so a retry on
+	// the new primary answers from the record instead of inserting twice.
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetRetryWrites(true).
 		SetServerSelectionTimeout(20 * time.Second).SetWriteConcern(writeconcern.Majority()))
 	if err != nil {
 		t.Fatal(err)

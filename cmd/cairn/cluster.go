@@ -118,7 +118,7 @@ func clusterUp(n, port int, root, name string, out io.Writer) error {
 		fmt.Fprint(out, ".")
 		time.Sleep(250 * time.Millisecond)
 	}
-	fmt.Fprintf(out, "\nreplica set %s is up: mongodb://%s/?replicaSet=%s&retryWrites=false\n(retryable writes need logical sessions, which Cairn does not have yet)\nCtrl-C stops it.\n", name, strings.Join(hosts, ","), name)
+	fmt.Fprintf(out, "\nreplica set %s is up: mongodb://%s/?replicaSet=%s\nCtrl-C stops it.\n", name, strings.Join(hosts, ","), name)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	<-sigs

@@ -3,6 +3,7 @@ package replset
 import (
 	"context"
 	"encoding/binary"
+	"github.com/cairndb/cairn/internal/engine"
 	"net"
 	"os"
 	"slices"
@@ -99,7 +100,7 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 	if self.Votes == 0 {
 		return invalid("This node, %s, with _id %d is not electable under the new configuration with {version: %d, term: 0} for replica set %s", self.Host, self.ID, cfg.Version, cfg.Name)
 	}
-	if len(m.eng.Catalog().Collections("")) > 0 && len(cfg.Members) > 1 {
+	if holdsUserData(m.eng) && len(cfg.Members) > 1 {
 		return mongoerr.New(mongoerr.IllegalOperation, "this node holds data: new members would need a snapshot of it, which Cairn cannot send yet; initiate a set on empty members")
 	}
 	for _, mc := range cfg.Members {
@@ -397,4 +398,16 @@ func (m *Member) CanRead(secondaryOk bool) error {
 		return mongoerr.New(mongoerr.NotPrimaryNoSecondaryOk, "not primary and secondaryOk=false")
 	}
 	return mongoerr.New(mongoerr.NotPrimaryOrSecondary, "node is not in primary or recovering state")
+}
+
+// holdsUserData reports whether the member holds collections of its own:
+// every node makes local.oplog.rs and the config database's collections
+// itself, the same on every member, so those do not count.
+func holdsUserData(eng *engine.Engine) bool {
+	for _, c := range eng.Catalog().Collections("") {
+		if c.DB != "local" && c.DB != "config" {
+			return true
+		}
+	}
+	return false
 }

@@ -110,10 +110,13 @@
 //     stronger guarantee at majority's latency).
 //   - Read concerns snapshot and afterClusterTime (refused);
 //     maxStalenessSeconds is the drivers' (they read lastWrite).
-//   - TODO(sess): logical sessions and retryable writes (drivers must
-//     connect with retryWrites=false until then), the oplog and cluster
-//     time; opTimes here are a stand-in: {ts: (primary's wall second,
-//     low 32 bits of the Raft index), t: term}.
+//   - opTimes in hello and replSetGetStatus are a stand-in: {ts:
+//     (primary's wall second, low 32 bits of the Raft index), t: term};
+//     they should be the applied group's cluster time (storage's
+//     LastCommitted), which the oplog's ts already is. Sessions and
+//     retryable writes work (their records replicate in the write's
+//     group); a secondary's session-table flush to config.system.sessions
+//     is refused there (only the primary writes) and logged.
 //   - Authentication between members (MongoDB's keyFile), member health
 //     seen from secondaries (replSetGetStatus on a secondary shows the
 //     others UNKNOWN), priorities, replSetStepDown force, and an index

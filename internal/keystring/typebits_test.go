@@ -49,11 +49,23 @@ func TestTypeBitsRoundTrip(t *testing.T) {
 	}
 }
 
-// sameBytes compares two values byte for byte, except NaNs: keys keep one
-// NaN per type, not its payload (as MongoDB's do).
+// sameBytes compares two values byte for byte, except NaNs, at any depth:
+// keys keep one NaN per type, not its payload (as MongoDB's do).
 func sameBytes(a, b bsoncore.Value) bool {
 	if a.Type == bsoncore.TypeDouble && b.Type == bsoncore.TypeDouble && math.IsNaN(a.Double()) && math.IsNaN(b.Double()) {
 		return true
+	}
+	if a.Type == b.Type && (a.Type == bsoncore.TypeEmbeddedDocument || a.Type == bsoncore.TypeArray) {
+		ae, err1 := bsoncore.Document(a.Data).Elements()
+		be, err2 := bsoncore.Document(b.Data).Elements()
+		if err1 == nil && err2 == nil && len(ae) == len(be) {
+			for i := range ae {
+				if ae[i].Key() != be[i].Key() || !sameBytes(ae[i].Value(), be[i].Value()) {
+					return false
+				}
+			}
+			return true
+		}
 	}
 	return a.Type == b.Type && bytes.Equal(a.Data[:mustLen(a)], b.Data[:mustLen(b)])
 }

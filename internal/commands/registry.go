@@ -79,7 +79,7 @@ func init() {
 	findArgs = append(findArgs, "awaitData")
 	findNotYet := args("oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
-		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max"),
+		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max versioning versionField"),
 		notYet: args("storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
@@ -96,7 +96,7 @@ func init() {
 			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation hint"), nested: cursor, unstable: args("explain"), strict: strictPipeline},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages timeseries")},
+		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax versioning"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages timeseries")},
 		"collStats":               {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":       {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"cloneCollectionAsCapped": {run: cmdCloneCollectionAsCapped, kind: kindWrite, help: "copy a collection into a new capped collection", fields: args("toCollection size")},

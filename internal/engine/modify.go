@@ -17,6 +17,11 @@ type Action struct {
 	// BypassValidation stores Replace without checking the collection's
 	// validator (bypassDocumentValidation).
 	BypassValidation bool
+	// Replacement says Replace is a whole new document (a replacement
+	// update, $merge) rather than the result of update operators: in a
+	// versioned collection its version field is overwritten, where an
+	// update that changes it is refused (ImmutableField).
+	Replacement bool
 }
 
 // ModifyResult counts what a Modify did.
@@ -86,6 +91,9 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 	switch {
 	case act.Delete:
 		tx.Delete(key)
+		if ver, ok := e.versioningOfNS(ns); ok {
+			e.recordVersion(tx, storage.CollectionOfKey(key), idKey, versionOf(cur, ver.Field)+1, opDelete, nil)
+		}
 		if err := e.indexDelete(tx, ns, cur, idKey); err != nil {
 			tx.RollbackTo(sp)
 			return err
@@ -102,13 +110,29 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 		if err != nil {
 			return err
 		}
-		if string(next) == string(cur) {
+		ver, versioned := e.versioningOfNS(ns)
+		var v uint64
+		if versioned {
+			if next, v, err = versionReplace(ver, cur, next, act.Replacement); err != nil {
+				return err
+			}
+			if next == nil {
+				return nil // a no-op update writes nothing
+			}
+		} else if string(next) == string(cur) {
 			return nil // a no-op update writes nothing
 		}
 		if err := e.validateUpdate(ns, cur, next, act.BypassValidation); err != nil {
 			return err
 		}
 		tx.Set(key, next)
+		if versioned {
+			op := opUpdate
+			if act.Replacement {
+				op = opReplace
+			}
+			e.recordVersion(tx, storage.CollectionOfKey(key), idKey, v, op, next)
+		}
 		if err := e.indexReplace(tx, ns, cur, next, idKey); err != nil {
 			tx.RollbackTo(sp)
 			return err

@@ -155,7 +155,7 @@ func (m *merger) one(res *MergeResult, i int, doc bsoncore.Document, fn func(int
 			return mongoerr.New(mongoerr.InternalError, "stored document without _id in %s", m.ns)
 		}
 		var mr ModifyResult
-		if err := m.e.applyAction(m.tx, &mr, m.ns, m.key, idKey, id, cur, Action{Replace: act.Replace, BypassValidation: act.BypassValidation}); err != nil {
+		if err := m.e.applyAction(m.tx, &mr, m.ns, m.key, idKey, id, cur, Action{Replace: act.Replace, BypassValidation: act.BypassValidation, Replacement: true}); err != nil {
 			return err
 		}
 		res.Modified += mr.Modified

@@ -132,6 +132,14 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 		}
 	}
 	sp := tx.Savepoint()
+	if ver, ok := e.versioningOfNS(ns); ok {
+		// "History follows documents": the version field and the first
+		// (or next, after a delete) version go in with the document.
+		if p.doc, err = e.versionInsert(tx, ver, collID, p.idKey, p.doc); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
+	}
 	tx.Set(key, p.doc)
 	e.tails.raise(collID, key)
 	if err := e.indexInsert(tx, ns, p.doc, p.idKey); err != nil {

@@ -11,6 +11,7 @@
 //	d <collID> <keystring(_id)>            → document BSON
 //	i <indexID> <keys…> [<keystring(_id)>] → empty, or _id for a unique index
 //	n <collID> <kind> <…>                  → a capped collection's insertion order
+//	h <collID> <keystring(_id)> <^version> → a versioned document's version
 //	m <…>                                  → catalog records
 //	s <…>                                  → sequences, server parameters, format marker
 //

@@ -11,6 +11,9 @@ const (
 	// SpaceNatural holds a capped collection's insertion order (package
 	// engine, capped.go): n <collID> then a record kind and its key.
 	SpaceNatural byte = 'n'
+	// SpaceHistory holds a versioned collection's document versions
+	// (package engine, history.go): h <collID> <keystring(_id)> <^version>.
+	SpaceHistory byte = 'h'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.
@@ -23,6 +26,23 @@ func Prefix(dst []byte, space byte, id uint64) []byte {
 // _id is idKey.
 func DocKey(dst []byte, collID uint64, idKey []byte) []byte {
 	return append(Prefix(dst, SpaceDocument, collID), idKey...)
+}
+
+// HistoryKey appends the key of version v of the document of collection
+// collID whose encoded _id is idKey. The version is stored complemented,
+// big-endian, so a document's versions sort newest first and "the newest
+// version ≤ n" is one seek to HistoryKey(…, n).
+func HistoryKey(dst []byte, collID uint64, idKey []byte, v uint64) []byte {
+	dst = append(Prefix(dst, SpaceHistory, collID), idKey...)
+	return binary.BigEndian.AppendUint64(dst, ^v)
+}
+
+// HistoryVersion returns the version a history key ends with.
+func HistoryVersion(key []byte) uint64 {
+	if len(key) < 8 {
+		return 0
+	}
+	return ^binary.BigEndian.Uint64(key[len(key)-8:])
 }
 
 // PrefixEnd returns the smallest key greater than every key that starts with
@@ -66,10 +86,23 @@ func keyspaceEnd(key []byte) []byte {
 		return nil
 	}
 	switch key[0] {
-	case SpaceDocument, SpaceIndex, SpaceNatural:
+	case SpaceDocument, SpaceIndex, SpaceNatural, SpaceHistory:
 		if _, n := binary.Uvarint(key[1:]); n > 0 {
 			return PrefixEnd(key[:1+n])
 		}
 	}
 	return PrefixEnd(key[:1])
+}
+
+// CollectionOfKey returns the collection or index id a key of an id-keyed
+// keyspace (d, i, n, h) starts with; 0 for any other key.
+func CollectionOfKey(key []byte) uint64 {
+	if len(key) < 2 {
+		return 0
+	}
+	id, n := binary.Uvarint(key[1:])
+	if n <= 0 {
+		return 0
+	}
+	return id
 }

@@ -338,7 +338,7 @@ func cmdTransactionEnd(_ context.Context, _ *Session, req *Request, _ []byte) (b
 }
 
 // strictPipeline refuses, under apiStrict, the stages outside API version
-// 1 that Cairn has ($currentOp and $indexStats never are; $collStats only
+// 1 that Cairn has ($currentOp, $indexStats and Cairn's $versions never are; $collStats only
 // with count), at any depth ($facet, $lookup and $unionWith pipelines).
 func strictPipeline(req *Request) error {
 	stages, err := req.Docs("pipeline")
@@ -356,7 +356,7 @@ func strictStages(stages []bsoncore.Document) error {
 		}
 		name, arg := el.Key(), el.Value()
 		switch name {
-		case "$currentOp", "$indexStats":
+		case "$currentOp", "$indexStats", "$versions":
 			return mongoerr.New(mongoerr.APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", name)
 		case "$collStats":
 			if d, ok := arg.DocumentOK(); ok {

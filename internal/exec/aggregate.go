@@ -60,7 +60,12 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		p = p.WithoutOutput()
 	}
 	var input agg.Source
-	if !a.Collectionless {
+	if !a.Collectionless && startsWithVersions(a.Stages) {
+		// The history is the input; $versions passes it through.
+		if input, err = e.openVersions(ctx, a.NS, a.Stages); err != nil {
+			return nil, err
+		}
+	} else if !a.Collectionless {
 		sel, rest, err := PushDown(a.NS, a.Stages)
 		if err != nil {
 			return nil, err

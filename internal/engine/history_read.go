@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// Reads of a versioned collection's history (history.go) from a Reader's
+// snapshot: the $versions scan and as-of reads.
+
+// Versioning returns the collection's versioning as the reader's catalog
+// holds it; ok is false for an unversioned (or missing) collection.
+func (r *Reader) Versioning() (Versioning, bool) { return VersioningOf(r.coll) }
+
+// VersionBounds narrow a history scan: one document (IDKey, its encoded
+// _id; nil: every document) and a range of versions [VLo, VHi] (0 and
+// math.MaxUint64 when unbounded).
+type VersionBounds struct {
+	IDKey    []byte
+	VLo, VHi uint64
+}
+
+// AllVersions are bounds that cover the whole history.
+var AllVersions = VersionBounds{VHi: math.MaxUint64}
+
+// VersionCursor walks the history, by _id, each document's versions newest
+// first. It counts the keys it reads (KeysExamined).
+type VersionCursor struct {
+	it           *storage.Iter
+	prefixLen    int
+	b            VersionBounds
+	started      bool
+	prevID       []byte // the _id of the version read before the current one
+	prevFrom     uint64 // its validFrom
+	KeysExamined int64
+}
+
+// Versions opens a scan of the history within b. An unversioned or missing
+// collection yields nothing.
+func (r *Reader) Versions(b VersionBounds) (*VersionCursor, error) {
+	c := &VersionCursor{b: b}
+	if r.coll == nil {
+		return c, nil
+	}
+	prefix := storage.Prefix(nil, storage.SpaceHistory, r.coll.ID)
+	c.prefixLen = len(prefix)
+	lo, hi := prefix, storage.PrefixEnd(prefix)
+	if b.IDKey != nil {
+		// Start one version above VHi so that the first version returned
+		// knows its validTo (the next version's validFrom).
+		start := b.VHi
+		if start < math.MaxUint64 {
+			start++
+		}
+		lo = storage.HistoryKey(nil, r.coll.ID, b.IDKey, start)
+		hi = storage.PrefixEnd(storage.HistoryKey(nil, r.coll.ID, b.IDKey, b.VLo))
+	}
+	it, err := r.snap.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	c.it = it
+	return c, nil
+}
+
+// Next returns the next version within the bounds; ok is false at the end.
+// The version's slices alias the cursor's iterator until the next call.
+func (c *VersionCursor) Next() (v Version, ok bool, err error) {
+	if c.it == nil {
+		return Version{}, false, nil
+	}
+	for {
+		var moved bool
+		if !c.started {
+			moved, c.started = c.it.First(), true
+		} else {
+			moved = c.it.Next()
+		}
+		if !moved {
+			return Version{}, false, nil
+		}
+		c.KeysExamined++
+		val, err := c.it.Value()
+		if err != nil {
+			return Version{}, false, err
+		}
+		v, err = decodeRecord(c.it.Key(), val, c.prefixLen)
+		if err != nil {
+			return Version{}, false, err
+		}
+		if c.prevID != nil && string(c.prevID) == string(v.IDKey) {
+			v.ValidTo = c.prevFrom
+		}
+		c.prevID = append(c.prevID[:0], v.IDKey...)
+		c.prevFrom = v.ValidFrom
+		if v.V < c.b.VLo || v.V > c.b.VHi {
+			continue // the version above the range, read for its validFrom
+		}
+		return v, true, nil
+	}
+}
+
+// Close releases the cursor.
+func (c *VersionCursor) Close() error {
+	if c.it == nil {
+		return nil
+	}
+	return c.it.Close()
+}

@@ -5,6 +5,9 @@ package mongoerr
 // error_codes.yml, kept in names; every other code is a "location" code,
 // whose codeName is Location<code> (Code.Name). TestCodeTable checks both.
 const (
+	// Cluster time (package hlc).
+	ClusterTimeFailsRateLimiter Code = 205 // hlc: an observed cluster time too far ahead of the wall clock
+
 	// Replication, network and FCV codes raised only through the failCommand
 	// fail point (which may raise any code) or setFeatureCompatibilityVersion.
 	HostUnreachable                 Code = 6

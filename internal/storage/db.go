@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/cairndb/cairn/internal/failpoint"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -51,6 +53,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Hooks observe committed and failed groups (may be nil).
 	Hooks *Hooks
+	// Clock issues the cluster times of commit groups ([Txn.Tick]).
+	// Default: a clock of its own on the system's wall clock. The store
+	// raises it at open to the highest time a committed group used
+	// (invariant "Cluster time survives restart").
+	Clock *hlc.Clock
 	// FailPoints holds the named fail points of this store's server
 	// (failpoint.StorageFailBeforeCommit, StorageFailAfterCommit). Default:
 	// a registry of its own.
@@ -75,6 +82,13 @@ type DB struct {
 	// leaked (an abandoned client cursor) instead of Pebble failing on them.
 	openMu sync.Mutex
 	open   map[io.Closer]struct{}
+
+	// lastCommitted is the highest cluster time used by an acknowledged
+	// group (LastCommitted).
+	lastCommitted atomic.Uint64
+
+	// intents are the keys open transactions wrote (transaction.go).
+	intents intents
 
 	closeOnce sync.Once
 	closeErr  error
@@ -110,12 +124,23 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		_ = pdb.Close()
 		return nil, err
 	}
+	if opts.Clock == nil {
+		opts.Clock = hlc.NewClock(nil, 0)
+	}
+	floor, err := readClusterTime(pdb, dir)
+	if err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
+	opts.Clock.Restore(floor)
 	db = &DB{pdb: pdb, opts: opts, wal: wal, open: map[io.Closer]struct{}{}, lastSync: time.Now()}
+	db.lastCommitted.Store(uint64(floor))
 	if opts.FailPoints == nil {
 		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
 	}
 	db.opts.FailPoints = opts.FailPoints
 	db.pipe = startPipeline(pdb, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes))
+	db.pipe.clock, db.pipe.lastCommitted = opts.Clock, &db.lastCommitted
 	if wal != nil {
 		db.stopSync = make(chan struct{})
 		db.syncDone.Add(1)
@@ -233,6 +258,36 @@ func checkFormat(pdb *pebble.DB, dir string) error {
 	}
 	return pdb.Set(key, []byte(formatMarker), pebble.Sync)
 }
+
+// clusterTimeKey holds the highest cluster time a committed group used,
+// written in that group's batch.
+var clusterTimeKey = SystemKey("clusterTime")
+
+// readClusterTime returns the highest cluster time a committed group used
+// (zero for a new store).
+func readClusterTime(pdb *pebble.DB, dir string) (hlc.Timestamp, error) {
+	val, closer, err := pdb.Get(clusterTimeKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	defer closer.Close()
+	ts, ok := hlc.FromBinary(val)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s: cluster time record is %d bytes, want 8", ErrCorrupt, dir, len(val))
+	}
+	return ts, nil
+}
+
+// Clock is the store's cluster time clock (Options.Clock).
+func (db *DB) Clock() *hlc.Clock { return db.opts.Clock }
+
+// LastCommitted is the highest cluster time used by a commit group that is
+// durable and acknowledged (or, after a restart, recovered): a read that
+// starts now sees every change stamped at or below it.
+func (db *DB) LastCommitted() hlc.Timestamp { return hlc.Timestamp(db.lastCommitted.Load()) }
 
 // syncLoop makes the write-ahead log durable every interval when commits are
 // acknowledged without a sync.
@@ -367,7 +422,7 @@ func (db *DB) releaseLeaked() {
 			if invariants.Enabled {
 				db.opts.Logger.Warn("iterator left open", "opened", v.cc.Origin())
 			}
-			_ = v.it.Close()
+			_ = v.release()
 		case *Snapshot:
 			if invariants.Enabled {
 				db.opts.Logger.Warn("snapshot left open", "opened", v.cc.Origin())

@@ -91,6 +91,49 @@
 // also tell [Txn.OnPipeline] truthfully and pass each group's touched keys
 // to [Hooks.Verify].
 //
+// Invariant "Cluster time survives restart": a request takes cluster times
+// for its changes with [Txn.Tick] (package hlc: strictly rising); a group
+// that took any writes the highest of them under s/clusterTime in its own
+// batch, so it is durable exactly when the changes stamped with it are, and
+// [Open] raises the clock to it: no time used by a durable change is issued
+// again, whatever the wall clock did meanwhile. [DB.LastCommitted] is the
+// highest time of an acknowledged group. TestClusterTimeSurvivesRestart
+// (clean close and power cut); builds with the invariants tag also check
+// that each group's time rises above the last committed one.
+//
+// # Transactions
+//
+// [DB.Begin] opens a multi-statement [Transaction]: a Pebble snapshot plus
+// the transaction's own writes, kept in memory (an indexed batch that only
+// orders them, and a map of each key's latest write). Statements run with
+// [Transaction.Run] against the same [Txn] API as pipeline requests; Commit
+// replays the write set in one pipeline request.
+//
+// Invariant "Snapshot isolation": a transaction reads the store as of
+// Begin plus its own writes, never a change committed since; an iterator
+// shows its own writes made before it opened (mergeIter: the two inputs
+// never share a key). Reads are not validated at commit, so write skew is
+// possible, as under MongoDB's snapshot isolation. TestTransaction-
+// MergedViewModel (random writes and walks against a model).
+//
+// Invariant "First writer wins": a statement's write to a key that another
+// open transaction wrote, or whose committed value differs from the
+// snapshot's, fails with ErrWriteConflict at once; at commit every written
+// key is compared with the snapshot again inside the pipeline request
+// (requests run one at a time), so a commit never overwrites a change made
+// after its snapshot. Values are compared, so a key changed and changed
+// back to the same bytes does not conflict: the transaction's write is
+// then as if it had begun after that change. Unlike MongoDB, a write
+// outside any transaction does not wait for a transaction holding the key:
+// it goes first and the transaction fails at commit.
+// TestTransactionConflicts.
+//
+// Invariant "All or nothing per transaction": the whole write set, and
+// what the caller adds in the same request (Commit's also: the session
+// record, the change log entry), is one request of one group: durable and
+// visible together or not at all. TestTransactionCommitDurable,
+// TestTransactionStatementAtomic.
+//
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's
 // writes become visible to readers inside its batch commit, before

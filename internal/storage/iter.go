@@ -12,31 +12,72 @@ type Iter struct {
 	db *DB
 	cc invariants.CloseChecker // "Closed once"; empty without the invariants tag
 	it *pebble.Iterator
+	m  *mergeIter // a transaction's view instead of it (Transaction.NewIter)
 }
 
 // First moves to the first key; it reports whether there is one.
-func (i *Iter) First() bool { return i.it.First() }
+func (i *Iter) First() bool {
+	if i.m != nil {
+		return i.m.First()
+	}
+	return i.it.First()
+}
 
 // Last moves to the last key; it reports whether there is one.
-func (i *Iter) Last() bool { return i.it.Last() }
+func (i *Iter) Last() bool {
+	if i.m != nil {
+		return i.m.Last()
+	}
+	return i.it.Last()
+}
 
 // SeekGE moves to the first key >= key.
-func (i *Iter) SeekGE(key []byte) bool { return i.it.SeekGE(key) }
+func (i *Iter) SeekGE(key []byte) bool {
+	if i.m != nil {
+		return i.m.SeekGE(key)
+	}
+	return i.it.SeekGE(key)
+}
 
 // Next moves forward; it reports whether a key is there.
-func (i *Iter) Next() bool { return i.it.Next() }
+func (i *Iter) Next() bool {
+	if i.m != nil {
+		return i.m.Next()
+	}
+	return i.it.Next()
+}
 
 // Prev moves backward; it reports whether a key is there.
-func (i *Iter) Prev() bool { return i.it.Prev() }
+func (i *Iter) Prev() bool {
+	if i.m != nil {
+		return i.m.Prev()
+	}
+	return i.it.Prev()
+}
 
 // Valid reports whether the iterator is on a key.
-func (i *Iter) Valid() bool { return i.it.Valid() }
+func (i *Iter) Valid() bool {
+	if i.m != nil {
+		return i.m.Valid()
+	}
+	return i.it.Valid()
+}
 
 // Key is the current key.
-func (i *Iter) Key() []byte { return i.it.Key() }
+func (i *Iter) Key() []byte {
+	if i.m != nil {
+		return i.m.Key()
+	}
+	return i.it.Key()
+}
 
 // Value is the current value.
-func (i *Iter) Value() ([]byte, error) { return i.it.ValueAndErr() }
+func (i *Iter) Value() ([]byte, error) {
+	if i.m != nil {
+		return i.m.Value()
+	}
+	return i.it.ValueAndErr()
+}
 
 // Close releases the iterator and reports any error met while iterating.
 func (i *Iter) Close() error {
@@ -45,6 +86,14 @@ func (i *Iter) Close() error {
 	}
 	if i.db != nil { // iterators over a request's group are not tracked
 		i.db.untrack(i)
+	}
+	return i.release()
+}
+
+// release closes what the iterator reads from.
+func (i *Iter) release() error {
+	if i.m != nil {
+		return i.m.Close()
 	}
 	return i.it.Close()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/cairndb/cairn/internal/failpoint"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -56,6 +57,9 @@ var requestPool = sync.Pool{New: func() any { return &request{done: make(chan st
 type flight struct {
 	group []*request
 	batch *pebble.Batch // set while the completer owns the group
+	// maxTick is the highest cluster time the group's requests took
+	// (Txn.Tick); zero when none did.
+	maxTick hlc.Timestamp
 	// touched collects the point keys of the group's applied requests for
 	// Hooks.Verify; used only with invariants.Enabled.
 	touched [][]byte
@@ -81,6 +85,11 @@ type pipeline struct {
 	sizeHint int
 
 	groups groupStats // groupstats.go
+
+	// clock issues cluster times (Txn.Tick); lastCommitted is the store's
+	// highest acknowledged one (DB.LastCommitted), advanced by finish.
+	clock         *hlc.Clock
+	lastCommitted *atomic.Uint64
 	// syncing hands a committed group to the completer goroutine; synced
 	// says it is done with it (synced, published, acknowledged). inFlight
 	// is true between the two; only the pipeline goroutine reads it.
@@ -256,6 +265,8 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	if invariants.Enabled {
 		f.touched = f.touched[:0]
 	}
+	f.maxTick = 0
+	txn.clock, txn.flight = p.clock, f
 	apply := func(r *request) {
 		txn.reset(batch)
 		if invariants.Enabled {
@@ -341,8 +352,15 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		return false
 	}
 	if batch.Empty() {
+		f.maxTick = 0 // times taken by requests that wrote nothing: unused
 		p.finish(f)
 		return false
+	}
+	if f.maxTick != 0 {
+		// Invariant "Cluster time survives restart": the group's highest
+		// time is durable exactly when its changes are.
+		var buf [8]byte
+		batch.Set(clusterTimeKey, f.maxTick.AppendBinary(buf[:0]), nil)
 	}
 	// Pebble's ApplyNoSyncWait (marked experimental: the API CockroachDB
 	// uses to pipeline its syncs) makes the batch visible and queues its
@@ -397,6 +415,12 @@ func (p *pipeline) finish(f *flight) {
 			}
 			return
 		}
+	}
+	if f.maxTick != 0 {
+		if invariants.Enabled && uint64(f.maxTick) <= p.lastCommitted.Load() {
+			panic(fmt.Sprintf("storage: group's cluster time %v is not above the last committed %v", f.maxTick, hlc.Timestamp(p.lastCommitted.Load())))
+		}
+		p.lastCommitted.Store(uint64(f.maxTick))
 	}
 	if p.hooks != nil && p.hooks.Committed != nil {
 		p.hooks.Committed()

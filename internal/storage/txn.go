@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -39,6 +40,25 @@ type Txn struct {
 	hooks  []hook
 	arena  []byte
 	gid    uint64 // the pipeline goroutine while a request runs; invariants builds only
+	clock  *hlc.Clock
+	flight *flight // the group the request belongs to
+	// tx, when set, is the transaction this is one statement of
+	// (Transaction.Run): reads see its view, not a group's batch.
+	tx *Transaction
+}
+
+// Tick returns a new cluster time for one change the request makes: above
+// every time issued before, in this group or any earlier one, and persisted
+// with the group so no restart issues it again (invariant "Cluster time
+// survives restart"). Times a request takes and then fails with are
+// skipped, not reused. Call it only from the request's function.
+func (t *Txn) Tick() hlc.Timestamp {
+	if t.tx != nil {
+		panic("storage: a transaction statement takes no cluster time; its changes take the commit's")
+	}
+	ts := t.clock.Now()
+	t.flight.maxTick = ts
+	return ts
 }
 
 // OnPipeline reports whether the caller runs inside one of this Txn's
@@ -91,6 +111,9 @@ func (t *Txn) Get(dst, key []byte) ([]byte, bool, error) {
 	}
 	if t.rangeDeletedAfter(key, -1) {
 		return dst, false, nil
+	}
+	if t.tx != nil {
+		return t.tx.Get(dst, key)
 	}
 	return get(t.batch, dst, key)
 }
@@ -204,6 +227,9 @@ func (t *Txn) applyTo(b *pebble.Batch) error {
 // request's own writes (they join the group only when it returns). An index
 // build reads the documents it indexes through it.
 func (t *Txn) NewIter(lower, upper []byte) (*Iter, error) {
+	if t.tx != nil {
+		return t.tx.NewIter(lower, upper)
+	}
 	it, err := t.batch.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err

@@ -1,10 +1,6 @@
 package storage
 
-import (
-	"bytes"
-
-	"github.com/cockroachdb/pebble/v2"
-)
+import "bytes"
 
 // FirstWithPrefix returns a key that starts with prefix, other than except,
 // as this request sees it (the group's store and this request's own
@@ -17,7 +13,7 @@ func (t *Txn) FirstWithPrefix(prefix, except []byte) ([]byte, error) {
 			return append([]byte(nil), o.key...), nil
 		}
 	}
-	it, err := t.batch.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
+	it, err := t.NewIter(prefix, PrefixEnd(prefix))
 	if err != nil {
 		return nil, err
 	}

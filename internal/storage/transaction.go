@@ -1,0 +1,271 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/cairndb/cairn/internal/invariants"
+)
+
+// ErrWriteConflict fails a transaction's statement or commit whose write
+// meets a change it must not overwrite (invariant "First writer wins"):
+// another open transaction wrote the key, or the key changed since the
+// transaction's snapshot. The transaction is unchanged by the failed
+// statement; the caller aborts it (MongoDB: WriteConflict, 112, with the
+// TransientTransactionError label, so the whole transaction may be retried).
+var ErrWriteConflict = errors.New("storage: write conflict")
+
+// ErrTransactionDone is returned by a transaction used after its Commit or
+// Abort.
+var ErrTransactionDone = errors.New("storage: transaction already committed or aborted")
+
+// ownWrite is a transaction's latest write of one key.
+type ownWrite struct {
+	seq   int // the number of keys the transaction had written before it
+	value []byte
+	del   bool
+}
+
+// Transaction is a multi-statement transaction: it reads the store as it
+// was at Begin plus its own writes, and its writes reach the store all at
+// once at Commit, in one commit-pipeline request, or never.
+//
+// A Transaction is used by one goroutine at a time (a session runs its
+// statements one after another).
+type Transaction struct {
+	db   *DB
+	snap *pebble.Snapshot
+	// writes orders the transaction's written keys for iteration (an
+	// indexed batch used only as a sorted container, never committed);
+	// own holds each key's latest write for reads and for Commit.
+	writes *pebble.Batch
+	own    map[string]*ownWrite
+	done   bool
+	cc     invariants.CloseChecker // every Transaction ends once
+}
+
+// intents are the keys written by open transactions ("First writer wins").
+type intents struct {
+	mu    sync.Mutex
+	owner map[string]*Transaction
+}
+
+// Begin starts a transaction reading everything committed so far. End it
+// with Commit or Abort.
+func (db *DB) Begin() *Transaction {
+	tx := &Transaction{db: db, snap: db.pdb.NewSnapshot(), writes: db.pdb.NewIndexedBatch(), own: map[string]*ownWrite{}}
+	if invariants.Enabled {
+		tx.cc.Opened()
+	}
+	return tx
+}
+
+// Len is the number of distinct keys the transaction has written.
+func (tx *Transaction) Len() int { return len(tx.own) }
+
+// Get appends the value of key as the transaction sees it to dst.
+func (tx *Transaction) Get(dst, key []byte) ([]byte, bool, error) {
+	if w, ok := tx.own[string(key)]; ok {
+		if w.del {
+			return dst, false, nil
+		}
+		return append(dst, w.value...), true, nil
+	}
+	return get(tx.snap, dst, key)
+}
+
+// NewIter iterates keys in [lower, upper) as the transaction sees them
+// when it opens: the snapshot plus the transaction's writes so far.
+func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
+	if tx.done {
+		return nil, ErrTransactionDone
+	}
+	opts := &pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+	own, err := tx.writes.NewBatchOnlyIter(context.Background(), opts)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := tx.snap.NewIter(opts)
+	if err != nil {
+		_ = own.Close()
+		return nil, err
+	}
+	upTo := len(tx.own)
+	m := &mergeIter{own: own, snap: snap, hidden: func(key []byte) bool {
+		w, ok := tx.own[string(key)]
+		return ok && w.seq < upTo
+	}}
+	i := &Iter{m: m}
+	if invariants.Enabled {
+		i.cc.Opened()
+	}
+	return i, nil
+}
+
+// Run runs one statement of the transaction: fn reads the transaction's
+// view through the Txn it gets and writes through it; its writes join the
+// transaction only if fn returns nil and none of them conflicts ("First
+// writer wins"), otherwise the transaction is as before the statement (its
+// OnUndo hooks run). Range deletions and cluster times (Tick) are not
+// available to statements: a transaction's changes take their time at
+// commit.
+func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
+	if tx.done {
+		return ErrTransactionDone
+	}
+	t := &Txn{tx: tx}
+	err = func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("storage: transaction statement panicked: %v\n%s", r, debug.Stack())
+			}
+		}()
+		return fn(t)
+	}()
+	if err == nil {
+		err = tx.claim(t)
+	}
+	if err != nil {
+		t.undo(0)
+		return err
+	}
+	for _, o := range t.ops {
+		w := tx.own[string(o.key)]
+		if w == nil {
+			w = &ownWrite{seq: len(tx.own)}
+			tx.own[string(o.key)] = w
+		}
+		w.del = o.kind == opDelete
+		w.value = append(w.value[:0], o.value...)
+		if w.del {
+			err = tx.writes.Delete(o.key, nil)
+		} else {
+			err = tx.writes.Set(o.key, o.value, nil)
+		}
+		if err != nil {
+			return err // the in-memory batch only fails on misuse
+		}
+	}
+	return nil
+}
+
+// claim checks the statement's new keys for conflicts and records them as
+// the transaction's intents: a key another open transaction holds, or
+// whose committed value is no longer the snapshot's, is a conflict.
+func (tx *Transaction) claim(t *Txn) error {
+	in := &tx.db.intents
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var fresh []string
+	for _, o := range t.ops {
+		if o.kind == opDeleteRange {
+			return errors.New("storage: range deletions are not allowed in a transaction")
+		}
+		k := string(o.key)
+		if _, mine := tx.own[k]; mine {
+			continue
+		}
+		if owner, held := in.owner[k]; held && owner != tx {
+			return ErrWriteConflict
+		}
+		changed, err := tx.changedSince(o.key, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+		if err != nil {
+			return err
+		}
+		if changed {
+			return ErrWriteConflict
+		}
+		fresh = append(fresh, k)
+	}
+	if in.owner == nil {
+		in.owner = map[string]*Transaction{}
+	}
+	for _, k := range fresh {
+		in.owner[k] = tx
+	}
+	return nil
+}
+
+// changedSince reports whether key's value as read reads differs from the
+// snapshot's (present or not, and its bytes).
+func (tx *Transaction) changedSince(key []byte, read func(dst, key []byte) ([]byte, bool, error)) (bool, error) {
+	then, thenOK, err := get(tx.snap, nil, key)
+	if err != nil {
+		return false, err
+	}
+	now, nowOK, err := read(nil, key)
+	if err != nil {
+		return false, err
+	}
+	return thenOK != nowOK || !bytes.Equal(then, now), nil
+}
+
+// Commit applies every write of the transaction in one commit-pipeline
+// request ("All or nothing"), after checking in that request — where
+// requests run one at a time — that no written key changed since the
+// snapshot ("First writer wins"); a conflict fails the commit with
+// ErrWriteConflict and writes nothing. also, when not nil, runs in the same
+// request after the transaction's writes: what must commit with them (the
+// session's transaction record, the change log entry; it may Tick). The
+// transaction ends either way.
+func (tx *Transaction) Commit(also func(*Txn) error) error {
+	if tx.done {
+		return ErrTransactionDone
+	}
+	defer tx.end()
+	if len(tx.own) == 0 && also == nil {
+		return nil
+	}
+	return tx.db.Write(func(t *Txn) error {
+		for k, w := range tx.own {
+			key := []byte(k)
+			changed, err := tx.changedSince(key, t.Get)
+			if err != nil {
+				return err
+			}
+			if changed {
+				return ErrWriteConflict
+			}
+			if w.del {
+				t.Delete(key)
+			} else {
+				t.Set(key, w.value)
+			}
+		}
+		if also != nil {
+			return also(t)
+		}
+		return nil
+	})
+}
+
+// Abort ends the transaction, writing nothing. Aborting an ended
+// transaction does nothing.
+func (tx *Transaction) Abort() {
+	if !tx.done {
+		tx.end()
+	}
+}
+
+func (tx *Transaction) end() {
+	tx.done = true
+	if invariants.Enabled {
+		tx.cc.Close("storage.Transaction")
+	}
+	in := &tx.db.intents
+	in.mu.Lock()
+	for k := range tx.own {
+		if in.owner[k] == tx {
+			delete(in.owner, k)
+		}
+	}
+	in.mu.Unlock()
+	_ = tx.writes.Close()
+	_ = tx.snap.Close()
+}

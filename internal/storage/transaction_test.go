@@ -1,0 +1,314 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func put(t *testing.T, db *DB, kv ...string) {
+	t.Helper()
+	if err := db.Write(func(tx *Txn) error {
+		for i := 0; i < len(kv); i += 2 {
+			tx.Set([]byte(kv[i]), []byte(kv[i+1]))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stmt(tx *Transaction, kv ...string) error {
+	return tx.Run(func(t *Txn) error {
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				t.Delete([]byte(kv[i]))
+			} else {
+				t.Set([]byte(kv[i]), []byte(kv[i+1]))
+			}
+		}
+		return nil
+	})
+}
+
+func txGet(t *testing.T, tx *Transaction, key string) (string, bool) {
+	t.Helper()
+	v, ok, err := tx.Get(nil, []byte(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(v), ok
+}
+
+// TestTransactionMergedViewModel checks invariant "Snapshot isolation" of
+// reads: a transaction's iterators and Gets show exactly the snapshot plus
+// its own writes made before the iterator opened, against a model, over
+// random writes, random committed changes after Begin (never visible) and
+// random walks mixing First, Last, SeekGE, Next and Prev.
+func TestTransactionMergedViewModel(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 17))
+	key := func() string { return fmt.Sprintf("k%02d", rng.IntN(40)) }
+	for round := range 30 {
+		db := openTest(t, Options{})
+		model := map[string]string{}
+		for range rng.IntN(30) {
+			k, v := key(), fmt.Sprintf("s%d", rng.IntN(100))
+			put(t, db, k, v)
+			model[k] = v
+		}
+		tx := db.Begin()
+		var iters []*Iter
+		var views []map[string]string
+		for s := range 1 + rng.IntN(5) {
+			var kv []string
+			for range rng.IntN(8) {
+				k := key()
+				if rng.IntN(3) == 0 {
+					kv = append(kv, k, "")
+					delete(model, k)
+				} else {
+					v := fmt.Sprintf("t%d.%d", s, rng.IntN(100))
+					kv = append(kv, k, v)
+					model[k] = v
+				}
+			}
+			if err := stmt(tx, kv...); err != nil {
+				t.Fatal(err)
+			}
+			put(t, db, fmt.Sprintf("k%02d", 40+rng.IntN(20)), "committed-later") // in range, never visible to tx
+			it, err := tx.NewIter([]byte("k"), []byte("l"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			iters = append(iters, it)
+			views = append(views, maps(model))
+		}
+		for k := range 40 {
+			k := fmt.Sprintf("k%02d", k)
+			got, ok := txGet(t, tx, k)
+			want, wok := model[k]
+			if ok != wok || got != want {
+				t.Fatalf("seed %d round %d: Get(%s) = %q %v, want %q %v", seed, round, k, got, ok, want, wok)
+			}
+		}
+		for n, it := range iters {
+			walk(t, rng, it, views[n], fmt.Sprintf("seed %d round %d iter %d", seed, round, n))
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tx.Abort()
+		_ = db.Close()
+	}
+}
+
+func maps(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// walk moves it at random and compares every position with the sorted
+// keys of want.
+func walk(t *testing.T, rng *rand.Rand, it *Iter, want map[string]string, where string) {
+	t.Helper()
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	pos := -1 // index in keys; -1 or len(keys): off the end
+	for step := range 60 {
+		var ok bool
+		switch op := rng.IntN(5); {
+		case op == 0:
+			ok, pos = it.First(), 0
+		case op == 1:
+			ok, pos = it.Last(), len(keys)-1
+		case op == 2:
+			target := fmt.Sprintf("k%02d", rng.IntN(42))
+			ok = it.SeekGE([]byte(target))
+			pos, _ = slices.BinarySearch(keys, target)
+		case op == 3 && it.Valid():
+			ok, pos = it.Next(), pos+1
+		case op == 4 && it.Valid():
+			ok, pos = it.Prev(), pos-1
+		default:
+			continue
+		}
+		inRange := pos >= 0 && pos < len(keys)
+		if ok != inRange {
+			t.Fatalf("%s step %d: valid = %v, want %v (pos %d of %v)", where, step, ok, inRange, pos, keys)
+		}
+		if !ok {
+			continue
+		}
+		v, err := it.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(it.Key()) != keys[pos] || string(v) != want[keys[pos]] {
+			t.Fatalf("%s step %d: at %s=%s, want %s=%s", where, step, it.Key(), v, keys[pos], want[keys[pos]])
+		}
+	}
+}
+
+// TestTransactionConflicts checks invariant "First writer wins" at the
+// statement and at commit, and that a failed statement or commit changes
+// nothing.
+func TestTransactionConflicts(t *testing.T) {
+	cases := []struct {
+		name string
+		// run returns the error the case expects to be a conflict.
+		run func(t *testing.T, db *DB) error
+		// want is the committed value of "a" afterwards.
+		want string
+	}{
+		{"another open transaction wrote the key", func(t *testing.T, db *DB) error {
+			t1, t2 := db.Begin(), db.Begin()
+			defer t2.Abort()
+			if err := stmt(t1, "a", "t1"); err != nil {
+				t.Fatal(err)
+			}
+			err := stmt(t2, "a", "t2")
+			if err := t1.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+			return err
+		}, "t1"},
+		{"committed after the snapshot, before the statement", func(t *testing.T, db *DB) error {
+			tx := db.Begin()
+			defer tx.Abort()
+			put(t, db, "a", "plain")
+			return stmt(tx, "a", "tx")
+		}, "plain"},
+		{"committed after the statement: the commit fails", func(t *testing.T, db *DB) error {
+			tx := db.Begin()
+			if err := stmt(tx, "a", "tx", "b", "tx"); err != nil {
+				t.Fatal(err)
+			}
+			put(t, db, "a", "plain")
+			err := tx.Commit(nil)
+			if v, _ := mustGet(t, db, "b"); v != "0" {
+				t.Fatalf("b = %q: a failed commit wrote part of the transaction", v)
+			}
+			return err
+		}, "plain"},
+		{"deleted after the snapshot", func(t *testing.T, db *DB) error {
+			tx := db.Begin()
+			defer tx.Abort()
+			if err := db.Write(func(t *Txn) error { t.Delete([]byte("a")); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			return stmt(tx, "a", "tx")
+		}, ""},
+		{"an aborted transaction releases its keys", func(t *testing.T, db *DB) error {
+			t1 := db.Begin()
+			if err := stmt(t1, "a", "t1"); err != nil {
+				t.Fatal(err)
+			}
+			t1.Abort()
+			t2 := db.Begin()
+			if err := stmt(t2, "a", "t2"); err != nil {
+				return fmt.Errorf("after abort: %w", err)
+			}
+			if err := t2.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+			return ErrWriteConflict // no conflict expected: mark as passed
+		}, "t2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			put(t, db, "a", "0", "b", "0")
+			if err := tc.run(t, db); !errors.Is(err, ErrWriteConflict) {
+				t.Fatalf("err = %v, want ErrWriteConflict", err)
+			}
+			got, _ := mustGet(t, db, "a")
+			if got != tc.want {
+				t.Fatalf("a = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTransactionStatementAtomic: a failing statement leaves the
+// transaction as it was, and its undo hooks run; earlier statements stand.
+func TestTransactionStatementAtomic(t *testing.T) {
+	db := openTest(t, Options{})
+	tx := db.Begin()
+	if err := stmt(tx, "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	undone := false
+	boom := errors.New("boom")
+	err := tx.Run(func(t *Txn) error {
+		t.Set([]byte("a"), []byte("2"))
+		t.Set([]byte("b"), []byte("2"))
+		t.OnUndo(func() { undone = true })
+		return boom
+	})
+	if !errors.Is(err, boom) || !undone {
+		t.Fatalf("err %v, undone %v", err, undone)
+	}
+	if v, _ := txGet(t, tx, "a"); v != "1" {
+		t.Fatalf("a = %q after the failed statement", v)
+	}
+	if _, ok := txGet(t, tx, "b"); ok || tx.Len() != 1 {
+		t.Fatalf("the failed statement's b is visible (len %d)", tx.Len())
+	}
+	if _, ok := mustGet(t, db, "a"); ok {
+		t.Fatal("an uncommitted transaction's write is visible outside it")
+	}
+	if err := tx.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := stmt(tx, "c", "1"); !errors.Is(err, ErrTransactionDone) {
+		t.Fatalf("statement after commit: %v", err)
+	}
+}
+
+// TestTransactionCommitDurable checks "All or nothing" across a power cut:
+// an acknowledged commit is whole after restart, with what the caller
+// wrote in the same request (also).
+func TestTransactionCommitDurable(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	db, err := Open("db", Options{FS: fs, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := db.Begin()
+	for i := range 100 {
+		if err := stmt(tx, fmt.Sprintf("k%03d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(func(t *Txn) error { t.Set([]byte("record"), t.Tick().AppendBinary(nil)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	img := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	_ = db.Close()
+	db, err = Open("db", Options{FS: img, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 100 {
+		if _, ok := mustGet(t, db, fmt.Sprintf("k%03d", i)); !ok {
+			t.Fatalf("k%03d of an acknowledged commit lost", i)
+		}
+	}
+	if _, ok := mustGet(t, db, "record"); !ok {
+		t.Fatal("the record written with the commit is lost")
+	}
+}

@@ -34,16 +34,15 @@ type Options struct {
 
 // Engine is one node's open database.
 type Engine struct {
-	db       *storage.DB
-	cat      *catalog.Catalog
-	seq      *idgen.Sequential
-	specs    specCache
-	tails    docTails   // "Tail bound" (write.go); pipeline goroutine only
-	valid    validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
-	wake     wakeup     // awaitData waiters on capped inserts (capped.go)
-	lastTick uint64     // the last cluster time given (clock.go); pipeline goroutine only
-	log      *slog.Logger
-	now      func() time.Time
+	db    *storage.DB
+	cat   *catalog.Catalog
+	seq   *idgen.Sequential
+	specs specCache
+	tails docTails   // "Tail bound" (write.go); pipeline goroutine only
+	valid validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
+	wake  wakeup     // awaitData waiters on capped inserts (capped.go)
+	log   *slog.Logger
+	now   func() time.Time
 
 	ops         Ops                              // operations in progress (ops.go)
 	usage       indexUsage                       // index access counters (indexusage.go)

@@ -20,8 +20,8 @@ import (
 // (invariant "History follows documents"). The value is the version's
 // record:
 //
-//	8 bytes  validFrom, the cluster time of the write (a BSON timestamp
-//	         as (seconds<<32 | increment), big-endian)
+//	8 bytes  validFrom, the cluster time of the write (Txn.Tick, an
+//	         hlc.Timestamp, big-endian)
 //	1 byte   op: 'i' insert, 'u' update, 'r' replace, 'd' delete
 //	rest     the document as stored (with its version field); empty for a
 //	         delete's tombstone
@@ -162,7 +162,7 @@ func versionReplace(ver Versioning, cur, next bsoncore.Document, replacement boo
 func (e *Engine) recordVersion(tx *storage.Txn, collID uint64, idKey []byte, v uint64, op byte, doc []byte) {
 	var kb [96]byte
 	key := storage.HistoryKey(kb[:0], collID, idKey, v)
-	tx.Set(key, appendRecord(make([]byte, 0, recordHeader+len(doc)), e.tick(tx), op, doc))
+	tx.Set(key, appendRecord(make([]byte, 0, recordHeader+len(doc)), uint64(tx.Tick()), op, doc))
 }
 
 // startHistory begins the history of every document of a collection whose

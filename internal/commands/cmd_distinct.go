@@ -28,6 +28,9 @@ func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 	if err != nil {
 		return nil, err
 	}
+	if sp.AsOf, err = readAtClusterTime(req); err != nil {
+		return nil, err
+	}
 	values, err := s.Env.Exec.Distinct(ctx, sp, key, MaxBSONObjectSize)
 	if err != nil {
 		return nil, err

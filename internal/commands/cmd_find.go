@@ -205,7 +205,13 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
+	if sp.AsOf, err = readAtClusterTime(req); err != nil {
+		return nil, err
+	}
 	if sp.tailable {
+		if sp.AsOf != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "a tailable cursor cannot read at a cluster time")
+		}
 		return findTailable(s, sp, sp.awaitData, dst)
 	}
 	src, err := s.Env.Exec.Open(ctx, sp.Selection, exec.Run)
@@ -347,6 +353,9 @@ func nonNil(ids []int64) []int64 {
 func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	sel, err := parseCountSpec(req)
 	if err != nil {
+		return nil, err
+	}
+	if sel.AsOf, err = readAtClusterTime(req); err != nil {
 		return nil, err
 	}
 	n, err := s.Env.Exec.Count(ctx, sel)

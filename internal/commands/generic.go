@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -286,6 +287,9 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value) error {
 	if level != "" && level != "local" && cmd.kind != kindRead {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"%s\" } }", name, level)
 	}
+	if level == "snapshot" && clusterTime == "atClusterTime" && asOfCommands[name] {
+		return nil // an as-of read of a versioned collection (readAtClusterTime)
+	}
 	switch level {
 	case "linearizable":
 		return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use read concern")
@@ -399,4 +403,37 @@ func strictSubPipeline(v bsoncore.Value) error {
 		}
 	}
 	return strictStages(stages)
+}
+
+// asOfCommands read a versioned collection as of a cluster time with
+// readConcern {level: "snapshot", atClusterTime: T} (issue #23); the
+// history keyspace answers them, so a standalone node serves them. Every
+// other command, and these on an unversioned collection
+// (engine.NewReaderAt), keep MongoDB's standalone refusal.
+var asOfCommands = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
+
+// readAtClusterTime returns the atClusterTime of a snapshot read concern
+// (0 when the request reads the latest documents). checkReadConcern let it
+// through only for asOfCommands.
+func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
+	rc, err := req.Body.LookupErr("readConcern")
+	if err != nil {
+		return 0, nil
+	}
+	d, ok := rc.DocumentOK()
+	if !ok {
+		return 0, nil
+	}
+	if lvl, _ := d.Lookup("level").StringValueOK(); lvl != "snapshot" {
+		return 0, nil
+	}
+	v := d.Lookup("atClusterTime")
+	t, i, ok := v.TimestampOK()
+	if !ok {
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern.atClusterTime' is the wrong type '%s', expected type 'timestamp'", typeName(v.Type))
+	}
+	if t == 0 && i == 0 {
+		return 0, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime value must not be a null timestamp.")
+	}
+	return hlc.New(t, i), nil
 }

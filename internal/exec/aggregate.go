@@ -9,6 +9,8 @@ import (
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
 )
@@ -29,6 +31,10 @@ type Aggregate struct {
 	// Hint forces the collection read's plan (an index name or key pattern,
 	// {$natural: ±1}; owned); Type 0 lets the planner choose.
 	Hint bsoncore.Value
+	// AsOf, non-zero, reads the collection as it was at that cluster time
+	// (a versioned collection; see Selection.AsOf). Other collections the
+	// pipeline reads ($lookup, $unionWith) are read as they are now.
+	AsOf hlc.Timestamp
 }
 
 // Aggregate runs a's pipeline. Without $out or $merge it returns the
@@ -60,7 +66,13 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		p = p.WithoutOutput()
 	}
 	var input agg.Source
+	if a.AsOf != 0 && a.Collectionless {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime needs a collection to read")
+	}
 	if !a.Collectionless && startsWithVersions(a.Stages) {
+		if a.AsOf != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "$versions reads every version; it takes no readConcern atClusterTime (match on validFrom and validTo instead)")
+		}
 		// The history is the input; $versions passes it through.
 		if input, err = e.openVersions(ctx, a.NS, a.Stages); err != nil {
 			return nil, err
@@ -78,7 +90,7 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 				p = p.WithoutOutput() // the writer carries out $out/$merge
 			}
 		}
-		sel.SortMemory, sel.AllowDiskUse, sel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint
+		sel.SortMemory, sel.AllowDiskUse, sel.Hint, sel.AsOf = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint, a.AsOf
 		if input, err = e.Open(ctx, sel, Run); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
 )
@@ -43,6 +44,9 @@ type Selection struct {
 	// ReturnKey and ShowRecordID are find's returnKey and showRecordId
 	// (see planner.Query).
 	ReturnKey, ShowRecordID bool
+	// AsOf, non-zero, reads a versioned collection as it was at that
+	// cluster time (readConcern snapshot with atClusterTime).
+	AsOf hlc.Timestamp
 }
 
 // NewSelection parses filter (nil or empty: everything) into a Selection of

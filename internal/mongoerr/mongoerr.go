@@ -95,6 +95,7 @@ var names = map[Code]string{
 	CommandFailed:                   "CommandFailed",
 	ExceededMemoryLimit:             "ExceededMemoryLimit",
 	InvalidPipelineOperator:         "InvalidPipelineOperator",
+	SnapshotTooOld:                  "SnapshotTooOld",
 	CannotIndexParallelArrays:       "CannotIndexParallelArrays",
 	InvalidIndexSpecOption:          "InvalidIndexSpecificationOption",
 	CannotConvertIndexToUnique:      "CannotConvertIndexToUnique",

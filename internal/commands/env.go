@@ -12,6 +12,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/failpoint"
+	"github.com/cairndb/cairn/internal/history"
 	"github.com/cairndb/cairn/internal/ttl"
 )
 
@@ -74,6 +75,9 @@ type Env struct {
 	Logs *LogRing
 	// TTL is the TTL monitor, started with the Env (params.go).
 	TTL *ttl.Monitor
+	// History is the retention monitor of versioned collections, started
+	// with the Env on the TTL monitor's period (params.go).
+	History *history.Monitor
 	// FailPoints are the server's named fail points (the engine's and
 	// failCommand), set by configureFailPoint when test commands are on.
 	FailPoints  *failpoint.Registry
@@ -142,6 +146,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.TTL = startTTLMonitor(eng, params, log)
+	env.History = history.Start(eng, history.Options{Logger: log, Period: ttlPeriod(params)})
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
 	if err != nil {
 		// Unreadable users must not open the server unprotected.
@@ -155,10 +160,11 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	return env
 }
 
-// Close releases what the Env holds (the TTL monitor, open cursors); call
+// Close releases what the Env holds (the TTL and retention monitors, open cursors); call
 // it before closing the engine.
 func (e *Env) Close() {
 	e.TTL.Stop()
+	e.History.Stop()
 	e.Cursors.CloseAll()
 }
 

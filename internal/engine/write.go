@@ -160,7 +160,7 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 // (it is kept) but may not change it. matched is false when no document has id.
 func (e *Engine) Replace(ns Namespace, id bsoncore.Value, doc bsoncore.Document) (matched bool, err error) {
 	res, err := e.Modify(ns, []bsoncore.Value{id}, true, func(int, bsoncore.Document) (Action, error) {
-		return Action{Replace: doc}, nil
+		return Action{Replace: doc, Replacement: true}, nil
 	})
 	if err != nil {
 		return false, err

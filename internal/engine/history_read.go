@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/cairndb/cairn/internal/storage"
@@ -107,4 +108,79 @@ func (c *VersionCursor) Close() error {
 		return nil
 	}
 	return c.it.Close()
+}
+
+// CheckHistory verifies invariant "History follows documents" for ns (a
+// versioned collection; others pass): each document's versions are
+// contiguous, the newest holds the document's bytes and its version
+// field's value, and an _id with history but no document ends in a
+// tombstone. Tests and crash checks call it.
+func (e *Engine) CheckHistory(ns Namespace) error {
+	r, err := e.NewReader(ns)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ver, ok := r.Versioning()
+	if !ok {
+		return nil
+	}
+	cur, err := r.Versions(AllVersions)
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	var id []byte
+	var prev uint64
+	live := 0 // _ids whose newest version is a document
+	for {
+		v, ok, err := cur.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return checkLiveCount(r, ns, live)
+		}
+		if string(v.IDKey) == string(id) {
+			if v.V != prev-1 {
+				return fmt.Errorf("engine: %s: _id %x: version %d follows version %d (History follows documents)", ns, v.IDKey, v.V, prev)
+			}
+			prev = v.V
+			continue
+		}
+		id, prev = append(id[:0], v.IDKey...), v.V
+		doc, found, err := r.Fetch(nil, v.IDKey)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !found && v.Op != opDelete:
+			return fmt.Errorf("engine: %s: _id %x has no document but its newest version %d is no tombstone (History follows documents)", ns, v.IDKey, v.V)
+		case found && (string(doc) != string(v.Doc) || versionOf(doc, ver.Field) != v.V):
+			return fmt.Errorf("engine: %s: _id %x: the document (version %d) is not its newest version %d (History follows documents)", ns, v.IDKey, versionOf(doc, ver.Field), v.V)
+		}
+		if found {
+			live++
+		}
+	}
+}
+
+// checkLiveCount checks that every document has a history: as many
+// documents as _ids whose newest version is one.
+func checkLiveCount(r *Reader, ns Namespace, live int) error {
+	c, err := r.Docs(KeyRange{}, false)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for c.Next() {
+		n++
+	}
+	if err := c.Close(); err != nil {
+		return err
+	}
+	if n != live {
+		return fmt.Errorf("engine: %s holds %d documents but %d have a history (History follows documents)", ns, n, live)
+	}
+	return nil
 }

@@ -34,12 +34,17 @@ import (
 // work from the history keyspace alone. A version's validTo is the next
 // version's validFrom.
 //
+// Beside each version, storage.HistoryTimeKey(collID, keystring(_id),
+// validFrom) holds its version number, so "the version of X at T" is one
+// seek there and one point read here (history_asof.go).
+//
 // Invariant "History follows documents": for every document X of a
 // versioned collection with version field value n, the history holds
 // versions 1…n of X (those retention has not pruned, always at least n)
 // contiguously, and version n's record holds X's bytes; a deleted
 // document's newest record is a tombstone. A document re-inserted after a
-// delete continues its numbering after the tombstone. Secondary indexes
+// delete continues its numbering after the tombstone. Each version has
+// exactly one time key, naming it. Secondary indexes
 // index only the documents (the latest versions).
 
 // Version ops as stored.
@@ -161,8 +166,12 @@ func versionReplace(ver Versioning, cur, next bsoncore.Document, replacement boo
 // recordVersion writes version v of a document (doc nil: a tombstone).
 func (e *Engine) recordVersion(tx *storage.Txn, collID uint64, idKey []byte, v uint64, op byte, doc []byte) {
 	var kb [96]byte
+	ts := uint64(tx.Tick())
 	key := storage.HistoryKey(kb[:0], collID, idKey, v)
-	tx.Set(key, appendRecord(make([]byte, 0, recordHeader+len(doc)), uint64(tx.Tick()), op, doc))
+	tx.Set(key, appendRecord(make([]byte, 0, recordHeader+len(doc)), ts, op, doc))
+	var vb [8]byte
+	binary.BigEndian.PutUint64(vb[:], v)
+	tx.Set(storage.HistoryTimeKey(kb[:0], collID, idKey, ts), vb[:])
 }
 
 // startHistory begins the history of every document of a collection whose

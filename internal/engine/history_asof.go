@@ -15,11 +15,9 @@ import (
 // the latest versions), so plans over it are collection scans and _id
 // lookups, both served from the history keyspace.
 //
-// Finding the version of one document at T: the versions are keyed by
-// descending version number and their validFrom rises with the version, so
-// the newest version is one seek, and, when it is newer than T, the one
-// valid at T is found by binary search over the contiguous version numbers
-// (versionAt): O(log versions) seeks within one iterator.
+// Finding the version of one document at T is one seek in the time keys
+// (storage.HistoryTimeKey: by _id, then descending validFrom) and one point
+// read of the version's record (versionAt).
 
 // NewReaderAt opens a reader of ns as of cluster time at. An unversioned
 // collection cannot be read in the past (MongoDB's standalone refusal of
@@ -69,60 +67,37 @@ func historyHorizon(snap *storage.Snapshot, collID uint64) (hlc.Timestamp, error
 // AsOf is the cluster time the reader reads at (0: the latest documents).
 func (r *Reader) AsOf() hlc.Timestamp { return r.asOf }
 
-// versionAt positions nothing in particular and returns the record of the
-// version of the document whose history keys start with idPrefix that was
-// valid at ts: the newest version with validFrom ≤ ts. found is false when
-// there is none (the document did not exist yet) or it is a tombstone.
-func versionAt(it *storage.Iter, idPrefix []byte, ts hlc.Timestamp) (doc []byte, found bool, err error) {
-	want := len(idPrefix) + 8
-	if !it.SeekGE(idPrefix) || len(it.Key()) != want || string(it.Key()[:len(idPrefix)]) != string(idPrefix) {
+// versionAt returns the record's document of the version of one document
+// that was valid at ts: it, an iterator over the time keys, seeks to
+// tid‖^ts (tid: the document's time-key prefix), which lands on the newest
+// version that began at or before ts, and the record is one point read.
+// found is false when there is none (the document did not exist yet) or
+// it is a tombstone. The document aliases dst's memory.
+func (r *Reader) versionAt(dst []byte, it *storage.Iter, tid, idKey []byte, ts hlc.Timestamp) (doc []byte, found bool, err error) {
+	key := binary.BigEndian.AppendUint64(append(make([]byte, 0, len(tid)+8), tid...), ^uint64(ts))
+	if !it.SeekGE(key) {
 		return nil, false, nil
 	}
-	rec, err := it.Value()
+	k := it.Key()
+	if len(k) != len(tid)+8 || string(k[:len(tid)]) != string(tid) {
+		return nil, false, nil
+	}
+	vb, err := it.Value()
 	if err != nil {
 		return nil, false, err
 	}
-	if recordFrom(rec) <= ts {
-		return recordDoc(rec)
+	if len(vb) != 8 {
+		return nil, false, errCorruptRecord
 	}
-	newest := storage.HistoryVersion(it.Key())
-	// The oldest retained version: the last key of the document.
-	if !it.SeekLT(storage.PrefixEnd(idPrefix)) {
-		return nil, false, nil
-	}
-	oldest := storage.HistoryVersion(it.Key())
-	if rec, err = it.Value(); err != nil {
+	var kb [96]byte
+	rec, found, err := r.snap.Get(dst, storage.HistoryKey(kb[:0], r.coll.ID, idKey, binary.BigEndian.Uint64(vb)))
+	if err != nil {
 		return nil, false, err
 	}
-	if recordFrom(rec) > ts {
-		return nil, false, nil // younger than ts
+	if !found {
+		return nil, false, errHistoryGap
 	}
-	// Invariant: version lo is valid at or before ts, version hi+1 after.
-	lo, hi := oldest, newest-1
-	key := append(append(make([]byte, 0, want), idPrefix...), 0, 0, 0, 0, 0, 0, 0, 0)
-	seek := func(v uint64) ([]byte, error) {
-		binary.BigEndian.PutUint64(key[len(idPrefix):], ^v)
-		if !it.SeekGE(key) || string(it.Key()) != string(key) {
-			return nil, errHistoryGap
-		}
-		return it.Value()
-	}
-	for lo < hi {
-		mid := lo + (hi-lo+1)/2
-		rec, err := seek(mid)
-		if err != nil {
-			return nil, false, err
-		}
-		if recordFrom(rec) <= ts {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	if rec, err = seek(lo); err != nil {
-		return nil, false, err
-	}
-	return recordDoc(rec)
+	return recordDoc(rec[len(dst):])
 }
 
 var errHistoryGap = mongoerr.New(mongoerr.InternalError, "engine: a document's versions are not contiguous (invariant \"History follows documents\")")
@@ -148,31 +123,31 @@ var errCorruptRecord = mongoerr.New(mongoerr.InternalError, "engine: corrupt his
 
 // fetchAsOf reads the document whose encoded _id is rid as of r.asOf.
 func (r *Reader) fetchAsOf(dst, rid []byte) ([]byte, bool, error) {
-	prefix := append(storage.Prefix(nil, storage.SpaceHistory, r.coll.ID), rid...)
-	it, err := r.snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	tid := append(storage.Prefix(nil, storage.SpaceHistoryTime, r.coll.ID), rid...)
+	it, err := r.snap.NewIter(tid, storage.PrefixEnd(tid))
 	if err != nil {
 		return dst, false, err
 	}
-	doc, found, err := versionAt(it, prefix, r.asOf)
-	if found {
-		dst = append(dst, doc...)
-	}
+	n := len(dst)
+	doc, found, err := r.versionAt(dst, it, tid, rid, r.asOf)
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
-	return dst, found && err == nil, err
+	if !found || err != nil {
+		return dst[:n], false, err
+	}
+	return append(dst[:n], doc...), true, nil
 }
 
-// asOfWalk is a Cursor's state over the history: one document per _id.
+// asOfWalk is a Cursor's state over the time keys: one document per _id.
 type asOfWalk struct {
-	ts     hlc.Timestamp
-	prefix []byte // the collection's history prefix
-	lo, hi []byte // bounds of the walk (hi nil: none)
-	id     []byte // the current _id's history prefix
+	r      *Reader
+	prefix []byte // the collection's time-key prefix
+	id     []byte // the current _id's time-key prefix
 }
 
 // nextAsOf moves an as-of cursor to the next document that existed at its
-// time, in _id order or reversed.
+// reader's time, in _id order or reversed.
 func (c *Cursor) nextAsOf() bool {
 	w := c.asof
 	for {
@@ -198,14 +173,15 @@ func (c *Cursor) nextAsOf() bool {
 			return false
 		}
 		w.id = append(w.id[:0], k[:len(k)-8]...)
-		doc, found, err := versionAt(c.it, w.id, w.ts)
+		rid := w.id[len(w.prefix):]
+		doc, found, err := w.r.versionAt(c.doc[:0], c.it, w.id, rid, w.r.asOf)
 		if err != nil {
 			c.err = err
 			return false
 		}
 		if found {
-			c.rid = append(c.rid[:0], w.id[len(w.prefix):]...)
-			c.doc = append(c.doc[:0], doc...)
+			c.rid = append(c.rid[:0], rid...)
+			c.doc = doc
 			return true
 		}
 	}
@@ -214,7 +190,7 @@ func (c *Cursor) nextAsOf() bool {
 // docsAsOf opens an as-of cursor over the documents whose encoded _id is
 // in rng.
 func (r *Reader) docsAsOf(rng KeyRange, reverse bool) (*Cursor, error) {
-	prefix := storage.Prefix(nil, storage.SpaceHistory, r.coll.ID)
+	prefix := storage.Prefix(nil, storage.SpaceHistoryTime, r.coll.ID)
 	lo := append(append([]byte(nil), prefix...), rng.Lo...)
 	hi := storage.PrefixEnd(prefix)
 	if rng.Hi != nil {
@@ -224,5 +200,5 @@ func (r *Reader) docsAsOf(rng KeyRange, reverse bool) (*Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cursor{it: it, prefix: len(prefix), reverse: reverse, asof: &asOfWalk{ts: r.asOf, prefix: prefix}}, nil
+	return &Cursor{it: it, prefix: len(prefix), reverse: reverse, asof: &asOfWalk{r: r, prefix: prefix}}, nil
 }

@@ -18,7 +18,8 @@ import (
 //
 // Pruning keeps "History follows documents": the versions a document
 // loses are always its oldest ones (older versions have more newer ones
-// and an earlier validTo), removed with one range deletion, so what
+// and an earlier validTo), removed with one range deletion (and their
+// time keys with another), so what
 // remains is contiguous. The retention horizon (horizonKey) rises to the
 // latest validTo pruned, in the same request, so an as-of read before it
 // is SnapshotTooOld rather than a wrong answer.
@@ -70,6 +71,7 @@ func (e *Engine) PruneHistory(ns Namespace, now time.Time) (int, error) {
 	type cut struct {
 		idKey   []byte
 		v       uint64 // prune versions ≤ v
+		from    uint64 // version v's validFrom (its time key)
 		n       int
 		validTo hlc.Timestamp
 	}
@@ -85,6 +87,8 @@ func (e *Engine) PruneHistory(ns Namespace, now time.Time) (int, error) {
 				lo := storage.HistoryKey(nil, collID, c.idKey, c.v)
 				prefix := lo[:len(lo)-8]
 				tx.DeleteRange(lo, storage.PrefixEnd(prefix))
+				lo = storage.HistoryTimeKey(nil, collID, c.idKey, c.from)
+				tx.DeleteRange(lo, storage.PrefixEnd(lo[:len(lo)-8]))
 				horizon = max(horizon, c.validTo)
 			}
 			hk := horizonKey(collID)
@@ -129,7 +133,7 @@ func (e *Engine) PruneHistory(ns Namespace, now time.Time) (int, error) {
 			cuts[n-1].n++
 			continue
 		}
-		cuts = append(cuts, cut{idKey: append([]byte(nil), v.IDKey...), v: v.V, n: 1, validTo: hlc.Timestamp(v.ValidTo)})
+		cuts = append(cuts, cut{idKey: append([]byte(nil), v.IDKey...), v: v.V, from: v.ValidFrom, n: 1, validTo: hlc.Timestamp(v.ValidTo)})
 		if len(cuts) >= pruneBatch {
 			if err := flush(); err != nil {
 				return total, errors.Join(err, cur.Close(), r.Close())

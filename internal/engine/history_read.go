@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -132,14 +133,25 @@ func (e *Engine) CheckHistory(ns Namespace) error {
 	defer cur.Close()
 	var id []byte
 	var prev uint64
-	live := 0 // _ids whose newest version is a document
+	live, versions := 0, 0 // _ids whose newest version is a document; versions
 	for {
 		v, ok, err := cur.Next()
 		if err != nil {
 			return err
 		}
 		if !ok {
+			if err := checkTimeKeyCount(r, ns, versions); err != nil {
+				return err
+			}
 			return checkLiveCount(r, ns, live)
+		}
+		versions++
+		tk, found, err := r.snap.Get(nil, storage.HistoryTimeKey(nil, r.coll.ID, v.IDKey, v.ValidFrom))
+		if err != nil {
+			return err
+		}
+		if !found || len(tk) != 8 || binary.BigEndian.Uint64(tk) != v.V {
+			return fmt.Errorf("engine: %s: _id %x: version %d has no time key naming it (History follows documents)", ns, v.IDKey, v.V)
 		}
 		if string(v.IDKey) == string(id) {
 			if v.V != prev-1 {
@@ -181,6 +193,27 @@ func checkLiveCount(r *Reader, ns Namespace, live int) error {
 	}
 	if n != live {
 		return fmt.Errorf("engine: %s holds %d documents but %d have a history (History follows documents)", ns, n, live)
+	}
+	return nil
+}
+
+// checkTimeKeyCount checks that there are no more time keys than versions
+// (each version's own was checked).
+func checkTimeKeyCount(r *Reader, ns Namespace, versions int) error {
+	prefix := storage.Prefix(nil, storage.SpaceHistoryTime, r.coll.ID)
+	it, err := r.snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if n != versions {
+		return fmt.Errorf("engine: %s has %d time keys for %d versions (History follows documents)", ns, n, versions)
 	}
 	return nil
 }

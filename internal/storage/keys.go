@@ -14,6 +14,9 @@ const (
 	// SpaceHistory holds a versioned collection's document versions
 	// (package engine, history.go): h <collID> <keystring(_id)> <^version>.
 	SpaceHistory byte = 'h'
+	// SpaceHistoryTime indexes the same versions by time:
+	// t <collID> <keystring(_id)> <^validFrom> → the version number.
+	SpaceHistoryTime byte = 't'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.
@@ -35,6 +38,15 @@ func DocKey(dst []byte, collID uint64, idKey []byte) []byte {
 func HistoryKey(dst []byte, collID uint64, idKey []byte, v uint64) []byte {
 	dst = append(Prefix(dst, SpaceHistory, collID), idKey...)
 	return binary.BigEndian.AppendUint64(dst, ^v)
+}
+
+// HistoryTimeKey appends the key that finds, by time, the version of the
+// document idKey of collID that became valid at ts (a cluster time). Times
+// are complemented like versions, so a seek to HistoryTimeKey(…, T) lands
+// on the newest version that began at or before T.
+func HistoryTimeKey(dst []byte, collID uint64, idKey []byte, ts uint64) []byte {
+	dst = append(Prefix(dst, SpaceHistoryTime, collID), idKey...)
+	return binary.BigEndian.AppendUint64(dst, ^ts)
 }
 
 // HistoryVersion returns the version a history key ends with.
@@ -86,7 +98,7 @@ func keyspaceEnd(key []byte) []byte {
 		return nil
 	}
 	switch key[0] {
-	case SpaceDocument, SpaceIndex, SpaceNatural, SpaceHistory:
+	case SpaceDocument, SpaceIndex, SpaceNatural, SpaceHistory, SpaceHistoryTime:
 		if _, n := binary.Uvarint(key[1:]); n > 0 {
 			return PrefixEnd(key[:1+n])
 		}

@@ -1,0 +1,171 @@
+package exec
+
+import (
+	"context"
+	"log/slog"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/query"
+	"github.com/cairndb/cairn/internal/update"
+)
+
+// Benchmarks of versioned collections against an unversioned one in the
+// same run (BENCHMARKS.md): the latest read by _id, an update, and an
+// as-of read of one document with 10,000 versions.
+
+const benchDocs = 1000
+
+func benchEngine(b *testing.B, versioned bool) (*Env, engine.Namespace) {
+	b.Helper()
+	// Writes are acknowledged before their sync (the interval mode), so
+	// update timings are CPU, not the disk's fsync latency.
+	eng, err := engine.Open(b.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler), SyncInterval: 100 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close() })
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	var opts bson.Raw
+	if versioned {
+		opts, _ = bson.Marshal(bson.D{{Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}})
+	}
+	if err := eng.CreateCollection(ns, opts); err != nil {
+		b.Fatal(err)
+	}
+	var docs []bsoncore.Document
+	for i := range benchDocs {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "attr1", Value: i % 10}, {Key: "n", Value: 0}, {Key: "pad", Value: "0123456789abcdef0123456789abcdef"}})
+		docs = append(docs, d)
+	}
+	if _, err := eng.Insert(ns, docs, true); err != nil {
+		b.Fatal(err)
+	}
+	return New(eng), ns
+}
+
+// cpuMeter reports the process's CPU time (user and system, every
+// goroutine: the commit pipeline's too) per operation as cpu-ns/op.
+type cpuMeter struct{ start time.Duration }
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU(b *testing.B) cpuMeter {
+	b.ReportAllocs()
+	return cpuMeter{cpuNow()}
+}
+
+func (m cpuMeter) stop(b *testing.B) {
+	b.ReportMetric(float64(cpuNow()-m.start)/float64(b.N), "cpu-ns/op")
+}
+
+func idFilter(i int) bsoncore.Document {
+	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}})
+	return d
+}
+
+func readOne(b *testing.B, x *Env, ns engine.Namespace, i int, at hlc.Timestamp) bsoncore.Document {
+	sel, err := NewSelection(ns, idFilter(i), query.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sel.AsOf = at
+	src, err := x.Open(context.Background(), sel, Run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := src.Next()
+	if err != nil || d == nil {
+		b.Fatalf("read %d at %v: %v %v", i, at, d, err)
+	}
+	_ = src.Close()
+	return d
+}
+
+func BenchmarkVersionedLatestByID(b *testing.B) {
+	for _, v := range []struct {
+		name      string
+		versioned bool
+	}{{"unversioned", false}, {"versioned", true}} {
+		b.Run(v.name, func(b *testing.B) {
+			x, ns := benchEngine(b, v.versioned)
+			m := startCPU(b)
+			i := 0
+			for b.Loop() {
+				readOne(b, x, ns, i%benchDocs, 0)
+				i += 7
+			}
+			m.stop(b)
+		})
+	}
+}
+
+func BenchmarkVersionedUpdate(b *testing.B) {
+	inc, _ := bson.Marshal(bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	for _, v := range []struct {
+		name      string
+		versioned bool
+	}{{"unversioned", false}, {"versioned", true}} {
+		b.Run(v.name, func(b *testing.B) {
+			x, ns := benchEngine(b, v.versioned)
+			mod, err := update.ParseDocument(inc, update.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m := startCPU(b)
+			i := 0
+			for b.Loop() {
+				sel, _ := NewSelection(ns, idFilter(i%benchDocs), query.Options{})
+				if _, err := x.Update(context.Background(), Update{Sel: sel, Mod: mod}); err != nil {
+					b.Fatal(err)
+				}
+				i += 7
+			}
+			m.stop(b)
+		})
+	}
+}
+
+// BenchmarkVersionedAsOf reads one document with 10,000 versions as of a
+// time in the middle of its history, against the latest read of it.
+func BenchmarkVersionedAsOf(b *testing.B) {
+	x, ns := benchEngine(b, true)
+	inc, _ := bson.Marshal(bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	mod, _ := update.ParseDocument(inc, update.Options{})
+	var mid hlc.Timestamp
+	for k := range 9999 {
+		sel, _ := NewSelection(ns, idFilter(5), query.Options{})
+		if _, err := x.Update(context.Background(), Update{Sel: sel, Mod: mod}); err != nil {
+			b.Fatal(err)
+		}
+		if k == 3333 {
+			mid = x.eng.Storage().LastCommitted()
+		}
+	}
+	b.Run("latest", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			readOne(b, x, ns, 5, 0)
+		}
+		m.stop(b)
+	})
+	b.Run("asof-10k-versions", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			if d := readOne(b, x, ns, 5, mid); d.Lookup("n").Int32() != 3334 {
+				b.Fatalf("as of the middle: %s", d)
+			}
+		}
+		m.stop(b)
+	})
+}

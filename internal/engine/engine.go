@@ -34,15 +34,16 @@ type Options struct {
 
 // Engine is one node's open database.
 type Engine struct {
-	db    *storage.DB
-	cat   *catalog.Catalog
-	seq   *idgen.Sequential
-	specs specCache
-	tails docTails   // "Tail bound" (write.go); pipeline goroutine only
-	valid validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
-	wake  wakeup     // awaitData waiters on capped inserts (capped.go)
-	log   *slog.Logger
-	now   func() time.Time
+	db       *storage.DB
+	cat      *catalog.Catalog
+	seq      *idgen.Sequential
+	specs    specCache
+	tails    docTails   // "Tail bound" (write.go); pipeline goroutine only
+	valid    validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
+	wake     wakeup     // awaitData waiters on capped inserts (capped.go)
+	horizons horizons   // versioned collections' retention horizons (history_asof.go)
+	log      *slog.Logger
+	now      func() time.Time
 
 	ops         Ops                              // operations in progress (ops.go)
 	usage       indexUsage                       // index access counters (indexusage.go)
@@ -154,4 +155,5 @@ func (e *Engine) forgetDropped(st *catalog.State) {
 	}
 	e.specs.m.Range(forget)
 	e.usage.m.Range(forget)
+	e.horizons.m.Range(forget)
 }

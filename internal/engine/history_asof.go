@@ -2,6 +2,9 @@ package engine
 
 import (
 	"encoding/binary"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -34,19 +37,106 @@ func (e *Engine) NewReaderAt(ns Namespace, at hlc.Timestamp) (*Reader, error) {
 	}
 	if _, ok := VersioningOf(r.coll); !ok {
 		_ = r.Close()
-		return nil, mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use readConcern: snapshot on a collection that is not versioned (%s)", ns)
+		return nil, errNotVersioned(ns)
 	}
-	horizon, err := historyHorizon(r.snap, r.coll.ID)
-	if err != nil {
+	if err := e.checkHorizon(ns, r.coll.ID, at); err != nil {
 		_ = r.Close()
 		return nil, err
 	}
-	if at < horizon {
-		_ = r.Close()
-		return nil, mongoerr.New(mongoerr.SnapshotTooOld, "Read timestamp %s is older than the oldest available timestamp of %s: versions before %s have been pruned", at, ns, horizon)
-	}
 	r.asOf, r.ixs = at, nil
 	return r, nil
+}
+
+// checkHorizon refuses a read at a time before collID's retention horizon
+// (SnapshotTooOld).
+func (e *Engine) checkHorizon(ns Namespace, collID uint64, at hlc.Timestamp) error {
+	horizon, err := e.horizons.get(e.db, collID)
+	if err != nil {
+		return err
+	}
+	if at < horizon {
+		return mongoerr.New(mongoerr.SnapshotTooOld, "Read timestamp %s is older than the oldest available timestamp of %s: versions before %s have been pruned", at, ns, horizon)
+	}
+	return nil
+}
+
+// GetAt appends to dst the document of ns whose _id is id as it was at
+// cluster time at: the point read of an as-of find (planner.Open), without
+// a snapshot, as Get reads the latest. One read is consistent by itself:
+// the version valid at a time never changes, and if retention prunes it
+// between the two reads, the horizon has passed at and the read is
+// SnapshotTooOld.
+func (e *Engine) GetAt(dst []byte, ns Namespace, id bsoncore.Value, at hlc.Timestamp) ([]byte, bool, error) {
+	if last := e.db.LastCommitted(); at > last {
+		return dst, false, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime %s must not be greater than the last committed cluster time %s", at, last)
+	}
+	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
+	if coll == nil {
+		return dst, false, nil
+	}
+	if _, ok := VersioningOf(coll); !ok {
+		return dst, false, errNotVersioned(ns)
+	}
+	if err := e.checkHorizon(ns, coll.ID, at); err != nil {
+		return dst, false, err
+	}
+	idKey := appendIDKey(nil, id)
+	tid := append(storage.Prefix(nil, storage.SpaceHistoryTime, coll.ID), idKey...)
+	it, err := e.db.NewIter(tid, storage.PrefixEnd(tid))
+	if err != nil {
+		return dst, false, err
+	}
+	n := len(dst)
+	doc, found, err := versionAt(e.db, coll.ID, dst, it, tid, idKey, at)
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == errHistoryGap {
+		if herr := e.checkHorizon(ns, coll.ID, at); herr != nil {
+			return dst[:n], false, herr // pruned under the read
+		}
+	}
+	if !found || err != nil {
+		return dst[:n], false, err
+	}
+	return append(dst[:n], doc...), true, nil
+}
+
+func errNotVersioned(ns Namespace) error {
+	return mongoerr.New(mongoerr.NoReplicationEnabled, "node needs to be a replica set member to use readConcern: snapshot on a collection that is not versioned (%s)", ns)
+}
+
+// horizons caches each versioned collection's retention horizon
+// (horizonKey), loaded at first use and raised by PruneHistory after its
+// request commits. A reader that sees a horizon newer than its snapshot
+// only refuses what it might have answered: the cache is never below the
+// store.
+type horizons struct{ m sync.Map } // collID → hlc.Timestamp
+
+func (h *horizons) get(db *storage.DB, collID uint64) (hlc.Timestamp, error) {
+	if v, ok := h.m.Load(collID); ok {
+		return v.(hlc.Timestamp), nil
+	}
+	v, found, err := db.Get(nil, horizonKey(collID))
+	if err != nil {
+		return 0, err
+	}
+	var ts hlc.Timestamp
+	if found {
+		ts, _ = hlc.FromBinary(v)
+	}
+	actual, _ := h.m.LoadOrStore(collID, ts)
+	return actual.(hlc.Timestamp), nil
+}
+
+// raise lifts collID's cached horizon to ts.
+func (h *horizons) raise(collID uint64, ts hlc.Timestamp) {
+	for {
+		cur, loaded := h.m.LoadOrStore(collID, ts)
+		if !loaded || cur.(hlc.Timestamp) >= ts || h.m.CompareAndSwap(collID, cur, ts) {
+			return
+		}
+	}
 }
 
 // horizonKey holds a versioned collection's retention horizon: every
@@ -55,17 +145,13 @@ func horizonKey(collID uint64) []byte {
 	return binary.AppendUvarint(storage.SystemKey("historyHorizon/"), collID)
 }
 
-func historyHorizon(snap *storage.Snapshot, collID uint64) (hlc.Timestamp, error) {
-	v, found, err := snap.Get(nil, horizonKey(collID))
-	if err != nil || !found {
-		return 0, err
-	}
-	ts, _ := hlc.FromBinary(v)
-	return ts, nil
-}
-
 // AsOf is the cluster time the reader reads at (0: the latest documents).
 func (r *Reader) AsOf() hlc.Timestamp { return r.asOf }
+
+// pointGetter reads one key: a snapshot, or the store itself.
+type pointGetter interface {
+	Get(dst, key []byte) ([]byte, bool, error)
+}
 
 // versionAt returns the record's document of the version of one document
 // that was valid at ts: it, an iterator over the time keys, seeks to
@@ -73,7 +159,7 @@ func (r *Reader) AsOf() hlc.Timestamp { return r.asOf }
 // version that began at or before ts, and the record is one point read.
 // found is false when there is none (the document did not exist yet) or
 // it is a tombstone. The document aliases dst's memory.
-func (r *Reader) versionAt(dst []byte, it *storage.Iter, tid, idKey []byte, ts hlc.Timestamp) (doc []byte, found bool, err error) {
+func versionAt(g pointGetter, collID uint64, dst []byte, it *storage.Iter, tid, idKey []byte, ts hlc.Timestamp) (doc []byte, found bool, err error) {
 	key := binary.BigEndian.AppendUint64(append(make([]byte, 0, len(tid)+8), tid...), ^uint64(ts))
 	if !it.SeekGE(key) {
 		return nil, false, nil
@@ -90,7 +176,7 @@ func (r *Reader) versionAt(dst []byte, it *storage.Iter, tid, idKey []byte, ts h
 		return nil, false, errCorruptRecord
 	}
 	var kb [96]byte
-	rec, found, err := r.snap.Get(dst, storage.HistoryKey(kb[:0], r.coll.ID, idKey, binary.BigEndian.Uint64(vb)))
+	rec, found, err := g.Get(dst, storage.HistoryKey(kb[:0], collID, idKey, binary.BigEndian.Uint64(vb)))
 	if err != nil {
 		return nil, false, err
 	}
@@ -129,7 +215,7 @@ func (r *Reader) fetchAsOf(dst, rid []byte) ([]byte, bool, error) {
 		return dst, false, err
 	}
 	n := len(dst)
-	doc, found, err := r.versionAt(dst, it, tid, rid, r.asOf)
+	doc, found, err := versionAt(r.snap, r.coll.ID, dst, it, tid, rid, r.asOf)
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
@@ -174,7 +260,7 @@ func (c *Cursor) nextAsOf() bool {
 		}
 		w.id = append(w.id[:0], k[:len(k)-8]...)
 		rid := w.id[len(w.prefix):]
-		doc, found, err := w.r.versionAt(c.doc[:0], c.it, w.id, rid, w.r.asOf)
+		doc, found, err := versionAt(w.r.snap, w.r.coll.ID, c.doc[:0], c.it, w.id, rid, w.r.asOf)
 		if err != nil {
 			c.err = err
 			return false

@@ -81,8 +81,16 @@ func (e *Engine) PruneHistory(ns Namespace, now time.Time) (int, error) {
 		if len(cuts) == 0 {
 			return nil
 		}
+		// Readers learn the new horizon before any version goes, so none
+		// reads a pruned time as if nothing had been there (a failed
+		// request leaves the cache high: it only refuses early).
+		var horizon hlc.Timestamp
+		for _, c := range cuts {
+			horizon = max(horizon, c.validTo)
+		}
+		e.horizons.raise(collID, horizon)
 		err := e.db.Write(func(tx *storage.Txn) error {
-			var horizon hlc.Timestamp
+			horizon = 0
 			for _, c := range cuts {
 				lo := storage.HistoryKey(nil, collID, c.idKey, c.v)
 				prefix := lo[:len(lo)-8]

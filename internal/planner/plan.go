@@ -114,8 +114,16 @@ func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, 
 	return Prepare(ctx, r, &q, opts)
 }
 
-// openAsOf is Open at a cluster time.
+// openAsOf is Open at a cluster time. A point read reads without a
+// snapshot here too (engine.GetAt).
 func openAsOf(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID {
+		if id, ok := pointID(&q); ok {
+			e := pointRead(eng, ns, &q, id)
+			e.x.at = opts.AsOf
+			return e, nil
+		}
+	}
 	if opts.NS == "" {
 		opts.NS = ns.String()
 	}

@@ -147,6 +147,7 @@ var privilegeRules = map[string]privRule{
 	"renameCollection":               {on: onNS, actions: []string{"find", "dropCollection"}, more: renameNeeds},
 	"replSetGetConfig":               cluster("replSetGetConfig"),
 	"replSetGetStatus":               cluster("replSetGetStatus"),
+	"revertDocument":                 {on: onColl, actions: []string{"find", "update", "insert"}},
 	"revokePrivilegesFromRole":       db("revokeRole"),
 	"revokeRolesFromUser":            {on: onDB, more: revokeNeeds},
 	"saslContinue":                   preAuth,

@@ -125,6 +125,7 @@ func init() {
 		"grantPrivilegesToRole":    {run: cmdRolePrivileges(true), kind: kindWrite, help: "add privileges to a user-defined role", fields: args("privileges")},
 		"grantRolesToUser":         {run: cmdGrantRevoke(true), kind: kindWrite, help: "grant roles to a user", fields: args("roles")},
 		"logout":                   {run: cmdLogout, help: "end the connection's authentication"},
+		"revertDocument":           {run: cmdRevertDocument, kind: kindWrite, help: "make an old version of a versioned collection's document its latest again", fields: args("_id version")},
 		"revokePrivilegesFromRole": {run: cmdRolePrivileges(false), kind: kindWrite, help: "remove privileges from a user-defined role", fields: args("privileges")},
 		"revokeRolesFromUser":      {run: cmdGrantRevoke(false), kind: kindWrite, help: "revoke roles from a user", fields: args("roles")},
 		"saslContinue":             {run: cmdSaslContinue, help: "continue a SASL authentication", fields: args("conversationId payload")},

@@ -34,16 +34,17 @@ type Options struct {
 
 // Engine is one node's open database.
 type Engine struct {
-	db       *storage.DB
-	cat      *catalog.Catalog
-	seq      *idgen.Sequential
-	specs    specCache
-	tails    docTails   // "Tail bound" (write.go); pipeline goroutine only
-	valid    validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
-	wake     wakeup     // awaitData waiters on capped inserts (capped.go)
-	horizons horizons   // versioned collections' retention horizons (history_asof.go)
-	log      *slog.Logger
-	now      func() time.Time
+	db          *storage.DB
+	cat         *catalog.Catalog
+	seq         *idgen.Sequential
+	specs       specCache
+	tails       docTails    // "Tail bound" (write.go); pipeline goroutine only
+	valid       validators  // "Valid on commit" (docvalidation.go); pipeline goroutine only
+	wake        wakeup      // awaitData waiters on capped inserts (capped.go)
+	horizons    horizons    // versioned collections' retention horizons (history_asof.go)
+	versionings versionings // parsed versioning options (versioning.go); pipeline goroutine only
+	log         *slog.Logger
+	now         func() time.Time
 
 	ops         Ops                              // operations in progress (ops.go)
 	usage       indexUsage                       // index access counters (indexusage.go)
@@ -144,6 +145,11 @@ func (e *Engine) forgetDropped(st *catalog.State) {
 	for id := range e.valid.m {
 		if !live[id] {
 			delete(e.valid.m, id)
+		}
+	}
+	for id := range e.versionings.m {
+		if !live[id] {
+			delete(e.versionings.m, id)
 		}
 	}
 	forget := func(k, _ any) bool {

@@ -47,6 +47,14 @@ import (
 // exactly one time key, naming it. Secondary indexes
 // index only the documents (the latest versions).
 
+// A history index could come later: a keyspace of its own holding, for
+// each version, index id, keystring(key), keystring(_id), ^version, written
+// in the same request as the version (as the time keys are), so "the
+// documents whose attrN was x at T" would seek by key and keep the entries
+// whose version was valid at T (a version's validity is its record's
+// validFrom and the next version's). Today indexes hold only the latest
+// versions, and as-of reads scan the collection's time keys.
+
 // Version ops as stored.
 const (
 	opInsert  byte = 'i'
@@ -157,10 +165,19 @@ func versionReplace(ver Versioning, cur, next bsoncore.Document, replacement boo
 		if string(next) == string(cur) {
 			return nil, 0, nil
 		}
-	} else if string(withVersion(nil, next, ver.Field, curV)) == string(cur) {
+	} else if next = withVersion(nil, next, ver.Field, curV); string(next) == string(cur) {
 		return nil, 0, nil
 	}
-	return withVersion(nil, next, ver.Field, curV+1), curV + 1, nil
+	// next is the update's own result or withVersion's copy: the version
+	// field is an int64 (the stored one, kept, or the one just written),
+	// so the new version is written in place.
+	if !replacement {
+		next = append([]byte(nil), next...)
+	}
+	if !setVersion(next, ver.Field, curV+1) {
+		next = withVersion(nil, next, ver.Field, curV+1)
+	}
+	return next, curV + 1, nil
 }
 
 // recordVersion writes version v of a document (doc nil: a tombstone).

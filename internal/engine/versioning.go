@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -203,7 +204,60 @@ func withVersion(dst []byte, doc bsoncore.Document, field string, v uint64) bson
 	return dst
 }
 
-// versioningOfNS looks ns up in the working catalog (pipeline goroutine).
+// versioningOfNS looks ns up in the working catalog (pipeline goroutine),
+// parsing its options once per options record (versionings).
 func (e *Engine) versioningOfNS(ns Namespace) (Versioning, bool) {
-	return VersioningOf(e.cat.Working().Collection(ns.DB, ns.Coll))
+	c := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if c == nil || len(c.Options) == 0 {
+		return Versioning{}, false
+	}
+	if cv, ok := e.versionings.m[c.ID]; ok && sameBytes(cv.opts, c.Options) {
+		return cv.v, cv.ok
+	}
+	v, ok := VersioningOf(c)
+	if e.versionings.m == nil {
+		e.versionings.m = make(map[uint64]cachedVersioning)
+	}
+	e.versionings.m[c.ID] = cachedVersioning{opts: c.Options, v: v, ok: ok}
+	return v, ok
+}
+
+// versionings caches each collection's parsed versioning on the pipeline
+// goroutine, like the validators ("Serial apply"); a collMod replaces the
+// options slice, so an entry is current while its opts are the
+// collection's. Entries of dropped collections go with forgetDropped.
+type versionings struct{ m map[uint64]cachedVersioning }
+
+type cachedVersioning struct {
+	opts []byte
+	v    Versioning
+	ok   bool
+}
+
+// setVersion overwrites, in place, the value of doc's top-level int64
+// field named field with v; it reports false (doc unchanged) when doc has
+// no such int64 field.
+func setVersion(doc []byte, field string, v uint64) bool {
+	if len(doc) < 5 {
+		return false
+	}
+	rest := doc[4 : len(doc)-1]
+	off := 4
+	for len(rest) > 0 {
+		el, next, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return false
+		}
+		if el.Key() == field {
+			if el.Value().Type != bsoncore.TypeInt64 {
+				return false
+			}
+			at := off + len(el) - 8
+			binary.LittleEndian.PutUint64(doc[at:], v)
+			return true
+		}
+		off += len(el)
+		rest = next
+	}
+	return false
 }

@@ -169,3 +169,107 @@ func BenchmarkVersionedAsOf(b *testing.B) {
 		m.stop(b)
 	})
 }
+
+// BenchmarkVersionedLatestWhere is the issue's "latest version of every
+// document where attr1 = x", scaled down (5,000 documents of 10 versions
+// each): a find over an index of the versioned collection, against the
+// seed's schema 1 (every version a document of an unversioned collection,
+// the latest found by $sort, $group $first, $match).
+func BenchmarkVersionedLatestWhere(b *testing.B) {
+	const docs, versions = 5000, 10
+	ctx := context.Background()
+	x, ns := benchEngine(b, true)
+	if _, err := x.eng.DropCollection(ns); err != nil {
+		b.Fatal(err)
+	}
+	opts, _ := bson.Marshal(bson.D{{Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}})
+	if err := x.eng.CreateCollection(ns, opts); err != nil {
+		b.Fatal(err)
+	}
+	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "attr1", Value: 1}}}, {Key: "name", Value: "attr1_1"}})
+	if _, err := x.eng.CreateIndexes(ctx, ns, []bsoncore.Document{spec}); err != nil {
+		b.Fatal(err)
+	}
+	flat := engine.Namespace{DB: "db", Coll: "flat"}
+	var batch, flatBatch []bsoncore.Document
+	for id := range docs {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "attr1", Value: (id + 1) % 10}})
+		batch = append(batch, d)
+	}
+	if _, err := x.eng.Insert(ns, batch, true); err != nil {
+		b.Fatal(err)
+	}
+	for v := 2; v <= versions; v++ {
+		for id := range docs {
+			d, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "attr1", Value: (id + v) % 10}})
+			if _, err := x.eng.Replace(ns, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(id))}, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for id := range docs {
+		for v := 1; v <= versions; v++ {
+			d, _ := bson.Marshal(bson.D{{Key: "docId", Value: id}, {Key: "v", Value: v}, {Key: "attr1", Value: (id + v) % 10}})
+			flatBatch = append(flatBatch, d)
+		}
+	}
+	if _, err := x.eng.Insert(flat, flatBatch, true); err != nil {
+		b.Fatal(err)
+	}
+	want := docs / 10
+	filter, _ := bson.Marshal(bson.D{{Key: "attr1", Value: 3}})
+	b.Run("versioned-find", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			sel, _ := NewSelection(ns, filter, query.Options{})
+			src, err := x.Open(ctx, sel, Run)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := drainCount(b, src); n != want {
+				b.Fatalf("%d documents, want %d", n, want)
+			}
+		}
+		m.stop(b)
+	})
+	var pipeline []bsoncore.Document
+	for _, st := range []bson.D{
+		{{Key: "$sort", Value: bson.D{{Key: "docId", Value: 1}, {Key: "v", Value: -1}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$docId"}, {Key: "latest", Value: bson.D{{Key: "$first", Value: "$$ROOT"}}}}}},
+		{{Key: "$match", Value: bson.D{{Key: "latest.attr1", Value: 3}}}},
+	} {
+		d, _ := bson.Marshal(st)
+		pipeline = append(pipeline, d)
+	}
+	b.Run("schema1-aggregate", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			src, err := x.Aggregate(ctx, Aggregate{NS: flat, Stages: pipeline})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := drainCount(b, src); n != want {
+				b.Fatalf("%d documents, want %d", n, want)
+			}
+		}
+		m.stop(b)
+	})
+}
+
+func drainCount(b *testing.B, src interface {
+	Next() (bsoncore.Document, error)
+	Close() error
+}) int {
+	n := 0
+	for {
+		d, err := src.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d == nil {
+			_ = src.Close()
+			return n
+		}
+		n++
+	}
+}

@@ -56,6 +56,10 @@ type Options struct {
 	// Stats serves $collStats, $indexStats and $currentOp; nil refuses
 	// them at run time.
 	Stats Stats
+	// NeedsMerge marks a shard's part of a split pipeline (Split): a
+	// $group ending it emits partial states for the merger's $group
+	// ($doingMerge), as MongoDB's needsMerge does.
+	NeedsMerge bool
 }
 
 // DefaultMaxMemory is the memory budget of a blocking stage.
@@ -142,6 +146,11 @@ func Parse(pipeline []bsoncore.Document, opts Options) (*Pipeline, error) {
 	ss, err := parseStages(pipeline, pc)
 	if err != nil {
 		return nil, err
+	}
+	if opts.NeedsMerge && len(ss) > 0 {
+		if g, ok := ss[len(ss)-1].(*groupStage); ok {
+			g.partial = true
+		}
 	}
 	p := &Pipeline{stages: ss, opts: opts, vars: vars}
 	if len(ss) > 0 {

@@ -24,6 +24,13 @@ type groupStage struct {
 	// mapID, when set, turns the _id value into the group key ($bucket).
 	mapID func(bsoncore.Value) (bsoncore.Value, error)
 	name  string // stage name for the memory error
+	// partial: the stage ends a shard's part of a split pipeline
+	// (Options.NeedsMerge) and emits each accumulator's partial state
+	// instead of its result. merging ($doingMerge: true): the stage is the
+	// merger's half, reading _id and each accumulator's partial state
+	// from the fields of its input (the shards' partial groups) and
+	// merging them (split.go).
+	partial, merging bool
 }
 
 func parseGroup(arg bsoncore.Value, pc *parseContext) (stage, error) {
@@ -32,6 +39,13 @@ func parseGroup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	}
 	g := &groupStage{name: "$group"}
 	for _, f := range fieldsOf(arg) {
+		if f.Name == "$doingMerge" {
+			if f.Value.Type != bsoncore.TypeBoolean {
+				return nil, errorf(codeGroupFieldOperator, "$doingMerge must be a boolean")
+			}
+			g.merging = f.Value.Boolean()
+			continue
+		}
 		if f.Name == "_id" {
 			if g.id != nil {
 				return nil, errorf(codeGroupIDTwice, "a group's _id may only be specified once")
@@ -155,8 +169,10 @@ func (g *groupStage) run(rc *runContext, in Source, spill *groupSpill) (func() (
 			break
 		}
 		ctx.Reset(d)
-		id, err := g.id.Eval(ctx)
-		if err != nil {
+		var id bsoncore.Value
+		if g.merging {
+			id = d.Lookup("_id")
+		} else if id, err = g.id.Eval(ctx); err != nil {
 			return nil, err
 		}
 		if id.Type == 0 {
@@ -181,6 +197,14 @@ func (g *groupStage) run(rc *runContext, in Source, spill *groupSpill) (func() (
 			mem += int64(2*len(key)+len(id.Data)+groupOverhead) + int64(len(g.accs))*accOverhead
 		}
 		for i, a := range g.accs {
+			if g.merging {
+				v := d.Lookup(a.name)
+				if err := gr.accs[i].merge(v); err != nil {
+					return nil, err
+				}
+				mem += int64(len(v.Data))
+				continue
+			}
 			v := expr.Missing
 			if a.arg != nil {
 				if v, err = a.arg.Eval(ctx); err != nil {
@@ -227,7 +251,11 @@ func (g *groupStage) output(id bsoncore.Value, accs []accumulator) (bsoncore.Doc
 	fs := make([]field, 0, len(g.accs)+1)
 	fs = append(fs, field{"_id", id})
 	for i, a := range g.accs {
-		v, err := accs[i].result()
+		result := accs[i].result
+		if g.partial {
+			result = accs[i].partial
+		}
+		v, err := result()
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"io"
 	"math"
 	"os"
@@ -55,6 +56,9 @@ type SoakConfig struct {
 	// (default 512 MiB: the data set is 20 MiB, Pebble's block cache and
 	// memtables stay well under 100 MiB).
 	MaxRSSMiB float64
+	// Settle is how long the server idles after the load before its heap
+	// is read (default a tenth of Duration, between 2 and 10 s).
+	Settle time.Duration
 	// Seed seeds the operation streams.
 	Seed int64
 	// Out receives a line per interval (nil: none).
@@ -89,6 +93,9 @@ func (c *SoakConfig) fillDefaults() {
 	if c.MaxRise == 0 {
 		c.MaxRise = c.MaxChange
 	}
+	if c.Settle == 0 {
+		c.Settle = min(10*time.Second, max(2*time.Second, c.Duration/10))
+	}
 	if c.MaxRSSMiB == 0 {
 		c.MaxRSSMiB = 512
 	}
@@ -113,6 +120,11 @@ type SoakResult struct {
 	// Change is (last - first) / first.
 	Change    float64
 	MaxRSSMiB float64
+	// After the load ends and the server idles for Settle: its heap in
+	// use and held (serverStatus tcmalloc.generic current_allocated_bytes
+	// and heap_size) and its RSS (issue 17: "the server's heap is measured
+	// after load ends").
+	HeapAfterMiB, HeapSizeAfterMiB, RSSAfterMiB float64
 	// Failures say why the soak did not pass; none when it did.
 	Failures []string
 }
@@ -191,8 +203,38 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("soak: %w", err)
 	}
+	if err := res.measureAfter(ctx, d, t.pid, cfg.Settle); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "soak: after the load and %s idle: heap in use %.1f MiB, heap held %.1f MiB, RSS %.1f MiB\n",
+		cfg.Settle, res.HeapAfterMiB, res.HeapSizeAfterMiB, res.RSSAfterMiB)
 	res.judge()
 	return res, nil
+}
+
+// measureAfter lets the server idle for settle, then reads its heap
+// (serverStatus) and RSS.
+func (r *SoakResult) measureAfter(ctx context.Context, d *driverDB, pid int, settle time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(settle):
+	}
+	var st struct {
+		Tcmalloc struct {
+			Generic struct {
+				Allocated int64 `bson:"current_allocated_bytes"`
+				HeapSize  int64 `bson:"heap_size"`
+			} `bson:"generic"`
+		} `bson:"tcmalloc"`
+	}
+	if err := d.client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+		return fmt.Errorf("soak: serverStatus after the load: %w", err)
+	}
+	r.HeapAfterMiB = float64(st.Tcmalloc.Generic.Allocated) / (1 << 20)
+	r.HeapSizeAfterMiB = float64(st.Tcmalloc.Generic.HeapSize) / (1 << 20)
+	r.RSSAfterMiB = processRSSMiB(pid)
+	return nil
 }
 
 // judge compares the first and last windows and checks the RSS bound.
@@ -220,6 +262,9 @@ func (r *SoakResult) judge() {
 	}
 	if r.MaxRSSMiB == 0 {
 		r.Failures = append(r.Failures, "the server's RSS could not be read")
+	}
+	if r.HeapAfterMiB <= 0 || r.HeapAfterMiB > cfg.MaxRSSMiB {
+		r.Failures = append(r.Failures, fmt.Sprintf("heap in use after the load is %.1f MiB (bound %.0f MiB)", r.HeapAfterMiB, cfg.MaxRSSMiB))
 	}
 }
 

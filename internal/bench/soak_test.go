@@ -38,6 +38,8 @@ func TestSoakLoad(t *testing.T) {
 	}
 	t.Logf("first %s: %.0f ops/s, last %s: %.0f ops/s (%+.1f%%), server RSS at most %.1f MiB (bound %.0f)",
 		res.Config.Window, res.FirstOpsPerSec, res.Config.Window, res.LastOpsPerSec, 100*res.Change, res.MaxRSSMiB, res.Config.MaxRSSMiB)
+	t.Logf("after the load and %s idle: heap in use %.1f MiB, heap held %.1f MiB, RSS %.1f MiB",
+		res.Config.Settle, res.HeapAfterMiB, res.HeapSizeAfterMiB, res.RSSAfterMiB)
 	for _, f := range res.Failures {
 		t.Error(f)
 	}

@@ -31,6 +31,22 @@ func cmdServerStatus(_ context.Context, s *Session, _ *Request, dst []byte) (bso
 	return r.Finish(), nil
 }
 
+// heapSection is serverStatus.tcmalloc in MongoDB's shape, from the Go
+// runtime's allocator: generic.current_allocated_bytes is the heap in use
+// (live objects and garbage not yet collected), generic.heap_size what the
+// heap holds from the system; the pageheap figures are its free spans kept
+// (pageheap_free_bytes) and returned to the system (pageheap_unmapped_bytes).
+// Reading the figures stops the world for a few microseconds.
+func heapSection() bsoncore.Document {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return doc(
+		"generic", doc("current_allocated_bytes", int64(ms.HeapAlloc), "heap_size", int64(ms.HeapSys)),
+		"tcmalloc", doc("pageheap_free_bytes", int64(ms.HeapIdle-ms.HeapReleased), "pageheap_unmapped_bytes", int64(ms.HeapReleased),
+			"total_free_bytes", int64(ms.HeapIdle-ms.HeapReleased), "formattedString", "Go runtime allocator (Cairn): figures from runtime.MemStats"),
+	)
+}
+
 // appendServerStatus appends serverStatus's sections to r.
 func appendServerStatus(r *Reply, s *Session) {
 	host, _ := os.Hostname()
@@ -72,6 +88,7 @@ func appendServerStatus(r *Reply, s *Session) {
 	))
 	resident, virtual := processMemMB()
 	r.Doc("mem", doc("bits", int32(64), "resident", resident, "virtual", virtual, "supported", true))
+	r.Doc("tcmalloc", heapSection())
 	r.Doc("metrics", doc(
 		"cursor", doc("open", doc("total", int64(env.Cursors.Len()))),
 		"document", doc("deleted", u.deleted.Load(), "inserted", u.inserted.Load(), "returned", u.returned.Load(), "updated", u.updated.Load()),

@@ -93,6 +93,7 @@ var privilegeRules = map[string]privRule{
 	"buildinfo":                      preAuth,
 	"cloneCollectionAsCapped":        {on: onColl, actions: []string{"find"}, more: cloneCappedNeeds},
 	"collMod":                        coll("collMod"),
+	"advise":                         coll("find", "collStats"),
 	"collStats":                      coll("collStats"),
 	"commitTransaction":              anyUser,
 	"compact":                        coll("compact"),

@@ -94,6 +94,7 @@ func init() {
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
 			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation hint"), nested: cursor, unstable: args("explain"), strict: strictPipeline},
+		"advise":                  {run: cmdAdvise, help: "data-model advice from a sample of a collection's documents, its indexes and profiled queries", fields: args("sampleSize")},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
 		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax versioning"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages timeseries")},

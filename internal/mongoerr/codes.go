@@ -5,6 +5,9 @@ package mongoerr
 // error_codes.yml, kept in names; every other code is a "location" code,
 // whose codeName is Location<code> (Code.Name). TestCodeTable checks both.
 const (
+	// Sharding (package shard).
+	ShardKeyNotFound Code = 61 // shard: a document's shard key holds an array, or a key lacks a field
+
 	// Cluster time (package hlc).
 	ClusterTimeFailsRateLimiter Code = 205 // hlc: an observed cluster time too far ahead of the wall clock
 

@@ -26,6 +26,7 @@ type Code int32
 // names holds MongoDB's codeName of every named code in codes.go, as
 // error_codes.yml spells it.
 var names = map[Code]string{
+	ShardKeyNotFound:                "ShardKeyNotFound",
 	ClusterTimeFailsRateLimiter:     "ClusterTimeFailsRateLimiter",
 	HostUnreachable:                 "HostUnreachable",
 	HostNotFound:                    "HostNotFound",

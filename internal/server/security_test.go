@@ -124,7 +124,7 @@ var matrix = map[string]matrixRole{
 	"logout": {"", "admin"}, "connectionStatus": {"", "admin"},
 
 	"find": {"read", "test"}, "count": {"read", "test"}, "distinct": {"read", "test"}, "aggregate": {"read", "test"},
-	"listIndexes": {"read", "test"}, "collStats": {"read", "test"}, "dataSize": {"read", "test"}, "explain": {"read", "test"},
+	"listIndexes": {"read", "test"}, "collStats": {"read", "test"}, "advise": {"read", "test"}, "dataSize": {"read", "test"}, "explain": {"read", "test"},
 	"dbStats": {"read", "test"}, "dbstats": {"read", "test"}, "listCollections": {"read", "test"},
 
 	"insert": {"readWrite", "test"}, "update": {"readWrite", "test"}, "delete": {"readWrite", "test"},

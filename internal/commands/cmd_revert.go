@@ -37,7 +37,7 @@ func cmdRevertDocument(_ context.Context, s *Session, req *Request, dst []byte) 
 		return nil, mongoerr.New(mongoerr.BadValue, "revertDocument.version must be a whole number of at least 1, got %s", vv)
 	}
 	id = bsoncore.Value{Type: id.Type, Data: append([]byte(nil), id.Data...)}
-	next, err := s.Env.Engine.RevertDocument(engine.Namespace{DB: req.DB, Coll: coll}, id, uint64(n))
+	next, err := s.Env.Exec.RevertDocument(engine.Namespace{DB: req.DB, Coll: coll}, id, uint64(n))
 	if err != nil {
 		return nil, err
 	}

@@ -259,3 +259,9 @@ func (e *Env) ExplainVersions(ctx context.Context, a Aggregate, execute bool) (*
 
 // StartsWithVersions reports whether a pipeline's first stage is $versions.
 func StartsWithVersions(stages []bsoncore.Document) bool { return startsWithVersions(stages) }
+
+// RevertDocument makes version v of a versioned document its latest again
+// (engine.RevertDocument), for the revertDocument command.
+func (e *Env) RevertDocument(ns engine.Namespace, id bsoncore.Value, v uint64) (uint64, error) {
+	return e.eng.RevertDocument(ns, id, v)
+}

@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/cairndb/cairn/internal/bsonx/bsonxtest"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -9,15 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
-
-func raw(t testing.TB, d any) bsoncore.Document {
-	t.Helper()
-	b, err := bson.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func uuid(rng *rand.Rand) string {
 	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", rng.Uint32(), rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint64()&0xffffffffffff)
@@ -226,3 +218,5 @@ func TestLooksLikeID(t *testing.T) {
 		}
 	}
 }
+
+func raw(t testing.TB, v any) bsoncore.Document { t.Helper(); return bsonxtest.Marshal(t, v) }

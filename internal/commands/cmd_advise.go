@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/advise"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -53,7 +55,7 @@ func cmdAdvise(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		}
 		sort.Strings(names)
 	}
-	shapes, err := profiledShapes(ctx, s.Env.Engine, req.DB)
+	shapes, err := profiledShapes(ctx, s.Env.Exec, req.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +63,7 @@ func cmdAdvise(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	var colls []bsoncore.Document
 	for _, c := range names {
 		ns := engine.Namespace{DB: req.DB, Coll: c}
-		in, err := adviseInput(ctx, s.Env.Engine, ns, int(n), rng)
+		in, err := s.Env.Exec.AdviseInput(ctx, ns, int(n), rng)
 		if err != nil {
 			return nil, err
 		}
@@ -84,29 +86,6 @@ func checkCollectionName(c string) error {
 	return nil
 }
 
-// adviseInput reads one collection's sample and indexes from one snapshot.
-func adviseInput(ctx context.Context, e *engine.Engine, ns engine.Namespace, n int, rng *rand.Rand) (advise.Input, error) {
-	r, err := e.NewReader(ns)
-	if err != nil {
-		return advise.Input{}, err
-	}
-	defer r.Close()
-	sample, err := r.Sample(ctx, n, rng)
-	if err != nil {
-		return advise.Input{}, err
-	}
-	in := advise.Input{NS: ns.String(), Sample: sample}
-	for _, ix := range r.Indexes() {
-		if ix.Building {
-			continue
-		}
-		use := e.IndexAccesses(ns, ix.Name)
-		in.Indexes = append(in.Indexes, advise.Index{Name: ix.Name, Key: ix.Spec.Key, Unique: ix.Spec.Unique,
-			Sparse: ix.Spec.Sparse, Partial: ix.Spec.PartialFilterExpression != nil, Ops: use.Ops, UsageKnown: true})
-	}
-	return in, nil
-}
-
 func findingDoc(f advise.Finding) bsoncore.Document {
 	ev := NewReply(nil)
 	for _, fact := range f.Evidence {
@@ -119,28 +98,16 @@ func findingDoc(f advise.Finding) bsoncore.Document {
 // profiledShapes groups the entries of db's system.profile into query
 // shapes per namespace: the fields each filter tests by equality and by
 // range, the sort, how often it ran and what it examined and returned.
-func profiledShapes(ctx context.Context, e *engine.Engine, db string) (map[string][]advise.Shape, error) {
-	r, err := e.NewReader(engine.Namespace{DB: db, Coll: "system.profile"})
+func profiledShapes(ctx context.Context, x *exec.Env, db string) (map[string][]advise.Shape, error) {
+	// system.profile is capped at 1 MB: a few thousand entries at most.
+	docs, err := x.Documents(ctx, engine.Namespace{DB: db, Coll: "system.profile"}, math.MaxInt)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	cur, err := r.Docs(engine.KeyRange{}, false)
-	if err != nil {
-		return nil, err
-	}
-	defer cur.Close()
 	type key struct{ ns, shape string }
 	byShape := map[key]*advise.Shape{}
 	var order []key
-	for i := 0; cur.Next(); i++ {
-		if i%256 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		d, err := cur.Value()
-		if err != nil {
-			return nil, err
-		}
+	for _, d := range docs {
 		sh, ns, ok := shapeOf(d)
 		if !ok {
 			continue

@@ -1,13 +1,11 @@
 package planner
 
 import (
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/query"
 )
 
-// KeyBounds returns the bounds filter puts on each field of the key
+// KeyBounds returns the bounds filter f puts on each field of the key
 // pattern of spec, exactly as an index scan over that pattern would read
 // them: a hashed field is bounded by equality and $in only, and a field
 // the filter leaves open is nil ([MinKey, MaxKey]). Routers target shards
@@ -15,13 +13,9 @@ import (
 // read, no shard owning those keys needs to see. Parts of the filter the
 // bounds cannot express ($or, $nor, $expr) leave fields open, which only
 // widens the answer.
-func KeyBounds(filter bsoncore.Document, spec *index.Spec) ([]OIL, error) {
-	f, err := query.Parse(filter)
-	if err != nil {
-		return nil, err
-	}
+func KeyBounds(f *query.Filter, spec *index.Spec) []OIL {
 	bounds, _ := boundsFrom(analyze(f.Tree()), &indexRef{name: spec.Name, spec: spec})
-	return bounds, nil
+	return bounds
 }
 
 // Intervals returns the list's intervals, the full one for an open field.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -521,5 +522,57 @@ func TestKillOpEndsAwaitData(t *testing.T) {
 	err := db.RunCommand(ctx, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "tail"}}).Err()
 	if commandCode(err) != int32(mongoerr.CursorNotFound) {
 		t.Fatalf("getMore after the killed one: %v, want CursorNotFound", err)
+	}
+}
+
+// TestHugeValueExpressionsHonourMaxTime: one expression over one huge
+// value (issue 17: a regex count over a 10 MiB string with maxTimeMS 1000
+// ran 13–53 s). Loops that build arrays ($regexFindAll's matches, $split's
+// parts) check the deadline as they go and end within it. A single regular
+// expression match cannot be interrupted (Go's RE2 engine runs to the end
+// of its input), but it is linear in the input: the known gap listed in
+// RELIABILITY.md, bounded here at 15 s so that a return of the quadratic
+// behaviour (the match offsets of $regexFindAll were counted from the start
+// of the string for every match: hours) fails.
+func TestHugeValueExpressionsHonourMaxTime(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	big := strings.Repeat("abcdefghij", 1<<20) // 10 MiB
+	if _, err := c.Database("test").Collection("huge").InsertOne(context.Background(), bson.D{{Key: "_id", Value: 1}, {Key: "s", Value: big}}); err != nil {
+		t.Fatal(err)
+	}
+	const maxTime = 1000 * time.Millisecond
+	const oneMatch = 15 * time.Second // a single RE2 match: not interruptible
+	for _, tc := range []struct {
+		name  string
+		cmd   bson.D
+		bound time.Duration
+	}{
+		{"count with a regex over the string", bson.D{{Key: "count", Value: "huge"}, {Key: "query", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$regex", Value: "(a|b|c)*j.*z$"}}}}}}, oneMatch},
+		{"case-insensitive regex", bson.D{{Key: "count", Value: "huge"}, {Key: "query", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$regex", Value: "(x+x+)+y"}, {Key: "$options", Value: "i"}}}}}}, oneMatch},
+		{"$regexFindAll over the string", bson.D{{Key: "aggregate", Value: "huge"}, {Key: "pipeline", Value: bson.A{
+			bson.D{{Key: "$project", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$size", Value: bson.D{{Key: "$regexFindAll", Value: bson.D{{Key: "input", Value: "$s"}, {Key: "regex", Value: "a"}}}}}}}}}},
+		}}, {Key: "cursor", Value: bson.D{}}}, 3 * maxTime},
+		{"$split of the string", bson.D{{Key: "aggregate", Value: "huge"}, {Key: "pipeline", Value: bson.A{
+			bson.D{{Key: "$project", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$size", Value: bson.D{{Key: "$split", Value: bson.A{"$s", "a"}}}}}}}}},
+		}}, {Key: "cursor", Value: bson.D{}}}, 3 * maxTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := append(append(bson.D{}, tc.cmd...), bson.E{Key: "maxTimeMS", Value: maxTime.Milliseconds()}, bson.E{Key: "$db", Value: "test"})
+			start := time.Now()
+			reply := roundTrip(t, dial(t, s), command(t, cmd))
+			took := time.Since(start)
+			var code mongoerr.Code
+			if reply.Lookup("ok").Double() != 1 {
+				code = mongoerr.Code(reply.Lookup("code").Int32())
+			}
+			t.Logf("code %d after %v", code, took)
+			if code != 0 && code != mongoerr.MaxTimeMSExpired && code != mongoerr.ExceededMemoryLimit {
+				t.Fatalf("code %d: %s", code, reply)
+			}
+			if took > tc.bound {
+				t.Fatalf("maxTimeMS %v: the command ran %v (bound %v)", maxTime, took, tc.bound)
+			}
+		})
 	}
 }

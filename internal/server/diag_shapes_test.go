@@ -57,7 +57,7 @@ func TestDiagnosticReplyTypes(t *testing.T) {
 			"mem.bits": bson.TypeInt32, "mem.resident": bson.TypeInt32, "mem.virtual": bson.TypeInt32,
 			"tcmalloc.generic.current_allocated_bytes": bson.TypeInt64, "tcmalloc.generic.heap_size": bson.TypeInt64,
 			"tcmalloc.tcmalloc.pageheap_unmapped_bytes": bson.TypeInt64,
-			"storageEngine.name": bson.TypeString, "metrics.cursor.open.total": bson.TypeInt64,
+			"storageEngine.name":                        bson.TypeString, "metrics.cursor.open.total": bson.TypeInt64,
 			"network.bytesIn": bson.TypeInt64, "network.bytesOut": bson.TypeInt64, "network.numRequests": bson.TypeInt64,
 			"opLatencies.reads.latency": bson.TypeInt64, "opLatencies.reads.ops": bson.TypeInt64,
 			"opLatencies.writes.latency": bson.TypeInt64, "opLatencies.commands.ops": bson.TypeInt64,

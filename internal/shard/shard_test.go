@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"github.com/cairndb/cairn/internal/bsonx/bsonxtest"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -16,24 +17,6 @@ import (
 )
 
 var epoch = bson.NewObjectID()
-
-func raw(t testing.TB, v any) bsoncore.Document {
-	t.Helper()
-	b, err := bson.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func ext(t testing.TB, s string) bsoncore.Document {
-	t.Helper()
-	var d bson.D
-	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
-		t.Fatalf("%s: %v", s, err)
-	}
-	return raw(t, d)
-}
 
 func codeOf(err error) mongoerr.Code {
 	var me *mongoerr.Error
@@ -405,3 +388,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		t.Fatal("a map with a gap was accepted")
 	}
 }
+
+func ext(t testing.TB, s string) bsoncore.Document { t.Helper(); return bsonxtest.ExtDoc(t, s) }
+
+func raw(t testing.TB, v any) bsoncore.Document { t.Helper(); return bsonxtest.Marshal(t, v) }

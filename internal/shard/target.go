@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/planner"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // maxTargetRanges bounds how many key ranges a filter's point lists expand
@@ -25,10 +26,11 @@ type keyRange struct{ lo, hi []byte }
 // targets no shard. exact is true when filter names one shard key value
 // with equality on every field (a write that needs one target).
 func (m *Map) Target(filter bsoncore.Document) (shards []string, exact bool, err error) {
-	bounds, err := planner.KeyBounds(filter, m.Pattern.spec)
+	f, err := query.Parse(filter)
 	if err != nil {
 		return nil, false, err
 	}
+	bounds := planner.KeyBounds(f, m.Pattern.spec)
 	ranges, exact := m.ranges(bounds)
 	seen := map[string]bool{}
 	for _, r := range ranges {

@@ -126,7 +126,10 @@ func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
 				err = fmt.Errorf("storage: transaction statement panicked: %v\n%s", r, debug.Stack())
 			}
 		}()
-		return fn(t)
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.err
 	}()
 	if err == nil {
 		err = tx.claim(t)

@@ -270,6 +270,12 @@ func TestTransactionStatementAtomic(t *testing.T) {
 	if _, ok := mustGet(t, db, "a"); ok {
 		t.Fatal("an uncommitted transaction's write is visible outside it")
 	}
+	if err := tx.Run(func(t *Txn) error { t.Set([]byte("d"), []byte("1")); t.Tick(); return nil }); !errors.Is(err, errTickInTransaction) {
+		t.Fatalf("a statement taking a cluster time: %v", err)
+	}
+	if _, ok := txGet(t, tx, "d"); ok {
+		t.Fatal("the statement that took a cluster time left its write")
+	}
 	if err := tx.Commit(nil); err != nil {
 		t.Fatal(err)
 	}

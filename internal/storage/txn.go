@@ -45,7 +45,14 @@ type Txn struct {
 	// tx, when set, is the transaction this is one statement of
 	// (Transaction.Run): reads see its view, not a group's batch.
 	tx *Transaction
+	// err fails the request whatever its function returns (a Tick in a
+	// transaction statement).
+	err error
 }
+
+// errTickInTransaction fails a transaction statement that asked for a
+// cluster time: a transaction's changes take the commit's (Commit's also).
+var errTickInTransaction = errors.New("storage: a transaction statement takes no cluster time; its changes take the commit's")
 
 // Tick returns a new cluster time for one change the request makes: above
 // every time issued before, in this group or any earlier one, and persisted
@@ -54,7 +61,8 @@ type Txn struct {
 // skipped, not reused. Call it only from the request's function.
 func (t *Txn) Tick() hlc.Timestamp {
 	if t.tx != nil {
-		panic("storage: a transaction statement takes no cluster time; its changes take the commit's")
+		t.err = errTickInTransaction
+		return 0
 	}
 	ts := t.clock.Now()
 	t.flight.maxTick = ts
@@ -88,6 +96,7 @@ func (t *Txn) reset(b *pebble.Batch) {
 	t.ranges = t.ranges[:0]
 	t.hooks = t.hooks[:0]
 	t.arena = t.arena[:0]
+	t.err = nil
 }
 
 // keep copies b into the request's arena so callers may reuse their buffers.

@@ -1,0 +1,415 @@
+// Package docdiff owns the difference between two versions of a document
+// in the form MongoDB's oplog writes for an update ($v: 2 diffs): what a
+// change log entry carries instead of the whole new document, what a
+// secondary applies, and what a change stream reports as an update's
+// updateDescription.
+//
+// A document diff has up to four kinds of entries, in this order:
+//
+//	d: {field: false, …}   fields removed
+//	u: {field: value, …}   fields whose value is replaced in place
+//	i: {field: value, …}   fields added, appended after the others
+//	s<field>: <diff>       a nested diff of an object or array field
+//
+// An array diff is {a: true, l: <new length>, u<index>: value,
+// s<index>: <diff>}: l only when the array shrank; indexes past the old end
+// (which must follow it without a gap) extend it.
+//
+// # Invariants
+//
+// "Apply inverts Diff": for any documents old and new, Apply(old,
+// Diff(old, new)) is new byte for byte (field order included). Where a
+// diff cannot say it (new puts a field before one it kept from old), Diff
+// replaces the smallest enclosing object whole with a u entry, or returns
+// nil at the top, and the caller logs a replacement. FuzzDiffApply and
+// TestDiffApplyRandom check it.
+//
+// "Never larger than the value": a nested diff is used only when its
+// encoding is smaller than the new value it describes; otherwise the
+// value itself is written (as MongoDB does).
+package docdiff
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Diff returns the diff that turns old into new, or nil when the documents
+// are equal or when only a replacement can express the change (its caller
+// then logs the whole new document).
+func Diff(old, new bsoncore.Document) bsoncore.Document {
+	if bytes.Equal(old, new) {
+		return nil
+	}
+	d, ok := diffObject(old, new)
+	if !ok {
+		return nil
+	}
+	return d
+}
+
+// diffObject diffs two embedded documents; ok is false when the new field
+// order cannot be reached by removing, replacing and appending fields.
+func diffObject(old, new bsoncore.Document) (bsoncore.Document, bool) {
+	oel, err1 := old.Elements()
+	nel, err2 := new.Elements()
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	inOld := make(map[string]bsoncore.Value, len(oel))
+	for _, e := range oel {
+		inOld[e.Key()] = e.Value()
+	}
+	inNew := make(map[string]bool, len(nel))
+	for _, e := range nel {
+		inNew[e.Key()] = true
+	}
+	if len(inOld) != len(oel) || len(inNew) != len(nel) {
+		return nil, false // duplicate field names: only a replacement says it
+	}
+	// Kept fields must come first in new, in their old order.
+	var kept []string
+	for _, e := range oel {
+		if inNew[e.Key()] {
+			kept = append(kept, e.Key())
+		}
+	}
+	for i, name := range kept {
+		if i >= len(nel) || nel[i].Key() != name {
+			return nil, false
+		}
+	}
+	var del, upd, ins, sub []bsoncore.Element
+	for _, e := range oel {
+		if !inNew[e.Key()] {
+			del = append(del, bsoncore.AppendBooleanElement(nil, e.Key(), false))
+		}
+	}
+	for i, e := range nel {
+		name, v := e.Key(), e.Value()
+		if i >= len(kept) {
+			ins = append(ins, bsoncore.Element(e))
+			continue
+		}
+		ov := inOld[name]
+		if ov.Type == v.Type && bytes.Equal(ov.Data, v.Data) {
+			continue
+		}
+		if nested, ok := diffValue(ov, v); ok {
+			sub = append(sub, bsoncore.AppendDocumentElement(nil, "s"+name, nested))
+			continue
+		}
+		upd = append(upd, bsoncore.Element(e))
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, sec := range []struct {
+		name string
+		els  []bsoncore.Element
+	}{{"d", del}, {"u", upd}, {"i", ins}} {
+		if len(sec.els) > 0 {
+			b.AppendDocument(sec.name, docOf(sec.els))
+		}
+	}
+	out := b.Build()
+	if len(sub) > 0 {
+		out = appendElems(out, sub)
+	}
+	return out, true
+}
+
+// diffValue returns a nested diff of two objects or two arrays when it is
+// expressible and smaller than the new value ("Never larger than the
+// value").
+func diffValue(ov, v bsoncore.Value) (bsoncore.Document, bool) {
+	var d bsoncore.Document
+	var ok bool
+	switch {
+	case ov.Type == bsoncore.TypeEmbeddedDocument && v.Type == bsoncore.TypeEmbeddedDocument:
+		d, ok = diffObject(ov.Document(), v.Document())
+	case ov.Type == bsoncore.TypeArray && v.Type == bsoncore.TypeArray:
+		d, ok = diffArray(ov.Array(), v.Array())
+	}
+	if !ok || len(d) >= len(v.Data) {
+		return nil, false
+	}
+	return d, true
+}
+
+// diffArray diffs two arrays element by element.
+func diffArray(old, new bsoncore.Array) (bsoncore.Document, bool) {
+	ov, err1 := old.Values()
+	nv, err2 := new.Values()
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	b := bsoncore.NewDocumentBuilder().AppendBoolean("a", true)
+	if len(nv) < len(ov) {
+		b.AppendInt32("l", int32(len(nv)))
+	}
+	var sub []bsoncore.Element
+	for i, v := range nv {
+		idx := strconv.Itoa(i)
+		if i < len(ov) {
+			if ov[i].Type == v.Type && bytes.Equal(ov[i].Data, v.Data) {
+				continue
+			}
+			if nested, ok := diffValue(ov[i], v); ok {
+				sub = append(sub, bsoncore.AppendDocumentElement(nil, "s"+idx, nested))
+				continue
+			}
+		}
+		b.AppendValue("u"+idx, v)
+	}
+	return appendElems(b.Build(), sub), true
+}
+
+func docOf(els []bsoncore.Element) bsoncore.Document {
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	for _, e := range els {
+		b = append(b, e...)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
+}
+
+// appendElems returns d with els appended.
+func appendElems(d bsoncore.Document, els []bsoncore.Element) bsoncore.Document {
+	if len(els) == 0 {
+		return d
+	}
+	body := d[4 : len(d)-1]
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	b = append(b, body...)
+	for _, e := range els {
+		b = append(b, e...)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
+}
+
+// Apply returns old with diff applied.
+func Apply(old, diff bsoncore.Document) (bsoncore.Document, error) {
+	return applyObject(old, diff)
+}
+
+func applyObject(old, diff bsoncore.Document) (bsoncore.Document, error) {
+	dels, upds, subs := map[string]bool{}, map[string]bsoncore.Value{}, map[string]bsoncore.Document{}
+	var ins []bsoncore.Element
+	els, err := diff.Elements()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range els {
+		k, v := e.Key(), e.Value()
+		switch {
+		case k == "d" || k == "u" || k == "i":
+			sec, ok := v.DocumentOK()
+			if !ok {
+				return nil, fmt.Errorf("docdiff: section %q is not a document", k)
+			}
+			fs, err := sec.Elements()
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range fs {
+				switch k {
+				case "d":
+					dels[f.Key()] = true
+				case "u":
+					upds[f.Key()] = f.Value()
+				default:
+					ins = append(ins, f)
+				}
+			}
+		case len(k) > 1 && k[0] == 's':
+			d, ok := v.DocumentOK()
+			if !ok {
+				return nil, fmt.Errorf("docdiff: sub-diff %q is not a document", k)
+			}
+			subs[k[1:]] = d
+		default:
+			return nil, fmt.Errorf("docdiff: unknown entry %q in an object diff", k)
+		}
+	}
+	oel, err := old.Elements()
+	if err != nil {
+		return nil, err
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, e := range oel {
+		k := e.Key()
+		switch {
+		case dels[k]:
+		case upds[k].Type != 0:
+			b.AppendValue(k, upds[k])
+		case subs[k] != nil:
+			nv, err := applyValue(e.Value(), subs[k])
+			if err != nil {
+				return nil, fmt.Errorf("%s.%w", k, err)
+			}
+			b.AppendValue(k, nv)
+		default:
+			b.AppendValue(k, e.Value())
+		}
+	}
+	for _, e := range ins {
+		b.AppendValue(e.Key(), e.Value())
+	}
+	return b.Build(), nil
+}
+
+// applyValue applies a sub-diff to an object or array value.
+func applyValue(v bsoncore.Value, d bsoncore.Document) (bsoncore.Value, error) {
+	if isArrayDiff(d) {
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return bsoncore.Value{}, fmt.Errorf("docdiff: an array diff applied to a %s", v.Type)
+		}
+		out, err := applyArray(arr, d)
+		return bsoncore.Value{Type: bsoncore.TypeArray, Data: out}, err
+	}
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return bsoncore.Value{}, fmt.Errorf("docdiff: an object diff applied to a %s", v.Type)
+	}
+	out, err := applyObject(doc, d)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: out}, err
+}
+
+func isArrayDiff(d bsoncore.Document) bool {
+	a, ok := d.Lookup("a").BooleanOK()
+	return ok && a
+}
+
+func applyArray(old bsoncore.Array, d bsoncore.Document) (bsoncore.Array, error) {
+	vals, err := old.Values()
+	if err != nil {
+		return nil, err
+	}
+	els, err := d.Elements()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range els {
+		k, v := e.Key(), e.Value()
+		switch {
+		case k == "a":
+		case k == "l":
+			n, ok := v.AsInt64OK()
+			if !ok || n < 0 || n > int64(len(vals)) {
+				return nil, fmt.Errorf("docdiff: bad array length %s", v)
+			}
+			vals = vals[:n]
+		case len(k) > 1 && (k[0] == 'u' || k[0] == 's'):
+			i, err := strconv.Atoi(k[1:])
+			if err != nil || i < 0 || i > len(vals) || k[0] == 's' && i == len(vals) {
+				return nil, fmt.Errorf("docdiff: bad array entry %q for length %d", k, len(vals))
+			}
+			nv := v
+			if k[0] == 's' {
+				sd, ok := v.DocumentOK()
+				if !ok {
+					return nil, fmt.Errorf("docdiff: sub-diff %q is not a document", k)
+				}
+				if nv, err = applyValue(vals[i], sd); err != nil {
+					return nil, fmt.Errorf("%d.%w", i, err)
+				}
+			}
+			if i == len(vals) {
+				vals = append(vals, nv)
+			} else {
+				vals[i] = nv
+			}
+		default:
+			return nil, fmt.Errorf("docdiff: unknown entry %q in an array diff", k)
+		}
+	}
+	b := bsoncore.NewArrayBuilder()
+	for _, v := range vals {
+		b.AppendValue(v)
+	}
+	return b.Build(), nil
+}
+
+// Description is an update's updateDescription in a change stream event:
+// the fields set (by dotted path), the fields removed, and the arrays
+// truncated to a new size.
+type Description struct {
+	Updated   bsoncore.Document
+	Removed   []string
+	Truncated []Truncation
+}
+
+// Truncation is one truncated array.
+type Truncation struct {
+	Field   string
+	NewSize int32
+}
+
+// Describe turns a diff into its updateDescription.
+func Describe(diff bsoncore.Document) (Description, error) {
+	var desc Description
+	upd := bsoncore.NewDocumentBuilder()
+	if err := describeObject(&desc, upd, "", diff); err != nil {
+		return Description{}, err
+	}
+	desc.Updated = upd.Build()
+	return desc, nil
+}
+
+func describeObject(desc *Description, upd *bsoncore.DocumentBuilder, prefix string, diff bsoncore.Document) error {
+	els, err := diff.Elements()
+	if err != nil {
+		return err
+	}
+	for _, e := range els {
+		k, v := e.Key(), e.Value()
+		switch {
+		case k == "d" || k == "u" || k == "i":
+			fs, err := v.Document().Elements()
+			if err != nil {
+				return err
+			}
+			for _, f := range fs {
+				if k == "d" {
+					desc.Removed = append(desc.Removed, prefix+f.Key())
+				} else {
+					upd.AppendValue(prefix+f.Key(), f.Value())
+				}
+			}
+		case len(k) > 1 && k[0] == 's':
+			if err := describeSub(desc, upd, prefix+k[1:], v.Document()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func describeSub(desc *Description, upd *bsoncore.DocumentBuilder, path string, d bsoncore.Document) error {
+	if !isArrayDiff(d) {
+		return describeObject(desc, upd, path+".", d)
+	}
+	els, err := d.Elements()
+	if err != nil {
+		return err
+	}
+	for _, e := range els {
+		k, v := e.Key(), e.Value()
+		switch {
+		case k == "l":
+			n, _ := v.AsInt64OK()
+			desc.Truncated = append(desc.Truncated, Truncation{Field: path, NewSize: int32(n)})
+		case len(k) > 1 && k[0] == 'u':
+			upd.AppendValue(path+"."+k[1:], v)
+		case len(k) > 1 && k[0] == 's':
+			if err := describeSub(desc, upd, path+"."+k[1:], v.Document()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -92,7 +92,8 @@
 // versioning on — records the version it makes (a tombstone for a delete)
 // with its time key in the same request, so the history holds each
 // document's versions contiguously, the newest one being the document
-// itself. Indexes index only the documents. CheckHistory verifies it;
+// itself. Indexes index only the documents. CheckHistory verifies it (and
+// the validate command with it);
 // TestHistoryCrashKeepsVersions checks it after power cuts.
 //
 // Invariant "Builds see current documents" (indexbuild.go): an index build

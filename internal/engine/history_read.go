@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -111,6 +112,9 @@ func (c *VersionCursor) Close() error {
 	return c.it.Close()
 }
 
+// ErrHistoryBroken is the class of CheckHistory's findings.
+var ErrHistoryBroken = errors.New("engine: history does not follow documents (invariant \"History follows documents\")")
+
 // CheckHistory verifies invariant "History follows documents" for ns (a
 // versioned collection; others pass): each document's versions are
 // contiguous, the newest holds the document's bytes and its version
@@ -151,11 +155,11 @@ func (e *Engine) CheckHistory(ns Namespace) error {
 			return err
 		}
 		if !found || len(tk) != 8 || binary.BigEndian.Uint64(tk) != v.V {
-			return fmt.Errorf("engine: %s: _id %x: version %d has no time key naming it (History follows documents)", ns, v.IDKey, v.V)
+			return fmt.Errorf("%w: %s: _id %x: version %d has no time key naming it", ErrHistoryBroken, ns, v.IDKey, v.V)
 		}
 		if string(v.IDKey) == string(id) {
 			if v.V != prev-1 {
-				return fmt.Errorf("engine: %s: _id %x: version %d follows version %d (History follows documents)", ns, v.IDKey, v.V, prev)
+				return fmt.Errorf("%w: %s: _id %x: version %d follows version %d", ErrHistoryBroken, ns, v.IDKey, v.V, prev)
 			}
 			prev = v.V
 			continue
@@ -167,9 +171,9 @@ func (e *Engine) CheckHistory(ns Namespace) error {
 		}
 		switch {
 		case !found && v.Op != opDelete:
-			return fmt.Errorf("engine: %s: _id %x has no document but its newest version %d is no tombstone (History follows documents)", ns, v.IDKey, v.V)
+			return fmt.Errorf("%w: %s: _id %x has no document but its newest version %d is no tombstone", ErrHistoryBroken, ns, v.IDKey, v.V)
 		case found && (string(doc) != string(v.Doc) || versionOf(doc, ver.Field) != v.V):
-			return fmt.Errorf("engine: %s: _id %x: the document (version %d) is not its newest version %d (History follows documents)", ns, v.IDKey, versionOf(doc, ver.Field), v.V)
+			return fmt.Errorf("%w: %s: _id %x: the document (version %d) is not its newest version %d", ErrHistoryBroken, ns, v.IDKey, versionOf(doc, ver.Field), v.V)
 		}
 		if found {
 			live++
@@ -192,7 +196,7 @@ func checkLiveCount(r *Reader, ns Namespace, live int) error {
 		return err
 	}
 	if n != live {
-		return fmt.Errorf("engine: %s holds %d documents but %d have a history (History follows documents)", ns, n, live)
+		return fmt.Errorf("%w: %s holds %d documents but %d have a history", ErrHistoryBroken, ns, n, live)
 	}
 	return nil
 }
@@ -213,7 +217,7 @@ func checkTimeKeyCount(r *Reader, ns Namespace, versions int) error {
 		return err
 	}
 	if n != versions {
-		return fmt.Errorf("engine: %s has %d time keys for %d versions (History follows documents)", ns, n, versions)
+		return fmt.Errorf("%w: %s has %d time keys for %d versions", ErrHistoryBroken, ns, n, versions)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cairndb/cairn/internal/bench"
 )
 
@@ -61,6 +63,22 @@ Examples:
 
 Flags:
 `
+
+func benchCommand(stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "Run YCSB workloads against a server and its floors",
+		Long:  strings.TrimSuffix(strings.TrimPrefix(benchUsage, "Usage: cairn bench [flags]\n\n"), "\nFlags:\n") + "\nRun 'cairn bench --help' for the flags.",
+		// bench parses its own flags (the standard library's flag package).
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if code := runBench(args, stdout, stderr); code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+}
 
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == bench.FloorServerArg {

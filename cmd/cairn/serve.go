@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,135 +10,305 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/config"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/idgen"
 	"github.com/cairndb/cairn/internal/metrics"
 	"github.com/cairndb/cairn/internal/server"
+	"github.com/cairndb/cairn/internal/wire"
 )
 
-// serveFlags are mongod-style flags, so scripts written for mongod read naturally.
-type serveFlags struct {
-	port     int
-	bindIP   string
-	dbPath   string
-	sync     string
-	logLevel string
-	maxConns int
-	idPrefix int
-	// metricsAddr serves Prometheus metrics at /metrics when set.
-	metricsAddr string
-	slowMS      int
-	auth        bool
-	// cacheGB is --cacheSizeGB (mongod's --wiredTigerCacheSizeGB); 0 is
-	// the default (storage.DefaultCacheSize).
-	cacheGB float64
-	// setParams are --setParameter name=value settings, in order.
-	setParams []string
+const serveLong = `Runs a Cairn server that MongoDB drivers, mongosh and the database tools
+connect to. The flags are mongod's where mongod has them (--port, --bind_ip,
+--dbpath, --logpath, --auth, --setParameter, ...); a mongod flag that Cairn
+does not support is refused with the reason, never ignored.
+
+By default the server listens on 127.0.0.1:27017 only, keeps its data in
+./cairn-data and acknowledges a write once it is synced to disk.
+
+Options can also come from mongod's YAML config file (--config or -f);
+flags given as well override it. For example:
+
+  net:
+    port: 27017
+    bindIp: 127.0.0.1
+  storage:
+    dbPath: /var/lib/cairn
+  systemLog:
+    destination: file
+    path: /var/log/cairn/cairn.log
+    logAppend: true
+  security:
+    authorization: enabled
+
+Signals: SIGINT and SIGTERM shut the server down cleanly (operations in
+progress get 15 s to finish); SIGUSR1 rotates the log file as the logRotate
+command does; SIGHUP logs that it was received and reopens the log file.`
+
+// flagValue records a flag as the command line gives it; config.Load applies
+// the recorded flags after the config file, so flags win.
+type flagValue struct {
+	flag     config.Flag
+	settings *[]config.Setting
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
-	var f serveFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.IntVar(&f.port, "port", 27017, "TCP port to listen on")
-	fs.StringVar(&f.bindIP, "bind_ip", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server to the network)")
-	fs.StringVar(&f.dbPath, "dbpath", "./cairn-data", "data directory (created if missing)")
-	fs.StringVar(&f.sync, "sync", "always", "'always': acknowledge a write once it is synced to disk: neither a crash nor a power cut loses it.\n"+
-		"An interval such as 100ms: acknowledge once it is written to the operating system and sync the log that often\n"+
-		"(faster): a crash of cairn (kill -9) still loses no acknowledged write; a power cut or an OS crash loses\n"+
-		"at most the writes acknowledged in the last interval (plus one sync's duration)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "maximum concurrent client connections (mongod's --maxConns); past it a new connection is closed\n"+
-		"without a reply, as mongod does: the refusal is logged with its reason and counted in serverStatus.connections.rejected")
-	fs.BoolVar(&f.auth, "auth", false, "require clients to authenticate (SCRAM-SHA-256 or SCRAM-SHA-1) and check their roles' privileges;\n"+
-		"with no user yet, a client on this host may create the first one (the localhost exception)")
-	fs.IntVar(&f.idPrefix, "document-id-unique-prefix", -1, "0-65535: the prefix of this server's sequential document ids (persisted; give each server of a cluster its own); -1 keeps the stored value")
-	fs.StringVar(&f.metricsAddr, "metricsAddr", "", "host:port to serve Prometheus metrics on at /metrics (off when empty)")
-	fs.IntVar(&f.slowMS, "slowms", commands.DefaultSlowMS, "operations slower than this many milliseconds are logged (\"Slow query\") and, at profiling level 1, profiled")
-	cacheUsage := "block cache size in GB, from 0.25 to 10000 (default: the larger of half of (memory - 1 GB) and 256 MB, as mongod's WiredTiger cache)"
-	fs.Float64Var(&f.cacheGB, "cacheSizeGB", 0, cacheUsage)
-	fs.Float64Var(&f.cacheGB, "wiredTigerCacheSizeGB", 0, "the same as --cacheSizeGB (mongod's name)")
-	fs.Func("setParameter", "name=value: set a server parameter at startup, as mongod's --setParameter (repeatable); enableTestCommands=1 enables configureFailPoint", func(s string) error {
-		f.setParams = append(f.setParams, s)
+func (v *flagValue) String() string { return "" }
+
+func (v *flagValue) Type() string {
+	switch {
+	case v.flag.Bool:
+		return "bool"
+	case v.flag.Count:
+		return "count"
+	}
+	return v.flag.Arg
+}
+
+// Set checks the value at once (so the error names the flag as given) and
+// records it.
+func (v *flagValue) Set(s string) error {
+	scratch := config.Defaults()
+	if err := config.SetFlag(&scratch, v.flag.Name, s); err != nil {
+		return err
+	}
+	*v.settings = append(*v.settings, config.Setting{Flag: v.flag.Name, Value: s})
+	return nil
+}
+
+func serveCommand(stdout, stderr io.Writer) *cobra.Command {
+	var settings []config.Setting
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Run a Cairn server that MongoDB clients connect to",
+		Long:  serveLong,
+		Example: `  cairn serve
+  cairn serve --dbpath /var/lib/cairn --bind_ip_all --auth
+  cairn serve -f /etc/cairn.conf --port 27018`,
+		Args: noArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			opts, err := config.Load(configFile, settings)
+			if err != nil {
+				return usageError{err}
+			}
+			if code := serveFunc(opts, stdout, stderr); code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVarP(&configFile, "config", "f", "", "read options from this mongod-style YAML config file; flags given as well override it")
+	sections := map[string]*pflag.FlagSet{}
+	for _, f := range config.Flags() {
+		fl := fs.VarPF(&flagValue{flag: f, settings: &settings}, f.Name, f.Short, f.Usage)
+		switch {
+		case f.Bool:
+			fl.NoOptDefVal = "true"
+		case f.Count:
+			fl.NoOptDefVal = "+1"
+		}
+		if sections[f.Section] == nil {
+			sections[f.Section] = pflag.NewFlagSet(f.Section, pflag.ContinueOnError)
+			sections[f.Section].SortFlags = false
+		}
+		sections[f.Section].AddFlag(fl)
+	}
+	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		w := c.OutOrStderr()
+		fmt.Fprintf(w, "Usage:\n  %s\n\nExamples:\n%s\n\nGeneral options:\n", c.UseLine(), c.Example)
+		general := pflag.NewFlagSet("general", pflag.ContinueOnError)
+		general.AddFlag(fs.Lookup("config"))
+		general.AddFlag(c.Flags().Lookup("help"))
+		fmt.Fprint(w, general.FlagUsages())
+		for _, s := range helpSections {
+			if set := sections[s.section]; set != nil {
+				fmt.Fprintf(w, "\n%s options [%s]:\n%s", s.title, s.section, set.FlagUsages())
+			}
+		}
 		return nil
 	})
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cairn serve [flags]\n\nRuns a Cairn node that MongoDB drivers and mongosh connect to.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return f, err
-	}
-	if fs.NArg() > 0 {
-		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if f.cacheGB != 0 && (f.cacheGB < 0.25 || f.cacheGB > 10000) {
-		return f, fmt.Errorf("--cacheSizeGB must be from 0.25 to 10000, got %v", f.cacheGB)
-	}
-	return f, nil
+	return cmd
 }
 
-func syncInterval(s string) (time.Duration, error) {
-	if s == "always" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--sync must be 'always' or a positive interval like 100ms, got %q", s)
-	}
-	return d, nil
+// helpSections order and title serve's options by config file section, as
+// mongod's help groups them.
+var helpSections = []struct{ section, title string }{
+	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"},
+	{"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
+	{"cairn", "Cairn"},
 }
 
-func logLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	err := l.UnmarshalText([]byte(s))
-	if err != nil {
-		return 0, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", s)
+// flagError explains a flag the command line does not know: mongod's flags
+// that Cairn does not support with the reason, others with the nearest
+// valid flag.
+func flagError(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return usageError{err}
 	}
-	return l, nil
+	if e := config.UnsupportedFlag(name); e != nil {
+		return usageError{e}
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if n := config.Nearest(name, names); n != "" {
+		return usageError{fmt.Errorf("unknown flag --%s (did you mean --%s?)", name, n)}
+	}
+	return usageError{fmt.Errorf("unknown flag --%s", name)}
 }
 
-func runServe(args []string, stdout, stderr io.Writer) int {
-	f, err := parseServeFlags(args, stderr)
-	if err == flag.ErrHelp {
-		return 0
+// serveFunc runs a server; tests of the command line replace it to see the
+// options it would run with.
+var serveFunc = runServe
+
+// runServe runs the server with opts until a signal or the shutdown command
+// stops it, and returns the exit status.
+func runServe(opts config.Options, stdout, stderr io.Writer) int {
+	var out io.Writer = stdout
+	var file *logFile
+	if opts.LogPath != "" {
+		var err error
+		if file, err = openLogFile(opts.LogPath, opts.LogAppend); err != nil {
+			fmt.Fprintln(stderr, "cairn serve:", err)
+			return 1
+		}
+		defer file.Close()
+		out = file
 	}
-	if err != nil {
+	level := slog.LevelInfo
+	if err := level.UnmarshalText([]byte(opts.LogLevel)); err != nil {
 		fmt.Fprintln(stderr, "cairn serve:", err)
 		return 2
 	}
-	every, err := syncInterval(f.sync)
-	if err != nil {
-		fmt.Fprintln(stderr, "cairn serve:", err)
-		return 2
+	if opts.Verbosity > 0 {
+		level = slog.LevelDebug
 	}
-	level, err := logLevel(f.logLevel)
-	if err != nil {
-		fmt.Fprintln(stderr, "cairn serve:", err)
-		return 2
+	var h slog.Handler = slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level})
+	if opts.Quiet {
+		h = quietHandler{h}
 	}
-	ring := commands.NewLogRing(1024, slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
+	ring := commands.NewLogRing(1024, h)
 	log := slog.New(ring)
-	if err := serve(f, every, log, ring); err != nil {
+	if err := serve(opts, log, ring, file); err != nil {
 		log.Error("cairn serve failed", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.LogRing) error {
-	dir, err := filepath.Abs(f.dbPath)
+// quietHandler drops connection events (--quiet, systemLog.quiet), as
+// mongod's quiet mode does, at every level.
+type quietHandler struct{ slog.Handler }
+
+// connectionEvents are the log messages of internal/server that --quiet
+// leaves out.
+var connectionEvents = map[string]bool{
+	"connection accepted": true, "connection closed": true, "closing connection": true,
+	"client went away during a command": true,
+}
+
+func (q quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	if connectionEvents[r.Message] {
+		return nil
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q quietHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return quietHandler{q.Handler.WithAttrs(a)}
+}
+
+func (q quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{q.Handler.WithGroup(name)}
+}
+
+// stopRequest is a shutdown asked for by a signal or the shutdown command.
+type stopRequest struct {
+	why     string
+	force   bool
+	timeout time.Duration
+}
+
+// process is commands.Process for `cairn serve`.
+type process struct {
+	stop   chan stopRequest
+	file   *logFile // nil: logging to standard output
+	rotate string   // rename or reopen
+	log    *slog.Logger
+}
+
+func (p *process) Shutdown(force bool, timeout time.Duration) {
+	select {
+	case p.stop <- stopRequest{why: "shutdown command", force: force, timeout: timeout}:
+	default: // a shutdown is under way already
+	}
+}
+
+func (p *process) RotateLog() (bool, error) {
+	if p.file == nil {
+		p.log.Info("log rotation asked for, but the log goes to standard output: nothing to rotate")
+		return false, nil
+	}
+	if p.rotate == "reopen" {
+		p.log.Info("log rotation initiated: reopening the log file", "path", p.file.path)
+		return true, p.file.Reopen()
+	}
+	p.log.Info("log rotation initiated", "path", p.file.path)
+	to, err := p.file.Rotate()
+	if err != nil {
+		return false, err
+	}
+	p.log.Info("log file rotated", "previous", to)
+	return true, nil
+}
+
+// signaledShutdownTimeout is how long a SIGINT or SIGTERM shutdown lets
+// operations in progress finish (mongod's
+// shutdownTimeoutMillisForSignaledShutdown).
+const signaledShutdownTimeout = 15 * time.Second
+
+func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *logFile) error {
+	// Catch the signals first: one that arrives while starting (or just
+	// after the ready line, which a supervisor may act on) is handled,
+	// never the default death.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	every, err := config.SyncInterval(opts.Sync)
+	if err != nil {
+		return err
+	}
+	if opts.TimeZoneInfo != "" {
+		if st, err := os.Stat(opts.TimeZoneInfo); err != nil || !st.IsDir() {
+			return fmt.Errorf("--timeZoneInfo %s is not a directory", opts.TimeZoneInfo)
+		}
+		// The time package reads its zone database from ZONEINFO first.
+		os.Setenv("ZONEINFO", opts.TimeZoneInfo)
+	}
+	dir, err := filepath.Abs(opts.DBPath)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create data directory %s: %w", dir, err)
 	}
-	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(f.cacheGB * (1 << 30)), Logger: log})
+	if opts.PIDFilePath != "" {
+		if err := os.WriteFile(opts.PIDFilePath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return fmt.Errorf("cannot write the pid file: %w", err)
+		}
+		defer os.Remove(opts.PIDFilePath)
+	}
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), Logger: log})
 	if err != nil {
 		return err
 	}
@@ -148,53 +317,104 @@ func serve(f serveFlags, every time.Duration, log *slog.Logger, ring *commands.L
 			log.Error("closing the data directory failed", "err", err)
 		}
 	}()
-	if f.idPrefix >= 0 {
+	if opts.IDPrefix >= 0 {
 		cfg := eng.IDConfig()
-		if f.idPrefix > idgen.MaxPrefix {
-			return fmt.Errorf("--document-id-unique-prefix must be from 0 to %d, got %d", idgen.MaxPrefix, f.idPrefix)
+		if opts.IDPrefix > idgen.MaxPrefix {
+			return fmt.Errorf("--document-id-unique-prefix must be from 0 to %d, got %d", idgen.MaxPrefix, opts.IDPrefix)
 		}
-		cfg.Prefix = uint16(f.idPrefix)
+		cfg.Prefix = uint16(opts.IDPrefix)
 		if err := eng.SetIDConfig(cfg); err != nil {
 			return err
 		}
 	}
 	env := commands.NewEnv(eng, commands.Config{
-		Port: f.port, BindIP: f.bindIP, DBPath: dir, Argv: os.Args, CairnVer: version, Auth: f.auth,
+		Port: opts.Port, BindIP: opts.ListenIP(), DBPath: dir, Argv: os.Args, CairnVer: version, Auth: opts.Auth, Given: opts.Given,
 	}, log)
 	env.Logs = ring
 	defer env.Close()
-	if err := env.ApplyStartupParameters(f.setParams); err != nil {
+	if err := env.ApplyStartupParameters(opts.SetParameters); err != nil {
 		return err
 	}
-	env.Profiler.SetSlowMS(int64(f.slowMS))
-	if f.metricsAddr != "" {
-		ln, err := metrics.Serve(f.metricsAddr, env)
+	env.Profiler.SetSlowMS(int64(opts.SlowMS))
+	env.Profiler.SetSampleRate(opts.SlowSampleRate)
+	env.Profiler.SetDefaultLevel(opts.Profile)
+	proc := &process{stop: make(chan stopRequest, 1), file: file, rotate: opts.LogRotate, log: log}
+	env.Process = proc
+	if opts.MetricsAddr != "" {
+		ln, err := metrics.Serve(opts.MetricsAddr, env)
 		if err != nil {
-			return fmt.Errorf("cannot serve metrics on %s: %w", f.metricsAddr, err)
+			return fmt.Errorf("cannot serve metrics on %s: %w", opts.MetricsAddr, err)
 		}
 		defer ln.Close()
 		log.Info("serving Prometheus metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
-	srv := server.New(env, server.Options{MaxConns: f.maxConns})
-	addr := net.JoinHostPort(f.bindIP, strconv.Itoa(f.port))
-	if err := srv.Listen(addr); err != nil {
-		return fmt.Errorf("cannot listen on %s: %w (is another server using the port? try --port)", addr, err)
+	compressors := []wire.Compressor{}
+	for _, name := range opts.Compressors {
+		c, _ := wire.CompressorByName(name)
+		compressors = append(compressors, c)
 	}
-	log.Info("cairn is ready", "listen", srv.Addr().String(), "dbpath", dir, "sync", f.sync, "version", version, "mongodbCompat", commands.MongoVersion,
-		"connect", "mongosh mongodb://"+srv.Addr().String())
+	srvOpts := server.Options{MaxConns: opts.MaxConns, Compressors: compressors}
+	if opts.TLS.Mode != config.TLSDisabled {
+		cfg, err := server.LoadTLS(server.TLSFiles{
+			CertificateKeyFile: opts.TLS.CertificateKeyFile, CAFile: opts.TLS.CAFile,
+			AllowInvalidCertificates:            opts.TLS.AllowInvalidCertificates,
+			AllowConnectionsWithoutCertificates: opts.TLS.AllowConnectionsWithoutCertificates,
+		})
+		if err != nil {
+			return err
+		}
+		srvOpts.TLS = &server.TLSOptions{Mode: opts.TLS.Mode, Config: cfg}
+	}
+	srv := server.New(env, srvOpts)
+	for _, ip := range opts.ListenIPs() {
+		addr := net.JoinHostPort(ip, strconv.Itoa(opts.Port))
+		if err := srv.Listen(addr); err != nil {
+			return fmt.Errorf("cannot listen on %s: %w (is another server using the port? try --port)", addr, err)
+		}
+	}
+	var addrs []string
+	for _, a := range srv.Addrs() {
+		addrs = append(addrs, a.String())
+	}
+	log.Info("cairn is ready", "listen", srv.Addr().String(), "addresses", addrs, "dbpath", dir, "sync", opts.Sync, "tlsMode", opts.TLS.Mode, "version", version, "mongodbCompat", commands.MongoVersion,
+		"config", opts.ConfigFile, "connect", "mongosh mongodb://"+srv.Addr().String())
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
-	select {
-	case sig := <-sigs:
-		log.Info("shutting down", "signal", sig.String())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		return nil
-	case err := <-errc:
-		return err
+	for {
+		select {
+		case sig := <-sigs:
+			switch sig {
+			case syscall.SIGHUP:
+				log.Info("SIGHUP received: reopening the log file; the server goes on", "logpath", opts.LogPath)
+				if file != nil {
+					if err := file.Reopen(); err != nil {
+						log.Error("reopening the log file failed", "err", err)
+					}
+				}
+			case syscall.SIGUSR1:
+				if _, err := proc.RotateLog(); err != nil {
+					log.Error("log rotation failed", "err", err)
+				}
+			default:
+				select {
+				case proc.stop <- stopRequest{why: "signal " + sig.String(), timeout: signaledShutdownTimeout}:
+				default: // a shutdown is asked for already
+				}
+			}
+		case req := <-proc.stop:
+			log.Info("shutting down", "reason", req.why, "force", req.force, "timeout", req.timeout.String())
+			env.ReleaseFsyncLock()
+			ctx, cancel := context.WithTimeout(context.Background(), req.timeout)
+			if req.force {
+				cancel() // interrupt what is running at once
+			}
+			_ = srv.Shutdown(ctx)
+			cancel()
+			log.Info("connections closed; closing the data directory")
+			return nil
+		case err := <-errc:
+			return err
+		}
 	}
 }

@@ -2,6 +2,7 @@ package agg
 
 import (
 	"context"
+	"github.com/cairndb/cairn/internal/collation"
 	"sort"
 	"time"
 
@@ -60,6 +61,9 @@ type Options struct {
 	// $group ending it emits partial states for the merger's $group
 	// ($doingMerge), as MongoDB's needsMerge does.
 	NeedsMerge bool
+	// Collation compares the pipeline's strings (nil: simple); see
+	// collation.go for where it applies and what it refuses.
+	Collation *collation.Collator
 }
 
 // DefaultMaxMemory is the memory budget of a blocking stage.
@@ -142,6 +146,9 @@ func Parse(pipeline []bsoncore.Document, opts Options) (*Pipeline, error) {
 	}
 	vars["NOW"] = expr.Date(opts.Now.UnixMilli())
 	names = append(names, "NOW")
+	if err := checkCollation(pipeline, &opts); err != nil {
+		return nil, err
+	}
 	pc := &parseContext{opts: &opts, scope: expr.NewScope(nil, names...)}
 	ss, err := parseStages(pipeline, pc)
 	if err != nil {

@@ -183,7 +183,7 @@ func (g *groupStage) run(rc *runContext, in Source, spill *groupSpill) (func() (
 				return nil, err
 			}
 		}
-		key = keystring.Append(key[:0], id)
+		key = keystring.AppendCollated(key[:0], id, rc.opts.keyCollator())
 		gr := index[string(key)]
 		if gr == nil {
 			gr = &group{key: string(key), id: copyValue(id), accs: make([]accumulator, len(g.accs))}

@@ -2,6 +2,7 @@ package agg
 
 import (
 	"github.com/cairndb/cairn/internal/expr"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -40,8 +41,17 @@ func parseMatch(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	var err error
 	// A $expr nested in $and/$or sees the command's $$NOW and let too
 	// (not variables a $lookup binds: those change per document).
-	if m.query, err = query.ParseWith(rest, query.Options{Vars: pc.opts.Vars, Now: pc.opts.Now}); err != nil {
+	if m.query, err = query.ParseWith(rest, matchOptions(pc.opts)); err != nil {
 		return nil, err
+	}
+	if m.query.NearCount() > 0 {
+		return nil, errorf(mongoerr.NearInMatch, "$geoNear, $near, and $nearSphere are not allowed in this context, as these operators require sorting geospatial data. If you do not need sort, consider using $geoWithin instead.")
+	}
+	if m.query.HasText() && pc.index > 0 {
+		// Only the collection read answers $text (the execution layer
+		// pushes a first $match down to it): anywhere else MongoDB
+		// refuses it.
+		return nil, errorf(mongoerr.TextMatchNotFirst, "$match with $text is only allowed as the first pipeline stage")
 	}
 	return m, nil
 }
@@ -77,4 +87,14 @@ func (m *matchStage) open(rc *runContext, in Source) (Source, error) {
 			return d, nil
 		}
 	}}, nil
+}
+
+// matchOptions is what a $match filter is parsed with: the pipeline's
+// variables and collation.
+func matchOptions(o *Options) query.Options {
+	opts := query.Options{Vars: o.Vars, Now: o.Now}
+	if o.Collation != nil {
+		opts.Collation = o.Collation
+	}
+	return opts
 }

@@ -15,7 +15,7 @@ type sortStage struct {
 	limit int64
 }
 
-func parseSort(arg bsoncore.Value, _ *parseContext) (stage, error) {
+func parseSort(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, errorf(codeSortNotObject, "the $sort key specification must be an object")
 	}
@@ -25,6 +25,9 @@ func parseSort(arg bsoncore.Value, _ *parseContext) (stage, error) {
 	s, err := query.ParseSort(arg.Data)
 	if err != nil {
 		return nil, err
+	}
+	if pc.opts.Collation != nil {
+		s = s.WithCollation(pc.opts.Collation)
 	}
 	return &sortStage{spec: s}, nil
 }

@@ -78,7 +78,28 @@ func CanonicalType(t bsoncore.Type) int {
 func Compare(a, b bsoncore.Value) int {
 	at, ad := readTop(a)
 	bt, bd := readTop(b)
-	return compareValues(at, ad, bt, bd, 1)
+	return compareValues(at, ad, bt, bd, 1, nil)
+}
+
+// Collator compares strings by a collation's rules (package collation's
+// *Collator); nil is the simple, bytewise collation.
+type Collator interface {
+	Compare(a, b []byte) int
+}
+
+// CompareWith is Compare under a collation: strings and symbols, at any
+// depth inside documents and arrays, compare by coll; field names, code and
+// every other type compare as in Compare, as MongoDB's collation-aware
+// comparison does. A nil coll is Compare.
+func CompareWith(a, b bsoncore.Value, coll Collator) int {
+	at, ad := readTop(a)
+	bt, bd := readTop(b)
+	return compareValues(at, ad, bt, bd, 1, coll)
+}
+
+// EqualWith is Equal under a collation (CompareWith).
+func EqualWith(a, b bsoncore.Value, coll Collator) bool {
+	return CompareWith(a, b, coll) == 0
 }
 
 // Equal reports whether a and b are equal in MongoDB's sense, which is
@@ -117,7 +138,7 @@ func effectiveType(t bsoncore.Type, depth int) bsoncore.Type {
 }
 
 // compareValues compares two framed values found at nesting depth depth.
-func compareValues(at bsoncore.Type, ad []byte, bt bsoncore.Type, bd []byte, depth int) int {
+func compareValues(at bsoncore.Type, ad []byte, bt bsoncore.Type, bd []byte, depth int, coll Collator) int {
 	at, bt = effectiveType(at, depth), effectiveType(bt, depth)
 	ra, rb := ranks[at], ranks[bt]
 	if ra != rb {
@@ -126,12 +147,17 @@ func compareValues(at bsoncore.Type, ad []byte, bt bsoncore.Type, bd []byte, dep
 	switch ra {
 	case rankNumber:
 		return compareNumbers(at, ad, bt, bd)
-	case rankString, rankCode:
+	case rankString:
+		if coll != nil {
+			return coll.Compare(stringBytes(ad), stringBytes(bd))
+		}
+		return bytes.Compare(stringBytes(ad), stringBytes(bd))
+	case rankCode:
 		return bytes.Compare(stringBytes(ad), stringBytes(bd))
 	case rankObject:
-		return compareElements(elements(ad), elements(bd), true, depth+1)
+		return compareElements(elements(ad), elements(bd), true, depth+1, coll)
 	case rankArray:
-		return compareElements(elements(ad), elements(bd), false, depth+1)
+		return compareElements(elements(ad), elements(bd), false, depth+1, coll)
 	case rankBinary:
 		// Length first, then subtype and bytes together.
 		if c := cmp.Compare(len(ad), len(bd)); c != 0 {
@@ -171,7 +197,7 @@ func compareValues(at bsoncore.Type, ad []byte, bt bsoncore.Type, bd []byte, dep
 		if c := bytes.Compare(ca, cb); c != 0 {
 			return c
 		}
-		return compareElements(elements(sa), elements(sb), true, depth+1)
+		return compareElements(elements(sa), elements(sb), true, depth+1, nil)
 	}
 	// MinKey, Undefined, Null, MaxKey: one value each.
 	return 0
@@ -186,7 +212,7 @@ func splitCodeWithScope(v []byte) (code, scope []byte) {
 
 // compareElements compares the element lists of two documents (named) or
 // arrays whose elements sit at nesting depth depth.
-func compareElements(a, b []byte, named bool, depth int) int {
+func compareElements(a, b []byte, named bool, depth int, coll Collator) int {
 	for {
 		at, ak, av, ar, aok := NextElement(a)
 		bt, bk, bv, br, bok := NextElement(b)
@@ -207,7 +233,7 @@ func compareElements(a, b []byte, named bool, depth int) int {
 				return c
 			}
 		}
-		if c := compareValues(at, av, bt, bv, depth); c != 0 {
+		if c := compareValues(at, av, bt, bv, depth, coll); c != 0 {
 			return c
 		}
 		a, b = ar, br

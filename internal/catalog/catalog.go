@@ -94,7 +94,10 @@ func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
 
 // State is one immutable view of the catalog.
 type State struct {
-	byNS   map[string]*Collection
+	byNS map[string]*Collection
+	// views: database → name → definition; replaced whole on a change
+	// (views.go), so a State's maps are never written after publication.
+	views  map[string]map[string]*View
 	nextID uint64
 }
 
@@ -123,13 +126,19 @@ func (s *State) Databases() []string {
 			out = append(out, c.DB)
 		}
 	}
+	for db := range s.views { // a database holding only views exists (its system.views)
+		if !seen[db] {
+			seen[db] = true
+			out = append(out, db)
+		}
+	}
 	sort.Strings(out)
 	return out
 }
 
 // clone copies the top level so one change can be made without touching s.
 func (s *State) clone() *State {
-	n := &State{byNS: make(map[string]*Collection, len(s.byNS)+1), nextID: s.nextID}
+	n := &State{byNS: make(map[string]*Collection, len(s.byNS)+1), views: s.views, nextID: s.nextID}
 	for k, v := range s.byNS {
 		n.byNS[k] = v
 	}
@@ -184,6 +193,16 @@ func Load(db *storage.DB, now func() time.Time) (*Catalog, error) {
 	err = loadRecords(it, st)
 	if cerr := it.Close(); err == nil && cerr != nil { // closed once ("Closed once", package storage)
 		err = fmt.Errorf("catalog: reading collection records: %w", cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if it, err = db.NewIter(viewRecPrefix, storage.PrefixEnd(viewRecPrefix)); err != nil {
+		return nil, err
+	}
+	err = loadViews(it, st)
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("catalog: reading view records: %w", cerr)
 	}
 	if err != nil {
 		return nil, err
@@ -320,6 +339,9 @@ func (c *Catalog) CreateCollection(tx *storage.Txn, db, name string, options bso
 	if st.Collection(db, name) != nil {
 		return nil, mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
 	}
+	if st.View(db, name) != nil { // "Views and collections share one namespace"
+		return nil, mongoerr.New(mongoerr.NamespaceExists, "Namespace %s.%s already exists", db, name)
+	}
 	if err := checkDBCase(st, db); err != nil {
 		return nil, err
 	}
@@ -379,6 +401,11 @@ func (c *Catalog) DropDatabase(tx *storage.Txn, db string) int {
 			n++
 		}
 	}
+	for _, v := range c.working.Views(db) {
+		if c.DropView(tx, db, v.Name()) {
+			n++
+		}
+	}
 	return n
 }
 
@@ -387,11 +414,17 @@ func (c *Catalog) DropDatabase(tx *storage.Txn, db string) int {
 // existing target is dropped when dropTarget is set, refused otherwise.
 func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to string, dropTarget bool) error {
 	src := c.working.Collection(fromDB, from)
+	if src == nil && c.working.View(fromDB, from) != nil {
+		return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", fromDB, from)
+	}
 	if src == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
 	}
 	if fromDB == toDB && from == to {
 		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
+	}
+	if c.working.View(toDB, to) != nil {
+		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
 	if c.working.Collection(toDB, to) != nil {
 		if !dropTarget {

@@ -17,5 +17,12 @@
 // A reader that pairs the catalog with a storage snapshot (a query plan)
 // uses [Catalog.ReadBegin] instead (invariant "Catalog matches snapshot"):
 // a group's writes are visible before its State is published.
-// A database exists while it holds at least one collection, as in MongoDB.
+// A database exists while it holds at least one collection or view, as in
+// MongoDB (where its views live in system.views).
+//
+// Views (views.go) are records of their own, one per view in MongoDB's
+// system.views shape, and share the collections' namespace (invariant
+// "Views and collections share one namespace"). CheckViews keeps their
+// graph acyclic and at most MaxViewDepth deep; Resolve turns a view into its
+// source collection and the pipeline to run over it.
 package catalog

@@ -48,7 +48,7 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 		}
 	}
 	a := exec.Aggregate{NS: ns, Collectionless: collectionless, Stages: ownedAll(stages)}
-	if a.Opts, err = aggregateOptions(s, req, ns.DB); err != nil {
+	if a.Opts, err = aggregateOptions(s, req, ns, collectionless); err != nil {
 		return nil, err
 	}
 	a.Opts.Stats = aggStats{s: s, ns: ns, collectionless: collectionless} // $collStats, $indexStats, $currentOp
@@ -115,20 +115,26 @@ func aggregateTarget(req *Request) (engine.Namespace, bool, error) {
 	return engine.Namespace{}, false, mongoerr.New(mongoerr.FailedToParse, "Invalid command format: the 'aggregate' field must specify a collection name or 1")
 }
 
-// aggregateOptions gathers the pipeline's settings from the command.
-func aggregateOptions(s *Session, req *Request, db string) (agg.Options, error) {
+// aggregateOptions gathers the pipeline's settings from the command, the
+// collation included (the command's, else the collection's or view's
+// default; a collection-less pipeline's default is simple).
+func aggregateOptions(s *Session, req *Request, ns engine.Namespace, collectionless bool) (agg.Options, error) {
 	cv, err := requestVars(req)
 	if err != nil {
 		return agg.Options{}, err
 	}
-	opts := agg.Options{Now: cv.now, Vars: cv.let, DB: db, MaxMemory: sortMemory(s)}
+	opts := agg.Options{Now: cv.now, Vars: cv.let, DB: ns.DB, MaxMemory: sortMemory(s)}
 	if opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
 		return opts, err
 	}
-	if err := checkCollation(req); err != nil {
+	if collectionless {
+		if v, ok := req.Arg("collation"); ok {
+			opts.Collation, err = parseCollationValue("aggregate.collation", v)
+		}
 		return opts, err
 	}
-	return opts, nil
+	opts.Collation, err = commandCollation(s, req, ns)
+	return opts, err
 }
 
 // aggregateHint reads the command's hint, which forces the plan of the

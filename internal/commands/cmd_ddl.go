@@ -38,6 +38,17 @@ func createOptions(req *Request) (bson.Raw, error) {
 			continue // written normalized, first
 		case key == "idIndex" || key == "autoIndexId":
 			continue // see createIDIndex
+		case key == "collation":
+			// Kept normalized, every option filled in, as MongoDB lists a
+			// collection's default collation; a simple one is no default.
+			c, err := parseCollationValue("create.collation", el.Value())
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				r.Doc("collation", c.Document())
+			}
+			continue
 		}
 		*r.Raw() = append(*r.Raw(), el...)
 	}
@@ -52,11 +63,14 @@ func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := req.Arg("viewOn"); ok {
+		return OK(dst), createView(s, req, name)
+	}
+	if _, ok := req.Arg("pipeline"); ok {
+		return OK(dst), createView(s, req, name) // refused: pipeline needs viewOn
+	}
 	opts, err := createOptions(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkCollation(req); err != nil {
 		return nil, err
 	}
 	if err := createIDIndex(req); err != nil {
@@ -174,6 +188,11 @@ func cmdListCollections(_ context.Context, s *Session, req *Request, dst []byte)
 			docs = append(docs, d)
 		}
 	}
+	for _, v := range s.Env.Engine.Catalog().Views(req.DB) {
+		if d := viewListing(v, nameOnly); match(d) {
+			docs = append(docs, d)
+		}
+	}
 	return listCursor(s, req, dst, req.DB+".$cmd.listCollections", docs)
 }
 
@@ -238,7 +257,7 @@ func cmdDBStats(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	r := NewReply(dst)
 	r.String("db", req.DB)
 	r.Int64("collections", int64(len(colls)))
-	r.Int64("views", 0)
+	r.Int64("views", int64(len(s.Env.Engine.Catalog().Views(req.DB))))
 	r.Int64("objects", objects)
 	if objects > 0 {
 		r.Double("avgObjSize", float64(dataSize)/float64(objects))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,27 +104,96 @@ func memSizeMB() int64 {
 	return 0
 }
 
+// cmdGetCmdLineOpts answers the command line and, in parsed, the options in
+// mongod's config file shape: those given (Config.Given: the config file's
+// keys and the flags), with net.port, net.bindIp, storage.dbPath and
+// security.authorization always shown at their effective values.
 func cmdGetCmdLineOpts(_ context.Context, s *Session, _ *Request, dst []byte) (bsoncore.Document, error) {
 	cfg := s.Env.Config
 	r := NewReply(dst)
 	r.Any("argv", cfg.Argv)
-	parsed := NewReply(nil)
-	parsed.Doc("net", doc("bindIp", cfg.BindIP, "port", int32(cfg.Port)))
-	if len(s.Env.startupParams) > 0 {
-		// As mongod: values as given on the command line, as strings
-		// (harnesses look for setParameter.enableTestCommands here).
-		sp := NewReply(nil)
-		for _, kv := range s.Env.startupParams {
-			sp.String(kv[0], kv[1])
+	var entries []pathValue
+	effective := map[string]bool{"net.port": true, "net.bindIp": true, "storage.dbPath": true, "security.authorization": true}
+	for _, g := range cfg.Given {
+		if !effective[g[0]] && !strings.HasPrefix(g[0], "setParameter.") {
+			entries = append(entries, pathValue{g[0], optionValue(g[1])})
 		}
-		parsed.Doc("setParameter", sp.End())
+	}
+	entries = append(entries, pathValue{"net.bindIp", stringValue(cfg.BindIP)}, pathValue{"net.port", int32Value(int32(cfg.Port))})
+	// As mongod: --setParameter values as given, as strings (harnesses
+	// look for setParameter.enableTestCommands here).
+	for _, kv := range s.Env.startupParams {
+		entries = append(entries, pathValue{"setParameter." + kv[0], stringValue(kv[1])})
 	}
 	if cfg.Auth {
-		parsed.Doc("security", doc("authorization", "enabled"))
+		entries = append(entries, pathValue{"security.authorization", stringValue("enabled")})
 	}
-	parsed.Doc("storage", doc("dbPath", cfg.DBPath))
-	r.Doc("parsed", parsed.End())
+	entries = append(entries, pathValue{"storage.dbPath", stringValue(cfg.DBPath)})
+	r.Doc("parsed", nestedDoc(entries))
 	return r.Finish(), nil
+}
+
+// pathValue is one option of getCmdLineOpts's parsed: its dotted path
+// ("net.tls.mode") and value.
+type pathValue struct {
+	path  string
+	value bsoncore.Value
+}
+
+// nestedDoc writes dotted paths as nested documents, each level's keys in
+// the order first seen; a later value for a path replaces an earlier one.
+func nestedDoc(entries []pathValue) bsoncore.Document {
+	var order []string
+	leaves := map[string]bsoncore.Value{}
+	groups := map[string][]pathValue{}
+	for _, e := range entries {
+		head, rest, nested := strings.Cut(e.path, ".")
+		_, isLeaf := leaves[head]
+		_, isGroup := groups[head]
+		if !isLeaf && !isGroup {
+			order = append(order, head)
+		}
+		if nested {
+			delete(leaves, head)
+			groups[head] = append(groups[head], pathValue{rest, e.value})
+		} else {
+			delete(groups, head)
+			leaves[head] = e.value
+		}
+	}
+	r := NewReply(nil)
+	for _, k := range order {
+		if v, ok := leaves[k]; ok {
+			r.Value(k, v)
+		} else if g, ok := groups[k]; ok {
+			r.Doc(k, nestedDoc(g))
+		}
+	}
+	return r.End()
+}
+
+// optionValue is an option's value as given, typed as mongod's parsed shows
+// it: a whole number as an int, true or false as a bool, a decimal number
+// as a double, anything else as a string.
+func optionValue(s string) bsoncore.Value {
+	if n, err := strconv.ParseInt(s, 10, 32); err == nil {
+		return int32Value(int32(n))
+	}
+	if b, err := strconv.ParseBool(s); err == nil && (s == "true" || s == "false") {
+		return bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, b)}
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
+	}
+	return stringValue(s)
+}
+
+func stringValue(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+}
+
+func int32Value(n int32) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, n)}
 }
 
 func cmdWhatsMyURI(_ context.Context, s *Session, _ *Request, dst []byte) (bsoncore.Document, error) {

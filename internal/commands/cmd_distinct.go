@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -18,20 +19,31 @@ func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
 	}
 	key, ok := kv.StringValueOK()
+	var err error
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'distinct.key' is the wrong type '%s', expected type 'string'", typeName(kv.Type))
 	}
 	if key == "" || strings.HasPrefix(key, "$") {
 		return nil, mongoerr.New(mongoerr.BadValue, "'%s' is not a valid distinct key", key)
 	}
-	sp, err := selectionFor(req, "query")
+	at, err := readAtClusterTime(req)
 	if err != nil {
 		return nil, err
 	}
-	if sp.AsOf, err = readAtClusterTime(req); err != nil {
-		return nil, err
+	var values []bsoncore.Value
+	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		if at != 0 {
+			return nil, errAsOfView
+		}
+		values, err = distinctOnView(ctx, s, req, name, key)
+	} else {
+		var sp exec.Selection
+		if sp, err = selectionFor(s, req, "query"); err != nil {
+			return nil, err
+		}
+		sp.AsOf = at
+		values, err = s.Env.Exec.Distinct(ctx, sp, key, MaxBSONObjectSize)
 	}
-	values, err := s.Env.Exec.Distinct(ctx, sp, key, MaxBSONObjectSize)
 	if err != nil {
 		return nil, err
 	}

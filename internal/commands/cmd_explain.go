@@ -56,6 +56,12 @@ func cmdExplain(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	defer stop()
 	x := &explainer{ctx: ctx, s: s, verbosity: verbosity}
 	var body bson.D
+	if name, ok := innerReq.First().StringValueOK(); ok && isView(s, innerReq.DB, name) && innerReq.Name != "aggregate" {
+		if body, err = x.explainOnView(innerReq, name); err != nil {
+			return nil, err
+		}
+		return x.reply(dst, body, inner)
+	}
 	switch innerReq.Name {
 	case "find":
 		body, err = x.find(innerReq)
@@ -188,7 +194,7 @@ func (x *explainer) find(req *Request) (bson.D, error) {
 }
 
 func (x *explainer) count(req *Request) (bson.D, error) {
-	sel, err := parseCountSpec(req)
+	sel, err := parseCountSpec(x.s, req)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +217,7 @@ func (x *explainer) counted(sel exec.Selection, stage, counter string) (bson.D, 
 }
 
 func (x *explainer) distinct(req *Request) (bson.D, error) {
-	sel, err := selectionFor(req, "query")
+	sel, err := selectionFor(x.s, req, "query")
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +232,7 @@ func (x *explainer) delete(req *Request) (bson.D, error) {
 	if len(wb.stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained delete must have exactly one statement")
 	}
-	cv, err := requestVars(req)
+	cv, err := writeVars(x.s, req, wb.ns)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +252,7 @@ func (x *explainer) update(req *Request) (bson.D, error) {
 	if len(wb.stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained update must have exactly one statement")
 	}
-	cv, err := requestVars(req)
+	cv, err := writeVars(x.s, req, wb.ns)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +307,7 @@ func (x *explainer) findAndModify(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	mod, err := parseModifier(u, arrayFilters, false, cv, nil)
+	mod, err := parseModifier(u, arrayFilters, false, cv, nil, sel.Collation)
 	if err != nil {
 		return nil, err
 	}
@@ -348,6 +354,9 @@ func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, st
 		return bson.D{{Key: "stages", Value: rawStages(rest)}}, nil
 	}
 	defer ex.Close()
+	if coll, _, _, isView := x.s.Env.Engine.Catalog().Resolve(ns.DB, ns.Coll); isView {
+		ns.Coll = coll // a view's plan reads its source collection
+	}
 	body, err := x.sections(ex, ns, nil)
 	if err != nil {
 		return nil, err

@@ -37,102 +37,174 @@ func newSelectionWith(ns engine.Namespace, filter bsoncore.Document, vars query.
 // owned copies a document out of the request buffer.
 func owned(d bsoncore.Document) bsoncore.Document { return exec.Owned(d) }
 
+// findFields are find's options, read in one pass over the command's
+// fields (parseFind) instead of one lookup per option, most of them
+// absent. A field's zero Value (Type 0) means absent; the first of a
+// repeated field wins, as Arg's lookup does (Run refuses repeats before).
+type findFields struct {
+	filter, let, skip, limit, batchSize, singleBatch, allowDiskUse,
+	noCursorTimeout, returnKey, showRecordID, projection, sort, collation,
+	hint, min, max, tailable, awaitData bsoncore.Value
+}
+
+// read fills f from req's fields.
+func (f *findFields) read(req *Request) {
+	elems := req.fields()
+	if len(elems) > 0 {
+		elems = elems[1:] // the command name
+	}
+	for _, el := range elems {
+		var dst *bsoncore.Value
+		switch string(el.KeyBytes()) {
+		case "filter":
+			dst = &f.filter
+		case "let":
+			dst = &f.let
+		case "skip":
+			dst = &f.skip
+		case "limit":
+			dst = &f.limit
+		case "batchSize":
+			dst = &f.batchSize
+		case "singleBatch":
+			dst = &f.singleBatch
+		case "allowDiskUse":
+			dst = &f.allowDiskUse
+		case "noCursorTimeout":
+			dst = &f.noCursorTimeout
+		case "returnKey":
+			dst = &f.returnKey
+		case "showRecordId":
+			dst = &f.showRecordID
+		case "projection":
+			dst = &f.projection
+		case "sort":
+			dst = &f.sort
+		case "collation":
+			dst = &f.collation
+		case "hint":
+			dst = &f.hint
+		case "min":
+			dst = &f.min
+		case "max":
+			dst = &f.max
+		case "tailable":
+			dst = &f.tailable
+		case "awaitData":
+			dst = &f.awaitData
+		default:
+			continue
+		}
+		if dst.Type == 0 {
+			*dst = el.Value()
+		}
+	}
+}
+
+// parseFind reads a find (or the find explain explains). Its checks run in
+// the order MongoDB's parser reports them, so that a command with two
+// mistakes gets the same refusal.
 func parseFind(s *Session, req *Request) (findSpec, error) {
 	coll, err := req.Collection()
 	if err != nil {
 		return findSpec{}, err
 	}
-	filter, err := req.Document("filter")
+	var f findFields // on the stack: nothing below keeps it
+	f.read(req)
+	filter, err := req.documentOf("filter", f.filter)
 	if err != nil {
 		return findSpec{}, err
 	}
-	cv, err := requestVars(req)
+	cv, err := varsOf(req, f.let)
 	if err != nil {
 		return findSpec{}, err
 	}
-	sel, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	c, err := commandCollation(s, req, ns)
+	if err != nil {
+		return findSpec{}, err
+	}
+	sel, err := newSelectionWith(ns, filter, withCollation(cv.filterOptions(), c))
 	sp := findSpec{Selection: sel}
 	if err != nil {
 		return sp, err
 	}
 	// skip, limit and batchSize are MongoDB's safeInt64: a fraction is
 	// truncated (skip: 1.9 skips one).
-	if sp.Skip, err = req.SafeInt("skip", 0); err != nil {
+	if sp.Skip, err = req.safeIntOf("skip", f.skip, 0); err != nil {
 		return sp, err
 	}
 	if err := nonNegative("skip", sp.Skip); err != nil {
 		return sp, err
 	}
-	if sp.Limit, err = req.SafeInt("limit", 0); err != nil {
+	if sp.Limit, err = req.safeIntOf("limit", f.limit, 0); err != nil {
 		return sp, err
 	}
 	if err := nonNegative("limit", sp.Limit); err != nil {
 		return sp, err // drivers turn a negative limit into singleBatch
 	}
 	sp.batchSize = DefaultFirstBatch
-	if v, ok := req.Arg("batchSize"); ok && v.Type != bsoncore.TypeNull {
+	if v := f.batchSize; v.Type != 0 && v.Type != bsoncore.TypeNull {
 		if sp.batchSize, err = batchSizeOf("find.batchSize", v); err != nil {
 			return sp, err // 0 is -1: an empty first batch and a live cursor
 		}
 	}
-	if single, err := req.Bool("singleBatch", false); err != nil {
-		return sp, err
-	} else if single {
-		sp.singleBatch = true
-	}
-	if sp.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
+	if sp.singleBatch, err = req.boolOf("singleBatch", f.singleBatch, false); err != nil {
 		return sp, err
 	}
-	if sp.noCursorTimeout, err = req.Bool("noCursorTimeout", false); err != nil {
+	if sp.AllowDiskUse, err = req.boolOf("allowDiskUse", f.allowDiskUse, false); err != nil {
 		return sp, err
 	}
-	if sp.ReturnKey, err = req.Bool("returnKey", false); err != nil {
+	if sp.noCursorTimeout, err = req.boolOf("noCursorTimeout", f.noCursorTimeout, false); err != nil {
 		return sp, err
 	}
-	if sp.ShowRecordID, err = req.Bool("showRecordId", false); err != nil {
+	if sp.ReturnKey, err = req.boolOf("returnKey", f.returnKey, false); err != nil {
 		return sp, err
 	}
-	if err := checkNatural(req); err != nil {
+	if sp.ShowRecordID, err = req.boolOf("showRecordId", f.showRecordID, false); err != nil {
 		return sp, err
 	}
-	if err := parseProjectionAndSort(req, &sp.Selection); err != nil {
+	if err := checkNatural(f.sort, f.hint); err != nil {
 		return sp, err
 	}
-	if err := checkUnsupportedFindOptions(req); err != nil {
+	if err := parseProjectionAndSort(req, &f, &sp.Selection); err != nil {
 		return sp, err
 	}
-	if err := parseHint(req, &sp.Selection); err != nil {
+	if err := hintInto(f.hint, &sp.Selection); err != nil {
 		return sp, err
 	}
-	for _, mm := range []struct {
-		name string
-		dst  *bsoncore.Document
-	}{{"min", &sp.Min}, {"max", &sp.Max}} {
-		d, err := req.Document(mm.name)
-		if err != nil {
-			return sp, err
-		}
-		if len(d) > 5 {
-			*mm.dst = owned(d)
-		}
+	if sp.Min, err = minMaxOf(req, "min", f.min); err != nil {
+		return sp, err
 	}
-	if sp.tailable, sp.awaitData, err = checkTailable(s, req, &sp); err != nil {
+	if sp.Max, err = minMaxOf(req, "max", f.max); err != nil {
+		return sp, err
+	}
+	if sp.tailable, sp.awaitData, err = checkTailable(s, req, &f, &sp); err != nil {
 		return sp, err
 	}
 	sp.SortMemory = sortMemory(s)
 	return sp, nil
 }
 
+// minMaxOf reads find's min or max: an owned copy, nil when absent or {}.
+func minMaxOf(req *Request, name string, v bsoncore.Value) (bsoncore.Document, error) {
+	d, err := req.documentOf(name, v)
+	if err != nil || len(d) <= 5 {
+		return nil, err
+	}
+	return owned(d), nil
+}
+
 // parseProjectionAndSort reads find's projection and sort into sel.
-func parseProjectionAndSort(req *Request, sel *exec.Selection) error {
-	proj, err := req.Document("projection")
+func parseProjectionAndSort(req *Request, f *findFields, sel *exec.Selection) error {
+	proj, err := req.documentOf("projection", f.projection)
 	if err != nil {
 		return err
 	}
 	if err := sel.SetProjection(proj); err != nil {
 		return err
 	}
-	sortSpec, err := req.Document("sort")
+	sortSpec, err := req.documentOf("sort", f.sort)
 	if err != nil {
 		return err
 	}
@@ -145,28 +217,14 @@ func parseProjectionAndSort(req *Request, sel *exec.Selection) error {
 	return sel.SetSort(sortSpec)
 }
 
-// checkUnsupportedFindOptions refuses options whose absence would change
-// results: a non-simple collation.
-func checkUnsupportedFindOptions(req *Request) error {
-	return checkCollation(req)
-}
-
-// checkCollation accepts only the simple collation (bytewise string order).
-func checkCollation(req *Request) error {
-	c, err := req.Document("collation")
-	if err != nil || len(c) <= 5 {
-		return err
-	}
-	if loc, ok := c.Lookup("locale").StringValueOK(); ok && loc == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", c)
-}
-
 // parseHint reads the command's hint into sel.
 func parseHint(req *Request, sel *exec.Selection) error {
-	v, ok := req.Arg("hint")
-	if !ok {
+	return hintInto(req.arg("hint"), sel)
+}
+
+// hintInto reads a hint field's value v (Type 0 when absent) into sel.
+func hintInto(v bsoncore.Value, sel *exec.Selection) error {
+	if v.Type == 0 {
 		return nil
 	}
 	h, err := hintValue(v)
@@ -200,6 +258,12 @@ func sortMemory(s *Session) int64 {
 }
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		if err := refuseAsOfView(req); err != nil {
+			return nil, err
+		}
+		return findOnView(ctx, s, req, name, dst)
+	}
 	sp, err := parseFind(s, req)
 	if err != nil {
 		return nil, err
@@ -351,7 +415,17 @@ func nonNil(ids []int64) []int64 {
 }
 
 func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	sel, err := parseCountSpec(req)
+	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		if err := refuseAsOfView(req); err != nil {
+			return nil, err
+		}
+		n, err := countOnView(ctx, s, req, name)
+		if err != nil {
+			return nil, err
+		}
+		return NewReply(dst).Count("n", n).Finish(), nil
+	}
+	sel, err := parseCountSpec(s, req)
 	if err != nil {
 		return nil, err
 	}
@@ -367,8 +441,8 @@ func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsonco
 
 // parseCountSpec reads a count command (or the count explain explains) as
 // a selection.
-func parseCountSpec(req *Request) (exec.Selection, error) {
-	sp, err := selectionFor(req, "query")
+func parseCountSpec(s *Session, req *Request) (exec.Selection, error) {
+	sp, err := selectionFor(s, req, "query")
 	if err != nil {
 		return sp, err
 	}
@@ -389,8 +463,8 @@ func parseCountSpec(req *Request) (exec.Selection, error) {
 }
 
 // selectionFor reads what count and distinct share: the collection, the
-// filter in field and the collation (simple only).
-func selectionFor(req *Request, field string) (exec.Selection, error) {
+// filter in field and the collation.
+func selectionFor(s *Session, req *Request, field string) (exec.Selection, error) {
 	coll, err := req.Collection()
 	if err != nil {
 		return exec.Selection{}, err
@@ -399,9 +473,10 @@ func selectionFor(req *Request, field string) (exec.Selection, error) {
 	if err != nil {
 		return exec.Selection{}, err
 	}
-	sp, err := newSelection(engine.Namespace{DB: req.DB, Coll: coll}, filter)
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	c, err := commandCollation(s, req, ns)
 	if err != nil {
-		return sp, err
+		return exec.Selection{}, err
 	}
-	return sp, checkCollation(req)
+	return newSelectionWith(ns, filter, withCollation(query.Options{}, c))
 }

@@ -65,7 +65,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 		if err != nil {
 			return nil, err
 		}
-		mod, err := parseModifier(u, arrayFilters, false, cv, nil)
+		mod, err := parseModifier(u, arrayFilters, false, cv, nil, sel.Collation)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +108,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 
 // parseFindAndModifySelection reads what findAndModify and its explain
 // share: the query (its $expr seeing the command's let variables, also
-// returned), sort, collation (simple only), hint and maxTimeMS. The
+// returned), sort, collation, hint and maxTimeMS. The
 // selection reads at most one document.
 func parseFindAndModifySelection(s *Session, req *Request) (exec.Selection, commandVars, error) {
 	coll, err := req.Collection()
@@ -123,7 +123,12 @@ func parseFindAndModifySelection(s *Session, req *Request) (exec.Selection, comm
 	if err != nil {
 		return exec.Selection{}, cv, err
 	}
-	sel, err := newSelectionWith(engine.Namespace{DB: req.DB, Coll: coll}, filter, cv.filterOptions())
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	c, err := commandCollation(s, req, ns)
+	if err != nil {
+		return exec.Selection{}, cv, err
+	}
+	sel, err := newSelectionWith(ns, filter, withCollation(cv.filterOptions(), c))
 	if err != nil {
 		return sel, cv, err
 	}
@@ -132,9 +137,6 @@ func parseFindAndModifySelection(s *Session, req *Request) (exec.Selection, comm
 		return sel, cv, err
 	}
 	if err := sel.SetSort(sortSpec); err != nil {
-		return sel, cv, err
-	}
-	if err := checkCollation(req); err != nil {
 		return sel, cv, err
 	}
 	if err := parseHint(req, &sel); err != nil {

@@ -127,6 +127,12 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
+	if isView(s, req.DB, coll) {
+		return OK(dst), collModView(s, req, coll)
+	}
+	if err := checkCollModTarget(req); err != nil {
+		return nil, err
+	}
 	ns := engine.Namespace{DB: req.DB, Coll: coll}
 	var ch *engine.IndexChange
 	var validationSet []bsoncore.Element

@@ -133,6 +133,14 @@ func speculativeAuth(s *Session, req *Request, r *Reply) {
 	}
 	mech, _ := d.Lookup("mechanism").StringValueOK()
 	dbName, _ := d.Lookup("db").StringValueOK()
+	if mech == mechanismX509 {
+		user, _ := d.Lookup("user").StringValueOK()
+		sub := NewReply(nil)
+		if authenticateX509(s, dbName, user, sub) == nil {
+			r.Doc("speculativeAuthenticate", sub.End())
+		}
+		return
+	}
 	payload, err := saslPayload(d)
 	if err != nil || mech == "" || dbName == "" {
 		return

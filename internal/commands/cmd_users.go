@@ -170,7 +170,13 @@ func cmdCreateUser(_ context.Context, s *Session, req *Request, dst []byte) (bso
 	if err != nil {
 		return nil, err
 	}
-	if !hasPwd {
+	external := req.DB == externalDB
+	switch {
+	case external && (hasPwd || hasMechanisms(req)):
+		// An $external user (x.509: its name is a certificate's
+		// subject) has no password in Cairn.
+		return nil, mongoerr.New(mongoerr.BadValue, "Cannot set 'pwd' or 'mechanisms' for a user on $external: it authenticates with its x.509 certificate")
+	case !external && !hasPwd:
 		return nil, mongoerr.New(mongoerr.BadValue, "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
 	}
 	roles, err := rolesArg(s.Env.Access.Users, req)
@@ -185,9 +191,11 @@ func cmdCreateUser(_ context.Context, s *Session, req *Request, dst []byte) (bso
 	if err != nil {
 		return nil, err
 	}
-	creds, err := credentials(name, pwd, mechs)
-	if err != nil {
-		return nil, err
+	creds := map[string]auth.Credential{}
+	if !external {
+		if creds, err = credentials(name, pwd, mechs); err != nil {
+			return nil, err
+		}
 	}
 	u := &auth.User{Name: name, DB: req.DB, ID: newUserID(), Credentials: creds, Roles: roles, CustomData: custom}
 	if err := s.Env.Access.Users.Create(u); err != nil {

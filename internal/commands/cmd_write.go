@@ -26,14 +26,11 @@ func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string, cv c
 	if !ok {
 		return exec.Selection{}, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.q' is the wrong type '%s', expected type 'object'", cmd, typeName(q.Type))
 	}
-	if c, err := st.LookupErr("collation"); err == nil {
-		if cd, ok := c.DocumentOK(); ok {
-			if loc, _ := cd.Lookup("locale").StringValueOK(); loc != "simple" {
-				return exec.Selection{}, mongoerr.New(mongoerr.BadValue, "collation %s is not supported yet; only {locale: \"simple\"} is", cd)
-			}
-		}
+	c, err := statementCollation(st, cmd, cv.collation)
+	if err != nil {
+		return exec.Selection{}, err
 	}
-	sp, err := newSelectionWith(ns, filter, cv.filterOptions())
+	sp, err := newSelectionWith(ns, filter, withCollation(cv.filterOptions(), c))
 	if err != nil {
 		return sp, err
 	}
@@ -51,7 +48,7 @@ func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
-	cv, err := requestVars(req)
+	cv, err := writeVars(s, req, wb.ns)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +108,7 @@ func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
-	cv, err := requestVars(req)
+	cv, err := writeVars(s, req, wb.ns)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +171,7 @@ func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, cv commandV
 	if err != nil {
 		return exec.Update{}, err
 	}
-	mod, err := parseModifier(u, arrayFilters, multi, cv, consts)
+	mod, err := parseModifier(u, arrayFilters, multi, cv, consts, sel.Collation)
 	if err != nil {
 		return exec.Update{}, err
 	}

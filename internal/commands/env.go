@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"crypto/x509"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -45,6 +46,10 @@ type Config struct {
 	// Auth enforces access control (--auth): users must authenticate and
 	// hold the privileges a command needs (auth.go).
 	Auth bool
+	// Given are the options given in the config file and as flags, each
+	// as its config file path and value as given, in order
+	// (getCmdLineOpts's parsed; "config" is the file's own path).
+	Given [][2]string
 }
 
 // Env is the process-wide state commands share: the engine, cursors,
@@ -89,6 +94,10 @@ type Env struct {
 	Access *Access
 	// startupWarnings are getLog's startupWarnings lines (auth.go).
 	startupWarnings []string
+	// Process stops the server and rotates its log (nil: embedded).
+	Process Process
+	// fsync counts the fsync locks held (cmd_fsync.go).
+	fsync fsyncLock
 }
 
 // ConnCounters count client connections for serverStatus.
@@ -174,6 +183,9 @@ type Session struct {
 	ConnID int64
 	Remote string
 	Client bson.Raw // the handshake's client metadata, if any
+	// ClientCert is the TLS client certificate the server verified against
+	// its CA file (nil: none, or not verified), for MONGODB-X509.
+	ClientCert *x509.Certificate
 
 	// hangUp asks the server to close the connection instead of replying
 	// (failCommand's closeConnection); see TakeHangUp.

@@ -115,13 +115,14 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 
 // checkGeneric applies the generic arguments of req to cmd in MongoDB's
 // order: the Stable API, then session and transaction fields, then read and
-// write concerns.
+// write concerns. The checks take the arguments by pointer: they run on
+// every command, and the struct is a dozen values.
 func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Element, mask uint64) error {
 	g := genericOf(elems, mask)
 	if g.internal != "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "'%s' is an argument between cluster members; a standalone Cairn does not accept it", g.internal)
 	}
-	if err := checkAPI(s, cmd, req.Name, g); err != nil {
+	if err := checkAPI(s, cmd, req.Name, &g); err != nil {
 		return err
 	}
 	if g.apiStrict.Type == bsoncore.TypeBoolean && g.apiStrict.Boolean() {
@@ -136,13 +137,13 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 			}
 		}
 	}
-	if err := checkSession(g); err != nil {
+	if err := checkSession(&g); err != nil {
 		return err
 	}
 	if err := checkReadPreference(g.readPreference); err != nil {
 		return err
 	}
-	return checkConcerns(cmd, req.Name, g)
+	return checkConcerns(cmd, req.Name, &g)
 }
 
 // checkReadPreference parses $readPreference as mongod does on every
@@ -173,7 +174,7 @@ func checkReadPreference(rp bsoncore.Value) error {
 // checkAPI is MongoDB's Stable API check (initializeAPIParameters and
 // enforceRequireAPIVersion). getMore never takes API parameters: a cursor
 // keeps those of the command that opened it.
-func checkAPI(s *Session, cmd *command, name string, g generic) error {
+func checkAPI(s *Session, cmd *command, name string, g *generic) error {
 	if name == "getMore" {
 		for _, p := range []struct {
 			name string
@@ -221,7 +222,7 @@ func checkAPI(s *Session, cmd *command, name string, g generic) error {
 // so every txnNumber (a retryable write's, a transaction's) is
 // IllegalOperation, and autocommit or startTransaction without one are
 // InvalidOptions. Nothing of such a command runs.
-func checkSession(g generic) error {
+func checkSession(g *generic) error {
 	if g.lsid.Type != 0 && g.lsid.Type != bsoncore.TypeEmbeddedDocument {
 		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", typeName(g.lsid.Type))
 	}
@@ -245,7 +246,7 @@ func checkSession(g generic) error {
 // set; w above 1 or a tag needs replication; a command that does not read
 // takes only the local level and one that does not write takes no
 // writeConcern.
-func checkConcerns(cmd *command, name string, g generic) error {
+func checkConcerns(cmd *command, name string, g *generic) error {
 	if err := checkReadConcern(cmd, name, g.readConcern); err != nil {
 		return err
 	}
@@ -436,4 +437,19 @@ func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
 		return 0, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime value must not be a null timestamp.")
 	}
 	return hlc.New(t, i), nil
+}
+
+// errAsOfView refuses an as-of read of a view: views are not versioned.
+var errAsOfView = mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime reads versioned collections; a view cannot be read at a cluster time")
+
+// refuseAsOfView is errAsOfView when req reads at a cluster time.
+func refuseAsOfView(req *Request) error {
+	at, err := readAtClusterTime(req)
+	if err != nil {
+		return err
+	}
+	if at != 0 {
+		return errAsOfView
+	}
+	return nil
 }

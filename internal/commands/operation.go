@@ -32,7 +32,7 @@ func beginOp(ctx context.Context, s *Session, req *Request) (context.Context, op
 	if err != nil {
 		return ctx, operation{}, err
 	}
-	op := s.Env.Engine.Ops().Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Parent: ctx})
+	op := s.Env.Engine.Ops().Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Parent: ctx, Began: req.start})
 	ctx, stop := opctx.WithMaxTime(op.Context(), maxTime)
 	s.running.Store(op)
 	return ctx, operation{s: s, op: op, stop: stop}, nil

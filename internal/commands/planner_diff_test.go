@@ -135,16 +135,7 @@ func TestPlannerMatchesCollectionScan(t *testing.T) {
 		if hint != nil {
 			cmd = append(cmd, bson.E{Key: "hint", Value: hint})
 		}
-		r := run(cmd)
-		if code, ok := r.Lookup("code").Int32OK(); ok {
-			return nil, code
-		}
-		vals, _ := r.Lookup("cursor", "firstBatch").Array().Values()
-		out := make([]bsoncore.Document, len(vals))
-		for i, v := range vals {
-			out[i] = v.Document()
-		}
-		return out, 0
+		return firstBatchOf(run(cmd))
 	}
 	fields := []string{"a", "b", "c.d", "c.e", "e", "f", "g", "h", "s.env", "w", "w.p", "w.q", "w.q.r", "m.p", "m.q"}
 	used, indexed, ordered, orderedMK, orderedWild, covered, ors, partial, hashed, wild := 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
@@ -505,4 +496,17 @@ func randomConditions(rng *rand.Rand, fields []string) bson.D {
 		}
 	}
 	return f
+}
+
+// firstBatchOf is a find reply's first batch, or its error code.
+func firstBatchOf(r bsoncore.Document) ([]bsoncore.Document, int32) {
+	if code, ok := r.Lookup("code").Int32OK(); ok {
+		return nil, code
+	}
+	vals, _ := r.Lookup("cursor", "firstBatch").Array().Values()
+	out := make([]bsoncore.Document, len(vals))
+	for i, v := range vals {
+		out[i] = v.Document()
+	}
+	return out, 0
 }

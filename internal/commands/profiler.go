@@ -105,6 +105,10 @@ type Profiler struct {
 
 	mu  sync.RWMutex
 	dbs map[string]dbProfile
+	// defaultLevel is the level of every database the profile command has
+	// not set (--profile, operationProfiling.mode); dbs holds only the
+	// databases that differ from it.
+	defaultLevel int
 }
 
 // dbProfile is one database's profiler setting.
@@ -138,17 +142,36 @@ func (p *Profiler) Setting(db string) (level int, filter bsoncore.Document) {
 	if p.active.Load() == 0 {
 		return 0, nil
 	}
-	p.mu.RLock()
-	d := p.dbs[db]
-	p.mu.RUnlock()
+	d := p.lookup(db)
 	return d.level, d.filterDoc
+}
+
+// SetDefaultLevel sets the profiling level of every database the profile
+// command has not set (mongod's --profile).
+func (p *Profiler) SetDefaultLevel(level int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.defaultLevel = level
+	p.storeActive()
+}
+
+// storeActive recounts active; p.mu is held.
+func (p *Profiler) storeActive() {
+	n := len(p.dbs)
+	if p.defaultLevel > 0 {
+		n++
+	}
+	p.active.Store(int32(n))
 }
 
 // Set changes db's level and, when setFilter, its filter (nil: none).
 func (p *Profiler) Set(db string, level int, setFilter bool, filter bsoncore.Document) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	d := p.dbs[db]
+	d, ok := p.dbs[db]
+	if !ok {
+		d.level = p.defaultLevel
+	}
 	if setFilter {
 		d.filter, d.filterDoc = nil, nil
 		if filter != nil {
@@ -163,18 +186,21 @@ func (p *Profiler) Set(db string, level int, setFilter bool, filter bsoncore.Doc
 	if level >= 0 {
 		d.level = level
 	}
-	if d.level == 0 && d.filter == nil {
+	if d.level == p.defaultLevel && d.filter == nil {
 		delete(p.dbs, db)
 	} else {
 		p.dbs[db] = d
 	}
-	p.active.Store(int32(len(p.dbs)))
+	p.storeActive()
 	return nil
 }
 
 func (p *Profiler) lookup(db string) dbProfile {
 	p.mu.RLock()
-	d := p.dbs[db]
+	d, ok := p.dbs[db]
+	if !ok {
+		d.level = p.defaultLevel
+	}
 	p.mu.RUnlock()
 	return d
 }

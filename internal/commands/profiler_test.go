@@ -205,3 +205,29 @@ func BenchmarkPointReadObserved(b *testing.B) {
 		})
 	}
 }
+
+// TestProfilerDefaultLevel: --profile sets every database's level; the
+// profile command still sets one database's, back to the default too.
+func TestProfilerDefaultLevel(t *testing.T) {
+	sess, _, run := newObservedEnv(t)
+	sess.Env.Profiler.SetDefaultLevel(2)
+	if was := run(bson.D{{Key: "profile", Value: -1}}).Lookup("was").AsInt64(); was != 2 {
+		t.Fatalf("profile -1 with --profile 2: was %d", was)
+	}
+	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}})
+	n := run(bson.D{{Key: "count", Value: "system.profile"}}).Lookup("n").AsInt64()
+	if n == 0 {
+		t.Fatal("--profile 2 profiled nothing")
+	}
+	run(bson.D{{Key: "profile", Value: 0}})
+	if level, _ := sess.Env.Profiler.Setting("p"); level != 0 {
+		t.Fatalf("profile 0 over the default: level %d", level)
+	}
+	if level, _ := sess.Env.Profiler.Setting("other"); level != 2 {
+		t.Fatalf("another database: level %d, want the default 2", level)
+	}
+	run(bson.D{{Key: "profile", Value: 2}})
+	if len(sess.Env.Profiler.dbs) != 0 {
+		t.Errorf("a database set back to the default is still listed: %v", sess.Env.Profiler.dbs)
+	}
+}

@@ -52,6 +52,11 @@ type command struct {
 	// for an array): update's statements, aggregate's cursor. The one
 	// field rule applies to them too ("update.updates.mutli" is 40415).
 	nested map[string][]string
+	// onView: the command serves a view's namespace (views.go); Run refuses
+	// every other command whose first field names a view with
+	// CommandNotSupportedOnView, as MongoDB does (invariant "Views are
+	// read-only").
+	onView bool
 	// open: the command's other fields are data, not options (getParameter
 	// and setParameter name parameters, currentOp's fields are a filter,
 	// serverStatus's name sections), or, for hello, fields a newer driver
@@ -78,9 +83,9 @@ func init() {
 	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout returnKey showRecordId")
 	findArgs = append(findArgs, "awaitData")
 	findNotYet := args("oplogReplay readOnce")
-	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection",
-		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max versioning versionField"),
-		notYet: args("storageEngine indexOptionDefaults viewOn pipeline timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
+	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection or a view", onView: true,
+		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField"),
+		notYet: args("storageEngine indexOptionDefaults timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
 	cursor := map[string][]string{"cursor": args("batchSize")}
@@ -92,12 +97,13 @@ func init() {
 	userNotYet := args("authenticationRestrictions")
 	registry = map[string]command{
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
-		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, help: "run an aggregation pipeline",
+		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, onView: true, help: "run an aggregation pipeline",
 			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation hint"), nested: cursor, unstable: args("explain"), strict: strictPipeline},
 		"advise":                  {run: cmdAdvise, help: "data-model advice from a sample of a collection's documents, its indexes and profiled queries", fields: args("sampleSize")},
+		"authenticate":            {run: cmdAuthenticate, help: "authenticate with the client's TLS certificate (MONGODB-X509, on $external)", fields: args("mechanism user")},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, help: "change collection and index options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax versioning"), notYet: args("viewOn pipeline expireAfterSeconds changeStreamPreAndPostImages timeseries")},
+		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, onView: true, help: "change collection, index and view options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax viewOn pipeline versioning"), notYet: args("expireAfterSeconds changeStreamPreAndPostImages timeseries")},
 		"collStats":               {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":       {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"cloneCollectionAsCapped": {run: cmdCloneCollectionAsCapped, kind: kindWrite, help: "copy a collection into a new capped collection", fields: args("toCollection size")},
@@ -105,9 +111,10 @@ func init() {
 		"configureFailPoint":      {run: cmdConfigureFailPoint, adminOnly: true, testOnly: true, help: "modifies the settings of a fail point (test commands only)", fields: args("mode data")},
 		"connectionStatus":        {run: cmdConnectionStatus, help: "authentication state of this connection", fields: args("showPrivileges")},
 		"convertToCapped":         {run: cmdConvertToCapped, kind: kindWrite, help: "make a collection capped, keeping its newest documents that fit", fields: args("size")},
-		"count": {run: cmdCount, kind: kindRead, apiV1: true, help: "count documents",
+		"count": {run: cmdCount, kind: kindRead, apiV1: true, onView: true, help: "count documents",
 			fields: args("query limit skip hint collation")},
 		"create":        create,
+		"createBackup":  {run: cmdCreateBackup, adminOnly: true, help: "write a consistent copy of the data directory to backupDir on the server's host, online", fields: args("backupDir")},
 		"createIndexes": {run: cmdCreateIndexes, kind: kindWrite, apiV1: true, help: "create indexes", fields: args("indexes"), notYet: args("commitQuorum ignoreUnknownIndexOptions")},
 		"currentOp":     {run: cmdCurrentOp, adminOnly: true, open: true, help: "operations in progress"},
 		"dataSize":      {run: cmdDataSize, kind: kindRead, help: "bytes and count of a collection's documents", fields: args("estimate"), notYet: args("keyPattern min max")},
@@ -115,9 +122,9 @@ func init() {
 		"dbstats":       {run: cmdDBStats, help: "alias of dbStats", fields: args("scale"), notYet: args("freeStorage")},
 		"delete": {run: cmdDelete, kind: kindWrite, apiV1: true, help: "delete documents",
 			fields: args("deletes ordered let"), nested: map[string][]string{"deletes": args("q limit collation hint")}},
-		"distinct": {run: cmdDistinct, kind: kindRead, help: "distinct values of a field",
+		"distinct": {run: cmdDistinct, kind: kindRead, onView: true, help: "distinct values of a field",
 			fields: args("key query collation")},
-		"drop":                     {run: cmdDrop, kind: kindWrite, apiV1: true, help: "drop a collection"},
+		"drop":                     {run: cmdDrop, kind: kindWrite, apiV1: true, onView: true, help: "drop a collection"},
 		"createRole":               {run: cmdCreateRole, kind: kindWrite, help: "create a user-defined role", fields: args("privileges roles"), notYet: userNotYet},
 		"createUser":               {run: cmdCreateUser, kind: kindWrite, help: "create a user", fields: userFields, notYet: userNotYet},
 		"dropAllUsersFromDatabase": {run: cmdDropAllUsersFromDatabase, kind: kindWrite, apiV1: true, help: "drop every user of a database"},
@@ -139,10 +146,12 @@ func init() {
 		"dropIndexes":              {run: cmdDropIndexes, kind: kindWrite, apiV1: true, help: "drop indexes", fields: args("index")},
 		"endSessions":              {run: cmdNoopOK, apiV1: true, help: "end logical sessions"},
 		"explain":                  {run: cmdExplain, kind: kindRead, apiV1: true, help: "explain a command's plan", fields: args("verbosity")},
-		"find": {run: cmdFind, kind: kindRead, apiV1: true, help: "query documents", fields: findArgs, notYet: findNotYet,
+		"find": {run: cmdFind, kind: kindRead, apiV1: true, onView: true, help: "query documents", fields: findArgs, notYet: findNotYet,
 			unstable: args("min max tailable noCursorTimeout returnKey showRecordId awaitData oplogReplay readOnce")},
 		"findAndModify":     findAndModify,
 		"findandmodify":     alias(findAndModify, "findAndModify"),
+		"fsync":             {run: cmdFsync, adminOnly: true, help: "sync and flush the data files; lock: true then holds writes until fsyncUnlock", fields: args("lock")},
+		"fsyncUnlock":       {run: cmdFsyncUnlock, adminOnly: true, help: "release one fsync lock; writes resume when none is held"},
 		"getCmdLineOpts":    {run: cmdGetCmdLineOpts, adminOnly: true, help: "the server's command line"},
 		"getDiagnosticData": {run: cmdGetDiagnosticData, adminOnly: true, help: "diagnostic data (serverStatus) for monitoring tools"},
 		"getLog":            {run: cmdGetLog, adminOnly: true, help: "recent log lines"},
@@ -155,13 +164,14 @@ func init() {
 		"isMaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
 		"ismaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
 		"killAllSessions":                {run: cmdNoopOK, help: "kill all sessions"},
-		"killCursors":                    {run: cmdKillCursors, apiV1: true, help: "close cursors", fields: args("cursors")},
+		"killCursors":                    {run: cmdKillCursors, apiV1: true, onView: true, help: "close cursors", fields: args("cursors")},
 		"killOp":                         {run: cmdKillOp, adminOnly: true, help: "interrupt an operation in progress", fields: args("op")},
 		"killSessions":                   {run: cmdNoopOK, help: "kill sessions"},
 		"listCollections":                {run: cmdListCollections, apiV1: true, help: "list collections", fields: args("filter nameOnly authorizedCollections cursor"), nested: cursor},
 		"listCommands":                   {run: cmdListCommands, help: "list the commands with their help"},
 		"listDatabases":                  {run: cmdListDatabases, adminOnly: true, apiV1: true, help: "list databases", fields: args("filter nameOnly authorizedDatabases")},
 		"listIndexes":                    {run: cmdListIndexes, apiV1: true, help: "list indexes", fields: args("cursor"), nested: cursor},
+		"logRotate":                      {run: cmdLogRotate, adminOnly: true, help: "rotate the server's log file (--logRotate: rename or reopen)"},
 		"ping":                           {run: cmdNoopOK, apiV1: true, help: "check the server answers"},
 		"planCacheClear":                 {run: cmdPlanCacheClear, help: "forget a collection's cached query plans", notYet: args("query sort projection collation")},
 		"profile":                        {run: cmdProfile, help: "set or read the database profiler's level, slowms, sampleRate and filter", fields: args("slowms sampleRate filter")},
@@ -171,6 +181,7 @@ func init() {
 		"serverStatus":                   {run: cmdServerStatus, open: true, help: "server counters"},
 		"setFeatureCompatibilityVersion": {run: cmdSetFeatureCompatibilityVersion, adminOnly: true, help: "set the feature compatibility version (7.0 only)", fields: args("confirm")},
 		"setParameter":                   {run: cmdSetParameter, adminOnly: true, open: true, help: "change server parameters"},
+		"shutdown":                       {run: cmdShutdown, adminOnly: true, help: "stop the server cleanly (force; timeoutSecs for operations in progress)", fields: args("force timeoutSecs")},
 		"top":                            {run: cmdTop, adminOnly: true, help: "time and counts of each collection's commands"},
 		"update": {run: cmdUpdate, kind: kindWrite, apiV1: true, help: "update documents",
 			fields: args("updates ordered let bypassDocumentValidation"),
@@ -179,6 +190,22 @@ func init() {
 		"waitForFailPoint": {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)", fields: args("timesEntered")},
 		"whatsmyuri":       {run: cmdWhatsMyURI, help: "this connection's client address"},
 	}
+	commandNames = make(map[string]string, len(registry))
+	for name := range registry {
+		commandNames[name] = name
+	}
+}
+
+// commandNames interns the registry's names (Request.Reset).
+var commandNames map[string]string
+
+// commandName is key as a string: the registry's own for a known command,
+// so that naming a request allocates nothing.
+func commandName(key []byte) string {
+	if n, ok := commandNames[string(key)]; ok {
+		return n
+	}
+	return string(key)
 }
 
 func lookup(name string) (command, bool) {

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"math"
+	"time"
 
 	"github.com/cairndb/cairn/internal/bsonx"
 
@@ -31,6 +32,19 @@ type Request struct {
 	// keyMask has keyBit set for every key of elems: most fields a handler
 	// asks for are absent, and the mask answers that without a scan.
 	keyMask uint64
+	// start is when Run began the command (zero for a Request Run did not
+	// see): the one clock reading its operation entry, its duration and
+	// its $$NOW share.
+	start time.Time
+}
+
+// now is the command's $$NOW: when Run began it, or now for a Request Run
+// did not see.
+func (r *Request) now() time.Time {
+	if r.start.IsZero() {
+		return time.Now()
+	}
+	return r.start
 }
 
 // setFields records Body's fields as Run split them (see elems).
@@ -63,23 +77,49 @@ func lastByte(k []byte) byte {
 
 // Arg returns the body field name; ok is false when absent.
 func (r *Request) Arg(name string) (bsoncore.Value, bool) {
+	v := r.arg(name)
+	return v, v.Type != 0
+}
+
+// arg is Arg as one value: the zero Value (Type 0) when name is absent,
+// which no present field has. The typed readers below take such a value,
+// so that a handler that reads its fields in one pass (Request.fields,
+// parseFind) shares their rules and messages.
+func (r *Request) arg(name string) bsoncore.Value {
 	if r.elems != nil {
 		var first, last byte
 		if len(name) > 0 {
 			first, last = name[0], name[len(name)-1]
 		}
 		if r.keyMask&keyBit(len(name), first, last) == 0 {
-			return bsoncore.Value{}, false
+			return bsoncore.Value{}
 		}
 		for _, el := range r.elems {
 			if string(el.KeyBytes()) == name {
-				return el.Value(), true
+				return el.Value()
 			}
 		}
-		return bsoncore.Value{}, false
+		return bsoncore.Value{}
 	}
 	v, err := r.Body.LookupErr(name)
-	return v, err == nil
+	if err != nil {
+		return bsoncore.Value{}
+	}
+	return v
+}
+
+// fields are Body's fields, the command name first: the ones Run split, or
+// split now for a Request Run did not see (explain's inner command). A
+// malformed body has none.
+func (r *Request) fields() []bsoncore.Element {
+	if r.elems == nil {
+		elems, err := elementsOf(r.elemBuf[:0], r.Body)
+		if err != nil {
+			return nil
+		}
+		r.setFields(elems)
+	}
+	return r.elems
 }
 
 // First is the value of the command-name field (e.g. the collection name of
@@ -133,8 +173,12 @@ func (r *Request) Docs(name string) ([]bsoncore.Document, error) {
 // Bool reads an optional boolean argument (numbers count, as MongoDB's
 // "trueValue" does).
 func (r *Request) Bool(name string, def bool) (bool, error) {
-	v, ok := r.Arg(name)
-	if !ok || v.Type == bsoncore.TypeNull {
+	return r.boolOf(name, r.arg(name), def)
+}
+
+// boolOf is Bool of field name's value v (Type 0 when absent).
+func (r *Request) boolOf(name string, v bsoncore.Value, def bool) (bool, error) {
+	if v.Type == 0 || v.Type == bsoncore.TypeNull {
 		return def, nil
 	}
 	switch v.Type {
@@ -164,41 +208,65 @@ func (r *Request) Int(name string, def int64) (int64, error) {
 // safeInt64 does: any number type, a fractional one truncated toward zero
 // (batchSize: 2.7 is 2).
 func (r *Request) SafeInt(name string, def int64) (int64, error) {
-	v, ok := r.Arg(name)
-	if !ok || v.Type == bsoncore.TypeNull {
+	return r.safeIntOf(name, r.arg(name), def)
+}
+
+// safeIntOf is SafeInt of field name's value v (Type 0 when absent).
+func (r *Request) safeIntOf(name string, v bsoncore.Value, def int64) (int64, error) {
+	if v.Type == 0 || v.Type == bsoncore.TypeNull {
 		return def, nil
 	}
-	return safeInt64(r.Name+"."+name, v)
+	if n, ok := safeNumber(v); ok {
+		return n, nil
+	}
+	return 0, notSafeInt(r.Name+"."+name, v) // the path is built for a refusal only
 }
 
 // safeInt64 is MongoDB's safeNumberLong: a number truncated toward zero,
 // NaN as 0, out-of-range values clamped; path names the field in the
 // TypeMismatch of a non-number.
 func safeInt64(path string, v bsoncore.Value) (int64, error) {
+	if n, ok := safeNumber(v); ok {
+		return n, nil
+	}
+	return 0, notSafeInt(path, v)
+}
+
+// safeNumber is safeInt64's conversion; ok is false for a non-number.
+func safeNumber(v bsoncore.Value) (int64, bool) {
 	switch v.Type {
 	case bsoncore.TypeInt32:
-		return int64(v.Int32()), nil
+		return int64(v.Int32()), true
 	case bsoncore.TypeInt64:
-		return v.Int64(), nil
+		return v.Int64(), true
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		f, _ := bsonx.AsFloat64(v)
 		switch {
 		case f != f:
-			return 0, nil
+			return 0, true
 		case f >= math.MaxInt64:
-			return math.MaxInt64, nil
+			return math.MaxInt64, true
 		case f <= math.MinInt64:
-			return math.MinInt64, nil
+			return math.MinInt64, true
 		}
-		return int64(f), nil
+		return int64(f), true
 	}
-	return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected types '[long, int, decimal, double]'", path, typeName(v.Type))
+	return 0, false
+}
+
+// notSafeInt is safeInt64's refusal of a non-number at path.
+func notSafeInt(path string, v bsoncore.Value) error {
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected types '[long, int, decimal, double]'", path, typeName(v.Type))
 }
 
 // Document reads an optional document argument; nil when absent.
 func (r *Request) Document(name string) (bsoncore.Document, error) {
-	v, ok := r.Arg(name)
-	if !ok || v.Type == bsoncore.TypeNull {
+	return r.documentOf(name, r.arg(name))
+}
+
+// documentOf is Document of field name's value v (Type 0 when absent).
+func (r *Request) documentOf(name string, v bsoncore.Value) (bsoncore.Document, error) {
+	if v.Type == 0 || v.Type == bsoncore.TypeNull {
 		return nil, nil
 	}
 	d, ok := v.DocumentOK()

@@ -43,11 +43,14 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	// As in MongoDB: the command's fields are parsed first, then where it
 	// may run, then the generic arguments (generic.go).
-	elems, err := elementsOf(req.elemBuf[:0], req.Body)
-	if err != nil {
-		return ErrorReply(dst, err)
+	elems := req.elems // split by Reset, or now
+	if elems == nil {
+		var err error
+		if elems, err = elementsOf(req.elemBuf[:0], req.Body); err != nil {
+			return ErrorReply(dst, err)
+		}
+		req.setFields(elems)
 	}
-	req.setFields(elems)
 	genericMask, err := checkFields(&cmd, req.Name, elems)
 	if err != nil {
 		return ErrorReply(dst, err)
@@ -61,15 +64,20 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := checkGeneric(s, &cmd, req, elems, genericMask); err != nil {
 		return ErrorReply(dst, err)
 	}
+	// One clock reading for the operation's entry, its $$NOW and its
+	// duration.
+	req.start = time.Now()
+	if err := checkView(s, &cmd, req); err != nil { // views.go
+		return ErrorReply(dst, err)
+	}
 	ctx, op, err := beginOp(ctx, s, req) // maxTimeMS, killOp, currentOp (operation.go)
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
 	defer op.end()
 	s.stat = opStats{}
-	began := time.Now()
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
-	took := time.Since(began)
+	took := time.Since(req.start)
 	if s.Env.Log.Enabled(ctx, slog.LevelDebug) {
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
 			"durationMicros", took.Microseconds(), "code", int32(mongoerr.CodeOf(err)))
@@ -113,20 +121,76 @@ func journaled(req *Request) bool {
 // NewRequest builds a Request from a command body and its document
 // sequences; db is the body's $db unless given (legacy OP_QUERY).
 func NewRequest(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) (*Request, error) {
+	r := new(Request)
+	if err := r.Reset(body, db, seqs); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reset makes r the Request NewRequest builds, in r's own memory: a
+// connection keeps one Request for all its commands (Run keeps none of it
+// after it returns). It splits the body's fields once, for Run and every
+// Arg after it. A known command's name is the registry's string, and a
+// database named as the last request's keeps its string, so a steady
+// stream of commands allocates neither.
+func (r *Request) Reset(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) error {
+	lastDB, lastN := r.DB, len(r.elems)
+	// Field by field rather than *r = Request{...}: elemBuf is refilled
+	// below, and zeroing it whole (pointers, in a connection's heap
+	// object) costs write barriers on every command.
+	r.DB, r.Name, r.Body, r.Sequences = "", "", body, seqs
+	r.elems, r.keyMask, r.start = nil, 0, time.Time{}
+	elems, err := elementsOf(r.elemBuf[:0], body)
+	if n := len(elems); n < lastN && lastN <= len(r.elemBuf) {
+		clear(r.elemBuf[n:lastN]) // keep no older request's buffer alive
+	}
+	if err != nil || len(elems) == 0 {
+		// Malformed: read what can be read, as a lookup does; Run
+		// refuses the rest when it splits the fields.
+		return r.resetMalformed(body, db)
+	}
+	r.setFields(elems)
+	r.Name = commandName(elems[0].KeyBytes())
+	if db == "" {
+		v := r.arg("$db")
+		if v.Type == 0 {
+			return mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
+		}
+		if d := v.Data; v.Type == bsoncore.TypeString && len(d) > 4 && string(d[4:len(d)-1]) == lastDB {
+			db = lastDB
+		} else if db, err = dbName(v); err != nil {
+			return err
+		}
+	}
+	r.DB = db
+	return nil
+}
+
+// resetMalformed is Reset of a body whose fields do not split.
+func (r *Request) resetMalformed(body bsoncore.Document, db string) error {
 	first, err := body.IndexErr(0)
 	if err != nil {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "empty command document")
+		return mongoerr.New(mongoerr.FailedToParse, "empty command document")
 	}
 	if db == "" {
 		v, err := body.LookupErr("$db")
 		if err != nil {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
+			return mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument")
 		}
-		s, ok := v.StringValueOK()
-		if !ok {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))
+		if db, err = dbName(v); err != nil {
+			return err
 		}
-		db = s
 	}
-	return &Request{DB: db, Name: first.Key(), Body: body, Sequences: seqs}, nil
+	r.DB, r.Name = db, first.Key()
+	return nil
+}
+
+// dbName reads $db, a string.
+func dbName(v bsoncore.Value) (string, error) {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))
+	}
+	return s, nil
 }

@@ -39,11 +39,11 @@ type tailSource struct {
 // order: awaitData without tailable, a sort other than {$natural: 1},
 // singleBatch (the request's own rules), then a collection that is not
 // capped (the planner's).
-func checkTailable(s *Session, req *Request, sp *findSpec) (tailable, await bool, err error) {
-	if tailable, err = req.Bool("tailable", false); err != nil {
+func checkTailable(s *Session, req *Request, f *findFields, sp *findSpec) (tailable, await bool, err error) {
+	if tailable, err = req.boolOf("tailable", f.tailable, false); err != nil {
 		return false, false, err
 	}
-	if await, err = req.Bool("awaitData", false); err != nil {
+	if await, err = req.boolOf("awaitData", f.awaitData, false); err != nil {
 		return false, false, err
 	}
 	if await && !tailable {
@@ -52,7 +52,7 @@ func checkTailable(s *Session, req *Request, sp *findSpec) (tailable, await bool
 	if !tailable {
 		return false, false, nil
 	}
-	if sort, _ := req.Document("sort"); len(sort) > 5 {
+	if sort, _ := req.documentOf("sort", f.sort); len(sort) > 5 {
 		if d, ok := naturalSort(sort); !ok || d != 1 {
 			return false, false, mongoerr.New(mongoerr.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")
 		}
@@ -83,15 +83,21 @@ func checkTailable(s *Session, req *Request, sp *findSpec) (tailable, await bool
 
 // checkNatural refuses a $natural sort or hint whose value is not 1 or
 // -1, as MongoDB does for every find.
-func checkNatural(req *Request) error {
-	for _, f := range []string{"sort", "hint"} {
-		d, _ := req.Document(f)
+func checkNatural(sort, hint bsoncore.Value) error {
+	for _, f := range [...]struct {
+		name string
+		v    bsoncore.Value
+	}{{"sort", sort}, {"hint", hint}} {
+		d, ok := f.v.DocumentOK()
+		if !ok || len(d) <= 5 {
+			continue
+		}
 		v, err := d.LookupErr("$natural")
-		if len(d) <= 5 || err != nil {
+		if err != nil {
 			continue
 		}
 		if n, ok := v.AsFloat64OK(); !ok || n != 1 && n != -1 {
-			return mongoerr.New(mongoerr.BadValue, "$natural %s cannot be set to a value other than -1 or 1.", f)
+			return mongoerr.New(mongoerr.BadValue, "$natural %s cannot be set to a value other than -1 or 1.", f.name)
 		}
 	}
 	return nil
@@ -99,6 +105,9 @@ func checkNatural(req *Request) error {
 
 // naturalSort reports whether sort is {$natural: ±1}, and its direction.
 func naturalSort(sort bsoncore.Document) (int, bool) {
+	if len(sort) <= 5 {
+		return 0, false // no sort (Elements would build an error to say so)
+	}
 	elems, err := sort.Elements()
 	if err != nil || len(elems) != 1 || elems[0].Key() != "$natural" {
 		return 0, false

@@ -57,7 +57,7 @@ func (e *Engine) DropCollection(ns Namespace) (existed bool, err error) {
 		return false, err
 	}
 	err = e.db.Write(func(tx *storage.Txn) error {
-		existed = e.cat.DropCollection(tx, ns.DB, ns.Coll)
+		existed = e.cat.DropCollection(tx, ns.DB, ns.Coll) || e.cat.DropView(tx, ns.DB, ns.Coll)
 		return nil
 	})
 	return existed, err
@@ -99,6 +99,9 @@ const ProfileCollection = "system.profile"
 func (e *Engine) ensureCollection(tx *storage.Txn, ns Namespace) (*catalog.Collection, error) {
 	if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
 		return c, nil
+	}
+	if e.cat.Working().View(ns.DB, ns.Coll) != nil {
+		return nil, viewError(ns) // views are read-only
 	}
 	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
 		return nil, err // system.profile too: the profiler creates it capped (CreateCollection)

@@ -39,10 +39,17 @@ type CreateIndexesResult struct {
 // build of the same index stops waiting when its ctx ends.
 func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsoncore.Document) (CreateIndexesResult, error) {
 	parsed := make([]*index.Spec, len(specs))
+	def := defaultCollation(e.cat.Current().Collection(ns.DB, ns.Coll))
 	for i, raw := range specs {
 		// The catalog keeps the spec for the index's lifetime, while the
 		// caller's bytes may alias a connection buffer: parse a copy.
-		s, err := index.ParseSpec(append(bsoncore.Document(nil), raw...))
+		own := append(bsoncore.Document(nil), raw...)
+		if def != nil {
+			if _, err := own.LookupErr("collation"); err != nil {
+				own = withCollation(own, def) // an index inherits the collection's default, as in MongoDB
+			}
+		}
+		s, err := index.ParseSpec(own)
 		if err != nil {
 			return CreateIndexesResult{}, err
 		}
@@ -182,6 +189,13 @@ func (e *Engine) checkIndexConflict(ns Namespace, spec *index.Spec) (bool, error
 			}
 		}
 	}
+	if spec.IsText() {
+		for _, ix := range coll.Indexes {
+			if existing, err := e.specs.get(ix); err == nil && existing.IsText() {
+				return false, mongoerr.New(mongoerr.CannotCreateIndex, "only one text index per collection allowed, found existing text index \"%s\"", ix.Name)
+			}
+		}
+	}
 	return true, nil
 }
 
@@ -234,3 +248,26 @@ func (e *Engine) IndexSpecs(ns Namespace) ([]bsoncore.Document, error) {
 // (catalog.Index.TypeBits): always, but tests turn it off to make indexes
 // as Cairn made them before type bits existed.
 var newIndexTypeBits = true
+
+// defaultCollation is coll's default collation document (create's
+// collation option, kept normalized), nil when it has none.
+func defaultCollation(coll *catalog.Collection) bsoncore.Document {
+	if coll == nil || len(coll.Options) == 0 {
+		return nil
+	}
+	d, ok := bsoncore.Document(coll.Options).Lookup("collation").DocumentOK()
+	if !ok {
+		return nil
+	}
+	return d
+}
+
+// withCollation is the index spec spec with a collation field added.
+func withCollation(spec, coll bsoncore.Document) bsoncore.Document {
+	elems, _ := spec.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range elems {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.AppendDocument("collation", coll).Build()
+}

@@ -17,6 +17,9 @@ type prepared struct {
 	id        bsoncore.Value
 	idKey     []byte
 	generated bool
+	// absent: the caller read the document's key in the same transaction
+	// and found nothing (Modify's upsert), so insertOne need not look again.
+	absent bool
 }
 
 // prepareInsert validates doc for storage and puts its _id first, making

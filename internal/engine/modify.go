@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"bytes"
+	"errors"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -22,6 +26,17 @@ type Action struct {
 	// versioned collection its version field is overwritten, where an
 	// update that changes it is refused (ImmutableField).
 	Replacement bool
+	// KeepStored copies the bytes Replace or Insert is stored as (its _id
+	// first) into ModifyResult.Stored, for a reply that shows the document
+	// as stored (findAndModify's new: true) without reading it back.
+	KeepStored bool
+	// Insert, for a document that does not exist (fn got nil), inserts
+	// this one instead, as an insert does (the collection made if need
+	// be, validated unless BypassValidation, unique and capped rules
+	// applied) in the same pipeline request: an upsert that read nothing
+	// inserts without a commit of its own. It must carry its _id (an
+	// upsert of one _id has the filter's).
+	Insert bsoncore.Document
 }
 
 // ModifyResult counts what a Modify did.
@@ -29,7 +44,11 @@ type ModifyResult struct {
 	Matched  int // documents found and handed to the callback
 	Modified int // documents rewritten with different bytes
 	Deleted  int
+	Inserted int // documents an Insert action stored
 	Errors   []WriteError
+	// Stored is the stored image of the last Replace whose Action asked
+	// for it (KeepStored), written or equal to the document already.
+	Stored bsoncore.Document
 }
 
 // Modify runs fn on the current version of each document named in ids, in
@@ -38,8 +57,9 @@ type ModifyResult struct {
 // atomic: no concurrent write slips between fn's read and its write.
 //
 // fn receives nil for a document that no longer exists (deleted since the
-// caller chose it) and may return an error for that document alone; with
-// ordered, Modify then stops. cur aliases pipeline memory: fn must copy what
+// caller chose it, or never made, its collection included), for which it
+// may ask for an Insert, and may return an error for that document alone;
+// with ordered, Modify then stops. cur aliases pipeline memory: fn must copy what
 // it keeps. A Replace equal to the current bytes is not written and does not
 // count as modified (MongoDB's nModified).
 func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn func(i int, cur bsoncore.Document) (Action, error)) (ModifyResult, error) {
@@ -49,16 +69,15 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 		var key, cur, idKey []byte
 		for i, id := range ids {
-			if coll == nil {
-				break
-			}
-			idKey = appendIDKey(idKey[:0], id)
-			key = storage.DocKey(key[:0], coll.ID, idKey)
 			var found bool
 			var err error
-			cur, found, err = tx.Get(cur[:0], key)
-			if err != nil {
-				return err
+			if coll != nil {
+				idKey = appendIDKey(idKey[:0], id)
+				key = storage.DocKey(key[:0], coll.ID, idKey)
+				cur, found, err = tx.Get(cur[:0], key)
+				if err != nil {
+					return err
+				}
 			}
 			var doc bsoncore.Document
 			if found {
@@ -66,8 +85,16 @@ func (e *Engine) Modify(ns Namespace, ids []bsoncore.Value, ordered bool, fn fun
 				res.Matched++
 			}
 			act, err := fn(i, doc)
-			if err == nil && found {
+			switch {
+			case err != nil:
+			case found:
 				err = e.applyAction(tx, &res, ns, key, idKey, id, doc, act)
+			case act.Insert != nil:
+				var read []byte // the key found absent, if the collection exists
+				if coll != nil {
+					read = key
+				}
+				coll, err = e.insertAction(tx, &res, ns, act, read)
 			}
 			if err != nil {
 				res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
@@ -117,9 +144,16 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 			if next == nil {
+				if act.KeepStored {
+					res.Stored = append(res.Stored[:0], cur...)
+				}
 				return nil // a no-op update writes nothing
 			}
-		} else if string(next) == string(cur) {
+		}
+		if act.KeepStored {
+			res.Stored = append(res.Stored[:0], next...)
+		}
+		if !versioned && string(next) == string(cur) {
 			return nil // a no-op update writes nothing
 		}
 		if err := e.validateUpdate(ns, cur, next, act.BypassValidation); err != nil {
@@ -149,6 +183,43 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 	}
 	return nil
 }
+
+// insertAction stores act.Insert for a document Modify did not find, as
+// InsertWith stores one, and returns the collection (made if need be).
+// read is the key Modify found absent (nil when the collection did not
+// exist): an insert at that key skips insertOne's uniqueness read.
+func (e *Engine) insertAction(tx *storage.Txn, res *ModifyResult, ns Namespace, act Action, read []byte) (*catalog.Collection, error) {
+	p, err := prepareInsert(act.Insert, func() (bsoncore.Value, error) {
+		return bsoncore.Value{}, errInsertNeedsID
+	})
+	if err != nil {
+		return e.cat.Working().Collection(ns.DB, ns.Coll), err
+	}
+	existed := e.cat.Working().Collection(ns.DB, ns.Coll) != nil
+	coll, err := e.ensureCollection(tx, ns)
+	if err != nil {
+		return nil, err
+	}
+	key := storage.DocKey(nil, coll.ID, p.idKey)
+	p.absent = !existed || bytes.Equal(key, read) // a new collection holds nothing
+	if err := e.insertOne(tx, ns, coll.ID, key, p, act.BypassValidation); err != nil {
+		return coll, err
+	}
+	res.Inserted++
+	if act.KeepStored {
+		// As stored: insertOne may have stamped a version field.
+		stored, _, err := tx.Get(res.Stored[:0], key)
+		if err != nil {
+			return coll, err
+		}
+		res.Stored = stored
+	}
+	return coll, nil
+}
+
+// errInsertNeedsID: an Insert action's document carries its _id (ids are
+// made before the pipeline, not in it).
+var errInsertNeedsID = errors.New("engine: a Modify insert needs an _id")
 
 // prepareReplacement validates a replacement for the document whose _id is
 // id and puts _id first.

@@ -70,3 +70,33 @@ func TestModifyCounts(t *testing.T) {
 		t.Fatalf("result %+v, want matched 2, modified 0 (no-op), deleted 1", res)
 	}
 }
+
+// TestModifyKeepStored: the image KeepStored returns is what a read finds
+// afterwards, _id first even when the replacement put it elsewhere or left
+// it out, and the current bytes for a replacement equal to them.
+func TestModifyKeepStored(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"db", "kept"}
+	if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"v", "x"}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		replace bson.D
+	}{
+		{"id moved last", bson.D{{"v", "y"}, {"_id", 1}}},
+		{"id left out", bson.D{{"v", "z"}}},
+		{"equal to the stored bytes", bson.D{{"_id", 1}, {"v", "z"}}},
+	} {
+		res, err := e.Modify(ns, []bsoncore.Value{val(t, 1)}, true, func(_ int, cur bsoncore.Document) (Action, error) {
+			return Action{Replace: doc(t, tc.replace), KeepStored: true}, nil
+		})
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatalf("%s: %v %v", tc.name, err, res.Errors)
+		}
+		got, _, _ := e.Get(nil, ns, val(t, 1))
+		if string(res.Stored) != string(got) {
+			t.Errorf("%s: Stored %v, read back %v", tc.name, res.Stored, bsoncore.Document(got))
+		}
+	}
+}

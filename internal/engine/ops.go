@@ -27,11 +27,12 @@ import (
 // Ops is the registry of operations in progress. The zero value is ready.
 type Ops struct {
 	next atomic.Int64
-	// A mutex and a plain map rather than a sync.Map: every command adds
-	// and removes its entry once, which a sync.Map pays for with
-	// allocations (a boxed key, an entry) on the hot path.
-	mu sync.Mutex
-	m  map[int64]*Op // opid → *Op; made by the first Begin
+	// A mutex and an intrusive list (Op.prev, Op.next) rather than a map:
+	// every command adds and removes its entry once, which a list does by
+	// relinking two pointers, where a map hashes twice and a sync.Map
+	// allocates; only killOp and currentOp, which are rare, walk it.
+	mu   sync.Mutex
+	head *Op // newest first
 }
 
 // OpInfo describes an operation when it begins.
@@ -58,6 +59,9 @@ type OpInfo struct {
 	// context under Parent (Op.Context), which killOp cancels: a client
 	// command's, at no allocation beyond the Op.
 	Parent context.Context
+	// Began, when set, is when the operation began, as the caller read the
+	// clock already (a command reads it once); zero means now.
+	Began time.Time
 }
 
 // Op is one operation in progress.
@@ -66,6 +70,8 @@ type Op struct {
 	Started time.Time
 	info    OpInfo
 	ctx     opctx.Canceler // used when info.Parent is set
+
+	prev, next *Op // in Ops' list, under Ops.mu
 
 	mu       sync.Mutex
 	ended    bool
@@ -92,15 +98,20 @@ type OpStatus struct {
 
 // Begin registers an operation; call End when it finishes.
 func (o *Ops) Begin(info OpInfo) *Op {
-	op := &Op{ID: o.next.Add(1), Started: time.Now(), info: info}
+	started := info.Began
+	if started.IsZero() {
+		started = time.Now()
+	}
+	op := &Op{ID: o.next.Add(1), Started: started, info: info}
 	if info.Parent != nil {
 		op.ctx.Init(info.Parent)
 	}
 	o.mu.Lock()
-	if o.m == nil {
-		o.m = map[int64]*Op{}
+	op.next = o.head
+	if o.head != nil {
+		o.head.prev = op
 	}
-	o.m[op.ID] = op
+	o.head = op
 	o.mu.Unlock()
 	return op
 }
@@ -125,7 +136,15 @@ func (o *Ops) End(op *Op) {
 	op.info.Command = nil
 	op.mu.Unlock()
 	o.mu.Lock()
-	delete(o.m, op.ID)
+	if op.prev != nil {
+		op.prev.next = op.next
+	} else if o.head == op {
+		o.head = op.next
+	}
+	if op.next != nil {
+		op.next.prev = op.prev
+	}
+	op.prev, op.next = nil, nil
 	o.mu.Unlock()
 	if op.info.Parent != nil {
 		op.ctx.End()
@@ -137,7 +156,10 @@ func (o *Ops) End(op *Op) {
 // check of its context (package opctx).
 func (o *Ops) Kill(id int64) bool {
 	o.mu.Lock()
-	op := o.m[id]
+	op := o.head
+	for op != nil && op.ID != id {
+		op = op.next
+	}
 	o.mu.Unlock()
 	if op == nil {
 		return false
@@ -182,8 +204,8 @@ func (op *Op) SetProgress(msg string, done, total int64) {
 func (o *Ops) List() []OpStatus {
 	var out []OpStatus
 	o.mu.Lock()
-	ops := make([]*Op, 0, len(o.m))
-	for _, op := range o.m {
+	var ops []*Op
+	for op := o.head; op != nil; op = op.next {
 		ops = append(ops, op)
 	}
 	o.mu.Unlock()

@@ -122,7 +122,7 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 	if err != nil {
 		return err
 	}
-	if !beyond {
+	if !beyond && !p.absent {
 		exists, err := tx.Has(key)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -52,7 +54,24 @@ type Aggregate struct {
 // with opctx.Err(ctx) once it ends. A pipeline kept as a cursor's should
 // run under a context that outlives the request (opctx.Bound).
 func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
+	if r := e.resolveView(a); r.NS != a.NS || len(r.Stages) != len(a.Stages) {
+		if a.AsOf != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime reads versioned collections; a view cannot be read at a cluster time")
+		}
+		a = r
+	}
 	a.Opts.Catalog = aggCatalog{e}
+	var gnSel Selection
+	var gn *geoNearSpec // a leading $geoNear (geonear.go)
+	if !a.Collectionless {
+		sel, spec, rest, ok, err := e.splitGeoNear(a.NS, a.Stages)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			gnSel, gn, a.Stages = sel, spec, rest
+		}
+	}
 	p, err := agg.Parse(a.Stages, a.Opts)
 	if err != nil {
 		return nil, err
@@ -66,10 +85,18 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		p = p.WithoutOutput()
 	}
 	var input agg.Source
-	if a.AsOf != 0 && a.Collectionless {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime needs a collection to read")
+	if a.AsOf != 0 && (a.Collectionless || gn != nil) {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime reads a versioned collection's documents; this pipeline reads no collection or starts with $geoNear, which reads an index of the latest documents")
 	}
-	if !a.Collectionless && startsWithVersions(a.Stages) {
+	if gn != nil {
+		if a.Opts.Collation != nil {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "$geoNear with a non-simple collation is not supported by Cairn yet")
+		}
+		gnSel.SortMemory, gnSel.AllowDiskUse, gnSel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint
+		if input, err = e.openGeoNear(ctx, gnSel, gn, Run); err != nil {
+			return nil, err
+		}
+	} else if !a.Collectionless && startsWithVersions(a.Stages) {
 		if a.AsOf != 0 {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "$versions reads every version; it takes no readConcern atClusterTime (match on validFrom and validTo instead)")
 		}
@@ -78,7 +105,7 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 			return nil, err
 		}
 	} else if !a.Collectionless {
-		sel, rest, err := PushDown(a.NS, a.Stages)
+		sel, rest, err := PushDown(a.NS, a.Stages, a.Opts.Collation)
 		if err != nil {
 			return nil, err
 		}
@@ -102,6 +129,9 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		}
 		return nil, err
 	}
+	if readsTextScore(a.Stages) {
+		out = &stripTextScore{in: out}
+	}
 	if writer != nil {
 		return nil, writer.write(out)
 	}
@@ -116,7 +146,14 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 	if a.Collectionless {
 		return nil, a.Stages, nil
 	}
-	sel, rest, err := PushDown(a.NS, a.Stages)
+	a = e.resolveView(a)
+	sel, _, rest, ok, err := e.splitGeoNear(a.NS, a.Stages)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		sel, rest, err = PushDown(a.NS, a.Stages, a.Opts.Collation)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,19 +164,28 @@ func (e *Env) ExplainAggregate(ctx context.Context, a Aggregate, execute bool) (
 
 // PushDown splits a pipeline into the selection the collection read does
 // (a leading $match without variables, a $sort right after it, and a
-// $limit after that) and the stages that remain.
-func PushDown(ns engine.Namespace, stages []bsoncore.Document) (Selection, []bsoncore.Document, error) {
-	var match bsoncore.Document
+// $limit after that) and the stages that remain; the read compares strings
+// by coll (the pipeline's collation, nil: simple).
+func PushDown(ns engine.Namespace, stages []bsoncore.Document, coll *collation.Collator) (Selection, []bsoncore.Document, error) {
+	var matches []bsoncore.Document
 	rest := stages
-	if len(rest) > 0 {
-		if m, ok := stageArg(rest[0], "$match"); ok && !strings.Contains(string(m), "$$") {
-			match, rest = m, rest[1:]
+	for len(rest) > 0 {
+		m, ok := stageArg(rest[0], "$match")
+		if !ok || strings.Contains(string(m), "$$") {
+			break
 		}
+		matches, rest = append(matches, m), rest[1:]
 	}
-	sel, err := NewSelection(ns, match, query.Options{})
+	match := andOf(matches)
+	var opts query.Options
+	if coll != nil {
+		opts.Collation = coll
+	}
+	sel, err := NewSelection(ns, match, opts)
 	if err != nil {
 		return sel, nil, err
 	}
+	sel.TextScore = sel.Filter.HasText() && readsTextScore(rest)
 	if len(rest) > 0 {
 		if srt, ok := stageArg(rest[0], "$sort"); ok && simpleSort(srt) {
 			if err := sel.SetSort(srt); err == nil {
@@ -233,6 +279,9 @@ type aggCatalog struct{ e *Env }
 var _ agg.IndexCatalog = aggCatalog{}
 
 func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, error) {
+	if c.e.eng.Catalog().View(db, coll) != nil {
+		return c.e.Aggregate(ctx, Aggregate{NS: engine.Namespace{DB: db, Coll: coll}, Opts: agg.Options{DB: db}})
+	}
 	sel, err := NewSelection(engine.Namespace{DB: db, Coll: coll}, nil, query.Options{})
 	if err != nil {
 		return nil, err
@@ -246,6 +295,9 @@ func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, erro
 // collection scan per input document would be slower than $lookup's own
 // read-once fallback, so it reports ok false instead.
 func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
+	if c.e.eng.Catalog().View(db, coll) != nil {
+		return nil, false, nil // a view has no index: $lookup reads it once (Scan)
+	}
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
@@ -267,3 +319,83 @@ func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bs
 	}
 	return ex, true, nil
 }
+
+// resolveView rewrites an aggregation over a view into one over the
+// collection the view reads: the view's pipeline (views on views
+// innermost first) ahead of a's stages. Other aggregations pass unchanged.
+func (e *Env) resolveView(a Aggregate) Aggregate {
+	if a.Collectionless {
+		return a
+	}
+	coll, stages, _, isView := e.eng.Catalog().Resolve(a.NS.DB, a.NS.Coll)
+	if !isView {
+		return a
+	}
+	a.NS.Coll = coll
+	a.Stages = append(stages, a.Stages...)
+	return a
+}
+
+// andOf is one filter for consecutive $match stages (a view's and the
+// query's on it), as MongoDB coalesces them: the filter itself for one,
+// {$and: [...]} for several, nil for none.
+func andOf(filters []bsoncore.Document) bsoncore.Document {
+	switch len(filters) {
+	case 0:
+		return nil
+	case 1:
+		return filters[0]
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, f := range filters {
+		arr.AppendDocument(f)
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("$and", arr.Build()).Build()
+}
+
+// CheckViewPipeline parses a view's pipeline as its reads will run it and
+// refuses $out and $merge, which a view may not hold
+// (OptionNotSupportedOnView).
+func CheckViewPipeline(db string, stages []bsoncore.Document) error {
+	p, err := agg.Parse(stages, agg.Options{DB: db})
+	if err != nil {
+		return err
+	}
+	if p.Output() != nil {
+		return mongoerr.New(mongoerr.OptionNotSupportedOnView, "$out and $merge cannot be used in a view definition")
+	}
+	return nil
+}
+
+// readsTextScore reports whether some stage reads {$meta: "textScore"}
+// (looking at the bytes: a stage that merely names the string in a
+// literal costs one needless score field, never a wrong result).
+func readsTextScore(stages []bsoncore.Document) bool {
+	for _, st := range stages {
+		if bytes.Contains(st, []byte("$meta")) && bytes.Contains(st, []byte("textScore")) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripTextScore removes the score a text plan appended (planner.Query's
+// TextScore) from documents that leave the pipeline unchanged.
+type stripTextScore struct {
+	in  agg.Source
+	buf []byte
+}
+
+func (s *stripTextScore) Next() (bsoncore.Document, error) {
+	d, err := s.in.Next()
+	if d == nil || err != nil {
+		return d, err
+	}
+	if !bytes.Contains(d, []byte(query.TextScoreField)) {
+		return d, nil
+	}
+	s.buf, _, _ = query.StripTextScore(s.buf[:0], d)
+	return s.buf, nil
+}
+
+func (s *stripTextScore) Close() error { return s.in.Close() }

@@ -18,7 +18,11 @@
 //     explain (Mode); Count and Distinct over it.
 //   - write.go: Delete, Update, FindAndUpdate, FindAndRemove.
 //   - aggregate.go: Aggregate, PushDown, and the catalog through which
-//     $lookup and $unionWith read other collections.
+//     $lookup and $unionWith read other collections. An aggregation over a
+//     view runs over its source collection with the view's pipeline first
+//     (resolveView); $lookup and $unionWith read a view the same way.
+//     PushDown coalesces leading $match stages (a view's and the query's)
+//     into one filter, as MongoDB does.
 //   - output.go: $out and $merge.
 //   - explain.go: explain of count, delete and update, which count what
 //     they would do.
@@ -48,6 +52,15 @@
 // inside the commit pipeline; the filter is matched again there, so a
 // document changed or removed in between is neither wrongly changed nor
 // counted. An upsert inserts only when nothing matched.
+//
+// "One read per point write": a delete or update whose selection is one
+// _id (the IDHACK plan's query) reads its document once, inside the commit
+// pipeline (engine.Modify), and matches it there; the choosing read would
+// find the same document or none, so it is skipped. Its _id index access
+// is counted all the same. An upsert of one _id that finds nothing inserts
+// in the same pipeline request (engine.Action.Insert), so concurrent
+// upserts of one _id serialize there: the first inserts, the others match
+// it.
 //
 // "Push-down keeps results": PushDown moves into the collection read only
 // what the read does with the same result: a leading $match without

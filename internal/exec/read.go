@@ -7,7 +7,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 )
@@ -57,6 +59,12 @@ func (e *Env) Count(ctx context.Context, sel Selection) (int64, error) {
 		return 0, err
 	}
 	defer src.Close()
+	return CountOf(src)
+}
+
+// CountOf counts the documents src yields (a view's pipeline, for count on
+// a view).
+func CountOf(src agg.Source) (int64, error) {
 	var n int64
 	for {
 		d, err := src.Next()
@@ -80,11 +88,22 @@ func (e *Env) Distinct(ctx context.Context, sel Selection, key string, maxBytes 
 		return nil, err
 	}
 	defer src.Close()
+	return DistinctOf(src, key, maxBytes, sel.Collation)
+}
+
+// DistinctOf is Distinct over the documents src yields (a view's pipeline,
+// for distinct on a view); values equal under coll (nil: simple) count
+// once, the first seen standing for them, as in MongoDB.
+func DistinctOf(src agg.Source, key string, maxBytes int, coll *collation.Collator) ([]bsoncore.Value, error) {
+	var bc bsonx.Collator
+	if coll != nil {
+		bc = coll
+	}
 	var values []bsoncore.Value
 	size := 0
 	add := func(v bsoncore.Value) error {
 		for _, have := range values {
-			if bsonx.Equal(have, v) {
+			if bsonx.EqualWith(have, v, bc) {
 				return nil
 			}
 		}

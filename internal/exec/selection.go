@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/planner"
@@ -47,6 +48,13 @@ type Selection struct {
 	// AsOf, non-zero, reads a versioned collection as it was at that
 	// cluster time (readConcern snapshot with atClusterTime).
 	AsOf hlc.Timestamp
+	// Collation is the collation Filter was parsed with (query.Options's,
+	// when it is a *collation.Collator); SetSort sorts by it and the
+	// planner matches it against index collations. nil: simple.
+	Collation *collation.Collator
+	// TextScore: the stages after the read use {$meta: "textScore"} (see
+	// planner.Query.TextScore).
+	TextScore bool
 }
 
 // NewSelection parses filter (nil or empty: everything) into a Selection of
@@ -63,7 +71,8 @@ func NewSelection(ns engine.Namespace, filter bsoncore.Document, vars query.Opti
 	if err != nil {
 		return Selection{}, err
 	}
-	return Selection{NS: ns, Filter: f, RawFilter: filter}, nil
+	coll, _ := vars.Collation.(*collation.Collator)
+	return Selection{NS: ns, Filter: f, RawFilter: filter, Collation: coll}, nil
 }
 
 // SetSort sets the order of the results from a sort document; an empty one
@@ -76,6 +85,9 @@ func (s *Selection) SetSort(raw bsoncore.Document) error {
 	sort, err := query.ParseSort(raw)
 	if err != nil {
 		return err
+	}
+	if s.Collation != nil {
+		sort = sort.WithCollation(s.Collation)
 	}
 	s.Sort, s.RawSort = sort, raw
 	return nil
@@ -122,6 +134,8 @@ func (s *Selection) query() planner.Query {
 		Count:        s.CountOnly,
 		DistinctPath: s.Distinct,
 		ReturnKey:    s.ReturnKey, ShowRecordID: s.ShowRecordID,
+		Collation: s.Collation,
+		TextScore: s.TextScore,
 	}
 }
 
@@ -130,6 +144,24 @@ func (s *Selection) query() planner.Query {
 func (s *Selection) PointRead() bool {
 	q := s.query()
 	return planner.IsPointRead(&q)
+}
+
+// pointID is the one _id s selects when it is a point read that returns
+// its document (no skip, which leaves none).
+func (s *Selection) pointID() (bsoncore.Value, bool) {
+	if s.Skip > 0 || s.ReturnKey || s.ShowRecordID || !s.PointRead() {
+		return bsoncore.Value{}, false
+	}
+	id, ok := s.Filter.IDEquality()
+	if ok && s.Collation != nil {
+		switch id.Type {
+		case bsoncore.TypeString, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeSymbol:
+			// The _id key is simple: under a collation, equal strings of
+			// other bytes match too, so the write scans (as planner.pointID).
+			return bsoncore.Value{}, false
+		}
+	}
+	return id, ok
 }
 
 var emptyDocument = bsoncore.Document{5, 0, 0, 0, 0}

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/update"
@@ -50,6 +51,22 @@ type UpdateResult struct {
 	Before, After bsoncore.Document
 }
 
+// chosenIDs are the _ids of the documents a write changes through
+// engine.Modify, at most limit of them (0 = all): for a selection of one
+// _id, that _id unread (invariant "One read per point write", doc.go), and
+// otherwise matchingIDs.
+func (e *Env) chosenIDs(ctx context.Context, sp Selection, limit int64) ([]bsoncore.Value, error) {
+	if id, ok := sp.pointID(); ok {
+		// Modify reads the document inside the pipeline and the callback
+		// matches it there: a read here first would find what that read
+		// finds, one read earlier. The _id index counts the access as the
+		// IDHACK plan would have.
+		e.eng.RecordIndexAccess(sp.NS, catalog.IDIndexName)
+		return []bsoncore.Value{id}, nil
+	}
+	return e.matchingIDs(ctx, sp, limit)
+}
+
 // matchingIDs returns the _ids of the documents sp selects, at most limit
 // of them (0 = all), read from a consistent snapshot.
 func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bsoncore.Value, error) {
@@ -73,7 +90,7 @@ func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bso
 // Delete runs one delete statement and returns how many documents it
 // deleted.
 func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
-	ids, err := e.matchingIDs(ctx, d.Sel, d.Limit)
+	ids, err := e.chosenIDs(ctx, d.Sel, d.Limit)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
@@ -107,7 +124,7 @@ func (e *Env) FindAndUpdate(ctx context.Context, u Update) (UpdateResult, error)
 // FindAndRemove deletes the first document sel selects (in its sort order)
 // and returns it (nil when none).
 func (e *Env) FindAndRemove(ctx context.Context, sel Selection) (bsoncore.Document, error) {
-	ids, err := e.matchingIDs(ctx, sel, 1)
+	ids, err := e.chosenIDs(ctx, sel, 1)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -130,7 +147,8 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	if spec.Multi {
 		limit = 0
 	}
-	ids, err := e.matchingIDs(ctx, spec.Sel, limit)
+	_, point := spec.Sel.pointID()
+	ids, err := e.chosenIDs(ctx, spec.Sel, limit)
 	if err != nil {
 		return UpdateResult{}, err
 	}
@@ -141,6 +159,11 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				return engine.Action{}, err // stops here; what is updated stays updated
 			}
 			if cur == nil {
+				if point && spec.Upsert {
+					// An upsert of one _id that found nothing inserts in
+					// the same pipeline request ("One read per point write").
+					return upsertAction(spec)
+				}
 				return engine.Action{}, nil
 			}
 			ok, pos := spec.Sel.Filter.MatchDetails(cur)
@@ -162,7 +185,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 			if next == nil {
 				return engine.Action{}, nil
 			}
-			return engine.Action{Replace: next, BypassValidation: spec.Bypass, Replacement: spec.Mod.IsReplacement()}, nil
+			return engine.Action{Replace: next, BypassValidation: spec.Bypass, KeepStored: keep, Replacement: spec.Mod.IsReplacement()}, nil
 		})
 		res.Modified = int64(mres.Modified)
 		if err != nil {
@@ -171,15 +194,33 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 		if len(mres.Errors) > 0 {
 			return res, mres.Errors[0].Err
 		}
-		if keep && res.Matched > 0 {
-			// The stored image has _id first; read it back for an exact reply.
-			res.After, _, _ = e.eng.Get(nil, ns, ids[0])
+		if keep && mres.Stored != nil {
+			res.After = mres.Stored // as stored (_id first), without reading it back
+		}
+		if mres.Inserted > 0 {
+			res.UpsertedID = mres.Stored.Lookup("_id")
+			return res, nil
 		}
 	}
 	if res.Matched > 0 || !spec.Upsert {
 		return res, nil
 	}
 	return e.upsert(spec, keep)
+}
+
+// upsertAction is the Insert of an upsert of one _id that found nothing,
+// its stored image kept for the reply (the upserted _id, and findAndModify's
+// new document). A document without _id, which a filter on _id should not
+// give, is left to upsert after the pipeline (an Insert must carry one).
+func upsertAction(spec Update) (engine.Action, error) {
+	doc, err := spec.Mod.Upsert(spec.Sel.rawFilter(), update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now()})
+	if err != nil {
+		return engine.Action{}, err
+	}
+	if doc.Lookup("_id").Type == 0 {
+		return engine.Action{}, nil
+	}
+	return engine.Action{Insert: doc, BypassValidation: spec.Bypass, KeepStored: true}, nil
 }
 
 // upsert inserts the document an update with upsert: true creates when

@@ -16,6 +16,11 @@
 //	i/<indexID>/<key>/<keystring(_id)>  →  typeBits        for a non-unique index
 //	i/<indexID>/<key>  →  keystring(_id) typeBits          for a unique one
 //
+// A text index (text.go) is stored with the key pattern {<prefix>, _fts:
+// "text", _ftsx: 1, <suffix>}: one key per term of the document's indexed
+// strings, the term (a string) then its score (a double) between the
+// values of the other fields; internal/fts tokenizes and scores.
+//
 // Keys returns keys without the _id suffix. KeysAndTypeBits also returns
 // the key's type bits (keystring.TypeBitsWriter: number types, symbols,
 // and which null parts are missing fields) for a document with one key made
@@ -69,7 +74,14 @@
 //
 // # Deviations from MongoDB
 //
-// Text, 2d, 2dsphere and columnstore indexes, compound wildcard indexes
+// 2dsphere indexes (geo.go) key a geometry by the int64 ids of the S2 cells
+// covering it, as MongoDB's index version 3 does; versions 1 and 2 and
+// unique 2dsphere indexes are refused with CannotCreateIndex. Their keys
+// are Cairn's coverings (golang/geo's RegionCoverer with MongoDB's levels
+// and cell count), which need not be the exact cells S2-C++ picks.
+//
+// Text, 2d and columnstore indexes, compound wildcard indexes
+// 2d, 2dsphere and columnstore indexes, compound wildcard indexes
 // (MongoDB 7.0 has them) and collations other than simple are refused with
 // CannotCreateIndex (67) as not supported yet. MongoDB 4.2+ has no index key
 // size limit and no index name length limit; neither has Cairn. A wildcard

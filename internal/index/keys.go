@@ -63,6 +63,11 @@ func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, [
 	case genWildcard:
 		keys, mk, err = s.wildcardKeys(doc, dst[:0])
 		tb = nil
+	case genGeo:
+		keys, mk, err = s.geoKeys(doc, dst[:0])
+	case genText:
+		keys, err = s.textKeys(doc, dst[:0])
+		tb = nil
 	default:
 		keys, tb, mk, err = s.btreeKeys(doc, dst[:0], tb)
 	}
@@ -83,6 +88,16 @@ func (s *Spec) keys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]byte, [
 func (s *Spec) Applies(doc bsoncore.Document) bool {
 	if s.filter != nil && !s.filter.Match(doc) {
 		return false
+	}
+	if s.gen == genGeo {
+		keys, _, err := s.geoKeys(doc, nil)
+		return err == nil && len(keys) > 0
+	}
+	if s.gen == genText {
+		// A text index is sparse by nature: it holds a document that has
+		// at least one term.
+		scores, err := s.text.spec.Scores(doc)
+		return err == nil && len(scores) > 0
 	}
 	if !s.Sparse {
 		return true
@@ -258,6 +273,7 @@ func isEmptyContainer(data []byte) bool { return len(elementsOf(data)) == 0 }
 // per-level copies of the field states instead of vectors copied per call.
 type btreeGen struct {
 	s     *Spec
+	coll  keystring.Collator // s.Collation, or nil for the simple collation
 	ks    keySet
 	slots []slot    // field states; each recursion level owns n of them
 	pos   []posInfo // positional lookups; each array level owns n of them
@@ -305,6 +321,10 @@ func (s *Spec) btreeKeys(doc bsoncore.Document, dst [][]byte, tb []byte) ([][]by
 	}()
 	n := len(s.KeyPattern)
 	g.s, g.ks = s, keySet{dst}
+	g.coll = nil
+	if s.Collation != nil { // a nil *Collator must not become a non-nil interface
+		g.coll = s.Collation
+	}
 	g.wantTB, g.emits = tb != nil, 0
 	if tb != nil {
 		g.tb.Reset(tb)
@@ -485,9 +505,9 @@ func (g *btreeGen) emit(base int, override uint64, v bsoncore.Value) {
 			}
 		}
 		if f.Kind == Descending {
-			b = keystring.AppendDesc(b, val)
+			b = keystring.AppendDescCollated(b, val, g.coll)
 		} else {
-			b = keystring.Append(b, val)
+			b = keystring.AppendCollated(b, val, g.coll)
 		}
 	}
 	g.ks.finish(b)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairndb/cairn/internal/collation"
+	"github.com/cairndb/cairn/internal/geo"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -41,6 +43,8 @@ func (k Kind) String() string {
 		return "hashed"
 	case Wildcard:
 		return "wildcard"
+	case Geo2dsphere:
+		return "2dsphere"
 	}
 	return fmt.Sprintf("Kind(%d)", k)
 }
@@ -89,6 +93,10 @@ type Spec struct {
 	WildcardProjection bsoncore.Document
 	// Original is the specification exactly as given.
 	Original bsoncore.Document
+	// Collation orders the index's strings (nil: simple): its keys hold
+	// collation keys (keystring.AppendCollated), which do not decode back
+	// to the strings, so such an index never covers a string field.
+	Collation *collation.Collator
 
 	doc     bsoncore.Document // the listIndexes form, see Doc
 	gen     generator
@@ -96,6 +104,8 @@ type Spec struct {
 	proj    *query.Projection // wildcard: the projection applied before traversal
 	skipID  bool              // wildcard without projection: skip the top-level _id
 	valDesc bool              // wildcard: the value part is descending
+	geo     geo.IndexParams   // 2dsphere: the covering parameters
+	text    *textInfo         // text: weights and languages (text.go)
 }
 
 // generator is the key generation algorithm a spec uses.
@@ -105,6 +115,8 @@ const (
 	genBtree    generator = iota // ascending/descending fields only
 	genHashed                    // one hashed field, maybe with others
 	genWildcard                  // one wildcard field
+	genGeo                       // 2dsphere fields, maybe with others (geo.go)
+	genText                      // a text index (text.go)
 )
 
 // IsID reports whether the spec is the _id index ({_id: 1}).
@@ -163,9 +175,9 @@ var allowedIDOptions = map[string]bool{"collation": true, "name": true, "v": tru
 // fails with the code MongoDB reports first. Errors are *mongoerr.Error.
 // The Spec keeps a copy of spec, never the caller's bytes.
 //
-// Not supported yet, with CannotCreateIndex (67): text, 2d, 2dsphere and
-// columnstore indexes, compound wildcard indexes, collations other than
-// simple, and the internal options clustered and originalSpec.
+// Not supported yet, with CannotCreateIndex (67): 2d and columnstore
+// indexes, compound wildcard indexes, hashed and wildcard indexes with a
+// collation, and the internal options clustered and originalSpec.
 func ParseSpec(spec bsoncore.Document) (*Spec, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "index specification is not a valid BSON document: %v", err)
@@ -268,8 +280,15 @@ func (p *specParser) parse() error {
 	if p.s.Name == "" {
 		return cannotCreate("index name cannot be empty")
 	}
-	if p.hasCollation && !isSimpleCollation(p.collation) {
-		return cannotCreate("collations other than {locale: \"simple\"} are not supported yet")
+	if p.hasCollation {
+		c, err := collation.Parse(p.collation)
+		if err != nil {
+			return err
+		}
+		if c != nil && p.plugin != "" {
+			return cannotCreate("%s indexes with a collation are not supported yet", p.plugin)
+		}
+		p.s.Collation = c
 	}
 	if p.plugin == "wildcard" {
 		switch {
@@ -293,7 +312,11 @@ func (p *specParser) parse() error {
 	}
 	// 6. What Cairn does not build yet.
 	switch p.plugin {
-	case "", "hashed", "wildcard":
+	case "", "hashed", "wildcard", "2dsphere":
+	case "text":
+		if err := p.prepareText(); err != nil {
+			return err
+		}
 	default:
 		return cannotCreate("%s indexes are not supported yet", p.plugin)
 	}
@@ -548,6 +571,8 @@ func (p *specParser) field(name string, v bsoncore.Value, plugin string) Field {
 	switch {
 	case v.Type == bsoncore.TypeString && v.StringValue() == "hashed":
 		f.Kind = Hashed
+	case v.Type == bsoncore.TypeString && v.StringValue() == "2dsphere":
+		f.Kind = Geo2dsphere
 	case v.Type == bsoncore.TypeString:
 		f.Kind = Ascending // text, 2d, …: refused later
 	case plugin == "wildcard" && isWildcardName(name):
@@ -579,6 +604,8 @@ func (p *specParser) prepare() error {
 	case "wildcard":
 		s.gen = genWildcard
 		return p.prepareWildcard()
+	case "2dsphere":
+		return p.prepareGeo()
 	}
 	return nil
 }
@@ -586,6 +613,9 @@ func (p *specParser) prepare() error {
 // canonical builds the listIndexes form of the spec (IndexCatalogImpl's
 // _fixIndexSpec, after validateIndexSpecCollation drops a simple collation).
 func (p *specParser) canonical(isID bool) bsoncore.Document {
+	if p.s.text != nil {
+		return p.canonicalText()
+	}
 	// MongoDB 7.0's listIndexes order: v, key, name, then the options.
 	b := bsoncore.NewDocumentBuilder().AppendInt32("v", int32(p.s.Version))
 	if isID {
@@ -610,6 +640,12 @@ func (p *specParser) canonical(isID bool) bsoncore.Document {
 			continue
 		}
 		b.AppendValue(e.Key(), e.Value())
+	}
+	if p.plugin == "2dsphere" && !hasField(p.spec, "2dsphereIndexVersion") {
+		b.AppendInt32("2dsphereIndexVersion", 3)
+	}
+	if p.s.Collation != nil {
+		b.AppendDocument("collation", p.s.Collation.Document()) // normalized, as MongoDB lists it
 	}
 	return b.Build()
 }
@@ -650,17 +686,6 @@ func isIDPattern(key bsoncore.Document) bool {
 func isExactlyIDAscending(key bsoncore.Document) bool {
 	elems, _ := key.Elements()
 	return numberValue(elems[0].Value()) == 1
-}
-
-// isSimpleCollation reports whether a collation document is {locale:
-// "simple"}, the only collation Cairn implements.
-func isSimpleCollation(c bsoncore.Document) bool {
-	elems, _ := c.Elements()
-	if len(elems) != 1 || elems[0].Key() != "locale" {
-		return false
-	}
-	v := elems[0].Value()
-	return v.Type == bsoncore.TypeString && v.StringValue() == "simple"
 }
 
 // ttlSeconds validates expireAfterSeconds for a secondary TTL index as

@@ -21,6 +21,13 @@
 // of another. So enc(k1)‖enc(k2)‖… sorts as the tuple (k1, k2, …), whatever
 // mix of ascending and descending parts it has, and Len finds each part's end.
 //
+// Collated keys order as the collation: AppendCollated and
+// AppendDescCollated (an index with a collation) encode every string and
+// symbol, at any depth, as its collation key (package collation), so
+// bytes.Compare of two such encodings has the sign of bsonx.CompareWith
+// under that collation (TestCollatedOrder). Such encodings keep the other
+// invariants but Round trip: a collation key does not decode to its string.
+//
 // Direction: the first byte of an ascending encoding lies in [0x01, 0x7f],
 // that of a descending one in [0x80, 0xfe]; Len and Decode tell them apart by
 // it. Descending encodings are the byte-wise complement of ascending ones.

@@ -20,11 +20,35 @@ import (
 // Appending an int32, int64 or double does not allocate beyond growing dst; a
 // decimal128 allocates while its binary expansion is computed.
 func Append(dst []byte, v bsoncore.Value) []byte {
+	return AppendCollated(dst, v, nil)
+}
+
+// Collator makes collation keys (package collation's *Collator): keys that
+// compare bytewise as their strings compare under the collation.
+type Collator interface {
+	AppendKey(dst, s []byte) []byte
+}
+
+// AppendCollated is Append for an index with a collation: every string and
+// symbol, inside documents and arrays too, is encoded as its collation key
+// (MongoDB's collation-aware index keys), so bytes.Compare of two encodings
+// has the sign of bsonx.CompareWith under that collation (invariant
+// "Collated keys order as the collation"). Such an encoding does not decode
+// back to the strings. A nil coll is Append.
+func AppendCollated(dst []byte, v bsoncore.Value, coll Collator) []byte {
 	n, ok := bsonx.ValueSize(v.Type, v.Data)
 	if !ok {
 		return append(dst, tagNull)
 	}
-	return appendValue(dst, v.Type, v.Data[:n], 1)
+	return appendValue(dst, v.Type, v.Data[:n], 1, coll)
+}
+
+// AppendDescCollated is AppendDesc for an index with a collation.
+func AppendDescCollated(dst []byte, v bsoncore.Value, coll Collator) []byte {
+	start := len(dst)
+	dst = AppendCollated(dst, v, coll)
+	invert(dst[start:])
+	return dst
 }
 
 // AppendDesc appends the descending encoding of v to dst: the complement of
@@ -41,7 +65,7 @@ func AppendDesc(dst []byte, v bsoncore.Value) []byte {
 
 // appendValue appends the ascending encoding of the framed value (t, d)
 // found at nesting depth depth.
-func appendValue(dst []byte, t bsoncore.Type, d []byte, depth int) []byte {
+func appendValue(dst []byte, t bsoncore.Type, d []byte, depth int, coll Collator) []byte {
 	if depth > bsonx.MaxDepth && isContainer(t) {
 		return append(dst, tagNull)
 	}
@@ -55,13 +79,19 @@ func appendValue(dst []byte, t bsoncore.Type, d []byte, depth int) []byte {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		return appendNumber(dst, t, d)
 	case bsoncore.TypeString, bsoncore.TypeSymbol:
+		if coll != nil {
+			// A copy goes to the collator, so that d (which may live on the
+			// caller's stack) does not escape through the interface call.
+			str := append([]byte(nil), stringBytes(d)...)
+			return appendEscaped(append(dst, tagString), coll.AppendKey(str[:0:0], str))
+		}
 		return appendEscaped(append(dst, tagString), stringBytes(d))
 	case bsoncore.TypeJavaScript:
 		return appendEscaped(append(dst, tagCode), stringBytes(d))
 	case bsoncore.TypeEmbeddedDocument:
-		return appendFields(append(dst, tagObject), elements(d), depth+1)
+		return appendFields(append(dst, tagObject), elements(d), depth+1, coll)
 	case bsoncore.TypeArray:
-		return appendItems(append(dst, tagArray), elements(d), depth+1)
+		return appendItems(append(dst, tagArray), elements(d), depth+1, coll)
 	case bsoncore.TypeBinary:
 		// Length first, as MongoDB orders binData; then subtype and bytes,
 		// whose length is now known.
@@ -92,14 +122,14 @@ func appendValue(dst []byte, t bsoncore.Type, d []byte, depth int) []byte {
 	case bsoncore.TypeCodeWithScope:
 		code, scope := splitCodeWithScope(d)
 		dst = appendEscaped(append(dst, tagCodeWithScope), code)
-		return appendFields(dst, elements(scope), depth+1)
+		return appendFields(dst, elements(scope), depth+1, nil)
 	}
 	return append(dst, tagNull)
 }
 
 // appendFields appends a document's elements, each as rank byte, escaped
 // field name and value, then tagEnd.
-func appendFields(dst []byte, elems []byte, depth int) []byte {
+func appendFields(dst []byte, elems []byte, depth int, coll Collator) []byte {
 	for {
 		t, key, val, rest, ok := bsonx.NextElement(elems)
 		if !ok {
@@ -110,19 +140,19 @@ func appendFields(dst []byte, elems []byte, depth int) []byte {
 			rt = bsoncore.TypeNull
 		}
 		dst = appendEscaped(append(dst, rankByte(rt)), key)
-		dst = appendValue(dst, t, val, depth)
+		dst = appendValue(dst, t, val, depth, coll)
 		elems = rest
 	}
 }
 
 // appendItems appends an array's values, then tagEnd; keys are not encoded.
-func appendItems(dst []byte, elems []byte, depth int) []byte {
+func appendItems(dst []byte, elems []byte, depth int, coll Collator) []byte {
 	for {
 		t, _, val, rest, ok := bsonx.NextElement(elems)
 		if !ok {
 			return append(dst, tagEnd)
 		}
-		dst = appendValue(dst, t, val, depth)
+		dst = appendValue(dst, t, val, depth, coll)
 		elems = rest
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/query"
 )
@@ -23,6 +24,7 @@ type cond struct {
 // must hold, per path (top level and through $and), and the branches of a
 // top-level $or.
 type analysis struct {
+	coll  *collation.Collator // the query's collation (Query.Collation)
 	conds map[string][]cond
 	ors   [][]query.Conjunction // each top-level $or's branches
 }

@@ -125,6 +125,10 @@ func shapeOf(q *Query) string {
 	b.WriteString("|p:")
 	b.WriteString(bson.Raw(q.RawProj).String())
 	fmt.Fprintf(&b, "|%t%t", q.Limit > 0, q.Skip > 0)
+	if q.Collation != nil { // the collation is part of a shape, as in MongoDB
+		b.WriteString("|c:")
+		b.WriteString(bson.Raw(q.Collation.Document()).String())
+	}
 	return b.String()
 }
 

@@ -39,7 +39,7 @@ var coveredOps = map[string]bool{
 // fetching documents.
 func (pl *planning) coverable(ix *indexRef) bool {
 	q := pl.q
-	if q.Proj == nil || q.Positional || ix.multikey || ix.isID || ix.spec.IsHashed() || ix.spec.IsWildcard() {
+	if q.Proj == nil || q.Positional || ix.multikey || ix.isID || ix.spec.IsHashed() || ix.spec.IsWildcard() || ix.spec.IsGeo() || ix.spec.Collation != nil {
 		return false
 	}
 	fields := map[string]bool{}

@@ -71,7 +71,7 @@ func (pl *planning) distinctCandidate() *candidate {
 // the conditions above.
 func distinctIndex(ix *indexRef, path string) bool {
 	s := ix.spec
-	if ix.isID || ix.multikey || ix.wildPath != "" || s.IsWildcard() || s.Sparse || s.PartialFilterExpression != nil {
+	if ix.isID || ix.multikey || ix.wildPath != "" || s.IsWildcard() || s.IsGeo() || s.Sparse || s.PartialFilterExpression != nil {
 		return false
 	}
 	f := s.KeyPattern

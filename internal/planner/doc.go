@@ -25,9 +25,25 @@
 //     the two-part key {$_path: 1, <path>: 1} — the collection scan when
 //     no index helps, a hinted index); run.go runs a trial among several
 //     (the multi-planner) and caches the winner per query shape (cache.go).
+//   - geo.go: 2dsphere bounds (the S2 cell ranges of a $geoWithin or
+//     $geoIntersects region) and the GEO_NEAR_2DSPHERE stage of $near and
+//     $nearSphere, an expanding ring search in distance order.
+//   - collation.go: which indexes a query's collation may use (MongoDB's
+//     rule: strings only through an index of the same collation), their
+//     ranges in key order, exact bounds on a collated index.
 //   - distinct.go: the distinct scan (DISTINCT_SCAN) of a $sort then a
 //     $group of $first accumulators on the sort's first field, when
 //     Query.DistinctPath asks for it and an index plainly qualifies.
+//   - text.go: the text plan of a $text query (TEXT_MATCH over FETCH over
+//     TEXT_OR or OR over one IXSCAN per term, within a compound text
+//     index's equality prefix), the only plan such a query has; under $or
+//     its subtree is one branch of orCandidate's OR. It binds the filter's
+//     $text to the index's reading of the search (query.Filter.BindText),
+//     so FETCH and writes re-checking documents decide it alike. When the
+//     query reads {$meta: "textScore"}, TEXT_OR sums each document's term
+//     scores and TEXT_MATCH appends the score as the document's last field
+//     (query.TextScoreField), which sort reads and projection (or a final
+//     strip) removes.
 //   - stages.go and exec.go: the stages, worked one unit at a time, with
 //     MongoDB's per-stage counters.
 //

@@ -32,6 +32,8 @@ type member struct {
 	ix  *ixScan           // the scan key came from
 	tb  []byte            // key's type bits, when returnKey asks (ixScan.keepTB)
 	doc bsoncore.Document // the document, once fetched
+	// score is the text score of a text plan's record (text.go).
+	score float64
 }
 
 // Stats are the counters every stage keeps, as MongoDB's CommonStats.

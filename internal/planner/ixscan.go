@@ -189,7 +189,14 @@ var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
 
 func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 	s := &ixScan{ix: ix, bounds: bounds, reverse: reverse, dedup: ix.multikey}
-	s.ranges, s.checkFrom = keyRanges(ix.keyFields(), bounds)
+	s.ranges, s.checkFrom = keyRanges(ix.keyFields(), bounds, collatorOf(ix.spec))
+	if ix.spec.Collation != nil {
+		// Later fields' keys are collation keys, which do not decode to
+		// the values their bounds name: FETCH checks them (their bounds
+		// are never exact, see collation.go).
+		s.checkFrom = len(bounds)
+		s.ranges = keyOrder(s.ranges)
+	}
 	return s
 }
 
@@ -197,7 +204,7 @@ func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 // combination of the points of the leading point-only fields, then the
 // intervals of the next field. checkFrom is the first field the ranges do
 // not decide.
-func keyRanges(fields []index.Field, bounds []OIL) ([]engine.KeyRange, int) {
+func keyRanges(fields []index.Field, bounds []OIL, coll keystring.Collator) ([]engine.KeyRange, int) {
 	prefixes := [][]byte{nil}
 	for i, o := range bounds {
 		desc := fields[i].Kind == index.Descending
@@ -215,7 +222,7 @@ func keyRanges(fields []index.Field, bounds []OIL) ([]engine.KeyRange, int) {
 			var out []engine.KeyRange
 			for _, p := range prefixes {
 				for _, iv := range ivs {
-					out = append(out, intervalRange(p, iv, desc))
+					out = append(out, intervalRange(p, iv, desc, coll))
 				}
 			}
 			return out, i + 1
@@ -223,7 +230,7 @@ func keyRanges(fields []index.Field, bounds []OIL) ([]engine.KeyRange, int) {
 		next := make([][]byte, 0, len(prefixes)*len(ivs))
 		for _, p := range prefixes {
 			for _, iv := range ivs {
-				next = append(next, encodePart(append([]byte(nil), p...), iv.Lo, desc))
+				next = append(next, encodePart(append([]byte(nil), p...), iv.Lo, desc, coll))
 			}
 		}
 		prefixes = next
@@ -231,11 +238,11 @@ func keyRanges(fields []index.Field, bounds []OIL) ([]engine.KeyRange, int) {
 	return wholePrefixes(prefixes), len(bounds)
 }
 
-func encodePart(dst []byte, v bsoncore.Value, desc bool) []byte {
+func encodePart(dst []byte, v bsoncore.Value, desc bool, coll keystring.Collator) []byte {
 	if desc {
-		return keystring.AppendDesc(dst, v)
+		return keystring.AppendDescCollated(dst, v, coll)
 	}
-	return keystring.Append(dst, v)
+	return keystring.AppendCollated(dst, v, coll)
 }
 
 // wholePrefixes is every key starting with one of the prefixes.
@@ -250,12 +257,12 @@ func wholePrefixes(prefixes [][]byte) []engine.KeyRange {
 // intervalRange is the keys after prefix p whose next part lies in iv
 // (given in key order: Lo encodes below Hi). Encodings are self-delimiting,
 // so the keys whose part equals v are exactly those starting with p‖enc(v).
-func intervalRange(p []byte, iv Interval, desc bool) engine.KeyRange {
-	lo := encodePart(append([]byte(nil), p...), iv.Lo, desc)
+func intervalRange(p []byte, iv Interval, desc bool, coll keystring.Collator) engine.KeyRange {
+	lo := encodePart(append([]byte(nil), p...), iv.Lo, desc, coll)
 	if !iv.LoIncl {
 		lo = prefixEnd(lo)
 	}
-	hi := encodePart(append([]byte(nil), p...), iv.Hi, desc)
+	hi := encodePart(append([]byte(nil), p...), iv.Hi, desc, coll)
 	if iv.HiIncl {
 		hi = prefixEnd(hi)
 	}

@@ -15,21 +15,49 @@ import (
 // filter. Each branch's bounds come from the branch and the conditions
 // ANDed with the $or (a matching document satisfies both). If a branch has
 // no useful index, the $or needs a collection scan and nil is returned.
-func (pl *planning) orCandidate() *candidate {
+//
+// With tp (a $text under the $or), the $or holding it is planned, and its
+// $text branch is the text plan's TEXT_MATCH subtree (text.go).
+func (pl *planning) orCandidate(tp *textPlan) *candidate {
 	if len(pl.a.ors) == 0 {
 		return nil
 	}
+	ors := pl.a.ors[0]
+	if tp != nil {
+		ors = nil
+		for _, or := range pl.a.ors {
+			if slices.ContainsFunc(or, hasTextClause) {
+				ors = or
+			}
+		}
+		if ors == nil {
+			return nil
+		}
+	}
 	var scans []stage
 	var names []string
-	for _, br := range pl.a.ors[0] {
+	for _, br := range ors {
 		ba := analyze(br)
+		ba.coll = pl.a.coll
 		for path, cs := range pl.a.conds {
 			ba.conds[path] = append(ba.conds[path], cs...)
+		}
+		if tp != nil && hasTextClause(br) {
+			sub, err := tp.subplan(ba, false)
+			if err != nil {
+				return nil
+			}
+			scans = append(scans, sub)
+			names = append(names, tp.ix.name)
+			continue
 		}
 		var best *indexRef
 		var bestBounds []OIL
 		bestScore := -1
 		for _, ix := range append([]*indexRef{{name: "_id_", spec: idSpec, isID: true}}, concrete(ba, pl.ixs)...) {
+			if ix.spec.IsText() {
+				continue // it holds only documents with terms: no scan of it is a whole branch
+			}
 			bounds, _ := boundsFrom(ba, ix)
 			if bounds[0].IsFull() || ix.wildPath != "" && bounds[1].IsFull() {
 				continue
@@ -192,4 +220,9 @@ func within(iv, pv Interval) bool {
 	}
 	c = bsonx.Compare(iv.Hi, pv.Hi)
 	return !(c > 0 || c == 0 && iv.HiIncl && !pv.HiIncl)
+}
+
+// hasTextClause reports whether a branch of a $or has $text at its top.
+func hasTextClause(c query.Conjunction) bool {
+	return slices.ContainsFunc(c, func(cl query.Clause) bool { return cl.Kind == query.OpaqueClause && cl.Key == "$text" })
 }

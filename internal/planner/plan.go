@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/index"
@@ -50,6 +51,16 @@ type Query struct {
 	// ShowRecordID: each result gets "$recordId" (find's showRecordId).
 	// See returnkey.go.
 	ReturnKey, ShowRecordID bool
+	// Collation is the query's collation (nil: simple), which Filter and
+	// Sort already compare strings by. An index whose collation differs
+	// bounds no condition on a string, document or array and gives no
+	// order (MongoDB's rule); see collation.go.
+	Collation *collation.Collator
+	// TextScore: the caller reads each result's text score ({$meta:
+	// "textScore"} in a pipeline after the read), so a text plan appends
+	// it to each document as its last field (query.TextScoreField) and
+	// the caller removes it.
+	TextScore bool
 }
 
 // Options tune planning.
@@ -158,7 +169,11 @@ func pointID(q *Query) (bsoncore.Value, bool) {
 	if q.Hint.Type != 0 || len(q.Min) > 5 || len(q.Max) > 5 {
 		return bsoncore.Value{}, false
 	}
-	return q.Filter.IDEquality()
+	id, ok := q.Filter.IDEquality()
+	if ok && q.Collation != nil && collatable(id) {
+		return bsoncore.Value{}, false // the _id index is simple (collation.go)
+	}
+	return id, ok
 }
 
 // Prepare plans q over the collection r reads and returns the executable
@@ -202,7 +217,7 @@ func (pl *planning) indexes() error {
 	for _, info := range pl.r.Indexes() {
 		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, typeBits: info.TypeBits, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
-		if info.Building || info.Spec.Hidden {
+		if info.Building || info.Spec.Hidden || (info.Spec.IsText() && !pl.q.Filter.HasText()) {
 			continue
 		}
 		pl.ixs = append(pl.ixs, ref)
@@ -224,6 +239,27 @@ type candidate struct {
 func (pl *planning) candidates() ([]*candidate, error) {
 	q := pl.q
 	pl.a = analyze(q.Filter.Tree())
+	pl.a.coll = q.Collation
+	if needsScore(q) && !q.Filter.HasText() {
+		return nil, mongoerr.New(mongoerr.TextScoreUnavailable, "query requires text score metadata, but it is not available")
+	}
+	if ts, nested := q.Filter.Text(); ts != nil || nested {
+		c, err := pl.textCandidate(ts, nested)
+		if err != nil {
+			return nil, err
+		}
+		return []*candidate{c}, nil
+	}
+	if nc, err := findNear(q.Filter); err != nil || nc != nil {
+		if err != nil {
+			return nil, err
+		}
+		c, err := pl.nearCandidate(nc)
+		if err != nil {
+			return nil, err
+		}
+		return []*candidate{c}, nil
+	}
 	if q.Hint.Type != 0 {
 		c, err := pl.hinted()
 		if err != nil {
@@ -246,7 +282,7 @@ func (pl *planning) candidates() ([]*candidate, error) {
 			out = append(out, c)
 		}
 	}
-	if c := pl.orCandidate(); c != nil {
+	if c := pl.orCandidate(nil); c != nil {
 		out = append(out, c)
 	}
 	if len(out) == 0 {
@@ -275,6 +311,10 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 			return nil
 		case ix.wildPath != "" && bounds[1].IsFull():
 			return nil
+		case ix.spec.IsGeo():
+			if !geoBounded(ix, bounds) {
+				return nil
+			}
 		case bounds[0].IsFull() && !(sorted && pl.q.Sort != nil):
 			return nil
 		}
@@ -379,12 +419,28 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 		if ix.multikey && slices.ContainsFunc(used, func(j int) bool { return ix.shareMultikeyPrefix(i, j) }) {
 			continue
 		}
+		if !collationBounds(a, ix, conds) {
+			continue
+		}
 		var o OIL
-		if f.Kind == index.Hashed {
+		switch f.Kind {
+		case index.Hashed:
 			o = hashedOIL(conds)
-		} else {
-			o = fieldOIL(conds, ix.fieldMultikey(i))
+		case index.Geo2dsphere:
+			o = geoOIL(conds, ix.spec.GeoParams())
+		default:
+			// Intervals intersect in the simple order: on a collated index
+			// one condition bounds the field, as on a multikey one
+			// (collation.go).
+			o = fieldOIL(conds, ix.fieldMultikey(i) || ix.spec.Collation != nil)
 			exact[i] = !ix.fieldMultikey(i)
+			if ix.spec.Collation != nil {
+				r, whole := collatedRange(conds)
+				if whole && !ix.fieldMultikey(i) {
+					o = r
+				}
+				exact[i] = exact[i] && collatedExact(i, len(conds), whole)
+			}
 		}
 		if o == nil {
 			continue
@@ -430,6 +486,9 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	if pl.q.Sort == nil {
 		return true, false
 	}
+	if !sameCollation(ix, pl.q.Collation) {
+		return false, false
+	}
 	keys, ok := sortKeys(pl.q.RawSort)
 	if !ok {
 		return false, false
@@ -450,7 +509,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern
 	for j := 0; j < len(keys); {
-		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && !ix.fieldMultikey(i) {
+		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && fields[i].Kind != index.Geo2dsphere && !ix.fieldMultikey(i) {
 			d := keys[j].dir
 			if fields[i].Kind == index.Descending {
 				d = -d
@@ -530,6 +589,11 @@ func (pl *planning) hinted() (*candidate, error) {
 	if ix != nil && ix.building {
 		ix = nil // not complete yet: as if it did not exist
 	}
+	if ix != nil && ix.spec.IsText() {
+		// A text index holds only the documents with terms, under their
+		// terms: it answers $text (text.go), never a scan of it.
+		return nil, bad
+	}
 	if ix == nil || ix.spec.Hidden || ix.spec.IsWildcard() {
 		if ix == nil && !pl.r.Exists() {
 			return pl.collScan(false), nil // no collection: nothing to read either way
@@ -580,6 +644,8 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 	}
 	if q.Proj != nil && !q.ReturnKey {
 		root = newProjection(root, q)
+	} else if needsScore(q) && !q.TextScore {
+		root = &stripScore{oneInput: input(root)}
 	}
 	if q.ReturnKey || q.ShowRecordID {
 		if q.ReturnKey {
@@ -683,7 +749,7 @@ func (pl *planning) minMax(ix *indexRef) (*candidate, error) {
 func encodeTuple(spec *index.Spec, vals []bsoncore.Value) []byte {
 	var out []byte
 	for i, v := range vals {
-		out = encodePart(out, v, spec.KeyPattern[i].Kind == index.Descending)
+		out = encodePart(out, v, spec.KeyPattern[i].Kind == index.Descending, collatorOf(spec))
 	}
 	return out
 }

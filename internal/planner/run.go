@@ -243,7 +243,12 @@ func examined(root stage) (keys, docs int64) {
 			docs += s.docs
 		case *collScan:
 			docs += s.docs
+		case *textScan:
+			keys += s.keys
 		case *fetch:
+			docs += s.docs
+		case *geoNearStage:
+			keys += s.keys
 			docs += s.docs
 		}
 	})
@@ -379,6 +384,8 @@ func (e *Exec) recordAccesses() {
 			}
 		case *idHack:
 			name = "_id_"
+		case *textScan:
+			name = s.ix.name
 		}
 		if name != "" && !slices.Contains(seen, name) {
 			seen = append(seen, name)
@@ -430,6 +437,8 @@ func (e *Exec) PlanSummary() string {
 			p = "IDHACK"
 		case *ixScan:
 			p = "IXSCAN " + keyPatternText(s.ix.keyDoc())
+		case *geoNearStage:
+			p = "GEO_NEAR_2DSPHERE " + keyPatternText(s.ix.keyDoc())
 		default:
 			return
 		}

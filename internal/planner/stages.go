@@ -196,7 +196,7 @@ func (s *fetch) work(x *execCtx) (*member, state, error) {
 			return nil, needTime, nil
 		}
 	}
-	s.m = member{rid: m.rid, key: m.key, ix: m.ix, tb: m.tb, doc: d}
+	s.m = member{rid: m.rid, key: m.key, ix: m.ix, tb: m.tb, doc: d, score: m.score}
 	return &s.m, advanced, nil
 }
 

@@ -2,8 +2,11 @@ package query_test
 
 import (
 	"flag"
+	"github.com/cairndb/cairn/internal/collation"
 	"testing"
 
+	"github.com/cairndb/cairn/internal/fts"
+	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
 	"github.com/cairndb/cairn/internal/query/querytest"
@@ -32,7 +35,18 @@ func runInProcess(c *querytest.Case) (querytest.Outcome, error) {
 	fail := func(err error) (querytest.Outcome, error) {
 		return querytest.Outcome{Code: int32(mongoerr.CodeOf(err))}, nil
 	}
-	f, err := query.Parse(c.Filter)
+	var opts query.Options
+	var coll *collation.Collator
+	if c.Collation != nil {
+		var err error
+		if coll, err = collation.Parse(c.Collation); err != nil {
+			return fail(err)
+		}
+		if coll != nil {
+			opts.Collation = coll
+		}
+	}
+	f, err := query.ParseWith(c.Filter, opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -47,6 +61,13 @@ func runInProcess(c *querytest.Case) (querytest.Outcome, error) {
 		if srt, err = query.ParseSort(c.Sort); err != nil {
 			return fail(err)
 		}
+		if coll != nil {
+			srt = srt.WithCollation(coll)
+		}
+	}
+	score, err := textOracle(c, f)
+	if err != nil {
+		return fail(err)
 	}
 	var matched []bsoncore.Document
 	for _, d := range c.Docs {
@@ -55,6 +76,9 @@ func runInProcess(c *querytest.Case) (querytest.Outcome, error) {
 			return fail(err)
 		}
 		if r.Matched {
+			if score != nil {
+				d = query.AppendTextScore(nil, d, score(d))
+			}
 			matched = append(matched, d)
 		}
 	}
@@ -99,7 +123,57 @@ func runInProcess(c *querytest.Case) (querytest.Outcome, error) {
 			}
 			d = p
 		}
+		if score != nil && proj == nil {
+			d, _, _ = query.StripTextScore(nil, d)
+		}
 		out.Docs = append(out.Docs, d)
 	}
 	return out, nil
+}
+
+// textOracle decides a case's $text by brute force, the collection scan's
+// way, from the text index among the case's indexes: it binds the filter's
+// $text to the search read through the index's specification, and, when
+// the find reads {$meta: "textScore"}, returns each matching document's
+// score (the sum of its scores of the search's terms, as a text index
+// holds them). What the planner's text plan returns over the wire must be
+// the same.
+func textOracle(c *querytest.Case, f *query.Filter) (func(bsoncore.Document) float64, error) {
+	reads := query.MentionsTextScore(c.Projection) || query.MentionsTextScore(c.Sort)
+	ts := f.AnyText()
+	if ts == nil {
+		if reads {
+			return nil, mongoerr.New(mongoerr.TextScoreUnavailable, "query requires text score metadata, but it is not available")
+		}
+		return nil, nil
+	}
+	var spec *fts.Spec
+	for _, raw := range c.Indexes {
+		s, err := index.ParseSpec(raw)
+		if err != nil {
+			return nil, err
+		}
+		if s.IsText() {
+			spec = s.Text()
+		}
+	}
+	if spec == nil {
+		return nil, nil // $text matches with IndexNotFound
+	}
+	q, err := spec.Search(ts.Search, ts.Language, fts.Sensitivity{Case: ts.CaseSensitive, Diacritic: ts.DiacriticSensitive})
+	if err != nil {
+		return nil, err
+	}
+	f.BindText(func(doc []byte) (bool, error) { return q.Matches(spec, doc, true) })
+	if !reads {
+		return nil, nil
+	}
+	return func(d bsoncore.Document) float64 {
+		scores, _ := spec.Scores(d)
+		sum := 0.0
+		for _, t := range q.BoundsTerms {
+			sum += scores[t]
+		}
+		return sum
+	}, nil
 }

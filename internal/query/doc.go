@@ -57,8 +57,18 @@
 //
 // Regular expressions run on Go's RE2 engine (regex.go lists what is
 // translated and what is refused). A compound sort picks each path's array
-// value independently. Geospatial operators, $text, $where and $meta sorts
-// and projections return errors. See the package's tests for the rest.
+// value independently. $text, $where and $meta sorts and projections return
+// errors. See the package's tests for the rest.
+//
+// Geospatial operators (op_geo.go) test values with package geo (S2):
+// $near and $nearSphere match by their distance bounds only; ordering by
+// distance and requiring a geospatial index are the planner's.
+// value independently. Geospatial operators and $where return errors.
+// $text is parsed and checked here (text.go) but decided by a text plan
+// (internal/planner), which binds it (Filter.BindText); matched without
+// one it is IndexNotFound. {$meta: "textScore"} in sorts and projections
+// reads the score a text plan appends (TextScoreField); other $meta kinds
+// return errors. See the package's tests for the rest.
 //
 // The bit tests ($bitsAllSet & co.) test a decimal128 only when it is an
 // integer in int64's range (NaN, fractions and larger values never

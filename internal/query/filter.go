@@ -4,18 +4,23 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/expr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Filter is a parsed query filter: parse once with Parse, match many
 // documents. A Filter is immutable and safe for concurrent use.
+//
+// Collation reaches every comparison through the match state (state.coll),
+// set from Options.Collation for each document.
 type Filter struct {
-	root matcher
-	id   bsoncore.Value // the _id of a point lookup; Type 0 if none
-	raw  bsoncore.Document
-	env  *exprEnv                    // the options it was parsed with, for Select
-	tree atomic.Pointer[Conjunction] // see Tree; built once (twice under a race, alike)
+	root  matcher
+	id    bsoncore.Value // the _id of a point lookup; Type 0 if none
+	raw   bsoncore.Document
+	env   *exprEnv                    // the options it was parsed with, for Select
+	texts int                         // how many $text it has (text.go)
+	tree  atomic.Pointer[Conjunction] // see Tree; built once (twice under a race, alike)
 }
 
 // Result is the outcome of matching one document.
@@ -51,7 +56,7 @@ func (f *Filter) MatchDetails(doc bsoncore.Document) (matched bool, arrayPos int
 // a find must return to the client.
 func (f *Filter) Exec(doc bsoncore.Document) (Result, error) {
 	st := statePool.Get().(*state)
-	st.pos, st.err, st.root = -1, nil, doc
+	st.pos, st.err, st.root, st.coll = -1, nil, doc, f.env.coll
 	ok := f.root.match(doc, st)
 	r, err := Result{ArrayPos: -1}, st.err
 	if err == nil && ok {
@@ -80,8 +85,9 @@ type state struct {
 	pos  int   // array position of the latest match through an array
 	err  error // first run-time error
 	root bsoncore.Document
-	ctx  *expr.Context // made on first use by $expr
-	env  *exprEnv      // the variables bound in ctx
+	coll bsonx.Collator // the filter's collation (nil: simple)
+	ctx  *expr.Context  // made on first use by $expr
+	env  *exprEnv       // the variables bound in ctx
 }
 
 func (st *state) fail(err error) {

@@ -45,7 +45,7 @@ func newCmp(op cmpOp, rhs bsoncore.Value) *cmpPred {
 	return &cmpPred{op: op, rhs: rhs, rank: bsonx.CanonicalType(rhs.Type), rhsNaN: isNaN(rhs)}
 }
 
-func (c *cmpPred) matchValue(v bsoncore.Value, _ *state) bool {
+func (c *cmpPred) matchValue(v bsoncore.Value, st *state) bool {
 	if v.Type == 0 {
 		v = nullValue
 	}
@@ -69,7 +69,11 @@ func (c *cmpPred) matchValue(v bsoncore.Value, _ *state) bool {
 		both := c.rhsNaN && isNaN(v)
 		return both && (c.op == opEQ || c.op == opLTE || c.op == opGTE)
 	}
-	cmp := bsonx.Compare(v, c.rhs)
+	var coll bsonx.Collator
+	if st != nil {
+		coll = st.coll
+	}
+	cmp := bsonx.CompareWith(v, c.rhs, coll)
 	switch c.op {
 	case opEQ:
 		return cmp == 0
@@ -146,6 +150,14 @@ func (p *inPred) matchValue(v bsoncore.Value, st *state) bool {
 	case isNaN(v):
 		if p.nan {
 			return true
+		}
+	case st.coll != nil:
+		// Values equal under a collation need not be neighbours in the
+		// simple order the set is sorted by.
+		for _, x := range p.values {
+			if bsonx.EqualWith(x, v, st.coll) {
+				return true
+			}
 		}
 	default:
 		i := sort.Search(len(p.values), func(i int) bool { return bsonx.Compare(p.values[i], v) >= 0 })

@@ -32,11 +32,16 @@ type Options struct {
 	// $jsonSchema (QueryFeatureNotAllowed) and $where (BadValue), at the
 	// top level or under $and/$or/$nor.
 	NoSpecialFeatures bool
+	// Collation compares strings (nil: the simple collation): equality,
+	// ranges and $in of strings, inside documents and arrays too. Regexes,
+	// $type, $exists and field names are not collated, as in MongoDB.
+	Collation bsonx.Collator
 }
 
 // exprEnv is Options as $expr uses them: the parse-time scope and the
 // values bound before evaluating.
 type exprEnv struct {
+	coll  bsonx.Collator // Options.Collation
 	scope *expr.Scope
 	vars  map[string]bsoncore.Value
 	now   bsoncore.Value
@@ -62,17 +67,30 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	env := &exprEnv{vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}
-	names := make([]string, 0, len(opts.Vars))
-	for k := range opts.Vars {
-		names = append(names, k)
+	// The Filter and its environment are one allocation; without let
+	// variables the scope is nil, expr.Parse's own (no user variable).
+	fe := &struct {
+		f   Filter
+		env exprEnv
+	}{env: exprEnv{coll: opts.Collation, vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}}
+	env := &fe.env
+	if len(opts.Vars) > 0 {
+		names := make([]string, 0, len(opts.Vars))
+		for k := range opts.Vars {
+			names = append(names, k)
+		}
+		env.scope = expr.NewScope(nil, names...)
 	}
-	env.scope = expr.NewScope(nil, names...)
 	root, err := parseDoc(filter, level{env: env})
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, id: idEquality(filter), raw: filter, env: env}, nil
+	texts := 0
+	if err := checkTexts(filter, false, &texts); err != nil {
+		return nil, err
+	}
+	fe.f = Filter{root: root, id: idEquality(filter), raw: filter, env: env, texts: texts}
+	return &fe.f, nil
 }
 
 // banSpecialFeatures is Options.NoSpecialFeatures.
@@ -236,7 +254,7 @@ func parseTopOperator(name string, v bsoncore.Value, lvl level) (matcher, error)
 		if lvl.sub {
 			return nil, badValue("$text can only be applied to the top-level document")
 		}
-		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+		return parseText(v)
 	case "$alwaysTrue", "$alwaysFalse":
 		if err := requireOne(name, v); err != nil {
 			return nil, err
@@ -345,8 +363,17 @@ func parseOperator(name, op string, v, ops bsoncore.Value) (pred, error) {
 		return parseBits(op, v)
 	case "$where":
 		return nil, badValue("$where cannot be applied to a field")
-	case "$geoWithin", "$geoIntersects", "$near", "$nearSphere", "$within":
-		return nil, badValue("%s is not supported yet", op)
+	case "$geoWithin", "$within":
+		return parseGeoWithin(v)
+	case "$geoIntersects":
+		return parseGeoIntersects(v)
+	case "$near", "$nearSphere":
+		return parseNear(op, v, ops)
+	case "$minDistance", "$maxDistance":
+		if !hasField(ops, "$near") && !hasField(ops, "$nearSphere") {
+			return nil, badValue("%s must be specified with $near or $nearSphere", op)
+		}
+		return nil, nil
 	}
 	return nil, badValue("unknown operator: %s", op)
 }
@@ -363,7 +390,7 @@ var knownFieldOperators = map[string]bool{
 	"$all": true, "$elemMatch": true, "$mod": true, "$regex": true, "$options": true,
 	"$not": true, "$bitsAllSet": true, "$bitsAnySet": true, "$bitsAllClear": true,
 	"$bitsAnyClear": true, "$geoWithin": true, "$geoIntersects": true, "$near": true,
-	"$nearSphere": true, "$within": true,
+	"$nearSphere": true, "$within": true, "$minDistance": true, "$maxDistance": true,
 }
 
 // trueValue is MongoDB's BSONElement::trueValue, used by $exists.

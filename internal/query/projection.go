@@ -28,6 +28,9 @@ type Projection struct {
 	// positional is the path of "a.b.$" without ".$", or nil.
 	positional []string
 	slices     []sliceSpec
+	// meta are the top-level fields set to {$meta: "textScore"}, set last
+	// from the document's TextScoreField (see text.go).
+	meta []string
 }
 
 type sliceSpec struct {
@@ -203,7 +206,7 @@ func (pp *projParser) subObject(name string, prefix []string, v bsoncore.Value, 
 			case op == "$elemMatch":
 				return pp.elemMatch(name, prefix, parts, arg, parent)
 			case op == "$meta":
-				return mongoerr.New(mongoerr.BadValue, "$meta projections are not supported yet")
+				return pp.meta(name, prefix, parts, arg)
 			case expr.IsOperator(op):
 				if err := pp.modes.Compute(op, true); err != nil {
 					return err
@@ -406,6 +409,13 @@ func docValue(b []byte) bsoncore.Value {
 // position the filter's match bound (Filter.MatchDetails), used by a
 // positional projection; pass -1 when there is none.
 func (p *Projection) Apply(dst []byte, doc bsoncore.Document, arrayPos int) ([]byte, error) {
+	if len(p.meta) > 0 || hasTextScore(doc) {
+		return p.applyScored(dst, doc, arrayPos)
+	}
+	return p.apply(dst, doc, arrayPos)
+}
+
+func (p *Projection) apply(dst []byte, doc bsoncore.Document, arrayPos int) ([]byte, error) {
 	if p.empty {
 		return append(dst, doc...), nil
 	}

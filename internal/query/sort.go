@@ -21,6 +21,15 @@ import (
 // out in _id order; MongoDB promises no order for ties.
 type Sort struct {
 	keys []sortKey
+	coll bsonx.Collator // nil: the simple collation
+}
+
+// WithCollation returns s comparing strings by coll (nil: simple), as
+// MongoDB sorts under a command's collation.
+func (s *Sort) WithCollation(coll bsonx.Collator) *Sort {
+	c := *s
+	c.coll = coll
+	return &c
 }
 
 type sortKey struct {
@@ -34,7 +43,8 @@ var (
 )
 
 // ParseSort parses a sort specification. Directions must be 1 or -1
-// (code 15975); {$meta: …} sorts are refused as not supported yet.
+// (code 15975); {$meta: "textScore"} sorts by the score a text plan
+// carries (TextScoreField), higher first; other $meta sorts are refused.
 func ParseSort(spec bsoncore.Document) (*Sort, error) {
 	s := &Sort{}
 	if len(spec) == 0 {
@@ -64,7 +74,12 @@ func ParseSort(spec bsoncore.Document) (*Sort, error) {
 			if firstField(v) != "$meta" {
 				return nil, errorf(codeSortMeta, "$meta is the only expression supported by $sort right now")
 			}
-			return nil, badValue("$meta sort is not supported yet")
+			if !isTextScoreMeta(v) {
+				return nil, badValue("$meta sort other than textScore is not supported yet")
+			}
+			// A text plan carries the score in TextScoreField; higher
+			// scores first, as MongoDB sorts textScore.
+			s.keys = append(s.keys, sortKey{path: newPath(TextScoreField), desc: true})
 		default:
 			return nil, errorf(codeSortBadValue, "Illegal key in $sort specification: %s: %s", name, v)
 		}
@@ -82,7 +97,7 @@ func (s *Sort) Key(doc bsoncore.Document) []bsoncore.Value {
 
 func (s *Sort) appendKey(dst []bsoncore.Value, doc bsoncore.Document) []bsoncore.Value {
 	for _, k := range s.keys {
-		c := keyCollector{desc: k.desc}
+		c := keyCollector{desc: k.desc, coll: s.coll}
 		st := state{pos: -1}
 		w := walker{pred: &c, expand: true, sortKeys: true, st: &st}
 		w.fromDoc(doc, k.path.parts, -1)
@@ -94,7 +109,7 @@ func (s *Sort) appendKey(dst []bsoncore.Value, doc bsoncore.Document) []bsoncore
 // CompareKeys compares two keys made by Key, honouring directions.
 func (s *Sort) CompareKeys(a, b []bsoncore.Value) int {
 	for i, k := range s.keys {
-		c := bsonx.Compare(a[i], b[i])
+		c := bsonx.CompareWith(a[i], b[i], s.coll)
 		if k.desc {
 			c = -c
 		}
@@ -115,6 +130,7 @@ func (s *Sort) Compare(a, b bsoncore.Document) int {
 // "matches", so the walk visits all values.
 type keyCollector struct {
 	desc bool
+	coll bsonx.Collator
 	best bsoncore.Value
 	has  bool
 }
@@ -127,7 +143,7 @@ func (c *keyCollector) matchValue(v bsoncore.Value, _ *state) bool {
 		c.best, c.has = v, true
 		return false
 	}
-	cmp := bsonx.Compare(v, c.best)
+	cmp := bsonx.CompareWith(v, c.best, c.coll)
 	if c.desc && cmp > 0 || !c.desc && cmp < 0 {
 		c.best = v
 	}

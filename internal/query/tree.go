@@ -264,7 +264,7 @@ func (f *Filter) Select(keep []bool) (*Filter, bsoncore.Document, error) {
 	}
 	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
 	ms, _ := f.env.now.DateTimeOK()
-	sub, err := ParseWith(doc, Options{Vars: f.env.vars, Now: time.UnixMilli(ms)})
+	sub, err := ParseWith(doc, Options{Vars: f.env.vars, Now: time.UnixMilli(ms), Collation: f.env.coll})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -77,7 +77,7 @@ func appendConjunction(t *testing.T, dst []byte, c query.Conjunction) []byte {
 
 // opaque are the top-level operators a parsed filter's tree may hold as
 // opaque clauses.
-var opaque = map[string]bool{"$expr": true, "$jsonSchema": true, "$comment": true, "$alwaysTrue": true, "$alwaysFalse": true,
+var opaque = map[string]bool{"$text": true, "$expr": true, "$jsonSchema": true, "$comment": true, "$alwaysTrue": true, "$alwaysFalse": true,
 	"$ref": true, "$id": true, "$db": true}
 
 // appendOps writes an operator document; an implicit $eq becomes an

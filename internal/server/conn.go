@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,9 +34,10 @@ type conn struct {
 	r    *wire.Reader
 	w    *bufio.Writer
 
-	reply []byte // the reply document being built
-	frame []byte // the reply message
-	comp  []byte // the compressed reply message
+	req   commands.Request // the request being served (Request.Reset)
+	reply []byte           // the reply document being built
+	frame []byte           // the reply message
+	comp  []byte           // the compressed reply message
 	reqID atomic.Int32
 
 	busy atomic.Bool // a request is being served
@@ -55,6 +57,14 @@ func newConn(s *Server, nc net.Conn, id int64) *conn {
 		nc:   nc,
 		sess: &commands.Session{Env: s.env, ConnID: id, Remote: nc.RemoteAddr().String()},
 		w:    bufio.NewWriterSize(nc, 16<<10),
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		// Only a certificate that verified against --tlsCAFile names a
+		// user (MONGODB-X509); --tlsAllowInvalidCertificates lets
+		// others connect, not authenticate.
+		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+			c.sess.ClientCert = st.PeerCertificates[0]
+		}
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.watch = newWatcher(c)
@@ -146,8 +156,9 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 		}
 	}
 	var reply bsoncore.Document
-	req, err := commands.NewRequest(msg.Msg.Body, "", seqs)
-	if err != nil {
+	req := &c.req
+	if err := req.Reset(msg.Msg.Body, "", seqs); err != nil {
+		req = nil
 		reply = commands.ErrorReply(c.reply[:0], err)
 	} else {
 		if wait, ok := c.awaitableHello(req); ok {
@@ -163,7 +174,7 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 		return nil // an unacknowledged write (w: 0): the client reads no reply
 	}
 	compress := msg.Compressed && (req == nil || compressible(req.Name))
-	_, err = c.writeMsg(msg.Header.RequestID, reply, 0, compress, msg.Compressor)
+	_, err := c.writeMsg(msg.Header.RequestID, reply, 0, compress, msg.Compressor)
 	return err
 }
 

@@ -35,6 +35,15 @@ func runFindOverWire(db *mongo.Database, coll string, c *querytest.Case) (queryt
 	if err := loadDocs(ctx, db, coll, c.Docs); err != nil {
 		return querytest.Outcome{}, err
 	}
+	if len(c.Indexes) > 0 {
+		specs := bson.A{}
+		for _, ix := range c.Indexes {
+			specs = append(specs, bson.Raw(ix))
+		}
+		if err := db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: coll}, {Key: "indexes", Value: specs}}).Err(); err != nil {
+			return querytest.Outcome{}, err
+		}
+	}
 	cmd := bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: bson.Raw(c.Filter)}}
 	if c.Projection != nil {
 		cmd = append(cmd, bson.E{Key: "projection", Value: bson.Raw(c.Projection)})
@@ -44,6 +53,9 @@ func runFindOverWire(db *mongo.Database, coll string, c *querytest.Case) (queryt
 	}
 	if c.Skip != 0 {
 		cmd = append(cmd, bson.E{Key: "skip", Value: c.Skip})
+	}
+	if c.Collation != nil {
+		cmd = append(cmd, bson.E{Key: "collation", Value: bson.Raw(c.Collation)})
 	}
 	switch {
 	case c.Limit > 0:

@@ -128,19 +128,7 @@ func runIndexBench(tb testing.TB, cfg indexBenchConfig) indexBenchResult {
 	r.buildPerMillion = time.Duration(float64(r.build) * 1e6 / float64(cfg.docs))
 
 	rng := rand.New(rand.NewPCG(1, 2))
-	find := func(filter bson.D, want int) {
-		cur, err := data.Find(ctx, filter)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var out []bson.Raw
-		if err := cur.All(ctx, &out); err != nil {
-			tb.Fatal(err)
-		}
-		if len(out) != want {
-			tb.Fatalf("%v returned %d documents, want %d", filter, len(out), want)
-		}
-	}
+	find := func(filter bson.D, want int) { findAll(tb, data, filter, want) }
 	point := func(field string) func() {
 		return func() { find(bson.D{{Key: field, Value: rng.IntN(cfg.docs)}}, 1) }
 	}
@@ -234,5 +222,22 @@ func loadParallel(tb testing.TB, coll *mongo.Collection, from, to, workers int) 
 	close(errs)
 	if err := <-errs; err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// findAll runs a find, reads every result, and checks how many came back.
+func findAll(tb testing.TB, coll *mongo.Collection, filter bson.D, want int) {
+	tb.Helper()
+	ctx := context.Background()
+	cur, err := coll.Find(ctx, filter)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []bson.Raw
+	if err := cur.All(ctx, &out); err != nil {
+		tb.Fatal(err)
+	}
+	if len(out) != want {
+		tb.Fatalf("%v returned %d documents, want %d", filter, len(out), want)
 	}
 }

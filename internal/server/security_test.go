@@ -121,7 +121,7 @@ var matrix = map[string]matrixRole{
 
 	"hello": {"", "admin"}, "isMaster": {"", "admin"}, "ismaster": {"", "admin"}, "buildInfo": {"", "admin"},
 	"buildinfo": {"", "admin"}, "ping": {"", "admin"}, "saslStart": {"", "admin"}, "saslContinue": {"", "admin"},
-	"logout": {"", "admin"}, "connectionStatus": {"", "admin"},
+	"logout": {"", "admin"}, "connectionStatus": {"", "admin"}, "authenticate": {"", "admin"},
 
 	"find": {"read", "test"}, "count": {"read", "test"}, "distinct": {"read", "test"}, "aggregate": {"read", "test"},
 	"listIndexes": {"read", "test"}, "collStats": {"read", "test"}, "advise": {"read", "test"}, "dataSize": {"read", "test"}, "explain": {"read", "test"},
@@ -145,6 +145,8 @@ var matrix = map[string]matrixRole{
 	"getParameter": {"clusterMonitor", "admin"}, "hostInfo": {"clusterMonitor", "admin"}, "serverStatus": {"clusterMonitor", "admin"},
 	"listDatabases": {"clusterMonitor", "admin"},
 
+	"shutdown": {"hostManager", "admin"}, "logRotate": {"hostManager", "admin"}, "fsync": {"hostManager", "admin"},
+	"fsyncUnlock": {"hostManager", "admin"}, "createBackup": {"hostManager", "admin"},
 	"killOp": {"hostManager", "admin"}, "setParameter": {"hostManager", "admin"}, "killAllSessions": {"hostManager", "admin"},
 	"configureFailPoint": {"hostManager", "admin"}, "waitForFailPoint": {"hostManager", "admin"},
 	"setFeatureCompatibilityVersion": {"clusterManager", "admin"},
@@ -162,6 +164,10 @@ func matrixBody(name string) bson.D {
 	switch name {
 	case "dataSize":
 		return bson.D{{Key: name, Value: "test.c"}}
+	case "shutdown":
+		// A bad timeoutSecs fails after the privilege check, so the
+		// allowed case does not stop the matrix's server.
+		return bson.D{{Key: name, Value: 1}, {Key: "timeoutSecs", Value: "soon"}}
 	case "renameCollection":
 		return bson.D{{Key: name, Value: "test.c"}, {Key: "to", Value: "test.d"}}
 	case "createUser":

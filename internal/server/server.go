@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -28,6 +29,9 @@ type Options struct {
 	Compressors []wire.Compressor
 	// Logger receives connection events. Default: the Env's logger.
 	Logger *slog.Logger
+	// TLS, when its mode is not disabled, speaks TLS with the clients
+	// that start a handshake (tls.go); nil: plain connections only.
+	TLS *TLSOptions
 }
 
 // Server serves MongoDB clients over TCP.
@@ -36,7 +40,8 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	ln      net.Listener
+	// lns are the listeners, one per Listen (mongod's --bind_ip list).
+	lns     []net.Listener
 	nextID  atomic.Int64
 	active  sync.WaitGroup
 	mu      sync.Mutex
@@ -70,25 +75,50 @@ func New(env *commands.Env, opts Options) *Server {
 	return &Server{env: env, opts: opts, log: opts.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{}), looks: lookParking{wake: make(chan struct{}, 1)}}
 }
 
-// Listen binds addr ("127.0.0.1:27017"; port 0 picks a free one).
+// Listen binds addr ("127.0.0.1:27017"; port 0 picks a free one). Each
+// call adds an address the server accepts connections on (a --bind_ip
+// list); call it before Serve.
 func (s *Server) Listen(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	s.ln = ln
+	s.lns = append(s.lns, ln)
 	return nil
 }
 
-// Addr is the bound address (after Listen).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the first bound address (after Listen).
+func (s *Server) Addr() net.Addr { return s.lns[0].Addr() }
 
-// Serve accepts connections until Shutdown; it returns nil after a shutdown.
+// Addrs are every bound address, in the order of Listen.
+func (s *Server) Addrs() []net.Addr {
+	out := make([]net.Addr, len(s.lns))
+	for i, ln := range s.lns {
+		out[i] = ln.Addr()
+	}
+	return out
+}
+
+// Serve accepts connections on every listener until Shutdown; it returns
+// nil after a shutdown, or the first listener's failure (another
+// listener's is logged, and the others go on).
 func (s *Server) Serve() error {
 	go s.lookLoop() // watch.go
+	for _, ln := range s.lns[1:] {
+		go func() {
+			if err := s.accept(ln); err != nil {
+				s.log.Error("accepting connections failed", "listen", ln.Addr().String(), "err", err)
+			}
+		}()
+	}
+	return s.accept(s.lns[0])
+}
+
+// accept serves ln's connections until Shutdown.
+func (s *Server) accept(ln net.Listener) error {
 	var backoff time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return nil
@@ -122,24 +152,43 @@ func (s *Server) admit(nc net.Conn) {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAlive(true)
 	}
-	c := newConn(s, nc, s.nextID.Add(1))
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
 		_ = nc.Close()
 		return
 	}
-	s.conns[c] = struct{}{}
 	s.active.Add(1)
 	s.mu.Unlock()
 	env.Connections.Current.Add(1)
 	env.Connections.Available.Add(-1)
 	env.Connections.TotalCreated.Add(1)
+	id := s.nextID.Add(1)
 	go func() {
 		defer s.active.Done()
 		defer func() {
 			env.Connections.Current.Add(-1)
 			env.Connections.Available.Add(1)
+		}()
+		if s.opts.TLS != nil && s.opts.TLS.Mode != TLSDisabled {
+			secured, err := s.secure(nc)
+			if err != nil {
+				s.log.Info("closing a new connection", "remote", nc.RemoteAddr().String(), "err", err)
+				_ = nc.Close()
+				return
+			}
+			nc = secured
+		}
+		c := newConn(s, nc, id)
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		defer func() {
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
@@ -148,13 +197,18 @@ func (s *Server) admit(nc net.Conn) {
 	}()
 }
 
+// errShuttingDown interrupts the operations still running when a shutdown's
+// time is up.
+var errShuttingDown = mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown")
+
 // Shutdown stops accepting, lets requests in flight finish until ctx ends,
-// then closes every connection.
+// then interrupts the operations still running and closes every
+// connection. An already-ended ctx (a forced shutdown) interrupts at once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })
-	if s.ln != nil {
-		_ = s.ln.Close()
+	for _, ln := range s.lns {
+		_ = ln.Close()
 	}
 	s.mu.Lock()
 	for c := range s.conns {
@@ -169,6 +223,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.conns {
+			c.sess.Interrupt(errShuttingDown)
 			_ = c.nc.Close()
 		}
 		s.mu.Unlock()

@@ -92,6 +92,10 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// writes is held shared by every Write and exclusively while writes
+	// are locked (LockWrites, for fsync's lock).
+	writes sync.RWMutex
 }
 
 // Open opens or creates the store in dir.
@@ -385,8 +389,29 @@ func (db *DB) Close() error {
 // Write submits fn to the commit pipeline and waits until the group holding
 // it is committed (see the package comment for the guarantees).
 func (db *DB) Write(fn func(*Txn) error) error {
+	db.writes.RLock()
+	defer db.writes.RUnlock()
 	return db.pipe.submit(fn)
 }
+
+// LockWrites waits for the writes in progress to be acknowledged, then
+// holds every new Write until UnlockWrites, and flushes the memtable to
+// sorted tables, so the data directory needs no log replay (fsync's
+// lock: true). Reads go on. Compactions may still rewrite tables while
+// writes are locked: a filesystem snapshot of the directory is
+// consistent, a file-by-file copy is not guaranteed to be (take a
+// checkpoint instead).
+func (db *DB) LockWrites() error {
+	db.writes.Lock()
+	if err := db.pdb.Flush(); err != nil {
+		db.writes.Unlock()
+		return err
+	}
+	return nil
+}
+
+// UnlockWrites lets the writes held by LockWrites go on.
+func (db *DB) UnlockWrites() { db.writes.Unlock() }
 
 // Get appends the committed value of key to dst. found is false when the key
 // does not exist.

@@ -7,13 +7,14 @@ import (
 )
 
 // Find is a find's selection as the corpora write it, under the keys
-// filter, projection, sort, skip and limit.
+// filter, projection, sort, skip, limit and collation.
 type Find struct {
 	Filter     bsoncore.Document // {} when absent (a Template sets it)
 	Projection bsoncore.Document // nil when absent
 	Sort       bsoncore.Document // nil when absent
 	Skip       int64
 	Limit      int64
+	Collation  bsoncore.Document // nil when absent (the simple collation)
 }
 
 // Set reads e into f when its key is one of Find's; ok is false for any
@@ -30,6 +31,8 @@ func (f *Find) Set(e Entry) (ok bool, err error) {
 		f.Skip, err = strconv.ParseInt(e.Value, 10, 64)
 	case "limit":
 		f.Limit, err = strconv.ParseInt(e.Value, 10, 64)
+	case "collation":
+		f.Collation, err = ParseDoc(e.Value)
 	default:
 		return false, nil
 	}

@@ -9,5 +9,7 @@
 // own lists, so a check cannot disappear unnoticed and a gap that starts
 // working must be moved to the checks by hand.
 // TestClientsAuth runs auth_smoke.mjs and auth_mongosh.js the same way
-// against `cairn serve --auth` (SCRAM-SHA-256 and SCRAM-SHA-1).
+// against `cairn serve --auth` (SCRAM-SHA-256 and SCRAM-SHA-1), and
+// TestClientsTLS runs tls_smoke.mjs and tls_mongosh.js against `cairn serve
+// --tlsMode requireTLS` with a certificate internal/testpki makes at run time.
 package smoke

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairndb/cairn/internal/testpki"
 )
 
 // A gap is a feature Cairn does not have yet: the script must report it as
@@ -551,6 +554,41 @@ func TestClientsAuth(t *testing.T) {
 	srv := startServer(t, buildCairn(t, root), "--auth")
 	env := clientEnv(t)
 	for _, c := range authClients {
+		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
+		t.Run(c.name, func(t *testing.T) { c.verify(t, stdout, stderr, err) })
+	}
+}
+
+// TestClientsTLS runs the Node.js driver and mongosh against `cairn serve
+// --tlsMode requireTLS` with a certificate made for the test (testpki).
+func TestClientsTLS(t *testing.T) {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "..", "..")
+	node := tool(t, "node")
+	installClients(t, dir)
+	readInputs(t, root)
+	ca := testpki.New(t, "Cairn smoke CA")
+	_, serverPEM := ca.Issue(t, "localhost", x509.ExtKeyUsageServerAuth)
+	srv := startServer(t, buildCairn(t, root), "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", serverPEM)
+	env := clientEnv(t)
+	for _, c := range []client{
+		{
+			name: "node-tls", script: "tls_smoke.mjs",
+			argv:   func(node, _, addr string) []string { return []string{node, "tls_smoke.mjs", addr, ca.CAFile} },
+			checks: []string{"tls-insert-find", "plain-refused", "untrusted-ca-refused"},
+		},
+		{
+			name: "mongosh-tls", script: "tls_mongosh.js",
+			argv: func(_, dir, addr string) []string {
+				return []string{filepath.Join(dir, "node_modules", ".bin", "mongosh"), "mongodb://" + addr + "/?tls=true",
+					"--tlsCAFile", ca.CAFile, "--quiet", "--norc", "--file", "tls_mongosh.js"}
+			},
+			checks: []string{"tls-ping", "tls-insert-find"},
+		},
+	} {
 		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
 		t.Run(c.name, func(t *testing.T) { c.verify(t, stdout, stderr, err) })
 	}

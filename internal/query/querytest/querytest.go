@@ -27,6 +27,7 @@
 //	projection  the projection
 //	sort        the sort
 //	skip, limit integers
+//	collation   the collation the filter and sort compare strings by
 //	ids         expected _id values, a JSON array
 //	result      expected documents, exactly (types and field order)
 //	error       expected MongoDB error code
@@ -54,6 +55,9 @@ type Case struct {
 	testcorpus.Find
 
 	Docs []bsoncore.Document
+	// Indexes are index specifications to create before the find (a text
+	// index for $text); a collection scan runner reads them as it needs.
+	Indexes []bsoncore.Document
 
 	WantIDs  []bsoncore.Value    // nil unless "ids" is given
 	WantDocs []bsoncore.Document // nil unless "result" is given
@@ -81,11 +85,15 @@ var corpus = testcorpus.Corpus[Case, Outcome]{
 	Expectations: []string{"ids", "result"},
 	Template:     func() Case { return Case{Find: testcorpus.Find{Filter: testcorpus.EmptyDoc()}} },
 	Default: func(tmpl *Case, e testcorpus.Entry) error {
-		if e.Key != "docs" {
-			return fmt.Errorf("outside a case (a stanza without \"case\" may only set docs)")
-		}
 		var err error
-		tmpl.Docs, err = testcorpus.ParseDocs(e.Value)
+		switch e.Key {
+		case "docs":
+			tmpl.Docs, err = testcorpus.ParseDocs(e.Value)
+		case "indexes":
+			tmpl.Indexes, err = testcorpus.ParseDocs(e.Value)
+		default:
+			return fmt.Errorf("outside a case (a stanza without \"case\" may only set docs and indexes)")
+		}
 		return err
 	},
 	Set:    set,
@@ -99,6 +107,8 @@ func set(c *Case, e testcorpus.Entry) error {
 	switch e.Key {
 	case "docs":
 		c.Docs, err = testcorpus.ParseDocs(e.Value)
+	case "indexes":
+		c.Indexes, err = testcorpus.ParseDocs(e.Value)
 	case "ids":
 		c.WantIDs, err = testcorpus.ParseValues(e.Value)
 		if c.WantIDs == nil {

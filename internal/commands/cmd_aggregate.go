@@ -58,6 +58,9 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 	if a.Hint, err = aggregateHint(req); err != nil {
 		return nil, err
 	}
+	if a.AsOf, err = readAtClusterTime(req); err != nil {
+		return nil, err
+	}
 	// The pipeline may outlive this request as a cursor's: it runs under a
 	// Bound that this request, then each getMore, attaches to.
 	bound := opctx.NewBound()

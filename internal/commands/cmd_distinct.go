@@ -26,14 +26,22 @@ func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 	if key == "" || strings.HasPrefix(key, "$") {
 		return nil, mongoerr.New(mongoerr.BadValue, "'%s' is not a valid distinct key", key)
 	}
+	at, err := readAtClusterTime(req)
+	if err != nil {
+		return nil, err
+	}
 	var values []bsoncore.Value
 	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		if at != 0 {
+			return nil, errAsOfView
+		}
 		values, err = distinctOnView(ctx, s, req, name, key)
 	} else {
 		var sp exec.Selection
 		if sp, err = selectionFor(s, req, "query"); err != nil {
 			return nil, err
 		}
+		sp.AsOf = at
 		values, err = s.Env.Exec.Distinct(ctx, sp, key, MaxBSONObjectSize)
 	}
 	if err != nil {

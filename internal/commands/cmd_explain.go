@@ -343,6 +343,9 @@ func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, st
 	if a.Hint, err = aggregateHint(req); err != nil {
 		return nil, err
 	}
+	if !collectionless && exec.StartsWithVersions(stages) {
+		return x.versionsScan(a)
+	}
 	ex, rest, err := x.s.Env.Exec.ExplainAggregate(x.ctx, a, x.execute())
 	if err != nil {
 		return nil, err
@@ -371,4 +374,28 @@ func rawStages(stages []bsoncore.Document) bson.A {
 		out = append(out, bson.Raw(st))
 	}
 	return out
+}
+
+// versionsScan explains a pipeline that starts with $versions: a $cursor
+// whose plan is the history scan (VERSIONS_SCAN, with the bounds a $match
+// after it gave), then the stages after $versions.
+func (x *explainer) versionsScan(a exec.Aggregate) (bson.D, error) {
+	vs, rest, err := x.s.Env.Exec.ExplainVersions(x.ctx, a, x.execute())
+	if err != nil {
+		return nil, err
+	}
+	defer vs.Close()
+	id, versions := vs.BoundsString()
+	plan := bson.D{{Key: "stage", Value: "VERSIONS_SCAN"}, {Key: "indexBounds", Value: bson.D{{Key: "_id", Value: bson.A{id}}, {Key: "version", Value: bson.A{versions}}}}}
+	body := bson.D{{Key: "queryPlanner", Value: bson.D{{Key: "namespace", Value: a.NS.String()}, {Key: "winningPlan", Value: plan}, {Key: "rejectedPlans", Value: bson.A{}}}}}
+	if x.execute() {
+		stage := append(bson.D{}, plan...)
+		stage = append(stage, bson.E{Key: "nReturned", Value: vs.NReturned}, bson.E{Key: "keysExamined", Value: vs.KeysExamined()}, bson.E{Key: "docsExamined", Value: int64(0)})
+		body = append(body, bson.E{Key: "executionStats", Value: bson.D{
+			{Key: "executionSuccess", Value: true}, {Key: "nReturned", Value: vs.NReturned},
+			{Key: "totalKeysExamined", Value: vs.KeysExamined()}, {Key: "totalDocsExamined", Value: int64(0)},
+			{Key: "executionStages", Value: stage}}})
+	}
+	cursor := bson.D{{Key: "$cursor", Value: body}}
+	return bson.D{{Key: "stages", Value: append(bson.A{cursor}, rawStages(rest)...)}}, nil
 }

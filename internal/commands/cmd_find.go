@@ -259,6 +259,9 @@ func sortMemory(s *Session) int64 {
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		if err := refuseAsOfView(req); err != nil {
+			return nil, err
+		}
 		return findOnView(ctx, s, req, name, dst)
 	}
 	sp, err := parseFind(s, req)
@@ -266,7 +269,13 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
+	if sp.AsOf, err = readAtClusterTime(req); err != nil {
+		return nil, err
+	}
 	if sp.tailable {
+		if sp.AsOf != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "a tailable cursor cannot read at a cluster time")
+		}
 		return findTailable(s, sp, sp.awaitData, dst)
 	}
 	src, err := s.Env.Exec.Open(ctx, sp.Selection, exec.Run)
@@ -411,6 +420,9 @@ func nonNil(ids []int64) []int64 {
 
 func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+		if err := refuseAsOfView(req); err != nil {
+			return nil, err
+		}
 		n, err := countOnView(ctx, s, req, name)
 		if err != nil {
 			return nil, err
@@ -419,6 +431,9 @@ func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsonco
 	}
 	sel, err := parseCountSpec(s, req)
 	if err != nil {
+		return nil, err
+	}
+	if sel.AsOf, err = readAtClusterTime(req); err != nil {
 		return nil, err
 	}
 	n, err := s.Env.Exec.Count(ctx, sel)

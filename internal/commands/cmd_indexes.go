@@ -144,7 +144,7 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			if ch, err = parseIndexChange(el.Value()); err != nil {
 				return nil, err
 			}
-		case k == "validator" || k == "validationLevel" || k == "validationAction":
+		case k == "validator" || k == "validationLevel" || k == "validationAction" || k == "versioning":
 			validationSet = append(validationSet, el)
 		case k == "dryRun":
 			if dryRun, err = req.Bool("dryRun", false); err != nil {

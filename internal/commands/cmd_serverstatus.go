@@ -96,6 +96,7 @@ func appendServerStatus(r *Reply, s *Session) {
 		"queryExecutor", doc("scanned", u.keysExamined.Load(), "scannedObjects", u.docsExamined.Load(),
 			"collectionScans", doc("nonTailable", u.collScans.Load(), "total", u.collScans.Load())),
 		"ttl", doc("deletedDocuments", env.TTL.Deleted(), "passes", env.TTL.Passes()),
+		"versioning", doc("prunedVersions", env.History.Pruned(), "passes", env.History.Passes()),
 	))
 	r.Doc("pebble", pebbleSection(s))
 	// The block cache again under WiredTiger's field names, which

@@ -46,6 +46,9 @@ func cmdValidate(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 		return nil, err
 	}
 	errs := []string{}
+	if v.History != "" {
+		errs = append(errs, v.History)
+	}
 	if v.InvalidDocuments > 0 {
 		errs = append(errs, fmt.Sprintf("Detected %d invalid documents. See logs for more details.", v.InvalidDocuments))
 	}

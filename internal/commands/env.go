@@ -13,6 +13,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/failpoint"
+	"github.com/cairndb/cairn/internal/history"
 	"github.com/cairndb/cairn/internal/session"
 	"github.com/cairndb/cairn/internal/ttl"
 )
@@ -82,6 +83,9 @@ type Env struct {
 	Logs *LogRing
 	// TTL is the TTL monitor, started with the Env (params.go).
 	TTL *ttl.Monitor
+	// History is the retention monitor of versioned collections, started
+	// with the Env on the TTL monitor's period (params.go).
+	History *history.Monitor
 	// FailPoints are the server's named fail points (the engine's and
 	// failCommand), set by configureFailPoint when test commands are on.
 	FailPoints  *failpoint.Registry
@@ -174,11 +178,14 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Sessions.Run(session.RefreshInterval, log)
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
-	env.TTL = startTTLMonitor(eng, params, log, func() bool {
-		// MongoDB's TTL monitor deletes on the primary only.
+	// The TTL monitor and history retention delete on the primary only,
+	// as MongoDB's TTL monitor does: only the primary's writes replicate.
+	primaryOnly := func() bool {
 		rs, _ := env.repl.Load().(ReplicaSet)
 		return rs == nil || rs.CanWrite() == nil
-	})
+	}
+	env.TTL = startTTLMonitor(eng, params, log, primaryOnly)
+	env.History = history.Start(eng, history.Options{Logger: log, Period: ttlPeriod(params), Active: primaryOnly})
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
 	if err != nil {
 		// Unreadable users must not open the server unprotected.
@@ -192,7 +199,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	return env
 }
 
-// Close releases what the Env holds (the TTL monitor, open cursors); call
+// Close releases what the Env holds (the TTL and retention monitors, open cursors); call
 // it before closing the engine.
 func (e *Env) Close() {
 	e.Sessions.Stop()
@@ -200,6 +207,7 @@ func (e *Env) Close() {
 		e.Log.Warn("cannot write the session table to config.system.sessions", "err", err)
 	}
 	e.TTL.Stop()
+	e.History.Stop()
 	e.Cursors.CloseAll()
 }
 

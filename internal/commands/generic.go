@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -269,6 +270,9 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value, replicated, 
 	if level != "" && level != "local" && cmd.kind != kindRead {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"%s\" } }", name, level)
 	}
+	if level == "snapshot" && clusterTime == "atClusterTime" && asOfCommands[name] {
+		return nil // an as-of read of a versioned collection (readAtClusterTime)
+	}
 	if clusterTime == "afterClusterTime" && clusterTimes {
 		clusterTime = "" // waited for in run (waitClusterTime)
 	}
@@ -333,7 +337,7 @@ func cmdTransactionEnd(_ context.Context, _ *Session, req *Request, _ []byte) (b
 }
 
 // strictPipeline refuses, under apiStrict, the stages outside API version
-// 1 that Cairn has ($currentOp and $indexStats never are; $collStats only
+// 1 that Cairn has ($currentOp, $indexStats and Cairn's $versions never are; $collStats only
 // with count), at any depth ($facet, $lookup and $unionWith pipelines).
 func strictPipeline(req *Request) error {
 	stages, err := req.Docs("pipeline")
@@ -351,7 +355,7 @@ func strictStages(stages []bsoncore.Document) error {
 		}
 		name, arg := el.Key(), el.Value()
 		switch name {
-		case "$currentOp", "$indexStats":
+		case "$currentOp", "$indexStats", "$versions":
 			return mongoerr.New(mongoerr.APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", name)
 		case "$collStats":
 			if d, ok := arg.DocumentOK(); ok {
@@ -394,4 +398,52 @@ func strictSubPipeline(v bsoncore.Value) error {
 		}
 	}
 	return strictStages(stages)
+}
+
+// asOfCommands read a versioned collection as of a cluster time with
+// readConcern {level: "snapshot", atClusterTime: T} (issue #23); the
+// history keyspace answers them, so a standalone node serves them. Every
+// other command, and these on an unversioned collection
+// (engine.NewReaderAt), keep MongoDB's standalone refusal.
+var asOfCommands = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
+
+// readAtClusterTime returns the atClusterTime of a snapshot read concern
+// (0 when the request reads the latest documents). checkReadConcern let it
+// through only for asOfCommands.
+func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
+	rc, err := req.Body.LookupErr("readConcern")
+	if err != nil {
+		return 0, nil
+	}
+	d, ok := rc.DocumentOK()
+	if !ok {
+		return 0, nil
+	}
+	if lvl, _ := d.Lookup("level").StringValueOK(); lvl != "snapshot" {
+		return 0, nil
+	}
+	v := d.Lookup("atClusterTime")
+	t, i, ok := v.TimestampOK()
+	if !ok {
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern.atClusterTime' is the wrong type '%s', expected type 'timestamp'", typeName(v.Type))
+	}
+	if t == 0 && i == 0 {
+		return 0, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime value must not be a null timestamp.")
+	}
+	return hlc.New(t, i), nil
+}
+
+// errAsOfView refuses an as-of read of a view: views are not versioned.
+var errAsOfView = mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime reads versioned collections; a view cannot be read at a cluster time")
+
+// refuseAsOfView is errAsOfView when req reads at a cluster time.
+func refuseAsOfView(req *Request) error {
+	at, err := readAtClusterTime(req)
+	if err != nil {
+		return err
+	}
+	if at != 0 {
+		return errAsOfView
+	}
+	return nil
 }

@@ -163,7 +163,13 @@ func boolParam(v bsoncore.Value) (any, error) {
 // ttlMonitorSleepSecs before every sleep, so setParameter changes it at
 // runtime.
 func startTTLMonitor(eng *engine.Engine, p *Params, log *slog.Logger, active func() bool) *ttl.Monitor {
-	return ttl.Start(eng, ttl.Options{Logger: log, Active: active, Period: func() time.Duration {
+	return ttl.Start(eng, ttl.Options{Logger: log, Active: active, Period: ttlPeriod(p)})
+}
+
+// ttlPeriod reads ttlMonitorSleepSecs, the period of the TTL monitor and
+// of the versioned collections' retention monitor.
+func ttlPeriod(p *Params) func() time.Duration {
+	return func() time.Duration {
 		v, _ := p.Get("ttlMonitorSleepSecs")
 		switch n := v.(type) {
 		case int32:
@@ -172,5 +178,5 @@ func startTTLMonitor(eng *engine.Engine, p *Params, log *slog.Logger, active fun
 			return time.Duration(n) * time.Second
 		}
 		return ttl.DefaultPeriod
-	}})
+	}
 }

@@ -160,6 +160,7 @@ var privilegeRules = map[string]privRule{
 	"replSetInitiate":                cluster("replSetConfigure"),
 	"replSetReconfig":                cluster("replSetConfigure"),
 	"replSetStepDown":                cluster("replSetStateChange"),
+	"revertDocument":                 {on: onColl, actions: []string{"find", "update", "insert"}},
 	"revokePrivilegesFromRole":       db("revokeRole"),
 	"revokeRolesFromUser":            {on: onDB, more: revokeNeeds},
 	"saslContinue":                   preAuth,

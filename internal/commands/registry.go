@@ -84,7 +84,7 @@ func init() {
 	findArgs = append(findArgs, "awaitData")
 	findNotYet := args("oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection or a view", onView: true,
-		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline"),
+		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField"),
 		notYet: args("storageEngine indexOptionDefaults timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
@@ -103,7 +103,7 @@ func init() {
 		"authenticate":            {run: cmdAuthenticate, help: "authenticate with the client's TLS certificate (MONGODB-X509, on $external)", fields: args("mechanism user")},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, onView: true, help: "change collection, index and view options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax viewOn pipeline"), notYet: args("expireAfterSeconds changeStreamPreAndPostImages timeseries")},
+		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, onView: true, help: "change collection, index and view options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax viewOn pipeline versioning"), notYet: args("expireAfterSeconds changeStreamPreAndPostImages timeseries")},
 		"collStats":               {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":       {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"cloneCollectionAsCapped": {run: cmdCloneCollectionAsCapped, kind: kindWrite, help: "copy a collection into a new capped collection", fields: args("toCollection size")},
@@ -133,6 +133,7 @@ func init() {
 		"grantPrivilegesToRole":    {run: cmdRolePrivileges(true), kind: kindWrite, help: "add privileges to a user-defined role", fields: args("privileges")},
 		"grantRolesToUser":         {run: cmdGrantRevoke(true), kind: kindWrite, help: "grant roles to a user", fields: args("roles")},
 		"logout":                   {run: cmdLogout, help: "end the connection's authentication"},
+		"revertDocument":           {run: cmdRevertDocument, kind: kindWrite, help: "make an old version of a versioned collection's document its latest again", fields: args("_id version")},
 		"revokePrivilegesFromRole": {run: cmdRolePrivileges(false), kind: kindWrite, help: "remove privileges from a user-defined role", fields: args("privileges")},
 		"revokeRolesFromUser":      {run: cmdGrantRevoke(false), kind: kindWrite, help: "revoke roles from a user", fields: args("roles")},
 		"startSession":             {run: cmdStartSession, apiV1: true, help: "start a logical session"},

@@ -83,7 +83,18 @@ func (e *Engine) setOptions(tx *storage.Txn, ns Namespace, set []bsoncore.Elemen
 	if err := validation.CheckOptions("collMod", ns.DB, ns.Coll, next); err != nil {
 		return err
 	}
-	return e.cat.SetOptions(tx, ns.DB, ns.Coll, next)
+	_, capped := CappedOf(coll)
+	if err := checkVersioningChange("collMod", coll.Options, next, capped); err != nil {
+		return err
+	}
+	_, was := VersioningOf(coll)
+	if err := e.cat.SetOptions(tx, ns.DB, ns.Coll, next); err != nil {
+		return err
+	}
+	if ver, now := VersioningOf(e.cat.Working().Collection(ns.DB, ns.Coll)); now && !was {
+		return e.startHistory(tx, ns, coll.ID, ver)
+	}
+	return nil
 }
 
 // modifyIndex applies ch to an index of ns inside tx.

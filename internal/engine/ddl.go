@@ -27,6 +27,10 @@ func (e *Engine) CreateCollection(ns Namespace, options bson.Raw) error {
 	if err := validation.CheckOptions("create", ns.DB, ns.Coll, options); err != nil {
 		return err
 	}
+	_, capped := CappedOf(&catalog.Collection{Options: options})
+	if err := checkVersioningChange("create", nil, options, capped); err != nil {
+		return err
+	}
 	return e.db.Write(func(tx *storage.Txn) error {
 		if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
 			if bytes.Equal(emptyIfNil(c.Options), emptyIfNil(options)) {

@@ -23,6 +23,12 @@
 //     one snapshot and the catalog that matches it, and its [Cursor]s walk
 //     documents in _id order or index entries.
 //   - ttl.go: finding expired documents (package ttl decides when).
+//   - versioning.go: versioned collections' options and the version field;
+//     history.go: the versions every write of a versioned document records
+//     (keyspaces h and t); history_read.go: the $versions scan and
+//     CheckHistory; history_asof.go: reads as of a cluster time;
+//     history_prune.go: retention (package history decides when);
+//     history_revert.go: revertDocument.
 //   - capped.go, capped_ddl.go: capped collections' insertion order and
 //     limits, the awaitData wakeup, convertToCapped and
 //     cloneCollectionAsCapped.
@@ -83,6 +89,16 @@
 // the next insert). verifyCapped checks it under the invariants tag;
 // TestCappedLimits (against a model, with deletes and growing updates)
 // and TestCappedRace (writers racing) test it.
+//
+// Invariant "History follows documents" (history.go): every write of a
+// document of a versioned collection — insertOne and applyAction, the only
+// two places a document is stored or removed, and the collMod that turns
+// versioning on — records the version it makes (a tombstone for a delete)
+// with its time key in the same request, so the history holds each
+// document's versions contiguously, the newest one being the document
+// itself. Indexes index only the documents. CheckHistory verifies it (and
+// the validate command with it);
+// TestHistoryCrashKeepsVersions checks it after power cuts.
 //
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no

@@ -37,16 +37,18 @@ type Options struct {
 
 // Engine is one node's open database.
 type Engine struct {
-	db    *storage.DB
-	cat   *catalog.Catalog
-	seq   *idgen.Sequential
-	specs specCache
-	tails docTails   // "Tail bound" (write.go); pipeline goroutine only
-	valid validators // "Valid on commit" (docvalidation.go); pipeline goroutine only
-	wake  wakeup     // awaitData waiters on capped inserts (capped.go)
-	oplog oplog      // the change log (oplog.go)
-	log   *slog.Logger
-	now   func() time.Time
+	db          *storage.DB
+	cat         *catalog.Catalog
+	seq         *idgen.Sequential
+	specs       specCache
+	tails       docTails    // "Tail bound" (write.go); pipeline goroutine only
+	valid       validators  // "Valid on commit" (docvalidation.go); pipeline goroutine only
+	wake        wakeup      // awaitData waiters on capped inserts (capped.go)
+	oplog       oplog       // the change log (oplog.go)
+	horizons    horizons    // versioned collections' retention horizons (history_asof.go)
+	versionings versionings // parsed versioning options (versioning.go); pipeline goroutine only
+	log         *slog.Logger
+	now         func() time.Time
 
 	ops         Ops                              // operations in progress (ops.go)
 	usage       indexUsage                       // index access counters (indexusage.go)
@@ -160,6 +162,11 @@ func (e *Engine) forgetDropped(st *catalog.State) {
 			delete(e.valid.m, id)
 		}
 	}
+	for id := range e.versionings.m {
+		if !live[id] {
+			delete(e.versionings.m, id)
+		}
+	}
 	forget := func(k, _ any) bool {
 		if !live[k.(uint64)] {
 			e.specs.m.Delete(k)
@@ -169,4 +176,5 @@ func (e *Engine) forgetDropped(st *catalog.State) {
 	}
 	e.specs.m.Range(forget)
 	e.usage.m.Range(forget)
+	e.horizons.m.Range(forget)
 }

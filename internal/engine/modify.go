@@ -21,6 +21,11 @@ type Action struct {
 	// BypassValidation stores Replace without checking the collection's
 	// validator (bypassDocumentValidation).
 	BypassValidation bool
+	// Replacement says Replace is a whole new document (a replacement
+	// update, $merge) rather than the result of update operators: in a
+	// versioned collection its version field is overwritten, where an
+	// update that changes it is refused (ImmutableField).
+	Replacement bool
 	// KeepStored copies the bytes Replace or Insert is stored as (its _id
 	// first) into ModifyResult.Stored, for a reply that shows the document
 	// as stored (findAndModify's new: true) without reading it back.
@@ -146,6 +151,9 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 	switch {
 	case act.Delete:
 		tx.Delete(key)
+		if ver, ok := e.versioningOfNS(ns); ok {
+			e.recordVersion(tx, storage.CollectionOfKey(key), idKey, versionOf(cur, ver.Field)+1, opDelete, nil)
+		}
 		if err := e.indexDelete(tx, ns, cur, idKey); err != nil {
 			tx.RollbackTo(sp)
 			return err
@@ -163,16 +171,36 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 		if err != nil {
 			return err
 		}
+		ver, versioned := e.versioningOfNS(ns)
+		var v uint64
+		if versioned {
+			if next, v, err = versionReplace(ver, cur, next, act.Replacement); err != nil {
+				return err
+			}
+			if next == nil {
+				if act.KeepStored {
+					res.Stored = append(res.Stored[:0], cur...)
+				}
+				return nil // a no-op update writes nothing
+			}
+		}
 		if act.KeepStored {
 			res.Stored = append(res.Stored[:0], next...)
 		}
-		if string(next) == string(cur) {
+		if !versioned && string(next) == string(cur) {
 			return nil // a no-op update writes nothing
 		}
 		if err := e.validateUpdate(ns, cur, next, act.BypassValidation); err != nil {
 			return err
 		}
 		tx.Set(key, next)
+		if versioned {
+			op := opUpdate
+			if act.Replacement {
+				op = opReplace
+			}
+			e.recordVersion(tx, storage.CollectionOfKey(key), idKey, v, op, next)
+		}
 		if err := e.indexReplace(tx, ns, cur, next, idKey); err != nil {
 			tx.RollbackTo(sp)
 			return err
@@ -214,7 +242,12 @@ func (e *Engine) insertAction(tx *storage.Txn, res *ModifyResult, ns Namespace, 
 	}
 	res.Inserted++
 	if act.KeepStored {
-		res.Stored = append(res.Stored[:0], p.doc...)
+		// As stored: insertOne may have stamped a version field.
+		stored, _, err := tx.Get(res.Stored[:0], key)
+		if err != nil {
+			return coll, err
+		}
+		res.Stored = stored
 	}
 	return coll, nil
 }

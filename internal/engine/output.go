@@ -56,6 +56,10 @@ func (e *Engine) ReplaceCollection(from, to Namespace, check func(cur *catalog.C
 		return err
 	}
 	return e.db.Write(func(tx *storage.Txn) error {
+		if _, ok := VersioningOf(e.cat.Working().Collection(to.DB, to.Coll)); ok {
+			// Replacing it would drop every version it keeps.
+			return mongoerr.New(mongoerr.InvalidOptions, "$out cannot replace versioned collection %s: its history would be lost; use $merge", to)
+		}
 		if check != nil {
 			if err := check(e.cat.Working().Collection(to.DB, to.Coll)); err != nil {
 				return err
@@ -155,7 +159,7 @@ func (m *merger) one(res *MergeResult, i int, doc bsoncore.Document, fn func(int
 			return mongoerr.New(mongoerr.InternalError, "stored document without _id in %s", m.ns)
 		}
 		var mr ModifyResult
-		if err := m.e.applyAction(m.tx, &mr, m.ns, m.key, idKey, id, cur, Action{Replace: act.Replace, BypassValidation: act.BypassValidation}); err != nil {
+		if err := m.e.applyAction(m.tx, &mr, m.ns, m.key, idKey, id, cur, Action{Replace: act.Replace, BypassValidation: act.BypassValidation, Replacement: true}); err != nil {
 			return err
 		}
 		res.Modified += mr.Modified

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/storage"
@@ -26,6 +27,7 @@ type Reader struct {
 	snap *storage.Snapshot
 	coll *catalog.Collection // nil: no such collection (reads are empty)
 	ixs  []IndexInfo
+	asOf hlc.Timestamp // non-zero: reads the collection as of this time (NewReaderAt)
 }
 
 // IndexInfo is what the planner needs to know of one secondary index.
@@ -94,6 +96,9 @@ func (r *Reader) Fetch(dst, rid []byte) ([]byte, bool, error) {
 	if r.coll == nil {
 		return dst, false, nil
 	}
+	if r.asOf != 0 {
+		return r.fetchAsOf(dst, rid)
+	}
 	var kb [64]byte
 	return r.snap.Get(dst, r.docKey(kb[:0], rid))
 }
@@ -125,6 +130,9 @@ type KeyRange struct{ Lo, Hi []byte }
 func (r *Reader) Docs(rng KeyRange, reverse bool) (*Cursor, error) {
 	if r.coll == nil {
 		return &Cursor{}, nil
+	}
+	if r.asOf != 0 {
+		return r.docsAsOf(rng, reverse)
 	}
 	return r.open(r.docPrefix(), rng, reverse, nil)
 }
@@ -240,8 +248,12 @@ type Cursor struct {
 	// natural: the cursor walks a capped collection's order records and
 	// reads each document from the reader's snapshot.
 	natural *Reader
-	doc     []byte
-	rid     []byte
+	// asof: the cursor walks a versioned collection's history and yields
+	// each document as it was at a cluster time (history_asof.go).
+	asof *asOfWalk
+	err  error // what ended an as-of walk early; Close returns it
+	doc  []byte
+	rid  []byte
 }
 
 // Seq is the insertion sequence number of a natural cursor's current
@@ -287,6 +299,9 @@ func (c *Cursor) Next() bool {
 	if c.it == nil {
 		return false
 	}
+	if c.asof != nil {
+		return c.nextAsOf()
+	}
 	var ok bool
 	switch {
 	case c.started:
@@ -308,7 +323,7 @@ func (c *Cursor) Next() bool {
 // document, or the encoded index key (with the _id suffix of a non-unique
 // index) of an index entry.
 func (c *Cursor) Key() []byte {
-	if c.natural != nil {
+	if c.natural != nil || c.asof != nil {
 		return c.rid
 	}
 	return c.it.Key()[c.prefix:]
@@ -361,7 +376,7 @@ func splitUniqueValue(v []byte) (rid, typeBits []byte, err error) {
 
 // Value is the current entry's value (a document, for Docs).
 func (c *Cursor) Value() (bsoncore.Document, error) {
-	if c.natural != nil {
+	if c.natural != nil || c.asof != nil {
 		return c.doc, nil
 	}
 	return c.it.Value()
@@ -374,6 +389,9 @@ func (c *Cursor) Close() error {
 	}
 	err := c.it.Close()
 	c.it = nil
+	if c.err != nil {
+		return c.err
+	}
 	return err
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,6 +30,9 @@ type Validation struct {
 	// Inconsistencies lists differing index entries, at most
 	// MaxReportedInconsistencies of them.
 	Inconsistencies []IndexInconsistency
+	// History is what CheckHistory found wrong with a versioned
+	// collection's history ("" when nothing, or unversioned).
+	History string
 }
 
 // MaxReportedInconsistencies bounds Validation.Inconsistencies, so a badly
@@ -67,7 +71,7 @@ func (iv IndexValidation) Valid() bool { return iv.Missing == 0 && iv.Extra == 0
 
 // Valid reports whether the collection has no inconsistency.
 func (v Validation) Valid() bool {
-	if v.InvalidDocuments > 0 {
+	if v.InvalidDocuments > 0 || v.History != "" {
 		return false
 	}
 	for _, ix := range v.Indexes {
@@ -155,6 +159,13 @@ func (e *Engine) Validate(ctx context.Context, ns Namespace) (Validation, error)
 			iv.FirstDifference = firstDifference(strs(got), strs(w))
 		}
 		v.Indexes = append(v.Indexes, iv)
+	}
+	// "History follows documents", on a snapshot of its own.
+	if err := e.CheckHistory(ns); err != nil {
+		if !errors.Is(err, ErrHistoryBroken) {
+			return v, err
+		}
+		v.History = err.Error()
 	}
 	return v, nil
 }

@@ -167,6 +167,14 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 		}
 	}
 	sp := tx.Savepoint()
+	if ver, ok := e.versioningOfNS(ns); ok {
+		// "History follows documents": the version field and the first
+		// (or next, after a delete) version go in with the document.
+		if p.doc, err = e.versionInsert(tx, ver, collID, p.idKey, p.doc); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
+	}
 	tx.Set(key, p.doc)
 	e.tails.raise(collID, key)
 	if err := e.indexInsert(tx, ns, p.doc, p.idKey); err != nil {
@@ -188,7 +196,7 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 // (it is kept) but may not change it. matched is false when no document has id.
 func (e *Engine) Replace(ns Namespace, id bsoncore.Value, doc bsoncore.Document) (matched bool, err error) {
 	res, err := e.Modify(ns, []bsoncore.Value{id}, true, func(int, bsoncore.Document) (Action, error) {
-		return Action{Replace: doc}, nil
+		return Action{Replace: doc, Replacement: true}, nil
 	})
 	if err != nil {
 		return false, err

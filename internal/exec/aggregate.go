@@ -11,6 +11,7 @@ import (
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
@@ -32,6 +33,10 @@ type Aggregate struct {
 	// Hint forces the collection read's plan (an index name or key pattern,
 	// {$natural: ±1}; owned); Type 0 lets the planner choose.
 	Hint bsoncore.Value
+	// AsOf, non-zero, reads the collection as it was at that cluster time
+	// (a versioned collection; see Selection.AsOf). Other collections the
+	// pipeline reads ($lookup, $unionWith) are read as they are now.
+	AsOf hlc.Timestamp
 }
 
 // Aggregate runs a's pipeline. Without $out or $merge it returns the
@@ -49,7 +54,12 @@ type Aggregate struct {
 // with opctx.Err(ctx) once it ends. A pipeline kept as a cursor's should
 // run under a context that outlives the request (opctx.Bound).
 func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
-	a = e.resolveView(a)
+	if r := e.resolveView(a); r.NS != a.NS || len(r.Stages) != len(a.Stages) {
+		if a.AsOf != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime reads versioned collections; a view cannot be read at a cluster time")
+		}
+		a = r
+	}
 	a.Opts.Catalog = aggCatalog{e}
 	var gnSel Selection
 	var gn *geoNearSpec // a leading $geoNear (geonear.go)
@@ -75,12 +85,23 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		p = p.WithoutOutput()
 	}
 	var input agg.Source
+	if a.AsOf != 0 && (a.Collectionless || gn != nil) {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime reads a versioned collection's documents; this pipeline reads no collection or starts with $geoNear, which reads an index of the latest documents")
+	}
 	if gn != nil {
 		if a.Opts.Collation != nil {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "$geoNear with a non-simple collation is not supported by Cairn yet")
 		}
 		gnSel.SortMemory, gnSel.AllowDiskUse, gnSel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint
 		if input, err = e.openGeoNear(ctx, gnSel, gn, Run); err != nil {
+			return nil, err
+		}
+	} else if !a.Collectionless && startsWithVersions(a.Stages) {
+		if a.AsOf != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "$versions reads every version; it takes no readConcern atClusterTime (match on validFrom and validTo instead)")
+		}
+		// The history is the input; $versions passes it through.
+		if input, err = e.openVersions(ctx, a.NS, a.Stages); err != nil {
 			return nil, err
 		}
 	} else if !a.Collectionless {
@@ -96,7 +117,7 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 				p = p.WithoutOutput() // the writer carries out $out/$merge
 			}
 		}
-		sel.SortMemory, sel.AllowDiskUse, sel.Hint = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint
+		sel.SortMemory, sel.AllowDiskUse, sel.Hint, sel.AsOf = a.Opts.MaxMemory, a.Opts.AllowDiskUse, a.Hint, a.AsOf
 		if input, err = e.Open(ctx, sel, Run); err != nil {
 			return nil, err
 		}

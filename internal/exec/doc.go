@@ -31,6 +31,11 @@
 //     they would do.
 //   - tail.go: Tail, the read of a tailable cursor over a capped
 //     collection.
+//   - versions.go: the input of a pipeline that starts with $versions, a
+//     versioned collection's history, with a following $match on _id and
+//     the version narrowing the scan (the $match still runs), and its
+//     explain (VERSIONS_SCAN). Reads as of a cluster time
+//     (Selection.AsOf, Aggregate.AsOf) go through Open like any other.
 //
 // # Invariants
 //

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
 )
@@ -44,6 +45,9 @@ type Selection struct {
 	// ReturnKey and ShowRecordID are find's returnKey and showRecordId
 	// (see planner.Query).
 	ReturnKey, ShowRecordID bool
+	// AsOf, non-zero, reads a versioned collection as it was at that
+	// cluster time (readConcern snapshot with atClusterTime).
+	AsOf hlc.Timestamp
 	// Collation is the collation Filter was parsed with (query.Options's,
 	// when it is a *collation.Collator); SetSort sorts by it and the
 	// planner matches it against index collations. nil: simple.

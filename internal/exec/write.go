@@ -269,7 +269,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 			if next == nil {
 				return engine.Action{}, nil
 			}
-			return engine.Action{Replace: next, BypassValidation: spec.Bypass, KeepStored: keep}, nil
+			return engine.Action{Replace: next, BypassValidation: spec.Bypass, KeepStored: keep, Replacement: spec.Mod.IsReplacement()}, nil
 		})
 		res.Modified = int64(mres.Modified)
 		if err != nil {

@@ -112,6 +112,7 @@ const (
 	QueryPlanKilled            Code = 175
 	InvalidIndexSpecOption     Code = 197
 	QueryFeatureNotAllowed     Code = 224
+	SnapshotTooOld             Code = 239 // an as-of read before a versioned collection's retention
 	ConversionFailure          Code = 241
 	IndexBuildAborted          Code = 276
 	ClientDisconnect           Code = 279

@@ -128,6 +128,7 @@ var names = map[Code]string{
 	NotSecondary:                           "NotSecondary",
 	UnknownReplWriteConcern:                "UnknownReplWriteConcern",
 	NewReplicaSetConfigurationIncompatible: "NewReplicaSetConfigurationIncompatible",
+	SnapshotTooOld:                         "SnapshotTooOld",
 }
 
 // Name is c's codeName: MongoDB's name for a named code, and

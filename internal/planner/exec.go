@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/opctx"
 )
 
@@ -67,6 +68,7 @@ type execCtx struct {
 	r      *engine.Reader
 	eng    *engine.Engine
 	ns     engine.Namespace
+	at     hlc.Timestamp // a point read's cluster time (0: the latest)
 	ctx    context.Context
 	poll   opctx.Poll
 	timing bool

@@ -10,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
@@ -75,6 +76,10 @@ type Options struct {
 	// Explain keeps what explain reports: per-stage timings and every
 	// candidate's trial statistics.
 	Explain bool
+	// AsOf, non-zero, reads a versioned collection as it was at that
+	// cluster time (engine.NewReaderAt): no index, no point read without a
+	// snapshot, no plan cache.
+	AsOf hlc.Timestamp
 }
 
 // Open plans q over collection ns of eng: it opens a snapshot (an
@@ -93,6 +98,9 @@ type Options struct {
 // The plan runs under ctx (see Prepare), except the point read: one read
 // has nothing to interrupt, so it keeps no context and may outlive ctx.
 func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if opts.AsOf != 0 {
+		return openAsOf(ctx, eng, ns, q, opts)
+	}
 	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID {
 		if id, ok := pointID(&q); ok {
 			return pointRead(eng, ns, &q, id), nil
@@ -118,6 +126,27 @@ func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, 
 	if err != nil {
 		return nil, err
 	}
+	return Prepare(ctx, r, &q, opts)
+}
+
+// openAsOf is Open at a cluster time. A point read reads without a
+// snapshot here too (engine.GetAt).
+func openAsOf(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID {
+		if id, ok := pointID(&q); ok {
+			e := pointRead(eng, ns, &q, id)
+			e.x.at = opts.AsOf
+			return e, nil
+		}
+	}
+	if opts.NS == "" {
+		opts.NS = ns.String()
+	}
+	r, err := eng.NewReaderAt(ns, opts.AsOf)
+	if err != nil {
+		return nil, err
+	}
+	opts.Cache = nil // plans at a time use no index: nothing to share
 	return Prepare(ctx, r, &q, opts)
 }
 

@@ -133,7 +133,11 @@ func (s *idHack) work(x *execCtx) (*member, state, error) {
 	if x.r == nil {
 		// A point read without a snapshot (see Open): one read is
 		// consistent by itself, and the record id is not needed above.
-		s.buf, found, err = x.eng.Get(s.buf[:0], x.ns, s.id)
+		if x.at != 0 {
+			s.buf, found, err = x.eng.GetAt(s.buf[:0], x.ns, s.id, x.at)
+		} else {
+			s.buf, found, err = x.eng.Get(s.buf[:0], x.ns, s.id)
+		}
 	} else {
 		rid = idKey(s.id)
 		s.buf, found, err = x.r.Fetch(s.buf[:0], rid)

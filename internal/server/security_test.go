@@ -131,7 +131,7 @@ var matrix = map[string]matrixRole{
 	"insert": {"readWrite", "test"}, "update": {"readWrite", "test"}, "delete": {"readWrite", "test"},
 	"findAndModify": {"readWrite", "test"}, "findandmodify": {"readWrite", "test"}, "create": {"readWrite", "test"},
 	"createIndexes": {"readWrite", "test"}, "drop": {"readWrite", "test"}, "dropIndexes": {"readWrite", "test"},
-	"renameCollection": {"readWrite", "admin"},
+	"renameCollection": {"readWrite", "admin"}, "revertDocument": {"readWrite", "test"},
 
 	"collMod": {"dbAdmin", "test"}, "compact": {"dbAdmin", "test"}, "validate": {"dbAdmin", "test"},
 	"planCacheClear": {"dbAdmin", "test"}, "dropDatabase": {"dbAdmin", "test"},

@@ -39,6 +39,9 @@ func (i *Iter) SeekGE(key []byte) bool {
 	return i.it.SeekGE(key)
 }
 
+// SeekLT moves to the last key < key.
+func (i *Iter) SeekLT(key []byte) bool { return i.it.SeekLT(key) }
+
 // Next moves forward; it reports whether a key is there.
 func (i *Iter) Next() bool {
 	if i.m != nil {

@@ -17,6 +17,12 @@ const (
 	// SpaceOplog holds the change log (package engine, oplog.go):
 	// o <ts, 8 bytes big-endian> → the entry's BSON.
 	SpaceOplog byte = 'o'
+	// SpaceHistory holds a versioned collection's document versions
+	// (package engine, history.go): h <collID> <keystring(_id)> <^version>.
+	SpaceHistory byte = 'h'
+	// SpaceHistoryTime indexes the same versions by time:
+	// t <collID> <keystring(_id)> <^validFrom> → the version number.
+	SpaceHistoryTime byte = 't'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.
@@ -29,6 +35,32 @@ func Prefix(dst []byte, space byte, id uint64) []byte {
 // _id is idKey.
 func DocKey(dst []byte, collID uint64, idKey []byte) []byte {
 	return append(Prefix(dst, SpaceDocument, collID), idKey...)
+}
+
+// HistoryKey appends the key of version v of the document of collection
+// collID whose encoded _id is idKey. The version is stored complemented,
+// big-endian, so a document's versions sort newest first and "the newest
+// version ≤ n" is one seek to HistoryKey(…, n).
+func HistoryKey(dst []byte, collID uint64, idKey []byte, v uint64) []byte {
+	dst = append(Prefix(dst, SpaceHistory, collID), idKey...)
+	return binary.BigEndian.AppendUint64(dst, ^v)
+}
+
+// HistoryTimeKey appends the key that finds, by time, the version of the
+// document idKey of collID that became valid at ts (a cluster time). Times
+// are complemented like versions, so a seek to HistoryTimeKey(…, T) lands
+// on the newest version that began at or before T.
+func HistoryTimeKey(dst []byte, collID uint64, idKey []byte, ts uint64) []byte {
+	dst = append(Prefix(dst, SpaceHistoryTime, collID), idKey...)
+	return binary.BigEndian.AppendUint64(dst, ^ts)
+}
+
+// HistoryVersion returns the version a history key ends with.
+func HistoryVersion(key []byte) uint64 {
+	if len(key) < 8 {
+		return 0
+	}
+	return ^binary.BigEndian.Uint64(key[len(key)-8:])
 }
 
 // PrefixEnd returns the smallest key greater than every key that starts with
@@ -72,10 +104,23 @@ func keyspaceEnd(key []byte) []byte {
 		return nil
 	}
 	switch key[0] {
-	case SpaceDocument, SpaceIndex, SpaceNatural:
+	case SpaceDocument, SpaceIndex, SpaceNatural, SpaceHistory, SpaceHistoryTime:
 		if _, n := binary.Uvarint(key[1:]); n > 0 {
 			return PrefixEnd(key[:1+n])
 		}
 	}
 	return PrefixEnd(key[:1])
+}
+
+// CollectionOfKey returns the collection or index id a key of an id-keyed
+// keyspace (d, i, n, h) starts with; 0 for any other key.
+func CollectionOfKey(key []byte) uint64 {
+	if len(key) < 2 {
+		return 0
+	}
+	id, n := binary.Uvarint(key[1:])
+	if n <= 0 {
+		return 0
+	}
+	return id
 }

@@ -18,14 +18,11 @@ import (
 	"time"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/periodic"
 )
 
 // DefaultPeriod is ttlMonitorSleepSecs' default, MongoDB's.
 const DefaultPeriod = 60 * time.Second
-
-// maxWait bounds each sleep, so a new period (setParameter) takes effect
-// within a second rather than after the old period ends.
-const maxWait = time.Second
 
 // Options configure a Monitor.
 type Options struct {
@@ -47,8 +44,7 @@ type Options struct {
 type Monitor struct {
 	eng  *engine.Engine
 	opts Options
-	stop chan struct{}
-	done chan struct{}
+	loop *periodic.Loop
 
 	passMu  sync.Mutex
 	passes  atomic.Int64
@@ -63,8 +59,13 @@ func Start(eng *engine.Engine, opts Options) *Monitor {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	m := &Monitor{eng: eng, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
-	go m.loop()
+	m := &Monitor{eng: eng, opts: opts}
+	m.loop = periodic.Start(opts.Period, DefaultPeriod, func() {
+		if m.opts.Active != nil && !m.opts.Active() {
+			return
+		}
+		m.Pass()
+	})
 	return m
 }
 
@@ -74,51 +75,7 @@ func (m *Monitor) Stop() {
 	if m == nil {
 		return
 	}
-	select {
-	case <-m.stop:
-	default:
-		close(m.stop)
-	}
-	<-m.done
-}
-
-func (m *Monitor) period() time.Duration {
-	if m.opts.Period != nil {
-		if p := m.opts.Period(); p > 0 {
-			return p
-		}
-	}
-	return DefaultPeriod
-}
-
-func (m *Monitor) loop() {
-	defer close(m.done)
-	last := time.Now()
-	for {
-		wait := min(time.Until(last.Add(m.period())), maxWait)
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-m.stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		select {
-		case <-m.stop:
-			return
-		default:
-		}
-		if time.Since(last) < m.period() {
-			continue
-		}
-		last = time.Now()
-		if m.opts.Active != nil && !m.opts.Active() {
-			continue
-		}
-		m.Pass()
-	}
+	m.loop.Stop()
 }
 
 // Pass runs one pass now over every TTL index and returns how many

@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// Reads of a versioned collection's history (history.go) from a Reader's
+// snapshot: the $versions scan and as-of reads.
+
+// Versioning returns the collection's versioning as the reader's catalog
+// holds it; ok is false for an unversioned (or missing) collection.
+func (r *Reader) Versioning() (Versioning, bool) { return VersioningOf(r.coll) }
+
+// VersionBounds narrow a history scan: one document (IDKey, its encoded
+// _id; nil: every document) and a range of versions [VLo, VHi] (0 and
+// math.MaxUint64 when unbounded).
+type VersionBounds struct {
+	IDKey    []byte
+	VLo, VHi uint64
+}
+
+// AllVersions are bounds that cover the whole history.
+var AllVersions = VersionBounds{VHi: math.MaxUint64}
+
+// VersionCursor walks the history, by _id, each document's versions newest
+// first. It counts the keys it reads (KeysExamined).
+type VersionCursor struct {
+	it           *storage.Iter
+	prefixLen    int
+	b            VersionBounds
+	started      bool
+	prevID       []byte // the _id of the version read before the current one
+	prevFrom     uint64 // its validFrom
+	KeysExamined int64
+}
+
+// Versions opens a scan of the history within b. An unversioned or missing
+// collection yields nothing.
+func (r *Reader) Versions(b VersionBounds) (*VersionCursor, error) {
+	c := &VersionCursor{b: b}
+	if r.coll == nil {
+		return c, nil
+	}
+	prefix := storage.Prefix(nil, storage.SpaceHistory, r.coll.ID)
+	c.prefixLen = len(prefix)
+	lo, hi := prefix, storage.PrefixEnd(prefix)
+	if b.IDKey != nil {
+		// Start one version above VHi so that the first version returned
+		// knows its validTo (the next version's validFrom).
+		start := b.VHi
+		if start < math.MaxUint64 {
+			start++
+		}
+		lo = storage.HistoryKey(nil, r.coll.ID, b.IDKey, start)
+		hi = storage.PrefixEnd(storage.HistoryKey(nil, r.coll.ID, b.IDKey, b.VLo))
+	}
+	it, err := r.snap.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	c.it = it
+	return c, nil
+}
+
+// Next returns the next version within the bounds; ok is false at the end.
+// The version's slices alias the cursor's iterator until the next call.
+func (c *VersionCursor) Next() (v Version, ok bool, err error) {
+	if c.it == nil {
+		return Version{}, false, nil
+	}
+	for {
+		var moved bool
+		if !c.started {
+			moved, c.started = c.it.First(), true
+		} else {
+			moved = c.it.Next()
+		}
+		if !moved {
+			return Version{}, false, nil
+		}
+		c.KeysExamined++
+		val, err := c.it.Value()
+		if err != nil {
+			return Version{}, false, err
+		}
+		v, err = decodeRecord(c.it.Key(), val, c.prefixLen)
+		if err != nil {
+			return Version{}, false, err
+		}
+		if c.prevID != nil && string(c.prevID) == string(v.IDKey) {
+			v.ValidTo = c.prevFrom
+		}
+		c.prevID = append(c.prevID[:0], v.IDKey...)
+		c.prevFrom = v.ValidFrom
+		if v.V < c.b.VLo || v.V > c.b.VHi {
+			continue // the version above the range, read for its validFrom
+		}
+		return v, true, nil
+	}
+}
+
+// Close releases the cursor.
+func (c *VersionCursor) Close() error {
+	if c.it == nil {
+		return nil
+	}
+	return c.it.Close()
+}
+
+// ErrHistoryBroken is the class of CheckHistory's findings.
+var ErrHistoryBroken = errors.New("engine: history does not follow documents (invariant \"History follows documents\")")
+
+// CheckHistory verifies invariant "History follows documents" for ns (a
+// versioned collection; others pass): each document's versions are
+// contiguous, the newest holds the document's bytes and its version
+// field's value, and an _id with history but no document ends in a
+// tombstone. Tests and crash checks call it.
+func (e *Engine) CheckHistory(ns Namespace) error {
+	r, err := e.NewReader(ns)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ver, ok := r.Versioning()
+	if !ok {
+		return nil
+	}
+	cur, err := r.Versions(AllVersions)
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	var id []byte
+	var prev uint64
+	live, versions := 0, 0 // _ids whose newest version is a document; versions
+	for {
+		v, ok, err := cur.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if err := checkTimeKeyCount(r, ns, versions); err != nil {
+				return err
+			}
+			return checkLiveCount(r, ns, live)
+		}
+		versions++
+		tk, found, err := r.snap.Get(nil, storage.HistoryTimeKey(nil, r.coll.ID, v.IDKey, v.ValidFrom))
+		if err != nil {
+			return err
+		}
+		if !found || len(tk) != 8 || binary.BigEndian.Uint64(tk) != v.V {
+			return fmt.Errorf("%w: %s: _id %x: version %d has no time key naming it", ErrHistoryBroken, ns, v.IDKey, v.V)
+		}
+		if string(v.IDKey) == string(id) {
+			if v.V != prev-1 {
+				return fmt.Errorf("%w: %s: _id %x: version %d follows version %d", ErrHistoryBroken, ns, v.IDKey, v.V, prev)
+			}
+			prev = v.V
+			continue
+		}
+		id, prev = append(id[:0], v.IDKey...), v.V
+		doc, found, err := r.Fetch(nil, v.IDKey)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !found && v.Op != opDelete:
+			return fmt.Errorf("%w: %s: _id %x has no document but its newest version %d is no tombstone", ErrHistoryBroken, ns, v.IDKey, v.V)
+		case found && (string(doc) != string(v.Doc) || versionOf(doc, ver.Field) != v.V):
+			return fmt.Errorf("%w: %s: _id %x: the document (version %d) is not its newest version %d", ErrHistoryBroken, ns, v.IDKey, versionOf(doc, ver.Field), v.V)
+		}
+		if found {
+			live++
+		}
+	}
+}
+
+// checkLiveCount checks that every document has a history: as many
+// documents as _ids whose newest version is one.
+func checkLiveCount(r *Reader, ns Namespace, live int) error {
+	c, err := r.Docs(KeyRange{}, false)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for c.Next() {
+		n++
+	}
+	if err := c.Close(); err != nil {
+		return err
+	}
+	if n != live {
+		return fmt.Errorf("%w: %s holds %d documents but %d have a history", ErrHistoryBroken, ns, n, live)
+	}
+	return nil
+}
+
+// checkTimeKeyCount checks that there are no more time keys than versions
+// (each version's own was checked).
+func checkTimeKeyCount(r *Reader, ns Namespace, versions int) error {
+	prefix := storage.Prefix(nil, storage.SpaceHistoryTime, r.coll.ID)
+	it, err := r.snap.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if n != versions {
+		return fmt.Errorf("%w: %s has %d time keys for %d versions", ErrHistoryBroken, ns, n, versions)
+	}
+	return nil
+}

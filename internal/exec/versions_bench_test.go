@@ -1,0 +1,275 @@
+package exec
+
+import (
+	"context"
+	"log/slog"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/query"
+	"github.com/cairndb/cairn/internal/update"
+)
+
+// Benchmarks of versioned collections against an unversioned one in the
+// same run (BENCHMARKS.md): the latest read by _id, an update, and an
+// as-of read of one document with 10,000 versions.
+
+const benchDocs = 1000
+
+func benchEngine(b *testing.B, versioned bool) (*Env, engine.Namespace) {
+	b.Helper()
+	// Writes are acknowledged before their sync (the interval mode), so
+	// update timings are CPU, not the disk's fsync latency.
+	eng, err := engine.Open(b.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler), SyncInterval: 100 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close() })
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	var opts bson.Raw
+	if versioned {
+		opts, _ = bson.Marshal(bson.D{{Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}})
+	}
+	if err := eng.CreateCollection(ns, opts); err != nil {
+		b.Fatal(err)
+	}
+	var docs []bsoncore.Document
+	for i := range benchDocs {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "attr1", Value: i % 10}, {Key: "n", Value: 0}, {Key: "pad", Value: "0123456789abcdef0123456789abcdef"}})
+		docs = append(docs, d)
+	}
+	if _, err := eng.Insert(ns, docs, true); err != nil {
+		b.Fatal(err)
+	}
+	return New(eng), ns
+}
+
+// cpuMeter reports the process's CPU time (user and system, every
+// goroutine: the commit pipeline's too) per operation as cpu-ns/op.
+type cpuMeter struct{ start time.Duration }
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU(b *testing.B) cpuMeter {
+	b.ReportAllocs()
+	return cpuMeter{cpuNow()}
+}
+
+func (m cpuMeter) stop(b *testing.B) {
+	b.ReportMetric(float64(cpuNow()-m.start)/float64(b.N), "cpu-ns/op")
+}
+
+func idFilter(i int) bsoncore.Document {
+	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}})
+	return d
+}
+
+func readOne(b *testing.B, x *Env, ns engine.Namespace, i int, at hlc.Timestamp) bsoncore.Document {
+	sel, err := NewSelection(ns, idFilter(i), query.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sel.AsOf = at
+	src, err := x.Open(context.Background(), sel, Run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := src.Next()
+	if err != nil || d == nil {
+		b.Fatalf("read %d at %v: %v %v", i, at, d, err)
+	}
+	_ = src.Close()
+	return d
+}
+
+func BenchmarkVersionedLatestByID(b *testing.B) {
+	for _, v := range []struct {
+		name      string
+		versioned bool
+	}{{"unversioned", false}, {"versioned", true}} {
+		b.Run(v.name, func(b *testing.B) {
+			x, ns := benchEngine(b, v.versioned)
+			m := startCPU(b)
+			i := 0
+			for b.Loop() {
+				readOne(b, x, ns, i%benchDocs, 0)
+				i += 7
+			}
+			m.stop(b)
+		})
+	}
+}
+
+func BenchmarkVersionedUpdate(b *testing.B) {
+	inc, _ := bson.Marshal(bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	for _, v := range []struct {
+		name      string
+		versioned bool
+	}{{"unversioned", false}, {"versioned", true}} {
+		b.Run(v.name, func(b *testing.B) {
+			x, ns := benchEngine(b, v.versioned)
+			mod, err := update.ParseDocument(inc, update.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m := startCPU(b)
+			i := 0
+			for b.Loop() {
+				sel, _ := NewSelection(ns, idFilter(i%benchDocs), query.Options{})
+				if _, err := x.Update(context.Background(), Update{Sel: sel, Mod: mod}); err != nil {
+					b.Fatal(err)
+				}
+				i += 7
+			}
+			m.stop(b)
+		})
+	}
+}
+
+// BenchmarkVersionedAsOf reads one document with 10,000 versions as of a
+// time in the middle of its history, against the latest read of it.
+func BenchmarkVersionedAsOf(b *testing.B) {
+	x, ns := benchEngine(b, true)
+	inc, _ := bson.Marshal(bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	mod, _ := update.ParseDocument(inc, update.Options{})
+	var mid hlc.Timestamp
+	for k := range 9999 {
+		sel, _ := NewSelection(ns, idFilter(5), query.Options{})
+		if _, err := x.Update(context.Background(), Update{Sel: sel, Mod: mod}); err != nil {
+			b.Fatal(err)
+		}
+		if k == 3333 {
+			mid = x.eng.Storage().LastCommitted()
+		}
+	}
+	b.Run("latest", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			readOne(b, x, ns, 5, 0)
+		}
+		m.stop(b)
+	})
+	b.Run("asof-10k-versions", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			if d := readOne(b, x, ns, 5, mid); d.Lookup("n").Int32() != 3334 {
+				b.Fatalf("as of the middle: %s", d)
+			}
+		}
+		m.stop(b)
+	})
+}
+
+// BenchmarkVersionedLatestWhere is the issue's "latest version of every
+// document where attr1 = x", scaled down (5,000 documents of 10 versions
+// each): a find over an index of the versioned collection, against the
+// seed's schema 1 (every version a document of an unversioned collection,
+// the latest found by $sort, $group $first, $match).
+func BenchmarkVersionedLatestWhere(b *testing.B) {
+	const docs, versions = 5000, 10
+	ctx := context.Background()
+	x, ns := benchEngine(b, true)
+	if _, err := x.eng.DropCollection(ns); err != nil {
+		b.Fatal(err)
+	}
+	opts, _ := bson.Marshal(bson.D{{Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}})
+	if err := x.eng.CreateCollection(ns, opts); err != nil {
+		b.Fatal(err)
+	}
+	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "attr1", Value: 1}}}, {Key: "name", Value: "attr1_1"}})
+	if _, err := x.eng.CreateIndexes(ctx, ns, []bsoncore.Document{spec}); err != nil {
+		b.Fatal(err)
+	}
+	flat := engine.Namespace{DB: "db", Coll: "flat"}
+	var batch, flatBatch []bsoncore.Document
+	for id := range docs {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "attr1", Value: (id + 1) % 10}})
+		batch = append(batch, d)
+	}
+	if _, err := x.eng.Insert(ns, batch, true); err != nil {
+		b.Fatal(err)
+	}
+	for v := 2; v <= versions; v++ {
+		for id := range docs {
+			d, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "attr1", Value: (id + v) % 10}})
+			if _, err := x.eng.Replace(ns, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(id))}, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for id := range docs {
+		for v := 1; v <= versions; v++ {
+			d, _ := bson.Marshal(bson.D{{Key: "docId", Value: id}, {Key: "v", Value: v}, {Key: "attr1", Value: (id + v) % 10}})
+			flatBatch = append(flatBatch, d)
+		}
+	}
+	if _, err := x.eng.Insert(flat, flatBatch, true); err != nil {
+		b.Fatal(err)
+	}
+	want := docs / 10
+	filter, _ := bson.Marshal(bson.D{{Key: "attr1", Value: 3}})
+	b.Run("versioned-find", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			sel, _ := NewSelection(ns, filter, query.Options{})
+			src, err := x.Open(ctx, sel, Run)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := drainCount(b, src); n != want {
+				b.Fatalf("%d documents, want %d", n, want)
+			}
+		}
+		m.stop(b)
+	})
+	var pipeline []bsoncore.Document
+	for _, st := range []bson.D{
+		{{Key: "$sort", Value: bson.D{{Key: "docId", Value: 1}, {Key: "v", Value: -1}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$docId"}, {Key: "latest", Value: bson.D{{Key: "$first", Value: "$$ROOT"}}}}}},
+		{{Key: "$match", Value: bson.D{{Key: "latest.attr1", Value: 3}}}},
+	} {
+		d, _ := bson.Marshal(st)
+		pipeline = append(pipeline, d)
+	}
+	b.Run("schema1-aggregate", func(b *testing.B) {
+		m := startCPU(b)
+		for b.Loop() {
+			src, err := x.Aggregate(ctx, Aggregate{NS: flat, Stages: pipeline})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := drainCount(b, src); n != want {
+				b.Fatalf("%d documents, want %d", n, want)
+			}
+		}
+		m.stop(b)
+	})
+}
+
+func drainCount(b *testing.B, src interface {
+	Next() (bsoncore.Document, error)
+	Close() error
+}) int {
+	n := 0
+	for {
+		d, err := src.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d == nil {
+			_ = src.Close()
+			return n
+		}
+		n++
+	}
+}

@@ -53,6 +53,23 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 		}
 	})
+	// 16 goroutines reading at once through one driver pool, as YCSB-C's
+	// threads do: the command path's shared state (the operation registry,
+	// counters, the session table) under contention (issue 15's YCSB-C
+	// figure; profile with -cpuprofile).
+	b.Run("target=cairn-driver/op=find_by_id/parallel=16", func(b *testing.B) {
+		coll := c.Database("bench").Collection("bench")
+		b.SetParallelism(8) // 8 × GOMAXPROCS(2) = 16 goroutines
+		b.RunParallel(func(pb *testing.PB) {
+			var out bson.Raw
+			for i := 0; pb.Next(); i++ {
+				if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: i % 1000}}).Decode(&out); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
 
 func mustMarshal(b *testing.B, d bson.D) []byte {

@@ -23,12 +23,20 @@ func UIDOf(user string) [32]byte { return sha256.Sum256([]byte(user)) }
 // user has uid user. A uid the client gives must be its own.
 func Parse(lsid bsoncore.Document, user [32]byte) (ID, error) {
 	var id ID
-	elems, err := lsid.Elements()
-	if err != nil {
-		return id, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: %v", err)
+	// Every command of a driver's session carries its lsid: walk it in
+	// place rather than through Elements, which allocates a slice.
+	n, rest, ok := bsoncore.ReadLength(lsid)
+	if !ok || int(n) != len(lsid) || n < 5 || lsid[len(lsid)-1] != 0 {
+		return id, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: not a well-formed document")
 	}
+	rest = rest[:len(rest)-1]
 	hasID := false
-	for _, el := range elems {
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return id, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: a malformed element")
+		}
+		rest = r
 		v := el.Value()
 		switch el.Key() {
 		case "id":

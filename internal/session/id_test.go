@@ -1,0 +1,51 @@
+package session
+
+import (
+	"errors"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// TestParseLSID: an lsid as drivers send it, and each malformed one with
+// MongoDB's code; the walk in place must agree with a full parse.
+func TestParseLSID(t *testing.T) {
+	uuid := make([]byte, 16)
+	uuid[0] = 7
+	good := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).Build()
+	var user [32]byte
+	user[1] = 9
+	withUID := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).AppendBinary("uid", 0, user[:]).Build()
+	otherUID := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).AppendBinary("uid", 0, make([]byte, 32)).Build()
+	for _, tc := range []struct {
+		name string
+		lsid bsoncore.Document
+		want mongoerr.Code
+	}{
+		{"a driver's lsid", good, 0},
+		{"with the user's own uid", withUID, 0},
+		{"another user's uid", otherUID, mongoerr.Unauthorized},
+		{"truncated", good[:len(good)-3], mongoerr.InvalidBSON},
+		{"length beyond the bytes", append(bsoncore.Document{0xff, 0, 0, 0}, good[4:]...), mongoerr.InvalidBSON},
+		{"no id", bsoncore.NewDocumentBuilder().Build(), mongoerr.IDLMissingField},
+		{"an unknown field", bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).AppendInt32("x", 1).Build(), mongoerr.UnknownField},
+		{"id not a UUID", bsoncore.NewDocumentBuilder().AppendString("id", "x").Build(), mongoerr.TypeMismatch},
+	} {
+		id, err := Parse(tc.lsid, user)
+		var me *mongoerr.Error
+		var got mongoerr.Code
+		if errors.As(err, &me) {
+			got = me.Code
+		} else if err != nil {
+			t.Fatalf("%s: %v is not a MongoDB error", tc.name, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: code %d, want %d (%v)", tc.name, got, tc.want, err)
+		}
+		if tc.want == 0 && (id.UUID[0] != 7 || id.UID != user) {
+			t.Errorf("%s: parsed %+v", tc.name, id)
+		}
+	}
+}

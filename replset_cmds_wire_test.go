@@ -81,6 +81,34 @@ func TestReplicaSetCommands(t *testing.T) {
 		}
 	}
 
+	// hello's lastWrite.opTime is the applied groups' cluster time: a
+	// write raises it on the primary, and a secondary reaches it.
+	lastTS := func(i int) bson.Timestamp {
+		raw, err := admin(i).RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0, i0, ok := raw.Lookup("lastWrite", "opTime", "ts").TimestampOK()
+		if !ok {
+			t.Fatalf("hello without lastWrite.opTime.ts: %s", raw)
+		}
+		return bson.Timestamp{T: t0, I: i0}
+	}
+	before := lastTS(p)
+	if err := admin(p).Client().Database("app").Collection("c").FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 1}},
+		bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}, options.FindOneAndUpdate().SetUpsert(true)).Err(); err != nil && err != mongo.ErrNoDocuments {
+		t.Fatal(err)
+	}
+	after := lastTS(p)
+	if !before.Before(after) {
+		t.Fatalf("lastWrite.opTime.ts %v did not rise past %v with a write", after, before)
+	}
+	for deadline := time.Now().Add(10 * time.Second); lastTS(s).Before(after); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("secondary's lastWrite.opTime.ts %v never reached the primary's %v", lastTS(s), after)
+		}
+	}
+
 	// replSetStepDown: another member takes over; the old primary is a
 	// secondary, frozen.
 	if _, err := run(p, bson.D{{Key: "replSetStepDown", Value: 60}, {Key: "secondaryCatchUpPeriodSecs", Value: 10}}); err != nil {

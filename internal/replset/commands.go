@@ -267,10 +267,11 @@ func (m *Member) myState() int {
 
 func stateStr(s int) string { return stateNames[s] }
 
-// opTime is the member's {ts, t} for an applied index. TODO(sess): the
-// oplog's timestamps (a hybrid logical clock per commit group) replace
-// this stand-in: ts is the primary's wall-clock second of the group and
-// the low 32 bits of its Raft index, t the Raft term.
+// opTime is a member's {ts, t} for an applied index in replSetGetStatus:
+// a stand-in (ts the primary's wall-clock second of the group and the low
+// 32 bits of its Raft index, t the Raft term), since Raft reports other
+// members' progress as log indexes, not cluster times. hello's lastWrite
+// gives this member's real one (the applied groups' cluster time).
 func opTime(wallMillis int64, index, term uint64) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().
 		AppendTimestamp("ts", uint32(wallMillis/1000), uint32(index)).

@@ -63,13 +63,17 @@ func (m *Member) Hello() bsoncore.Document {
 	if state == statePrimary {
 		b.AppendObjectID("electionId", electionID(st.Term))
 	}
+	// A member applies only committed groups, so its last write is
+	// majority-committed too; its opTime is the applied groups' cluster
+	// time (the oplog's ts), which only rises.
 	wall := m.lastWall.Load()
-	commitWall := wall // TODO(sess): the committed opTime's own time
+	ts := m.eng.Storage().LastCommitted()
+	applied := bsoncore.NewDocumentBuilder().AppendTimestamp("ts", ts.T(), ts.I()).AppendInt64("t", int64(st.Term)).Build()
 	b.AppendDocument("lastWrite", bsoncore.NewDocumentBuilder().
-		AppendDocument("opTime", opTime(wall, st.Applied, st.Term)).
+		AppendDocument("opTime", applied).
 		AppendDateTime("lastWriteDate", wall).
-		AppendDocument("majorityOpTime", opTime(commitWall, st.Commit, st.Term)).
-		AppendDateTime("majorityWriteDate", commitWall).
+		AppendDocument("majorityOpTime", applied).
+		AppendDateTime("majorityWriteDate", wall).
 		Build())
 	return b.Build()
 }

@@ -29,10 +29,11 @@ other fields; each version of a record kept as its own document; arrays
 that grow without bound and arrays nested in arrays; query shapes that
 examine far more than they return, with the index that would serve them;
 unused and redundant indexes; and shard-key candidates with the unique
-indexes that would block them. Query shapes come from system.profile: turn
-the profiler on (db.setProfilingLevel(1) or cairn serve --profile 1) and let
-the application run first. Sampling reads one snapshot and never blocks
-writers.`
+indexes that would block them. Query shapes come from the server's own
+sampled record (one command in ten, at most 1,000 shapes, kept in memory
+since the server started) or, for a collection it has none of, from
+system.profile (db.setProfilingLevel(1) or cairn serve --profile 1): let the
+application run first. Sampling reads one snapshot and never blocks writers.`
 
 func adviseCommand(stdout io.Writer) *cobra.Command {
 	var uri, db, coll string
@@ -67,8 +68,17 @@ type adviseReply struct {
 	Collections []struct {
 		NS          string `bson:"ns"`
 		Sampled     int64  `bson:"sampled"`
-		QueryShapes int64  `bson:"queryShapes"`
-		Findings    []struct {
+		QueryShapes []struct {
+			Command  string   `bson:"command"`
+			Equality []string `bson:"equality"`
+			Range    []string `bson:"range"`
+			Sort     []string `bson:"sort"`
+			Runs     int64    `bson:"runs"`
+			Examined int64    `bson:"examined"`
+			Returned int64    `bson:"returned"`
+		} `bson:"queryShapes"`
+		ShapesFrom string `bson:"queryShapesFrom"`
+		Findings   []struct {
 			Kind       string   `bson:"kind"`
 			Severity   string   `bson:"severity"`
 			Path       string   `bson:"path"`
@@ -106,7 +116,11 @@ func adviseRun(ctx context.Context, uri, db, coll string, sample int, asJSON boo
 		return err
 	}
 	for _, c := range reply.Collections {
-		fmt.Fprintf(stdout, "%s: %d documents sampled, %d query shapes from the profiler\n", c.NS, c.Sampled, c.QueryShapes)
+		from := "the server's record"
+		if c.ShapesFrom == "profiler" {
+			from = "system.profile"
+		}
+		fmt.Fprintf(stdout, "%s: %d documents sampled, %d query shapes from %s\n", c.NS, c.Sampled, len(c.QueryShapes), from)
 		if len(c.Findings) == 0 {
 			fmt.Fprintln(stdout, "  no findings")
 		}

@@ -374,7 +374,7 @@ func TestAdviseReport(t *testing.T) {
 	if code := run([]string{"advise", "--uri", "mongodb://" + p.addr, "--db", "juju"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("cairn advise: exit %d, %s%s", code, stdout.String(), stderr.String())
 	}
-	for _, want := range []string{"juju.units: 20 documents sampled", "[MEDIUM] duplicatedIdentity at _id", "→ Use a compound _id"} {
+	for _, want := range []string{"juju.units: 20 documents sampled, 0 query shapes from system.profile", "[MEDIUM] duplicatedIdentity at _id", "→ Use a compound _id"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}

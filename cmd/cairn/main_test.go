@@ -41,7 +41,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"bench", "--help"}, 0, "", "--workload"},
 		{[]string{"backup", "--help"}, 0, "cairn serve --dbpath", ""},
 		{[]string{"backup"}, 2, "", "--out is required"},
-		{[]string{"advise", "--help"}, 0, "setProfilingLevel", ""},
+		{[]string{"advise", "--help"}, 0, "sampled record", ""},
 		{[]string{"advise"}, 2, "", "--db is required"},
 		{[]string{"version"}, 0, "cairn " + version, ""},
 		{[]string{"version", "--help"}, 0, "Print Cairn's version", ""},

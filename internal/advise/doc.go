@@ -4,8 +4,9 @@
 // documents' teams found in production — each a Finding with its evidence,
 // a severity and a concrete change.
 //
-// It does no I/O: the caller (the advise command) hands it an Input taken
-// from one snapshot, so analysis never blocks writers and is tested on
+// It does no I/O: the caller (the advise command, with the query shapes the
+// server samples in commands.QueryShapes) hands it an Input taken from one
+// snapshot, so analysis never blocks writers and is tested on
 // plain documents. Each detector is one function over the Input, listed in
 // detectors; a new kind of advice is one more entry.
 //

@@ -25,8 +25,10 @@ const (
 // cmdAdvise is {advise: "<collection>"} or {advise: 1} for every
 // collection of the database: package advise's findings over a bounded
 // random sample of the documents (engine.Reader.Sample, one snapshot, no
-// lock), the indexes with their $indexStats use, and the query shapes in
-// the database's system.profile when the profiler has recorded any.
+// lock), the indexes with their $indexStats use, and the query shapes the
+// server recorded (QueryShapes: one command in ten, at most 1,000 shapes)
+// or, when it has none for the collection, those in system.profile. The
+// shapes read are in the reply too ($queryStats-like).
 // Cairn's own command: MongoDB offers this only in its cloud service.
 func cmdAdvise(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	n, err := req.SafeInt("sampleSize", adviseDefaultSample)
@@ -55,7 +57,7 @@ func cmdAdvise(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		}
 		sort.Strings(names)
 	}
-	shapes, err := profiledShapes(ctx, s.Env.Exec, req.DB)
+	profiled, err := profiledShapes(ctx, s.Env.Exec, req.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +69,19 @@ func cmdAdvise(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		if err != nil {
 			return nil, err
 		}
-		in.Shapes = shapes[ns.String()]
+		// The server's own sampled record of query shapes (shapes.go); the
+		// profiler's entries when it has none for the collection.
+		source := "server"
+		if in.Shapes = s.Env.Shapes.For(ns.String()); len(in.Shapes) == 0 {
+			in.Shapes, source = profiled[ns.String()], "profiler"
+		}
 		findings := advise.Analyze(in, advise.Options{})
 		docs := make([]bsoncore.Document, len(findings))
 		for i, f := range findings {
 			docs[i] = findingDoc(f)
 		}
 		colls = append(colls, NewReply(nil).String("ns", ns.String()).Count("sampled", int64(len(in.Sample))).
-			Count("queryShapes", int64(len(in.Shapes))).DocArray("findings", docs).End())
+			DocArray("queryShapes", shapeDocs(in.Shapes)).String("queryShapesFrom", source).DocArray("findings", docs).End())
 	}
 	return NewReply(dst).DocArray("collections", colls).Finish(), nil
 }
@@ -84,6 +91,31 @@ func checkCollectionName(c string) error {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified: empty collection name")
 	}
 	return nil
+}
+
+// shapeDocs lists the query shapes the advice read, most run first, as
+// $queryStats-like documents: {command, equality, range, sort, runs,
+// examined, returned, plan}.
+func shapeDocs(shapes []advise.Shape) []bsoncore.Document {
+	shapes = append([]advise.Shape(nil), shapes...)
+	sort.SliceStable(shapes, func(i, j int) bool { return shapes[i].Runs > shapes[j].Runs })
+	out := make([]bsoncore.Document, len(shapes))
+	for i, sh := range shapes {
+		r := NewReply(nil).String("command", sh.Command).StringArray("equality", orEmpty(sh.Equality)).
+			StringArray("range", orEmpty(sh.Range)).StringArray("sort", orEmpty(sh.Sort))
+		if len(sh.ArrayPositions) > 0 {
+			r.StringArray("arrayPositions", sh.ArrayPositions)
+		}
+		out[i] = r.Count("runs", sh.Runs).Count("examined", sh.Examined).Count("returned", sh.Returned).String("plan", sh.Plan).End()
+	}
+	return out
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func findingDoc(f advise.Finding) bsoncore.Document {
@@ -139,13 +171,24 @@ func shapeOf(d bsoncore.Document) (advise.Shape, string, bool) {
 	if !ok || ns == "" {
 		return advise.Shape{}, "", false
 	}
-	els, _ := cmd.Elements()
-	if len(els) == 0 {
+	sh, ok := shapeOfCommand(cmd)
+	if !ok {
 		return advise.Shape{}, "", false
 	}
-	sh := advise.Shape{Command: els[0].Key(), Runs: 1, Plan: lookupString(d, "planSummary")}
+	sh.Runs, sh.Plan = 1, lookupString(d, "planSummary")
 	sh.Examined = lookupInt(d, "keysExamined") + lookupInt(d, "docsExamined")
 	sh.Returned = lookupInt(d, "nreturned") + lookupInt(d, "nMatched") + lookupInt(d, "ndeleted")
+	return sh, ns, true
+}
+
+// shapeOfCommand is the query shape of a command body (without counts): the
+// fields its filter tests, its sort, the array positions its update names.
+func shapeOfCommand(cmd bsoncore.Document) (advise.Shape, bool) {
+	el, err := cmd.IndexErr(0)
+	if err != nil {
+		return advise.Shape{}, false
+	}
+	sh := advise.Shape{Command: el.Key()}
 	var filter, sort bsoncore.Document
 	switch sh.Command {
 	case "find":
@@ -186,11 +229,11 @@ func shapeOf(d bsoncore.Document) (advise.Shape, string, bool) {
 			}
 		}
 	default:
-		return advise.Shape{}, "", false
+		return advise.Shape{}, false
 	}
 	sh.Equality, sh.Range = filterFields(filter, nil, nil)
 	sh.Sort = fieldNamesOf(sort)
-	return sh, ns, true
+	return sh, true
 }
 
 // filterFields lists the fields a filter tests by equality ($eq, $in or a

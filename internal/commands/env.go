@@ -75,6 +75,9 @@ type Env struct {
 	// Usage counts every command: latencies, documents, per-collection
 	// time (usage.go).
 	Usage Usage
+	// Shapes is the sampled record of query shapes the advisor reads
+	// (shapes.go).
+	Shapes *QueryShapes
 
 	Connections ConnCounters
 	Ops         OpCounters
@@ -171,6 +174,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		Started:   time.Now(),
 		ProcessID: bson.NewObjectID(),
 		Profiler:  newProfiler(),
+		Shapes:    newQueryShapes(),
 	}
 	env.Usage.initCommands()
 	env.Sessions = session.NewTable(eng, nil)

@@ -214,6 +214,9 @@ func (e *Env) observe(ctx context.Context, s *Session, req *Request, cmd *comman
 		s.nsBuf = ns
 	}
 	e.Usage.record(req.Name, classOf(req.Name), elapsedMicros(dur), ns, &s.stat)
+	if err == nil && e.Shapes.sample() {
+		e.Shapes.record(reqNS(req), req.Body, &s.stat) // shapes.go
+	}
 	p := e.Profiler
 	slow := dur.Milliseconds() > p.SlowMS()
 	if !slow && p.active.Load() == 0 {

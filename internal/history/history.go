@@ -57,12 +57,7 @@ type Monitor struct {
 // Start starts a monitor over eng; Stop it before closing eng.
 func Start(eng *engine.Engine, opts Options) *Monitor {
 	m := New(eng, opts)
-	m.loop = periodic.Start(opts.Period, DefaultPeriod, func() {
-		if m.opts.Active != nil && !m.opts.Active() {
-			return
-		}
-		m.Pass()
-	})
+	m.loop = periodic.Start(opts.Period, DefaultPeriod, opts.Active, func() { m.Pass() })
 	return m
 }
 

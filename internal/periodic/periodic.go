@@ -19,8 +19,10 @@ type Loop struct {
 }
 
 // Start runs pass every period() (read before every sleep; a non-positive
-// value means def) until Stop.
-func Start(period func() time.Duration, def time.Duration, pass func()) *Loop {
+// value means def) until Stop. active, when set, is asked before each
+// pass; false skips it (a replica set member that is not primary: only the
+// primary's background writes replicate).
+func Start(period func() time.Duration, def time.Duration, active func() bool, pass func()) *Loop {
 	l := &Loop{stop: make(chan struct{}), done: make(chan struct{})}
 	every := func() time.Duration {
 		if period != nil {
@@ -45,7 +47,9 @@ func Start(period func() time.Duration, def time.Duration, pass func()) *Loop {
 				continue
 			}
 			last = time.Now()
-			pass()
+			if active == nil || active() {
+				pass()
+			}
 		}
 	}()
 	return l

@@ -60,12 +60,7 @@ func Start(eng *engine.Engine, opts Options) *Monitor {
 		opts.Now = time.Now
 	}
 	m := &Monitor{eng: eng, opts: opts}
-	m.loop = periodic.Start(opts.Period, DefaultPeriod, func() {
-		if m.opts.Active != nil && !m.opts.Active() {
-			return
-		}
-		m.Pass()
-	})
+	m.loop = periodic.Start(opts.Period, DefaultPeriod, opts.Active, func() { m.Pass() })
 	return m
 }
 

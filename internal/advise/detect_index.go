@@ -3,13 +3,10 @@ package advise
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
-
-func sortInts(s []int) { sort.Ints(s) }
 
 // keyField is one field of an index key pattern.
 type keyField struct{ name, kind string }

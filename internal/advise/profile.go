@@ -2,6 +2,7 @@ package advise
 
 import (
 	"regexp"
+	"sort"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -190,6 +191,6 @@ func (s *pathStat) percentile(q float64) int {
 		return 0
 	}
 	ls := append([]int(nil), s.lengths...)
-	sortInts(ls)
+	sort.Ints(ls)
 	return ls[int(q*float64(len(ls)-1))]
 }

@@ -39,8 +39,9 @@ func cmdAdvise(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		return nil, mongoerr.New(mongoerr.BadValue, "sampleSize must be between 1 and %d, not %d", adviseMaxSample, n)
 	}
 	var names []string
-	if c, ok := req.First().StringValueOK(); ok {
-		if err := checkCollectionName(c); err != nil {
+	if req.First().Type == bsoncore.TypeString {
+		c, err := req.Collection() // its name checked as every command's
+		if err != nil {
 			return nil, err
 		}
 		if s.Env.Engine.Catalog().Collection(req.DB, c) == nil {
@@ -84,13 +85,6 @@ func cmdAdvise(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 			DocArray("queryShapes", shapeDocs(in.Shapes)).String("queryShapesFrom", source).DocArray("findings", docs).End())
 	}
 	return NewReply(dst).DocArray("collections", colls).Finish(), nil
-}
-
-func checkCollectionName(c string) error {
-	if c == "" {
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified: empty collection name")
-	}
-	return nil
 }
 
 // shapeDocs lists the query shapes the advice read, most run first, as

@@ -238,18 +238,27 @@ func NewNode(cfg Config) (*Node, error) {
 // (outcome unknown too).
 func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
 	p := &proposal{data: payload, done: make(chan error, 1)}
+	if err := submit(ctx, n, n.propc, p, p.done); err != nil {
+		return 0, err
+	}
+	return p.index, nil
+}
+
+// submit hands req to the node loop on ch and waits for the outcome the
+// loop sends on done, or for ctx to end or the node to stop first.
+func submit[R any](ctx context.Context, n *Node, ch chan<- R, req R, done <-chan error) error {
 	select {
-	case n.propc <- p:
+	case ch <- req:
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return ctx.Err()
 	case <-n.done:
-		return 0, n.stoppedErr()
+		return n.stoppedErr()
 	}
 	select {
-	case err := <-p.done:
-		return p.index, err
+	case err := <-done:
+		return err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -360,19 +369,10 @@ func (n *Node) TransferLeadership(to uint64) error {
 // returns the read index.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	r := &readReq{done: make(chan error, 1)}
-	select {
-	case n.readc <- r:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-n.done:
-		return 0, n.stoppedErr()
+	if err := submit(ctx, n, n.readc, r, r.done); err != nil {
+		return 0, err
 	}
-	select {
-	case err := <-r.done:
-		return r.index, err
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
+	return r.index, nil
 }
 
 // Compact snapshots the state machine at the applied index and truncates

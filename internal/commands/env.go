@@ -241,6 +241,8 @@ type Session struct {
 	stat opStats
 	// nsBuf is scratch for the namespace a command is counted under.
 	nsBuf []byte
+	// usage remembers the counters of the namespace counted last.
+	usage usageCache
 	// sess is the logical session of the command in progress (sessions.go).
 	sess cmdSession
 }

@@ -411,8 +411,8 @@ var asOfCommands = map[string]bool{"find": true, "aggregate": true, "count": tru
 // (0 when the request reads the latest documents). checkReadConcern let it
 // through only for asOfCommands.
 func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
-	rc, err := req.Body.LookupErr("readConcern")
-	if err != nil {
+	rc, ok := req.Arg("readConcern") // the fields split once, not a walk of the body
+	if !ok {
 		return 0, nil
 	}
 	d, ok := rc.DocumentOK()

@@ -213,7 +213,7 @@ func (e *Env) observe(ctx context.Context, s *Session, req *Request, cmd *comman
 	if ns != nil {
 		s.nsBuf = ns
 	}
-	e.Usage.record(req.Name, classOf(req.Name), elapsedMicros(dur), ns, &s.stat)
+	e.Usage.record(req.Name, classOf(req.Name), elapsedMicros(dur), ns, &s.stat, &s.usage)
 	if err == nil && e.Shapes.sample() {
 		e.Shapes.record(reqNS(req), req.Body, &s.stat) // shapes.go
 	}

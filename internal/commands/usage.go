@@ -170,6 +170,18 @@ type Usage struct {
 
 	mu    sync.RWMutex
 	colls map[string]*collUsage
+	// forgets counts forget calls: a connection's remembered counters
+	// (usageCache) are good while it has not changed.
+	forgets atomic.Uint64
+}
+
+// usageCache is one connection's memory of the counters of the namespace
+// it counted last: a connection's commands mostly name one collection, and
+// the shared map's read lock is an atomic every connection writes.
+type usageCache struct {
+	ns      []byte
+	c       *collUsage
+	forgets uint64
 }
 
 // initCommands gives every registered command its latency counters.
@@ -182,7 +194,7 @@ func (u *Usage) initCommands() {
 
 // record counts one command that took us microseconds; ns is its
 // "db.collection" as bytes (nil: it names no collection).
-func (u *Usage) record(name string, class opClass, us int64, ns []byte, st *opStats) {
+func (u *Usage) record(name string, class opClass, us int64, ns []byte, st *opStats, mem *usageCache) {
 	u.lat[class].add(us)
 	if l := u.byCmd[name]; l != nil {
 		l.add(us)
@@ -204,7 +216,13 @@ func (u *Usage) record(name string, class opClass, us int64, ns []byte, st *opSt
 	if ns == nil {
 		return
 	}
-	c := u.coll(ns)
+	var c *collUsage
+	if f := u.forgets.Load(); mem.c != nil && mem.forgets == f && string(mem.ns) == string(ns) {
+		c = mem.c
+	} else {
+		c = u.coll(ns)
+		mem.ns, mem.c, mem.forgets = append(mem.ns[:0], ns...), c, f
+	}
 	c.lat[class].add(us)
 	if scan {
 		c.collScans.Add(1)
@@ -263,6 +281,7 @@ func (u *Usage) lookup(ns string) *collUsage {
 func (u *Usage) forget(ns string) {
 	u.mu.Lock()
 	delete(u.colls, ns)
+	u.forgets.Add(1)
 	u.mu.Unlock()
 }
 

@@ -27,13 +27,26 @@ import (
 // Ops is the registry of operations in progress. The zero value is ready.
 type Ops struct {
 	next atomic.Int64
-	// A mutex and an intrusive list (Op.prev, Op.next) rather than a map:
-	// every command adds and removes its entry once, which a list does by
-	// relinking two pointers, where a map hashes twice and a sync.Map
-	// allocates; only killOp and currentOp, which are rare, walk it.
+	// Intrusive lists (Op.prev, Op.next) rather than a map: every command
+	// adds and removes its entry once, which a list does by relinking two
+	// pointers, where a map hashes twice and a sync.Map allocates; only
+	// killOp and currentOp, which are rare, walk them. The lists are
+	// sharded by op id so that concurrent connections do not queue on one
+	// mutex (issue 15: the registry's lock was a visible share of a
+	// 16-connection read workload's CPU).
+	shards [opShards]opList
+}
+
+const opShards = 16
+
+// opList is one shard of the registry, padded to its own cache line.
+type opList struct {
 	mu   sync.Mutex
 	head *Op // newest first
+	_    [64 - 16]byte
 }
+
+func (o *Ops) shard(id int64) *opList { return &o.shards[uint64(id)%opShards] }
 
 // OpInfo describes an operation when it begins.
 type OpInfo struct {
@@ -106,13 +119,14 @@ func (o *Ops) Begin(info OpInfo) *Op {
 	if info.Parent != nil {
 		op.ctx.Init(info.Parent)
 	}
-	o.mu.Lock()
-	op.next = o.head
-	if o.head != nil {
-		o.head.prev = op
+	l := o.shard(op.ID)
+	l.mu.Lock()
+	op.next = l.head
+	if l.head != nil {
+		l.head.prev = op
 	}
-	o.head = op
-	o.mu.Unlock()
+	l.head = op
+	l.mu.Unlock()
 	return op
 }
 
@@ -135,17 +149,18 @@ func (o *Ops) End(op *Op) {
 	op.ended = true
 	op.info.Command = nil
 	op.mu.Unlock()
-	o.mu.Lock()
+	l := o.shard(op.ID)
+	l.mu.Lock()
 	if op.prev != nil {
 		op.prev.next = op.next
-	} else if o.head == op {
-		o.head = op.next
+	} else if l.head == op {
+		l.head = op.next
 	}
 	if op.next != nil {
 		op.next.prev = op.prev
 	}
 	op.prev, op.next = nil, nil
-	o.mu.Unlock()
+	l.mu.Unlock()
 	if op.info.Parent != nil {
 		op.ctx.End()
 	}
@@ -155,12 +170,13 @@ func (o *Ops) End(op *Op) {
 // progress and can be interrupted. The operation ends on its own, at its next
 // check of its context (package opctx).
 func (o *Ops) Kill(id int64) bool {
-	o.mu.Lock()
-	op := o.head
+	l := o.shard(id)
+	l.mu.Lock()
+	op := l.head
 	for op != nil && op.ID != id {
 		op = op.next
 	}
-	o.mu.Unlock()
+	l.mu.Unlock()
 	if op == nil {
 		return false
 	}
@@ -203,12 +219,15 @@ func (op *Op) SetProgress(msg string, done, total int64) {
 // List copies the status of every operation in progress, oldest first.
 func (o *Ops) List() []OpStatus {
 	var out []OpStatus
-	o.mu.Lock()
 	var ops []*Op
-	for op := o.head; op != nil; op = op.next {
-		ops = append(ops, op)
+	for i := range o.shards {
+		l := &o.shards[i]
+		l.mu.Lock()
+		for op := l.head; op != nil; op = op.next {
+			ops = append(ops, op)
+		}
+		l.mu.Unlock()
 	}
-	o.mu.Unlock()
 	for _, op := range ops {
 		op.mu.Lock()
 		if !op.ended {

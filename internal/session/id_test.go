@@ -1,6 +1,7 @@
 package session
 
 import (
+	"crypto/sha256"
 	"errors"
 	"testing"
 
@@ -46,6 +47,23 @@ func TestParseLSID(t *testing.T) {
 		}
 		if tc.want == 0 && (id.UUID[0] != 7 || id.UID != user) {
 			t.Errorf("%s: parsed %+v", tc.name, id)
+		}
+	}
+}
+
+// TestUIDOfUserKept: the kept hashes are the hashes, on the first call and
+// on the ones after it (the table answers from memory).
+func TestUIDOfUserKept(t *testing.T) {
+	for _, c := range []struct{ user, hashed string }{
+		{"", ""},
+		{"admin.bob", "bob@admin"},
+		{"test.a.b", "a.b@test"},
+	} {
+		want := sha256.Sum256([]byte(c.hashed))
+		for range 2 {
+			if got := UIDOfUser(c.user); got != want {
+				t.Fatalf("UIDOfUser(%q) = %x, want sha256(%q)", c.user, got, c.hashed)
+			}
 		}
 	}
 }

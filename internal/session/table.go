@@ -115,6 +115,16 @@ func (u *Use) ID() ID { return u.id }
 func (t *Table) Checkout(ctx context.Context, id ID, user string, interrupt func(error)) (*Use, error) {
 	t.mu.Lock()
 	e := t.entryLocked(id, user)
+	// The common case, a session no other command holds, takes its turn
+	// under the one lock and never asks ctx for its Done channel (which an
+	// operation's context makes on first use).
+	select {
+	case e.turn <- struct{}{}:
+		e.interrupt = interrupt
+		t.mu.Unlock()
+		return &Use{t: t, id: id, e: e}, nil
+	default:
+	}
 	t.mu.Unlock()
 	select {
 	case e.turn <- struct{}{}:
@@ -307,8 +317,25 @@ func uidName(user string) string {
 	return user
 }
 
-// UIDOfUser is the uid of a user given as "db.name" ("" for none).
-func UIDOfUser(user string) [32]byte { return UIDOf(uidName(user)) }
+// UIDOfUser is the uid of a user given as "db.name" ("" for none). Every
+// command with an lsid asks for it, so the hashes are kept: the one of no
+// user, and those of the users seen (few; a dropped user's stays).
+func UIDOfUser(user string) [32]byte {
+	if user == "" {
+		return noUserUID
+	}
+	if uid, ok := userUIDs.Load(user); ok {
+		return uid.([32]byte)
+	}
+	uid := UIDOf(uidName(user))
+	userUIDs.Store(user, uid)
+	return uid
+}
+
+var (
+	noUserUID = UIDOf("")
+	userUIDs  sync.Map // user key → [32]byte
+)
 
 // RefreshInterval is how often the table expires unused sessions and
 // writes itself to config.system.sessions (MongoDB's

@@ -49,7 +49,20 @@ func TestCheckoutSerializes(t *testing.T) {
 	if n := tbl.Kill(func(ID, string) bool { return true }, cause); n != 1 || stopped != cause {
 		t.Errorf("Kill: %d sessions, running command stopped with %v", n, stopped)
 	}
+	// A command waiting for its turn gets it when the first releases.
+	got := make(chan error, 1)
+	go func() {
+		u, err := tbl.Checkout(context.Background(), id, "", nil)
+		if err == nil {
+			u.Release()
+		}
+		got <- err
+	}()
+	time.Sleep(5 * time.Millisecond)
 	use.Release()
+	if err := <-got; err != nil {
+		t.Errorf("a waiting checkout after the release: %v", err)
+	}
 }
 
 // TestForget: after Forget a session's newest transaction number is read

@@ -179,15 +179,17 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Usage.initCommands()
 	env.Sessions = session.NewTable(eng, nil)
 	env.Sessions.OnKill(env.Cursors.closeSessionCursors)
-	env.Sessions.Run(session.RefreshInterval, log)
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	// The TTL monitor and history retention delete on the primary only,
 	// as MongoDB's TTL monitor does: only the primary's writes replicate.
+	// The session table is flushed there only too (a secondary's write of
+	// config.system.sessions would be refused and logged every refresh).
 	primaryOnly := func() bool {
 		rs, _ := env.repl.Load().(ReplicaSet)
 		return rs == nil || rs.CanWrite() == nil
 	}
+	env.Sessions.Run(session.RefreshInterval, log, primaryOnly)
 	env.TTL = startTTLMonitor(eng, params, log, primaryOnly)
 	env.History = history.Start(eng, history.Options{Logger: log, Period: ttlPeriod(params), Active: primaryOnly})
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})

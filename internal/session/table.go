@@ -343,8 +343,11 @@ var (
 const RefreshInterval = 5 * time.Minute
 
 // Run starts the refresh loop: every interval, Expire then Flush (errors
-// are logged). Stop ends it with a last Flush.
-func (t *Table) Run(every time.Duration, log *slog.Logger) {
+// are logged). Stop ends it with a last Flush. writable, when set, says
+// whether this node may write config.system.sessions now (a replica set's
+// secondary may not: only the primary flushes, as MongoDB's sessions
+// collection is written through the primary); nil means always.
+func (t *Table) Run(every time.Duration, log *slog.Logger, writable func() bool) {
 	t.stop = make(chan struct{})
 	t.stopped = make(chan struct{})
 	go func() {
@@ -357,6 +360,9 @@ func (t *Table) Run(every time.Duration, log *slog.Logger) {
 				return
 			case <-tick.C:
 				t.Expire()
+				if writable != nil && !writable() {
+					continue
+				}
 				if err := t.Flush(); err != nil {
 					log.Warn("cannot write the session table to config.system.sessions", "err", err)
 				}

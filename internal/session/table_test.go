@@ -3,8 +3,12 @@ package session
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairndb/cairn/internal/engine"
 )
 
 // TestExpire: a session unused for the timeout expires, one in use or used
@@ -81,5 +85,39 @@ func TestForget(t *testing.T) {
 	defer tbl.mu.Unlock()
 	if e.loaded || e.txn != -1 {
 		t.Errorf("after Forget: loaded %v, txn %d; want false, -1", e.loaded, e.txn)
+	}
+}
+
+// TestRunFlushesWhenWritable: the refresh loop writes the table only while
+// the node may write (a secondary's flush would be refused): a dirty
+// session stays dirty while writable says no, and is written once it says
+// yes.
+func TestRunFlushesWhenWritable(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	tbl := NewTable(eng, nil)
+	id := tbl.Start("")
+	var primary atomic.Bool
+	tbl.Run(time.Millisecond, slog.New(slog.DiscardHandler), primary.Load)
+	defer tbl.Stop()
+	dirty := func() bool {
+		tbl.mu.Lock()
+		defer tbl.mu.Unlock()
+		return tbl.m[id].dirty
+	}
+	time.Sleep(20 * time.Millisecond)
+	if !dirty() {
+		t.Fatal("a secondary's refresh loop flushed the session table")
+	}
+	primary.Store(true)
+	deadline := time.Now().Add(5 * time.Second)
+	for dirty() {
+		if time.Now().After(deadline) {
+			t.Fatal("the primary's refresh loop never flushed the session table")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -305,3 +305,41 @@ func TestLintFuzzCorpora(t *testing.T) {
 		t.Errorf("found %d fuzz targets; did the walk miss some?", targets)
 	}
 }
+
+// TestLintLayoutTable: README's layout table names every package under
+// internal/ exactly once, and no package that is not there (issue 15: the
+// table says what each package owns, and it is true). A new package fails
+// here until its row is written.
+func TestLintLayoutTable(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `internal/"); ok {
+			if name, _, ok := strings.Cut(rest, "` |"); ok {
+				rows["internal/"+name]++
+			}
+		}
+	}
+	pkgs := map[string]bool{}
+	for _, path := range goFiles(t) {
+		if dir := filepath.ToSlash(filepath.Dir(path)); strings.HasPrefix(dir, "internal/") && strings.Count(dir, "/") == 1 {
+			pkgs[dir] = true
+		}
+	}
+	if len(pkgs) < 30 {
+		t.Fatalf("found %d packages under internal/; did the walk miss some?", len(pkgs))
+	}
+	for p := range pkgs {
+		if rows[p] != 1 {
+			t.Errorf("README's layout table has %d rows for %s, want one", rows[p], p)
+		}
+	}
+	for p := range rows {
+		if !pkgs[p] {
+			t.Errorf("README's layout table names %s, which is not a package", p)
+		}
+	}
+}

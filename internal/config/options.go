@@ -43,6 +43,9 @@ type Options struct {
 	LogLevel string
 
 	Auth bool
+	// KeyFile is the shared secret members authenticate with
+	// (security.keyFile); it implies Auth.
+	KeyFile string
 
 	// Profile is the profiling level of every database at startup (0, 1, 2).
 	Profile        int
@@ -254,6 +257,7 @@ var options = []option{
 		return nil
 	}},
 	{flags: []string{"auth"}, kind: kindBool, usage: "require clients to authenticate (SCRAM-SHA-256 or SCRAM-SHA-1) and check their roles' privileges; with no user yet, a client on this host may create the first one (the localhost exception) [security.authorization: enabled]", set: boolField(func(o *Options) *bool { return &o.Auth })},
+	{path: "security.keyFile", flags: []string{"keyFile"}, arg: "FILE", usage: "the replica set's shared key (base64 characters, 6 to 1024 of them; readable by its owner only): members prove they hold it to each other, and the internal user __system@local authenticates with it over SCRAM; implies --auth", set: stringField(func(o *Options) *string { return &o.KeyFile })},
 	{flags: []string{"noauth"}, kind: kindBool, usage: "no access control (the default)", set: func(o *Options, v string) error {
 		on, err := strconv.ParseBool(v)
 		if err == nil && on {
@@ -374,6 +378,10 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
+
+// AuthEnabled reports whether clients must authenticate: --auth, or a
+// key file (which implies it, as in mongod).
+func (o *Options) AuthEnabled() bool { return o.Auth || o.KeyFile != "" }
 
 // ListenIP is the addresses the server binds, comma-separated (for
 // getCmdLineOpts and the exposure warning).

@@ -10,10 +10,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/cairndb/cairn/internal/auth"
+	"github.com/cairndb/cairn/internal/clusterkeys"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/history"
+	"github.com/cairndb/cairn/internal/periodic"
 	"github.com/cairndb/cairn/internal/session"
 	"github.com/cairndb/cairn/internal/ttl"
 )
@@ -89,6 +91,10 @@ type Env struct {
 	// History is the retention monitor of versioned collections, started
 	// with the Env on the TTL monitor's period (params.go).
 	History *history.Monitor
+	// Keys sign and validate cluster times (clustertime.go); keyLoop makes
+	// them on the primary.
+	Keys    *clusterkeys.Keys
+	keyLoop *periodic.Loop
 	// FailPoints are the server's named fail points (the engine's and
 	// failCommand), set by configureFailPoint when test commands are on.
 	FailPoints  *failpoint.Registry
@@ -190,6 +196,8 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	}
 	env.TTL = startTTLMonitor(eng, params, log, primaryOnly)
 	env.History = history.Start(eng, history.Options{Logger: log, Period: ttlPeriod(params), Active: primaryOnly})
+	env.Keys = clusterkeys.New(keysBacking{env})
+	env.keyLoop = env.startKeyRotation(primaryOnly)
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
 	if err != nil {
 		// Unreadable users must not open the server unprotected.
@@ -212,6 +220,7 @@ func (e *Env) Close() {
 	}
 	e.TTL.Stop()
 	e.History.Stop()
+	e.keyLoop.Stop()
 	e.Cursors.CloseAll()
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/config"
@@ -145,7 +146,7 @@ func serveCommand(stdout, stderr io.Writer) *cobra.Command {
 // helpSections order and title serve's options by config file section, as
 // mongod's help groups them.
 var helpSections = []struct{ section, title string }{
-	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"},
+	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"}, {"auditLog", "Audit (MongoDB Enterprise's)"},
 	{"replication", "Replication"}, {"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
 	{"cairn", "Cairn"},
 }
@@ -314,6 +315,12 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	if err != nil {
 		return err
 	}
+	auditLog, err := audit.Open(audit.Options{Destination: opts.Audit.Destination, Format: opts.Audit.Format, Path: opts.Audit.Path,
+		Filter: opts.Audit.Filter, Local: net.JoinHostPort(opts.ListenIPs()[0], strconv.Itoa(opts.Port))})
+	if err != nil {
+		return err
+	}
+	defer auditLog.Close()
 	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), OplogSize: opts.OplogSizeMB << 20, Logger: log})
 	if err != nil {
 		return err
@@ -342,6 +349,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	if key != nil {
 		env.Access.Users.SetSystemUser(systemUser)
 	}
+	env.Audit = auditLog
 	var member *replset.Member
 	if opts.ReplSetName != "" {
 		m, err := replset.New(replset.Options{SetName: opts.ReplSetName, Dir: dir, Port: opts.Port, BindIP: opts.ListenIP(), Engine: eng, Logger: log,

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/clusterkeys"
 	"github.com/cairndb/cairn/internal/engine"
@@ -95,6 +96,8 @@ type Env struct {
 	// them on the primary.
 	Keys    *clusterkeys.Keys
 	keyLoop *periodic.Loop
+	// Audit is the audit log (nil: none; audit.go). Set it before serving.
+	Audit *audit.Log
 	// FailPoints are the server's named fail points (the engine's and
 	// failCommand), set by configureFailPoint when test commands are on.
 	FailPoints  *failpoint.Registry
@@ -240,6 +243,9 @@ type Session struct {
 
 	// auth is who the connection authenticated as (auth.go).
 	auth sessionAuth
+	// auditConn is the connection's UUID in audit events (made on the
+	// first one).
+	auditConn [16]byte
 
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.

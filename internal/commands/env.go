@@ -191,6 +191,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Sessions.Run(session.RefreshInterval, log)
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
+	env.FailPoints.Define(backupPauseFailPoint) // cmd_createbackup.go
 	// The TTL monitor and history retention delete on the primary only,
 	// as MongoDB's TTL monitor does: only the primary's writes replicate.
 	primaryOnly := func() bool {

@@ -46,6 +46,11 @@ type sessionAuth struct {
 	convID    int32
 	skipEmpty bool
 	finished  bool
+	// advance caches whether privs allow advanceClusterTime, for
+	// advanceUser as of advanceGen (clustertime.go).
+	advance     bool
+	advanceUser *auth.User
+	advanceGen  uint64
 }
 
 // usersBacking stores users (or roles) in ns through the engine.

@@ -68,7 +68,16 @@ func mayAdvanceClock(s *Session) bool {
 	if acc == nil || !acc.Enabled {
 		return true
 	}
-	return s.auth.user != nil && s.privileges().Allows(auth.Cluster, "advanceClusterTime")
+	a := &s.auth
+	if a.user == nil {
+		return false
+	}
+	privs := s.privileges() // resolves again when the users changed
+	// Cached per user and resolution: every reply of a member asks.
+	if a.advanceUser != a.user || a.advanceGen != a.gen {
+		a.advance, a.advanceGen, a.advanceUser = privs.Allows(auth.Cluster, "advanceClusterTime"), a.gen, a.user
+	}
+	return a.advance
 }
 
 // SetClusterTimes turns the replica-set behaviour of cluster times on or

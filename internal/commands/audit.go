@@ -153,7 +153,7 @@ func auditAuthenticate(s *Session, user, db, mechanism string, err error) {
 	if s.Env.Audit == nil {
 		return
 	}
-	result := mongoerr.Code(0)
+	var result mongoerr.Code // 0: success
 	if err != nil {
 		result = mongoerr.CodeOf(err)
 	}

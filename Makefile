@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth
 
 all: build
 
@@ -109,6 +109,16 @@ REPLSET_ROUNDS ?= 20
 REPLSET_SEED ?=
 replset-soak:
 	CAIRN_REPLSET_ROUNDS=$(REPLSET_ROUNDS) CAIRN_REPLSET_SEED=$(REPLSET_SEED) $(GO) test -count=1 -run '^TestReplicaSetSurvivesPrimaryKill$$' -timeout 60m -v .
+
+## soak-preauth: issue 22's bounded soak of the pre-authentication surface:
+## PREAUTH_N (default 1,000,000) mutated handshake, SASL and command
+## messages on unauthenticated connections of a server with --auth, each
+## connection mid-SCRAM (TestPreAuthSoak; `make test` sends 20,000). Set
+## PREAUTH_SEED to replay; every run prints its seed.
+PREAUTH_N ?= 1000000
+PREAUTH_SEED ?= 0
+soak-preauth:
+	$(GO) test -count=1 -run '^TestPreAuthSoak$$' -timeout 60m -v ./internal/server/ -args -preauth.n $(PREAUTH_N) -preauth.seed $(PREAUTH_SEED)
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

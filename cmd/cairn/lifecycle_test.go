@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -355,6 +356,36 @@ func TestBackupAndRestore(t *testing.T) {
 	}
 	if code := run([]string{"backup", "--uri", "mongodb://" + p.addr, "--out", out}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "is not empty") {
 		t.Errorf("a backup into a used directory: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestBackupProgress: cairn backup prints the server's progress while the
+// backup runs (held by the createBackupPauseAfterFiles fail point, so it
+// runs long enough to be watched).
+func TestBackupProgress(t *testing.T) {
+	p := startCairn(t, "--setParameter", "enableTestCommands=1")
+	ctx := context.Background()
+	c := p.client(t)
+	if _, err := c.Database("test").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	fp := func(mode string) {
+		if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "createBackupPauseAfterFiles"}, {Key: "mode", Value: mode}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fp("alwaysOn")
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		fp("off")
+	}()
+	out := filepath.Join(t.TempDir(), "backup")
+	var stdout, stderr strings.Builder
+	if code := run([]string{"backup", "--uri", "mongodb://" + p.addr, "--out", out, "--progress", "100ms"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("cairn backup: exit %d, %s%s", code, stdout.String(), stderr.String())
+	}
+	if !regexp.MustCompile(`(?m)^  \d+ files, \d+ bytes written \(about \d+% of \d+ bytes\)$`).MatchString(stdout.String()) {
+		t.Errorf("no progress line in:\n%s", stdout.String())
 	}
 }
 

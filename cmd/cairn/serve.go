@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairndb/cairn/internal/audit"
+	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/config"
 	"github.com/cairndb/cairn/internal/engine"
@@ -144,7 +146,7 @@ func serveCommand(stdout, stderr io.Writer) *cobra.Command {
 // helpSections order and title serve's options by config file section, as
 // mongod's help groups them.
 var helpSections = []struct{ section, title string }{
-	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"},
+	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"}, {"auditLog", "Audit (MongoDB Enterprise's)"},
 	{"replication", "Replication"}, {"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
 	{"cairn", "Cairn"},
 }
@@ -309,6 +311,16 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		}
 		defer os.Remove(opts.PIDFilePath)
 	}
+	key, systemUser, err := readKeyFile(opts.KeyFile)
+	if err != nil {
+		return err
+	}
+	auditLog, err := audit.Open(audit.Options{Destination: opts.Audit.Destination, Format: opts.Audit.Format, Path: opts.Audit.Path,
+		Filter: opts.Audit.Filter, Local: net.JoinHostPort(opts.ListenIPs()[0], strconv.Itoa(opts.Port))})
+	if err != nil {
+		return err
+	}
+	defer auditLog.Close()
 	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), OplogSize: opts.OplogSizeMB << 20, Logger: log})
 	if err != nil {
 		return err
@@ -329,15 +341,19 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		}
 	}
 	env := commands.NewEnv(eng, commands.Config{
-		Port: opts.Port, BindIP: opts.ListenIP(), DBPath: dir, Argv: os.Args, CairnVer: version, Auth: opts.Auth, Given: opts.Given,
+		Port: opts.Port, BindIP: opts.ListenIP(), DBPath: dir, Argv: os.Args, CairnVer: version, Auth: opts.AuthEnabled(), Given: opts.Given,
 		ReplSetName: opts.ReplSetName,
 	}, log)
 	env.Logs = ring
 	defer env.Close()
+	if key != nil {
+		env.Access.Users.SetSystemUser(systemUser)
+	}
+	env.Audit = auditLog
 	var member *replset.Member
 	if opts.ReplSetName != "" {
 		m, err := replset.New(replset.Options{SetName: opts.ReplSetName, Dir: dir, Port: opts.Port, BindIP: opts.ListenIP(), Engine: eng, Logger: log,
-			OnPromote: env.Sessions.Forget})
+			OnPromote: env.Sessions.Forget, Key: key})
 		if err != nil {
 			return err
 		}
@@ -434,4 +450,22 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 			return err
 		}
 	}
+}
+
+// readKeyFile reads --keyFile (nil, nil with none) and makes the internal
+// user __system@local from it. A file with group or other permissions, or
+// a key outside mongod's format, stops the server before it opens the data.
+func readKeyFile(path string) ([]byte, *auth.User, error) {
+	if path == "" {
+		return nil, nil, nil
+	}
+	key, err := auth.ReadKeyFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--keyFile (security.keyFile): %w", err)
+	}
+	u, err := auth.NewSystemUser(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, u, nil
 }

@@ -76,3 +76,10 @@ func (c *Conversation) User() *User {
 	}
 	return nil
 }
+
+// Username is the name the client gave (known once its first message was
+// read, whether or not it proves the password), for the audit log.
+func (c *Conversation) Username() string { return c.conv.Username() }
+
+// DB is the database whose users the conversation is for.
+func (c *Conversation) DB() string { return c.db }

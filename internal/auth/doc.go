@@ -17,6 +17,11 @@
 //     it (or a wider one that, as MongoDB's, matches it); system.*
 //     collections are never matched by a database-wide or any-database
 //     privilege.
+//   - "Internal user in memory only": with a key file (keyfile.go),
+//     __system@local authenticates with the key as its password over both
+//     SCRAMs and holds anyAction on anyResource; it is never written to
+//     admin.system.users, listed, or grantable as a role
+//     (TestSystemUser).
 //   - "One user per connection": a Conversation authenticates one user; a
 //     connection keeps the one it proved (MongoDB 6.0+).
 //

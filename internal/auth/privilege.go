@@ -59,7 +59,7 @@ type Privileges []Privilege
 // Allows reports whether ps grant action on target.
 func (ps Privileges) Allows(target Resource, action string) bool {
 	for i := range ps {
-		if ps[i].Resource.covers(target) && slices.Contains(ps[i].Actions, action) {
+		if ps[i].Resource.covers(target) && (slices.Contains(ps[i].Actions, action) || slices.Contains(ps[i].Actions, AnyAction)) {
 			return true
 		}
 	}

@@ -134,6 +134,10 @@ func (s *Store) Resolve(roles []RoleName) (Privileges, []RoleName) {
 				continue
 			}
 			seen = append(seen, r)
+			if r == SystemRole {
+				ps = append(ps, Privilege{Resource{AnyResource: true}, []string{AnyAction}})
+				continue
+			}
 			if p, ok := Builtin(r); ok {
 				ps = append(ps, p...)
 				continue

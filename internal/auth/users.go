@@ -57,8 +57,10 @@ type Backing interface {
 type Store struct {
 	mu    sync.RWMutex
 	users map[string]*User
-	back  Backing
-	roles *roleStore
+	// system is the internal user while a keyFile is in use (keyfile.go).
+	system *User
+	back   Backing
+	roles  *roleStore
 	// gen counts changes, so a connection's cached privileges know when to
 	// resolve again.
 	gen atomic.Uint64
@@ -100,6 +102,9 @@ func (s *Store) Empty() bool {
 func (s *Store) Lookup(db, name string) (*User, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if isSystem(db, name) {
+		return s.system, s.system != nil
+	}
 	u, ok := s.users[db+"."+name]
 	return u, ok
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // Where users and roles live, as in MongoDB.
@@ -45,6 +46,11 @@ type sessionAuth struct {
 	convID    int32
 	skipEmpty bool
 	finished  bool
+	// advance caches whether privs allow advanceClusterTime, for
+	// advanceUser as of advanceGen (clustertime.go).
+	advance     bool
+	advanceUser *auth.User
+	advanceGen  uint64
 }
 
 // usersBacking stores users (or roles) in ns through the engine.
@@ -57,7 +63,12 @@ func (b usersBacking) Load() ([]bson.Raw, error) {
 	if b.env.Engine.Catalog().Collection(b.ns.DB, b.ns.Coll) == nil {
 		return nil, nil
 	}
-	src, err := b.env.Exec.Open(context.Background(), exec.Selection{NS: b.ns}, exec.Run)
+	// A whole-collection read: the planner needs a filter, the empty one.
+	all, err := query.Parse(bsoncore.NewDocumentBuilder().Build())
+	if err != nil {
+		return nil, err
+	}
+	src, err := b.env.Exec.Open(context.Background(), exec.Selection{NS: b.ns, Filter: all, RawFilter: bsoncore.NewDocumentBuilder().Build()}, exec.Run)
 	if err != nil {
 		return nil, err
 	}

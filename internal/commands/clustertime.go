@@ -2,12 +2,18 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/auth"
+	"github.com/cairndb/cairn/internal/clusterkeys"
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/periodic"
 )
 
 // This file holds cluster time at the command boundary (package hlc owns
@@ -18,6 +24,61 @@ import (
 // is how drivers know not to attempt causal consistency with one. So all
 // three depend on the server's mode: off on a standalone (as mongod), on
 // once the replica set turns it on (Env.SetClusterTimes).
+
+// Signed cluster times (package clusterkeys owns the keys and proofs): a
+// client that may advance the clock (with --auth, a user holding
+// advanceClusterTime on the cluster, such as __system; without --auth,
+// everyone) gets and gives $clusterTime with a zero signature, as mongod's
+// internal clients do; any other client gets it signed with a key of
+// admin.system.keys, and a time it sends that would advance the clock is
+// validated first (KeyNotFound 211, TimeProofMismatch 204).
+
+// keysNS is where the signing keys live, as in MongoDB.
+var keysNS = engine.Namespace{DB: "admin", Coll: "system.keys"}
+
+// keysBacking stores the keys through the engine.
+type keysBacking struct{ env *Env }
+
+func (b keysBacking) Load() ([]bson.Raw, error) { return usersBacking{b.env, keysNS}.Load() }
+func (b keysBacking) Insert(doc bson.Raw) error {
+	_, err := b.env.Engine.Insert(keysNS, []bsoncore.Document{bsoncore.Document(doc)}, true)
+	return err
+}
+
+// startKeyRotation runs the primary's key maker: once a second it checks
+// (in memory, unless keys are missing) that a current and a next key
+// exist ("A key per time").
+func (e *Env) startKeyRotation(primaryOnly func() bool) *periodic.Loop {
+	return periodic.Start(nil, time.Second, func() bool { return e.ClusterTimes() && primaryOnly() }, func() {
+		now := e.Engine.Storage().Clock().Current()
+		if e.Keys.Ready(now) {
+			return
+		}
+		if err := e.Keys.Rotate(now, clusterkeys.DefaultRotation); err != nil {
+			e.Log.Warn("cannot make a cluster time signing key", "err", err)
+		}
+	})
+}
+
+// mayAdvanceClock reports whether s's client may advance the cluster time
+// without a valid signature: access control off, or the advanceClusterTime
+// privilege on the cluster.
+func mayAdvanceClock(s *Session) bool {
+	acc := s.Env.Access
+	if acc == nil || !acc.Enabled {
+		return true
+	}
+	a := &s.auth
+	if a.user == nil {
+		return false
+	}
+	privs := s.privileges() // resolves again when the users changed
+	// Cached per user and resolution: every reply of a member asks.
+	if a.advanceUser != a.user || a.advanceGen != a.gen {
+		a.advance, a.advanceGen, a.advanceUser = privs.Allows(auth.Cluster, "advanceClusterTime"), a.gen, a.user
+	}
+	return a.advance
+}
 
 // SetClusterTimes turns the replica-set behaviour of cluster times on or
 // off (see the file comment).
@@ -42,7 +103,43 @@ func observeClusterTime(s *Session, req *Request) error {
 	if !ok {
 		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$clusterTime.clusterTime' must be a timestamp")
 	}
-	return s.Env.Engine.Storage().Clock().Observe(hlc.New(t, i))
+	ts := hlc.New(t, i)
+	clock := s.Env.Engine.Storage().Clock()
+	if ts > clock.Current() && !mayAdvanceClock(s) {
+		if err := validateSignature(s.Env.Keys, ts, d); err != nil {
+			return err
+		}
+	}
+	return clock.Observe(ts)
+}
+
+// validateSignature checks $clusterTime's signature {hash, keyId} for ts.
+func validateSignature(keys *clusterkeys.Keys, ts hlc.Timestamp, ct bsoncore.Document) error {
+	sig, err := ct.LookupErr("signature")
+	if err != nil {
+		return mongoerr.New(mongoerr.NoSuchKey, "Missing expected field \"signature\"")
+	}
+	sd, ok := sig.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$clusterTime.signature' is the wrong type '%s', expected type 'object'", typeName(sig.Type))
+	}
+	_, hash, ok := sd.Lookup("hash").BinaryOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$clusterTime.signature.hash' must be binData")
+	}
+	keyID, ok := sd.Lookup("keyId").AsInt64OK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$clusterTime.signature.keyId' must be a number")
+	}
+	switch err := keys.Validate(ts, hash, keyID); {
+	case errors.Is(err, clusterkeys.ErrKeyNotFound):
+		return mongoerr.New(mongoerr.KeyNotFound, "Cache Reader No keys found for HMAC that is valid for time: { ts: Timestamp(%d, %d) } with id: %d", ts.T(), ts.I(), keyID)
+	case errors.Is(err, clusterkeys.ErrProofMismatch):
+		return mongoerr.New(mongoerr.TimeProofMismatch, "Proof does not match the cluster time")
+	case err != nil:
+		return err
+	}
+	return nil
 }
 
 // appendClusterTimes adds operationTime (the last committed time: what the
@@ -61,14 +158,24 @@ func appendClusterTimes(reply bsoncore.Document, s *Session) bsoncore.Document {
 	ctIdx, b = bsoncore.AppendDocumentElementStart(b, "$clusterTime")
 	b = bsoncore.AppendTimestampElement(b, "clusterTime", ct.T(), ct.I())
 	sigIdx, b = bsoncore.AppendDocumentElementStart(b, "signature")
-	b = bsoncore.AppendBinaryElement(b, "hash", 0, make([]byte, 20))
-	b = bsoncore.AppendInt64Element(b, "keyId", 0)
+	hash, keyID := zeroProof[:], int64(0)
+	if !mayAdvanceClock(s) {
+		if h, id, ok := s.Env.Keys.Sign(ct); ok {
+			hash, keyID = h, id
+		}
+	}
+	b = bsoncore.AppendBinaryElement(b, "hash", 0, hash)
+	b = bsoncore.AppendInt64Element(b, "keyId", keyID)
 	b, _ = bsoncore.AppendDocumentEnd(b, sigIdx)
 	b, _ = bsoncore.AppendDocumentEnd(b, ctIdx)
 	b = append(b, 0)
 	bsoncore.UpdateLength(b, 0, int32(len(b)))
 	return b
 }
+
+// zeroProof is the signature of a time sent to a client that may advance
+// the clock, or before any key exists.
+var zeroProof [clusterkeys.ProofLen]byte
 
 // afterClusterTime is the readConcern's afterClusterTime, zero for none.
 func afterClusterTime(req *Request) hlc.Timestamp {

@@ -41,7 +41,13 @@ func cmdAuthenticate(_ context.Context, s *Session, req *Request, dst []byte) (b
 // authenticateX509 authenticates s as its verified client certificate's
 // subject and appends {dbname, user} to r (authenticate, and hello's
 // speculativeAuthenticate).
-func authenticateX509(s *Session, db, user string, r *Reply) error {
+func authenticateX509(s *Session, db, user string, r *Reply) (err error) {
+	defer func() {
+		if s.ClientCert != nil && user == "" {
+			user = s.ClientCert.Subject.String()
+		}
+		auditAuthenticate(s, user, db, mechanismX509, err)
+	}()
 	if db != externalDB {
 		return mongoerr.New(mongoerr.BadValue, "X.509 authentication must always use the $external database.")
 	}

@@ -68,6 +68,7 @@ func saslStep(s *Session, payload []byte, r *Reply) error {
 	}
 	out, done, err := a.conv.Step(payload)
 	if err != nil {
+		auditAuthenticate(s, a.conv.Username(), a.conv.DB(), a.conv.Mechanism, errAuthFailed)
 		a.conv = nil
 		s.Env.Log.Info("authentication failed", "conn", s.ConnID, "remote", s.Remote, "mechanism", "SCRAM")
 		return errAuthFailed
@@ -77,6 +78,7 @@ func saslStep(s *Session, payload []byte, r *Reply) error {
 		a.user, a.gen = u, s.Env.Access.Users.Gen()
 		a.privs, _ = s.Env.Access.Users.Resolve(u.Roles)
 		s.Env.Log.Info("authenticated", "conn", s.ConnID, "user", u.Name, "db", u.DB, "mechanism", a.conv.Mechanism)
+		auditAuthenticate(s, u.Name, u.DB, a.conv.Mechanism, nil)
 		if a.skipEmpty {
 			a.conv = nil
 		} else {

@@ -9,11 +9,14 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/auth"
+	"github.com/cairndb/cairn/internal/clusterkeys"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/history"
+	"github.com/cairndb/cairn/internal/periodic"
 	"github.com/cairndb/cairn/internal/session"
 	"github.com/cairndb/cairn/internal/ttl"
 )
@@ -89,6 +92,12 @@ type Env struct {
 	// History is the retention monitor of versioned collections, started
 	// with the Env on the TTL monitor's period (params.go).
 	History *history.Monitor
+	// Keys sign and validate cluster times (clustertime.go); keyLoop makes
+	// them on the primary.
+	Keys    *clusterkeys.Keys
+	keyLoop *periodic.Loop
+	// Audit is the audit log (nil: none; audit.go). Set it before serving.
+	Audit *audit.Log
 	// FailPoints are the server's named fail points (the engine's and
 	// failCommand), set by configureFailPoint when test commands are on.
 	FailPoints  *failpoint.Registry
@@ -181,6 +190,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Sessions.OnKill(env.Cursors.closeSessionCursors)
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
+	env.FailPoints.Define(backupPauseFailPoint) // cmd_createbackup.go
 	// The TTL monitor and history retention delete on the primary only,
 	// as MongoDB's TTL monitor does: only the primary's writes replicate.
 	// The session table is flushed there only too (a secondary's write of
@@ -192,6 +202,8 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Sessions.Run(session.RefreshInterval, log, primaryOnly)
 	env.TTL = startTTLMonitor(eng, params, log, primaryOnly)
 	env.History = history.Start(eng, history.Options{Logger: log, Period: ttlPeriod(params), Active: primaryOnly})
+	env.Keys = clusterkeys.New(keysBacking{env})
+	env.keyLoop = env.startKeyRotation(primaryOnly)
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
 	if err != nil {
 		// Unreadable users must not open the server unprotected.
@@ -214,6 +226,7 @@ func (e *Env) Close() {
 	}
 	e.TTL.Stop()
 	e.History.Stop()
+	e.keyLoop.Stop()
 	e.Cursors.CloseAll()
 }
 
@@ -233,6 +246,9 @@ type Session struct {
 
 	// auth is who the connection authenticated as (auth.go).
 	auth sessionAuth
+	// auditConn is the connection's UUID in audit events (made on the
+	// first one).
+	auditConn [16]byte
 
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.

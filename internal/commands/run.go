@@ -16,12 +16,14 @@ import (
 // Run executes req and returns the reply appended to dst. It never panics: a
 // panic in a handler is recovered, logged with its stack and answered with
 // InternalError, and the connection lives on.
-func Run(ctx context.Context, s *Session, req *Request, dst []byte) bsoncore.Document {
+func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsoncore.Document) {
+	if s.Env.Audit != nil {
+		defer func() { auditCommand(s, req, reply) }() // audit.go
+	}
 	if !s.Env.ClusterTimes() {
 		return run(ctx, s, req, dst)
 	}
 	// A replica-set member's clock and replies (clustertime.go).
-	var reply bsoncore.Document
 	if err := observeClusterTime(s, req); err != nil {
 		reply = ErrorReply(dst, err)
 	} else {
@@ -53,6 +55,9 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	// unauthenticated client reaches no command's parser beyond the
 	// handshake's (auth.go, privileges.go).
 	if err := authorize(s, req); err != nil {
+		if s.Env.Audit != nil {
+			auditAuthCheck(s, req, err)
+		}
 		return ErrorReply(dst, err)
 	}
 	// As in MongoDB: the command's fields are parsed first, then where it

@@ -163,7 +163,7 @@ var sampleValue = map[string]string{
 	"--log-level": "debug", "security.authorization": "enabled", "operationProfiling.mode": "all", "--profile": "1",
 	"operationProfiling.slowOpThresholdMs": "5", "operationProfiling.slowOpSampleRate": "0.5", "setParameter": "a=1",
 	"processManagement.pidFilePath": "/p", "processManagement.timeZoneInfo": "/z", "cairn.metricsAddr": ":9",
-	"cairn.documentIdUniquePrefix": "3",
+	"cairn.documentIdUniquePrefix": "3", "security.keyFile": "/k", "auditLog.destination": "console", "auditLog.format": "BSON", "auditLog.path": "/a", "auditLog.filter": "{}",
 }
 
 // TestGiven: the options the file and the flags gave, by config file path,

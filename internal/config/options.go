@@ -43,6 +43,12 @@ type Options struct {
 	LogLevel string
 
 	Auth bool
+	// Audit is auditLog: MongoDB Enterprise's audit log (package audit).
+	Audit Audit
+
+	// KeyFile is the shared secret members authenticate with
+	// (security.keyFile); it implies Auth.
+	KeyFile string
 
 	// Profile is the profiling level of every database at startup (0, 1, 2).
 	Profile        int
@@ -91,6 +97,11 @@ type TLS struct {
 	// AllowConnectionsWithoutCertificates lets clients without a
 	// certificate connect when CAFile is set.
 	AllowConnectionsWithoutCertificates bool
+}
+
+// Audit is the auditLog section.
+type Audit struct {
+	Destination, Format, Path, Filter string
 }
 
 // TLS modes, as mongod's --tlsMode.
@@ -254,6 +265,11 @@ var options = []option{
 		return nil
 	}},
 	{flags: []string{"auth"}, kind: kindBool, usage: "require clients to authenticate (SCRAM-SHA-256 or SCRAM-SHA-1) and check their roles' privileges; with no user yet, a client on this host may create the first one (the localhost exception) [security.authorization: enabled]", set: boolField(func(o *Options) *bool { return &o.Auth })},
+	{path: "security.keyFile", flags: []string{"keyFile"}, arg: "FILE", usage: "the replica set's shared key (base64 characters, 6 to 1024 of them; readable by its owner only): members prove they hold it to each other, and the internal user __system@local authenticates with it over SCRAM; implies --auth", set: stringField(func(o *Options) *string { return &o.KeyFile })},
+	{path: "auditLog.destination", flags: []string{"auditDestination"}, arg: "file|console|syslog", usage: "write an audit log (authentication, authorization failures, user and role changes, DDL, shutdown; a MongoDB Enterprise feature) to a file, standard output or syslog", set: enumField(func(o *Options) *string { return &o.Audit.Destination }, "file", "console", "syslog")},
+	{path: "auditLog.format", flags: []string{"auditFormat"}, arg: "JSON|BSON", usage: "the audit file's format: JSON lines (default) or BSON documents", set: enumField(func(o *Options) *string { return &o.Audit.Format }, "JSON", "BSON")},
+	{path: "auditLog.path", flags: []string{"auditPath"}, arg: "FILE", usage: "the audit file, for --auditDestination file", set: stringField(func(o *Options) *string { return &o.Audit.Path })},
+	{path: "auditLog.filter", flags: []string{"auditFilter"}, arg: "JSON", usage: "a query document selecting the events audited, in extended JSON with quoted keys, e.g. '{\"atype\": {\"$in\": [\"authenticate\", \"dropCollection\"]}}' (default: all)", set: stringField(func(o *Options) *string { return &o.Audit.Filter })},
 	{flags: []string{"noauth"}, kind: kindBool, usage: "no access control (the default)", set: func(o *Options, v string) error {
 		on, err := strconv.ParseBool(v)
 		if err == nil && on {
@@ -374,6 +390,10 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
+
+// AuthEnabled reports whether clients must authenticate: --auth, or a
+// key file (which implies it, as in mongod).
+func (o *Options) AuthEnabled() bool { return o.Auth || o.KeyFile != "" }
 
 // ListenIP is the addresses the server binds, comma-separated (for
 // getCmdLineOpts and the exposure warning).

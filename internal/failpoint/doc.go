@@ -7,6 +7,8 @@
 //
 // Points defined today:
 //   - "failCommand" (package commands): MongoDB's command fail point.
+//   - "createBackupPauseAfterFiles" (package commands): createBackup holds
+//     after its files are written, before it replies.
 //   - [StorageFailBeforeCommit] (package storage): a commit group fails
 //     before its batch is committed and synced, as a failed WAL sync would.
 //   - [StorageFailAfterCommit] (package storage): a commit group commits

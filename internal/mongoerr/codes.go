@@ -10,6 +10,9 @@ const (
 
 	// Cluster time (package hlc).
 	ClusterTimeFailsRateLimiter Code = 205 // hlc: an observed cluster time too far ahead of the wall clock
+	// Signed cluster time (package clusterkeys).
+	TimeProofMismatch Code = 204 // a client's $clusterTime signature does not match its time
+	KeyNotFound       Code = 211 // a client's $clusterTime names no key valid for its time
 
 	// Replication, network and FCV codes raised only through the failCommand
 	// fail point (which may raise any code) or setFeatureCompatibilityVersion.

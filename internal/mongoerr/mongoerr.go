@@ -28,6 +28,8 @@ type Code int32
 var names = map[Code]string{
 	ShardKeyNotFound:                       "ShardKeyNotFound",
 	ClusterTimeFailsRateLimiter:            "ClusterTimeFailsRateLimiter",
+	TimeProofMismatch:                      "TimeProofMismatch",
+	KeyNotFound:                            "KeyNotFound",
 	HostUnreachable:                        "HostUnreachable",
 	HostNotFound:                           "HostNotFound",
 	LockTimeout:                            "LockTimeout",

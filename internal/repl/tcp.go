@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -83,6 +84,7 @@ type TCPTransport struct {
 	addr string       // advertised in the preamble
 	ln   net.Listener // nil: connections come through ServeConn
 	recv chan *pb.Message
+	key  atomic.Pointer[MemberKey] // nil: members do not authenticate (memberauth.go)
 
 	mu     sync.Mutex
 	peers  map[uint64]*tcpPeer
@@ -129,6 +131,10 @@ func (t *TCPTransport) Addr() string {
 	return t.addr
 }
 
+// SetMemberKey makes every connection authenticate with k (memberauth.go)
+// before it carries a frame. Call it before the transport is used.
+func (t *TCPTransport) SetMemberKey(k *MemberKey) { t.key.Store(k) }
+
 // SetAddr changes the address advertised to peers dialled from now on
 // (a member learns its own from its replica set's configuration).
 func (t *TCPTransport) SetAddr(addr string) {
@@ -140,7 +146,8 @@ func (t *TCPTransport) SetAddr(addr string) {
 // ServeConn reads the frames of a peer's connection whose preamble p was
 // read already from r (c's buffered reader), until the connection ends or
 // the transport closes. A peer the transport has no address for is
-// reached back at the preamble's.
+// reached back at the preamble's. With a member key, the caller has
+// authenticated c already (MemberKey.Accept), before acting on p.
 func (t *TCPTransport) ServeConn(c net.Conn, r *bufio.Reader, p Preamble) error {
 	if !t.track(c) {
 		return errors.New("repl: transport closed")
@@ -265,6 +272,9 @@ func (t *TCPTransport) read(c net.Conn) error {
 	if p.To != t.id {
 		return fmt.Errorf("repl: a connection for member %d reached member %d", p.To, t.id)
 	}
+	if err := t.key.Load().Accept(c, r, p); err != nil {
+		return err
+	}
 	if p.Addr != "" {
 		t.AddPeer(p.From, p.Addr)
 	}
@@ -358,9 +368,13 @@ func (t *TCPTransport) dial(to uint64, addr string) (net.Conn, error) {
 	if !t.track(c) {
 		return nil, errors.New("repl: transport closed")
 	}
-	pre := appendPreamble(nil, Preamble{From: t.id, To: to, Addr: t.Addr()})
+	pre := Preamble{From: t.id, To: to, Addr: t.Addr()}
 	c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := c.Write(pre); err != nil {
+	if _, err := c.Write(appendPreamble(nil, pre)); err != nil {
+		t.untrack(c)
+		return nil, err
+	}
+	if err := t.key.Load().prove(c, pre); err != nil {
 		t.untrack(c)
 		return nil, err
 	}

@@ -55,6 +55,10 @@ type Options struct {
 	// session table forgets what it cached, so each session re-reads its
 	// newest txnNumber from the replicated config.transactions.
 	OnPromote func()
+	// Key is the key file's key (--keyFile): with it, members prove to
+	// each other that they hold it before any Raft message passes
+	// (repl.MemberKey); nil lets any member in.
+	Key []byte
 }
 
 // Member is this server's part in a replica set.
@@ -90,6 +94,7 @@ type Member struct {
 	applyMu     sync.Mutex   // serialises applies (node loop) with Restore
 
 	topo      topology
+	memberKey *repl.MemberKey // nil: members do not authenticate
 	stopc     chan struct{}
 	wg        sync.WaitGroup
 	frozenTil atomic.Int64
@@ -108,6 +113,13 @@ func New(opts Options) (*Member, error) {
 	}
 	m := &Member{opts: opts, eng: opts.Engine, log: opts.Logger.With("component", "replset"), started: time.Now(), stopc: make(chan struct{})}
 	m.nonce = rand.Uint64() | 1
+	if opts.Key != nil {
+		k, err := repl.NewMemberKey(opts.Key)
+		if err != nil {
+			return nil, err
+		}
+		m.memberKey = k
+	}
 	m.topo.init()
 	if err := m.loadConfig(); err != nil {
 		return nil, err
@@ -201,6 +213,7 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 		}
 	}
 	tr := repl.NewTCPTransport(id, me)
+	tr.SetMemberKey(m.memberKey)
 	if m.cfg != nil {
 		for _, mc := range m.cfg.Members {
 			if mc.raftID() != id {
@@ -251,6 +264,12 @@ func (m *Member) ServeMember(c net.Conn, r *bufio.Reader) {
 	defer c.Close()
 	p, err := repl.ReadPreamble(r)
 	if err != nil {
+		return
+	}
+	// Before anything acts on the preamble (it may start this member's
+	// node): a peer without the key is turned away here.
+	if err := m.memberKey.Accept(c, r, p); err != nil {
+		m.log.Warn("a member connection failed authentication", "remote", c.RemoteAddr().String(), "claimedMember", p.From, "err", err)
 		return
 	}
 	node, id := m.nodeState()

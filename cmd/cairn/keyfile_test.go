@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeRefusesBadKeyFile: a key file group or others can read, or one
+// outside mongod's key format, stops `cairn serve` at startup with a
+// message naming the file and the rule; a good one implies --auth.
+func TestServeRefusesBadKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"group readable", write("open", "c2VjcmV0a2V5\n", 0o640), "are too open"},
+		{"world readable", write("world", "c2VjcmV0a2V5\n", 0o604), "are too open"},
+		{"short", write("short", "abc\n", 0o400), "must be between 6 and 1024 chars"},
+		{"not base64", write("bad", "secret-key!\n", 0o400), "invalid char in key file"},
+		{"missing", filepath.Join(dir, "none"), "error getting file"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run([]string{"serve", "--dbpath", filepath.Join(dir, "db"), "--port", "0", "--keyFile", tc.file}, &out, &errOut)
+		if code == 0 || !strings.Contains(out.String()+errOut.String(), tc.want) || !strings.Contains(out.String()+errOut.String(), tc.file) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want a failure with %q", tc.name, code, out.String(), errOut.String(), tc.want)
+		}
+	}
+	good := write("good", "c2VjcmV0\na2V5\n", 0o400)
+	if o := parsed(t, "--keyFile", good); !o.AuthEnabled() || o.KeyFile != good {
+		t.Errorf("--keyFile: auth %v, keyFile %q", o.AuthEnabled(), o.KeyFile)
+	}
+}

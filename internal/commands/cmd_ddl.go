@@ -58,10 +58,19 @@ func createOptions(req *Request) (bson.Raw, error) {
 	return bson.Raw(r.End()), nil
 }
 
-func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdCreate(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	name, err := req.Collection()
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := req.Arg("timeseries"); ok {
+		if _, isView := req.Arg("viewOn"); isView {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "%s.%s: 'timeseries' is not allowed with 'viewOn'", req.DB, name)
+		}
+		return OK(dst), createTimeseries(ctx, s, req, name) // timeseries.go
+	}
+	if _, ok := req.Arg("expireAfterSeconds"); ok {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified")
 	}
 	if _, ok := req.Arg("viewOn"); ok {
 		return OK(dst), createView(s, req, name)
@@ -189,7 +198,11 @@ func cmdListCollections(_ context.Context, s *Session, req *Request, dst []byte)
 		}
 	}
 	for _, v := range s.Env.Engine.Catalog().Views(req.DB) {
-		if d := viewListing(v, nameOnly); match(d) {
+		d := viewListing(v, nameOnly)
+		if v.IsTimeseries() {
+			d = timeseriesListing(v, nameOnly)
+		}
+		if match(d) {
 			docs = append(docs, d)
 		}
 	}

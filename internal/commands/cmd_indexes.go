@@ -25,7 +25,14 @@ func cmdCreateIndexes(ctx context.Context, s *Session, req *Request, dst []byte)
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
 	}
-	res, err := s.Env.Engine.CreateIndexes(ctx, engine.Namespace{DB: req.DB, Coll: coll}, specs)
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		if specs, err = timeseriesIndexSpecs(ts, specs); err != nil { // timeseries.go
+			return nil, err
+		}
+		ns = ts.Buckets
+	}
+	res, err := s.Env.Engine.CreateIndexes(ctx, ns, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +55,13 @@ func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if err := catalog.ValidateCollectionName(ns.DB, ns.Coll); err != nil {
 		return nil, err
 	}
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		specs, err := s.Env.Engine.IndexSpecs(ts.Buckets)
+		if err != nil {
+			return nil, err
+		}
+		return listCursor(s, req, dst, ns.String(), timeseriesIndexListing(ts, specs))
+	}
 	if s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll) == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 	}
@@ -69,6 +83,12 @@ func cmdDropIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	v, ok := req.Arg("index")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'dropIndexes.index' is missing but a required field")
+	}
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		ns = ts.Buckets
+		if v, err = timeseriesIndexKey(ts, v); err != nil {
+			return nil, err
+		}
 	}
 	names, err := indexNames(s, ns, v)
 	if err != nil {

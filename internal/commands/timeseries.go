@@ -172,3 +172,55 @@ func onlyMeta(filter bsoncore.Document, mf string) bool {
 	}
 	return true
 }
+
+// timeseriesIndexSpecs are createIndexes' specs on a time series
+// collection rewritten for its buckets.
+func timeseriesIndexSpecs(ts exec.Timeseries, specs []bsoncore.Document) ([]bsoncore.Document, error) {
+	out := make([]bsoncore.Document, len(specs))
+	for i, sp := range specs {
+		var err error
+		if out[i], err = ts.Opts.BucketsIndexSpec(sp); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// timeseriesIndexListing is listIndexes of a time series collection: its
+// buckets' indexes with the keys the user gave (MongoDB lists no _id
+// index for one).
+func timeseriesIndexListing(ts exec.Timeseries, specs []bsoncore.Document) []bsoncore.Document {
+	out := make([]bsoncore.Document, 0, len(specs))
+	for _, sp := range specs {
+		key, ok := ts.Opts.UserIndexKey(sp.Lookup("key").Document())
+		if !ok {
+			out = append(out, sp)
+			continue
+		}
+		b := bsoncore.NewDocumentBuilder()
+		elems, _ := sp.Elements()
+		for _, el := range elems {
+			if el.Key() == "key" {
+				b.AppendDocument("key", key)
+			} else {
+				b.AppendValue(el.Key(), el.Value())
+			}
+		}
+		out = append(out, b.Build())
+	}
+	return out
+}
+
+// timeseriesIndexKey is dropIndexes' index argument on a time series
+// collection: a key pattern becomes the buckets' one, a name stays.
+func timeseriesIndexKey(ts exec.Timeseries, v bsoncore.Value) (bsoncore.Value, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return v, nil
+	}
+	spec, err := ts.Opts.BucketsIndexSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", d).Build())
+	if err != nil {
+		return v, err
+	}
+	return spec.Lookup("key"), nil
+}

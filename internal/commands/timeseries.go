@@ -224,3 +224,14 @@ func timeseriesIndexKey(ts exec.Timeseries, v bsoncore.Value) (bsoncore.Value, e
 	}
 	return spec.Lookup("key"), nil
 }
+
+// timeseriesStats is collStats' timeseries section: the buckets
+// collection and how many buckets it holds (MongoDB's bucket counters —
+// inserts, closes by reason — are not kept).
+func timeseriesStats(ts exec.Timeseries, st engine.CollectionStats) bsoncore.Document {
+	r := NewReply(nil).String("bucketsNs", ts.Buckets.String()).Count("bucketCount", st.Count)
+	if st.Count > 0 {
+		r.Count("avgBucketSize", st.DataSize/st.Count)
+	}
+	return r.End()
+}

@@ -3,11 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/timeseries"
@@ -73,4 +75,93 @@ func (e *Engine) dropTimeseriesBuckets(tx *storage.Txn, db, name string) {
 	if c := e.cat.Working().Collection(db, bc); c != nil && e.cat.DropCollection(tx, db, bc) {
 		e.logCommand(tx, db, c.UUID.Data, cmdDoc("drop", strVal(bc), nil))
 	}
+}
+
+// TimeseriesTTL is a time series collection with expireAfterSeconds: its
+// buckets expire once all their measurements have.
+type TimeseriesTTL struct {
+	Buckets     Namespace
+	ExpireAfter time.Duration
+	MaxSpan     time.Duration
+}
+
+// TimeseriesTTLs lists the time series collections with an
+// expireAfterSeconds.
+func (e *Engine) TimeseriesTTLs() []TimeseriesTTL {
+	var out []TimeseriesTTL
+	for _, v := range e.cat.Current().Views("") {
+		if !v.IsTimeseries() || v.ExpireAfterSeconds == nil {
+			continue
+		}
+		o, err := timeseries.ParseOptions(bsoncore.Document(v.Timeseries), "timeseries")
+		if err != nil {
+			continue
+		}
+		out = append(out, TimeseriesTTL{
+			Buckets:     Namespace{DB: v.DB(), Coll: timeseries.BucketsCollection(v.Name())},
+			ExpireAfter: time.Duration(*v.ExpireAfterSeconds) * time.Second,
+			MaxSpan:     time.Duration(o.BucketMaxSpanSeconds) * time.Second,
+		})
+	}
+	return out
+}
+
+// DeleteExpiredBuckets deletes the buckets of t whose every measurement is
+// older than cutoff: those whose _id (an ObjectId whose time is
+// control.min.<time>, "Bucket bounds") is before cutoff less the bucket
+// span, as MongoDB's TTL monitor does for time series. Buckets are stored
+// in _id order, so this is one range of the collection's keyspace.
+// Measurements before 1970 or after 2106 (outside an ObjectId's seconds)
+// never expire.
+func (e *Engine) DeleteExpiredBuckets(t TimeseriesTTL, cutoff time.Time) (int, error) {
+	coll := e.cat.Current().Collection(t.Buckets.DB, t.Buckets.Coll)
+	if coll == nil {
+		return 0, nil
+	}
+	last := cutoff.Add(-t.MaxSpan)
+	if last.Unix() <= 0 {
+		return 0, nil
+	}
+	var lo, hi bson.ObjectID // lo: every ObjectId from 1970 on
+	hi = bson.NewObjectIDFromTimestamp(last)
+	for i := 4; i < len(hi); i++ {
+		hi[i] = 0
+	}
+	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
+	key := func(id bson.ObjectID) []byte {
+		return keystring.Append(append([]byte(nil), prefix...), bsoncore.Value{Type: bsoncore.TypeObjectID, Data: id[:]})
+	}
+	snap := e.db.NewSnapshot()
+	defer snap.Close()
+	it, err := snap.NewIter(key(lo), key(hi))
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var ids []bsoncore.Value
+	deleted := 0
+	flush := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		res, err := e.Modify(t.Buckets, ids, false, func(_ int, cur bsoncore.Document) (Action, error) {
+			return Action{Delete: cur != nil}, nil
+		})
+		deleted += res.Deleted
+		ids = ids[:0]
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		id, _, err := keystring.Decode(it.Key()[len(prefix):])
+		if err != nil {
+			return deleted, err
+		}
+		ids = append(ids, id)
+		if len(ids) == ttlBatch {
+			if err := flush(); err != nil {
+				return deleted, err
+			}
+		}
+	}
+	return deleted, flush()
 }

@@ -69,7 +69,11 @@ func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if err != nil {
 		return nil, err
 	}
-	return listCursor(s, req, dst, ns.String(), append([]bsoncore.Document{idIndexSpec()}, specs...))
+	id := idIndexSpec()
+	if ci, ok := clusteredIDIndex(s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)); ok {
+		id = ci // clustered.go
+	}
+	return listCursor(s, req, dst, ns.String(), append([]bsoncore.Document{id}, specs...))
 }
 
 // cmdDropIndexes drops indexes named by index: a name, a key pattern, an
@@ -103,6 +107,11 @@ func cmdDropIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 
 // indexNames resolves dropIndexes' index argument to names.
 func indexNames(s *Session, ns engine.Namespace, v bsoncore.Value) ([]string, error) {
+	if ci, ok := engine.ClusteredOf(s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)); ok && v.Type == bsoncore.TypeString {
+		if n, _ := ci.Lookup("name").StringValueOK(); n == v.StringValue() {
+			return []string{catalog.IDIndexName}, nil // the clustered index is the _id index: not droppable
+		}
+	}
 	switch v.Type {
 	case bsoncore.TypeString:
 		return []string{v.StringValue()}, nil

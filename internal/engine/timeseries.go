@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
-	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/timeseries"
@@ -114,10 +113,6 @@ func (e *Engine) TimeseriesTTLs() []TimeseriesTTL {
 // Measurements before 1970 or after 2106 (outside an ObjectId's seconds)
 // never expire.
 func (e *Engine) DeleteExpiredBuckets(t TimeseriesTTL, cutoff time.Time) (int, error) {
-	coll := e.cat.Current().Collection(t.Buckets.DB, t.Buckets.Coll)
-	if coll == nil {
-		return 0, nil
-	}
 	last := cutoff.Add(-t.MaxSpan)
 	if last.Unix() <= 0 {
 		return 0, nil
@@ -127,41 +122,5 @@ func (e *Engine) DeleteExpiredBuckets(t TimeseriesTTL, cutoff time.Time) (int, e
 	for i := 4; i < len(hi); i++ {
 		hi[i] = 0
 	}
-	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
-	key := func(id bson.ObjectID) []byte {
-		return keystring.Append(append([]byte(nil), prefix...), bsoncore.Value{Type: bsoncore.TypeObjectID, Data: id[:]})
-	}
-	snap := e.db.NewSnapshot()
-	defer snap.Close()
-	it, err := snap.NewIter(key(lo), key(hi))
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	var ids []bsoncore.Value
-	deleted := 0
-	flush := func() error {
-		if len(ids) == 0 {
-			return nil
-		}
-		res, err := e.Modify(t.Buckets, ids, false, func(_ int, cur bsoncore.Document) (Action, error) {
-			return Action{Delete: cur != nil}, nil
-		})
-		deleted += res.Deleted
-		ids = ids[:0]
-		return err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		id, _, err := keystring.Decode(it.Key()[len(prefix):])
-		if err != nil {
-			return deleted, err
-		}
-		ids = append(ids, id)
-		if len(ids) == ttlBatch {
-			if err := flush(); err != nil {
-				return deleted, err
-			}
-		}
-	}
-	return deleted, flush()
+	return e.deleteIDRange(t.Buckets, bsoncore.Value{Type: bsoncore.TypeObjectID, Data: lo[:]}, bsoncore.Value{Type: bsoncore.TypeObjectID, Data: hi[:]})
 }

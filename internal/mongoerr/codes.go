@@ -56,6 +56,10 @@ const (
 	APIParamsWithoutVersion Code = 4886600
 	APIParamNotAllowed      Code = 4937600
 
+	// Clustered collections (create's clusteredIndex).
+	ClusteredIndexNotUnique Code = 5979700 // "The clusteredIndex option requires unique: true to be specified"
+	ClusteredIndexVersion   Code = 5979704 // a clusteredIndex with v other than 2
+
 	// Codes with a MongoDB name.
 	InternalError              Code = 1
 	BadValue                   Code = 2

@@ -214,10 +214,14 @@ type planning struct {
 	a   *analysis
 	ixs []*indexRef // secondary indexes the planner may choose, catalog order
 	all []*indexRef // every secondary index, for hints
+	// clustered: the collection was created with clusteredIndex, so an
+	// _id range scan is explained as CLUSTERED_IXSCAN.
+	clustered bool
 }
 
 // indexes gathers the collection's indexes.
 func (pl *planning) indexes() error {
+	pl.clustered = pl.r.Clustered()
 	for _, info := range pl.r.Indexes() {
 		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, typeBits: info.TypeBits, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
@@ -324,6 +328,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		}
 	}
 	scan := newIXScan(ix, bounds, reverse)
+	scan.clustered = ix.isID && pl.clustered
 	var c *candidate
 	if pl.coverable(ix) {
 		scan.cover, scan.filter, scan.rawFilter = true, pl.q.Filter, pl.q.RawFilter

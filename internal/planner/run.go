@@ -259,6 +259,10 @@ func examined(root stage) (keys, docs int64) {
 // as inputStage (or inputStages for OR).
 func render(s stage, withStats bool) bson.D {
 	d := bson.D{}
+	if f, scan, ok := clusteredScan(s); ok {
+		describeClustered(&d, f, scan, withStats) // clustered.go
+		return d
+	}
 	s.describe(&d, withStats)
 	kids := s.children()
 	switch {

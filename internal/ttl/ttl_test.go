@@ -140,3 +140,38 @@ func TestPassExpiresTimeseriesBuckets(t *testing.T) {
 		t.Fatalf("%d buckets left, want 6", st.Count)
 	}
 }
+
+// TestPassExpiresClusteredIDs: a clustered collection with
+// expireAfterSeconds loses the documents whose _id is a date before the
+// cutoff; other _id types stay.
+func TestPassExpiresClusteredIDs(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ns := engine.Namespace{DB: "t", Coll: "c"}
+	opts := raw(t, bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "v", Value: 2}, {Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "name", Value: "_id_"}, {Key: "unique", Value: true}}}, {Key: "expireAfterSeconds", Value: int64(60)}})
+	if err := eng.CreateCollection(ns, bson.Raw(opts)); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []bsoncore.Document
+	for i := range 10 {
+		docs = append(docs, raw(t, bson.D{{Key: "_id", Value: bson.NewDateTimeFromTime(base.Add(time.Duration(i) * time.Minute))}}))
+	}
+	docs = append(docs, raw(t, bson.D{{Key: "_id", Value: "not a date"}}), raw(t, bson.D{{Key: "_id", Value: bson.NewObjectIDFromTimestamp(base)}}))
+	if _, err := eng.Insert(ns, docs, true); err != nil {
+		t.Fatal(err)
+	}
+	now := base.Add(4*time.Minute + 30*time.Second) // cutoff 3m30s: minutes 0..3
+	m := ttl.Start(eng, ttl.Options{Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	defer m.Stop()
+	if n := m.Pass(); n != 4 {
+		t.Fatalf("a pass deleted %d, want 4", n)
+	}
+	now = base.Add(time.Hour)
+	if n := m.Pass(); n != 6 {
+		t.Fatalf("an hour later a pass deleted %d, want the other 6 dates (not the string or ObjectId _ids)", n)
+	}
+}

@@ -437,6 +437,9 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 			o = hashedOIL(conds)
 		case index.Geo2dsphere:
 			o = geoOIL(conds, ix.spec.GeoParams())
+		case index.Geo2d:
+			g, _ := ix.spec.Grid()
+			o = geo2dOIL(conds, g) // geo2d.go
 		default:
 			// Intervals intersect in the simple order: on a collated index
 			// one condition bounds the field, as on a multikey one
@@ -518,7 +521,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern
 	for j := 0; j < len(keys); {
-		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && fields[i].Kind != index.Geo2dsphere && !ix.fieldMultikey(i) {
+		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && fields[i].Kind != index.Geo2dsphere && fields[i].Kind != index.Geo2d && !ix.fieldMultikey(i) {
 			d := keys[j].dir
 			if fields[i].Kind == index.Descending {
 				d = -d

@@ -84,8 +84,8 @@
 // grid as an int64 (MongoDB stores a BinData geohash), so explain prints
 // their bounds as int64 ranges; unique 2d indexes are refused.
 //
-// Columnstore indexes, compound wildcard indexes (MongoDB 7.0 has them) and collations other than simple are refused with
-// CannotCreateIndex (67) as not supported yet. MongoDB 4.2+ has no index key
+// Columnstore indexes, compound wildcard indexes (MongoDB 7.0 has them)
+// and collations other than simple are refused with CannotCreateIndex (67) as not supported yet. MongoDB 4.2+ has no index key
 // size limit and no index name length limit; neither has Cairn. A wildcard
 // index with a negative direction ({"$**": -1}) stores its paths ascending
 // and its values descending, which is what the direction means to a query

@@ -60,7 +60,7 @@ func cmdInsert(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	}
 	var res engine.InsertResult
 	if ts, ok := timeseriesOf(s.Env.Engine, wb.ns.DB, wb.ns.Coll); ok {
-		res, err = s.Env.Exec.InsertTimeseries(ctx, ts, wb.stmts, wb.ordered)
+		res, err = insertTimeseries(ctx, s.Env.Exec, ts, s.sess.retry, wb) // timeseries.go
 	} else if r := s.sess.retry; r != nil {
 		res, err = insertRetryable(s.Env.Exec, r, wb) // retryable.go
 	} else {

@@ -11,6 +11,8 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/session"
+	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/timeseries"
 )
 
@@ -234,4 +236,47 @@ func timeseriesStats(ts exec.Timeseries, st engine.CollectionStats) bsoncore.Doc
 		r.Count("avgBucketSize", st.DataSize/st.Count)
 	}
 	return r.End()
+}
+
+// insertTimeseries inserts a batch of measurements; as a retryable write
+// (retry set) the statements already done are skipped and the others'
+// records commit with the buckets, as for any insert (retryable.go).
+func insertTimeseries(ctx context.Context, x *exec.Env, ts exec.Timeseries, r *session.Retry, wb writeBatch) (engine.InsertResult, error) {
+	if r == nil {
+		return x.InsertTimeseries(ctx, ts, exec.TimeseriesInsert{Docs: wb.stmts, Ordered: wb.ordered})
+	}
+	var res engine.InsertResult
+	todo := make([]bsoncore.Document, 0, len(wb.stmts))
+	at := make([]int, 0, len(wb.stmts))
+	for i, d := range wb.stmts {
+		if _, done := r.Done(int32(i)); done {
+			res.Inserted++
+			continue
+		}
+		todo = append(todo, d)
+		at = append(at, i)
+	}
+	if len(todo) == 0 {
+		return res, nil
+	}
+	stmtIDs := make([]int32, len(at))
+	for k, i := range at {
+		stmtIDs[k] = int32(i)
+	}
+	more, err := x.InsertTimeseries(ctx, ts, exec.TimeseriesInsert{Docs: todo, Ordered: wb.ordered, Session: r.OplogSession(stmtIDs...),
+		Rider: func(tx *storage.Txn, stored []int) error {
+			stmts := make([]session.Stmt, len(stored))
+			for k, j := range stored {
+				stmts[k] = session.Stmt{ID: int32(at[j]), Result: stmtResult(exec.UpdateResult{}, bsoncore.Value{})}
+			}
+			return r.Record(tx, stmts...)
+		}})
+	if err != nil {
+		return engine.InsertResult{}, err
+	}
+	res.Inserted += more.Inserted
+	for _, we := range more.WriteErrors {
+		res.WriteErrors = append(res.WriteErrors, engine.WriteError{Index: at[we.Index], Err: we.Err})
+	}
+	return res, nil
 }

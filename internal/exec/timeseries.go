@@ -9,6 +9,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/query"
+	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/timeseries"
 	"github.com/cairndb/cairn/internal/update"
 )
@@ -43,13 +44,28 @@ type pendingBucket struct {
 	metaKey string
 }
 
+// TimeseriesInsert is one insert command's measurements for a time
+// series collection.
+type TimeseriesInsert struct {
+	Docs    []bsoncore.Document
+	Ordered bool
+	// Rider, when set, runs in the commit of the buckets with the
+	// positions in Docs of the measurements stored (a retryable write's
+	// record, see Rider).
+	Rider func(tx *storage.Txn, stored []int) error
+	// Session, when set, goes into the changes' oplog entries.
+	Session *engine.OplogSession
+}
+
 // InsertTimeseries inserts measurements into ts's buckets in one commit.
 // A measurement that is not valid (no date in the time field, an array
 // meta) is a write error; with ordered the ones after it are not
 // inserted, as MongoDB does.
-func (e *Env) InsertTimeseries(ctx context.Context, ts Timeseries, docs []bsoncore.Document, ordered bool) (engine.InsertResult, error) {
+func (e *Env) InsertTimeseries(ctx context.Context, ts Timeseries, in TimeseriesInsert) (engine.InsertResult, error) {
 	var res engine.InsertResult
+	docs, ordered := in.Docs, in.Ordered
 	ms := make([]timeseries.Measurement, 0, len(docs))
+	stored := make([]int, 0, len(docs))
 	for i, d := range docs {
 		m, err := ts.Opts.Prepare(d)
 		if err != nil {
@@ -60,8 +76,12 @@ func (e *Env) InsertTimeseries(ctx context.Context, ts Timeseries, docs []bsonco
 			continue
 		}
 		ms = append(ms, m)
+		stored = append(stored, i)
 	}
 	if len(ms) == 0 {
+		if in.Rider != nil {
+			return res, e.eng.WriteRider(func(tx *storage.Txn) error { return in.Rider(tx, nil) })
+		}
 		return res, nil
 	}
 	mu := tsLock(ts.Buckets)
@@ -100,7 +120,11 @@ func (e *Env) InsertTimeseries(ctx context.Context, ts Timeseries, docs []bsonco
 	for i, p := range pending {
 		ids[i] = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: p.b.ID[:]}
 	}
-	_, err := e.eng.ModifyWith(ts.Buckets, ids, engine.ModifyOptions{Ordered: true}, func(i int, cur bsoncore.Document) (engine.Action, error) {
+	opts := engine.ModifyOptions{Ordered: true, Session: in.Session}
+	if in.Rider != nil {
+		opts.Rider = func(tx *storage.Txn, _ engine.ModifyResult) error { return in.Rider(tx, stored) }
+	}
+	_, err := e.eng.ModifyWith(ts.Buckets, ids, opts, func(i int, cur bsoncore.Document) (engine.Action, error) {
 		p := pending[i]
 		if cur == nil {
 			// New, or gone since it was chosen (TTL, a drop of the

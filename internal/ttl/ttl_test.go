@@ -123,7 +123,7 @@ func TestPassExpiresTimeseriesBuckets(t *testing.T) {
 		docs = append(docs, raw(t, bson.D{{Key: "t", Value: bson.NewDateTimeFromTime(base.Add(time.Duration(i) * time.Minute))}}))
 	}
 	buckets := engine.Namespace{DB: "t", Coll: timeseries.BucketsCollection("w")}
-	if _, err := exec.New(eng).InsertTimeseries(context.Background(), exec.Timeseries{Buckets: buckets, Opts: o}, docs, true); err != nil {
+	if _, err := exec.New(eng).InsertTimeseries(context.Background(), exec.Timeseries{Buckets: buckets, Opts: o}, exec.TimeseriesInsert{Docs: docs, Ordered: true}); err != nil {
 		t.Fatal(err)
 	}
 	now := base.Add(5*time.Minute + 30*time.Second) // cutoff 4m30s, less the span: buckets of minutes 0..3

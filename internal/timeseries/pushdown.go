@@ -63,45 +63,54 @@ func (o Options) BucketFilter(filter bsoncore.Document) bsoncore.Document {
 }
 
 // timeBounds appends the control bounds a time predicate implies and
-// returns how many.
+// returns how many: a measurement at or after t lies in a bucket whose
+// max is at or after t and whose min is after t less the span; one before
+// t in a bucket whose min is before t ("Bucket bounds").
 func (o Options) timeBounds(b *bsoncore.DocumentBuilder, v bsoncore.Value) int {
-	minF, maxF := "control.min."+o.TimeField, "control.max."+o.TimeField
-	one := func(field, op string, d bsoncore.Value) {
-		b.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendValue(op, d).Build())
+	var minOps, maxOps []bsoncore.Element
+	op := func(dst *[]bsoncore.Element, name string, ms int64) {
+		*dst = append(*dst, bsoncore.AppendDateTimeElement(nil, name, ms))
+	}
+	span := o.BucketMaxSpanSeconds * 1000
+	atLeast := func(name string, t int64) { // t <= measurement (name: $gt or $gte)
+		op(&maxOps, name, t)
+		op(&minOps, "$gt", t-span)
 	}
 	if v.Type == bsoncore.TypeDateTime {
-		one(minF, "$lte", v)
-		one(maxF, "$gte", v)
-		return 2
+		atLeast("$gte", v.DateTime())
+		op(&minOps, "$lte", v.DateTime())
+	} else if d, ok := v.DocumentOK(); ok {
+		elems, _ := d.Elements()
+		for _, el := range elems {
+			x := el.Value()
+			if x.Type != bsoncore.TypeDateTime {
+				continue
+			}
+			switch el.Key() {
+			case "$gt", "$gte":
+				atLeast(el.Key(), x.DateTime())
+			case "$lt", "$lte":
+				op(&minOps, el.Key(), x.DateTime())
+			case "$eq":
+				atLeast("$gte", x.DateTime())
+				op(&minOps, "$lte", x.DateTime())
+			}
+		}
 	}
-	d, ok := v.DocumentOK()
-	if !ok {
-		return 0
-	}
-	elems, err := d.Elements()
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, el := range elems {
-		x := el.Value()
-		if x.Type != bsoncore.TypeDateTime {
+	for _, f := range []struct {
+		name string
+		ops  []bsoncore.Element
+	}{{"control.min." + o.TimeField, minOps}, {"control.max." + o.TimeField, maxOps}} {
+		if len(f.ops) == 0 {
 			continue
 		}
-		switch el.Key() {
-		case "$gt", "$gte":
-			one(maxF, el.Key(), x)
-			n++
-		case "$lt", "$lte":
-			one(minF, el.Key(), x)
-			n++
-		case "$eq":
-			one(minF, "$lte", x)
-			one(maxF, "$gte", x)
-			n += 2
+		d := bsoncore.NewDocumentBuilder()
+		for _, e := range f.ops {
+			d.AppendValue(e.Key(), e.Value())
 		}
+		b.AppendDocument(f.name, d.Build())
 	}
-	return n
+	return len(minOps) + len(maxOps)
 }
 
 // PushDown rewrites a pipeline over a buckets collection that starts with

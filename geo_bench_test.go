@@ -37,11 +37,17 @@ func geoLoad(tb testing.TB, db *DB, n int) {
 // the number of documents.
 func timeFind(tb testing.TB, db *DB, filter string, hint any, limit int64) (time.Duration, time.Duration, int) {
 	tb.Helper()
+	return timeFindIn(tb, db, "geo", filter, hint, limit)
+}
+
+// timeFindIn is timeFind over the collection coll.
+func timeFindIn(tb testing.TB, db *DB, coll, filter string, hint any, limit int64) (time.Duration, time.Duration, int) {
+	tb.Helper()
 	var f bson.D
 	if err := bson.UnmarshalExtJSON([]byte(filter), false, &f); err != nil {
 		tb.Fatal(err)
 	}
-	cmd := bson.D{{Key: "find", Value: "geo"}, {Key: "filter", Value: f}, {Key: "batchSize", Value: 1_000_000}}
+	cmd := bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: f}, {Key: "batchSize", Value: 1_000_000}}
 	if hint != nil {
 		cmd = append(cmd, bson.E{Key: "hint", Value: hint})
 	}
@@ -61,15 +67,22 @@ func timeFind(tb testing.TB, db *DB, filter string, hint any, limit int64) (time
 // geoPair times a query on the index and its collection scan baseline,
 // checking that both find the same number of documents (and some).
 func geoPair(tb testing.TB, db *DB, iters int, work, base string, limit int64) aggTiming {
+	return findPair(tb, db, iters, "geo", work, "geo", base, limit)
+}
+
+// findPair times a find on workColl and its collection scan baseline on
+// baseColl (the same collection, or one holding the same documents),
+// checking that both find the same number of documents (and some).
+func findPair(tb testing.TB, db *DB, iters int, workColl, work, baseColl, base string, limit int64) aggTiming {
 	t := aggTiming{runs: iters}
 	for range iters {
 		var nw, nb int
 		t.add(func() (time.Duration, time.Duration) {
-			w, c, n := timeFind(tb, db, base, bson.D{{Key: "$natural", Value: 1}}, 0)
+			w, c, n := timeFindIn(tb, db, baseColl, base, bson.D{{Key: "$natural", Value: 1}}, 0)
 			nb = n
 			return w, c
 		}, func() (time.Duration, time.Duration) {
-			w, c, n := timeFind(tb, db, work, nil, limit)
+			w, c, n := timeFindIn(tb, db, workColl, work, nil, limit)
 			nw = n
 			return w, c
 		})

@@ -26,7 +26,16 @@ type View struct {
 	Pipeline bson.Raw `bson:"pipeline"` // a BSON array of stage documents
 	// Collation is the view's default collation (nil: simple).
 	Collation bson.Raw `bson:"collation,omitempty"`
+	// Timeseries, set, makes the view a time series collection's: its
+	// timeseries options as listCollections shows them; the view reads
+	// system.buckets.<name> through $_internalUnpackBucket.
+	Timeseries bson.Raw `bson:"timeseries,omitempty"`
+	// ExpireAfterSeconds is a time series collection's TTL (nil: none).
+	ExpireAfterSeconds *int64 `bson:"expireAfterSeconds,omitempty"`
 }
+
+// IsTimeseries reports whether v is a time series collection's namespace.
+func (v *View) IsTimeseries() bool { return v != nil && len(v.Timeseries) > 0 }
 
 // DB is the database the view belongs to.
 func (v *View) DB() string { db, _, _ := strings.Cut(v.ID, "."); return db }

@@ -29,13 +29,21 @@ func cmdCollStats(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 		return nil, err
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: name}
-	st, err := s.Env.Engine.CollectionStats(ctx, ns)
+	ts, isTS := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll)
+	statsNS := ns
+	if isTS {
+		statsNS = ts.Buckets // the figures are its buckets', as in MongoDB
+	}
+	st, err := s.Env.Engine.CollectionStats(ctx, statsNS)
 	if err != nil {
 		return nil, err
 	}
 	r := NewReply(dst)
 	r.String("ns", ns.String())
-	appendStorageStats(r, s, ns, st, scale)
+	if isTS {
+		r.Doc("timeseries", timeseriesStats(ts, st))
+	}
+	appendStorageStats(r, s, statsNS, st, scale)
 	return r.Finish(), nil
 }
 

@@ -38,6 +38,20 @@ func createOptions(req *Request) (bson.Raw, error) {
 			continue // written normalized, first
 		case key == "idIndex" || key == "autoIndexId":
 			continue // see createIDIndex
+		case key == "clusteredIndex":
+			ci, err := parseClusteredIndex(el.Value()) // clustered.go
+			if err != nil {
+				return nil, err
+			}
+			r.Doc("clusteredIndex", ci)
+			continue
+		case key == "expireAfterSeconds":
+			n, err := expireAfterSeconds(req)
+			if err != nil {
+				return nil, err
+			}
+			r.Int64("expireAfterSeconds", *n)
+			continue
 		case key == "collation":
 			// Kept normalized, every option filled in, as MongoDB lists a
 			// collection's default collation; a simple one is no default.
@@ -58,10 +72,20 @@ func createOptions(req *Request) (bson.Raw, error) {
 	return bson.Raw(r.End()), nil
 }
 
-func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdCreate(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	name, err := req.Collection()
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := req.Arg("timeseries"); ok {
+		if _, isView := req.Arg("viewOn"); isView {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "%s.%s: 'timeseries' is not allowed with 'viewOn'", req.DB, name)
+		}
+		return OK(dst), createTimeseries(ctx, s, req, name) // timeseries.go
+	}
+	_, clustered := req.Arg("clusteredIndex")
+	if _, ok := req.Arg("expireAfterSeconds"); ok && !clustered {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified")
 	}
 	if _, ok := req.Arg("viewOn"); ok {
 		return OK(dst), createView(s, req, name)
@@ -75,6 +99,12 @@ func cmdCreate(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	}
 	if err := createIDIndex(req); err != nil {
 		return nil, err
+	}
+	if _, hasID := req.Arg("idIndex"); hasID && clustered {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "The 'clusteredIndex' option is not supported with the 'idIndex' option")
+	}
+	if capped, _ := req.Bool("capped", false); capped && clustered {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "a capped clustered collection is not supported by Cairn yet")
 	}
 	if err := s.Env.Engine.CreateCollection(engine.Namespace{DB: req.DB, Coll: name}, opts); err != nil {
 		return nil, err
@@ -183,13 +213,21 @@ func cmdListCollections(_ context.Context, s *Session, req *Request, dst []byte)
 			}
 			d = doc("name", c.Name, "type", "collection", "options", opts,
 				"info", doc("readOnly", false, "uuid", c.UUID), "idIndex", idIndexSpec())
+			if _, clustered := engine.ClusteredOf(c); clustered {
+				d = doc("name", c.Name, "type", "collection", "options", opts,
+					"info", doc("readOnly", false, "uuid", c.UUID)) // no idIndex, as in MongoDB
+			}
 		}
 		if match(d) {
 			docs = append(docs, d)
 		}
 	}
 	for _, v := range s.Env.Engine.Catalog().Views(req.DB) {
-		if d := viewListing(v, nameOnly); match(d) {
+		d := viewListing(v, nameOnly)
+		if v.IsTimeseries() {
+			d = timeseriesListing(v, nameOnly)
+		}
+		if match(d) {
 			docs = append(docs, d)
 		}
 	}

@@ -25,7 +25,14 @@ func cmdCreateIndexes(ctx context.Context, s *Session, req *Request, dst []byte)
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
 	}
-	res, err := s.Env.Engine.CreateIndexes(ctx, engine.Namespace{DB: req.DB, Coll: coll}, specs)
+	ns := engine.Namespace{DB: req.DB, Coll: coll}
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		if specs, err = timeseriesIndexSpecs(ts, specs); err != nil { // timeseries.go
+			return nil, err
+		}
+		ns = ts.Buckets
+	}
+	res, err := s.Env.Engine.CreateIndexes(ctx, ns, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +55,13 @@ func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if err := catalog.ValidateCollectionName(ns.DB, ns.Coll); err != nil {
 		return nil, err
 	}
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		specs, err := s.Env.Engine.IndexSpecs(ts.Buckets)
+		if err != nil {
+			return nil, err
+		}
+		return listCursor(s, req, dst, ns.String(), timeseriesIndexListing(ts, specs))
+	}
 	if s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll) == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 	}
@@ -55,7 +69,11 @@ func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if err != nil {
 		return nil, err
 	}
-	return listCursor(s, req, dst, ns.String(), append([]bsoncore.Document{idIndexSpec()}, specs...))
+	id := idIndexSpec()
+	if ci, ok := clusteredIDIndex(s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)); ok {
+		id = ci // clustered.go
+	}
+	return listCursor(s, req, dst, ns.String(), append([]bsoncore.Document{id}, specs...))
 }
 
 // cmdDropIndexes drops indexes named by index: a name, a key pattern, an
@@ -70,6 +88,12 @@ func cmdDropIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'dropIndexes.index' is missing but a required field")
 	}
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		ns = ts.Buckets
+		if v, err = timeseriesIndexKey(ts, v); err != nil {
+			return nil, err
+		}
+	}
 	names, err := indexNames(s, ns, v)
 	if err != nil {
 		return nil, err
@@ -83,6 +107,11 @@ func cmdDropIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 
 // indexNames resolves dropIndexes' index argument to names.
 func indexNames(s *Session, ns engine.Namespace, v bsoncore.Value) ([]string, error) {
+	if ci, ok := engine.ClusteredOf(s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)); ok && v.Type == bsoncore.TypeString {
+		if n, _ := ci.Lookup("name").StringValueOK(); n == v.StringValue() {
+			return []string{catalog.IDIndexName}, nil // the clustered index is the _id index: not droppable
+		}
+	}
 	switch v.Type {
 	case bsoncore.TypeString:
 		return []string{v.StringValue()}, nil

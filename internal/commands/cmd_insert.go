@@ -53,13 +53,15 @@ func parseWriteBatch(req *Request, field string) (writeBatch, error) {
 	return writeBatch{ns: engine.Namespace{DB: req.DB, Coll: coll}, stmts: stmts, ordered: ordered, bypass: bypass}, nil
 }
 
-func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdInsert(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	wb, err := parseWriteBatch(req, "documents")
 	if err != nil {
 		return nil, err
 	}
 	var res engine.InsertResult
-	if r := s.sess.retry; r != nil {
+	if ts, ok := timeseriesOf(s.Env.Engine, wb.ns.DB, wb.ns.Coll); ok {
+		res, err = insertTimeseries(ctx, s.Env.Exec, ts, s.sess.retry, wb) // timeseries.go
+	} else if r := s.sess.retry; r != nil {
 		res, err = insertRetryable(s.Env.Exec, r, wb) // retryable.go
 	} else {
 		res, err = s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})

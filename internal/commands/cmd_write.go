@@ -88,6 +88,9 @@ func deleteStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st b
 	if err != nil {
 		return 0, err
 	}
+	if ts, ok := timeseriesOf(x.Engine(), ns.DB, ns.Coll); ok {
+		return x.DeleteTimeseries(ctx, ts, d.Sel, d.Limit) // 7.0: any filter, any limit
+	}
 	if retry != nil {
 		if d.Limit != 1 {
 			return 0, errRetryMulti("limit=0")
@@ -232,6 +235,12 @@ func updateStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st b
 		return exec.UpdateResult{}, err
 	}
 	spec.Bypass = bypass
+	if ts, ok := timeseriesOf(x.Engine(), ns.DB, ns.Coll); ok {
+		if err := checkTimeseriesUpdate(ts, spec, st); err != nil {
+			return exec.UpdateResult{}, err
+		}
+		return x.UpdateTimeseries(ctx, ts, spec.Sel, spec.Mod)
+	}
 	if retry != nil {
 		if spec.Multi {
 			return exec.UpdateResult{}, errRetryMulti("multi=true")

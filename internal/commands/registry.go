@@ -84,8 +84,8 @@ func init() {
 	findArgs = append(findArgs, "awaitData")
 	findNotYet := args("oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection or a view", onView: true,
-		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField"),
-		notYet: args("storageEngine indexOptionDefaults timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages encryptedFields temp")}
+		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField timeseries expireAfterSeconds clusteredIndex"),
+		notYet: args("storageEngine indexOptionDefaults changeStreamPreAndPostImages encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
 	cursor := map[string][]string{"cursor": args("batchSize")}

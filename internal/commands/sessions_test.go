@@ -331,3 +331,27 @@ func TestOplogSeek(t *testing.T) {
 		t.Errorf("totalDocsExamined %d: the read did not seek to the ts bound", n)
 	}
 }
+
+// TestRetryableTimeseriesInsert: a retried insert into a time series
+// collection (which has no unique _id to stop a second copy) stores each
+// measurement once; a new txnNumber stores them again.
+func TestRetryableTimeseriesInsert(t *testing.T) {
+	s := testSession(t, engine.Options{})
+	if r := runDoc(t, s, "test", bson.D{{Key: "create", Value: "w"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}); replyCode(r) != 0 {
+		t.Fatalf("create: %s", r)
+	}
+	ins := bson.D{{Key: "insert", Value: "w"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "t", Value: bson.DateTime(1000)}}, bson.D{{Key: "t", Value: "not a date"}}, bson.D{{Key: "t", Value: bson.DateTime(2000)}}}}, {Key: "ordered", Value: false}}
+	count := func() int64 {
+		return replyInt(t, runDoc(t, s, "test", bson.D{{Key: "count", Value: "w"}}), "n")
+	}
+	for _, st := range []struct {
+		name      string
+		txn, n, c int64
+	}{{"insert", 1, 2, 2}, {"retried: nothing stored twice", 1, 2, 2}, {"a new txnNumber inserts again", 2, 2, 4}} {
+		r := runDoc(t, s, "test", withTxn(ins, st.txn))
+		if replyCode(r) != 0 || replyInt(t, r, "n") != st.n || count() != st.c {
+			t.Fatalf("%s: reply %s, %d measurements (want n %d, %d measurements)", st.name, r, count(), st.n, st.c)
+		}
+	}
+}

@@ -34,7 +34,8 @@ func checkView(s *Session, cmd *command, req *Request) error {
 	if !ok {
 		return nil
 	}
-	if s.Env.Engine.Catalog().View(req.DB, name) == nil {
+	v := s.Env.Engine.Catalog().View(req.DB, name)
+	if v == nil || v.IsTimeseries() && tsCommands[req.Name] {
 		return nil
 	}
 	return viewError(req.DB, name)

@@ -70,6 +70,9 @@ func (e *Engine) DropCollection(ns Namespace) (existed bool, err error) {
 			e.logCommand(tx, ns.DB, c.UUID.Data, cmdDoc("drop", strVal(ns.Coll), nil))
 		}
 		if !existed {
+			if v := e.cat.Working().View(ns.DB, ns.Coll); v.IsTimeseries() {
+				e.dropTimeseriesBuckets(tx, ns.DB, ns.Coll)
+			}
 			existed = e.cat.DropView(tx, ns.DB, ns.Coll)
 		}
 		return nil

@@ -92,21 +92,11 @@ func (e *Engine) DeleteExpired(ns Namespace, name string, cutoff time.Time) (int
 		return Action{}, nil
 	}
 	seen := map[string]bool{}
-	var ids []bsoncore.Value
-	deleted := 0
-	flush := func() error {
-		if len(ids) == 0 {
-			return nil
-		}
-		res, err := e.Modify(ns, ids, false, expired)
-		deleted += res.Deleted
-		ids = ids[:0]
-		return err
-	}
+	b := expiryBatch{e: e, ns: ns, fn: expired}
 	for ok := it.First(); ok; ok = it.Next() {
 		idKey, err := entryID(it, prefix, spec)
 		if err != nil {
-			return deleted, err
+			return b.deleted, err
 		}
 		if seen[string(idKey)] {
 			continue
@@ -114,16 +104,42 @@ func (e *Engine) DeleteExpired(ns Namespace, name string, cutoff time.Time) (int
 		seen[string(idKey)] = true
 		id, _, err := keystring.Decode(idKey)
 		if err != nil {
-			return deleted, err
+			return b.deleted, err
 		}
-		ids = append(ids, id)
-		if len(ids) == ttlBatch {
-			if err := flush(); err != nil {
-				return deleted, err
-			}
+		if err := b.add(id); err != nil {
+			return b.deleted, err
 		}
 	}
-	return deleted, flush()
+	return b.deleted, b.flush()
+}
+
+// expiryBatch deletes the documents a TTL pass finds through Modify, in
+// requests of ttlBatch documents, fn deciding again for each inside the
+// request.
+type expiryBatch struct {
+	e       *Engine
+	ns      Namespace
+	fn      func(int, bsoncore.Document) (Action, error)
+	ids     []bsoncore.Value
+	deleted int
+}
+
+func (b *expiryBatch) add(id bsoncore.Value) error {
+	b.ids = append(b.ids, id)
+	if len(b.ids) == ttlBatch {
+		return b.flush()
+	}
+	return nil
+}
+
+func (b *expiryBatch) flush() error {
+	if len(b.ids) == 0 {
+		return nil
+	}
+	res, err := b.e.Modify(b.ns, b.ids, false, b.fn)
+	b.deleted += res.Deleted
+	b.ids = b.ids[:0]
+	return err
 }
 
 // dateBounds is the key range of an index on one field holding the dates

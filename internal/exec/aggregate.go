@@ -15,6 +15,7 @@ import (
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 	"github.com/cairndb/cairn/internal/query"
+	"github.com/cairndb/cairn/internal/timeseries"
 )
 
 // Aggregate is a parsed aggregate command.
@@ -332,7 +333,7 @@ func (e *Env) resolveView(a Aggregate) Aggregate {
 		return a
 	}
 	a.NS.Coll = coll
-	a.Stages = append(stages, a.Stages...)
+	a.Stages = timeseries.PushDown(append(stages, a.Stages...))
 	return a
 }
 

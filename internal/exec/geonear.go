@@ -176,7 +176,7 @@ func (e *Env) onlyGeoField(ns engine.Namespace) (string, error) {
 	var fields []string
 	for _, spec := range specs {
 		for _, f := range spec.KeyPattern {
-			if f.Kind == index.Geo2dsphere {
+			if f.Kind == index.Geo2dsphere || f.Kind == index.Geo2d {
 				fields = append(fields, f.Path)
 			}
 		}

@@ -80,10 +80,12 @@
 // are Cairn's coverings (golang/geo's RegionCoverer with MongoDB's levels
 // and cell count), which need not be the exact cells S2-C++ picks.
 //
-// Text, 2d and columnstore indexes, compound wildcard indexes
-// 2d, 2dsphere and columnstore indexes, compound wildcard indexes
-// (MongoDB 7.0 has them) and collations other than simple are refused with
-// CannotCreateIndex (67) as not supported yet. MongoDB 4.2+ has no index key
+// 2d indexes (geo2d.go) key a legacy pair by its geohash on the index's
+// grid as an int64 (MongoDB stores a BinData geohash), so explain prints
+// their bounds as int64 ranges; unique 2d indexes are refused.
+//
+// Columnstore indexes, compound wildcard indexes (MongoDB 7.0 has them)
+// and collations other than simple are refused with CannotCreateIndex (67) as not supported yet. MongoDB 4.2+ has no index key
 // size limit and no index name length limit; neither has Cairn. A wildcard
 // index with a negative direction ({"$**": -1}) stores its paths ascending
 // and its values descending, which is what the direction means to a query

@@ -73,9 +73,10 @@ func (s *Spec) geoKeys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multikey,
 	mk := Multikey{Components: make([][]int, len(s.KeyPattern))}
 	anyGeo := false
 	for i, f := range s.KeyPattern {
-		vals, arrays := valuesAlong(doc, f.Parts, f.Kind != Geo2dsphere)
+		geoField := f.Kind == Geo2dsphere || f.Kind == Geo2d
+		vals, arrays := valuesAlong(doc, f.Parts, !geoField)
 		mk.Components[i] = arrays
-		if f.Kind != Geo2dsphere {
+		if !geoField {
 			for _, v := range vals {
 				if f.Kind == Descending {
 					parts[i] = append(parts[i], keystring.AppendDesc(nil, v))
@@ -87,6 +88,14 @@ func (s *Spec) geoKeys(doc bsoncore.Document, dst [][]byte) ([][]byte, Multikey,
 		}
 		var cells []int64
 		for _, v := range vals {
+			if f.Kind == Geo2d {
+				keys, err := s.geo2dKeys(doc, v) // geo2d.go
+				if err != nil {
+					return ks.keys, Multikey{}, err
+				}
+				cells = append(cells, keys...)
+				continue
+			}
 			if v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
 				continue
 			}

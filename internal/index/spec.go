@@ -45,6 +45,8 @@ func (k Kind) String() string {
 		return "wildcard"
 	case Geo2dsphere:
 		return "2dsphere"
+	case Geo2d:
+		return "2d"
 	}
 	return fmt.Sprintf("Kind(%d)", k)
 }
@@ -105,6 +107,7 @@ type Spec struct {
 	skipID  bool              // wildcard without projection: skip the top-level _id
 	valDesc bool              // wildcard: the value part is descending
 	geo     geo.IndexParams   // 2dsphere: the covering parameters
+	grid    *geo.Grid         // 2d: the grid (geo2d.go)
 	text    *textInfo         // text: weights and languages (text.go)
 }
 
@@ -175,8 +178,7 @@ var allowedIDOptions = map[string]bool{"collation": true, "name": true, "v": tru
 // fails with the code MongoDB reports first. Errors are *mongoerr.Error.
 // The Spec keeps a copy of spec, never the caller's bytes.
 //
-// Not supported yet, with CannotCreateIndex (67): 2d and columnstore
-// indexes, compound wildcard indexes, hashed and wildcard indexes with a
+// Not supported yet, with CannotCreateIndex (67): columnstore indexes, compound wildcard indexes, hashed and wildcard indexes with a
 // collation, and the internal options clustered and originalSpec.
 func ParseSpec(spec bsoncore.Document) (*Spec, error) {
 	if err := spec.Validate(); err != nil {
@@ -312,7 +314,7 @@ func (p *specParser) parse() error {
 	}
 	// 6. What Cairn does not build yet.
 	switch p.plugin {
-	case "", "hashed", "wildcard", "2dsphere":
+	case "", "hashed", "wildcard", "2dsphere", "2d":
 	case "text":
 		if err := p.prepareText(); err != nil {
 			return err
@@ -573,8 +575,10 @@ func (p *specParser) field(name string, v bsoncore.Value, plugin string) Field {
 		f.Kind = Hashed
 	case v.Type == bsoncore.TypeString && v.StringValue() == "2dsphere":
 		f.Kind = Geo2dsphere
+	case v.Type == bsoncore.TypeString && v.StringValue() == "2d":
+		f.Kind = Geo2d
 	case v.Type == bsoncore.TypeString:
-		f.Kind = Ascending // text, 2d, …: refused later
+		f.Kind = Ascending // text, …: refused later
 	case plugin == "wildcard" && isWildcardName(name):
 		f.Kind = Wildcard
 		if numberValue(v) < 0 {
@@ -606,6 +610,8 @@ func (p *specParser) prepare() error {
 		return p.prepareWildcard()
 	case "2dsphere":
 		return p.prepareGeo()
+	case "2d":
+		return p.prepare2d()
 	}
 	return nil
 }

@@ -59,6 +59,17 @@ const (
 	APIParamsWithoutVersion Code = 4886600
 	APIParamNotAllowed      Code = 4937600
 
+	// Clustered collections (create's clusteredIndex).
+	ClusteredIndexNotUnique Code = 5979700 // "The clusteredIndex option requires unique: true to be specified"
+	ClusteredIndexVersion   Code = 5979704 // a clusteredIndex with v other than 2
+
+	// 2d indexes (package index): their options and keys.
+	Geo2dNotFirst     Code = 13023 // "2d has to be first in index"
+	Geo2dNotPoint     Code = 13026 // "geo values must be 'legacy coordinate pairs' for 2d indexes"
+	Geo2dOutOfRange   Code = 13027 // "point not in interval of [ min, max )"
+	Geo2dBits         Code = 13028 // "bits in geo index must be between 1 and 32"
+	Geo2dTwoGeoFields Code = 16800 // "can't have 2 geo fields"
+
 	// Codes with a MongoDB name.
 	InternalError              Code = 1
 	BadValue                   Code = 2

@@ -27,7 +27,11 @@
 //     (the multi-planner) and caches the winner per query shape (cache.go).
 //   - geo.go: 2dsphere bounds (the S2 cell ranges of a $geoWithin or
 //     $geoIntersects region) and the GEO_NEAR_2DSPHERE stage of $near and
-//     $nearSphere, an expanding ring search in distance order.
+//     $nearSphere, an expanding ring search in distance order; geo2d.go:
+//     the same over 2d indexes (grid-cell bounds of a legacy shape's
+//     bounding rectangle, the GEO_NEAR_2D stage).
+//   - clustered.go: explain of an _id range on a clustered collection as
+//     one CLUSTERED_IXSCAN stage.
 //   - collation.go: which indexes a query's collation may use (MongoDB's
 //     rule: strings only through an index of the same collation), their
 //     ranges in key order, exact bounds on a collated index.

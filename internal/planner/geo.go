@@ -36,7 +36,7 @@ import (
 // the ring waits for a later one. So results come in distance order and
 // each once. A query with $near and no 2dsphere index on its path is
 // NoQueryExecutionPlans (291), as MongoDB answers; a legacy-pair $near
-// (flat distances) needs a 2d index, which Cairn does not have yet.
+// (flat distances) is served by a 2d index (geo2d.go).
 
 // geoOIL is the bounds of a 2dsphere field from its conditions: the cells
 // of the first spherical $geoWithin or $geoIntersects; nil when none.
@@ -76,7 +76,7 @@ func int64Value(n int64) bsoncore.Value {
 // (its only use: the index holds no key for documents without geometry).
 func geoBounded(ix *indexRef, bounds []OIL) bool {
 	for i, f := range ix.keyFields() {
-		if f.Kind == index.Geo2dsphere && !bounds[i].IsFull() {
+		if (f.Kind == index.Geo2dsphere || f.Kind == index.Geo2d) && !bounds[i].IsFull() {
 			return true
 		}
 	}
@@ -149,6 +149,9 @@ func (pl *planning) nearCandidate(nc *nearClause) (*candidate, error) {
 				}
 			}
 		}
+	}
+	if c := pl.near2dCandidate(nc); c != nil { // geo2d.go
+		return c, nil
 	}
 	return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: unable to find index for $geoNear query")
 }
@@ -306,7 +309,10 @@ func (e *Exec) NearDistance() (float64, bool) {
 	var d float64
 	found := false
 	walk(e.root, func(s stage) {
-		if g, ok := s.(*geoNearStage); ok {
+		switch g := s.(type) {
+		case *geoNearStage:
+			d, found = g.lastDist, true
+		case *geoNear2dStage:
 			d, found = g.lastDist, true
 		}
 	})

@@ -174,6 +174,10 @@ type ixScan struct {
 	// empty document.
 	countOnly bool
 
+	// clustered: an _id scan of a clustered collection, which explain
+	// shows with its FETCH as one CLUSTERED_IXSCAN (clustered.go).
+	clustered bool
+
 	// distinct: return only the first entry of each value of the first
 	// field (DISTINCT_SCAN, distinct.go). After each result the scan
 	// resumes at resume, the rest of curRng past that value; the cursor

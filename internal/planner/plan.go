@@ -214,10 +214,14 @@ type planning struct {
 	a   *analysis
 	ixs []*indexRef // secondary indexes the planner may choose, catalog order
 	all []*indexRef // every secondary index, for hints
+	// clustered: the collection was created with clusteredIndex, so an
+	// _id range scan is explained as CLUSTERED_IXSCAN.
+	clustered bool
 }
 
 // indexes gathers the collection's indexes.
 func (pl *planning) indexes() error {
+	pl.clustered = pl.r.Clustered()
 	for _, info := range pl.r.Indexes() {
 		ref := &indexRef{name: info.Name, spec: info.Spec, multikey: info.Multikey, building: info.Building, typeBits: info.TypeBits, mk: info.MultikeyPaths, mkKnown: info.PathsKnown}
 		pl.all = append(pl.all, ref)
@@ -324,6 +328,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		}
 	}
 	scan := newIXScan(ix, bounds, reverse)
+	scan.clustered = ix.isID && pl.clustered
 	var c *candidate
 	if pl.coverable(ix) {
 		scan.cover, scan.filter, scan.rawFilter = true, pl.q.Filter, pl.q.RawFilter
@@ -432,6 +437,9 @@ func boundsFrom(a *analysis, ix *indexRef) (out []OIL, exact []bool) {
 			o = hashedOIL(conds)
 		case index.Geo2dsphere:
 			o = geoOIL(conds, ix.spec.GeoParams())
+		case index.Geo2d:
+			g, _ := ix.spec.Grid()
+			o = geo2dOIL(conds, g) // geo2d.go
 		default:
 			// Intervals intersect in the simple order: on a collated index
 			// one condition bounds the field, as on a multikey one
@@ -513,7 +521,7 @@ func (pl *planning) providesSort(ix *indexRef, bounds []OIL) (sorted, reverse bo
 	dir, i := 0, 0
 	fields := ix.spec.KeyPattern
 	for j := 0; j < len(keys); {
-		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && fields[i].Kind != index.Geo2dsphere && !ix.fieldMultikey(i) {
+		if i < len(fields) && fields[i].Path == keys[j].path && fields[i].Kind != index.Hashed && fields[i].Kind != index.Geo2dsphere && fields[i].Kind != index.Geo2d && !ix.fieldMultikey(i) {
 			d := keys[j].dir
 			if fields[i].Kind == index.Descending {
 				d = -d

@@ -250,6 +250,9 @@ func examined(root stage) (keys, docs int64) {
 		case *geoNearStage:
 			keys += s.keys
 			docs += s.docs
+		case *geoNear2dStage:
+			keys += s.keys
+			docs += s.docs
 		}
 	})
 	return keys, docs
@@ -259,6 +262,10 @@ func examined(root stage) (keys, docs int64) {
 // as inputStage (or inputStages for OR).
 func render(s stage, withStats bool) bson.D {
 	d := bson.D{}
+	if f, scan, ok := clusteredScan(s); ok {
+		describeClustered(&d, f, scan, withStats) // clustered.go
+		return d
+	}
 	s.describe(&d, withStats)
 	kids := s.children()
 	switch {
@@ -439,6 +446,8 @@ func (e *Exec) PlanSummary() string {
 			p = "IXSCAN " + keyPatternText(s.ix.keyDoc())
 		case *geoNearStage:
 			p = "GEO_NEAR_2DSPHERE " + keyPatternText(s.ix.keyDoc())
+		case *geoNear2dStage:
+			p = "GEO_NEAR_2D " + keyPatternText(s.ix.keyDoc())
 		default:
 			return
 		}

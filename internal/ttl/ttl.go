@@ -101,6 +101,28 @@ func (m *Monitor) Pass() int {
 				"numDeleted", n, "durationMillis", time.Since(began).Milliseconds())
 		}
 	}
+	for _, c := range m.eng.ClusteredTTLs() {
+		n, err := m.eng.DeleteExpiredIDs(c.NS, now.Add(-c.ExpireAfter))
+		total += n
+		m.deleted.Add(int64(n))
+		if err != nil {
+			m.opts.Logger.Error("ttl: deleting expired documents of a clustered collection failed", "ns", c.NS.String(), "deleted", n, "err", err)
+		} else if n > 0 {
+			m.opts.Logger.Info("ttl: deleted expired documents", "ns", c.NS.String(), "index", "clustered", "numDeleted", n)
+		}
+	}
+	for _, t := range m.eng.TimeseriesTTLs() {
+		began := time.Now()
+		n, err := m.eng.DeleteExpiredBuckets(t, now.Add(-t.ExpireAfter))
+		total += n
+		m.deleted.Add(int64(n))
+		if err != nil {
+			m.opts.Logger.Error("ttl: deleting expired buckets failed", "ns", t.Buckets.String(), "deleted", n, "err", err)
+		} else if n > 0 {
+			m.opts.Logger.Info("ttl: deleted expired buckets", "ns", t.Buckets.String(),
+				"numDeleted", n, "durationMillis", time.Since(began).Milliseconds())
+		}
+	}
 	return total
 }
 

@@ -10,7 +10,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
+	"github.com/cairndb/cairn/internal/timeseries"
 	"github.com/cairndb/cairn/internal/ttl"
 )
 
@@ -94,5 +97,81 @@ func TestPeriodChangesAtRuntime(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if m.Passes() != after {
 		t.Error("passes continued after Stop")
+	}
+}
+
+// TestPassExpiresTimeseriesBuckets: a time series collection's buckets go
+// once every measurement they may hold is older than expireAfterSeconds
+// (the bucket's min time plus its span before the cutoff), as in MongoDB.
+func TestPassExpiresTimeseriesBuckets(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	o := timeseries.Options{TimeField: "t", BucketMaxSpanSeconds: 60, BucketRoundingSeconds: 60}
+	expire := int64(60)
+	v := catalog.View{ID: "t.w", ViewOn: timeseries.BucketsCollection("w"),
+		Pipeline:   bson.Raw(bsoncore.NewArrayBuilder().AppendDocument(o.UnpackStage()).Build()),
+		Timeseries: bson.Raw(o.Document()), ExpireAfterSeconds: &expire}
+	if err := eng.CreateTimeseries(context.Background(), v, o); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []bsoncore.Document
+	for i := range 10 { // one bucket per minute
+		docs = append(docs, raw(t, bson.D{{Key: "t", Value: bson.NewDateTimeFromTime(base.Add(time.Duration(i) * time.Minute))}}))
+	}
+	buckets := engine.Namespace{DB: "t", Coll: timeseries.BucketsCollection("w")}
+	if _, err := exec.New(eng).InsertTimeseries(context.Background(), exec.Timeseries{Buckets: buckets, Opts: o}, exec.TimeseriesInsert{Docs: docs, Ordered: true}); err != nil {
+		t.Fatal(err)
+	}
+	now := base.Add(5*time.Minute + 30*time.Second) // cutoff 4m30s, less the span: buckets of minutes 0..3
+	m := ttl.Start(eng, ttl.Options{Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	defer m.Stop()
+	if n := m.Pass(); n != 4 {
+		t.Fatalf("a pass deleted %d buckets, want 4", n)
+	}
+	st, err := eng.CollectionStats(context.Background(), buckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Count != 6 {
+		t.Fatalf("%d buckets left, want 6", st.Count)
+	}
+}
+
+// TestPassExpiresClusteredIDs: a clustered collection with
+// expireAfterSeconds loses the documents whose _id is a date before the
+// cutoff; other _id types stay.
+func TestPassExpiresClusteredIDs(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ns := engine.Namespace{DB: "t", Coll: "c"}
+	opts := raw(t, bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "v", Value: 2}, {Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "name", Value: "_id_"}, {Key: "unique", Value: true}}}, {Key: "expireAfterSeconds", Value: int64(60)}})
+	if err := eng.CreateCollection(ns, bson.Raw(opts)); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []bsoncore.Document
+	for i := range 10 {
+		docs = append(docs, raw(t, bson.D{{Key: "_id", Value: bson.NewDateTimeFromTime(base.Add(time.Duration(i) * time.Minute))}}))
+	}
+	docs = append(docs, raw(t, bson.D{{Key: "_id", Value: "not a date"}}), raw(t, bson.D{{Key: "_id", Value: bson.NewObjectIDFromTimestamp(base)}}))
+	if _, err := eng.Insert(ns, docs, true); err != nil {
+		t.Fatal(err)
+	}
+	now := base.Add(4*time.Minute + 30*time.Second) // cutoff 3m30s: minutes 0..3
+	m := ttl.Start(eng, ttl.Options{Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	defer m.Stop()
+	if n := m.Pass(); n != 4 {
+		t.Fatalf("a pass deleted %d, want 4", n)
+	}
+	now = base.Add(time.Hour)
+	if n := m.Pass(); n != 6 {
+		t.Fatalf("an hour later a pass deleted %d, want the other 6 dates (not the string or ObjectId _ids)", n)
 	}
 }

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak conformance
 
 all: build
 
@@ -109,6 +109,19 @@ REPLSET_ROUNDS ?= 20
 REPLSET_SEED ?=
 replset-soak:
 	CAIRN_REPLSET_ROUNDS=$(REPLSET_ROUNDS) CAIRN_REPLSET_SEED=$(REPLSET_SEED) $(GO) test -count=1 -run '^TestReplicaSetSurvivesPrimaryKill$$' -timeout 60m -v .
+
+## conformance: the official Go driver's integration suites (the Go tests
+## go.mongodb.org/mongo-driver/v2/internal/integration ships, at go.mod's
+## version) against a three-member `cairn cluster up` replica set with
+## enableTestCommands, one process per top-level test (test/conformance).
+## Writes CONFORMANCE_OUT (one pass/fail/skip line per test and subtest),
+## prints per-suite counts, and fails on any difference from
+## test/conformance/expected.txt (the known failures, each with its reason).
+## CONFORMANCE_RUN limits the top-level tests (a regexp). Takes 20-40 min.
+CONFORMANCE_OUT ?= conformance-results.txt
+CONFORMANCE_RUN ?=
+conformance:
+	$(GO) run ./test/conformance -expected test/conformance/expected.txt -out $(CONFORMANCE_OUT) -run '$(CONFORMANCE_RUN)'
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

@@ -56,7 +56,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 	var rider exec.Rider
 	var sess *engine.OplogSession
 	if retry != nil {
-		rider, sess = stmtRider(retry, 0), retry.OplogSession(0)
+		rider, sess = stmtRider(s, retry, 0), retry.OplogSession(0)
 	}
 	if remove {
 		if done {

@@ -60,7 +60,7 @@ func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	}
 	var res engine.InsertResult
 	if r := s.sess.retry; r != nil {
-		res, err = insertRetryable(s.Env.Exec, r, wb) // retryable.go
+		res, err = insertRetryable(s, s.Env.Exec, r, wb) // retryable.go
 	} else {
 		res, err = s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
 	}

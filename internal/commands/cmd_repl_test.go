@@ -90,7 +90,7 @@ func TestReplicaSetChecks(t *testing.T) {
 		{"read on a secondary without secondaryOk", false, nil, bson.D{{Key: "find", Value: "c"}}, 13435, "", nil},
 		{"read on a secondary with secondaryPreferred", false, nil, bson.D{{Key: "find", Value: "c"}, {Key: "$readPreference", Value: secondary}}, 0, "", nil},
 		{"write on the primary", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, 0, "n", int32(1)},
-		{"unsatisfiable w", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 5}}}}, 100, "", nil},
+		{"unsatisfiable w", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 5}}}}, 0, "writeConcernError.code", int32(100)},
 		{"w: 3 timed out", true, wce, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 3}, {Key: "wtimeout", Value: 10}}}}, 0, "writeConcernError.code", int32(64)},
 		{"lost leadership mid-write fails the command, retryable", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "stepdown"}}}}}, 11602, "errorLabels.0", "RetryableWriteError"},
 		{"linearizable read on a secondary", false, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}, {Key: "$readPreference", Value: secondary}}, 10107, "", nil},

@@ -184,7 +184,7 @@ func init() {
 		"replSetGetStatus":               {run: cmdReplSetGetStatus, adminOnly: true, help: "the replica set's status (a standalone has none)", fields: args("initialSync")},
 		"replSetInitiate":                {run: cmdReplSetInitiate, adminOnly: true, help: "start a replica set from its configuration document"},
 		"replSetReconfig":                {run: cmdReplSetReconfig, adminOnly: true, help: "change the replica set's configuration (add or remove members)", fields: args("force")},
-		"replSetStepDown":                {run: cmdReplSetStepDown, adminOnly: true, help: "make the primary hand over to a caught-up secondary", fields: args("secondaryCatchUpPeriodSecs"), notYet: args("force")},
+		"replSetStepDown":                {run: cmdReplSetStepDown, adminOnly: true, help: "make the primary hand over to a caught-up secondary", fields: args("secondaryCatchUpPeriodSecs force")},
 		"serverStatus":                   {run: cmdServerStatus, open: true, help: "server counters"},
 		"setFeatureCompatibilityVersion": {run: cmdSetFeatureCompatibilityVersion, adminOnly: true, help: "set the feature compatibility version (7.0 only)", fields: args("confirm")},
 		"setParameter":                   {run: cmdSetParameter, adminOnly: true, open: true, help: "change server parameters"},

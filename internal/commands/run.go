@@ -17,8 +17,9 @@ import (
 // panic in a handler is recovered, logged with its stack and answered with
 // InternalError, and the connection lives on.
 func Run(ctx context.Context, s *Session, req *Request, dst []byte) bsoncore.Document {
+	s.labelsSet = false
 	if !s.Env.ClusterTimes() {
-		return run(ctx, s, req, dst)
+		return withRetryableWriteLabel(run(ctx, s, req, dst), s, req) // errorlabels.go
 	}
 	// A replica-set member's clock and replies (clustertime.go).
 	var reply bsoncore.Document
@@ -27,7 +28,7 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) bsoncore.Doc
 	} else {
 		reply = run(ctx, s, req, dst)
 	}
-	return appendClusterTimes(reply, s)
+	return appendClusterTimes(withRetryableWriteLabel(reply, s, req), s)
 }
 
 func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsoncore.Document) {
@@ -86,6 +87,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	var wcW bsoncore.Value
 	var wcTimeout time.Duration
+	var wcUnsatisfiable error
 	if rs := s.Env.Repl; rs != nil {
 		// A replica set member: writes on the primary only, reads on a
 		// secondary only when the client allows it (cmd_repl.go).
@@ -96,7 +98,16 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 			}
 			wcW, wcTimeout = replWriteConcern(req)
 			if err := rs.CheckWriteConcern(wcW); err != nil {
-				return ErrorReply(dst, err)
+				// mongod finds a w no member set can satisfy (or an
+				// unknown mode) while waiting for it, after the write:
+				// the write applies and the reply carries the error as
+				// its writeConcernError.
+				switch mongoerr.CodeOf(err) {
+				case mongoerr.UnsatisfiableWriteConcern, mongoerr.UnknownReplWriteConcern:
+					wcUnsatisfiable = err
+				default:
+					return ErrorReply(dst, err)
+				}
 			}
 		case kindRead:
 			if err := rs.CanRead(secondaryOk(req)); err != nil {
@@ -140,6 +151,9 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err != nil {
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
+	}
+	if wcUnsatisfiable != nil {
+		return withWriteConcernError(nil, out, errorDoc(wcUnsatisfiable))
 	}
 	if cmd.kind == kindWrite && s.Env.Repl != nil {
 		if wce := s.Env.Repl.WaitWriteConcern(ctx, wcW, wcTimeout); wce != nil {

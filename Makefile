@@ -120,8 +120,9 @@ replset-soak:
 ## CONFORMANCE_RUN limits the top-level tests (a regexp). Takes 20-40 min.
 CONFORMANCE_OUT ?= conformance-results.txt
 CONFORMANCE_RUN ?=
+CONFORMANCE_LOGS ?= conformance-logs
 conformance:
-	$(GO) run ./test/conformance -expected test/conformance/expected.txt -out $(CONFORMANCE_OUT) -run '$(CONFORMANCE_RUN)'
+	$(GO) run ./test/conformance -expected test/conformance/expected.txt -out $(CONFORMANCE_OUT) -logs $(CONFORMANCE_LOGS) -run '$(CONFORMANCE_RUN)'
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

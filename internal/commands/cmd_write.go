@@ -139,7 +139,7 @@ func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		if rec, done := retry.Done(int32(i)); done {
 			res, _ = fromStmtResult(rec)
 		} else {
-			res, err = updateStatement(ctx, s, wb.ns, st, cv, wb.bypass, retry, i)
+			res, err = updateStatement(ctx, s, wb, st, cv, retry, i)
 		}
 		if isInterruption(err) {
 			return nil, err // fails the whole command, as in MongoDB
@@ -226,12 +226,13 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 
 // updateStatement runs one update statement {q, u, upsert, multi,
 // arrayFilters}, statement i of a retryable write when retry is set.
-func updateStatement(ctx context.Context, s *Session, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool, retry *session.Retry, i int) (exec.UpdateResult, error) {
+func updateStatement(ctx context.Context, s *Session, wb writeBatch, st bsoncore.Document, cv commandVars, retry *session.Retry, i int) (exec.UpdateResult, error) {
+	ns := wb.ns
 	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return exec.UpdateResult{}, err
 	}
-	spec.Bypass = bypass
+	spec.Bypass, spec.KeepEmptyTimestamps = wb.bypass, wb.keepEmptyTs
 	if retry != nil {
 		if spec.Multi {
 			return exec.UpdateResult{}, errRetryMulti("multi=true")

@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -56,6 +57,7 @@ type Config struct {
 	Log      io.Writer      // progress
 	Verbose  bool           // copy each suite's output to Log
 	Replicas int
+	LogDir   string // when set, each suite's output is kept there as <Test>.txt
 }
 
 // Status is a test's outcome.
@@ -83,8 +85,9 @@ func main() {
 	out := flag.String("out", "conformance-results.txt", "where to write the per-test results")
 	timeout := flag.Duration("timeout", 5*time.Minute, "time limit of each top-level test")
 	verbose := flag.Bool("v", false, "print every suite's output")
+	logs := flag.String("logs", "", "directory to keep each suite's output in (<Test>.txt)")
 	flag.Parse()
-	cfg := Config{Root: *root, Timeout: *timeout, Log: os.Stdout, Verbose: *verbose, Replicas: 3}
+	cfg := Config{Root: *root, Timeout: *timeout, Log: os.Stdout, Verbose: *verbose, Replicas: 3, LogDir: *logs}
 	if *run != "" {
 		cfg.Run = regexp.MustCompile(*run)
 	}
@@ -98,8 +101,13 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	results, err := RunSuites(context.Background(), cfg)
+	// Ctrl-C ends the running suite and stops the replica set (RunSuites'
+	// deferred stop) before exiting.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	results, err := RunSuites(ctx, cfg)
+	stop()
 	if err != nil {
+		os.RemoveAll(work)
 		fatal(err)
 	}
 	if err := os.WriteFile(*out, []byte(FormatResults(results)), 0o644); err != nil {
@@ -145,6 +153,9 @@ func RunSuites(ctx context.Context, cfg Config) ([]Result, error) {
 	for _, t := range tests {
 		if cfg.Run != nil && !cfg.Run.MatchString(t) {
 			continue
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 		if err := cl.reset(ctx); err != nil {
 			return nil, fmt.Errorf("before %s: %w", t, err)
@@ -326,6 +337,14 @@ func runTest(ctx context.Context, bin string, env []string, name string, cfg Con
 	out, _ := cmd.CombinedOutput()
 	if cfg.Verbose {
 		cfg.Log.Write(out)
+	}
+	if cfg.LogDir != "" {
+		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(cfg.LogDir, name+".txt"), out, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	return parseOutput(string(out), name), nil
 }

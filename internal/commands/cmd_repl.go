@@ -140,11 +140,17 @@ func cmdReplSetStepDown(ctx context.Context, s *Session, req *Request, dst []byt
 			secs = n
 		}
 	}
-	catchUp, err := req.Int("secondaryCatchUpPeriodSecs", 10)
+	force, err := req.Bool("force", false)
 	if err != nil {
 		return nil, err
 	}
-	force, err := req.Bool("force", false)
+	// As mongod: without secondaryCatchUpPeriodSecs, force waits for no
+	// catch-up and a plain step-down waits up to 10 seconds.
+	defCatchUp := int64(10)
+	if force {
+		defCatchUp = 0
+	}
+	catchUp, err := req.Int("secondaryCatchUpPeriodSecs", defCatchUp)
 	if err != nil {
 		return nil, err
 	}

@@ -88,11 +88,13 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	var wcW bsoncore.Value
 	var wcTimeout time.Duration
 	var wcUnsatisfiable error
+	writes := cmd.kind == kindWrite || writesOutput(req)
 	if rs := s.Env.Repl; rs != nil {
 		// A replica set member: writes on the primary only, reads on a
-		// secondary only when the client allows it (cmd_repl.go).
-		switch cmd.kind {
-		case kindWrite:
+		// secondary only when the client allows it (cmd_repl.go). An
+		// aggregate with $out or $merge is a write.
+		switch {
+		case writes:
 			if err := rs.CanWrite(); err != nil {
 				return ErrorReply(dst, err)
 			}
@@ -109,7 +111,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 					return ErrorReply(dst, err)
 				}
 			}
-		case kindRead:
+		case cmd.kind == kindRead:
 			if err := rs.CanRead(secondaryOk(req)); err != nil {
 				return ErrorReply(dst, err)
 			}
@@ -155,7 +157,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if wcUnsatisfiable != nil {
 		return withWriteConcernError(nil, out, errorDoc(wcUnsatisfiable))
 	}
-	if cmd.kind == kindWrite && s.Env.Repl != nil {
+	if writes && s.Env.Repl != nil {
 		if wce := s.Env.Repl.WaitWriteConcern(ctx, wcW, wcTimeout); wce != nil {
 			return withWriteConcernError(nil, out, wce)
 		}

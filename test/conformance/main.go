@@ -428,8 +428,9 @@ func FormatResults(res []Result) string {
 	return b.String()
 }
 
-// Summary counts the leaf tests (those without subtests) of each suite:
-// pass, fail, skip and the pass rate of those that ran.
+// Summary counts the leaf tests (those without subtests, and parents that
+// failed with no failing subtest) of each suite: pass, fail, skip and the
+// pass rate of those that ran.
 func Summary(res []Result) string {
 	parent := map[string]bool{}
 	for _, r := range res {
@@ -448,8 +449,16 @@ func Summary(res []Result) string {
 	suites := map[string]*tally{}
 	var names []string
 	var total tally
+	failedChild := map[string]bool{}
 	for _, r := range res {
-		if parent[r.Name] {
+		if i := strings.LastIndexByte(r.Name, '/'); i > 0 && r.Status == Fail {
+			failedChild[r.Name[:i]] = true
+		}
+	}
+	for _, r := range res {
+		// A parent counts only when it failed on its own (no subtest
+		// failed): the failure is its.
+		if parent[r.Name] && (r.Status != Fail || failedChild[r.Name]) {
 			continue
 		}
 		suite, _, _ := strings.Cut(r.Name, "/")

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance
 
 all: build
 
@@ -119,6 +119,19 @@ PREAUTH_N ?= 1000000
 PREAUTH_SEED ?= 0
 soak-preauth:
 	$(GO) test -count=1 -run '^TestPreAuthSoak$$' -timeout 60m -v ./internal/server/ -args -preauth.n $(PREAUTH_N) -preauth.seed $(PREAUTH_SEED)
+## conformance: the official Go driver's integration suites (the Go tests
+## go.mongodb.org/mongo-driver/v2/internal/integration ships, at go.mod's
+## version) against a three-member `cairn cluster up` replica set with
+## enableTestCommands, one process per top-level test (test/conformance).
+## Writes CONFORMANCE_OUT (one pass/fail/skip line per test and subtest),
+## prints per-suite counts, and fails on any difference from
+## test/conformance/expected.txt (the known failures, each with its reason).
+## CONFORMANCE_RUN limits the top-level tests (a regexp). Takes 20-40 min.
+CONFORMANCE_OUT ?= conformance-results.txt
+CONFORMANCE_RUN ?=
+CONFORMANCE_LOGS ?= conformance-logs
+conformance:
+	$(GO) run ./test/conformance -expected test/conformance/expected.txt -out $(CONFORMANCE_OUT) -logs $(CONFORMANCE_LOGS) -run '$(CONFORMANCE_RUN)'
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

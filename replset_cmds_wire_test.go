@@ -129,6 +129,21 @@ func TestReplicaSetCommands(t *testing.T) {
 			t.Fatalf("old primary's hello after stepdown: %v", hello)
 		}
 	}
+	// With force and no secondaryCatchUpPeriodSecs (the drivers' tests
+	// send {replSetStepDown: 5, force: true}) the catch-up period is 0, as
+	// in mongod, so a period under 10 seconds is valid; it hands over too.
+	// The old primary is unfrozen first: the hand-over may pick it.
+	if _, err := run(p, bson.D{{Key: "replSetFreeze", Value: 0}}); err != nil {
+		t.Fatalf("replSetFreeze 0 on the old primary: %v", err)
+	}
+	if _, err := run(np, bson.D{{Key: "replSetStepDown", Value: 5}, {Key: "force", Value: true}}); err != nil {
+		t.Fatalf("replSetStepDown 5 with force: %v", err)
+	}
+	if again := primaryOf(t, hosts[:3]); again == np {
+		t.Fatalf("member %d still primary after a forced replSetStepDown", np)
+	} else {
+		np = again
+	}
 
 	// rs.add(): version 2 with a fourth member, which joins empty.
 	startMember(t, bin, filepath.Join(tmp, "m3"), ports[3])

@@ -25,7 +25,7 @@ import (
 // serve --replSet` processes on loopback, initiated, until Ctrl-C.
 func runCluster(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "up" {
-		fmt.Fprintln(stderr, "Usage: cairn cluster up [--replicas N] [--port P] [--dbpath DIR] [--replSet NAME]")
+		fmt.Fprintln(stderr, "Usage: cairn cluster up [--replicas N] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]")
 		return 2
 	}
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
@@ -34,6 +34,8 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	port := fs.Int("port", 27017, "the first member's port; the others take the next ones")
 	dbpath := fs.String("dbpath", "./cairn-cluster", "directory holding one data directory per member")
 	name := fs.String("replSet", "rs0", "the replica set's name")
+	var params stringList
+	fs.Var(&params, "setParameter", "NAME=VALUE passed to every member's serve (repeatable), e.g. enableTestCommands=1")
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -44,14 +46,14 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cairn cluster up: --replicas must be from 1 to 7")
 		return 2
 	}
-	if err := clusterUp(*replicas, *port, *dbpath, *name, stdout); err != nil {
+	if err := clusterUp(*replicas, *port, *dbpath, *name, params, stdout); err != nil {
 		fmt.Fprintln(stderr, "cairn cluster up:", err)
 		return 1
 	}
 	return 0
 }
 
-func clusterUp(n, port int, root, name string, out io.Writer) error {
+func clusterUp(n, port int, root, name string, params []string, out io.Writer) error {
 	bin, err := os.Executable()
 	if err != nil {
 		return err
@@ -82,7 +84,11 @@ func clusterUp(n, port int, root, name string, out io.Writer) error {
 			return err
 		}
 		defer logf.Close()
-		cmd := exec.Command(bin, "serve", "--replSet", name, "--port", strconv.Itoa(port+i), "--dbpath", dir)
+		args := []string{"serve", "--replSet", name, "--port", strconv.Itoa(port + i), "--dbpath", dir}
+		for _, p := range params {
+			args = append(args, "--setParameter", p)
+		}
+		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			return err
@@ -124,6 +130,12 @@ func clusterUp(n, port int, root, name string, out io.Writer) error {
 	<-sigs
 	return nil
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func waitListening(host string, d time.Duration) error {
 	deadline := time.Now().Add(d)
@@ -174,7 +186,7 @@ func healthyMembers(ctx context.Context, hosts []string) int {
 // own flags.
 func clusterCommand(stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "cluster up [--replicas N] [--port P] [--dbpath DIR] [--replSet NAME]",
+		Use:   "cluster up [--replicas N] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]",
 		Short: "Start a local replica set on loopback until Ctrl-C",
 		Long: `cluster up starts a replica set of real 'cairn serve --replSet' processes on
 loopback (ports from --port on, one data directory per member under

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,6 +20,22 @@ import (
 // only when the server starts with --setParameter enableTestCommands=1.
 
 const failCommandName = "failCommand"
+
+// failGetMoreName is mongod's failGetMoreAfterCursorCheckout: a getMore
+// that has checked its cursor out fails with data.errorCode (InternalError
+// without one) and the cursor is deleted, as mongod deletes a cursor whose
+// getMore fails after the pin. Its appName and namespace (the cursor's)
+// filters are failCommand's, with failCommands fixed to getMore.
+const failGetMoreName = "failGetMoreAfterCursorCheckout"
+
+// onPrimaryTxnWrite is mongod's onPrimaryTransactionalWrite: it fires in
+// the commit of each retryable-write statement (an insert command's
+// documents commit together, so once per insert command) on the primary.
+// data.closeConnection (default true) closes the connection instead of
+// replying, whether or not the write commits;
+// data.failBeforeCommitExceptionCode fails the statement with that code
+// before its write commits, so nothing of it is stored.
+const onPrimaryTxnWrite = "onPrimaryTransactionalWrite"
 
 // failCommandMsg is the message of every error failCommand produces.
 const failCommandMsg = "Failing command via 'failCommand' failpoint"
@@ -42,8 +59,8 @@ func cmdConfigureFailPoint(_ context.Context, s *Session, req *Request, dst []by
 	if err != nil {
 		return nil, err
 	}
-	if name == failCommandName && cfg.Mode != failpoint.Off {
-		if err := checkFailCommandData(cfg.Data); err != nil {
+	if cfg.Mode != failpoint.Off {
+		if err := checkFailPointData(name, cfg.Data); err != nil {
 			return nil, err
 		}
 	}
@@ -125,27 +142,38 @@ func has(d bsoncore.Document, field string) bool {
 	return err == nil
 }
 
-// checkFailCommandData refuses failCommand data fields Cairn does not
-// honour, so a test never runs believing a filter or an effect is in place
-// when it is not. mongod ignores unknown fields; this is a deliberate
-// deviation ("never say yes and do nothing").
-func checkFailCommandData(data bsoncore.Document) error {
+// failPointFields are the data fields each fail point the drivers' tests
+// set honours. mongod ignores unknown fields; Cairn refuses them, so a
+// test never runs believing a filter or an effect is in place when it is
+// not ("never say yes and do nothing"). failInternalCommands and
+// failLocalClients widen the filter to clients Cairn does not have (other
+// servers' connections, in-process direct clients), so either value is
+// honoured as given.
+var failPointFields = map[string][]string{
+	failCommandName: {"failCommands", "failAllCommands", "errorCode", "closeConnection", "blockConnection",
+		"blockTimeMS", "writeConcernError", "errorLabels", "appName", "namespace",
+		"errorExtraInfo", "failInternalCommands", "failLocalClients"},
+	failGetMoreName:   {"errorCode", "appName", "namespace", "failInternalCommands", "failLocalClients"},
+	onPrimaryTxnWrite: {"closeConnection", "failBeforeCommitExceptionCode"},
+}
+
+// checkFailPointData refuses data fields the point does not honour.
+// Points without a list (the storage points) take none.
+func checkFailPointData(name string, data bsoncore.Document) error {
+	if data == nil {
+		return nil
+	}
 	elems, err := data.Elements()
 	if err != nil {
-		return mongoerr.New(mongoerr.BadValue, "invalid failCommand data: %v", err)
+		return mongoerr.New(mongoerr.BadValue, "invalid %s data: %v", name, err)
+	}
+	fields, ok := failPointFields[name]
+	if !ok {
+		return nil
 	}
 	for _, el := range elems {
-		switch el.Key() {
-		case "failCommands", "failAllCommands", "errorCode", "closeConnection", "blockConnection",
-			"blockTimeMS", "writeConcernError", "errorLabels", "appName", "namespace",
-			"errorExtraInfo",
-			// Cairn has no internal clients (other servers' connections) and
-			// no local clients (in-process direct clients): these two widen
-			// the filter to clients that do not exist, so either value is
-			// honoured as given.
-			"failInternalCommands", "failLocalClients":
-		default:
-			return mongoerr.New(mongoerr.BadValue, "failCommand data field '%s' is not supported by Cairn", el.Key())
+		if !slices.Contains(fields, el.Key()) {
+			return mongoerr.New(mongoerr.BadValue, "%s data field '%s' is not supported by Cairn", name, el.Key())
 		}
 	}
 	return nil
@@ -175,18 +203,8 @@ func canonicalCommand(name string) string {
 // configureFailPoint itself never fails.
 func failCommandMatches(s *Session, req *Request, data bsoncore.Document) bool {
 	name := canonicalCommand(req.Name)
-	if name == "configureFailPoint" {
+	if name == "configureFailPoint" || !clientMatches(s, commandNamespace(req), data) {
 		return false
-	}
-	if v, err := data.LookupErr("appName"); err == nil {
-		if app, _ := v.StringValueOK(); app != s.AppName() {
-			return false
-		}
-	}
-	if v, err := data.LookupErr("namespace"); err == nil {
-		if ns, _ := v.StringValueOK(); ns != commandNamespace(req) {
-			return false
-		}
 	}
 	if has(data, "failAllCommands") {
 		return true
@@ -199,6 +217,22 @@ func failCommandMatches(s *Session, req *Request, data bsoncore.Document) bool {
 		}
 	}
 	return false
+}
+
+// clientMatches applies a fail point's appName and namespace filters,
+// when given, to this connection and namespace.
+func clientMatches(s *Session, ns string, data bsoncore.Document) bool {
+	if v, err := data.LookupErr("appName"); err == nil {
+		if app, _ := v.StringValueOK(); app != s.AppName() {
+			return false
+		}
+	}
+	if v, err := data.LookupErr("namespace"); err == nil {
+		if want, _ := v.StringValueOK(); want != ns {
+			return false
+		}
+	}
+	return true
 }
 
 // commandNamespace is the namespace mongod's invocation->ns() gives a
@@ -275,6 +309,7 @@ func runCommand(ctx context.Context, s *Session, req *Request, cmd command, dst 
 	if fire {
 		d := bsoncore.Document(data)
 		labels = dataLabels(d)
+		s.labelsSet = has(d, "errorLabels")
 		if dataBool(d, "blockConnection") {
 			ms, ok := numberAsInt(d.Lookup("blockTimeMS"))
 			if !ok {
@@ -322,6 +357,7 @@ func runCommand(ctx context.Context, s *Session, req *Request, cmd command, dst 
 	if l := dataLabels(d); len(l) > 0 {
 		extra = append(extra, mongoerr.Field{Name: "errorLabels", Value: l})
 	}
+	s.labelsSet = s.labelsSet || has(d, "errorLabels")
 	if err != nil {
 		e, ok := mongoerr.As(err)
 		if !ok {
@@ -432,4 +468,46 @@ func cmdWaitForFailPoint(ctx context.Context, s *Session, req *Request, dst []by
 		}
 	}
 	return OK(dst), nil
+}
+
+// failGetMoreAfterCheckout evaluates failGetMoreAfterCursorCheckout for a
+// getMore on a cursor of namespace ns that has passed its checks: the error
+// to fail it with, or nil. The caller deletes the cursor on an error.
+func failGetMoreAfterCheckout(s *Session, ns string) error {
+	fp := s.Env.failGetMore
+	if !fp.Active() {
+		return nil
+	}
+	data, fire := fp.Eval(func(d []byte) bool { return clientMatches(s, ns, d) })
+	if !fire {
+		return nil
+	}
+	code := mongoerr.InternalError
+	if c, ok := dataErrorCode(data); ok {
+		code = c
+	}
+	return mongoerr.New(code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
+}
+
+// onPrimaryTransactionalWrite evaluates the point in the commit request of
+// a retryable-write statement (from its rider): it may mark the connection
+// for closing and may fail the statement before it commits.
+func onPrimaryTransactionalWrite(s *Session) error {
+	fp := s.Env.onPrimaryTxnWrite
+	if !fp.Active() {
+		return nil
+	}
+	data, fire := fp.Eval(nil)
+	if !fire {
+		return nil
+	}
+	d := bsoncore.Document(data)
+	if !has(d, "closeConnection") || dataBool(d, "closeConnection") {
+		s.hangUp = true
+	}
+	if v, err := d.LookupErr("failBeforeCommitExceptionCode"); err == nil {
+		n, _ := numberAsInt(v)
+		return mongoerr.New(mongoerr.Code(n), "Failing write due to the 'onPrimaryTransactionalWrite' failpoint. The write must not be reflected.")
+	}
+	return nil
 }

@@ -345,6 +345,10 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 		s.Env.Cursors.Release(cur, false)
 		return nil, err
 	}
+	if err := failGetMoreAfterCheckout(s, ns); err != nil { // cmd_failpoint.go
+		s.Env.Cursors.Release(cur, true)
+		return nil, err
+	}
 	if t, ok := cur.src.(*tailSource); ok {
 		return getMoreTailable(ctx, s, req, dst, cur, t, batch)
 	}

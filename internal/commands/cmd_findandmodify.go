@@ -56,7 +56,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 	var rider exec.Rider
 	var sess *engine.OplogSession
 	if retry != nil {
-		rider, sess = stmtRider(retry, 0), retry.OplogSession(0)
+		rider, sess = stmtRider(s, retry, 0), retry.OplogSession(0)
 	}
 	if remove {
 		if done {
@@ -84,10 +84,14 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 		if err != nil {
 			return nil, err
 		}
+		keepEmptyTs, err := req.Bool("bypassEmptyTsReplacement", false)
+		if err != nil {
+			return nil, err
+		}
 		var res exec.UpdateResult
 		if done {
 			res, _ = fromStmtResult(rec)
-		} else if res, err = s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass, Rider: rider, Session: sess}); err != nil {
+		} else if res, err = s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass, KeepEmptyTimestamps: keepEmptyTs, Rider: rider, Session: sess}); err != nil {
 			return nil, err
 		}
 		value = res.Before

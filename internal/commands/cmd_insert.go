@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -25,6 +26,10 @@ type writeBatch struct {
 	stmts   []bsoncore.Document
 	ordered bool
 	bypass  bool // bypassDocumentValidation (insert and update)
+	// keepEmptyTs is bypassEmptyTsReplacement (insert and update): a
+	// top-level Timestamp(0, 0) is stored as given, not replaced by a new
+	// cluster time.
+	keepEmptyTs bool
 }
 
 // parseWriteBatch reads a write command whose statements are in field.
@@ -44,13 +49,16 @@ func parseWriteBatch(req *Request, field string) (writeBatch, error) {
 	if err != nil {
 		return writeBatch{}, err
 	}
-	bypass := false
+	bypass, keepEmptyTs := false, false
 	if field != "deletes" {
 		if bypass, err = req.Bool("bypassDocumentValidation", false); err != nil {
 			return writeBatch{}, err
 		}
+		if keepEmptyTs, err = req.Bool("bypassEmptyTsReplacement", false); err != nil {
+			return writeBatch{}, err
+		}
 	}
-	return writeBatch{ns: engine.Namespace{DB: req.DB, Coll: coll}, stmts: stmts, ordered: ordered, bypass: bypass}, nil
+	return writeBatch{ns: engine.Namespace{DB: req.DB, Coll: coll}, stmts: stmts, ordered: ordered, bypass: bypass, keepEmptyTs: keepEmptyTs}, nil
 }
 
 func cmdInsert(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
@@ -58,11 +66,14 @@ func cmdInsert(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
+	if !wb.keepEmptyTs {
+		wb.stmts = fillEmptyTimestamps(wb.stmts, s.Env.Engine.Storage().Clock().Now)
+	}
 	var res engine.InsertResult
 	if ts, ok := timeseriesOf(s.Env.Engine, wb.ns.DB, wb.ns.Coll); ok {
 		res, err = insertTimeseries(ctx, s.Env.Exec, ts, s.sess.retry, wb) // timeseries.go
 	} else if r := s.sess.retry; r != nil {
-		res, err = insertRetryable(s.Env.Exec, r, wb) // retryable.go
+		res, err = insertRetryable(s, s.Env.Exec, r, wb) // retryable.go
 	} else {
 		res, err = s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
 	}
@@ -111,4 +122,60 @@ func appendWriteErrors(r *Reply, errs []engine.WriteError) {
 		*buf = bsoncore.AppendDocumentElement(*buf, strconv.Itoa(i), el.End())
 	}
 	*buf, _ = bsoncore.AppendArrayEnd(*buf, aidx)
+}
+
+// fillEmptyTimestamps gives each top-level Timestamp(0, 0) of docs a new
+// cluster time, as mongod's fixDocumentForInsert does unless the insert
+// says bypassEmptyTsReplacement. A document without one is kept as it is
+// (one pass over its top-level fields, no copy).
+func fillEmptyTimestamps(docs []bsoncore.Document, now func() hlc.Timestamp) []bsoncore.Document {
+	var out []bsoncore.Document
+	for i, d := range docs {
+		if !hasEmptyTimestamp(d) {
+			if out != nil {
+				out = append(out, d)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]bsoncore.Document, 0, len(docs)), docs[:i]...)
+		}
+		elems, _ := d.Elements()
+		idx, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(d)))
+		for _, el := range elems {
+			v := el.Value()
+			if v.Type == bsoncore.TypeTimestamp {
+				if t, inc, _ := v.TimestampOK(); t == 0 && inc == 0 {
+					ts := now()
+					b = bsoncore.AppendTimestampElement(b, el.Key(), ts.T(), ts.I())
+					continue
+				}
+			}
+			b = append(b, el...)
+		}
+		b, _ = bsoncore.AppendDocumentEnd(b, idx)
+		out = append(out, b)
+	}
+	if out == nil {
+		return docs
+	}
+	return out
+}
+
+// hasEmptyTimestamp reports whether d has a top-level Timestamp(0, 0).
+func hasEmptyTimestamp(d bsoncore.Document) bool {
+	rest := d[4 : len(d)-1]
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return false
+		}
+		if v := el.Value(); v.Type == bsoncore.TypeTimestamp {
+			if t, inc, _ := v.TimestampOK(); t == 0 && inc == 0 {
+				return true
+			}
+		}
+		rest = r
+	}
+	return false
 }

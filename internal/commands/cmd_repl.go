@@ -140,11 +140,27 @@ func cmdReplSetStepDown(ctx context.Context, s *Session, req *Request, dst []byt
 			secs = n
 		}
 	}
-	catchUp, err := req.Int("secondaryCatchUpPeriodSecs", 10)
+	force, err := req.Bool("force", false)
+	if err != nil {
+		return nil, err
+	}
+	// As mongod: without secondaryCatchUpPeriodSecs, force waits for no
+	// catch-up and a plain step-down waits up to 10 seconds.
+	defCatchUp := int64(10)
+	if force {
+		defCatchUp = 0
+	}
+	catchUp, err := req.Int("secondaryCatchUpPeriodSecs", defCatchUp)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.Env.Repl.StepDown(ctx, secs, catchUp); err != nil {
+		if force && mongoerr.CodeOf(err) == mongoerr.ExceededTimeLimit {
+			// mongod with force steps down even with no caught-up
+			// secondary; a Raft leader steps down only by handing
+			// leadership to a voter that has its log, so Cairn cannot.
+			return nil, mongoerr.New(mongoerr.ExceededTimeLimit, "%v (force: true cannot step down without a caught-up voter to hand over to: Cairn's primary is the Raft leader)", err)
+		}
 		return nil, err
 	}
 	return NewReply(dst).Finish(), nil
@@ -196,6 +212,20 @@ func withWriteConcernError(dst []byte, reply, wce bsoncore.Document) bsoncore.Do
 	}
 	r.Doc("writeConcernError", wce)
 	return r.Finish()
+}
+
+// errorDoc is err as a writeConcernError document: {code, codeName,
+// errmsg}.
+func errorDoc(err error) bsoncore.Document {
+	code, msg := mongoerr.CodeOf(err), err.Error()
+	if e, ok := mongoerr.As(err); ok {
+		msg = e.Msg
+	}
+	return bsoncore.NewDocumentBuilder().
+		AppendInt32("code", int32(code)).
+		AppendString("codeName", code.Name()).
+		AppendString("errmsg", msg).
+		Build()
 }
 
 // replWriteConcern reads w and wtimeout of a write's writeConcern.

@@ -62,7 +62,7 @@ func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 			n += did.Matched
 			continue
 		}
-		deleted, err := deleteStatement(ctx, s.Env.Exec, wb.ns, st, cv, retry, i)
+		deleted, err := deleteStatement(ctx, s, wb.ns, st, cv, retry, i)
 		n += deleted
 		if isInterruption(err) {
 			return nil, err // fails the whole command, as in MongoDB
@@ -83,21 +83,21 @@ func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 
 // deleteStatement runs one delete statement {q, limit}, statement i of a
 // retryable write when retry is set.
-func deleteStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, retry *session.Retry, i int) (int64, error) {
+func deleteStatement(ctx context.Context, s *Session, ns engine.Namespace, st bsoncore.Document, cv commandVars, retry *session.Retry, i int) (int64, error) {
 	d, err := parseDeleteStatement(ns, st, cv)
 	if err != nil {
 		return 0, err
 	}
-	if ts, ok := timeseriesOf(x.Engine(), ns.DB, ns.Coll); ok {
-		return x.DeleteTimeseries(ctx, ts, d.Sel, d.Limit) // 7.0: any filter, any limit
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		return s.Env.Exec.DeleteTimeseries(ctx, ts, d.Sel, d.Limit) // 7.0: any filter, any limit
 	}
 	if retry != nil {
 		if d.Limit != 1 {
 			return 0, errRetryMulti("limit=0")
 		}
-		d.Rider, d.Session = stmtRider(retry, i), retry.OplogSession(int32(i))
+		d.Rider, d.Session = stmtRider(s, retry, i), retry.OplogSession(int32(i))
 	}
-	return x.Delete(ctx, d)
+	return s.Env.Exec.Delete(ctx, d)
 }
 
 // parseDeleteStatement reads one delete statement {q, limit}.
@@ -142,7 +142,7 @@ func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		if rec, done := retry.Done(int32(i)); done {
 			res, _ = fromStmtResult(rec)
 		} else {
-			res, err = updateStatement(ctx, s.Env.Exec, wb.ns, st, cv, wb.bypass, retry, i)
+			res, err = updateStatement(ctx, s, wb, st, cv, retry, i)
 		}
 		if isInterruption(err) {
 			return nil, err // fails the whole command, as in MongoDB
@@ -229,25 +229,26 @@ func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
 
 // updateStatement runs one update statement {q, u, upsert, multi,
 // arrayFilters}, statement i of a retryable write when retry is set.
-func updateStatement(ctx context.Context, x *exec.Env, ns engine.Namespace, st bsoncore.Document, cv commandVars, bypass bool, retry *session.Retry, i int) (exec.UpdateResult, error) {
+func updateStatement(ctx context.Context, s *Session, wb writeBatch, st bsoncore.Document, cv commandVars, retry *session.Retry, i int) (exec.UpdateResult, error) {
+	ns := wb.ns
 	spec, err := parseUpdateStatement(ns, st, cv)
 	if err != nil {
 		return exec.UpdateResult{}, err
 	}
-	spec.Bypass = bypass
-	if ts, ok := timeseriesOf(x.Engine(), ns.DB, ns.Coll); ok {
+	spec.Bypass, spec.KeepEmptyTimestamps = wb.bypass, wb.keepEmptyTs
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
 		if err := checkTimeseriesUpdate(ts, spec, st); err != nil {
 			return exec.UpdateResult{}, err
 		}
-		return x.UpdateTimeseries(ctx, ts, spec.Sel, spec.Mod)
+		return s.Env.Exec.UpdateTimeseries(ctx, ts, spec.Sel, spec.Mod)
 	}
 	if retry != nil {
 		if spec.Multi {
 			return exec.UpdateResult{}, errRetryMulti("multi=true")
 		}
-		spec.Rider, spec.Session = stmtRider(retry, i), retry.OplogSession(int32(i))
+		spec.Rider, spec.Session = stmtRider(s, retry, i), retry.OplogSession(int32(i))
 	}
-	return x.Update(ctx, spec)
+	return s.Env.Exec.Update(ctx, spec)
 }
 
 func boolField(d bsoncore.Document, key string) bool {

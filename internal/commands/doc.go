@@ -25,8 +25,14 @@
 //
 // Test commands (configureFailPoint) exist only when the server starts with
 // --setParameter enableTestCommands=1; Run then applies MongoDB's failCommand
-// fail point around every command (cmd_failpoint.go). With the point off,
-// the cost is one atomic load per command.
+// fail point around every command (cmd_failpoint.go), and the drivers' two
+// other points: failGetMoreAfterCursorCheckout in getMore and
+// onPrimaryTransactionalWrite in a retryable-write statement's commit. With
+// a point off, the cost is one atomic load where it sits.
+//
+// A retryable write's reply carries the RetryableWriteError label when its
+// error or writeConcernError has a retriable code, as mongod's
+// ErrorLabelBuilder adds it (errorlabels.go); drivers retry on the label.
 //
 // Invariant "Errors are codes": a handler returns an error; Run turns a
 // *mongoerr.Error into {ok: 0, errmsg, code, codeName} and any other error

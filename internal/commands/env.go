@@ -100,8 +100,10 @@ type Env struct {
 	Audit *audit.Log
 	// FailPoints are the server's named fail points (the engine's and
 	// failCommand), set by configureFailPoint when test commands are on.
-	FailPoints  *failpoint.Registry
-	failCommand *failpoint.Point
+	FailPoints        *failpoint.Registry
+	failCommand       *failpoint.Point
+	failGetMore       *failpoint.Point // failGetMoreAfterCursorCheckout
+	onPrimaryTxnWrite *failpoint.Point // onPrimaryTransactionalWrite
 	// startupParams are the --setParameter settings, name and value as
 	// given, for getCmdLineOpts (params_startup.go).
 	startupParams [][2]string
@@ -191,6 +193,8 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.FailPoints.Define(backupPauseFailPoint) // cmd_createbackup.go
+	env.failGetMore = env.FailPoints.Define(failGetMoreName)
+	env.onPrimaryTxnWrite = env.FailPoints.Define(onPrimaryTxnWrite)
 	// The TTL monitor and history retention delete on the primary only,
 	// as MongoDB's TTL monitor does: only the primary's writes replicate.
 	// The session table is flushed there only too (a secondary's write of
@@ -243,6 +247,9 @@ type Session struct {
 	// hangUp asks the server to close the connection instead of replying
 	// (failCommand's closeConnection); see TakeHangUp.
 	hangUp bool
+	// labelsSet: a fail point gave this command's reply its errorLabels,
+	// which the server must not add to (errorlabels.go).
+	labelsSet bool
 
 	// auth is who the connection authenticated as (auth.go).
 	auth sessionAuth

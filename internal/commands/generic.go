@@ -142,7 +142,7 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	if err := checkReadPreference(g.readPreference); err != nil {
 		return err
 	}
-	return checkConcerns(cmd, req.Name, &g, s.Env.Repl != nil, s.Env.ClusterTimes())
+	return checkConcerns(cmd, req.Name, &g, s.Env.Repl != nil, s.Env.ClusterTimes(), writesOutput(req))
 }
 
 // checkReadPreference parses $readPreference as mongod does on every
@@ -219,18 +219,18 @@ func checkAPI(s *Session, cmd *command, name string, g *generic) error {
 // checkConcerns checks readConcern and writeConcern as a MongoDB standalone
 // does: snapshot and linearizable reads and cluster times need a replica
 // set; w above 1 or a tag needs replication; a command that does not read
-// takes only the local level and one that does not write takes no
-// writeConcern.
+// takes only the local level and one that does not write (an aggregate
+// writes with $out or $merge: writesOutput) takes no writeConcern.
 //
 // On a replica set member (replicated) w is the member's to check
 // (ReplicaSet.CheckWriteConcern), and "majority" reads are what every
 // read is: a member applies only committed commit groups, so nothing it
 // serves can be undone by a failover.
-func checkConcerns(cmd *command, name string, g *generic, replicated, clusterTimes bool) error {
+func checkConcerns(cmd *command, name string, g *generic, replicated, clusterTimes, writesOut bool) error {
 	if err := checkReadConcern(cmd, name, g.readConcern, replicated, clusterTimes); err != nil {
 		return err
 	}
-	return checkWriteConcern(cmd, g.writeConcern, replicated)
+	return checkWriteConcern(cmd, g.writeConcern, replicated, writesOut)
 }
 
 // checkReadConcern: with clusterTimes (a replica-set member's mode,
@@ -297,7 +297,7 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value, replicated, 
 	return nil
 }
 
-func checkWriteConcern(cmd *command, wc bsoncore.Value, replicated bool) error {
+func checkWriteConcern(cmd *command, wc bsoncore.Value, replicated, writesOut bool) error {
 	if wc.Type == 0 {
 		return nil
 	}
@@ -305,7 +305,7 @@ func checkWriteConcern(cmd *command, wc bsoncore.Value, replicated bool) error {
 	if !ok {
 		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'writeConcern' is the wrong type '%s', expected type 'object'", typeName(wc.Type))
 	}
-	if cmd.kind != kindWrite {
+	if cmd.kind != kindWrite && !writesOut {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
 	}
 	w, err := d.LookupErr("w")
@@ -446,4 +446,34 @@ func refuseAsOfView(req *Request) error {
 		return errAsOfView
 	}
 	return nil
+}
+
+// writesOutput reports whether req is an aggregate whose last stage is
+// $out or $merge: it writes, so it takes a writeConcern and, on a replica
+// set, runs on the primary and waits for its write concern as a write does.
+func writesOutput(req *Request) bool {
+	if req.Name != "aggregate" {
+		return false
+	}
+	v, ok := req.Arg("pipeline")
+	if !ok {
+		return false
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return false
+	}
+	vals, err := arr.Values()
+	if err != nil || len(vals) == 0 {
+		return false
+	}
+	last, ok := vals[len(vals)-1].DocumentOK()
+	if !ok {
+		return false
+	}
+	first, err := last.IndexErr(0)
+	if err != nil {
+		return false
+	}
+	return first.Key() == "$out" || first.Key() == "$merge"
 }

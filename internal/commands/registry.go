@@ -87,7 +87,7 @@ func init() {
 		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField timeseries expireAfterSeconds clusteredIndex"),
 		notYet: args("storageEngine indexOptionDefaults changeStreamPreAndPostImages encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
-		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation")}
+		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation bypassEmptyTsReplacement")}
 	cursor := map[string][]string{"cursor": args("batchSize")}
 	hello := args("helloOk client compression saslSupportedMechs topologyVersion maxAwaitTimeMS")
 	hello = append(hello, "speculativeAuthenticate")
@@ -161,7 +161,7 @@ func init() {
 		"hello":             {run: cmdHello, apiV1: true, open: true, help: "handshake and topology", fields: hello, notYet: helloNotYet},
 		"hostInfo":          {run: cmdHostInfo, help: "the host's hardware and OS"},
 		"insert": {run: cmdInsert, kind: kindWrite, apiV1: true, help: "insert documents",
-			fields: args("documents ordered bypassDocumentValidation")},
+			fields: args("documents ordered bypassDocumentValidation bypassEmptyTsReplacement")},
 		"isMaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
 		"ismaster":                       {run: cmdIsMaster, open: true, help: "legacy handshake", fields: hello, notYet: helloNotYet},
 		"killAllSessions":                {run: cmdKillAllSessions, help: "kill every session of the listed users (all for an empty list): their operations and cursors"},
@@ -184,14 +184,14 @@ func init() {
 		"replSetGetStatus":               {run: cmdReplSetGetStatus, adminOnly: true, help: "the replica set's status (a standalone has none)", fields: args("initialSync")},
 		"replSetInitiate":                {run: cmdReplSetInitiate, adminOnly: true, help: "start a replica set from its configuration document"},
 		"replSetReconfig":                {run: cmdReplSetReconfig, adminOnly: true, help: "change the replica set's configuration (add or remove members)", fields: args("force")},
-		"replSetStepDown":                {run: cmdReplSetStepDown, adminOnly: true, help: "make the primary hand over to a caught-up secondary", fields: args("secondaryCatchUpPeriodSecs"), notYet: args("force")},
+		"replSetStepDown":                {run: cmdReplSetStepDown, adminOnly: true, help: "make the primary hand over to a caught-up secondary", fields: args("secondaryCatchUpPeriodSecs force")},
 		"serverStatus":                   {run: cmdServerStatus, open: true, help: "server counters"},
 		"setFeatureCompatibilityVersion": {run: cmdSetFeatureCompatibilityVersion, adminOnly: true, help: "set the feature compatibility version (7.0 only)", fields: args("confirm")},
 		"setParameter":                   {run: cmdSetParameter, adminOnly: true, open: true, help: "change server parameters"},
 		"shutdown":                       {run: cmdShutdown, adminOnly: true, help: "stop the server cleanly (force; timeoutSecs for operations in progress)", fields: args("force timeoutSecs")},
 		"top":                            {run: cmdTop, adminOnly: true, help: "time and counts of each collection's commands"},
 		"update": {run: cmdUpdate, kind: kindWrite, apiV1: true, help: "update documents",
-			fields: args("updates ordered let bypassDocumentValidation"),
+			fields: args("updates ordered let bypassDocumentValidation bypassEmptyTsReplacement"),
 			nested: map[string][]string{"updates": args("q u upsert multi arrayFilters collation hint c")}},
 		"validate":         {run: cmdValidate, help: "check a collection's documents and indexes", fields: args("full background enforceFastCount"), notYet: args("repair metadata checkBSONConformance")},
 		"waitForFailPoint": {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)", fields: args("timesEntered")},

@@ -53,9 +53,13 @@ func fromStmtResult(d bsoncore.Document) (did exec.UpdateResult, generated bsonc
 	return did, d.Lookup("g")
 }
 
-// stmtRider is the rider that records statement i of r.
-func stmtRider(r *session.Retry, i int) exec.Rider {
+// stmtRider is the rider that records statement i of r, after the
+// onPrimaryTransactionalWrite fail point (cmd_failpoint.go).
+func stmtRider(s *Session, r *session.Retry, i int) exec.Rider {
 	return func(tx *storage.Txn, did exec.UpdateResult) error {
+		if err := onPrimaryTransactionalWrite(s); err != nil {
+			return err
+		}
 		return r.Record(tx, session.Stmt{ID: int32(i), Result: stmtResult(did, bsoncore.Value{})})
 	}
 }
@@ -63,7 +67,7 @@ func stmtRider(r *session.Retry, i int) exec.Rider {
 // insertRetryable inserts the documents of a retryable insert that have
 // not run yet, recording each stored one in the same request, and answers
 // for the others from their records.
-func insertRetryable(x *exec.Env, r *session.Retry, wb writeBatch) (engine.InsertResult, error) {
+func insertRetryable(s *Session, x *exec.Env, r *session.Retry, wb writeBatch) (engine.InsertResult, error) {
 	var res engine.InsertResult
 	todo := make([]bsoncore.Document, 0, len(wb.stmts))
 	at := make([]int, 0, len(wb.stmts)) // todo's positions in the batch
@@ -82,6 +86,9 @@ func insertRetryable(x *exec.Env, r *session.Retry, wb writeBatch) (engine.Inser
 		return res, nil
 	}
 	rider := func(tx *storage.Txn, ride engine.InsertRide) error {
+		if err := onPrimaryTransactionalWrite(s); err != nil {
+			return err
+		}
 		gen := make(map[int]bsoncore.Value, len(ride.Generated))
 		for _, g := range ride.Generated {
 			gen[g.Index] = g.ID

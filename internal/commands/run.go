@@ -20,8 +20,9 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if s.Env.Audit != nil {
 		defer func() { auditCommand(s, req, reply) }() // audit.go
 	}
+	s.labelsSet = false
 	if !s.Env.ClusterTimes() {
-		return run(ctx, s, req, dst)
+		return withRetryableWriteLabel(run(ctx, s, req, dst), s, req) // errorlabels.go
 	}
 	// A replica-set member's clock and replies (clustertime.go).
 	if err := observeClusterTime(s, req); err != nil {
@@ -29,7 +30,7 @@ func Run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	} else {
 		reply = run(ctx, s, req, dst)
 	}
-	return appendClusterTimes(reply, s)
+	return appendClusterTimes(withRetryableWriteLabel(reply, s, req), s)
 }
 
 func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsoncore.Document) {
@@ -91,19 +92,31 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	var wcW bsoncore.Value
 	var wcTimeout time.Duration
+	var wcUnsatisfiable error
+	writes := cmd.kind == kindWrite || writesOutput(req)
 	if rs := s.Env.Repl; rs != nil {
 		// A replica set member: writes on the primary only, reads on a
-		// secondary only when the client allows it (cmd_repl.go).
-		switch cmd.kind {
-		case kindWrite:
+		// secondary only when the client allows it (cmd_repl.go). An
+		// aggregate with $out or $merge is a write.
+		switch {
+		case writes:
 			if err := rs.CanWrite(); err != nil {
 				return ErrorReply(dst, err)
 			}
 			wcW, wcTimeout = replWriteConcern(req)
 			if err := rs.CheckWriteConcern(wcW); err != nil {
-				return ErrorReply(dst, err)
+				// mongod finds a w no member set can satisfy (or an
+				// unknown mode) while waiting for it, after the write:
+				// the write applies and the reply carries the error as
+				// its writeConcernError.
+				switch mongoerr.CodeOf(err) {
+				case mongoerr.UnsatisfiableWriteConcern, mongoerr.UnknownReplWriteConcern:
+					wcUnsatisfiable = err
+				default:
+					return ErrorReply(dst, err)
+				}
 			}
-		case kindRead:
+		case cmd.kind == kindRead:
 			if err := rs.CanRead(secondaryOk(req)); err != nil {
 				return ErrorReply(dst, err)
 			}
@@ -146,7 +159,10 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
 	}
-	if cmd.kind == kindWrite && s.Env.Repl != nil {
+	if wcUnsatisfiable != nil {
+		return withWriteConcernError(nil, out, errorDoc(wcUnsatisfiable))
+	}
+	if writes && s.Env.Repl != nil {
 		if wce := s.Env.Repl.WaitWriteConcern(ctx, wcW, wcTimeout); wce != nil {
 			return withWriteConcernError(nil, out, wce)
 		}

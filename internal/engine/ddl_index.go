@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -167,14 +168,16 @@ func (e *Engine) checkIndexConflict(ns Namespace, spec *index.Spec) (bool, error
 	}
 	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 	for _, ix := range coll.Indexes {
-		sameKey := bytes.Equal(ix.Key, spec.Key)
+		// Key patterns and specs compare as mongod's woCompare does:
+		// numbers by value, so {a: 1} and {a: 1.0} are one index.
+		sameKey := bsonx.CompareDocuments(bsoncore.Document(ix.Key), spec.Key) == 0
 		switch {
 		case ix.Name == spec.Name && sameKey:
 			existing, err := e.specs.get(ix)
 			if err != nil {
 				return false, err
 			}
-			if !bytes.Equal(existing.Doc(), spec.Doc()) {
+			if bsonx.CompareDocuments(existing.Doc(), spec.Doc()) != 0 {
 				return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", bson.Raw(spec.Doc()), bson.Raw(existing.Doc()))
 			}
 			return false, nil

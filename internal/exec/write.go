@@ -53,6 +53,9 @@ type Update struct {
 	// Bypass writes without checking the collection's validator
 	// (bypassDocumentValidation).
 	Bypass bool
+	// KeepEmptyTimestamps: bypassEmptyTsReplacement, a replacement's
+	// top-level Timestamp(0, 0) is stored as given.
+	KeepEmptyTimestamps bool
 	// Rider is written in the request of the statement's last write (see
 	// Rider); After is the stored document there.
 	Rider Rider
@@ -255,7 +258,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				return engine.Action{}, nil // changed since it was chosen
 			}
 			res.Matched++
-			next, err := apply(spec.Mod, cur, pos)
+			next, err := apply(spec.Mod, cur, pos, spec.KeepEmptyTimestamps)
 			if err != nil {
 				return engine.Action{}, err
 			}
@@ -300,7 +303,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 // new document). A document without _id, which a filter on _id should not
 // give, is left to upsert after the pipeline (an Insert must carry one).
 func upsertAction(spec Update) (engine.Action, error) {
-	doc, err := spec.Mod.Upsert(spec.Sel.rawFilter(), update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now()})
+	doc, err := spec.Mod.Upsert(spec.Sel.rawFilter(), update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now(), KeepEmptyTimestamps: spec.KeepEmptyTimestamps})
 	if err != nil {
 		return engine.Action{}, err
 	}
@@ -314,7 +317,7 @@ func upsertAction(spec Update) (engine.Action, error) {
 // nothing matched, seeded from the filter's equality fields.
 func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 	ns := spec.Sel.NS
-	doc, err := spec.Mod.Upsert(spec.Sel.rawFilter(), update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now()})
+	doc, err := spec.Mod.Upsert(spec.Sel.rawFilter(), update.ApplyContext{ArrayPos: -1, IsUpsertInsert: true, Now: time.Now(), KeepEmptyTimestamps: spec.KeepEmptyTimestamps})
 	if err != nil {
 		return UpdateResult{}, err
 	}
@@ -355,9 +358,10 @@ func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 
 // apply returns the new document for cur, or nil when the update changes
 // nothing (a no-op writes nothing and does not count as modified). pos is
-// the array position the filter's match bound (for the positional $), or -1.
-func apply(u *update.Update, cur bsoncore.Document, pos int) (bsoncore.Document, error) {
-	next, modified, err := u.Apply(cur, update.ApplyContext{ArrayPos: pos, Now: time.Now()})
+// the array position the filter's match bound (for the positional $), or -1;
+// keepEmptyTs is the write's bypassEmptyTsReplacement.
+func apply(u *update.Update, cur bsoncore.Document, pos int, keepEmptyTs bool) (bsoncore.Document, error) {
+	next, modified, err := u.Apply(cur, update.ApplyContext{ArrayPos: pos, Now: time.Now(), KeepEmptyTimestamps: keepEmptyTs})
 	if err != nil || !modified {
 		return nil, err
 	}

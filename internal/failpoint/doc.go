@@ -9,6 +9,11 @@
 //   - "failCommand" (package commands): MongoDB's command fail point.
 //   - "createBackupPauseAfterFiles" (package commands): createBackup holds
 //     after its files are written, before it replies.
+//   - "failGetMoreAfterCursorCheckout" (package commands): a getMore fails
+//     after checking its cursor out, and the cursor is deleted.
+//   - "onPrimaryTransactionalWrite" (package commands): in the commit of a
+//     retryable-write statement, closes the connection and/or fails the
+//     statement before it commits.
 //   - [StorageFailBeforeCommit] (package storage): a commit group fails
 //     before its batch is committed and synced, as a failed WAL sync would.
 //   - [StorageFailAfterCommit] (package storage): a commit group commits

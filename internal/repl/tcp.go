@@ -67,8 +67,12 @@ func appendPreamble(dst []byte, p Preamble) []byte {
 
 const (
 	// maxFrame bounds one message (a snapshot included, until snapshots are
-	// streamed): a larger length is a corrupt or hostile stream.
-	maxFrame     = 64 << 20
+	// streamed): a larger length is a corrupt or hostile stream. One
+	// commit group is one entry, and Raft sends an entry larger than
+	// MaxSizePerMsg alone: a 48 MB insert command (the wire's largest
+	// message) with its oplog entries is near 100 MB, and a message over
+	// the bound is never delivered, so the write would never commit.
+	maxFrame     = 256 << 20
 	sendQueueLen = 1024
 	dialTimeout  = time.Second
 	writeTimeout = 5 * time.Second

@@ -110,3 +110,33 @@ func TestTCPRefusesBadStreams(t *testing.T) {
 		t.Errorf("good stream after bad ones: term %d", got)
 	}
 }
+
+// TestTCPCarriesLargeEntries: an append carrying one commit group of
+// about 100 MB (a 48 MB insert command and its oplog entries) arrives;
+// Raft sends an entry over MaxSizePerMsg alone, so a smaller frame bound
+// would drop it on every retry and the write would never commit.
+func TestTCPCarriesLargeEntries(t *testing.T) {
+	a, err := ListenTCP(1, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ListenTCP(2, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a.AddPeer(2, b.Addr())
+	m := heartbeat(1, 2, 9)
+	m.Type = pb.MsgApp.Enum()
+	m.Entries = []*pb.Entry{{Term: proto.Uint64(9), Index: proto.Uint64(1), Data: make([]byte, 100<<20)}}
+	a.Send([]*pb.Message{m})
+	select {
+	case got := <-b.Recv():
+		if len(got.GetEntries()) != 1 || len(got.GetEntries()[0].GetData()) != 100<<20 {
+			t.Fatalf("received %d entries", len(got.GetEntries()))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a 100 MB entry did not arrive")
+	}
+}

@@ -29,6 +29,9 @@ type ApplyContext struct {
 	// (MongoDB takes them from the cluster clock). Without it they are
 	// Now's seconds with increment 1.
 	Timestamp func() (t, i uint32)
+	// KeepEmptyTimestamps leaves a replacement document's top-level
+	// Timestamp(0, 0) as it is (the write's bypassEmptyTsReplacement).
+	KeepEmptyTimestamps bool
 	// NewID, if set, makes the _id of an upserted document that has none;
 	// without it Upsert returns the document without an _id and the caller
 	// adds one (as the first field).

@@ -51,7 +51,7 @@ func (u *Update) replace(doc bsoncore.Document, ctx *ApplyContext) (bsoncore.Doc
 			continue // placed first above
 		}
 		n := k.n
-		if n.t == bsoncore.TypeTimestamp && string(k.name) != "_id" && binary.LittleEndian.Uint64(n.data) == 0 {
+		if n.t == bsoncore.TypeTimestamp && string(k.name) != "_id" && binary.LittleEndian.Uint64(n.data) == 0 && !ctx.KeepEmptyTimestamps {
 			t, i := ctx.timestamp()
 			n = newNode(bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, i), t)})
 		}

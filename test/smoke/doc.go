@@ -12,4 +12,8 @@
 // against `cairn serve --auth` (SCRAM-SHA-256 and SCRAM-SHA-1), and
 // TestClientsTLS runs tls_smoke.mjs and tls_mongosh.js against `cairn serve
 // --tlsMode requireTLS` with a certificate internal/testpki makes at run time.
+// TestClientsReplSet (replset_smoke_test.go) starts three `cairn serve
+// --replSet rs0` members and a spare, initiates the set, and runs
+// replset_node.mjs (the Node.js driver with replicaSet=) and
+// replset_mongosh.js (rs.status, rs.conf, rs.add of the spare, rs.stepDown).
 package smoke

@@ -62,7 +62,7 @@ func cmdInsert(_ context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if r := s.sess.retry; r != nil {
 		res, err = insertRetryable(s.Env.Exec, r, wb) // retryable.go
 	} else {
-		res, err = s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
+		res, err = s.x().Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
 	}
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func cmdDelete(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 			n += did.Matched
 			continue
 		}
-		deleted, err := deleteStatement(ctx, s.Env.Exec, wb.ns, st, cv, retry, i)
+		deleted, err := deleteStatement(ctx, s.x(), wb.ns, st, cv, retry, i)
 		n += deleted
 		if isInterruption(err) {
 			return nil, err // fails the whole command, as in MongoDB
@@ -139,7 +139,7 @@ func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		if rec, done := retry.Done(int32(i)); done {
 			res, _ = fromStmtResult(rec)
 		} else {
-			res, err = updateStatement(ctx, s.Env.Exec, wb.ns, st, cv, wb.bypass, retry, i)
+			res, err = updateStatement(ctx, s.x(), wb.ns, st, cv, wb.bypass, retry, i)
 		}
 		if isInterruption(err) {
 			return nil, err // fails the whole command, as in MongoDB

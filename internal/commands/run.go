@@ -115,7 +115,8 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		}
 	}
 	defer op.end()
-	if err := useSession(ctx, s); err != nil { // sessions.go
+	if err := useSession(ctx, s, req.Name); err != nil { // sessions.go
+		err = txnOutcome(s, req.Name, nil, err) // transactions.go
 		releaseSession(s)
 		return ErrorReply(dst, err)
 	}
@@ -128,6 +129,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err == nil && cmd.kind == kindWrite && s.Env.Repl != nil {
 		err = replStateError(out)
 	}
+	err = txnOutcome(s, req.Name, out, err) // transactions.go
 	took := time.Since(req.start)
 	if s.Env.Log.Enabled(ctx, slog.LevelDebug) {
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
@@ -141,7 +143,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
 	}
-	if cmd.kind == kindWrite && s.Env.Repl != nil {
+	if cmd.kind == kindWrite && s.Env.Repl != nil && s.sess.etx == nil { // a transaction's statements wait at commit
 		if wce := s.Env.Repl.WaitWriteConcern(ctx, wcW, wcTimeout); wce != nil {
 			return withWriteConcernError(nil, out, wce)
 		}

@@ -55,6 +55,11 @@ type entry struct {
 	txn    int64
 	loaded bool
 	dirty  bool // lastUse changed since the last Flush
+	// tx is the multi-document transaction of number txn (txn.go);
+	// abortTx asks the command using the session to abort it when it
+	// releases the session (killSessions, a new primary).
+	tx      txnState
+	abortTx bool
 }
 
 // NewTable returns the session table over eng; now is the clock.
@@ -132,6 +137,10 @@ func (u *Use) Release() {
 	u.t.mu.Lock()
 	u.e.interrupt = nil
 	u.e.lastUse = u.t.now()
+	if u.e.abortTx {
+		u.e.abortTx = false
+		u.e.abortTxLocked()
+	}
 	u.t.mu.Unlock()
 	<-u.e.turn
 }
@@ -176,6 +185,7 @@ func (t *Table) Kill(match func(id ID, user string) bool, cause error) int {
 		if e.interrupt != nil {
 			stop = append(stop, e.interrupt)
 		}
+		e.abortTxOrLater()
 		delete(t.m, id)
 		t.ended[id] = struct{}{}
 	}
@@ -198,6 +208,10 @@ func (t *Table) Forget() {
 	t.mu.Lock()
 	for _, e := range t.m {
 		e.loaded, e.txn = false, -1
+		e.abortTxOrLater()
+		if e.tx.status != txnOpen {
+			e.tx = txnState{}
+		}
 	}
 	t.mu.Unlock()
 }
@@ -324,10 +338,14 @@ func (t *Table) Run(every time.Duration, log *slog.Logger) {
 		defer close(t.stopped)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
+		reap := time.NewTicker(time.Second) // transactions past their lifetime (txn.go)
+		defer reap.Stop()
 		for {
 			select {
 			case <-t.stop:
 				return
+			case <-reap.C:
+				t.AbortExpired()
 			case <-tick.C:
 				t.Expire()
 				if err := t.Flush(); err != nil {

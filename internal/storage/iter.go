@@ -12,7 +12,8 @@ type Iter struct {
 	db *DB
 	cc invariants.CloseChecker // "Closed once"; empty without the invariants tag
 	it *pebble.Iterator
-	m  *mergeIter // a transaction's view instead of it (Transaction.NewIter)
+	m  *mergeIter   // a transaction's view instead of it (Transaction.NewIter)
+	tx *Transaction // the transaction m reads, told when the iterator closes
 }
 
 // First moves to the first key; it reports whether there is one.
@@ -96,7 +97,11 @@ func (i *Iter) Close() error {
 // release closes what the iterator reads from.
 func (i *Iter) release() error {
 	if i.m != nil {
-		return i.m.Close()
+		err := i.m.Close()
+		if i.tx != nil {
+			i.tx.iterClosed()
+		}
+		return err
 	}
 	return i.it.Close()
 }

@@ -48,6 +48,14 @@ type Transaction struct {
 	own    map[string]*ownWrite
 	done   bool
 	cc     invariants.CloseChecker // every Transaction ends once
+	// iters counts the iterators open on the view; the snapshot and the
+	// batch they read are released when the transaction has ended and
+	// the last of them closes ("Readers outlive the end"). Under mu: an
+	// iterator may close on another goroutine than the one that ends the
+	// transaction (a cursor's, and a session reaper's).
+	mu              sync.Mutex
+	iters           int
+	ended, released bool
 }
 
 // intents are the keys written by open transactions ("First writer wins").
@@ -101,7 +109,10 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 		w, ok := tx.own[string(key)]
 		return ok && w.seq < upTo
 	}}
-	i := &Iter{m: m}
+	tx.mu.Lock()
+	tx.iters++
+	tx.mu.Unlock()
+	i := &Iter{m: m, tx: tx}
 	if invariants.Enabled {
 		i.cc.Opened()
 	}
@@ -116,10 +127,23 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 // available to statements: a transaction's changes take their time at
 // commit.
 func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
+	return tx.run(&Txn{tx: tx}, fn)
+}
+
+// RunStatement runs one statement of tx, as Transaction.Run does, from
+// inside the pipeline request t: the statement's function runs on the
+// pipeline goroutine ("Serial apply"), so it may use state only that
+// goroutine touches (the engine's working catalog, its caches), while its
+// reads see tx's view and its writes join tx, not t's group. Writes the
+// request makes through t itself commit with the group as usual.
+func (t *Txn) RunStatement(tx *Transaction, fn func(*Txn) error) error {
+	return tx.run(&Txn{tx: tx, gid: t.gid}, fn)
+}
+
+func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 	if tx.done {
 		return ErrTransactionDone
 	}
-	t := &Txn{tx: tx}
 	err = func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -269,6 +293,31 @@ func (tx *Transaction) end() {
 		}
 	}
 	in.mu.Unlock()
+	tx.mu.Lock()
+	tx.ended = true
+	release := tx.iters == 0 && !tx.released
+	tx.released = tx.released || release
+	tx.mu.Unlock()
+	if release {
+		tx.release()
+	}
+}
+
+// iterClosed is told by an iterator of the view that it closed.
+func (tx *Transaction) iterClosed() {
+	tx.mu.Lock()
+	tx.iters--
+	release := tx.iters == 0 && tx.ended && !tx.released
+	tx.released = tx.released || release
+	tx.mu.Unlock()
+	if release {
+		tx.release()
+	}
+}
+
+// release frees the snapshot and the write batch, once no iterator reads
+// them.
+func (tx *Transaction) release() {
 	_ = tx.writes.Close()
 	_ = tx.snap.Close()
 }

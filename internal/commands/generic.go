@@ -1,7 +1,6 @@
 package commands
 
 import (
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/hlc"

@@ -115,14 +115,16 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		}
 	}
 	defer op.end()
-	if err := useSession(ctx, s, req.Name); err != nil { // sessions.go
-		err = txnOutcome(s, req.Name, nil, err) // transactions.go
+	if err := useSession(ctx, s); err != nil { // sessions.go
 		releaseSession(s)
 		return ErrorReply(dst, err)
 	}
 	defer releaseSession(s)
 	if err := waitClusterTime(ctx, s, req); err != nil { // clustertime.go
 		return ErrorReply(dst, err)
+	}
+	if err := useTransaction(s, req.Name); err != nil { // transactions.go: its snapshot follows afterClusterTime
+		return ErrorReply(dst, txnOutcome(s, req.Name, nil, err))
 	}
 	s.stat = opStats{}
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go

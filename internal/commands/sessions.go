@@ -87,7 +87,7 @@ func checkSession(s *Session, name string, g *generic) error {
 // command's duration (the session's commands run one at a time) and, for
 // a retryable write, begins its transaction number. Run calls
 // releaseSession when the command is done.
-func useSession(ctx context.Context, s *Session, name string) error {
+func useSession(ctx context.Context, s *Session) error {
 	if !s.sess.has {
 		return nil
 	}
@@ -97,7 +97,7 @@ func useSession(ctx context.Context, s *Session, name string) error {
 	}
 	s.sess.use = use
 	if s.sess.inTxn {
-		return useTransaction(s, name)
+		return nil // bound after afterClusterTime (run, useTransaction)
 	}
 	if s.sess.hasTx {
 		r, err := use.BeginRetry(s.sess.txn)

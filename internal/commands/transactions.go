@@ -93,7 +93,7 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 				default:
 					return mongoerr.New(mongoerr.InvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
 				}
-			case "provenance":
+			case "provenance", "afterClusterTime": // waited for before the snapshot (run)
 			default:
 				return mongoerr.New(mongoerr.InvalidOptions, "readConcern %s is not supported in a transaction yet", el.Key())
 			}
@@ -174,7 +174,7 @@ func txnOutcome(s *Session, name string, out bsoncore.Document, err error) error
 						err = mongoerr.New(mongoerr.WriteConflict, "%s", msg)
 					}
 				}
-				if err == nil {
+				if err == nil && s.sess.etx != nil {
 					s.abortTxn()
 				}
 			}
@@ -183,8 +183,8 @@ func txnOutcome(s *Session, name string, out bsoncore.Document, err error) error
 	if err == nil {
 		return nil
 	}
-	if !isEnd && s.sess.use != nil {
-		s.abortTxn()
+	if !isEnd && s.sess.etx != nil {
+		s.abortTxn() // not a command refused before it joined the transaction
 	}
 	code := mongoerr.CodeOf(err)
 	switch {

@@ -1,0 +1,281 @@
+package cairn_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/cairndb/cairn/internal/txncheck"
+)
+
+// replSet is a three-member set of real `cairn serve --replSet` processes.
+type replSet struct {
+	bin     string
+	hosts   []string
+	members []*memberProc
+}
+
+// startReplSet starts and initiates a three-member set and waits for it.
+func startReplSet(t *testing.T) *replSet {
+	t.Helper()
+	tmp := t.TempDir()
+	rs := &replSet{bin: buildCairnBinary(t, tmp)}
+	ports := freePorts(t, 3)
+	cfgMembers := bson.A{}
+	for i, p := range ports {
+		rs.members = append(rs.members, startMember(t, rs.bin, filepath.Join(tmp, fmt.Sprintf("m%d", i)), p))
+		h := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		rs.hosts = append(rs.hosts, h)
+		cfgMembers = append(cfgMembers, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: h}})
+	}
+	first := directClient(t, rs.hosts[0])
+	defer first.Disconnect(context.Background())
+	cfg := bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: cfgMembers}}
+	if err := first.Database("admin").RunCommand(context.Background(), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
+		t.Fatalf("replSetInitiate: %v", err)
+	}
+	waitHealthy(t, rs.hosts, 3)
+	return rs
+}
+
+func (rs *replSet) client(t *testing.T) *mongo.Client {
+	t.Helper()
+	uri := "mongodb://" + rs.hosts[0] + "," + rs.hosts[1] + "," + rs.hosts[2] + "/?replicaSet=rs0"
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetRetryWrites(true).
+		SetServerSelectionTimeout(20 * time.Second).SetWriteConcern(writeconcern.Majority()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+// killPrimary kills the primary with SIGKILL and returns a function that
+// restarts it and waits for the set to be whole again.
+func (rs *replSet) killPrimary(t *testing.T) (restart func()) {
+	t.Helper()
+	p := primaryOf(t, rs.hosts)
+	m := rs.members[p]
+	m.kill()
+	return func() {
+		rs.members[p] = startMember(t, rs.bin, m.dir, m.port)
+		waitHealthy(t, rs.hosts, 3)
+	}
+}
+
+// hasLabel reports whether err carries the error label.
+func hasLabel(err error, label string) bool {
+	var le mongo.LabeledError
+	return errors.As(err, &le) && le.HasErrorLabel(label)
+}
+
+// TestTransactionProtocol: the session protocol through the Go driver on
+// a replica set — commit, abort, own writes, snapshot isolation from
+// other sessions, the retryable commit, and the codes of bad input.
+func TestTransactionProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	rs := startReplSet(t)
+	c := rs.client(t)
+	ctx := context.Background()
+	coll := c.Database("app").Collection("acct")
+	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}, bson.D{{Key: "_id", Value: 2}, {Key: "n", Value: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(ctx context.Context, id int) int {
+		t.Helper()
+		var d struct{ N int }
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d); err != nil {
+			t.Fatalf("read %d: %v", id, err)
+		}
+		return d.N
+	}
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	sc := mongo.NewSessionContext(ctx, sess)
+	if err := sess.StartTransaction(options.Transaction().SetReadConcern(readconcern.Snapshot())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 5}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: 3}, {Key: "n", Value: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(sc, 1); got != 5 {
+		t.Errorf("own write: n=%d, want 5", got)
+	}
+	if got := count(ctx, 1); got != 0 {
+		t.Errorf("outside the open transaction: n=%d, want 0", got)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: 3}}); err != nil || n != 0 {
+		t.Errorf("the transaction's insert is visible outside: %d %v", n, err)
+	}
+	cur, err := coll.Find(sc, bson.D{}, options.Find().SetBatchSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.M
+	if err := cur.All(sc, &all); err != nil || len(all) != 3 {
+		t.Errorf("a cursor in the transaction (getMore included): %d documents, %v", len(all), err)
+	}
+	if err := sess.CommitTransaction(sc); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(ctx, 1); got != 5 {
+		t.Errorf("after commit: n=%d, want 5", got)
+	}
+	// Abort leaves nothing.
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 9}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.AbortTransaction(sc); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(ctx, 2); got != 0 {
+		t.Errorf("after abort: n=%d, want 0", got)
+	}
+	// Raw commands: the codes of MongoDB 7.0.
+	// The driver sends its session's lsid; the transaction fields are ours.
+	rawSess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rawSess.EndSession(ctx)
+	rawCtx := mongo.NewSessionContext(ctx, rawSess)
+	raw := func(db string, cmd bson.D) error {
+		return c.Database(db).RunCommand(rawCtx, cmd).Err()
+	}
+	txnCmd := func(n int64, extra ...bson.E) bson.D {
+		return append(bson.D{{Key: "txnNumber", Value: n}, {Key: "autocommit", Value: false}}, extra...)
+	}
+	start := bson.E{Key: "startTransaction", Value: true}
+	find := func(n int64, extra ...bson.E) bson.D {
+		return append(bson.D{{Key: "find", Value: "acct"}}, txnCmd(n, extra...)...)
+	}
+	commit := func(n int64) bson.D { return append(bson.D{{Key: "commitTransaction", Value: 1}}, txnCmd(n)...) }
+	abort := func(n int64) bson.D { return append(bson.D{{Key: "abortTransaction", Value: 1}}, txnCmd(n)...) }
+	for _, tc := range []struct {
+		name  string
+		db    string
+		cmd   bson.D
+		code  int
+		label string
+	}{
+		{"start 100", "app", find(100, start), 0, ""},
+		{"commit without start (101)", "admin", commit(101), 251, "TransientTransactionError"},
+		{"start 102", "app", find(102, start), 0, ""},
+		{"stale txnNumber", "app", find(100), 225, ""},
+		{"restart at the active number", "app", find(102, start), 117, ""},
+		{"count is not allowed", "app", append(bson.D{{Key: "count", Value: "acct"}}, txnCmd(102)...), 263, ""},
+		{"DDL is not allowed", "app", append(bson.D{{Key: "create", Value: "other"}}, txnCmd(102)...), 263, ""},
+		{"readConcern after the first statement", "app", find(102, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}), 72, ""},
+		{"writeConcern on a statement", "app", find(102, bson.E{Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}), 72, ""},
+		{"commit 102", "admin", commit(102), 0, ""},
+		{"commit again: the retryable commit", "admin", commit(102), 0, ""},
+		{"abort after commit", "admin", abort(102), 256, ""},
+		{"a statement after commit", "app", find(102), 256, ""},
+		{"start 103", "app", find(103, start), 0, ""},
+		{"abort 103", "admin", abort(103), 0, ""},
+		{"commit after abort", "admin", commit(103), 251, "TransientTransactionError"},
+		{"autocommit true", "app", append(bson.D{{Key: "find", Value: "acct"}}, bson.E{Key: "txnNumber", Value: int64(104)}, bson.E{Key: "autocommit", Value: true}), 72, ""},
+		{"start 105", "app", find(105, start), 0, ""},
+		{"a capped collection", "app", append(bson.D{{Key: "insert", Value: "capped"}, {Key: "documents", Value: bson.A{bson.D{}}}}, txnCmd(105)...), 263, ""},
+		{"the transaction aborted with the failed statement", "admin", commit(105), 251, "TransientTransactionError"},
+	} {
+		if tc.name == "start 105" {
+			if err := c.Database("app").CreateCollection(ctx, "capped", options.CreateCollection().SetCapped(true).SetSizeInBytes(4096)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := raw(tc.db, tc.cmd)
+		if got := cmdCodeAny(err); got != tc.code {
+			t.Errorf("%s: %v, want code %d", tc.name, err, tc.code)
+		}
+		if tc.label != "" && !hasLabel(err, tc.label) {
+			t.Errorf("%s: %v lacks the %s label", tc.name, err, tc.label)
+		}
+	}
+	// Write conflicts: two sessions update one document; the second gets
+	// WriteConflict with TransientTransactionError.
+	s2, _ := c.StartSession()
+	defer s2.EndSession(ctx)
+	sc2 := mongo.NewSessionContext(ctx, s2)
+	_ = sess.StartTransaction()
+	_ = s2.StartTransaction()
+	if _, err := coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = coll.UpdateOne(sc2, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	if cmdCodeAny(err) != 112 || !hasLabel(err, "TransientTransactionError") {
+		t.Errorf("second writer: %v, want WriteConflict with TransientTransactionError", err)
+	}
+	_ = s2.AbortTransaction(sc2)
+	if err := sess.CommitTransaction(sc); err != nil {
+		t.Fatal(err)
+	}
+	// The driver's convenient API retries a conflicting transaction.
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, _ := c.StartSession()
+			defer s.EndSession(ctx)
+			for range 10 {
+				_, err := s.WithTransaction(ctx, func(sc context.Context) (any, error) {
+					return coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+				})
+				if err != nil {
+					t.Errorf("worker %d: withTransaction: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := count(ctx, 1); got != 45 {
+		t.Errorf("after 40 withTransaction increments: n=%d, want 45", got)
+	}
+}
+
+// cmdCodeAny is the code of any server error, 0 for none.
+func cmdCodeAny(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return int(ce.Code)
+	}
+	var we mongo.WriteException
+	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
+		return we.WriteErrors[0].Code
+	}
+	return -1
+}
+
+var _ = rand.IntN
+var _ = os.Getenv
+var _ = txncheck.Check

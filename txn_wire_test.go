@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -276,6 +277,304 @@ func cmdCodeAny(err error) int {
 	return -1
 }
 
-var _ = rand.IntN
-var _ = os.Getenv
-var _ = txncheck.Check
+// TestTransactionAnomalies runs the list-append and bank workloads through
+// the Go driver on a three-member replica set, killing the primary with
+// SIGKILL in every run and restarting it, and checks each run's history
+// (package txncheck): no G0, G1a, G1b, G1c, G-single, lost update or
+// impossible read, no committed append lost, and every snapshot read of
+// the bank sums to the total. CAIRN_TXN_RUNS runs (5 by default; `make
+// txn-anomalies` runs 100), each seeded from CAIRN_TXN_SEED (printed).
+func TestTransactionAnomalies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	runs := 5
+	if v := os.Getenv("CAIRN_TXN_RUNS"); v != "" {
+		runs, _ = strconv.Atoi(v)
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CAIRN_TXN_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (CAIRN_TXN_SEED=%d replays the choices), %d runs", seed, seed, runs)
+	rs := startReplSet(t)
+	c := rs.client(t)
+	for run := range runs {
+		rnd := rand.New(rand.NewPCG(seed, uint64(run)))
+		stats := runWorkloads(t, rs, c, run, rnd)
+		t.Logf("run %d: %s", run, stats)
+		if t.Failed() {
+			t.Fatalf("run %d failed (CAIRN_TXN_SEED=%d)", run, seed)
+		}
+	}
+}
+
+// laTxn is one list-append transaction to run: its micro-operations
+// without their reads.
+func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand.Rand) string {
+	t.Helper()
+	ctx := context.Background()
+	db := c.Database("elle")
+	la := db.Collection(fmt.Sprintf("la%d", run))
+	bank := db.Collection(fmt.Sprintf("bank%d", run))
+	const accounts, initial = 5, 100
+	var docs []any
+	for i := range accounts {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "b", Value: initial}})
+	}
+	if err := retry(ctx, func() error {
+		_ = bank.Drop(ctx)
+		_ = la.Drop(ctx)
+		if err := db.CreateCollection(ctx, la.Name()); err != nil {
+			return err
+		}
+		_, err := bank.InsertMany(ctx, docs)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const keys, workers, perWorker = 5, 4, 25
+	plans := make([][][]txncheck.Mop, workers)
+	next := 0
+	for w := range plans {
+		for range perWorker {
+			var mops []txncheck.Mop
+			for range 1 + rnd.IntN(4) {
+				k := strconv.Itoa(rnd.IntN(keys))
+				if rnd.IntN(2) == 0 {
+					next++
+					mops = append(mops, txncheck.Mop{Append: true, Key: k, Value: next})
+				} else {
+					mops = append(mops, txncheck.Mop{Key: k})
+				}
+			}
+			plans[w] = append(plans[w], mops)
+		}
+	}
+	transfers := make([][3]int, workers*perWorker/2)
+	for i := range transfers {
+		transfers[i] = [3]int{rnd.IntN(accounts), rnd.IntN(accounts), 1 + rnd.IntN(20)}
+	}
+	killAfter := time.Duration(100+rnd.IntN(400)) * time.Millisecond
+
+	var mu sync.Mutex
+	var history []txncheck.Txn
+	var bankReads [][]int
+	var wg sync.WaitGroup
+	id := 0
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sess, err := c.StartSession()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer sess.EndSession(ctx)
+			for i, mops := range plans[w] {
+				done, outcome := listAppendTxn(ctx, sess, la, mops)
+				mu.Lock()
+				id++
+				history = append(history, txncheck.Txn{ID: id, Outcome: outcome, Mops: done})
+				mu.Unlock()
+				if i%2 == 0 {
+					tr := transfers[(w*perWorker+i)/2]
+					bankTxn(ctx, sess, bank, tr)
+				} else if r, ok := bankRead(ctx, sess, bank, accounts); ok {
+					mu.Lock()
+					bankReads = append(bankReads, r)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(killAfter)
+	restart := rs.killPrimary(t)
+	wg.Wait()
+	restart()
+	// The final reads: every key and every account, after the writers.
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	var final []txncheck.Mop
+	for k := range keys {
+		final = append(final, txncheck.Mop{Key: strconv.Itoa(k)})
+	}
+	var finalDone []txncheck.Mop
+	if err := retry(ctx, func() error {
+		var o txncheck.Outcome
+		var err error
+		finalDone, o, err = listAppendTxnErr(ctx, sess, la, final)
+		if o != txncheck.OK {
+			return fmt.Errorf("final read failed: %w", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	history = append(history, txncheck.Txn{ID: id + 1, Outcome: txncheck.OK, Mops: finalDone, Final: true})
+	if err := retry(ctx, func() error {
+		r, ok := bankRead(ctx, sess, bank, accounts)
+		if !ok {
+			return errors.New("final bank read failed")
+		}
+		bankReads = append(bankReads, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range txncheck.Check(history) {
+		t.Errorf("run %d: %s", run, a)
+	}
+	corruptControl(t, run, history)
+	for _, a := range txncheck.Bank(bankReads, accounts*initial) {
+		t.Errorf("run %d: %s", run, a)
+	}
+	n := map[txncheck.Outcome]int{}
+	for _, h := range history {
+		n[h.Outcome]++
+	}
+	return fmt.Sprintf("list-append: %d ok, %d failed, %d unknown; bank: %d snapshot reads; primary killed after %v", n[txncheck.OK], n[txncheck.Fail], n[txncheck.Info], len(bankReads), killAfter)
+}
+
+// corruptControl is the run's negative control: the history with the
+// writer of a value the final read saw marked failed must be reported
+// (G1a), or the checker would pass anything.
+func corruptControl(t *testing.T, run int, history []txncheck.Txn) {
+	t.Helper()
+	final := history[len(history)-1]
+	for _, m := range final.Mops {
+		if len(m.Read) == 0 {
+			continue
+		}
+		v := m.Read[len(m.Read)-1]
+		bad := slices.Clone(history)
+		for i, h := range bad {
+			for _, w := range h.Mops {
+				if w.Append && w.Key == m.Key && w.Value == v {
+					bad[i].Outcome = txncheck.Fail
+				}
+			}
+		}
+		for _, a := range txncheck.Check(bad) {
+			if a.Kind == "G1a" {
+				return
+			}
+		}
+		t.Errorf("run %d: the checker passed a history whose read of %d in %s came from a failed transaction", run, v, m.Key)
+		return
+	}
+	t.Errorf("run %d: the final read saw nothing: no history to check", run)
+}
+
+// retry runs fn until it succeeds or a minute passes (a failover).
+func retry(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// txnOptions: snapshot reads, majority commits.
+var txnOptions = options.Transaction().SetReadConcern(readconcern.Snapshot()).SetWriteConcern(writeconcern.Majority())
+
+// listAppendTxn runs one list-append transaction: appends with $push
+// (upserting the key's document), reads of the key's list. It returns the
+// micro-operations with what they read and the outcome: OK, Fail when the
+// transaction certainly did not commit (a statement failed, or the commit
+// answered WriteConflict), Info when the commit's outcome is unknown.
+func listAppendTxn(ctx context.Context, sess *mongo.Session, coll *mongo.Collection, mops []txncheck.Mop) ([]txncheck.Mop, txncheck.Outcome) {
+	out, o, _ := listAppendTxnErr(ctx, sess, coll, mops)
+	return out, o
+}
+
+func listAppendTxnErr(ctx context.Context, sess *mongo.Session, coll *mongo.Collection, mops []txncheck.Mop) ([]txncheck.Mop, txncheck.Outcome, error) {
+	sc := mongo.NewSessionContext(ctx, sess)
+	opCtx, cancel := context.WithTimeout(sc, 10*time.Second)
+	defer cancel()
+	if err := sess.StartTransaction(txnOptions); err != nil {
+		return mops, txncheck.Fail, err
+	}
+	out := make([]txncheck.Mop, len(mops))
+	for i, m := range mops {
+		out[i] = m
+		var err error
+		if m.Append {
+			_, err = coll.UpdateOne(opCtx, bson.D{{Key: "_id", Value: m.Key}}, bson.D{{Key: "$push", Value: bson.D{{Key: "v", Value: m.Value}}}}, options.UpdateOne().SetUpsert(true))
+		} else {
+			var d struct{ V []int }
+			err = coll.FindOne(opCtx, bson.D{{Key: "_id", Value: m.Key}}).Decode(&d)
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				err = nil
+			}
+			out[i].Read = d.V
+		}
+		if err != nil {
+			_ = sess.AbortTransaction(ctx)
+			return out, txncheck.Fail, err
+		}
+	}
+	err := sess.CommitTransaction(opCtx)
+	switch {
+	case err == nil:
+		return out, txncheck.OK, nil
+	case cmdCodeAny(err) == 112:
+		return out, txncheck.Fail, err
+	}
+	return out, txncheck.Info, err
+}
+
+// bankTxn moves tr[2] from account tr[0] to tr[1] in one transaction.
+func bankTxn(ctx context.Context, sess *mongo.Session, coll *mongo.Collection, tr [3]int) {
+	if tr[0] == tr[1] {
+		return
+	}
+	sc := mongo.NewSessionContext(ctx, sess)
+	opCtx, cancel := context.WithTimeout(sc, 10*time.Second)
+	defer cancel()
+	if sess.StartTransaction(txnOptions) != nil {
+		return
+	}
+	for k, delta := range []int{-tr[2], tr[2]} {
+		if _, err := coll.UpdateOne(opCtx, bson.D{{Key: "_id", Value: tr[k]}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "b", Value: delta}}}}); err != nil {
+			_ = sess.AbortTransaction(ctx)
+			return
+		}
+	}
+	_ = sess.CommitTransaction(opCtx)
+}
+
+// bankRead reads every balance in one snapshot transaction.
+func bankRead(ctx context.Context, sess *mongo.Session, coll *mongo.Collection, accounts int) ([]int, bool) {
+	sc := mongo.NewSessionContext(ctx, sess)
+	opCtx, cancel := context.WithTimeout(sc, 10*time.Second)
+	defer cancel()
+	if sess.StartTransaction(txnOptions) != nil {
+		return nil, false
+	}
+	cur, err := coll.Find(opCtx, bson.D{}, options.Find().SetBatchSize(2))
+	if err != nil {
+		_ = sess.AbortTransaction(ctx)
+		return nil, false
+	}
+	var docs []struct{ B int }
+	if err := cur.All(opCtx, &docs); err != nil || len(docs) != accounts {
+		_ = sess.AbortTransaction(ctx)
+		return nil, false
+	}
+	if err := sess.CommitTransaction(opCtx); err != nil {
+		return nil, false
+	}
+	out := make([]int, len(docs))
+	for i, d := range docs {
+		out[i] = d.B
+	}
+	return out, true
+}

@@ -409,8 +409,8 @@ var asOfCommands = map[string]bool{"find": true, "aggregate": true, "count": tru
 // through only for asOfCommands.
 func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
 	rc, err := req.Body.LookupErr("readConcern")
-	if err != nil {
-		return 0, nil
+	if err != nil || req.Body.Lookup("autocommit").Type != 0 {
+		return 0, nil // in a transaction: its snapshot (transactions.go)
 	}
 	d, ok := rc.DocumentOK()
 	if !ok {

@@ -259,6 +259,20 @@ func TestTransactionProtocol(t *testing.T) {
 	if got := count(ctx, 1); got != 45 {
 		t.Errorf("after 40 withTransaction increments: n=%d, want 45", got)
 	}
+	// transactionLifetimeLimitSeconds: an idle transaction past it is
+	// aborted; its next statement is NoSuchTransaction.
+	primary := directClient(t, rs.hosts[primaryOf(t, rs.hosts)])
+	defer primary.Disconnect(ctx)
+	if err := primary.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: 1}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw("app", find(200, start)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := raw("app", find(200)); cmdCodeAny(err) != 251 || !hasLabel(err, "TransientTransactionError") {
+		t.Errorf("a statement after the lifetime: %v, want NoSuchTransaction", err)
+	}
 }
 
 // cmdCodeAny is the code of any server error, 0 for none.

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -25,6 +27,21 @@ import (
 // transaction (OperationNotSupportedInTransaction; MongoDB 4.4+ allows them
 // on new collections), and an insert into a missing collection creates it
 // outside the transaction (engine txn.go).
+
+// defineTxnParams defines transactionLifetimeLimitSeconds (MongoDB's, 60 by
+// default): open transactions older than it are aborted (package session).
+func defineTxnParams(env *Env) {
+	env.Params.DefineLive("transactionLifetimeLimitSeconds", func() any {
+		return int32(env.Sessions.TransactionLifetime() / time.Second)
+	}, func(v bsoncore.Value) (any, error) {
+		n, ok := numberAsInt(v)
+		if !ok || n < 1 || n > math.MaxInt32 {
+			return nil, mongoerr.New(mongoerr.BadValue, "transactionLifetimeLimitSeconds must be a positive integer, got %s", v)
+		}
+		env.Sessions.SetTransactionLifetime(int64(n))
+		return int32(n), nil
+	})
+}
 
 // txnCommands are the commands a transaction may run (MongoDB 7.0's list,
 // less create and createIndexes: see above).

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -38,6 +39,10 @@ type Table struct {
 	// onKill closes what killed sessions own (their cursors); set by the
 	// command layer.
 	onKill func(killed map[ID]struct{})
+
+	// lifetime is transactionLifetimeLimitSeconds, 0 for the default
+	// (txn.go).
+	lifetime atomic.Int64
 
 	stop, stopped chan struct{} // the refresh loop (Run)
 	stopOnce      sync.Once

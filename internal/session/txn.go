@@ -1,7 +1,6 @@
 package session
 
 import (
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -53,16 +52,17 @@ const (
 // DefaultTransactionLifetime is transactionLifetimeLimitSeconds' default.
 const DefaultTransactionLifetime = 60 * time.Second
 
-// lifetime is the transactionLifetimeLimitSeconds in force, in seconds.
-var lifetime atomic.Int64
-
-func init() { lifetime.Store(int64(DefaultTransactionLifetime / time.Second)) }
-
 // SetTransactionLifetime sets transactionLifetimeLimitSeconds (≥ 1).
-func SetTransactionLifetime(seconds int64) { lifetime.Store(max(seconds, 1)) }
+func (t *Table) SetTransactionLifetime(seconds int64) { t.lifetime.Store(max(seconds, 1)) }
 
 // TransactionLifetime is transactionLifetimeLimitSeconds.
-func TransactionLifetime() time.Duration { return time.Duration(lifetime.Load()) * time.Second }
+func (t *Table) TransactionLifetime() time.Duration {
+	s := t.lifetime.Load()
+	if s == 0 {
+		return DefaultTransactionLifetime
+	}
+	return time.Duration(s) * time.Second
+}
 
 // txnState is a session entry's transaction (under the entry's turn, or
 // the table's lock for AbortExpired and Kill, which take the turn first).
@@ -134,7 +134,7 @@ func (u *Use) current(n int64) error {
 	if n > e.txn || e.tx.status == txnNone {
 		return noSuchTransaction("Given transaction number %d does not match any in-progress transactions. The active transaction number is %d", n, e.txn)
 	}
-	if e.tx.status == txnOpen && u.t.now().Sub(e.tx.started) > TransactionLifetime() {
+	if e.tx.status == txnOpen && u.t.now().Sub(e.tx.started) > u.t.TransactionLifetime() {
 		u.abortOpen()
 		e.tx.expired = true
 	}
@@ -143,7 +143,7 @@ func (u *Use) current(n int64) error {
 		return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", n)
 	case txnAborted:
 		if e.tx.expired {
-			return noSuchTransaction("Transaction %d has been aborted because it exceeded transactionLifetimeLimitSeconds (%d s).", n, lifetime.Load())
+			return noSuchTransaction("Transaction %d has been aborted because it exceeded transactionLifetimeLimitSeconds (%v).", n, u.t.TransactionLifetime())
 		}
 		return noSuchTransaction("Transaction %d has been aborted.", n)
 	}
@@ -246,7 +246,7 @@ func (t *Table) storedState(id ID) (int64, bool, error) {
 // AbortExpired aborts the open transactions past their lifetime that no
 // command is using; it returns how many.
 func (t *Table) AbortExpired() int {
-	cut := t.now().Add(-TransactionLifetime())
+	cut := t.now().Add(-t.TransactionLifetime())
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0

@@ -43,11 +43,12 @@ import (
 //     duplicate (a bound loaded from the transaction's view could be below
 //     keys committed since) and raises no bound; Commit raises the loaded
 //     bounds to the keys it inserts.
-//   - multikey flags: a statement sets them in the working catalog at once
-//     (published with its group; a flag set early only makes plans more
-//     careful) and writes the catalog record in the transaction, which
-//     commits with the documents that need it; a record changed meanwhile
-//     fails the commit ("First writer wins").
+//   - multikey flags: a statement sets them, in the working catalog and
+//     its record, in the statement's own request, which commits at once,
+//     whatever becomes of the transaction: a flag set early only makes
+//     plans more careful, while one kept in the transaction could be lost
+//     (another writer's array document, relying on the flag the working
+//     catalog shows, committed, and the transaction aborted).
 //   - a collection the transaction creates implicitly (an insert or upsert
 //     into a missing collection) is created by the statement's own request,
 //     outside the transaction: it stays, empty, if the transaction aborts.

@@ -255,4 +255,18 @@ func TestTxnVersionsAndMultikey(t *testing.T) {
 	if err := e.CheckIndexes(mns); err != nil {
 		t.Error(err)
 	}
+	// A statement's flag commits at once: another writer may rely on it
+	// before the transaction ends, so an abort keeps it (conservative).
+	spec = doc(t, bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}}}, {Key: "name", Value: "b_1"}})
+	if _, err := e.CreateIndexes(context.Background(), mns, []bsoncore.Document{spec}); err != nil {
+		t.Fatal(err)
+	}
+	tx = e.Begin()
+	if _, err := e.InsertWith(mns, []bsoncore.Document{doc(t, bson.D{{Key: "_id", Value: 2}, {Key: "b", Value: bson.A{1, 2}}})}, InsertOptions{Txn: tx}); err != nil {
+		t.Fatal(err)
+	}
+	tx.Abort()
+	if ix := e.Catalog().Collection("db", "m").Index("b_1"); ix == nil || !ix.Multikey {
+		t.Error("the aborted transaction's statement did not leave its multikey flag")
+	}
 }

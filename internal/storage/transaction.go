@@ -30,6 +30,11 @@ type ownWrite struct {
 	seq   int // the number of keys the transaction had written before it
 	value []byte
 	del   bool
+	// base is the key's value in the snapshot (baseOK: present), read
+	// when the key was claimed, so the commit compares without reading
+	// the snapshot again.
+	base   []byte
+	baseOK bool
 }
 
 // Transaction is a multi-statement transaction: it reads the store as it
@@ -155,8 +160,9 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 		}
 		return t.err
 	}()
+	var fresh map[string]*ownWrite
 	if err == nil {
-		err = tx.claim(t)
+		fresh, err = tx.claim(t)
 	}
 	if err != nil {
 		t.undo(0)
@@ -165,7 +171,8 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 	for _, o := range t.ops {
 		w := tx.own[string(o.key)]
 		if w == nil {
-			w = &ownWrite{seq: len(tx.own)}
+			w = fresh[string(o.key)]
+			w.seq = len(tx.own)
 			tx.own[string(o.key)] = w
 		}
 		w.del = o.kind == opDelete
@@ -185,47 +192,49 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 // claim checks the statement's new keys for conflicts and records them as
 // the transaction's intents: a key another open transaction holds, or
 // whose committed value is no longer the snapshot's, is a conflict.
-func (tx *Transaction) claim(t *Txn) error {
+//
+// It returns the new keys' entries, their snapshot values read.
+func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
 	in := &tx.db.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	var fresh []string
+	fresh := map[string]*ownWrite{}
 	for _, o := range t.ops {
 		if o.kind == opDeleteRange {
-			return errors.New("storage: range deletions are not allowed in a transaction")
+			return nil, errors.New("storage: range deletions are not allowed in a transaction")
 		}
 		k := string(o.key)
 		if _, mine := tx.own[k]; mine {
 			continue
 		}
 		if owner, held := in.owner[k]; held && owner != tx {
-			return ErrWriteConflict
+			return nil, ErrWriteConflict
 		}
-		changed, err := tx.changedSince(o.key, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+		then, thenOK, err := get(tx.snap, nil, o.key)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		changed, err := differs(o.key, then, thenOK, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+		if err != nil {
+			return nil, err
 		}
 		if changed {
-			return ErrWriteConflict
+			return nil, ErrWriteConflict
 		}
-		fresh = append(fresh, k)
+		fresh[k] = &ownWrite{base: then, baseOK: thenOK}
 	}
 	if in.owner == nil {
 		in.owner = map[string]*Transaction{}
 	}
-	for _, k := range fresh {
+	for k := range fresh {
 		in.owner[k] = tx
 	}
-	return nil
+	return fresh, nil
 }
 
-// changedSince reports whether key's value as read reads differs from the
-// snapshot's (present or not, and its bytes).
-func (tx *Transaction) changedSince(key []byte, read func(dst, key []byte) ([]byte, bool, error)) (bool, error) {
-	then, thenOK, err := get(tx.snap, nil, key)
-	if err != nil {
-		return false, err
-	}
+// differs reports whether key's value as read reads differs from then
+// (present or not, and its bytes).
+func differs(key, then []byte, thenOK bool, read func(dst, key []byte) ([]byte, bool, error)) (bool, error) {
 	now, nowOK, err := read(nil, key)
 	if err != nil {
 		return false, err
@@ -252,7 +261,7 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 	return tx.db.Write(func(t *Txn) error {
 		for k, w := range tx.own {
 			key := []byte(k)
-			changed, err := tx.changedSince(key, t.Get)
+			changed, err := differs(key, w.base, w.baseOK, t.Get)
 			if err != nil {
 				return err
 			}

@@ -47,7 +47,8 @@ type Transaction struct {
 	db   *DB
 	snap *pebble.Snapshot
 	// writes orders the transaction's written keys for iteration (an
-	// indexed batch used only as a sorted container, never committed);
+	// indexed batch used only as a sorted container, never committed;
+	// made at the first write, so a read-only transaction costs none);
 	// own holds each key's latest write for reads and for Commit.
 	writes *pebble.Batch
 	own    map[string]*ownWrite
@@ -72,7 +73,7 @@ type intents struct {
 // Begin starts a transaction reading everything committed so far. End it
 // with Commit or Abort.
 func (db *DB) Begin() *Transaction {
-	tx := &Transaction{db: db, snap: db.pdb.NewSnapshot(), writes: db.pdb.NewIndexedBatch(), own: map[string]*ownWrite{}}
+	tx := &Transaction{db: db, snap: db.pdb.NewSnapshot(), own: map[string]*ownWrite{}}
 	if invariants.Enabled {
 		tx.cc.Opened()
 	}
@@ -100,6 +101,20 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 		return nil, ErrTransactionDone
 	}
 	opts := &pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+	if tx.writes == nil { // nothing written yet: the snapshot alone
+		it, err := tx.snap.NewIter(opts)
+		if err != nil {
+			return nil, err
+		}
+		tx.mu.Lock()
+		tx.iters++
+		tx.mu.Unlock()
+		i := &Iter{it: it, tx: tx}
+		if invariants.Enabled {
+			i.cc.Opened()
+		}
+		return i, nil
+	}
 	own, err := tx.writes.NewBatchOnlyIter(context.Background(), opts)
 	if err != nil {
 		return nil, err
@@ -177,6 +192,9 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 		}
 		w.del = o.kind == opDelete
 		w.value = append(w.value[:0], o.value...)
+		if tx.writes == nil {
+			tx.writes = tx.db.pdb.NewIndexedBatch()
+		}
 		if w.del {
 			err = tx.writes.Delete(o.key, nil)
 		} else {
@@ -327,6 +345,8 @@ func (tx *Transaction) iterClosed() {
 // release frees the snapshot and the write batch, once no iterator reads
 // them.
 func (tx *Transaction) release() {
-	_ = tx.writes.Close()
+	if tx.writes != nil {
+		_ = tx.writes.Close()
+	}
 	_ = tx.snap.Close()
 }

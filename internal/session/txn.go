@@ -31,7 +31,11 @@ import (
 // commit request, so a commitTransaction retried on this node or, after a
 // failover, on another member that applied the commit answers ok (the
 // retryable commit), and one whose commit never committed answers
-// NoSuchTransaction.
+// NoSuchTransaction. A commit whose replication failed without a verdict
+// (not a write conflict) may still commit through Raft: a retried commit
+// on the same member reads the record again, and answers ok once it is
+// there. Known gap: a retry that comes before Raft decides answers
+// NoSuchTransaction (the retry should wait for the outcome).
 //
 // An open transaction lives at most TransactionLifetime (MongoDB's
 // transactionLifetimeLimitSeconds, 60 s) after it started: AbortExpired
@@ -71,6 +75,10 @@ type txnState struct {
 	etx     *engine.Txn
 	started time.Time
 	expired bool // aborted for its lifetime
+	// unknown: its commit failed without a verdict (not a write conflict:
+	// the replica set's replication of it failed), so it may yet commit;
+	// a retried commit reads its record again.
+	unknown bool
 }
 
 // load makes the entry know the session's newest number and, after a
@@ -192,6 +200,18 @@ func (u *Use) CommitTransaction(n int64) (hlc.Timestamp, error) {
 	if n == e.txn && e.tx.status == txnCommitted {
 		return 0, nil
 	}
+	if n == e.txn && e.tx.status == txnAborted && e.tx.unknown {
+		stored, committed, err := t.storedState(u.id)
+		if err != nil {
+			return 0, err
+		}
+		if stored == n && committed {
+			t.mu.Lock()
+			e.tx.status, e.tx.unknown = txnCommitted, false
+			t.mu.Unlock()
+			return 0, nil
+		}
+	}
 	if err := u.current(n); err != nil {
 		return 0, err
 	}
@@ -205,6 +225,7 @@ func (u *Use) CommitTransaction(n int64) (hlc.Timestamp, error) {
 	e.tx.etx = nil
 	if err != nil {
 		e.tx.status = txnAborted
+		e.tx.unknown = mongoerr.CodeOf(err) != mongoerr.WriteConflict
 	} else {
 		e.tx.status = txnCommitted
 	}

@@ -3,7 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -269,4 +272,149 @@ func TestTxnVersionsAndMultikey(t *testing.T) {
 	if ix := e.Catalog().Collection("db", "m").Index("b_1"); ix == nil || !ix.Multikey {
 		t.Error("the aborted transaction's statement did not leave its multikey flag")
 	}
+}
+
+// TestTxnBankConcurrent: transfers between accounts in transactions
+// (retried on WriteConflict) race readers scanning every account in a
+// read-only transaction and plain writers of the same collection's other
+// documents; every scan sums to the total ("Snapshot isolation"), every
+// transfer that committed is counted, and the indexes hold. Run by make
+// race with the invariants tag.
+func TestTxnBankConcurrent(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"db", "bank"}
+	spec := doc(t, bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}}}, {Key: "name", Value: "b_1"}})
+	if _, err := e.CreateIndexes(context.Background(), ns, []bsoncore.Document{spec}); err != nil {
+		t.Fatal(err)
+	}
+	const accounts, initial = 8, 100
+	var docs []bsoncore.Document
+	for i := range accounts {
+		docs = append(docs, doc(t, bson.D{{Key: "_id", Value: i}, {Key: "b", Value: initial}}))
+	}
+	if _, err := e.Insert(ns, docs, true); err != nil {
+		t.Fatal(err)
+	}
+	move := func(tx *Txn, id, delta int) error {
+		res, err := e.ModifyWith(ns, []bsoncore.Value{val(t, id)}, ModifyOptions{Ordered: true, Txn: tx}, func(_ int, cur bsoncore.Document) (Action, error) {
+			b := int(cur.Lookup("b").AsInt64())
+			return Action{Replace: doc(t, bson.D{{Key: "_id", Value: id}, {Key: "b", Value: b + delta}})}, nil
+		})
+		if err == nil && len(res.Errors) > 0 {
+			err = res.Errors[0].Err
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	var committed, conflicts atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				from, to := (w+i)%accounts, (w*3+i*5+1)%accounts
+				if from == to {
+					continue
+				}
+				tx := e.Begin()
+				err := move(tx, from, -7)
+				if err == nil {
+					err = move(tx, to, 7)
+				}
+				if err == nil {
+					_, err = tx.Commit(nil)
+				} else {
+					tx.Abort()
+				}
+				switch mongoerr.CodeOf(err) {
+				case 0:
+					committed.Add(1)
+				case mongoerr.WriteConflict:
+					conflicts.Add(1)
+				default:
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	var scans atomic.Int64
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tx := e.Begin()
+				r, err := e.NewReaderIn(tx, ns)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				c, err := r.Docs(KeyRange{}, false)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				sum := 0
+				for c.Next() {
+					d, _ := c.Value()
+					if id := d.Lookup("_id").AsInt64(); id < accounts {
+						sum += int(d.Lookup("b").AsInt64())
+					}
+				}
+				_ = c.Close()
+				_ = r.Close()
+				tx.Abort()
+				if sum != accounts*initial {
+					t.Errorf("a snapshot scan summed to %d, not %d", sum, accounts*initial)
+				}
+				scans.Add(1)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // plain writers of other documents of the collection
+		defer wg.Done()
+		for i := range 100 {
+			if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{Key: "_id", Value: 1000 + i}, {Key: "b", Value: bson.A{i, i + 1}}})}, true); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	for committed.Load()+conflicts.Load() < 150 && !t.Failed() {
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	total := 0
+	for i := range accounts {
+		total += getB(t, e, ns, i)
+	}
+	if total != accounts*initial {
+		t.Errorf("after the transfers the accounts sum to %d", total)
+	}
+	if committed.Load() == 0 || scans.Load() == 0 {
+		t.Errorf("%d transfers committed, %d scans: the test exercised nothing", committed.Load(), scans.Load())
+	}
+	if err := e.CheckIndexes(ns); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d transfers committed, %d write conflicts, %d snapshot scans", committed.Load(), conflicts.Load(), scans.Load())
+}
+
+func getB(t *testing.T, e *Engine, ns Namespace, id int) int {
+	t.Helper()
+	d, found, err := e.Get(nil, ns, val(t, id))
+	if err != nil || !found {
+		t.Fatalf("account %d: %v %v", id, found, err)
+	}
+	return int(bsoncore.Document(d).Lookup("b").AsInt64())
 }

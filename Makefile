@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies
 
 all: build
 
@@ -182,3 +182,11 @@ fuzz:
 
 clean:
 	rm -rf cairn-data
+
+## txn-anomalies: the list-append and bank transaction workloads through
+## the Go driver on a three-member replica set with a primary kill in every
+## run, checked for G0, G1a/b/c, G-single, lost updates and the bank total
+## (package txncheck): 100 runs (`make test` runs 5). CAIRN_TXN_SEED replays.
+CAIRN_TXN_RUNS ?= 100
+txn-anomalies:
+	CAIRN_TXN_RUNS=$(CAIRN_TXN_RUNS) $(GO) test -count=1 -run '^TestTransactionAnomalies$$' -timeout 60m -v .

@@ -222,6 +222,7 @@ func (s *Session) userKey() string {
 func (s *Session) ownCursor(cur *Cursor) {
 	cur.owner = s.userKey()
 	cur.lsid, cur.hasLSID = s.sess.id, s.sess.has
+	cur.inTxn = s.sess.etx != nil
 }
 
 // ownsCursor reports whether the session may continue or kill cur: with

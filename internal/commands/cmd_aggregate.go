@@ -47,6 +47,13 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 			return nil, err // 0 is -1: an empty first batch and a live cursor
 		}
 	}
+	if s.sess.etx != nil {
+		if last := len(stages) - 1; last >= 0 {
+			if el, err := stages[last].IndexErr(0); err == nil && (el.Key() == "$out" || el.Key() == "$merge") {
+				return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", el.Key())
+			}
+		}
+	}
 	a := exec.Aggregate{NS: ns, Collectionless: collectionless, Stages: ownedAll(stages)}
 	if a.Opts, err = aggregateOptions(s, req, ns, collectionless); err != nil {
 		return nil, err
@@ -65,7 +72,7 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 	// Bound that this request, then each getMore, attaches to.
 	bound := opctx.NewBound()
 	defer bound.Attach(ctx)()
-	run, err := s.Env.Exec.Aggregate(bound.Context(), a)
+	run, err := s.x().Aggregate(bound.Context(), a)
 	if err != nil || run == nil {
 		bound.Close()
 	}

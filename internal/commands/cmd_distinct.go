@@ -42,7 +42,7 @@ func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 			return nil, err
 		}
 		sp.AsOf = at
-		values, err = s.Env.Exec.Distinct(ctx, sp, key, MaxBSONObjectSize)
+		values, err = s.x().Distinct(ctx, sp, key, MaxBSONObjectSize)
 	}
 	if err != nil {
 		return nil, err

@@ -278,7 +278,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		}
 		return findTailable(s, sp, sp.awaitData, dst)
 	}
-	src, err := s.Env.Exec.Open(ctx, sp.Selection, exec.Run)
+	src, err := s.x().Open(ctx, sp.Selection, exec.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +440,7 @@ func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if sel.AsOf, err = readAtClusterTime(req); err != nil {
 		return nil, err
 	}
-	n, err := s.Env.Exec.Count(ctx, sel)
+	n, err := s.x().Count(ctx, sel)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 		if done {
 			did, _ := fromStmtResult(rec)
 			value = did.Before
-		} else if value, err = s.Env.Exec.FindAndRemove(ctx, sel, rider, sess); err != nil {
+		} else if value, err = s.x().FindAndRemove(ctx, sel, rider, sess); err != nil {
 			return nil, err
 		}
 		n := int32(0)
@@ -91,7 +91,7 @@ func cmdFindAndModify(ctx context.Context, s *Session, req *Request, dst []byte)
 		var res exec.UpdateResult
 		if done {
 			res, _ = fromStmtResult(rec)
-		} else if res, err = s.Env.Exec.FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass, KeepEmptyTimestamps: keepEmptyTs, Rider: rider, Session: sess}); err != nil {
+		} else if res, err = s.x().FindAndUpdate(ctx, exec.Update{Sel: sel, Mod: mod, Upsert: upsertFlag, Bypass: bypass, KeepEmptyTimestamps: keepEmptyTs, Rider: rider, Session: sess}); err != nil {
 			return nil, err
 		}
 		value = res.Before

@@ -70,12 +70,14 @@ func cmdInsert(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 		wb.stmts = fillEmptyTimestamps(wb.stmts, s.Env.Engine.Storage().Clock().Now)
 	}
 	var res engine.InsertResult
-	if ts, ok := timeseriesOf(s.Env.Engine, wb.ns.DB, wb.ns.Coll); ok {
+	if ts, ok := timeseriesOf(s.Env.Engine, wb.ns.DB, wb.ns.Coll); ok && s.sess.etx != nil {
+		return nil, errTimeseriesInTxn("insert into", wb.ns)
+	} else if ok {
 		res, err = insertTimeseries(ctx, s.Env.Exec, ts, s.sess.retry, wb) // timeseries.go
 	} else if r := s.sess.retry; r != nil {
 		res, err = insertRetryable(s, s.Env.Exec, r, wb) // retryable.go
 	} else {
-		res, err = s.Env.Exec.Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
+		res, err = s.x().Insert(wb.ns, wb.stmts, engine.InsertOptions{Ordered: wb.ordered, BypassValidation: wb.bypass})
 	}
 	if err != nil {
 		return nil, err

@@ -89,6 +89,9 @@ func deleteStatement(ctx context.Context, s *Session, ns engine.Namespace, st bs
 		return 0, err
 	}
 	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		if s.sess.etx != nil {
+			return 0, errTimeseriesInTxn("delete from", ns)
+		}
 		return s.Env.Exec.DeleteTimeseries(ctx, ts, d.Sel, d.Limit) // 7.0: any filter, any limit
 	}
 	if retry != nil {
@@ -97,7 +100,7 @@ func deleteStatement(ctx context.Context, s *Session, ns engine.Namespace, st bs
 		}
 		d.Rider, d.Session = stmtRider(s, retry, i), retry.OplogSession(int32(i))
 	}
-	return s.Env.Exec.Delete(ctx, d)
+	return s.x().Delete(ctx, d)
 }
 
 // parseDeleteStatement reads one delete statement {q, limit}.
@@ -237,6 +240,9 @@ func updateStatement(ctx context.Context, s *Session, wb writeBatch, st bsoncore
 	}
 	spec.Bypass, spec.KeepEmptyTimestamps = wb.bypass, wb.keepEmptyTs
 	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+		if s.sess.etx != nil {
+			return exec.UpdateResult{}, errTimeseriesInTxn("update", ns)
+		}
 		if err := checkTimeseriesUpdate(ts, spec, st); err != nil {
 			return exec.UpdateResult{}, err
 		}
@@ -248,7 +254,7 @@ func updateStatement(ctx context.Context, s *Session, wb writeBatch, st bsoncore
 		}
 		spec.Rider, spec.Session = stmtRider(s, retry, i), retry.OplogSession(int32(i))
 	}
-	return s.Env.Exec.Update(ctx, spec)
+	return s.x().Update(ctx, spec)
 }
 
 func boolField(d bsoncore.Document, key string) bool {

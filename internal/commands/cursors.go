@@ -50,6 +50,9 @@ type Cursor struct {
 	// closes the cursor (sessions.go).
 	lsid    session.ID
 	hasLSID bool
+	// inTxn: opened in a multi-document transaction, it closes when the
+	// transaction ends (transactions.go).
+	inTxn bool
 }
 
 // Cursors is the registry of open cursors, shared by all connections.

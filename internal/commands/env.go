@@ -190,6 +190,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Usage.initCommands()
 	env.Sessions = session.NewTable(eng, nil)
 	env.Sessions.OnKill(env.Cursors.closeSessionCursors)
+	defineTxnParams(env)
 	env.FailPoints = eng.FailPoints()
 	env.failCommand = env.FailPoints.Define(failCommandName)
 	env.FailPoints.Define(backupPauseFailPoint) // cmd_createbackup.go

@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"context"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/hlc"
@@ -31,8 +29,9 @@ const (
 //   - lsid: the command's logical session (sessions.go, package session):
 //     checked out for the command's duration, remembered by its cursors.
 //   - txnNumber: makes insert, update, delete and findAndModify retryable
-//     writes (sessions.go); autocommit and startTransaction (transactions)
-//     are refused as a MongoDB standalone refuses them.
+//     writes (sessions.go); with autocommit and startTransaction, binds the
+//     command to a multi-document transaction on a replica-set member
+//     (transactions.go), refused as a MongoDB standalone refuses them.
 //   - readConcern, writeConcern: checked as a standalone checks them
 //     (checkConcerns); the levels a standalone serves are what every Cairn
 //     read and acknowledged write already gives (a write is acknowledged
@@ -138,6 +137,12 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	}
 	if err := checkSession(s, req.Name, &g); err != nil {
 		return err
+	}
+	if s.sess.inTxn { // concerns: checkTxnConcerns
+		if err := checkReadPreference(g.readPreference); err != nil {
+			return err
+		}
+		return checkWriteConcern(cmd, g.writeConcern, true, writesOutput(req))
 	}
 	if err := checkReadPreference(g.readPreference); err != nil {
 		return err
@@ -328,14 +333,6 @@ func checkWriteConcern(cmd *command, wc bsoncore.Value, replicated, writesOut bo
 	return nil
 }
 
-// cmdTransactionEnd is commitTransaction and abortTransaction on a
-// standalone: with a txnNumber checkSession already refused it
-// (IllegalOperation); without one there is no transaction to end, and
-// MongoDB answers CommandFailed.
-func cmdTransactionEnd(_ context.Context, _ *Session, req *Request, _ []byte) (bsoncore.Document, error) {
-	return nil, mongoerr.New(mongoerr.CommandFailed, "%s must be run within a transaction", req.Name)
-}
-
 // strictPipeline refuses, under apiStrict, the stages outside API version
 // 1 that Cairn has ($currentOp, $indexStats and Cairn's $versions never are; $collStats only
 // with count), at any depth ($facet, $lookup and $unionWith pipelines).
@@ -412,8 +409,8 @@ var asOfCommands = map[string]bool{"find": true, "aggregate": true, "count": tru
 // through only for asOfCommands.
 func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
 	rc, ok := req.Arg("readConcern") // the fields split once, not a walk of the body
-	if !ok {
-		return 0, nil
+	if _, inTxn := req.Arg("autocommit"); !ok || inTxn {
+		return 0, nil // in a transaction: its snapshot (transactions.go)
 	}
 	d, ok := rc.DocumentOK()
 	if !ok {

@@ -141,11 +141,15 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := waitClusterTime(ctx, s, req); err != nil { // clustertime.go
 		return ErrorReply(dst, err)
 	}
+	if err := useTransaction(s, req.Name); err != nil { // transactions.go: its snapshot follows afterClusterTime
+		return ErrorReply(dst, txnOutcome(s, req.Name, nil, err))
+	}
 	s.stat = opStats{}
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
 	if err == nil && cmd.kind == kindWrite && s.Env.Repl != nil {
 		err = replStateError(out)
 	}
+	err = txnOutcome(s, req.Name, out, err) // transactions.go
 	took := time.Since(req.start)
 	if s.Env.Log.Enabled(ctx, slog.LevelDebug) {
 		s.Env.Log.Debug("command", "command", req.Name, "db", req.DB, "conn", s.ConnID,
@@ -162,7 +166,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if wcUnsatisfiable != nil {
 		return withWriteConcernError(nil, out, errorDoc(wcUnsatisfiable))
 	}
-	if writes && s.Env.Repl != nil {
+	if writes && s.Env.Repl != nil && s.sess.etx == nil { // a transaction's statements wait at commit
 		if wce := s.Env.Repl.WaitWriteConcern(ctx, wcW, wcTimeout); wce != nil {
 			return withWriteConcernError(nil, out, wce)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/session"
@@ -26,6 +27,11 @@ type cmdSession struct {
 	txn   int64
 	use   *session.Use
 	retry *session.Retry
+	// inTxn: the command runs in a multi-document transaction (autocommit:
+	// false), started by it when start; etx is that transaction, for a
+	// statement (transactions.go).
+	inTxn, start bool
+	etx          *engine.Txn
 }
 
 // retryableWrites are the commands a txnNumber outside a transaction makes
@@ -35,8 +41,9 @@ var retryableWrites = map[string]bool{"insert": true, "update": true, "delete": 
 // checkSession reads the session fields of a command (MongoDB's
 // initializeOperationSessionInfo): an lsid must be a valid session id; a
 // txnNumber needs an lsid and, outside a transaction, a retryable write
-// command; transactions (autocommit, startTransaction) are refused, as
-// Cairn has none yet (IllegalOperation, what a standalone mongod says).
+// command; transactions (autocommit, startTransaction) are
+// transactions.go's (a standalone refuses them with IllegalOperation, as
+// mongod does).
 func checkSession(s *Session, name string, g *generic) error {
 	s.sess = cmdSession{}
 	if g.lsid.Type != 0 {
@@ -59,7 +66,8 @@ func checkSession(s *Session, name string, g *generic) error {
 			return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.txnNumber' is the wrong type '%s', expected type 'long'", typeName(g.txnNumber.Type))
 		}
 		if g.autocommit.Type != 0 || g.startTransaction.Type != 0 {
-			return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+			s.sess.hasTx, s.sess.txn = true, n
+			return checkTransaction(s, name, g) // transactions.go
 		}
 		if !retryableWrites[name] {
 			return mongoerr.New(mongoerr.NotARetryableWriteCommand, "txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and %s is not a retryable write command.", name)
@@ -88,6 +96,9 @@ func useSession(ctx context.Context, s *Session) error {
 		return err
 	}
 	s.sess.use = use
+	if s.sess.inTxn {
+		return nil // bound after afterClusterTime (run, useTransaction)
+	}
 	if s.sess.hasTx {
 		r, err := use.BeginRetry(s.sess.txn)
 		if err != nil {

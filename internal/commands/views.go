@@ -251,7 +251,7 @@ func findOnView(ctx context.Context, s *Session, req *Request, name string, dst 
 func runViewCursor(ctx context.Context, s *Session, a exec.Aggregate, batch int64, single bool, dst []byte) (bsoncore.Document, error) {
 	bound := opctx.NewBound()
 	defer bound.Attach(ctx)()
-	run, err := s.Env.Exec.Aggregate(bound.Context(), a)
+	run, err := s.x().Aggregate(bound.Context(), a)
 	if err != nil {
 		bound.Close()
 		return nil, err
@@ -314,7 +314,7 @@ func countOnView(ctx context.Context, s *Session, req *Request, name string) (in
 	if err != nil {
 		return 0, err
 	}
-	src, err := s.Env.Exec.Aggregate(ctx, a)
+	src, err := s.x().Aggregate(ctx, a)
 	if err != nil {
 		return 0, err
 	}
@@ -364,7 +364,7 @@ func distinctOnView(ctx context.Context, s *Session, req *Request, name, key str
 	if err != nil {
 		return nil, err
 	}
-	src, err := s.Env.Exec.Aggregate(ctx, a)
+	src, err := s.x().Aggregate(ctx, a)
 	if err != nil {
 		return nil, err
 	}

@@ -138,6 +138,9 @@ func (e *Engine) ensureCollection(tx *storage.Txn, ns Namespace) (*catalog.Colle
 	if e.cat.Working().View(ns.DB, ns.Coll) != nil {
 		return nil, viewError(ns) // views are read-only
 	}
+	if e.txn.in != nil {
+		return e.createInTxn(ns)
+	}
 	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
 		return nil, err // system.profile too: the profiler creates it capped (CreateCollection)
 	}

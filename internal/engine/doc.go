@@ -36,6 +36,10 @@
 //     change's own request (invariant "Change and entry commit together"),
 //     its size cap and the ts seek; rider.go: riders, writes that commit in
 //     the request of the write they describe (a retryable write's record).
+//   - txn.go: multi-document transactions over storage.Transaction
+//     (invariants "Statements on the pipeline" and "Catalog as of the
+//     snapshot"): statements, the one applyOps entry and the versions'
+//     times at commit.
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
 //   - check.go, invariants.go: CheckIndexes, and the runtime checks that

@@ -47,6 +47,7 @@ type Engine struct {
 	oplog       oplog       // the change log (oplog.go)
 	horizons    horizons    // versioned collections' retention horizons (history_asof.go)
 	versionings versionings // parsed versioning options (versioning.go); pipeline goroutine only
+	txn         txnCursor   // the transaction whose statement is applied (txn.go); pipeline goroutine only
 	log         *slog.Logger
 	now         func() time.Time
 

@@ -183,6 +183,12 @@ func versionReplace(ver Versioning, cur, next bsoncore.Document, replacement boo
 // recordVersion writes version v of a document (doc nil: a tombstone).
 func (e *Engine) recordVersion(tx *storage.Txn, collID uint64, idKey []byte, v uint64, op byte, doc []byte) {
 	var kb [96]byte
+	if t := e.txn.in; t != nil {
+		// The commit stamps its time (txn.go).
+		tx.Set(storage.HistoryKey(kb[:0], collID, idKey, v), appendRecord(make([]byte, 0, recordHeader+len(doc)), 0, op, doc))
+		t.addVersion(tx, collID, idKey, v)
+		return
+	}
 	ts := uint64(tx.Tick())
 	key := storage.HistoryKey(kb[:0], collID, idKey, v)
 	tx.Set(key, appendRecord(make([]byte, 0, recordHeader+len(doc)), ts, op, doc))

@@ -214,6 +214,9 @@ func removeEntries(tx *storage.Txn, entries []indexEntry, idKey []byte) error {
 // documents added to the indexes of coll. It merges into the index as the
 // catalog holds it now (a build's view of the collection may be older).
 func (e *Engine) flagMultikey(tx *storage.Txn, coll *catalog.Collection, grown multikeyGrowth) error {
+	if len(grown) > 0 && e.txn.in != nil {
+		tx = e.txn.outer // a statement's flags commit at once (txn.go)
+	}
 	for _, g := range grown {
 		cur := e.cat.Working().Collection(coll.DB, coll.Name)
 		if cur == nil || cur.Index(g.name) == nil {

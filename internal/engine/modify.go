@@ -77,6 +77,9 @@ type ModifyOptions struct {
 	// Session, when set, is written into the changes' oplog entries
 	// (lsid, txnNumber, stmtId StmtIDs[0]).
 	Session *OplogSession
+	// Txn, when set, makes the changes a statement of that transaction
+	// (txn.go).
+	Txn *Txn
 }
 
 // ModifyWith is Modify with every option.
@@ -86,7 +89,7 @@ func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptio
 	}
 	ordered := opts.Ordered
 	var res ModifyResult
-	err := e.db.Write(func(tx *storage.Txn) error {
+	err := e.write(opts.Txn, ns, func(tx *storage.Txn) error {
 		res = ModifyResult{}
 		e.oplog.lastTS = 0
 		if s := opts.Session; s != nil {

@@ -264,7 +264,15 @@ func (e *Engine) logStored(tx *storage.Txn, op byte, ns Namespace, o bsoncore.Do
 // logChange writes one change's entry inside tx ("Change and entry commit
 // together"): op is 'i', 'u' or 'd'; o is the document (the new one for an
 // update, {_id} for a delete), o2 is {_id} for an update.
+//
+// Inside a transaction's statement (txn.go) the change is not logged
+// here: its fields (appendChange) join the transaction's applyOps entry,
+// written at commit.
 func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []byte, o bsoncore.Document, id bsoncore.Value) {
+	if t := e.txn.in; t != nil {
+		t.addChange(tx, op, ns, collUUID, o, id)
+		return
+	}
 	ts := tx.Tick()
 	l := &e.oplog
 	l.lastTS = ts
@@ -275,6 +283,30 @@ func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []by
 		b = bsoncore.AppendDocumentElement(b, "lsid", s.LSID)
 		b = bsoncore.AppendInt64Element(b, "txnNumber", s.TxnNumber)
 	}
+	b = appendChange(b, op, ns, collUUID, o, id)
+	if l.sess != nil {
+		b = bsoncore.AppendInt32Element(b, "stmtId", l.stmt)
+	}
+	b = bsoncore.AppendTimestampElement(b, "ts", ts.T(), ts.I())
+	b = bsoncore.AppendInt64Element(b, "t", e.oplogTerm())
+	b = bsoncore.AppendInt64Element(b, "v", 2)
+	b = bsoncore.AppendDateTimeElement(b, "wall", e.now().UnixMilli())
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	l.buf = b
+	var kb [9]byte
+	tx.Append(oplogKey(kb[:0], ts), b)
+	e.wake.mark(l.collID) // tailable cursors on the oplog
+	// The size is approximate: the entry of a write rolled back later in
+	// its request still counts (until the next open sums the entries), so
+	// a trim may remove a little early; an undo hook per entry would cost
+	// an allocation on every write.
+	l.pending += int64(len(b))
+}
+
+// appendChange appends what an entry says of one change — op, ns, ui, o
+// and o2 — for a write's own entry and for each change of a transaction's
+// applyOps entry alike.
+func appendChange(b []byte, op byte, ns Namespace, collUUID []byte, o bsoncore.Document, id bsoncore.Value) []byte {
 	b = bsoncore.AppendStringElement(b, "op", string(op))
 	b = appendNS(b, ns)
 	if collUUID != nil {
@@ -294,23 +326,7 @@ func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []by
 		b = bsoncore.AppendValueElement(b, "_id", id)
 		b, _ = bsoncore.AppendDocumentEnd(b, d)
 	}
-	if l.sess != nil {
-		b = bsoncore.AppendInt32Element(b, "stmtId", l.stmt)
-	}
-	b = bsoncore.AppendTimestampElement(b, "ts", ts.T(), ts.I())
-	b = bsoncore.AppendInt64Element(b, "t", e.oplogTerm())
-	b = bsoncore.AppendInt64Element(b, "v", 2)
-	b = bsoncore.AppendDateTimeElement(b, "wall", e.now().UnixMilli())
-	b, _ = bsoncore.AppendDocumentEnd(b, start)
-	l.buf = b
-	var kb [9]byte
-	tx.Append(oplogKey(kb[:0], ts), b)
-	e.wake.mark(l.collID) // tailable cursors on the oplog
-	// The size is approximate: the entry of a write rolled back later in
-	// its request still counts (until the next open sums the entries), so
-	// a trim may remove a little early; an undo hook per entry would cost
-	// an allocation on every write.
-	l.pending += int64(len(b))
+	return b
 }
 
 func appendNS(b []byte, ns Namespace) []byte {

@@ -24,10 +24,14 @@ import (
 // its path.
 type Reader struct {
 	e    *Engine
-	snap *storage.Snapshot
-	coll *catalog.Collection // nil: no such collection (reads are empty)
-	ixs  []IndexInfo
-	asOf hlc.Timestamp // non-zero: reads the collection as of this time (NewReaderAt)
+	snap readView
+	// closer ends what the reader owns at Close: its snapshot, or nothing
+	// for a read inside a transaction (NewReaderIn), which reads the
+	// transaction's view.
+	closer interface{ Close() error }
+	coll   *catalog.Collection // nil: no such collection (reads are empty)
+	ixs    []IndexInfo
+	asOf   hlc.Timestamp // non-zero: reads the collection as of this time (NewReaderAt)
 }
 
 // IndexInfo is what the planner needs to know of one secondary index.
@@ -54,26 +58,43 @@ func (e *Engine) NewReader(ns Namespace) (*Reader, error) {
 	for {
 		var g uint64
 		st, g = e.cat.ReadBegin()
-		r.snap = e.db.NewSnapshot()
+		snap := e.db.NewSnapshot()
+		r.snap, r.closer = snap, snap
 		if e.cat.ReadValid(g) {
 			break
 		}
-		_ = r.snap.Close()
+		_ = snap.Close()
 	}
-	r.coll = st.Collection(ns.DB, ns.Coll)
+	if err := r.describe(st.Collection(ns.DB, ns.Coll)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// readView is what a Reader reads: a snapshot, or a transaction's view
+// (its snapshot plus its own writes).
+type readView interface {
+	Get(dst, key []byte) ([]byte, bool, error)
+	NewIter(lower, upper []byte) (*storage.Iter, error)
+}
+
+// describe sets the reader's collection and index list; on an error it
+// closes the reader.
+func (r *Reader) describe(coll *catalog.Collection) error {
+	r.coll = coll
 	if r.coll == nil {
-		return r, nil
+		return nil
 	}
 	for _, ix := range r.coll.Indexes {
-		spec, err := e.specs.get(ix)
+		spec, err := r.e.specs.get(ix)
 		if err != nil {
-			_ = r.snap.Close()
-			return nil, err
+			_ = r.Close()
+			return err
 		}
 		r.ixs = append(r.ixs, IndexInfo{Name: ix.Name, Spec: spec, Multikey: ix.Multikey, Building: ix.Building, TypeBits: ix.TypeBits,
 			MultikeyPaths: multikeyOf(&ix), PathsKnown: ix.MultikeyPathsKnown()})
 	}
-	return r, nil
+	return nil
 }
 
 // Exists reports whether the collection existed when the reader opened.
@@ -191,7 +212,12 @@ func (r *Reader) RecordIndexAccess(name string) {
 }
 
 // Close releases the snapshot.
-func (r *Reader) Close() error { return r.snap.Close() }
+func (r *Reader) Close() error {
+	if r.closer == nil {
+		return nil
+	}
+	return r.closer.Close()
+}
 
 // Capped reports the collection's limits when it is capped.
 func (r *Reader) Capped() (CappedLimits, bool) { return CappedOf(r.coll) }

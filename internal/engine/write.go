@@ -52,6 +52,9 @@ type InsertOptions struct {
 	// Session, when set, is written into the documents' oplog entries
 	// (lsid, txnNumber, and each document's stmtId).
 	Session *OplogSession
+	// Txn, when set, makes the insert a statement of that transaction
+	// (txn.go).
+	Txn *Txn
 }
 
 // InsertRide is what an insert's Rider learns: the positions (in docs) of
@@ -84,7 +87,7 @@ func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertO
 		positions = append(positions, i)
 	}
 	var stored []int // indexes into preps that were written
-	err := e.db.Write(func(tx *storage.Txn) error {
+	err := e.write(opts.Txn, ns, func(tx *storage.Txn) error {
 		stored = stored[:0]
 		e.oplog.lastTS = 0
 		coll, err := e.ensureCollection(tx, ns)
@@ -153,9 +156,13 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 			return err
 		}
 	}
-	beyond, err := e.tails.beyond(tx, collID, key)
-	if err != nil {
-		return err
+	inTxn := e.txn.in != nil
+	beyond := false
+	var err error
+	if !inTxn { // a statement uses no bound (txn.go)
+		if beyond, err = e.tails.beyond(tx, collID, key); err != nil {
+			return err
+		}
 	}
 	if !beyond && !p.absent {
 		exists, err := tx.Has(key)
@@ -176,7 +183,11 @@ func (e *Engine) insertOne(tx *storage.Txn, ns Namespace, collID uint64, key []b
 		}
 	}
 	tx.Set(key, p.doc)
-	e.tails.raise(collID, key)
+	if inTxn {
+		e.txn.in.addInserted(tx, collID, key)
+	} else {
+		e.tails.raise(collID, key)
+	}
 	if err := e.indexInsert(tx, ns, p.doc, p.idKey); err != nil {
 		tx.RollbackTo(sp)
 		return err

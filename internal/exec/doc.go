@@ -11,7 +11,8 @@
 //
 // # Pieces
 //
-//   - env.go: Env, the engine and the plan cache; Insert.
+//   - env.go: Env, the engine and the plan cache; Insert; InTxn, the Env
+//     whose reads and writes run inside a transaction (engine.Txn).
 //   - selection.go: Selection, a parsed read, and how it becomes a
 //     planner.Query.
 //   - read.go: Open, the one entry point of every read, for running and for

@@ -15,7 +15,21 @@ type Env struct {
 	// plans remembers the winner of each query shape's trial (see
 	// planner.Cache and its invariant "Cache follows the catalog").
 	plans *planner.Cache
+	// txn, when set, is the transaction every read and write of this Env
+	// runs in (InTxn).
+	txn *engine.Txn
 }
+
+// InTxn is an Env whose reads and writes run inside transaction t: reads
+// see its snapshot and its own writes, writes are its statements.
+func (e *Env) InTxn(t *engine.Txn) *Env {
+	c := *e
+	c.txn = t
+	return &c
+}
+
+// Txn is the transaction the Env runs in, nil outside one.
+func (e *Env) Txn() *engine.Txn { return e.txn }
 
 // New returns the execution environment over eng, with an empty plan cache.
 func New(eng *engine.Engine) *Env {
@@ -32,5 +46,6 @@ func (e *Env) PlanCache() *planner.Cache { return e.plans }
 // stops at the first document that fails, opts.BypassValidation skips the
 // collection's validator (bypassDocumentValidation).
 func (e *Env) Insert(ns engine.Namespace, docs []bsoncore.Document, opts engine.InsertOptions) (engine.InsertResult, error) {
+	opts.Txn = e.txn
 	return e.eng.InsertWith(ns, docs, opts)
 }

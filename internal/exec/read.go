@@ -44,7 +44,7 @@ const (
 // with opctx.Err(ctx) once ctx ends (maxTimeMS, killOp, a client gone).
 // The point read keeps no context (one read has nothing to interrupt).
 func (e *Env) Open(ctx context.Context, sel Selection, mode Mode) (*planner.Exec, error) {
-	opts := planner.Options{Explain: mode == Explain, AsOf: sel.AsOf}
+	opts := planner.Options{Explain: mode == Explain, AsOf: sel.AsOf, Txn: e.txn}
 	if mode == Run {
 		opts.Cache = e.plans
 	}

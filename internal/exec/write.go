@@ -118,7 +118,7 @@ func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
 	if len(ids) == 0 {
 		return 0, e.rideAlone(d.Rider, UpdateResult{})
 	}
-	opts := engine.ModifyOptions{Ordered: true, Session: d.Session}
+	opts := engine.ModifyOptions{Ordered: true, Session: d.Session, Txn: e.txn}
 	if d.Rider != nil {
 		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 			if len(mr.Errors) > 0 {
@@ -165,7 +165,7 @@ func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider, ses
 		return nil, e.rideAlone(rider, UpdateResult{})
 	}
 	var removed bsoncore.Document
-	opts := engine.ModifyOptions{Ordered: true, Session: sess}
+	opts := engine.ModifyOptions{Ordered: true, Session: sess, Txn: e.txn}
 	if rider != nil {
 		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 			if len(mr.Errors) > 0 {
@@ -210,7 +210,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	}
 	var res UpdateResult
 	if len(ids) > 0 {
-		opts := engine.ModifyOptions{Ordered: true, Session: spec.Session}
+		opts := engine.ModifyOptions{Ordered: true, Session: spec.Session, Txn: e.txn}
 		if spec.Rider != nil {
 			opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 				if len(mr.Errors) > 0 {
@@ -321,7 +321,7 @@ func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	opts := engine.InsertOptions{Ordered: true, BypassValidation: spec.Bypass, Session: spec.Session}
+	opts := engine.InsertOptions{Ordered: true, BypassValidation: spec.Bypass, Session: spec.Session, Txn: e.txn}
 	if spec.Rider != nil {
 		opts.Rider = func(tx *storage.Txn, ride engine.InsertRide) error {
 			if len(ride.Stored) == 0 {
@@ -351,9 +351,17 @@ func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 	}
 	res := UpdateResult{UpsertedID: id}
 	if keep {
-		res.After, _, _ = e.eng.Get(nil, ns, id)
+		res.After, _, _ = e.get(ns, id)
 	}
 	return res, nil
+}
+
+// get reads one document by _id, inside the Env's transaction if any.
+func (e *Env) get(ns engine.Namespace, id bsoncore.Value) ([]byte, bool, error) {
+	if e.txn != nil {
+		return e.eng.GetIn(e.txn, nil, ns, id)
+	}
+	return e.eng.Get(nil, ns, id)
 }
 
 // apply returns the new document for cur, or nil when the update changes

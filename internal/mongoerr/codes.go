@@ -643,4 +643,12 @@ const (
 	// A getMore in another session than the cursor's is 50738, the code
 	// CursorInUse already holds above.
 	NotARetryableWriteCommand Code = 50768 // a txnNumber on a command that is not a retryable write
+
+	// Multi-document transactions (package session, engine txn.go).
+	WriteConflict                      Code = 112
+	ConflictingOperationInProgress     Code = 117
+	NoSuchTransaction                  Code = 251
+	TransactionCommitted               Code = 256
+	OperationNotSupportedInTransaction Code = 263
+	TransactionTooLarge                Code = 257
 )

@@ -80,6 +80,9 @@ type Options struct {
 	// cluster time (engine.NewReaderAt): no index, no point read without a
 	// snapshot, no plan cache.
 	AsOf hlc.Timestamp
+	// Txn, when set, reads inside that transaction: its snapshot plus its
+	// own writes (engine.NewReaderIn); a point read goes through it too.
+	Txn *engine.Txn
 }
 
 // Open plans q over collection ns of eng: it opens a snapshot (an
@@ -100,6 +103,16 @@ type Options struct {
 func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if opts.AsOf != 0 {
 		return openAsOf(ctx, eng, ns, q, opts)
+	}
+	if opts.Txn != nil {
+		if opts.NS == "" {
+			opts.NS = ns.String()
+		}
+		r, err := eng.NewReaderIn(opts.Txn, ns)
+		if err != nil {
+			return nil, err
+		}
+		return Prepare(ctx, r, &q, opts)
 	}
 	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID {
 		if id, ok := pointID(&q); ok {

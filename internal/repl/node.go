@@ -172,6 +172,20 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 		applied = si
 	}
+	// The commit index is saved without a sync when nothing else changed
+	// (LogStore.Save), while the state machine's applied index may be
+	// durable beyond it; after a kill -9 Raft would refuse an applied index
+	// above the commit it reads. Every applied entry was committed, so the
+	// saved commit index is raised to it.
+	if hs, _, err := cfg.Log.InitialState(); err == nil && applied > hs.GetCommit() {
+		if last, err := cfg.Log.LastIndex(); err == nil && applied <= last {
+			raised := proto.Clone(hs).(*pb.HardState)
+			raised.Commit = &applied
+			if err := cfg.Log.Save(raised, nil, nil, true); err != nil {
+				return nil, fmt.Errorf("repl: raise the commit index to applied %d: %w", applied, err)
+			}
+		}
+	}
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID:                        cfg.ID,
 		ElectionTick:              cfg.ElectionTicks,

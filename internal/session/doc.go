@@ -1,4 +1,5 @@
-// Package session owns logical sessions and retryable writes: the session
+// Package session owns logical sessions, retryable writes and the
+// transactions of sessions: the session
 // table (lsid → last use, the command using it, the newest transaction
 // number), its persisted form config.system.sessions, and the records of
 // executed retryable-write statements (config.transactions and the
@@ -47,5 +48,13 @@
 // numbers are only allowed on a replica set member or mongos"); Cairn's
 // standalone accepts retryable writes (issue #18 asks standalone servers to
 // support them: a deliberate superset). Multi-document transactions
-// (autocommit: false) are still refused.
+// (autocommit: false) are refused there, as mongod refuses them.
+//
+// # Transactions
+//
+// txn.go: a session's multi-document transaction (replica-set members):
+// its number and state (invariant "One transaction per number"), its
+// engine.Txn, the commit's config.transactions record (invariant "Commit
+// record rides the commit", which makes commitTransaction retryable across
+// a failover), and transactionLifetimeLimitSeconds (AbortExpired).
 package session

@@ -72,6 +72,8 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 	cur := e.txn
 	if txn > cur {
 		e.txn = txn
+		e.abortTxLocked() // a newer number ends the open transaction
+		e.tx = txnState{}
 	}
 	t.mu.Unlock()
 	r := &Retry{u: u, txn: txn, done: map[int32]bsoncore.Document{}}

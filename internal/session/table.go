@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -39,6 +40,10 @@ type Table struct {
 	// command layer.
 	onKill func(killed map[ID]struct{})
 
+	// lifetime is transactionLifetimeLimitSeconds, 0 for the default
+	// (txn.go).
+	lifetime atomic.Int64
+
 	stop, stopped chan struct{} // the refresh loop (Run)
 	stopOnce      sync.Once
 }
@@ -55,6 +60,11 @@ type entry struct {
 	txn    int64
 	loaded bool
 	dirty  bool // lastUse changed since the last Flush
+	// tx is the multi-document transaction of number txn (txn.go);
+	// abortTx asks the command using the session to abort it when it
+	// releases the session (killSessions, a new primary).
+	tx      txnState
+	abortTx bool
 }
 
 // NewTable returns the session table over eng; now is the clock.
@@ -142,6 +152,10 @@ func (u *Use) Release() {
 	u.t.mu.Lock()
 	u.e.interrupt = nil
 	u.e.lastUse = u.t.now()
+	if u.e.abortTx {
+		u.e.abortTx = false
+		u.e.abortTxLocked()
+	}
 	u.t.mu.Unlock()
 	<-u.e.turn
 }
@@ -186,6 +200,7 @@ func (t *Table) Kill(match func(id ID, user string) bool, cause error) int {
 		if e.interrupt != nil {
 			stop = append(stop, e.interrupt)
 		}
+		e.abortTxOrLater()
 		delete(t.m, id)
 		t.ended[id] = struct{}{}
 	}
@@ -208,6 +223,10 @@ func (t *Table) Forget() {
 	t.mu.Lock()
 	for _, e := range t.m {
 		e.loaded, e.txn = false, -1
+		e.abortTxOrLater()
+		if e.tx.status != txnOpen {
+			e.tx = txnState{}
+		}
 	}
 	t.mu.Unlock()
 }
@@ -354,10 +373,14 @@ func (t *Table) Run(every time.Duration, log *slog.Logger, writable func() bool)
 		defer close(t.stopped)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
+		reap := time.NewTicker(time.Second) // transactions past their lifetime (txn.go)
+		defer reap.Stop()
 		for {
 			select {
 			case <-t.stop:
 				return
+			case <-reap.C:
+				t.AbortExpired()
 			case <-tick.C:
 				t.Expire()
 				if writable != nil && !writable() {

@@ -131,6 +131,12 @@
 // it goes first and the transaction fails at commit.
 // TestTransactionConflicts.
 //
+// Invariant "Readers outlive the end": an iterator opened on a
+// transaction's view stays readable after the transaction commits or
+// aborts; its snapshot and write batch are released when the transaction
+// has ended and its last iterator closed (a cursor may be closed after
+// its session's transaction was aborted elsewhere).
+//
 // Invariant "All or nothing per transaction": the whole write set, and
 // what the caller adds in the same request (Commit's also: the session
 // record, the change log entry), is one request of one group: durable and

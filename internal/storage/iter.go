@@ -12,7 +12,8 @@ type Iter struct {
 	db *DB
 	cc invariants.CloseChecker // "Closed once"; empty without the invariants tag
 	it *pebble.Iterator
-	m  *mergeIter // a transaction's view instead of it (Transaction.NewIter)
+	m  *mergeIter   // a transaction's view instead of it (Transaction.NewIter)
+	tx *Transaction // the transaction read (through m, or it alone before its first write), told at Close
 }
 
 // First moves to the first key; it reports whether there is one.
@@ -95,8 +96,14 @@ func (i *Iter) Close() error {
 
 // release closes what the iterator reads from.
 func (i *Iter) release() error {
+	var err error
 	if i.m != nil {
-		return i.m.Close()
+		err = i.m.Close()
+	} else {
+		err = i.it.Close()
 	}
-	return i.it.Close()
+	if i.tx != nil {
+		i.tx.iterClosed()
+	}
+	return err
 }

@@ -30,6 +30,11 @@ type ownWrite struct {
 	seq   int // the number of keys the transaction had written before it
 	value []byte
 	del   bool
+	// base is the key's value in the snapshot (baseOK: present), read
+	// when the key was claimed, so the commit compares without reading
+	// the snapshot again.
+	base   []byte
+	baseOK bool
 }
 
 // Transaction is a multi-statement transaction: it reads the store as it
@@ -42,12 +47,21 @@ type Transaction struct {
 	db   *DB
 	snap *pebble.Snapshot
 	// writes orders the transaction's written keys for iteration (an
-	// indexed batch used only as a sorted container, never committed);
+	// indexed batch used only as a sorted container, never committed;
+	// made at the first write, so a read-only transaction costs none);
 	// own holds each key's latest write for reads and for Commit.
 	writes *pebble.Batch
 	own    map[string]*ownWrite
 	done   bool
 	cc     invariants.CloseChecker // every Transaction ends once
+	// iters counts the iterators open on the view; the snapshot and the
+	// batch they read are released when the transaction has ended and
+	// the last of them closes ("Readers outlive the end"). Under mu: an
+	// iterator may close on another goroutine than the one that ends the
+	// transaction (a cursor's, and a session reaper's).
+	mu              sync.Mutex
+	iters           int
+	ended, released bool
 }
 
 // intents are the keys written by open transactions ("First writer wins").
@@ -59,7 +73,7 @@ type intents struct {
 // Begin starts a transaction reading everything committed so far. End it
 // with Commit or Abort.
 func (db *DB) Begin() *Transaction {
-	tx := &Transaction{db: db, snap: db.pdb.NewSnapshot(), writes: db.pdb.NewIndexedBatch(), own: map[string]*ownWrite{}}
+	tx := &Transaction{db: db, snap: db.pdb.NewSnapshot(), own: map[string]*ownWrite{}}
 	if invariants.Enabled {
 		tx.cc.Opened()
 	}
@@ -87,6 +101,20 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 		return nil, ErrTransactionDone
 	}
 	opts := &pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+	if tx.writes == nil { // nothing written yet: the snapshot alone
+		it, err := tx.snap.NewIter(opts)
+		if err != nil {
+			return nil, err
+		}
+		tx.mu.Lock()
+		tx.iters++
+		tx.mu.Unlock()
+		i := &Iter{it: it, tx: tx}
+		if invariants.Enabled {
+			i.cc.Opened()
+		}
+		return i, nil
+	}
 	own, err := tx.writes.NewBatchOnlyIter(context.Background(), opts)
 	if err != nil {
 		return nil, err
@@ -101,7 +129,10 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 		w, ok := tx.own[string(key)]
 		return ok && w.seq < upTo
 	}}
-	i := &Iter{m: m}
+	tx.mu.Lock()
+	tx.iters++
+	tx.mu.Unlock()
+	i := &Iter{m: m, tx: tx}
 	if invariants.Enabled {
 		i.cc.Opened()
 	}
@@ -116,10 +147,23 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 // available to statements: a transaction's changes take their time at
 // commit.
 func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
+	return tx.run(&Txn{tx: tx}, fn)
+}
+
+// RunStatement runs one statement of tx, as Transaction.Run does, from
+// inside the pipeline request t: the statement's function runs on the
+// pipeline goroutine ("Serial apply"), so it may use state only that
+// goroutine touches (the engine's working catalog, its caches), while its
+// reads see tx's view and its writes join tx, not t's group. Writes the
+// request makes through t itself commit with the group as usual.
+func (t *Txn) RunStatement(tx *Transaction, fn func(*Txn) error) error {
+	return tx.run(&Txn{tx: tx, gid: t.gid}, fn)
+}
+
+func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 	if tx.done {
 		return ErrTransactionDone
 	}
-	t := &Txn{tx: tx}
 	err = func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -131,8 +175,9 @@ func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
 		}
 		return t.err
 	}()
+	var fresh map[string]*ownWrite
 	if err == nil {
-		err = tx.claim(t)
+		fresh, err = tx.claim(t)
 	}
 	if err != nil {
 		t.undo(0)
@@ -141,11 +186,15 @@ func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
 	for _, o := range t.ops {
 		w := tx.own[string(o.key)]
 		if w == nil {
-			w = &ownWrite{seq: len(tx.own)}
+			w = fresh[string(o.key)]
+			w.seq = len(tx.own)
 			tx.own[string(o.key)] = w
 		}
 		w.del = o.kind == opDelete
 		w.value = append(w.value[:0], o.value...)
+		if tx.writes == nil {
+			tx.writes = tx.db.pdb.NewIndexedBatch()
+		}
 		if w.del {
 			err = tx.writes.Delete(o.key, nil)
 		} else {
@@ -161,47 +210,49 @@ func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
 // claim checks the statement's new keys for conflicts and records them as
 // the transaction's intents: a key another open transaction holds, or
 // whose committed value is no longer the snapshot's, is a conflict.
-func (tx *Transaction) claim(t *Txn) error {
+//
+// It returns the new keys' entries, their snapshot values read.
+func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
 	in := &tx.db.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	var fresh []string
+	fresh := map[string]*ownWrite{}
 	for _, o := range t.ops {
 		if o.kind == opDeleteRange {
-			return errors.New("storage: range deletions are not allowed in a transaction")
+			return nil, errors.New("storage: range deletions are not allowed in a transaction")
 		}
 		k := string(o.key)
 		if _, mine := tx.own[k]; mine {
 			continue
 		}
 		if owner, held := in.owner[k]; held && owner != tx {
-			return ErrWriteConflict
+			return nil, ErrWriteConflict
 		}
-		changed, err := tx.changedSince(o.key, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+		then, thenOK, err := get(tx.snap, nil, o.key)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		changed, err := differs(o.key, then, thenOK, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+		if err != nil {
+			return nil, err
 		}
 		if changed {
-			return ErrWriteConflict
+			return nil, ErrWriteConflict
 		}
-		fresh = append(fresh, k)
+		fresh[k] = &ownWrite{base: then, baseOK: thenOK}
 	}
 	if in.owner == nil {
 		in.owner = map[string]*Transaction{}
 	}
-	for _, k := range fresh {
+	for k := range fresh {
 		in.owner[k] = tx
 	}
-	return nil
+	return fresh, nil
 }
 
-// changedSince reports whether key's value as read reads differs from the
-// snapshot's (present or not, and its bytes).
-func (tx *Transaction) changedSince(key []byte, read func(dst, key []byte) ([]byte, bool, error)) (bool, error) {
-	then, thenOK, err := get(tx.snap, nil, key)
-	if err != nil {
-		return false, err
-	}
+// differs reports whether key's value as read reads differs from then
+// (present or not, and its bytes).
+func differs(key, then []byte, thenOK bool, read func(dst, key []byte) ([]byte, bool, error)) (bool, error) {
 	now, nowOK, err := read(nil, key)
 	if err != nil {
 		return false, err
@@ -228,7 +279,7 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 	return tx.db.Write(func(t *Txn) error {
 		for k, w := range tx.own {
 			key := []byte(k)
-			changed, err := tx.changedSince(key, t.Get)
+			changed, err := differs(key, w.base, w.baseOK, t.Get)
 			if err != nil {
 				return err
 			}
@@ -269,6 +320,33 @@ func (tx *Transaction) end() {
 		}
 	}
 	in.mu.Unlock()
-	_ = tx.writes.Close()
+	tx.mu.Lock()
+	tx.ended = true
+	release := tx.iters == 0 && !tx.released
+	tx.released = tx.released || release
+	tx.mu.Unlock()
+	if release {
+		tx.release()
+	}
+}
+
+// iterClosed is told by an iterator of the view that it closed.
+func (tx *Transaction) iterClosed() {
+	tx.mu.Lock()
+	tx.iters--
+	release := tx.iters == 0 && tx.ended && !tx.released
+	tx.released = tx.released || release
+	tx.mu.Unlock()
+	if release {
+		tx.release()
+	}
+}
+
+// release frees the snapshot and the write batch, once no iterator reads
+// them.
+func (tx *Transaction) release() {
+	if tx.writes != nil {
+		_ = tx.writes.Close()
+	}
 	_ = tx.snap.Close()
 }

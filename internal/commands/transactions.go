@@ -1,0 +1,264 @@
+package commands
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/exec"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/session"
+)
+
+// This file holds multi-document transactions at the command boundary
+// (package session owns their state, package engine their snapshot and
+// writes): the transaction fields of a command (lsid, txnNumber,
+// autocommit: false, startTransaction: true), which commands may run in a
+// transaction, the read and write concerns a transaction takes,
+// commitTransaction and abortTransaction, and MongoDB's error labels.
+//
+// Transactions run on replica-set members (the primary); a standalone
+// refuses them with IllegalOperation, as mongod does.
+//
+// Deviations from MongoDB 7.0: create and createIndexes are refused in a
+// transaction (OperationNotSupportedInTransaction; MongoDB 4.4+ allows them
+// on new collections), and an insert into a missing collection creates it
+// outside the transaction (engine txn.go).
+
+// defineTxnParams defines transactionLifetimeLimitSeconds (MongoDB's, 60 by
+// default): open transactions older than it are aborted (package session).
+func defineTxnParams(env *Env) {
+	env.Params.DefineLive("transactionLifetimeLimitSeconds", func() any {
+		return int32(env.Sessions.TransactionLifetime() / time.Second)
+	}, func(v bsoncore.Value) (any, error) {
+		n, ok := numberAsInt(v)
+		if !ok || n < 1 || n > math.MaxInt32 {
+			return nil, mongoerr.New(mongoerr.BadValue, "transactionLifetimeLimitSeconds must be a positive integer, got %s", v)
+		}
+		env.Sessions.SetTransactionLifetime(int64(n))
+		return int32(n), nil
+	})
+}
+
+// txnCommands are the commands a transaction may run (MongoDB 7.0's list,
+// less create and createIndexes: see above).
+var txnCommands = map[string]bool{
+	"find": true, "getMore": true, "killCursors": true, "insert": true, "update": true, "delete": true,
+	"findAndModify": true, "findandmodify": true, "aggregate": true, "distinct": true,
+	"commitTransaction": true, "abortTransaction": true,
+}
+
+// checkTransaction reads a command's transaction fields (checkSession,
+// once txnNumber is known): autocommit must be false and startTransaction
+// true when given; only txnCommands run in a transaction.
+func checkTransaction(s *Session, name string, g *generic) error {
+	if s.Env.Repl == nil {
+		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+	}
+	if g.autocommit.Type == 0 {
+		return mongoerr.New(mongoerr.InvalidOptions, "'startTransaction' field requires 'autocommit' field to also be specified")
+	}
+	ac, ok := g.autocommit.BooleanOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.autocommit' is the wrong type '%s', expected type 'bool'", typeName(g.autocommit.Type))
+	}
+	if ac {
+		return mongoerr.New(mongoerr.InvalidOptions, "Specifying autocommit=true is not allowed.")
+	}
+	if g.startTransaction.Type != 0 {
+		st, ok := g.startTransaction.BooleanOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.startTransaction' is the wrong type '%s', expected type 'bool'", typeName(g.startTransaction.Type))
+		}
+		if !st {
+			return mongoerr.New(mongoerr.InvalidOptions, "Specifying startTransaction=false is not allowed.")
+		}
+		s.sess.start = true
+	}
+	if !txnCommands[name] {
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", name)
+	}
+	if s.sess.start && (name == "commitTransaction" || name == "abortTransaction") {
+		return mongoerr.New(mongoerr.InvalidOptions, "Cannot start a transaction with %s", name)
+	}
+	s.sess.inTxn = true
+	return checkTxnConcerns(s, name, g)
+}
+
+// checkTxnConcerns: a transaction takes its readConcern (snapshot,
+// majority or local: all read the transaction's snapshot) on its first
+// command only, and a writeConcern only on commitTransaction and
+// abortTransaction.
+func checkTxnConcerns(s *Session, name string, g *generic) error {
+	if rc := g.readConcern; rc.Type != 0 {
+		if !s.sess.start {
+			return mongoerr.New(mongoerr.InvalidOptions, "Only the first command in a transaction may specify a readConcern")
+		}
+		d, ok := rc.DocumentOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern' is the wrong type '%s', expected type 'object'", typeName(rc.Type))
+		}
+		elems, _ := d.Elements()
+		for _, el := range elems {
+			switch el.Key() {
+			case "level":
+				switch lv, _ := el.Value().StringValueOK(); lv {
+				case "snapshot", "majority", "local":
+				default:
+					return mongoerr.New(mongoerr.InvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
+				}
+			case "provenance", "afterClusterTime": // waited for before the snapshot (run)
+			default:
+				return mongoerr.New(mongoerr.InvalidOptions, "readConcern %s is not supported in a transaction yet", el.Key())
+			}
+		}
+	}
+	if g.writeConcern.Type != 0 && name != "commitTransaction" && name != "abortTransaction" {
+		return mongoerr.New(mongoerr.InvalidOptions, "Cannot set write concern after starting a transaction.")
+	}
+	return nil
+}
+
+// useTransaction binds the command to its transaction (useSession): a
+// statement gets the open transaction, started when startTransaction.
+func useTransaction(s *Session, name string) error {
+	if !s.sess.inTxn || name == "commitTransaction" || name == "abortTransaction" {
+		return nil
+	}
+	if s.sess.start {
+		s.Env.Cursors.closeTxnCursors(s.sess.use.ID()) // an older transaction's
+	}
+	t, err := s.sess.use.Transaction(s.sess.txn, s.sess.start)
+	if err != nil {
+		return err
+	}
+	s.sess.etx = t
+	return nil
+}
+
+// x is the execution environment of the command: inside its transaction
+// when it runs in one.
+func (s *Session) x() *exec.Env {
+	if t := s.sess.etx; t != nil {
+		return s.Env.Exec.InTxn(t)
+	}
+	return s.Env.Exec
+}
+
+// cmdTransactionEnd is commitTransaction and abortTransaction.
+func cmdTransactionEnd(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if !s.sess.inTxn {
+		if s.Env.Repl == nil || !s.sess.has {
+			return nil, mongoerr.New(mongoerr.CommandFailed, "%s must be run within a transaction", req.Name)
+		}
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "%s must be run within a transaction: it needs txnNumber and autocommit: false", req.Name)
+	}
+	use, n := s.sess.use, s.sess.txn
+	defer s.Env.Cursors.closeTxnCursors(use.ID())
+	if req.Name == "abortTransaction" {
+		if err := use.AbortTransaction(n); err != nil {
+			return nil, err
+		}
+		return OK(dst), nil
+	}
+	if _, err := use.CommitTransaction(n); err != nil {
+		return nil, err
+	}
+	return OK(dst), nil
+}
+
+// txnOutcome is run's last word on a command of a transaction: a
+// statement that failed, or whose write failed, aborts the transaction (as
+// MongoDB's do); a write conflict answers the command, not its writeErrors;
+// the error gets MongoDB's labels (TransientTransactionError: the whole
+// transaction may be retried; UnknownTransactionCommitResult: a commit
+// whose outcome is unknown may be retried).
+func txnOutcome(s *Session, name string, out bsoncore.Document, err error) error {
+	if !s.sess.inTxn {
+		return err
+	}
+	isEnd := name == "commitTransaction" || name == "abortTransaction"
+	if err == nil && !isEnd {
+		if arr, ok := out.Lookup("writeErrors").ArrayOK(); ok {
+			vals, _ := arr.Values()
+			if len(vals) > 0 {
+				if d, ok := vals[0].DocumentOK(); ok {
+					if code, _ := d.Lookup("code").AsInt64OK(); mongoerr.Code(code) == mongoerr.WriteConflict {
+						msg, _ := d.Lookup("errmsg").StringValueOK()
+						err = mongoerr.New(mongoerr.WriteConflict, "%s", msg)
+					}
+				}
+				if err == nil && s.sess.etx != nil {
+					s.abortTxn()
+				}
+			}
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if !isEnd && s.sess.etx != nil {
+		s.abortTxn() // not a command refused before it joined the transaction
+	}
+	code := mongoerr.CodeOf(err)
+	switch {
+	case code == mongoerr.NoSuchTransaction, code == mongoerr.WriteConflict, code == mongoerr.LockTimeout:
+		return withLabels(err, bson.A{"TransientTransactionError"})
+	case name == "commitTransaction" && unknownCommitResult(code):
+		return withLabels(err, bson.A{"UnknownTransactionCommitResult"})
+	case !isEnd && (code == mongoerr.NotWritablePrimary || code == mongoerr.InterruptedDueToReplStateChange || code == mongoerr.PrimarySteppedDown):
+		return withLabels(err, bson.A{"TransientTransactionError"})
+	}
+	return err
+}
+
+// unknownCommitResult: a commit that failed with code may have committed
+// (MongoDB's isUnknownTransactionCommitResult: retryable errors, write
+// concern failures, time limits).
+func unknownCommitResult(code mongoerr.Code) bool {
+	switch code {
+	case mongoerr.NotWritablePrimary, mongoerr.InterruptedDueToReplStateChange, mongoerr.PrimarySteppedDown,
+		mongoerr.NotPrimaryNoSecondaryOk, mongoerr.NotPrimaryOrSecondary, mongoerr.ShutdownInProgress,
+		mongoerr.InterruptedAtShutdown, mongoerr.HostUnreachable, mongoerr.NetworkTimeout, mongoerr.SocketException,
+		mongoerr.WriteConcernFailed, mongoerr.UnsatisfiableWriteConcern, mongoerr.MaxTimeMSExpired, mongoerr.ExceededTimeLimit,
+		mongoerr.InternalError:
+		return true
+	}
+	return false
+}
+
+// abortTxn aborts the command's transaction after a failed statement and
+// closes its cursors.
+func (s *Session) abortTxn() {
+	_ = s.sess.use.AbortTransaction(s.sess.txn)
+	s.Env.Cursors.closeTxnCursors(s.sess.use.ID())
+	s.sess.etx = nil
+}
+
+// closeTxnCursors closes the cursors a session opened in a transaction
+// (when it ends: MongoDB kills them with it).
+func (c *Cursors) closeTxnCursors(id session.ID) {
+	c.mu.Lock()
+	var dead []*Cursor
+	for cid, cur := range c.open {
+		if cur.inTxn && cur.hasLSID && cur.lsid == id {
+			dead = append(dead, cur)
+			delete(c.open, cid)
+		}
+	}
+	c.mu.Unlock()
+	for _, cur := range dead {
+		_ = cur.src.Close()
+	}
+}
+
+// errTimeseriesInTxn refuses a write to a time series collection inside a
+// transaction: MongoDB 7.0 does not allow it (its buckets are written
+// outside the transaction's snapshot), and running it outside the
+// transaction would break the transaction's atomicity.
+func errTimeseriesInTxn(what string, ns interface{ String() string }) error {
+	return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot %s a time-series collection %s in a multi-document transaction.", what, ns.String())
+}

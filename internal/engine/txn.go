@@ -1,0 +1,388 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// Multi-document transactions (issue #19) over storage.Transaction: a
+// transaction reads one snapshot plus its own writes and buffers its
+// writes until Commit applies them in one pipeline request.
+//
+// Invariant "Statements on the pipeline": a transaction's write statement
+// (InsertWith, ModifyWith with a Txn) runs as a commit-pipeline request
+// whose function runs the statement (storage.Txn.RunStatement): its reads
+// see the transaction's view, its writes join the transaction, and the
+// engine state only the pipeline goroutine touches (working catalog, tail
+// bounds, validator and versioning caches, the oplog's scratch) is touched
+// there as for any write ("Serial apply"). A request that only ran a
+// statement writes nothing to its group, so it costs no sync.
+//
+// What a statement must not do to shared state, because the transaction
+// may abort, is deferred to the commit request or refused:
+//   - oplog entries: each change's fields (appendChange, the function a
+//     single write's entry uses) are kept in the Txn; Commit writes one
+//     entry, MongoDB's applyOps shape (op "c", ns "admin.$cmd",
+//     o.applyOps, lsid, txnNumber, prevOpTime), stamped in the commit
+//     request ("Change and entry commit together").
+//   - versions of versioned collections: the history record is written in
+//     the transaction with time 0 and the time key is left out; Commit
+//     stamps both with the commit's cluster time, one for the whole
+//     transaction ("History follows documents" holds at commit). A version
+//     the same transaction superseded keeps that time in its record but
+//     has no time key: it was never visible (CheckHistory knows).
+//   - tail bounds ("Tail bound"): a statement's insert always reads for a
+//     duplicate (a bound loaded from the transaction's view could be below
+//     keys committed since) and raises no bound; Commit raises the loaded
+//     bounds to the keys it inserts.
+//   - multikey flags: a statement sets them, in the working catalog and
+//     its record, in the statement's own request, which commits at once,
+//     whatever becomes of the transaction: a flag set early only makes
+//     plans more careful, while one kept in the transaction could be lost
+//     (another writer's array document, relying on the flag the working
+//     catalog shows, committed, and the transaction aborted).
+//   - a collection the transaction creates implicitly (an insert or upsert
+//     into a missing collection) is created by the statement's own request,
+//     outside the transaction: it stays, empty, if the transaction aborts.
+//     MongoDB 4.4+ makes the creation part of the transaction.
+//   - capped collections, system collections and the admin, config and
+//     local databases are refused, as MongoDB 7.0 refuses them
+//     (OperationNotSupportedInTransaction).
+//
+// Invariant "Catalog as of the snapshot": the transaction reads through the
+// catalog state that matches its snapshot (ReadBegin); a statement that
+// writes a collection whose identity or index set changed since (dropped,
+// recreated, an index built or dropped), and a commit of such a write,
+// fail with WriteConflict, so no document of the transaction is indexed by
+// another catalog than the one it was read with.
+//
+// Size: the transaction's oplog entry must be a storable document, so its
+// changes' fields may total at most MaxTransactionBytes (16 MiB less room
+// for the entry's own fields); beyond, the statement fails with
+// TransactionTooLarge (MongoDB 7.0 splits large transactions over several
+// entries instead).
+
+// MaxTransactionBytes bounds the changes of one transaction (see above).
+const MaxTransactionBytes = MaxDocumentSize - 16<<10
+
+// Txn is one multi-document transaction. Its statements are used one at a
+// time (a session runs its commands one after another).
+type Txn struct {
+	e   *Engine
+	st  *storage.Transaction
+	cat *catalog.State // the catalog matching the snapshot
+
+	// Session, when set, names the transaction in its oplog entry.
+	Session *OplogSession
+
+	// The rest is used on the pipeline goroutine only (statements and the
+	// commit request).
+	created  map[Namespace]*catalog.Collection // created by a statement's request
+	written  map[Namespace]bool
+	changes  [][]byte // each change's applyOps element
+	size     int
+	versions []pendingVersion
+	inserted []insertedKey
+}
+
+type pendingVersion struct {
+	collID uint64
+	idKey  []byte
+	v      uint64
+}
+
+type insertedKey struct {
+	collID uint64
+	key    []byte
+}
+
+// txnCursor is the transaction whose statement the pipeline is applying.
+type txnCursor struct {
+	in    *Txn
+	outer *storage.Txn // the statement's own request
+}
+
+// Begin starts a transaction reading everything committed so far.
+func (e *Engine) Begin() *Txn {
+	for {
+		st, g := e.cat.ReadBegin()
+		stx := e.db.Begin()
+		if e.cat.ReadValid(g) {
+			return &Txn{e: e, st: stx, cat: st, created: map[Namespace]*catalog.Collection{}, written: map[Namespace]bool{}}
+		}
+		stx.Abort()
+	}
+}
+
+// Abort ends the transaction, writing nothing; aborting an ended one does
+// nothing.
+func (t *Txn) Abort() { t.st.Abort() }
+
+// Writes reports whether the transaction changed any document.
+func (t *Txn) Writes() bool { return t.st.Len() > 0 }
+
+// NewReaderIn opens a reader of ns inside transaction t: its snapshot plus
+// its own writes, through the catalog that matches them.
+func (e *Engine) NewReaderIn(t *Txn, ns Namespace) (*Reader, error) {
+	r := &Reader{e: e, snap: t.st}
+	if err := r.describe(t.collection(ns)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// GetIn appends the document of ns whose _id is id, as t sees it, to dst.
+func (e *Engine) GetIn(t *Txn, dst []byte, ns Namespace, id bsoncore.Value) ([]byte, bool, error) {
+	c := t.collection(ns)
+	if c == nil {
+		return dst, false, nil
+	}
+	return t.st.Get(dst, storage.DocKey(nil, c.ID, appendIDKey(nil, id)))
+}
+
+// collection is ns as the transaction reads it.
+func (t *Txn) collection(ns Namespace) *catalog.Collection {
+	if c := t.cat.Collection(ns.DB, ns.Coll); c != nil {
+		return c
+	}
+	return t.created[ns] // read by statements' requests only; see write
+}
+
+// write runs fn as the request of one write: alone, or, with a
+// transaction, as one of its statements ("Statements on the pipeline").
+func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) error {
+	if t == nil {
+		return e.db.Write(fn)
+	}
+	if err := refuseInTransaction(ns); err != nil {
+		return err
+	}
+	err := e.db.Write(func(outer *storage.Txn) error {
+		if err := t.checkCollection(ns); err != nil {
+			return err
+		}
+		return outer.RunStatement(t.st, func(tx *storage.Txn) error {
+			e.txn = txnCursor{in: t, outer: outer}
+			defer func() { e.txn = txnCursor{} }()
+			if err := fn(tx); err != nil {
+				return err
+			}
+			if t.size > MaxTransactionBytes {
+				return mongoerr.New(mongoerr.TransactionTooLarge, "Total size of all transaction operations must be less than %d bytes", MaxTransactionBytes)
+			}
+			t.written[ns] = true
+			return nil
+		})
+	})
+	return conflictError(err)
+}
+
+// conflictError turns storage's write conflict into MongoDB's.
+func conflictError(err error) error {
+	if errors.Is(err, storage.ErrWriteConflict) {
+		return mongoerr.New(mongoerr.WriteConflict, "Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.")
+	}
+	return err
+}
+
+// refuseInTransaction refuses writes MongoDB 7.0 refuses in a transaction:
+// to the admin, config and local databases and to system collections.
+func refuseInTransaction(ns Namespace) error {
+	switch {
+	case ns.DB == "admin" || ns.DB == "config" || ns.DB == "local":
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run command against the '%s' database in a transaction.", ns.DB)
+	case len(ns.Coll) >= 7 && ns.Coll[:7] == "system.":
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot write to system collection %s within a transaction.", ns)
+	}
+	return nil
+}
+
+// checkCollection fails a write of ns (inside a pipeline request) whose
+// collection is capped, or whose catalog entry is not the one the
+// transaction reads ("Catalog as of the snapshot").
+func (t *Txn) checkCollection(ns Namespace) error {
+	w := t.e.cat.Working().Collection(ns.DB, ns.Coll)
+	if _, capped := CappedOf(w); capped {
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", ns)
+	}
+	r := t.collection(ns)
+	if r == nil && w == nil {
+		return nil // a statement's request may create it
+	}
+	if r == nil || w == nil || r.ID != w.ID || !sameIndexes(r, w) {
+		return mongoerr.New(mongoerr.WriteConflict, "Unable to write to collection '%s' due to catalog changes; please retry the operation", ns)
+	}
+	return nil
+}
+
+// sameIndexes reports whether a and b have the same indexes (by id).
+func sameIndexes(a, b *catalog.Collection) bool {
+	return slices.EqualFunc(a.Indexes, b.Indexes, func(x, y catalog.Index) bool { return x.ID == y.ID })
+}
+
+// createInTxn creates ns for a statement in the statement's own request
+// (see the list above), and lets the transaction read it.
+func (e *Engine) createInTxn(ns Namespace) (*catalog.Collection, error) {
+	cur := e.txn
+	e.txn = txnCursor{}
+	c, err := e.ensureCollection(cur.outer, ns)
+	e.txn = cur
+	if err != nil {
+		return nil, err
+	}
+	t := cur.in
+	t.created[ns] = c
+	cur.outer.OnUndo(func() { delete(t.created, ns) })
+	return c, nil
+}
+
+// addChange keeps one change's applyOps element (logChange).
+func (t *Txn) addChange(tx *storage.Txn, op byte, ns Namespace, collUUID []byte, o bsoncore.Document, id bsoncore.Value) {
+	start, b := bsoncore.ReserveLength(nil)
+	b = appendChange(b, op, ns, collUUID, o, id)
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	n, size := len(t.changes), t.size
+	t.changes = append(t.changes, b)
+	t.size += len(b)
+	tx.OnUndo(func() { t.changes, t.size = t.changes[:n], size })
+}
+
+// addVersion keeps a version whose history record waits for the commit's
+// time (recordVersion).
+func (t *Txn) addVersion(tx *storage.Txn, collID uint64, idKey []byte, v uint64) {
+	n := len(t.versions)
+	t.versions = append(t.versions, pendingVersion{collID: collID, idKey: append([]byte(nil), idKey...), v: v})
+	tx.OnUndo(func() { t.versions = t.versions[:n] })
+}
+
+// addInserted keeps a document key a statement inserted (insertOne).
+func (t *Txn) addInserted(tx *storage.Txn, collID uint64, key []byte) {
+	n := len(t.inserted)
+	t.inserted = append(t.inserted, insertedKey{collID: collID, key: append([]byte(nil), key...)})
+	tx.OnUndo(func() { t.inserted = t.inserted[:n] })
+}
+
+// Commit applies the transaction in one pipeline request, with its one
+// oplog entry and its versions' times, then also (what must commit with
+// it: the session's record) in the same request; it returns the entry's
+// time (0 for a transaction that wrote nothing). A write of another
+// transaction or writer since the snapshot fails it with WriteConflict and
+// writes nothing. The transaction ends either way.
+func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
+	e := t.e
+	var ts hlc.Timestamp
+	var fn func(*storage.Txn) error
+	if t.st.Len() > 0 || also != nil {
+		fn = func(tx *storage.Txn) error {
+			ts = 0
+			e.oplog.lastTS = 0
+			for ns := range t.written {
+				if err := t.checkCollection(ns); err != nil {
+					return err
+				}
+			}
+			if len(t.changes) > 0 {
+				ts = e.logTransaction(tx, t)
+			}
+			for _, p := range t.versions {
+				if err := e.stampVersion(tx, p, ts); err != nil {
+					return err
+				}
+			}
+			for _, k := range t.inserted {
+				if _, loaded := e.tails.last[k.collID]; loaded {
+					e.tails.raise(k.collID, k.key)
+				}
+			}
+			if also != nil {
+				return also(tx, ts)
+			}
+			return nil
+		}
+	}
+	err := t.st.Commit(fn)
+	if err != nil {
+		return 0, conflictError(err)
+	}
+	return ts, nil
+}
+
+// logTransaction writes the transaction's one oplog entry and returns its
+// time.
+func (e *Engine) logTransaction(tx *storage.Txn, t *Txn) hlc.Timestamp {
+	ts := tx.Tick()
+	l := &e.oplog
+	l.lastTS = ts
+	b := l.buf[:0]
+	start, b := bsoncore.ReserveLength(b)
+	if s := t.Session; s != nil {
+		b = bsoncore.AppendDocumentElement(b, "lsid", s.LSID)
+		b = bsoncore.AppendInt64Element(b, "txnNumber", s.TxnNumber)
+	}
+	b = bsoncore.AppendStringElement(b, "op", "c")
+	b = bsoncore.AppendStringElement(b, "ns", "admin.$cmd")
+	o, b := bsoncore.AppendDocumentElementStart(b, "o")
+	arr, b := bsoncore.AppendArrayElementStart(b, "applyOps")
+	var kb [20]byte
+	for i, c := range t.changes {
+		b = bsoncore.AppendDocumentElement(b, string(appendIndexKey(kb[:0], i)), c)
+	}
+	b, _ = bsoncore.AppendArrayEnd(b, arr)
+	b, _ = bsoncore.AppendDocumentEnd(b, o)
+	b = bsoncore.AppendTimestampElement(b, "ts", ts.T(), ts.I())
+	b = bsoncore.AppendInt64Element(b, "t", e.oplogTerm())
+	b = bsoncore.AppendInt64Element(b, "v", 2)
+	b = bsoncore.AppendDateTimeElement(b, "wall", e.now().UnixMilli())
+	prev, b := bsoncore.AppendDocumentElementStart(b, "prevOpTime")
+	b = bsoncore.AppendTimestampElement(b, "ts", 0, 0)
+	b = bsoncore.AppendInt64Element(b, "t", -1)
+	b, _ = bsoncore.AppendDocumentEnd(b, prev)
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	l.buf = b
+	var okb [9]byte
+	tx.Append(oplogKey(okb[:0], ts), b)
+	e.wake.mark(l.collID)
+	l.pending += int64(len(b))
+	return ts
+}
+
+// appendIndexKey appends the decimal form of i (an array element's key).
+func appendIndexKey(dst []byte, i int) []byte {
+	if i == 0 {
+		return append(dst, '0')
+	}
+	var d [20]byte
+	n := len(d)
+	for ; i > 0; i /= 10 {
+		n--
+		d[n] = byte('0' + i%10)
+	}
+	return append(dst, d[n:]...)
+}
+
+// stampVersion gives a version a transaction recorded the commit's time:
+// in its history record and its time key.
+func (e *Engine) stampVersion(tx *storage.Txn, p pendingVersion, ts hlc.Timestamp) error {
+	key := storage.HistoryKey(nil, p.collID, p.idKey, p.v)
+	rec, found, err := tx.Get(nil, key)
+	if err != nil {
+		return err
+	}
+	if !found || len(rec) < recordHeader {
+		return mongoerr.New(mongoerr.InternalError, "engine: a transaction's version record is missing at commit")
+	}
+	binary.BigEndian.PutUint64(rec, uint64(ts))
+	tx.Set(key, rec)
+	var vb [8]byte
+	binary.BigEndian.PutUint64(vb[:], p.v)
+	tx.Set(storage.HistoryTimeKey(nil, p.collID, p.idKey, uint64(ts)), vb[:])
+	return nil
+}

@@ -1,0 +1,135 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+func openTable(t *testing.T, now func() time.Time) (*Table, *engine.Engine) {
+	t.Helper()
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	return NewTable(eng, now), eng
+}
+
+// TestTransactionStates: the session's transaction numbers and states as
+// MongoDB's TransactionParticipant answers them ("One transaction per
+// number"), step by step.
+func TestTransactionStates(t *testing.T) {
+	tbl, eng := openTable(t, nil)
+	id := ID{UUID: [16]byte{1}}
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	if err := eng.CreateCollection(ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	doc := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
+	for i, step := range []struct {
+		op   string // start, stmt, write, commit, abort, retry
+		n    int64
+		want mongoerr.Code
+	}{
+		{"stmt", 1, mongoerr.NoSuchTransaction}, // nothing started
+		{"commit", 1, mongoerr.NoSuchTransaction},
+		{"start", 2, 0},
+		{"write", 2, 0},
+		{"start", 2, mongoerr.ConflictingOperationInProgress},
+		{"stmt", 1, mongoerr.TransactionTooOld},
+		{"stmt", 3, mongoerr.NoSuchTransaction},
+		{"commit", 2, 0},
+		{"commit", 2, 0}, // the retryable commit
+		{"stmt", 2, mongoerr.TransactionCommitted},
+		{"abort", 2, mongoerr.TransactionCommitted},
+		{"start", 4, 0},
+		{"abort", 4, 0},
+		{"commit", 4, mongoerr.NoSuchTransaction},
+		{"abort", 4, mongoerr.NoSuchTransaction},
+		{"start", 5, 0},
+		{"retry", 6, 0}, // a newer retryable write aborts the open transaction
+		{"commit", 5, mongoerr.TransactionTooOld},
+	} {
+		use, err := tbl.Checkout(context.Background(), id, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch step.op {
+		case "start", "stmt":
+			_, err = use.Transaction(step.n, step.op == "start")
+		case "write":
+			var tx *engine.Txn
+			if tx, err = use.Transaction(step.n, false); err == nil {
+				_, err = eng.InsertWith(ns, []bsoncore.Document{doc}, engine.InsertOptions{Txn: tx})
+			}
+		case "commit":
+			_, err = use.CommitTransaction(step.n)
+		case "abort":
+			err = use.AbortTransaction(step.n)
+		case "retry":
+			_, err = use.BeginRetry(step.n)
+		}
+		use.Release()
+		if got := mongoerr.CodeOf(err); got != step.want {
+			t.Fatalf("step %d (%s %d): %v, want code %d", i, step.op, step.n, err, step.want)
+		}
+	}
+	if _, found, _ := eng.Get(nil, ns, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}); !found {
+		t.Error("transaction 2's insert is not there after its commit")
+	}
+}
+
+// TestTransactionRecordAndLifetime: a committed transaction's record lets
+// a new table (a new primary) answer its retried commit; an open
+// transaction past transactionLifetimeLimitSeconds is aborted by
+// AbortExpired, and its next statement is NoSuchTransaction.
+func TestTransactionRecordAndLifetime(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	tbl, eng := openTable(t, clock)
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	if err := eng.CreateCollection(ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	id := ID{UUID: [16]byte{2}}
+	use, _ := tbl.Checkout(context.Background(), id, "", nil)
+	tx, err := use.Transaction(7, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.InsertWith(ns, []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()}, engine.InsertOptions{Txn: tx}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := use.CommitTransaction(7); err != nil {
+		t.Fatal(err)
+	}
+	use.Release()
+	fresh := NewTable(eng, clock)
+	use, _ = fresh.Checkout(context.Background(), id, "", nil)
+	if _, err := use.CommitTransaction(7); err != nil {
+		t.Errorf("the retried commit on a new table: %v, want ok", err)
+	}
+	if _, err := use.Transaction(8, true); err != nil {
+		t.Fatal(err)
+	}
+	use.Release()
+	if n := fresh.AbortExpired(); n != 0 || fresh.OpenTransactions() != 1 {
+		t.Errorf("a young transaction was aborted (%d)", n)
+	}
+	now = now.Add(DefaultTransactionLifetime + time.Second)
+	if n := fresh.AbortExpired(); n != 1 || fresh.OpenTransactions() != 0 {
+		t.Errorf("AbortExpired aborted %d, %d still open; want 1, 0", n, fresh.OpenTransactions())
+	}
+	use, _ = fresh.Checkout(context.Background(), id, "", nil)
+	defer use.Release()
+	if _, err := use.Transaction(8, false); mongoerr.CodeOf(err) != mongoerr.NoSuchTransaction {
+		t.Errorf("a statement of the expired transaction: %v, want NoSuchTransaction", err)
+	}
+}

@@ -213,7 +213,7 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 		}
-		e.logStored(tx, 'u', ns, next, id) // "Change and entry commit together"
+		e.logStored(tx, 'u', ns, updateEntry(cur, next, act.Replacement), id) // "Change and entry commit together"
 		res.Modified++
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/docdiff"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
@@ -32,8 +33,12 @@ import (
 // which removes the oldest entries in a request of its own once the entries
 // exceed it, as MongoDB truncates its oplog in the background.
 //
-// Deviations from MongoDB: an update's entry holds the whole new document
-// (a replacement, o2: {_id}) rather than MongoDB's $v: 2 diff; writes to
+// An update's entry is MongoDB's: o is {$v: 2, diff: <docdiff.Diff of the
+// stored and the new document>}, o2 is {_id}; a replacement (and an update
+// whose change only a replacement can say, docdiff's "Apply inverts
+// Diff") holds the whole new document in o, as MongoDB logs a replacement.
+//
+// Deviations from MongoDB: writes to
 // the local database and to config.transactions (implied by the entries'
 // lsid and txnNumber, as in MongoDB) are not logged; a capped collection's
 // evictions are not logged yet; catalog changes (op "c") are not logged yet.
@@ -259,6 +264,19 @@ func (e *Engine) logStored(tx *storage.Txn, op byte, ns Namespace, o bsoncore.Do
 		l.uuidState, l.uuidNS, l.uuid = st, ns, coll.UUID.Data
 	}
 	e.logChange(tx, op, ns, l.uuid, o, id)
+}
+
+// updateEntry is an update's o: the $v: 2 diff that turns cur into next,
+// or next itself for a replacement or a change no diff can say.
+func updateEntry(cur, next bsoncore.Document, replacement bool) bsoncore.Document {
+	if replacement {
+		return next
+	}
+	d := docdiff.Diff(cur, next)
+	if d == nil {
+		return next
+	}
+	return bsoncore.NewDocumentBuilder().AppendInt32("$v", 2).AppendDocument("diff", d).Build()
 }
 
 // logChange writes one change's entry inside tx ("Change and entry commit

@@ -518,3 +518,52 @@ func refuseOplogDDL(nss ...Namespace) error {
 	}
 	return nil
 }
+
+// ReadOplog calls fn with the entries whose ts is above after, in ts
+// order, until fn returns false or the entries end; an entry's bytes are
+// valid only during its call. It returns the read's horizon: every entry
+// with a ts at or below it was visible to this read (storage's
+// LastCommitted when the read began), so a reader that saw the end may
+// take max(horizon, last ts read) as where it is. Change streams read the
+// log this way, a bounded batch at a time: nothing is buffered for them.
+func (e *Engine) ReadOplog(after hlc.Timestamp, fn func(ts hlc.Timestamp, entry bsoncore.Document) bool) (horizon hlc.Timestamp, err error) {
+	horizon = e.db.LastCommitted()
+	prefix := []byte{storage.SpaceOplog}
+	it, err := e.db.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	var kb [9]byte
+	for ok := it.SeekGE(oplogKey(kb[:0], after+1)); ok; ok = it.Next() {
+		ts, _ := hlc.FromBinary(it.Key()[1:])
+		v, err := it.Value()
+		if err != nil {
+			return 0, err
+		}
+		if !fn(ts, v) {
+			break
+		}
+	}
+	return horizon, nil
+}
+
+// OplogFirst is the ts of the oldest entry kept (0 when there is none):
+// a read from before it may have lost entries to a trim.
+func (e *Engine) OplogFirst() (hlc.Timestamp, error) {
+	var first hlc.Timestamp
+	_, err := e.ReadOplog(0, func(ts hlc.Timestamp, _ bsoncore.Document) bool {
+		first = ts
+		return false
+	})
+	return first, err
+}
+
+// OplogWrites returns a channel closed once a commit group that wrote
+// entries commits (or a replicated group is applied): take it before a
+// read, wait on it (bounded) when the read found nothing new.
+func (e *Engine) OplogWrites() <-chan struct{} { return e.wake.current(e.oplog.collID) }

@@ -97,7 +97,10 @@ type oplog struct {
 	counting, stopCount chan struct{}
 	// trimming is set while a trim request is queued.
 	trimming atomic.Bool
-	buf      []byte // entry scratch, pipeline goroutine only
+	// trimmed is the ts of the newest entry a trim removed since open (0:
+	// none), so change streams tell a gap they fell into (OplogTrimmed).
+	trimmed atomic.Uint64
+	buf     []byte // entry scratch, pipeline goroutine only
 }
 
 // RequestOpTime is, inside a request of InsertWith, ModifyWith or
@@ -388,12 +391,13 @@ func (e *Engine) trimOplog() error {
 			return err
 		}
 		var removed int64
-		var cut []byte
+		var cut, lastKey []byte
 		for ok := it.First(); ok; ok = it.Next() {
 			if removed >= excess {
 				cut = append(cut, it.Key()...)
 				break
 			}
+			lastKey = append(lastKey[:0], it.Key()...)
 			v, err := it.Value()
 			if err != nil {
 				_ = it.Close()
@@ -408,6 +412,12 @@ func (e *Engine) trimOplog() error {
 			return nil // never remove the newest entry
 		}
 		tx.DeleteRange(prefix, cut)
+		if ts, ok := hlc.FromBinary(lastKey[1:]); ok {
+			// Raised before the trim commits: a stream that reads the gap
+			// meanwhile fails a little early rather than late.
+			for cur := e.oplog.trimmed.Load(); uint64(ts) > cur && !e.oplog.trimmed.CompareAndSwap(cur, uint64(ts)); cur = e.oplog.trimmed.Load() {
+			}
+		}
 		e.oplog.pending -= removed
 		tx.OnUndo(func() { e.oplog.pending += removed })
 		return nil
@@ -562,6 +572,11 @@ func (e *Engine) OplogFirst() (hlc.Timestamp, error) {
 	})
 	return first, err
 }
+
+// OplogTrimmed is the ts of the newest entry a trim removed since the
+// engine opened (0: none): a reader whose position is below it may have
+// missed entries.
+func (e *Engine) OplogTrimmed() hlc.Timestamp { return hlc.Timestamp(e.oplog.trimmed.Load()) }
 
 // OplogWrites returns a channel closed once a commit group that wrote
 // entries commits (or a replicated group is applied): take it before a

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
 // Change streams over the wire: a one-member replica set of a real `cairn
@@ -461,4 +463,151 @@ func tokenOf(t *testing.T, tok bson.Raw) string {
 		t.Fatalf("resume token without _data: %v", tok)
 	}
 	return s
+}
+
+// TestChangeStreamResumesAcrossFailover: three real members; a consumer
+// watches a collection while one writer inserts ids 1, 2, 3, … (retryable
+// writes, majority); the primary is killed with SIGKILL twice mid-stream.
+// The driver resumes the stream on the new primary by itself, and the
+// consumer sees every acknowledged insert exactly once, in commit order
+// (ids rising); an insert whose acknowledgement was lost at a kill may be
+// seen too, once, in its place.
+func TestChangeStreamResumesAcrossFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	tmp := t.TempDir()
+	bin := buildCairnBinary(t, tmp)
+	ports := freePorts(t, 3)
+	members := make([]*memberProc, 3)
+	hosts := make([]string, 3)
+	for i := range members {
+		members[i] = startMember(t, bin, filepath.Join(tmp, "m"+strconv.Itoa(i)), ports[i])
+		hosts[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))
+	}
+	ctx := context.Background()
+	cfgMembers := bson.A{}
+	for i, h := range hosts {
+		cfgMembers = append(cfgMembers, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: h}})
+	}
+	first := directClient(t, hosts[0])
+	if err := first.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: cfgMembers}}}}).Err(); err != nil {
+		t.Fatalf("replSetInitiate: %v", err)
+	}
+	first.Disconnect(ctx)
+	waitHealthy(t, hosts, 3)
+	uri := "mongodb://" + hosts[0] + "," + hosts[1] + "," + hosts[2] + "/?replicaSet=rs0"
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetRetryWrites(true).SetRetryReads(true).
+		SetServerSelectionTimeout(30 * time.Second).SetWriteConcern(writeconcern.Majority()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Disconnect(ctx)
+	coll := client.Database("app").Collection("feed")
+	ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(0)}}))
+	cs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetMaxAwaitTime(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+
+	acked := map[int64]bool{}
+	var next int64
+	insert := func(deadline time.Duration) {
+		t.Helper()
+		next++
+		start := time.Now()
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: next}})
+			cancel()
+			if err == nil {
+				acked[next] = true
+				return
+			}
+			if time.Since(start) > deadline {
+				t.Fatalf("insert %d: %v", next, err)
+			}
+			// Retrying the same _id after an error: the write may have
+			// committed (then DuplicateKey says so, and it counts once).
+			if cmdCode(err) == 11000 {
+				acked[next] = true
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The consumer reads concurrently, through the kills, with one long
+	// context (the driver's stream error is sticky: a Next whose context
+	// expires ends the stream), until it sees the last insert.
+	var last atomic.Int64
+	last.Store(-1)
+	type result struct {
+		ids []int64
+		err error
+	}
+	done := make(chan result, 1)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	go func() {
+		var ids []int64
+		for {
+			if n := last.Load(); n >= 0 && len(ids) > 0 && ids[len(ids)-1] >= n {
+				done <- result{ids: ids}
+				return
+			}
+			if !cs.Next(rctx) {
+				done <- result{ids: ids, err: cs.Err()}
+				return
+			}
+			var ev struct {
+				Op  string `bson:"operationType"`
+				Key struct {
+					ID int64 `bson:"_id"`
+				} `bson:"documentKey"`
+			}
+			if err := cs.Decode(&ev); err != nil {
+				done <- result{ids: ids, err: err}
+				return
+			}
+			if ev.Op == "insert" {
+				ids = append(ids, ev.Key.ID)
+			}
+		}
+	}()
+	for range 30 {
+		insert(10 * time.Second)
+	}
+	for round := range 2 {
+		p := primaryOf(t, hosts)
+		members[p].kill()
+		t.Logf("round %d: killed primary %s after insert %d", round, hosts[p], next)
+		for range 30 {
+			insert(60 * time.Second)
+		}
+		members[p] = startMember(t, bin, members[p].dir, members[p].port)
+		waitHealthy(t, hosts, 3)
+	}
+	last.Store(next + 1) // the consumer stops at the next insert's event
+	insert(10 * time.Second)
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("the stream failed after %d events: %v (events %v)", len(res.ids), res.err, res.ids)
+	}
+	seen := map[int64]bool{}
+	for i, id := range res.ids {
+		if seen[id] {
+			t.Fatalf("insert %d seen twice (events %v)", id, res.ids)
+		}
+		seen[id] = true
+		if i > 0 && id <= res.ids[i-1] {
+			t.Fatalf("insert %d after %d: not commit order (events %v)", id, res.ids[i-1], res.ids)
+		}
+	}
+	for id := int64(1); id <= next; id++ {
+		if acked[id] && !seen[id] {
+			t.Fatalf("acknowledged insert %d never seen (events %v)", id, res.ids)
+		}
+	}
+	t.Logf("%d inserts acknowledged, %d events seen across two failovers", len(acked), len(res.ids))
 }

@@ -233,6 +233,10 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		bad := watch(t, coll, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}}}}}, options.ChangeStream())
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}))
 		nextErr(t, bad, 280)
+		var ce mongo.CommandError
+		if !errors.As(bad.Err(), &ce) || !ce.HasErrorLabel("NonResumableChangeStreamError") {
+			t.Errorf("280 without the NonResumableChangeStreamError label: %v", bad.Err())
+		}
 	})
 
 	t.Run("refusals", func(t *testing.T) {

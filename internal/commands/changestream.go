@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
@@ -191,7 +192,7 @@ func getMoreChangeStream(ctx context.Context, s *Session, req *Request, dst []by
 	detach()
 	if err != nil {
 		s.Env.Cursors.Release(cur, true)
-		return nil, err
+		return nil, changeStreamLabels(err)
 	}
 	cur.held = held
 	done := c.stream.Ended() && held == nil
@@ -200,6 +201,36 @@ func getMoreChangeStream(ctx context.Context, s *Session, req *Request, dst []by
 		return finishCursor(r, 0, cur.NS), nil
 	}
 	return finishCursor(r, cur.ID, cur.NS), nil
+}
+
+// resumableCodes are the errors after which MongoDB labels a change
+// stream's getMore error ResumableChangeStreamError: a driver (wire
+// version 9 and above) resumes only after errors so labelled (or network
+// errors and CursorNotFound).
+var resumableCodes = map[mongoerr.Code]bool{
+	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
+	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
+	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
+	mongoerr.NotPrimaryOrSecondary: true, mongoerr.FailedToSatisfyReadPreference: true,
+}
+
+// changeStreamLabels adds MongoDB's change stream error label to a
+// getMore's error: ResumableChangeStreamError for the resumable codes,
+// NonResumableChangeStreamError for a stream that cannot go on (a lost
+// history, a resume token not found or modified).
+func changeStreamLabels(err error) error {
+	e, ok := mongoerr.As(err)
+	if !ok {
+		return err
+	}
+	switch {
+	case resumableCodes[e.Code]:
+		return withLabels(err, bson.A{"ResumableChangeStreamError"})
+	case e.Code == mongoerr.ChangeStreamHistoryLost || e.Code == mongoerr.ChangeStreamFatalError:
+		return withLabels(err, bson.A{"NonResumableChangeStreamError"})
+	}
+	return err
 }
 
 // awaitChangeStream fills a batch; an empty one waits for oplog writes

@@ -119,6 +119,51 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 		// ...and required fails the stream with NoMatchingDocument.
 		nextErr(t, required, 47)
+
+		// With changeStreamPreAndPostImages (create, or collMod later) the
+		// images are kept with each change.
+		if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "images"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		imgs := db.Collection("images")
+		ok(t)(imgs.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}))
+		withImages := watch(t, imgs, nil, options.ChangeStream().SetFullDocument(options.Required).SetFullDocumentBeforeChange(options.Required))
+		ok(t)(imgs.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 1}}}}))
+		ok(t)(imgs.ReplaceOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "b", Value: 1}}))
+		ok(t)(imgs.DeleteOne(ctx, bson.D{{Key: "_id", Value: 1}}))
+		upd := next(t, withImages)
+		expect(t, upd, "fullDocument", bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: int32(2)}})
+		expect(t, upd, "fullDocumentBeforeChange", bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: int32(1)}})
+		rep := next(t, withImages)
+		expect(t, rep, "fullDocumentBeforeChange", bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: int32(2)}})
+		del := next(t, withImages)
+		expect(t, del, "fullDocumentBeforeChange", bson.D{{Key: "_id", Value: int32(1)}, {Key: "b", Value: int32(1)}})
+		if err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "full"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 10}}}}))
+		// The second $inc predates collMod: no image for it (required fails);
+		// the update after collMod has one.
+		second := next(t, lookupCS)
+		if cs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetFullDocumentBeforeChange(options.Required).SetResumeAfter(lookup(ev, "_id"))); err == nil {
+			nextErr(t, closeOnCleanup(t, cs, nil), 47) // the first batch may be empty
+		} else if codeOf(err) != 47 {
+			t.Errorf("a required pre-image that was not kept: %v, want 47", err)
+		}
+		afterMod := watch(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.Required).SetResumeAfter(lookup(second, "_id")))
+		expect(t, next(t, afterMod), "fullDocumentBeforeChange", bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: int32(3)}})
+		for _, tc := range []struct {
+			opt  bson.D
+			code int
+		}{
+			{bson.D{{Key: "enabled", Value: "yes"}}, 14},
+			{bson.D{}, 40414},
+			{bson.D{{Key: "enabled", Value: true}, {Key: "x", Value: 1}}, 40415},
+		} {
+			if err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "full"}, {Key: "changeStreamPreAndPostImages", Value: tc.opt}}).Err(); codeOf(err) != tc.code {
+				t.Errorf("collMod changeStreamPreAndPostImages %v: %v, want %d", tc.opt, err, tc.code)
+			}
+		}
 	})
 
 	t.Run("drop, rename and invalidate; startAfter", func(t *testing.T) {

@@ -48,10 +48,14 @@
 // MongoDB's KeyString bytes), without _typeBits: a Cairn token is not a
 // MongoDB token, and MongoDB's cannot be resumed here (InvalidResumeToken).
 // Deviations:
-//   - No pre- or post-images are kept yet (changeStreamPreAndPostImages is
-//     refused by create and collMod): fullDocument whenAvailable and
-//     fullDocumentBeforeChange whenAvailable show null, required fails
-//     with NoMatchingDocument (47).
+//   - Pre-images are kept, as MongoDB keeps them, in
+//     config.system.preimages for collections with
+//     changeStreamPreAndPostImages: {enabled: true} (engine/preimages.go),
+//     in the write's commit group; fullDocument whenAvailable/required
+//     applies the update's diff to the pre-image (MongoDB computes its
+//     post-images the same way). Without one, whenAvailable shows null and
+//     required fails with NoMatchingDocument (47). Pre-images are not yet
+//     expired with the oplog's trim.
 //   - A database stream sees dropDatabase without a drop event per
 //     collection first (the oplog logs one dropDatabase entry); a
 //     collection stream sees its drop and invalidate.

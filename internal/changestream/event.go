@@ -186,6 +186,12 @@ func (s *Stream) crudEvent(e *entry) (event, error) {
 		key = idDoc(e.o)
 	}
 	b, t := s.builder(e, kind, key, false)
+	if !t.pos().after(s.skip) {
+		// An event at or before the resume point, read again only to find
+		// the point: it is not returned, so nothing is looked up for it (a
+		// required image it lacks must not fail the stream).
+		return event{pos: t.pos(), token: t.Doc(), doc: b.Build()}, nil
+	}
 	var pre bsoncore.Document
 	var preFound bool
 	if kind != "insert" && (s.spec.FullDocumentBeforeChange != "off" || diff != nil && (s.spec.FullDocument == "whenAvailable" || s.spec.FullDocument == "required")) {

@@ -25,8 +25,16 @@ func (l engineLog) Lookup(db, coll string, id bsoncore.Value) (bsoncore.Document
 	return doc, found, err
 }
 
-// PreImage: Cairn does not keep pre-images yet (the collection option
-// changeStreamPreAndPostImages is refused), so none is ever available.
-func (l engineLog) PreImage(string, string, []byte, hlc.Timestamp, int32) (bsoncore.Document, bool, error) {
-	return nil, false, nil
+// PreImage reads the change's pre-image from config.system.preimages
+// (engine's storePreImage), absent when its collection did not keep them.
+func (l engineLog) PreImage(_, _ string, ui []byte, ts hlc.Timestamp, idx int32) (bsoncore.Document, bool, error) {
+	if ui == nil {
+		return nil, false, nil
+	}
+	doc, found, err := l.e.Get(nil, engine.PreImagesNS, engine.PreImageID(ui, ts, int64(idx)))
+	if err != nil || !found {
+		return nil, false, err
+	}
+	pre, ok := bsoncore.Document(doc).Lookup("preImage").DocumentOK()
+	return pre, ok, nil
 }

@@ -282,3 +282,33 @@ func fillChangeStream(dst []byte, field string, held bsoncore.Document, c *csCur
 	*r.Raw() = bsoncore.AppendDocumentElement(*r.Raw(), "postBatchResumeToken", pbrt)
 	return r, kept, nil
 }
+
+// preImagesOption reads create's or collMod's changeStreamPreAndPostImages
+// ({enabled: <bool>}, nothing else) as MongoDB's IDL does, and returns it
+// normalized as the option element the collection keeps.
+func preImagesOption(cmd string, v bsoncore.Value) (bsoncore.Element, error) {
+	const name = "changeStreamPreAndPostImages"
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'object'", cmd, name, typeName(v.Type))
+	}
+	els, err := d.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "%s.%s: %v", cmd, name, err)
+	}
+	enabled, found := false, false
+	for _, e := range els {
+		if e.Key() != "enabled" {
+			return nil, mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s.%s' is an unknown field.", cmd, name, e.Key())
+		}
+		if enabled, ok = e.Value().BooleanOK(); !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s.enabled' is the wrong type '%s', expected type 'bool'", cmd, name, typeName(e.Value().Type))
+		}
+		found = true
+	}
+	if !found {
+		return nil, mongoerr.New(mongoerr.IDLMissingField, "BSON field '%s.%s.enabled' is missing but a required field", cmd, name)
+	}
+	doc := bsoncore.NewDocumentBuilder().AppendBoolean("enabled", enabled).Build()
+	return bsoncore.AppendDocumentElement(nil, name, doc), nil
+}

@@ -38,6 +38,13 @@ func createOptions(req *Request) (bson.Raw, error) {
 			continue // written normalized, first
 		case key == "idIndex" || key == "autoIndexId":
 			continue // see createIDIndex
+		case key == "changeStreamPreAndPostImages":
+			el, err := preImagesOption("create", el.Value())
+			if err != nil {
+				return nil, err
+			}
+			*r.Raw() = append(*r.Raw(), el...)
+			continue
 		case key == "collation":
 			// Kept normalized, every option filled in, as MongoDB lists a
 			// collection's default collation; a simple one is no default.

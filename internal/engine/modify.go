@@ -165,6 +165,10 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 			}
 		}
 		e.logStored(tx, 'd', ns, nil, id) // "Change and entry commit together"
+		if err := e.storePreImage(tx, ns, cur); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
 		res.Deleted++
 	case act.Replace != nil:
 		next, err := prepareReplacement(act.Replace, id)
@@ -214,6 +218,10 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 			}
 		}
 		e.logStored(tx, 'u', ns, updateEntry(cur, next, act.Replacement), id) // "Change and entry commit together"
+		if err := e.storePreImage(tx, ns, cur); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
 		res.Modified++
 	}
 	return nil

@@ -250,7 +250,7 @@ func refuseOplogWrite(ns Namespace) error {
 
 // logged reports whether changes to ns get oplog entries.
 func logged(ns Namespace) bool {
-	return ns.DB != "local" && !(ns.DB == "config" && ns.Coll == "transactions")
+	return ns.DB != "local" && !(ns.DB == "config" && (ns.Coll == "transactions" || ns.Coll == PreImagesNS.Coll))
 }
 
 // logStored logs a change to ns's documents (insertOne, applyAction).

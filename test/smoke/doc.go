@@ -12,4 +12,7 @@
 // against `cairn serve --auth` (SCRAM-SHA-256 and SCRAM-SHA-1), and
 // TestClientsTLS runs tls_smoke.mjs and tls_mongosh.js against `cairn serve
 // --tlsMode requireTLS` with a certificate internal/testpki makes at run time.
+// TestClientsChangeStreams runs changestream_smoke.mjs (collection.watch(),
+// which also initiates a one-member set) and changestream_mongosh.js
+// (db.coll.watch()) against `cairn serve --replSet rs0`.
 package smoke

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -587,6 +588,49 @@ func TestClientsTLS(t *testing.T) {
 					"--tlsCAFile", ca.CAFile, "--quiet", "--norc", "--file", "tls_mongosh.js"}
 			},
 			checks: []string{"tls-ping", "tls-insert-find"},
+		},
+	} {
+		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
+		t.Run(c.name, func(t *testing.T) { c.verify(t, stdout, stderr, err) })
+	}
+}
+
+// TestClientsChangeStreams runs the Node.js driver's collection.watch() and
+// mongosh's db.coll.watch() against `cairn serve --replSet rs0` (change
+// streams need a replica set member); the Node.js script initiates the
+// one-member set first.
+func TestClientsChangeStreams(t *testing.T) {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "..", "..")
+	node := tool(t, "node")
+	installClients(t, dir)
+	readInputs(t, root)
+	// A member must find its own host:port in the configuration, so it
+	// listens on a port chosen here rather than an ephemeral one.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	srv := startServer(t, buildCairn(t, root), "--replSet", "rs0", "--port", port)
+	env := clientEnv(t)
+	for _, c := range []client{
+		{
+			name: "node-changestreams", script: "changestream_smoke.mjs",
+			argv:   func(node, _, addr string) []string { return []string{node, "changestream_smoke.mjs", addr} },
+			checks: []string{"replSetInitiate", "watch-insert-update", "resumeAfter", "pipeline-and-events"},
+		},
+		{
+			name: "mongosh-changestreams", script: "changestream_mongosh.js",
+			argv: func(_, dir, addr string) []string {
+				return []string{filepath.Join(dir, "node_modules", ".bin", "mongosh"), "mongodb://" + addr + "/?replicaSet=rs0",
+					"--quiet", "--norc", "--file", "changestream_mongosh.js"}
+			},
+			checks: []string{"watch-insert", "watch-update", "resume-token"},
 		},
 	} {
 		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))

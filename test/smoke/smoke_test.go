@@ -544,15 +544,8 @@ func mongoshAuth(mech string) client {
 
 // TestClientsAuth is TestClients against a server started with --auth.
 func TestClientsAuth(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "..", "..")
-	node := tool(t, "node")
-	installClients(t, dir)
-	readInputs(t, root)
-	srv := startServer(t, buildCairn(t, root), "--auth")
+	dir, node, bin := prepare(t)
+	srv := startServer(t, bin, "--auth")
 	env := clientEnv(t)
 	for _, c := range authClients {
 		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
@@ -563,17 +556,10 @@ func TestClientsAuth(t *testing.T) {
 // TestClientsTLS runs the Node.js driver and mongosh against `cairn serve
 // --tlsMode requireTLS` with a certificate made for the test (testpki).
 func TestClientsTLS(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "..", "..")
-	node := tool(t, "node")
-	installClients(t, dir)
-	readInputs(t, root)
+	dir, node, bin := prepare(t)
 	ca := testpki.New(t, "Cairn smoke CA")
 	_, serverPEM := ca.Issue(t, "localhost", x509.ExtKeyUsageServerAuth)
-	srv := startServer(t, buildCairn(t, root), "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", serverPEM)
+	srv := startServer(t, bin, "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", serverPEM)
 	env := clientEnv(t)
 	for _, c := range []client{
 		{
@@ -600,14 +586,7 @@ func TestClientsTLS(t *testing.T) {
 // streams need a replica set member); the Node.js script initiates the
 // one-member set first.
 func TestClientsChangeStreams(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "..", "..")
-	node := tool(t, "node")
-	installClients(t, dir)
-	readInputs(t, root)
+	dir, node, bin := prepare(t)
 	// A member must find its own host:port in the configuration, so it
 	// listens on a port chosen here rather than an ephemeral one.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -616,7 +595,7 @@ func TestClientsChangeStreams(t *testing.T) {
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
-	srv := startServer(t, buildCairn(t, root), "--replSet", "rs0", "--port", port)
+	srv := startServer(t, bin, "--replSet", "rs0", "--port", port)
 	env := clientEnv(t)
 	for _, c := range []client{
 		{
@@ -636,4 +615,19 @@ func TestClientsChangeStreams(t *testing.T) {
 		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
 		t.Run(c.name, func(t *testing.T) { c.verify(t, stdout, stderr, err) })
 	}
+}
+
+// prepare readies a client test: the smoke directory, node, the installed
+// clients, the inputs read and cairn built.
+func prepare(t *testing.T) (dir, node, bin string) {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "..", "..")
+	node = tool(t, "node")
+	installClients(t, dir)
+	readInputs(t, root)
+	return dir, node, buildCairn(t, root)
 }

@@ -5,12 +5,11 @@ import "github.com/cairndb/cairn/internal/mongoerr"
 // Local names for the codes of pipeline errors; the numbers and codeNames
 // live in mongoerr's one table.
 const (
-	codeStageOneField        = mongoerr.StageOneField         // a stage document with != 1 field
-	codeUnknownStage         = mongoerr.UnknownStage          // "Unrecognized pipeline stage name: '$foo'"
-	codeStageNotLast         = mongoerr.StageNotLast          // $out/$merge not the final stage
-	codeStageNotFirst        = mongoerr.StageNotFirst         // $documents not the first stage
-	codeStageNotInFacet      = mongoerr.StageNotInFacet       // a stage not allowed inside $facet
-	codeChangeStreamNoRepl   = mongoerr.ChangeStreamNoReplSet // $changeStream on a standalone
+	codeStageOneField        = mongoerr.StageOneField   // a stage document with != 1 field
+	codeUnknownStage         = mongoerr.UnknownStage    // "Unrecognized pipeline stage name: '$foo'"
+	codeStageNotLast         = mongoerr.StageNotLast    // $out/$merge not the final stage
+	codeStageNotFirst        = mongoerr.StageNotFirst   // $documents not the first stage
+	codeStageNotInFacet      = mongoerr.StageNotInFacet // a stage not allowed inside $facet
 	codeMatchNotObject       = mongoerr.MatchNotObject
 	codeProjectNotObject     = mongoerr.ProjectNotObject
 	codeProjectEmpty         = mongoerr.ProjectEmpty

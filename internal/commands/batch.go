@@ -46,26 +46,12 @@ func cursorReply(dst []byte, ns string, id int64, docs []bsoncore.Document) bson
 // returns the reply, a document read but not sent (held), and whether src
 // is done.
 func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Source, limit int64) (r *Reply, kept bsoncore.Document, done bool, err error) {
-	r = NewReply(dst)
-	buf := r.Raw()
-	var cidx, aidx int32
-	cidx, *buf = bsoncore.AppendDocumentElementStart(*buf, "cursor")
-	aidx, *buf = bsoncore.AppendArrayElementStart(*buf, field)
-	n, bytes := int64(0), 0
-	var key [20]byte
-	add := func(d bsoncore.Document) bool {
-		if n > 0 && bytes+len(d) > maxBatchBytes {
-			return false
-		}
-		*buf = bsoncore.AppendDocumentElement(*buf, string(strconv.AppendInt(key[:0], n, 10)), d)
-		n++
-		bytes += len(d)
-		return true
-	}
+	var b batchWriter
+	b.start(dst, field)
 	if held != nil {
-		add(held)
+		b.add(held)
 	}
-	for limit == 0 || n < limit {
+	for limit == 0 || b.n < limit {
 		d, err := src.Next()
 		if err != nil {
 			return nil, nil, true, err
@@ -74,7 +60,7 @@ func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Sou
 			done = true
 			break
 		}
-		if !add(d) {
+		if !b.add(d) {
 			kept = append(bsoncore.Document(nil), d...)
 			break
 		}
@@ -94,10 +80,45 @@ func fillBatch(dst []byte, ns, field string, held bsoncore.Document, src agg.Sou
 			kept = append(bsoncore.Document(nil), d...)
 		}
 	}
-	*buf, _ = bsoncore.AppendArrayEnd(*buf, aidx)
-	r.cursorIdx = cidx
-	r.batchN = n
-	return r, kept, done, nil
+	return b.end(), kept, done, nil
+}
+
+// batchWriter writes a cursor reply's batch array: {cursor: {field: [...]
+// (the caller adds the cursor's other fields and finishCursor closes it).
+type batchWriter struct {
+	r          *Reply
+	buf        *[]byte
+	cidx, aidx int32
+	n          int64
+	bytes      int
+	key        [20]byte
+}
+
+func (b *batchWriter) start(dst []byte, field string) {
+	b.r = NewReply(dst)
+	b.buf = b.r.Raw()
+	b.cidx, *b.buf = bsoncore.AppendDocumentElementStart(*b.buf, "cursor")
+	b.aidx, *b.buf = bsoncore.AppendArrayElementStart(*b.buf, field)
+}
+
+// add appends d unless the batch holds documents already and d would take
+// it past the byte cap.
+func (b *batchWriter) add(d bsoncore.Document) bool {
+	if b.n > 0 && b.bytes+len(d) > maxBatchBytes {
+		return false
+	}
+	*b.buf = bsoncore.AppendDocumentElement(*b.buf, string(strconv.AppendInt(b.key[:0], b.n, 10)), d)
+	b.n++
+	b.bytes += len(d)
+	return true
+}
+
+// end closes the batch array; the reply's cursor document stays open.
+func (b *batchWriter) end() *Reply {
+	*b.buf, _ = bsoncore.AppendArrayEnd(*b.buf, b.aidx)
+	b.r.cursorIdx = b.cidx
+	b.r.batchN = b.n
+	return b.r
 }
 
 // finishCursor closes the cursor sub-document begun by fillBatch.

@@ -26,6 +26,15 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 	if err != nil {
 		return nil, err
 	}
+	if len(stages) > 0 && stageName(stages[0]) == "$changeStream" {
+		if s.sess.etx != nil { // MongoDB 7.0 refuses a stream opened in a transaction
+			return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "$changeStream cannot be used in a transaction")
+		}
+		return aggregateChangeStream(ctx, s, req, ns, collectionless, stages, dst) // changestream.go
+	}
+	if err := refuseChangeStreamElsewhere(s, stages); err != nil {
+		return nil, err
+	}
 	if explain, _ := req.Bool("explain", false); explain {
 		x := &explainer{ctx: ctx, s: s, verbosity: "queryPlanner"}
 		body, err := x.aggregateStages(ns, collectionless, ownedAll(stages), req)
@@ -34,18 +43,9 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 		}
 		return x.reply(dst, body, owned(req.Body))
 	}
-	cursorOpts, err := req.Document("cursor")
+	batch, err := aggregateBatchSize(req)
 	if err != nil {
 		return nil, err
-	}
-	if cursorOpts == nil {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
-	}
-	batch := int64(DefaultFirstBatch)
-	if v, err := cursorOpts.LookupErr("batchSize"); err == nil {
-		if batch, err = batchSizeOf("aggregate.cursor.batchSize", v); err != nil {
-			return nil, err // 0 is -1: an empty first batch and a live cursor
-		}
 	}
 	if s.sess.etx != nil {
 		if last := len(stages) - 1; last >= 0 {
@@ -106,6 +106,23 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 	}
 	s.Env.Cursors.Release(cur, false)
 	return finishCursor(r, cur.ID, cursorNS), nil
+}
+
+// aggregateBatchSize reads the command's required cursor option and its
+// batchSize (default 101); 0 becomes -1: an empty first batch and a live
+// cursor.
+func aggregateBatchSize(req *Request) (int64, error) {
+	cursorOpts, err := req.Document("cursor")
+	if err != nil {
+		return 0, err
+	}
+	if cursorOpts == nil {
+		return 0, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	if v, err := cursorOpts.LookupErr("batchSize"); err == nil {
+		return batchSizeOf("aggregate.cursor.batchSize", v)
+	}
+	return DefaultFirstBatch, nil
 }
 
 // aggregateTarget reads the command's first field: a collection name, or 1

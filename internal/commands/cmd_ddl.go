@@ -52,6 +52,13 @@ func createOptions(req *Request) (bson.Raw, error) {
 			}
 			r.Int64("expireAfterSeconds", *n)
 			continue
+		case key == "changeStreamPreAndPostImages":
+			el, err := preImagesOption("create", el.Value())
+			if err != nil {
+				return nil, err
+			}
+			*r.Raw() = append(*r.Raw(), el...)
+			continue
 		case key == "collation":
 			// Kept normalized, every option filled in, as MongoDB lists a
 			// collection's default collation; a simple one is no default.

@@ -352,6 +352,9 @@ func cmdGetMore(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	if t, ok := cur.src.(*tailSource); ok {
 		return getMoreTailable(ctx, s, req, dst, cur, t, batch)
 	}
+	if c, ok := cur.src.(*csCursor); ok {
+		return getMoreChangeStream(ctx, s, req, dst, cur, c, batch) // changestream.go
+	}
 	if _, ok := req.Arg("maxTimeMS"); ok {
 		// Every Cairn cursor is a non-awaitData one (awaitData is not yet
 		// honoured), for which MongoDB refuses a getMore's maxTimeMS.

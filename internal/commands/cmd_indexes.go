@@ -179,6 +179,12 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 			if dryRun, err = req.Bool("dryRun", false); err != nil {
 				return nil, err
 			}
+		case k == "changeStreamPreAndPostImages":
+			set, err := preImagesOption("collMod", el.Value())
+			if err != nil {
+				return nil, err
+			}
+			validationSet = append(validationSet, set)
 		case k == "cappedSize" || k == "cappedMax":
 			set, err := cappedResize(s, ns, el)
 			if err != nil {

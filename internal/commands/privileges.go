@@ -226,7 +226,30 @@ func pipelineNeeds(req *Request) []need {
 	}
 	var out []need
 	stagesNeeds(req.DB, arr, &out)
+	if first, err := arr.IndexErr(0); err == nil {
+		if st, ok := first.DocumentOK(); ok {
+			if el, err := st.IndexErr(0); err == nil && el.Key() == "$changeStream" {
+				out = append(out, changeStreamNeed(req, el.Value()))
+			}
+		}
+	}
 	return out
+}
+
+// changeStreamNeed is what MongoDB asks of a $changeStream: changeStream
+// (with the aggregate's find) on the collection or database watched, and
+// on every normal collection ({db: "", collection: ""}) for a
+// whole-deployment stream.
+func changeStreamNeed(req *Request, arg bsoncore.Value) need {
+	if d, ok := arg.DocumentOK(); ok {
+		if all, _ := d.Lookup("allChangesForCluster").BooleanOK(); all {
+			return need{auth.CollResource("", ""), []string{"changeStream", "find"}}
+		}
+	}
+	if c, ok := req.First().StringValueOK(); ok {
+		return need{auth.CollResource(req.DB, c), []string{"changeStream"}}
+	}
+	return need{auth.DBResource(req.DB), []string{"changeStream"}}
 }
 
 func stagesNeeds(dbName string, stages bsoncore.Array, out *[]need) {

@@ -84,8 +84,8 @@ func init() {
 	findArgs = append(findArgs, "awaitData")
 	findNotYet := args("oplogReplay readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection or a view", onView: true,
-		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField timeseries expireAfterSeconds clusteredIndex"),
-		notYet: args("storageEngine indexOptionDefaults changeStreamPreAndPostImages encryptedFields temp")}
+		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages"),
+		notYet: args("storageEngine indexOptionDefaults encryptedFields temp")}
 	findAndModify := command{run: cmdFindAndModify, kind: kindWrite, apiV1: true, help: "update or remove one document and return it",
 		fields: args("query sort remove update new fields upsert arrayFilters collation hint let bypassDocumentValidation bypassEmptyTsReplacement")}
 	cursor := map[string][]string{"cursor": args("batchSize")}
@@ -103,7 +103,7 @@ func init() {
 		"authenticate":            {run: cmdAuthenticate, help: "authenticate with the client's TLS certificate (MONGODB-X509, on $external)", fields: args("mechanism user")},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, onView: true, help: "change collection, index and view options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax viewOn pipeline versioning"), notYet: args("expireAfterSeconds changeStreamPreAndPostImages timeseries")},
+		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, onView: true, help: "change collection, index and view options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax viewOn pipeline versioning changeStreamPreAndPostImages"), notYet: args("expireAfterSeconds timeseries")},
 		"collStats":               {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":       {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"cloneCollectionAsCapped": {run: cmdCloneCollectionAsCapped, kind: kindWrite, help: "copy a collection into a new capped collection", fields: args("toCollection size")},

@@ -147,33 +147,54 @@ func awaitTime(req *Request, await bool) (time.Duration, error) {
 // nothing waits for inserts until wait has passed or ctx ends, and reads
 // again. The wait is bounded and wakes on a channel, so it holds no
 // goroutine and honours cancellation.
-func fillTail(ctx context.Context, s *Session, dst []byte, ns, field string, held bsoncore.Document, t *tailSource, batch int64, wait time.Duration) (*Reply, bsoncore.Document, error) {
-	var deadline <-chan time.Time
-	for {
+func fillTail(ctx context.Context, s *Session, dst []byte, ns, field string, held bsoncore.Document, t *tailSource, batch int64, wait time.Duration) (r *Reply, kept bsoncore.Document, err error) {
+	wake := func() <-chan struct{} {
 		var id uint64
 		if c := s.Env.Engine.Catalog().Collection(t.Namespace().DB, t.Namespace().Coll); c != nil {
 			id = c.ID
 		}
-		wake := s.Env.Engine.CappedInserts(id) // before reading: no insert is missed
+		return s.Env.Engine.CappedInserts(id)
+	}
+	err = awaitData(ctx, wait, wake, func() (bool, error) {
 		before := t.Sent()
-		r, kept, _, err := fillBatch(dst, ns, field, held, t, batch)
-		if err != nil || held != nil || kept != nil || t.Sent() > before || t.Finished() || !t.await {
-			return r, kept, err
+		var err error
+		r, kept, _, err = fillBatch(dst, ns, field, held, t, batch)
+		return err != nil || held != nil || kept != nil || t.Sent() > before || t.Finished() || !t.await, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, kept, nil
+}
+
+// awaitData tries fill until it reports it is done (it found data, or an
+// error); between tries it waits for the channel wake returned before the
+// try (so no write between the try and the wait is missed), until wait has
+// passed (then the last try's result stands) or ctx ends. The wait is
+// bounded and wakes on a channel: it holds no goroutine and honours
+// cancellation (killOp, a client gone).
+func awaitData(ctx context.Context, wait time.Duration, wake func() <-chan struct{}, fill func() (done bool, err error)) error {
+	var deadline <-chan time.Time
+	for {
+		ch := wake() // before reading: no write is missed
+		done, err := fill()
+		if err != nil || done {
+			return err
 		}
 		if deadline == nil {
 			if wait <= 0 {
-				return r, kept, nil
+				return nil
 			}
 			timer := time.NewTimer(wait)
 			defer timer.Stop()
 			deadline = timer.C
 		}
 		select {
-		case <-wake:
+		case <-ch:
 		case <-deadline:
-			return r, kept, nil
+			return nil
 		case <-ctx.Done():
-			return nil, nil, opctx.Err(ctx) // killOp or a client gone: the cursor goes too
+			return opctx.Err(ctx) // killOp or a client gone: the cursor goes too
 		}
 	}
 }

@@ -335,12 +335,18 @@ func applyArray(old bsoncore.Array, d bsoncore.Document) (bsoncore.Array, error)
 }
 
 // Description is an update's updateDescription in a change stream event:
-// the fields set (by dotted path), the fields removed, and the arrays
-// truncated to a new size.
+// the fields set (by dotted path), the fields removed, the arrays truncated
+// to a new size, and the paths a dotted string leaves ambiguous.
 type Description struct {
 	Updated   bsoncore.Document
 	Removed   []string
 	Truncated []Truncation
+	// Disambiguated is MongoDB 7.0's disambiguatedPaths: for each path of
+	// Updated, Removed or Truncated that holds an object field named by
+	// digits only or a field name with a dot, the path's parts, field
+	// names as strings and array indexes as int32s. Empty when no path is
+	// ambiguous.
+	Disambiguated bsoncore.Document
 }
 
 // Truncation is one truncated array.
@@ -349,18 +355,80 @@ type Truncation struct {
 	NewSize int32
 }
 
-// Describe turns a diff into its updateDescription.
-func Describe(diff bsoncore.Document) (Description, error) {
-	var desc Description
-	upd := bsoncore.NewDocumentBuilder()
-	if err := describeObject(&desc, upd, "", diff); err != nil {
-		return Description{}, err
-	}
-	desc.Updated = upd.Build()
-	return desc, nil
+// pathPart is one step of a path: an object field, or an array index.
+type pathPart struct {
+	name  string
+	index bool
 }
 
-func describeObject(desc *Description, upd *bsoncore.DocumentBuilder, prefix string, diff bsoncore.Document) error {
+// describer builds a Description; parts is the path being walked.
+type describer struct {
+	desc  Description
+	upd   *bsoncore.DocumentBuilder
+	dis   *bsoncore.DocumentBuilder
+	seen  map[string]bool
+	parts []pathPart
+}
+
+// Describe turns a diff into its updateDescription.
+func Describe(diff bsoncore.Document) (Description, error) {
+	d := &describer{upd: bsoncore.NewDocumentBuilder(), dis: bsoncore.NewDocumentBuilder()}
+	if err := d.object(diff); err != nil {
+		return Description{}, err
+	}
+	d.desc.Updated = d.upd.Build()
+	d.desc.Disambiguated = d.dis.Build()
+	return d.desc, nil
+}
+
+// path is the dotted path of parts plus last, noting it in Disambiguated
+// when the dots leave it ambiguous.
+func (d *describer) path(last pathPart) string {
+	parts := append(d.parts, last)
+	var b []byte
+	ambiguous := false
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, p.name...)
+		if !p.index && (allDigits(p.name) || bytes.IndexByte([]byte(p.name), '.') >= 0) {
+			ambiguous = true
+		}
+	}
+	path := string(b)
+	if ambiguous && !d.seen[path] {
+		if d.seen == nil {
+			d.seen = map[string]bool{}
+		}
+		d.seen[path] = true
+		arr := bsoncore.NewArrayBuilder()
+		for _, p := range parts {
+			if p.index {
+				n, _ := strconv.Atoi(p.name)
+				arr.AppendInt32(int32(n))
+			} else {
+				arr.AppendString(p.name)
+			}
+		}
+		d.dis.AppendArray(path, arr.Build())
+	}
+	return path
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *describer) object(diff bsoncore.Document) error {
 	els, err := diff.Elements()
 	if err != nil {
 		return err
@@ -374,14 +442,15 @@ func describeObject(desc *Description, upd *bsoncore.DocumentBuilder, prefix str
 				return err
 			}
 			for _, f := range fs {
+				p := d.path(pathPart{name: f.Key()})
 				if k == "d" {
-					desc.Removed = append(desc.Removed, prefix+f.Key())
+					d.desc.Removed = append(d.desc.Removed, p)
 				} else {
-					upd.AppendValue(prefix+f.Key(), f.Value())
+					d.upd.AppendValue(p, f.Value())
 				}
 			}
 		case len(k) > 1 && k[0] == 's':
-			if err := describeSub(desc, upd, prefix+k[1:], v.Document()); err != nil {
+			if err := d.sub(pathPart{name: k[1:]}, v.Document()); err != nil {
 				return err
 			}
 		}
@@ -389,11 +458,13 @@ func describeObject(desc *Description, upd *bsoncore.DocumentBuilder, prefix str
 	return nil
 }
 
-func describeSub(desc *Description, upd *bsoncore.DocumentBuilder, path string, d bsoncore.Document) error {
-	if !isArrayDiff(d) {
-		return describeObject(desc, upd, path+".", d)
+func (d *describer) sub(at pathPart, sd bsoncore.Document) error {
+	d.parts = append(d.parts, at)
+	defer func() { d.parts = d.parts[:len(d.parts)-1] }()
+	if !isArrayDiff(sd) {
+		return d.object(sd)
 	}
-	els, err := d.Elements()
+	els, err := sd.Elements()
 	if err != nil {
 		return err
 	}
@@ -402,11 +473,14 @@ func describeSub(desc *Description, upd *bsoncore.DocumentBuilder, path string, 
 		switch {
 		case k == "l":
 			n, _ := v.AsInt64OK()
-			desc.Truncated = append(desc.Truncated, Truncation{Field: path, NewSize: int32(n)})
+			d.parts = d.parts[:len(d.parts)-1]
+			field := d.path(at)
+			d.parts = append(d.parts, at)
+			d.desc.Truncated = append(d.desc.Truncated, Truncation{Field: field, NewSize: int32(n)})
 		case len(k) > 1 && k[0] == 'u':
-			upd.AppendValue(path+"."+k[1:], v)
+			d.upd.AppendValue(d.path(pathPart{name: k[1:], index: true}), v)
 		case len(k) > 1 && k[0] == 's':
-			if err := describeSub(desc, upd, path+"."+k[1:], v.Document()); err != nil {
+			if err := d.sub(pathPart{name: k[1:], index: true}, v.Document()); err != nil {
 				return err
 			}
 		}

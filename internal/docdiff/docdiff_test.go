@@ -221,3 +221,27 @@ func mustD(s string) bson.D {
 }
 
 func ext(t testing.TB, s string) bsoncore.Document { t.Helper(); return bsonxtest.ExtDoc(t, s) }
+
+// TestDescribeDisambiguated: MongoDB 7.0's disambiguatedPaths names the
+// parts of each path whose dots are ambiguous (a field named by digits, a
+// field name holding a dot), array indexes as numbers; other paths get
+// none.
+func TestDescribeDisambiguated(t *testing.T) {
+	for _, tc := range []struct{ name, diff, want string }{
+		{"plain paths", `{"u": {"a": 1}, "sb": {"a": true, "u0": 2}}`, `{}`},
+		{"a digits field in an object", `{"so": {"u": {"0": 1}}}`, `{"o.0": ["o", "0"]}`},
+		{"an index below a digits field", `{"so": {"s1": {"a": true, "u2": 5}}}`, `{"o.1.2": ["o", "1", {"$numberInt": "2"}]}`},
+		{"a dotted field name removed", `{"d": {"a.b": false}}`, `{"a.b": ["a.b"]}`},
+		{"a truncated array under a digits field", `{"s7": {"a": true, "l": 1}}`, `{"7": ["7"]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			desc, err := Describe(ext(t, tc.diff))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ext(t, tc.want); !bytes.Equal(desc.Disambiguated, want) {
+				t.Fatalf("disambiguated %s, want %s", bson.Raw(desc.Disambiguated), bson.Raw(want))
+			}
+		})
+	}
+}

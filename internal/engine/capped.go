@@ -357,6 +357,17 @@ func (w *wakeup) fire() {
 	w.mu.Unlock()
 }
 
+// fireNow wakes collID's waiters at once: for a group applied outside the
+// pipeline (a replica's), which is visible when its apply returns.
+func (w *wakeup) fireNow(collID uint64) {
+	w.mu.Lock()
+	if c := w.ch[collID]; c != nil {
+		close(c)
+		delete(w.ch, collID)
+	}
+	w.mu.Unlock()
+}
+
 // CappedInserts returns a channel closed the next time a commit group
 // inserts into the capped collection collID. Take it before reading, then
 // wait on it (with a bound, and the caller's context) when the read found

@@ -62,6 +62,9 @@ func (e *Engine) CollMod(ns Namespace, set []bsoncore.Element, ch *IndexChange) 
 			if err := e.cappedTrim(tx, ns); err != nil { // new size or max
 				return err
 			}
+			if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
+				e.logCommand(tx, ns.DB, c.UUID.Data, cmdDoc("collMod", strVal(ns.Coll), nil, set...))
+			}
 		}
 		if ch == nil {
 			return nil

@@ -168,6 +168,10 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 			}
 		}
 		e.logStored(tx, 'd', ns, nil, id) // "Change and entry commit together"
+		if err := e.storePreImage(tx, ns, cur); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
 		res.Deleted++
 	case act.Replace != nil:
 		next, err := prepareReplacement(act.Replace, id)
@@ -216,7 +220,11 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 		}
-		e.logStored(tx, 'u', ns, next, id) // "Change and entry commit together"
+		e.logStored(tx, 'u', ns, updateEntry(cur, next, act.Replacement), id) // "Change and entry commit together"
+		if err := e.storePreImage(tx, ns, cur); err != nil {
+			tx.RollbackTo(sp)
+			return err
+		}
 		res.Modified++
 	}
 	return nil

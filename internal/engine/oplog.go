@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/docdiff"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
@@ -32,8 +33,12 @@ import (
 // which removes the oldest entries in a request of its own once the entries
 // exceed it, as MongoDB truncates its oplog in the background.
 //
-// Deviations from MongoDB: an update's entry holds the whole new document
-// (a replacement, o2: {_id}) rather than MongoDB's $v: 2 diff; writes to
+// An update's entry is MongoDB's: o is {$v: 2, diff: <docdiff.Diff of the
+// stored and the new document>}, o2 is {_id}; a replacement (and an update
+// whose change only a replacement can say, docdiff's "Apply inverts
+// Diff") holds the whole new document in o, as MongoDB logs a replacement.
+//
+// Deviations from MongoDB: writes to
 // the local database and to config.transactions (implied by the entries'
 // lsid and txnNumber, as in MongoDB) are not logged; a capped collection's
 // evictions are not logged yet; catalog changes (op "c") are not logged yet.
@@ -92,7 +97,10 @@ type oplog struct {
 	counting, stopCount chan struct{}
 	// trimming is set while a trim request is queued.
 	trimming atomic.Bool
-	buf      []byte // entry scratch, pipeline goroutine only
+	// trimmed is the ts of the newest entry a trim removed since open (0:
+	// none), so change streams tell a gap they fell into (OplogTrimmed).
+	trimmed atomic.Uint64
+	buf     []byte // entry scratch, pipeline goroutine only
 }
 
 // RequestOpTime is, inside a request of InsertWith, ModifyWith or
@@ -242,7 +250,7 @@ func refuseOplogWrite(ns Namespace) error {
 
 // logged reports whether changes to ns get oplog entries.
 func logged(ns Namespace) bool {
-	return ns.DB != "local" && !(ns.DB == "config" && ns.Coll == "transactions")
+	return ns.DB != "local" && !(ns.DB == "config" && (ns.Coll == "transactions" || ns.Coll == PreImagesNS.Coll))
 }
 
 // logStored logs a change to ns's documents (insertOne, applyAction).
@@ -259,6 +267,19 @@ func (e *Engine) logStored(tx *storage.Txn, op byte, ns Namespace, o bsoncore.Do
 		l.uuidState, l.uuidNS, l.uuid = st, ns, coll.UUID.Data
 	}
 	e.logChange(tx, op, ns, l.uuid, o, id)
+}
+
+// updateEntry is an update's o: the $v: 2 diff that turns cur into next,
+// or next itself for a replacement or a change no diff can say.
+func updateEntry(cur, next bsoncore.Document, replacement bool) bsoncore.Document {
+	if replacement {
+		return next
+	}
+	d := docdiff.Diff(cur, next)
+	if d == nil {
+		return next
+	}
+	return bsoncore.NewDocumentBuilder().AppendInt32("$v", 2).AppendDocument("diff", d).Build()
 }
 
 // logChange writes one change's entry inside tx ("Change and entry commit
@@ -386,12 +407,13 @@ func (e *Engine) trimOplog() error {
 			return err
 		}
 		var removed int64
-		var cut []byte
+		var cut, lastKey []byte
 		for ok := it.First(); ok; ok = it.Next() {
 			if removed >= excess {
 				cut = append(cut, it.Key()...)
 				break
 			}
+			lastKey = append(lastKey[:0], it.Key()...)
 			v, err := it.Value()
 			if err != nil {
 				_ = it.Close()
@@ -406,6 +428,12 @@ func (e *Engine) trimOplog() error {
 			return nil // never remove the newest entry
 		}
 		tx.DeleteRange(prefix, cut)
+		if ts, ok := hlc.FromBinary(lastKey[1:]); ok {
+			// Raised before the trim commits: a stream that reads the gap
+			// meanwhile fails a little early rather than late.
+			for cur := e.oplog.trimmed.Load(); uint64(ts) > cur && !e.oplog.trimmed.CompareAndSwap(cur, uint64(ts)); cur = e.oplog.trimmed.Load() {
+			}
+		}
 		e.oplog.pending -= removed
 		tx.OnUndo(func() { e.oplog.pending += removed })
 		return nil
@@ -516,3 +544,57 @@ func refuseOplogDDL(nss ...Namespace) error {
 	}
 	return nil
 }
+
+// ReadOplog calls fn with the entries whose ts is above after, in ts
+// order, until fn returns false or the entries end; an entry's bytes are
+// valid only during its call. It returns the read's horizon: every entry
+// with a ts at or below it was visible to this read (storage's
+// LastCommitted when the read began), so a reader that saw the end may
+// take max(horizon, last ts read) as where it is. Change streams read the
+// log this way, a bounded batch at a time: nothing is buffered for them.
+func (e *Engine) ReadOplog(after hlc.Timestamp, fn func(ts hlc.Timestamp, entry bsoncore.Document) bool) (horizon hlc.Timestamp, err error) {
+	horizon = e.db.LastCommitted()
+	prefix := []byte{storage.SpaceOplog}
+	it, err := e.db.NewIter(prefix, storage.PrefixEnd(prefix))
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	var kb [9]byte
+	for ok := it.SeekGE(oplogKey(kb[:0], after+1)); ok; ok = it.Next() {
+		ts, _ := hlc.FromBinary(it.Key()[1:])
+		v, err := it.Value()
+		if err != nil {
+			return 0, err
+		}
+		if !fn(ts, v) {
+			break
+		}
+	}
+	return horizon, nil
+}
+
+// OplogFirst is the ts of the oldest entry kept (0 when there is none):
+// a read from before it may have lost entries to a trim.
+func (e *Engine) OplogFirst() (hlc.Timestamp, error) {
+	var first hlc.Timestamp
+	_, err := e.ReadOplog(0, func(ts hlc.Timestamp, _ bsoncore.Document) bool {
+		first = ts
+		return false
+	})
+	return first, err
+}
+
+// OplogTrimmed is the ts of the newest entry a trim removed since the
+// engine opened (0: none): a reader whose position is below it may have
+// missed entries.
+func (e *Engine) OplogTrimmed() hlc.Timestamp { return hlc.Timestamp(e.oplog.trimmed.Load()) }
+
+// OplogWrites returns a channel closed once a commit group that wrote
+// entries commits (or a replicated group is applied): take it before a
+// read, wait on it (bounded) when the read found nothing new.
+func (e *Engine) OplogWrites() <-chan struct{} { return e.wake.current(e.oplog.collID) }

@@ -46,19 +46,20 @@ func TestOplogEntries(t *testing.T) {
 	if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}}), doc(t, bson.D{{"_id", 1}}), doc(t, bson.D{{"_id", 2}})}, false); err != nil {
 		t.Fatal(err)
 	}
-	set := func(id int, a int) {
+	set := func(id int, a int, replacement bool) {
 		t.Helper()
 		lsid := doc(t, bson.D{{"id", bson.Binary{Subtype: 4, Data: make([]byte, 16)}}})
 		_, err := e.ModifyWith(ns, []bsoncore.Value{val(t, id)}, ModifyOptions{Ordered: true, Session: &OplogSession{LSID: lsid, TxnNumber: 7, StmtIDs: []int32{3}}},
 			func(int, bsoncore.Document) (Action, error) {
-				return Action{Replace: doc(t, bson.D{{"_id", id}, {"a", a}})}, nil
+				return Action{Replace: doc(t, bson.D{{"_id", id}, {"a", a}}), Replacement: replacement}, nil
 			})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	set(1, 5)
-	set(1, 5) // a no-op
+	set(1, 5, false)
+	set(1, 5, false) // a no-op
+	set(1, 6, true)
 	if _, err := e.Delete(ns, val(t, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,8 @@ func TestOplogEntries(t *testing.T) {
 		{"c", `{"create": "c"}`, ""}, // the insert creates the collection
 		{"i", `{"_id": {"$numberInt":"1"}}`, ""},
 		{"i", `{"_id": {"$numberInt":"2"}}`, ""},
-		{"u", `{"_id": {"$numberInt":"1"},"a": {"$numberInt":"5"}}`, `{"_id": {"$numberInt":"1"}}`},
+		{"u", `{"$v": {"$numberInt":"2"},"diff": {"i": {"a": {"$numberInt":"5"}}}}`, `{"_id": {"$numberInt":"1"}}`}, // an update: a diff
+		{"u", `{"_id": {"$numberInt":"1"},"a": {"$numberInt":"6"}}`, `{"_id": {"$numberInt":"1"}}`},                 // a replacement: whole
 		{"d", `{"_id": {"$numberInt":"2"}}`, ""},
 	}
 	if len(got) != len(want) {

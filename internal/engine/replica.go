@@ -10,10 +10,16 @@ import "github.com/cairndb/cairn/internal/storage"
 // pipeline waits in Hooks.Replicate — publish through the pipeline's own
 // hooks instead.
 func (e *Engine) ApplyReplicated(index uint64, repr []byte, catalogChanged, own bool) error {
+	var err error
 	if own || !catalogChanged {
-		return e.db.ApplyReplicated(index, repr)
+		err = e.db.ApplyReplicated(index, repr)
+	} else {
+		err = e.cat.Reload(e.db, func() error { return e.db.ApplyReplicated(index, repr) })
 	}
-	return e.cat.Reload(e.db, func() error { return e.db.ApplyReplicated(index, repr) })
+	if err == nil && !own {
+		e.wake.fireNow(e.oplog.collID) // change streams and oplog tailers on a secondary
+	}
+	return err
 }
 
 // Promote readies the engine to write as a replica set's primary after

@@ -54,10 +54,18 @@ const (
 	APIStrictError          Code = 323
 	DuplicateField          Code = 40413 // IDL: a field given twice ("find.find")
 	ChangeStreamNoReplSet   Code = 40573 // agg: $changeStream on a standalone
-	ValueOutOfRange         Code = 51024 // IDL: a number outside its field's range
-	APIVersionRequired      Code = 498870
-	APIParamsWithoutVersion Code = 4886600
-	APIParamNotAllowed      Code = 4937600
+	// Change streams (package changestream).
+	ChangeStreamNotObject     Code = 50808 // changestream: the stage's argument is not an object
+	ChangeStreamBothResume    Code = 50865 // changestream: resumeAfter and startAfter both given
+	ChangeStreamResumeOptions Code = 40674 // changestream: startAtOperationTime with a resume token
+	InvalidResumeToken        Code = 260
+	ChangeStreamFatalError    Code = 280
+	ChangeStreamHistoryLost   Code = 286
+	NoMatchingDocument        Code = 47
+	ValueOutOfRange           Code = 51024 // IDL: a number outside its field's range
+	APIVersionRequired        Code = 498870
+	APIParamsWithoutVersion   Code = 4886600
+	APIParamNotAllowed        Code = 4937600
 
 	// Clustered collections (create's clusteredIndex).
 	ClusteredIndexNotUnique Code = 5979700 // "The clusteredIndex option requires unique: true to be specified"

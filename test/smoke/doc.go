@@ -16,4 +16,7 @@
 // --replSet rs0` members and a spare, initiates the set, and runs
 // replset_node.mjs (the Node.js driver with replicaSet=) and
 // replset_mongosh.js (rs.status, rs.conf, rs.add of the spare, rs.stepDown).
+// TestClientsChangeStreams runs changestream_smoke.mjs (collection.watch(),
+// which also initiates a one-member set) and changestream_mongosh.js
+// (db.coll.watch()) against `cairn serve --replSet rs0`.
 package smoke

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -543,15 +544,8 @@ func mongoshAuth(mech string) client {
 
 // TestClientsAuth is TestClients against a server started with --auth.
 func TestClientsAuth(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "..", "..")
-	node := tool(t, "node")
-	installClients(t, dir)
-	readInputs(t, root)
-	srv := startServer(t, buildCairn(t, root), "--auth")
+	dir, node, bin := prepare(t)
+	srv := startServer(t, bin, "--auth")
 	env := clientEnv(t)
 	for _, c := range authClients {
 		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
@@ -562,17 +556,10 @@ func TestClientsAuth(t *testing.T) {
 // TestClientsTLS runs the Node.js driver and mongosh against `cairn serve
 // --tlsMode requireTLS` with a certificate made for the test (testpki).
 func TestClientsTLS(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "..", "..")
-	node := tool(t, "node")
-	installClients(t, dir)
-	readInputs(t, root)
+	dir, node, bin := prepare(t)
 	ca := testpki.New(t, "Cairn smoke CA")
 	_, serverPEM := ca.Issue(t, "localhost", x509.ExtKeyUsageServerAuth)
-	srv := startServer(t, buildCairn(t, root), "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", serverPEM)
+	srv := startServer(t, bin, "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", serverPEM)
 	env := clientEnv(t)
 	for _, c := range []client{
 		{
@@ -592,4 +579,55 @@ func TestClientsTLS(t *testing.T) {
 		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
 		t.Run(c.name, func(t *testing.T) { c.verify(t, stdout, stderr, err) })
 	}
+}
+
+// TestClientsChangeStreams runs the Node.js driver's collection.watch() and
+// mongosh's db.coll.watch() against `cairn serve --replSet rs0` (change
+// streams need a replica set member); the Node.js script initiates the
+// one-member set first.
+func TestClientsChangeStreams(t *testing.T) {
+	dir, node, bin := prepare(t)
+	// A member must find its own host:port in the configuration, so it
+	// listens on a port chosen here rather than an ephemeral one.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	srv := startServer(t, bin, "--replSet", "rs0", "--port", port)
+	env := clientEnv(t)
+	for _, c := range []client{
+		{
+			name: "node-changestreams", script: "changestream_smoke.mjs",
+			argv:   func(node, _, addr string) []string { return []string{node, "changestream_smoke.mjs", addr} },
+			checks: []string{"replSetInitiate", "watch-insert-update", "resumeAfter", "pipeline-and-events"},
+		},
+		{
+			name: "mongosh-changestreams", script: "changestream_mongosh.js",
+			argv: func(_, dir, addr string) []string {
+				return []string{filepath.Join(dir, "node_modules", ".bin", "mongosh"), "mongodb://" + addr + "/?replicaSet=rs0",
+					"--quiet", "--norc", "--file", "changestream_mongosh.js"}
+			},
+			checks: []string{"watch-insert", "watch-update", "resume-token"},
+		},
+	} {
+		stdout, stderr, err := run(t, dir, env, c.argv(node, dir, srv.addr))
+		t.Run(c.name, func(t *testing.T) { c.verify(t, stdout, stderr, err) })
+	}
+}
+
+// prepare readies a client test: the smoke directory, node, the installed
+// clients, the inputs read and cairn built.
+func prepare(t *testing.T) (dir, node, bin string) {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "..", "..")
+	node = tool(t, "node")
+	installClients(t, dir)
+	readInputs(t, root)
+	return dir, node, buildCairn(t, root)
 }

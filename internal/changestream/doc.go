@@ -1,0 +1,69 @@
+// Package changestream owns MongoDB's change streams over Cairn's oplog:
+// the $changeStream stage's options (Spec), resume tokens (Token), the
+// events an oplog entry shows to a stream of a collection, a database or
+// the whole deployment (event.go), and the Stream that reads them
+// (stream.go). The command layer (commands/changestream.go) opens a
+// Stream for an aggregate whose first stage is $changeStream, runs the
+// later stages over it and keeps it as an awaitData cursor.
+//
+// # Invariants
+//
+// "Reads the log, never buffers it": a Stream keeps a position in the
+// oplog and, per read, opens an iterator from there and closes it; it
+// holds the events of at most one entry (an applyOps's operations) that
+// it has not returned. A slow consumer therefore costs the server no
+// memory; if the oplog is trimmed past its position the next read fails
+// with ChangeStreamHistoryLost (286), as does a start point older than
+// the oldest entry kept.
+//
+// "Tokens order as events": an event's position is (the entry's ts, the
+// operation's index in its applyOps, whether it is an invalidate), and its
+// token's _data encodes clusterTime, version, tokenType, txnOpIndex and
+// fromInvalidate first, each with package keystring, so tokens compare
+// bytewise in stream order (a high water mark for ts T sorts before every
+// event at T). Resuming after a token drops every event at or before its
+// position: no event is seen twice, none after it is skipped
+// (TestResumeFromEveryToken).
+//
+// "Only committed events": the stream reads the oplog keyspace, whose
+// entries commit with their changes (engine "Change and entry commit
+// together"); on a replica set member a group is applied only once Raft
+// committed it, so every event returned is majority-committed and
+// survives a failover.
+//
+// Transactions: an entry {op: "c", ns: "admin.$cmd", o: {applyOps:
+// [...]}, lsid, txnNumber} (MongoDB's shape) gives one event per inner
+// operation, in order, each with txnOpIndex in its token and the
+// transaction's lsid and txnNumber on the event (TestApplyOpsUnwound).
+//
+// # Equal to MongoDB, and not
+//
+// Events have MongoDB 7.0's shape and fields for insert, update (with
+// updateDescription's updatedFields, removedFields, truncatedArrays and,
+// with showExpandedEvents, disambiguatedPaths from package docdiff),
+// replace, delete, drop, rename, dropDatabase and invalidate, and with
+// showExpandedEvents create, createIndexes, dropIndexes and modify (and
+// collectionUUID). Tokens are {_data: <upper-case hex>} with MongoDB's
+// fields in MongoDB's order, but each encoded by Cairn's keystring (not
+// MongoDB's KeyString bytes), without _typeBits: a Cairn token is not a
+// MongoDB token, and MongoDB's cannot be resumed here (InvalidResumeToken).
+// Deviations:
+//   - Pre-images are kept, as MongoDB keeps them, in
+//     config.system.preimages for collections with
+//     changeStreamPreAndPostImages: {enabled: true} (engine/preimages.go),
+//     in the write's commit group; fullDocument whenAvailable/required
+//     applies the update's diff to the pre-image (MongoDB computes its
+//     post-images the same way). Without one, whenAvailable shows null and
+//     required fails with NoMatchingDocument (47). Pre-images are not yet
+//     expired with the oplog's trim.
+//   - A database stream sees dropDatabase without a drop event per
+//     collection first (the oplog logs one dropDatabase entry); a
+//     collection stream sees its drop and invalidate.
+//   - dropIndexes' operationDescription names the index only; modify has
+//     no stateBeforeChange; create's operationDescription is the logged
+//     options (no idIndex).
+//   - $changeStreamSplitLargeEvent, showMigrationEvents, showSystemEvents,
+//     allowToRunOnConfigDB and allowToRunOnSystemNS are refused.
+//   - Streams need a replica set member, as MongoDB's do (40573 on a
+//     standalone).
+package changestream

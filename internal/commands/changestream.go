@@ -1,0 +1,314 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/changestream"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
+)
+
+// Change streams: an aggregate whose first stage is $changeStream opens a
+// changestream.Stream over the oplog, runs the stages after it over the
+// stream's events, and keeps both as a tailable, awaitData cursor. Every
+// batch carries postBatchResumeToken. A getMore that finds no event waits
+// (up to its maxTimeMS, one second by default) for a commit group that
+// wrote oplog entries (engine.OplogWrites) and reads again; the wait holds
+// no goroutine and ends with the command's context.
+
+// changeStreamStages are the stages MongoDB allows after $changeStream.
+var changeStreamStages = map[string]bool{
+	"$match": true, "$project": true, "$addFields": true, "$set": true, "$unset": true,
+	"$replaceRoot": true, "$replaceWith": true, "$redact": true,
+}
+
+// csCursor is a change stream cursor's source: the pipeline's output over
+// the stream.
+type csCursor struct {
+	agg.Source
+	stream *changestream.Stream
+	bound  *opctx.Bound
+}
+
+func (c *csCursor) Close() error {
+	err := c.Source.Close()
+	c.bound.Close()
+	return err
+}
+
+// stageName is a pipeline stage's name ("" when it is not {name: arg}).
+func stageName(d bsoncore.Document) string {
+	els, err := d.Elements()
+	if err != nil || len(els) != 1 {
+		return ""
+	}
+	return els[0].Key()
+}
+
+// refuseChangeStreamElsewhere refuses $changeStream past the first stage:
+// on a standalone MongoDB's refusal of the stage comes first (40573).
+func refuseChangeStreamElsewhere(s *Session, stages []bsoncore.Document) error {
+	for _, st := range stages {
+		if stageName(st) == "$changeStream" {
+			if s.Env.Repl == nil {
+				return noChangeStreams()
+			}
+			return mongoerr.New(mongoerr.StageNotFirst, "$changeStream is only valid as the first stage in a pipeline")
+		}
+	}
+	return nil
+}
+
+func noChangeStreams() error {
+	return mongoerr.New(mongoerr.ChangeStreamNoReplSet, "The $changeStream stage is only supported on replica sets")
+}
+
+// changeStreamScope checks where the stream is opened, as MongoDB does:
+// allChangesForCluster only on admin with {aggregate: 1}; not on the
+// internal databases or system collections; not on a view.
+func changeStreamScope(s *Session, ns engine.Namespace, collectionless bool, spec changestream.Spec) (changestream.Scope, error) {
+	if spec.AllChangesForCluster {
+		if ns.DB != "admin" || !collectionless {
+			name := ns.String()
+			if collectionless {
+				name = ns.DB + ".$cmd.aggregate"
+			}
+			return changestream.Scope{}, mongoerr.New(mongoerr.InvalidOptions, "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name; found %s", name)
+		}
+		return changestream.Scope{}, nil
+	}
+	switch ns.DB {
+	case "admin", "config", "local":
+		return changestream.Scope{}, mongoerr.New(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s database", ns.DB)
+	}
+	if collectionless {
+		return changestream.Scope{DB: ns.DB}, nil
+	}
+	if strings.HasPrefix(ns.Coll, "system.") {
+		return changestream.Scope{}, mongoerr.New(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s collection", ns)
+	}
+	if isView(s, ns.DB, ns.Coll) {
+		return changestream.Scope{}, mongoerr.New(mongoerr.CommandNotSupportedOnView, "$changeStream cannot be run on views: %s is a view, not a collection", ns)
+	}
+	return changestream.Scope{DB: ns.DB, Coll: ns.Coll}, nil
+}
+
+// aggregateChangeStream answers an aggregate whose first stage is
+// $changeStream.
+func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns engine.Namespace, collectionless bool, stages []bsoncore.Document, dst []byte) (bsoncore.Document, error) {
+	if s.Env.Repl == nil {
+		return nil, noChangeStreams()
+	}
+	arg, _ := stages[0].Elements()
+	spec, err := changestream.ParseSpec(arg[0].Value())
+	if err != nil {
+		return nil, err
+	}
+	scope, err := changeStreamScope(s, ns, collectionless, spec)
+	if err != nil {
+		return nil, err
+	}
+	rest := ownedAll(stages[1:])
+	for _, st := range rest {
+		switch name := stageName(st); {
+		case name == "$changeStream":
+			return nil, mongoerr.New(mongoerr.StageNotFirst, "$changeStream is only valid as the first stage in a pipeline")
+		case name == "$changeStreamSplitLargeEvent":
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "$changeStreamSplitLargeEvent is not supported by Cairn yet")
+		case !changeStreamStages[name]:
+			if err := agg.KnownStage(name); err != nil {
+				return nil, err
+			}
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
+		}
+	}
+	if explain, _ := req.Bool("explain", false); explain {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "explain of a $changeStream aggregate is not supported by Cairn yet")
+	}
+	batch, err := aggregateBatchSize(req)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := aggregateOptions(s, req, ns, collectionless)
+	if err != nil {
+		return nil, err
+	}
+	p, err := agg.Parse(rest, opts)
+	if err != nil {
+		return nil, err
+	}
+	bound := opctx.NewBound()
+	detach := bound.Attach(ctx)
+	defer detach()
+	stream, err := changestream.Open(bound.Context(), changestream.EngineLog(s.Env.Engine), scope, spec)
+	if err != nil {
+		bound.Close()
+		return nil, err
+	}
+	out, err := p.Run(bound.Context(), stream)
+	if err != nil {
+		bound.Close()
+		return nil, err
+	}
+	c := &csCursor{Source: out, stream: stream, bound: bound}
+	cursorNS := ns.String()
+	if collectionless {
+		cursorNS = ns.DB + ".$cmd.aggregate"
+	}
+	r, held, err := fillChangeStream(dst, "firstBatch", nil, c, batch)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	if stream.Ended() && held == nil {
+		_ = c.Close()
+		return finishCursor(r, 0, cursorNS), nil
+	}
+	cur := s.Env.Cursors.Register(cursorNS, c, held)
+	s.ownCursor(cur)
+	s.Env.Cursors.Release(cur, false)
+	return finishCursor(r, cur.ID, cursorNS), nil
+}
+
+// getMoreChangeStream answers a getMore of a change stream cursor: what
+// the stream has, or, when it has nothing, what arrives within the await
+// time.
+func getMoreChangeStream(ctx context.Context, s *Session, req *Request, dst []byte, cur *Cursor, c *csCursor, batch int64) (bsoncore.Document, error) {
+	wait, err := awaitTime(req, true)
+	if err != nil {
+		s.Env.Cursors.Release(cur, false)
+		return nil, err
+	}
+	detach := c.bound.Attach(ctx)
+	r, held, err := awaitChangeStream(ctx, s, dst, cur.held, c, batch, wait)
+	detach()
+	if err != nil {
+		s.Env.Cursors.Release(cur, true)
+		return nil, changeStreamLabels(err)
+	}
+	cur.held = held
+	done := c.stream.Ended() && held == nil
+	s.Env.Cursors.Release(cur, done)
+	if done {
+		return finishCursor(r, 0, cur.NS), nil
+	}
+	return finishCursor(r, cur.ID, cur.NS), nil
+}
+
+// resumableCodes are the errors after which MongoDB labels a change
+// stream's getMore error ResumableChangeStreamError: a driver (wire
+// version 9 and above) resumes only after errors so labelled (or network
+// errors and CursorNotFound).
+var resumableCodes = map[mongoerr.Code]bool{
+	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
+	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
+	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
+	mongoerr.NotPrimaryOrSecondary: true, mongoerr.FailedToSatisfyReadPreference: true,
+}
+
+// changeStreamLabels adds MongoDB's change stream error label to a
+// getMore's error: ResumableChangeStreamError for the resumable codes,
+// NonResumableChangeStreamError for a stream that cannot go on (a lost
+// history, a resume token not found or modified).
+func changeStreamLabels(err error) error {
+	e, ok := mongoerr.As(err)
+	if !ok {
+		return err
+	}
+	switch {
+	case resumableCodes[e.Code]:
+		return withLabels(err, bson.A{"ResumableChangeStreamError"})
+	case e.Code == mongoerr.ChangeStreamHistoryLost || e.Code == mongoerr.ChangeStreamFatalError:
+		return withLabels(err, bson.A{"NonResumableChangeStreamError"})
+	}
+	return err
+}
+
+// awaitChangeStream fills a batch; an empty one waits for oplog writes
+// (awaitData) and reads again.
+func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncore.Document, c *csCursor, batch int64, wait time.Duration) (r *Reply, kept bsoncore.Document, err error) {
+	err = awaitData(ctx, wait, s.Env.Engine.OplogWrites, func() (bool, error) {
+		var err error
+		r, kept, err = fillChangeStream(dst, "nextBatch", held, c, batch)
+		return err != nil || r.batchN > 0 || kept != nil || c.stream.Ended(), err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, kept, nil
+}
+
+// fillChangeStream appends up to limit events (0: no limit, negative: an
+// empty batch) into a batch named field, stopping early at the byte cap
+// (the event that did not fit is held for the next batch), and closes the
+// batch with its postBatchResumeToken. Unlike fillBatch it never reads
+// ahead: the resume token must be that of the last event sent.
+func fillChangeStream(dst []byte, field string, held bsoncore.Document, c *csCursor, limit int64) (r *Reply, kept bsoncore.Document, err error) {
+	var b batchWriter
+	b.start(dst, field)
+	if held != nil {
+		b.add(held)
+	}
+	for limit >= 0 && (limit == 0 || b.n < limit) {
+		d, err := c.Next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if d == nil {
+			break
+		}
+		if id, ok := d.Lookup("_id").DocumentOK(); !ok || !bytes.Equal(id, c.stream.LastToken()) {
+			return nil, nil, mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s", bsoncore.Document(c.stream.LastToken()), d.Lookup("_id"))
+		}
+		if !b.add(d) {
+			kept = append(bsoncore.Document(nil), d...)
+			break
+		}
+	}
+	r = b.end()
+	pbrt := c.stream.ResumeToken()
+	if kept != nil {
+		pbrt = c.stream.ResumeTokenBefore()
+	}
+	*r.Raw() = bsoncore.AppendDocumentElement(*r.Raw(), "postBatchResumeToken", pbrt)
+	return r, kept, nil
+}
+
+// preImagesOption reads create's or collMod's changeStreamPreAndPostImages
+// ({enabled: <bool>}, nothing else) as MongoDB's IDL does, and returns it
+// normalized as the option element the collection keeps.
+func preImagesOption(cmd string, v bsoncore.Value) (bsoncore.Element, error) {
+	const name = "changeStreamPreAndPostImages"
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'object'", cmd, name, typeName(v.Type))
+	}
+	els, err := d.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "%s.%s: %v", cmd, name, err)
+	}
+	enabled, found := false, false
+	for _, e := range els {
+		if e.Key() != "enabled" {
+			return nil, mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s.%s' is an unknown field.", cmd, name, e.Key())
+		}
+		if enabled, ok = e.Value().BooleanOK(); !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s.enabled' is the wrong type '%s', expected type 'bool'", cmd, name, typeName(e.Value().Type))
+		}
+		found = true
+	}
+	if !found {
+		return nil, mongoerr.New(mongoerr.IDLMissingField, "BSON field '%s.%s.enabled' is missing but a required field", cmd, name)
+	}
+	doc := bsoncore.NewDocumentBuilder().AppendBoolean("enabled", enabled).Build()
+	return bsoncore.AppendDocumentElement(nil, name, doc), nil
+}

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/storage"
+)
+
+// Pre-images for change streams: a collection whose options say
+// changeStreamPreAndPostImages: {enabled: true} keeps, for every update,
+// replacement and delete of one of its documents, the document as it was
+// before, in config.system.preimages (where MongoDB keeps them), as a
+// document {_id: {nsUUID, ts, applyOpsIndex}, operationTime, preImage}
+// whose ts is the change's oplog entry's. It is written in the change's
+// request ("Change and entry commit together" covers it too), so a change
+// stream finds the pre-image of any change it reads, on every member.
+// Writes to config.system.preimages are not logged themselves.
+//
+// Not yet: MongoDB removes pre-images older than the oldest oplog entry
+// (and those of a dropped collection); Cairn keeps them until the
+// collection config.system.preimages is dropped by hand.
+
+// PreImagesNS is where pre-images are kept.
+var PreImagesNS = Namespace{DB: "config", Coll: "system.preimages"}
+
+// PreImagesOn reports whether coll keeps pre-images for change streams.
+func PreImagesOn(coll *catalog.Collection) bool {
+	if coll == nil || len(coll.Options) == 0 {
+		return false
+	}
+	on, _ := bsoncore.Document(coll.Options).Lookup("changeStreamPreAndPostImages", "enabled").BooleanOK()
+	return on
+}
+
+// PreImageID is the _id of the pre-image of the change at ts (and index
+// idx of its applyOps) to the collection with UUID ui.
+func PreImageID(ui []byte, ts hlc.Timestamp, idx int64) bsoncore.Value {
+	d := bsoncore.NewDocumentBuilder().AppendBinary("nsUUID", 4, ui).AppendTimestamp("ts", ts.T(), ts.I()).
+		AppendInt64("applyOpsIndex", idx).Build()
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+}
+
+// storePreImage keeps cur as the pre-image of the change ns's request just
+// logged (its entry's ts is the request's lastTS), when ns keeps them.
+func (e *Engine) storePreImage(tx *storage.Txn, ns Namespace, cur bsoncore.Document) error {
+	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	if !PreImagesOn(coll) || !logged(ns) {
+		return nil
+	}
+	doc := bsoncore.NewDocumentBuilder().AppendValue("_id", PreImageID(coll.UUID.Data, e.oplog.lastTS, 0)).
+		AppendDateTime("operationTime", e.now().UnixMilli()).AppendDocument("preImage", cur).Build()
+	return e.PutInTxn(tx, PreImagesNS, doc)
+}

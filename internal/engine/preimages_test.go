@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/hlc"
+)
+
+// TestPreImages: a collection with changeStreamPreAndPostImages enabled
+// (at create or by collMod) keeps each update's and delete's pre-image in
+// config.system.preimages under its oplog entry's ts; one without keeps
+// none, and the pre-images' writes are not logged.
+func TestPreImages(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"db", "c"}
+	if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	set := func(a int) {
+		t.Helper()
+		if _, err := e.Modify(ns, []bsoncore.Value{val(t, 1)}, true, func(int, bsoncore.Document) (Action, error) {
+			return Action{Replace: doc(t, bson.D{{"_id", 1}, {"a", a}})}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(2) // not kept: the option is off
+	on := bsoncore.NewDocumentBuilder().AppendDocument("changeStreamPreAndPostImages", bsoncore.NewDocumentBuilder().AppendBoolean("enabled", true).Build()).Build()
+	els, _ := on.Elements()
+	if _, err := e.CollMod(ns, els, nil); err != nil {
+		t.Fatal(err)
+	}
+	set(3)
+	if _, err := e.Delete(ns, val(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	entries := oplogEntries(t, e)
+	coll := e.Catalog().Collection(ns.DB, ns.Coll)
+	var kept []string
+	for _, en := range entries {
+		if op, _ := en.Lookup("op").StringValueOK(); op != "u" && op != "d" {
+			if ns, _ := en.Lookup("ns").StringValueOK(); ns == "config.system.preimages" {
+				t.Errorf("a pre-image's write was logged: %s", en)
+			}
+			continue
+		}
+		ts, inc := en.Lookup("ts").Timestamp()
+		got, found, err := e.Get(nil, PreImagesNS, PreImageID(coll.UUID.Data, hlc.New(ts, inc), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			kept = append(kept, bsoncore.Document(got).Lookup("preImage").Document().String())
+		}
+	}
+	want := []string{`{"_id": {"$numberInt":"1"},"a": {"$numberInt":"2"}}`, `{"_id": {"$numberInt":"1"},"a": {"$numberInt":"3"}}`}
+	if len(kept) != len(want) || kept[0] != want[0] || kept[1] != want[1] {
+		t.Fatalf("pre-images kept %v, want %v", kept, want)
+	}
+}

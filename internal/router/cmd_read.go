@@ -1,0 +1,436 @@
+package router
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/keystring"
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// concatSource reads its sources one after another.
+type concatSource struct {
+	srcs []agg.Source
+	i    int
+}
+
+func (c *concatSource) Next() (bsoncore.Document, error) {
+	for c.i < len(c.srcs) {
+		d, err := c.srcs[c.i].Next()
+		if err != nil || d != nil {
+			return d, err
+		}
+		c.i++
+	}
+	return nil, nil
+}
+
+func (c *concatSource) Close() error {
+	for _, s := range c.srcs {
+		_ = s.Close()
+	}
+	return nil
+}
+
+func docArg(req *request, name string) bsoncore.Document {
+	d, _ := req.body.Lookup(name).DocumentOK()
+	return d
+}
+
+func intArg(req *request, name string) int64 {
+	n, _ := req.body.Lookup(name).AsInt64OK()
+	return n
+}
+
+// streams turns the shards' cursor replies into one source: merge-sorted
+// by sortKey when given, concatenated otherwise.
+func (r *Router) streams(ctxp *context.Context, shards []string, rt *routing, replies []bsoncore.Document, sortKey bsoncore.Document) (agg.Source, error) {
+	srcs := make([]agg.Source, len(replies))
+	for i, reply := range replies {
+		s, err := newShardStream(r, ctxp, shards[i], rt, reply)
+		if err != nil {
+			return nil, err
+		}
+		srcs[i] = s
+	}
+	if len(sortKey) > 5 && len(srcs) > 1 {
+		return agg.MergeSorted(srcs, sortKey)
+	}
+	return &concatSource{srcs: srcs}, nil
+}
+
+var pagingFields = map[string]bool{"skip": true, "limit": true, "batchSize": true, "singleBatch": true}
+
+func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	filter, sortKey := docArg(req, "filter"), docArg(req, "sort")
+	skip, limit, batchSize := intArg(req, "skip"), intArg(req, "limit"), intArg(req, "batchSize")
+	if limit < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "LIMIT must be non-negative")
+	}
+	single, _ := req.body.Lookup("singleBatch").BooleanOK()
+	var out bsoncore.Document
+	err := r.retry(ctx, req.ns(), func() error {
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), filter)
+		if err != nil || rt.db == nil {
+			out = cursorReply(0, req.ns(), "firstBatch", nil)
+			return err
+		}
+		one := len(shards) == 1
+		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document {
+			if one {
+				return rewrite(req.body, nil, nil)
+			}
+			return rewrite(req.body, pagingFields, func(b *bsoncore.DocumentBuilder) {
+				if limit > 0 {
+					b.AppendInt64("limit", skip+limit)
+				}
+				if batchSize > 0 {
+					b.AppendInt64("batchSize", batchSize)
+				}
+			})
+		})
+		if err != nil {
+			return err
+		}
+		ctxp := &ctx
+		src, err := r.streams(ctxp, shards, rt, replies, sortKey)
+		if err != nil {
+			return err
+		}
+		rskip, rlimit := skip, limit
+		if one {
+			rskip, rlimit = 0, 0
+		}
+		out, err = r.openCursor(ctxp, req, req.ns(), src, rskip, rlimit, batchSize, single)
+		return err
+	})
+	return out, err
+}
+
+func cmdCount(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	query := docArg(req, "query")
+	skip, limit := intArg(req, "skip"), intArg(req, "limit")
+	if limit < 0 {
+		limit = -limit
+	}
+	var n int64
+	err := r.retry(ctx, req.ns(), func() error {
+		n = 0
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), query)
+		if err != nil || rt.db == nil {
+			return err
+		}
+		one := len(shards) == 1
+		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document {
+			if one {
+				return rewrite(req.body, nil, nil)
+			}
+			return rewrite(req.body, map[string]bool{"skip": true, "limit": true}, func(b *bsoncore.DocumentBuilder) {
+				if limit > 0 {
+					b.AppendInt64("limit", skip+limit)
+				}
+			})
+		})
+		if err != nil {
+			return err
+		}
+		for _, rep := range replies {
+			c, _ := rep.Lookup("n").AsInt64OK()
+			n += c
+		}
+		if !one {
+			n = max(0, n-skip)
+			if limit > 0 {
+				n = min(n, limit)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return marshal(bson.D{{Key: "n", Value: n}, {Key: "ok", Value: 1.0}}), nil
+}
+
+func cmdDistinct(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	query := docArg(req, "query")
+	var values []bsoncore.Value
+	err := r.retry(ctx, req.ns(), func() error {
+		values = nil
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), query)
+		if err != nil || rt.db == nil {
+			return err
+		}
+		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, rep := range replies {
+			arr, _ := rep.Lookup("values").ArrayOK()
+			vals, _ := arr.Values()
+			for _, v := range vals {
+				k := string(keystring.Append(nil, v))
+				if !seen[k] {
+					seen[k] = true
+					values = append(values, v)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, v := range values {
+		arr.AppendValue(v)
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("values", arr.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+// routerCatalog reads foreign collections for the router's half of a
+// pipeline ($lookup, $unionWith): every document, from the shards that
+// own them.
+type routerCatalog struct {
+	r    *Router
+	ctxp *context.Context
+}
+
+func (c routerCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, error) {
+	rt, err := c.r.route(ctx, db, coll, false)
+	if err != nil {
+		return nil, err
+	}
+	if rt.db == nil {
+		return agg.SliceSource(nil), nil
+	}
+	shards := rt.allShards()
+	body := bsoncore.NewDocumentBuilder().AppendString("find", coll).Build()
+	replies, err := c.r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return body })
+	if err != nil {
+		return nil, err
+	}
+	return c.r.streams(c.ctxp, shards, rt, replies, nil)
+}
+
+func pipelineArg(req *request) ([]bsoncore.Document, error) {
+	return req.docs("pipeline")
+}
+
+func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	if _, ok := req.body.Lookup("aggregate").StringValueOK(); !ok {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "the router runs no collectionless aggregation ($currentOp, $documents) yet")
+	}
+	if ex, _ := req.body.Lookup("explain").BooleanOK(); ex {
+		inner := rewrite(req.body, map[string]bool{"explain": true}, nil)
+		return r.explain(ctx, req, inner, "queryPlanner")
+	}
+	pipeline, err := pipelineArg(req)
+	if err != nil {
+		return nil, err
+	}
+	var filter bsoncore.Document
+	if len(pipeline) > 0 {
+		filter, _ = pipeline[0].Lookup("$match").DocumentOK()
+	}
+	cursorOpt := docArg(req, "cursor")
+	batchSize, _ := cursorOpt.Lookup("batchSize").AsInt64OK()
+	allowDisk, _ := req.body.Lookup("allowDiskUse").BooleanOK()
+	var out bsoncore.Document
+	err = r.retry(ctx, req.ns(), func() error {
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), filter)
+		if err != nil || rt.db == nil {
+			out = cursorReply(0, req.ns(), "firstBatch", nil)
+			return err
+		}
+		ctxp := &ctx
+		if len(shards) == 1 {
+			replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
+			if err != nil {
+				return err
+			}
+			src, err := r.streams(ctxp, shards, rt, replies, nil)
+			if err != nil {
+				return err
+			}
+			out, err = r.openCursor(ctxp, req, req.ns(), src, 0, 0, batchSize, false)
+			return err
+		}
+		opts := agg.Options{AllowDiskUse: allowDisk, DB: req.db, Catalog: routerCatalog{r, ctxp}}
+		if _, err := agg.Parse(pipeline, opts); err != nil {
+			return err // the router's refusal, before any shard runs anything
+		}
+		sp, err := agg.Split(pipeline)
+		if err != nil {
+			return err
+		}
+		shardPart, mergePart := sp.Shards, sp.Merge
+		if sp.NeedsMerge {
+			// Shards do not take needsMerge yet: they run the streaming
+			// prefix and the router groups everything.
+			k := len(sp.Shards) - 1
+			shardPart, mergePart = pipeline[:k], pipeline[k:]
+		}
+		arr := bsoncore.NewArrayBuilder()
+		for _, st := range shardPart {
+			arr.AppendDocument(st)
+		}
+		body := rewrite(req.body, map[string]bool{"pipeline": true, "cursor": true}, func(b *bsoncore.DocumentBuilder) {
+			b.AppendArray("pipeline", arr.Build()).AppendDocument("cursor", bsoncore.NewDocumentBuilder().Build())
+		})
+		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return body })
+		if err != nil {
+			return err
+		}
+		src, err := r.streams(ctxp, shards, rt, replies, sp.SortKey)
+		if err != nil {
+			return err
+		}
+		if len(mergePart) > 0 {
+			p, err := agg.Parse(mergePart, opts)
+			if err != nil {
+				_ = src.Close()
+				return err
+			}
+			if src, err = p.Run(ctx, src); err != nil {
+				return err
+			}
+		}
+		out, err = r.openCursor(ctxp, req, req.ns(), src, 0, 0, batchSize, false)
+		return err
+	})
+	return out, err
+}
+
+// filterOf is the filter a command targets by.
+func filterOf(inner bsoncore.Document) bsoncore.Document {
+	name := inner.Index(0).Key()
+	switch name {
+	case "find":
+		d, _ := inner.Lookup("filter").DocumentOK()
+		return d
+	case "count", "distinct":
+		d, _ := inner.Lookup("query").DocumentOK()
+		return d
+	case "aggregate":
+		arr, _ := inner.Lookup("pipeline").ArrayOK()
+		if first, err := arr.IndexErr(0); err == nil {
+			if st, ok := first.DocumentOK(); ok {
+				d, _ := st.Lookup("$match").DocumentOK()
+				return d
+			}
+		}
+	case "findAndModify", "findandmodify":
+		d, _ := inner.Lookup("query").DocumentOK()
+		return d
+	case "update", "delete":
+		arr, _ := inner.Lookup(map[string]string{"update": "updates", "delete": "deletes"}[name]).ArrayOK()
+		if first, err := arr.IndexErr(0); err == nil {
+			if st, ok := first.DocumentOK(); ok {
+				d, _ := st.Lookup("q").DocumentOK()
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+func cmdExplain(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	inner, ok := req.body.Lookup("explain").DocumentOK()
+	if !ok || len(inner) <= 5 {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
+	}
+	verbosity := req.str("verbosity")
+	if verbosity == "" {
+		verbosity = "allPlansExecution"
+	}
+	return r.explain(ctx, req, inner, verbosity)
+}
+
+// explain asks each targeted shard to explain inner and answers in
+// mongos's shape: SINGLE_SHARD for one shard, SHARD_MERGE (or
+// SHARD_MERGE_SORT) for several, each shard's plan under shards.
+func (r *Router) explain(ctx context.Context, req *request, inner bsoncore.Document, verbosity string) (bsoncore.Document, error) {
+	coll, _ := inner.Index(0).Value().StringValueOK()
+	ns := req.db + "." + coll
+	var out bsoncore.Document
+	err := r.retry(ctx, ns, func() error {
+		rt, shards, err := r.routeTargets(ctx, req.db, coll, filterOf(inner))
+		if err != nil {
+			return err
+		}
+		if rt.db == nil {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", req.db)
+		}
+		innerFwd := rewrite(inner, nil, nil)
+		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document {
+			return bsoncore.NewDocumentBuilder().AppendDocument("explain", innerFwd).AppendString("verbosity", verbosity).Build()
+		})
+		if err != nil {
+			return err
+		}
+		stage := "SINGLE_SHARD"
+		if len(shards) > 1 {
+			stage = "SHARD_MERGE"
+			if s, ok := inner.Lookup("sort").DocumentOK(); ok && len(s) > 5 && inner.Index(0).Key() == "find" {
+				stage = "SHARD_MERGE_SORT"
+			}
+		}
+		planShards, execShards := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
+		var nRet, keys, docs, millis int64
+		hasExec := false
+		for i, rep := range replies {
+			sh, _ := r.cache.shard(ctx, shards[i])
+			qp, ok := rep.Lookup("queryPlanner").DocumentOK()
+			entry := bsoncore.NewDocumentBuilder().AppendString("shardName", shards[i]).AppendString("connectionString", sh.host)
+			if si, ok := rep.Lookup("serverInfo").DocumentOK(); ok {
+				entry.AppendDocument("serverInfo", si)
+			}
+			src := qp
+			if !ok {
+				src = rep
+			}
+			els, _ := src.Elements()
+			for _, el := range els {
+				switch el.Key() {
+				case "ok", "serverInfo", "executionStats", "$clusterTime", "operationTime", "command", "serverParameters":
+					continue
+				}
+				entry.AppendValue(el.Key(), el.Value())
+			}
+			planShards.AppendDocument(entry.Build())
+			if es, ok := rep.Lookup("executionStats").DocumentOK(); ok {
+				hasExec = true
+				n, _ := es.Lookup("nReturned").AsInt64OK()
+				k, _ := es.Lookup("totalKeysExamined").AsInt64OK()
+				d, _ := es.Lookup("totalDocsExamined").AsInt64OK()
+				ms, _ := es.Lookup("executionTimeMillis").AsInt64OK()
+				nRet, keys, docs, millis = nRet+n, keys+k, docs+d, max(millis, ms)
+				e := bsoncore.NewDocumentBuilder().AppendString("shardName", shards[i]).AppendBoolean("executionSuccess", true)
+				els, _ := es.Elements()
+				for _, el := range els {
+					e.AppendValue(el.Key(), el.Value())
+				}
+				execShards.AppendDocument(e.Build())
+			}
+		}
+		winning := bsoncore.NewDocumentBuilder().AppendString("stage", stage).AppendArray("shards", planShards.Build()).Build()
+		qp := bsoncore.NewDocumentBuilder().AppendInt32("mongosPlannerVersion", 1).AppendDocument("winningPlan", winning).Build()
+		b := bsoncore.NewDocumentBuilder().AppendDocument("queryPlanner", qp)
+		if hasExec {
+			stages := bsoncore.NewDocumentBuilder().AppendString("stage", stage).AppendInt64("nReturned", nRet).
+				AppendInt64("executionTimeMillis", millis).AppendInt64("totalKeysExamined", keys).AppendInt64("totalDocsExamined", docs).
+				AppendArray("shards", execShards.Build()).Build()
+			b.AppendDocument("executionStats", bsoncore.NewDocumentBuilder().AppendBoolean("executionSuccess", true).
+				AppendInt64("nReturned", nRet).AppendInt64("executionTimeMillis", millis).AppendInt64("totalKeysExamined", keys).
+				AppendInt64("totalDocsExamined", docs).AppendDocument("executionStages", stages).Build())
+		}
+		out = b.AppendDocument("serverInfo", serverInfo()).AppendDouble("ok", 1).Build()
+		return nil
+	})
+	return out, err
+}

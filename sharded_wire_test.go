@@ -397,6 +397,12 @@ func TestShardedClusterPlan(t *testing.T) {
 	}
 	_, err = envs.UpdateOne(ctx, bson.D{{Key: "i", Value: 4}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}})
 	wantCode(t, "updateOne without the shard key", err, 72)
+	_, err = envs.UpdateOne(ctx, bson.D{{Key: "_id.env", Value: "env-3"}, {Key: "i", Value: 3}}, bson.D{{Key: "$set", Value: bson.D{{Key: "_id.env", Value: "env-4"}}}})
+	wantCode(t, "an update of the shard key", err, 20)
+	_, err = db.Collection("documents").ReplaceOne(ctx, bson.D{{Key: "doc_id", Value: 3}, {Key: "rev", Value: "v3"}}, bson.D{{Key: "doc_id", Value: 3}, {Key: "rev", Value: "v3"}, {Key: "z", Value: 1}})
+	if err != nil {
+		t.Fatalf("a replacement keeping its shard key: %v", err)
+	}
 	_, err = envs.DeleteOne(ctx, bson.D{{Key: "i", Value: 4}})
 	wantCode(t, "deleteOne without the shard key", err, 61)
 	if res, err := envs.DeleteOne(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "env", Value: "env-4"}, {Key: "name", Value: "n004"}}}}); err != nil || res.DeletedCount != 1 {

@@ -130,11 +130,12 @@ type Set struct {
 // ParseConnString reads "<set>/<host:port>,<host:port>" (the --configdb and
 // addShard forms) or a bare host list.
 func ParseConnString(s string) (name string, hosts []string, err error) {
-	s = strings.TrimPrefix(s, "mongodb://")
-	if i := strings.IndexByte(s, '?'); i >= 0 {
-		s = s[:i]
+	if uri, ok := strings.CutPrefix(s, "mongodb://"); ok {
+		if i := strings.IndexByte(uri, '?'); i >= 0 {
+			uri = uri[:i]
+		}
+		s = strings.TrimSuffix(uri, "/")
 	}
-	s = strings.TrimSuffix(s, "/")
 	if i := strings.IndexByte(s, '/'); i >= 0 {
 		name, s = s[:i], s[i+1:]
 	}

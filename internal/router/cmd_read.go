@@ -292,6 +292,9 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		}
 		if len(mergePart) > 0 {
 			p, err := agg.Parse(mergePart, opts)
+			if err == nil && p.Output() != nil {
+				err = mongoerr.New(mongoerr.InvalidOptions, "%s from a collection spread over several shards is not supported by Cairn's router yet", p.Output().Stage)
+			}
 			if err != nil {
 				_ = src.Close()
 				return err

@@ -2,11 +2,13 @@ package router
 
 import (
 	"context"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/shard"
 )
 
 // writeResult gathers a write command's per-shard answers into one reply,
@@ -235,6 +237,26 @@ func targetStatement(rt *routing, stmt bsoncore.Document, kind string) ([]string
 	if err != nil || !rt.sharded() {
 		return shards, err
 	}
+	if kind == "update" {
+		u := stmt.Lookup("u")
+		if repl, ok := u.DocumentOK(); ok && !isOperatorDoc(repl) {
+			// A replacement goes where its own shard key lives; if the
+			// filter cannot reach that shard, the document would move.
+			owner, err := rt.coll.m.ShardFor(repl)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range shards {
+				if s == owner {
+					return []string{owner}, nil
+				}
+			}
+			return nil, errMovesDocument(rt)
+		}
+		if touchesShardKey(rt.coll.m.Pattern, u) {
+			return nil, errMovesDocument(rt)
+		}
+	}
 	multi, _ := stmt.Lookup("multi").BooleanOK()
 	if kind == "delete" {
 		limit, _ := stmt.Lookup("limit").AsInt64OK()
@@ -254,6 +276,95 @@ func targetStatement(rt *routing, stmt bsoncore.Document, kind string) ([]string
 		return nil, mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key: an upsert on a sharded collection must name the full shard key (%s) by equality", rt.coll.m.Pattern)
 	}
 	return nil, mongoerr.New(mongoerr.InvalidOptions, "A {multi:false} update on a sharded collection must contain an exact match on _id (and have the collection default collation) or target a single shard (and have the simple collation), but this update targeted %d shards. Update request: %s, shard key pattern: %s (Cairn's router does not implement 7.0's updateOne without shard key)", len(shards), stmt, rt.coll.m.Pattern)
+}
+
+func errMovesDocument(rt *routing) error {
+	return mongoerr.New(mongoerr.IllegalOperation, "this update may change the shard key (%s) of a document: Cairn's router does not yet move a document to the shard owning its new key (MongoDB 7.0 does so in a retryable write or a transaction)", rt.coll.m.Pattern)
+}
+
+func isOperatorDoc(d bsoncore.Document) bool {
+	el, err := d.IndexErr(0)
+	return err == nil && strings.HasPrefix(el.Key(), "$")
+}
+
+// pathsMeet reports whether two dotted paths are equal or one holds the
+// other.
+func pathsMeet(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+}
+
+// touchesShardKey reports whether an update (operators or a pipeline)
+// may write a shard key field; unknown pipeline stages count as touching.
+func touchesShardKey(p *shard.Pattern, u bsoncore.Value) bool {
+	meets := func(path string) bool {
+		for _, f := range p.Fields {
+			if pathsMeet(path, f.Path) {
+				return true
+			}
+		}
+		return false
+	}
+	if d, ok := u.DocumentOK(); ok {
+		ops, _ := d.Elements()
+		for _, op := range ops {
+			args, ok := op.Value().DocumentOK()
+			if !ok {
+				return true
+			}
+			fields, _ := args.Elements()
+			for _, f := range fields {
+				if meets(f.Key()) {
+					return true
+				}
+				if op.Key() == "$rename" {
+					if to, ok := f.Value().StringValueOK(); !ok || meets(to) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	arr, ok := u.ArrayOK()
+	if !ok {
+		return true
+	}
+	stages, _ := arr.Values()
+	for _, sv := range stages {
+		st, ok := sv.DocumentOK()
+		if !ok {
+			return true
+		}
+		el, err := st.IndexErr(0)
+		if err != nil {
+			return true
+		}
+		switch el.Key() {
+		case "$set", "$addFields":
+			fields, _ := el.Value().Document().Elements()
+			for _, f := range fields {
+				if meets(f.Key()) {
+					return true
+				}
+			}
+		case "$unset":
+			if s, ok := el.Value().StringValueOK(); ok {
+				if meets(s) {
+					return true
+				}
+				continue
+			}
+			vals, _ := el.Value().Array().Values()
+			for _, v := range vals {
+				if s, _ := v.StringValueOK(); meets(s) {
+					return true
+				}
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 func hasIDEquality(q bsoncore.Document) bool {
@@ -324,13 +435,22 @@ func cmdFindAndModify(ctx context.Context, r *Router, req *request) (bsoncore.Do
 		if err != nil {
 			return err
 		}
-		shards, exact, err := rt.targets(query)
+		shards, _, err := rt.targets(query)
 		if err != nil {
 			return err
 		}
-		if rt.sharded() && (len(shards) != 1 || !exact && !hasIDEquality(query)) {
+		if rt.sharded() {
 			if len(shards) != 1 {
 				return mongoerr.New(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key (%s); Cairn's router does not implement 7.0's findAndModify without shard key", rt.coll.m.Pattern)
+			}
+			if u, err := req.body.LookupErr("update"); err == nil {
+				if repl, ok := u.DocumentOK(); ok && !isOperatorDoc(repl) {
+					if owner, err := rt.coll.m.ShardFor(repl); err != nil || owner != shards[0] {
+						return errMovesDocument(rt)
+					}
+				} else if touchesShardKey(rt.coll.m.Pattern, u) {
+					return errMovesDocument(rt)
+				}
 			}
 		}
 		out, err = r.toShard(ctx, shards[0], rt, rewrite(req.body, nil, nil))

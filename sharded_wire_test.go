@@ -29,18 +29,22 @@ type shardedCluster struct {
 	routerCm *exec.Cmd
 }
 
-// startOneMemberSet starts `cairn serve --replSet name` (extra flags
-// added) and initiates it alone; it returns host:port once it is primary.
-func startOneMemberSet(t *testing.T, bin, dir, name string, extra ...string) string {
+// startOneMemberSet starts `cairn serve --replSet name` (a config server
+// with --configsvr when configsvr) and initiates it alone; it returns
+// host:port once it is primary.
+func startOneMemberSet(t *testing.T, bin, dir, name string, configsvr bool) string {
 	t.Helper()
 	port := freePorts(t, 1)[0]
-	args := append([]string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}, extra...)
+	args := []string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}
+	if configsvr {
+		args = append(args, "--configsvr")
+	}
 	p := spawnServe(t, bin, args...)
 	p.waitReady(t)
 	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	c := directClient(t, host)
 	defer c.Disconnect(context.Background())
-	cfg := bson.D{{Key: "_id", Value: name}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: host}}}}}
+	cfg := bson.D{{Key: "_id", Value: name}, {Key: "configsvr", Value: configsvr}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: host}}}}}
 	if err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
 		t.Fatalf("replSetInitiate %s: %v", name, err)
 	}
@@ -62,10 +66,10 @@ func startShardedCluster(t *testing.T, shards int) *shardedCluster {
 	t.Helper()
 	tmp := t.TempDir()
 	sc := &shardedCluster{bin: buildCairnBinary(t, tmp), tmp: tmp}
-	sc.cfg = "cfg/" + startOneMemberSet(t, sc.bin, filepath.Join(tmp, "cfg"), "cfg")
+	sc.cfg = "cfg/" + startOneMemberSet(t, sc.bin, filepath.Join(tmp, "cfg"), "cfg", true)
 	for i := range shards {
 		name := fmt.Sprintf("sh%d", i)
-		sc.shards = append(sc.shards, name+"/"+startOneMemberSet(t, sc.bin, filepath.Join(tmp, name), name))
+		sc.shards = append(sc.shards, name+"/"+startOneMemberSet(t, sc.bin, filepath.Join(tmp, name), name, false))
 	}
 	port := freePorts(t, 1)[0]
 	sc.router = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -210,6 +214,13 @@ func TestShardedClusterPlan(t *testing.T) {
 	if hello["msg"] != "isdbgrid" {
 		t.Fatalf("router's hello: %v", hello)
 	}
+
+	// The config servers say so, and are no shard.
+	var cfgHello bson.M
+	if err := cfgClient.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&cfgHello); err != nil || cfgHello["configsvr"] != int32(2) {
+		t.Fatalf("config server's hello: %v, %v", cfgHello, err)
+	}
+	wantCode(t, "addShard of the config servers", c.Database("admin").RunCommand(ctx, bson.D{{Key: "addShard", Value: sc.cfg}}).Err(), 96)
 
 	// Shards: the first alone cannot be removed; then all three.
 	if out := runAdmin(t, c, bson.D{{Key: "addShard", Value: sc.shards[0]}}); out["shardAdded"] != "sh0" {

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,29 +14,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-)
 
-// freeRange finds n consecutive free loopback ports.
-func freeRange(t *testing.T, n int) int {
-	t.Helper()
-	for range 50 {
-		base := 20000 + rand.IntN(30000)
-		ok := true
-		for p := base; p < base+n && ok; p++ {
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				continue
-			}
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no range of free ports")
-	return 0
-}
+	"github.com/cairndb/cairn/internal/testnet"
+)
 
 // TestClusterUpSharded runs `cairn cluster up --shards 2 --replicas 1
 // --routers 2`: the printed connection string reaches both routers, a
@@ -48,7 +26,7 @@ func TestClusterUpSharded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts five processes")
 	}
-	port := freeRange(t, 5)
+	port := testnet.FreeRange(t, 5)
 	cmd := exec.Command(os.Args[0], "cluster", "up", "--shards", "2", "--replicas", "1", "--routers", "2",
 		"--port", strconv.Itoa(port), "--dbpath", t.TempDir())
 	cmd.Env = append(os.Environ(), "CAIRN_TEST_AS_CAIRN=1")

@@ -240,8 +240,15 @@ func (c *cache) loadShards(ctx context.Context) error {
 	return nil
 }
 
+// configShard is the id under which the router reaches the config servers
+// for the config and admin databases.
+const configShard = "config"
+
 // shard returns shard id, reading config.shards when it is not cached.
 func (c *cache) shard(ctx context.Context, id string) (*shardInfo, error) {
+	if id == configShard {
+		return &shardInfo{id: configShard, host: c.r.config.ConnString(), set: c.r.config, unversioned: true}, nil
+	}
 	c.mu.Lock()
 	s, ok := c.shards[id]
 	c.mu.Unlock()
@@ -300,7 +307,9 @@ func (c *cache) db(ctx context.Context, name string, create bool) (*dbInfo, erro
 	}
 	switch name {
 	case "config", "admin":
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "database %s lives on the config servers; the router does not route to it", name)
+		// They live on the config servers, as mongos routes them
+		// (sh.status() reads config.*): the pseudo-shard configShard.
+		return &dbInfo{name: name, primary: configShard}, nil
 	case "":
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "empty database name")
 	}

@@ -148,6 +148,9 @@ func (r *Router) dropShardedMetadata(ctx context.Context, rt *routing) error {
 }
 
 func cmdDropDatabase(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	if req.db == "admin" || req.db == "config" {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "Cannot drop '%s' database via mongos", req.db)
+	}
 	d, err := r.cache.db(ctx, req.db, false)
 	if err != nil {
 		return nil, err

@@ -248,6 +248,9 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 			return err
 		}
 		ctxp := &ctx
+		if isCollStats(pipeline) && rt.db.primary != configShard {
+			return r.collStatsPerShard(ctxp, req, rt, batchSize, &out)
+		}
 		if len(shards) == 1 {
 			replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
 			if err != nil {
@@ -307,6 +310,49 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		return err
 	})
 	return out, err
+}
+
+func isCollStats(pipeline []bsoncore.Document) bool {
+	if len(pipeline) == 0 {
+		return false
+	}
+	_, err := pipeline[0].LookupErr("$collStats")
+	return err == nil
+}
+
+// collStatsPerShard runs a pipeline starting with $collStats on every
+// shard of the collection, each document naming its shard (mongos's
+// $collStats: one document per shard, as getShardDistribution reads).
+func (r *Router) collStatsPerShard(ctxp *context.Context, req *request, rt *routing, batchSize int64, out *bsoncore.Document) error {
+	shards := withPrimary(rt, rt.allShards())
+	replies, err := r.scatter(*ctxp, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
+	if err != nil {
+		return err
+	}
+	var docs []bsoncore.Document
+	for i, rep := range replies {
+		s, err := newShardStream(r, ctxp, shards[i], rt, rep)
+		if err != nil {
+			return err
+		}
+		all, err := agg.ReadAll(s)
+		if err != nil {
+			return err
+		}
+		for _, d := range all {
+			b := bsoncore.NewDocumentBuilder().AppendString("shard", shards[i])
+			els, _ := d.Elements()
+			for _, el := range els {
+				if el.Key() != "shard" {
+					b.AppendValue(el.Key(), el.Value())
+				}
+			}
+			docs = append(docs, b.Build())
+		}
+	}
+	var err2 error
+	*out, err2 = r.openCursor(ctxp, req, req.ns(), agg.SliceSource(docs), 0, 0, batchSize, false)
+	return err2
 }
 
 // filterOf is the filter a command targets by.

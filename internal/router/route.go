@@ -57,7 +57,7 @@ func (r *Router) route(ctx context.Context, db, coll string, create bool) (*rout
 		return &routing{ns: db + "." + coll}, err
 	}
 	rt := &routing{db: d, ns: db + "." + coll}
-	if coll != "" {
+	if coll != "" && d.primary != configShard {
 		if rt.coll, err = r.cache.coll(ctx, rt.ns); err != nil {
 			return nil, err
 		}

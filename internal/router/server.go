@@ -7,9 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -41,6 +45,8 @@ type Router struct {
 	connIDs atomic.Int64
 
 	cursors cursors
+	stop    chan struct{}
+	started time.Time
 }
 
 // New returns a router of the cluster whose config servers opts.ConfigDB
@@ -53,7 +59,7 @@ func New(opts Options) (*Router, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &Router{log: opts.Logger, config: NewSet(name, hosts), conns: map[net.Conn]struct{}{}}
+	r := &Router{log: opts.Logger, config: NewSet(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
 	r.cache = newCache(r)
 	r.cursors.m = map[int64]*routerCursor{}
 	return r, nil
@@ -74,6 +80,7 @@ func (r *Router) Addr() net.Addr { return r.lns[0].Addr() }
 
 // Serve accepts connections until Close.
 func (r *Router) Serve() error {
+	go r.pingLoop()
 	for _, ln := range r.lns[1:] {
 		go func() { _ = r.accept(ln) }()
 	}
@@ -105,7 +112,10 @@ func (r *Router) accept(ln net.Listener) error {
 
 // Close stops accepting, closes every connection and waits for them.
 func (r *Router) Close() error {
-	r.closing.Store(true)
+	if r.closing.Swap(true) {
+		return nil
+	}
+	close(r.stop)
 	for _, ln := range r.lns {
 		ln.Close()
 	}
@@ -118,6 +128,32 @@ func (r *Router) Close() error {
 	r.cache.closeShards()
 	r.config.Close()
 	return nil
+}
+
+// pingInterval is how often a router records itself in config.mongos.
+const pingInterval = 30 * time.Second
+
+// pingLoop records the router in config.mongos (sh.status()'s "most
+// recently active mongoses"), now and every pingInterval.
+func (r *Router) pingLoop() {
+	host, _ := os.Hostname()
+	_, port, _ := net.SplitHostPort(r.Addr().String())
+	id := net.JoinHostPort(host, port)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := r.configUpsert(ctx, "mongos", bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{
+			{Key: "ping", Value: time.Now()}, {Key: "up", Value: int64(time.Since(r.started).Seconds())}, {Key: "waiting", Value: true},
+			{Key: "mongoVersion", Value: commands.MongoVersion}, {Key: "advisoryHostFQDNs", Value: bson.A{}}}}})
+		cancel()
+		if err != nil && !r.closing.Load() {
+			r.log.Warn("could not record the router in config.mongos", "err", err)
+		}
+		select {
+		case <-r.stop:
+			return
+		case <-time.After(pingInterval):
+		}
+	}
 }
 
 // request is one client command.

@@ -12,4 +12,7 @@
 // against `cairn serve --auth` (SCRAM-SHA-256 and SCRAM-SHA-1), and
 // TestClientsTLS runs tls_smoke.mjs and tls_mongosh.js against `cairn serve
 // --tlsMode requireTLS` with a certificate internal/testpki makes at run time.
+// TestClientsSharded runs mongosh_sharded.js (mongosh's sh.* helpers,
+// sh.status() and getShardDistribution) through the router of a sharded
+// cluster that `cairn cluster up --shards 2` starts.
 package smoke

@@ -234,6 +234,25 @@ func TestShardedClusterPlan(t *testing.T) {
 	if ls := runAdmin(t, c, bson.D{{Key: "listShards", Value: 1}}); len(ls["shards"].(bson.A)) != 3 {
 		t.Fatalf("listShards: %v", ls)
 	}
+	// Each shard got its own documentIdUniquePrefix from the config servers.
+	prefixes := map[string]int32{}
+	seenPrefix := map[int32]bool{}
+	scur, err := cfgClient.Database("config").Collection("shards").Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shardDocs []bson.M
+	if err := scur.All(ctx, &shardDocs); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range shardDocs {
+		p, _ := d["documentIdUniquePrefix"].(int32)
+		if p == 0 || seenPrefix[p] {
+			t.Fatalf("shard %v: documentIdUniquePrefix %v is missing or not unique (%v)", d["_id"], d["documentIdUniquePrefix"], prefixes)
+		}
+		seenPrefix[p] = true
+		prefixes[d["_id"].(string)] = p
+	}
 	wantCode(t, "removeShard of an unknown shard", c.Database("admin").RunCommand(ctx, bson.D{{Key: "removeShard", Value: "nope"}}).Err(), 70)
 
 	// The plan: project-wide collections on project_id, document-wide
@@ -397,6 +416,64 @@ func TestShardedClusterPlan(t *testing.T) {
 	}
 	if arr, _ := vals.Values(); len(arr) != 30 {
 		t.Fatalf("distinct over three shards: %d values", len(arr))
+	}
+
+	// Sequential ids made by the shards carry each shard's prefix: unique
+	// across the cluster without any coordination per insert.
+	if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "seq"}, {Key: "idGenerator", Value: "sequential"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	runAdmin(t, c, bson.D{{Key: "shardCollection", Value: "plan.seq"}, {Key: "key", Value: bson.D{{Key: "k", Value: "hashed"}}}})
+	var seqDocs bson.A
+	for i := range 60 {
+		seqDocs = append(seqDocs, bson.D{{Key: "k", Value: i}})
+	}
+	var ins struct {
+		N         int `bson:"n"`
+		Generated []struct {
+			Index int    `bson:"index"`
+			ID    string `bson:"_id"`
+		} `bson:"generatedIds"`
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: "seq"}, {Key: "documents", Value: seqDocs}}).Decode(&ins); err != nil {
+		t.Fatal(err)
+	}
+	if ins.N != 60 || len(ins.Generated) != 60 {
+		t.Fatalf("sequential insert through the router: n %d, %d generated ids", ins.N, len(ins.Generated))
+	}
+	usedPrefixes := map[string]bool{}
+	for i, g := range ins.Generated {
+		if g.Index != i || len(g.ID) != 28 {
+			t.Fatalf("generatedIds[%d] = %+v", i, g)
+		}
+		usedPrefixes[g.ID[:4]] = true
+	}
+	for _, s := range sc.shards {
+		name := s[:3]
+		dc := directClient(t, s[len("shN/"):])
+		cur, err := dc.Database("plan").Collection("seq").Find(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held []struct {
+			ID string `bson:"_id"`
+		}
+		if err := cur.All(ctx, &held); err != nil {
+			t.Fatal(err)
+		}
+		_ = dc.Disconnect(ctx)
+		want := fmt.Sprintf("%04x", prefixes[name])
+		if len(held) == 0 {
+			t.Fatalf("shard %s holds no seq document", name)
+		}
+		for _, h := range held {
+			if h.ID[:4] != want {
+				t.Fatalf("shard %s made id %s without its prefix %s", name, h.ID, want)
+			}
+		}
+	}
+	if len(usedPrefixes) != 3 {
+		t.Fatalf("sequential ids carry prefixes %v, want the three shards'", usedPrefixes)
 	}
 
 	// Writes: by shard key, by _id, and refusals without either.

@@ -88,13 +88,48 @@ func cmdAddShard(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 		}
 		r.log.Warn("shard does not take _addShard (not a shard server): added without a shard identity", "shard", id)
 	}
+	prefix, err := r.assignIDPrefix(ctx, primary, existing)
+	if err != nil {
+		return nil, err
+	}
 	doc := bson.D{{Key: "_id", Value: id}, {Key: "host", Value: hostStr}, {Key: "state", Value: int32(1)},
-		{Key: "topologyTime", Value: bson.Timestamp{T: uint32(time.Now().Unix()), I: 1}}}
+		{Key: "topologyTime", Value: bson.Timestamp{T: uint32(time.Now().Unix()), I: 1}},
+		{Key: "documentIdUniquePrefix", Value: int32(prefix)}}
 	if err := r.configInsert(ctx, "shards", marshal(doc)); err != nil {
 		return nil, err
 	}
 	_ = r.cache.loadShards(ctx)
 	return okReply("shardAdded", id), nil
+}
+
+// assignIDPrefix gives a new shard its own documentIdUniquePrefix, so the
+// sequential ids its primaries make are unique in the cluster: the one it
+// has when no other shard holds it (its existing ids keep their prefix),
+// else the smallest free one from 1; it is set on the shard and recorded
+// in its config.shards entry.
+func (r *Router) assignIDPrefix(ctx context.Context, primary *host, shards []bsoncore.Document) (int64, error) {
+	taken := map[int64]bool{}
+	for _, d := range shards {
+		if p, ok := d.Lookup("documentIdUniquePrefix").AsInt64OK(); ok {
+			taken[p] = true
+		}
+	}
+	reply, err := checkReply(primary.run(ctx, marshal(bson.D{{Key: "getParameter", Value: 1}, {Key: "documentIdUniquePrefix", Value: 1}, {Key: "$db", Value: "admin"}})))
+	if err != nil {
+		return 0, mongoerr.New(mongoerr.OperationFailed, "reading the shard's documentIdUniquePrefix: %v", err)
+	}
+	prefix, _ := reply.Lookup("documentIdUniquePrefix").AsInt64OK()
+	if prefix == 0 || taken[prefix] {
+		for prefix = 1; taken[prefix]; prefix++ {
+		}
+		if prefix > 65535 {
+			return 0, mongoerr.New(mongoerr.OperationFailed, "every documentIdUniquePrefix is taken")
+		}
+		if _, err := checkReply(primary.run(ctx, marshal(bson.D{{Key: "setParameter", Value: 1}, {Key: "documentIdUniquePrefix", Value: prefix}, {Key: "$db", Value: "admin"}}))); err != nil {
+			return 0, mongoerr.New(mongoerr.OperationFailed, "setting the shard's documentIdUniquePrefix: %v", err)
+		}
+	}
+	return prefix, nil
 }
 
 func cmdListShards(ctx context.Context, r *Router, _ *request) (bsoncore.Document, error) {
@@ -199,6 +234,44 @@ func (r *Router) shardIndexes(ctx context.Context, rt *routing, id, coll string)
 	}
 	nonEmpty = len(arrayDocs(reply.Lookup("cursor").Document().Lookup("firstBatch"))) > 0
 	return specs, nonEmpty, nil
+}
+
+// createCommand is the create command that makes coll on another shard as
+// the primary has it: its options from listCollections (a collection the
+// primary does not have yet is created there first).
+func (r *Router) createCommand(ctx context.Context, rt *routing, coll string) (bsoncore.Document, error) {
+	list := func() (bsoncore.Document, error) {
+		body := bsoncore.NewDocumentBuilder().AppendInt32("listCollections", 1).
+			AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendString("name", coll).Build()).Build()
+		reply, err := r.toShard(ctx, rt.db.primary, rt, body)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range arrayDocs(reply.Lookup("cursor", "firstBatch")) {
+			opts, _ := c.Lookup("options").DocumentOK()
+			return opts, nil
+		}
+		return nil, nil
+	}
+	opts, err := list()
+	if err != nil {
+		return nil, err
+	}
+	if opts == nil {
+		body := bsoncore.NewDocumentBuilder().AppendString("create", coll).Build()
+		if _, err := r.toShard(ctx, rt.db.primary, rt, body); err != nil && codeOf(err) != int32(mongoerr.NamespaceExists) {
+			return nil, err
+		}
+		if opts, err = list(); err != nil {
+			return nil, err
+		}
+	}
+	b := bsoncore.NewDocumentBuilder().AppendString("create", coll)
+	els, _ := opts.Elements()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build(), nil
 }
 
 // ensureShardKeyIndex creates the shard key index on shard id.
@@ -322,8 +395,18 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 				owners = append(owners, c.Shard)
 			}
 		}
+		createCmd, err := r.createCommand(ctx, rt, coll)
+		if err != nil {
+			return err
+		}
 		for _, o := range owners {
-			if o == rt.db.primary && supported {
+			if o != rt.db.primary {
+				// Every shard holding chunks has the collection with the
+				// primary's options (idGenerator, validator, collation).
+				if _, err := r.toShard(ctx, o, rt, createCmd); err != nil && codeOf(err) != int32(mongoerr.NamespaceExists) {
+					return err
+				}
+			} else if supported {
 				continue
 			}
 			if err := r.ensureShardKeyIndex(ctx, rt, o, coll, key, unique); err != nil {

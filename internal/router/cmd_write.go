@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"sort"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -16,6 +17,7 @@ import (
 type writeResult struct {
 	n, nModified int64
 	upserted     []bsoncore.Document
+	generated    []bsoncore.Document // insert's generatedIds
 	errors       []bsoncore.Document
 	wce          bsoncore.Document
 }
@@ -28,6 +30,10 @@ func (w *writeResult) add(reply bsoncore.Document, index []int) {
 	for _, u := range arrayDocs(reply.Lookup("upserted")) {
 		i, _ := u.Lookup("index").AsInt64OK()
 		w.upserted = append(w.upserted, withIndex(u, index[i]))
+	}
+	for _, g := range arrayDocs(reply.Lookup("generatedIds")) {
+		i, _ := g.Lookup("index").AsInt64OK()
+		w.generated = append(w.generated, withIndex(g, index[i]))
 	}
 	for _, e := range arrayDocs(reply.Lookup("writeErrors")) {
 		i, _ := e.Lookup("index").AsInt64OK()
@@ -76,6 +82,18 @@ func (w *writeResult) reply(withModified bool) bsoncore.Document {
 			arr.AppendDocument(u)
 		}
 		b.AppendArray("upserted", arr.Build())
+	}
+	if len(w.generated) > 0 {
+		sort.Slice(w.generated, func(i, j int) bool {
+			a, _ := w.generated[i].Lookup("index").AsInt64OK()
+			b, _ := w.generated[j].Lookup("index").AsInt64OK()
+			return a < b
+		})
+		arr := bsoncore.NewArrayBuilder()
+		for _, g := range w.generated {
+			arr.AppendDocument(g)
+		}
+		b.AppendArray("generatedIds", arr.Build())
 	}
 	if len(w.errors) > 0 {
 		arr := bsoncore.NewArrayBuilder()
@@ -149,9 +167,25 @@ func orderedArg(req *request) bool {
 	return !ok || o
 }
 
+// keyNeedsID reports whether a document's shard key reads its _id: then
+// the router gives a document without one an ObjectId before routing it.
+// Otherwise the shard makes the id, by the collection's idGenerator
+// (sequential ids carry the shard's documentIdUniquePrefix, unique in the
+// cluster), and the reply's generatedIds say which.
+func keyNeedsID(rt *routing) bool {
+	if !rt.sharded() {
+		return false
+	}
+	for _, f := range rt.coll.m.Pattern.Fields {
+		if pathsMeet(f.Path, "_id") {
+			return true
+		}
+	}
+	return false
+}
+
 // withID returns doc with an _id first: a router-made ObjectId when it
-// has none (the shard key may be _id, and a retried insert must not get a
-// second one).
+// has none.
 func withID(doc bsoncore.Document) bsoncore.Document {
 	if _, err := doc.LookupErr("_id"); err == nil {
 		return doc
@@ -170,9 +204,6 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 	if err != nil {
 		return nil, err
 	}
-	for i := range docs {
-		docs[i] = withID(docs[i])
-	}
 	ordered := orderedArg(req)
 	var res writeResult
 	err = r.retry(ctx, req.ns(), func() error {
@@ -183,7 +214,12 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 		}
 		var batches []batch
 		byShard := map[string]int{}
+		needsID := keyNeedsID(rt)
 		for i, d := range docs {
+			if needsID {
+				d = withID(d)
+				docs[i] = d // a retry after StaleConfig keeps the id
+			}
 			s := rt.db.primary
 			if rt.sharded() {
 				if s, err = rt.coll.m.ShardFor(d); err != nil {

@@ -31,9 +31,16 @@
 // in mongos's shape: queryPlanner.winningPlan.stage SINGLE_SHARD,
 // SHARD_MERGE or SHARD_MERGE_SORT, with each shard's plan under shards.
 //
-// Writes: inserts go by each document's shard key (the router gives a
-// document without _id an ObjectId first, so its shard key and its retry
-// see the same id); an ordered insert is sent as runs of consecutive
+// Writes: inserts go by each document's shard key. When the shard key
+// reads _id, the router gives a document without one an ObjectId first
+// (so its shard key and a retry see the same id); otherwise the shard
+// makes it by the collection's idGenerator, and the reply's generatedIds
+// are passed on in the client's numbering. Sequential ids stay unique in
+// the cluster: addShard gives every shard its own documentIdUniquePrefix
+// (kept when no other shard holds it, recorded in config.shards), and
+// shardCollection creates the collection with the primary's options
+// (idGenerator, validator, collation) on every shard given chunks. An
+// ordered insert is sent as runs of consecutive
 // documents for one shard, an unordered one as one batch per shard at
 // once. update and delete follow MongoDB 7.0's targeting rules without its
 // two-phase "without shard key" protocol: a multi statement goes to every

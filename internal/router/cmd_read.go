@@ -62,6 +62,13 @@ func (r *Router) streams(ctxp *context.Context, shards []string, rt *routing, re
 	return &concatSource{srcs: srcs}, nil
 }
 
+// exhausted reports whether a shard's cursor reply holds the whole answer
+// (cursor id 0): the router then passes it on as it came.
+func exhausted(reply bsoncore.Document) bool {
+	id, ok := reply.Lookup("cursor", "id").AsInt64OK()
+	return ok && id == 0
+}
+
 var pagingFields = map[string]bool{"skip": true, "limit": true, "batchSize": true, "singleBatch": true}
 
 func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
@@ -94,6 +101,10 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 		})
 		if err != nil {
 			return err
+		}
+		if one && exhausted(replies[0]) {
+			out = replies[0] // the shard's whole answer: nothing to merge or keep
+			return nil
 		}
 		ctxp := &ctx
 		src, err := r.streams(ctxp, shards, rt, replies, sortKey)
@@ -255,6 +266,10 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 			replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
 			if err != nil {
 				return err
+			}
+			if exhausted(replies[0]) {
+				out = replies[0]
+				return nil
 			}
 			src, err := r.streams(ctxp, shards, rt, replies, nil)
 			if err != nil {

@@ -11,12 +11,14 @@ import (
 )
 
 // FreeRange returns the first of n consecutive loopback ports that are
-// free now (another process may take one before the caller does; tests
-// that start several processes accept that small race).
+// free now, below Linux's ephemeral range (32768 and up), so the outgoing
+// connections of the processes being started cannot take one in between;
+// another listener may still, and tests that start several processes
+// accept that small race.
 func FreeRange(t testing.TB, n int) int {
 	t.Helper()
 	for range 50 {
-		base := 20000 + rand.IntN(30000)
+		base := 10000 + rand.IntN(22000)
 		ok := true
 		for p := base; p < base+n && ok; p++ {
 			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))

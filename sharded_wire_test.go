@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -303,6 +304,20 @@ func TestShardedClusterPlan(t *testing.T) {
 		if stage != "SINGLE_SHARD" || len(shards) != 1 || shards[0] != "sh1" {
 			t.Fatalf("explain of %s by %s: %s on %v, want SINGLE_SHARD on sh1", p.coll, p.keyField, stage, shards)
 		}
+	}
+
+	// A batch larger than a command body may be (16 MB) reaches the shards
+	// as a document sequence.
+	big := strings.Repeat("x", 1<<20)
+	var bigDocs []any
+	for i := range 20 {
+		bigDocs = append(bigDocs, bson.D{{Key: "doc_id", Value: 1000 + i}, {Key: "field", Value: "big"}, {Key: "blob", Value: big}})
+	}
+	if _, err := db.Collection("doc_fields").InsertMany(ctx, bigDocs); err != nil {
+		t.Fatalf("a 20 MB insert through the router: %v", err)
+	}
+	if _, err := db.Collection("doc_fields").DeleteMany(ctx, bson.D{{Key: "field", Value: "big"}}); err != nil {
+		t.Fatal(err)
 	}
 
 	// Splits and merges change config.chunks and the collection version.

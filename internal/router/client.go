@@ -38,15 +38,29 @@ func dial(ctx context.Context, host string) (*conn, error) {
 	return &conn{nc: nc, r: wire.NewReader(nc, 0), w: bufio.NewWriter(nc)}, nil
 }
 
-// roundTrip sends cmd (which carries $db) and returns a copy of the reply.
-func (c *conn) roundTrip(ctx context.Context, cmd bsoncore.Document) (bsoncore.Document, error) {
+// sequence is an OP_MSG document sequence (kind 1 section) sent with a
+// command: a write's documents, which together may exceed the 16 MB a
+// command body may hold.
+type sequence struct {
+	id   string
+	docs []bsoncore.Document
+}
+
+// roundTrip sends cmd (which carries $db) and seq when given, and returns
+// a copy of the reply.
+func (c *conn) roundTrip(ctx context.Context, cmd bsoncore.Document, seq *sequence) (bsoncore.Document, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.nc.SetDeadline(dl)
 	} else {
 		_ = c.nc.SetDeadline(time.Time{})
 	}
 	c.id++
-	c.frame = wire.AppendMsg(c.frame[:0], c.id, 0, 0, cmd)
+	start, frame := wire.BeginMsg(c.frame[:0], c.id, 0, 0)
+	frame = wire.AppendBodySection(frame, cmd)
+	if seq != nil {
+		frame = wire.AppendSequenceSection(frame, seq.id, seq.docs)
+	}
+	c.frame = wire.EndMsg(frame, start)
 	if _, err := c.w.Write(c.frame); err != nil {
 		return nil, err
 	}
@@ -103,11 +117,15 @@ func (h *host) close() {
 
 // run sends cmd to this host and returns its reply, ok: 0 included.
 func (h *host) run(ctx context.Context, cmd bsoncore.Document) (bsoncore.Document, error) {
+	return h.runSeq(ctx, cmd, nil)
+}
+
+func (h *host) runSeq(ctx context.Context, cmd bsoncore.Document, seq *sequence) (bsoncore.Document, error) {
 	c, err := h.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	reply, err := c.roundTrip(ctx, cmd)
+	reply, err := c.roundTrip(ctx, cmd, seq)
 	if err != nil {
 		c.nc.Close()
 		return nil, err
@@ -254,6 +272,11 @@ func notPrimary(code int32) bool {
 // included, as the member sent it). A network error or a not-primary
 // answer makes it look for the primary again and retry once.
 func (s *Set) Run(ctx context.Context, cmd bsoncore.Document) (bsoncore.Document, error) {
+	return s.RunSeq(ctx, cmd, nil)
+}
+
+// RunSeq is Run with a document sequence (nil: none).
+func (s *Set) RunSeq(ctx context.Context, cmd bsoncore.Document, seq *sequence) (bsoncore.Document, error) {
 	for attempt := 0; ; attempt++ {
 		h := s.primary.Load()
 		if h == nil {
@@ -262,7 +285,7 @@ func (s *Set) Run(ctx context.Context, cmd bsoncore.Document) (bsoncore.Document
 				return nil, err
 			}
 		}
-		reply, err := h.run(ctx, cmd)
+		reply, err := h.runSeq(ctx, cmd, seq)
 		if err == nil {
 			code, _ := reply.Lookup("code").AsInt32OK()
 			if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok == 1 || !notPrimary(code) {

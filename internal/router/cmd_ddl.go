@@ -34,8 +34,22 @@ func toPrimary(create bool) handler {
 			if rt.db == nil {
 				return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", req.db)
 			}
-			out, err = r.toShard(ctx, rt.db.primary, rt, rewrite(req.body, nil, nil))
-			return err
+			if out, err = r.toShard(ctx, rt.db.primary, rt, rewrite(req.body, nil, nil)); err != nil {
+				return err
+			}
+			if _, ok := out.Lookup("cursor").DocumentOK(); ok && !exhausted(out) {
+				// A listing longer than its first batch: the router keeps
+				// the cursor, whose getMores come to it.
+				ns, _ := out.Lookup("cursor", "ns").StringValueOK()
+				ctxp := &ctx
+				src, err := r.streams(ctxp, []string{rt.db.primary}, rt, []bsoncore.Document{out}, nil)
+				if err != nil {
+					return err
+				}
+				out, err = r.openCursor(ctxp, req, ns, src, 0, 0, 0, false)
+				return err
+			}
+			return nil
 		})
 		return out, err
 	}

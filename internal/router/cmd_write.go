@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -120,16 +121,12 @@ type batch struct {
 // Ordered: one after another, stopping at the first error; unordered: all
 // at once.
 func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, field string, batches []batch, ordered bool, res *writeResult) error {
-	build := func(b batch) bsoncore.Document {
-		arr := bsoncore.NewArrayBuilder()
-		for _, d := range b.docs {
-			arr.AppendDocument(d)
-		}
-		return rewrite(req.body, map[string]bool{field: true}, func(bb *bsoncore.DocumentBuilder) { bb.AppendArray(field, arr.Build()) })
-	}
+	// The statements travel as a document sequence, as drivers send them:
+	// a batch may hold up to 48 MB, more than a command body may.
+	body := rewrite(req.body, map[string]bool{field: true}, nil)
 	if ordered {
 		for _, b := range batches {
-			reply, err := r.toShard(ctx, b.shard, rt, build(b))
+			reply, err := r.toShardSeq(ctx, b.shard, rt, body, &sequence{id: field, docs: b.docs})
 			if err != nil {
 				return err
 			}
@@ -141,19 +138,18 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 		}
 		return nil
 	}
-	shards := make([]string, len(batches))
+	replies := make([]bsoncore.Document, len(batches))
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
 	for i, b := range batches {
-		shards[i] = b.shard
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[i], errs[i] = r.toShardSeq(ctx, b.shard, rt, body, &sequence{id: field, docs: b.docs})
+		}()
 	}
-	replies, err := r.scatter(ctx, shards, rt, func(s string) bsoncore.Document {
-		for _, b := range batches {
-			if b.shard == s {
-				return build(b)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	wg.Wait()
+	if err := firstError(errs); err != nil {
 		return err
 	}
 	for i, reply := range replies {

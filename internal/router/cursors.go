@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -112,6 +113,30 @@ type routerCursor struct {
 	limit int64 // 0: none
 	sent  int64
 	mu    sync.Mutex
+	used  time.Time // when a getMore last read it (under cursors.mu)
+}
+
+// cursorTimeout is how long a router cursor may sit unread before the
+// router kills it and its shards' cursors (cursorTimeoutMillis, 10
+// minutes in MongoDB).
+var cursorTimeout = 10 * time.Minute
+
+// reap kills the cursors idle longer than cursorTimeout.
+func (c *cursors) reap(now time.Time) {
+	c.mu.Lock()
+	var idle []*routerCursor
+	for id, rc := range c.m {
+		if now.Sub(rc.used) > cursorTimeout {
+			idle = append(idle, rc)
+			delete(c.m, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, rc := range idle {
+		rc.mu.Lock()
+		_ = rc.src.Close()
+		rc.mu.Unlock()
+	}
 }
 
 type cursors struct {
@@ -127,7 +152,7 @@ func (c *cursors) add(rc *routerCursor) {
 		_, _ = rand.Read(b[:])
 		id := int64(binary.LittleEndian.Uint64(b[:]) & (1<<62 - 1))
 		if _, taken := c.m[id]; id != 0 && !taken {
-			rc.id = id
+			rc.id, rc.used = id, time.Now()
 			c.m[id] = rc
 			return
 		}
@@ -145,7 +170,11 @@ func (c *cursors) take(id int64) *routerCursor {
 func (c *cursors) get(id int64) *routerCursor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[id]
+	rc := c.m[id]
+	if rc != nil {
+		rc.used = time.Now()
+	}
+	return rc
 }
 
 // batch pulls up to n documents (n <= 0: 101) within 16 MB; done reports

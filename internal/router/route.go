@@ -116,6 +116,11 @@ func staleCode(code int32) bool { return code == 13388 || code == 249 || code ==
 // and returns its reply; an ok: 0 reply is a *replyError, a stale one an
 // *errStale.
 func (r *Router) toShard(ctx context.Context, id string, rt *routing, body bsoncore.Document) (bsoncore.Document, error) {
+	return r.toShardSeq(ctx, id, rt, body, nil)
+}
+
+// toShardSeq is toShard with a document sequence.
+func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bsoncore.Document, seq *sequence) (bsoncore.Document, error) {
 	sh, err := r.cache.shard(ctx, id)
 	if err != nil {
 		return nil, err
@@ -137,7 +142,7 @@ func (r *Router) toShard(ctx context.Context, id string, rt *routing, body bsonc
 			}
 			b.AppendString("$db", db)
 		})
-		reply, err := checkReply(sh.set.Run(ctx, cmd))
+		reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
 		var re *replyError
 		if errors.As(err, &re) {
 			code := re.code()
@@ -194,16 +199,25 @@ func (r *Router) scatter(ctx context.Context, shards []string, rt *routing, buil
 		}()
 	}
 	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return nil, err
+	}
+	return replies, nil
+}
+
+// firstError is the first stale-routing error among errs (the operation
+// starts again), else the first error.
+func firstError(errs []error) error {
 	for _, e := range errs {
 		var st *errStale
 		if errors.As(e, &st) {
-			return nil, e
+			return e
 		}
 	}
 	for _, e := range errs {
 		if e != nil {
-			return nil, e
+			return e
 		}
 	}
-	return replies, nil
+	return nil
 }

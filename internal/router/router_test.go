@@ -101,3 +101,24 @@ func TestRewriteDropsClientFields(t *testing.T) {
 		t.Fatalf("rewrite: %s, want %s", out, want)
 	}
 }
+
+type closeCounter struct{ closed int }
+
+func (c *closeCounter) Next() (bsoncore.Document, error) { return nil, nil }
+func (c *closeCounter) Close() error                     { c.closed++; return nil }
+
+// TestCursorReap: a router cursor left unread past cursorTimeout is killed
+// (its shards' cursors closed); one read recently stays.
+func TestCursorReap(t *testing.T) {
+	var cs cursors
+	cs.m = map[int64]*routerCursor{}
+	idle, busy := &closeCounter{}, &closeCounter{}
+	a, b := &routerCursor{src: idle}, &routerCursor{src: busy}
+	cs.add(a)
+	cs.add(b)
+	a.used = a.used.Add(-cursorTimeout - 1)
+	cs.reap(b.used)
+	if idle.closed != 1 || busy.closed != 0 || cs.get(a.id) != nil || cs.get(b.id) == nil {
+		t.Fatalf("after reaping: idle closed %d, busy closed %d, idle kept %v", idle.closed, busy.closed, cs.get(a.id) != nil)
+	}
+}

@@ -134,7 +134,8 @@ func (r *Router) Close() error {
 const pingInterval = 30 * time.Second
 
 // pingLoop records the router in config.mongos (sh.status()'s "most
-// recently active mongoses"), now and every pingInterval.
+// recently active mongoses"), now and every pingInterval, and then kills
+// the cursors left idle too long.
 func (r *Router) pingLoop() {
 	host, _ := os.Hostname()
 	_, port, _ := net.SplitHostPort(r.Addr().String())
@@ -153,6 +154,7 @@ func (r *Router) pingLoop() {
 			return
 		case <-time.After(pingInterval):
 		}
+		r.cursors.reap(time.Now())
 	}
 }
 

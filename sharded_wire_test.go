@@ -425,6 +425,23 @@ func TestShardedClusterPlan(t *testing.T) {
 	if len(groups) != 30 || groups[0].ID != "env-0" || groups[0].N != 5 {
 		t.Fatalf("grouped over three shards: %v", groups)
 	}
+	// Partial $avg states from each shard, merged at the router.
+	acur, err = envs.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "avg", Value: bson.D{{Key: "$avg", Value: "$i"}}}, {Key: "n", Value: bson.D{{Key: "$count", Value: bson.D{}}}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var avg []struct {
+		Avg float64 `bson:"avg"`
+		N   int     `bson:"n"`
+	}
+	if err := acur.All(ctx, &avg); err != nil {
+		t.Fatal(err)
+	}
+	if len(avg) != 1 || avg[0].Avg != 149.5 || avg[0].N != 300 {
+		t.Fatalf("$avg merged from partial states: %+v", avg)
+	}
 	vals, err := envs.Distinct(ctx, "_id.env", bson.D{}).Raw()
 	if err != nil {
 		t.Fatal(err)

@@ -287,18 +287,15 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 			return err
 		}
 		shardPart, mergePart := sp.Shards, sp.Merge
-		if sp.NeedsMerge {
-			// Shards do not take needsMerge yet: they run the streaming
-			// prefix and the router groups everything.
-			k := len(sp.Shards) - 1
-			shardPart, mergePart = pipeline[:k], pipeline[k:]
-		}
 		arr := bsoncore.NewArrayBuilder()
 		for _, st := range shardPart {
 			arr.AppendDocument(st)
 		}
-		body := rewrite(req.body, map[string]bool{"pipeline": true, "cursor": true}, func(b *bsoncore.DocumentBuilder) {
+		body := rewrite(req.body, map[string]bool{"pipeline": true, "cursor": true, "needsMerge": true}, func(b *bsoncore.DocumentBuilder) {
 			b.AppendArray("pipeline", arr.Build()).AppendDocument("cursor", bsoncore.NewDocumentBuilder().Build())
+			if sp.NeedsMerge {
+				b.AppendBoolean("needsMerge", true) // the shards' $group emits partial states
+			}
 		})
 		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return body })
 		if err != nil {

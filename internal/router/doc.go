@@ -26,7 +26,8 @@
 // (agg.MergeSorted) or concatenated; skip and limit are pushed down as
 // limit = skip+limit and applied again at the router. Aggregation splits
 // with agg.Split: the shards run the streaming prefix and a $sort (with
-// its following $limit), the router the rest. getMore and killCursors act
+// its following $limit) or a $group emitting partial states (needsMerge),
+// the router the rest (the $group merging them, $doingMerge). getMore and killCursors act
 // on the router's cursors, which hold the shards' cursors. explain answers
 // in mongos's shape: queryPlanner.winningPlan.stage SINGLE_SHARD,
 // SHARD_MERGE or SHARD_MERGE_SORT, with each shard's plan under shards.
@@ -83,9 +84,6 @@
 //   - Sessions and transactions through the router: hello does not
 //     advertise logicalSessionTimeoutMinutes, so drivers send no lsid;
 //     retryable writes are not retried by drivers through the router.
-//   - A shard's half of a split $group ($doingMerge partial states) needs
-//     the shard to take needsMerge; until then shards run the streaming
-//     prefix and the router groups every document.
 //   - A find whose projection drops its sort fields is merge-sorted by
 //     documents that lack them (MongoDB adds $sortKey).
 //   - split by find or bounds (at the chunk's median), movePrimary,

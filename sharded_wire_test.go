@@ -406,6 +406,30 @@ func TestShardedClusterPlan(t *testing.T) {
 			t.Fatalf("sorted scatter out of order at %d: %d after %d", i, sorted[i].I, sorted[i-1].I)
 		}
 	}
+	// A projection dropping the sort field: still merged in order.
+	cur, err = envs.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "i", Value: 1}}).SetProjection(bson.D{{Key: "_id.name", Value: 1}}).SetLimit(120))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named []struct {
+		ID struct {
+			Env  string `bson:"env"`
+			Name string `bson:"name"`
+		} `bson:"_id"`
+		I *int `bson:"i"`
+	}
+	if err := cur.All(ctx, &named); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range named {
+		if want := fmt.Sprintf("n%03d", i); d.ID.Name != want || d.ID.Env != "" || d.I != nil {
+			t.Fatalf("projected sorted scatter [%d]: %+v, want only _id.name %s", i, d, want)
+		}
+	}
+	if len(named) != 120 {
+		t.Fatalf("projected sorted scatter: %d documents", len(named))
+	}
+
 	// Aggregation split: a partial $group on each shard's documents.
 	acur, err := envs.Aggregate(ctx, mongo.Pipeline{
 		{{Key: "$match", Value: bson.D{{Key: "i", Value: bson.D{{Key: "$lt", Value: 150}}}}}},

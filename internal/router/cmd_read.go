@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -9,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // concatSource reads its sources one after another.
@@ -69,7 +71,46 @@ func exhausted(reply bsoncore.Document) bool {
 	return ok && id == 0
 }
 
-var pagingFields = map[string]bool{"skip": true, "limit": true, "batchSize": true, "singleBatch": true}
+var (
+	pagingFields        = map[string]bool{"skip": true, "limit": true, "batchSize": true, "singleBatch": true}
+	pagingAndProjection = map[string]bool{"skip": true, "limit": true, "batchSize": true, "singleBatch": true, "projection": true}
+)
+
+// projectableAtRouter reports whether a projection needs nothing but the
+// document (no positional "a.$", $elemMatch or $meta, which need the
+// shard's match or scores).
+func projectableAtRouter(proj bsoncore.Document) bool {
+	els, _ := proj.Elements()
+	for _, el := range els {
+		if strings.Contains(el.Key(), "$") {
+			return false
+		}
+		if d, ok := el.Value().DocumentOK(); ok {
+			if first, err := d.IndexErr(0); err == nil && (first.Key() == "$elemMatch" || first.Key() == "$meta") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// projectSource applies a find projection to merged documents.
+type projectSource struct {
+	src agg.Source
+	p   *query.Projection
+	buf []byte
+}
+
+func (s *projectSource) Next() (bsoncore.Document, error) {
+	d, err := s.src.Next()
+	if err != nil || d == nil {
+		return d, err
+	}
+	s.buf, err = s.p.Apply(s.buf[:0], d, -1)
+	return s.buf, err
+}
+
+func (s *projectSource) Close() error { return s.src.Close() }
 
 func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
 	filter, sortKey := docArg(req, "filter"), docArg(req, "sort")
@@ -86,11 +127,22 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 			return err
 		}
 		one := len(shards) == 1
+		// A projection may drop the fields the shards' streams are
+		// merged by: then the shards send whole documents and the router
+		// projects after merging.
+		var routerProj *query.Projection
+		skipFields := pagingFields
+		if proj := docArg(req, "projection"); !one && len(sortKey) > 5 && len(proj) > 5 && projectableAtRouter(proj) {
+			if routerProj, err = query.ParseProjection(proj, nil); err != nil {
+				return err
+			}
+			skipFields = pagingAndProjection
+		}
 		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document {
 			if one {
 				return rewrite(req.body, nil, nil)
 			}
-			return rewrite(req.body, pagingFields, func(b *bsoncore.DocumentBuilder) {
+			return rewrite(req.body, skipFields, func(b *bsoncore.DocumentBuilder) {
 				if limit > 0 {
 					b.AppendInt64("limit", skip+limit)
 				}
@@ -110,6 +162,9 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 		src, err := r.streams(ctxp, shards, rt, replies, sortKey)
 		if err != nil {
 			return err
+		}
+		if routerProj != nil {
+			src = &projectSource{src: src, p: routerProj}
 		}
 		rskip, rlimit := skip, limit
 		if one {

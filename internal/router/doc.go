@@ -84,8 +84,11 @@
 //   - Sessions and transactions through the router: hello does not
 //     advertise logicalSessionTimeoutMinutes, so drivers send no lsid;
 //     retryable writes are not retried by drivers through the router.
-//   - A find whose projection drops its sort fields is merge-sorted by
-//     documents that lack them (MongoDB adds $sortKey).
+//   - A sorted find over several shards with a projection has the shards
+//     send whole documents and projects at the router (MongoDB has the
+//     shards add $sortKey instead); with a positional, $elemMatch or $meta
+//     projection, which need the shard's match, the projection stays on
+//     the shards and a sort field it drops is merged as missing.
 //   - split by find or bounds (at the chunk's median), movePrimary,
 //     collectionless aggregation, updateOne/deleteOne/findAndModify
 //     without the shard key, and getShardDistribution's data are not

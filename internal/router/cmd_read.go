@@ -288,6 +288,11 @@ func pipelineArg(req *request) ([]bsoncore.Document, error) {
 }
 
 func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	if pipeline, err := pipelineArg(req); err == nil && len(pipeline) > 0 && req.db == "admin" {
+		if _, err := pipeline[0].LookupErr("$shardedDataDistribution"); err == nil {
+			return r.shardedDataDistribution(ctx, req, pipeline[1:])
+		}
+	}
 	if _, ok := req.body.Lookup("aggregate").StringValueOK(); !ok {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "the router runs no collectionless aggregation ($currentOp, $documents) yet")
 	}
@@ -377,6 +382,59 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		return err
 	})
 	return out, err
+}
+
+// shardedDataDistribution answers MongoDB 7.0's $shardedDataDistribution
+// (sh.status() shows it): per sharded collection, per shard owning chunks,
+// its documents and their bytes by the shard's $collStats. Orphans are
+// counted as none: the range deleter is the shard side's.
+func (r *Router) shardedDataDistribution(ctx context.Context, req *request, rest []bsoncore.Document) (bsoncore.Document, error) {
+	colls, err := r.configFind(ctx, "collections", nil, bson.D{{Key: "_id", Value: 1}})
+	if err != nil {
+		return nil, err
+	}
+	var out []bsoncore.Document
+	for _, c := range colls {
+		ns, _ := c.Lookup("_id").StringValueOK()
+		db, coll, err := splitNS(ns)
+		if err != nil {
+			continue
+		}
+		rt, err := r.route(ctx, db, coll, false)
+		if err != nil || !rt.sharded() {
+			continue
+		}
+		body := marshal(bson.D{{Key: "aggregate", Value: coll}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "storageStats", Value: bson.D{}}}}}}}, {Key: "cursor", Value: bson.D{}}})
+		shards := rt.allShards()
+		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return body })
+		if err != nil {
+			return nil, err
+		}
+		arr := bsoncore.NewArrayBuilder()
+		for i, rep := range replies {
+			var count, size int64
+			for _, d := range arrayDocs(rep.Lookup("cursor", "firstBatch")) {
+				st, _ := d.Lookup("storageStats").DocumentOK()
+				count, _ = st.Lookup("count").AsInt64OK()
+				size, _ = st.Lookup("size").AsInt64OK()
+			}
+			arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("shardName", shards[i]).AppendInt64("numOrphanedDocs", 0).
+				AppendInt64("numOwnedDocuments", count).AppendInt64("ownedSizeBytes", size).AppendInt64("orphanedSizeBytes", 0).Build())
+		}
+		out = append(out, bsoncore.NewDocumentBuilder().AppendString("ns", ns).AppendArray("shards", arr.Build()).Build())
+	}
+	var src agg.Source = agg.SliceSource(out)
+	if len(rest) > 0 {
+		p, err := agg.Parse(rest, agg.Options{DB: "admin"})
+		if err != nil {
+			return nil, err
+		}
+		if src, err = p.Run(ctx, src); err != nil {
+			return nil, err
+		}
+	}
+	batchSize, _ := docArg(req, "cursor").Lookup("batchSize").AsInt64OK()
+	return r.openCursor(&ctx, req, "admin.$cmd.aggregate", src, 0, 0, batchSize, false)
 }
 
 func isCollStats(pipeline []bsoncore.Document) bool {

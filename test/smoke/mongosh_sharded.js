@@ -81,6 +81,10 @@ check('sh.status', () => {
   assert.equal(orders.tags.length, 1);
   const mongoses = s['active mongoses'] || s['most recently active mongoses'];
   assert.ok(Array.isArray(mongoses) && mongoses.length === 1, 'the router is listed: ' + JSON.stringify(mongoses));
+  const dist = (s.shardedDataDistribution || []).find((d) => d.ns === ns);
+  assert.ok(dist, 'shardedDataDistribution lists the collection: ' + JSON.stringify(s.shardedDataDistribution));
+  assert.equal(dist.shards.length, 2);
+  assert.equal(dist.shards.reduce((n, x) => n + Number(x.numOwnedDocuments), 0), 200);
 });
 
 check('getShardDistribution', () => {

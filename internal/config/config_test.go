@@ -184,6 +184,24 @@ func TestGiven(t *testing.T) {
 	}
 }
 
+// TestConfigSvrPort: a config server listens on 27019 unless a port is
+// given, as mongod --configsvr does.
+func TestConfigSvrPort(t *testing.T) {
+	for _, c := range []struct {
+		flags []Setting
+		port  int
+	}{
+		{[]Setting{{"configsvr", "true"}}, 27019},
+		{[]Setting{{"configsvr", "true"}, {"port", "28000"}}, 28000},
+		{nil, 27017},
+	} {
+		o, err := Load("", c.flags)
+		if err != nil || o.Port != c.port {
+			t.Errorf("%v: port %d, %v; want %d", c.flags, o.Port, err, c.port)
+		}
+	}
+}
+
 func TestUnsupportedFlag(t *testing.T) {
 	if err := UnsupportedFlag("fork"); err == nil || !strings.Contains(err.Error(), "--fork is mongod's") {
 		t.Errorf("--fork: %v", err)

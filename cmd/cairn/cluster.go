@@ -22,20 +22,24 @@ import (
 )
 
 // runCluster is `cairn cluster up`: a local replica set of real `cairn
-// serve --replSet` processes on loopback, initiated, until Ctrl-C.
+// serve --replSet` processes on loopback, initiated, until Ctrl-C; with
+// --shards, a sharded cluster: a config server replica set, that many
+// shard replica sets and --routers routers, the shards added.
 func runCluster(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "up" {
-		fmt.Fprintln(stderr, "Usage: cairn cluster up [--replicas N] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]")
+		fmt.Fprintln(stderr, "Usage: cairn cluster up [--replicas N] [--shards S --routers K] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]")
 		return 2
 	}
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	replicas := fs.Int("replicas", 3, "members of the replica set (1 to 7)")
-	port := fs.Int("port", 27017, "the first member's port; the others take the next ones")
+	replicas := fs.Int("replicas", 3, "members of each replica set (1 to 7)")
+	shards := fs.Int("shards", 0, "shard replica sets of a sharded cluster (0: one plain replica set)")
+	routers := fs.Int("routers", 1, "routers of a sharded cluster")
+	port := fs.Int("port", 27017, "the first process's port; the others take the next ones")
 	dbpath := fs.String("dbpath", "./cairn-cluster", "directory holding one data directory per member")
-	name := fs.String("replSet", "rs0", "the replica set's name")
+	name := fs.String("replSet", "rs0", "the replica set's name (without --shards)")
 	var params stringList
-	fs.Var(&params, "setParameter", "NAME=VALUE passed to every member's serve (repeatable), e.g. enableTestCommands=1")
+	fs.Var(&params, "setParameter", "NAME=VALUE passed to every replica set member's serve (repeatable), e.g. enableTestCommands=1")
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -46,88 +50,200 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cairn cluster up: --replicas must be from 1 to 7")
 		return 2
 	}
-	if err := clusterUp(*replicas, *port, *dbpath, *name, params, stdout); err != nil {
+	if *shards < 0 || *shards > 32 || *shards > 0 && (*routers < 1 || *routers > 16) {
+		fmt.Fprintln(stderr, "cairn cluster up: --shards must be from 0 to 32 and --routers from 1 to 16")
+		return 2
+	}
+	cl := &localCluster{out: stdout, replicas: *replicas, nextPort: *port, plain: *shards == 0, params: params}
+	err := cl.setup(*dbpath, func() error {
+		if *shards == 0 {
+			hosts, err := cl.replicaSet(*name, false)
+			if err == nil {
+				fmt.Fprintf(stdout, "replica set %s is up: mongodb://%s/?replicaSet=%s\n", *name, strings.Join(hosts, ","), *name)
+			}
+			return err
+		}
+		return cl.sharded(*shards, *routers)
+	})
+	if err == nil {
+		fmt.Fprintln(stdout, "Ctrl-C stops it.")
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		<-sigs
+	}
+	cl.stop()
+	if err != nil {
 		fmt.Fprintln(stderr, "cairn cluster up:", err)
 		return 1
 	}
 	return 0
 }
 
-func clusterUp(n, port int, root, name string, params []string, out io.Writer) error {
-	bin, err := os.Executable()
-	if err != nil {
+// localCluster is the processes `cairn cluster up` started.
+type localCluster struct {
+	out      io.Writer
+	bin      string
+	root     string
+	replicas int
+	nextPort int
+	procs    []*exec.Cmd
+	logs     []*os.File
+	plain    bool     // one replica set, no shards
+	params   []string // --setParameter NAME=VALUE for every member
+}
+
+func (c *localCluster) setup(root string, up func() error) error {
+	var err error
+	if c.bin, err = os.Executable(); err != nil {
 		return err
 	}
-	root, err = filepath.Abs(root)
-	if err != nil {
+	if c.root, err = filepath.Abs(root); err != nil {
 		return err
 	}
-	var procs []*exec.Cmd
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(syscall.SIGTERM)
+	return up()
+}
+
+// start runs the cairn binary with args, logging to <root>/<name>.log, on
+// the next port.
+func (c *localCluster) start(name string, args ...string) (string, error) {
+	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.nextPort))
+	args = append(args, "--port", strconv.Itoa(c.nextPort))
+	c.nextPort++
+	if err := os.MkdirAll(c.root, 0o755); err != nil {
+		return "", err
+	}
+	logf, err := os.Create(filepath.Join(c.root, name+".log"))
+	if err != nil {
+		return "", err
+	}
+	c.logs = append(c.logs, logf)
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	c.procs = append(c.procs, cmd)
+	return host, nil
+}
+
+// stop ends every process (SIGTERM, then waits), routers first.
+func (c *localCluster) stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		_ = c.procs[i].Process.Signal(syscall.SIGTERM)
+		_ = c.procs[i].Wait()
+	}
+	for _, f := range c.logs {
+		f.Close()
+	}
+	if len(c.procs) > 0 {
+		fmt.Fprintln(c.out, "stopped")
+	}
+}
+
+// replicaSet starts and initiates a replica set of c.replicas members.
+func (c *localCluster) replicaSet(name string, configsvr bool) ([]string, error) {
+	hosts := make([]string, c.replicas)
+	for i := range hosts {
+		member := fmt.Sprintf("%s-member%d", name, i)
+		if c.plain {
+			member = fmt.Sprintf("member%d", i) // the layout of a plain replica set's directory since it first ran
 		}
-		for _, p := range procs {
-			_ = p.Wait()
-		}
-		fmt.Fprintln(out, "stopped")
-	}()
-	hosts := make([]string, n)
-	for i := range n {
-		hosts[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port+i))
-		dir := filepath.Join(root, fmt.Sprintf("member%d", i))
+		dir := filepath.Join(c.root, member)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
-		logf, err := os.Create(filepath.Join(root, fmt.Sprintf("member%d.log", i)))
-		if err != nil {
-			return err
-		}
-		defer logf.Close()
-		args := []string{"serve", "--replSet", name, "--port", strconv.Itoa(port + i), "--dbpath", dir}
-		for _, p := range params {
+		args := []string{"serve", "--replSet", name, "--dbpath", dir}
+		for _, p := range c.params {
 			args = append(args, "--setParameter", p)
 		}
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			return err
+		if configsvr {
+			args = append(args, "--configsvr")
 		}
-		procs = append(procs, cmd)
-		fmt.Fprintf(out, "member %d: %s, data %s, log %s\n", i, hosts[i], dir, logf.Name())
+		h, err := c.start(member, args...)
+		if err != nil {
+			return nil, err
+		}
+		hosts[i] = h
+		fmt.Fprintf(c.out, "%s member %d: %s, data %s, log %s\n", name, i, h, dir, filepath.Join(c.root, member+".log"))
 	}
 	for _, h := range hosts {
 		if err := waitListening(h, 30*time.Second); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	ctx := context.Background()
 	first, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[0] + "/?directConnection=true"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer first.Disconnect(ctx)
 	members := bson.A{}
 	for i, h := range hosts {
 		members = append(members, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: h}})
 	}
-	err = first.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: name}, {Key: "members", Value: members}}}}).Err()
-	if err != nil && !strings.Contains(err.Error(), "already initialized") {
-		return fmt.Errorf("replSetInitiate: %w", err)
+	cfg := bson.D{{Key: "_id", Value: name}, {Key: "members", Value: members}}
+	if configsvr {
+		cfg = append(cfg, bson.E{Key: "configsvr", Value: true})
 	}
-	fmt.Fprint(out, "waiting for the members to join")
+	err = first.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err()
+	if err != nil && !strings.Contains(err.Error(), "already initialized") {
+		return nil, fmt.Errorf("replSetInitiate %s: %w", name, err)
+	}
+	fmt.Fprintf(c.out, "waiting for %s's members to join", name)
 	deadline := time.Now().Add(60 * time.Second)
-	for healthyMembers(ctx, hosts) < n {
+	for healthyMembers(ctx, hosts) < len(hosts) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the members did not all join within 60s (see their logs)")
+			return nil, fmt.Errorf("the members of %s did not all join within 60s (see their logs)", name)
 		}
-		fmt.Fprint(out, ".")
+		fmt.Fprint(c.out, ".")
 		time.Sleep(250 * time.Millisecond)
 	}
-	fmt.Fprintf(out, "\nreplica set %s is up: mongodb://%s/?replicaSet=%s\nCtrl-C stops it.\n", name, strings.Join(hosts, ","), name)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	<-sigs
+	fmt.Fprintln(c.out)
+	return hosts, nil
+}
+
+// sharded starts the config servers, the shards and the routers, and adds
+// the shards through the first router.
+func (c *localCluster) sharded(shards, routers int) error {
+	cfgHosts, err := c.replicaSet("config", true)
+	if err != nil {
+		return err
+	}
+	configDB := "config/" + strings.Join(cfgHosts, ",")
+	var shardConns []string
+	for i := range shards {
+		name := fmt.Sprintf("shard%d", i)
+		hosts, err := c.replicaSet(name, false)
+		if err != nil {
+			return err
+		}
+		shardConns = append(shardConns, name+"/"+strings.Join(hosts, ","))
+	}
+	var routerHosts []string
+	for i := range routers {
+		h, err := c.start(fmt.Sprintf("router%d", i), "router", "--configdb", configDB)
+		if err != nil {
+			return err
+		}
+		if err := waitListening(h, 30*time.Second); err != nil {
+			return err
+		}
+		routerHosts = append(routerHosts, h)
+		fmt.Fprintf(c.out, "router %d: %s\n", i, h)
+	}
+	ctx := context.Background()
+	rc, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + routerHosts[0] + "/"))
+	if err != nil {
+		return err
+	}
+	defer rc.Disconnect(ctx)
+	for _, s := range shardConns {
+		if err := rc.Database("admin").RunCommand(ctx, bson.D{{Key: "addShard", Value: s}}).Err(); err != nil {
+			return fmt.Errorf("addShard %s: %w", s, err)
+		}
+		fmt.Fprintf(c.out, "added shard %s\n", s)
+	}
+	fmt.Fprintf(c.out, "sharded cluster is up: mongodb://%s/\n", strings.Join(routerHosts, ","))
 	return nil
 }
 
@@ -186,12 +302,16 @@ func healthyMembers(ctx context.Context, hosts []string) int {
 // own flags.
 func clusterCommand(stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "cluster up [--replicas N] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]",
-		Short: "Start a local replica set on loopback until Ctrl-C",
+		Use:   "cluster up [--replicas N] [--shards S --routers K] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]",
+		Short: "Start a local replica set or sharded cluster on loopback until Ctrl-C",
 		Long: `cluster up starts a replica set of real 'cairn serve --replSet' processes on
 loopback (ports from --port on, one data directory per member under
 --dbpath), initiates it, prints the connection string (with replicaSet=)
-and stops the members on Ctrl-C. Run 'cairn cluster up --help' for the flags.`,
+and stops the members on Ctrl-C. With --shards S it starts a sharded
+cluster instead: a config server replica set (--configsvr), S shard replica
+sets and --routers 'cairn router' processes, each set of --replicas
+members, adds the shards and prints the routers' connection string. Run
+'cairn cluster up --help' for the flags.`,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if code := runCluster(args, stdout, stderr); code != 0 {

@@ -76,7 +76,7 @@ unchanged. 'cairn serve' takes mongod's flags and config file.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(serveCommand(stdout, stderr), backupCommand(stdout), adviseCommand(stdout), benchCommand(stdout, stderr), clusterCommand(stdout, stderr), &cobra.Command{
+	root.AddCommand(serveCommand(stdout, stderr), backupCommand(stdout), adviseCommand(stdout), benchCommand(stdout, stderr), clusterCommand(stdout, stderr), routerCommand(stdout, stderr), &cobra.Command{
 		Use:   "version",
 		Short: "Print Cairn's version",
 		Args:  noArgs,

@@ -147,7 +147,7 @@ func serveCommand(stdout, stderr io.Writer) *cobra.Command {
 // mongod's help groups them.
 var helpSections = []struct{ section, title string }{
 	{"net", "Net"}, {"storage", "Storage"}, {"systemLog", "Log"}, {"security", "Security"}, {"auditLog", "Audit (MongoDB Enterprise's)"},
-	{"replication", "Replication"}, {"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
+	{"replication", "Replication"}, {"sharding", "Sharding"}, {"operationProfiling", "Profiling"}, {"setParameter", "Server parameter"}, {"processManagement", "Process"},
 	{"cairn", "Cairn"},
 }
 
@@ -351,8 +351,11 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	}
 	env.Audit = auditLog
 	var member *replset.Member
+	if opts.ClusterRole == "configsvr" && opts.ReplSetName == "" {
+		return fmt.Errorf("cannot start a config server (--configsvr) as a standalone server: give --replSet")
+	}
 	if opts.ReplSetName != "" {
-		m, err := replset.New(replset.Options{SetName: opts.ReplSetName, Dir: dir, Port: opts.Port, BindIP: opts.ListenIP(), Engine: eng, Logger: log,
+		m, err := replset.New(replset.Options{SetName: opts.ReplSetName, ConfigSvr: opts.ClusterRole == "configsvr", Dir: dir, Port: opts.Port, BindIP: opts.ListenIP(), Engine: eng, Logger: log,
 			OnPromote: env.Sessions.Forget, Key: key})
 		if err != nil {
 			return err

@@ -151,6 +151,11 @@ func aggregateOptions(s *Session, req *Request, ns engine.Namespace, collectionl
 	if opts.AllowDiskUse, err = req.Bool("allowDiskUse", false); err != nil {
 		return opts, err
 	}
+	// needsMerge: a router's shard half of a split pipeline (agg.Split);
+	// a $group ending it emits partial states for the router's merge.
+	if opts.NeedsMerge, err = req.Bool("needsMerge", false); err != nil {
+		return opts, err
+	}
 	if collectionless {
 		if v, ok := req.Arg("collation"); ok {
 			opts.Collation, err = parseCollationValue("aggregate.collation", v)

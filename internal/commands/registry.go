@@ -98,7 +98,7 @@ func init() {
 	registry = map[string]command{
 		"abortTransaction": {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "abort a multi-document transaction"},
 		"aggregate": {run: cmdAggregate, kind: kindRead, apiV1: true, onView: true, help: "run an aggregation pipeline",
-			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation hint"), nested: cursor, unstable: args("explain"), strict: strictPipeline},
+			fields: args("pipeline explain allowDiskUse cursor collation let bypassDocumentValidation hint needsMerge"), nested: cursor, unstable: args("explain"), strict: strictPipeline},
 		"advise":                  {run: cmdAdvise, help: "data-model advice from a sample of a collection's documents, its indexes and profiled queries", fields: args("sampleSize")},
 		"authenticate":            {run: cmdAuthenticate, help: "authenticate with the client's TLS certificate (MONGODB-X509, on $external)", fields: args("mechanism user")},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},

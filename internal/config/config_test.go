@@ -158,7 +158,7 @@ func TestEveryOptionIsSettable(t *testing.T) {
 var sampleValue = map[string]string{
 	"net.port": "27018", "net.bindIp": "::1", "net.maxIncomingConnections": "5", "net.compression.compressors": "zstd",
 	"net.tls.mode": "requireTLS", "net.tls.certificateKeyFile": "s.pem", "net.tls.CAFile": "ca.pem",
-	"storage.dbPath": "/d", "storage.wiredTiger.engineConfig.cacheSizeGB": "1", "cairn.sync": "10ms", "replication.oplogSizeMB": "2048", "replication.replSetName": "rs0",
+	"storage.dbPath": "/d", "storage.wiredTiger.engineConfig.cacheSizeGB": "1", "cairn.sync": "10ms", "replication.oplogSizeMB": "2048", "replication.replSetName": "rs0", "sharding.clusterRole": "configsvr",
 	"systemLog.destination": "file", "systemLog.path": "/l", "systemLog.logRotate": "reopen",
 	"--log-level": "debug", "security.authorization": "enabled", "operationProfiling.mode": "all", "--profile": "1",
 	"operationProfiling.slowOpThresholdMs": "5", "operationProfiling.slowOpSampleRate": "0.5", "setParameter": "a=1",
@@ -181,6 +181,24 @@ func TestGiven(t *testing.T) {
 	want := "[[config " + file + "] [net.bindIpAll true] [systemLog.quiet true] [net.port 2] [security.authorization enabled] [systemLog.verbosity 2] [operationProfiling.mode all]]"
 	if got != want {
 		t.Errorf("given\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestConfigSvrPort: a config server listens on 27019 unless a port is
+// given, as mongod --configsvr does.
+func TestConfigSvrPort(t *testing.T) {
+	for _, c := range []struct {
+		flags []Setting
+		port  int
+	}{
+		{[]Setting{{"configsvr", "true"}}, 27019},
+		{[]Setting{{"configsvr", "true"}, {"port", "28000"}}, 28000},
+		{nil, 27017},
+	} {
+		o, err := Load("", c.flags)
+		if err != nil || o.Port != c.port {
+			t.Errorf("%v: port %d, %v; want %d", c.flags, o.Port, err, c.port)
+		}
 	}
 }
 

@@ -36,7 +36,23 @@ func Load(file string, flags []Setting) (Options, error) {
 			return o, err
 		}
 	}
+	if o.ClusterRole == "configsvr" && !o.gave("net.port") {
+		o.Port = ConfigSvrPort // mongod --configsvr's default port
+	}
 	return o, o.Validate()
+}
+
+// ConfigSvrPort is a config server's port when none is given, as mongod's.
+const ConfigSvrPort = 27019
+
+// gave reports whether the file or a flag set the option at path.
+func (o *Options) gave(path string) bool {
+	for _, g := range o.Given {
+		if g[0] == path {
+			return true
+		}
+	}
+	return false
 }
 
 // SetFlag applies one flag to o.

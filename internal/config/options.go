@@ -29,6 +29,10 @@ type Options struct {
 	// OplogSizeMB caps local.oplog.rs (replication.oplogSizeMB,
 	// --oplogSize); 0 is mongod's default (5% of the disk, 990 MB to 50 GB).
 	OplogSizeMB int64
+	// ClusterRole is sharding.clusterRole: "configsvr" (--configsvr) makes
+	// the replica set member a config server of a sharded cluster; "" is
+	// no role.
+	ClusterRole string
 
 	// LogPath is the log file; "" logs to standard output.
 	LogPath   string
@@ -225,6 +229,13 @@ var options = []option{
 		o.OplogSizeMB = n
 		return nil
 	}},
+	{path: "sharding.clusterRole", arg: "configsvr", set: func(o *Options, v string) error {
+		if v != "configsvr" {
+			return fmt.Errorf("must be configsvr: a shard server (shardsvr) is not supported by this build of Cairn yet, got %q", v)
+		}
+		o.ClusterRole = v
+		return nil
+	}},
 	{path: "cairn.sync", flags: []string{"sync"}, arg: "always|INTERVAL", usage: "'always' (default): acknowledge a write once it is synced to disk, so neither a crash nor a power cut loses it; " +
 		"an interval such as 100ms: acknowledge once the operating system has it and sync that often (a crash of cairn loses no acknowledged write; a power cut loses at most the last interval's)", set: func(o *Options, v string) error {
 		if _, err := SyncInterval(v); err != nil {
@@ -270,6 +281,12 @@ var options = []option{
 	{path: "auditLog.format", flags: []string{"auditFormat"}, arg: "JSON|BSON", usage: "the audit file's format: JSON lines (default) or BSON documents", set: enumField(func(o *Options) *string { return &o.Audit.Format }, "JSON", "BSON")},
 	{path: "auditLog.path", flags: []string{"auditPath"}, arg: "FILE", usage: "the audit file, for --auditDestination file", set: stringField(func(o *Options) *string { return &o.Audit.Path })},
 	{path: "auditLog.filter", flags: []string{"auditFilter"}, arg: "JSON", usage: "a query document selecting the events audited, in extended JSON with quoted keys, e.g. '{\"atype\": {\"$in\": [\"authenticate\", \"dropCollection\"]}}' (default: all)", set: stringField(func(o *Options) *string { return &o.Audit.Filter })},
+	{flags: []string{"configsvr"}, kind: kindBool, usage: "run as a config server of a sharded cluster: a replica set member (with --replSet, initiated with configsvr: true) holding the cluster's config database for 'cairn router --configdb' [sharding.clusterRole: configsvr]", set: func(o *Options, v string) error {
+		if v == "true" {
+			o.ClusterRole = "configsvr"
+		}
+		return nil
+	}},
 	{flags: []string{"noauth"}, kind: kindBool, usage: "no access control (the default)", set: func(o *Options, v string) error {
 		on, err := strconv.ParseBool(v)
 		if err == nil && on {
@@ -424,7 +441,7 @@ type Flag struct {
 
 // flagOnlySections place the options that have no config file key of
 // their own.
-var flagOnlySections = map[string]string{"log-level": "systemLog", "auth": "security", "noauth": "security", "profile": "operationProfiling"}
+var flagOnlySections = map[string]string{"log-level": "systemLog", "auth": "security", "noauth": "security", "profile": "operationProfiling", "configsvr": "sharding"}
 
 // Flags lists every flag, in the table's order.
 func Flags() []Flag {

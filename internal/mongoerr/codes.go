@@ -6,7 +6,12 @@ package mongoerr
 // whose codeName is Location<code> (Code.Name). TestCodeTable checks both.
 const (
 	// Sharding (package shard).
-	ShardKeyNotFound Code = 61 // shard: a document's shard key holds an array, or a key lacks a field
+	ShardKeyNotFound     Code = 61    // shard: a document's shard key holds an array, or a key lacks a field
+	ShardNotFound        Code = 70    // router: addShard/moveChunk/removeShard naming no known shard
+	NamespaceNotSharded  Code = 118   // router: a chunk command on a collection that is not sharded
+	ZoneNotFound         Code = 177   // router: updateZoneKeyRange names a zone no shard has
+	RangeOverlapConflict Code = 178   // router: a zone range overlapping another
+	StaleConfig          Code = 13388 // shard: the router's shardVersion differs from the shard's
 
 	// Cluster time (package hlc).
 	ClusterTimeFailsRateLimiter Code = 205 // hlc: an observed cluster time too far ahead of the wall clock

@@ -27,6 +27,11 @@ type Code int32
 // error_codes.yml spells it.
 var names = map[Code]string{
 	ShardKeyNotFound:                       "ShardKeyNotFound",
+	ShardNotFound:                          "ShardNotFound",
+	NamespaceNotSharded:                    "NamespaceNotSharded",
+	ZoneNotFound:                           "ZoneNotFound",
+	RangeOverlapConflict:                   "RangeOverlapConflict",
+	StaleConfig:                            "StaleConfig",
 	ClusterTimeFailsRateLimiter:            "ClusterTimeFailsRateLimiter",
 	TimeProofMismatch:                      "TimeProofMismatch",
 	KeyNotFound:                            "KeyNotFound",

@@ -78,6 +78,18 @@ func (m *Member) selfIn(cfg *Config) (MemberConfig, bool) {
 // group of this member, waits to lead it, stores the configuration
 // through it, and returns; the primary's reconcile loop then adds the
 // other members, learners first.
+// checkConfigSvr refuses a configuration whose configsvr disagrees with
+// this member's --configsvr, as mongod does.
+func (m *Member) checkConfigSvr(cfg *Config) error {
+	switch {
+	case cfg.ConfigSvr && !m.opts.ConfigSvr:
+		return invalid("Nodes being used for config servers must be started with the --configsvr flag")
+	case !cfg.ConfigSvr && m.opts.ConfigSvr:
+		return invalid("Nodes started with the --configsvr flag must have configsvr:true in their config")
+	}
+	return nil
+}
+
 func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 	if node, _ := m.nodeState(); node != nil || m.config() != nil {
 		return mongoerr.New(mongoerr.AlreadyInitialized, "already initialized")
@@ -88,6 +100,9 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 	}
 	if cfg.Name != m.opts.SetName {
 		return invalid("Attempting to initiate a replica set with name %s, but command line reports %s; rejecting", cfg.Name, m.opts.SetName)
+	}
+	if err := m.checkConfigSvr(cfg); err != nil {
+		return err
 	}
 	if cfg.Version != 1 {
 		// MongoDB starts every set at version 1.
@@ -157,6 +172,9 @@ func (m *Member) Reconfig(ctx context.Context, doc bsoncore.Document, force bool
 	}
 	incompatible := func(f string, a ...any) error {
 		return mongoerr.New(mongoerr.NewReplicaSetConfigurationIncompatible, f, a...)
+	}
+	if err := m.checkConfigSvr(cfg); err != nil {
+		return err
 	}
 	if cfg.Name != old.Name {
 		return incompatible("New and old configurations differ in replica set name; old was %s, and new is %s", old.Name, cfg.Name)

@@ -23,6 +23,9 @@ type Config struct {
 	HeartbeatIntervalMillis int64
 	ChainingAllowed         bool
 	ReplicaSetID            bson.ObjectID
+	// ConfigSvr is configsvr: the set is a sharded cluster's config
+	// servers; its members must run with --configsvr, and only they.
+	ConfigSvr bool
 }
 
 // MemberConfig is one member of a Config.
@@ -81,9 +84,11 @@ func ParseConfig(d bsoncore.Document) (*Config, error) {
 				return nil, invalid("writeConcernMajorityJournalDefault must be true: every Cairn member syncs its log before it counts toward a majority")
 			}
 		case "configsvr":
-			if b, ok := v.BooleanOK(); !ok || b {
-				return nil, invalid("configsvr: Cairn has no config server replica sets yet")
+			b, ok := v.BooleanOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "\"configsvr\" had the wrong type. Expected bool, found %s", v.Type)
 			}
+			c.ConfigSvr = b
 		case "members":
 			arr, ok := v.ArrayOK()
 			if !ok {
@@ -305,11 +310,14 @@ func (c *Config) Document(term uint64) bsoncore.Document {
 		AppendInt64("heartbeatIntervalMillis", c.HeartbeatIntervalMillis).
 		AppendInt64("electionTimeoutMillis", c.ElectionTimeoutMillis).
 		AppendObjectID("replicaSetId", c.ReplicaSetID)
-	return bsoncore.NewDocumentBuilder().
+	b := bsoncore.NewDocumentBuilder().
 		AppendString("_id", c.Name).
 		AppendInt32("version", int32(c.Version)).
-		AppendInt64("term", int64(term)).
-		AppendArray("members", members.Build()).
+		AppendInt64("term", int64(term))
+	if c.ConfigSvr {
+		b.AppendBoolean("configsvr", true)
+	}
+	return b.AppendArray("members", members.Build()).
 		AppendInt32("protocolVersion", 1).
 		AppendBoolean("writeConcernMajorityJournalDefault", true).
 		AppendDocument("settings", settings.Build()).

@@ -38,6 +38,8 @@ func TestParseConfig(t *testing.T) {
 		{"unknown setting", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "settings", Value: bson.D{{Key: "getLastErrorModes", Value: bson.D{}}}}}, mongoerr.InvalidReplicaSetConfig},
 		{"protocolVersion 0", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "protocolVersion", Value: 0}}, mongoerr.InvalidReplicaSetConfig},
 		{"another election timeout: not yet", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: 10000}}}}, mongoerr.InvalidReplicaSetConfig},
+		{"config servers", bson.D{{Key: "_id", Value: "cfg"}, {Key: "configsvr", Value: true}, {Key: "members", Value: bson.A{a}}}, 0},
+		{"configsvr not a bool", bson.D{{Key: "_id", Value: "cfg"}, {Key: "configsvr", Value: 1}, {Key: "members", Value: bson.A{a}}}, mongoerr.TypeMismatch},
 		{"the default settings", bson.D{{Key: "_id", Value: "rs"}, {Key: "members", Value: bson.A{a}}, {Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: 1000}, {Key: "heartbeatIntervalMillis", Value: 100}, {Key: "chainingAllowed", Value: false}}}}, 0},
 	} {
 		raw, err := bson.Marshal(tc.cfg)
@@ -57,7 +59,7 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("%s: replSetGetConfig's document does not parse back: %v", tc.name, err)
 			continue
 		}
-		if again.String() != cfg.String() || len(again.Members) != len(cfg.Members) || again.Members[len(again.Members)-1] != cfg.Members[len(cfg.Members)-1] {
+		if again.ConfigSvr != cfg.ConfigSvr || again.String() != cfg.String() || len(again.Members) != len(cfg.Members) || again.Members[len(again.Members)-1] != cfg.Members[len(cfg.Members)-1] {
 			t.Errorf("%s: %+v parsed back as %+v", tc.name, cfg, again)
 		}
 	}

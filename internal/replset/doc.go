@@ -89,7 +89,9 @@
 // election timeout is 10000): other values are refused for now, since a
 // joining member starts its node before it holds the configuration;
 // chainingAllowed is accepted (the leader replicates to all); other
-// settings are refused. replSetGetConfig shows only fields that
+// settings are refused. configsvr: true marks a sharded cluster's config
+// servers: it must match the members' --configsvr (Options.ConfigSvr), and
+// their hello says configsvr: 2. replSetGetConfig shows only fields that
 // replSetReconfig accepts back, so rs.add() and rs.remove() work.
 // Reconfig: on the primary, a higher version, the same name, this member
 // in it, the _id of a host unchanged, and at most one voter added or

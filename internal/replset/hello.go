@@ -20,6 +20,9 @@ func (m *Member) Hello() bsoncore.Document {
 	state := m.myState()
 	b.AppendBoolean("isWritablePrimary", state == statePrimary)
 	b.AppendBoolean("secondary", state == stateSecondary)
+	if m.opts.ConfigSvr {
+		b.AppendInt32("configsvr", 2) // mongod's config server marker
+	}
 	if cfg == nil || node == nil || state == stateRemoved {
 		b.AppendBoolean("isreplicaset", true)
 		b.AppendString("info", "Does not have a valid replica set config")

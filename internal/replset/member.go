@@ -38,6 +38,10 @@ var configKey = storage.SystemKey("replset/config")
 type Options struct {
 	// SetName is --replSet.
 	SetName string
+	// ConfigSvr is --configsvr: the member is one of a sharded cluster's
+	// config servers (its configuration must say configsvr: true, and
+	// hello says configsvr: 2).
+	ConfigSvr bool
 	// Dir is the data directory; the member keeps its Raft log and its
 	// id under Dir/replset.
 	Dir string

@@ -19,4 +19,7 @@
 // TestClientsChangeStreams runs changestream_smoke.mjs (collection.watch(),
 // which also initiates a one-member set) and changestream_mongosh.js
 // (db.coll.watch()) against `cairn serve --replSet rs0`.
+// TestClientsSharded runs mongosh_sharded.js (mongosh's sh.* helpers,
+// sh.status() and getShardDistribution) through the router of a sharded
+// cluster that `cairn cluster up --shards 2` starts.
 package smoke

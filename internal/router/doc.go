@@ -1,0 +1,96 @@
+// Package router is a mongos: `cairn router --configdb <set>/<hosts>`
+// accepts MongoDB clients, reads the cluster's metadata from the config
+// servers (a replica set holding the config database in MongoDB 7.0's
+// shape: config.shards, databases, collections, chunks, tags, version,
+// settings), caches the routing table, and routes each command to the
+// shards that own its documents, merging their answers. It keeps no
+// durable state: any number of routers may serve one cluster.
+//
+// # Routing
+//
+// A collection's routing is its config.collections entry and chunks,
+// rebuilt into a shard.Map (route.go, catalog.go); an unsharded collection
+// lives on its database's primary shard. Every command sent to a shard
+// carries shardVersion (MongoDB 7.0's {e, t, v}, shard.WireVersion) and,
+// for an unsharded collection, databaseVersion; a shard answering
+// StaleConfig (13388) or StaleDbVersion (249) makes the router drop its
+// cached entry and run the whole operation again (Router.retry, at most
+// five times). A shard that refuses shardVersion as an argument it does
+// not take (a member not started as a shard server, before the shard side
+// lands) is routed to without versions from then on, with a warning.
+//
+// Reads: find, count, distinct and aggregate go to the shards their filter
+// (aggregate: its leading $match) targets by the shard key (shard.Map.
+// Target: equality, $in and ranges; hashed keys by equality), everything
+// else scatters. Several shards' cursors are merged by the sort key
+// (agg.MergeSorted) or concatenated; skip and limit are pushed down as
+// limit = skip+limit and applied again at the router. Aggregation splits
+// with agg.Split: the shards run the streaming prefix and a $sort (with
+// its following $limit) or a $group emitting partial states (needsMerge),
+// the router the rest (the $group merging them, $doingMerge). getMore and killCursors act
+// on the router's cursors, which hold the shards' cursors. explain answers
+// in mongos's shape: queryPlanner.winningPlan.stage SINGLE_SHARD,
+// SHARD_MERGE or SHARD_MERGE_SORT, with each shard's plan under shards.
+//
+// Writes: inserts go by each document's shard key. When the shard key
+// reads _id, the router gives a document without one an ObjectId first
+// (so its shard key and a retry see the same id); otherwise the shard
+// makes it by the collection's idGenerator, and the reply's generatedIds
+// are passed on in the client's numbering. Sequential ids stay unique in
+// the cluster: addShard gives every shard its own documentIdUniquePrefix
+// (kept when no other shard holds it, recorded in config.shards), and
+// shardCollection creates the collection with the primary's options
+// (idGenerator, validator, collation) on every shard given chunks. An
+// ordered insert is sent as runs of consecutive
+// documents for one shard, an unordered one as one batch per shard at
+// once. update and delete follow MongoDB 7.0's targeting rules without its
+// two-phase "without shard key" protocol: a multi statement goes to every
+// targeted shard; a single one needs one target by the shard key or an
+// equality on _id, or is refused (update: InvalidOptions 72; delete:
+// ShardKeyNotFound 61; findAndModify: ShardKeyNotFound 61), the message
+// naming the 7.0 feature left out.
+//
+// # Metadata commands
+//
+// addShard (which sends the shard MongoDB's _addShard with its
+// shardIdentity {shardName, clusterId, configsvrConnectionString}),
+// listShards, removeShard (draining state and progress), enableSharding,
+// shardCollection (ranged, compound, hashed with presplit: two chunks per
+// shard for an empty collection), refineCollectionShardKey, split
+// (middle), mergeChunks, addShardToZone, removeShardFromZone,
+// updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and
+// flushRouterConfig run on the router itself, writing the config database
+// with majority write concern. moveChunk and moveRange are checked here
+// and handed to the donor shard's _shardsvrMoveRange.
+//
+// # Invariants
+//
+// "Routing comes from the config servers": the router's cache holds only
+// copies of config documents; every metadata command writes the config
+// servers first and then drops the cached entry.
+//
+// "A chunk change never routes by a broken map": chunk documents change
+// one write at a time, so a reader may see an overlap or a gap in between;
+// shard.MapFromConfig refuses such a map (invariant "Chunks tile the key
+// space") and the cache reads again until the change is complete.
+//
+// # Deviations from MongoDB and not yet
+//
+//   - The metadata commands run on the router against the config
+//     servers, not as _configsvr* commands on the config primary; two
+//     routers changing one collection's chunks at once are not serialized
+//     (MongoDB takes a DDL lock there), and a chunk change is several
+//     config writes rather than one config transaction.
+//   - Sessions and transactions through the router: hello does not
+//     advertise logicalSessionTimeoutMinutes, so drivers send no lsid;
+//     retryable writes are not retried by drivers through the router.
+//   - A sorted find over several shards with a projection has the shards
+//     send whole documents and projects at the router (MongoDB has the
+//     shards add $sortKey instead); with a positional, $elemMatch or $meta
+//     projection, which need the shard's match, the projection stays on
+//     the shards and a sort field it drops is merged as missing.
+//   - split by find or bounds (at the chunk's median), movePrimary,
+//     collectionless aggregation, updateOne/deleteOne/findAndModify
+//     without the shard key, and getShardDistribution's data are not
+//     there yet.
+package router

@@ -1,0 +1,223 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/shard"
+)
+
+// clientOnly are the fields of a client's command the router does not pass
+// to shards: its own session and cluster-time gossip, read preference
+// (the router reads from primaries), and what it adds itself.
+var clientOnly = map[string]bool{
+	"$db": true, "lsid": true, "txnNumber": true, "$clusterTime": true, "$readPreference": true,
+	"autocommit": true, "startTransaction": true, "shardVersion": true, "databaseVersion": true,
+}
+
+// rewrite copies src's fields but the client-only ones and those skip
+// names, then lets add append more.
+func rewrite(src bsoncore.Document, skip map[string]bool, add func(b *bsoncore.DocumentBuilder)) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	els, _ := src.Elements()
+	for _, el := range els {
+		k := el.Key()
+		if clientOnly[k] || skip[k] {
+			continue
+		}
+		b.AppendValue(k, el.Value())
+	}
+	if add != nil {
+		add(b)
+	}
+	return b.Build()
+}
+
+// routing is what one command routes by: the database and, for a
+// collection command, its routing table.
+type routing struct {
+	db   *dbInfo
+	coll *collInfo
+	ns   string
+}
+
+func (rt *routing) sharded() bool { return rt.coll != nil && rt.coll.m != nil }
+
+// route reads the routing of db.coll; create makes the database when it
+// does not exist yet (writes). A database that does not exist and is not
+// created gives a nil db.
+func (r *Router) route(ctx context.Context, db, coll string, create bool) (*routing, error) {
+	d, err := r.cache.db(ctx, db, create)
+	if err != nil || d == nil {
+		return &routing{ns: db + "." + coll}, err
+	}
+	rt := &routing{db: d, ns: db + "." + coll}
+	if coll != "" && d.primary != configShard {
+		if rt.coll, err = r.cache.coll(ctx, rt.ns); err != nil {
+			return nil, err
+		}
+	}
+	return rt, nil
+}
+
+// routeTargets routes db.coll and targets filter; a database that does
+// not exist gives a nil routing db and no shards.
+func (r *Router) routeTargets(ctx context.Context, db, coll string, filter bsoncore.Document) (*routing, []string, error) {
+	rt, err := r.route(ctx, db, coll, false)
+	if err != nil || rt.db == nil {
+		return rt, nil, err
+	}
+	shards, _, err := rt.targets(filter)
+	return rt, shards, err
+}
+
+// targets returns the shards that may hold documents matching filter.
+func (rt *routing) targets(filter bsoncore.Document) ([]string, bool, error) {
+	if !rt.sharded() {
+		return []string{rt.db.primary}, true, nil
+	}
+	if filter == nil {
+		filter = bsoncore.Document{5, 0, 0, 0, 0}
+	}
+	shards, exact, err := rt.coll.m.Target(filter)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(shards) == 0 { // matches nothing: ask the owner of the first chunk, for a well-formed empty answer
+		shards = []string{rt.coll.m.Chunks[0].Shard}
+	}
+	return shards, exact, nil
+}
+
+// allShards are the shards owning a chunk of a sharded collection, or the
+// primary.
+func (rt *routing) allShards() []string {
+	s, _, _ := rt.targets(nil)
+	return s
+}
+
+// errStale says the routing was stale: the operation starts again with a
+// fresh one.
+type errStale struct{ err error }
+
+func (e *errStale) Error() string { return "router: stale routing: " + e.err.Error() }
+func (e *errStale) Unwrap() error { return e.err }
+
+// stale codes: StaleConfig, StaleDbVersion, and the shard version
+// mismatch an older shard reports.
+func staleCode(code int32) bool { return code == 13388 || code == 249 || code == 63 }
+
+// toShard sends body (without $db) to shard id with the routing's versions
+// and returns its reply; an ok: 0 reply is a *replyError, a stale one an
+// *errStale.
+func (r *Router) toShard(ctx context.Context, id string, rt *routing, body bsoncore.Document) (bsoncore.Document, error) {
+	return r.toShardSeq(ctx, id, rt, body, nil)
+}
+
+// toShardSeq is toShard with a document sequence.
+func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bsoncore.Document, seq *sequence) (bsoncore.Document, error) {
+	sh, err := r.cache.shard(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		versioned := !sh.unversioned && rt != nil && rt.db != nil
+		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) {
+			if versioned {
+				if rt.sharded() {
+					b.AppendDocument("shardVersion", rt.coll.m.ShardWireVersion(id, rt.coll.coll.Timestamp).Doc())
+				} else {
+					b.AppendDocument("shardVersion", shard.Unsharded.Doc())
+					b.AppendDocument("databaseVersion", rt.db.version.Doc())
+				}
+			}
+			db := "admin"
+			if rt != nil && rt.db != nil {
+				db = rt.db.name
+			}
+			b.AppendString("$db", db)
+		})
+		reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
+		var re *replyError
+		if errors.As(err, &re) {
+			code := re.code()
+			if versioned && code == int32(mongoerr.InvalidOptions) {
+				msg, _ := re.reply.Lookup("errmsg").StringValueOK()
+				if strings.Contains(msg, "shardVersion") || strings.Contains(msg, "databaseVersion") {
+					r.log.Warn("shard takes no shardVersion: routing to it unversioned (it cannot report a stale router)", "shard", id)
+					sh.unversioned = true
+					continue
+				}
+			}
+			if staleCode(code) {
+				return nil, &errStale{err}
+			}
+		}
+		return reply, err
+	}
+}
+
+// retry runs op until it finishes without a stale routing (at most a few
+// times), refreshing ns's routing between attempts.
+func (r *Router) retry(ctx context.Context, ns string, op func() error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = op()
+		var st *errStale
+		if !errors.As(err, &st) {
+			return err
+		}
+		r.cache.invalidate(ns)
+	}
+	var st *errStale
+	if errors.As(err, &st) {
+		return st.err
+	}
+	return err
+}
+
+// scatter sends each shard its command at once and returns the replies in
+// shards' order; the first error wins.
+func (r *Router) scatter(ctx context.Context, shards []string, rt *routing, build func(shard string) bsoncore.Document) ([]bsoncore.Document, error) {
+	replies := make([]bsoncore.Document, len(shards))
+	errs := make([]error, len(shards))
+	if len(shards) == 1 {
+		replies[0], errs[0] = r.toShard(ctx, shards[0], rt, build(shards[0]))
+		return replies, errs[0]
+	}
+	var wg sync.WaitGroup
+	for i, s := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[i], errs[i] = r.toShard(ctx, s, rt, build(s))
+		}()
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return nil, err
+	}
+	return replies, nil
+}
+
+// firstError is the first stale-routing error among errs (the operation
+// starts again), else the first error.
+func firstError(errs []error) error {
+	for _, e := range errs {
+		var st *errStale
+		if errors.As(e, &st) {
+			return e
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/server"
+	"github.com/cairndb/cairn/internal/shard"
+	"github.com/cairndb/cairn/internal/wire"
+)
+
+// fakeShard is a shard server reduced to the versioning contract: it
+// answers hello as the primary of its set, and find with the one document
+// {_id: <its name>} when the request's shardVersion is the one it wants,
+// StaleConfig (13388, errInfo {ns, vReceived, vWanted, shardId})
+// otherwise.
+type fakeShard struct {
+	name string
+	addr string
+	mu   sync.Mutex
+	want shard.WireVersion
+	got  []shard.WireVersion
+}
+
+func startFakeShard(t *testing.T, name string) *fakeShard {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	f := &fakeShard{name: name, addr: ln.Addr().String()}
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go f.serve(nc)
+		}
+	}()
+	return f
+}
+
+func (f *fakeShard) serve(nc net.Conn) {
+	defer nc.Close()
+	rd, w := wireReader(nc), bufio.NewWriter(nc)
+	for {
+		msg, err := rd.ReadMessage()
+		if err != nil {
+			return
+		}
+		body := msg.Msg.Body
+		var reply bsoncore.Document
+		switch body.Index(0).Key() {
+		case "hello":
+			reply = okReply("isWritablePrimary", true, "setName", f.name)
+		case "find":
+			v, err := shard.ParseWireVersion(body.Lookup("shardVersion"))
+			f.mu.Lock()
+			f.got = append(f.got, v)
+			want := f.want
+			f.mu.Unlock()
+			ns := "db." + body.Index(0).Value().StringValue()
+			if err != nil || !v.Equal(want) {
+				reply = marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "stale"}, {Key: "code", Value: int32(mongoerr.StaleConfig)},
+					{Key: "codeName", Value: "StaleConfig"}, {Key: "errInfo", Value: bson.Raw(shard.StaleConfigInfo(ns, v, &want, f.name))}})
+			} else {
+				reply = marshal(bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: int64(0)}, {Key: "ns", Value: ns},
+					{Key: "firstBatch", Value: bson.A{bson.D{{Key: "_id", Value: f.name}}}}}}, {Key: "ok", Value: 1.0}})
+			}
+		default:
+			reply = okReply()
+		}
+		frame := appendReplyMsg(msg.Header.RequestID, reply)
+		if _, err := w.Write(frame); err != nil || w.Flush() != nil {
+			return
+		}
+	}
+}
+
+func (f *fakeShard) received() []shard.WireVersion {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]shard.WireVersion(nil), f.got...)
+}
+
+// startConfigServer is an in-process standalone Cairn server standing in
+// for the config servers.
+func startConfigServer(t *testing.T) string {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, log)
+	srv := server.New(env, server.Options{Logger: log})
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		env.Close()
+		_ = eng.Close()
+	})
+	return srv.Addr().String()
+}
+
+// TestStaleConfigRefreshes: a router whose cached routing predates a chunk
+// move sends the old shardVersion, the donor answers StaleConfig, and the
+// router reads the config servers again and finds the document on the
+// recipient, which gets the new version.
+func TestStaleConfigRefreshes(t *testing.T) {
+	ctx := context.Background()
+	s0, s1 := startFakeShard(t, "s0"), startFakeShard(t, "s1")
+	r, err := New(Options{ConfigDB: startConfigServer(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, s := range []*fakeShard{s0, s1} {
+		if err := r.configInsert(ctx, "shards", marshal(bson.D{{Key: "_id", Value: s.name}, {Key: "host", Value: s.name + "/" + s.addr}, {Key: "state", Value: 1}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.cache.createDB(ctx, "db", "s0"); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := shard.ParsePattern(doc(t, `{"a": 1}`))
+	m := shard.NewMap("db.c", p, bson.NewObjectID(), "s0")
+	coll := shard.Collection{NS: "db.c", Epoch: m.Epoch, Updated: time.Now(), Timestamp: hlc.New(1700000000, 1), UUID: newUUID(), Key: p.Doc}
+	if err := r.configInsert(ctx, "chunks", m.ChunkDocs(coll.UUID)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.configInsert(ctx, "collections", coll.Doc()); err != nil {
+		t.Fatal(err)
+	}
+	s0.want = m.ShardWireVersion("s0", coll.Timestamp)
+	find := func() string {
+		t.Helper()
+		reply := r.run(ctx, &request{name: "find", db: "db", body: doc(t, `{"find": "c", "filter": {"a": 50}, "$db": "db"}`)})
+		batch := arrayDocs(reply.Lookup("cursor", "firstBatch"))
+		if len(batch) != 1 {
+			t.Fatalf("find: %s", reply)
+		}
+		return batch[0].Lookup("_id").StringValue()
+	}
+	if got := find(); got != "s0" {
+		t.Fatalf("before the move: the document came from %s", got)
+	}
+
+	// Another router's migration: [10, MaxKey) moves to s1; the shards
+	// learn their new versions, this router's cache does not.
+	old := m.ChunkDocs(coll.UUID)
+	if err := m.Split(doc(t, `{"a": 10}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Move(1, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.configDelete(ctx, "chunks", bson.D{{Key: "_id", Value: bson.Raw(old[0]).Lookup("_id").ObjectID()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.configInsert(ctx, "chunks", m.ChunkDocs(coll.UUID)...); err != nil {
+		t.Fatal(err)
+	}
+	s0.mu.Lock()
+	s0.want = m.ShardWireVersion("s0", coll.Timestamp)
+	s0.mu.Unlock()
+	s1.want = m.ShardWireVersion("s1", coll.Timestamp)
+
+	if got := find(); got != "s1" {
+		t.Fatalf("after the move: the document came from %s", got)
+	}
+	got0, got1 := s0.received(), s1.received()
+	if len(got0) != 2 || got0[1].Version != (shard.Version{Major: 1}) || len(got1) != 1 || !got1[0].Equal(s1.want) {
+		t.Fatalf("versions received: s0 %v, s1 %v (want s0: 1|0 twice, the second refused; s1: %v once)", got0, got1, s1.want)
+	}
+}
+
+func wireReader(nc net.Conn) interface {
+	ReadMessage() (*wire.Message, error)
+} {
+	return wire.NewReader(nc, 0)
+}
+
+func appendReplyMsg(responseTo int32, body bsoncore.Document) []byte {
+	return wire.AppendMsg(nil, 1, responseTo, 0, body)
+}

@@ -1,0 +1,81 @@
+package smoke
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairndb/cairn/internal/testnet"
+)
+
+// mongoshSharded runs mongosh_sharded.js: mongosh's sh.* helpers
+// (enableSharding, shardCollection, splitAt, zones, the balancer's state,
+// status, getShardDistribution) through a router.
+var mongoshSharded = client{
+	name:   "mongosh-sharded",
+	script: "mongosh_sharded.js",
+	argv: func(_, dir, addr string) []string {
+		return []string{filepath.Join(dir, "node_modules", ".bin", "mongosh"),
+			"mongodb://" + addr + "/smoke_sharded", "--quiet", "--norc", "--file", "mongosh_sharded.js"}
+	},
+	checks: []string{
+		"hello-isdbgrid", "sh.enableSharding", "sh.shardCollection-hashed", "insertMany-through-router",
+		"targeted-explain", "collStats-per-shard", "sh.splitAt", "sh.addShardToZone-and-range",
+		"sh.stopBalancer-and-state", "sh.status", "getShardDistribution",
+	},
+}
+
+// TestClientsSharded starts `cairn cluster up --shards 2 --replicas 1
+// --routers 1` and runs mongosh_sharded.js through its router.
+func TestClientsSharded(t *testing.T) {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs(filepath.Join(dir, "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := tool(t, "node")
+	installClients(t, dir)
+	bin := buildCairn(t, root)
+	port := testnet.FreeRange(t, 4)
+	cmd := exec.Command(bin, "cluster", "up", "--shards", "2", "--replicas", "1", "--routers", "1",
+		"--port", strconv.Itoa(port), "--dbpath", t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	})
+	up := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if after, found := strings.CutPrefix(sc.Text(), "sharded cluster is up: mongodb://"); found {
+				up <- strings.TrimSuffix(after, "/")
+			}
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-up:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the sharded cluster was not up within 90s")
+	}
+	env := clientEnv(t)
+	out, errOut, err := run(t, dir, env, mongoshSharded.argv(node, dir, addr))
+	mongoshSharded.verify(t, out, errOut, err)
+}

@@ -8,6 +8,15 @@ const (
 	// Sharding (package shard).
 	ShardKeyNotFound Code = 61 // shard: a document's shard key holds an array, or a key lacks a field
 
+	// The shard side and migrations (package shardsvr).
+	ShardNotFound                  Code = 70    // shardsvr: a migration's shard is not in config.shards
+	ConflictingOperationInProgress Code = 117   // shardsvr: a second migration of one collection
+	NamespaceNotSharded            Code = 118   // shardsvr: a migration of a collection the config servers do not list
+	ShardingStateNotInitialized    Code = 203   // shardsvr: a sharding command before _addShard
+	StaleDbVersion                 Code = 249   // shardsvr: a databaseVersion this shard does not hold
+	MigrationConflict              Code = 272   // shardsvr: a clone found an _id the recipient already holds
+	StaleConfig                    Code = 13388 // shardsvr: a shardVersion that is not this shard's
+
 	// Cluster time (package hlc).
 	ClusterTimeFailsRateLimiter Code = 205 // hlc: an observed cluster time too far ahead of the wall clock
 

@@ -27,6 +27,13 @@ type Code int32
 // error_codes.yml spells it.
 var names = map[Code]string{
 	ShardKeyNotFound:                       "ShardKeyNotFound",
+	ShardNotFound:                          "ShardNotFound",
+	ConflictingOperationInProgress:         "ConflictingOperationInProgress",
+	NamespaceNotSharded:                    "NamespaceNotSharded",
+	ShardingStateNotInitialized:            "ShardingStateNotInitialized",
+	StaleDbVersion:                         "StaleDbVersion",
+	MigrationConflict:                      "MigrationConflict",
+	StaleConfig:                            "StaleConfig",
 	ClusterTimeFailsRateLimiter:            "ClusterTimeFailsRateLimiter",
 	HostUnreachable:                        "HostUnreachable",
 	HostNotFound:                           "HostNotFound",

@@ -70,7 +70,8 @@ func ValidateUserCollectionName(db, coll string) error {
 
 // legalClientSystemNS are the system collections clients may write, as in
 // MongoDB's isLegalClientSystemNS: the users and roles (which access
-// control guards; a restore writes them directly).
+// control guards; a restore writes them directly) and admin.system.version,
+// where a shard keeps its identity (package shardsvr).
 func legalClientSystemNS(db, coll string) bool {
-	return db == "admin" && (coll == "system.users" || coll == "system.roles")
+	return db == "admin" && (coll == "system.users" || coll == "system.roles" || coll == "system.version")
 }

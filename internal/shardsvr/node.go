@@ -124,7 +124,24 @@ func (n *Node) local(ctx context.Context, db string, cmd bson.D) (bsoncore.Docum
 		return nil, err
 	}
 	reply := n.opts.Local(ctx, db, body)
-	return reply, replyError(reply)
+	if err := replyError(reply); err != nil {
+		return reply, err
+	}
+	return reply, writeError(reply)
+}
+
+// writeError is the first of a write reply's writeErrors, or its
+// writeConcernError, as an error (nil when there is neither).
+func writeError(reply bsoncore.Document) error {
+	if werrs, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
+		if first, ok := werrs.Index(0).DocumentOK(); ok {
+			return replyError(first)
+		}
+	}
+	if wce, ok := reply.Lookup("writeConcernError").DocumentOK(); ok {
+		return replyError(wce)
+	}
+	return nil
 }
 
 // command is a command document with its $db, for a peer.

@@ -2,7 +2,6 @@ package shardsvr
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -233,13 +232,8 @@ func (n *Node) insertCloned(ctx context.Context, rc *receipt, vals []bsoncore.Va
 		docs[i] = bson.Raw(d)
 		size += len(d)
 	}
-	reply, err := n.local(ctx, db, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: docs}, {Key: "ordered", Value: true}})
-	if err != nil {
-		return err
-	}
-	if werrs, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
-		first, _ := werrs.Index(0).DocumentOK()
-		return n.conflict(rc, first)
+	if _, err := n.local(ctx, db, bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: docs}, {Key: "ordered", Value: true}}); err != nil {
+		return n.conflict(rc, err)
 	}
 	rc.mu.Lock()
 	rc.docs += int64(len(vals))
@@ -248,14 +242,15 @@ func (n *Node) insertCloned(ctx context.Context, rc *receipt, vals []bsoncore.Va
 	return nil
 }
 
-func (n *Node) conflict(rc *receipt, writeErr bsoncore.Document) error {
-	code, _ := writeErr.Lookup("code").AsInt64OK()
-	msg, _ := writeErr.Lookup("errmsg").StringValueOK()
-	if mongoerr.Code(code) == mongoerr.DuplicateKey {
+// conflict names a failed write of the migration: a duplicate key is a
+// MigrationConflict.
+func (n *Node) conflict(rc *receipt, err error) error {
+	code, msg := mongoerr.CodeOf(err), err.Error()
+	if code == mongoerr.DuplicateKey {
 		return mongoerr.New(mongoerr.MigrationConflict, "migrating [%s, %s) of %s from %s: this shard already holds a document with the same key outside the range (%s): an _id (or unique key) is on two shards; resolve the duplicate, then move the chunk again",
 			rc.r.min, rc.r.max, rc.ns, rc.fromShard, msg)
 	}
-	return mongoerr.New(mongoerr.Code(code), "migrating [%s, %s) of %s: writing a document failed: %s", rc.r.min, rc.r.max, rc.ns, msg)
+	return mongoerr.New(code, "migrating [%s, %s) of %s: writing a document failed: %s", rc.r.min, rc.r.max, rc.ns, msg)
 }
 
 // applyMods applies a _transferMods batch: reloaded documents replace
@@ -297,8 +292,7 @@ func (n *Node) applyMods(ctx context.Context, rc *receipt, reply bsoncore.Docume
 		d, _ := v.DocumentOK()
 		id := d.Lookup("_id")
 		if in, ok := inRange[string(id.Data)+string(rune(id.Type))]; ok && !in {
-			return n.conflict(rc, bsoncore.NewDocumentBuilder().AppendInt32("code", int32(mongoerr.DuplicateKey)).
-				AppendString("errmsg", fmt.Sprintf("_id %s", id)).Build())
+			return n.conflict(rc, mongoerr.New(mongoerr.DuplicateKey, "_id %s", id))
 		}
 		updates = append(updates, bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}}}}, {Key: "u", Value: bson.Raw(d)}, {Key: "upsert", Value: true}})
 	}
@@ -308,13 +302,8 @@ func (n *Node) applyMods(ctx context.Context, rc *receipt, reply bsoncore.Docume
 		}
 	}
 	if len(updates) > 0 {
-		reply, err := n.local(ctx, db, bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: updates}})
-		if err != nil {
-			return err
-		}
-		if werrs, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
-			first, _ := werrs.Index(0).DocumentOK()
-			return n.conflict(rc, first)
+		if _, err := n.local(ctx, db, bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: updates}}); err != nil {
+			return n.conflict(rc, err)
 		}
 	}
 	if len(deletes) > 0 {

@@ -746,3 +746,57 @@ func (c *shardCluster) dumpLogs(ctx context.Context) {
 		}
 	}
 }
+
+// TestMigrationThroughput measures a migration's throughput while writers
+// load the cluster: CAIRN_MIGRATION_BENCH_MB megabytes (of 1 KB
+// documents) in one chunk, moved from s0 to s1 and back, MB/s computed
+// from the donor's clonedBytes and the migration's wall time (its reply's
+// millis: clone, catch-up, critical section and commit, not the range
+// deletion that follows). Not part of
+// make test (make bench-migration runs it).
+func TestMigrationThroughput(t *testing.T) {
+	mb, _ := strconv.Atoi(os.Getenv("CAIRN_MIGRATION_BENCH_MB"))
+	if mb <= 0 {
+		t.Skip("a benchmark: set CAIRN_MIGRATION_BENCH_MB (make bench-migration)")
+	}
+	c := newShardCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	r := newTestRouter(t, c)
+	if err := r.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// All documents in [1000, 2000).
+	filler := string(make([]byte, 1000))
+	n := mb * 1000
+	for start := 0; start < n; start += 500 {
+		var docs bson.A
+		for i := start; i < min(start+500, n); i++ {
+			docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("b%d", i)}, {Key: "k", Value: int64(1000 + i%1000)}, {Key: "n", Value: int64(0)}, {Key: "pad", Value: filler}})
+		}
+		if _, err := r.write(ctx, 1000, bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: docs}}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, load := range []bool{false, true} {
+		var ws *writers
+		if load {
+			ws = startWriters(ctx, r, 4, 1, "load", true, false)
+		}
+		for _, mv := range [][2]int{{0, 1}, {1, 0}} {
+			min, max := chunkBounds(1000, 2000)
+			reply, err := c.moveChunk(ctx, mv[0], mv[1], min, max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Duration(reply.Lookup("millis").AsInt64()) * time.Millisecond
+			bytes := reply.Lookup("clonedBytes").AsInt64()
+			crit := reply.Lookup("criticalSectionMillis").AsInt64()
+			t.Logf("load=%v %s→%s: %.1f MB in %s = %.1f MB/s (critical section %d ms, %d changed documents caught up)",
+				load, shardNames[mv[0]], shardNames[mv[1]], float64(bytes)/1e6, took.Round(time.Millisecond), float64(bytes)/1e6/took.Seconds(), crit, reply.Lookup("modsSent").AsInt64())
+		}
+		if ws != nil {
+			ws.finish(t)
+		}
+	}
+}

@@ -160,6 +160,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	exit()
 	crit := time.Since(critStart)
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
+	took := time.Since(start) // the migration, without its range deletion
 	if waitForDelete {
 		if err := n.runRangeDeletions(ctx); err != nil {
 			return nil, err
@@ -171,9 +172,9 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	cloned, mods := d.cloned, d.modsSent
 	d.mu.Unlock()
 	n.opts.Log.Info("migrated a chunk", "ns", ns, "min", min.String(), "max", max.String(), "to", toShard,
-		"ms", time.Since(start).Milliseconds(), "criticalSectionMs", crit.Milliseconds(), "clonedBytes", cloned, "modsSent", mods)
+		"ms", took.Milliseconds(), "criticalSectionMs", crit.Milliseconds(), "clonedBytes", cloned, "modsSent", mods)
 	return bsoncore.NewDocumentBuilder().AppendInt64("clonedBytes", cloned).AppendInt64("modsSent", mods).
-		AppendInt64("millis", time.Since(start).Milliseconds()).AppendInt64("criticalSectionMillis", crit.Milliseconds()).Build(), nil
+		AppendInt64("millis", took.Milliseconds()).AppendInt64("criticalSectionMillis", crit.Milliseconds()).Build(), nil
 }
 
 // decided learns whether the migration of r to toShard committed: from the

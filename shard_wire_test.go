@@ -800,3 +800,74 @@ func TestMigrationThroughput(t *testing.T) {
 		}
 	}
 }
+
+// TestShardBalancer: the config server's balancer moves a chunk once the
+// shards differ by three range sizes (config.settings chunksize: 1 MB
+// here), and not while config.settings {_id: "balancer"} says stopped.
+func TestShardBalancer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	c := newShardCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := newTestRouter(t, c)
+	if err := r.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settings := r.cfg.Database("config").Collection("settings")
+	if _, err := settings.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "balancer"}, {Key: "stopped", Value: true}}, bson.D{{Key: "_id", Value: "chunksize"}, {Key: "value", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	// 2 MB in [1000, 2000) and 2.5 MB in [2000, 3000), all on s0: 4.5 MB
+	// apart, and [1000, 2000) is the largest chunk within half the gap.
+	filler := string(make([]byte, 1000))
+	want := map[string]docState{}
+	for _, part := range []struct{ k0, n int }{{1000, 2000}, {2000, 2500}} {
+		for start := 0; start < part.n; start += 500 {
+			var docs bson.A
+			for i := start; i < min(start+500, part.n); i++ {
+				id := fmt.Sprintf("b%d-%d", part.k0, i)
+				k := int64(part.k0 + i%1000)
+				docs = append(docs, bson.D{{Key: "_id", Value: id}, {Key: "k", Value: k}, {Key: "n", Value: int64(0)}, {Key: "pad", Value: filler}})
+				want[id] = docState{k: k}
+			}
+			if _, err := r.write(ctx, int64(part.k0), bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: docs}}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	owners := func() string {
+		m, err := c.configMap(ctx, r.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o []string
+		for _, ch := range m.Chunks {
+			o = append(o, ch.Shard)
+		}
+		return fmt.Sprint(o)
+	}
+	time.Sleep(11 * time.Second) // a balancer round (every 10 s) passes
+	if got := owners(); got != "[s0 s0 s0 s0]" {
+		t.Fatalf("the stopped balancer moved chunks: %s", got)
+	}
+	if _, err := settings.UpdateOne(ctx, bson.D{{Key: "_id", Value: "balancer"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "stopped", Value: false}}}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for owners() != "[s0 s1 s0 s0]" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the balancer did not move [1000, 2000) to s1 in 60 s: owners %s", owners())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err := c.settle(ctx, r, want); err != nil {
+		t.Fatal(err)
+	}
+	// Balanced now (0.5 MB apart): a further round moves nothing.
+	time.Sleep(11 * time.Second)
+	if got := owners(); got != "[s0 s1 s0 s0]" {
+		t.Errorf("the balancer went on moving a balanced collection: %s", got)
+	}
+}

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak bench-migration
 
 all: build
 
@@ -132,6 +132,21 @@ CONFORMANCE_RUN ?=
 CONFORMANCE_LOGS ?= conformance-logs
 conformance:
 	$(GO) run ./test/conformance -expected test/conformance/expected.txt -out $(CONFORMANCE_OUT) -logs $(CONFORMANCE_LOGS) -run '$(CONFORMANCE_RUN)'
+
+## migration-soak: chunk migrations between two `cairn serve --shardsvr`
+## shards and a config server, with MIGRATION_ROUNDS kill -9s of the donor,
+## the recipient or the config server at a random moment of a migration
+## under insert load (`make test` runs 3). Set MIGRATION_SEED to replay.
+MIGRATION_ROUNDS ?= 30
+MIGRATION_SEED ?=
+migration-soak:
+	CAIRN_MIGRATION_KILL_ROUNDS=$(MIGRATION_ROUNDS) CAIRN_MIGRATION_SEED=$(MIGRATION_SEED) $(GO) test -count=1 -run '^TestShardMigrationKill$$' -timeout 120m -v .
+
+## bench-migration: a migration's throughput (MB/s) with and without
+## writers, MIGRATION_MB megabytes in one chunk (BENCHMARKS.md).
+MIGRATION_MB ?= 64
+bench-migration:
+	CAIRN_MIGRATION_BENCH_MB=$(MIGRATION_MB) $(GO) test -count=1 -run '^TestMigrationThroughput$$' -timeout 60m -v .
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

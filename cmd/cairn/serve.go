@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/auth"
@@ -26,6 +27,7 @@ import (
 	"github.com/cairndb/cairn/internal/metrics"
 	"github.com/cairndb/cairn/internal/replset"
 	"github.com/cairndb/cairn/internal/server"
+	"github.com/cairndb/cairn/internal/shardsvr"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -402,6 +404,13 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		srvOpts.TLS = &server.TLSOptions{Mode: opts.TLS.Mode, Config: cfg}
 	}
 	srv := server.New(env, srvOpts)
+	if opts.ShardSvr || opts.ReplSetName != "" {
+		node, err := startSharding(opts, env, member, log)
+		if err != nil {
+			return err
+		}
+		defer node.Close()
+	}
 	for _, ip := range opts.ListenIPs() {
 		addr := net.JoinHostPort(ip, strconv.Itoa(opts.Port))
 		if err := srv.Listen(addr); err != nil {
@@ -471,4 +480,33 @@ func readKeyFile(path string) ([]byte, *auth.User, error) {
 		return nil, nil, err
 	}
 	return key, u, nil
+}
+
+// startSharding gives the server its sharding role (package shardsvr): a
+// shard with --shardsvr; on a replica set member, the config server's
+// commit of migrations and its balancer.
+func startSharding(opts config.Options, env *commands.Env, member *replset.Member, log *slog.Logger) (*shardsvr.Node, error) {
+	if opts.Auth {
+		return nil, fmt.Errorf("sharding with --auth is not supported yet: the members would need an internal identity (keyFile) to run each other's commands")
+	}
+	host := opts.ListenIP()
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	isPrimary := func() bool { return true }
+	if member != nil {
+		isPrimary = func() bool { return member.CanWrite() == nil }
+	}
+	node := shardsvr.New(shardsvr.Options{
+		Local: func(ctx context.Context, db string, body bsoncore.Document) bsoncore.Document {
+			req, err := commands.NewRequest(body, db, nil)
+			if err != nil {
+				return commands.ErrorReply(nil, err)
+			}
+			return commands.Run(ctx, &commands.Session{Env: env, Remote: "internal"}, req, nil)
+		},
+		Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
+	})
+	env.Sharding = node
+	return node, nil
 }

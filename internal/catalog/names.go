@@ -70,9 +70,10 @@ func ValidateUserCollectionName(db, coll string) error {
 
 // legalClientSystemNS are the system collections clients may write, as in
 // MongoDB's isLegalClientSystemNS: the users and roles (which access
-// control guards; a restore writes them directly), and the cluster time
+// control guards; a restore writes them directly), the cluster time
 // signing keys (package clusterkeys; no built-in role but __system's
-// reaches them).
+// reaches them) and admin.system.version, where a shard keeps its identity
+// (package shardsvr).
 func legalClientSystemNS(db, coll string) bool {
-	return db == "admin" && (coll == "system.users" || coll == "system.roles" || coll == "system.keys")
+	return db == "admin" && (coll == "system.users" || coll == "system.roles" || coll == "system.keys" || coll == "system.version")
 }

@@ -110,7 +110,10 @@ type Env struct {
 	// Repl is the replica set member this server is (cmd_repl.go); nil
 	// on a standalone. Set with SetReplicaSet, before the server serves.
 	Repl ReplicaSet
-	repl atomic.Value // Repl, for the TTL monitor's goroutine
+	// Sharding is this server's shard or config server role (sharding.go);
+	// nil on a server that is neither. Set before the server serves.
+	Sharding Sharding
+	repl     atomic.Value // Repl, for the TTL monitor's goroutine
 	// Access is the users and whether access control is on (auth.go).
 	Access *Access
 	// Sessions is the logical session table (package session, sessions.go).

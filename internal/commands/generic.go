@@ -67,6 +67,7 @@ type generic struct {
 	readConcern, writeConcern, readPreference     bsoncore.Value
 	apiVersion, apiStrict, apiDeprecationErrors   bsoncore.Value
 	internal                                      string // the first internal argument given
+	shardVersioned                                bool   // shardVersion or databaseVersion (sharding.go)
 }
 
 // genericOf collects the generic arguments among elems; mask marks them
@@ -100,6 +101,8 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 			g.apiStrict = v
 		case "apiDeprecationErrors":
 			g.apiDeprecationErrors = v
+		case "shardVersion", "databaseVersion":
+			g.shardVersioned = true
 		case "$db", "comment", "$clusterTime", "maxTimeMS": // maxTimeMS: operation.go
 			// honoured where they are read (see genericArgs)
 		default:
@@ -117,6 +120,9 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 // every command, and the struct is a dozen values.
 func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Element, mask uint64) error {
 	g := genericOf(elems, mask)
+	if g.shardVersioned && s.Env.Sharding == nil {
+		return mongoerr.New(mongoerr.InvalidOptions, "shardVersion and databaseVersion are for shards: this server was not started with --shardsvr")
+	}
 	if g.internal != "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "'%s' is an argument between cluster members; a standalone Cairn does not accept it", g.internal)
 	}

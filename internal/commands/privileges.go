@@ -87,6 +87,19 @@ var (
 // privilegeRules gives every registered command its privilege actions,
 // MongoDB's for the same command (its per-command "required privileges").
 var privilegeRules = map[string]privRule{
+	// Cluster members' internal sharding commands (sharding.go): MongoDB
+	// gives them to the internal action alone (the __system role).
+	"_addShard":                      cluster("internal"),
+	"_configsvrCommitChunkMigration": cluster("internal"),
+	"_migrateClone":                  cluster("internal"),
+	"_recvChunkAbort":                cluster("internal"),
+	"_recvChunkCommit":               cluster("internal"),
+	"_recvChunkReleaseCritSec":       cluster("internal"),
+	"_recvChunkStart":                cluster("internal"),
+	"_recvChunkStatus":               cluster("internal"),
+	"_shardsvrChunkSizes":            cluster("internal"),
+	"_shardsvrMoveRange":             cluster("internal"),
+	"_transferMods":                  cluster("internal"),
 	"abortTransaction":               anyUser,
 	"aggregate":                      {on: onColl, actions: []string{"find"}, more: pipelineNeeds},
 	"authenticate":                   preAuth,

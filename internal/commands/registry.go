@@ -197,6 +197,11 @@ func init() {
 		"waitForFailPoint": {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)", fields: args("timesEntered")},
 		"whatsmyuri":       {run: cmdWhatsMyURI, help: "this connection's client address"},
 	}
+	// Internal sharding commands (sharding.go): members run them on the
+	// primary, with a writeConcern.
+	for name, c := range shardingInternal {
+		registry[name] = command{run: cmdSharding, adminOnly: true, kind: kindWrite, help: c.help, fields: args(c.fields)}
+	}
 	commandNames = make(map[string]string, len(registry))
 	for name := range registry {
 		commandNames[name] = name

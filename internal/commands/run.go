@@ -144,6 +144,16 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := useTransaction(s, req.Name); err != nil { // transactions.go: its snapshot follows afterClusterTime
 		return ErrorReply(dst, txnOutcome(s, req.Name, nil, err))
 	}
+	if s.Env.Sharding != nil { // shard versions, migrations' critical sections (sharding.go)
+		_, internal := shardingInternal[req.Name]
+		release, err := admitSharded(ctx, s, req, cmd.kind == kindWrite && !internal)
+		if err != nil {
+			return ErrorReply(dst, err)
+		}
+		if release != nil {
+			defer release()
+		}
+	}
 	s.stat = opStats{}
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
 	if err == nil && cmd.kind == kindWrite && s.Env.Repl != nil {

@@ -26,6 +26,10 @@ type Options struct {
 	// ReplSetName makes the server a member of that replica set
 	// (replication.replSetName, --replSet); "" is a standalone.
 	ReplSetName string
+	// ShardSvr makes the server a shard of a sharded cluster
+	// (sharding.clusterRole: shardsvr, --shardsvr): it takes _addShard,
+	// checks shard versions and donates and receives chunks.
+	ShardSvr bool
 	// OplogSizeMB caps local.oplog.rs (replication.oplogSizeMB,
 	// --oplogSize); 0 is mongod's default (5% of the disk, 990 MB to 50 GB).
 	OplogSizeMB int64
@@ -221,6 +225,17 @@ var options = []option{
 		return nil
 	}},
 	{path: "replication.replSetName", flags: []string{"replSet"}, arg: "NAME", usage: "run as a member of the named replica set (initiate it with rs.initiate() on one member); members talk to each other on this same port", set: stringField(func(o *Options) *string { return &o.ReplSetName })},
+	{path: "sharding.clusterRole", flags: []string{"shardsvr"}, kind: kindBool, usage: "run as a shard of a sharded cluster (sharding.clusterRole: shardsvr); the config servers' addShard names it", set: func(o *Options, v string) error {
+		switch v {
+		case "shardsvr", "true":
+			o.ShardSvr = true
+		case "false":
+			o.ShardSvr = false
+		default:
+			return fmt.Errorf("must be shardsvr, got %q", v)
+		}
+		return nil
+	}},
 	{path: "replication.oplogSizeMB", flags: []string{"oplogSize"}, arg: "MB", usage: "size cap of the oplog local.oplog.rs in MB (default, as mongod: 5% of the disk, at least 990 MB and at most 50 GB)", set: func(o *Options, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 || n > 1<<30 {

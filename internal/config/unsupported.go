@@ -12,7 +12,7 @@ import (
 // honoured").
 var unsupportedKeys = map[string]string{
 	"replication":                      "only replSetName and oplogSizeMB are supported",
-	"sharding":                         "only clusterRole: configsvr is supported",
+	"sharding":                         "only clusterRole (configsvr or shardsvr) is supported",
 	"processManagement.fork":           "Cairn does not fork; run it under a service manager (systemd, a container) instead",
 	"processManagement.windowsService": "Cairn does not run as a Windows service",
 	"storage.journal":                  "journaling is always on: every acknowledged write is in the write-ahead log (cairn.sync chooses when it is synced)",
@@ -58,7 +58,6 @@ var unsupportedKeys = map[string]string{
 // with the reason.
 var unsupportedFlags = map[string]string{
 	"fork":                                unsupportedKeys["processManagement.fork"],
-	"shardsvr":                            unsupportedKeys["sharding"],
 	"clusterAuthMode":                     unsupportedKeys["security.clusterAuthMode"],
 	"transitionToAuth":                    unsupportedKeys["security.transitionToAuth"],
 	"journal":                             unsupportedKeys["storage.journal"],

@@ -13,6 +13,13 @@ const (
 	RangeOverlapConflict Code = 178   // router: a zone range overlapping another
 	StaleConfig          Code = 13388 // shard: the router's shardVersion differs from the shard's
 
+	// The shard side and migrations (package shardsvr; ShardNotFound,
+	// NamespaceNotSharded and StaleConfig above serve it too).
+	ConflictingOperationInProgress Code = 117 // shardsvr: a second migration of one collection; txn: a transaction's conflicting operation
+	ShardingStateNotInitialized    Code = 203 // shardsvr: a sharding command before _addShard
+	StaleDbVersion                 Code = 249 // shardsvr: a databaseVersion this shard does not hold
+	MigrationConflict              Code = 272 // shardsvr: a clone found an _id the recipient already holds
+
 	// Cluster time (package hlc).
 	ClusterTimeFailsRateLimiter Code = 205 // hlc: an observed cluster time too far ahead of the wall clock
 	// Signed cluster time (package clusterkeys).
@@ -659,7 +666,6 @@ const (
 
 	// Multi-document transactions (package session, engine txn.go).
 	WriteConflict                      Code = 112
-	ConflictingOperationInProgress     Code = 117
 	NoSuchTransaction                  Code = 251
 	TransactionCommitted               Code = 256
 	OperationNotSupportedInTransaction Code = 263

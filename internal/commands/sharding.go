@@ -1,0 +1,76 @@
+package commands
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// Sharding is a shard server's part of the commands (package shardsvr):
+// the shard version checks every command on a collection goes through,
+// and the internal commands of shards and config servers (the shard
+// identity, migrations, their commit). Env.Sharding is nil on a server
+// that is neither: it refuses shardVersion and databaseVersion
+// (genericArgs) and the internal commands (ShardingStateNotInitialized).
+type Sharding interface {
+	// Admit checks a command on namespace ns against this shard's
+	// filtering metadata: shardVersion and databaseVersion, when given
+	// (Type 0 when not), must be this shard's, or Admit answers
+	// StaleConfig / StaleDbVersion. A write is admitted only outside a
+	// migration's critical section of ns (it waits for its end), and
+	// release, called when the command is done, lets a critical section
+	// that waits for writes in flight begin.
+	Admit(ctx context.Context, ns string, write bool, shardVersion, dbVersion bsoncore.Value) (release func(), err error)
+	// Command runs one of the internal sharding commands (shardCommands).
+	Command(ctx context.Context, name string, body bsoncore.Document) (bsoncore.Document, error)
+}
+
+// shardingInternal are the internal sharding commands and their fields,
+// in MongoDB 7.0's names; package shardsvr runs them.
+var shardingInternal = map[string]struct{ help, fields string }{
+	"_addShard":                      {"make this server a shard: store the shard identity the config servers give it (admin.system.version)", "shardIdentity"},
+	"_shardsvrMoveRange":             {"migrate the chunk [min, max) of a collection from this shard to toShard (the donor's part of moveChunk and moveRange)", "toShard min max waitForDelete fromShard epoch collectionTimestamp"},
+	"_recvChunkStart":                {"begin receiving a chunk: clone it from the donor, then catch up from the donor's oplog", "sessionId from fromShard toShard min max shardKeyPattern epoch collectionTimestamp"},
+	"_recvChunkStatus":               {"the state of the chunk this shard receives", "sessionId"},
+	"_recvChunkCommit":               {"finish receiving a chunk: the donor is in its critical section, so drain its last changes", "sessionId"},
+	"_recvChunkAbort":                {"abandon receiving a chunk and delete what was copied of it", "sessionId"},
+	"_recvChunkReleaseCritSec":       {"the migration committed: the received chunk's copy is this shard's own", "sessionId"},
+	"_migrateClone":                  {"the next batch of the donor's documents of the migrating chunk", "sessionId"},
+	"_transferMods":                  {"the migrating chunk's documents changed on the donor since the last batch", "sessionId"},
+	"_shardsvrChunkSizes":            {"the data size of this shard's documents in each of the given chunks (the balancer's input)", "shardKeyPattern chunks"},
+	"_configsvrCommitChunkMigration": {"commit a migrated chunk's new owner in config.chunks (config server primary)", "fromShard toShard migratedChunk fromShardCollectionVersion validAfter"},
+}
+
+// cmdSharding runs an internal sharding command through Env.Sharding.
+func cmdSharding(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if s.Env.Sharding == nil {
+		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "%s needs a server started with --shardsvr or as a config server: this one is not part of a sharded cluster", req.Name)
+	}
+	out, err := s.Env.Sharding.Command(ctx, req.Name, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReply(dst)
+	els, _ := out.Elements()
+	for _, el := range els {
+		r.Value(el.Key(), el.Value())
+	}
+	return r.Finish(), nil
+}
+
+// admitSharded runs Sharding.Admit for a command on a collection: its
+// first field names the collection. Commands on no collection pass.
+func admitSharded(ctx context.Context, s *Session, req *Request, write bool) (func(), error) {
+	sv, _ := req.Arg("shardVersion")
+	dv, _ := req.Arg("databaseVersion")
+	if !write && sv.Type == 0 && dv.Type == 0 {
+		return nil, nil
+	}
+	coll, err := req.Collection()
+	if err != nil {
+		return nil, nil // not a collection command: nothing to check
+	}
+	return s.Env.Sharding.Admit(ctx, req.DB+"."+coll, write, sv, dv)
+}

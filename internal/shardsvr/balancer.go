@@ -1,0 +1,193 @@
+package shardsvr
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/shard"
+)
+
+// The balancer runs on the config servers' primary (a node that is not a
+// shard and holds config.shards): every round it reads config.settings
+// {_id: "balancer"} (stopped: true or mode: "off" skip the round, as
+// balancerStop writes) and {_id: "chunksize"} (the range size in MB,
+// 128 by default), asks each shard the data size of its chunks
+// (_shardsvrChunkSizes), plans with shard.Plan (MongoDB 7.0's policy: by
+// data size, three range sizes of imbalance) and runs the moves through
+// the donors' _shardsvrMoveRange, one after another.
+
+// defaultRangeSize is MongoDB 7.0's default chunkSize.
+const defaultRangeSize = 128 << 20
+
+func (n *Node) balancerLoop() {
+	defer n.wg.Done()
+	if n.opts.ShardSvr {
+		return
+	}
+	t := time.NewTicker(n.opts.BalancerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !n.opts.IsPrimary() {
+			continue
+		}
+		if _, err := n.BalanceRound(n.ctx); err != nil && n.ctx.Err() == nil {
+			n.opts.Log.Warn("balancer round failed", "err", err)
+		}
+	}
+}
+
+// BalanceRound runs one balancer round and returns the migrations it
+// made.
+func (n *Node) BalanceRound(ctx context.Context) (int, error) {
+	settings, err := n.localFind(ctx, "config", "settings", bson.D{})
+	if err != nil {
+		return 0, err
+	}
+	rangeSize := int64(defaultRangeSize)
+	for _, s := range settings {
+		switch id, _ := s.Lookup("_id").StringValueOK(); id {
+		case "balancer":
+			if stopped, _ := s.Lookup("stopped").BooleanOK(); stopped {
+				return 0, nil
+			}
+			if mode, _ := s.Lookup("mode").StringValueOK(); mode == "off" {
+				return 0, nil
+			}
+		case "chunksize":
+			if mb, ok := s.Lookup("value").AsInt64OK(); ok && mb > 0 {
+				rangeSize = mb << 20
+			}
+		}
+	}
+	shardDocs, err := n.localFind(ctx, "config", "shards", bson.D{})
+	if err != nil || len(shardDocs) < 2 {
+		return 0, err
+	}
+	hostOf := map[string]string{}
+	var loads []shard.Load
+	for _, d := range shardDocs {
+		name, _ := d.Lookup("_id").StringValueOK()
+		host, _ := d.Lookup("host").StringValueOK()
+		draining, _ := d.Lookup("draining").BooleanOK()
+		hostOf[name] = host
+		loads = append(loads, shard.Load{Shard: name, Draining: draining})
+	}
+	colls, err := n.localFind(ctx, "config", "collections", bson.D{})
+	if err != nil {
+		return 0, err
+	}
+	moved := 0
+	for _, cd := range colls {
+		m, coll, err := mapOf(ctx, n.localChunks, cd)
+		if err != nil {
+			return moved, err
+		}
+		if coll.NoBalance {
+			continue
+		}
+		sizes := make([]int64, len(m.Chunks))
+		ls := append([]shard.Load(nil), loads...)
+		for i := range ls {
+			ls[i].Bytes = 0
+			if err := n.chunkSizes(ctx, hostOf[ls[i].Shard], m, ls[i].Shard, sizes); err != nil {
+				return moved, err
+			}
+		}
+		for i, c := range m.Chunks {
+			for j := range ls {
+				if ls[j].Shard == c.Shard {
+					ls[j].Bytes += sizes[i]
+				}
+			}
+		}
+		for _, mv := range shard.Plan(m, sizes, ls, rangeSize) {
+			c := m.Chunks[mv.Chunk]
+			cmd := bson.D{{Key: "_shardsvrMoveRange", Value: coll.NS}, {Key: "toShard", Value: mv.To}, {Key: "min", Value: rawDoc(c.Min)},
+				{Key: "max", Value: rawDoc(c.Max)}, {Key: "fromShard", Value: mv.From}, {Key: "writeConcern", Value: majority}}
+			if _, err := n.peers.runPrimary(ctx, hostOf[mv.From], command("admin", cmd)); err != nil {
+				n.opts.Log.Warn("balancer: a migration failed", "ns", coll.NS, "from", mv.From, "to", mv.To, "err", err)
+				continue
+			}
+			moved++
+		}
+	}
+	return moved, nil
+}
+
+// chunkSizes asks shardName the data size of its chunks of m and adds
+// them to sizes (by chunk index).
+func (n *Node) chunkSizes(ctx context.Context, host string, m *shard.Map, shardName string, sizes []int64) error {
+	var bounds bson.A
+	var idx []int
+	for i, c := range m.Chunks {
+		if c.Shard == shardName {
+			bounds = append(bounds, bson.D{{Key: "min", Value: rawDoc(c.Min)}, {Key: "max", Value: rawDoc(c.Max)}})
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	reply, err := n.peers.runPrimary(ctx, host, command("admin", bson.D{{Key: "_shardsvrChunkSizes", Value: m.NS},
+		{Key: "shardKeyPattern", Value: rawDoc(m.Pattern.Doc)}, {Key: "chunks", Value: bounds}}))
+	if err != nil {
+		return err
+	}
+	arr, _ := reply.Lookup("sizes").ArrayOK()
+	vals, _ := arr.Values()
+	for k, v := range vals {
+		if k < len(idx) {
+			sizes[idx[k]], _ = v.AsInt64OK()
+		}
+	}
+	return nil
+}
+
+// chunkSizesCmd is _shardsvrChunkSizes: the bytes of this shard's
+// documents of ns in each given range (one scan).
+func (n *Node) chunkSizesCmd(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
+	ns, _ := body.Index(0).Value().StringValueOK()
+	key, _ := body.Lookup("shardKeyPattern").DocumentOK()
+	p, err := shard.ParsePattern(key)
+	if err != nil {
+		return nil, err
+	}
+	arr, _ := body.Lookup("chunks").ArrayOK()
+	vals, _ := arr.Values()
+	rs := make([]keyRange, len(vals))
+	for i, v := range vals {
+		d, _ := v.DocumentOK()
+		min, _ := d.Lookup("min").DocumentOK()
+		max, _ := d.Lookup("max").DocumentOK()
+		if rs[i], err = newRange(p, min, max); err != nil {
+			return nil, err
+		}
+	}
+	db, coll := splitNS(ns)
+	docs, err := n.localFind(ctx, db, coll, bson.D{})
+	if err != nil {
+		return nil, err
+	}
+	sizes := make([]int64, len(rs))
+	for _, d := range docs {
+		for i, r := range rs {
+			if r.holds(d) {
+				sizes[i] += int64(len(d))
+				break
+			}
+		}
+	}
+	out := bsoncore.NewArrayBuilder()
+	for _, s := range sizes {
+		out.AppendInt64(s)
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("sizes", out.Build()).Build(), nil
+}

@@ -1,0 +1,102 @@
+// Package shardsvr is a server's part in a sharded cluster on the shard
+// side: the shard identity (_addShard), the filtering metadata and the
+// shard version checks of every command (commands.Sharding.Admit), chunk
+// migrations as donor and recipient, the range deleter and the recovery
+// of interrupted migrations; and, on the config servers, the commit of a
+// migration (_configsvrCommitChunkMigration) and the balancer loop. The
+// routing rules themselves (maps, versions, targeting, the balancer's
+// plan) are package shard's; the router and the config server's metadata
+// commands are not here.
+//
+// A Node reaches its own server through Options.Local (the same command
+// path as a client's: writes replicate and are logged) and other members
+// through a small wire-protocol client (client.go): server packages do not
+// import the driver.
+//
+// # Shard versions
+//
+// A command carrying shardVersion ({e, t, v}, shard.ShardVersion) runs only
+// when it names this shard's version of the collection: the same epoch
+// and timestamp and the same major version of the greatest chunk this
+// shard owns (zero when it owns none; {0, 0, 0} for a collection the
+// config servers do not list), as MongoDB's isWriteCompatibleWith. On a
+// mismatch the shard refreshes its map from the config servers once
+// (config.collections and config.chunks, through a primary of
+// configsvrConnectionString) and judges again; still different, it answers
+// StaleConfig (13388) with ns, vReceived, vWanted and shardId, at the
+// reply's top level as mongod does and in errInfo. databaseVersion is
+// compared with config.databases' version (StaleDbVersion, 249).
+//
+// # Migrations
+//
+// The donor (_shardsvrMoveRange, one at a time per shard) records a
+// coordinator document, notes its newest oplog ts, and starts the
+// recipient (_recvChunkStart), which clears leftovers of the range,
+// records a pending range deletion, copies the donor's indexes and then
+// pulls: _migrateClone batches (the range's documents, read from the
+// collection) and _transferMods batches (the _ids the donor's oplog shows
+// changed in the collection since that ts, sent as the documents are now,
+// or as deleted). The recipient applies both idempotently — a document
+// replaces its copy, a deleted _id removes the copy in the range — so a
+// clone that saw some later writes is harmless. When a _transferMods
+// batch comes back empty the recipient is steady; the donor then enters
+// the critical section: it takes the collection's gate exclusively (the
+// writes in flight finish, with their oplog entries) and later writes
+// wait. _recvChunkCommit makes the recipient drain once more after the
+// request (nothing can change any more) and answer done; the donor commits
+// on the config servers (_configsvrCommitChunkMigration, majority
+// writes), refreshes its map, and ends the critical section: the waiting
+// writes see the new version and answer StaleConfig, so the router sends
+// them to the recipient. The donor then records its range for deletion
+// and tells the recipient the range is its own.
+//
+// Invariant "Nothing lost, nothing twice": every write to the collection
+// either finished before the critical section began — its oplog entry is
+// then before the final drain, which sends the document's final state —
+// or runs after it, on the owner the config servers name. Applying is
+// idempotent (current documents, not operations), so a change seen by
+// both the clone and a _transferMods batch counts once.
+//
+// Invariant "One owner": config.chunks alone says who owns a range; its
+// migrated chunk document is written in one write (the donor's version
+// bump after it), so a range has one owner whatever dies when. A shard
+// deletes documents only of a range it does not own there (deleteTaskRange
+// checks), and only once the migration that could give it that range is
+// decided: the donor's range after the commit is known; the recipient's
+// copy when the donor aborts, or — if the recipient missed the word —
+// once the donor has forgotten the migration's coordinator.
+//
+// A duplicate _id (or unique key) that the clone or the catch-up finds on
+// the recipient outside the range fails the migration with
+// MigrationConflict (272) naming the key: two shards hold one _id, which a
+// migration must not silently drop or overwrite.
+//
+// Recovery: after a restart the donor resolves each coordinator document
+// by the config servers' map — committed: record the range deletion and
+// release the recipient; not: abort the recipient. A commit whose reply
+// was lost is decided the same way; while the outcome is unknown the
+// critical section stays (writes wait rather than land on a shard that may
+// no longer own their range).
+//
+// # Deviations from MongoDB and not yet
+//
+//   - Reads with a shardVersion do not yet filter out orphans (documents
+//     of ranges the shard does not own: a received copy before the commit,
+//     a donated range before its deletion). The range deleter removes
+//     them; until it has, a scatter read through a router may see a
+//     document twice.
+//   - Ranges are found by scanning the collection (clone, range deletion,
+//     chunk sizes), not the shard key index; fine for tests, slow for a
+//     collection far larger than a chunk.
+//   - A shard version error fails the whole write command (mongod reports
+//     it per statement in writeErrors).
+//   - _shardsvrMoveRange moves whole chunks: both min and max are needed;
+//     a range given by min alone is not split by size yet.
+//   - The config server part runs on every replica set member (the router's
+//     --configsvr should gate it); the balancer runs on a primary that is
+//     not a shard and holds at least two config.shards entries.
+//   - Sharding with --auth is refused: members would need the internal
+//     identity (keyFile) to run each other's commands.
+//   - A pending recipient range whose donor is unreachable stays (as
+//     orphans) until the donor answers again.
+package shardsvr

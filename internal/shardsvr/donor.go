@@ -1,0 +1,391 @@
+package shardsvr
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/shard"
+)
+
+// donation is the migration this shard donates.
+type donation struct {
+	id       string
+	ns       string
+	r        keyRange
+	toShard  string
+	mu       sync.Mutex // the recipient's calls
+	cursor   int64      // the clone's local cursor; -1 once exhausted
+	lastTS   bson.Timestamp
+	cloned   int64 // bytes sent by _migrateClone
+	modsSent int64
+}
+
+// moveTimeout bounds a migration's clone and catch-up.
+const moveTimeout = 10 * time.Minute
+
+// moveRange is _shardsvrMoveRange: the donor's whole migration.
+func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
+	ns, ok := body.Index(0).Value().StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "_shardsvrMoveRange needs a namespace string")
+	}
+	toShard, ok := body.Lookup("toShard").StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "_shardsvrMoveRange needs a string toShard")
+	}
+	min, okMin := body.Lookup("min").DocumentOK()
+	max, okMax := body.Lookup("max").DocumentOK()
+	if !okMin || !okMax {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "_shardsvrMoveRange needs both min and max: Cairn moves whole chunks (a range given by min alone is not split by size yet)")
+	}
+	waitForDelete, _ := body.Lookup("waitForDelete").BooleanOK()
+	id, _ := n.shardIdentity(ctx)
+
+	cm := n.meta(ns)
+	m, coll, err := n.current(ctx, cm, true)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, mongoerr.New(mongoerr.NamespaceNotSharded, "%s is not sharded", ns)
+	}
+	ci, r, err := exactChunk(m, min, max)
+	if err != nil {
+		return nil, err
+	}
+	if ci < 0 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no chunk of %s is exactly [%s, %s): move a whole chunk (split it first)", ns, min, max)
+	}
+	if from := m.Chunks[ci].Shard; from != id.ShardName {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "chunk [%s, %s) of %s is on shard %s, not on this shard %s", min, max, ns, from, id.ShardName)
+	}
+	if toShard == id.ShardName {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "chunk [%s, %s) is already on shard %s", min, max, toShard)
+	}
+	toHost, err := n.shardHost(ctx, toShard)
+	if err != nil {
+		return nil, err
+	}
+	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard}
+	n.mu.Lock()
+	if n.donating != nil {
+		n.mu.Unlock()
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "this shard is already donating a chunk of %s; one migration at a time", n.donating.ns)
+	}
+	n.donating = d
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		n.donating = nil
+		n.mu.Unlock()
+	}()
+	start := time.Now()
+	// The coordinator document says a migration may be under way, so that
+	// a restarted donor resolves it (recovery.go).
+	coord := bson.D{{Key: "_id", Value: d.id}, {Key: "nss", Value: ns}, {Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)},
+		{Key: "donorShardId", Value: id.ShardName}, {Key: "recipientShardId", Value: toShard}, {Key: "recipientHost", Value: toHost}}
+	if _, err := n.local(ctx, "config", bson.D{{Key: "insert", Value: "migrationCoordinators"}, {Key: "documents", Value: bson.A{coord}}, {Key: "writeConcern", Value: majority}}); err != nil {
+		return nil, err
+	}
+	if d.lastTS, err = n.oplogTop(ctx); err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, moveTimeout)
+	defer cancel()
+	abort := func(cause error) (bsoncore.Document, error) {
+		n.tellRecipient(context.WithoutCancel(ctx), toHost, "_recvChunkAbort", d.id)
+		n.forgetCoordinator(context.WithoutCancel(ctx), d.id)
+		return nil, cause
+	}
+	recvStart := bson.D{{Key: "_recvChunkStart", Value: ns}, {Key: "sessionId", Value: d.id}, {Key: "from", Value: n.opts.Self},
+		{Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard}, {Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)},
+		{Key: "shardKeyPattern", Value: rawDoc(m.Pattern.Doc)}, {Key: "epoch", Value: m.Epoch}, {Key: "collectionTimestamp", Value: bson.Timestamp{T: coll.Timestamp.T(), I: coll.Timestamp.I()}}}
+	if _, err := n.peers.runPrimary(mctx, toHost, command("admin", recvStart)); err != nil {
+		return abort(fmt.Errorf("the recipient %s did not start: %w", toShard, err))
+	}
+	// Clone and catch up until the recipient is steady.
+	for {
+		st, err := n.recipientState(mctx, toHost, d.id)
+		if err != nil {
+			return abort(fmt.Errorf("migration of [%s, %s) to %s failed: %w", min, max, toShard, err))
+		}
+		if st == "steady" {
+			break
+		}
+		select {
+		case <-mctx.Done():
+			return abort(fmt.Errorf("migration of [%s, %s) to %s did not catch up in %s", min, max, toShard, moveTimeout))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// The critical section: writes to the collection wait, the recipient
+	// drains the last changes, the config servers commit.
+	exit := cm.enterCritical()
+	critStart := time.Now()
+	reply, err := n.peers.runPrimary(mctx, toHost, command("admin", bson.D{{Key: "_recvChunkCommit", Value: ns}, {Key: "sessionId", Value: d.id}}))
+	if st, _ := reply.Lookup("state").StringValueOK(); err != nil || st != "done" {
+		exit()
+		if err == nil {
+			err = fmt.Errorf("the recipient ended in state %q", st)
+		}
+		return abort(fmt.Errorf("migration of [%s, %s) to %s failed in its critical section: %w", min, max, toShard, err))
+	}
+	have := shard.ShardVersion{Epoch: m.Epoch, Timestamp: coll.Timestamp, V: m.ShardVersion(id.ShardName)}
+	migrated := bson.D{{Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)}, {Key: "lastmod", Value: bson.Timestamp{T: m.Chunks[ci].Version.Major, I: m.Chunks[ci].Version.Minor}}}
+	commit := bson.D{{Key: "_configsvrCommitChunkMigration", Value: ns}, {Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard},
+		{Key: "migratedChunk", Value: migrated}, {Key: "fromShardCollectionVersion", Value: rawDoc(have.Doc())},
+		{Key: "validAfter", Value: bson.Timestamp{T: uint32(time.Now().Unix())}}, {Key: "writeConcern", Value: majority}}
+	_, cerr := n.configRun(context.WithoutCancel(ctx), "admin", commit)
+	committed, err := n.decided(ctx, ns, r, toShard, cerr)
+	if err != nil {
+		// Unknown outcome: the critical section stays until recovery
+		// learns it (writes to the collection wait rather than risk
+		// landing on the wrong owner).
+		go n.resolveLater(d.id, exit)
+		return nil, fmt.Errorf("migration of [%s, %s) to %s: the commit's outcome is not known yet (%v); writes wait until it is", min, max, toShard, err)
+	}
+	if !committed {
+		exit()
+		return abort(fmt.Errorf("the config servers refused the migration of [%s, %s) to %s: %w", min, max, toShard, cerr))
+	}
+	if err := n.refresh(context.WithoutCancel(ctx), cm); err != nil {
+		n.opts.Log.Warn("refreshing after a migration failed", "ns", ns, "err", err)
+	}
+	exit()
+	crit := time.Since(critStart)
+	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
+	took := time.Since(start) // the migration, without its range deletion
+	if waitForDelete {
+		if err := n.runRangeDeletions(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		n.wake()
+	}
+	d.mu.Lock()
+	cloned, mods := d.cloned, d.modsSent
+	d.mu.Unlock()
+	n.opts.Log.Info("migrated a chunk", "ns", ns, "min", min.String(), "max", max.String(), "to", toShard,
+		"ms", took.Milliseconds(), "criticalSectionMs", crit.Milliseconds(), "clonedBytes", cloned, "modsSent", mods)
+	return bsoncore.NewDocumentBuilder().AppendInt64("clonedBytes", cloned).AppendInt64("modsSent", mods).
+		AppendInt64("millis", took.Milliseconds()).AppendInt64("criticalSectionMillis", crit.Milliseconds()).Build(), nil
+}
+
+// decided learns whether the migration of r to toShard committed: from the
+// commit's reply, or, when that failed, from the config servers' map.
+func (n *Node) decided(ctx context.Context, ns string, r keyRange, toShard string, cerr error) (bool, error) {
+	if cerr == nil {
+		return true, nil
+	}
+	for range 20 {
+		m, _, err := n.loadMap(context.WithoutCancel(ctx), ns)
+		if err == nil {
+			return ownsAny(m, toShard, r), nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return false, fmt.Errorf("the config servers do not answer: %w", cerr)
+}
+
+// afterCommit records the donor's range for deletion, forgets the
+// coordinator and tells the recipient the chunk is its own.
+func (n *Node) afterCommit(ctx context.Context, id, ns string, r keyRange, toHost string) {
+	task := bson.D{{Key: "_id", Value: id}, {Key: "nss", Value: ns}, {Key: "range", Value: bson.D{{Key: "min", Value: rawDoc(r.min)}, {Key: "max", Value: rawDoc(r.max)}}},
+		{Key: "pending", Value: false}, {Key: "whenToClean", Value: "now"}}
+	if _, err := n.local(ctx, "config", bson.D{{Key: "update", Value: "rangeDeletions"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: id}}}, {Key: "u", Value: task}, {Key: "upsert", Value: true}}}}, {Key: "writeConcern", Value: majority}}); err != nil {
+		n.opts.Log.Error("recording a range deletion failed; recovery will", "err", err)
+		return
+	}
+	n.forgetCoordinator(ctx, id)
+	n.tellRecipient(ctx, toHost, "_recvChunkReleaseCritSec", id)
+}
+
+func (n *Node) forgetCoordinator(ctx context.Context, id string) {
+	if _, err := n.local(ctx, "config", bson.D{{Key: "delete", Value: "migrationCoordinators"}, {Key: "deletes", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: id}}}, {Key: "limit", Value: 1}}}}, {Key: "writeConcern", Value: majority}}); err != nil {
+		n.opts.Log.Warn("forgetting a migration coordinator failed", "id", id, "err", err)
+	}
+}
+
+// tellRecipient sends a migration's outcome to the recipient, best
+// effort: a recipient that misses it asks the donor later (recovery.go).
+func (n *Node) tellRecipient(ctx context.Context, host, cmd, id string) {
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := n.peers.runPrimary(c, host, command("admin", bson.D{{Key: cmd, Value: 1}, {Key: "sessionId", Value: id}})); err != nil {
+		n.opts.Log.Warn("telling the recipient failed", "command", cmd, "host", host, "err", err)
+	}
+}
+
+// recipientState polls _recvChunkStatus; a failed recipient is an error.
+func (n *Node) recipientState(ctx context.Context, host, id string) (string, error) {
+	reply, err := n.peers.runPrimary(ctx, host, command("admin", bson.D{{Key: "_recvChunkStatus", Value: 1}, {Key: "sessionId", Value: id}}))
+	if err != nil {
+		return "", err
+	}
+	st, _ := reply.Lookup("state").StringValueOK()
+	if st == "fail" {
+		msg, _ := reply.Lookup("errmsg").StringValueOK()
+		code, _ := reply.Lookup("errCode").AsInt64OK()
+		return st, mongoerr.New(mongoerr.Code(code), "%s", msg)
+	}
+	return st, nil
+}
+
+// shardHost is a shard's connection string from config.shards.
+func (n *Node) shardHost(ctx context.Context, name string) (string, error) {
+	docs, err := n.configFind(ctx, "shards", bson.D{{Key: "_id", Value: name}})
+	if err != nil {
+		return "", err
+	}
+	if len(docs) == 0 {
+		return "", mongoerr.New(mongoerr.ShardNotFound, "shard %s not found", name)
+	}
+	host, _ := docs[0].Lookup("host").StringValueOK()
+	return host, nil
+}
+
+// oplogTop is the ts of this server's newest oplog entry (zero when empty).
+func (n *Node) oplogTop(ctx context.Context) (bson.Timestamp, error) {
+	reply, err := n.local(ctx, "local", bson.D{{Key: "find", Value: "oplog.rs"}, {Key: "sort", Value: bson.D{{Key: "$natural", Value: -1}}}, {Key: "limit", Value: 1}})
+	if err != nil {
+		return bson.Timestamp{}, err
+	}
+	batch, _ := reply.Lookup("cursor", "firstBatch").ArrayOK()
+	vals, _ := batch.Values()
+	if len(vals) == 0 {
+		return bson.Timestamp{}, nil
+	}
+	d, _ := vals[0].DocumentOK()
+	t, i, _ := d.Lookup("ts").TimestampOK()
+	return bson.Timestamp{T: t, I: i}, nil
+}
+
+// donation looks up the migration a recipient's call names.
+func (n *Node) donationOf(body bsoncore.Document) (*donation, error) {
+	id, _ := body.Lookup("sessionId").StringValueOK()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.donating == nil || n.donating.id != id {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "no migration %q is being donated by this shard", id)
+	}
+	return n.donating, nil
+}
+
+// cloneBatchBytes bounds one _migrateClone reply.
+const cloneBatchBytes = 4 << 20
+
+// migrateClone is _migrateClone: the next documents of the range, read
+// from the collection (writes meanwhile reach the recipient through
+// _transferMods, which starts from the oplog position before the clone).
+func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
+	d, err := n.donationOf(body)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	db, coll := splitNS(d.ns)
+	arr := bsoncore.NewArrayBuilder()
+	size := 0
+	for d.cursor >= 0 && size < cloneBatchBytes {
+		var reply bsoncore.Document
+		if d.cursor == 0 {
+			reply, err = n.local(ctx, db, bson.D{{Key: "find", Value: coll}, {Key: "batchSize", Value: 2000}})
+		} else {
+			reply, err = n.local(ctx, db, bson.D{{Key: "getMore", Value: d.cursor}, {Key: "collection", Value: coll}, {Key: "batchSize", Value: 2000}})
+		}
+		if err != nil {
+			return nil, err
+		}
+		vals, id := batchOf(reply)
+		for _, v := range vals {
+			doc, _ := v.DocumentOK()
+			if d.r.holds(doc) {
+				arr.AppendDocument(doc)
+				size += len(doc)
+			}
+		}
+		if d.cursor = id; d.cursor == 0 {
+			d.cursor = -1
+		}
+	}
+	d.cloned += int64(size)
+	return bsoncore.NewDocumentBuilder().AppendArray("objects", arr.Build()).Build(), nil
+}
+
+// transferMods is _transferMods: the range's documents changed since the
+// last call, found in the oplog after the migration's start and sent as
+// they are now (reload) or as deleted _ids. Sending the current document
+// rather than the change makes applying idempotent: the recipient ends
+// with the donor's state whatever the clone already saw.
+func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
+	d, err := n.donationOf(body)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	reply, err := n.local(ctx, "local", bson.D{{Key: "find", Value: "oplog.rs"},
+		{Key: "filter", Value: bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: d.lastTS}}}, {Key: "ns", Value: d.ns}}},
+		{Key: "limit", Value: 5000}, {Key: "batchSize", Value: 5000}})
+	if err != nil {
+		return nil, err
+	}
+	batch, _ := reply.Lookup("cursor", "firstBatch").ArrayOK()
+	vals, _ := batch.Values()
+	var ids bson.A
+	seen := map[string]bool{}
+	for _, v := range vals {
+		e, _ := v.DocumentOK()
+		t, i, _ := e.Lookup("ts").TimestampOK()
+		d.lastTS = bson.Timestamp{T: t, I: i}
+		op, _ := e.Lookup("op").StringValueOK()
+		var id bsoncore.Value
+		switch op {
+		case "i", "d":
+			id = e.Lookup("o", "_id")
+		case "u":
+			id = e.Lookup("o2", "_id")
+		default:
+			continue
+		}
+		if id.Type == 0 || seen[string(id.Data)+string(rune(id.Type))] {
+			continue
+		}
+		seen[string(id.Data)+string(rune(id.Type))] = true
+		ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
+	}
+	reload, deleted := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
+	if len(ids) > 0 {
+		db, coll := splitNS(d.ns)
+		docs, err := n.localFind(ctx, db, coll, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+		if err != nil {
+			return nil, err
+		}
+		found := map[string]bool{}
+		for _, doc := range docs {
+			id := doc.Lookup("_id")
+			if d.r.holds(doc) {
+				found[string(id.Data)+string(rune(id.Type))] = true
+				reload.AppendDocument(doc)
+			}
+		}
+		for _, id := range ids {
+			rv := id.(bson.RawValue)
+			if !found[string(rv.Value)+string(rune(rv.Type))] {
+				deleted.AppendValue(bsoncore.Value{Type: bsoncore.Type(rv.Type), Data: rv.Value})
+			}
+		}
+		d.modsSent += int64(len(ids))
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("reload", reload.Build()).AppendArray("deleted", deleted.Build()).
+		AppendInt32("entries", int32(len(vals))).Build(), nil
+}

@@ -1,0 +1,253 @@
+package shardsvr
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/shard"
+)
+
+// collMeta is a collection's filtering metadata on this shard: the
+// routing table as the config servers last gave it (nil: not sharded)
+// and the migration gate of its writes.
+type collMeta struct {
+	ns string
+
+	// gate: every write holds it shared for its whole command; a
+	// migration's critical section takes it exclusively to begin, so it
+	// begins only once the writes in flight are done (and their oplog
+	// entries written), and later writes wait on crit.
+	gate sync.RWMutex
+
+	mu        sync.Mutex
+	loaded    bool
+	m         *shard.Map // nil: the collection is not sharded
+	coll      shard.Collection
+	crit      chan struct{} // non-nil during a critical section; closed at its end
+	refreshes uint64        // completed refreshes (refresh coalesces on it)
+	refreshMu sync.Mutex
+}
+
+// unsharded is the version of a collection the config servers do not
+// list: MongoDB's ShardVersion::UNSHARDED (a zero epoch, timestamp and
+// version).
+var unsharded = shard.ShardVersion{}
+
+func (n *Node) meta(ns string) *collMeta {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	cm := n.colls[ns]
+	if cm == nil {
+		cm = &collMeta{ns: ns}
+		n.colls[ns] = cm
+	}
+	return cm
+}
+
+// version is this shard's version of the collection: the greatest version
+// of the chunks it owns (zero when it owns none), of the collection's
+// incarnation.
+func (cm *collMeta) version(me string) shard.ShardVersion {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if cm.m == nil {
+		return unsharded
+	}
+	return shard.ShardVersion{Epoch: cm.m.Epoch, Timestamp: cm.coll.Timestamp, V: cm.m.ShardVersion(me)}
+}
+
+// refresh reloads the collection's routing table from the config servers.
+// Concurrent callers share one load: a caller that waited while another
+// loaded takes that result.
+func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
+	cm.mu.Lock()
+	seen := cm.refreshes
+	cm.mu.Unlock()
+	cm.refreshMu.Lock()
+	defer cm.refreshMu.Unlock()
+	cm.mu.Lock()
+	done := cm.refreshes != seen
+	cm.mu.Unlock()
+	if done {
+		return nil
+	}
+	m, coll, err := n.loadMap(ctx, cm.ns)
+	if err != nil {
+		return err
+	}
+	cm.mu.Lock()
+	cm.m, cm.coll, cm.loaded = m, coll, true
+	cm.refreshes++
+	cm.mu.Unlock()
+	return nil
+}
+
+// loadMap reads a collection's routing table from the config servers (nil
+// when it is not sharded).
+func (n *Node) loadMap(ctx context.Context, ns string) (*shard.Map, shard.Collection, error) {
+	docs, err := n.configFind(ctx, "collections", bson.D{{Key: "_id", Value: ns}})
+	if err != nil || len(docs) == 0 {
+		return nil, shard.Collection{}, err
+	}
+	return mapOf(ctx, func(ctx context.Context, filter any) ([]bsoncore.Document, error) {
+		return n.configFind(ctx, "chunks", filter)
+	}, docs[0])
+}
+
+// mapOf builds the routing table of a config.collections document from
+// its config.chunks documents, which findChunks reads.
+func mapOf(ctx context.Context, findChunks func(ctx context.Context, filter any) ([]bsoncore.Document, error), collDoc bsoncore.Document) (*shard.Map, shard.Collection, error) {
+	coll, err := shard.ParseCollection(collDoc)
+	if err != nil {
+		return nil, coll, err
+	}
+	chunks, err := findChunks(ctx, bson.D{{Key: "uuid", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: coll.UUID[:]}}})
+	if err != nil {
+		return nil, coll, err
+	}
+	m, err := shard.MapFromConfig(coll, chunks)
+	return m, coll, err
+}
+
+// localChunks reads config.chunks on this server (a config server).
+func (n *Node) localChunks(ctx context.Context, filter any) ([]bsoncore.Document, error) {
+	return n.localFind(ctx, "config", "chunks", filter)
+}
+
+// current returns the collection's map, loading it the first time.
+func (n *Node) current(ctx context.Context, cm *collMeta, force bool) (*shard.Map, shard.Collection, error) {
+	cm.mu.Lock()
+	loaded := cm.loaded
+	cm.mu.Unlock()
+	if force || !loaded {
+		if err := n.refresh(ctx, cm); err != nil {
+			return nil, shard.Collection{}, err
+		}
+	}
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	return cm.m, cm.coll, nil
+}
+
+// Admit checks a command against the filtering metadata (commands.Sharding).
+func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore.Value) (func(), error) {
+	if !n.opts.ShardSvr {
+		if sv.Type != 0 || dv.Type != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "shardVersion and databaseVersion are for shards: this server was not started with --shardsvr")
+		}
+		return nil, nil
+	}
+	if strings.HasPrefix(ns, "config.") || strings.HasPrefix(ns, "admin.") || strings.HasPrefix(ns, "local.") {
+		return nil, nil // a shard's own metadata, never sharded
+	}
+	cm := n.meta(ns)
+	var release func()
+	if write {
+		for {
+			cm.gate.RLock()
+			cm.mu.Lock()
+			crit := cm.crit
+			cm.mu.Unlock()
+			if crit == nil {
+				break
+			}
+			cm.gate.RUnlock()
+			select {
+			case <-crit:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		release = cm.gate.RUnlock
+	}
+	fail := func(err error) (func(), error) {
+		if release != nil {
+			release()
+		}
+		return nil, err
+	}
+	if dv.Type != 0 {
+		if err := n.checkDatabaseVersion(ctx, ns[:strings.IndexByte(ns, '.')], dv); err != nil {
+			return fail(err)
+		}
+	}
+	if sv.Type == 0 {
+		return release, nil
+	}
+	received, err := shard.ParseShardVersion(sv)
+	if err != nil {
+		return fail(err)
+	}
+	id, err := n.shardIdentity(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if _, _, err := n.current(ctx, cm, false); err != nil {
+		return fail(err)
+	}
+	have := cm.version(id.ShardName)
+	if !received.Compatible(have) {
+		// The router may know a newer version than this shard (a
+		// migration committed): refresh once, then judge.
+		if err := n.refresh(ctx, cm); err != nil {
+			return fail(err)
+		}
+		have = cm.version(id.ShardName)
+		if !received.Compatible(have) {
+			return fail(shard.StaleConfigError(ns, received, &have, id.ShardName, "the shard's version differs from the one the command carries"))
+		}
+	}
+	return release, nil
+}
+
+// checkDatabaseVersion compares a databaseVersion {uuid, timestamp,
+// lastMod} with config.databases' entry of db.
+func (n *Node) checkDatabaseVersion(ctx context.Context, db string, dv bsoncore.Value) error {
+	got, ok := dv.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "databaseVersion must be a document {uuid, timestamp, lastMod}")
+	}
+	docs, err := n.configFind(ctx, "databases", bson.D{{Key: "_id", Value: db}})
+	if err != nil {
+		return err
+	}
+	var want bsoncore.Document
+	if len(docs) > 0 {
+		want, _ = docs[0].Lookup("version").DocumentOK()
+	}
+	same := want != nil && bytes.Equal(got.Lookup("uuid").Data, want.Lookup("uuid").Data) &&
+		bytes.Equal(got.Lookup("lastMod").Data, want.Lookup("lastMod").Data)
+	if !same {
+		e := mongoerr.New(mongoerr.StaleDbVersion, "database version mismatch for %s: received %s, config servers hold %s", db, got, want)
+		info := bsoncore.NewDocumentBuilder().AppendString("db", db).AppendDocument("vReceived", got)
+		if want != nil {
+			info.AppendDocument("vWanted", want)
+		}
+		e.Extra = append(e.Extra, mongoerr.Field{Name: "errInfo", Value: rawDoc(info.Build())})
+		return e
+	}
+	return nil
+}
+
+// enterCritical begins ns's critical section: it waits for the writes in
+// flight and makes later ones wait. exit ends it.
+func (cm *collMeta) enterCritical() (exit func()) {
+	cm.gate.Lock()
+	ch := make(chan struct{})
+	cm.mu.Lock()
+	cm.crit = ch
+	cm.mu.Unlock()
+	cm.gate.Unlock()
+	return func() {
+		cm.mu.Lock()
+		cm.crit = nil
+		cm.mu.Unlock()
+		close(ch)
+	}
+}

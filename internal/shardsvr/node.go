@@ -1,0 +1,212 @@
+package shardsvr
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// Options configure a Node.
+type Options struct {
+	// Local runs a command on this server, through the same command path
+	// as a client's (so writes replicate and are logged like any other).
+	Local func(ctx context.Context, db string, cmd bsoncore.Document) bsoncore.Document
+	// Self is this server's host:port, as other members reach it.
+	Self string
+	// ShardSvr: started with --shardsvr. Without it the node serves only
+	// the config server's part (_configsvrCommitChunkMigration, the
+	// balancer) and refuses the shard's commands.
+	ShardSvr bool
+	// IsPrimary reports whether this server may write now (a standalone
+	// always may); the balancer and recovery run only then.
+	IsPrimary func() bool
+	Log       *slog.Logger
+	// BalancerInterval is the balancer's round interval (10 s, MongoDB's,
+	// when zero).
+	BalancerInterval time.Duration
+}
+
+// Node is a server's sharding role: a shard (filtering metadata, shard
+// version checks, donor and recipient of migrations, the range deleter)
+// and the config server's commit of migrations and its balancer.
+type Node struct {
+	opts  Options
+	peers peers
+
+	mu       sync.Mutex
+	identity *identity            // nil until _addShard (or loaded at start)
+	colls    map[string]*collMeta // filtering metadata by namespace
+	donating *donation            // the migration this shard donates, if any
+	receipts map[string]*receipt  // migrations this shard receives, by sessionId
+	rangeMu  sync.Mutex           // one range deletion or receipt clearing at a time
+	commitMu sync.Mutex           // config server: one commit at a time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{} // wakes the range deleter
+}
+
+// New starts a node: it loads the shard identity, resumes interrupted
+// migrations and pending range deletions, and (on a config server) runs
+// the balancer.
+func New(opts Options) *Node {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.IsPrimary == nil {
+		opts.IsPrimary = func() bool { return true }
+	}
+	if opts.BalancerInterval == 0 {
+		opts.BalancerInterval = 10 * time.Second
+	}
+	n := &Node{opts: opts, colls: map[string]*collMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if opts.ShardSvr {
+		n.wg.Add(1)
+		go n.background()
+	}
+	n.wg.Add(1)
+	go n.balancerLoop()
+	return n
+}
+
+// Close stops the node's background work.
+func (n *Node) Close() {
+	n.cancel()
+	n.wg.Wait()
+	n.peers.close()
+}
+
+// Command runs an internal sharding command (commands.Sharding).
+func (n *Node) Command(ctx context.Context, name string, body bsoncore.Document) (bsoncore.Document, error) {
+	if name == "_configsvrCommitChunkMigration" {
+		return n.commitChunkMigration(ctx, body)
+	}
+	if !n.opts.ShardSvr {
+		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "%s runs on a shard: this server was not started with --shardsvr", name)
+	}
+	if name == "_addShard" {
+		return n.addShard(ctx, body)
+	}
+	if _, err := n.shardIdentity(ctx); err != nil {
+		return nil, err
+	}
+	switch name {
+	case "_shardsvrMoveRange":
+		return n.moveRange(ctx, body)
+	case "_recvChunkStart":
+		return n.recvChunkStart(ctx, body)
+	case "_recvChunkStatus", "_recvChunkCommit", "_recvChunkAbort", "_recvChunkReleaseCritSec":
+		return n.recvChunkControl(ctx, name, body)
+	case "_migrateClone":
+		return n.migrateClone(ctx, body)
+	case "_transferMods":
+		return n.transferMods(ctx, body)
+	case "_shardsvrChunkSizes":
+		return n.chunkSizesCmd(ctx, body)
+	}
+	return nil, mongoerr.New(mongoerr.CommandNotFound, "no such sharding command: '%s'", name)
+}
+
+// local runs a command on this server and returns its reply, or the
+// error an ok: 0 reply carries.
+func (n *Node) local(ctx context.Context, db string, cmd bson.D) (bsoncore.Document, error) {
+	body, err := bson.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	reply := n.opts.Local(ctx, db, body)
+	if err := replyError(reply); err != nil {
+		return reply, err
+	}
+	return reply, writeError(reply)
+}
+
+// writeError is the first of a write reply's writeErrors, or its
+// writeConcernError, as an error (nil when there is neither).
+func writeError(reply bsoncore.Document) error {
+	if werrs, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
+		if first, ok := werrs.Index(0).DocumentOK(); ok {
+			return replyError(first)
+		}
+	}
+	if wce, ok := reply.Lookup("writeConcernError").DocumentOK(); ok {
+		return replyError(wce)
+	}
+	return nil
+}
+
+// command is a command document with its $db, for a peer.
+func command(db string, cmd bson.D) bsoncore.Document {
+	b, err := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: db}))
+	if err != nil {
+		panic(fmt.Errorf("shardsvr: a command of our own does not marshal: %w", err))
+	}
+	return b
+}
+
+// configRun runs cmd on the config servers' primary.
+func (n *Node) configRun(ctx context.Context, db string, cmd bson.D) (bsoncore.Document, error) {
+	id, err := n.shardIdentity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return n.peers.runPrimary(ctx, id.ConfigConn, command(db, cmd))
+}
+
+// findAll runs a find through run and returns every document (the batches
+// of its cursor).
+func findAll(ctx context.Context, run func(ctx context.Context, db string, cmd bson.D) (bsoncore.Document, error), db, coll string, filter any) ([]bsoncore.Document, error) {
+	reply, err := run(ctx, db, bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter}, {Key: "batchSize", Value: 100000}})
+	if err != nil {
+		return nil, err
+	}
+	var out []bsoncore.Document
+	for {
+		vals, id := batchOf(reply)
+		for _, v := range vals {
+			d, _ := v.DocumentOK()
+			out = append(out, d)
+		}
+		if id == 0 {
+			return out, nil
+		}
+		if reply, err = run(ctx, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}, {Key: "batchSize", Value: 100000}}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// batchOf is a find or getMore reply's batch and its cursor id.
+func batchOf(reply bsoncore.Document) ([]bsoncore.Value, int64) {
+	cur, _ := reply.Lookup("cursor").DocumentOK()
+	batch, ok := cur.Lookup("firstBatch").ArrayOK()
+	if !ok {
+		batch, _ = cur.Lookup("nextBatch").ArrayOK()
+	}
+	vals, _ := batch.Values()
+	id, _ := cur.Lookup("id").AsInt64OK()
+	return vals, id
+}
+
+func (n *Node) configFind(ctx context.Context, coll string, filter any) ([]bsoncore.Document, error) {
+	return findAll(ctx, n.configRun, "config", coll, filter)
+}
+
+func (n *Node) localFind(ctx context.Context, db, coll string, filter any) ([]bsoncore.Document, error) {
+	return findAll(ctx, n.local, db, coll, filter)
+}
+
+// rawDoc is a document as a value the reply and bson.Marshal take.
+func rawDoc(d bsoncore.Document) bson.Raw { return bson.Raw(d) }
+
+// majority is the write concern of every metadata write.
+var majority = bson.D{{Key: "w", Value: "majority"}}

@@ -1,0 +1,128 @@
+package shardsvr
+
+import (
+	"bytes"
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/shard"
+)
+
+// keyRange is a chunk's range [min, max) of shard keys of one pattern,
+// with its bounds' encodings.
+type keyRange struct {
+	p          *shard.Pattern
+	min, max   bsoncore.Document
+	emin, emax []byte
+}
+
+func newRange(p *shard.Pattern, min, max bsoncore.Document) (keyRange, error) {
+	r := keyRange{p: p, min: min, max: max}
+	var err error
+	if r.emin, err = p.Encode(min); err != nil {
+		return r, err
+	}
+	r.emax, err = p.Encode(max)
+	return r, err
+}
+
+// holds reports whether doc's shard key lies in the range.
+func (r keyRange) holds(doc bsoncore.Document) bool {
+	key, err := r.p.Extract(doc)
+	if err != nil {
+		return false
+	}
+	enc, err := r.p.Encode(key)
+	if err != nil {
+		return false
+	}
+	return bytes.Compare(enc, r.emin) >= 0 && bytes.Compare(enc, r.emax) < 0
+}
+
+// overlaps reports whether two ranges of one pattern share a key.
+func (r keyRange) overlaps(o keyRange) bool {
+	return bytes.Compare(r.emin, o.emax) < 0 && bytes.Compare(o.emin, r.emax) < 0
+}
+
+// splitNS splits "db.coll".
+func splitNS(ns string) (db, coll string) {
+	for i := 0; i < len(ns); i++ {
+		if ns[i] == '.' {
+			return ns[:i], ns[i+1:]
+		}
+	}
+	return ns, ""
+}
+
+// deleteInRange removes this shard's documents of ns whose shard key lies
+// in r, in batches of _ids, and returns how many it removed. It scans the
+// collection (see "Not yet" in doc.go).
+func (n *Node) deleteInRange(ctx context.Context, ns string, r keyRange) (int, error) {
+	db, coll := splitNS(ns)
+	docs, err := n.localFind(ctx, db, coll, bson.D{})
+	if err != nil {
+		return 0, err
+	}
+	var ids bson.A
+	removed := 0
+	flush := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		_, err := n.local(ctx, db, bson.D{{Key: "delete", Value: coll}, {Key: "deletes", Value: bson.A{
+			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}}, {Key: "limit", Value: 0}},
+		}}})
+		removed += len(ids)
+		ids = ids[:0]
+		return err
+	}
+	for _, d := range docs {
+		if !r.holds(d) {
+			continue
+		}
+		id := d.Lookup("_id")
+		ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
+		if len(ids) == 1000 {
+			if err := flush(); err != nil {
+				return removed, err
+			}
+		}
+	}
+	return removed, flush()
+}
+
+// exactChunk returns the index of m's chunk whose bounds are exactly
+// [min, max) and the range, or -1 when no chunk is.
+func exactChunk(m *shard.Map, min, max bsoncore.Document) (int, keyRange, error) {
+	r, err := newRange(m.Pattern, min, max)
+	if err != nil {
+		return -1, r, err
+	}
+	for i, c := range m.Chunks {
+		cr, _ := newRange(m.Pattern, c.Min, c.Max)
+		if bytes.Equal(cr.emin, r.emin) && bytes.Equal(cr.emax, r.emax) {
+			return i, r, nil
+		}
+	}
+	return -1, r, nil
+}
+
+// ownsAny reports whether the config servers' map gives shard any chunk
+// overlapping r.
+func ownsAny(m *shard.Map, shardName string, r keyRange) bool {
+	if m == nil {
+		return false
+	}
+	for _, c := range m.Chunks {
+		if c.Shard != shardName {
+			continue
+		}
+		cr, err := newRange(m.Pattern, c.Min, c.Max)
+		if err == nil && cr.overlaps(r) {
+			return true
+		}
+	}
+	return false
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,6 +87,17 @@ type Config struct {
 	OnConfChange func(id uint64, addr string, typ pb.ConfChangeType, cs *pb.ConfState)
 	// Logger receives the Raft library's log; nil discards it.
 	Logger raft.Logger
+	// CompactEntries, if not 0, bounds the log: once this many entries
+	// were applied since the last snapshot, or CompactBytes of payload
+	// (if not 0), the node snapshots the state machine at the applied
+	// index and truncates the log up to it ("Bounded log"). Members
+	// further behind then catch up from the snapshot.
+	CompactEntries uint64
+	CompactBytes   uint64
+	// CompactKeep is how many entries a compaction keeps behind its
+	// snapshot, so a member a little behind catches up from the log
+	// rather than from a snapshot.
+	CompactKeep uint64
 }
 
 // Node drives one member's raft.RawNode: one goroutine (the node loop)
@@ -115,6 +127,10 @@ type Node struct {
 	drained    bool                 // leader whose term's first entry is applied
 	told       RoleChange           // the last one reported to OnRoleChange
 	confs      map[uint64]*proposal // pending configuration changes by seq
+	sinceSnap  uint64               // payload bytes applied since the last snapshot
+	// resnap: a member was added to a compacted log; the next loop
+	// snapshots again ("Snapshots name their receivers").
+	resnap bool
 
 	mu          sync.Mutex
 	status      Status
@@ -227,6 +243,11 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.status = Status{ID: cfg.ID, Applied: applied}
 	n.setConfLocked()
+	if st, ok := cfg.SM.(SnapshotStreamer); ok {
+		if tr, ok := cfg.Transport.(streaming); ok {
+			tr.SetSnapshotStreamer(st)
+		}
+	}
 	go n.loop()
 	return n, nil
 }
@@ -378,14 +399,35 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 // Compact snapshots the state machine at the applied index and truncates
 // the log up to it. Members further behind then catch up from the
 // snapshot.
-func (n *Node) Compact() error {
-	return n.do(func() error {
-		data, err := n.cfg.SM.Snapshot()
-		if err != nil {
-			return err
-		}
-		return n.cfg.Log.Compact(n.applied, n.confState, data)
-	})
+func (n *Node) Compact() error { return n.do(n.compact) }
+
+func (n *Node) compact() error {
+	data, err := n.cfg.SM.Snapshot()
+	if err != nil {
+		return err
+	}
+	if err := n.cfg.Log.Compact(n.applied, n.confState, data, n.cfg.CompactKeep); err != nil {
+		return err
+	}
+	n.sinceSnap, n.resnap = 0, false
+	return nil
+}
+
+// maybeCompact compacts once the log passed a bound of Config ("Bounded
+// log").
+func (n *Node) maybeCompact() error {
+	c := n.cfg
+	if !n.resnap && c.CompactEntries == 0 && c.CompactBytes == 0 {
+		return nil
+	}
+	first, _ := c.Log.FirstIndex()
+	if !n.resnap && (c.CompactEntries == 0 || n.applied < first+c.CompactEntries) && (c.CompactBytes == 0 || n.sinceSnap < c.CompactBytes) {
+		return nil
+	}
+	if err := n.compact(); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+		return fmt.Errorf("repl: compact the log at %d: %w", n.applied, err)
+	}
+	return nil
 }
 
 // Campaign makes this member start an election now.
@@ -463,6 +505,10 @@ func (n *Node) loop() {
 				n.err = err
 				return
 			}
+		}
+		if err := n.maybeCompact(); err != nil {
+			n.err = err
+			return
 		}
 	}
 }
@@ -645,6 +691,7 @@ func (n *Node) apply(e *pb.Entry) error {
 		if err := n.cfg.SM.Apply(e.GetIndex(), e.GetData()[headerLen:]); err != nil {
 			return fmt.Errorf("repl: apply entry %d: %w", e.GetIndex(), err)
 		}
+		n.sinceSnap += uint64(len(e.GetData()))
 		if binary.BigEndian.Uint64(e.GetData()) == n.incarnation {
 			seq := binary.BigEndian.Uint64(e.GetData()[8:])
 			if p, ok := n.pending[seq]; ok {
@@ -658,10 +705,17 @@ func (n *Node) apply(e *pb.Entry) error {
 		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 			return err
 		}
+		known := slices.Contains(n.confState.GetVoters(), cc.GetNodeId()) || slices.Contains(n.confState.GetLearners(), cc.GetNodeId())
 		n.confState = n.rn.ApplyConfChange(&cc)
 		n.setConf()
 		if err := n.cfg.Log.SetConfState(e.GetIndex(), n.confState); err != nil {
 			return err
+		}
+		if first, _ := n.cfg.Log.FirstIndex(); first > 1 && !known && cc.GetType() != pb.ConfChangeType_ConfChangeRemoveNode {
+			// Raft refuses a snapshot whose configuration does not name
+			// its receiver: a member added once the log was compacted
+			// needs a snapshot taken after its addition.
+			n.resnap = true
 		}
 		var addr string
 		if c := cc.GetContext(); len(c) >= headerLen {

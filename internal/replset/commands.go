@@ -3,6 +3,7 @@ package replset
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"github.com/cairndb/cairn/internal/engine"
 	"net"
 	"os"
@@ -100,9 +101,6 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 	if self.Votes == 0 {
 		return invalid("This node, %s, with _id %d is not electable under the new configuration with {version: %d, term: 0} for replica set %s", self.Host, self.ID, cfg.Version, cfg.Name)
 	}
-	if holdsUserData(m.eng) && len(cfg.Members) > 1 {
-		return mongoerr.New(mongoerr.IllegalOperation, "this node holds data: new members would need a snapshot of it, which Cairn cannot send yet; initiate a set on empty members")
-	}
 	for _, mc := range cfg.Members {
 		if mc.ID == self.ID {
 			continue
@@ -132,6 +130,15 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 			return mongoerr.New(mongoerr.ExceededTimeLimit, "this node did not become primary of its new set in time")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if holdsUserData(m.eng) {
+		// As in MongoDB, the initiating member's data becomes the set's.
+		// It is in no log entry: snapshot it before any member is added,
+		// so every member starts from a snapshot holding it (and the log
+		// holds nothing older than the snapshot).
+		if err := node.Compact(); err != nil {
+			return fmt.Errorf("replset: snapshot this member's data: %w", err)
+		}
 	}
 	return m.writeConfig(cfg)
 }

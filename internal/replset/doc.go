@@ -78,6 +78,34 @@
 // fills from index 1. A restarted member reads its id, its log and the
 // stored configuration (for its peers' addresses) and resumes.
 //
+// # Snapshots
+//
+// The Raft log is bounded (repl's "Bounded log"): every member checkpoints
+// its store (storage.Checkpoint, hard links) and truncates its log after
+// Options.CompactEntries entries (default 20,000, a quarter kept behind
+// the snapshot) or CompactBytes of groups (256 MiB). A member behind the
+// leader's truncation point, or a new one, is sent the newest snapshot:
+// its data is the checkpoint's name, and the checkpoint's files follow
+// the MsgSnap on the member connection (repl.SnapshotStreamer). The
+// receiver stores them under Dir/replset/snapshots/<name> (a temporary
+// directory, every file synced, renamed when whole), Raft persists the
+// snapshot in the log, and Restore replaces the store's contents with the
+// checkpoint's (storage.RestoreCheckpoint, whose first synced batch
+// deletes everything, the applied index with it, and whose last writes
+// the snapshot's index): a member killed during the install restarts with
+// its log's snapshot above its store's applied index and installs again
+// (storage's invariant "Restore is redone until whole";
+// TestReplicaSetSnapshotCatchUp kills one so). The two newest checkpoints
+// stay on each member; the log's snapshot names one of them, which the
+// member sends if it leads later and restores from if it died before its
+// applied groups reached disk.
+//
+// replSetInitiate on a member holding data is allowed, as in MongoDB: its
+// data becomes the set's. The data is in no log entry, so Initiate
+// snapshots it before it stores the configuration, and every member added
+// later starts from a snapshot holding it (a member's own data, as in
+// MongoDB's initial sync, is replaced).
+//
 // # Configuration
 //
 // MongoDB's document, with what Cairn cannot honour refused
@@ -102,10 +130,9 @@
 //
 // # Not yet
 //
-//   - Snapshots of the data store (Pebble checkpoints): the log is never
-//     compacted, so it grows without bound, and a member can join only a
-//     set whose log starts at index 1; replSetInitiate of a set of more
-//     than one member on a member holding data is refused.
+//   - A member installing a snapshot serves reads of a partial store
+//     until the install ends (MongoDB's initial sync keeps such a member
+//     in STARTUP2, where it refuses reads).
 //   - w: 1 acknowledged before majority commit (it waits for commit, a
 //     stronger guarantee at majority's latency).
 //   - Read concerns snapshot and afterClusterTime (refused);

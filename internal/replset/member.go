@@ -50,6 +50,13 @@ type Options struct {
 	// TickInterval is one Raft tick (default 10ms): the election timeout
 	// and heartbeat interval of the configuration are counted in them.
 	TickInterval time.Duration
+	// CompactEntries and CompactBytes bound the Raft log (repl.Config's):
+	// past either, a member checkpoints its store and truncates its log.
+	// 0 takes the defaults (defaultCompactEntries, defaultCompactBytes);
+	// the environment variable CAIRN_RAFT_COMPACT_ENTRIES overrides the
+	// entry bound (tests make members compact after a few writes). A
+	// compaction keeps a quarter of the entry bound behind its snapshot.
+	CompactEntries, CompactBytes uint64
 	// OnPromote runs when this member becomes primary, after it applied
 	// every earlier term's groups and before clients may write: the
 	// session table forgets what it cached, so each session re-reads its
@@ -105,6 +112,15 @@ func New(opts Options) (*Member, error) {
 	}
 	if opts.TickInterval == 0 {
 		opts.TickInterval = 10 * time.Millisecond
+	}
+	if opts.CompactEntries == 0 {
+		opts.CompactEntries = defaultCompactEntries
+		if v, err := strconv.ParseUint(os.Getenv("CAIRN_RAFT_COMPACT_ENTRIES"), 10, 64); err == nil && v > 0 {
+			opts.CompactEntries = v
+		}
+	}
+	if opts.CompactBytes == 0 {
+		opts.CompactBytes = defaultCompactBytes
 	}
 	m := &Member{opts: opts, eng: opts.Engine, log: opts.Logger.With("component", "replset"), started: time.Now(), stopc: make(chan struct{})}
 	m.nonce = rand.Uint64() | 1
@@ -219,6 +235,9 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 		ElectionTicks:  max(int(time.Duration(et)*time.Millisecond/tick), 2),
 		HeartbeatTicks: max(int(time.Duration(hb)*time.Millisecond/tick), 1),
 		OnRoleChange:   m.roleChanged,
+		CompactEntries: m.opts.CompactEntries,
+		CompactBytes:   m.opts.CompactBytes,
+		CompactKeep:    m.opts.CompactEntries / 4,
 		Logger:         raftLogger(),
 		OnConfChange: func(peer uint64, addr string, typ pb.ConfChangeType, _ *pb.ConfState) {
 			if addr != "" && peer != id && typ != pb.ConfChangeType_ConfChangeRemoveNode {
@@ -412,19 +431,6 @@ func (sm *stateMachine) Apply(index uint64, payload []byte) error {
 	return nil
 }
 
-// Snapshot is not used: the log is not compacted yet (see "Not yet").
-func (sm *stateMachine) Snapshot() ([]byte, error) { return nil, nil }
-
-// Restore accepts only the empty bootstrap snapshot a joining member is
-// sent first; data store snapshots (Pebble checkpoints) are not written
-// yet, so a member whose leader compacted its log cannot join.
-func (sm *stateMachine) Restore(index uint64, data []byte) error {
-	if len(data) != 0 || index > 1 {
-		return fmt.Errorf("replset: restoring the data store from a snapshot (index %d) is not implemented", index)
-	}
-	return nil
-}
-
 // Applied is the index the store holds.
 func (sm *stateMachine) Applied() uint64 { return (*Member)(sm).lastApplied.Load() }
 
@@ -540,6 +546,14 @@ func (m *Member) reconcile() error {
 	}
 	return nil
 }
+
+// The log's default bounds: a checkpoint costs hard links and a flush, so
+// a few per minute under load are cheap; a member further behind than the
+// bound catches up by snapshot.
+const (
+	defaultCompactEntries = 20000
+	defaultCompactBytes   = 256 << 20
+)
 
 // catchUpSlack is how far behind the commit index a learner may be when
 // it is made a voter.

@@ -26,7 +26,8 @@ import (
 // point exits the process once the install has deleted the store's
 // contents and copied a batch) and restarted: it installs the snapshot
 // again from what it received. At the end every member holds the same
-// documents and indexes, every acknowledged write among them.
+// documents and indexes, every acknowledged write among them. On the
+// way, a reconfig that would lose the majority is refused.
 func TestReplicaSetSnapshotCatchUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
@@ -84,6 +85,21 @@ func TestReplicaSetSnapshotCatchUp(t *testing.T) {
 		t.Fatalf("replSetInitiate on a member holding data: %v", err)
 	}
 	waitHealthy(t, hosts[:1], 1)
+	// A reconfig whose voters' majority does not answer is refused
+	// (MongoDB's quorum check, NodeNotFound) and changes nothing.
+	lost := bson.D{{Key: "_id", Value: "rs0"}, {Key: "version", Value: 2}, {Key: "members", Value: bson.A{member(0),
+		bson.D{{Key: "_id", Value: 1}, {Key: "host", Value: "127.0.0.1:1"}}}}}
+	if err := c0.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetReconfig", Value: lost}}).Err(); cmdCode(err) != 74 {
+		t.Fatalf("replSetReconfig losing the majority: %v, want 74 NodeNotFound", err)
+	}
+	var got struct {
+		Config struct {
+			Version int `bson:"version"`
+		} `bson:"config"`
+	}
+	if err := c0.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&got); err != nil || got.Config.Version != 1 {
+		t.Fatalf("config after a refused reconfig: version %d, %v; want 1", got.Config.Version, err)
+	}
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[0] + "/?directConnection=true").SetServerSelectionTimeout(20 * time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -192,10 +194,65 @@ func (m *Member) Reconfig(ctx context.Context, doc bsoncore.Document, force bool
 	if changed > 1 {
 		return incompatible("Non force replica set reconfig can only add or remove at most 1 voting member.")
 	}
+	if err := m.quorumCheck(cfg); err != nil {
+		return err
+	}
 	if cfg.ReplicaSetID.IsZero() {
 		cfg.ReplicaSetID = old.ReplicaSetID
 	}
 	return m.writeConfig(cfg)
+}
+
+// quorumCheck is MongoDB's reconfig quorum check: a majority of the new
+// configuration's voters must answer, or the reconfig is refused
+// (NodeNotFound) and nothing changes. A member of the current Raft group
+// answers when Raft heard from it within the election timeout
+// (RecentActive); any other must accept a connection on its port.
+func (m *Member) quorumCheck(cfg *Config) error {
+	node, self := m.nodeState()
+	progress := node.Progress()
+	var voters, answered []string
+	var bad []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, mc := range cfg.Members {
+		if mc.Votes == 0 {
+			continue
+		}
+		voters = append(voters, mc.Host)
+		if pr, ok := progress[mc.raftID()]; mc.raftID() == self || ok && pr.RecentActive {
+			answered = append(answered, mc.Host)
+			continue
+		} else if ok {
+			bad = append(bad, mc.Host+" failed with no heartbeat within the election timeout")
+			continue
+		}
+		wg.Add(1)
+		go func(host string) {
+			defer wg.Done()
+			c, err := net.DialTimeout("tcp", host, 2*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("%s failed with %v", host, err))
+				return
+			}
+			c.Close()
+			answered = append(answered, host)
+		}(mc.Host)
+	}
+	wg.Wait()
+	need := len(voters)/2 + 1
+	if len(answered) >= need {
+		return nil
+	}
+	slices.Sort(answered)
+	slices.Sort(bad)
+	msg := fmt.Sprintf("Quorum check failed because not enough voting nodes responded; required %d but only the following %d voting nodes responded: %s", need, len(answered), strings.Join(answered, ", "))
+	if len(bad) > 0 {
+		msg += "; the following nodes did not respond affirmatively: " + strings.Join(bad, ", ")
+	}
+	return mongoerr.New(mongoerr.NodeNotFound, "%s", msg)
 }
 
 // StepDown runs replSetStepDown: it freezes this member for stepDownSecs,

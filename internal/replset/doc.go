@@ -121,7 +121,11 @@
 // replSetReconfig accepts back, so rs.add() and rs.remove() work.
 // Reconfig: on the primary, a higher version, the same name, this member
 // in it, the _id of a host unchanged, and at most one voter added or
-// removed (NewReplicaSetConfigurationIncompatible 103); force is refused.
+// removed (NewReplicaSetConfigurationIncompatible 103), and a majority of
+// the new configuration's voters answering (MongoDB's quorum check:
+// members of the Raft group heard from within the election timeout, new
+// ones accepting a connection; else NodeNotFound 74 and nothing changes);
+// force is refused.
 //
 // replSetStepDown freezes the primary for its seconds (repl.Node.Freeze:
 // it sends no vote requests) and transfers leadership to the most

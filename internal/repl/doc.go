@@ -45,12 +45,22 @@
 // "Log durable before use": a Ready's HardState, entries and snapshot are
 // written in one Pebble batch, synced whenever Raft says it must be (new
 // entries, term or vote; a snapshot always), before its messages are sent
-// and before anything is applied or acknowledged; LogStore's in-memory
+// (but see "Leader writes in parallel") and before anything is applied or
+// acknowledged; LogStore's in-memory
 // bounds change only after that write. Only a commit-index-only change
 // is written unsynced, as Raft allows. Tested by TestLogStoreAppend-
 // ReplaceReopen and by TestFaultScheduleKeepsAcknowledged, whose kills
 // keep only a random part of every unsynced byte (Pebble's crashable
 // in-memory file system).
+//
+// "Leader writes in parallel": a leader whose Ready keeps its term and
+// vote sends that Ready's messages (appends to followers) before it writes
+// its own log, as etcd does (raft thesis §10.2.1), so the followers' syncs
+// overlap its own; its own entries count towards a commit only through
+// its self-acknowledgement, which Raft steps at Advance, after the write,
+// and the followers' answers are stepped only after it too. Every other
+// message (votes, acknowledgements of appends) leaves only after the
+// write. TestFaultScheduleKeepsAcknowledged and TestLinearizableKV.
 //
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap

@@ -105,6 +105,17 @@ func (s *LogStore) Bootstrap(voters []uint64) error {
 	return s.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, nil, snap, true)
 }
 
+// keepsVote reports whether hs (a Ready's, nil for none) leaves the stored
+// term and vote as they are.
+func (s *LogStore) keepsVote(hs *pb.HardState) bool {
+	if hs == nil || raft.IsEmptyHardState(hs) {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return hs.GetTerm() == s.hs.GetTerm() && hs.GetVote() == s.hs.GetVote()
+}
+
 // empty reports whether the store holds no state at all.
 func (s *LogStore) empty() bool {
 	s.mu.Lock()

@@ -582,28 +582,23 @@ func (n *Node) handleReady() error {
 	if rd.SoftState != nil {
 		n.roleChanged(*rd.SoftState)
 	}
+	// A leader sends before it writes its own log when the Ready keeps
+	// its term and vote (raft thesis §10.2.1, as etcd does): followers
+	// append and sync while the leader syncs, so a commit costs one sync's
+	// latency rather than two. Its own entries count towards a quorum only
+	// through the followers' answers, which it steps after this Save
+	// returned ("Leader writes in parallel"). Others send only what their
+	// synced log backs (a vote, an append's acknowledgement).
+	early := n.soft.RaftState == raft.StateLeader && n.cfg.Log.keepsVote(rd.HardState)
+	var snapsTo []uint64
+	if early {
+		snapsTo = n.send(rd.Messages)
+	}
 	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
 		return err
 	}
-	var snapsTo []uint64
-	if len(rd.Messages) > 0 {
-		msgs := rd.Messages
-		if n.frozen() {
-			// A frozen member asks nobody for votes (Freeze): without
-			// them its campaigns cannot win.
-			msgs = make([]*pb.Message, 0, len(rd.Messages))
-			for _, m := range rd.Messages {
-				if t := m.GetType(); t != pb.MsgVote && t != pb.MsgPreVote {
-					msgs = append(msgs, m)
-				}
-			}
-		}
-		n.cfg.Transport.Send(msgs)
-		for _, m := range rd.Messages {
-			if m.GetType() == pb.MsgSnap {
-				snapsTo = append(snapsTo, m.GetTo())
-			}
-		}
+	if !early {
+		snapsTo = n.send(rd.Messages)
 	}
 	for _, rs := range rd.ReadStates {
 		if len(rs.RequestCtx) != 8 {
@@ -745,6 +740,33 @@ func (n *Node) apply(e *pb.Entry) error {
 	}
 	n.applied = e.GetIndex()
 	return nil
+}
+
+// send hands a Ready's messages to the transport, without vote requests
+// while frozen, and returns the members sent a snapshot.
+func (n *Node) send(msgs []*pb.Message) []uint64 {
+	if len(msgs) == 0 {
+		return nil
+	}
+	var snapsTo []uint64
+	out := msgs
+	if n.frozen() {
+		// A frozen member asks nobody for votes (Freeze): without
+		// them its campaigns cannot win.
+		out = make([]*pb.Message, 0, len(msgs))
+		for _, m := range msgs {
+			if t := m.GetType(); t != pb.MsgVote && t != pb.MsgPreVote {
+				out = append(out, m)
+			}
+		}
+	}
+	n.cfg.Transport.Send(out)
+	for _, m := range msgs {
+		if m.GetType() == pb.MsgSnap {
+			snapsTo = append(snapsTo, m.GetTo())
+		}
+	}
+	return snapsTo
 }
 
 // roleChanged fails what leadership was needed for.

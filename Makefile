@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak replset-failover replset-catchup
 
 all: build
 
@@ -109,6 +109,18 @@ REPLSET_ROUNDS ?= 20
 REPLSET_SEED ?=
 replset-soak:
 	CAIRN_REPLSET_ROUNDS=$(REPLSET_ROUNDS) CAIRN_REPLSET_SEED=$(REPLSET_SEED) $(GO) test -count=1 -run '^TestReplicaSetSurvivesPrimaryKill$$' -timeout 60m -v .
+
+## replset-failover: issue 18's failover measurement, 50 kill -9s of the
+## primary (the soak above with REPLSET_ROUNDS=50); the last lines print the
+## distribution of kill → first majority write (min, median, p90, p99, max).
+replset-failover:
+	$(MAKE) replset-soak REPLSET_ROUNDS=50
+
+## replset-catchup: a member added to a set holding CATCHUP_MB (default
+## 1024) of documents catches up by snapshot and log; prints the time.
+CATCHUP_MB ?= 1024
+replset-catchup:
+	CAIRN_CATCHUP_MB=$(CATCHUP_MB) $(GO) test -count=1 -run '^TestReplicaSetCatchUpLarge$$' -timeout 90m -v .
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

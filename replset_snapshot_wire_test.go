@@ -199,3 +199,82 @@ func memberContents(host string) ([]string, []string, error) {
 	slices.Sort(idx)
 	return out, idx, nil
 }
+
+// TestReplicaSetCatchUpLarge measures how long a member added to a set
+// holding CAIRN_CATCHUP_MB megabytes of documents takes to catch up by
+// snapshot and log (the set compacts every 100 entries, so the new member
+// cannot catch up from the log alone), while a client keeps writing.
+// Skipped unless CAIRN_CATCHUP_MB is set: `make replset-catchup` runs it
+// with 1024.
+func TestReplicaSetCatchUpLarge(t *testing.T) {
+	mb, _ := strconv.Atoi(os.Getenv("CAIRN_CATCHUP_MB"))
+	if mb <= 0 {
+		t.Skip("set CAIRN_CATCHUP_MB (make replset-catchup)")
+	}
+	t.Setenv("CAIRN_RAFT_COMPACT_ENTRIES", "100")
+	tmp := t.TempDir()
+	bin := buildCairnBinary(t, tmp)
+	ports := freePorts(t, 2)
+	hosts := []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))}
+	ctx := context.Background()
+	startMember(t, bin, filepath.Join(tmp, "m0"), ports[0])
+	c0 := directClient(t, hosts[0])
+	defer c0.Disconnect(ctx)
+	member := func(i int) bson.D { return bson.D{{Key: "_id", Value: i}, {Key: "host", Value: hosts[i]}} }
+	if err := c0.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: bson.A{member(0)}}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, hosts[:1], 1)
+	coll := c0.Database("app").Collection("items")
+	pad := string(make([]byte, 1000))
+	const batch = 1000
+	docs := mb * 1000 // ~1 KiB each
+	loadStart := time.Now()
+	for i := 0; i < docs; i += batch {
+		var b []any
+		for j := i; j < i+batch && j < docs; j++ {
+			b = append(b, bson.D{{Key: "_id", Value: int64(j)}, {Key: "pad", Value: pad}})
+		}
+		if _, err := coll.InsertMany(ctx, b); err != nil {
+			t.Fatalf("load at %d: %v", i, err)
+		}
+	}
+	t.Logf("loaded %d documents (%d MB) in %v", docs, mb, time.Since(loadStart).Round(time.Millisecond))
+	startMember(t, bin, filepath.Join(tmp, "m1"), ports[1])
+	start := time.Now()
+	if err := c0.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetReconfig", Value: bson.D{{Key: "_id", Value: "rs0"}, {Key: "version", Value: 2}, {Key: "members", Value: bson.A{member(0), member(1)}}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Writes go on while the member catches up.
+	next := int64(docs)
+	for countHealthy(hosts[0]) < 2 {
+		if time.Since(start) > 30*time.Minute {
+			t.Fatal("the new member did not catch up within 30 minutes")
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: next}}); err == nil {
+			next++
+		}
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+	}
+	healthy := time.Since(start)
+	dc, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[1] + "/?directConnection=true").
+		SetReadPreference(readpref.SecondaryPreferred()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Disconnect(ctx)
+	for {
+		n, err := dc.Database("app").Collection("items").CountDocuments(ctx, bson.D{})
+		if err == nil && n == next {
+			break
+		}
+		if time.Since(start) > 30*time.Minute {
+			t.Fatalf("the new member holds %d documents (%v), the primary acknowledged %d", n, err, next)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("catch-up of a member added to a set holding %d MB: a voter (SECONDARY) after %v, every acknowledged document after %v (%d written meanwhile)",
+		mb, healthy.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), next-int64(docs))
+}

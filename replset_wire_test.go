@@ -151,6 +151,8 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 		dc.Disconnect(ctx)
 	}
 
+	var failovers []time.Duration
+	defer func() { logFailovers(t, failovers) }()
 	for round := range rounds {
 		primary = primaryOf(t, hosts)
 		killed := members[primary]
@@ -173,6 +175,7 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		failovers = append(failovers, time.Since(start))
 		t.Logf("round %d: killed primary %s; first majority write after %v", round, hosts[primary], time.Since(start).Round(time.Millisecond))
 		write(10 + rnd.IntN(10))
 		ids := seqIDs()
@@ -214,6 +217,18 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 		}
 		dc.Disconnect(ctx)
 	}
+}
+
+// logFailovers prints the distribution of the failover times measured.
+func logFailovers(t *testing.T, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Millisecond) }
+	t.Logf("failover (kill -9 of the primary → first majority write), %d trials: min %v, median %v, p90 %v, p99 %v, max %v",
+		len(s), s[0].Round(time.Millisecond), q(0.5), q(0.9), q(0.99), s[len(s)-1].Round(time.Millisecond))
 }
 
 // sameDocs checks got holds every acknowledged write with its value; a

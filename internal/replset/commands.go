@@ -25,12 +25,13 @@ const (
 	stateStartup   = 0
 	statePrimary   = 1
 	stateSecondary = 2
+	stateStartup2  = 5 // catching up: a voter still a Raft learner, or installing a snapshot
 	stateUnknown   = 6
 	stateDown      = 8
 	stateRemoved   = 10
 )
 
-var stateNames = map[int]string{0: "STARTUP", 1: "PRIMARY", 2: "SECONDARY", 6: "UNKNOWN", 8: "(not reachable/healthy)", 10: "REMOVED"}
+var stateNames = map[int]string{0: "STARTUP", 1: "PRIMARY", 2: "SECONDARY", 5: "STARTUP2", 6: "UNKNOWN", 8: "(not reachable/healthy)", 10: "REMOVED"}
 
 // isSelf reports whether host names this server: its port, and a host
 // that is a loopback name or address, this machine's name, or the bound
@@ -320,11 +321,16 @@ func (m *Member) myState() int {
 	if node == nil || cfg == nil {
 		return stateStartup
 	}
-	if _, ok := cfg.member(id); !ok {
+	mc, ok := cfg.member(id)
+	if !ok {
 		return stateRemoved
 	}
 	if m.primary.Load() {
 		return statePrimary
+	}
+	if m.installing.Load() || mc.Votes == 1 && slices.Contains(node.Status().Learners, id) {
+		// MongoDB's initial sync: a member catching up serves no reads.
+		return stateStartup2
 	}
 	return stateSecondary
 }
@@ -364,7 +370,9 @@ func (m *Member) Status() (bsoncore.Document, error) {
 		case id == st.Lead:
 			state, health = statePrimary, 1
 		case progress != nil:
-			if pr, ok := progress[id]; ok && pr.RecentActive {
+			if pr, ok := progress[id]; ok && pr.RecentActive && pr.Learner && mc.Votes == 1 {
+				state, health = stateStartup2, 1
+			} else if ok && pr.RecentActive {
 				state, health = stateSecondary, 1
 			} else {
 				state, health = stateDown, 0

@@ -100,6 +100,12 @@
 // member sends if it leads later and restores from if it died before its
 // applied groups reached disk.
 //
+// A member catching up — a voter that is still a Raft learner, or one
+// installing a snapshot — is in STARTUP2, as a member in MongoDB's initial
+// sync: replSetGetStatus shows it so, its hello says neither primary nor
+// secondary, and it refuses reads (NotPrimaryOrSecondary), so nobody reads
+// its partial store.
+//
 // replSetInitiate on a member holding data is allowed, as in MongoDB: its
 // data becomes the set's. The data is in no log entry, so Initiate
 // snapshots it before it stores the configuration, and every member added
@@ -134,9 +140,6 @@
 //
 // # Not yet
 //
-//   - A member installing a snapshot serves reads of a partial store
-//     until the install ends (MongoDB's initial sync keeps such a member
-//     in STARTUP2, where it refuses reads).
 //   - w: 1 acknowledged before majority commit (it waits for commit, a
 //     stronger guarantee at majority's latency).
 //   - Read concerns snapshot and afterClusterTime (refused);

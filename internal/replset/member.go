@@ -92,6 +92,7 @@ type Member struct {
 	ownNonce atomic.Uint64
 	nonce    uint64 // pipeline goroutine only
 
+	installing  atomic.Bool // a snapshot's install is under way (STARTUP2)
 	lastApplied atomic.Uint64
 	lastWall    atomic.Int64 // unix ms of the primary's clock at the last applied group
 	applyMu     sync.Mutex   // serialises applies (node loop) with Restore

@@ -95,6 +95,8 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	m.installing.Store(true)
+	defer m.installing.Store(false)
 	start := time.Now()
 	if err := m.eng.RestoreReplicated(index, dir, progress); err != nil {
 		return fmt.Errorf("replset: install snapshot %d: %w", index, err)

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak replset-failover replset-catchup
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak replset-failover replset-catchup replset-linear
 
 all: build
 
@@ -121,6 +121,16 @@ replset-failover:
 CATCHUP_MB ?= 1024
 replset-catchup:
 	CAIRN_CATCHUP_MB=$(CATCHUP_MB) $(GO) test -count=1 -run '^TestReplicaSetCatchUpLarge$$' -timeout 90m -v .
+
+## replset-linear: porcupine-checked register histories (read, write, CAS
+## through the Go driver) against three real members under kill -9 and
+## SIGSTOP (`make test` runs one 6 s run); LINEAR_RUNS runs of
+## LINEAR_SECONDS each. Set LINEAR_SEED to replay; every run prints it.
+LINEAR_RUNS ?= 20
+LINEAR_SECONDS ?= 20
+LINEAR_SEED ?=
+replset-linear:
+	CAIRN_LINEAR_RUNS=$(LINEAR_RUNS) CAIRN_LINEAR_SECONDS=$(LINEAR_SECONDS) CAIRN_LINEAR_SEED=$(LINEAR_SEED) $(GO) test -count=1 -run '^TestReplicaSetLinearizableRegister$$' -timeout 120m -v .
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,17 +31,11 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CAIRN_REPLSET_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
+	seed := envSeed("CAIRN_REPLSET_SEED")
 	// Three rounds by default: a member restarted, then elected, then
 	// another killed is where a restarted member's configuration matters
 	// (repl's "Configuration survives restarts").
-	rounds := 3
-	if s := os.Getenv("CAIRN_REPLSET_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
+	rounds := envInt("CAIRN_REPLSET_ROUNDS", 3)
 	t.Logf("seed %d (CAIRN_REPLSET_SEED=%d replays), %d rounds", seed, seed, rounds)
 	rnd := rand.New(rand.NewPCG(seed, seed))
 	tmp := t.TempDir()

@@ -62,6 +62,13 @@
 // message (votes, acknowledgements of appends) leaves only after the
 // write. TestFaultScheduleKeepsAcknowledged and TestLinearizableKV.
 //
+// "Commit covers applied": a restarted member whose state machine applied
+// past the commit index its log kept (a commit-index-only change is
+// written unsynced, and the state machine's own unsynced writes may reach
+// the disk first) raises the log's commit index to the applied one before
+// Raft starts: only committed entries are applied. TestRestartAppliedPast-
+// Commit; found by the replica set's kill -9 soak.
+//
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap
 // are refused; a new leader's entries replace the conflicting tail.

@@ -188,6 +188,24 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 		applied = si
 	}
+	// "Commit covers applied": the state machine applies only committed
+	// entries, but the log writes a commit-index-only change unsynced, so
+	// after a kill the state machine (another Pebble instance, whose
+	// unsynced writes reached the disk first) may have applied past the
+	// commit index the log kept. Those entries were committed: raise the
+	// log's commit index to the applied one (Raft refuses to start with
+	// applied above commit).
+	if hs, _, err := cfg.Log.InitialState(); err != nil {
+		return nil, err
+	} else if applied > hs.GetCommit() {
+		if last, _ := cfg.Log.LastIndex(); applied > last {
+			return nil, fmt.Errorf("repl: the state machine applied %d, past the log's last index %d", applied, last)
+		}
+		hs.Commit = proto.Uint64(applied)
+		if err := cfg.Log.Save(hs, nil, nil, true); err != nil {
+			return nil, err
+		}
+	}
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID:                        cfg.ID,
 		ElectionTick:              cfg.ElectionTicks,

@@ -108,11 +108,9 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 		if mc.ID == self.ID {
 			continue
 		}
-		c, err := net.DialTimeout("tcp", mc.Host, 2*time.Second)
-		if err != nil {
+		if err := m.dial(mc.Host); err != nil {
 			return mongoerr.New(mongoerr.NodeNotFound, "replSetInitiate quorum check failed because not all proposed set members responded affirmatively: %s failed with %v", mc.Host, err)
 		}
-		c.Close()
 	}
 	if cfg.ReplicaSetID.IsZero() {
 		cfg.ReplicaSetID = bson.NewObjectID()
@@ -231,14 +229,13 @@ func (m *Member) quorumCheck(cfg *Config) error {
 		wg.Add(1)
 		go func(host string) {
 			defer wg.Done()
-			c, err := net.DialTimeout("tcp", host, 2*time.Second)
+			err := m.dial(host)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				bad = append(bad, fmt.Sprintf("%s failed with %v", host, err))
 				return
 			}
-			c.Close()
 			answered = append(answered, host)
 		}(mc.Host)
 	}

@@ -112,6 +112,16 @@
 // later starts from a snapshot holding it (a member's own data, as in
 // MongoDB's initial sync, is replaced).
 //
+// # In one process
+//
+// Options.Transport, Clock, JoinAs and Dial replace the TCP transport, the
+// real clock, the id a joining member learns from its first connection
+// and the reachability checks: package rstest starts whole members (an
+// engine each) in one test process over repl's faulty Network with manual
+// clocks, with the helpers WaitForPrimary, Partition, Heal, Kill, Restart,
+// Pause, Resume and SkewClock, and compares the members' stores
+// (TestFaultsKeepAcknowledgedWrites).
+//
 // # Configuration
 //
 // MongoDB's document, with what Cairn cannot honour refused

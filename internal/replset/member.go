@@ -57,6 +57,19 @@ type Options struct {
 	// entry bound (tests make members compact after a few writes). A
 	// compaction keeps a quarter of the entry bound behind its snapshot.
 	CompactEntries, CompactBytes uint64
+	// Transport, Clock, JoinAs and Dial run a member without the network:
+	// package rstest starts several in one process over repl's faulty
+	// Network with manual clocks. Transport returns member id's transport
+	// (default: TCP on the server's port, peers from the configuration);
+	// Clock drives the Raft ticks (default the real clock); JoinAs, if
+	// not 0, is the Raft id a member without state starts its node with
+	// at once (over TCP it learns its id from the primary's first
+	// connection); Dial checks that a host answers (replSetInitiate's and
+	// replSetReconfig's checks; default a TCP connection).
+	Transport func(id uint64) repl.Transport
+	Clock     repl.Clock
+	JoinAs    uint64
+	Dial      func(host string) error
 	// OnPromote runs when this member becomes primary, after it applied
 	// every earlier term's groups and before clients may write: the
 	// session table forgets what it cached, so each session re-reads its
@@ -74,7 +87,8 @@ type Member struct {
 	mu     sync.Mutex // guards node start and the fields below
 	node   *repl.Node
 	logs   *repl.LogStore
-	tr     *repl.TCPTransport
+	tr     peerBook
+	tcp    *repl.TCPTransport // nil when Options.Transport gave another
 	id     uint64
 	cfg    *Config
 	cfgRaw []byte
@@ -101,6 +115,30 @@ type Member struct {
 	stopc     chan struct{}
 	wg        sync.WaitGroup
 	frozenTil atomic.Int64
+}
+
+// peerBook is where a transport learns where members listen
+// (repl.TCPTransport); transports of tests ignore it.
+type peerBook interface {
+	AddPeer(id uint64, addr string)
+	SetAddr(addr string)
+}
+
+type noPeerBook struct{}
+
+func (noPeerBook) AddPeer(uint64, string) {}
+func (noPeerBook) SetAddr(string)         {}
+
+// dial checks that host answers (Options.Dial).
+func (m *Member) dial(host string) error {
+	if m.opts.Dial != nil {
+		return m.opts.Dial(host)
+	}
+	c, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // New prepares a member over eng. It installs the replication hook on
@@ -140,6 +178,10 @@ func New(opts Options) (*Member, error) {
 		return nil, err
 	} else if ok {
 		if err := m.startNode(id, nil); err != nil {
+			return nil, err
+		}
+	} else if opts.JoinAs != 0 {
+		if err := m.startNode(opts.JoinAs, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -217,7 +259,19 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 			me = mc.Host
 		}
 	}
-	tr := repl.NewTCPTransport(id, me)
+	var tr peerBook = noPeerBook{}
+	var transport repl.Transport
+	var tcp *repl.TCPTransport
+	if m.opts.Transport != nil {
+		transport = m.opts.Transport(id)
+	} else {
+		tcp = repl.NewTCPTransport(id, me)
+		tr, transport = tcp, tcp
+	}
+	clock := m.opts.Clock
+	if clock == nil {
+		clock = repl.RealClock{}
+	}
 	if m.cfg != nil {
 		for _, mc := range m.cfg.Members {
 			if mc.raftID() != id {
@@ -231,7 +285,7 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 	}
 	tick := m.opts.TickInterval
 	node, err := repl.NewNode(repl.Config{
-		ID: id, Peers: peers, Log: logs, Transport: tr, Clock: repl.RealClock{}, SM: (*stateMachine)(m),
+		ID: id, Peers: peers, Log: logs, Transport: transport, Clock: clock, SM: (*stateMachine)(m),
 		TickInterval:   tick,
 		ElectionTicks:  max(int(time.Duration(et)*time.Millisecond/tick), 2),
 		HeartbeatTicks: max(int(time.Duration(hb)*time.Millisecond/tick), 1),
@@ -251,7 +305,7 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 		logs.Close()
 		return err
 	}
-	m.node, m.logs, m.tr, m.id = node, logs, tr, id
+	m.node, m.logs, m.tr, m.tcp, m.id = node, logs, tr, tcp, id
 	m.topo.bump()
 	return nil
 }
@@ -286,9 +340,11 @@ func (m *Member) ServeMember(c net.Conn, r *bufio.Reader) {
 		return
 	}
 	m.mu.Lock()
-	tr := m.tr
+	tcp := m.tcp
 	m.mu.Unlock()
-	_ = tr.ServeConn(c, r, p)
+	if tcp != nil {
+		_ = tcp.ServeConn(c, r, p)
+	}
 }
 
 // Close stops the node and the log.

@@ -4,9 +4,9 @@
 GO      ?= go
 PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
-RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/...
+RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/... ./internal/replset/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak bench-migration
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak bench-migration replset-failover replset-catchup replset-linear
 
 all: build
 
@@ -147,6 +147,28 @@ migration-soak:
 MIGRATION_MB ?= 64
 bench-migration:
 	CAIRN_MIGRATION_BENCH_MB=$(MIGRATION_MB) $(GO) test -count=1 -run '^TestMigrationThroughput$$' -timeout 60m -v .
+
+## replset-failover: issue 18's failover measurement, 50 kill -9s of the
+## primary (the soak above with REPLSET_ROUNDS=50); the last lines print the
+## distribution of kill → first majority write (min, median, p90, p99, max).
+replset-failover:
+	$(MAKE) replset-soak REPLSET_ROUNDS=50
+
+## replset-catchup: a member added to a set holding CATCHUP_MB (default
+## 1024) of documents catches up by snapshot and log; prints the time.
+CATCHUP_MB ?= 1024
+replset-catchup:
+	CAIRN_CATCHUP_MB=$(CATCHUP_MB) $(GO) test -count=1 -run '^TestReplicaSetCatchUpLarge$$' -timeout 90m -v .
+
+## replset-linear: porcupine-checked register histories (read, write, CAS
+## through the Go driver) against three real members under kill -9 and
+## SIGSTOP (`make test` runs one 6 s run); LINEAR_RUNS runs of
+## LINEAR_SECONDS each. Set LINEAR_SEED to replay; every run prints it.
+LINEAR_RUNS ?= 20
+LINEAR_SECONDS ?= 20
+LINEAR_SEED ?=
+replset-linear:
+	CAIRN_LINEAR_RUNS=$(LINEAR_RUNS) CAIRN_LINEAR_SECONDS=$(LINEAR_SECONDS) CAIRN_LINEAR_SEED=$(LINEAR_SEED) $(GO) test -count=1 -run '^TestReplicaSetLinearizableRegister$$' -timeout 120m -v .
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol and Pebble floors (well under a minute). The full measurement in

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,17 +31,11 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CAIRN_REPLSET_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
+	seed := envSeed("CAIRN_REPLSET_SEED")
 	// Three rounds by default: a member restarted, then elected, then
 	// another killed is where a restarted member's configuration matters
 	// (repl's "Configuration survives restarts").
-	rounds := 3
-	if s := os.Getenv("CAIRN_REPLSET_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
+	rounds := envInt("CAIRN_REPLSET_ROUNDS", 3)
 	t.Logf("seed %d (CAIRN_REPLSET_SEED=%d replays), %d rounds", seed, seed, rounds)
 	rnd := rand.New(rand.NewPCG(seed, seed))
 	tmp := t.TempDir()
@@ -151,6 +144,8 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 		dc.Disconnect(ctx)
 	}
 
+	var failovers []time.Duration
+	defer func() { logFailovers(t, failovers) }()
 	for round := range rounds {
 		primary = primaryOf(t, hosts)
 		killed := members[primary]
@@ -173,6 +168,7 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		failovers = append(failovers, time.Since(start))
 		t.Logf("round %d: killed primary %s; first majority write after %v", round, hosts[primary], time.Since(start).Round(time.Millisecond))
 		write(10 + rnd.IntN(10))
 		ids := seqIDs()
@@ -214,6 +210,18 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 		}
 		dc.Disconnect(ctx)
 	}
+}
+
+// logFailovers prints the distribution of the failover times measured.
+func logFailovers(t *testing.T, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Millisecond) }
+	t.Logf("failover (kill -9 of the primary → first majority write), %d trials: min %v, median %v, p90 %v, p99 %v, max %v",
+		len(s), s[0].Round(time.Millisecond), q(0.5), q(0.9), q(0.99), s[len(s)-1].Round(time.Millisecond))
 }
 
 // sameDocs checks got holds every acknowledged write with its value; a

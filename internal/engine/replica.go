@@ -43,3 +43,11 @@ func (e *Engine) Promote() error {
 	e.seq.Restart(ts)
 	return nil
 }
+
+// RestoreReplicated replaces the store's contents with a replica set
+// snapshot (storage's RestoreCheckpoint of the checkpoint in dir, taken
+// at log index index) and publishes the catalog it holds. progress is
+// storage's.
+func (e *Engine) RestoreReplicated(index uint64, dir string, progress func(copied int64)) error {
+	return e.cat.Reload(e.db, func() error { return e.db.RestoreCheckpoint(index, dir, progress) })
+}

@@ -9,13 +9,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// appliedSM is a state machine whose applied index survived a restart.
-type appliedSM struct {
+// restartedSM is a state machine whose applied index survived a restart.
+type restartedSM struct {
 	*memSM
 	applied uint64
 }
 
-func (s appliedSM) Applied() uint64 { return s.applied }
+func (s restartedSM) Applied() uint64 { return s.applied }
 
 // TestRestartAppliedAboveCommit: a member whose state machine applied
 // entries beyond the commit index its log saved (the commit index is saved
@@ -35,7 +35,7 @@ func TestRestartAppliedAboveCommit(t *testing.T) {
 	if err := log.Save(&pb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(2)}, ents, nil, true); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewNode(Config{ID: 1, Log: log, Transport: NewNetwork(1).Endpoint(1), Clock: NewManualClock(time.Unix(0, 0)), SM: appliedSM{newMemSM(), 4}})
+	_, err = NewNode(Config{ID: 1, Log: log, Transport: NewNetwork(1).Endpoint(1), Clock: NewManualClock(time.Unix(0, 0)), SM: restartedSM{newMemSM(), 4}})
 	if err != nil {
 		t.Fatal(err)
 	}

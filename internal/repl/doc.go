@@ -33,20 +33,41 @@
 // Applied), and the node replays the log from there.
 //
 // Keys: "h" the HardState, "s" the newest snapshot (its metadata, the
-// configuration, and for now its data), "c" the configuration of the last
-// applied configuration change, "e"+bigendian(index) each entry.
+// configuration, and its data: the state itself for a small state
+// machine, a descriptor for a [SnapshotStreamer]), "c" the configuration
+// of the last applied configuration change, "t" where the log was
+// truncated when Compact kept a tail of entries behind its snapshot (the
+// index and term of the last deleted entry), "e"+bigendian(index) each
+// entry.
 //
 // # Invariants
 //
 // "Log durable before use": a Ready's HardState, entries and snapshot are
 // written in one Pebble batch, synced whenever Raft says it must be (new
 // entries, term or vote; a snapshot always), before its messages are sent
-// and before anything is applied or acknowledged; LogStore's in-memory
+// (but see "Leader writes in parallel") and before anything is applied or
+// acknowledged; LogStore's in-memory
 // bounds change only after that write. Only a commit-index-only change
 // is written unsynced, as Raft allows. Tested by TestLogStoreAppend-
 // ReplaceReopen and by TestFaultScheduleKeepsAcknowledged, whose kills
 // keep only a random part of every unsynced byte (Pebble's crashable
 // in-memory file system).
+//
+// "Leader writes in parallel": a leader whose Ready keeps its term and
+// vote sends that Ready's messages (appends to followers) before it writes
+// its own log, as etcd does (raft thesis §10.2.1), so the followers' syncs
+// overlap its own; its own entries count towards a commit only through
+// its self-acknowledgement, which Raft steps at Advance, after the write,
+// and the followers' answers are stepped only after it too. Every other
+// message (votes, acknowledgements of appends) leaves only after the
+// write. TestFaultScheduleKeepsAcknowledged and TestLinearizableKV.
+//
+// "Commit covers applied": a restarted member whose state machine applied
+// past the commit index its log kept (a commit-index-only change is
+// written unsynced, and the state machine's own unsynced writes may reach
+// the disk first) raises the log's commit index to the applied one before
+// Raft starts: only committed entries are applied. TestRestartAppliedPast-
+// Commit; found by the replica set's kill -9 soak.
 //
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap
@@ -57,9 +78,31 @@
 //
 // "Truncate only below a snapshot": entries are deleted only up to the
 // index of a stored snapshot that covers them. TestRestartCatchesUp
-// (compact=true) and TestLogStoreCompact. The transport does not confirm
-// delivery, so every snapshot sent is reported finished: the leader then
-// probes, and a member that lost it is sent it again.
+// (compact=true), TestLogStoreCompact and TestLogStoreCompactKeepsTail.
+// The transport does not confirm delivery, so every snapshot sent is
+// reported finished: the leader then probes, and a member that lost it is
+// sent it again.
+//
+// "Bounded log": with Config.CompactEntries or CompactBytes set, the node
+// snapshots its state machine at the applied index and truncates its log
+// once that many entries or payload bytes were applied since the last
+// snapshot, keeping CompactKeep entries behind the snapshot so that a
+// member a little behind catches up from the log rather than from a
+// snapshot. TestStreamedSnapshotCatchUp.
+//
+// "Snapshots name their receivers": Raft ignores a snapshot whose
+// configuration does not hold its receiver, so when a member new to the
+// configuration is added to a log that was compacted, the node snapshots
+// again at once (the next snapshot sent names the new member). The
+// replica set's TestReplicaSetSnapshotCatchUp (package cairn).
+//
+// "Snapshot held before stepped": a streamed snapshot (SnapshotStreamer)
+// reaches Raft only once ReadSnapshot stored it durably; Raft then
+// persists the snapshot's metadata in the log before the state machine's
+// Restore, so a member killed during Restore finds the snapshot in its log
+// and the data in its own store, and restores again at start.
+// TestStreamedSnapshotCatchUp (restart after install) and the replica
+// set's kill during install.
 //
 // "Apply in log order": committed entries reach the state machine once,
 // in index order, on the node loop. Checked at run time under the
@@ -103,7 +146,12 @@
 // connection starts with a preamble ("CRft", version 2, the sender's and
 // the receiver's ids, the sender's address) and carries frames of a 4-byte big-endian length and one marshalled
 // raftpb.Message (at most 64 MiB); a sender redials with a growing pause
-// after any error and drops what it cannot send. Whether members use the
+// after any error and drops what it cannot send. When the state machine
+// is a [SnapshotStreamer], a MsgSnap frame is followed by the snapshot's
+// stream as chunks (a 4-byte length and at most 1 MiB each, ended by an
+// empty chunk), and the receiver stores the stream before it delivers
+// the message; the in-process Network carries the stream beside the
+// message, with the message's faults. Whether members use the
 // client port with a distinct first message or a port of their own is
 // decided by package replset: the client port (the server hands
 // connections that begin with [MemberStreamMagic] to
@@ -135,20 +183,20 @@
 // every applied entry is committed, so readConcern "majority" is any
 // read; "linearizable" is ReadIndex (not wired yet).
 //
-// Snapshots: Node.Compact today stores the state machine's Snapshot bytes
-// with the log. For the data store they will be a Pebble checkpoint of
-// the data directory at an applied index: Snapshot returns a small
-// descriptor (checkpoint name, index), the transport streams the
-// checkpoint's files to the member raft asks to send MsgSnap to, and
-// Restore swaps the data directory for the received checkpoint before
-// the node reports the snapshot applied. Members added later join as
-// learners, catch up from such a snapshot, then become voters.
+// Snapshots: Node.Compact (and the bounds of "Bounded log") stores the
+// state machine's Snapshot bytes with the log. For the data store they
+// are a Pebble checkpoint at the applied index: Snapshot returns its
+// name, the transport streams the checkpoint's files to the member Raft
+// sends MsgSnap to (SnapshotStreamer), and Restore replaces the store's
+// contents with the received checkpoint's (package replset). Members
+// added later join as learners, catch up from such a snapshot and the
+// log, then become voters.
 //
 // # Not yet
 //
-// Nothing compacts the log by itself (Node.Compact is called by its owner); the
-// transport has no snapshot streaming (a snapshot travels inside one
-// MsgSnap frame), no authentication between members (MongoDB's keyFile)
-// and does not call ReportUnreachable. Package replset maps these errors
-// to MongoDB's codes.
+// The transport has no authentication between members (MongoDB's
+// keyFile), does not call ReportUnreachable, and reports a streamed
+// snapshot finished when it is queued, not when it arrived (a long stream
+// holds back the connection's other messages meanwhile). Package replset
+// maps these errors to MongoDB's codes.
 package repl

@@ -100,6 +100,14 @@ type cluster struct {
 
 	tcpAddrs map[uint64]string // members talk over TCP on loopback when set
 	disk     string            // members keep their logs on disk under it when set
+
+	// With streaming set (before the members start), the state machines
+	// stream their snapshots (streamSM) from snapshot stores that survive
+	// restarts, and members compact by themselves every compactEvery
+	// entries, keeping compactKeep.
+	streaming                 bool
+	compactEvery, compactKeep uint64
+	snaps                     map[uint64]*snapStore
 }
 
 const testTick = 10 * time.Millisecond
@@ -118,11 +126,20 @@ func newClusterOver(t testing.TB, size int, seed uint64, tcp bool) *cluster {
 // newClusterOn is newClusterOver with the logs on disk under disk (if not
 // empty): for benchmarks, as members cannot be crashed there.
 func newClusterOn(t testing.TB, size int, seed uint64, tcp bool, disk string) *cluster {
+	return newClusterWith(t, size, seed, tcp, disk, nil)
+}
+
+// newClusterWith is newClusterOn with setup applied to the cluster before
+// its members start.
+func newClusterWith(t testing.TB, size int, seed uint64, tcp bool, disk string, setup func(*cluster)) *cluster {
 	c := &cluster{
 		t: t, net: NewNetwork(seed), rnd: rand.New(rand.NewPCG(seed, 7)),
 		fs: map[uint64]*vfs.MemFS{}, logs: map[uint64]*LogStore{}, nodes: map[uint64]*Node{},
 		sms: map[uint64]*memSM{}, clocks: map[uint64]*ManualClock{}, paused: map[uint64]bool{}, rates: map[uint64]float64{},
-		leaders: map[uint64]uint64{}, stopTicks: make(chan struct{}), disk: disk,
+		leaders: map[uint64]uint64{}, stopTicks: make(chan struct{}), disk: disk, snaps: map[uint64]*snapStore{},
+	}
+	if setup != nil {
+		setup(c)
 	}
 	for i := 1; i <= size; i++ {
 		id := uint64(i)
@@ -191,6 +208,13 @@ func (c *cluster) start(id uint64) {
 		c.t.Fatalf("member %d: %v", id, err)
 	}
 	sm := newMemSM()
+	var machine StateMachine = sm
+	if c.streaming {
+		if c.snaps[id] == nil {
+			c.snaps[id] = &snapStore{held: map[string][]byte{}}
+		}
+		machine = &streamSM{memSM: sm, store: c.snaps[id]}
+	}
 	var tr Transport = c.net.Endpoint(id)
 	if c.tcpAddrs != nil {
 		tt, err := ListenTCP(id, c.tcpAddrs[id])
@@ -205,8 +229,9 @@ func (c *cluster) start(id uint64) {
 		tr = tt
 	}
 	n, err := NewNode(Config{
-		ID: id, Peers: c.ids, Log: log, Transport: tr, Clock: c.clocks[id], SM: sm,
+		ID: id, Peers: c.ids, Log: log, Transport: tr, Clock: c.clocks[id], SM: machine,
 		TickInterval: testTick, ElectionTicks: 20, HeartbeatTicks: 2, OnRoleChange: c.observe,
+		CompactEntries: c.compactEvery, CompactKeep: c.compactKeep,
 	})
 	if err != nil {
 		c.t.Fatalf("member %d: %v", id, err)

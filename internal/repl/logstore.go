@@ -24,6 +24,12 @@ var (
 	// configuration change: its index (8 bytes big-endian), then the
 	// marshalled ConfState ("Configuration survives restarts").
 	keyConfState = []byte("c")
+	// keyTruncated holds where the log was truncated when that is below
+	// the snapshot (Compact keeps a tail of entries behind its snapshot):
+	// the index and term of the last deleted entry, 8 bytes big-endian
+	// each. Absent, or not below the snapshot's index, the log starts
+	// right after the snapshot.
+	keyTruncated = []byte("t")
 	keyEntryPre  = byte('e')
 )
 
@@ -46,9 +52,12 @@ type LogStore struct {
 
 	mu    sync.Mutex
 	hs    *pb.HardState
-	snap  *pb.Snapshot // the newest snapshot; its index and term bound the log from below
-	first uint64       // first index held; snapshot index + 1
+	snap  *pb.Snapshot // the newest snapshot
+	first uint64       // first index held: snapshot index + 1, or lower when Compact kept a tail
 	last  uint64       // last index held; first-1 when the log is empty
+	// prevTerm is the term of the entry at first-1 (the snapshot's term
+	// when the log starts right after it).
+	prevTerm uint64
 	// conf is the configuration as of the applied configuration change
 	// at confIndex (SetConfState); nil before the first.
 	conf      *pb.ConfState
@@ -94,6 +103,17 @@ func (s *LogStore) Bootstrap(voters []uint64) error {
 		ConfState: &pb.ConfState{Voters: append([]uint64(nil), voters...)},
 	}}
 	return s.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, nil, snap, true)
+}
+
+// keepsVote reports whether hs (a Ready's, nil for none) leaves the stored
+// term and vote as they are.
+func (s *LogStore) keepsVote(hs *pb.HardState) bool {
+	if hs == nil || raft.IsEmptyHardState(hs) {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return hs.GetTerm() == s.hs.GetTerm() && hs.GetVote() == s.hs.GetVote()
 }
 
 // empty reports whether the store holds no state at all.
@@ -148,6 +168,17 @@ func (s *LogStore) load() error {
 		s.conf, s.confIndex = cs, binary.BigEndian.Uint64(v)
 	}
 	s.first = s.snap.GetMetadata().GetIndex() + 1
+	s.prevTerm = s.snap.GetMetadata().GetTerm()
+	if v, ok, err := s.get(keyTruncated); err != nil {
+		return err
+	} else if ok {
+		if len(v) != 16 {
+			return fmt.Errorf("repl: raft log truncation record is damaged")
+		}
+		if ti := binary.BigEndian.Uint64(v); ti < s.first-1 {
+			s.first, s.prevTerm = ti+1, binary.BigEndian.Uint64(v[8:])
+		}
+	}
 	s.last = s.first - 1
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(s.first), UpperBound: []byte{keyEntryPre + 1}})
 	if err != nil {
@@ -205,6 +236,9 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		if err := b.DeleteRange(entryKey(0), []byte{keyEntryPre + 1}, nil); err != nil {
 			return err
 		}
+		if err := b.Delete(keyTruncated, nil); err != nil {
+			return err
+		}
 		first = snap.GetMetadata().GetIndex() + 1
 		last = first - 1
 	}
@@ -252,7 +286,7 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		return fmt.Errorf("repl: write raft log: %w", err)
 	}
 	if newSnap {
-		s.snap = snap
+		s.snap, s.prevTerm = snap, snap.GetMetadata().GetTerm()
 	}
 	if hs != nil && !raft.IsEmptyHardState(hs) {
 		s.hs = proto.Clone(hs).(*pb.HardState)
@@ -266,8 +300,10 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 
 // Compact records a snapshot of the state machine at index (taken by the
 // caller at that applied index) and deletes the log up to and including
-// index ("Truncate only below a snapshot").
-func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte) error {
+// index-keep, keeping the keep entries behind the snapshot so that a
+// member a little behind catches up from them rather than from the
+// snapshot ("Truncate only below a snapshot").
+func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte, keep uint64) error {
 	s.mu.Lock()
 	old := index <= s.snap.GetMetadata().GetIndex()
 	s.mu.Unlock()
@@ -277,6 +313,15 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte) error {
 	term, err := s.Term(index)
 	if err != nil {
 		return err
+	}
+	trunc := index - min(keep, index)
+	var truncTerm uint64
+	if trunc > 0 {
+		if truncTerm, err = s.Term(trunc); errors.Is(err, raft.ErrCompacted) {
+			trunc = 0 // the log starts above it already
+		} else if err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -298,13 +343,21 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte) error {
 	if err := b.Set(keySnapshot, v, nil); err != nil {
 		return err
 	}
-	if err := b.DeleteRange(entryKey(0), entryKey(index+1), nil); err != nil {
+	first, prevTerm := s.first, s.prevTerm
+	if trunc >= first {
+		if err := b.DeleteRange(entryKey(0), entryKey(trunc+1), nil); err != nil {
+			return err
+		}
+		first, prevTerm = trunc+1, truncTerm
+	}
+	rec := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, first-1), prevTerm)
+	if err := b.Set(keyTruncated, rec, nil); err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
-	s.snap, s.first = snap, index+1
+	s.snap, s.first, s.prevTerm = snap, first, prevTerm
 	return nil
 }
 
@@ -366,11 +419,11 @@ func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 // Term implements raft.Storage.
 func (s *LogStore) Term(i uint64) (uint64, error) {
 	s.mu.Lock()
-	first, last, snap := s.first, s.last, s.snap.GetMetadata()
+	first, last, prevTerm := s.first, s.last, s.prevTerm
 	s.mu.Unlock()
 	switch {
 	case i == first-1:
-		return snap.GetTerm(), nil
+		return prevTerm, nil
 	case i < first:
 		return 0, raft.ErrCompacted
 	case i > last:

@@ -136,13 +136,13 @@ func TestLogStoreCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &pb.ConfState{Voters: []uint64{1}}
-	if err := s.Compact(6, cs, []byte("state@6")); err != nil {
+	if err := s.Compact(6, cs, []byte("state@6"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Compact(5, cs, nil); !errors.Is(err, raft.ErrSnapOutOfDate) {
+	if err := s.Compact(5, cs, nil, 0); !errors.Is(err, raft.ErrSnapOutOfDate) {
 		t.Errorf("compact below the snapshot: %v", err)
 	}
-	if err := s.Compact(11, cs, nil); err == nil {
+	if err := s.Compact(11, cs, nil, 0); err == nil {
 		t.Errorf("compact beyond the last index accepted")
 	}
 	check := func(s *LogStore) {
@@ -188,6 +188,70 @@ func TestLogStoreCompact(t *testing.T) {
 }
 
 func must(v uint64, _ error) uint64 { return v }
+
+// TestLogStoreCompactKeepsTail: a compaction that keeps entries behind its
+// snapshot serves them (and the term before them) until a later one drops
+// them, across a crash; a received snapshot drops the kept tail too.
+func TestLogStoreCompactKeepsTail(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openMem(t, fs)
+	if err := s.Bootstrap([]uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(nil, ents(2, 2, 5), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(nil, ents(3, 6, 20), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	cs := &pb.ConfState{Voters: []uint64{1}}
+	type bounds struct{ first, prevTerm, snap uint64 }
+	check := func(s *LogStore, want bounds) {
+		t.Helper()
+		first := must(s.FirstIndex())
+		prev, err := s.Term(first - 1)
+		snap, _ := s.Snapshot()
+		got := bounds{first, prev, snap.GetMetadata().GetIndex()}
+		if got != want || err != nil {
+			t.Errorf("first, term before it, snapshot: %+v (%v), want %+v", got, err, want)
+		}
+		if _, err := s.Term(first - 2); first > 2 && !errors.Is(err, raft.ErrCompacted) {
+			t.Errorf("term below the kept tail: %v", err)
+		}
+		if es, err := s.Entries(first, want.snap+1, 1<<20); err != nil || uint64(len(es)) != want.snap+1-first {
+			t.Errorf("kept entries [%d, %d]: %d, %v", first, want.snap, len(es), err)
+		}
+		s.checkContiguous()
+	}
+	if err := s.Compact(10, cs, []byte("state@10"), 4); err != nil {
+		t.Fatal(err)
+	}
+	check(s, bounds{first: 7, prevTerm: 3, snap: 10})
+	// Keeping more than the log holds deletes nothing.
+	if err := s.Compact(12, cs, []byte("state@12"), 100); err != nil {
+		t.Fatal(err)
+	}
+	check(s, bounds{first: 7, prevTerm: 3, snap: 12})
+	if err := s.Compact(18, cs, []byte("state@18"), 2); err != nil {
+		t.Fatal(err)
+	}
+	check(s, bounds{first: 17, prevTerm: 3, snap: 18})
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	r := openMem(t, crashed)
+	check(r, bounds{first: 17, prevTerm: 3, snap: 18})
+	snap := &pb.Snapshot{Data: []byte("state@30"), Metadata: &pb.SnapshotMetadata{
+		Index: proto.Uint64(30), Term: proto.Uint64(5), ConfState: cs}}
+	if err := r.Save(&pb.HardState{Term: proto.Uint64(5), Commit: proto.Uint64(30)}, nil, snap, true); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	r = openMem(t, crashed)
+	if first, prev := must(r.FirstIndex()), must(r.Term(30)); first != 31 || prev != 5 {
+		t.Errorf("after a received snapshot: first %d, term before it %d; want 31, 5", first, prev)
+	}
+	r.Close()
+}
 
 // TestLogStoreConfStateSurvivesReopen: the configuration of the last
 // applied change is what a reopened store starts Raft from, when it is

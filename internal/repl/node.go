@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,6 +87,17 @@ type Config struct {
 	OnConfChange func(id uint64, addr string, typ pb.ConfChangeType, cs *pb.ConfState)
 	// Logger receives the Raft library's log; nil discards it.
 	Logger raft.Logger
+	// CompactEntries, if not 0, bounds the log: once this many entries
+	// were applied since the last snapshot, or CompactBytes of payload
+	// (if not 0), the node snapshots the state machine at the applied
+	// index and truncates the log up to it ("Bounded log"). Members
+	// further behind then catch up from the snapshot.
+	CompactEntries uint64
+	CompactBytes   uint64
+	// CompactKeep is how many entries a compaction keeps behind its
+	// snapshot, so a member a little behind catches up from the log
+	// rather than from a snapshot.
+	CompactKeep uint64
 }
 
 // Node drives one member's raft.RawNode: one goroutine (the node loop)
@@ -115,6 +127,10 @@ type Node struct {
 	drained    bool                 // leader whose term's first entry is applied
 	told       RoleChange           // the last one reported to OnRoleChange
 	confs      map[uint64]*proposal // pending configuration changes by seq
+	sinceSnap  uint64               // payload bytes applied since the last snapshot
+	// resnap: a member was added to a compacted log; the next loop
+	// snapshots again ("Snapshots name their receivers").
+	resnap bool
 
 	mu          sync.Mutex
 	status      Status
@@ -172,18 +188,22 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 		applied = si
 	}
-	// The commit index is saved without a sync when nothing else changed
-	// (LogStore.Save), while the state machine's applied index may be
-	// durable beyond it; after a kill -9 Raft would refuse an applied index
-	// above the commit it reads. Every applied entry was committed, so the
-	// saved commit index is raised to it.
-	if hs, _, err := cfg.Log.InitialState(); err == nil && applied > hs.GetCommit() {
-		if last, err := cfg.Log.LastIndex(); err == nil && applied <= last {
-			raised := proto.Clone(hs).(*pb.HardState)
-			raised.Commit = &applied
-			if err := cfg.Log.Save(raised, nil, nil, true); err != nil {
-				return nil, fmt.Errorf("repl: raise the commit index to applied %d: %w", applied, err)
-			}
+	// "Commit covers applied": the state machine applies only committed
+	// entries, but the log writes a commit-index-only change unsynced, so
+	// after a kill the state machine (another Pebble instance, whose
+	// unsynced writes reached the disk first) may have applied past the
+	// commit index the log kept. Those entries were committed: raise the
+	// log's commit index to the applied one (Raft refuses to start with
+	// applied above commit).
+	if hs, _, err := cfg.Log.InitialState(); err != nil {
+		return nil, err
+	} else if applied > hs.GetCommit() {
+		if last, _ := cfg.Log.LastIndex(); applied > last {
+			return nil, fmt.Errorf("repl: the state machine applied %d, past the log's last index %d", applied, last)
+		}
+		hs.Commit = proto.Uint64(applied)
+		if err := cfg.Log.Save(hs, nil, nil, true); err != nil {
+			return nil, err
 		}
 	}
 	rn, err := raft.NewRawNode(&raft.Config{
@@ -241,6 +261,11 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.status = Status{ID: cfg.ID, Applied: applied}
 	n.setConfLocked()
+	if st, ok := cfg.SM.(SnapshotStreamer); ok {
+		if tr, ok := cfg.Transport.(streaming); ok {
+			tr.SetSnapshotStreamer(st)
+		}
+	}
 	go n.loop()
 	return n, nil
 }
@@ -392,14 +417,35 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 // Compact snapshots the state machine at the applied index and truncates
 // the log up to it. Members further behind then catch up from the
 // snapshot.
-func (n *Node) Compact() error {
-	return n.do(func() error {
-		data, err := n.cfg.SM.Snapshot()
-		if err != nil {
-			return err
-		}
-		return n.cfg.Log.Compact(n.applied, n.confState, data)
-	})
+func (n *Node) Compact() error { return n.do(n.compact) }
+
+func (n *Node) compact() error {
+	data, err := n.cfg.SM.Snapshot()
+	if err != nil {
+		return err
+	}
+	if err := n.cfg.Log.Compact(n.applied, n.confState, data, n.cfg.CompactKeep); err != nil {
+		return err
+	}
+	n.sinceSnap, n.resnap = 0, false
+	return nil
+}
+
+// maybeCompact compacts once the log passed a bound of Config ("Bounded
+// log").
+func (n *Node) maybeCompact() error {
+	c := n.cfg
+	if !n.resnap && c.CompactEntries == 0 && c.CompactBytes == 0 {
+		return nil
+	}
+	first, _ := c.Log.FirstIndex()
+	if !n.resnap && (c.CompactEntries == 0 || n.applied < first+c.CompactEntries) && (c.CompactBytes == 0 || n.sinceSnap < c.CompactBytes) {
+		return nil
+	}
+	if err := n.compact(); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+		return fmt.Errorf("repl: compact the log at %d: %w", n.applied, err)
+	}
+	return nil
 }
 
 // Campaign makes this member start an election now.
@@ -478,6 +524,10 @@ func (n *Node) loop() {
 				return
 			}
 		}
+		if err := n.maybeCompact(); err != nil {
+			n.err = err
+			return
+		}
 	}
 }
 
@@ -550,28 +600,23 @@ func (n *Node) handleReady() error {
 	if rd.SoftState != nil {
 		n.roleChanged(*rd.SoftState)
 	}
+	// A leader sends before it writes its own log when the Ready keeps
+	// its term and vote (raft thesis §10.2.1, as etcd does): followers
+	// append and sync while the leader syncs, so a commit costs one sync's
+	// latency rather than two. Its own entries count towards a quorum only
+	// through the followers' answers, which it steps after this Save
+	// returned ("Leader writes in parallel"). Others send only what their
+	// synced log backs (a vote, an append's acknowledgement).
+	early := n.soft.RaftState == raft.StateLeader && n.cfg.Log.keepsVote(rd.HardState)
+	var snapsTo []uint64
+	if early {
+		snapsTo = n.send(rd.Messages)
+	}
 	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
 		return err
 	}
-	var snapsTo []uint64
-	if len(rd.Messages) > 0 {
-		msgs := rd.Messages
-		if n.frozen() {
-			// A frozen member asks nobody for votes (Freeze): without
-			// them its campaigns cannot win.
-			msgs = make([]*pb.Message, 0, len(rd.Messages))
-			for _, m := range rd.Messages {
-				if t := m.GetType(); t != pb.MsgVote && t != pb.MsgPreVote {
-					msgs = append(msgs, m)
-				}
-			}
-		}
-		n.cfg.Transport.Send(msgs)
-		for _, m := range rd.Messages {
-			if m.GetType() == pb.MsgSnap {
-				snapsTo = append(snapsTo, m.GetTo())
-			}
-		}
+	if !early {
+		snapsTo = n.send(rd.Messages)
 	}
 	for _, rs := range rd.ReadStates {
 		if len(rs.RequestCtx) != 8 {
@@ -659,6 +704,7 @@ func (n *Node) apply(e *pb.Entry) error {
 		if err := n.cfg.SM.Apply(e.GetIndex(), e.GetData()[headerLen:]); err != nil {
 			return fmt.Errorf("repl: apply entry %d: %w", e.GetIndex(), err)
 		}
+		n.sinceSnap += uint64(len(e.GetData()))
 		if binary.BigEndian.Uint64(e.GetData()) == n.incarnation {
 			seq := binary.BigEndian.Uint64(e.GetData()[8:])
 			if p, ok := n.pending[seq]; ok {
@@ -672,10 +718,17 @@ func (n *Node) apply(e *pb.Entry) error {
 		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 			return err
 		}
+		known := slices.Contains(n.confState.GetVoters(), cc.GetNodeId()) || slices.Contains(n.confState.GetLearners(), cc.GetNodeId())
 		n.confState = n.rn.ApplyConfChange(&cc)
 		n.setConf()
 		if err := n.cfg.Log.SetConfState(e.GetIndex(), n.confState); err != nil {
 			return err
+		}
+		if first, _ := n.cfg.Log.FirstIndex(); first > 1 && !known && cc.GetType() != pb.ConfChangeType_ConfChangeRemoveNode {
+			// Raft refuses a snapshot whose configuration does not name
+			// its receiver: a member added once the log was compacted
+			// needs a snapshot taken after its addition.
+			n.resnap = true
 		}
 		var addr string
 		if c := cc.GetContext(); len(c) >= headerLen {
@@ -705,6 +758,33 @@ func (n *Node) apply(e *pb.Entry) error {
 	}
 	n.applied = e.GetIndex()
 	return nil
+}
+
+// send hands a Ready's messages to the transport, without vote requests
+// while frozen, and returns the members sent a snapshot.
+func (n *Node) send(msgs []*pb.Message) []uint64 {
+	if len(msgs) == 0 {
+		return nil
+	}
+	var snapsTo []uint64
+	out := msgs
+	if n.frozen() {
+		// A frozen member asks nobody for votes (Freeze): without
+		// them its campaigns cannot win.
+		out = make([]*pb.Message, 0, len(msgs))
+		for _, m := range msgs {
+			if t := m.GetType(); t != pb.MsgVote && t != pb.MsgPreVote {
+				out = append(out, m)
+			}
+		}
+	}
+	n.cfg.Transport.Send(out)
+	for _, m := range msgs {
+		if m.GetType() == pb.MsgSnap {
+			snapsTo = append(snapsTo, m.GetTo())
+		}
+	}
+	return snapsTo
 }
 
 // roleChanged fails what leadership was needed for.

@@ -3,9 +3,11 @@ package repl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -174,5 +176,55 @@ func TestForgedProposalIgnored(t *testing.T) {
 	}
 	if _, ok := payloads(t, c.converge(barrier, 10*time.Second))["forged"]; ok {
 		t.Errorf("a forged proposal was applied")
+	}
+}
+
+// appliedSM is memSM whose applied index survives restarts, as the data
+// store's does.
+type appliedSM struct {
+	*memSM
+	persisted uint64
+}
+
+func (s *appliedSM) Applied() uint64 { return s.persisted }
+
+// TestRestartAppliedPastCommit: a member whose state machine applied past
+// the commit index its log kept starts, with the log's commit index
+// raised to the applied one, and applies only what follows ("Commit
+// covers applied").
+func TestRestartAppliedPastCommit(t *testing.T) {
+	log := openMem(t, vfs.NewCrashableMem())
+	defer log.Close()
+	if err := log.Bootstrap([]uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	var es []*pb.Entry
+	for i := uint64(2); i <= 10; i++ {
+		es = append(es, &pb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(1), Data: append(make([]byte, headerLen), fmt.Sprint("e", i)...)})
+	}
+	if err := log.Save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(5)}, es, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	sm := &appliedSM{memSM: newMemSM(), persisted: 8}
+	sm.applied = 8
+	net := NewNetwork(1)
+	defer net.Close()
+	n, err := NewNode(Config{ID: 1, Log: log, Transport: net.Endpoint(1), Clock: NewManualClock(time.Unix(0, 0)), SM: sm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if hs, _, _ := log.InitialState(); hs.GetCommit() != 8 {
+		t.Errorf("commit index %d after the start, want 8", hs.GetCommit())
+	}
+	if err := n.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.ReadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, applied := sm.snapshotLog()
+	if applied != 10 || fmt.Sprint(got) != "[9\te9 10\te10]" {
+		t.Errorf("applied %v up to %d; want entries 9 and 10 only", got, applied)
 	}
 }

@@ -96,12 +96,39 @@ type TCPTransport struct {
 	closed bool
 	stopc  chan struct{}
 	wg     sync.WaitGroup
+	// streamer streams snapshots after their MsgSnap (nil: a snapshot
+	// travels inside its message).
+	streamer SnapshotStreamer
 }
 
 type tcpPeer struct {
 	id    uint64
 	addr  string
-	queue chan []byte
+	queue chan outFrame
+}
+
+// outFrame is one queued message; snap, when set, is the descriptor of a
+// snapshot streamed right after it.
+type outFrame struct {
+	b    []byte
+	snap []byte
+}
+
+// SetSnapshotStreamer makes the transport stream snapshots: after a
+// MsgSnap frame come the chunks st.WriteSnapshot writes (each a 4-byte
+// big-endian length and the bytes, at most 1 MiB), ended by an empty
+// chunk; the receiver hands them to st.ReadSnapshot before it delivers
+// the message, and drops the message if that fails.
+func (t *TCPTransport) SetSnapshotStreamer(st SnapshotStreamer) {
+	t.mu.Lock()
+	t.streamer = st
+	t.mu.Unlock()
+}
+
+func (t *TCPTransport) snapshotStreamer() SnapshotStreamer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.streamer
 }
 
 // ListenTCP starts member id's transport listening on addr.
@@ -173,7 +200,7 @@ func (t *TCPTransport) AddPeer(id uint64, addr string) {
 	if t.closed || t.peers[id] != nil {
 		return
 	}
-	p := &tcpPeer{id: id, addr: addr, queue: make(chan []byte, sendQueueLen)}
+	p := &tcpPeer{id: id, addr: addr, queue: make(chan outFrame, sendQueueLen)}
 	t.peers[id] = p
 	t.wg.Add(1)
 	go t.send(p)
@@ -196,9 +223,12 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 		if err != nil || len(body) > maxFrame {
 			continue
 		}
-		frame := make([]byte, 4+len(body))
-		binary.BigEndian.PutUint32(frame, uint32(len(body)))
-		copy(frame[4:], body)
+		frame := outFrame{b: make([]byte, 4+len(body))}
+		binary.BigEndian.PutUint32(frame.b, uint32(len(body)))
+		copy(frame.b[4:], body)
+		if m.GetType() == pb.MsgSnap && t.streamer != nil {
+			frame.snap = m.GetSnapshot().GetData()
+		}
 		select {
 		case p.queue <- frame:
 		default:
@@ -306,6 +336,16 @@ func (t *TCPTransport) readFrames(r *bufio.Reader, from uint64) error {
 		if m.GetFrom() != from {
 			return fmt.Errorf("repl: message from %d on member %d's connection", m.GetFrom(), from)
 		}
+		if st := t.snapshotStreamer(); st != nil && m.GetType() == pb.MsgSnap {
+			cr := &chunkReader{r: r}
+			err := st.ReadSnapshot(m.GetSnapshot().GetData(), cr)
+			if derr := cr.drain(); derr != nil {
+				return derr
+			}
+			if err != nil {
+				continue // dropped: the leader sends the snapshot again
+			}
+		}
 		select {
 		case t.recv <- m:
 		case <-t.stopc:
@@ -328,7 +368,7 @@ func (t *TCPTransport) send(p *tcpPeer) {
 		}
 	}()
 	for {
-		var frame []byte
+		var frame outFrame
 		select {
 		case frame = <-p.queue:
 		case <-t.stopc:
@@ -348,11 +388,10 @@ func (t *TCPTransport) send(p *tcpPeer) {
 			backoff = 10 * time.Millisecond
 			w = bufio.NewWriterSize(c, 64<<10)
 		}
-		c.SetWriteDeadline(time.Now().Add(writeTimeout))
-		_, err := w.Write(frame)
+		err := t.writeFrame(c, w, frame)
 		// Write what is queued behind this frame too, then flush once.
 		for err == nil && len(p.queue) > 0 {
-			_, err = w.Write(<-p.queue)
+			err = t.writeFrame(c, w, <-p.queue)
 		}
 		if err == nil {
 			err = w.Flush()
@@ -362,6 +401,35 @@ func (t *TCPTransport) send(p *tcpPeer) {
 			c = nil
 		}
 	}
+}
+
+// writeFrame writes one frame and, after a MsgSnap, its snapshot's
+// stream; every write gets its own deadline, so a long stream that keeps
+// moving does not time out.
+func (t *TCPTransport) writeFrame(c net.Conn, w *bufio.Writer, f outFrame) error {
+	c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := w.Write(f.b); err != nil || f.snap == nil {
+		return err
+	}
+	st := t.snapshotStreamer()
+	cw := chunkWriter{w: deadlineWriter{c: c, w: w}}
+	if err := st.WriteSnapshot(f.snap, cw); err != nil {
+		// The receiver cannot tell a cut stream from a whole one but by
+		// its end chunk: break the connection instead of ending it.
+		return fmt.Errorf("repl: streaming a snapshot: %w", err)
+	}
+	return cw.Close()
+}
+
+// deadlineWriter renews the connection's write deadline before each write.
+type deadlineWriter struct {
+	c net.Conn
+	w io.Writer
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return d.w.Write(p)
 }
 
 func (t *TCPTransport) dial(to uint64, addr string) (net.Conn, error) {

@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ type Network struct {
 	maxDelay  time.Duration
 	closed    bool
 	timers    sync.WaitGroup
+	// streamers of the members whose state machines stream snapshots:
+	// a MsgSnap between two of them carries the stream beside it.
+	streamers map[uint64]SnapshotStreamer
 }
 
 // NewNetwork returns a network with no faults whose random choices come
@@ -47,6 +51,8 @@ func NewNetwork(seed uint64) *Network {
 		rnd:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		inbox: map[uint64]chan *pb.Message{},
 		cut:   map[[2]uint64]bool{},
+
+		streamers: map[uint64]SnapshotStreamer{},
 	}
 }
 
@@ -127,17 +133,41 @@ func (e *endpoint) Close() error {
 	return nil
 }
 
+// SetSnapshotStreamer implements streaming: a MsgSnap this member sends
+// carries st's stream, written at once into memory (as a sender's
+// transport would write it to the wire), and is handed to the receiver's
+// streamer before its delivery; faults apply to the message and its
+// stream as one.
+func (e *endpoint) SetSnapshotStreamer(st SnapshotStreamer) {
+	e.n.mu.Lock()
+	e.n.streamers[e.id] = st
+	e.n.mu.Unlock()
+}
+
 func (e *endpoint) Send(msgs []*pb.Message) {
 	for _, m := range msgs {
 		wire, err := proto.Marshal(m)
 		if err != nil {
 			continue
 		}
-		e.n.route(e.id, m.GetTo(), wire)
+		var stream []byte
+		if m.GetType() == pb.MsgSnap {
+			e.n.mu.Lock()
+			st := e.n.streamers[e.id]
+			e.n.mu.Unlock()
+			if st != nil {
+				var buf bytes.Buffer
+				if st.WriteSnapshot(m.GetSnapshot().GetData(), &buf) != nil {
+					continue
+				}
+				stream = buf.Bytes()
+			}
+		}
+		e.n.route(e.id, m.GetTo(), wire, stream)
 	}
 }
 
-func (n *Network) route(from, to uint64, wire []byte) {
+func (n *Network) route(from, to uint64, wire, stream []byte) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed || n.cut[[2]uint64{from, to}] || n.rnd.Float64() < n.drop {
@@ -153,7 +183,7 @@ func (n *Network) route(from, to uint64, wire []byte) {
 			delay = time.Duration(n.rnd.Int64N(int64(n.maxDelay)))
 		}
 		if delay == 0 {
-			n.deliverLocked(from, to, wire)
+			n.deliverLocked(from, to, wire, stream)
 			continue
 		}
 		n.timers.Add(1)
@@ -162,19 +192,40 @@ func (n *Network) route(from, to uint64, wire []byte) {
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			if !n.closed && !n.cut[[2]uint64{from, to}] {
-				n.deliverLocked(from, to, wire)
+				n.deliverLocked(from, to, wire, stream)
 			}
 		})
 	}
 }
 
-func (n *Network) deliverLocked(from, to uint64, wire []byte) {
+func (n *Network) deliverLocked(from, to uint64, wire, stream []byte) {
 	ch, ok := n.inbox[to]
 	if !ok {
 		return
 	}
 	m := &pb.Message{}
 	if err := proto.Unmarshal(wire, m); err != nil {
+		return
+	}
+	if st := n.streamers[to]; st != nil && stream != nil {
+		// The receiver stores the stream off the network's lock, then
+		// the message is delivered, as a streaming transport does.
+		n.timers.Add(1)
+		go func() {
+			defer n.timers.Done()
+			if st.ReadSnapshot(m.GetSnapshot().GetData(), bytes.NewReader(stream)) != nil {
+				return
+			}
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if n.closed || n.inbox[to] != ch {
+				return
+			}
+			select {
+			case ch <- m:
+			default:
+			}
+		}()
 		return
 	}
 	select {

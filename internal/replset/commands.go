@@ -3,11 +3,14 @@ package replset
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"github.com/cairndb/cairn/internal/engine"
 	"net"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,12 +25,13 @@ const (
 	stateStartup   = 0
 	statePrimary   = 1
 	stateSecondary = 2
+	stateStartup2  = 5 // catching up: a voter still a Raft learner, or installing a snapshot
 	stateUnknown   = 6
 	stateDown      = 8
 	stateRemoved   = 10
 )
 
-var stateNames = map[int]string{0: "STARTUP", 1: "PRIMARY", 2: "SECONDARY", 6: "UNKNOWN", 8: "(not reachable/healthy)", 10: "REMOVED"}
+var stateNames = map[int]string{0: "STARTUP", 1: "PRIMARY", 2: "SECONDARY", 5: "STARTUP2", 6: "UNKNOWN", 8: "(not reachable/healthy)", 10: "REMOVED"}
 
 // isSelf reports whether host names this server: its port, and a host
 // that is a loopback name or address, this machine's name, or the bound
@@ -115,18 +119,13 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 	if self.Votes == 0 {
 		return invalid("This node, %s, with _id %d is not electable under the new configuration with {version: %d, term: 0} for replica set %s", self.Host, self.ID, cfg.Version, cfg.Name)
 	}
-	if holdsUserData(m.eng) && len(cfg.Members) > 1 {
-		return mongoerr.New(mongoerr.IllegalOperation, "this node holds data: new members would need a snapshot of it, which Cairn cannot send yet; initiate a set on empty members")
-	}
 	for _, mc := range cfg.Members {
 		if mc.ID == self.ID {
 			continue
 		}
-		c, err := net.DialTimeout("tcp", mc.Host, 2*time.Second)
-		if err != nil {
+		if err := m.dial(mc.Host); err != nil {
 			return mongoerr.New(mongoerr.NodeNotFound, "replSetInitiate quorum check failed because not all proposed set members responded affirmatively: %s failed with %v", mc.Host, err)
 		}
-		c.Close()
 	}
 	if cfg.ReplicaSetID.IsZero() {
 		cfg.ReplicaSetID = bson.NewObjectID()
@@ -147,6 +146,15 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 			return mongoerr.New(mongoerr.ExceededTimeLimit, "this node did not become primary of its new set in time")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if holdsUserData(m.eng) {
+		// As in MongoDB, the initiating member's data becomes the set's.
+		// It is in no log entry: snapshot it before any member is added,
+		// so every member starts from a snapshot holding it (and the log
+		// holds nothing older than the snapshot).
+		if err := node.Compact(); err != nil {
+			return fmt.Errorf("replset: snapshot this member's data: %w", err)
+		}
 	}
 	return m.writeConfig(cfg)
 }
@@ -203,10 +211,64 @@ func (m *Member) Reconfig(ctx context.Context, doc bsoncore.Document, force bool
 	if changed > 1 {
 		return incompatible("Non force replica set reconfig can only add or remove at most 1 voting member.")
 	}
+	if err := m.quorumCheck(cfg); err != nil {
+		return err
+	}
 	if cfg.ReplicaSetID.IsZero() {
 		cfg.ReplicaSetID = old.ReplicaSetID
 	}
 	return m.writeConfig(cfg)
+}
+
+// quorumCheck is MongoDB's reconfig quorum check: a majority of the new
+// configuration's voters must answer, or the reconfig is refused
+// (NodeNotFound) and nothing changes. A member of the current Raft group
+// answers when Raft heard from it within the election timeout
+// (RecentActive); any other must accept a connection on its port.
+func (m *Member) quorumCheck(cfg *Config) error {
+	node, self := m.nodeState()
+	progress := node.Progress()
+	var voters, answered []string
+	var bad []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, mc := range cfg.Members {
+		if mc.Votes == 0 {
+			continue
+		}
+		voters = append(voters, mc.Host)
+		if pr, ok := progress[mc.raftID()]; mc.raftID() == self || ok && pr.RecentActive {
+			answered = append(answered, mc.Host)
+			continue
+		} else if ok {
+			bad = append(bad, mc.Host+" failed with no heartbeat within the election timeout")
+			continue
+		}
+		wg.Add(1)
+		go func(host string) {
+			defer wg.Done()
+			err := m.dial(host)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("%s failed with %v", host, err))
+				return
+			}
+			answered = append(answered, host)
+		}(mc.Host)
+	}
+	wg.Wait()
+	need := len(voters)/2 + 1
+	if len(answered) >= need {
+		return nil
+	}
+	slices.Sort(answered)
+	slices.Sort(bad)
+	msg := fmt.Sprintf("Quorum check failed because not enough voting nodes responded; required %d but only the following %d voting nodes responded: %s", need, len(answered), strings.Join(answered, ", "))
+	if len(bad) > 0 {
+		msg += "; the following nodes did not respond affirmatively: " + strings.Join(bad, ", ")
+	}
+	return mongoerr.New(mongoerr.NodeNotFound, "%s", msg)
 }
 
 // StepDown runs replSetStepDown: it freezes this member for stepDownSecs,
@@ -274,11 +336,16 @@ func (m *Member) myState() int {
 	if node == nil || cfg == nil {
 		return stateStartup
 	}
-	if _, ok := cfg.member(id); !ok {
+	mc, ok := cfg.member(id)
+	if !ok {
 		return stateRemoved
 	}
 	if m.primary.Load() {
 		return statePrimary
+	}
+	if m.installing.Load() || mc.Votes == 1 && slices.Contains(node.Status().Learners, id) {
+		// MongoDB's initial sync: a member catching up serves no reads.
+		return stateStartup2
 	}
 	return stateSecondary
 }
@@ -318,7 +385,9 @@ func (m *Member) Status() (bsoncore.Document, error) {
 		case id == st.Lead:
 			state, health = statePrimary, 1
 		case progress != nil:
-			if pr, ok := progress[id]; ok && pr.RecentActive {
+			if pr, ok := progress[id]; ok && pr.RecentActive && pr.Learner && mc.Votes == 1 {
+				state, health = stateStartup2, 1
+			} else if ok && pr.RecentActive {
 				state, health = stateSecondary, 1
 			} else {
 				state, health = stateDown, 0

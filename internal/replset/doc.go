@@ -78,6 +78,50 @@
 // fills from index 1. A restarted member reads its id, its log and the
 // stored configuration (for its peers' addresses) and resumes.
 //
+// # Snapshots
+//
+// The Raft log is bounded (repl's "Bounded log"): every member checkpoints
+// its store (storage.Checkpoint, hard links) and truncates its log after
+// Options.CompactEntries entries (default 20,000, a quarter kept behind
+// the snapshot) or CompactBytes of groups (256 MiB). A member behind the
+// leader's truncation point, or a new one, is sent the newest snapshot:
+// its data is the checkpoint's name, and the checkpoint's files follow
+// the MsgSnap on the member connection (repl.SnapshotStreamer). The
+// receiver stores them under Dir/replset/snapshots/<name> (a temporary
+// directory, every file synced, renamed when whole), Raft persists the
+// snapshot in the log, and Restore replaces the store's contents with the
+// checkpoint's (storage.RestoreCheckpoint, whose first synced batch
+// deletes everything, the applied index with it, and whose last writes
+// the snapshot's index): a member killed during the install restarts with
+// its log's snapshot above its store's applied index and installs again
+// (storage's invariant "Restore is redone until whole";
+// TestReplicaSetSnapshotCatchUp kills one so). The two newest checkpoints
+// stay on each member; the log's snapshot names one of them, which the
+// member sends if it leads later and restores from if it died before its
+// applied groups reached disk.
+//
+// A member catching up — a voter that is still a Raft learner, or one
+// installing a snapshot — is in STARTUP2, as a member in MongoDB's initial
+// sync: replSetGetStatus shows it so, its hello says neither primary nor
+// secondary, and it refuses reads (NotPrimaryOrSecondary), so nobody reads
+// its partial store.
+//
+// replSetInitiate on a member holding data is allowed, as in MongoDB: its
+// data becomes the set's. The data is in no log entry, so Initiate
+// snapshots it before it stores the configuration, and every member added
+// later starts from a snapshot holding it (a member's own data, as in
+// MongoDB's initial sync, is replaced).
+//
+// # In one process
+//
+// Options.Transport, Clock, JoinAs and Dial replace the TCP transport, the
+// real clock, the id a joining member learns from its first connection
+// and the reachability checks: package rstest starts whole members (an
+// engine each) in one test process over repl's faulty Network with manual
+// clocks, with the helpers WaitForPrimary, Partition, Heal, Kill, Restart,
+// Pause, Resume and SkewClock, and compares the members' stores
+// (TestFaultsKeepAcknowledgedWrites).
+//
 // # Configuration
 //
 // MongoDB's document, with what Cairn cannot honour refused
@@ -95,7 +139,11 @@
 // replSetReconfig accepts back, so rs.add() and rs.remove() work.
 // Reconfig: on the primary, a higher version, the same name, this member
 // in it, the _id of a host unchanged, and at most one voter added or
-// removed (NewReplicaSetConfigurationIncompatible 103); force is refused.
+// removed (NewReplicaSetConfigurationIncompatible 103), and a majority of
+// the new configuration's voters answering (MongoDB's quorum check:
+// members of the Raft group heard from within the election timeout, new
+// ones accepting a connection; else NodeNotFound 74 and nothing changes);
+// force is refused.
 //
 // replSetStepDown freezes the primary for its seconds (repl.Node.Freeze:
 // it sends no vote requests) and transfers leadership to the most
@@ -104,10 +152,6 @@
 //
 // # Not yet
 //
-//   - Snapshots of the data store (Pebble checkpoints): the log is never
-//     compacted, so it grows without bound, and a member can join only a
-//     set whose log starts at index 1; replSetInitiate of a set of more
-//     than one member on a member holding data is refused.
 //   - w: 1 acknowledged before majority commit (it waits for commit, a
 //     stronger guarantee at majority's latency).
 //   - Read concerns snapshot and afterClusterTime (refused);

@@ -54,6 +54,26 @@ type Options struct {
 	// TickInterval is one Raft tick (default 10ms): the election timeout
 	// and heartbeat interval of the configuration are counted in them.
 	TickInterval time.Duration
+	// CompactEntries and CompactBytes bound the Raft log (repl.Config's):
+	// past either, a member checkpoints its store and truncates its log.
+	// 0 takes the defaults (defaultCompactEntries, defaultCompactBytes);
+	// the environment variable CAIRN_RAFT_COMPACT_ENTRIES overrides the
+	// entry bound (tests make members compact after a few writes). A
+	// compaction keeps a quarter of the entry bound behind its snapshot.
+	CompactEntries, CompactBytes uint64
+	// Transport, Clock, JoinAs and Dial run a member without the network:
+	// package rstest starts several in one process over repl's faulty
+	// Network with manual clocks. Transport returns member id's transport
+	// (default: TCP on the server's port, peers from the configuration);
+	// Clock drives the Raft ticks (default the real clock); JoinAs, if
+	// not 0, is the Raft id a member without state starts its node with
+	// at once (over TCP it learns its id from the primary's first
+	// connection); Dial checks that a host answers (replSetInitiate's and
+	// replSetReconfig's checks; default a TCP connection).
+	Transport func(id uint64) repl.Transport
+	Clock     repl.Clock
+	JoinAs    uint64
+	Dial      func(host string) error
 	// OnPromote runs when this member becomes primary, after it applied
 	// every earlier term's groups and before clients may write: the
 	// session table forgets what it cached, so each session re-reads its
@@ -75,7 +95,8 @@ type Member struct {
 	mu     sync.Mutex // guards node start and the fields below
 	node   *repl.Node
 	logs   *repl.LogStore
-	tr     *repl.TCPTransport
+	tr     peerBook
+	tcp    *repl.TCPTransport // nil when Options.Transport gave another
 	id     uint64
 	cfg    *Config
 	cfgRaw []byte
@@ -93,6 +114,7 @@ type Member struct {
 	ownNonce atomic.Uint64
 	nonce    uint64 // pipeline goroutine only
 
+	installing  atomic.Bool // a snapshot's install is under way (STARTUP2)
 	lastApplied atomic.Uint64
 	lastWall    atomic.Int64 // unix ms of the primary's clock at the last applied group
 	applyMu     sync.Mutex   // serialises applies (node loop) with Restore
@@ -102,6 +124,30 @@ type Member struct {
 	stopc     chan struct{}
 	wg        sync.WaitGroup
 	frozenTil atomic.Int64
+}
+
+// peerBook is where a transport learns where members listen
+// (repl.TCPTransport); transports of tests ignore it.
+type peerBook interface {
+	AddPeer(id uint64, addr string)
+	SetAddr(addr string)
+}
+
+type noPeerBook struct{}
+
+func (noPeerBook) AddPeer(uint64, string) {}
+func (noPeerBook) SetAddr(string)         {}
+
+// dial checks that host answers (Options.Dial).
+func (m *Member) dial(host string) error {
+	if m.opts.Dial != nil {
+		return m.opts.Dial(host)
+	}
+	c, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // New prepares a member over eng. It installs the replication hook on
@@ -114,6 +160,15 @@ func New(opts Options) (*Member, error) {
 	}
 	if opts.TickInterval == 0 {
 		opts.TickInterval = 10 * time.Millisecond
+	}
+	if opts.CompactEntries == 0 {
+		opts.CompactEntries = defaultCompactEntries
+		if v, err := strconv.ParseUint(os.Getenv("CAIRN_RAFT_COMPACT_ENTRIES"), 10, 64); err == nil && v > 0 {
+			opts.CompactEntries = v
+		}
+	}
+	if opts.CompactBytes == 0 {
+		opts.CompactBytes = defaultCompactBytes
 	}
 	m := &Member{opts: opts, eng: opts.Engine, log: opts.Logger.With("component", "replset"), started: time.Now(), stopc: make(chan struct{})}
 	m.nonce = rand.Uint64() | 1
@@ -139,6 +194,10 @@ func New(opts Options) (*Member, error) {
 		return nil, err
 	} else if ok {
 		if err := m.startNode(id, nil); err != nil {
+			return nil, err
+		}
+	} else if opts.JoinAs != 0 {
+		if err := m.startNode(opts.JoinAs, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -216,8 +275,20 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 			me = mc.Host
 		}
 	}
-	tr := repl.NewTCPTransport(id, me)
-	tr.SetMemberKey(m.memberKey)
+	var tr peerBook = noPeerBook{}
+	var transport repl.Transport
+	var tcp *repl.TCPTransport
+	if m.opts.Transport != nil {
+		transport = m.opts.Transport(id)
+	} else {
+		tcp = repl.NewTCPTransport(id, me)
+		tcp.SetMemberKey(m.memberKey)
+		tr, transport = tcp, tcp
+	}
+	clock := m.opts.Clock
+	if clock == nil {
+		clock = repl.RealClock{}
+	}
 	if m.cfg != nil {
 		for _, mc := range m.cfg.Members {
 			if mc.raftID() != id {
@@ -231,11 +302,14 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 	}
 	tick := m.opts.TickInterval
 	node, err := repl.NewNode(repl.Config{
-		ID: id, Peers: peers, Log: logs, Transport: tr, Clock: repl.RealClock{}, SM: (*stateMachine)(m),
+		ID: id, Peers: peers, Log: logs, Transport: transport, Clock: clock, SM: (*stateMachine)(m),
 		TickInterval:   tick,
 		ElectionTicks:  max(int(time.Duration(et)*time.Millisecond/tick), 2),
 		HeartbeatTicks: max(int(time.Duration(hb)*time.Millisecond/tick), 1),
 		OnRoleChange:   m.roleChanged,
+		CompactEntries: m.opts.CompactEntries,
+		CompactBytes:   m.opts.CompactBytes,
+		CompactKeep:    m.opts.CompactEntries / 4,
 		Logger:         raftLogger(),
 		OnConfChange: func(peer uint64, addr string, typ pb.ConfChangeType, _ *pb.ConfState) {
 			if addr != "" && peer != id && typ != pb.ConfChangeType_ConfChangeRemoveNode {
@@ -248,7 +322,7 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 		logs.Close()
 		return err
 	}
-	m.node, m.logs, m.tr, m.id = node, logs, tr, id
+	m.node, m.logs, m.tr, m.tcp, m.id = node, logs, tr, tcp, id
 	m.topo.bump()
 	return nil
 }
@@ -289,9 +363,11 @@ func (m *Member) ServeMember(c net.Conn, r *bufio.Reader) {
 		return
 	}
 	m.mu.Lock()
-	tr := m.tr
+	tcp := m.tcp
 	m.mu.Unlock()
-	_ = tr.ServeConn(c, r, p)
+	if tcp != nil {
+		_ = tcp.ServeConn(c, r, p)
+	}
 }
 
 // Close stops the node and the log.
@@ -435,19 +511,6 @@ func (sm *stateMachine) Apply(index uint64, payload []byte) error {
 	return nil
 }
 
-// Snapshot is not used: the log is not compacted yet (see "Not yet").
-func (sm *stateMachine) Snapshot() ([]byte, error) { return nil, nil }
-
-// Restore accepts only the empty bootstrap snapshot a joining member is
-// sent first; data store snapshots (Pebble checkpoints) are not written
-// yet, so a member whose leader compacted its log cannot join.
-func (sm *stateMachine) Restore(index uint64, data []byte) error {
-	if len(data) != 0 || index > 1 {
-		return fmt.Errorf("replset: restoring the data store from a snapshot (index %d) is not implemented", index)
-	}
-	return nil
-}
-
 // Applied is the index the store holds.
 func (sm *stateMachine) Applied() uint64 { return (*Member)(sm).lastApplied.Load() }
 
@@ -563,6 +626,14 @@ func (m *Member) reconcile() error {
 	}
 	return nil
 }
+
+// The log's default bounds: a checkpoint costs hard links and a flush, so
+// a few per minute under load are cheap; a member further behind than the
+// bound catches up by snapshot.
+const (
+	defaultCompactEntries = 20000
+	defaultCompactBytes   = 256 << 20
+)
 
 // catchUpSlack is how far behind the commit index a learner may be when
 // it is made a voter.

@@ -590,9 +590,16 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 		db.pipe.stopWrites(err)
 		return err
 	}
-	// The group carries its highest cluster time (s/clusterTime): this
-	// member's clock and LastCommitted follow it, so a secondary's times
-	// and its afterClusterTime waits agree with the primary's.
+	db.followClusterTime()
+	return nil
+}
+
+// followClusterTime raises the clock and LastCommitted to the cluster
+// time the store holds. A replicated group carries its highest cluster
+// time (s/clusterTime), as does a restored checkpoint: this member's clock
+// and LastCommitted follow it, so a secondary's times and its
+// afterClusterTime waits agree with the primary's.
+func (db *DB) followClusterTime() {
 	if ts, err := readClusterTime(db.pdb, "replicated group"); err == nil && ts != 0 {
 		db.opts.Clock.Restore(ts)
 		for {
@@ -602,7 +609,6 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 			}
 		}
 	}
-	return nil
 }
 
 // AppliedIndex is the log index of the last group ApplyReplicated applied

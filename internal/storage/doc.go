@@ -151,6 +151,14 @@
 // Replicate fails is not applied by the pipeline (it may still be applied
 // later from the log, as a group of another primary would be).
 //
+// Invariant "Restore is redone until whole" (a member installing a replica
+// set snapshot, [DB.RestoreCheckpoint]): the store's contents are replaced
+// by a checkpoint's in batches, the first (synced) deleting every key but
+// the format marker, the applied index with it, the last (synced) writing
+// the snapshot's index; a store that dies between them reopens with
+// applied index 0, below its log's snapshot, and is restored again.
+// TestRestoreCheckpoint.
+//
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's
 // writes become visible to readers inside its batch commit, before

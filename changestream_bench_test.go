@@ -102,7 +102,7 @@ func TestChangeStreamBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close(ctx)
-	m := min(n, 5000)
+	m := min(n, 1000)
 	arrived := make([]time.Time, m)
 	done := make(chan struct{})
 	go func() {
@@ -116,8 +116,7 @@ func TestChangeStreamBench(t *testing.T) {
 	for j := range m {
 		sent[j] = time.Now()
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(j)}}))
-		acked[j] = time.Now()
-		time.Sleep(time.Millisecond) // a paced writer, not a saturated one
+		acked[j] = time.Now() // one writer, one insert at a time: not saturated
 	}
 	<-done
 	var fromAck, fromSend []time.Duration

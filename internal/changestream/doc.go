@@ -10,8 +10,8 @@
 //
 // "Reads the log, never buffers it": a Stream keeps a position in the
 // oplog and, per read, opens an iterator from there and closes it; it
-// holds the events of at most one entry (an applyOps's operations) that
-// it has not returned. A slow consumer therefore costs the server no
+// holds at most readEvents events (or readBytes of them; or one entry's,
+// an applyOps's operations) read ahead and not yet returned. A slow consumer therefore costs the server no
 // memory; if the oplog is trimmed past its position the next read fails
 // with ChangeStreamHistoryLost (286), as does a start point older than
 // the oldest entry kept.

@@ -30,14 +30,21 @@ type Log interface {
 	PreImage(db, coll string, ui []byte, ts hlc.Timestamp, idx int32) (bsoncore.Document, bool, error)
 }
 
-// readEntries bounds one read of the log: a read that finds no event for
-// the stream in this many entries returns, and the next goes on from there.
-const readEntries = 1024
+// Bounds of one read of the log: it stops once it queued readEvents
+// events or readBytes of them (then the queue is what the stream holds),
+// or read readEntries entries (the next read goes on from there). Reading
+// ahead a little saves an iterator per event; the bounds keep "Reads the
+// log, never buffers it".
+const (
+	readEntries = 1024
+	readEvents  = 128
+	readBytes   = 1 << 20
+)
 
 // Stream is an open change stream: an agg.Source of its events. Next
 // returns nil when the log holds nothing more for now (a later Next reads
-// again). It holds the events of at most one log entry (an applyOps's
-// operations) at a time: it reads the log, it does not buffer it.
+// again). It holds at most a bounded read-ahead of events (readEvents,
+// readBytes): it reads the log, it does not buffer it.
 type Stream struct {
 	ctx   context.Context
 	log   Log
@@ -47,7 +54,7 @@ type Stream struct {
 	// position at or before which events are dropped (a resume point).
 	from hlc.Timestamp
 	skip position
-	// queue holds the events of the last entry read, not yet returned.
+	// queue holds the events read ahead, not yet returned.
 	queue []event
 	// last and prev are the tokens of the last two events returned, and
 	// lastPos the position of the last.
@@ -202,30 +209,33 @@ func (s *Stream) Next() (bsoncore.Document, error) {
 	}
 }
 
-// read reads the log from s.from until an entry gives events, the log
-// ends (caughtUp) or readEntries entries gave none.
+// read reads the log from s.from until it queued readEvents events or
+// readBytes, read readEntries entries, or the log ends (caughtUp).
 func (s *Stream) read() (caughtUp bool, err error) {
 	if s.log.OplogTrimmed() > s.from {
 		return false, historyLost() // a slow reader: its next entries were trimmed
 	}
-	n := 0
+	n, size := 0, 0
 	caughtUp = true
 	var eerr error
+	s.queue = s.queue[:0]
 	horizon, err := s.log.ReadOplog(s.from, func(ts hlc.Timestamp, raw bsoncore.Document) bool {
-		evs, err := s.entryEvents(s.queue[:0], ts, raw)
+		start := len(s.queue)
+		evs, err := s.entryEvents(s.queue, ts, raw)
 		if err != nil {
 			eerr = err
 			return false
 		}
-		kept := evs[:0]
-		for _, ev := range evs {
+		kept := evs[:start]
+		for _, ev := range evs[start:] {
 			if ev.pos.after(s.skip) {
 				kept = append(kept, ev)
+				size += len(ev.doc)
 			}
 		}
 		s.queue = kept
 		s.from = ts
-		if n++; len(s.queue) > 0 || n >= readEntries {
+		if n++; len(s.queue) >= readEvents || size >= readBytes || n >= readEntries {
 			caughtUp = false
 			return false
 		}

@@ -257,7 +257,8 @@ func TestResumeFromEveryToken(t *testing.T) {
 // token of another collection is not found (ChangeStreamFatalError).
 func TestHistoryLost(t *testing.T) {
 	l := &fakeLog{}
-	for i := range 10 {
+	const n = 3 * readEvents
+	for i := range n {
 		ts := hlc.New(100, uint32(i+1))
 		l.add(ts, logEntry(t, ts, op("i", "db.c", bson.D{{Key: "_id", Value: i}}, nil)))
 	}
@@ -266,9 +267,22 @@ func TestHistoryLost(t *testing.T) {
 	if err != nil || first == nil {
 		t.Fatal(first, err)
 	}
-	l.trim(5) // the stream is at entry 1; 2..5 are gone
-	if _, err := s.Next(); mongoerr.CodeOf(err) != mongoerr.ChangeStreamHistoryLost {
-		t.Fatalf("reading after a trim past the stream: %v, want 286", err)
+	// The stream read readEvents entries ahead; a trim past them loses the
+	// ones after: it returns what it read, then fails.
+	l.trim(2 * readEvents)
+	got := 1
+	for {
+		d, err := s.Next()
+		if err != nil {
+			if mongoerr.CodeOf(err) != mongoerr.ChangeStreamHistoryLost || got != readEvents {
+				t.Fatalf("after %d events: %v, want 286 after %d", got, err, readEvents)
+			}
+			break
+		}
+		if d == nil {
+			t.Fatalf("the stream ended after %d events without an error", got)
+		}
+		got++
 	}
 	if _, err := Open(context.Background(), l, Scope{DB: "db", Coll: "c"}, Spec{HasStartAt: true, StartAtOperationTime: hlc.New(100, 2)}); mongoerr.CodeOf(err) != mongoerr.ChangeStreamHistoryLost {
 		t.Fatalf("start before the oldest entry: %v, want 286", err)
@@ -277,7 +291,7 @@ func TestHistoryLost(t *testing.T) {
 	if _, err := Open(context.Background(), l, Scope{DB: "db", Coll: "c"}, Spec{ResumeAfter: &tok}); mongoerr.CodeOf(err) != mongoerr.ChangeStreamHistoryLost {
 		t.Fatalf("a token whose entry was trimmed: %v, want 286", err)
 	}
-	kept := hlc.New(100, 8)
+	kept := hlc.New(100, uint32(n-2))
 	l2 := &fakeLog{ts: l.ts, entries: l.entries}
 	all := drain(t, open(t, l2, Scope{DB: "db", Coll: "c"}, Spec{HasStartAt: true, StartAtOperationTime: kept}))
 	other := tokenOfEvent(t, all[0])

@@ -12,6 +12,7 @@ import (
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/changestream"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
 )
@@ -141,19 +142,10 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 	if err != nil {
 		return nil, err
 	}
-	p, err := agg.Parse(rest, opts)
-	if err != nil {
-		return nil, err
-	}
 	bound := opctx.NewBound()
 	detach := bound.Attach(ctx)
 	defer detach()
-	stream, err := changestream.Open(bound.Context(), changestream.EngineLog(s.Env.Engine), scope, spec)
-	if err != nil {
-		bound.Close()
-		return nil, err
-	}
-	out, err := p.Run(bound.Context(), stream)
+	stream, out, err := s.Env.Exec.ChangeStream(bound.Context(), exec.ChangeStream{Scope: scope, Spec: spec, Stages: rest, Opts: opts})
 	if err != nil {
 		bound.Close()
 		return nil, err

@@ -32,6 +32,8 @@
 //     they would do.
 //   - tail.go: Tail, the read of a tailable cursor over a capped
 //     collection.
+//   - changestream.go: ChangeStream, a $changeStream aggregate: the
+//     stream over the oplog (package changestream) with its later stages.
 //   - versions.go: the input of a pipeline that starts with $versions, a
 //     versioned collection's history, with a following $match on _id and
 //     the version narrowing the scan (the $match still runs), and its

@@ -1,0 +1,66 @@
+package changestream
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/engine"
+)
+
+// BenchmarkStreamInsertEvents is the server's cost of one insert event: a
+// collection stream reading b.N inserts from a real engine's oplog (read
+// in batches as getMores do), beside BenchmarkEngineInsert, the cost of the
+// insert itself, for the share ten streams add to each insert.
+func BenchmarkStreamInsertEvents(b *testing.B) {
+	e := benchEngine(b)
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	log := EngineLog(e)
+	s, err := Open(context.Background(), log, Scope{DB: "db", Coll: "c"}, Spec{FullDocument: "default", FullDocumentBeforeChange: "off"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	insertN(b, e, ns, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	got := 0
+	for got < b.N {
+		d, err := s.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d == nil {
+			b.Fatalf("%d events of %d", got, b.N)
+		}
+		got++
+	}
+}
+
+// BenchmarkEngineInsert is one single-document insert (its own commit).
+func BenchmarkEngineInsert(b *testing.B) {
+	e := benchEngine(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	insertN(b, e, engine.Namespace{DB: "db", Coll: "c"}, b.N)
+}
+
+func benchEngine(b *testing.B) *engine.Engine {
+	e, err := engine.Open(b.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+func insertN(b *testing.B, e *engine.Engine, ns engine.Namespace, n int) {
+	for i := range n {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "v", Value: "a small document"}})
+		if _, err := e.Insert(ns, []bsoncore.Document{d}, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package exec
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/changestream"
+)
+
+// ChangeStream is a change stream aggregate as the command layer parsed
+// it: what the stream watches and how, and the stages after $changeStream
+// (checked by the caller against MongoDB's list of those allowed).
+type ChangeStream struct {
+	Scope  changestream.Scope
+	Spec   changestream.Spec
+	Stages []bsoncore.Document
+	Opts   agg.Options
+}
+
+// ChangeStream opens the stream over the engine's oplog and runs the later
+// stages over its events, under ctx (a cursor's Bound): the Source returns
+// the events as those stages leave them, the Stream tells resume tokens.
+func (e *Env) ChangeStream(ctx context.Context, c ChangeStream) (*changestream.Stream, agg.Source, error) {
+	p, err := agg.Parse(c.Stages, c.Opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	stream, err := changestream.Open(ctx, changestream.EngineLog(e.eng), c.Scope, c.Spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := p.Run(ctx, stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stream, out, nil
+}

@@ -204,7 +204,16 @@ func TestTransactionProtocol(t *testing.T) {
 		{"start 105", "app", find(105, start), 0, ""},
 		{"a capped collection", "app", append(bson.D{{Key: "insert", Value: "capped"}, {Key: "documents", Value: bson.A{bson.D{}}}}, txnCmd(105)...), 263, ""},
 		{"the transaction aborted with the failed statement", "admin", commit(105), 251, "TransientTransactionError"},
+		{"start 106", "app", find(106, start), 0, ""},
+		{"a time series collection (7.0 refuses it; it must not run outside the transaction)", "app", append(bson.D{{Key: "insert", Value: "tsc"}, {Key: "documents", Value: bson.A{bson.D{{Key: "t", Value: time.Now()}}}}}, txnCmd(106)...), 263, ""},
+		{"start 107", "app", find(107, start), 0, ""},
+		{"a change stream", "app", append(bson.D{{Key: "aggregate", Value: "acct"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$changeStream", Value: bson.D{}}}}}, {Key: "cursor", Value: bson.D{}}}, txnCmd(107)...), 263, ""},
 	} {
+		if tc.name == "start 106" {
+			if err := c.Database("app").CreateCollection(ctx, "tsc", options.CreateCollection().SetTimeSeriesOptions(options.TimeSeries().SetTimeField("t"))); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if tc.name == "start 105" {
 			if err := c.Database("app").CreateCollection(ctx, "capped", options.CreateCollection().SetCapped(true).SetSizeInBytes(4096)); err != nil {
 				t.Fatal(err)

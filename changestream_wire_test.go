@@ -284,6 +284,65 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 	})
 
+	// A transaction's writes reach the stream as one event per statement,
+	// each carrying the transaction's lsid and txnNumber, only once it
+	// commits; an aborted transaction's writes never do (the commit's one
+	// applyOps entry, unwound).
+	t.Run("transactions", func(t *testing.T) {
+		coll := db.Collection("txn")
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 0}, {Key: "n", Value: 0}}))
+		cs := watch(t, coll, nil, options.ChangeStream())
+		sess, err := client.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.EndSession(ctx)
+		sc := mongo.NewSessionContext(ctx, sess)
+		run := func(commit bool, base int) {
+			t.Helper()
+			if err := sess.StartTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			ok(t)(coll.InsertOne(sc, bson.D{{Key: "_id", Value: base + 1}}))
+			ok(t)(coll.InsertOne(sc, bson.D{{Key: "_id", Value: base + 2}}))
+			ok(t)(coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 0}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}))
+			if commit {
+				err = sess.CommitTransaction(ctx)
+			} else {
+				err = sess.AbortTransaction(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(false, 100) // aborted: no event
+		run(true, 200)
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 300}})) // after the commit, outside any transaction
+		want := []struct {
+			op string
+			id int32
+		}{{"insert", 201}, {"insert", 202}, {"update", 0}}
+		var txnNumber any
+		for i, w := range want {
+			ev := next(t, cs)
+			expect(t, ev, "operationType", w.op)
+			expect(t, ev, "documentKey", bson.D{{Key: "_id", Value: w.id}})
+			if lookup(ev, "lsid") == nil || lookup(ev, "txnNumber") == nil {
+				t.Errorf("event %d of the transaction lacks lsid or txnNumber: %v", i, ev)
+			}
+			if i == 0 {
+				txnNumber = lookup(ev, "txnNumber")
+			} else if !reflect.DeepEqual(lookup(ev, "txnNumber"), txnNumber) {
+				t.Errorf("event %d: txnNumber %v, want the transaction's %v", i, lookup(ev, "txnNumber"), txnNumber)
+			}
+		}
+		after := next(t, cs)
+		expect(t, after, "documentKey", bson.D{{Key: "_id", Value: int32(300)}})
+		if lookup(after, "txnNumber") != nil {
+			t.Errorf("a write outside a transaction carries a txnNumber: %v", after)
+		}
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		coll := db.Collection("refuse")
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}))

@@ -39,6 +39,8 @@ func startNamedSet(t *testing.T, bin, dir, name string, configsvr bool) string {
 	args := []string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}
 	if configsvr {
 		args = append(args, "--configsvr")
+	} else {
+		args = append(args, "--shardsvr") // a shard: it takes the identity addShard gives it
 	}
 	p := spawnServe(t, bin, args...)
 	p.waitReady(t)

@@ -57,7 +57,7 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	cl := &localCluster{out: stdout, replicas: *replicas, nextPort: *port, plain: *shards == 0, params: params}
 	err := cl.setup(*dbpath, func() error {
 		if *shards == 0 {
-			hosts, err := cl.replicaSet(*name, false)
+			hosts, err := cl.replicaSet(*name, "")
 			if err == nil {
 				fmt.Fprintf(stdout, "replica set %s is up: mongodb://%s/?replicaSet=%s\n", *name, strings.Join(hosts, ","), *name)
 			}
@@ -141,7 +141,9 @@ func (c *localCluster) stop() {
 }
 
 // replicaSet starts and initiates a replica set of c.replicas members.
-func (c *localCluster) replicaSet(name string, configsvr bool) ([]string, error) {
+// role is "configsvr", "shardsvr" or "" (a plain replica set).
+func (c *localCluster) replicaSet(name, role string) ([]string, error) {
+	configsvr := role == "configsvr"
 	hosts := make([]string, c.replicas)
 	for i := range hosts {
 		member := fmt.Sprintf("%s-member%d", name, i)
@@ -156,8 +158,8 @@ func (c *localCluster) replicaSet(name string, configsvr bool) ([]string, error)
 		for _, p := range c.params {
 			args = append(args, "--setParameter", p)
 		}
-		if configsvr {
-			args = append(args, "--configsvr")
+		if role != "" {
+			args = append(args, "--"+role)
 		}
 		h, err := c.start(member, args...)
 		if err != nil {
@@ -205,7 +207,7 @@ func (c *localCluster) replicaSet(name string, configsvr bool) ([]string, error)
 // sharded starts the config servers, the shards and the routers, and adds
 // the shards through the first router.
 func (c *localCluster) sharded(shards, routers int) error {
-	cfgHosts, err := c.replicaSet("config", true)
+	cfgHosts, err := c.replicaSet("config", "configsvr")
 	if err != nil {
 		return err
 	}
@@ -213,7 +215,7 @@ func (c *localCluster) sharded(shards, routers int) error {
 	var shardConns []string
 	for i := range shards {
 		name := fmt.Sprintf("shard%d", i)
-		hosts, err := c.replicaSet(name, false)
+		hosts, err := c.replicaSet(name, "shardsvr")
 		if err != nil {
 			return err
 		}

@@ -674,8 +674,7 @@ func cmdMoveChunk(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 	cmd := bson.D{{Key: "_shardsvrMoveRange", Value: ns}, {Key: "toShard", Value: to}, {Key: "min", Value: bson.Raw(c.Min)},
 		{Key: "max", Value: bson.Raw(c.Max)}, {Key: "waitForDelete", Value: req.body.Lookup("_waitForDelete").Type == bsoncore.TypeBoolean},
 		{Key: "epoch", Value: m.Epoch}, {Key: "collectionTimestamp", Value: bson.Timestamp{T: rt.coll.coll.Timestamp.T(), I: rt.coll.coll.Timestamp.I()}},
-		{Key: "fromShard", Value: c.Shard}, {Key: "maxChunkSizeBytes", Value: int64(128 << 20)}, {Key: "forceJumbo", Value: false},
-		{Key: "writeConcern", Value: majority}}
+		{Key: "fromShard", Value: c.Shard}, {Key: "writeConcern", Value: majority}} // whole chunks: no maxChunkSizeBytes (the shard's donor needs min and max)
 	if _, err := r.toShard(ctx, c.Shard, &routing{db: &dbInfo{name: "admin"}}, marshal(cmd)); err != nil {
 		return nil, err
 	}

@@ -121,6 +121,84 @@ func TestReplicaSetKeyFile(t *testing.T) {
 	if n, err := countErr(2); n != 0 || (err != nil && cmdCode(err) != 13436) {
 		t.Fatalf("the member with another key: %d documents, err %v", n, err)
 	}
+	// Signed cluster times across members: an ordinary user (no
+	// advanceClusterTime) gets $clusterTime signed by a key the primary
+	// made; a secondary, knowing that key by replication, accepts the time
+	// and refuses it advanced under the same signature (TimeProofMismatch
+	// 204, not KeyNotFound 211: it has the key).
+	if err := first.Database("admin").RunCommand(ctx, bson.D{{Key: "createUser", Value: "app"}, {Key: "pwd", Value: "app-pw"},
+		{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "app"}}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	asApp := func(i int) *mongo.Client {
+		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[i] + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second).
+			SetAuth(options.Credential{Username: "app", Password: "app-pw", AuthSource: "admin"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Disconnect(ctx) })
+		return c
+	}
+	appPrimary := asApp(0)
+	// The user reaches the secondary by replication (its users are read
+	// again every second there).
+	var appSecondary *mongo.Client
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		appSecondary = asApp(1)
+		err := appSecondary.Database("app").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the user created on the primary cannot authenticate on the secondary: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var signed bson.Raw
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		raw, err := appPrimary.Database("app").RunCommand(ctx, bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: bson.A{bson.D{}}},
+			{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}}}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct := raw.Lookup("$clusterTime").Document()
+		if id, _ := ct.Lookup("signature", "keyId").Int64OK(); id != 0 {
+			signed = ct
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no signed $clusterTime for an ordinary user within 30s: %s", ct)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The driver gossips the highest $clusterTime its session has seen:
+	// hand the session the one to send.
+	gossip := func(ct any) error {
+		sess, err := appSecondary.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.EndSession(ctx)
+		raw, err := bson.Marshal(bson.D{{Key: "$clusterTime", Value: ct}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.AdvanceClusterTime(raw); err != nil {
+			t.Fatal(err)
+		}
+		return appSecondary.Database("app").RunCommand(mongo.NewSessionContext(ctx, sess), bson.D{{Key: "ping", Value: 1}}).Err()
+	}
+	if err := gossip(signed); err != nil {
+		t.Fatalf("the secondary refused the primary's signed $clusterTime: %v", err)
+	}
+	ts, _ := signed.Lookup("clusterTime").Timestamp()
+	forged := bson.D{{Key: "clusterTime", Value: bson.Timestamp{T: ts + 1000, I: 1}}, {Key: "signature", Value: signed.Lookup("signature").Document()}}
+	if code := cmdCode(gossip(forged)); code != 204 {
+		t.Fatalf("an advanced $clusterTime under an old signature on the secondary: code %d, want 204 TimeProofMismatch", code)
+	}
+
 	var hello struct {
 		SetName string `bson:"setName"`
 	}

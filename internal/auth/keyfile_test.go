@@ -118,3 +118,43 @@ func TestSystemUser(t *testing.T) {
 		t.Error("__system is a role users may be granted")
 	}
 }
+
+// TestReload: users and roles written behind the store's back (as
+// replication writes them on a secondary) are seen after Reload, which
+// bumps the change counter only when something changed.
+func TestReload(t *testing.T) {
+	back, roles := memBacking{}, memBacking{}
+	s, err := Open(back, roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := Open(back, roles) // another process over the same documents
+	if err := other.Create(newUser(t, "admin", "ann", "pw", RoleName{"read", "test"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Lookup("admin", "ann"); ok {
+		t.Fatal("the user is known before a reload")
+	}
+	gen := s.Gen()
+	if changed, err := s.Reload(); err != nil || !changed {
+		t.Fatalf("reload: changed %v, %v", changed, err)
+	}
+	if _, ok := s.Lookup("admin", "ann"); !ok || s.Gen() == gen {
+		t.Fatalf("after a reload: found %v, gen %d → %d", ok, gen, s.Gen())
+	}
+	if err := authenticate(s, SCRAMSHA256, "admin", "ann", "pw"); err != nil {
+		t.Fatalf("the reloaded user cannot authenticate: %v", err)
+	}
+	if changed, _ := s.Reload(); changed {
+		t.Error("a reload with nothing new reported a change")
+	}
+	if _, err := other.Drop("admin", nil); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := s.Reload(); !changed {
+		t.Error("a dropped user was not seen")
+	}
+	if _, ok := s.Lookup("admin", "ann"); ok {
+		t.Error("the dropped user is still found")
+	}
+}

@@ -64,6 +64,8 @@ type Store struct {
 	// gen counts changes, so a connection's cached privileges know when to
 	// resolve again.
 	gen atomic.Uint64
+	// digest is of the documents Reload last read (reload.go).
+	digest [32]byte
 }
 
 // Open loads the users from users and the user-defined roles from roles.

@@ -96,6 +96,8 @@ type Env struct {
 	// them on the primary.
 	Keys    *clusterkeys.Keys
 	keyLoop *periodic.Loop
+	// userLoop reloads users and roles on a secondary.
+	userLoop *periodic.Loop
 	// Audit is the audit log (nil: none; audit.go). Set it before serving.
 	Audit *audit.Log
 	// FailPoints are the server's named fail points (the engine's and
@@ -221,6 +223,13 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 		env.Config.Auth = true
 	}
 	env.Access = &Access{Enabled: cfg.Auth, Users: users}
+	// A secondary learns users and roles by replication, not through the
+	// store: it reads them again every second.
+	env.userLoop = periodic.Start(nil, time.Second, func() bool { return env.ClusterTimes() && !primaryOnly() }, func() {
+		if _, err := env.Access.Users.Reload(); err != nil {
+			log.Warn("cannot read the replicated users and roles", "err", err)
+		}
+	})
 	env.startupWarnings = startupWarnings(env.Config, log)
 	return env
 }
@@ -235,6 +244,7 @@ func (e *Env) Close() {
 	e.TTL.Stop()
 	e.History.Stop()
 	e.keyLoop.Stop()
+	e.userLoop.Stop()
 	e.Cursors.CloseAll()
 }
 

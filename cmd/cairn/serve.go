@@ -506,6 +506,7 @@ func startSharding(opts config.Options, env *commands.Env, member *replset.Membe
 			return commands.Run(ctx, &commands.Session{Env: env, Remote: "internal"}, req, nil)
 		},
 		Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
+		ConfigServer: func() bool { return env.Engine.Catalog().Collection("config", "shards") != nil },
 	})
 	env.Sharding = node
 	return node, nil

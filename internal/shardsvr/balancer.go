@@ -35,7 +35,7 @@ func (n *Node) balancerLoop() {
 			return
 		case <-t.C:
 		}
-		if !n.opts.IsPrimary() {
+		if !n.opts.IsPrimary() || n.opts.ConfigServer == nil || !n.opts.ConfigServer() {
 			continue
 		}
 		if _, err := n.BalanceRound(n.ctx); err != nil && n.ctx.Err() == nil {

@@ -27,7 +27,11 @@ type Options struct {
 	// IsPrimary reports whether this server may write now (a standalone
 	// always may); the balancer and recovery run only then.
 	IsPrimary func() bool
-	Log       *slog.Logger
+	// ConfigServer reports whether this server holds the config servers'
+	// metadata (config.shards exists); the balancer runs only then, so a
+	// plain replica set runs no balancer commands. nil: never.
+	ConfigServer func() bool
+	Log          *slog.Logger
 	// BalancerInterval is the balancer's round interval (10 s, MongoDB's,
 	// when zero).
 	BalancerInterval time.Duration

@@ -34,8 +34,8 @@ unit:
 # does not overlap commit groups (storage's "Overlapped sync"), and the
 # overlap is where the pipeline and the completer goroutine share state.
 race:
-	$(GO) test -count=1 -race -tags invariants $(RACE_PKGS)
-	$(GO) test -count=1 -race ./internal/storage/... ./internal/engine/...
+	$(GO) test -count=1 -race -timeout 20m -tags invariants $(RACE_PKGS)
+	$(GO) test -count=1 -race -timeout 20m ./internal/storage/... ./internal/engine/...
 
 ## invariants: the tests that drive the engine hardest, built with the
 ## invariants tag: the kill -9 crash test (its child process checks after

@@ -259,6 +259,7 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 	if err := m.writeID(id); err != nil {
 		return err
 	}
+	m.removeReceptions()
 	logs, err := repl.OpenLogStore(filepath.Join(m.dir(), "raft"), nil)
 	if err != nil {
 		return err

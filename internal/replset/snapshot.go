@@ -52,7 +52,9 @@ func (sm *stateMachine) Snapshot() ([]byte, error) {
 }
 
 // pruneSnapshots removes all but the newest keepSnapshots checkpoints
-// (always keeping keep) and unfinished receptions.
+// (always keeping keep). A reception under way (a temporary directory)
+// is left alone: ReadSnapshot removes its own when it fails, and
+// removeReceptions those a killed process left.
 func (m *Member) pruneSnapshots(keep string) {
 	ents, err := os.ReadDir(m.snapDir())
 	if err != nil {
@@ -60,16 +62,25 @@ func (m *Member) pruneSnapshots(keep string) {
 	}
 	var names []string
 	for _, e := range ents {
-		if strings.Contains(e.Name(), ".") {
-			os.RemoveAll(filepath.Join(m.snapDir(), e.Name()))
-			continue
+		if !strings.Contains(e.Name(), ".") {
+			names = append(names, e.Name())
 		}
-		names = append(names, e.Name())
 	}
 	slices.Sort(names)
 	for i, n := range names {
 		if i < len(names)-keepSnapshots && n != keep {
 			os.RemoveAll(filepath.Join(m.snapDir(), n))
+		}
+	}
+}
+
+// removeReceptions removes the temporary directories of receptions a
+// killed process left (called before the node starts).
+func (m *Member) removeReceptions() {
+	ents, _ := os.ReadDir(m.snapDir())
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".recv-") {
+			os.RemoveAll(filepath.Join(m.snapDir(), e.Name()))
 		}
 	}
 }

@@ -6,6 +6,7 @@ package mongoerr
 // whose codeName is Location<code> (Code.Name). TestCodeTable checks both.
 const (
 	// Sharding (package shard).
+	LockBusy             Code = 46    // router: another router holds a collection's DDL lock
 	ShardKeyNotFound     Code = 61    // shard: a document's shard key holds an array, or a key lacks a field
 	ShardNotFound        Code = 70    // router: addShard/moveChunk/removeShard naming no known shard
 	NamespaceNotSharded  Code = 118   // router: a chunk command on a collection that is not sharded

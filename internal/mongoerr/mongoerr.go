@@ -29,6 +29,7 @@ var names = map[Code]string{
 	ShardKeyNotFound:                       "ShardKeyNotFound",
 	ShardNotFound:                          "ShardNotFound",
 	NamespaceNotSharded:                    "NamespaceNotSharded",
+	LockBusy:                               "LockBusy",
 	ZoneNotFound:                           "ZoneNotFound",
 	RangeOverlapConflict:                   "RangeOverlapConflict",
 	StaleConfig:                            "StaleConfig",

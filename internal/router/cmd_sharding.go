@@ -330,6 +330,11 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 	if numInitial != 0 && !p.Fields[0].Hashed {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "numInitialChunks is only supported when the collection is empty and has a hashed field as the shard key prefix")
 	}
+	release, err := r.lockNS(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var out bsoncore.Document
 	err = r.retry(ctx, ns, func() error {
 		rt, err := r.route(ctx, db, coll, true)
@@ -432,22 +437,27 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 	return out, err
 }
 
-// shardedRouting reads ns's routing, which must be of a sharded
-// collection.
-func (r *Router) shardedRouting(ctx context.Context, ns string) (*routing, error) {
+// shardedRouting takes ns's DDL lock and reads its routing, which must be
+// of a sharded collection; the caller releases the lock.
+func (r *Router) shardedRouting(ctx context.Context, ns string) (*routing, func(), error) {
 	db, coll, err := splitNS(ns)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	release, err := r.lockNS(ctx, ns)
+	if err != nil {
+		return nil, nil, err
 	}
 	r.cache.invalidate(ns) // chunk commands act on the config servers' latest
 	rt, err := r.route(ctx, db, coll, false)
+	if err == nil && !rt.sharded() {
+		err = mongoerr.New(mongoerr.NamespaceNotSharded, "%s is not sharded", ns)
+	}
 	if err != nil {
-		return nil, err
+		release()
+		return nil, nil, err
 	}
-	if !rt.sharded() {
-		return nil, mongoerr.New(mongoerr.NamespaceNotSharded, "%s is not sharded", ns)
-	}
-	return rt, nil
+	return rt, release, nil
 }
 
 // cloneMap copies a routing table (Split, Merge and Move change a map in
@@ -505,10 +515,11 @@ func cmdSplit(ctx context.Context, r *Router, req *request) (bsoncore.Document, 
 		}
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "need to specify find/bounds or middle")
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	if err := checkKeyShape(rt.coll.m.Pattern, middle); err != nil {
 		return nil, err
 	}
@@ -585,10 +596,11 @@ func boundsArg(req *request) (min, max bsoncore.Document, err error) {
 }
 
 func cmdMergeChunks(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
-	rt, err := r.shardedRouting(ctx, req.str("mergeChunks"))
+	rt, release, err := r.shardedRouting(ctx, req.str("mergeChunks"))
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	min, max, err := boundsArg(req)
 	if err != nil || min == nil || max == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "mergeChunks needs bounds: [min, max]")
@@ -640,10 +652,11 @@ func cmdMoveChunk(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 	if to == "" {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "%s needs the destination shard", req.name)
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	if _, err := r.cache.shard(ctx, to); err != nil {
 		return nil, mongoerr.New(mongoerr.ShardNotFound, "Could not find shard %s", to)
 	}
@@ -722,10 +735,11 @@ func cmdUpdateZoneKeyRange(ctx context.Context, r *Router, req *request) (bsonco
 	if err != nil || min == nil || max == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "updateZoneKeyRange needs min and max")
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	p := rt.coll.m.Pattern
 	if err := checkKeyShape(p, min); err != nil {
 		return nil, err
@@ -873,10 +887,11 @@ func cmdRefine(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 	if err != nil {
 		return nil, err
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	old := rt.coll.m.Pattern
 	if len(p.Fields) <= len(old.Fields) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "refineCollectionShardKey: the new key %s must extend the current key %s with more fields", key, old)

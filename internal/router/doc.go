@@ -77,10 +77,12 @@
 // # Deviations from MongoDB and not yet
 //
 //   - The metadata commands run on the router against the config
-//     servers, not as _configsvr* commands on the config primary; two
-//     routers changing one collection's chunks at once are not serialized
-//     (MongoDB takes a DDL lock there), and a chunk change is several
-//     config writes rather than one config transaction.
+//     servers, not as _configsvr* commands on the config primary. Routers
+//     serialize them per collection with a lock document in config.locks
+//     (ddllock.go; LockBusy 46 after 30 s; taken over after 2 minutes, so
+//     a moveChunk running longer than that no longer holds it), and a
+//     chunk change is several config writes rather than one config
+//     transaction.
 //   - Sessions and transactions through the router: hello does not
 //     advertise logicalSessionTimeoutMinutes, so drivers send no lsid;
 //     retryable writes are not retried by drivers through the router.

@@ -335,6 +335,21 @@ func TestShardedClusterPlan(t *testing.T) {
 		t.Fatalf("chunks after merge: %v", ch)
 	}
 
+	// sh.splitFind: at the median of the chunk's documents (project_id 0
+	// to 39, five documents each: the median key is 20).
+	runAdmin(t, c, bson.D{{Key: "split", Value: "plan.project_members"}, {Key: "find", Value: bson.D{{Key: "project_id", Value: 3}}}})
+	var mid bson.M
+	if err := cfgClient.Database("config").Collection("chunks").FindOne(ctx, bson.D{{Key: "min.project_id", Value: 20}}).Decode(&mid); err != nil {
+		t.Fatalf("no chunk starts at the median 20 after splitFind: %v", err)
+	}
+	runAdmin(t, c, bson.D{{Key: "split", Value: "plan.project_members"}, {Key: "bounds", Value: bson.A{
+		bson.D{{Key: "project_id", Value: bson.MinKey{}}}, bson.D{{Key: "project_id", Value: 20}}}}})
+	if ch := countChunks(t, cfgClient, "plan.project_members"); ch["sh1"] != 3 {
+		t.Fatalf("chunks after two median splits: %v", ch)
+	}
+	wantCode(t, "split with middle and find", c.Database("admin").RunCommand(ctx, bson.D{{Key: "split", Value: "plan.project_members"},
+		{Key: "find", Value: bson.D{{Key: "project_id", Value: 3}}}, {Key: "middle", Value: bson.D{{Key: "project_id", Value: 3}}}}).Err(), 72)
+
 	// Refine project_keys to (project_id, key) while it holds documents.
 	runAdmin(t, c, bson.D{{Key: "refineCollectionShardKey", Value: "plan.project_keys"}, {Key: "key", Value: bson.D{{Key: "project_id", Value: 1}, {Key: "key", Value: 1}}}})
 	var pk bson.M

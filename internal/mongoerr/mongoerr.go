@@ -30,6 +30,7 @@ var names = map[Code]string{
 	ShardNotFound:                          "ShardNotFound",
 	NamespaceNotSharded:                    "NamespaceNotSharded",
 	LockBusy:                               "LockBusy",
+	CannotSplit:                            "CannotSplit",
 	ZoneNotFound:                           "ZoneNotFound",
 	RangeOverlapConflict:                   "RangeOverlapConflict",
 	StaleConfig:                            "StaleConfig",

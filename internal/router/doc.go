@@ -57,7 +57,8 @@
 // listShards, removeShard (draining state and progress), enableSharding,
 // shardCollection (ranged, compound, hashed with presplit: two chunks per
 // shard for an empty collection), refineCollectionShardKey, split
-// (middle), mergeChunks, addShardToZone, removeShardFromZone,
+// (middle; find and bounds at the chunk's median, read from its shard),
+// mergeChunks, addShardToZone, removeShardFromZone,
 // updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and
 // flushRouterConfig run on the router itself, writing the config database
 // with majority write concern. moveChunk and moveRange are checked here
@@ -91,7 +92,9 @@
 //     shards add $sortKey instead); with a positional, $elemMatch or $meta
 //     projection, which need the shard's match, the projection stays on
 //     the shards and a sort field it drops is merged as missing.
-//   - split by find or bounds (at the chunk's median), movePrimary,
+//   - split by find or bounds reads every shard key of the chunk's shard
+//     (of its first field's range) to find the median, where MongoDB's
+//     shard answers splitVector; movePrimary,
 //     collectionless aggregation, updateOne/deleteOne/findAndModify
 //     without the shard key, and getShardDistribution's data are not
 //     there yet.

@@ -481,6 +481,34 @@ func TestShardedClusterPlan(t *testing.T) {
 	if len(avg) != 1 || avg[0].Avg != 149.5 || avg[0].N != 300 {
 		t.Fatalf("$avg merged from partial states: %+v", avg)
 	}
+	// $lookup from an unsharded collection, which lives on the primary
+	// (sh1), from a chunk on another shard.
+	away := ""
+	for i := 0; away == "" && i < 30; i++ {
+		env := fmt.Sprintf("env-%d", i)
+		if _, on := explainShards(t, db, "envs", bson.D{{Key: "_id.env", Value: env}}); on[0] != "sh1" {
+			away = env
+		}
+	}
+	if _, err := db.Collection("labels").InsertOne(ctx, bson.D{{Key: "_id", Value: away}, {Key: "label", Value: "away"}}); err != nil {
+		t.Fatal(err)
+	}
+	lcur, err := envs.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$match", Value: bson.D{{Key: "_id.env", Value: away}}}},
+		{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "labels"}, {Key: "localField", Value: "_id.env"}, {Key: "foreignField", Value: "_id"}, {Key: "as", Value: "l"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var looked []struct {
+		L []bson.M `bson:"l"`
+	}
+	if err := lcur.All(ctx, &looked); err != nil {
+		t.Fatal(err)
+	}
+	if len(looked) != 10 || len(looked[0].L) != 1 || looked[0].L[0]["label"] != "away" {
+		t.Fatalf("$lookup of %s from an unsharded collection through the router: %+v", away, looked)
+	}
 	vals, err := envs.Distinct(ctx, "_id.env", bson.D{}).Raw()
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,10 @@
 // limit = skip+limit and applied again at the router. Aggregation splits
 // with agg.Split: the shards run the streaming prefix and a $sort (with
 // its following $limit) or a $group emitting partial states (needsMerge),
-// the router the rest (the $group merging them, $doingMerge). getMore and killCursors act
+// the router the rest (the $group merging them, $doingMerge). A pipeline
+// reaching one shard runs there whole, unless it reads other collections
+// ($lookup, $unionWith, $graphLookup: the router's half reads them from
+// their owners) or writes one from a sharded collection. getMore and killCursors act
 // on the router's cursors, which hold the shards' cursors. explain answers
 // in mongos's shape: queryPlanner.winningPlan.stage SINGLE_SHARD,
 // SHARD_MERGE or SHARD_MERGE_SORT, with each shard's plan under shards.

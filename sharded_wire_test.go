@@ -337,6 +337,21 @@ func TestShardedClusterPlan(t *testing.T) {
 		t.Fatalf("chunks after merge: %v", ch)
 	}
 
+	// sh.splitFind: at the median of the chunk's documents (project_id 0
+	// to 39, five documents each: the median key is 20).
+	runAdmin(t, c, bson.D{{Key: "split", Value: "plan.project_members"}, {Key: "find", Value: bson.D{{Key: "project_id", Value: 3}}}})
+	var mid bson.M
+	if err := cfgClient.Database("config").Collection("chunks").FindOne(ctx, bson.D{{Key: "min.project_id", Value: 20}}).Decode(&mid); err != nil {
+		t.Fatalf("no chunk starts at the median 20 after splitFind: %v", err)
+	}
+	runAdmin(t, c, bson.D{{Key: "split", Value: "plan.project_members"}, {Key: "bounds", Value: bson.A{
+		bson.D{{Key: "project_id", Value: bson.MinKey{}}}, bson.D{{Key: "project_id", Value: 20}}}}})
+	if ch := countChunks(t, cfgClient, "plan.project_members"); ch["sh1"] != 3 {
+		t.Fatalf("chunks after two median splits: %v", ch)
+	}
+	wantCode(t, "split with middle and find", c.Database("admin").RunCommand(ctx, bson.D{{Key: "split", Value: "plan.project_members"},
+		{Key: "find", Value: bson.D{{Key: "project_id", Value: 3}}}, {Key: "middle", Value: bson.D{{Key: "project_id", Value: 3}}}}).Err(), 72)
+
 	// Refine project_keys to (project_id, key) while it holds documents.
 	runAdmin(t, c, bson.D{{Key: "refineCollectionShardKey", Value: "plan.project_keys"}, {Key: "key", Value: bson.D{{Key: "project_id", Value: 1}, {Key: "key", Value: 1}}}})
 	var pk bson.M
@@ -467,6 +482,34 @@ func TestShardedClusterPlan(t *testing.T) {
 	}
 	if len(avg) != 1 || avg[0].Avg != 149.5 || avg[0].N != 300 {
 		t.Fatalf("$avg merged from partial states: %+v", avg)
+	}
+	// $lookup from an unsharded collection, which lives on the primary
+	// (sh1), from a chunk on another shard.
+	away := ""
+	for i := 0; away == "" && i < 30; i++ {
+		env := fmt.Sprintf("env-%d", i)
+		if _, on := explainShards(t, db, "envs", bson.D{{Key: "_id.env", Value: env}}); on[0] != "sh1" {
+			away = env
+		}
+	}
+	if _, err := db.Collection("labels").InsertOne(ctx, bson.D{{Key: "_id", Value: away}, {Key: "label", Value: "away"}}); err != nil {
+		t.Fatal(err)
+	}
+	lcur, err := envs.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$match", Value: bson.D{{Key: "_id.env", Value: away}}}},
+		{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "labels"}, {Key: "localField", Value: "_id.env"}, {Key: "foreignField", Value: "_id"}, {Key: "as", Value: "l"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var looked []struct {
+		L []bson.M `bson:"l"`
+	}
+	if err := lcur.All(ctx, &looked); err != nil {
+		t.Fatal(err)
+	}
+	if len(looked) != 10 || len(looked[0].L) != 1 || looked[0].L[0]["label"] != "away" {
+		t.Fatalf("$lookup of %s from an unsharded collection through the router: %+v", away, looked)
 	}
 	vals, err := envs.Distinct(ctx, "_id.env", bson.D{}).Raw()
 	if err != nil {

@@ -6,8 +6,10 @@ package mongoerr
 // whose codeName is Location<code> (Code.Name). TestCodeTable checks both.
 const (
 	// Sharding (package shard).
+	LockBusy             Code = 46    // router: another router holds a collection's DDL lock
 	ShardKeyNotFound     Code = 61    // shard: a document's shard key holds an array, or a key lacks a field
 	ShardNotFound        Code = 70    // router: addShard/moveChunk/removeShard naming no known shard
+	CannotSplit          Code = 87    // router: a chunk holding no two distinct shard keys
 	NamespaceNotSharded  Code = 118   // router: a chunk command on a collection that is not sharded
 	ZoneNotFound         Code = 177   // router: updateZoneKeyRange names a zone no shard has
 	RangeOverlapConflict Code = 178   // router: a zone range overlapping another

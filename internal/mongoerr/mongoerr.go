@@ -29,6 +29,8 @@ var names = map[Code]string{
 	ShardKeyNotFound:                       "ShardKeyNotFound",
 	ShardNotFound:                          "ShardNotFound",
 	NamespaceNotSharded:                    "NamespaceNotSharded",
+	LockBusy:                               "LockBusy",
+	CannotSplit:                            "CannotSplit",
 	ZoneNotFound:                           "ZoneNotFound",
 	RangeOverlapConflict:                   "RangeOverlapConflict",
 	ConflictingOperationInProgress:         "ConflictingOperationInProgress",

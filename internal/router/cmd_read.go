@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -322,7 +323,7 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		if isCollStats(pipeline) && rt.db.primary != configShard {
 			return r.collStatsPerShard(ctxp, req, rt, batchSize, &out)
 		}
-		if len(shards) == 1 {
+		if len(shards) == 1 && passesThrough(rt, pipeline) {
 			replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
 			if err != nil {
 				return err
@@ -435,6 +436,24 @@ func (r *Router) shardedDataDistribution(ctx context.Context, req *request, rest
 	}
 	batchSize, _ := docArg(req, "cursor").Lookup("batchSize").AsInt64OK()
 	return r.openCursor(&ctx, req, "admin.$cmd.aggregate", src, 0, 0, batchSize, false)
+}
+
+// passesThrough reports whether a pipeline reaching one shard can run
+// there whole: it reads no other collection (the shard may not hold it;
+// the router's half reads it from its owners), and it writes one ($out,
+// $merge) only from an unsharded collection, on its database's primary.
+func passesThrough(rt *routing, pipeline []bsoncore.Document) bool {
+	for _, st := range pipeline {
+		for _, name := range []string{"$lookup", "$unionWith", "$graphLookup"} {
+			if bytes.Contains(st, []byte(name)) {
+				return false
+			}
+		}
+		if rt.sharded() && (bytes.Contains(st, []byte("$out")) || bytes.Contains(st, []byte("$merge"))) {
+			return false
+		}
+	}
+	return true
 }
 
 func isCollStats(pipeline []bsoncore.Document) bool {

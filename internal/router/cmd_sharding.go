@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -330,6 +331,11 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 	if numInitial != 0 && !p.Fields[0].Hashed {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "numInitialChunks is only supported when the collection is empty and has a hashed field as the shard key prefix")
 	}
+	release, err := r.lockNS(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var out bsoncore.Document
 	err = r.retry(ctx, ns, func() error {
 		rt, err := r.route(ctx, db, coll, true)
@@ -432,22 +438,27 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 	return out, err
 }
 
-// shardedRouting reads ns's routing, which must be of a sharded
-// collection.
-func (r *Router) shardedRouting(ctx context.Context, ns string) (*routing, error) {
+// shardedRouting takes ns's DDL lock and reads its routing, which must be
+// of a sharded collection; the caller releases the lock.
+func (r *Router) shardedRouting(ctx context.Context, ns string) (*routing, func(), error) {
 	db, coll, err := splitNS(ns)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	release, err := r.lockNS(ctx, ns)
+	if err != nil {
+		return nil, nil, err
 	}
 	r.cache.invalidate(ns) // chunk commands act on the config servers' latest
 	rt, err := r.route(ctx, db, coll, false)
+	if err == nil && !rt.sharded() {
+		err = mongoerr.New(mongoerr.NamespaceNotSharded, "%s is not sharded", ns)
+	}
 	if err != nil {
-		return nil, err
+		release()
+		return nil, nil, err
 	}
-	if !rt.sharded() {
-		return nil, mongoerr.New(mongoerr.NamespaceNotSharded, "%s is not sharded", ns)
-	}
-	return rt, nil
+	return rt, release, nil
 }
 
 // cloneMap copies a routing table (Split, Merge and Move change a map in
@@ -495,19 +506,42 @@ func (r *Router) commitMap(ctx context.Context, rt *routing, next *shard.Map) er
 
 func cmdSplit(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
 	ns := req.str("split")
-	middle, ok := req.body.Lookup("middle").DocumentOK()
-	if !ok {
-		if _, has := req.arg("find"); has {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "split by find (at the chunk's median) is not supported by Cairn's router yet; give middle")
-		}
-		if _, has := req.arg("bounds"); has {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "split by bounds (at the chunk's median) is not supported by Cairn's router yet; give middle")
-		}
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "need to specify find/bounds or middle")
+	middle, hasMiddle := req.body.Lookup("middle").DocumentOK()
+	find, hasFind := req.body.Lookup("find").DocumentOK()
+	_, hasBounds := req.arg("bounds")
+	if n := btoi(hasMiddle) + btoi(hasFind) + btoi(hasBounds); n != 1 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "need to specify exactly one of find, bounds or middle")
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
+	}
+	defer release()
+	if !hasMiddle {
+		// sh.splitFind / bounds: split the chunk at its documents' median.
+		var c *shard.Chunk
+		if hasFind {
+			key, err := rt.coll.m.Pattern.Extract(find)
+			if err != nil {
+				return nil, err
+			}
+			if c, err = rt.coll.m.ChunkFor(key); err != nil {
+				return nil, err
+			}
+		} else {
+			min, max, err := boundsArg(req)
+			if err != nil || min == nil || max == nil {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "bounds must be an array of two shard keys")
+			}
+			i, err := chunkIndex(rt.coll.m, min, max)
+			if err != nil {
+				return nil, err
+			}
+			c = &rt.coll.m.Chunks[i]
+		}
+		if middle, err = r.chunkMedian(ctx, rt, c); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkKeyShape(rt.coll.m.Pattern, middle); err != nil {
 		return nil, err
@@ -523,6 +557,79 @@ func cmdSplit(ctx context.Context, r *Router, req *request) (bsoncore.Document, 
 		return nil, err
 	}
 	return okReply(), nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// chunkMedian is the median shard key of chunk c's documents, read from
+// its shard: the shard key fields of the shard's documents (those whose
+// first key field lies in the chunk's range, or all for a hashed first
+// field), keyed and sorted here. It reads every such document's key, which
+// a shard's splitVector would spare.
+func (r *Router) chunkMedian(ctx context.Context, rt *routing, c *shard.Chunk) (bsoncore.Document, error) {
+	p := rt.coll.m.Pattern
+	proj := bsoncore.NewDocumentBuilder().AppendInt32("_id", 0)
+	for _, f := range p.Fields {
+		proj.AppendInt32(f.Path, 1)
+	}
+	filter := bsoncore.NewDocumentBuilder()
+	if first := p.Fields[0]; !first.Hashed {
+		lo, hi := c.Min.Lookup(first.Path), c.Max.Lookup(first.Path)
+		filter.AppendDocument(first.Path, bsoncore.NewDocumentBuilder().AppendValue("$gte", lo).AppendValue("$lte", hi).Build())
+	}
+	_, coll, _ := splitNS(rt.ns)
+	body := bsoncore.NewDocumentBuilder().AppendString("find", coll).AppendDocument("filter", filter.Build()).
+		AppendDocument("projection", proj.Build()).Build()
+	reply, err := r.toShard(ctx, c.Shard, rt, body)
+	if err != nil {
+		return nil, err
+	}
+	ctxp := &ctx
+	src, err := r.streams(ctxp, []string{c.Shard}, rt, []bsoncore.Document{reply}, nil)
+	if err != nil {
+		return nil, err
+	}
+	lo, _ := p.Encode(c.Min)
+	hi, _ := p.Encode(c.Max)
+	type keyed struct {
+		enc []byte
+		key bsoncore.Document
+	}
+	var keys []keyed
+	for {
+		d, err := src.Next()
+		if err != nil {
+			_ = src.Close()
+			return nil, err
+		}
+		if d == nil {
+			break
+		}
+		key, err := p.Extract(d)
+		if err != nil {
+			continue // an array in the key: no chunk owns it
+		}
+		enc, err := p.Encode(key)
+		if err != nil || bytes.Compare(enc, lo) < 0 || bytes.Compare(enc, hi) >= 0 {
+			continue
+		}
+		keys = append(keys, keyed{enc, key})
+	}
+	_ = src.Close()
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i].enc, keys[j].enc) < 0 })
+	// The median, moved up past keys equal to the chunk's minimum (a
+	// split point must lie strictly inside the chunk).
+	for i := len(keys) / 2; i < len(keys); i++ {
+		if !bytes.Equal(keys[i].enc, lo) {
+			return keys[i].key, nil
+		}
+	}
+	return nil, mongoerr.New(mongoerr.CannotSplit, "cannot split chunk [%s, %s) of %s: it holds no two distinct shard keys", c.Min, c.Max, rt.ns)
 }
 
 // checkKeyShape refuses a key document that is not the pattern's fields in
@@ -585,10 +692,11 @@ func boundsArg(req *request) (min, max bsoncore.Document, err error) {
 }
 
 func cmdMergeChunks(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
-	rt, err := r.shardedRouting(ctx, req.str("mergeChunks"))
+	rt, release, err := r.shardedRouting(ctx, req.str("mergeChunks"))
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	min, max, err := boundsArg(req)
 	if err != nil || min == nil || max == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "mergeChunks needs bounds: [min, max]")
@@ -640,10 +748,11 @@ func cmdMoveChunk(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 	if to == "" {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "%s needs the destination shard", req.name)
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	if _, err := r.cache.shard(ctx, to); err != nil {
 		return nil, mongoerr.New(mongoerr.ShardNotFound, "Could not find shard %s", to)
 	}
@@ -721,10 +830,11 @@ func cmdUpdateZoneKeyRange(ctx context.Context, r *Router, req *request) (bsonco
 	if err != nil || min == nil || max == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "updateZoneKeyRange needs min and max")
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	p := rt.coll.m.Pattern
 	if err := checkKeyShape(p, min); err != nil {
 		return nil, err
@@ -872,10 +982,11 @@ func cmdRefine(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 	if err != nil {
 		return nil, err
 	}
-	rt, err := r.shardedRouting(ctx, ns)
+	rt, release, err := r.shardedRouting(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	old := rt.coll.m.Pattern
 	if len(p.Fields) <= len(old.Fields) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "refineCollectionShardKey: the new key %s must extend the current key %s with more fields", key, old)

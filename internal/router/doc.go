@@ -27,7 +27,10 @@
 // limit = skip+limit and applied again at the router. Aggregation splits
 // with agg.Split: the shards run the streaming prefix and a $sort (with
 // its following $limit) or a $group emitting partial states (needsMerge),
-// the router the rest (the $group merging them, $doingMerge). getMore and killCursors act
+// the router the rest (the $group merging them, $doingMerge). A pipeline
+// reaching one shard runs there whole, unless it reads other collections
+// ($lookup, $unionWith, $graphLookup: the router's half reads them from
+// their owners) or writes one from a sharded collection. getMore and killCursors act
 // on the router's cursors, which hold the shards' cursors. explain answers
 // in mongos's shape: queryPlanner.winningPlan.stage SINGLE_SHARD,
 // SHARD_MERGE or SHARD_MERGE_SORT, with each shard's plan under shards.
@@ -57,7 +60,8 @@
 // listShards, removeShard (draining state and progress), enableSharding,
 // shardCollection (ranged, compound, hashed with presplit: two chunks per
 // shard for an empty collection), refineCollectionShardKey, split
-// (middle), mergeChunks, addShardToZone, removeShardFromZone,
+// (middle; find and bounds at the chunk's median, read from its shard),
+// mergeChunks, addShardToZone, removeShardFromZone,
 // updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and
 // flushRouterConfig run on the router itself, writing the config database
 // with majority write concern. moveChunk and moveRange are checked here
@@ -77,10 +81,12 @@
 // # Deviations from MongoDB and not yet
 //
 //   - The metadata commands run on the router against the config
-//     servers, not as _configsvr* commands on the config primary; two
-//     routers changing one collection's chunks at once are not serialized
-//     (MongoDB takes a DDL lock there), and a chunk change is several
-//     config writes rather than one config transaction.
+//     servers, not as _configsvr* commands on the config primary. Routers
+//     serialize them per collection with a lock document in config.locks
+//     (ddllock.go; LockBusy 46 after 30 s; taken over after 2 minutes, so
+//     a moveChunk running longer than that no longer holds it), and a
+//     chunk change is several config writes rather than one config
+//     transaction.
 //   - Sessions and transactions through the router: hello does not
 //     advertise logicalSessionTimeoutMinutes, so drivers send no lsid;
 //     retryable writes are not retried by drivers through the router.
@@ -89,7 +95,9 @@
 //     shards add $sortKey instead); with a positional, $elemMatch or $meta
 //     projection, which need the shard's match, the projection stays on
 //     the shards and a sort field it drops is merged as missing.
-//   - split by find or bounds (at the chunk's median), movePrimary,
+//   - split by find or bounds reads every shard key of the chunk's shard
+//     (of its first field's range) to find the median, where MongoDB's
+//     shard answers splitVector; movePrimary,
 //     collectionless aggregation, updateOne/deleteOne/findAndModify
 //     without the shard key, and getShardDistribution's data are not
 //     there yet.

@@ -42,7 +42,7 @@ race:
 ## every commit group) and the planner's differential test.
 invariants:
 	$(GO) test -count=1 -tags invariants -run '^TestCrashKeepsAcknowledgedWrites$$' .
-	$(GO) test -count=1 -tags invariants -run '^(TestPlannerMatchesCollectionScan(Collated)?|TestGeoPlannerMatchesCollectionScan)$$' ./internal/commands/
+	$(GO) test -count=1 -tags invariants -run '^(TestPlannerMatchesCollectionScan(Collated)?|TestGeoPlannerMatchesCollectionScan|TestGeo2dPlannerMatchesCollectionScan|TestTimeseriesMatchesCollection)$$' ./internal/commands/
 
 ## smoke: only the real-client smoke tests (mongosh and the Node.js driver
 ## against cairn serve); the first run installs them with npm ci. `make test`

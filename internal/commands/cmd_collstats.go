@@ -110,14 +110,19 @@ func (a aggStats) CollStats(ctx context.Context, spec bsoncore.Document) (bsonco
 	r.String("ns", a.ns.String())
 	r.String("host", hostPort(a.s))
 	r.Any("localTime", bson.DateTime(time.Now().UnixMilli()))
-	exists := a.s.Env.Engine.Catalog().Collection(a.ns.DB, a.ns.Coll) != nil
+	statsNS := a.ns
+	ts, isTS := timeseriesOf(a.s.Env.Engine, a.ns.DB, a.ns.Coll)
+	if isTS {
+		statsNS = ts.Buckets // the figures are its buckets', as in MongoDB
+	}
+	exists := a.s.Env.Engine.Catalog().Collection(statsNS.DB, statsNS.Coll) != nil
 	var st *engine.CollectionStats
 	stats := func(section string) (engine.CollectionStats, error) {
 		if !exists {
 			return engine.CollectionStats{}, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", section, a.ns)
 		}
 		if st == nil {
-			got, err := a.s.Env.Engine.CollectionStats(ctx, a.ns)
+			got, err := a.s.Env.Engine.CollectionStats(ctx, statsNS)
 			if err != nil {
 				return got, err
 			}
@@ -149,7 +154,10 @@ func (a aggStats) CollStats(ctx context.Context, spec bsoncore.Document) (bsonco
 				scale = n
 			}
 			sr := NewReply(nil)
-			appendStorageStats(sr, a.s, a.ns, got, scale)
+			if isTS {
+				sr.Doc("timeseries", timeseriesStats(ts, got))
+			}
+			appendStorageStats(sr, a.s, statsNS, got, scale)
 			r.Doc("storageStats", sr.End())
 		case "count":
 			got, err := stats("count")

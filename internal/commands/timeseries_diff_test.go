@@ -138,3 +138,37 @@ func diff(a, b []int32) []int32 {
 	}
 	return out
 }
+
+// TestTimeseriesBucketLimits: a bucket holds at most 1,000 measurements,
+// within batches and across them, and measurements farther apart than the
+// span open buckets of their own.
+func TestTimeseriesBucketLimits(t *testing.T) {
+	_, run := commandRunner(t, "tslimits")
+	run(bson.D{{Key: "create", Value: "w"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}, {Key: "metaField", Value: "m"}}}})
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	insert := func(from, n int) {
+		var docs bson.A
+		for i := from; i < from+n; i++ {
+			docs = append(docs, bson.D{{Key: "t", Value: bson.NewDateTimeFromTime(base.Add(time.Duration(i) * time.Millisecond))}, {Key: "m", Value: "a"}})
+		}
+		if r := bson.Raw(run(bson.D{{Key: "insert", Value: "w"}, {Key: "documents", Value: docs}})); r.Lookup("n").Int32() != int32(n) {
+			t.Fatalf("insert: %s", r)
+		}
+	}
+	insert(0, 1500)   // one batch: 1,000 + 500
+	insert(1500, 700) // the 500-bucket fills to 1,000, 200 more open a third
+	r := bson.Raw(run(bson.D{{Key: "aggregate", Value: "system.buckets.w"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$project", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$size", Value: bson.D{{Key: "$objectToArray", Value: "$data.t"}}}}}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "n", Value: -1}}}}}}, {Key: "cursor", Value: bson.D{}}}))
+	vals, _ := r.Lookup("cursor", "firstBatch").Array().Values()
+	var sizes []int32
+	for _, v := range vals {
+		sizes = append(sizes, v.Document().Lookup("n").Int32())
+	}
+	if !slices.Equal(sizes, []int32{1000, 1000, 200}) {
+		t.Fatalf("bucket sizes %v, want [1000 1000 200]", sizes)
+	}
+	if n := bson.Raw(run(bson.D{{Key: "count", Value: "w"}})).Lookup("n").Int32(); n != 2200 {
+		t.Fatalf("count %d, want 2200", n)
+	}
+}

@@ -332,6 +332,12 @@ func (e *Env) resolveView(a Aggregate) Aggregate {
 	if !isView {
 		return a
 	}
+	if len(a.Stages) > 0 && e.eng.Catalog().View(a.NS.DB, a.NS.Coll).IsTimeseries() {
+		if _, err := a.Stages[0].LookupErr("$collStats"); err == nil {
+			a.NS.Coll = coll // a time series collection's $collStats reports on its buckets
+			return a
+		}
+	}
 	a.NS.Coll = coll
 	a.Stages = timeseries.PushDown(append(stages, a.Stages...))
 	return a

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -99,7 +100,7 @@ func (e *Env) InsertTimeseries(ctx context.Context, ts Timeseries, in Timeseries
 			}
 		}
 		if target == nil {
-			b, err := e.openBucket(ctx, ts, m)
+			b, err := e.openBucket(ctx, ts, m, pending)
 			if err != nil {
 				return res, err
 			}
@@ -146,8 +147,9 @@ func (e *Env) InsertTimeseries(ctx context.Context, ts Timeseries, in Timeseries
 	return res, nil
 }
 
-// openBucket finds a stored bucket m fits in ("Bucket bounds"), or nil.
-func (e *Env) openBucket(ctx context.Context, ts Timeseries, m timeseries.Measurement) (*timeseries.Bucket, error) {
+// openBucket finds a stored bucket m fits in ("Bucket bounds"), or nil;
+// not one the statement already adds to (pending), which was full.
+func (e *Env) openBucket(ctx context.Context, ts Timeseries, m timeseries.Measurement, pending []*pendingBucket) (*timeseries.Bucket, error) {
 	tf := ts.Opts.TimeField
 	b := bsoncore.NewDocumentBuilder()
 	if m.Meta.Type != 0 {
@@ -176,7 +178,8 @@ func (e *Env) openBucket(ctx context.Context, ts Timeseries, m timeseries.Measur
 		if err != nil {
 			return nil, err
 		}
-		if ts.Opts.Fits(bk, m, bk.Size()) {
+		taken := slices.ContainsFunc(pending, func(p *pendingBucket) bool { return p.b.ID == bk.ID })
+		if !taken && ts.Opts.Fits(bk, m, bk.Size()) {
 			return bk, nil
 		}
 	}

@@ -278,6 +278,27 @@ func TestTransactionProtocol(t *testing.T) {
 	if err := raw("app", find(200, start)); err != nil {
 		t.Fatal(err)
 	}
+	// currentOp lists the open, idle transaction.
+	var ops struct {
+		Inprog []struct {
+			Type        string
+			Transaction struct {
+				Parameters struct {
+					TxnNumber int64 `bson:"txnNumber"`
+				}
+			}
+		}
+	}
+	if err := primary.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&ops); err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, op := range ops.Inprog {
+		listed = listed || op.Type == "idleSession" && op.Transaction.Parameters.TxnNumber == 200
+	}
+	if !listed {
+		t.Errorf("currentOp does not list the open transaction 200: %+v", ops.Inprog)
+	}
 	time.Sleep(2500 * time.Millisecond)
 	if err := raw("app", find(200)); cmdCodeAny(err) != 251 || !hasLabel(err, "TransientTransactionError") {
 		t.Errorf("a statement after the lifetime: %v, want NoSuchTransaction", err)

@@ -22,8 +22,15 @@ import (
 func cmdCurrentOp(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	elems, _ := req.Body.Elements()
 	b := bsoncore.NewDocumentBuilder()
+	idle := true
 	for _, el := range elems[1:] {
 		switch k := el.Key(); {
+		case k == "idleSessions":
+			v, ok := el.Value().BooleanOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'currentOp.idleSessions' is the wrong type '%s', expected type 'bool'", typeName(el.Value().Type))
+			}
+			idle = v
 		case k == "$all" || k == "$ownOps" || isGeneric(k):
 		case strings.HasPrefix(k, "$") && k != "$and" && k != "$or" && k != "$nor" && k != "$expr":
 		default:
@@ -35,7 +42,11 @@ func cmdCurrentOp(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	var inprog []bsoncore.Document
-	for _, d := range inprogDocs(s) {
+	docs := inprogDocs(s)
+	if idle {
+		docs = append(docs, idleTxnDocs(s)...)
+	}
+	for _, d := range docs {
 		if match(d) {
 			inprog = append(inprog, d)
 		}
@@ -63,6 +74,31 @@ func inprogDocs(s *Session) []bsoncore.Document {
 	out := make([]bsoncore.Document, 0, len(ops))
 	for _, op := range ops {
 		out = append(out, inprogDoc(op, host, now))
+	}
+	return out
+}
+
+// idleTxnDocs are the open transactions no command runs in, as MongoDB's
+// currentOp lists them with idleSessions (its default): type
+// "idleSession", the lsid, and transaction {parameters: {txnNumber,
+// autocommit}, startWallClockTime, timeOpenMicros, expiryTime}.
+func idleTxnDocs(s *Session) []bsoncore.Document {
+	host := hostPort(s)
+	now := time.Now()
+	var out []bsoncore.Document
+	for _, it := range s.Env.Sessions.IdleTransactions() {
+		r := NewReply(nil)
+		r.String("type", "idleSession")
+		r.String("host", host)
+		r.String("desc", "inactive transaction")
+		r.Bool("active", false)
+		r.Doc("lsid", it.ID.Doc())
+		r.Doc("transaction", doc(
+			"parameters", doc("txnNumber", it.TxnNumber, "autocommit", false),
+			"startWallClockTime", it.Started.Format("2006-01-02T15:04:05.000-07:00"),
+			"timeOpenMicros", now.Sub(it.Started).Microseconds(),
+			"expiryTime", it.Expires.Format("2006-01-02T15:04:05.000-07:00")))
+		out = append(out, r.End())
 	}
 	return out
 }

@@ -312,6 +312,28 @@ func (e *entry) abortTxLocked() {
 	}
 }
 
+// IdleTransaction is an open transaction no command is running in, as
+// currentOp lists it (an "idleSession").
+type IdleTransaction struct {
+	ID        ID
+	TxnNumber int64
+	Started   time.Time
+	Expires   time.Time
+}
+
+// IdleTransactions lists the open transactions no command is running in.
+func (t *Table) IdleTransactions() []IdleTransaction {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []IdleTransaction
+	for id, e := range t.m {
+		if e.tx.status == txnOpen && len(e.turn) == 0 {
+			out = append(out, IdleTransaction{ID: id, TxnNumber: e.txn, Started: e.tx.started, Expires: e.tx.started.Add(t.TransactionLifetime())})
+		}
+	}
+	return out
+}
+
 // OpenTransactions is how many sessions have an open transaction.
 func (t *Table) OpenTransactions() int {
 	t.mu.Lock()

@@ -133,3 +133,36 @@ func TestTransactionRecordAndLifetime(t *testing.T) {
 		t.Errorf("a statement of the expired transaction: %v, want NoSuchTransaction", err)
 	}
 }
+
+// TestKillAbortsTransaction: killSessions aborts a session's open
+// transaction, at once when no command uses the session and at the
+// release of the command that does.
+func TestKillAbortsTransaction(t *testing.T) {
+	tbl, _ := openTable(t, nil)
+	idle, busy := ID{UUID: [16]byte{3}}, ID{UUID: [16]byte{4}}
+	for _, id := range []ID{idle, busy} {
+		use, _ := tbl.Checkout(context.Background(), id, "", nil)
+		if _, err := use.Transaction(1, true); err != nil {
+			t.Fatal(err)
+		}
+		use.Release()
+	}
+	tbl.mu.Lock()
+	idleEntry := tbl.m[idle]
+	tbl.mu.Unlock()
+	running, _ := tbl.Checkout(context.Background(), busy, "", func(error) {})
+	tbl.Kill(func(ID, string) bool { return true }, context.Canceled)
+	tbl.mu.Lock()
+	idleStatus := idleEntry.tx.status
+	tbl.mu.Unlock()
+	if idleStatus != txnAborted {
+		t.Errorf("the idle killed session's transaction is %d, want aborted", idleStatus)
+	}
+	if running.e.tx.status != txnOpen {
+		t.Error("the transaction of the session in use was aborted under its command")
+	}
+	running.Release()
+	if running.e.tx.status != txnAborted {
+		t.Errorf("after the command released the killed session, its transaction is %d, want aborted", running.e.tx.status)
+	}
+}

@@ -172,6 +172,21 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 		applied = si
 	}
+	// Raft writes a commit-index-only HardState unsynced ("Log durable
+	// before use"), while the state machine syncs what it applies, so after
+	// a crash the state machine may have applied entries past the stored
+	// commit index, and Raft refuses to start with Applied above Commit.
+	// Applied entries were committed (only committed entries are applied)
+	// and are in the log (synced before they were applied), so the commit
+	// index is raised to them.
+	if hs, _, err := cfg.Log.InitialState(); err != nil {
+		return nil, err
+	} else if last, _ := cfg.Log.LastIndex(); applied > hs.GetCommit() && applied <= last {
+		hs.Commit = proto.Uint64(applied)
+		if err := cfg.Log.Save(hs, nil, nil, true); err != nil {
+			return nil, fmt.Errorf("repl: raise the commit index to the applied %d: %w", applied, err)
+		}
+	}
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID:                        cfg.ID,
 		ElectionTick:              cfg.ElectionTicks,

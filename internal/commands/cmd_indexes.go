@@ -25,6 +25,13 @@ func cmdCreateIndexes(ctx context.Context, s *Session, req *Request, dst []byte)
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
 	}
+	quorum, hasQuorum := req.Arg("commitQuorum")
+	var members int64
+	if hasQuorum {
+		if members, err = commitQuorumMembers(s, quorum); err != nil {
+			return nil, err
+		}
+	}
 	ns := engine.Namespace{DB: req.DB, Coll: coll}
 	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
 		if specs, err = timeseriesIndexSpecs(ts, specs); err != nil { // timeseries.go
@@ -36,13 +43,78 @@ func cmdCreateIndexes(ctx context.Context, s *Session, req *Request, dst []byte)
 	if err != nil {
 		return nil, err
 	}
+	if members > 0 && !res.AllExisted {
+		w := bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, members)}
+		if wce := s.Env.Repl.WaitWriteConcern(ctx, w, 0); wce != nil {
+			msg, _ := wce.Lookup("errmsg").StringValueOK()
+			return nil, mongoerr.New(mongoerr.IndexBuildAborted, "index build interrupted while waiting for commitQuorum %s: %s", quorum, msg)
+		}
+	}
 	r := NewReply(dst).Int32("numIndexesBefore", int32(res.Before)).Int32("numIndexesAfter", int32(res.After))
 	if res.AllExisted {
 		r.String("note", "all indexes already exist")
 	} else {
 		r.Bool("createdCollectionAutomatically", res.CreatedCollection)
 	}
+	if hasQuorum {
+		r.Value("commitQuorum", quorum)
+	}
 	return r.Finish(), nil
+}
+
+// commitQuorumMembers reads createIndexes' commitQuorum: how many members
+// must hold the index build before the reply, 0 for no wait. Cairn builds
+// an index in one replicated step (the Raft entry every member applies),
+// so "majority" is met when the build commits, and "votingMembers" or a
+// number N waits, as w: N does, until that many members hold the entry
+// (each builds the index as it applies it). A standalone refuses the
+// option, as mongod does; a name other than the two modes is a tag, and
+// Cairn has no tag sets.
+func commitQuorumMembers(s *Session, quorum bsoncore.Value) (int64, error) {
+	if s.Env.Repl == nil {
+		return 0, mongoerr.New(mongoerr.BadValue, "Standalones can't specify commitQuorum")
+	}
+	voters, err := configVoters(s.Env.Repl)
+	if err != nil {
+		return 0, err
+	}
+	if mode, ok := quorum.StringValueOK(); ok {
+		switch mode {
+		case "majority":
+			return 0, nil
+		case "votingMembers":
+			return voters, nil
+		}
+		return 0, mongoerr.New(mongoerr.UnsatisfiableCommitQuorum, "Commit quorum cannot be satisfied with the current replica set configuration: No write concern mode named '%s' found in replica set configuration", mode)
+	}
+	n, ok := numberAsInt(quorum)
+	if !ok {
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "commitQuorum has to be a number or a string, not %s", typeName(quorum.Type))
+	}
+	if n < 0 || n > voters {
+		return 0, mongoerr.New(mongoerr.UnsatisfiableCommitQuorum, "Commit quorum cannot be satisfied with the current replica set configuration: Not enough data-bearing voting nodes to satisfy %d", n)
+	}
+	return n, nil
+}
+
+// configVoters counts the voting members of the set's configuration
+// (votes defaults to 1).
+func configVoters(rs ReplicaSet) (int64, error) {
+	cfg, err := rs.ConfigDocument()
+	if err != nil {
+		return 0, err
+	}
+	members, _ := cfg.Lookup("members").ArrayOK()
+	vals, _ := members.Values()
+	var n int64
+	for _, v := range vals {
+		m, _ := v.DocumentOK()
+		votes, ok := numberAsInt(m.Lookup("votes"))
+		if !ok || votes > 0 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // cmdListIndexes lists the _id index and the secondary indexes.

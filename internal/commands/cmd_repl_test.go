@@ -46,7 +46,12 @@ func (f *fakeMember) Status() (bsoncore.Document, error) {
 	return bsoncore.NewDocumentBuilder().AppendString("set", "rs0").Build(), nil
 }
 func (f *fakeMember) ConfigDocument() (bsoncore.Document, error) {
-	return bsoncore.NewDocumentBuilder().AppendString("_id", "rs0").Build(), nil
+	// Two voters and a non-voting member (commitQuorum counts voters).
+	member := func(id int32, host string, votes int32) bsoncore.Document {
+		return bsoncore.NewDocumentBuilder().AppendInt32("_id", id).AppendString("host", host).AppendInt32("votes", votes).Build()
+	}
+	members := bsoncore.NewArrayBuilder().AppendDocument(member(0, "a:1", 1)).AppendDocument(member(1, "b:1", 1)).AppendDocument(member(2, "c:1", 0)).Build()
+	return bsoncore.NewDocumentBuilder().AppendString("_id", "rs0").AppendArray("members", members).Build(), nil
 }
 func (f *fakeMember) CheckWriteConcern(w bsoncore.Value) error {
 	if n, ok := w.AsInt64OK(); ok && n > 3 {
@@ -93,6 +98,11 @@ func TestReplicaSetChecks(t *testing.T) {
 		{"unsatisfiable w", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 5}}}}, 0, "writeConcernError.code", int32(100)},
 		{"aggregate with $out on a secondary is a write", false, nil, bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "o"}}}}, {Key: "cursor", Value: bson.D{}}, {Key: "$readPreference", Value: secondary}}, 10107, "", nil},
 		{"aggregate with $out waits for its write concern", true, wce, bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "o"}}}}, {Key: "cursor", Value: bson.D{}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 3}, {Key: "wtimeout", Value: 10}}}}, 0, "writeConcernError.code", int32(64)},
+		{"commitQuorum votingMembers waits for every voter", true, wce, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "q", Value: 1}}}, {Key: "name", Value: "q_1"}}}}, {Key: "commitQuorum", Value: "votingMembers"}}, 276, "", nil},
+		{"commitQuorum majority is met by the commit", true, wce, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "r", Value: 1}}}, {Key: "name", Value: "r_1"}}}}, {Key: "commitQuorum", Value: "majority"}}, 0, "commitQuorum", "majority"},
+		{"commitQuorum above the voters", true, nil, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "s", Value: 1}}}, {Key: "name", Value: "s_1"}}}}, {Key: "commitQuorum", Value: 3}}, 278, "", nil},
+		{"commitQuorum naming a tag", true, nil, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "s", Value: 1}}}, {Key: "name", Value: "s_1"}}}}, {Key: "commitQuorum", Value: "dc-east"}}, 278, "", nil},
+		{"commitQuorum 2 with a member lagging", true, wce, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}}}}, {Key: "commitQuorum", Value: 2}}, 276, "", nil},
 		{"w: 3 timed out", true, wce, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 3}, {Key: "wtimeout", Value: 10}}}}, 0, "writeConcernError.code", int32(64)},
 		{"lost leadership mid-write fails the command, retryable", true, nil, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "stepdown"}}}}}, 11602, "errorLabels.0", "RetryableWriteError"},
 		{"linearizable read on a secondary", false, nil, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}, {Key: "$readPreference", Value: secondary}}, 10107, "", nil},

@@ -115,7 +115,7 @@ func init() {
 			fields: args("query limit skip hint collation")},
 		"create":        create,
 		"createBackup":  {run: cmdCreateBackup, adminOnly: true, help: "write a consistent copy of the data directory to backupDir on the server's host, online", fields: args("backupDir")},
-		"createIndexes": {run: cmdCreateIndexes, kind: kindWrite, apiV1: true, help: "create indexes", fields: args("indexes"), notYet: args("commitQuorum ignoreUnknownIndexOptions")},
+		"createIndexes": {run: cmdCreateIndexes, kind: kindWrite, apiV1: true, help: "create indexes", fields: args("indexes commitQuorum"), notYet: args("ignoreUnknownIndexOptions")},
 		"currentOp":     {run: cmdCurrentOp, adminOnly: true, open: true, help: "operations in progress"},
 		"dataSize":      {run: cmdDataSize, kind: kindRead, help: "bytes and count of a collection's documents", fields: args("estimate"), notYet: args("keyPattern min max")},
 		"dbStats":       {run: cmdDBStats, help: "database statistics", fields: args("scale"), notYet: args("freeStorage")},

@@ -151,6 +151,7 @@ const (
 	SnapshotTooOld             Code = 239 // an as-of read before a versioned collection's retention
 	ConversionFailure          Code = 241
 	IndexBuildAborted          Code = 276
+	UnsatisfiableCommitQuorum  Code = 278
 	ClientDisconnect           Code = 279
 	NoQueryExecutionPlans      Code = 291
 	QueryExceededMemory        Code = 292

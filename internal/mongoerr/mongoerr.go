@@ -133,6 +133,7 @@ var names = map[Code]string{
 	QueryFeatureNotAllowed:                 "QueryFeatureNotAllowed",
 	ConversionFailure:                      "ConversionFailure",
 	IndexBuildAborted:                      "IndexBuildAborted",
+	UnsatisfiableCommitQuorum:              "UnsatisfiableCommitQuorum",
 	ClientDisconnect:                       "ClientDisconnect",
 	NoQueryExecutionPlans:                  "NoQueryExecutionPlans",
 	QueryExceededMemory:                    "QueryExceededMemoryLimitNoDiskUseAllowed",

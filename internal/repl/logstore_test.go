@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3"
@@ -275,5 +276,43 @@ func TestLogStoreConfStateSurvivesReopen(t *testing.T) {
 	_, cs, err := s.InitialState()
 	if err != nil || fmt.Sprint(cs.GetVoters(), cs.GetLearners()) != "[1 2] [3]" {
 		t.Fatalf("configuration after reopening: %v, %v", cs, err)
+	}
+}
+
+// durableSM is a memSM whose applied index survives the restart, as the
+// engine's does.
+type durableSM struct {
+	*memSM
+	applied uint64
+}
+
+func (s durableSM) Applied() uint64 { return s.applied }
+
+// TestRestartWithAppliedPastCommit: a commit-index-only HardState is
+// written unsynced while the state machine syncs what it applies, so a
+// crash can leave the state machine ahead of the stored commit index;
+// the member restarts (Raft would panic on Applied above Commit) with the
+// commit index raised to what it applied.
+func TestRestartWithAppliedPastCommit(t *testing.T) {
+	log, err := OpenLogStore("raft", vfs.NewMem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ents []*pb.Entry
+	for i := uint64(1); i <= 4; i++ {
+		ents = append(ents, &pb.Entry{Term: proto.Uint64(1), Index: proto.Uint64(i), Type: pb.EntryNormal.Enum()})
+	}
+	if err := log.Save(&pb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(2)}, ents, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	n, err := NewNode(Config{ID: 1, Log: log, Transport: NewNetwork(1).Endpoint(1), Clock: NewManualClock(time.Unix(0, 0)),
+		SM: durableSM{newMemSM(), 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	hs, _, err := log.InitialState()
+	if err != nil || hs.GetCommit() != 4 {
+		t.Fatalf("commit index %d (%v), want 4, the state machine's applied index", hs.GetCommit(), err)
 	}
 }

@@ -194,8 +194,9 @@
 //
 // # Not yet
 //
-// The transport has no authentication between members (MongoDB's
-// keyFile), does not call ReportUnreachable, and reports a streamed
+// Members authenticate each other with the keyFile (memberauth.go: an
+// HMAC challenge-response on each connection, when a key is set). The
+// transport does not call ReportUnreachable, and reports a streamed
 // snapshot finished when it is queued, not when it arrived (a long stream
 // holds back the connection's other messages meanwhile). Package replset
 // maps these errors to MongoDB's codes.

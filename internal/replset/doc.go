@@ -161,11 +161,9 @@
 //     they should be the applied group's cluster time (storage's
 //     LastCommitted), which the oplog's ts already is. Sessions and
 //     retryable writes work (their records replicate in the write's
-//     group); a secondary's session-table flush to config.system.sessions
-//     is refused there (only the primary writes) and logged.
-//   - Authentication between members (MongoDB's keyFile), member health
-//     seen from secondaries (replSetGetStatus on a secondary shows the
-//     others UNKNOWN), priorities, replSetStepDown force, and an index
+//     group); only the primary flushes the session table.
+//   - Member health seen from secondaries (replSetGetStatus on a
+//     secondary shows the others UNKNOWN), priorities, and an index
 //     build resumed by a new primary (one started at open on a secondary
 //     would write locally).
 //   - A member's writes made before New installs the hook (engine.Open's

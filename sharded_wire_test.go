@@ -30,18 +30,17 @@ type shardedCluster struct {
 	routerCm *exec.Cmd
 }
 
-// startNamedSet starts `cairn serve --replSet name` (a config server
-// with --configsvr when configsvr) and initiates it alone; it returns
+// startNamedSet starts `cairn serve --replSet name` (with --configsvr or
+// --shardsvr when role names one) and initiates it alone; it returns
 // host:port once it is primary.
-func startNamedSet(t *testing.T, bin, dir, name string, configsvr bool) string {
+func startNamedSet(t *testing.T, bin, dir, name, role string) string {
 	t.Helper()
 	port := freePorts(t, 1)[0]
 	args := []string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}
-	if configsvr {
-		args = append(args, "--configsvr")
-	} else {
-		args = append(args, "--shardsvr") // a shard: it takes the identity addShard gives it
+	if role != "" { // --configsvr, or --shardsvr: a shard takes the identity addShard gives it
+		args = append(args, "--"+role)
 	}
+	configsvr := role == "configsvr"
 	p := spawnServe(t, bin, args...)
 	p.waitReady(t)
 	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -69,10 +68,10 @@ func startShardedCluster(t *testing.T, shards int) *shardedCluster {
 	t.Helper()
 	tmp := t.TempDir()
 	sc := &shardedCluster{bin: buildCairnBinary(t, tmp), tmp: tmp}
-	sc.cfg = "cfg/" + startNamedSet(t, sc.bin, filepath.Join(tmp, "cfg"), "cfg", true)
+	sc.cfg = "cfg/" + startNamedSet(t, sc.bin, filepath.Join(tmp, "cfg"), "cfg", "configsvr")
 	for i := range shards {
 		name := fmt.Sprintf("sh%d", i)
-		sc.shards = append(sc.shards, name+"/"+startNamedSet(t, sc.bin, filepath.Join(tmp, name), name, false))
+		sc.shards = append(sc.shards, name+"/"+startNamedSet(t, sc.bin, filepath.Join(tmp, name), name, "shardsvr"))
 	}
 	port := freePorts(t, 1)[0]
 	sc.router = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -224,6 +223,10 @@ func TestShardedClusterPlan(t *testing.T) {
 		t.Fatalf("config server's hello: %v, %v", cfgHello, err)
 	}
 	wantCode(t, "addShard of the config servers", c.Database("admin").RunCommand(ctx, bson.D{{Key: "addShard", Value: sc.cfg}}).Err(), 96)
+	// A replica set not started with --shardsvr refuses the shard identity,
+	// so addShard refuses it (it could not check the router's versions).
+	plain := "plain/" + startNamedSet(t, sc.bin, filepath.Join(sc.tmp, "plain"), "plain", "")
+	wantCode(t, "addShard of a set not started with --shardsvr", c.Database("admin").RunCommand(ctx, bson.D{{Key: "addShard", Value: plain}}).Err(), 96)
 
 	// Shards: the first alone cannot be removed; then all three.
 	if out := runAdmin(t, c, bson.D{{Key: "addShard", Value: sc.shards[0]}}); out["shardAdded"] != "sh0" {

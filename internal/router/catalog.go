@@ -27,10 +27,8 @@ type shardInfo struct {
 	id, host string
 	draining bool
 	set      *Set
-	// unversioned is set when the shard refused shardVersion as an
-	// argument it does not take (a member not started as a shard server):
-	// commands then go to it without versions, and it cannot report
-	// StaleConfig.
+	// unversioned marks the config servers, reached as a shard for the
+	// config and admin databases: commands go to them without versions.
 	unversioned bool
 }
 

@@ -83,11 +83,8 @@ func cmdAddShard(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 	if err == nil {
 		_, err = checkReply(reply, nil)
 	}
-	if err != nil {
-		if codeOf(err) != int32(mongoerr.CommandNotFound) {
-			return nil, mongoerr.New(mongoerr.OperationFailed, "the shard %s refused its shard identity: %v", conn, err)
-		}
-		r.log.Warn("shard does not take _addShard (not a shard server): added without a shard identity", "shard", id)
+	if err != nil { // a server not started with --shardsvr refuses it: so is the shard
+		return nil, mongoerr.New(mongoerr.OperationFailed, "the shard %s refused its shard identity: %v", conn, err)
 	}
 	prefix, err := r.assignIDPrefix(ctx, primary, existing)
 	if err != nil {

@@ -15,9 +15,8 @@
 // for an unsharded collection, databaseVersion; a shard answering
 // StaleConfig (13388) or StaleDbVersion (249) makes the router drop its
 // cached entry and run the whole operation again (Router.retry, at most
-// five times). A shard that refuses shardVersion as an argument it does
-// not take (a member not started as a shard server, before the shard side
-// lands) is routed to without versions from then on, with a warning.
+// five times). Every shard takes versions: addShard refuses a server not
+// started with --shardsvr (it refuses the shard identity).
 //
 // Reads: find, count, distinct and aggregate go to the shards their filter
 // (aggregate: its leading $match) targets by the shard key (shard.Map.

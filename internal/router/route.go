@@ -3,12 +3,10 @@ package router
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/shard"
 )
 
@@ -146,14 +144,6 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 		var re *replyError
 		if errors.As(err, &re) {
 			code := re.code()
-			if versioned && code == int32(mongoerr.InvalidOptions) {
-				msg, _ := re.reply.Lookup("errmsg").StringValueOK()
-				if strings.Contains(msg, "shardVersion") || strings.Contains(msg, "databaseVersion") {
-					r.log.Warn("shard takes no shardVersion: routing to it unversioned (it cannot report a stale router)", "shard", id)
-					sh.unversioned = true
-					continue
-				}
-			}
 			if staleCode(code) {
 				return nil, &errStale{err}
 			}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
@@ -43,13 +45,25 @@ func PreImageID(ui []byte, ts hlc.Timestamp, idx int64) bsoncore.Value {
 }
 
 // storePreImage keeps cur as the pre-image of the change ns's request just
-// logged (its entry's ts is the request's lastTS), when ns keeps them.
+// logged (its entry's ts is the request's lastTS), when ns keeps them. In
+// a transaction the change has no time yet: the pre-image waits for the
+// commit, which writes it under the commit's time and the change's index
+// in the applyOps entry (Txn.addPreImage), as the stream looks it up.
 func (e *Engine) storePreImage(tx *storage.Txn, ns Namespace, cur bsoncore.Document) error {
 	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 	if !PreImagesOn(coll) || !logged(ns) {
 		return nil
 	}
-	doc := bsoncore.NewDocumentBuilder().AppendValue("_id", PreImageID(coll.UUID.Data, e.oplog.lastTS, 0)).
-		AppendDateTime("operationTime", e.now().UnixMilli()).AppendDocument("preImage", cur).Build()
-	return e.PutInTxn(tx, PreImagesNS, doc)
+	if t := e.txn.in; t != nil {
+		t.addPreImage(tx, coll.UUID.Data, cur)
+		return nil
+	}
+	return e.PutInTxn(tx, PreImagesNS, preImageDoc(coll.UUID.Data, e.oplog.lastTS, 0, cur, e.now()))
+}
+
+// preImageDoc is the config.system.preimages document of cur, the
+// pre-image of change idx of the entry at ts.
+func preImageDoc(ui []byte, ts hlc.Timestamp, idx int64, cur bsoncore.Document, now time.Time) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendValue("_id", PreImageID(ui, ts, idx)).
+		AppendDateTime("operationTime", now.UnixMilli()).AppendDocument("preImage", cur).Build()
 }

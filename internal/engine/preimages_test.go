@@ -61,3 +61,57 @@ func TestPreImages(t *testing.T) {
 		t.Fatalf("pre-images kept %v, want %v", kept, want)
 	}
 }
+
+// TestPreImagesInTransaction: a transaction's pre-images are written at its
+// commit, each under the commit's time and its change's index in the
+// applyOps entry (where a stream looks them up), and nothing is written
+// under an earlier entry's time — where it would replace that entry's own
+// pre-image.
+func TestPreImagesInTransaction(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"db", "c"}
+	on := bsoncore.NewDocumentBuilder().AppendDocument("changeStreamPreAndPostImages", bsoncore.NewDocumentBuilder().AppendBoolean("enabled", true).Build()).Build()
+	if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}}), doc(t, bson.D{{"_id", 2}, {"a", 2}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	els, _ := on.Elements()
+	if _, err := e.CollMod(ns, els, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A plain update first: its pre-image is under its own entry's time.
+	if _, err := e.Replace(ns, val(t, 1), doc(t, bson.D{{"_id", 1}, {"a", 11}})); err != nil {
+		t.Fatal(err)
+	}
+	ents := oplogEntries(t, e)
+	pts, pinc := ents[len(ents)-1].Lookup("ts").Timestamp()
+	plain := hlc.New(pts, pinc)
+	coll := e.Catalog().Collection(ns.DB, ns.Coll)
+	tx := e.Begin()
+	if err := txnSet(t, e, tx, ns, 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := txnSet(t, e, tx, ns, 2, 200); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := tx.Commit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preA := func(at hlc.Timestamp, idx int64) int32 {
+		t.Helper()
+		got, found, err := e.Get(nil, PreImagesNS, PreImageID(coll.UUID.Data, at, idx))
+		if err != nil || !found {
+			t.Fatalf("pre-image (%v, %d): found %v, %v", at, idx, found, err)
+		}
+		return bsoncore.Document(got).Lookup("preImage", "a").Int32()
+	}
+	if a := preA(plain, 0); a != 1 {
+		t.Errorf("the plain update's pre-image has a=%d, want 1 (a transaction overwrote it?)", a)
+	}
+	if a := preA(ts, 0); a != 11 {
+		t.Errorf("the transaction's change 0 pre-image has a=%d, want 11", a)
+	}
+	if a := preA(ts, 1); a != 2 {
+		t.Errorf("the transaction's change 1 pre-image has a=%d, want 2", a)
+	}
+}

@@ -85,12 +85,14 @@ type Txn struct {
 
 	// The rest is used on the pipeline goroutine only (statements and the
 	// commit request).
-	created  map[Namespace]*catalog.Collection // created by a statement's request
-	written  map[Namespace]bool
-	changes  [][]byte // each change's applyOps element
-	size     int
-	versions []pendingVersion
-	inserted []insertedKey
+	created map[Namespace]*catalog.Collection // created by a statement's request
+	written map[Namespace]bool
+	changes [][]byte // each change's applyOps element
+	// preImages wait for the commit's time (storePreImage).
+	preImages []pendingPreImage
+	size      int
+	versions  []pendingVersion
+	inserted  []insertedKey
 }
 
 type pendingVersion struct {
@@ -255,6 +257,14 @@ func (t *Txn) addChange(tx *storage.Txn, op byte, ns Namespace, collUUID []byte,
 	tx.OnUndo(func() { t.changes, t.size = t.changes[:n], size })
 }
 
+// addPreImage keeps the pre-image of the change just added (addChange),
+// written at the commit under its time and the change's index.
+func (t *Txn) addPreImage(tx *storage.Txn, ui []byte, cur bsoncore.Document) {
+	n := len(t.preImages)
+	t.preImages = append(t.preImages, pendingPreImage{ui: ui, idx: int64(len(t.changes) - 1), doc: append(bsoncore.Document(nil), cur...)})
+	tx.OnUndo(func() { t.preImages = t.preImages[:n] })
+}
+
 // addVersion keeps a version whose history record waits for the commit's
 // time (recordVersion).
 func (t *Txn) addVersion(tx *storage.Txn, collID uint64, idKey []byte, v uint64) {
@@ -294,6 +304,11 @@ func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Ti
 			}
 			for _, p := range t.versions {
 				if err := e.stampVersion(tx, p, ts); err != nil {
+					return err
+				}
+			}
+			for _, p := range t.preImages {
+				if err := e.PutInTxn(tx, PreImagesNS, preImageDoc(p.ui, ts, p.idx, p.doc, e.now())); err != nil {
 					return err
 				}
 			}
@@ -385,4 +400,11 @@ func (e *Engine) stampVersion(tx *storage.Txn, p pendingVersion, ts hlc.Timestam
 	binary.BigEndian.PutUint64(vb[:], p.v)
 	tx.Set(storage.HistoryTimeKey(nil, p.collID, p.idKey, uint64(ts)), vb[:])
 	return nil
+}
+
+// pendingPreImage is a transaction's pre-image of its change idx.
+type pendingPreImage struct {
+	ui  []byte
+	idx int64
+	doc bsoncore.Document
 }

@@ -174,19 +174,54 @@ type geoNearStage struct {
 	step         s1.Angle
 	settled      map[string]bool // returned, or failed the filter: never again
 	scan         *ixScan
-	pending      []nearResult // the ring's results, while it is scanned
-	buf          []nearResult // the last ring's results, farthest first
-	keys, docs   int64
-	rings        int64
-	m            member
-	lastDist     float64
-	fetchBuf     []byte
+	nearQueue
+	keys, docs int64
+	rings      int64
+	fetchBuf   []byte
 }
 
 type nearResult struct {
 	dist float64
 	rid  []byte
 	doc  bsoncore.Document
+}
+
+// nearQueue holds a ring search's results (GEO_NEAR_2DSPHERE and
+// GEO_NEAR_2D): a ring's while it is scanned, then, sorted, the ones it
+// returns nearest first.
+type nearQueue struct {
+	pending  []nearResult // the ring's results, while it is scanned
+	buf      []nearResult // the last ring's results, farthest first
+	m        member
+	lastDist float64 // the distance of the result returned last
+}
+
+// pop returns the nearest result of the last ring, if one is left.
+func (q *nearQueue) pop() (*member, bool) {
+	n := len(q.buf)
+	if n == 0 {
+		return nil, false
+	}
+	r := q.buf[n-1]
+	q.buf = q.buf[:n-1]
+	q.lastDist = r.dist
+	q.m = member{rid: r.rid, doc: r.doc}
+	return &q.m, true
+}
+
+// ringDone makes the ring's results the ones to return, nearest last so
+// that they pop from the end.
+func (q *nearQueue) ringDone() {
+	q.buf, q.pending = q.pending, q.buf[:0]
+	slices.SortStableFunc(q.buf, func(a, b nearResult) int {
+		switch {
+		case a.dist > b.dist:
+			return -1
+		case a.dist < b.dist:
+			return 1
+		}
+		return 0
+	})
 }
 
 func (s *geoNearStage) start() {
@@ -203,12 +238,8 @@ func (s *geoNearStage) work(x *execCtx) (*member, state, error) {
 	if !s.started {
 		s.start()
 	}
-	if n := len(s.buf); n > 0 {
-		r := s.buf[n-1]
-		s.buf = s.buf[:n-1]
-		s.lastDist = r.dist
-		s.m = member{rid: r.rid, doc: r.doc}
-		return &s.m, advanced, nil
+	if m, ok := s.pop(); ok {
+		return m, advanced, nil
 	}
 	if s.inner > s.maxAngle || (s.rings > 0 && s.inner >= s.maxAngle) {
 		return nil, isEOF, nil
@@ -232,17 +263,7 @@ func (s *geoNearStage) work(x *execCtx) (*member, state, error) {
 			return nil, isEOF, err
 		}
 		s.scan = nil
-		// Nearest last, so results pop from the end.
-		s.buf, s.pending = s.pending, s.buf[:0]
-		slices.SortStableFunc(s.buf, func(a, b nearResult) int {
-			switch {
-			case a.dist > b.dist:
-				return -1
-			case a.dist < b.dist:
-				return 1
-			}
-			return 0
-		})
+		s.ringDone()
 		last := s.outer >= s.maxAngle
 		s.ringInner = s.outer
 		s.inner = s.outer

@@ -80,12 +80,9 @@ type geoNear2dStage struct {
 	step         float64
 	settled      map[string]bool
 	scan         *ixScan
-	pending      []nearResult
-	buf          []nearResult // farthest first
-	keys, docs   int64
-	rings        int64
-	m            member
-	lastDist     float64
+	nearQueue
+	keys, docs int64
+	rings      int64
 }
 
 func (s *geoNear2dStage) start() {
@@ -108,12 +105,8 @@ func (s *geoNear2dStage) work(x *execCtx) (*member, state, error) {
 	if !s.started {
 		s.start()
 	}
-	if n := len(s.buf); n > 0 {
-		r := s.buf[n-1]
-		s.buf = s.buf[:n-1]
-		s.lastDist = r.dist
-		s.m = member{rid: r.rid, doc: r.doc}
-		return &s.m, advanced, nil
+	if m, ok := s.pop(); ok {
+		return m, advanced, nil
 	}
 	if s.inner > s.maxDist || (s.rings > 0 && s.inner >= s.maxDist) {
 		return nil, isEOF, nil
@@ -138,16 +131,7 @@ func (s *geoNear2dStage) work(x *execCtx) (*member, state, error) {
 			return nil, isEOF, err
 		}
 		s.scan = nil
-		s.buf, s.pending = s.pending, s.buf[:0]
-		slices.SortStableFunc(s.buf, func(a, b nearResult) int {
-			switch {
-			case a.dist > b.dist:
-				return -1
-			case a.dist < b.dist:
-				return 1
-			}
-			return 0
-		})
+		s.ringDone()
 		last := s.outer >= s.maxDist
 		s.inner = s.outer
 		if last {

@@ -11,7 +11,7 @@
 // A collection's routing is its config.collections entry and chunks,
 // rebuilt into a shard.Map (route.go, catalog.go); an unsharded collection
 // lives on its database's primary shard. Every command sent to a shard
-// carries shardVersion (MongoDB 7.0's {e, t, v}, shard.WireVersion) and,
+// carries shardVersion (MongoDB 7.0's {e, t, v}, shard.ShardVersion) and,
 // for an unsharded collection, databaseVersion; a shard answering
 // StaleConfig (13388) or StaleDbVersion (249) makes the router drop its
 // cached entry and run the whole operation again (Router.retry, at most

@@ -128,7 +128,7 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) {
 			if versioned {
 				if rt.sharded() {
-					b.AppendDocument("shardVersion", rt.coll.m.ShardWireVersion(id, rt.coll.coll.Timestamp).Doc())
+					b.AppendDocument("shardVersion", rt.coll.m.ShardVersionFor(id, rt.coll.coll.Timestamp).Doc())
 				} else {
 					b.AppendDocument("shardVersion", shard.Unsharded.Doc())
 					b.AppendDocument("databaseVersion", rt.db.version.Doc())

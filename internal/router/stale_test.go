@@ -30,8 +30,8 @@ type fakeShard struct {
 	name string
 	addr string
 	mu   sync.Mutex
-	want shard.WireVersion
-	got  []shard.WireVersion
+	want shard.ShardVersion
+	got  []shard.ShardVersion
 }
 
 func startFakeShard(t *testing.T, name string) *fakeShard {
@@ -68,7 +68,7 @@ func (f *fakeShard) serve(nc net.Conn) {
 		case "hello":
 			reply = okReply("isWritablePrimary", true, "setName", f.name)
 		case "find":
-			v, err := shard.ParseWireVersion(body.Lookup("shardVersion"))
+			v, err := shard.ParseShardVersion(body.Lookup("shardVersion"))
 			f.mu.Lock()
 			f.got = append(f.got, v)
 			want := f.want
@@ -91,10 +91,10 @@ func (f *fakeShard) serve(nc net.Conn) {
 	}
 }
 
-func (f *fakeShard) received() []shard.WireVersion {
+func (f *fakeShard) received() []shard.ShardVersion {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]shard.WireVersion(nil), f.got...)
+	return append([]shard.ShardVersion(nil), f.got...)
 }
 
 // startConfigServer is an in-process standalone Cairn server standing in
@@ -151,7 +151,7 @@ func TestStaleConfigRefreshes(t *testing.T) {
 	if err := r.configInsert(ctx, "collections", coll.Doc()); err != nil {
 		t.Fatal(err)
 	}
-	s0.want = m.ShardWireVersion("s0", coll.Timestamp)
+	s0.want = m.ShardVersionFor("s0", coll.Timestamp)
 	find := func() string {
 		t.Helper()
 		reply := r.run(ctx, &request{name: "find", db: "db", body: doc(t, `{"find": "c", "filter": {"a": 50}, "$db": "db"}`)})
@@ -181,15 +181,15 @@ func TestStaleConfigRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0.mu.Lock()
-	s0.want = m.ShardWireVersion("s0", coll.Timestamp)
+	s0.want = m.ShardVersionFor("s0", coll.Timestamp)
 	s0.mu.Unlock()
-	s1.want = m.ShardWireVersion("s1", coll.Timestamp)
+	s1.want = m.ShardVersionFor("s1", coll.Timestamp)
 
 	if got := find(); got != "s1" {
 		t.Fatalf("after the move: the document came from %s", got)
 	}
 	got0, got1 := s0.received(), s1.received()
-	if len(got0) != 2 || got0[1].Version != (shard.Version{Major: 1}) || len(got1) != 1 || !got1[0].Equal(s1.want) {
+	if len(got0) != 2 || got0[1].V != (shard.Version{Major: 1}) || len(got1) != 1 || !got1[0].Equal(s1.want) {
 		t.Fatalf("versions received: s0 %v, s1 %v (want s0: 1|0 twice, the second refused; s1: %v once)", got0, got1, s1.want)
 	}
 }

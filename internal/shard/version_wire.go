@@ -7,74 +7,103 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
-// WireVersion is a shard version as routers send it to shards in a
-// command's shardVersion field and shards report it in StaleConfig's
-// errInfo, in MongoDB 7.0's shape {e: epoch, t: timestamp, v:
-// Timestamp(major, minor)}. The zero value is UNSHARDED (the version of a
-// collection that is not sharded: all zeros).
-type WireVersion struct {
+// The versions routers and shards exchange in MongoDB 7.0's wire shapes:
+// shardVersion (ShardVersion), databaseVersion (DatabaseVersion) and
+// StaleConfig's fields, one definition for the router (package router) and
+// the shard side (package shardsvr).
+
+// ShardVersion is the shardVersion a router attaches to a command, in
+// MongoDB 7.0's wire shape {e: epoch, t: timestamp, v: Timestamp(major,
+// minor)}: the placement version of the shard it targets, of one
+// incarnation of the collection (epoch and timestamp).
+type ShardVersion struct {
 	Epoch     bson.ObjectID
-	Timestamp hlc.Timestamp // the collection's config.collections timestamp
-	Version   Version
+	Timestamp hlc.Timestamp
+	V         Version
 }
 
-// Unsharded is the shardVersion a router attaches for an unsharded
-// collection.
-var Unsharded = WireVersion{}
-
-// IsUnsharded reports whether v is UNSHARDED.
-func (v WireVersion) IsUnsharded() bool { return v == Unsharded }
-
-// Equal reports whether two versions name the same routing state.
-func (v WireVersion) Equal(w WireVersion) bool { return v == w }
-
-func (v WireVersion) String() string {
-	return fmt.Sprintf("%s||%s||%s", v.Version, v.Epoch.Hex(), v.Timestamp)
+// Doc is the wire shape.
+func (sv ShardVersion) Doc() bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendObjectID("e", sv.Epoch)
+	appendTS(b, "t", sv.Timestamp)
+	return b.AppendTimestamp("v", sv.V.Major, sv.V.Minor).Build()
 }
 
-// Doc is {e, t, v}.
-func (v WireVersion) Doc() bsoncore.Document {
-	return bsoncore.NewDocumentBuilder().AppendObjectID("e", v.Epoch).
-		AppendTimestamp("t", v.Timestamp.T(), v.Timestamp.I()).
-		AppendTimestamp("v", v.Version.Major, v.Version.Minor).Build()
-}
-
-// ParseWireVersion reads {e, t, v}.
-func ParseWireVersion(val bsoncore.Value) (WireVersion, error) {
-	d, ok := val.DocumentOK()
+// ParseShardVersion reads the wire shape.
+func ParseShardVersion(v bsoncore.Value) (ShardVersion, error) {
+	var sv ShardVersion
+	d, ok := v.DocumentOK()
 	if !ok {
-		return WireVersion{}, fmt.Errorf("shard: shardVersion must be a document, not %s", val.Type)
+		return sv, mongoerr.New(mongoerr.TypeMismatch, "shardVersion must be a document {e, t, v}, not %s", v.Type)
 	}
-	var w WireVersion
-	if w.Epoch, ok = d.Lookup("e").ObjectIDOK(); !ok {
-		return WireVersion{}, fmt.Errorf("shard: shardVersion %s lacks an ObjectId e", d)
+	if sv.Epoch, ok = d.Lookup("e").ObjectIDOK(); !ok {
+		return sv, mongoerr.New(mongoerr.BadValue, "shardVersion %s lacks its epoch e", d)
 	}
 	t, i, ok := d.Lookup("t").TimestampOK()
 	if !ok {
-		return WireVersion{}, fmt.Errorf("shard: shardVersion %s lacks a timestamp t", d)
+		return sv, mongoerr.New(mongoerr.BadValue, "shardVersion %s lacks its timestamp t", d)
 	}
-	w.Timestamp = hlc.New(t, i)
+	sv.Timestamp = hlc.New(t, i)
 	major, minor, ok := d.Lookup("v").TimestampOK()
 	if !ok {
-		return WireVersion{}, fmt.Errorf("shard: shardVersion %s lacks a Timestamp v", d)
+		return sv, mongoerr.New(mongoerr.BadValue, "shardVersion %s lacks its version v", d)
 	}
-	w.Version = Version{major, minor}
-	return w, nil
+	sv.V = Version{major, minor}
+	return sv, nil
 }
 
-// ShardWireVersion is shard's version of m (the greatest version of the
-// chunks it owns; zero when it owns none, with the collection's epoch and
-// timestamp), as a router sends it to that shard.
-func (m *Map) ShardWireVersion(shard string, timestamp hlc.Timestamp) WireVersion {
-	return WireVersion{Epoch: m.Epoch, Timestamp: timestamp, Version: m.ShardVersion(shard)}
+// Compatible reports whether a command stamped with sv may run on a shard
+// whose version is have: the same incarnation and the same major version
+// (moves bump the major; splits and merges, which move no data, only the
+// minor), as MongoDB's ChunkVersion::isWriteCompatibleWith.
+func (sv ShardVersion) Compatible(have ShardVersion) bool {
+	return sv.Epoch == have.Epoch && sv.Timestamp == have.Timestamp && sv.V.Major == have.V.Major
+}
+
+// StaleConfigError is MongoDB's StaleConfig (13388) error: the reply carries
+// ns, vReceived, vWanted (absent when the shard does not know its own
+// version) and shardId at its top level, as mongod's command replies do,
+// and the same fields in errInfo, as a write error carries them.
+func StaleConfigError(ns string, received ShardVersion, wanted *ShardVersion, shardID, why string) *mongoerr.Error {
+	info := StaleConfigInfo(ns, received, wanted, shardID)
+	e := mongoerr.New(mongoerr.StaleConfig, "shard version mismatch on %s for %s: %s", shardID, ns, why)
+	els, _ := info.Elements()
+	for _, el := range els {
+		e.Extra = append(e.Extra, mongoerr.Field{Name: el.Key(), Value: bson.RawValue{Type: bson.Type(el.Value().Type), Value: el.Value().Data}})
+	}
+	e.Extra = append(e.Extra, mongoerr.Field{Name: "errInfo", Value: bson.Raw(info)})
+	return e
+}
+
+// Unsharded is the shardVersion a router attaches for an unsharded
+// collection (ShardVersion's zero value: all zeros, MongoDB's UNSHARDED).
+var Unsharded = ShardVersion{}
+
+// IsUnsharded reports whether v is UNSHARDED.
+func (v ShardVersion) IsUnsharded() bool { return v == Unsharded }
+
+// Equal reports whether two versions name the same routing state.
+func (v ShardVersion) Equal(w ShardVersion) bool { return v == w }
+
+func (v ShardVersion) String() string {
+	return fmt.Sprintf("%s||%s||%s", v.V, v.Epoch.Hex(), v.Timestamp)
+}
+
+// ShardVersionFor is shard's shardVersion of m (the greatest version of
+// the chunks it owns; zero when it owns none, with the collection's epoch
+// and timestamp), as a router sends it to that shard and the shard checks
+// it.
+func (m *Map) ShardVersionFor(shard string, timestamp hlc.Timestamp) ShardVersion {
+	return ShardVersion{Epoch: m.Epoch, Timestamp: timestamp, V: m.ShardVersion(shard)}
 }
 
 // StaleConfigInfo is StaleConfig's (13388) errInfo: {ns, vReceived,
 // vWanted, shardId}; vWanted is left out when the shard does not know its
 // own version (MongoDB omits it while the shard refreshes).
-func StaleConfigInfo(ns string, received WireVersion, wanted *WireVersion, shardID string) bsoncore.Document {
+func StaleConfigInfo(ns string, received ShardVersion, wanted *ShardVersion, shardID string) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).AppendDocument("vReceived", received.Doc())
 	if wanted != nil {
 		b.AppendDocument("vWanted", wanted.Doc())
@@ -85,8 +114,8 @@ func StaleConfigInfo(ns string, received WireVersion, wanted *WireVersion, shard
 // StaleConfig is a parsed StaleConfig errInfo.
 type StaleConfig struct {
 	NS       string
-	Received WireVersion
-	Wanted   *WireVersion
+	Received ShardVersion
+	Wanted   *ShardVersion
 	ShardID  string
 }
 
@@ -99,11 +128,11 @@ func ParseStaleConfigInfo(d bsoncore.Document) (StaleConfig, error) {
 	}
 	s.ShardID, _ = d.Lookup("shardId").StringValueOK()
 	var err error
-	if s.Received, err = ParseWireVersion(d.Lookup("vReceived")); err != nil {
+	if s.Received, err = ParseShardVersion(d.Lookup("vReceived")); err != nil {
 		return StaleConfig{}, err
 	}
 	if v, err := d.LookupErr("vWanted"); err == nil {
-		w, err := ParseWireVersion(v)
+		w, err := ParseShardVersion(v)
 		if err != nil {
 			return StaleConfig{}, err
 		}

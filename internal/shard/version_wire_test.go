@@ -22,16 +22,16 @@ func TestWireVersionRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := hlc.New(1700000000, 3)
-	s0, s1, s2 := m.ShardWireVersion("s0", ts), m.ShardWireVersion("s1", ts), m.ShardWireVersion("s2", ts)
-	if s1.Version != (Version{2, 0}) || s0.Version != (Version{2, 1}) || s2.Version != (Version{}) || s2.IsUnsharded() {
+	s0, s1, s2 := m.ShardVersionFor("s0", ts), m.ShardVersionFor("s1", ts), m.ShardVersionFor("s2", ts)
+	if s1.V != (Version{2, 0}) || s0.V != (Version{2, 1}) || s2.V != (Version{}) || s2.IsUnsharded() {
 		t.Fatalf("shard versions: s0 %v, s1 %v, s2 %v", s0, s1, s2)
 	}
-	for _, v := range []WireVersion{s0, s1, Unsharded} {
+	for _, v := range []ShardVersion{s0, s1, Unsharded} {
 		d := v.Doc()
 		if keys := keysOf(t, d); keys != "e,t,v" {
 			t.Fatalf("shardVersion fields %s", keys)
 		}
-		back, err := ParseWireVersion(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+		back, err := ParseShardVersion(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 		if err != nil || !back.Equal(v) {
 			t.Fatalf("round trip of %v: %v, %v", v, back, err)
 		}
@@ -49,7 +49,7 @@ func TestWireVersionRoundTrip(t *testing.T) {
 	if err != nil || back != dv {
 		t.Fatalf("databaseVersion round trip: %+v, %v", back, err)
 	}
-	if _, err := ParseWireVersion(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ext(t, `{"e": 1}`)}); err == nil {
+	if _, err := ParseShardVersion(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ext(t, `{"e": 1}`)}); err == nil {
 		t.Fatal("a malformed shardVersion parsed")
 	}
 }

@@ -71,7 +71,7 @@ func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document)
 		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "no chunk of %s is [%s, %s) any more: it was split or merged during the migration", ns, min, max)
 	}
 	reply := func() bsoncore.Document {
-		sv := shard.ShardVersion{Epoch: m.Epoch, Timestamp: coll.Timestamp, V: m.ShardVersion(from)}
+		sv := m.ShardVersionFor(from, coll.Timestamp)
 		return bsoncore.NewDocumentBuilder().AppendDocument("shardVersion", sv.Doc()).Build()
 	}
 	switch owner := m.Chunks[ci].Shard; owner {

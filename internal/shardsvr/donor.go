@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
-	"github.com/cairndb/cairn/internal/shard"
 )
 
 // donation is the migration this shard donates.
@@ -136,7 +135,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		}
 		return abort(fmt.Errorf("migration of [%s, %s) to %s failed in its critical section: %w", min, max, toShard, err))
 	}
-	have := shard.ShardVersion{Epoch: m.Epoch, Timestamp: coll.Timestamp, V: m.ShardVersion(id.ShardName)}
+	have := m.ShardVersionFor(id.ShardName, coll.Timestamp)
 	migrated := bson.D{{Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)}, {Key: "lastmod", Value: bson.Timestamp{T: m.Chunks[ci].Version.Major, I: m.Chunks[ci].Version.Minor}}}
 	commit := bson.D{{Key: "_configsvrCommitChunkMigration", Value: ns}, {Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard},
 		{Key: "migratedChunk", Value: migrated}, {Key: "fromShardCollectionVersion", Value: rawDoc(have.Doc())},

@@ -59,7 +59,7 @@ func (cm *collMeta) version(me string) shard.ShardVersion {
 	if cm.m == nil {
 		return unsharded
 	}
-	return shard.ShardVersion{Epoch: cm.m.Epoch, Timestamp: cm.coll.Timestamp, V: cm.m.ShardVersion(me)}
+	return cm.m.ShardVersionFor(me, cm.coll.Timestamp)
 }
 
 // refresh reloads the collection's routing table from the config servers.

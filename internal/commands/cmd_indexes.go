@@ -8,6 +8,7 @@ import (
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/index"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -30,6 +31,15 @@ func cmdCreateIndexes(ctx context.Context, s *Session, req *Request, dst []byte)
 	if hasQuorum {
 		if members, err = commitQuorumMembers(s, quorum); err != nil {
 			return nil, err
+		}
+	}
+	ignoreUnknown, err := req.Bool("ignoreUnknownIndexOptions", false)
+	if err != nil {
+		return nil, err
+	}
+	if ignoreUnknown {
+		for i, spec := range specs {
+			specs[i] = index.WithoutUnknownOptions(spec)
 		}
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: coll}

@@ -181,6 +181,10 @@ func cmdRolesInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if err != nil {
 		return nil, err
 	}
+	showRestrictions, err := req.Bool("showAuthenticationRestrictions", false)
+	if err != nil {
+		return nil, err
+	}
 	store := s.Env.Access.Users
 	var names []auth.RoleName
 	v := req.First()
@@ -234,6 +238,12 @@ func cmdRolesInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		if showPrivs {
 			d = append(d, bson.E{Key: "privileges", Value: auth.PrivilegesDoc(own)},
 				bson.E{Key: "inheritedPrivileges", Value: auth.PrivilegesDoc(append(slices.Clone(own), all...))})
+		}
+		if showRestrictions {
+			// Cairn refuses authenticationRestrictions at createRole and
+			// built-in roles have none: every list is empty.
+			d = append(d, bson.E{Key: "authenticationRestrictions", Value: bson.A{}},
+				bson.E{Key: "inheritedAuthenticationRestrictions", Value: bson.A{}})
 		}
 		out = append(out, d)
 	}

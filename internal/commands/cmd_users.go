@@ -336,8 +336,23 @@ func cmdUsersInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if err != nil {
 		return nil, err
 	}
+	showRestrictions, err := req.Bool("showAuthenticationRestrictions", false)
+	if err != nil {
+		return nil, err
+	}
+	var match matcher
+	if v, ok := req.Arg("filter"); ok {
+		filter, err := req.documentOf("filter", v)
+		if err != nil {
+			return nil, err
+		}
+		if match, err = compileFilter(filter); err != nil {
+			return nil, err
+		}
+	}
 	store := s.Env.Access.Users
 	var users []*auth.User
+	exact := true // the users are named, not every user of a database
 	one := func(v bsoncore.Value) error {
 		name, dbName := "", req.DB
 		switch v.Type {
@@ -364,7 +379,7 @@ func cmdUsersInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		if req.DB != "admin" {
 			return nil, mongoerr.New(mongoerr.BadValue, "forAllDBs may only be used on the admin database")
 		}
-		users = store.List("")
+		users, exact = store.List(""), false
 	case v.Type == bsoncore.TypeArray:
 		vals, _ := v.Array().Values()
 		for _, e := range vals {
@@ -380,28 +395,40 @@ func cmdUsersInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 		if n, ok := numberAsInt(v); !ok || n != 1 {
 			return nil, mongoerr.New(mongoerr.BadValue, "User and role names must be either strings or objects")
 		}
-		users = store.List(req.DB)
+		users, exact = store.List(req.DB), false
+	}
+	// As MongoDB: privileges and restrictions are resolved per named user,
+	// never for a whole listing or a filter's matches.
+	if (showPrivs || showRestrictions) && (!exact || match != nil) {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "Privilege or restriction details require exact-match usersInfo queries.")
 	}
 	out := bson.A{}
 	for _, u := range users {
-		d := bson.D{{Key: "_id", Value: u.Key()}, {Key: "userId", Value: u.ID}, {Key: "user", Value: u.Name}, {Key: "db", Value: u.DB}}
-		if showCustom && u.CustomData != nil {
-			d = append(d, bson.E{Key: "customData", Value: u.CustomData})
-		}
-		d = append(d, bson.E{Key: "roles", Value: auth.RolesDoc(u.Roles)})
-		if showCreds {
-			creds := bson.D{}
-			for _, m := range u.Mechanisms() {
-				c := u.Credentials[m]
-				creds = append(creds, bson.E{Key: m, Value: bson.D{{Key: "iterationCount", Value: int32(c.IterationCount)},
-					{Key: "salt", Value: c.Salt}, {Key: "storedKey", Value: c.StoredKey}, {Key: "serverKey", Value: c.ServerKey}}})
+		// filter matches the user's document as stored, with its
+		// credentials and its mechanisms (MongoDB's example filters on
+		// mechanisms), whatever the reply then shows.
+		if match != nil {
+			stored, err := bson.Marshal(append(userInfoDoc(u, true, true), bson.E{Key: "mechanisms", Value: u.Mechanisms()}))
+			if err != nil {
+				return nil, err
 			}
-			d = append(d, bson.E{Key: "credentials", Value: creds})
+			if !match(stored) {
+				continue
+			}
 		}
+		d := userInfoDoc(u, showCustom, showCreds)
 		if showPrivs {
 			privs, inherited := store.Resolve(u.Roles)
 			d = append(d, bson.E{Key: "inheritedRoles", Value: auth.RolesDoc(inherited)},
 				bson.E{Key: "inheritedPrivileges", Value: auth.PrivilegesDoc(privs)})
+		}
+		if showRestrictions {
+			// Cairn refuses authenticationRestrictions at createUser, so
+			// every user's (and every inherited role's) list is empty.
+			d = append(d, bson.E{Key: "authenticationRestrictions", Value: bson.A{}})
+			if showPrivs {
+				d = append(d, bson.E{Key: "inheritedAuthenticationRestrictions", Value: bson.A{}})
+			}
 		}
 		d = append(d, bson.E{Key: "mechanisms", Value: u.Mechanisms()})
 		out = append(out, d)
@@ -409,4 +436,24 @@ func cmdUsersInfo(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	r := NewReply(dst)
 	r.Any("users", out)
 	return r.Finish(), nil
+}
+
+// userInfoDoc is u as usersInfo shows it, up to its roles (and its
+// credentials when showCreds).
+func userInfoDoc(u *auth.User, showCustom, showCreds bool) bson.D {
+	d := bson.D{{Key: "_id", Value: u.Key()}, {Key: "userId", Value: u.ID}, {Key: "user", Value: u.Name}, {Key: "db", Value: u.DB}}
+	if showCustom && u.CustomData != nil {
+		d = append(d, bson.E{Key: "customData", Value: u.CustomData})
+	}
+	d = append(d, bson.E{Key: "roles", Value: auth.RolesDoc(u.Roles)})
+	if showCreds {
+		creds := bson.D{}
+		for _, m := range u.Mechanisms() {
+			c := u.Credentials[m]
+			creds = append(creds, bson.E{Key: m, Value: bson.D{{Key: "iterationCount", Value: int32(c.IterationCount)},
+				{Key: "salt", Value: c.Salt}, {Key: "storedKey", Value: c.StoredKey}, {Key: "serverKey", Value: c.ServerKey}}})
+		}
+		d = append(d, bson.E{Key: "credentials", Value: creds})
+	}
+	return d
 }

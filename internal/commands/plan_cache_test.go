@@ -103,6 +103,26 @@ func TestPlanCache(t *testing.T) {
 		t.Errorf("after planCacheClear the cache holds %d plans", cache.Len())
 	}
 
+	// planCacheClear with query forgets that shape only: not another
+	// filter's shape, not the same filter under a sort or a collation.
+	plan("c", 3, 3)
+	for _, other := range []bson.D{
+		{{Key: "query", Value: bson.D{{Key: "a", Value: 1}}}},
+		{{Key: "query", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 2}}}, {Key: "sort", Value: bson.D{{Key: "a", Value: 1}}}},
+		{{Key: "query", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 2}}}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}},
+	} {
+		run(append(bson.D{{Key: "planCacheClear", Value: "c"}}, other...))
+		if cache.Len() != 1 {
+			t.Errorf("planCacheClear %v dropped another shape's plan", other)
+		}
+	}
+	run(bson.D{{Key: "planCacheClear", Value: "c"}, {Key: "query", Value: bson.D{{Key: "a", Value: 40}, {Key: "b", Value: 0}}}})
+	if cache.Len() != 0 {
+		t.Errorf("planCacheClear of the cached shape left %d plans", cache.Len())
+	}
+	ix, cached, _ = plan("c", 3, 3)
+	want("after clearing its shape", ix, cached, 2, "a_1", false, 2)
+
 	// Rename, and a new collection under the old name with other indexes:
 	// neither reuses a plan made for the other.
 	plan("c", 3, 3)

@@ -42,6 +42,14 @@ func (e *Env) Engine() *engine.Engine { return e.eng }
 // PlanCache is the Env's plan cache (planCacheClear, tests).
 func (e *Env) PlanCache() *planner.Cache { return e.plans }
 
+// ClearPlanShape forgets the cached plans of sel's query shape (its
+// filter, sort, projection and collation, any skip and limit) and returns
+// how many it dropped (planCacheClear with query).
+func (e *Env) ClearPlanShape(sel Selection) int {
+	q := sel.query()
+	return e.plans.ClearShape(sel.NS.String(), &q)
+}
+
 // Insert inserts docs into ns through the commit pipeline; opts.Ordered
 // stops at the first document that fails, opts.BypassValidation skips the
 // collection's validator (bypassDocumentValidation).

@@ -170,6 +170,31 @@ var allowedOptions = map[string]bool{
 	"columnstoreCompressor": true,
 }
 
+// WithoutUnknownOptions is spec without the fields allowedOptions does not
+// name (createIndexes' ignoreUnknownIndexOptions, as MongoDB's
+// removeUnknownFields); spec itself when it has none.
+func WithoutUnknownOptions(spec bsoncore.Document) bsoncore.Document {
+	elems, err := spec.Elements()
+	if err != nil {
+		return spec // ParseSpec reports it
+	}
+	unknown := false
+	for _, e := range elems {
+		unknown = unknown || !allowedOptions[e.Key()]
+	}
+	if !unknown {
+		return spec
+	}
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	for _, e := range elems {
+		if allowedOptions[e.Key()] {
+			out = append(out, e...)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
 // allowedIDOptions are the fields an _id index specification may have.
 var allowedIDOptions = map[string]bool{"collation": true, "name": true, "v": true, "key": true, "ns": true, "_id": true}
 

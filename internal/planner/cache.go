@@ -77,6 +77,33 @@ func (c *Cache) Clear(ns string) {
 	}
 }
 
+// ClearShape drops the entries of ns for q's query shape (planCacheClear
+// with query, sort, projection and collation): its filter's shape, sort,
+// projection and collation, whatever its skip and limit (which the
+// command cannot name). It returns how many it dropped.
+func (c *Cache) ClearShape(ns string, q *Query) int {
+	full := shapeOf(q)
+	prefix, collated := ns+"\x00"+shapeCore(q), collationPart(full)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k := range c.m {
+		if strings.HasPrefix(k, prefix) && collationPart(k) == collated {
+			delete(c.m, k)
+			n++
+		}
+	}
+	return n
+}
+
+// collationPart is the collation suffix of a shape ("" for the simple one).
+func collationPart(shape string) string {
+	if i := strings.LastIndex(shape, "|c:"); i >= 0 {
+		return shape[i:]
+	}
+	return ""
+}
+
 // Len is the number of cached plans.
 func (c *Cache) Len() int {
 	c.mu.Lock()
@@ -119,16 +146,25 @@ func indexSignature(r *engine.Reader) string {
 // and whether skip/limit are set.
 func shapeOf(q *Query) string {
 	var b strings.Builder
+	b.WriteString(shapeCore(q))
+	fmt.Fprintf(&b, "%t%t", q.Limit > 0, q.Skip > 0)
+	if q.Collation != nil { // the collation is part of a shape, as in MongoDB
+		b.WriteString("|c:")
+		b.WriteString(bson.Raw(q.Collation.Document()).String())
+	}
+	return b.String()
+}
+
+// shapeCore is the part of a shape planCacheClear can name: the filter's
+// shape, the sort and the projection, ending in "|".
+func shapeCore(q *Query) string {
+	var b strings.Builder
 	q.Filter.AppendShape(&b)
 	b.WriteString("|s:")
 	b.WriteString(bson.Raw(q.RawSort).String())
 	b.WriteString("|p:")
 	b.WriteString(bson.Raw(q.RawProj).String())
-	fmt.Fprintf(&b, "|%t%t", q.Limit > 0, q.Skip > 0)
-	if q.Collation != nil { // the collation is part of a shape, as in MongoDB
-		b.WriteString("|c:")
-		b.WriteString(bson.Raw(q.Collation.Document()).String())
-	}
+	b.WriteString("|")
 	return b.String()
 }
 

@@ -193,7 +193,7 @@ func init() {
 		"update": {run: cmdUpdate, kind: kindWrite, apiV1: true, help: "update documents",
 			fields: args("updates ordered let bypassDocumentValidation bypassEmptyTsReplacement"),
 			nested: map[string][]string{"updates": args("q u upsert multi arrayFilters collation hint c")}},
-		"validate":         {run: cmdValidate, help: "check a collection's documents and indexes", fields: args("full background enforceFastCount"), notYet: args("repair metadata checkBSONConformance")},
+		"validate":         {run: cmdValidate, help: "check a collection's documents and indexes", fields: args("full background enforceFastCount metadata checkBSONConformance"), notYet: args("repair")},
 		"waitForFailPoint": {run: cmdWaitForFailPoint, adminOnly: true, testOnly: true, help: "wait for a fail point to be entered a certain number of times (test commands only)", fields: args("timesEntered")},
 		"whatsmyuri":       {run: cmdWhatsMyURI, help: "this connection's client address"},
 	}

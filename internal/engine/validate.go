@@ -10,10 +10,12 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
+	"github.com/cairndb/cairn/internal/validation"
 )
 
 // Validation is what Validate found in one collection: the figures of
@@ -22,8 +24,14 @@ import (
 type Validation struct {
 	// Records counts the stored documents.
 	Records int64
-	// InvalidDocuments counts documents whose stored BSON is malformed.
+	// InvalidDocuments counts documents whose stored BSON is malformed
+	// (or, with ValidateOptions.BSONConformance, does not conform).
 	InvalidDocuments int64
+	// NonCompliant counts documents that fail the collection's validator
+	// (MongoDB's nNonCompliantDocuments): written before the validator,
+	// with validationAction warn or validationLevel moderate, or bypassing
+	// it. They are not errors.
+	NonCompliant int64
 	// Indexes has one entry per index, the _id index first, then the
 	// secondary indexes in creation order.
 	Indexes []IndexValidation
@@ -90,10 +98,31 @@ func (v Validation) Valid() bool {
 // validates as empty. The walk stops with ctx's cause once ctx ends
 // (maxTimeMS, killOp, a client gone; package opctx).
 func (e *Engine) Validate(ctx context.Context, ns Namespace) (Validation, error) {
+	return e.ValidateWith(ctx, ns, ValidateOptions{})
+}
+
+// ValidateOptions select validate's optional checks.
+type ValidateOptions struct {
+	// BSONConformance checks each document with bsonx.CheckConformance
+	// (UTF-8, regular expression options, booleans, UUID lengths) instead
+	// of well-formedness only (checkBSONConformance).
+	BSONConformance bool
+}
+
+// ValidateWith is Validate with opts.
+func (e *Engine) ValidateWith(ctx context.Context, ns Namespace, opts ValidateOptions) (Validation, error) {
 	var v Validation
 	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
 	if coll == nil {
 		return v, nil
+	}
+	check := func(d bsoncore.Document) error { return d.Validate() }
+	if opts.BSONConformance {
+		check = bsonx.CheckConformance
+	}
+	rules, err := validation.FromOptions(coll.Options)
+	if err != nil {
+		return v, err
 	}
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
@@ -115,9 +144,12 @@ func (e *Engine) Validate(ctx context.Context, ns Namespace) (Validation, error)
 			return v, err
 		}
 		v.Records++
-		if bsoncore.Document(doc).Validate() != nil {
+		if check(doc) != nil {
 			v.InvalidDocuments++
 			continue
+		}
+		if rules != nil && !rules.Complies(doc) {
+			v.NonCompliant++
 		}
 		if len(coll.Indexes) == 0 {
 			continue

@@ -95,3 +95,25 @@ func TestValidateStopsWithItsOperation(t *testing.T) {
 		t.Fatalf("killed operation: %v, want Interrupted", err)
 	}
 }
+
+// TestValidateBSONConformance stores documents that are well-formed BSON
+// but do not conform (a string that is not UTF-8, regular expression
+// options out of order): plain validation passes them, checkBSONConformance
+// counts each as invalid.
+func TestValidateBSONConformance(t *testing.T) {
+	e := openEngine(t, "")
+	notUTF8 := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendString("s", "a\xffb").Build()
+	badRegex := bsoncore.NewDocumentBuilder().AppendInt32("_id", 2).AppendRegex("r", "a", "mi").Build()
+	fine := bsoncore.NewDocumentBuilder().AppendInt32("_id", 3).AppendString("s", "héllo").AppendRegex("r", "a", "im").Build()
+	if _, err := e.Insert(users, []bsoncore.Document{notUTF8, badRegex, fine}, true); err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.Validate(context.Background(), users)
+	if err != nil || !v.Valid() || v.InvalidDocuments != 0 {
+		t.Fatalf("plain validation: %+v %v", v, err)
+	}
+	v, err = e.ValidateWith(context.Background(), users, ValidateOptions{BSONConformance: true})
+	if err != nil || v.Valid() || v.InvalidDocuments != 2 || v.Records != 3 {
+		t.Fatalf("checkBSONConformance: %+v %v, want 2 invalid of 3", v, err)
+	}
+}

@@ -46,6 +46,10 @@ func (r *Rules) CheckUpdate(old, next bsoncore.Document) (warning bsoncore.Docum
 // fails to evaluate (an $expr error) does not pass.
 func (r *Rules) passes(doc bsoncore.Document) bool { return passes(r.filterNow(), doc) }
 
+// Complies reports whether doc satisfies the validator, whatever the
+// validation level and action (validate's nNonCompliantDocuments).
+func (r *Rules) Complies(doc bsoncore.Document) bool { return r.passes(doc) }
+
 func passes(f *query.Filter, doc bsoncore.Document) bool {
 	res, err := f.Exec(doc)
 	return err == nil && res.Matched

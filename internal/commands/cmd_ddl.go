@@ -285,6 +285,14 @@ func cmdDBStats(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	if err != nil {
 		return nil, err
 	}
+	// freeStorage asks for the space the storage holds for reuse. Pebble
+	// keeps none per collection (its files are immutable; deleted data is
+	// reclaimed by compaction, not reused in place), so each figure is 0,
+	// as collStats' freeStorageSize.
+	freeStorage, err := req.Bool("freeStorage", false)
+	if err != nil {
+		return nil, err
+	}
 	var objects, dataSize, storage, indexSize int64
 	var indexes int
 	colls := s.Env.Engine.Catalog().Collections(req.DB)
@@ -311,9 +319,18 @@ func cmdDBStats(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 	}
 	r.Double("dataSize", float64(dataSize/scale))
 	r.Double("storageSize", float64(storage/scale))
+	if freeStorage {
+		r.Double("freeStorageSize", 0)
+	}
 	r.Int64("indexes", int64(indexes))
 	r.Double("indexSize", float64(indexSize/scale))
+	if freeStorage {
+		r.Double("indexFreeStorageSize", 0)
+	}
 	r.Double("totalSize", float64((storage+indexSize)/scale))
+	if freeStorage {
+		r.Double("totalFreeStorageSize", 0)
+	}
 	r.Int64("scaleFactor", scale)
 	if used, total, ok := fsSizes(s.Env.Config.DBPath); ok {
 		r.Double("fsUsedSize", float64(used/scale))

@@ -44,7 +44,7 @@ func owned(d bsoncore.Document) bsoncore.Document { return exec.Owned(d) }
 type findFields struct {
 	filter, let, skip, limit, batchSize, singleBatch, allowDiskUse,
 	noCursorTimeout, returnKey, showRecordID, projection, sort, collation,
-	hint, min, max, tailable, awaitData bsoncore.Value
+	hint, min, max, tailable, awaitData, oplogReplay bsoncore.Value
 }
 
 // read fills f from req's fields.
@@ -92,6 +92,8 @@ func (f *findFields) read(req *Request) {
 			dst = &f.tailable
 		case "awaitData":
 			dst = &f.awaitData
+		case "oplogReplay":
+			dst = &f.oplogReplay
 		default:
 			continue
 		}
@@ -162,6 +164,13 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 		return sp, err
 	}
 	if sp.ShowRecordID, err = req.boolOf("showRecordId", f.showRecordID, false); err != nil {
+		return sp, err
+	}
+	// oplogReplay asked MongoDB before 4.4 to seek an oplog read to its ts
+	// bound; since 4.4 the server does so by itself and ignores the flag,
+	// and Cairn's oplog reads seek alike (exec: engine.OplogStart), so the
+	// flag is checked as a boolean and asks for nothing more.
+	if _, err = req.boolOf("oplogReplay", f.oplogReplay, false); err != nil {
 		return sp, err
 	}
 	if err := checkNatural(f.sort, f.hint); err != nil {

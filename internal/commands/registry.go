@@ -81,8 +81,8 @@ var registry map[string]command
 func init() {
 	// Declarations shared by aliases or too long for one line.
 	findArgs := args("filter sort projection hint skip limit batchSize singleBatch let allowDiskUse collation min max tailable allowPartialResults noCursorTimeout returnKey showRecordId")
-	findArgs = append(findArgs, "awaitData")
-	findNotYet := args("oplogReplay readOnce")
+	findArgs = append(findArgs, "awaitData", "oplogReplay")
+	findNotYet := args("readOnce")
 	create := command{run: cmdCreate, kind: kindWrite, apiV1: true, help: "create a collection or a view", onView: true,
 		fields: args("idGenerator collation validator validationLevel validationAction idIndex autoIndexId flags capped size max viewOn pipeline versioning versionField timeseries expireAfterSeconds clusteredIndex changeStreamPreAndPostImages"),
 		notYet: args("storageEngine indexOptionDefaults encryptedFields temp")}
@@ -117,9 +117,9 @@ func init() {
 		"createBackup":  {run: cmdCreateBackup, adminOnly: true, help: "write a consistent copy of the data directory to backupDir on the server's host, online", fields: args("backupDir")},
 		"createIndexes": {run: cmdCreateIndexes, kind: kindWrite, apiV1: true, help: "create indexes", fields: args("indexes commitQuorum ignoreUnknownIndexOptions")},
 		"currentOp":     {run: cmdCurrentOp, adminOnly: true, open: true, help: "operations in progress"},
-		"dataSize":      {run: cmdDataSize, kind: kindRead, help: "bytes and count of a collection's documents", fields: args("estimate"), notYet: args("keyPattern min max")},
-		"dbStats":       {run: cmdDBStats, help: "database statistics", fields: args("scale"), notYet: args("freeStorage")},
-		"dbstats":       {run: cmdDBStats, help: "alias of dbStats", fields: args("scale"), notYet: args("freeStorage")},
+		"dataSize":      {run: cmdDataSize, kind: kindRead, help: "bytes and count of a collection's documents", fields: args("estimate keyPattern min max maxSize maxObjects")},
+		"dbStats":       {run: cmdDBStats, help: "database statistics", fields: args("scale freeStorage")},
+		"dbstats":       {run: cmdDBStats, help: "alias of dbStats", fields: args("scale freeStorage")},
 		"delete": {run: cmdDelete, kind: kindWrite, apiV1: true, help: "delete documents",
 			fields: args("deletes ordered let"), nested: map[string][]string{"deletes": args("q limit collation hint")}},
 		"distinct": {run: cmdDistinct, kind: kindRead, onView: true, help: "distinct values of a field",

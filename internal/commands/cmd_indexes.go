@@ -267,6 +267,12 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 				return nil, err
 			}
 			validationSet = append(validationSet, set)
+		case k == "expireAfterSeconds": // a clustered collection's TTL
+			secs, err := collModExpiry(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			validationSet = append(validationSet, expiryElement(secs))
 		case k == "cappedSize" || k == "cappedMax":
 			set, err := cappedResize(s, ns, el)
 			if err != nil {
@@ -373,4 +379,33 @@ func parseIndexChange(v bsoncore.Value) (*engine.IndexChange, error) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, prepareUnique or unique field")
 	}
 	return ch, nil
+}
+
+// collModExpiry reads collMod's expireAfterSeconds for a clustered or time
+// series collection: a non-negative number of seconds, or "off" (nil) to
+// remove the TTL.
+func collModExpiry(v bsoncore.Value) (*int64, error) {
+	if str, ok := v.StringValueOK(); ok {
+		if str != "off" {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "Invalid value for 'expireAfterSeconds': %q (a number of seconds or \"off\")", str)
+		}
+		return nil, nil
+	}
+	n, ok := numberAsInt(v)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.expireAfterSeconds' is the wrong type '%s', expected types '[string, long, int, decimal, double]'", typeName(v.Type))
+	}
+	if n < 0 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
+	}
+	return &n, nil
+}
+
+// expiryElement is the options element collMod sets for secs ("off" when
+// nil, which engine.CollMod reads as a removal).
+func expiryElement(secs *int64) bsoncore.Element {
+	if secs == nil {
+		return bsoncore.Element(bsoncore.AppendStringElement(nil, "expireAfterSeconds", "off"))
+	}
+	return bsoncore.Element(bsoncore.AppendInt64Element(nil, "expireAfterSeconds", *secs))
 }

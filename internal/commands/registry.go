@@ -103,7 +103,7 @@ func init() {
 		"authenticate":            {run: cmdAuthenticate, help: "authenticate with the client's TLS certificate (MONGODB-X509, on $external)", fields: args("mechanism user")},
 		"buildInfo":               {run: cmdBuildInfo, help: "server version and build details"},
 		"buildinfo":               {run: cmdBuildInfo, help: "alias of buildInfo"},
-		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, onView: true, help: "change collection, index and view options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax viewOn pipeline versioning changeStreamPreAndPostImages"), notYet: args("expireAfterSeconds timeseries")},
+		"collMod":                 {run: cmdCollMod, kind: kindWrite, apiV1: true, onView: true, help: "change collection, index and view options", fields: args("index validator validationLevel validationAction dryRun cappedSize cappedMax viewOn pipeline versioning changeStreamPreAndPostImages expireAfterSeconds"), notYet: args("timeseries")},
 		"collStats":               {run: cmdCollStats, help: "collection statistics", fields: args("scale")},
 		"commitTransaction":       {run: cmdTransactionEnd, adminOnly: true, kind: kindWrite, apiV1: true, help: "commit a multi-document transaction"},
 		"cloneCollectionAsCapped": {run: cmdCloneCollectionAsCapped, kind: kindWrite, help: "copy a collection into a new capped collection", fields: args("toCollection size")},

@@ -105,6 +105,9 @@ func viewPipeline(req *Request) (bson.Raw, error) {
 // other option on a view is InvalidOptions, as in MongoDB.
 func collModView(s *Session, req *Request, name string) error {
 	cur := s.Env.Engine.Catalog().View(req.DB, name)
+	if cur.IsTimeseries() {
+		return collModTimeseries(s, req, name)
+	}
 	def := *cur
 	elems, _ := req.Body.Elements()
 	for _, el := range elems[1:] {
@@ -130,6 +133,33 @@ func collModView(s *Session, req *Request, name string) error {
 		}
 	}
 	return s.Env.Engine.ModifyView(def)
+}
+
+// collModTimeseries is collMod of a time series collection: its
+// expireAfterSeconds (a number, or "off"); timeseries is refused before
+// (registry notYet); viewOn, pipeline and a collection's options do not
+// apply to one.
+func collModTimeseries(s *Session, req *Request, name string) error {
+	var secs *int64
+	set := false
+	elems, _ := req.Body.Elements()
+	for _, el := range elems[1:] {
+		switch k := el.Key(); {
+		case k == "expireAfterSeconds":
+			var err error
+			if secs, err = collModExpiry(el.Value()); err != nil {
+				return err
+			}
+			set = true
+		case isGeneric(k):
+		default:
+			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a time-series collection: %s", k)
+		}
+	}
+	if !set {
+		return nil
+	}
+	return s.Env.Engine.SetTimeseriesExpiry(req.DB, name, secs)
 }
 
 // checkCollModTarget refuses viewOn and pipeline on a collection.

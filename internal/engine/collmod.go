@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -82,7 +83,20 @@ func (e *Engine) setOptions(tx *storage.Txn, ns Namespace, set []bsoncore.Elemen
 	if coll == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 	}
-	next := bson.Raw(withFields(bsoncore.Document(emptyIfNil(coll.Options)), set))
+	opts := bsoncore.Document(emptyIfNil(coll.Options))
+	if i := slices.IndexFunc(set, func(el bsoncore.Element) bool { return el.Key() == "expireAfterSeconds" }); i >= 0 {
+		_, clustered := ClusteredOf(coll)
+		if _, err := opts.LookupErr("timeseries"); err != nil && !clustered {
+			return mongoerr.New(mongoerr.InvalidOptions, "collMod: expireAfterSeconds is only for clustered and time-series collections; %s is neither", ns)
+		}
+		// "off" removes the TTL (MongoDB's collMod); the stored option is
+		// only ever a number.
+		if off, _ := set[i].Value().StringValueOK(); off == "off" {
+			opts = withoutField(opts, "expireAfterSeconds")
+			set = slices.Delete(slices.Clone(set), i, i+1)
+		}
+	}
+	next := bson.Raw(withFields(opts, set))
 	if err := validation.CheckOptions("collMod", ns.DB, ns.Coll, next); err != nil {
 		return err
 	}

@@ -64,6 +64,39 @@ func (e *Engine) CreateTimeseries(ctx context.Context, v catalog.View, o timeser
 	return err
 }
 
+// SetTimeseriesExpiry sets (nil: removes) the expireAfterSeconds of the
+// time series collection db.name (collMod), on its view, which the TTL
+// monitor reads (TimeseriesTTLs), and on its buckets collection's options,
+// which listCollections of system.buckets shows, in one commit.
+func (e *Engine) SetTimeseriesExpiry(db, name string, secs *int64) error {
+	return e.db.Write(func(tx *storage.Txn) error {
+		st := e.cat.Working()
+		cur := st.View(db, name)
+		if cur == nil || !cur.IsTimeseries() {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, name)
+		}
+		v := *cur
+		v.ExpireAfterSeconds = secs
+		if err := e.cat.ModifyView(tx, v); err != nil {
+			return err
+		}
+		var el bsoncore.Element
+		if secs == nil {
+			el = bsoncore.Element(bsoncore.AppendStringElement(nil, "expireAfterSeconds", "off"))
+		} else {
+			el = bsoncore.Element(bsoncore.AppendInt64Element(nil, "expireAfterSeconds", *secs))
+		}
+		buckets := Namespace{DB: db, Coll: timeseries.BucketsCollection(name)}
+		if err := e.setOptions(tx, buckets, []bsoncore.Element{el}); err != nil {
+			return err
+		}
+		if c := e.cat.Working().Collection(buckets.DB, buckets.Coll); c != nil {
+			e.logCommand(tx, db, c.UUID.Data, cmdDoc("collMod", strVal(name), nil, el))
+		}
+		return nil
+	})
+}
+
 func sameTTL(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // dropTimeseriesBuckets drops the buckets of the time series collection

@@ -25,8 +25,12 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# unit: every package's tests. The root package's real-process tests take
+# about four minutes alone; -timeout 20m keeps a loaded machine (several
+# worktrees testing at once) from failing them on go test's 10-minute
+# default, as the race target does.
 unit:
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 # race: the race detector, with the runtime invariant checks on
 # (internal/invariants): a broken invariant panics with its name. Then

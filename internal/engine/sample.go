@@ -13,11 +13,14 @@ import (
 )
 
 // Sample returns up to n documents of the reader's collection chosen at
-// random, reading O(n) documents whatever the collection's size: a
-// collection of at most 4n documents is read whole and sampled uniformly
-// (reservoir); a larger one by seeks to random keys between its first and
-// last _id, which favours documents after gaps in the key space (as a
-// random cursor does). ctx ends the sampling with its error.
+// random, reading n documents: a collection of at most sampleKeyWalk keys
+// is sampled uniformly by a reservoir over its keys (walking keys only;
+// the chosen documents are read at the end); a larger one by seeks to
+// random keys between its first and last _id (seekSample), which reads
+// O(n) keys but favours documents after gaps in the key space — with
+// keystrings, a number's byte length is part of its key, so small integer
+// _ids sit in a wide stretch of key space (as a random cursor's bias). ctx
+// ends the sampling with its error.
 func (r *Reader) Sample(ctx context.Context, n int, rng *rand.Rand) ([]bsoncore.Document, error) {
 	if r.coll == nil || n <= 0 {
 		return nil, nil
@@ -28,36 +31,47 @@ func (r *Reader) Sample(ctx context.Context, n int, rng *rand.Rand) ([]bsoncore.
 		return nil, err
 	}
 	defer it.Close()
-	var out []bsoncore.Document
+	var keys [][]byte
 	seen := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if seen%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		seen++
-		if seen > 4*n {
+		if seen > max(sampleKeyWalk, 4*n) {
 			return r.seekSample(ctx, it, prefix, n, rng)
 		}
-		slot := len(out)
-		if len(out) >= n {
+		slot := len(keys)
+		if len(keys) >= n {
 			slot = rng.IntN(seen)
 			if slot >= n {
 				continue
 			}
 		}
+		k := bytes.Clone(it.Key())
+		if slot == len(keys) {
+			keys = append(keys, k)
+		} else {
+			keys[slot] = k
+		}
+	}
+	out := make([]bsoncore.Document, 0, len(keys))
+	for _, k := range keys {
+		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {
+			continue // the snapshot holds every key walked
+		}
 		v, err := it.Value()
 		if err != nil {
 			return nil, err
 		}
-		d := bsoncore.Document(bytes.Clone(v))
-		if slot == len(out) {
-			out = append(out, d)
-		} else {
-			out[slot] = d
-		}
+		out = append(out, bytes.Clone(v))
 	}
 	return out, nil
 }
+
+// sampleKeyWalk is how many keys Sample walks for a uniform sample before
+// it turns to seeks: about a tenth of a second of key iteration.
+var sampleKeyWalk = 1 << 20
 
 // seekSample draws n documents by seeking to random keys between the
 // collection's first and last keys, each document taken once.

@@ -9,9 +9,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// TestSample: a small collection is sampled whole (each document once), a
-// large one by seeks that spread over the whole _id range, and a cancelled
-// context ends the sampling.
+// TestSample: a collection of up to sampleKeyWalk keys is sampled
+// uniformly (each document at most once, every fifth of the _id range
+// represented), a larger one by seeks (n distinct documents; their known
+// bias toward gaps in the key space is not asserted against), and a
+// cancelled context ends the sampling.
 func TestSample(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -30,12 +32,16 @@ func TestSample(t *testing.T) {
 		n       int
 		minGot  int
 		spreads bool // every fifth of the _id range is sampled
+		walk    int  // sampleKeyWalk for the case
 	}{
-		{"whole collection when it is small", total, total, false},
-		{"reservoir below four times the sample", 2000, 2000, true},
-		{"seeks on a large collection", 100, 90, true},
+		{"whole collection when it is small", total, total, false, 1 << 20},
+		{"reservoir over the keys", 100, 100, true, 1 << 20},
+		{"reservoir below four times the sample", 2000, 2000, true, 100},
+		{"seeks beyond the key walk", 100, 90, false, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			defer func(was int) { sampleKeyWalk = was }(sampleKeyWalk)
+			sampleKeyWalk = tc.walk
 			r, err := e.NewReader(ns)
 			if err != nil {
 				t.Fatal(err)

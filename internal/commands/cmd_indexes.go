@@ -391,14 +391,7 @@ func collModExpiry(v bsoncore.Value) (*int64, error) {
 		}
 		return nil, nil
 	}
-	n, ok := numberAsInt(v)
-	if !ok {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.expireAfterSeconds' is the wrong type '%s', expected types '[string, long, int, decimal, double]'", typeName(v.Type))
-	}
-	if n < 0 {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
-	}
-	return &n, nil
+	return ttlSeconds("collMod", "[string, long, int, decimal, double]", v)
 }
 
 // expiryElement is the options element collMod sets for secs ("off" when

@@ -84,9 +84,15 @@ func expireAfterSeconds(req *Request) (*int64, error) {
 	if !ok {
 		return nil, nil
 	}
+	return ttlSeconds("create", "[long, int, decimal, double]", v)
+}
+
+// ttlSeconds reads a collection's expireAfterSeconds for command cmd: a
+// non-negative number (types names the types cmd takes, for the error).
+func ttlSeconds(cmd, types string, v bsoncore.Value) (*int64, error) {
 	n, isNum := numberAsInt(v)
 	if !isNum {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double]'", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.expireAfterSeconds' is the wrong type '%s', expected types '%s'", cmd, typeName(v.Type), types)
 	}
 	if n < 0 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")

@@ -88,7 +88,7 @@ func parseAccumulator(name string, v bsoncore.Value, pc *parseContext) (accSpec,
 	if !ok {
 		return accSpec{}, errorf(codeGroupUnknownAcc, "unknown group operator '%s'", op)
 	}
-	a := accSpec{name: name, op: op, kind: kind}
+	a := accSpec{name: name, op: op, kind: kind, coll: pc.opts.collator()}
 	if kind.parse != nil {
 		na, err := kind.parse(op, arg, pc)
 		if err != nil {

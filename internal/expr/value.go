@@ -60,7 +60,20 @@ func isZeroNumber(v bsoncore.Value) bool {
 // Compare orders two values as aggregation does: bsonx.Compare, with missing
 // sorting below every other value but equal to MinKey (both have the lowest
 // canonical rank).
-func Compare(a, b bsoncore.Value) int {
+func Compare(a, b bsoncore.Value) int { return CompareWith(a, b, nil) }
+
+// Collator compares strings by a collation and makes their collation keys
+// (package collation's *Collator). A nil Collator is the simple collation;
+// pass an untyped nil for it, never a typed nil pointer.
+type Collator interface {
+	Compare(a, b []byte) int
+	AppendKey(dst, s []byte) []byte
+}
+
+// CompareWith is Compare under a collation: strings and symbols, inside
+// documents and arrays too, compare by coll (bsonx.CompareWith); nil is
+// Compare.
+func CompareWith(a, b bsoncore.Value, coll Collator) int {
 	if a.Type == 0 || b.Type == 0 {
 		ra, rb := rank(a), rank(b)
 		switch {
@@ -71,7 +84,10 @@ func Compare(a, b bsoncore.Value) int {
 		}
 		return 0
 	}
-	return bsonx.Compare(a, b)
+	if coll == nil {
+		return bsonx.Compare(a, b)
+	}
+	return bsonx.CompareWith(a, b, coll)
 }
 
 func rank(v bsoncore.Value) int {
@@ -83,6 +99,9 @@ func rank(v bsoncore.Value) int {
 
 // Equal reports whether Compare(a, b) == 0.
 func Equal(a, b bsoncore.Value) bool { return Compare(a, b) == 0 }
+
+// EqualWith reports whether CompareWith(a, b, coll) == 0.
+func EqualWith(a, b bsoncore.Value, coll Collator) bool { return CompareWith(a, b, coll) == 0 }
 
 // Constructors for the values expressions build.
 

@@ -13,17 +13,25 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 )
 
+// openTestEngine opens an engine in a temporary directory for one test,
+// closed when the test ends.
+func openTestEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
 // TestFindInTakesAnIndexOfTheCollation checks $lookup's index read
 // (aggCatalog.FindIn) under collations: a string is looked up through an
 // index only when the index's collation is the pipeline's (the planner's
 // rule), and what it finds is what the collation calls equal; otherwise
 // FindIn declines (ok false) and $lookup reads the collection itself.
 func TestFindInTakesAnIndexOfTheCollation(t *testing.T) {
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng := openTestEngine(t)
 	ctx := context.Background()
 	for _, coll := range []struct{ name, index string }{
 		{"en2", `{"key": {"sku": 1}, "name": "sku_en2", "collation": {"locale": "en", "strength": 2}}`},

@@ -196,7 +196,8 @@ func (g *groupStage) run(rc *runContext, in Source, spill *groupSpill) (func() (
 			groups = append(groups, gr)
 			mem += int64(2*len(key)+len(id.Data)+groupOverhead) + int64(len(g.accs))*accOverhead
 		}
-		for i, a := range g.accs {
+		for i := range g.accs {
+			a := &g.accs[i] // not a copy per document: accSpec is a dozen words
 			if g.merging {
 				v := d.Lookup(a.name)
 				if err := gr.accs[i].merge(v); err != nil {

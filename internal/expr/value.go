@@ -60,7 +60,12 @@ func isZeroNumber(v bsoncore.Value) bool {
 // Compare orders two values as aggregation does: bsonx.Compare, with missing
 // sorting below every other value but equal to MinKey (both have the lowest
 // canonical rank).
-func Compare(a, b bsoncore.Value) int { return CompareWith(a, b, nil) }
+func Compare(a, b bsoncore.Value) int {
+	if a.Type == 0 || b.Type == 0 {
+		return compareRanks(a, b)
+	}
+	return bsonx.Compare(a, b)
+}
 
 // Collator compares strings by a collation and makes their collation keys
 // (package collation's *Collator). A nil Collator is the simple collation;
@@ -74,20 +79,26 @@ type Collator interface {
 // documents and arrays too, compare by coll (bsonx.CompareWith); nil is
 // Compare.
 func CompareWith(a, b bsoncore.Value, coll Collator) int {
-	if a.Type == 0 || b.Type == 0 {
-		ra, rb := rank(a), rank(b)
-		switch {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
-	}
 	if coll == nil {
-		return bsonx.Compare(a, b)
+		return Compare(a, b)
+	}
+	if a.Type == 0 || b.Type == 0 {
+		return compareRanks(a, b)
 	}
 	return bsonx.CompareWith(a, b, coll)
+}
+
+// compareRanks orders values by canonical rank alone: enough when one of
+// them is missing.
+func compareRanks(a, b bsoncore.Value) int {
+	ra, rb := rank(a), rank(b)
+	switch {
+	case ra < rb:
+		return -1
+	case ra > rb:
+		return 1
+	}
+	return 0
 }
 
 func rank(v bsoncore.Value) int {

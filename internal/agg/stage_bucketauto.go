@@ -207,7 +207,8 @@ func (b *bucketAutoStage) bucketize(rc *runContext, n int, next func() (bsoncore
 		}
 		bk.max = e.key
 		ctx.Reset(e.doc)
-		for i, a := range b.accs {
+		for i := range b.accs {
+			a := &b.accs[i] // per document: no copy of the accSpec
 			v := expr.Missing
 			if a.arg != nil {
 				var err error

@@ -29,7 +29,9 @@ type accKind struct {
 	unary bool
 	// noArg marks $count, whose argument must be {} and is not evaluated.
 	noArg bool
-	make  func() accumulator
+	// make builds a group's accumulator; coll is the pipeline's collation
+	// (nil: simple), for those that compare values.
+	make func(coll expr.Collator) accumulator
 	// parse, when set, parses the argument itself (the n-accumulators of
 	// acc_n.go, whose argument is a specification object).
 	parse func(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, error)
@@ -46,6 +48,7 @@ type accSpec struct {
 	name string
 	op   string
 	kind accKind
+	coll expr.Collator // the pipeline's collation (nil: simple)
 	arg  expr.Expr
 	// n and makeN are set for the n-accumulators: n is evaluated once per
 	// group (nil means 1) and makeN builds the group's accumulator.
@@ -56,7 +59,7 @@ type accSpec struct {
 // newAcc returns a fresh accumulator for a group whose _id is id.
 func (a *accSpec) newAcc(id bsoncore.Value, ctx *expr.Context) (accumulator, error) {
 	if a.makeN == nil {
-		return a.kind.make(), nil
+		return a.kind.make(a.coll), nil
 	}
 	if a.n == nil {
 		return a.makeN(1), nil

@@ -10,8 +10,8 @@ import (
 // comes out as null.
 
 func init() {
-	registerAcc("$first", accKind{unary: true, make: func() accumulator { return &firstLastAcc{} }})
-	registerAcc("$last", accKind{unary: true, make: func() accumulator { return &firstLastAcc{last: true} }})
+	registerAcc("$first", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &firstLastAcc{} }})
+	registerAcc("$last", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &firstLastAcc{last: true} }})
 }
 
 type firstLastAcc struct {

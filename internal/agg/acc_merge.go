@@ -10,7 +10,7 @@ import (
 // other non-document is an error (40400).
 
 func init() {
-	registerAcc("$mergeObjects", accKind{unary: true, make: func() accumulator { return &mergeAcc{} }})
+	registerAcc("$mergeObjects", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &mergeAcc{} }})
 }
 
 type mergeAcc struct{ fields []field }

@@ -5,16 +5,18 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// $min and $max: the smallest or largest value in MongoDB's order,
+// $min and $max: the smallest or largest value in MongoDB's order (strings
+// by the pipeline's collation),
 // ignoring null, undefined and missing; null when only those were seen.
 
 func init() {
-	registerAcc("$min", accKind{unary: true, make: func() accumulator { return &minMaxAcc{sign: -1} }})
-	registerAcc("$max", accKind{unary: true, make: func() accumulator { return &minMaxAcc{sign: 1} }})
+	registerAcc("$min", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &minMaxAcc{sign: -1, coll: coll} }})
+	registerAcc("$max", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &minMaxAcc{sign: 1, coll: coll} }})
 }
 
 type minMaxAcc struct {
 	sign int // -1 keeps the smallest, 1 the largest
+	coll expr.Collator
 	best bsoncore.Value
 }
 
@@ -22,7 +24,7 @@ func (a *minMaxAcc) add(v bsoncore.Value) (int64, error) {
 	if expr.IsNullish(v) {
 		return 0, nil
 	}
-	if a.best.Type == 0 || expr.Compare(v, a.best)*a.sign > 0 {
+	if a.best.Type == 0 || expr.CompareWith(v, a.best, a.coll)*a.sign > 0 {
 		grew := int64(len(v.Data) - len(a.best.Data))
 		a.best = copyValue(v)
 		return grew, nil

@@ -90,9 +90,13 @@ func parseNAcc(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, error
 	case "$lastN":
 		a.make = func(n int64) accumulator { return &firstLastNAcc{accBudget: newAccBudget(op), n: n, last: true} }
 	case "$minN":
-		a.make = func(n int64) accumulator { return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: 1} }
+		a.make = func(n int64) accumulator {
+			return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: 1, coll: pc.opts.collator()}
+		}
 	default:
-		a.make = func(n int64) accumulator { return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: -1} }
+		a.make = func(n int64) accumulator {
+			return &minMaxNAcc{accBudget: newAccBudget(op), n: n, sign: -1, coll: pc.opts.collator()}
+		}
 	}
 	return a, nil
 }
@@ -150,6 +154,9 @@ func parseTopBottom(op string, arg bsoncore.Value, pc *parseContext) (nAccArgs, 
 	spec, err := query.ParseSort(sortDoc.Build())
 	if err != nil {
 		return nAccArgs{}, err
+	}
+	if pc.opts.Collation != nil {
+		spec = spec.WithCollation(pc.opts.Collation) // sortBy orders strings by the pipeline's collation
 	}
 	a := nAccArgs{}
 	if a.arg, err = expr.ParseIn(docValue(argDoc.Build()), pc.scope); err != nil {
@@ -245,6 +252,7 @@ type minMaxNAcc struct {
 	accBudget
 	n    int64
 	sign int
+	coll expr.Collator
 	vals []bsoncore.Value
 }
 
@@ -253,7 +261,7 @@ func (a *minMaxNAcc) add(v bsoncore.Value) (int64, error) {
 		return 0, nil
 	}
 	// Insert after equal values: the first seen of equals stays first.
-	i := sort.Search(len(a.vals), func(i int) bool { return expr.Compare(a.vals[i], v)*a.sign > 0 })
+	i := sort.Search(len(a.vals), func(i int) bool { return expr.CompareWith(a.vals[i], v, a.coll)*a.sign > 0 })
 	if int64(i) >= a.n {
 		return 0, nil
 	}

@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"github.com/cairndb/cairn/internal/expr"
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -9,7 +10,8 @@ import (
 // $push and $addToSet: every value, or every distinct value, as an array;
 // missing values are skipped. $addToSet keeps first occurrences in input
 // order (MongoDB leaves the order unspecified); values are distinct by
-// MongoDB's comparison, so 1 and 1.0 are one value.
+// MongoDB's comparison, so 1 and 1.0 are one value, and strings equal
+// under the pipeline's collation are one value (the first seen is kept).
 //
 // Each accumulator that keeps values ($push, $addToSet and the
 // n-accumulators of acc_n.go) holds at most maxAccBytes (MongoDB's
@@ -21,9 +23,9 @@ import (
 // spilled $group's merged groups, window functions).
 
 func init() {
-	registerAcc("$push", accKind{unary: true, make: func() accumulator { return &pushAcc{accBudget: newAccBudget("$push")} }})
-	registerAcc("$addToSet", accKind{unary: true, make: func() accumulator {
-		return &pushAcc{accBudget: newAccBudget("$addToSet"), set: map[string]bool{}}
+	registerAcc("$push", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &pushAcc{accBudget: newAccBudget("$push")} }})
+	registerAcc("$addToSet", accKind{unary: true, make: func(coll expr.Collator) accumulator {
+		return &pushAcc{accBudget: newAccBudget("$addToSet"), set: map[string]bool{}, coll: coll}
 	}})
 }
 
@@ -52,6 +54,7 @@ type pushAcc struct {
 	accBudget
 	vals []bsoncore.Value
 	set  map[string]bool // non-nil for $addToSet: keystrings seen
+	coll expr.Collator   // $addToSet's collation: strings equal under it are one value
 }
 
 func (a *pushAcc) add(v bsoncore.Value) (int64, error) {
@@ -60,7 +63,7 @@ func (a *pushAcc) add(v bsoncore.Value) (int64, error) {
 	}
 	grew := int64(len(v.Data) + 24)
 	if a.set != nil {
-		k := string(keystring.Append(nil, v))
+		k := string(keystring.AppendCollated(nil, v, a.coll))
 		if a.set[k] {
 			return 0, nil
 		}

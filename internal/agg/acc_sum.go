@@ -16,11 +16,11 @@ import (
 // kept as MongoDB keeps them (see expr.Summation).
 
 func init() {
-	registerAcc("$sum", accKind{unary: true, make: func() accumulator { return &sumAcc{} }})
-	registerAcc("$avg", accKind{unary: true, make: func() accumulator { return &sumAcc{avg: true} }})
-	registerAcc("$count", accKind{noArg: true, make: func() accumulator { return &sumAcc{count: true} }})
-	registerAcc("$stdDevPop", accKind{unary: true, make: func() accumulator { return &stdDevAcc{} }})
-	registerAcc("$stdDevSamp", accKind{unary: true, make: func() accumulator { return &stdDevAcc{sample: true} }})
+	registerAcc("$sum", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &sumAcc{} }})
+	registerAcc("$avg", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &sumAcc{avg: true} }})
+	registerAcc("$count", accKind{noArg: true, make: func(coll expr.Collator) accumulator { return &sumAcc{count: true} }})
+	registerAcc("$stdDevPop", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &stdDevAcc{} }})
+	registerAcc("$stdDevSamp", accKind{unary: true, make: func(coll expr.Collator) accumulator { return &stdDevAcc{sample: true} }})
 }
 
 // numSum is $sum's and $avg's running total: expr.Summation, which the

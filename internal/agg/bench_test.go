@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/collation"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -92,4 +93,29 @@ func BenchmarkProject(b *testing.B) {
 	runBench(b, benchInput(100_000, 1000),
 		`{"$match": {"k": {"$lt": 500}}}`,
 		`{"$project": {"k": 1, "twice": {"$multiply": ["$v", 2]}}}`)
+}
+
+// compareStrings is a $project of string comparisons: the expression path
+// that every collation-aware operator takes.
+var compareStrings = []string{`{"$project": {
+	"eq": {"$eq": ["$docId", "d000042"]},
+	"in": {"$in": ["$docId", ["d000001", "d000002", "d000003"]]},
+	"max": {"$max": ["$docId", "d005000"]},
+	"c": {"$cond": [{"$lt": ["$docId", "d005000"]}, "lo", "hi"]}}}`}
+
+// BenchmarkCompareStrings runs compareStrings over 100k documents under
+// the simple collation; compare it with main's to see what carrying a
+// collator costs when there is none.
+func BenchmarkCompareStrings(b *testing.B) {
+	runBench(b, benchInput(100_000, 1000), compareStrings...)
+}
+
+// BenchmarkCompareStringsCollated is BenchmarkCompareStrings under
+// {locale: "en", strength: 2}: the cost of collating each comparison.
+func BenchmarkCompareStringsCollated(b *testing.B) {
+	coll, err := collation.Parse(bsoncore.NewDocumentBuilder().AppendString("locale", "en").AppendInt32("strength", 2).Build())
+	if err != nil {
+		b.Fatal(err)
+	}
+	runBenchOpts(b, agg.Options{Collation: coll}, benchInput(100_000, 1000), compareStrings...)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/agg/aggtest"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -38,25 +39,41 @@ func (m mapCatalog) Scan(_ context.Context, _, coll string) (agg.Source, error) 
 // corpusNow is $$NOW in the corpus.
 var corpusNow = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func runInProcess(c *aggtest.Case) (aggtest.Outcome, error) {
-	fail := func(err error) (aggtest.Outcome, error) {
-		return aggtest.Outcome{Code: int32(mongoerr.CodeOf(err))}, nil
-	}
+// corpusOptions are the Options of case c, as the aggregate command would
+// give them.
+func corpusOptions(c *aggtest.Case) (agg.Options, error) {
 	opts := agg.Options{
 		AllowDiskUse: c.Options.AllowDiskUse,
 		MaxMemory:    c.Options.MaxMemory,
 		Now:          corpusNow,
 		DB:           "test",
 		Catalog:      mapCatalog(c.Collections),
-		TempDir:      "",
 		Seed:         1,
 	}
 	if c.Options.Let != nil {
 		vars, err := agg.EvalLet(c.Options.Let, corpusNow)
 		if err != nil {
-			return fail(err)
+			return opts, err
 		}
 		opts.Vars = vars
+	}
+	if c.Options.Collation != nil {
+		coll, err := collation.Parse(c.Options.Collation)
+		if err != nil {
+			return opts, err
+		}
+		opts.Collation = coll
+	}
+	return opts, nil
+}
+
+func runInProcess(c *aggtest.Case) (aggtest.Outcome, error) {
+	fail := func(err error) (aggtest.Outcome, error) {
+		return aggtest.Outcome{Code: int32(mongoerr.CodeOf(err))}, nil
+	}
+	opts, err := corpusOptions(c)
+	if err != nil {
+		return fail(err)
 	}
 	p, err := agg.Parse(c.Pipeline, opts)
 	if err != nil {

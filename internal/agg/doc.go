@@ -50,6 +50,14 @@
 //     defined at parse time in an expr.Scope, so an undefined $$name is a
 //     parse error (17276), and bound at run time in each stage's
 //     expr.Context.
+//   - Collation: Options.Collation reaches every comparison of strings in
+//     the pipeline — filters, sorts, group and partition keys,
+//     accumulators, window functions, $lookup's and $graphLookup's
+//     matches, sub-pipelines, and expressions through
+//     expr.Context.SetCollator (collation.go lists them). The stages whose
+//     work is done outside this package without it ($merge, $versions,
+//     a time series unpack, $changeStream) are refused under a non-simple
+//     collation (InvalidOptions), never run as if simple.
 //   - A Pipeline is immutable after Parse and may Run many times,
 //     concurrently: all per-run state lives in the Sources Run returns.
 //   - Output order: streaming stages keep their input order; $group emits
@@ -76,7 +84,8 @@
 //   - $out and $merge parse here into an Output (stage_out.go) that the
 //     caller takes off the pipeline and carries out: writing belongs to the
 //     execution layer (internal/exec). Run refuses a pipeline that still ends in one.
-//   - $addToSet keeps first occurrences in input order; $group emits groups
+//   - $addToSet keeps first occurrences in input order (of strings equal
+//     under the collation, the first spelling seen); $group emits groups
 //     in first-arrival order; MongoDB specifies neither order.
 //   - Stages not in the registry (StageNames) are refused with 40324.
 //   - $setWindowFields holds its whole input and computes windows per

@@ -16,7 +16,7 @@ import (
 // and that repeated $addToSet values cost nothing.
 func TestPushLimit(t *testing.T) {
 	for _, op := range []string{"$push", "$addToSet"} {
-		a := accumulators[op].make().(*pushAcc)
+		a := accumulators[op].make(nil).(*pushAcc)
 		a.limit = 200
 		var err error
 		added := 0
@@ -32,7 +32,7 @@ func TestPushLimit(t *testing.T) {
 			t.Errorf("$addToSet of one repeated value: %d added, err = %v", added, err)
 		}
 	}
-	a := accumulators["$addToSet"].make().(*pushAcc)
+	a := accumulators["$addToSet"].make(nil).(*pushAcc)
 	a.limit = 200
 	var err error
 	for i := 0; i < 100 && err == nil; i++ {

@@ -3,6 +3,7 @@ package agg
 import (
 	"context"
 
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/expr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -15,9 +16,11 @@ import (
 type IndexCatalog interface {
 	Catalog
 	// FindIn returns the documents of db.coll matching {path: {$in: vals}}
-	// read through an index on path. ok is false (and the Source nil) when
-	// no index can serve that query; the caller then reads the collection.
-	FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value) (src Source, ok bool, err error)
+	// under the collation by (nil: simple), read through an index on path
+	// that can answer that (for strings, one of the same collation). ok is
+	// false (and the Source nil) when no index can serve that query; the
+	// caller then reads the collection.
+	FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value, by *collation.Collator) (src Source, ok bool, err error)
 }
 
 // lookupReader finds the foreign documents of one $lookup run: those equal
@@ -39,7 +42,7 @@ func (r *lookupReader) candidates(d bsoncore.Document) ([]bsoncore.Document, err
 		if ic, ok := r.rc.opts.Catalog.(IndexCatalog); ok && r.l.from != "" {
 			vals := r.localValues(d)
 			if indexable(vals) {
-				src, ok, err := ic.FindIn(r.rc.ctx, r.rc.opts.DB, r.l.from, r.l.foreignField, vals)
+				src, ok, err := ic.FindIn(r.rc.ctx, r.rc.opts.DB, r.l.from, r.l.foreignField, vals, r.rc.opts.Collation)
 				if err != nil {
 					return nil, err
 				}
@@ -60,7 +63,7 @@ func (r *lookupReader) candidates(d bsoncore.Document) ([]bsoncore.Document, err
 	if !r.l.hasFields {
 		return r.all, nil
 	}
-	return r.l.equalityMatches(d, r.all)
+	return r.l.equalityMatches(r.rc, d, r.all)
 }
 
 // localValues are the values $lookup matches foreignField against: every

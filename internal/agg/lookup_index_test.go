@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/collation"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -23,7 +24,7 @@ func (c *countingCatalog) Scan(_ context.Context, _, _ string) (agg.Source, erro
 	return agg.SliceSource(c.docs), nil
 }
 
-func (c *countingCatalog) FindIn(_ context.Context, _, _, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
+func (c *countingCatalog) FindIn(_ context.Context, _, _, path string, vals []bsoncore.Value, _ *collation.Collator) (agg.Source, bool, error) {
 	if !c.indexed {
 		return nil, false, nil
 	}

@@ -272,6 +272,7 @@ func (rc *runContext) exprContext() *expr.Context {
 	if rc.ctx != nil {
 		ctx.SetOperation(rc.ctx) // $map, $filter, $reduce over long arrays stop with the run
 	}
+	ctx.SetCollator(rc.opts.collator())
 	for k, v := range rc.vars {
 		ctx.SetVar(k, v)
 	}

@@ -32,6 +32,9 @@ func newKeyedSorter(rc *runContext, sortBy bsoncore.Document) (*keyedSorter, err
 	if err != nil {
 		return nil, err
 	}
+	if rc.opts.Collation != nil {
+		srt = srt.WithCollation(rc.opts.Collation) // keys and sortBy order strings by the pipeline's collation
+	}
 	return &keyedSorter{sorter: query.NewSorter(srt, query.SorterOptions{
 		MaxMemory:    rc.opts.MaxMemory,
 		AllowDiskUse: true,

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/query"
 )
 
@@ -136,9 +137,18 @@ func withDoingMerge(group bsoncore.Value) bsoncore.Value {
 // sortKey, in sortKey order (a k-way merge: the router's half of a split
 // $sort). It closes the sources when closed.
 func MergeSorted(sources []Source, sortKey bsoncore.Document) (Source, error) {
+	return MergeSortedWith(sources, sortKey, nil)
+}
+
+// MergeSortedWith is MergeSorted for sources sorted under a collation
+// (nil: simple), the aggregate's.
+func MergeSortedWith(sources []Source, sortKey bsoncore.Document, coll *collation.Collator) (Source, error) {
 	spec, err := query.ParseSort(sortKey)
 	if err != nil {
 		return nil, err
+	}
+	if coll != nil {
+		spec = spec.WithCollation(coll)
 	}
 	h := &mergeHeap{spec: spec, last: -1}
 	started := false

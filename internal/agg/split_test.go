@@ -42,14 +42,9 @@ func runSplit(c *aggtest.Case) (aggtest.Outcome, error) {
 	if c.Collectionless {
 		return runInProcess(c) // no collection, nothing to split
 	}
-	opts := agg.Options{AllowDiskUse: c.Options.AllowDiskUse, MaxMemory: c.Options.MaxMemory, Now: corpusNow,
-		DB: "test", Catalog: mapCatalog(c.Collections), Seed: 1}
-	if c.Options.Let != nil {
-		vars, err := agg.EvalLet(c.Options.Let, corpusNow)
-		if err != nil {
-			return fail(err)
-		}
-		opts.Vars = vars
+	opts, err := corpusOptions(c)
+	if err != nil {
+		return fail(err)
 	}
 	// The router parses the whole pipeline first: its refusals are the
 	// router's, before anything reaches a shard.
@@ -90,7 +85,7 @@ func runSplit(c *aggtest.Case) (aggtest.Outcome, error) {
 	}
 	var merged agg.Source
 	if sp.SortKey != nil {
-		if merged, err = agg.MergeSorted(outs, sp.SortKey); err != nil {
+		if merged, err = agg.MergeSortedWith(outs, sp.SortKey, opts.Collation); err != nil {
 			return fail(err)
 		}
 	} else {

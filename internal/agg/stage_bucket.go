@@ -62,16 +62,17 @@ func parseBucket(arg bsoncore.Value, pc *parseContext) (stage, error) {
 	if len(bounds) < 2 {
 		return nil, errorf(codeBucketBoundaryCount, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(bounds))
 	}
+	coll := pc.opts.collator() // bounds order strings by the pipeline's collation
 	for i := 1; i < len(bounds); i++ {
 		if bsonx.CanonicalType(bounds[i].Type) != bsonx.CanonicalType(bounds[0].Type) {
 			return nil, errorf(codeBucketBoundaryTypes, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(bounds[0]), typeName(bounds[i]))
 		}
-		if expr.Compare(bounds[i-1], bounds[i]) >= 0 {
+		if expr.CompareWith(bounds[i-1], bounds[i], coll) >= 0 {
 			return nil, errorf(codeBucketNotSorted, "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, bounds[i-1], bounds[i])
 		}
 	}
 	if def.Type != 0 {
-		if expr.Compare(def, bounds[0]) >= 0 && expr.Compare(def, bounds[len(bounds)-1]) < 0 {
+		if expr.CompareWith(def, bounds[0], coll) >= 0 && expr.CompareWith(def, bounds[len(bounds)-1], coll) < 0 {
 			return nil, errorf(codeBucketDefaultRange, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
 		}
 	}
@@ -99,7 +100,7 @@ func parseBucket(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		// hold v; values of another type than the boundaries fall outside.
 		if bsonx.CanonicalType(v.Type) == bsonx.CanonicalType(bounds[0].Type) {
 			for i := 0; i+1 < len(bounds); i++ {
-				if expr.Compare(v, bounds[i]) >= 0 && expr.Compare(v, bounds[i+1]) < 0 {
+				if expr.CompareWith(v, bounds[i], coll) >= 0 && expr.CompareWith(v, bounds[i+1], coll) < 0 {
 					return bounds[i], nil
 				}
 			}

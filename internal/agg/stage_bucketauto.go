@@ -149,7 +149,8 @@ func (b *bucketAutoStage) run(rc *runContext, in Source) ([]bsoncore.Document, e
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(entries, func(i, j int) bool { return expr.Compare(entries[i].key, entries[j].key) < 0 })
+	coll := rc.opts.collator()
+	sort.SliceStable(entries, func(i, j int) bool { return expr.CompareWith(entries[i].key, entries[j].key, coll) < 0 })
 	i := 0
 	return b.bucketize(rc, len(entries), func() (bsoncore.Value, bsoncore.Document, bool, error) {
 		if i == len(entries) {
@@ -206,7 +207,8 @@ func (b *bucketAutoStage) bucketize(rc *runContext, n int, next func() (bsoncore
 		}
 		bk.max = e.key
 		ctx.Reset(e.doc)
-		for i, a := range b.accs {
+		for i := range b.accs {
+			a := &b.accs[i] // per document: no copy of the accSpec
 			v := expr.Missing
 			if a.arg != nil {
 				var err error
@@ -257,7 +259,7 @@ func (b *bucketAutoStage) bucketize(rc *runContext, n int, next func() (bsoncore
 			}
 		}
 		for more {
-			c := expr.Compare(cur.key, bound)
+			c := expr.CompareWith(cur.key, bound, rc.opts.collator())
 			if b.round == nil && c != 0 || b.round != nil && c >= 0 {
 				break
 			}

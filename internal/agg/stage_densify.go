@@ -233,7 +233,7 @@ func (d *densifyStage) run(rc *runContext, in Source) ([]bsoncore.Document, erro
 				key = setPath(key, p, pv)
 			}
 		}
-		ks := string(keystring.Append(nil, key))
+		ks := string(keystring.AppendCollated(nil, key, rc.opts.keyCollator())) // partitions group by the pipeline's collation
 		i, ok := partIndex[ks]
 		if !ok {
 			i = len(partKeys)
@@ -249,7 +249,9 @@ func (d *densifyStage) run(rc *runContext, in Source) ([]bsoncore.Document, erro
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return expr.Compare(partKeys[order[a]], partKeys[order[b]]) < 0 })
+	sort.SliceStable(order, func(a, b int) bool {
+		return expr.CompareWith(partKeys[order[a]], partKeys[order[b]], rc.opts.collator()) < 0
+	})
 	for r, i := range order {
 		rank[i] = r
 	}

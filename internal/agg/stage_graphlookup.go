@@ -75,7 +75,7 @@ func parseGraphLookup(arg bsoncore.Value, pc *parseContext) (stage, error) {
 			if err := banSpecialFeatures(raw); err != nil {
 				return nil, err
 			}
-			r, err := query.Parse(raw)
+			r, err := query.ParseWith(raw, pc.opts.filterOptions())
 			if err != nil {
 				return nil, err
 			}
@@ -258,7 +258,7 @@ func (s *graphSearch) round(frontier []bsoncore.Value) ([]bsoncore.Document, err
 	var candidates []bsoncore.Document
 	read := false
 	if ic, ok := s.rc.opts.Catalog.(IndexCatalog); ok && !s.noIndex && indexable(frontier) {
-		src, ok, err := ic.FindIn(s.rc.ctx, s.rc.opts.DB, s.g.from, s.g.toField, frontier)
+		src, ok, err := ic.FindIn(s.rc.ctx, s.rc.opts.DB, s.g.from, s.g.toField, frontier, s.rc.opts.Collation)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +281,7 @@ func (s *graphSearch) round(frontier []bsoncore.Value) ([]bsoncore.Document, err
 		}
 		candidates = s.all
 	}
-	f, err := inFilter(s.g.toField, frontier)
+	f, err := inFilter(s.g.toField, frontier, s.rc.opts)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func parseAccumulator(name string, v bsoncore.Value, pc *parseContext) (accSpec,
 	if !ok {
 		return accSpec{}, errorf(codeGroupUnknownAcc, "unknown group operator '%s'", op)
 	}
-	a := accSpec{name: name, op: op, kind: kind}
+	a := accSpec{name: name, op: op, kind: kind, coll: pc.opts.collator()}
 	if kind.parse != nil {
 		na, err := kind.parse(op, arg, pc)
 		if err != nil {
@@ -196,7 +196,8 @@ func (g *groupStage) run(rc *runContext, in Source, spill *groupSpill) (func() (
 			groups = append(groups, gr)
 			mem += int64(2*len(key)+len(id.Data)+groupOverhead) + int64(len(g.accs))*accOverhead
 		}
-		for i, a := range g.accs {
+		for i := range g.accs {
+			a := &g.accs[i] // not a copy per document: accSpec is a dozen words
 			if g.merging {
 				v := d.Lookup(a.name)
 				if err := gr.accs[i].merge(v); err != nil {

@@ -208,12 +208,12 @@ func (l *lookupStage) open(rc *runContext, in Source) (Source, error) {
 }
 
 // equalityMatches filters foreign by {foreignField: {$in: localValues}}.
-func (l *lookupStage) equalityMatches(d bsoncore.Document, foreign []bsoncore.Document) ([]bsoncore.Document, error) {
+func (l *lookupStage) equalityMatches(rc *runContext, d bsoncore.Document, foreign []bsoncore.Document) ([]bsoncore.Document, error) {
 	vals := valuesAlongPath(docValue(d), l.localPath, nil)
 	if len(vals) == 0 {
 		vals = []bsoncore.Value{expr.Null}
 	}
-	f, err := inFilter(l.foreignField, vals)
+	f, err := inFilter(l.foreignField, vals, rc.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -227,14 +227,15 @@ func (l *lookupStage) equalityMatches(d bsoncore.Document, foreign []bsoncore.Do
 }
 
 // inFilter is {path: {$in: vals}}: equality to any of vals with query
-// semantics (arrays match by element, null matches missing).
-func inFilter(path string, vals []bsoncore.Value) (*query.Filter, error) {
+// semantics (arrays match by element, null matches missing), strings equal
+// under the pipeline's collation.
+func inFilter(path string, vals []bsoncore.Value, opts *Options) (*query.Filter, error) {
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
 	}
-	return query.Parse(bsoncore.NewDocumentBuilder().AppendDocument(path,
-		bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()).Build())
+	return query.ParseWith(bsoncore.NewDocumentBuilder().AppendDocument(path,
+		bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()).Build(), opts.filterOptions())
 }
 
 // valuesAlongPath collects every value a dotted path reaches, expanding

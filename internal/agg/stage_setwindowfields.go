@@ -81,6 +81,9 @@ func parseSetWindowFields(arg bsoncore.Value, pc *parseContext) (stage, error) {
 		if err != nil {
 			return nil, err
 		}
+		if pc.opts.Collation != nil {
+			srt = srt.WithCollation(pc.opts.Collation) // sortBy and rank ties compare strings by the pipeline's collation
+		}
 		s.sort, s.sortFields, s.sortBy = srt, srt.Len(), sortBy.Data
 		if fs := fieldsOf(sortBy); len(fs) == 1 {
 			if s.sortPath, err = expr.ParseIn(expr.String("$"+fs[0].Name), pc.scope); err != nil {
@@ -266,7 +269,7 @@ func (s *setWindowFieldsStage) openSpilling(rc *runContext, in Source) (Source, 
 	nextPartition := func() error {
 		p := &partition{sort: s.sort, sortPath: s.sortPath, desc: s.sortDesc, ctx: ctx}
 		var mem int64
-		for first := key; more && expr.Compare(key, first) == 0; {
+		for first := key; more && expr.CompareWith(key, first, rc.opts.collator()) == 0; {
 			mem += int64(len(doc)) + docOverhead
 			if mem > rc.opts.MaxMemory {
 				return mongoerr.New(mongoerr.QueryExceededMemory,
@@ -331,9 +334,10 @@ func (s *setWindowFieldsStage) run(rc *runContext, in Source) ([]bsoncore.Docume
 	for i := range order {
 		order[i] = i
 	}
+	coll := rc.opts.collator() // partitions group strings equal under the collation
 	sort.SliceStable(order, func(a, b int) bool {
 		i, j := order[a], order[b]
-		if c := expr.Compare(parts[i], parts[j]); c != 0 {
+		if c := expr.CompareWith(parts[i], parts[j], coll); c != 0 {
 			return c < 0
 		}
 		return s.sort != nil && s.sort.CompareKeys(keys[i], keys[j]) < 0
@@ -342,7 +346,7 @@ func (s *setWindowFieldsStage) run(rc *runContext, in Source) ([]bsoncore.Docume
 	vals := make([][]bsoncore.Value, len(s.outputs))
 	for start := 0; start < len(order); {
 		end := start + 1
-		for end < len(order) && expr.Compare(parts[order[start]], parts[order[end]]) == 0 {
+		for end < len(order) && expr.CompareWith(parts[order[start]], parts[order[end]], coll) == 0 {
 			end++
 		}
 		p := &partition{sort: s.sort, sortPath: s.sortPath, desc: s.sortDesc, ctx: ctx}

@@ -202,7 +202,9 @@ func parseShiftFn(op string, arg, window bsoncore.Value, s *setWindowFieldsStage
 			if err != nil {
 				return nil, err
 			}
-			v, err := e.Eval(expr.NewContext(emptyDoc))
+			dctx := expr.NewContext(emptyDoc)
+			dctx.SetCollator(pc.opts.collator())
+			v, err := e.Eval(dctx)
 			if err != nil || fl.Value.Type == bsoncore.TypeString && len(fl.Value.StringValue()) > 0 && fl.Value.StringValue()[0] == '$' {
 				return nil, windowErr("'$shift:default' expression must yield a constant value.")
 			}

@@ -294,8 +294,9 @@ func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, erro
 // the foreign field (agg.IndexCatalog): the filter {path: {$in: vals}} goes
 // to the planner like a find's, and only an index plan is taken; a
 // collection scan per input document would be slower than $lookup's own
-// read-once fallback, so it reports ok false instead.
-func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value) (agg.Source, bool, error) {
+// read-once fallback, so it reports ok false instead. Under a collation the
+// planner takes only an index of that collation for strings.
+func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bsoncore.Value, by *collation.Collator) (agg.Source, bool, error) {
 	if c.e.eng.Catalog().View(db, coll) != nil {
 		return nil, false, nil // a view has no index: $lookup reads it once (Scan)
 	}
@@ -306,7 +307,11 @@ func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bs
 	filter := bsoncore.NewDocumentBuilder().
 		AppendDocument(path, bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()).
 		Build()
-	sel, err := NewSelection(engine.Namespace{DB: db, Coll: coll}, filter, query.Options{})
+	var opts query.Options
+	if by != nil {
+		opts.Collation = by
+	}
+	sel, err := NewSelection(engine.Namespace{DB: db, Coll: coll}, filter, opts)
 	if err != nil {
 		return nil, false, err
 	}

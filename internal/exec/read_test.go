@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -21,11 +20,7 @@ import (
 // a snapshot (planner.Prepare). Skip, sort, limit, projection (positional
 // too), a missing _id and a missing collection must give the same results.
 func TestPointReadAgreesWithPlan(t *testing.T) {
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng := openTestEngine(t)
 	ns := engine.Namespace{DB: "db", Coll: "c"}
 	var docs []bsoncore.Document
 	for i := range 5 {

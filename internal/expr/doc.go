@@ -40,7 +40,12 @@
 //     the caller.
 //   - Comparisons use MongoDB's total order over BSON values (bsonx.Compare),
 //     with missing below MinKey's rank, as aggregation does; there is no type
-//     bracketing here, unlike query predicates.
+//     bracketing here, unlike query predicates. Strings compare by the
+//     Context's collation (SetCollator; nil is simple) in every operator
+//     that compares values: $eq … $cmp, $in, $indexOfArray, the set
+//     operators (members equal under it are one member), $min, $max,
+//     $minN, $maxN and $sortArray. Operators that look at characters
+//     ($strcasecmp, $indexOfBytes, $regexMatch, …) ignore it, as in MongoDB.
 //   - An Expr is immutable after Parse and may be evaluated concurrently,
 //     one Context per goroutine. The only state shared between
 //     evaluations is a regex operator's pattern, compiled once when regex

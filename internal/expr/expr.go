@@ -37,7 +37,19 @@ type Context struct {
 	// elements ($map, $filter, $reduce) end with its cause once it ends.
 	op   context.Context
 	poll opctx.Poll
+	// coll is the collation string comparisons use (nil: simple): the
+	// comparison operators, $in, $indexOfArray, the set operators, $min,
+	// $max, $minN, $maxN and $sortArray.
+	coll Collator
 }
+
+// SetCollator makes the comparisons of expressions evaluated in c compare
+// strings by coll (an untyped nil: the simple collation), as MongoDB's
+// expression context carries the operation's collator.
+func (c *Context) SetCollator(coll Collator) { c.coll = coll }
+
+// Collator is the collation c's comparisons use (nil: simple).
+func (c *Context) Collator() Collator { return c.coll }
 
 // SetOperation makes long evaluations in c stop when ctx ends (maxTimeMS,
 // killOp, a client gone; package opctx).

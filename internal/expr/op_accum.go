@@ -13,8 +13,8 @@ import (
 func init() {
 	register("$sum", parseVariadic("$sum", evalSumAvg(false)))
 	register("$avg", parseVariadic("$avg", evalSumAvg(true)))
-	register("$min", parseVariadic("$min", evalMinMax(-1)))
-	register("$max", parseVariadic("$max", evalMinMax(1)))
+	register("$min", collated(parseVariadic("$min", nil), evalMinMax(-1)))
+	register("$max", collated(parseVariadic("$max", nil), evalMinMax(1)))
 }
 
 // operands is the values an accumulator expression folds.
@@ -38,14 +38,14 @@ func evalSumAvg(avg bool) func(string, []bsoncore.Value) (bsoncore.Value, error)
 	}
 }
 
-func evalMinMax(sign int) func(string, []bsoncore.Value) (bsoncore.Value, error) {
-	return func(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+func evalMinMax(sign int) collatedEval {
+	return func(coll Collator, _ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 		best := Missing
 		for _, v := range operands(vals) {
 			if IsNullish(v) {
 				continue
 			}
-			if best.Type == 0 || Compare(v, best)*sign > 0 {
+			if best.Type == 0 || CompareWith(v, best, coll)*sign > 0 {
 				best = v
 			}
 		}

@@ -127,14 +127,38 @@ type naryExpr struct {
 	op   string
 	args []Expr
 	eval func(op string, vals []bsoncore.Value) (bsoncore.Value, error)
+	// evalColl, set by collated instead of eval, is an operator that
+	// compares its operands under the context's collation.
+	evalColl collatedEval
 }
+
+// collatedEval evaluates an operator that compares values, under coll.
+type collatedEval func(coll Collator, op string, vals []bsoncore.Value) (bsoncore.Value, error)
 
 func (e naryExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	vals, err := evalArgs(ctx, e.args)
 	if err != nil {
 		return Missing, err
 	}
+	if e.evalColl != nil {
+		return e.evalColl(ctx.coll, e.op, vals)
+	}
 	return e.eval(e.op, vals)
+}
+
+// collated turns a parser of naryExpr (parseFixed, parseVariadic,
+// parseRanged given a nil eval) into one whose operator evaluates with the
+// context's collation.
+func collated(p parser, eval collatedEval) parser {
+	return func(arg bsoncore.Value, s *Scope) (Expr, error) {
+		e, err := p(arg, s)
+		if err != nil {
+			return nil, err
+		}
+		n := e.(naryExpr)
+		n.evalColl = eval
+		return n, nil
+	}
 }
 
 func parseVariadic(op string, eval func(string, []bsoncore.Value) (bsoncore.Value, error)) parser {

@@ -37,7 +37,7 @@ func (e inExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		if !ok {
 			return Bool(false), nil
 		}
-		if Equal(x, v) {
+		if EqualWith(x, v, ctx.coll) {
 			return Bool(true), nil
 		}
 	}

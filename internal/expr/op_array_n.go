@@ -41,10 +41,10 @@ const (
 type arrayNExpr struct {
 	op       string
 	n, input Expr
-	take     func(elems []bsoncore.Value, n int) []bsoncore.Value
+	take     func(elems []bsoncore.Value, n int, coll Collator) []bsoncore.Value
 }
 
-func parseArrayN(op string, codes arrayNCodes, take func([]bsoncore.Value, int) []bsoncore.Value) parser {
+func parseArrayN(op string, codes arrayNCodes, take func([]bsoncore.Value, int, Collator) []bsoncore.Value) parser {
 	spec := namedArgs{op: op, names: []string{"n", "input"},
 		notObject: codes[0], notObjMsg: "%s: specification must be an object; found %s",
 		unknown: codes[1], unknownMsg: "Unknown argument to %s '%s'"}
@@ -79,7 +79,7 @@ func (e arrayNExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if in.Type != bsoncore.TypeArray {
 		return Missing, errorf(codeNInputNotArray, "Input must be an array")
 	}
-	return Array(e.take(arrayValues(in), int(min(n, 1<<31)))), nil
+	return Array(e.take(arrayValues(in), int(min(n, 1<<31)), ctx.coll)), nil
 }
 
 // ValidN checks the 'n' of the n-operators and n-accumulators ($firstN
@@ -99,20 +99,20 @@ func ValidN(v bsoncore.Value) (int64, error) {
 	return n, nil
 }
 
-func takeFirst(elems []bsoncore.Value, n int) []bsoncore.Value {
+func takeFirst(elems []bsoncore.Value, n int, _ Collator) []bsoncore.Value {
 	return elems[:min(n, len(elems))]
 }
 
-func takeLast(elems []bsoncore.Value, n int) []bsoncore.Value {
+func takeLast(elems []bsoncore.Value, n int, _ Collator) []bsoncore.Value {
 	return elems[max(len(elems)-n, 0):]
 }
 
-// takeExtremes sorts the non-null elements (ascending for sign 1) and
-// keeps n.
-func takeExtremes(sign int) func([]bsoncore.Value, int) []bsoncore.Value {
-	return func(elems []bsoncore.Value, n int) []bsoncore.Value {
+// takeExtremes sorts the non-null elements (ascending for sign 1, strings
+// by coll) and keeps n.
+func takeExtremes(sign int) func([]bsoncore.Value, int, Collator) []bsoncore.Value {
+	return func(elems []bsoncore.Value, n int, coll Collator) []bsoncore.Value {
 		kept := slices.DeleteFunc(elems, IsNullish)
-		slices.SortStableFunc(kept, func(a, b bsoncore.Value) int { return sign * Compare(a, b) })
+		slices.SortStableFunc(kept, func(a, b bsoncore.Value) int { return sign * CompareWith(a, b, coll) })
 		return kept[:min(n, len(kept))]
 	}
 }

@@ -16,7 +16,7 @@ func init() {
 	register("$sortArray", parseSortArray)
 	register("$zip", parseZip)
 	register("$range", parseRanged("$range", 2, 3, evalRange))
-	register("$indexOfArray", parseRanged("$indexOfArray", 2, 4, evalIndexOfArray))
+	register("$indexOfArray", collated(parseRanged("$indexOfArray", 2, 4, nil), evalIndexOfArray))
 	register("$isArray", parseFixed("$isArray", 1, evalIsArray))
 }
 
@@ -169,12 +169,12 @@ func (e sortArrayExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	}
 	elems := arrayValues(in)
 	if e.keys == nil {
-		slices.SortStableFunc(elems, func(a, b bsoncore.Value) int { return e.whole * Compare(a, b) })
+		slices.SortStableFunc(elems, func(a, b bsoncore.Value) int { return e.whole * CompareWith(a, b, ctx.coll) })
 		return Array(elems), nil
 	}
 	slices.SortStableFunc(elems, func(a, b bsoncore.Value) int {
 		for _, k := range e.keys {
-			c := Compare(sortKeyValue(a, k), sortKeyValue(b, k))
+			c := CompareWith(sortKeyValue(a, k, ctx.coll), sortKeyValue(b, k, ctx.coll), ctx.coll)
 			if k.desc {
 				c = -c
 			}
@@ -190,7 +190,7 @@ func (e sortArrayExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 // sortKeyValue is the value an element sorts by for key k, as $sort picks
 // it: an array at the path sorts by its smallest element ascending and its
 // largest descending.
-func sortKeyValue(elem bsoncore.Value, k sortKey) bsoncore.Value {
+func sortKeyValue(elem bsoncore.Value, k sortKey, coll Collator) bsoncore.Value {
 	if elem.Type != bsoncore.TypeEmbeddedDocument {
 		return Missing
 	}
@@ -204,7 +204,7 @@ func sortKeyValue(elem bsoncore.Value, k sortKey) bsoncore.Value {
 	}
 	best := vals[0]
 	for _, x := range vals[1:] {
-		c := Compare(x, best)
+		c := CompareWith(x, best, coll)
 		if k.desc && c > 0 || !k.desc && c < 0 {
 			best = x
 		}
@@ -353,7 +353,7 @@ func evalRange(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	return Array(out), nil
 }
 
-func evalIndexOfArray(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
+func evalIndexOfArray(coll Collator, op string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	arr := vals[0]
 	if IsNullish(arr) {
 		return Null, nil
@@ -376,7 +376,7 @@ func evalIndexOfArray(op string, vals []bsoncore.Value) (bsoncore.Value, error) 
 		end = min(end, len(elems))
 	}
 	for i := start; i < end; i++ {
-		if Equal(elems[i], vals[1]) {
+		if EqualWith(elems[i], vals[1], coll) {
 			return Int32(int32(i)), nil
 		}
 	}

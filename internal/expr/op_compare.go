@@ -4,7 +4,8 @@ import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 // Comparison operators: $eq $ne $gt $gte $lt $lte take two arguments and
 // return a boolean; $cmp returns -1, 0 or 1. They compare any two values in
-// MongoDB's total order (no type bracketing: {$gt: ["a", 1]} is true).
+// MongoDB's total order (no type bracketing: {$gt: ["a", 1]} is true),
+// strings by the context's collation.
 
 func init() {
 	register("$eq", comparison("$eq", func(c int) bool { return c == 0 }))
@@ -48,7 +49,7 @@ func compareArgs(ctx *Context, a, b Expr) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return Compare(va, vb), nil
+	return CompareWith(va, vb, ctx.coll), nil
 }
 
 type cmpExpr struct{ a, b Expr }

@@ -10,7 +10,8 @@ import (
 
 // Set operators treat arrays as sets: duplicates count once and order is
 // ignored; values are equal as aggregation compares them (1 equals 1.0),
-// so membership is decided on keystring encodings. $setUnion and
+// so membership is decided on keystring encodings, made with the context's
+// collation (strings equal under it are one member). $setUnion and
 // $setIntersection return their elements in ascending order (MongoDB
 // collects them in an ordered set; its manual leaves the order
 // unspecified); $setDifference keeps the first array's order.
@@ -20,11 +21,11 @@ import (
 // booleans.
 
 func init() {
-	register("$setUnion", parseVariadic("$setUnion", evalSetUnion))
-	register("$setIntersection", parseVariadic("$setIntersection", evalSetIntersection))
-	register("$setDifference", parseFixed("$setDifference", 2, evalSetDifference))
+	register("$setUnion", collated(parseVariadic("$setUnion", nil), evalSetUnion))
+	register("$setIntersection", collated(parseVariadic("$setIntersection", nil), evalSetIntersection))
+	register("$setDifference", collated(parseFixed("$setDifference", 2, nil), evalSetDifference))
 	register("$setEquals", parseSetEquals)
-	register("$setIsSubset", parseFixed("$setIsSubset", 2, evalSetIsSubset))
+	register("$setIsSubset", collated(parseFixed("$setIsSubset", 2, nil), evalSetIsSubset))
 	register("$anyElementTrue", parseFixed("$anyElementTrue", 1, evalElementsTrue(true)))
 	register("$allElementsTrue", parseFixed("$allElementsTrue", 1, evalElementsTrue(false)))
 }
@@ -42,28 +43,35 @@ const (
 	codeDifferenceSecondTy = mongoerr.DifferenceSecondType
 )
 
-// valueSet is a set of values with their first-appearance order.
+// valueSet is a set of values with their first-appearance order, members
+// equal under coll counting once.
 type valueSet struct {
 	keys  map[string]bool
 	order []bsoncore.Value
+	coll  Collator
 }
 
-func newValueSet() *valueSet { return &valueSet{keys: map[string]bool{}} }
+func newValueSet(coll Collator) *valueSet { return &valueSet{keys: map[string]bool{}, coll: coll} }
 
-func setKey(v bsoncore.Value) string { return string(keystring.Append(nil, v)) }
+func (s *valueSet) key(v bsoncore.Value) string {
+	if s.coll == nil {
+		return string(keystring.Append(nil, v))
+	}
+	return string(keystring.AppendCollated(nil, v, s.coll))
+}
 
 func (s *valueSet) add(v bsoncore.Value) {
-	k := setKey(v)
+	k := s.key(v)
 	if !s.keys[k] {
 		s.keys[k] = true
 		s.order = append(s.order, v)
 	}
 }
 
-func (s *valueSet) has(v bsoncore.Value) bool { return s.keys[setKey(v)] }
+func (s *valueSet) has(v bsoncore.Value) bool { return s.keys[s.key(v)] }
 
-func setOf(arr bsoncore.Value) *valueSet {
-	s := newValueSet()
+func setOf(arr bsoncore.Value, coll Collator) *valueSet {
+	s := newValueSet(coll)
 	it := elemsOf(arr)
 	for {
 		_, v, ok := it.next()
@@ -74,8 +82,8 @@ func setOf(arr bsoncore.Value) *valueSet {
 	}
 }
 
-func evalSetUnion(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
-	s := newValueSet()
+func evalSetUnion(coll Collator, _ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+	s := newValueSet(coll)
 	for _, v := range vals {
 		if IsNullish(v) {
 			return Null, nil
@@ -92,11 +100,11 @@ func evalSetUnion(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 
 // sorted is the set's elements in ascending order.
 func (s *valueSet) sorted() []bsoncore.Value {
-	slices.SortStableFunc(s.order, Compare)
+	slices.SortStableFunc(s.order, func(a, b bsoncore.Value) int { return CompareWith(a, b, s.coll) })
 	return s.order
 }
 
-func evalSetIntersection(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+func evalSetIntersection(coll Collator, _ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	var cur *valueSet
 	for _, v := range vals {
 		if IsNullish(v) {
@@ -105,12 +113,12 @@ func evalSetIntersection(_ string, vals []bsoncore.Value) (bsoncore.Value, error
 		if v.Type != bsoncore.TypeArray {
 			return Missing, errorf(codeIntersectionType, "All operands of $setIntersection must be arrays. One argument is of type: %s", TypeName(v))
 		}
-		next := setOf(v)
+		next := setOf(v, coll)
 		if cur == nil {
 			cur = next
 			continue
 		}
-		kept := newValueSet()
+		kept := newValueSet(coll)
 		for _, e := range cur.order {
 			if next.has(e) {
 				kept.add(e)
@@ -124,7 +132,7 @@ func evalSetIntersection(_ string, vals []bsoncore.Value) (bsoncore.Value, error
 	return Array(cur.sorted()), nil
 }
 
-func evalSetDifference(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+func evalSetDifference(coll Collator, _ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	a, b := vals[0], vals[1]
 	if IsNullish(a) || IsNullish(b) {
 		return Null, nil
@@ -135,8 +143,8 @@ func evalSetDifference(_ string, vals []bsoncore.Value) (bsoncore.Value, error) 
 	if b.Type != bsoncore.TypeArray {
 		return Missing, errorf(codeDifferenceSecondTy, "both operands of $setDifference must be arrays. Second argument is of type: %s", TypeName(b))
 	}
-	exclude := setOf(b)
-	out := newValueSet()
+	exclude := setOf(b, coll)
+	out := newValueSet(coll)
 	for _, e := range arrayValues(a) {
 		if !exclude.has(e) {
 			out.add(e)
@@ -153,16 +161,16 @@ func parseSetEquals(arg bsoncore.Value, s *Scope) (Expr, error) {
 	if len(args) < 2 {
 		return nil, errorf(codeSetEqualsArgs, "$setEquals needs at least two arguments had: %d", len(args))
 	}
-	return naryExpr{op: "$setEquals", args: args, eval: evalSetEquals}, nil
+	return naryExpr{op: "$setEquals", args: args, evalColl: evalSetEquals}, nil
 }
 
-func evalSetEquals(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+func evalSetEquals(coll Collator, _ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	var first *valueSet
 	for i, v := range vals {
 		if v.Type != bsoncore.TypeArray {
 			return Missing, errorf(codeSetEqualsType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, TypeName(v))
 		}
-		s := setOf(v)
+		s := setOf(v, coll)
 		if first == nil {
 			first = s
 			continue
@@ -179,7 +187,7 @@ func evalSetEquals(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	return Bool(true), nil
 }
 
-func evalSetIsSubset(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+func evalSetIsSubset(coll Collator, _ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	a, b := vals[0], vals[1]
 	if a.Type != bsoncore.TypeArray {
 		return Missing, errorf(codeSubsetFirstType, "both operands of $setIsSubset must be arrays. First argument is of type: %s", TypeName(a))
@@ -187,7 +195,7 @@ func evalSetIsSubset(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	if b.Type != bsoncore.TypeArray {
 		return Missing, errorf(codeSubsetSecondType, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", TypeName(b))
 	}
-	super := setOf(b)
+	super := setOf(b, coll)
 	for _, e := range arrayValues(a) {
 		if !super.has(e) {
 			return Bool(false), nil

@@ -62,16 +62,43 @@ func isZeroNumber(v bsoncore.Value) bool {
 // canonical rank).
 func Compare(a, b bsoncore.Value) int {
 	if a.Type == 0 || b.Type == 0 {
-		ra, rb := rank(a), rank(b)
-		switch {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
+		return compareRanks(a, b)
 	}
 	return bsonx.Compare(a, b)
+}
+
+// Collator compares strings by a collation and makes their collation keys
+// (package collation's *Collator). A nil Collator is the simple collation;
+// pass an untyped nil for it, never a typed nil pointer.
+type Collator interface {
+	Compare(a, b []byte) int
+	AppendKey(dst, s []byte) []byte
+}
+
+// CompareWith is Compare under a collation: strings and symbols, inside
+// documents and arrays too, compare by coll (bsonx.CompareWith); nil is
+// Compare.
+func CompareWith(a, b bsoncore.Value, coll Collator) int {
+	if coll == nil {
+		return Compare(a, b)
+	}
+	if a.Type == 0 || b.Type == 0 {
+		return compareRanks(a, b)
+	}
+	return bsonx.CompareWith(a, b, coll)
+}
+
+// compareRanks orders values by canonical rank alone: enough when one of
+// them is missing.
+func compareRanks(a, b bsoncore.Value) int {
+	ra, rb := rank(a), rank(b)
+	switch {
+	case ra < rb:
+		return -1
+	case ra > rb:
+		return 1
+	}
+	return 0
 }
 
 func rank(v bsoncore.Value) int {
@@ -83,6 +110,9 @@ func rank(v bsoncore.Value) int {
 
 // Equal reports whether Compare(a, b) == 0.
 func Equal(a, b bsoncore.Value) bool { return Compare(a, b) == 0 }
+
+// EqualWith reports whether CompareWith(a, b, coll) == 0.
+func EqualWith(a, b bsoncore.Value, coll Collator) bool { return CompareWith(a, b, coll) == 0 }
 
 // Constructors for the values expressions build.
 

@@ -38,7 +38,9 @@ func (pl *planning) textCandidate(ts *query.TextSearch, nested bool) (*candidate
 	}
 	if nested {
 		if needsScore(q) {
-			return nil, mongoerr.New(mongoerr.BadValue, "textScore of a $text under $or is not supported yet")
+			// Not yet: the OR would have to carry the text branch's
+			// scores; refused as every not-yet option is (72).
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "textScore of a $text under $or is not supported by Cairn yet")
 		}
 		c := pl.orCandidate(tp)
 		if c == nil {

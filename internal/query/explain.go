@@ -330,6 +330,9 @@ func (n *exprNode) eval(doc bsoncore.Document) (bsoncore.Value, error) {
 		return bsoncore.Value{}, err
 	}
 	ctx := expr.NewContext(doc)
+	if c, ok := n.x.env.coll.(expr.Collator); ok {
+		ctx.SetCollator(c)
+	}
 	ctx.SetVar("NOW", n.x.env.now)
 	for k, v := range n.x.env.vars {
 		ctx.SetVar(k, v)

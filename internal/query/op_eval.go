@@ -194,6 +194,9 @@ func (m exprMatcher) match(doc []byte, st *state) bool {
 	// unless the pooled context already holds them.
 	if st.ctx == nil || st.env != m.env {
 		st.ctx, st.env = expr.NewContext(doc), m.env
+		if c, ok := m.env.coll.(expr.Collator); ok {
+			st.ctx.SetCollator(c) // $expr compares strings by the filter's collation, as its other operators do
+		}
 		st.ctx.SetVar("NOW", m.env.now)
 		for k, v := range m.env.vars {
 			st.ctx.SetVar(k, v)

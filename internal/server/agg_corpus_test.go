@@ -61,6 +61,9 @@ func runAggregateOverWire(c *mongo.Client, dbName string, ac *aggtest.Case) (agg
 	if ac.Options.Let != nil {
 		cmd = append(cmd, bson.E{Key: "let", Value: bson.Raw(ac.Options.Let)})
 	}
+	if ac.Options.Collation != nil {
+		cmd = append(cmd, bson.E{Key: "collation", Value: bson.Raw(ac.Options.Collation)})
+	}
 	docs, code, err := cursorDocs(ctx, db, cmd)
 	return aggtest.Outcome{Docs: docs, Code: code}, err
 }

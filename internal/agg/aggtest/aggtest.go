@@ -29,7 +29,8 @@
 //	docs          the input collection's documents for this case only
 //	coll <name>   documents of another collection ($lookup, $unionWith)
 //	pipeline      the pipeline, a JSON array of stages (required)
-//	options       {"allowDiskUse": bool, "maxMemory": bytes, "let": {…}}
+//	options       {"allowDiskUse": bool, "maxMemory": bytes, "let": {…},
+//	              "collation": {…}}
 //	result        expected documents, in order, exactly (types, field order)
 //	unordered     expected documents as a multiset
 //	count         expected number of documents (for $sample)
@@ -81,6 +82,9 @@ type Options struct {
 	AllowDiskUse bool              `json:"allowDiskUse"`
 	MaxMemory    int64             `json:"maxMemory"`
 	Let          bsoncore.Document `json:"-"` // nil when absent
+	// Collation is the aggregate's collation document (nil when absent:
+	// the simple collation).
+	Collation bsoncore.Document `json:"-"`
 }
 
 // Outcome is what running a case produced.
@@ -230,6 +234,12 @@ func parseOptions(s string, o *Options) error {
 				return fmt.Errorf("let: want a document")
 			}
 			o.Let = l
+		case "collation":
+			c, ok := v.DocumentOK()
+			if !ok {
+				return fmt.Errorf("collation: want a document")
+			}
+			o.Collation = c
 		default:
 			return fmt.Errorf("unknown option %q", e.Key())
 		}

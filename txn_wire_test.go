@@ -303,6 +303,51 @@ func TestTransactionProtocol(t *testing.T) {
 	if err := raw("app", find(200)); cmdCodeAny(err) != 251 || !hasLabel(err, "TransientTransactionError") {
 		t.Errorf("a statement after the lifetime: %v, want NoSuchTransaction", err)
 	}
+
+	// A primary that steps down aborts its open transactions at once, as
+	// mongod does: currentOp there lists none, and the transaction's next
+	// statement (on the new primary) is NoSuchTransaction, transient.
+	if err := primary.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: 60}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw("app", append(bson.D{{Key: "insert", Value: "acct"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 300}}}}}, txnCmd(300, start)...)); err != nil {
+		t.Fatal(err)
+	}
+	idle300 := func() bool {
+		t.Helper()
+		if err := primary.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&ops); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops.Inprog {
+			if op.Type == "idleSession" && op.Transaction.Parameters.TxnNumber == 300 {
+				return true
+			}
+		}
+		return false
+	}
+	if !idle300() {
+		t.Fatal("currentOp does not list the open transaction 300")
+	}
+	_ = primary.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetStepDown", Value: 10}}).Err()
+	for deadline := time.Now().Add(5 * time.Second); idle300(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stepped-down primary still holds transaction 300")
+		}
+	}
+	if err := retry(ctx, func() error {
+		err := raw("app", find(300))
+		if cmdCodeAny(err) == 251 {
+			return nil
+		}
+		return fmt.Errorf("a statement of the transaction after the step-down: %w", err)
+	}); err != nil {
+		t.Error(err)
+	} else if err := raw("app", find(300)); !hasLabel(err, "TransientTransactionError") {
+		t.Errorf("after the step-down: %v lacks TransientTransactionError", err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: 300}}); err != nil || n != 0 {
+		t.Errorf("the aborted transaction's insert: %d, %v", n, err)
+	}
 }
 
 // cmdCodeAny is the code of any server error, 0 for none.

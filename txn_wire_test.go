@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +76,20 @@ func (rs *replSet) killPrimary(t *testing.T) (restart func()) {
 	return func() {
 		rs.members[p] = startMember(t, rs.bin, m.dir, m.port)
 		waitHealthy(t, rs.hosts, 3)
+	}
+}
+
+// pausePrimary stops the primary with SIGSTOP for d and resumes it
+// (SIGCONT): to the others and the clients it is cut off meanwhile.
+func (rs *replSet) pausePrimary(t *testing.T, d time.Duration) {
+	t.Helper()
+	proc := rs.members[primaryOf(t, rs.hosts)].cmd.Process
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d)
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -368,7 +383,8 @@ func cmdCodeAny(err error) int {
 
 // TestTransactionAnomalies runs the list-append and bank workloads through
 // the Go driver on a three-member replica set, killing the primary with
-// SIGKILL in every run and restarting it, and checks each run's history
+// SIGKILL in even runs (restarting it) and pausing it with SIGSTOP for
+// 1.5-3 s in odd ones (a partition of the primary), and checks each run's history
 // (package txncheck): no G0, G1a, G1b, G1c, G-single, lost update or
 // impossible read, no committed append lost, and every snapshot read of
 // the bank sums to the total. CAIRN_TXN_RUNS runs (5 by default; `make
@@ -445,6 +461,14 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 		transfers[i] = [3]int{rnd.IntN(accounts), rnd.IntN(accounts), 1 + rnd.IntN(20)}
 	}
 	killAfter := time.Duration(100+rnd.IntN(400)) * time.Millisecond
+	// The run's fault: a kill -9 of the primary (restarted after the
+	// writers), or a pause of it (SIGSTOP, as a partition of it from the
+	// others and the clients: the others elect a new primary, and the old
+	// one's commits in flight lose their leadership when it resumes).
+	pause := time.Duration(0)
+	if run%2 == 1 {
+		pause = time.Duration(1500+rnd.IntN(1500)) * time.Millisecond
+	}
 
 	var mu sync.Mutex
 	var history []txncheck.Txn
@@ -479,9 +503,17 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 		}()
 	}
 	time.Sleep(killAfter)
-	restart := rs.killPrimary(t)
-	wg.Wait()
-	restart()
+	fault := fmt.Sprintf("primary killed after %v", killAfter)
+	if pause > 0 {
+		rs.pausePrimary(t, pause)
+		fault = fmt.Sprintf("primary paused (SIGSTOP) for %v after %v", pause, killAfter)
+		wg.Wait()
+		waitHealthy(t, rs.hosts, 3)
+	} else {
+		restart := rs.killPrimary(t)
+		wg.Wait()
+		restart()
+	}
 	// The final reads: every key and every account, after the writers.
 	sess, err := c.StartSession()
 	if err != nil {
@@ -526,7 +558,7 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 	for _, h := range history {
 		n[h.Outcome]++
 	}
-	return fmt.Sprintf("list-append: %d ok, %d failed, %d unknown; bank: %d snapshot reads; primary killed after %v", n[txncheck.OK], n[txncheck.Fail], n[txncheck.Info], len(bankReads), killAfter)
+	return fmt.Sprintf("list-append: %d ok, %d failed, %d unknown; bank: %d snapshot reads; %s", n[txncheck.OK], n[txncheck.Fail], n[txncheck.Info], len(bankReads), fault)
 }
 
 // corruptControl is the run's negative control: the history with the

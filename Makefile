@@ -227,8 +227,9 @@ clean:
 	rm -rf cairn-data
 
 ## txn-anomalies: the list-append and bank transaction workloads through
-## the Go driver on a three-member replica set with a primary kill in every
-## run, checked for G0, G1a/b/c, G-single, lost updates and the bank total
+## the Go driver on a three-member replica set with a primary kill (even
+## runs) or a primary paused by SIGSTOP, cut off for 1.5-3 s (odd runs),
+## checked for G0, G1a/b/c, G-single, lost updates and the bank total
 ## (package txncheck): 100 runs (`make test` runs 5). CAIRN_TXN_SEED replays.
 CAIRN_TXN_RUNS ?= 100
 txn-anomalies:

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +76,20 @@ func (rs *replSet) killPrimary(t *testing.T) (restart func()) {
 	return func() {
 		rs.members[p] = startMember(t, rs.bin, m.dir, m.port)
 		waitHealthy(t, rs.hosts, 3)
+	}
+}
+
+// pausePrimary stops the primary with SIGSTOP for d and resumes it
+// (SIGCONT): to the others and the clients it is cut off meanwhile.
+func (rs *replSet) pausePrimary(t *testing.T, d time.Duration) {
+	t.Helper()
+	proc := rs.members[primaryOf(t, rs.hosts)].cmd.Process
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d)
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -303,6 +318,51 @@ func TestTransactionProtocol(t *testing.T) {
 	if err := raw("app", find(200)); cmdCodeAny(err) != 251 || !hasLabel(err, "TransientTransactionError") {
 		t.Errorf("a statement after the lifetime: %v, want NoSuchTransaction", err)
 	}
+
+	// A primary that steps down aborts its open transactions at once, as
+	// mongod does: currentOp there lists none, and the transaction's next
+	// statement (on the new primary) is NoSuchTransaction, transient.
+	if err := primary.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: 60}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw("app", append(bson.D{{Key: "insert", Value: "acct"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 300}}}}}, txnCmd(300, start)...)); err != nil {
+		t.Fatal(err)
+	}
+	idle300 := func() bool {
+		t.Helper()
+		if err := primary.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&ops); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops.Inprog {
+			if op.Type == "idleSession" && op.Transaction.Parameters.TxnNumber == 300 {
+				return true
+			}
+		}
+		return false
+	}
+	if !idle300() {
+		t.Fatal("currentOp does not list the open transaction 300")
+	}
+	_ = primary.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetStepDown", Value: 10}}).Err()
+	for deadline := time.Now().Add(5 * time.Second); idle300(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stepped-down primary still holds transaction 300")
+		}
+	}
+	if err := retry(ctx, func() error {
+		err := raw("app", find(300))
+		if cmdCodeAny(err) == 251 {
+			return nil
+		}
+		return fmt.Errorf("a statement of the transaction after the step-down: %w", err)
+	}); err != nil {
+		t.Error(err)
+	} else if err := raw("app", find(300)); !hasLabel(err, "TransientTransactionError") {
+		t.Errorf("after the step-down: %v lacks TransientTransactionError", err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: 300}}); err != nil || n != 0 {
+		t.Errorf("the aborted transaction's insert: %d, %v", n, err)
+	}
 }
 
 // cmdCodeAny is the code of any server error, 0 for none.
@@ -323,7 +383,8 @@ func cmdCodeAny(err error) int {
 
 // TestTransactionAnomalies runs the list-append and bank workloads through
 // the Go driver on a three-member replica set, killing the primary with
-// SIGKILL in every run and restarting it, and checks each run's history
+// SIGKILL in even runs (restarting it) and pausing it with SIGSTOP for
+// 1.5-3 s in odd ones (a partition of the primary), and checks each run's history
 // (package txncheck): no G0, G1a, G1b, G1c, G-single, lost update or
 // impossible read, no committed append lost, and every snapshot read of
 // the bank sums to the total. CAIRN_TXN_RUNS runs (5 by default; `make
@@ -400,6 +461,14 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 		transfers[i] = [3]int{rnd.IntN(accounts), rnd.IntN(accounts), 1 + rnd.IntN(20)}
 	}
 	killAfter := time.Duration(100+rnd.IntN(400)) * time.Millisecond
+	// The run's fault: a kill -9 of the primary (restarted after the
+	// writers), or a pause of it (SIGSTOP, as a partition of it from the
+	// others and the clients: the others elect a new primary, and the old
+	// one's commits in flight lose their leadership when it resumes).
+	pause := time.Duration(0)
+	if run%2 == 1 {
+		pause = time.Duration(1500+rnd.IntN(1500)) * time.Millisecond
+	}
 
 	var mu sync.Mutex
 	var history []txncheck.Txn
@@ -434,9 +503,17 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 		}()
 	}
 	time.Sleep(killAfter)
-	restart := rs.killPrimary(t)
-	wg.Wait()
-	restart()
+	fault := fmt.Sprintf("primary killed after %v", killAfter)
+	if pause > 0 {
+		rs.pausePrimary(t, pause)
+		fault = fmt.Sprintf("primary paused (SIGSTOP) for %v after %v", pause, killAfter)
+		wg.Wait()
+		waitHealthy(t, rs.hosts, 3)
+	} else {
+		restart := rs.killPrimary(t)
+		wg.Wait()
+		restart()
+	}
 	// The final reads: every key and every account, after the writers.
 	sess, err := c.StartSession()
 	if err != nil {
@@ -481,7 +558,7 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 	for _, h := range history {
 		n[h.Outcome]++
 	}
-	return fmt.Sprintf("list-append: %d ok, %d failed, %d unknown; bank: %d snapshot reads; primary killed after %v", n[txncheck.OK], n[txncheck.Fail], n[txncheck.Info], len(bankReads), killAfter)
+	return fmt.Sprintf("list-append: %d ok, %d failed, %d unknown; bank: %d snapshot reads; %s", n[txncheck.OK], n[txncheck.Fail], n[txncheck.Info], len(bankReads), fault)
 }
 
 // corruptControl is the run's negative control: the history with the

@@ -358,7 +358,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	}
 	if opts.ReplSetName != "" {
 		m, err := replset.New(replset.Options{SetName: opts.ReplSetName, ConfigSvr: opts.ClusterRole == "configsvr", Dir: dir, Port: opts.Port, BindIP: opts.ListenIP(), Engine: eng, Logger: log,
-			OnPromote: env.Sessions.Forget, Key: key})
+			OnPromote: env.Sessions.Forget, OnStepDown: env.Sessions.AbortTransactions, Key: key})
 		if err != nil {
 			return err
 		}

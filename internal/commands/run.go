@@ -101,7 +101,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		switch {
 		case writes:
 			if err := rs.CanWrite(); err != nil {
-				return ErrorReply(dst, err)
+				return ErrorReply(dst, txnOutcome(s, req.Name, nil, err)) // a transaction's labels
 			}
 			wcW, wcTimeout = replWriteConcern(req)
 			if err := rs.CheckWriteConcern(wcW); err != nil {
@@ -118,7 +118,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 			}
 		case cmd.kind == kindRead:
 			if err := rs.CanRead(secondaryOk(req)); err != nil {
-				return ErrorReply(dst, err)
+				return ErrorReply(dst, txnOutcome(s, req.Name, nil, err))
 			}
 		}
 	}

@@ -209,10 +209,22 @@ func txnOutcome(s *Session, name string, out bsoncore.Document, err error) error
 		return withLabels(err, bson.A{"TransientTransactionError"})
 	case name == "commitTransaction" && unknownCommitResult(code):
 		return withLabels(err, bson.A{"UnknownTransactionCommitResult"})
-	case !isEnd && (code == mongoerr.NotWritablePrimary || code == mongoerr.InterruptedDueToReplStateChange || code == mongoerr.PrimarySteppedDown):
+	case !isEnd && notPrimaryError(code):
 		return withLabels(err, bson.A{"TransientTransactionError"})
 	}
 	return err
+}
+
+// notPrimaryError: MongoDB's NotPrimaryError category, which labels a
+// transaction's statement TransientTransactionError (a primary stepped
+// down: the transaction is gone, the whole of it may be retried).
+func notPrimaryError(code mongoerr.Code) bool {
+	switch code {
+	case mongoerr.NotWritablePrimary, mongoerr.NotPrimaryNoSecondaryOk, mongoerr.NotPrimaryOrSecondary,
+		mongoerr.InterruptedDueToReplStateChange, mongoerr.PrimarySteppedDown:
+		return true
+	}
+	return false
 }
 
 // unknownCommitResult: a commit that failed with code may have committed

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/cairndb/cairn/internal/storage"
+import (
+	"encoding/binary"
+
+	"github.com/cairndb/cairn/internal/storage"
+)
 
 // ApplyReplicated applies a commit group a replica set's log committed
 // (storage.DB.ApplyReplicated). A group that changed the catalog
@@ -50,4 +54,23 @@ func (e *Engine) Promote() error {
 // storage's.
 func (e *Engine) RestoreReplicated(index uint64, dir string, progress func(copied int64)) error {
 	return e.cat.Reload(e.db, func() error { return e.db.RestoreCheckpoint(index, dir, progress) })
+}
+
+// barrierKey is the system record Barrier writes.
+var barrierKey = storage.SystemKey("barrier")
+
+// Barrier returns once a write requested now has committed: on a replica
+// set member, once it went through the replicated log, so every group this
+// member's pipeline proposed before it is decided and, if committed,
+// applied here (a group lost with its leadership is in no later leader's
+// log ahead of the barrier; "Replicated in order"). A member that is not
+// the primary fails it (NotWritablePrimary). A retried commitTransaction
+// whose first commit's outcome is unknown uses it to learn the outcome.
+func (e *Engine) Barrier() error {
+	return e.db.Write(func(tx *storage.Txn) error {
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(e.now().UnixNano()))
+		tx.Set(barrierKey, b[:])
+		return nil
+	})
 }

@@ -79,6 +79,10 @@ type Options struct {
 	// session table forgets what it cached, so each session re-reads its
 	// newest txnNumber from the replicated config.transactions.
 	OnPromote func()
+	// OnStepDown runs (on its own goroutine) when this member stops being
+	// a writable primary: the session table aborts the open transactions,
+	// as a stepping-down mongod does.
+	OnStepDown func()
 	// Key is the key file's key (--keyFile): with it, members prove to
 	// each other that they hold it before any Raft message passes
 	// (repl.MemberKey); nil lets any member in.
@@ -398,6 +402,9 @@ func (m *Member) roleChanged(rc repl.RoleChange) {
 	m.raftWritable.Store(rc.Writable)
 	if !rc.Writable {
 		m.primary.Store(false)
+		if prev != nil && prev.Writable && m.opts.OnStepDown != nil {
+			go m.opts.OnStepDown()
+		}
 	}
 	if rc.Writable && (prev == nil || !prev.Writable || prev.Term != rc.Term) {
 		go m.promote(rc.Term)

@@ -231,6 +231,19 @@ func (t *Table) Forget() {
 	t.mu.Unlock()
 }
 
+// AbortTransactions aborts every open transaction, now or, for one whose
+// command is running, when that command releases the session: a primary
+// stepping down aborts its transactions, as mongod does, so their next
+// statement or commit answers NoSuchTransaction (TransientTransactionError)
+// and the driver's withTransaction retries them on the new primary.
+func (t *Table) AbortTransactions() {
+	t.mu.Lock()
+	for _, e := range t.m {
+		e.abortTxOrLater()
+	}
+	t.mu.Unlock()
+}
+
 // Len is how many sessions are live.
 func (t *Table) Len() int {
 	t.mu.Lock()

@@ -34,8 +34,22 @@ import (
 // NoSuchTransaction. A commit whose replication failed without a verdict
 // (not a write conflict) may still commit through Raft: a retried commit
 // on the same member reads the record again, and answers ok once it is
-// there. Known gap: a retry that comes before Raft decides answers
-// NoSuchTransaction (the retry should wait for the outcome).
+// there.
+//
+// Invariant "Retried commit learns the outcome": a commit whose first try
+// failed without a verdict is answered, when retried, with its real
+// outcome, never a guess: the retry first writes a barrier through the
+// replicated log (engine.Barrier), after which the first try's group is
+// decided and, if committed, applied here, so its record answers ok and
+// its absence NoSuchTransaction. On a member that is no longer primary
+// the barrier fails with NotWritablePrimary, which carries
+// UnknownTransactionCommitResult, and the driver retries the commit on the
+// new primary, whose record is complete: a member becomes primary only
+// after applying every earlier term's entries (replset's promote, then
+// Table.Forget). TestRetriedCommitLearnsOutcome.
+//
+// A primary that steps down aborts its open transactions
+// (Table.AbortTransactions, replset's OnStepDown), as mongod does.
 //
 // An open transaction lives at most TransactionLifetime (MongoDB's
 // transactionLifetimeLimitSeconds, 60 s) after it started: AbortExpired
@@ -201,14 +215,23 @@ func (u *Use) CommitTransaction(n int64) (hlc.Timestamp, error) {
 		return 0, nil
 	}
 	if n == e.txn && e.tx.status == txnAborted && e.tx.unknown {
+		// Learn the first commit's outcome ("Retried commit learns the
+		// outcome"): after a barrier through the replicated log it is
+		// decided and, if committed, its record is here.
+		if err := t.eng.Barrier(); err != nil {
+			return 0, err
+		}
 		stored, committed, err := t.storedState(u.id)
 		if err != nil {
 			return 0, err
 		}
+		t.mu.Lock()
+		e.tx.unknown = false
 		if stored == n && committed {
-			t.mu.Lock()
-			e.tx.status, e.tx.unknown = txnCommitted, false
-			t.mu.Unlock()
+			e.tx.status = txnCommitted
+		}
+		t.mu.Unlock()
+		if e.tx.status == txnCommitted {
 			return 0, nil
 		}
 	}

@@ -44,8 +44,13 @@ type ownWrite struct {
 // A Transaction is used by one goroutine at a time (a session runs its
 // statements one after another).
 type Transaction struct {
-	db   *DB
-	snap *pebble.Snapshot
+	db *DB
+	// view is the transaction's read view ("Cheap view"): an unpositioned
+	// Pebble iterator taken at Begin, whose implicit snapshot (the
+	// sequence number and the read state it pins) every read shares —
+	// point reads position it, iterators are its clones.
+	view    *pebble.Iterator
+	viewErr error // why there is no view (Pebble's NewIter failed: a closed store)
 	// writes orders the transaction's written keys for iteration (an
 	// indexed batch used only as a sorted container, never committed;
 	// made at the first write, so a read-only transaction costs none);
@@ -72,8 +77,10 @@ type intents struct {
 
 // Begin starts a transaction reading everything committed so far. End it
 // with Commit or Abort.
+// Its view is an iterator (invariant "Cheap view").
 func (db *DB) Begin() *Transaction {
-	tx := &Transaction{db: db, snap: db.pdb.NewSnapshot(), own: map[string]*ownWrite{}}
+	view, err := db.pdb.NewIter(nil)
+	tx := &Transaction{db: db, view: view, viewErr: err, own: map[string]*ownWrite{}}
 	if invariants.Enabled {
 		tx.cc.Opened()
 	}
@@ -91,7 +98,31 @@ func (tx *Transaction) Get(dst, key []byte) ([]byte, bool, error) {
 		}
 		return append(dst, w.value...), true, nil
 	}
-	return get(tx.snap, dst, key)
+	return tx.viewGet(dst, key)
+}
+
+// viewGet appends key's value in the view to dst.
+func (tx *Transaction) viewGet(dst, key []byte) ([]byte, bool, error) {
+	if tx.view == nil {
+		return dst, false, tx.viewErr
+	}
+	it := tx.view
+	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
+		return dst, false, it.Error()
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return dst, false, err
+	}
+	return append(dst, v...), true, nil
+}
+
+// viewIter is a new iterator over the view.
+func (tx *Transaction) viewIter(opts *pebble.IterOptions) (*pebble.Iterator, error) {
+	if tx.view == nil {
+		return nil, tx.viewErr
+	}
+	return tx.view.Clone(pebble.CloneOptions{IterOptions: opts})
 }
 
 // NewIter iterates keys in [lower, upper) as the transaction sees them
@@ -102,7 +133,7 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 	}
 	opts := &pebble.IterOptions{LowerBound: lower, UpperBound: upper}
 	if tx.writes == nil { // nothing written yet: the snapshot alone
-		it, err := tx.snap.NewIter(opts)
+		it, err := tx.viewIter(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +150,7 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := tx.snap.NewIter(opts)
+	snap, err := tx.viewIter(opts)
 	if err != nil {
 		_ = own.Close()
 		return nil, err
@@ -228,7 +259,7 @@ func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
 		if owner, held := in.owner[k]; held && owner != tx {
 			return nil, ErrWriteConflict
 		}
-		then, thenOK, err := get(tx.snap, nil, o.key)
+		then, thenOK, err := tx.viewGet(nil, o.key)
 		if err != nil {
 			return nil, err
 		}
@@ -348,5 +379,7 @@ func (tx *Transaction) release() {
 	if tx.writes != nil {
 		_ = tx.writes.Close()
 	}
-	_ = tx.snap.Close()
+	if tx.view != nil {
+		_ = tx.view.Close()
+	}
 }

@@ -22,4 +22,10 @@
 // TestClientsSharded runs mongosh_sharded.js (mongosh's sh.* helpers,
 // sh.status() and getShardDistribution) through the router of a sharded
 // cluster that `cairn cluster up --shards 2` starts.
+// TestClientsTransactions (txn_smoke_test.go) runs txn_node.mjs (the
+// Node.js driver's session.withTransaction: commit, abort on a throwing
+// callback, the retry of a write conflict, snapshot isolation, a causally
+// consistent read on a secondary) and txn_mongosh.js (mongosh's
+// withTransaction and transaction helpers) against a three-member set that
+// `cairn cluster up` starts.
 package smoke

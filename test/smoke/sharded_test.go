@@ -31,23 +31,15 @@ var mongoshSharded = client{
 	},
 }
 
-// TestClientsSharded starts `cairn cluster up --shards 2 --replicas 1
-// --routers 1` and runs mongosh_sharded.js through its router.
-func TestClientsSharded(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := filepath.Abs(filepath.Join(dir, "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := tool(t, "node")
-	installClients(t, dir)
-	bin := buildCairn(t, root)
-	port := testnet.FreeRange(t, 4)
-	cmd := exec.Command(bin, "cluster", "up", "--shards", "2", "--replicas", "1", "--routers", "1",
-		"--port", strconv.Itoa(port), "--dbpath", t.TempDir())
+// clusterUp starts `cairn cluster up` with args on ports free a moment ago
+// (procs of them, from a random base), waits for the line that starts with
+// upPrefix and returns the rest of it, without a trailing slash. The cluster
+// is stopped (SIGINT, as Ctrl-C) when the test ends.
+func clusterUp(t *testing.T, bin string, procs int, upPrefix string, args ...string) string {
+	t.Helper()
+	port := testnet.FreeRange(t, procs)
+	args = append([]string{"cluster", "up", "--port", strconv.Itoa(port), "--dbpath", t.TempDir()}, args...)
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -64,17 +56,35 @@ func TestClientsSharded(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if after, found := strings.CutPrefix(sc.Text(), "sharded cluster is up: mongodb://"); found {
+			if after, found := strings.CutPrefix(sc.Text(), upPrefix); found {
 				up <- strings.TrimSuffix(after, "/")
 			}
 		}
 	}()
-	var addr string
 	select {
-	case addr = <-up:
+	case addr := <-up:
+		return addr
 	case <-time.After(90 * time.Second):
-		t.Fatal("the sharded cluster was not up within 90s")
+		t.Fatalf("`cairn %s` printed no %q line within 90s", strings.Join(args, " "), upPrefix)
 	}
+	return ""
+}
+
+// TestClientsSharded starts `cairn cluster up --shards 2 --replicas 1
+// --routers 1` and runs mongosh_sharded.js through its router.
+func TestClientsSharded(t *testing.T) {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs(filepath.Join(dir, "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := tool(t, "node")
+	installClients(t, dir)
+	bin := buildCairn(t, root)
+	addr := clusterUp(t, bin, 4, "sharded cluster is up: mongodb://", "--shards", "2", "--replicas", "1", "--routers", "1")
 	env := clientEnv(t)
 	out, errOut, err := run(t, dir, env, mongoshSharded.argv(node, dir, addr))
 	mongoshSharded.verify(t, out, errOut, err)

@@ -98,7 +98,7 @@
 // document of a versioned collection — insertOne and applyAction, the only
 // two places a document is stored or removed, and the collMod that turns
 // versioning on — records the version it makes (a tombstone for a delete)
-// with its time key in the same request, so the history holds each
+// with its version key in the same request, so the history holds each
 // document's versions contiguously, the newest one being the document
 // itself. Indexes index only the documents. CheckHistory verifies it (and
 // the validate command with it);

@@ -273,3 +273,91 @@ func drainCount(b *testing.B, src interface {
 		n++
 	}
 }
+
+// abbaBlock is how many operations one side runs before the other takes
+// over in abba.
+const abbaBlock = 500
+
+// abba runs b.N operations of each of two sides in alternating blocks,
+// ordered A B B A A B B A…, so that both sides see the same machine state
+// (load, heap, the other engine's background work) and neither always runs
+// first, and reports each side's process CPU per operation and their ratio
+// (the targets are ratios measured in the same run). ns/op is the
+// time of one operation of each side.
+func abba(b *testing.B, base, other func(i int)) {
+	b.ReportAllocs()
+	var cpu [2]time.Duration
+	sides := [2]func(int){base, other}
+	b.ResetTimer()
+	for done, blk := 0, 0; done < b.N; blk++ {
+		n := min(abbaBlock, b.N-done)
+		first := 0
+		if blk%4 == 1 || blk%4 == 2 {
+			first = 1
+		}
+		for _, s := range []int{first, 1 - first} {
+			start := cpuNow()
+			for i := done; i < done+n; i++ {
+				sides[s](i)
+			}
+			cpu[s] += cpuNow() - start
+		}
+		done += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpu[0])/float64(b.N), "base-cpu-ns/op")
+	b.ReportMetric(float64(cpu[1])/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "ratio")
+}
+
+// BenchmarkVersionedRatio measures the three per-operation targets
+// as same-run ratios (abba): the latest read by _id and an update of a
+// versioned collection against an unversioned one, and an as-of read of a
+// document with 10,000 versions against the latest read of it.
+//
+//	go test ./internal/exec -run XXX -bench VersionedRatio -benchtime 20000x -count 3
+func BenchmarkVersionedRatio(b *testing.B) {
+	ctx := context.Background()
+	inc, _ := bson.Marshal(bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	mod, err := update.ParseDocument(inc, update.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("op=latest", func(b *testing.B) {
+		ux, uns := benchEngine(b, false)
+		vx, vns := benchEngine(b, true)
+		abba(b, func(i int) { readOne(b, ux, uns, (i*7)%benchDocs, 0) },
+			func(i int) { readOne(b, vx, vns, (i*7)%benchDocs, 0) })
+	})
+	b.Run("op=update", func(b *testing.B) {
+		ux, uns := benchEngine(b, false)
+		vx, vns := benchEngine(b, true)
+		upd := func(x *Env, ns engine.Namespace) func(int) {
+			return func(i int) {
+				sel, _ := NewSelection(ns, idFilter((i*7)%benchDocs), query.Options{})
+				if _, err := x.Update(ctx, Update{Sel: sel, Mod: mod}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		abba(b, upd(ux, uns), upd(vx, vns))
+	})
+	b.Run("op=asof_10k_versions", func(b *testing.B) {
+		x, ns := benchEngine(b, true)
+		var mid hlc.Timestamp
+		for k := range 9999 {
+			sel, _ := NewSelection(ns, idFilter(5), query.Options{})
+			if _, err := x.Update(ctx, Update{Sel: sel, Mod: mod}); err != nil {
+				b.Fatal(err)
+			}
+			if k == 3333 {
+				mid = x.eng.Storage().LastCommitted()
+			}
+		}
+		abba(b, func(int) { readOne(b, x, ns, 5, 0) }, func(int) {
+			if d := readOne(b, x, ns, 5, mid); d.Lookup("n").Int32() != 3334 {
+				b.Fatalf("as of the middle: %s", d)
+			}
+		})
+	})
+}

@@ -25,8 +25,9 @@
 //   - ttl.go: finding expired documents (package ttl decides when).
 //   - versioning.go: versioned collections' options and the version field;
 //     history.go: the versions every write of a versioned document records
-//     (keyspaces h and t); history_read.go: the $versions scan and
+//     (keyspaces h and v); history_read.go: the $versions scan and
 //     CheckHistory; history_asof.go: reads as of a cluster time;
+//     history_iters.go: the open iterators as-of point reads reuse;
 //     history_prune.go: retention (package history decides when);
 //     history_revert.go: revertDocument.
 //   - capped.go, capped_ddl.go: capped collections' insertion order and
@@ -103,6 +104,11 @@
 // itself. Indexes index only the documents. CheckHistory verifies it (and
 // the validate command with it);
 // TestHistoryCrashKeepsVersions checks it after power cuts.
+//
+// Invariant "Pooled views are short-lived" (history_iters.go): an iterator
+// kept for as-of point reads serves only times it saw committed, lives at
+// most asOfIterAge, and is closed before the engine closes or its store is
+// restored. TestAsOfItersPool checks it.
 //
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no

@@ -82,16 +82,18 @@ func (e *Engine) GetAt(dst []byte, ns Namespace, id bsoncore.Value, at hlc.Times
 	}
 	var kb [96]byte
 	hid := appendIDKey(storage.Prefix(kb[:0], storage.SpaceHistory, coll.ID), id)
-	it, err := e.db.NewIter(hid, storage.PrefixEnd(hid))
+	x, err := e.asOfIters.get(e.db, at, hid, storage.PrefixEnd(hid))
 	if err != nil {
 		return dst, false, err
 	}
-	doc, found, err := versionAt(it, hid, at)
+	doc, found, err := versionAt(x.it, hid, at)
 	if found {
 		dst = append(dst, doc...)
 	}
-	if cerr := it.Close(); err == nil {
-		err = cerr
+	if err != nil {
+		_ = x.it.Close()
+	} else {
+		e.asOfIters.put(x)
 	}
 	if err == nil && !found {
 		err = e.checkHorizon(ns, coll.ID, at) // pruned under the read

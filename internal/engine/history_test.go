@@ -46,23 +46,7 @@ func TestValidateChecksHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			ns := Namespace{"db", "c"}
-			opts, _ := bson.Marshal(bson.D{{Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}})
-			if err := e.CreateCollection(ns, opts); err != nil {
-				t.Fatal(err)
-			}
-			id := bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}
-			for n := range 3 {
-				d, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: n}})
-				if n == 0 {
-					_, err = e.Insert(ns, []bsoncore.Document{d}, true)
-				} else {
-					_, err = e.Replace(ns, id, d)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			ns, id := Namespace{"db", "c"}, versionedDoc(t, e, 3, nil)
 			v, err := e.Validate(context.Background(), ns)
 			if err != nil || !v.Valid() {
 				t.Fatalf("clean history: %+v %v", v, err)
@@ -92,4 +76,33 @@ func historyKeyOf(t *testing.T, tx *storage.Txn, collID uint64, idKey []byte, v 
 		t.Fatalf("version key of %d: %x %v %v", v, ts, found, err)
 	}
 	return storage.HistoryKey(nil, collID, idKey, binary.BigEndian.Uint64(ts), v)
+}
+
+// versionedDoc makes db.c a versioned collection of e and writes n
+// versions of the document {_id: 1, n: k} (k = 0…n-1), calling after(k)
+// after each; it returns the _id.
+func versionedDoc(t *testing.T, e *Engine, n int, after func(k int)) bsoncore.Value {
+	t.Helper()
+	ns := Namespace{"db", "c"}
+	opts, _ := bson.Marshal(bson.D{{Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}})
+	if err := e.CreateCollection(ns, opts); err != nil {
+		t.Fatal(err)
+	}
+	id := bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}
+	for k := range n {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: k}})
+		var err error
+		if k == 0 {
+			_, err = e.Insert(ns, []bsoncore.Document{d}, true)
+		} else {
+			_, err = e.Replace(ns, id, d)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after != nil {
+			after(k)
+		}
+	}
+	return id
 }

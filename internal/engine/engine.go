@@ -47,6 +47,7 @@ type Engine struct {
 	oplog       oplog       // the change log (oplog.go)
 	horizons    horizons    // versioned collections' retention horizons (history_asof.go)
 	asOfIters   asOfIters   // open iterators for as-of point reads (history_iters.go)
+	recordBuf   []byte      // a version's record as recordVersion builds it (pipeline goroutine)
 	versionings versionings // parsed versioning options (versioning.go); pipeline goroutine only
 	txn         txnCursor   // the transaction whose statement is applied (txn.go); pipeline goroutine only
 	log         *slog.Logger

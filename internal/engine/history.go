@@ -189,19 +189,32 @@ func versionReplace(ver Versioning, cur, next bsoncore.Document, replacement boo
 	return next, curV + 1, nil
 }
 
-// recordVersion writes version v of a document (doc nil: a tombstone).
+// recordVersion writes version v of a document (doc nil: a tombstone). No
+// request reads back the keys it writes itself (lastVersion reads through
+// Txn.NewIter, blind to them), so they are appended unindexed, except in a
+// transaction, whose commit reads each record back (stampVersion). The
+// record is built in the pipeline's scratch buffer: the Txn keeps a copy.
 func (e *Engine) recordVersion(tx *storage.Txn, collID uint64, idKey []byte, v uint64, op byte, doc []byte) {
+	t := e.txn.in
 	ts := pendingTS
-	if t := e.txn.in; t != nil {
+	if t != nil {
 		t.addVersion(tx, collID, idKey, v) // the commit stamps its time (txn.go)
 	} else {
 		ts = uint64(tx.Tick())
 	}
 	var kb [96]byte
-	tx.Set(storage.HistoryKey(kb[:0], collID, idKey, ts, v), appendRecord(make([]byte, 0, 1+len(doc)), op, doc))
 	var tb [8]byte
 	binary.BigEndian.PutUint64(tb[:], ts)
-	tx.Set(storage.HistoryVersionKey(kb[:0], collID, idKey, v), tb[:])
+	e.recordBuf = appendRecord(e.recordBuf[:0], op, doc)
+	rk := storage.HistoryKey(kb[:0], collID, idKey, ts, v)
+	vk := storage.HistoryVersionKey(rk[len(rk):], collID, idKey, v)
+	if t != nil {
+		tx.Set(rk, e.recordBuf)
+		tx.Set(vk, tb[:])
+		return
+	}
+	tx.Append(rk, e.recordBuf)
+	tx.Append(vk, tb[:])
 }
 
 // startHistory begins the history of every document of a collection whose

@@ -26,7 +26,11 @@ import (
 // parent kills it with SIGKILL at a random moment, reopens the data
 // directory and requires every acknowledged write to be there with its
 // content, and validate to find the indexes consistent, round after round
-// on the same directory; some rounds kill the child while it recovers. A kill -9 loses only what the process held: in the
+// on the same directory; some rounds kill the child while it recovers.
+// Beside it, a writer of a versioned collection (crash.vdocs) checks issue
+// #23's promise: history and latest never disagree after kill -9, every
+// acknowledged version is in the history, versions contiguous. A kill -9
+// loses only what the process held: in the
 // interval mode too an acknowledged write has reached the operating system,
 // so nothing acknowledged may be missing. `make soak` runs many more rounds.
 
@@ -58,6 +62,8 @@ func crashPad(id string) string {
 //	ack u <id> <v>      updated to v
 //	ack d <id>          deleted
 //	try d <id>          about to delete (it may be gone without its ack)
+//	ack v <id> <w>      wrote w to the versioned document (write w: w = 1
+//	                    inserted it, each later write set w)
 func crashChild(dir, round, syncMode string) {
 	var every time.Duration
 	if syncMode != "always" {
@@ -83,6 +89,12 @@ func crashChild(dir, round, syncMode string) {
 		fmt.Println("createIndexes error:", err)
 		os.Exit(3)
 	}
+	_, err = db.Database("crash").RunCommand(ctx, bson.D{{Key: "create", Value: "vdocs"}, {Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}})
+	if err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
+		fmt.Println("create vdocs error:", err)
+		os.Exit(3)
+	}
+	vcoll := db.Database("crash").Collection("vdocs")
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	ack := func(lines ...string) {
@@ -144,6 +156,21 @@ func crashChild(dir, round, syncMode string) {
 			}
 		}
 	}()
+	go func() {
+		for n := 0; ; n++ {
+			id, w := fmt.Sprintf("r%s-v%d", round, n%10), n/10+1
+			var err error
+			if w == 1 {
+				_, err = vcoll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "w", Value: w}})
+			} else {
+				_, err = vcoll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "w", Value: w}}}})
+			}
+			if err != nil {
+				fail("versioned write", err)
+			}
+			ack(fmt.Sprintf("v %s %d", id, w))
+		}
+	}()
 	for n := 0; ; n++ {
 		docs := make([]any, 50)
 		lines := make([]string, 50)
@@ -166,6 +193,8 @@ type crashState struct {
 	deleted  map[string]bool
 	// mayDelete: a delete was announced (try d) but maybe not acknowledged.
 	mayDelete map[string]bool
+	// versioned: the last acknowledged write of each versioned document.
+	versioned map[string]int
 	acks      int
 }
 
@@ -186,6 +215,12 @@ func (s *crashState) apply(line string) error {
 		s.updated[f[1]] = v
 	case len(f) == 2 && f[0] == "d":
 		s.deleted[f[1]] = true
+	case len(f) == 3 && f[0] == "v":
+		w, err := strconv.Atoi(f[2])
+		if err != nil {
+			return err
+		}
+		s.versioned[f[1]] = w
 	default:
 		return fmt.Errorf("unknown acknowledgement %q", line)
 	}
@@ -207,7 +242,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, 0))
 			dir := t.TempDir()
-			st := &crashState{inserted: map[string]bool{}, updated: map[string]int{}, deleted: map[string]bool{}, mayDelete: map[string]bool{}}
+			st := &crashState{inserted: map[string]bool{}, updated: map[string]int{}, deleted: map[string]bool{}, mayDelete: map[string]bool{}, versioned: map[string]int{}}
 			for round := range rounds {
 				// One round in four kills the child at a random moment of its
 				// start, most often while it recovers the previous round's log.
@@ -224,12 +259,12 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 						mode, round, seed, len(errs), st.acks, errs[:min(5, len(errs))])
 				}
 			}
-			if len(st.inserted) == 0 || len(st.updated) == 0 || len(st.deleted) == 0 {
-				t.Fatalf("the child acknowledged %d inserts, %d updates and %d deletes; the test proved too little",
-					len(st.inserted), len(st.updated), len(st.deleted))
+			if len(st.inserted) == 0 || len(st.updated) == 0 || len(st.deleted) == 0 || len(st.versioned) == 0 {
+				t.Fatalf("the child acknowledged %d inserts, %d updates, %d deletes and %d versioned documents; the test proved too little",
+					len(st.inserted), len(st.updated), len(st.deleted), len(st.versioned))
 			}
-			t.Logf("sync %s: %d rounds, %d acknowledged writes (%d documents inserted, %d updated, %d deleted), none lost, indexes valid",
-				mode, rounds, st.acks, len(st.inserted), len(st.updated), len(st.deleted))
+			t.Logf("sync %s: %d rounds, %d acknowledged writes (%d documents inserted, %d updated, %d deleted, %d versioned), none lost, indexes and history valid",
+				mode, rounds, st.acks, len(st.inserted), len(st.updated), len(st.deleted), len(st.versioned))
 		})
 	}
 }
@@ -341,6 +376,59 @@ func verifyCrash(t *testing.T, dir string, st *crashState) (errs []string) {
 	}
 	if valid, _ := res.Lookup("valid").BooleanOK(); !valid {
 		errs = append(errs, "validate: "+res.String())
+	}
+	return append(errs, verifyVersions(t, db, st)...)
+}
+
+// verifyVersions checks the versioned collection after a kill -9: validate
+// finds its history following its documents (contiguous, the newest
+// version the document), every acknowledged write is there, and version k
+// of each document is its write k (each write makes exactly one version;
+// a write the kill took before its ack may be there too).
+func verifyVersions(t *testing.T, db *cairn.DB, st *crashState) (errs []string) {
+	t.Helper()
+	if len(st.versioned) == 0 {
+		return nil // nothing promised yet, not even the collection
+	}
+	ctx := context.Background()
+	res, err := db.Database("crash").RunCommand(ctx, bson.D{{Key: "validate", Value: "vdocs"}})
+	if err != nil {
+		t.Fatalf("validate vdocs after kill -9: %v", err)
+	}
+	if valid, _ := res.Lookup("valid").BooleanOK(); !valid {
+		errs = append(errs, "validate vdocs: "+res.String())
+	}
+	// Per document: its newest version, how many versions it has (all of
+	// them: no retention), and how many do not hold their own write.
+	reply, err := db.Database("crash").RunCommand(ctx, bson.D{{Key: "aggregate", Value: "vdocs"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$versions", Value: bson.D{}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "newest", Value: bson.D{{Key: "$max", Value: "$_v"}}},
+			{Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}},
+			{Key: "wrong", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$eq", Value: bson.A{"$doc.w", "$_v"}}}, 0, 1}}}}}}}}},
+	}}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 1 << 20}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := reply.Lookup("cursor", "firstBatch").Array().Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := map[string]int64{}
+	for _, g := range groups {
+		d := g.Document()
+		id, v := d.Lookup("_id").StringValue(), d.Lookup("newest").Int64()
+		if n := d.Lookup("n").AsInt64(); n != v {
+			errs = append(errs, fmt.Sprintf("%s: %d versions, the newest %d", id, n, v))
+		}
+		if w := d.Lookup("wrong").AsInt64(); w != 0 {
+			errs = append(errs, fmt.Sprintf("%s: %d versions do not hold their write", id, w))
+		}
+		newest[id] = v
+	}
+	for id, w := range st.versioned {
+		if newest[id] < int64(w) {
+			errs = append(errs, fmt.Sprintf("%s: acknowledged write %d, newest version %d", id, w, newest[id]))
+		}
 	}
 	return errs
 }

@@ -631,6 +631,29 @@ func TestShardedClusterPlan(t *testing.T) {
 	if code := anyCode(err); code != 0 && code != 59 {
 		t.Fatalf("moveChunk: %v", err)
 	}
+	// A versioned collection shards, routes and keeps its history, but its
+	// chunks do not move: a migration would restart the documents'
+	// histories on the recipient (issue #23), so the donor refuses.
+	if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "versioned"}, {Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+		t.Fatalf("create a versioned collection through the router: %v", err)
+	}
+	runAdmin(t, c, bson.D{{Key: "shardCollection", Value: "plan.versioned"}, {Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}})
+	versioned := db.Collection("versioned")
+	if _, err := versioned.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := versioned.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "_v", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "moveChunk of a versioned collection", c.Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: "plan.versioned"},
+		{Key: "find", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "to", Value: "sh2"}}).Err(), 20)
+	var vdoc bson.M
+	if err := versioned.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&vdoc); err != nil || vdoc["_v"] != int64(2) || vdoc["n"] != int32(2) {
+		t.Fatalf("the versioned document after the refused move: %v %v", vdoc, err)
+	}
+	if ch := countChunks(t, cfgClient, "plan.versioned"); ch["sh1"] != 1 {
+		t.Fatalf("the versioned collection's chunk moved: %v", ch)
+	}
 
 	// Zones and the balancer's settings.
 	runAdmin(t, c, bson.D{{Key: "addShardToZone", Value: "sh0"}, {Key: "zone", Value: "EU"}})

@@ -384,7 +384,7 @@ func (c *Catalog) DropCollection(tx *storage.Txn, db, name string) bool {
 	deleteSpace(tx, storage.SpaceDocument, coll.ID)
 	deleteSpace(tx, storage.SpaceNatural, coll.ID) // a capped collection's order
 	deleteSpace(tx, storage.SpaceHistory, coll.ID) // a versioned collection's history
-	deleteSpace(tx, storage.SpaceHistoryTime, coll.ID)
+	deleteSpace(tx, storage.SpaceHistoryVersion, coll.ID)
 	for _, ix := range coll.Indexes {
 		deleteSpace(tx, storage.SpaceIndex, ix.ID)
 	}

@@ -25,8 +25,9 @@
 //   - ttl.go: finding expired documents (package ttl decides when).
 //   - versioning.go: versioned collections' options and the version field;
 //     history.go: the versions every write of a versioned document records
-//     (keyspaces h and t); history_read.go: the $versions scan and
+//     (keyspaces h and v); history_read.go: the $versions scan and
 //     CheckHistory; history_asof.go: reads as of a cluster time;
+//     history_iters.go: the open iterators as-of point reads reuse;
 //     history_prune.go: retention (package history decides when);
 //     history_revert.go: revertDocument.
 //   - capped.go, capped_ddl.go: capped collections' insertion order and
@@ -98,11 +99,16 @@
 // document of a versioned collection — insertOne and applyAction, the only
 // two places a document is stored or removed, and the collMod that turns
 // versioning on — records the version it makes (a tombstone for a delete)
-// with its time key in the same request, so the history holds each
+// with its version key in the same request, so the history holds each
 // document's versions contiguously, the newest one being the document
 // itself. Indexes index only the documents. CheckHistory verifies it (and
 // the validate command with it);
 // TestHistoryCrashKeepsVersions checks it after power cuts.
+//
+// Invariant "Pooled views are short-lived" (history_iters.go): an iterator
+// kept for as-of point reads serves only times it saw committed, lives at
+// most asOfIterAge, and is closed before the engine closes or its store is
+// restored. TestAsOfItersPool checks it.
 //
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no

@@ -46,6 +46,8 @@ type Engine struct {
 	wake        wakeup      // awaitData waiters on capped inserts (capped.go)
 	oplog       oplog       // the change log (oplog.go)
 	horizons    horizons    // versioned collections' retention horizons (history_asof.go)
+	asOfIters   asOfIters   // open iterators for as-of point reads (history_iters.go)
+	recordBuf   []byte      // a version's record as recordVersion builds it (pipeline goroutine)
 	versionings versionings // parsed versioning options (versioning.go); pipeline goroutine only
 	txn         txnCursor   // the transaction whose statement is applied (txn.go); pipeline goroutine only
 	log         *slog.Logger
@@ -110,6 +112,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 // Close waits for queued writes and closes the store.
 func (e *Engine) Close() error {
 	e.stopOplogCount()
+	e.asOfIters.drop(true)
 	return e.db.Close()
 }
 

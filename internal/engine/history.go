@@ -11,20 +11,27 @@ import (
 	"github.com/cairndb/cairn/internal/storage"
 )
 
-// The history of a versioned collection (storage keyspace h).
+// The history of a versioned collection (storage keyspaces h and v).
 //
 // Every write of a versioned document — insert, update, replacement,
 // delete — stores the version it makes at storage.HistoryKey(collID,
-// keystring(_id), version), in the same commit-pipeline request as the
-// document itself, so history and latest cannot disagree after a crash
-// (invariant "History follows documents"). The value is the version's
-// record:
+// keystring(_id), validFrom, version), in the same commit-pipeline request
+// as the document itself, so history and latest cannot disagree after a
+// crash (invariant "History follows documents"). validFrom is the cluster
+// time of the write (Txn.Tick, an hlc.Timestamp). The value is the
+// version's record:
 //
-//	8 bytes  validFrom, the cluster time of the write (Txn.Tick, an
-//	         hlc.Timestamp, big-endian)
 //	1 byte   op: 'i' insert, 'u' update, 'r' replace, 'd' delete
 //	rest     the document as stored (with its version field); empty for a
 //	         delete's tombstone
+//
+// A document's versions rise with their times, so its history keys sort
+// newest first by either, and "the version of X at T" is one seek to
+// HistoryKey(X, T, ^0) that lands on the record itself (history_asof.go):
+// the as-of read of one document is one iterator seek, however many
+// versions it has. Beside each version, storage.HistoryVersionKey(collID,
+// keystring(_id), version) holds its validFrom, so "version n of X" is one
+// point read there and one here ($versions' version bounds, revertDocument).
 //
 // The latest version is stored twice: as the document (where every read
 // of the latest finds it at no extra cost) and as its newest history
@@ -34,26 +41,27 @@ import (
 // work from the history keyspace alone. A version's validTo is the next
 // version's validFrom.
 //
-// Beside each version, storage.HistoryTimeKey(collID, keystring(_id),
-// validFrom) holds its version number, so "the version of X at T" is one
-// seek there and one point read here (history_asof.go).
+// A transaction's versions get their time at its commit (txn.go): until
+// then they are recorded at time pendingTS, which sorts before every
+// committed time, so inside the transaction they are the newest.
 //
 // Invariant "History follows documents": for every document X of a
 // versioned collection with version field value n, the history holds
 // versions 1…n of X (those retention has not pruned, always at least n)
-// contiguously, and version n's record holds X's bytes; a deleted
-// document's newest record is a tombstone. A document re-inserted after a
-// delete continues its numbering after the tombstone. Each version has
-// exactly one time key, naming it. Secondary indexes
+// contiguously, in rising time order (several versions a transaction made
+// share its commit time), and version n's record holds X's bytes; a
+// deleted document's newest record is a tombstone. A document re-inserted
+// after a delete continues its numbering after the tombstone. Each version
+// has exactly one version key, holding its validFrom. Secondary indexes
 // index only the documents (the latest versions).
 
 // A history index could come later: a keyspace of its own holding, for
 // each version, index id, keystring(key), keystring(_id), ^version, written
-// in the same request as the version (as the time keys are), so "the
+// in the same request as the version (as the version keys are), so "the
 // documents whose attrN was x at T" would seek by key and keep the entries
-// whose version was valid at T (a version's validity is its record's
+// whose version was valid at T (a version's validity is its key's
 // validFrom and the next version's). Today indexes hold only the latest
-// versions, and as-of reads scan the collection's time keys.
+// versions, and as-of reads scan the collection's history.
 
 // Version ops as stored.
 const (
@@ -78,10 +86,11 @@ func OpName(op byte) string {
 	return "unknown"
 }
 
-const recordHeader = 9
+// pendingTS is the time of a transaction's version until its commit
+// stamps it (complemented in the key, it sorts first: the newest).
+const pendingTS = ^uint64(0)
 
-func appendRecord(dst []byte, ts uint64, op byte, doc []byte) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, ts)
+func appendRecord(dst []byte, op byte, doc []byte) []byte {
 	dst = append(dst, op)
 	return append(dst, doc...)
 }
@@ -103,17 +112,17 @@ func (v *Version) ID() (bsoncore.Value, error) {
 }
 
 func decodeRecord(key, val []byte, prefixLen int) (Version, error) {
-	if len(val) < recordHeader || len(key) < prefixLen+8 {
-		return Version{}, errors.New("engine: corrupt history record")
+	if len(val) < 1 || len(key) < prefixLen+storage.HistorySuffix {
+		return Version{}, errCorruptRecord
 	}
 	v := Version{
-		IDKey:     key[prefixLen : len(key)-8],
-		V:         storage.HistoryVersion(key),
-		ValidFrom: binary.BigEndian.Uint64(val),
-		Op:        val[8],
+		IDKey:     key[prefixLen : len(key)-storage.HistorySuffix],
+		V:         storage.HistoryKeyVersion(key),
+		ValidFrom: storage.HistoryKeyTime(key),
+		Op:        val[0],
 	}
-	if len(val) > recordHeader {
-		v.Doc = val[recordHeader:]
+	if len(val) > 1 {
+		v.Doc = val[1:]
 	}
 	return v, nil
 }
@@ -129,8 +138,8 @@ func lastVersion(tx *storage.Txn, collID uint64, idKey []byte) (uint64, error) {
 		return 0, err
 	}
 	var v uint64
-	if it.First() && len(it.Key()) == len(lo)+8 {
-		v = storage.HistoryVersion(it.Key())
+	if it.First() && len(it.Key()) == len(lo)+storage.HistorySuffix {
+		v = storage.HistoryKeyVersion(it.Key())
 	}
 	return v, it.Close()
 }
@@ -180,21 +189,32 @@ func versionReplace(ver Versioning, cur, next bsoncore.Document, replacement boo
 	return next, curV + 1, nil
 }
 
-// recordVersion writes version v of a document (doc nil: a tombstone).
+// recordVersion writes version v of a document (doc nil: a tombstone). No
+// request reads back the keys it writes itself (lastVersion reads through
+// Txn.NewIter, blind to them), so they are appended unindexed, except in a
+// transaction, whose commit reads each record back (stampVersion). The
+// record is built in the pipeline's scratch buffer: the Txn keeps a copy.
 func (e *Engine) recordVersion(tx *storage.Txn, collID uint64, idKey []byte, v uint64, op byte, doc []byte) {
+	t := e.txn.in
+	ts := pendingTS
+	if t != nil {
+		t.addVersion(tx, collID, idKey, v) // the commit stamps its time (txn.go)
+	} else {
+		ts = uint64(tx.Tick())
+	}
 	var kb [96]byte
-	if t := e.txn.in; t != nil {
-		// The commit stamps its time (txn.go).
-		tx.Set(storage.HistoryKey(kb[:0], collID, idKey, v), appendRecord(make([]byte, 0, recordHeader+len(doc)), 0, op, doc))
-		t.addVersion(tx, collID, idKey, v)
+	var tb [8]byte
+	binary.BigEndian.PutUint64(tb[:], ts)
+	e.recordBuf = appendRecord(e.recordBuf[:0], op, doc)
+	rk := storage.HistoryKey(kb[:0], collID, idKey, ts, v)
+	vk := storage.HistoryVersionKey(rk[len(rk):], collID, idKey, v)
+	if t != nil {
+		tx.Set(rk, e.recordBuf)
+		tx.Set(vk, tb[:])
 		return
 	}
-	ts := uint64(tx.Tick())
-	key := storage.HistoryKey(kb[:0], collID, idKey, v)
-	tx.Set(key, appendRecord(make([]byte, 0, recordHeader+len(doc)), ts, op, doc))
-	var vb [8]byte
-	binary.BigEndian.PutUint64(vb[:], v)
-	tx.Set(storage.HistoryTimeKey(kb[:0], collID, idKey, ts), vb[:])
+	tx.Append(rk, e.recordBuf)
+	tx.Append(vk, tb[:])
 }
 
 // startHistory begins the history of every document of a collection whose

@@ -18,9 +18,9 @@ import (
 // the latest versions), so plans over it are collection scans and _id
 // lookups, both served from the history keyspace.
 //
-// Finding the version of one document at T is one seek in the time keys
-// (storage.HistoryTimeKey: by _id, then descending validFrom) and one point
-// read of the version's record (versionAt).
+// Finding the version of one document at T is one seek in its history
+// (storage.HistoryKey: by _id, then descending validFrom), which lands on
+// the version's record (versionAt).
 
 // NewReaderAt opens a reader of ns as of cluster time at. An unversioned
 // collection cannot be read in the past (MongoDB's standalone refusal of
@@ -62,10 +62,10 @@ func (e *Engine) checkHorizon(ns Namespace, collID uint64, at hlc.Timestamp) err
 
 // GetAt appends to dst the document of ns whose _id is id as it was at
 // cluster time at: the point read of an as-of find (planner.Open), without
-// a snapshot, as Get reads the latest. One read is consistent by itself:
+// a snapshot, as Get reads the latest. One seek is consistent by itself:
 // the version valid at a time never changes, and if retention prunes it
-// between the two reads, the horizon has passed at and the read is
-// SnapshotTooOld.
+// after the horizon check, the horizon has passed at (it rises before
+// versions go) and the read is SnapshotTooOld.
 func (e *Engine) GetAt(dst []byte, ns Namespace, id bsoncore.Value, at hlc.Timestamp) ([]byte, bool, error) {
 	if last := e.db.LastCommitted(); at > last {
 		return dst, false, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime %s must not be greater than the last committed cluster time %s", at, last)
@@ -80,26 +80,25 @@ func (e *Engine) GetAt(dst []byte, ns Namespace, id bsoncore.Value, at hlc.Times
 	if err := e.checkHorizon(ns, coll.ID, at); err != nil {
 		return dst, false, err
 	}
-	idKey := appendIDKey(nil, id)
-	tid := append(storage.Prefix(nil, storage.SpaceHistoryTime, coll.ID), idKey...)
-	it, err := e.db.NewIter(tid, storage.PrefixEnd(tid))
+	var kb [96]byte
+	hid := appendIDKey(storage.Prefix(kb[:0], storage.SpaceHistory, coll.ID), id)
+	x, err := e.asOfIters.get(e.db, at, hid, storage.PrefixEnd(hid))
 	if err != nil {
 		return dst, false, err
 	}
-	n := len(dst)
-	doc, found, err := versionAt(e.db, coll.ID, dst, it, tid, idKey, at)
-	if cerr := it.Close(); err == nil {
-		err = cerr
+	doc, found, err := versionAt(x.it, hid, at)
+	if found {
+		dst = append(dst, doc...)
 	}
-	if err == errHistoryGap {
-		if herr := e.checkHorizon(ns, coll.ID, at); herr != nil {
-			return dst[:n], false, herr // pruned under the read
-		}
+	if err != nil {
+		_ = x.it.Close()
+	} else {
+		e.asOfIters.put(x)
 	}
-	if !found || err != nil {
-		return dst[:n], false, err
+	if err == nil && !found {
+		err = e.checkHorizon(ns, coll.ID, at) // pruned under the read
 	}
-	return append(dst[:n], doc...), true, nil
+	return dst, found && err == nil, err
 }
 
 func errNotVersioned(ns Namespace) error {
@@ -148,88 +147,65 @@ func horizonKey(collID uint64) []byte {
 // AsOf is the cluster time the reader reads at (0: the latest documents).
 func (r *Reader) AsOf() hlc.Timestamp { return r.asOf }
 
-// pointGetter reads one key: a snapshot, or the store itself.
-type pointGetter interface {
-	Get(dst, key []byte) ([]byte, bool, error)
-}
-
-// versionAt returns the record's document of the version of one document
-// that was valid at ts: it, an iterator over the time keys, seeks to
-// tid‖^ts (tid: the document's time-key prefix), which lands on the newest
-// version that began at or before ts, and the record is one point read.
-// found is false when there is none (the document did not exist yet) or
-// it is a tombstone. The document aliases dst's memory.
-func versionAt(g pointGetter, collID uint64, dst []byte, it *storage.Iter, tid, idKey []byte, ts hlc.Timestamp) (doc []byte, found bool, err error) {
-	key := binary.BigEndian.AppendUint64(append(make([]byte, 0, len(tid)+8), tid...), ^uint64(ts))
+// versionAt returns the document of the version of one document that was
+// valid at ts: it, an iterator over the history, seeks to hid‖^ts (hid:
+// the document's history prefix), which lands on the newest version that
+// began at or before ts. found is false when there is none (the document
+// did not exist yet) or it is a tombstone. The document aliases the
+// iterator's memory until it moves.
+func versionAt(it *storage.Iter, hid []byte, ts hlc.Timestamp) (doc []byte, found bool, err error) {
+	var kb [112]byte
+	key := binary.BigEndian.AppendUint64(append(kb[:0], hid...), ^uint64(ts))
 	if !it.SeekGE(key) {
 		return nil, false, nil
 	}
 	k := it.Key()
-	if len(k) != len(tid)+8 || string(k[:len(tid)]) != string(tid) {
+	if len(k) != len(hid)+storage.HistorySuffix || string(k[:len(hid)]) != string(hid) {
 		return nil, false, nil
 	}
-	vb, err := it.Value()
+	rec, err := it.Value()
 	if err != nil {
 		return nil, false, err
 	}
-	if len(vb) != 8 {
-		return nil, false, errCorruptRecord
-	}
-	var kb [96]byte
-	rec, found, err := g.Get(dst, storage.HistoryKey(kb[:0], collID, idKey, binary.BigEndian.Uint64(vb)))
-	if err != nil {
-		return nil, false, err
-	}
-	if !found {
-		return nil, false, errHistoryGap
-	}
-	return recordDoc(rec[len(dst):])
+	return recordDoc(rec)
 }
 
-var errHistoryGap = mongoerr.New(mongoerr.InternalError, "engine: a document's versions are not contiguous (invariant \"History follows documents\")")
-
-func recordFrom(rec []byte) hlc.Timestamp {
-	if len(rec) < recordHeader {
-		return 0
-	}
-	return hlc.Timestamp(binary.BigEndian.Uint64(rec))
-}
-
+// recordDoc returns a version record's document; ok is false for a
+// tombstone.
 func recordDoc(rec []byte) ([]byte, bool, error) {
-	if len(rec) < recordHeader {
+	if len(rec) < 1 {
 		return nil, false, errCorruptRecord
 	}
-	if rec[8] == opDelete {
+	if rec[0] == opDelete {
 		return nil, false, nil
 	}
-	return rec[recordHeader:], true, nil
+	return rec[1:], true, nil
 }
 
 var errCorruptRecord = mongoerr.New(mongoerr.InternalError, "engine: corrupt history record")
 
 // fetchAsOf reads the document whose encoded _id is rid as of r.asOf.
 func (r *Reader) fetchAsOf(dst, rid []byte) ([]byte, bool, error) {
-	tid := append(storage.Prefix(nil, storage.SpaceHistoryTime, r.coll.ID), rid...)
-	it, err := r.snap.NewIter(tid, storage.PrefixEnd(tid))
+	hid := append(storage.Prefix(nil, storage.SpaceHistory, r.coll.ID), rid...)
+	it, err := r.snap.NewIter(hid, storage.PrefixEnd(hid))
 	if err != nil {
 		return dst, false, err
 	}
-	n := len(dst)
-	doc, found, err := versionAt(r.snap, r.coll.ID, dst, it, tid, rid, r.asOf)
+	doc, found, err := versionAt(it, hid, r.asOf)
+	if found {
+		dst = append(dst, doc...)
+	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
-	if !found || err != nil {
-		return dst[:n], false, err
-	}
-	return append(dst[:n], doc...), true, nil
+	return dst, found && err == nil, err
 }
 
-// asOfWalk is a Cursor's state over the time keys: one document per _id.
+// asOfWalk is a Cursor's state over the history: one document per _id.
 type asOfWalk struct {
 	r      *Reader
-	prefix []byte // the collection's time-key prefix
-	id     []byte // the current _id's time-key prefix
+	prefix []byte // the collection's history prefix
+	id     []byte // the current _id's history prefix
 }
 
 // nextAsOf moves an as-of cursor to the next document that existed at its
@@ -255,12 +231,12 @@ func (c *Cursor) nextAsOf() bool {
 			return false
 		}
 		k := c.it.Key()
-		if len(k) < len(w.prefix)+8 {
+		if len(k) < len(w.prefix)+storage.HistorySuffix {
 			return false
 		}
-		w.id = append(w.id[:0], k[:len(k)-8]...)
+		w.id = append(w.id[:0], k[:len(k)-storage.HistorySuffix]...)
 		rid := w.id[len(w.prefix):]
-		doc, found, err := versionAt(w.r.snap, w.r.coll.ID, c.doc[:0], c.it, w.id, rid, w.r.asOf)
+		doc, found, err := versionAt(c.it, w.id, w.r.asOf)
 		if err != nil {
 			c.err = err
 			return false
@@ -276,7 +252,7 @@ func (c *Cursor) nextAsOf() bool {
 // docsAsOf opens an as-of cursor over the documents whose encoded _id is
 // in rng.
 func (r *Reader) docsAsOf(rng KeyRange, reverse bool) (*Cursor, error) {
-	prefix := storage.Prefix(nil, storage.SpaceHistoryTime, r.coll.ID)
+	prefix := storage.Prefix(nil, storage.SpaceHistory, r.coll.ID)
 	lo := append(append([]byte(nil), prefix...), rng.Lo...)
 	hi := storage.PrefixEnd(prefix)
 	if rng.Hi != nil {

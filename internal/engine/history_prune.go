@@ -19,7 +19,7 @@ import (
 // Pruning keeps "History follows documents": the versions a document
 // loses are always its oldest ones (older versions have more newer ones
 // and an earlier validTo), removed with one range deletion (and their
-// time keys with another), so what
+// version keys with another), so what
 // remains is contiguous. The retention horizon (horizonKey) rises to the
 // latest validTo pruned, in the same request, so an as-of read before it
 // is SnapshotTooOld rather than a wrong answer.
@@ -71,7 +71,7 @@ func (e *Engine) PruneHistory(ns Namespace, now time.Time) (int, error) {
 	type cut struct {
 		idKey   []byte
 		v       uint64 // prune versions ≤ v
-		from    uint64 // version v's validFrom (its time key)
+		from    uint64 // version v's validFrom
 		n       int
 		validTo hlc.Timestamp
 	}
@@ -92,10 +92,9 @@ func (e *Engine) PruneHistory(ns Namespace, now time.Time) (int, error) {
 		err := e.db.Write(func(tx *storage.Txn) error {
 			horizon = 0
 			for _, c := range cuts {
-				lo := storage.HistoryKey(nil, collID, c.idKey, c.v)
-				prefix := lo[:len(lo)-8]
-				tx.DeleteRange(lo, storage.PrefixEnd(prefix))
-				lo = storage.HistoryTimeKey(nil, collID, c.idKey, c.from)
+				lo := storage.HistoryKey(nil, collID, c.idKey, c.from, c.v)
+				tx.DeleteRange(lo, storage.PrefixEnd(lo[:len(lo)-storage.HistorySuffix]))
+				lo = storage.HistoryVersionKey(nil, collID, c.idKey, c.v)
 				tx.DeleteRange(lo, storage.PrefixEnd(lo[:len(lo)-8]))
 				horizon = max(horizon, c.validTo)
 			}

@@ -50,14 +50,11 @@ func (r *Reader) Versions(b VersionBounds) (*VersionCursor, error) {
 	c.prefixLen = len(prefix)
 	lo, hi := prefix, storage.PrefixEnd(prefix)
 	if b.IDKey != nil {
-		// Start one version above VHi so that the first version returned
-		// knows its validTo (the next version's validFrom).
-		start := b.VHi
-		if start < math.MaxUint64 {
-			start++
+		var empty bool
+		var err error
+		if lo, hi, empty, err = r.versionRange(b); err != nil || empty {
+			return c, err
 		}
-		lo = storage.HistoryKey(nil, r.coll.ID, b.IDKey, start)
-		hi = storage.PrefixEnd(storage.HistoryKey(nil, r.coll.ID, b.IDKey, b.VLo))
 	}
 	it, err := r.snap.NewIter(lo, hi)
 	if err != nil {
@@ -65,6 +62,53 @@ func (r *Reader) Versions(b VersionBounds) (*VersionCursor, error) {
 	}
 	c.it = it
 	return c, nil
+}
+
+// versionRange returns the history keys of one document's versions
+// within b (b.IDKey set), from one version above b.VHi, so that the first
+// version returned knows its validTo (the next version's validFrom), down
+// to b.VLo; empty when no version is within b. The version keys give each
+// bound's time: one seek each.
+func (r *Reader) versionRange(b VersionBounds) (lo, hi []byte, empty bool, err error) {
+	hid := append(storage.Prefix(nil, storage.SpaceHistory, r.coll.ID), b.IDKey...)
+	vid := append(storage.Prefix(nil, storage.SpaceHistoryVersion, r.coll.ID), b.IDKey...)
+	it, err := r.snap.NewIter(vid, storage.PrefixEnd(vid))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer func() { err = errors.Join(err, it.Close()) }()
+	// at returns the history key of the newest version ≤ v (none: ok false).
+	at := func(v uint64) (key []byte, ok bool, err error) {
+		if !it.SeekGE(binary.BigEndian.AppendUint64(append([]byte(nil), vid...), ^v)) {
+			return nil, false, nil
+		}
+		ts, err := it.Value()
+		if err != nil || len(ts) != 8 {
+			return nil, false, errors.Join(err, errCorruptRecord)
+		}
+		return storage.HistoryKey(nil, r.coll.ID, b.IDKey, binary.BigEndian.Uint64(ts), storage.HistoryKeyVersion(it.Key())), true, nil
+	}
+	if !it.First() || storage.HistoryKeyVersion(it.Key()) < b.VLo {
+		return nil, nil, true, nil // no history, or every version below the range
+	}
+	lo, hi = hid, storage.PrefixEnd(hid)
+	if newest := storage.HistoryKeyVersion(it.Key()); b.VHi < newest {
+		key, ok, err := at(b.VHi + 1)
+		if err != nil || !ok {
+			return nil, nil, !ok, err // every version ≤ VHi+1 pruned
+		}
+		lo = key
+	}
+	if b.VLo > 0 {
+		key, ok, err := at(b.VLo)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if ok && storage.HistoryKeyVersion(key) == b.VLo {
+			hi = storage.PrefixEnd(key)
+		}
+	}
+	return lo, hi, false, nil
 }
 
 // Next returns the next version within the bounds; ok is false at the end.
@@ -136,33 +180,30 @@ func (e *Engine) CheckHistory(ns Namespace) error {
 	}
 	defer cur.Close()
 	var id []byte
-	var prev, prevFrom uint64
-	live, versions := 0, 0 // _ids whose newest version is a document; versions with a time key
+	var prev uint64
+	live, versions := 0, 0 // _ids whose newest version is a document; versions
 	for {
 		v, ok, err := cur.Next()
 		if err != nil {
 			return err
 		}
 		if !ok {
-			if err := checkTimeKeyCount(r, ns, versions); err != nil {
+			if err := checkVersionKeyCount(r, ns, versions); err != nil {
 				return err
 			}
 			return checkLiveCount(r, ns, live)
 		}
-		// A version a transaction superseded in its own commit (the next
-		// version has its time: engine txn.go) was never visible and has
-		// no time key.
-		if superseded := string(v.IDKey) == string(id) && v.ValidFrom == prevFrom; !superseded {
-			versions++
-			tk, found, err := r.snap.Get(nil, storage.HistoryTimeKey(nil, r.coll.ID, v.IDKey, v.ValidFrom))
-			if err != nil {
-				return err
-			}
-			if !found || len(tk) != 8 || binary.BigEndian.Uint64(tk) != v.V {
-				return fmt.Errorf("%w: %s: _id %x: version %d has no time key naming it", ErrHistoryBroken, ns, v.IDKey, v.V)
-			}
+		versions++
+		if v.ValidFrom == pendingTS {
+			return fmt.Errorf("%w: %s: _id %x: version %d was never given its transaction's commit time", ErrHistoryBroken, ns, v.IDKey, v.V)
 		}
-		prevFrom = v.ValidFrom
+		tk, found, err := r.snap.Get(nil, storage.HistoryVersionKey(nil, r.coll.ID, v.IDKey, v.V))
+		if err != nil {
+			return err
+		}
+		if !found || len(tk) != 8 || binary.BigEndian.Uint64(tk) != v.ValidFrom {
+			return fmt.Errorf("%w: %s: _id %x: version %d has no version key naming its time", ErrHistoryBroken, ns, v.IDKey, v.V)
+		}
 		if string(v.IDKey) == string(id) {
 			if v.V != prev-1 {
 				return fmt.Errorf("%w: %s: _id %x: version %d follows version %d", ErrHistoryBroken, ns, v.IDKey, v.V, prev)
@@ -207,10 +248,10 @@ func checkLiveCount(r *Reader, ns Namespace, live int) error {
 	return nil
 }
 
-// checkTimeKeyCount checks that there are no more time keys than versions
-// (each version's own was checked).
-func checkTimeKeyCount(r *Reader, ns Namespace, versions int) error {
-	prefix := storage.Prefix(nil, storage.SpaceHistoryTime, r.coll.ID)
+// checkVersionKeyCount checks that there are no more version keys than
+// versions (each version's own was checked).
+func checkVersionKeyCount(r *Reader, ns Namespace, versions int) error {
+	prefix := storage.Prefix(nil, storage.SpaceHistoryVersion, r.coll.ID)
 	it, err := r.snap.NewIter(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
 		return err
@@ -223,7 +264,7 @@ func checkTimeKeyCount(r *Reader, ns Namespace, versions int) error {
 		return err
 	}
 	if n != versions {
-		return fmt.Errorf("%w: %s has %d time keys for %d versions", ErrHistoryBroken, ns, n, versions)
+		return fmt.Errorf("%w: %s has %d version keys for %d versions", ErrHistoryBroken, ns, n, versions)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -28,9 +30,16 @@ func (e *Engine) RevertDocument(ns Namespace, id bsoncore.Value, v uint64) (uint
 			return mongoerr.New(mongoerr.InvalidOptions, "revertDocument needs a versioned collection; %s is not versioned", ns)
 		}
 		idKey := appendIDKey(nil, id)
-		rec, found, err := tx.Get(nil, storage.HistoryKey(nil, coll.ID, idKey, v))
+		ts, found, err := tx.Get(nil, storage.HistoryVersionKey(nil, coll.ID, idKey, v))
 		if err != nil {
 			return err
+		}
+		var rec []byte
+		if found && len(ts) == 8 {
+			rec, found, err = tx.Get(nil, storage.HistoryKey(nil, coll.ID, idKey, binary.BigEndian.Uint64(ts), v))
+			if err != nil {
+				return err
+			}
 		}
 		if !found {
 			return mongoerr.New(mongoerr.BadValue, "version %d of _id %s of %s does not exist or is no longer retained", v, id, ns)

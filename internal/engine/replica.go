@@ -53,6 +53,7 @@ func (e *Engine) Promote() error {
 // at log index index) and publishes the catalog it holds. progress is
 // storage's.
 func (e *Engine) RestoreReplicated(index uint64, dir string, progress func(copied int64)) error {
+	e.asOfIters.drop(false) // views of the store being replaced
 	return e.cat.Reload(e.db, func() error { return e.db.RestoreCheckpoint(index, dir, progress) })
 }
 

@@ -33,12 +33,14 @@ import (
 //     entry, MongoDB's applyOps shape (op "c", ns "admin.$cmd",
 //     o.applyOps, lsid, txnNumber, prevOpTime), stamped in the commit
 //     request ("Change and entry commit together").
-//   - versions of versioned collections: the history record is written in
-//     the transaction with time 0 and the time key is left out; Commit
-//     stamps both with the commit's cluster time, one for the whole
-//     transaction ("History follows documents" holds at commit). A version
-//     the same transaction superseded keeps that time in its record but
-//     has no time key: it was never visible (CheckHistory knows).
+//   - versions of versioned collections: the history record and version
+//     key are written in the transaction at time pendingTS (history.go);
+//     Commit moves the record to, and points the version key at, the
+//     commit's cluster time, one for the whole transaction ("History
+//     follows documents" holds at commit). A version the same transaction
+//     superseded shares that time with the newer one: an as-of read at it
+//     finds the newer (the key orders them by version), so it was never
+//     visible.
 //   - tail bounds ("Tail bound"): a statement's insert always reads for a
 //     duplicate (a bound loaded from the transaction's view could be below
 //     keys committed since) and raises no bound; Commit raises the loaded
@@ -384,21 +386,22 @@ func appendIndexKey(dst []byte, i int) []byte {
 }
 
 // stampVersion gives a version a transaction recorded the commit's time:
-// in its history record and its time key.
+// its record moves from pendingTS to its key at ts, and its version key
+// names ts.
 func (e *Engine) stampVersion(tx *storage.Txn, p pendingVersion, ts hlc.Timestamp) error {
-	key := storage.HistoryKey(nil, p.collID, p.idKey, p.v)
+	key := storage.HistoryKey(nil, p.collID, p.idKey, pendingTS, p.v)
 	rec, found, err := tx.Get(nil, key)
 	if err != nil {
 		return err
 	}
-	if !found || len(rec) < recordHeader {
+	if !found || len(rec) < 1 {
 		return mongoerr.New(mongoerr.InternalError, "engine: a transaction's version record is missing at commit")
 	}
-	binary.BigEndian.PutUint64(rec, uint64(ts))
-	tx.Set(key, rec)
-	var vb [8]byte
-	binary.BigEndian.PutUint64(vb[:], p.v)
-	tx.Set(storage.HistoryTimeKey(nil, p.collID, p.idKey, uint64(ts)), vb[:])
+	tx.Delete(key)
+	tx.Set(storage.HistoryKey(nil, p.collID, p.idKey, uint64(ts), p.v), rec)
+	var tb [8]byte
+	binary.BigEndian.PutUint64(tb[:], uint64(ts))
+	tx.Set(storage.HistoryVersionKey(nil, p.collID, p.idKey, p.v), tb[:])
 	return nil
 }
 

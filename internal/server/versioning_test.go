@@ -193,3 +193,77 @@ func firstDoc(reply bson.Raw) bson.Raw {
 	}
 	return vals[0].Document()
 }
+
+// TestVersionedSnapshotTooOld reads, over the wire, before the retention
+// horizon of a versioned collection whose old versions a retention pass
+// pruned: find by _id (the point read), find of every document, count,
+// distinct and aggregate are each SnapshotTooOld (239), a read after the
+// horizon still answers, nothing changed, and serverStatus counts what
+// went.
+func TestVersionedSnapshotTooOld(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	db := c.Database("retention")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(db.RunCommand(ctx, bson.D{{Key: "create", Value: "docs"}, {Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}, {Key: "minVersionsToKeep", Value: 1}}}}).Err())
+	coll := db.Collection("docs")
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}})
+	must(err)
+	for n := 1; n <= 2; n++ {
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: n}}}})
+		must(err)
+	}
+	cur, err := coll.Aggregate(ctx, bson.A{bson.D{{Key: "$versions", Value: bson.D{}}}})
+	must(err)
+	var vs []struct {
+		ValidFrom bson.Timestamp `bson:"validFrom"`
+	}
+	must(cur.All(ctx, &vs))
+	if len(vs) != 3 {
+		t.Fatalf("%d versions before pruning, want 3", len(vs))
+	}
+	if n := s.env.History.Pass(); n != 2 {
+		t.Fatalf("a retention pass pruned %d versions, want 2", n)
+	}
+	asOf := func(ts bson.Timestamp) bson.D {
+		return bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: ts}}
+	}
+	old := asOf(vs[2].ValidFrom) // version 1's time: pruned
+	for _, tc := range []struct {
+		name string
+		cmd  bson.D
+	}{
+		{"find by _id", bson.D{{Key: "find", Value: "docs"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "readConcern", Value: old}}},
+		{"find all", bson.D{{Key: "find", Value: "docs"}, {Key: "readConcern", Value: old}}},
+		{"count", bson.D{{Key: "count", Value: "docs"}, {Key: "readConcern", Value: old}}},
+		{"distinct", bson.D{{Key: "distinct", Value: "docs"}, {Key: "key", Value: "n"}, {Key: "readConcern", Value: old}}},
+		{"aggregate", bson.D{{Key: "aggregate", Value: "docs"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "readConcern", Value: old}}},
+	} {
+		err := db.RunCommand(ctx, tc.cmd).Err()
+		var ce mongo.CommandError
+		if !errors.As(err, &ce) || ce.Code != 239 || ce.Name != "SnapshotTooOld" {
+			t.Errorf("%s before the horizon: %v, want SnapshotTooOld 239", tc.name, err)
+		}
+	}
+	found, err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "docs"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "readConcern", Value: asOf(vs[0].ValidFrom)}}).Raw()
+	must(err)
+	if d := firstDoc(found); d.Lookup("n").Int32() != 2 || d.Lookup("_v").Int64() != 3 {
+		t.Fatalf("as of the newest version: %s", d)
+	}
+	var latest bson.M
+	must(coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&latest))
+	if latest["n"] != int32(2) || latest["_v"] != int64(3) {
+		t.Fatalf("latest after the refused reads: %v", latest)
+	}
+	st, err := db.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+	must(err)
+	if n := st.Lookup("metrics", "versioning", "prunedVersions"); n.AsInt64() != 2 {
+		t.Fatalf("serverStatus metrics.versioning.prunedVersions %s, want 2", n)
+	}
+}

@@ -99,4 +99,7 @@
 //     identity (keyFile) to run each other's commands.
 //   - A pending recipient range whose donor is unreachable stays (as
 //     orphans) until the donor answers again.
+//   - A chunk of a versioned collection (issue #23) does not move
+//     (IllegalOperation, versioned.go): migrations copy documents, not
+//     their history, and would restart each history at version 1.
 package shardsvr

@@ -67,6 +67,9 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if toShard == id.ShardName {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "chunk [%s, %s) is already on shard %s", min, max, toShard)
 	}
+	if err := n.refuseVersioned(ctx, ns); err != nil {
+		return nil, err
+	}
 	toHost, err := n.shardHost(ctx, toShard)
 	if err != nil {
 		return nil, err

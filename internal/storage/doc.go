@@ -11,8 +11,8 @@
 //	d <collID> <keystring(_id)>            → document BSON
 //	i <indexID> <keys…> [<keystring(_id)>] → empty, or _id for a unique index
 //	n <collID> <kind> <…>                  → a capped collection's insertion order
-//	h <collID> <keystring(_id)> <^version> → a versioned document's version
-//	t <collID> <keystring(_id)> <^validFrom> → that version's number
+//	h <collID> <keystring(_id)> <^validFrom> <^version> → a versioned document's version
+//	v <collID> <keystring(_id)> <^version> → that version's validFrom
 //	m <…>                                  → catalog records
 //	s <…>                                  → sequences, server parameters, format marker
 //	r <session> <txnNumber> <stmtId>       → a retryable write's statement result (package session)

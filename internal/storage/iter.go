@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"errors"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/cairndb/cairn/internal/invariants"
@@ -39,6 +41,21 @@ func (i *Iter) SeekGE(key []byte) bool {
 	}
 	return i.it.SeekGE(key)
 }
+
+// SetBounds replaces the bounds of an iterator opened by DB.NewIter (the
+// slices must not change until the next SetBounds or Close) and leaves it
+// unpositioned; its view of the store stays the one it was opened with.
+// Moving an open iterator to other bounds costs far less than opening one.
+// A transaction's iterator (Transaction.NewIter) refuses.
+func (i *Iter) SetBounds(lower, upper []byte) error {
+	if i.m != nil || i.tx != nil {
+		return errSetBoundsTxn
+	}
+	i.it.SetBounds(lower, upper)
+	return nil
+}
+
+var errSetBoundsTxn = errors.New("storage: SetBounds on a transaction's iterator")
 
 // SeekLT moves to the last key < key.
 func (i *Iter) SeekLT(key []byte) bool { return i.it.SeekLT(key) }

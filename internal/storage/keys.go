@@ -18,11 +18,12 @@ const (
 	// o <ts, 8 bytes big-endian> → the entry's BSON.
 	SpaceOplog byte = 'o'
 	// SpaceHistory holds a versioned collection's document versions
-	// (package engine, history.go): h <collID> <keystring(_id)> <^version>.
+	// (package engine, history.go): h <collID> <keystring(_id)>
+	// <^validFrom> <^version> → the version's record.
 	SpaceHistory byte = 'h'
-	// SpaceHistoryTime indexes the same versions by time:
-	// t <collID> <keystring(_id)> <^validFrom> → the version number.
-	SpaceHistoryTime byte = 't'
+	// SpaceHistoryVersion finds the same versions by number:
+	// v <collID> <keystring(_id)> <^version> → validFrom.
+	SpaceHistoryVersion byte = 'v'
 )
 
 // Prefix returns the key prefix of object id in keyspace space, appended to dst.
@@ -38,29 +39,44 @@ func DocKey(dst []byte, collID uint64, idKey []byte) []byte {
 }
 
 // HistoryKey appends the key of version v of the document of collection
-// collID whose encoded _id is idKey. The version is stored complemented,
-// big-endian, so a document's versions sort newest first and "the newest
-// version ≤ n" is one seek to HistoryKey(…, n).
-func HistoryKey(dst []byte, collID uint64, idKey []byte, v uint64) []byte {
+// collID whose encoded _id is idKey, which became valid at cluster time ts.
+// Time and version are stored complemented, big-endian, so a document's
+// versions sort newest first (a document's versions rise with their
+// times) and "the version valid at T" is one seek to HistoryKey(…, T, ^0):
+// it lands on the newest version that began at or before T.
+func HistoryKey(dst []byte, collID uint64, idKey []byte, ts, v uint64) []byte {
 	dst = append(Prefix(dst, SpaceHistory, collID), idKey...)
+	dst = binary.BigEndian.AppendUint64(dst, ^ts)
 	return binary.BigEndian.AppendUint64(dst, ^v)
 }
 
-// HistoryTimeKey appends the key that finds, by time, the version of the
-// document idKey of collID that became valid at ts (a cluster time). Times
-// are complemented like versions, so a seek to HistoryTimeKey(…, T) lands
-// on the newest version that began at or before T.
-func HistoryTimeKey(dst []byte, collID uint64, idKey []byte, ts uint64) []byte {
-	dst = append(Prefix(dst, SpaceHistoryTime, collID), idKey...)
-	return binary.BigEndian.AppendUint64(dst, ^ts)
+// HistorySuffix is the length of what a history key adds to its
+// document's prefix (time and version).
+const HistorySuffix = 16
+
+// HistoryKeyTime returns the time a history key ends with.
+func HistoryKeyTime(key []byte) uint64 {
+	if len(key) < HistorySuffix {
+		return 0
+	}
+	return ^binary.BigEndian.Uint64(key[len(key)-16:])
 }
 
-// HistoryVersion returns the version a history key ends with.
-func HistoryVersion(key []byte) uint64 {
+// HistoryKeyVersion returns the version a history key or a version key
+// (HistoryVersionKey) ends with.
+func HistoryKeyVersion(key []byte) uint64 {
 	if len(key) < 8 {
 		return 0
 	}
 	return ^binary.BigEndian.Uint64(key[len(key)-8:])
+}
+
+// HistoryVersionKey appends the key that finds version v of the document
+// idKey of collID by its number (its value is the version's validFrom, the
+// rest of its HistoryKey).
+func HistoryVersionKey(dst []byte, collID uint64, idKey []byte, v uint64) []byte {
+	dst = append(Prefix(dst, SpaceHistoryVersion, collID), idKey...)
+	return binary.BigEndian.AppendUint64(dst, ^v)
 }
 
 // PrefixEnd returns the smallest key greater than every key that starts with
@@ -104,7 +120,7 @@ func keyspaceEnd(key []byte) []byte {
 		return nil
 	}
 	switch key[0] {
-	case SpaceDocument, SpaceIndex, SpaceNatural, SpaceHistory, SpaceHistoryTime:
+	case SpaceDocument, SpaceIndex, SpaceNatural, SpaceHistory, SpaceHistoryVersion:
 		if _, n := binary.Uvarint(key[1:]); n > 0 {
 			return PrefixEnd(key[:1+n])
 		}
@@ -113,7 +129,7 @@ func keyspaceEnd(key []byte) []byte {
 }
 
 // CollectionOfKey returns the collection or index id a key of an id-keyed
-// keyspace (d, i, n, h) starts with; 0 for any other key.
+// keyspace (d, i, n, h, v) starts with; 0 for any other key.
 func CollectionOfKey(key []byte) uint64 {
 	if len(key) < 2 {
 		return 0

@@ -211,6 +211,45 @@ const checks = [
     assert.equal(db.getProfilingStatus().was, 0);
     db.prof.drop();
   }],
+  // Issue #23's seed scenario on a versioned collection: three versions of
+  // docId 174, the latest by _id and by attr1, a compare-and-swap that
+  // loses and retries, the audit of every version, a read as of a time
+  // between versions 1 and 2, and a deleted document's history.
+  ['versioned-seed-scenario', () => {
+    assert.equal(db.createCollection('vdocs', { versioning: { enabled: true } }).ok, 1);
+    const v = db.vdocs;
+    v.insertMany([{ _id: 174, attr1: 'red', n: 1 }, { _id: 175, attr1: 'red', n: 1 }, { _id: 176, attr1: 'blue', n: 1 }]);
+    for (const n of [2, 3]) {
+      count(v.updateOne({ _id: 174 }, { $set: { n } }).modifiedCount, 1, `update to n=${n}`);
+    }
+    same(v.findOne({ _id: 174 }), { _id: 174, attr1: 'red', n: 3, _v: Long.fromNumber(3) });
+    same(v.find({ attr1: 'red' }).sort({ _id: 1 }).toArray().map((d) => d._id), [174, 175]);
+    // A writer holding version 2 loses the race, re-reads and retries.
+    count(v.updateOne({ _id: 174, _v: 2 }, { $set: { n: 40 } }).matchedCount, 0, 'stale CAS matchedCount');
+    const cur = v.findOne({ _id: 174 });
+    count(v.updateOne({ _id: 174, _v: cur._v }, { $set: { n: 4 } }).modifiedCount, 1, 'retried CAS modifiedCount');
+    expectCode(() => v.updateOne({ _id: 174 }, { $set: { _v: 99 } }), 66); // a write error: no codeName in the shell's error
+    const audit = (id) => v.aggregate([{ $versions: {} }, { $match: { _id: id } }]).toArray();
+    const vs = audit(174);
+    same(vs.map((x) => [x._v, x.op, x.doc.n]), [[Long.fromNumber(4), 'update', 4], [Long.fromNumber(3), 'update', 3],
+      [Long.fromNumber(2), 'update', 2], [Long.fromNumber(1), 'insert', 1]]);
+    for (let i = 1; i < vs.length; i++) {
+      same(vs[i].validTo, vs[i - 1].validFrom, `version ${vs[i]._v} ends where the next begins`);
+    }
+    // Just before version 2 began: version 1 holds, and 175 and 176 exist.
+    const v2 = vs[2].validFrom;
+    const before = v2.i > 1 ? Timestamp({ t: v2.t, i: v2.i - 1 }) : Timestamp({ t: v2.t - 1, i: 0x7fffffff });
+    const rc = { level: 'snapshot', atClusterTime: before };
+    const then = db.runCommand({ find: 'vdocs', filter: { _id: 174 }, readConcern: rc });
+    same(then.cursor.firstBatch, [{ _id: 174, attr1: 'red', n: 1, _v: Long.fromNumber(1) }]);
+    count(db.runCommand({ count: 'vdocs', query: { n: 1 }, readConcern: rc }).n, 3, 'count n=1 as of version 1');
+    // A deleted document's history ends in a tombstone.
+    count(v.deleteOne({ _id: 175 }).deletedCount, 1, 'deletedCount');
+    same(audit(175).map((x) => [x.op, x.doc == null]), [['delete', true], ['insert', false]]); // a tombstone has no document
+    count(v.countDocuments({ _id: 175 }), 0, 'deleted 175 counted');
+    count(db.runCommand({ count: 'vdocs', query: { _id: 175 }, readConcern: rc }).n, 1, '175 as of before its delete');
+    assert.equal(v.drop(), true);
+  }],
 ];
 
 // Features Cairn does not have yet; see node_smoke.mjs.

@@ -79,7 +79,7 @@ var clients = []client{
 			"duplicate-key", "deleteOne", "deleteMany", "estimatedDocumentCount",
 			"getCollectionNames", "getDBNames", "unknown-command", "drop",
 			"createIndex", "aggregate", "validator", "capped", "profiler",
-			"dropDatabase",
+			"versioned-seed-scenario", "dropDatabase",
 		},
 	},
 }

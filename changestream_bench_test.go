@@ -1,11 +1,15 @@
 package cairn_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,22 +21,39 @@ import (
 // TestChangeStreamBench measures change streams on a one-member set of a
 // real `cairn serve` through the Go driver (BENCHMARKS.md "Change
 // streams"): insert throughput (8 writers, majority) with no stream and
-// with 10 open streams on the collection, each consumed as it arrives; and
-// the latency from an insert's acknowledgement (and from its sending) to
-// its event's delivery, p50 and p99. It runs only with CAIRN_CS_BENCH=1
-// (CAIRN_CS_BENCH_N inserts per measure, default 20000): a measurement,
-// not a check.
+// with 10 open streams on the collection, each consumed as it arrives,
+// measured in rounds that interleave the two (none, ten; then ten, none;
+// ...) so that whatever drifts during the run (the machine's load, the
+// store's memtable) falls on both sides; and the latency from an insert's
+// acknowledgement (and from its sending) to its event's delivery, p50 and
+// p99. It runs only with CAIRN_CS_BENCH=1 (CAIRN_CS_BENCH_N inserts per
+// measure, default 20000; CAIRN_CS_BENCH_ROUNDS rounds, default 2): a
+// measurement, not a check.
 func TestChangeStreamBench(t *testing.T) {
 	if os.Getenv("CAIRN_CS_BENCH") != "1" {
 		t.Skip("a benchmark: CAIRN_CS_BENCH=1 runs it")
 	}
-	n := 20000
-	if s := os.Getenv("CAIRN_CS_BENCH_N"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	client := startOneMemberSet(t, t.TempDir())
+	n, rounds := envInt("CAIRN_CS_BENCH_N", 20000), envInt("CAIRN_CS_BENCH_ROUNDS", 2)
+	client, member := startOneMemberSetProc(t, t.TempDir())
 	ctx := context.Background()
-	throughput := func(name string, streams int) float64 {
+	type cost struct {
+		wall, server, client time.Duration
+		getMores             int64
+	}
+	getMores := func() int64 {
+		var st struct {
+			Opcounters struct{ Getmore int64 } `bson:"opcounters"`
+		}
+		if err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Opcounters.Getmore
+	}
+	// throughput inserts n documents into a new collection with streams
+	// open on it and returns how long the inserts took, and the CPU time
+	// the server and this process (writers and consumers) spent on them
+	// and on delivering their events.
+	throughput := func(name string, streams int) cost {
 		coll := client.Database("bench").Collection(name)
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: -1}}))
 		var wg sync.WaitGroup
@@ -53,6 +74,7 @@ func TestChangeStreamBench(t *testing.T) {
 			}()
 		}
 		const writers = 8
+		server0, client0, gm0 := procCPU(t, member.cmd.Process.Pid), selfCPU(t), getMores()
 		start := time.Now()
 		var ww sync.WaitGroup
 		for w := range writers {
@@ -78,6 +100,7 @@ func TestChangeStreamBench(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		c := cost{wall: el, server: procCPU(t, member.cmd.Process.Pid) - server0, client: selfCPU(t) - client0, getMores: getMores() - gm0}
 		cancel()
 		wg.Wait()
 		for i, s := range seen {
@@ -85,13 +108,28 @@ func TestChangeStreamBench(t *testing.T) {
 				t.Errorf("stream %d saw %d of %d inserts", i, s, n)
 			}
 		}
-		rate := float64(n) / el.Seconds()
-		t.Logf("%s: %d inserts with %d streams open: %.0f inserts/s", name, n, streams, rate)
-		return rate
+		t.Logf("%s: %d inserts with %d streams open: %.0f inserts/s; CPU per insert: server %v, client %v; %.2f getMores per insert",
+			name, n, streams, float64(n)/el.Seconds(), c.server/time.Duration(n), c.client/time.Duration(n), float64(c.getMores)/float64(n))
+		return c
 	}
-	none := throughput("none", 0)
-	ten := throughput("ten", 10)
-	t.Logf("with 10 streams: %.1f%% of the throughput without", 100*ten/none)
+	var none, ten cost
+	add := func(sum *cost, c cost) {
+		sum.wall, sum.server, sum.client = sum.wall+c.wall, sum.server+c.server, sum.client+c.client
+	}
+	for r := range rounds {
+		if r%2 == 0 {
+			add(&none, throughput(fmt.Sprintf("none%d", r), 0))
+			add(&ten, throughput(fmt.Sprintf("ten%d", r), 10))
+		} else {
+			add(&ten, throughput(fmt.Sprintf("ten%d", r), 10))
+			add(&none, throughput(fmt.Sprintf("none%d", r), 0))
+		}
+	}
+	m := time.Duration(rounds * n)
+	t.Logf("%d rounds: %.0f inserts/s with no stream, %.0f with 10: %.1f%% of the throughput without; "+
+		"CPU per insert with no stream: server %v, client %v; with 10: server %v, client %v",
+		rounds, float64(m)/none.wall.Seconds(), float64(m)/ten.wall.Seconds(), 100*none.wall.Seconds()/ten.wall.Seconds(),
+		none.server/m, none.client/m, ten.server/m, ten.client/m)
 
 	// Latency: one writer, one consumer; each insert's ack and send times
 	// against its event's arrival.
@@ -102,25 +140,25 @@ func TestChangeStreamBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close(ctx)
-	m := min(n, 1000)
-	arrived := make([]time.Time, m)
+	l := min(n, 1000)
+	arrived := make([]time.Time, l)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for k := 0; k < m && cs.Next(ctx); k++ {
+		for k := 0; k < l && cs.Next(ctx); k++ {
 			id, _ := cs.Current.Lookup("documentKey", "_id").AsInt64OK()
 			arrived[id] = time.Now()
 		}
 	}()
-	sent, acked := make([]time.Time, m), make([]time.Time, m)
-	for j := range m {
+	sent, acked := make([]time.Time, l), make([]time.Time, l)
+	for j := range l {
 		sent[j] = time.Now()
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(j)}}))
 		acked[j] = time.Now() // one writer, one insert at a time: not saturated
 	}
 	<-done
 	var fromAck, fromSend []time.Duration
-	for j := range m {
+	for j := range l {
 		fromAck = append(fromAck, max(0, arrived[j].Sub(acked[j])))
 		fromSend = append(fromSend, arrived[j].Sub(sent[j]))
 	}
@@ -129,5 +167,31 @@ func TestChangeStreamBench(t *testing.T) {
 		return d[int(p*float64(len(d)-1))]
 	}
 	t.Logf("commit (ack) → event delivered: p50 %v p99 %v; insert sent → event delivered: p50 %v p99 %v (%d inserts)",
-		pct(fromAck, 0.5), pct(fromAck, 0.99), pct(fromSend, 0.5), pct(fromSend, 0.99), m)
+		pct(fromAck, 0.5), pct(fromAck, 0.99), pct(fromSend, 0.5), pct(fromSend, 0.99), l)
+}
+
+// procCPU is the CPU time (user and system) process pid has used, from
+// /proc (Linux).
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name (which may hold spaces, in parens):
+	// utime and stime are the 12th and 13th, in clock ticks (100 a second).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// selfCPU is the CPU time this process has used.
+func selfCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -343,6 +343,107 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 	})
 
+	t.Run("paced getMores", func(t *testing.T) {
+		// Twenty-five streams on a collection while four writers insert:
+		// each stream sees every insert once, and the getMores of a stream
+		// that return events are at least the pace apart (25 open streams
+		// or more: 5 ms), so a batch holds several commit groups' events.
+		const streams, n, writers = 25, 400, 4
+		ids := make([]int64, streams)
+		sctxs := make([]context.Context, streams) // a cursor is its session's
+		for i := range ids {
+			sess, err := client.StartSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.EndSession(ctx)
+			sctxs[i] = mongo.NewSessionContext(ctx, sess)
+			var res struct {
+				Cursor struct {
+					ID int64 `bson:"id"`
+				} `bson:"cursor"`
+			}
+			if err := db.RunCommand(sctxs[i], bson.D{{Key: "aggregate", Value: "paced"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$changeStream", Value: bson.D{}}}}},
+				{Key: "cursor", Value: bson.D{}}}).Decode(&res); err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = res.Cursor.ID
+			defer db.RunCommand(sctxs[i], bson.D{{Key: "killCursors", Value: "paced"}, {Key: "cursors", Value: bson.A{res.Cursor.ID}}})
+		}
+		type batch struct {
+			at   time.Time
+			keys []int32
+		}
+		got := make([][]batch, streams)
+		done := make(chan int, streams)
+		for i, id := range ids {
+			go func() {
+				defer func() { done <- i }()
+				seen := 0
+				for seen < n {
+					var res struct {
+						Cursor struct {
+							NextBatch []struct {
+								DocumentKey struct {
+									ID int32 `bson:"_id"`
+								} `bson:"documentKey"`
+							} `bson:"nextBatch"`
+						} `bson:"cursor"`
+					}
+					if err := db.RunCommand(sctxs[i], bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "paced"}, {Key: "maxTimeMS", Value: 2000}}).Decode(&res); err != nil {
+						t.Error(err)
+						return
+					}
+					if len(res.Cursor.NextBatch) == 0 {
+						t.Errorf("stream %d: an empty batch after %d events", i, seen)
+						return
+					}
+					b := batch{at: time.Now()}
+					for _, ev := range res.Cursor.NextBatch {
+						b.keys = append(b.keys, ev.DocumentKey.ID)
+					}
+					got[i] = append(got[i], b)
+					seen += len(b.keys)
+				}
+			}()
+		}
+		coll := db.Collection("paced")
+		for w := range writers {
+			go func() {
+				for j := w; j < n; j += writers {
+					if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: int32(j)}}); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		for range streams {
+			<-done
+		}
+		const pace = 5 * time.Millisecond
+		for i, bs := range got {
+			seen := map[int32]bool{}
+			for _, b := range bs {
+				for _, key := range b.keys {
+					if seen[key] {
+						t.Fatalf("stream %d: the insert of _id %d twice", i, key)
+					}
+					seen[key] = true
+				}
+			}
+			if len(seen) != n {
+				t.Errorf("stream %d saw %d events, want %d", i, len(seen), n)
+				continue
+			}
+			// The server spaced the batches at least the pace apart; their
+			// arrival here may bunch up, so the check is on the whole run
+			// (with a margin for the first batch's delay in arriving).
+			if span := bs[len(bs)-1].at.Sub(bs[0].at); time.Duration(len(bs)-1)*pace > span+5*time.Millisecond {
+				t.Errorf("stream %d: %d batches in %v, want at most one per %v", i, len(bs), span, pace)
+			}
+		}
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		coll := db.Collection("refuse")
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}))
@@ -391,10 +492,17 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 // it alone and returns a client of the set.
 func startOneMemberSet(t *testing.T, tmp string) *mongo.Client {
 	t.Helper()
+	client, _ := startOneMemberSetProc(t, tmp)
+	return client
+}
+
+// startOneMemberSetProc is startOneMemberSet, and the member's process.
+func startOneMemberSetProc(t *testing.T, tmp string) (*mongo.Client, *memberProc) {
+	t.Helper()
 	bin := buildCairnBinary(t, tmp)
 	port := freePorts(t, 1)[0]
 	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	startMember(t, bin, filepath.Join(tmp, "m0"), port)
+	member := startMember(t, bin, filepath.Join(tmp, "m0"), port)
 	ctx := context.Background()
 	direct := directClient(t, host)
 	defer direct.Disconnect(ctx)
@@ -408,7 +516,7 @@ func startOneMemberSet(t *testing.T, tmp string) *mongo.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Disconnect(ctx) })
-	return client
+	return client, member
 }
 
 func closeOnCleanup(t *testing.T, cs *mongo.ChangeStream, err error) *mongo.ChangeStream {

@@ -2,19 +2,26 @@
 // the $changeStream stage's options (Spec), resume tokens (Token), the
 // events an oplog entry shows to a stream of a collection, a database or
 // the whole deployment (event.go), and the Stream that reads them
-// (stream.go). The command layer (commands/changestream.go) opens a
-// Stream for an aggregate whose first stage is $changeStream, runs the
-// later stages over it and keeps it as an awaitData cursor.
+// (stream.go), through the node's Feed (feed.go). The command layer
+// (commands/changestream.go) opens a Stream for an aggregate whose first
+// stage is $changeStream, runs the later stages over it and keeps it as
+// an awaitData cursor, whose getMores it paces.
 //
 // # Invariants
 //
 // "Reads the log, never buffers it": a Stream keeps a position in the
 // oplog and, per read, opens an iterator from there and closes it; it
 // holds at most readEvents events (or readBytes of them; or one entry's,
-// an applyOps's operations) read ahead and not yet returned. A slow consumer therefore costs the server no
-// memory; if the oplog is trimmed past its position the next read fails
-// with ChangeStreamHistoryLost (286), as does a start point older than
-// the oldest entry kept.
+// an applyOps's operations) read ahead and not yet returned. A slow
+// consumer therefore costs the server no memory; if the oplog is trimmed
+// past its position the next read fails with ChangeStreamHistoryLost
+// (286), as does a start point older than the oldest entry kept. The one
+// exception is bounded and shared: a node's Feed (feed.go) keeps a window
+// of the newest entries (feedEntries, feedBytes) and the events built from
+// them, which the streams at the log's end read instead of each opening an
+// iterator and building the same events; a stream behind the window reads
+// the log itself. Through the Feed or not, a stream returns the same
+// events and resume tokens (TestFeedSameAsLog).
 //
 // "Tokens order as events": an event's position is (the entry's ts, the
 // operation's index in its applyOps, whether it is an invalidate), and its

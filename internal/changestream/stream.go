@@ -67,6 +67,10 @@ type Stream struct {
 	// water mark for the resume token).
 	horizon hlc.Timestamp
 	ended   bool
+	// feed, when set, is the node's Feed the stream reads through once past
+	// its resume point, as a stream of shape.
+	feed  *Feed
+	shape shape
 }
 
 // Open opens a stream of scope on log, checking the resume point: a
@@ -214,6 +218,11 @@ func (s *Stream) Next() (bsoncore.Document, error) {
 func (s *Stream) read() (caughtUp bool, err error) {
 	if s.log.OplogTrimmed() > s.from {
 		return false, historyLost() // a slow reader: its next entries were trimmed
+	}
+	if s.feed != nil && s.from >= s.skip.ts {
+		if caughtUp, ok, err := s.feed.read(s); ok || err != nil {
+			return caughtUp, err
+		}
 	}
 	n, size := 0, 0
 	caughtUp = true

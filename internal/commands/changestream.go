@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -37,12 +38,42 @@ type csCursor struct {
 	agg.Source
 	stream *changestream.Stream
 	bound  *opctx.Bound
+	// sent is when the cursor last returned events (pace); open counts
+	// the node's open change stream cursors, this one too until it closes.
+	sent   time.Time
+	open   *atomic.Int64
+	closed bool
 }
 
 func (c *csCursor) Close() error {
+	if !c.closed {
+		c.closed = true
+		c.open.Add(-1)
+	}
 	err := c.Source.Close()
 	c.bound.Close()
 	return err
+}
+
+// The pace of a change stream's getMores: an awaitData getMore that comes
+// less than paceUnit times the number of open change stream cursors (at
+// most maxPace) after its cursor's last events first waits out the rest,
+// within its await time. Every commit group woke the getMore of every
+// stream, so ten streams made ten round trips per group and the server's
+// work for streams grew with streams × groups; paced, a stream's batch
+// holds the events of the groups that committed meanwhile, and all the
+// streams together return at most one batch of events per paceUnit
+// (below maxPace's cap). A stream's first events after a quiet spell go at
+// once; the cost is up to the pace in latency under a steady load.
+const (
+	paceUnit = 200 * time.Microsecond
+	maxPace  = 5 * time.Millisecond
+)
+
+// pace is how long after its last events a stream's getMore may return
+// more.
+func (c *csCursor) pace() time.Duration {
+	return min(time.Duration(c.open.Load())*paceUnit, maxPace)
 }
 
 // stageName is a pipeline stage's name ("" when it is not {name: arg}).
@@ -150,7 +181,8 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 		bound.Close()
 		return nil, err
 	}
-	c := &csCursor{Source: out, stream: stream, bound: bound}
+	s.Env.changeStreams.Add(1)
+	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams}
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
@@ -228,6 +260,21 @@ func changeStreamLabels(err error) error {
 // awaitChangeStream fills a batch; an empty one waits for oplog writes
 // (awaitData) and reads again.
 func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncore.Document, c *csCursor, batch int64, wait time.Duration) (r *Reply, kept bsoncore.Document, err error) {
+	if pause := min(time.Until(c.sent.Add(c.pace())), wait); pause > 0 {
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, opctx.Err(ctx)
+		}
+		wait -= pause
+	}
+	defer func() {
+		if r != nil && r.batchN > 0 {
+			c.sent = time.Now()
+		}
+	}()
 	err = awaitData(ctx, wait, s.Env.Engine.OplogWrites, func() (bool, error) {
 		var err error
 		r, kept, err = fillChangeStream(dst, "nextBatch", held, c, batch)

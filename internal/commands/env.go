@@ -129,6 +129,9 @@ type Env struct {
 	Process Process
 	// fsync counts the fsync locks held (cmd_fsync.go).
 	fsync fsyncLock
+	// changeStreams counts the open change stream cursors, for their
+	// getMores' pace (changestream.go).
+	changeStreams atomic.Int64
 }
 
 // SetReplicaSet makes the server the member rs (before it serves).

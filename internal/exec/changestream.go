@@ -19,7 +19,8 @@ type ChangeStream struct {
 	Opts   agg.Options
 }
 
-// ChangeStream opens the stream over the engine's oplog and runs the later
+// ChangeStream opens the stream over the engine's oplog (through the Env's
+// Feed, shared by its streams) and runs the later
 // stages over its events, under ctx (a cursor's Bound): the Source returns
 // the events as those stages leave them, the Stream tells resume tokens.
 func (e *Env) ChangeStream(ctx context.Context, c ChangeStream) (*changestream.Stream, agg.Source, error) {
@@ -27,7 +28,7 @@ func (e *Env) ChangeStream(ctx context.Context, c ChangeStream) (*changestream.S
 	if err != nil {
 		return nil, nil, err
 	}
-	stream, err := changestream.Open(ctx, changestream.EngineLog(e.eng), c.Scope, c.Spec)
+	stream, err := e.feed.Open(ctx, c.Scope, c.Spec)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,13 +3,15 @@ package exec
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/changestream"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/planner"
 )
 
-// Env is what every execution reads: the engine and the plan cache. One per
-// engine (a server has one; tests open many in one process, each with its
-// own Env, so no state is shared between them).
+// Env is what every execution reads: the engine, the plan cache and the
+// change streams' Feed. One per engine (a server has one; tests open many
+// in one process, each with its own Env, so no state is shared between
+// them).
 type Env struct {
 	eng *engine.Engine
 	// plans remembers the winner of each query shape's trial (see
@@ -18,6 +20,9 @@ type Env struct {
 	// txn, when set, is the transaction every read and write of this Env
 	// runs in (InTxn).
 	txn *engine.Txn
+	// feed is the oplog's newest entries, read once for every change
+	// stream (changestream.Feed).
+	feed *changestream.Feed
 }
 
 // InTxn is an Env whose reads and writes run inside transaction t: reads
@@ -33,7 +38,7 @@ func (e *Env) Txn() *engine.Txn { return e.txn }
 
 // New returns the execution environment over eng, with an empty plan cache.
 func New(eng *engine.Engine) *Env {
-	return &Env{eng: eng, plans: planner.NewCache()}
+	return &Env{eng: eng, plans: planner.NewCache(), feed: changestream.NewFeed(changestream.EngineLog(eng))}
 }
 
 // Engine is the engine the Env executes on.

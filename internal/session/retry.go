@@ -20,9 +20,10 @@ type Retry struct {
 	txn  int64
 	done map[int32]bsoncore.Document
 	// fresh: txn is newer than the session's stored records, whose
-	// statement keys the first Record deletes (cleared says it did, in a
-	// request not undone).
+	// statement keys (stale) the first Record deletes (cleared says it
+	// did, in a request not undone).
 	fresh, cleared bool
+	stale          [][]byte
 }
 
 // OplogSession is what the oplog entries of statements stmts carry
@@ -86,6 +87,11 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 		}
 	default:
 		r.fresh = true
+		stale, err := t.olderKeys(u.id, e.recordsFrom, txn)
+		if err != nil {
+			return nil, err
+		}
+		r.stale = stale
 	}
 	return r, nil
 }
@@ -108,13 +114,18 @@ func (r *Retry) Record(tx *storage.Txn, stmts ...Stmt) error {
 		return nil
 	}
 	t := r.u.t
-	prefix := retryPrefix(r.u.id)
 	if r.fresh && !r.cleared {
 		// The session's older transaction numbers' statements go with the
-		// first write of this one.
-		tx.DeleteRange(prefix, txnPrefix(r.u.id, r.txn))
+		// first write of this one, key by key: a range deletion per write
+		// would pile up tombstones in the memtable that every read then
+		// fragments again (reads slowed as the memtable grew).
+		for _, k := range r.stale {
+			tx.Delete(k)
+		}
 		r.cleared = true
-		tx.OnUndo(func() { r.cleared = false })
+		from := r.u.e.recordsFrom
+		r.u.e.recordsFrom = r.txn
+		tx.OnUndo(func() { r.cleared, r.u.e.recordsFrom = false, from })
 	}
 	key := txnPrefix(r.u.id, r.txn)
 	n := len(key)
@@ -173,6 +184,23 @@ func (t *Table) loadDone(id ID, txn int64, into map[int32]bsoncore.Document) err
 		into[stmt] = append(bsoncore.Document(nil), v...)
 	}
 	return it.Close()
+}
+
+// olderKeys are the session's statement records of transaction numbers
+// from from (below it every record was deleted) up to txn. The session is
+// checked out, so none is added until the command's own Record. Reading
+// from the whole session's prefix would step over the deleted records'
+// tombstones, one more per write.
+func (t *Table) olderKeys(id ID, from, txn int64) ([][]byte, error) {
+	it, err := t.eng.Storage().NewIter(txnPrefix(id, from), txnPrefix(id, txn))
+	if err != nil {
+		return nil, err
+	}
+	var keys [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()...))
+	}
+	return keys, it.Close()
 }
 
 // retryPrefix is r <session key>: every record of the session.

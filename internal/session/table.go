@@ -65,6 +65,10 @@ type entry struct {
 	// releases the session (killSessions, a new primary).
 	tx      txnState
 	abortTx bool
+	// recordsFrom is the lowest transaction number that may still have
+	// statement records (retry.go's olderKeys reads from it), kept by the
+	// command using the session.
+	recordsFrom int64
 }
 
 // NewTable returns the session table over eng; now is the clock.

@@ -2,7 +2,10 @@ package session
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
 )
 
 func openTable(t *testing.T, now func() time.Time) (*Table, *engine.Engine) {
@@ -164,5 +168,70 @@ func TestKillAbortsTransaction(t *testing.T) {
 	running.Release()
 	if running.e.tx.status != txnAborted {
 		t.Errorf("after the command released the killed session, its transaction is %d, want aborted", running.e.tx.status)
+	}
+}
+
+// TestRetryRecordsOfOlderNumbersGo: the first write of a newer retryable
+// transaction number deletes the session's records of older numbers, so a
+// session keeps only its newest number's statements; a write that failed
+// deleted nothing, and the next newer number's deletes what it left.
+var errFailedWrite = errors.New("the write failed")
+
+func TestRetryRecordsOfOlderNumbersGo(t *testing.T) {
+	tbl, eng := openTable(t, nil)
+	id := ID{UUID: [16]byte{4}}
+	keys := func() (n map[int64]int) {
+		n = map[int64]int{}
+		it, err := eng.Storage().NewIter(retryPrefix(id), storage.PrefixEnd(retryPrefix(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			k := it.Key()[len(retryPrefix(id)):]
+			n[int64(binary.BigEndian.Uint64(k)^1<<63)]++
+		}
+		return n
+	}
+	for _, step := range []struct {
+		txn   int64
+		stmts []int32
+		fail  bool
+		want  map[int64]int
+	}{
+		{1, []int32{0, 1, 2}, false, map[int64]int{1: 3}},
+		{1, []int32{3}, false, map[int64]int{1: 4}}, // the same number adds
+		{2, []int32{0}, false, map[int64]int{2: 1}},
+		{5, []int32{0, 1}, false, map[int64]int{5: 2}},
+		{6, []int32{0}, true, map[int64]int{5: 2}},
+		{6, []int32{0}, false, map[int64]int{5: 2, 6: 1}}, // not the first write of 6
+		{7, []int32{0}, false, map[int64]int{7: 1}},
+	} {
+		use, err := tbl.Checkout(context.Background(), id, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := use.BeginRetry(step.txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = eng.WriteRider(func(tx *storage.Txn) error {
+			for _, s := range step.stmts {
+				if err := r.Record(tx, Stmt{ID: s, Result: bsoncore.NewDocumentBuilder().Build()}); err != nil {
+					return err
+				}
+			}
+			if step.fail {
+				return errFailedWrite
+			}
+			return nil
+		})
+		use.Release()
+		if err != nil && !(step.fail && errors.Is(err, errFailedWrite)) {
+			t.Fatal(err)
+		}
+		if got := keys(); !maps.Equal(got, step.want) {
+			t.Errorf("after txn %d: records by number %v, want %v", step.txn, got, step.want)
+		}
 	}
 }

@@ -253,6 +253,12 @@ func (c *Catalog) Committing() bool {
 	return false
 }
 
+// Changing reports, on the pipeline goroutine, whether the requests applied
+// since the last Committing changed the catalog (storage's Hooks.Publishes:
+// a pipelined member then lets every group in flight complete before this
+// one's Committing, so Committed never publishes a state early).
+func (c *Catalog) Changing() bool { return c.work() != c.published.Load() }
+
 // Committed publishes the state as of Committing; the storage Committed hook.
 func (c *Catalog) Committed() {
 	if c.committing != nil {

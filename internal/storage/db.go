@@ -418,6 +418,9 @@ func (db *DB) UnlockWrites() { db.writes.Unlock() }
 // Get appends the committed value of key to dst. found is false when the key
 // does not exist.
 func (db *DB) Get(dst, key []byte) (val []byte, found bool, err error) {
+	if invariants.Enabled {
+		db.pipe.checkNotInRequest("Get")
+	}
 	return get(db.pdb, dst, key)
 }
 
@@ -468,6 +471,9 @@ type Snapshot struct {
 
 // NewSnapshot returns a view of everything committed so far. Close it when done.
 func (db *DB) NewSnapshot() *Snapshot {
+	if invariants.Enabled {
+		db.pipe.checkNotInRequest("NewSnapshot")
+	}
 	s := &Snapshot{db: db, snap: db.pdb.NewSnapshot()}
 	if invariants.Enabled {
 		s.cc.Opened()
@@ -496,6 +502,9 @@ func (s *Snapshot) Close() error {
 // NewIter iterates the committed keys in [lower, upper); the iterator sees a
 // consistent point-in-time view taken now.
 func (db *DB) NewIter(lower, upper []byte) (*Iter, error) {
+	if invariants.Enabled {
+		db.pipe.checkNotInRequest("NewIter")
+	}
 	return db.newIter(db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}))
 }
 

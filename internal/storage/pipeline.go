@@ -25,9 +25,14 @@ import (
 // its group's Committing, not what later groups applied since. Failed runs
 // on the pipeline goroutine when a group could not be committed, so
 // in-memory state that requests advanced can be reset to the last committed
-// state. The hooks of one group never overlap those of another: Committing
-// of group k+1 runs only after Committed of group k returned. Set the fields
-// before the first Write; the pipeline reads them when a group completes.
+// state; it runs only when no group is between Committing and Committed
+// but failed ones. Committed calls come in the order of the Committing
+// calls. Without Hooks.Propose the hooks of one group never overlap those
+// of another: Committing of group k+1 runs only after Committed of group k
+// returned. With it ("Pipelined groups") Committing of later groups may
+// run before group k's Committed, but never of a group that publishes,
+// nor while one that publishes is in flight. Set the fields before the
+// first Write; the pipeline reads them when a group completes.
 type Hooks struct {
 	Committing func() (publishes bool)
 	Committed  func()
@@ -117,6 +122,11 @@ type pipeline struct {
 	sizeHint int
 
 	groups groupStats // groupstats.go
+
+	// inRequest is the pipeline goroutine's id while a request function
+	// runs (0 otherwise); builds with the invariants tag only
+	// (checkNotInRequest).
+	inRequest atomic.Uint64
 
 	// clock issues cluster times (Txn.Tick); lastCommitted is the store's
 	// highest acknowledged one (DB.LastCommitted), advanced by finish.
@@ -456,6 +466,7 @@ func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *req
 	txn.reset(batch)
 	if invariants.Enabled {
 		txn.gid = invariants.GoroutineID()
+		p.inRequest.Store(txn.gid)
 	}
 	r.err = runRequest(r.fn, txn)
 	if r.err == nil {
@@ -463,6 +474,7 @@ func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *req
 	}
 	if invariants.Enabled {
 		txn.gid = 0
+		p.inRequest.Store(0)
 	}
 	if r.err != nil {
 		txn.undo(0)
@@ -538,6 +550,16 @@ func (p *pipeline) finish(f *flight) {
 				}
 			}
 		}
+	}
+}
+
+// checkNotInRequest fails invariant "Reads through the request" when a
+// request function reads the store around its Txn (op is the DB method):
+// such a read misses the earlier requests of its group, and on a
+// pipelined member every group still in flight. Invariants builds only.
+func (p *pipeline) checkNotInRequest(op string) {
+	if g := p.inRequest.Load(); g != 0 && g == invariants.GoroutineID() {
+		invariants.Fail("Reads through the request", "a request function called DB.%s: it must read through its Txn", op)
 	}
 }
 

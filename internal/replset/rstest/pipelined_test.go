@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -113,7 +114,9 @@ func TestPipelinedAppendsUnderFaults(t *testing.T) {
 			follows += e.Storage().CommitGroups().Follows
 		}
 	}
-	if follows == 0 {
+	if follows == 0 && !invariants.Enabled {
+		// (Builds with the invariants tag verify each group before the
+		// next applies: nothing overlaps there.)
 		t.Errorf("no group was proposed while another replicated: nothing pipelined")
 	}
 	s.Heal()

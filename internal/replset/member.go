@@ -420,7 +420,17 @@ func (m *Member) Term() int64 {
 // promote readies the engine to write (engine.Promote) and then lets
 // clients write, if this member still leads term.
 func (m *Member) promote(term uint64) {
-	if err := m.eng.Promote(); err != nil {
+	for attempt := 1; ; attempt++ {
+		err := m.eng.Promote()
+		if err == nil {
+			break
+		}
+		// A write of Promote's can fail with a chain of the previous term
+		// the pipeline had not yet given up (storage's "Chained groups
+		// fail together"); the next attempt runs afresh.
+		if rc := m.role.Load(); attempt < 5 && rc != nil && rc.Writable && rc.Term == term {
+			continue
+		}
 		m.log.Warn("becoming primary failed", "term", term, "err", err)
 		return
 	}

@@ -157,7 +157,10 @@ type Catalog struct {
 	// committing is working as of the last Committing: what Committed
 	// publishes, since the pipeline may apply the next group (advancing
 	// working) while this one's log sync is in flight.
-	committing *State
+	// Atomic: a pipelined member's next group runs Committing while the
+	// completer runs this group's Committed (both then hold the published
+	// state: storage's Hooks.Publishes keeps a changing group alone).
+	committing atomic.Pointer[State]
 	now        func() time.Time
 	// reloaded: Reload published a state the pipeline has not adopted as
 	// its working state yet (work).
@@ -245,18 +248,25 @@ func (c *Catalog) Current() *State { return c.published.Load() }
 // Committing hook (the pipeline then applies the next group only after this
 // one is published).
 func (c *Catalog) Committing() bool {
-	c.committing = c.work()
-	if c.committing != c.published.Load() {
+	w := c.work()
+	c.committing.Store(w)
+	if w != c.published.Load() {
 		c.gen.Add(1)
 		return true
 	}
 	return false
 }
 
+// Changing reports, on the pipeline goroutine, whether the requests applied
+// since the last Committing changed the catalog (storage's Hooks.Publishes:
+// a pipelined member then lets every group in flight complete before this
+// one's Committing, so Committed never publishes a state early).
+func (c *Catalog) Changing() bool { return c.work() != c.published.Load() }
+
 // Committed publishes the state as of Committing; the storage Committed hook.
 func (c *Catalog) Committed() {
-	if c.committing != nil {
-		c.published.Store(c.committing)
+	if w := c.committing.Load(); w != nil {
+		c.published.Store(w)
 	}
 	c.settle()
 }

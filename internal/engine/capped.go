@@ -295,32 +295,44 @@ func checkCappedFits(lim CappedLimits, size int) error {
 // pending when a request inserts into it; the Committing hook seals the
 // group's marks, and committed closes the channels of the sealed
 // collections once the group is visible. Sealing keeps each group's marks
-// apart: with the log sync overlapped, the next group applies (and marks)
-// while this one's committed runs on the completer goroutine, and its marks
-// must wait for its own commit. A waiter takes its collection's channel
-// before it reads, so it cannot miss an insert that commits between its
-// read and its wait; a wakeup for a group that then failed only makes it
-// read again.
+// apart: with the log sync overlapped, or a member's groups pipelined
+// (storage's "Pipelined groups"), later groups apply, mark and seal while
+// this one's committed waits, and their marks must wait for their own
+// commit — so the sealed marks are a queue, one entry per group, in
+// Committing order, which is Committed's. A waiter takes its
+// collection's channel before it reads, so it cannot miss an insert that
+// commits between its read and its wait; a wakeup for a group that then
+// failed only makes it read again.
 type wakeup struct {
 	pending map[uint64]bool // pipeline goroutine only: the group applying
 	mu      sync.Mutex
-	sealed  map[uint64]bool // the group between Committing and committed
+	sealed  []map[uint64]bool // groups between Committing and committed, oldest first (nil: no marks)
+	spare   map[uint64]bool   // a fired group's map, for the next marks
 	ch      map[uint64]chan struct{}
 }
 
 // seal hands the applied group's marks to fire (the Committing hook, on
 // the pipeline goroutine).
 func (w *wakeup) seal() {
-	if len(w.pending) == 0 {
-		return
-	}
 	w.mu.Lock()
-	w.sealed, w.pending = w.pending, w.sealed
+	if len(w.pending) == 0 {
+		w.sealed = append(w.sealed, nil)
+	} else {
+		w.sealed = append(w.sealed, w.pending)
+		w.pending, w.spare = w.spare, nil
+	}
 	w.mu.Unlock()
 }
 
-// drop forgets the marks of a group that failed (the Failed hook).
-func (w *wakeup) drop() { clear(w.pending) }
+// drop forgets the marks of groups that failed (the Failed hook, which
+// runs when no group is between Committing and committed but failed ones).
+func (w *wakeup) drop() {
+	clear(w.pending)
+	w.mu.Lock()
+	clear(w.sealed)
+	w.sealed = w.sealed[:0]
+	w.mu.Unlock()
+}
 
 func (w *wakeup) mark(collID uint64) {
 	if w.pending == nil {
@@ -344,16 +356,24 @@ func (w *wakeup) current(collID uint64) <-chan struct{} {
 }
 
 // fire runs after a group committed (the Committed hook): it wakes the
-// waiters of the collections the group sealed.
+// waiters of the collections the oldest sealed group marked.
 func (w *wakeup) fire() {
 	w.mu.Lock()
-	for id := range w.sealed {
-		if c := w.ch[id]; c != nil {
-			close(c)
-			delete(w.ch, id)
+	if len(w.sealed) > 0 {
+		m := w.sealed[0]
+		w.sealed[0] = nil
+		w.sealed = w.sealed[1:]
+		for id := range m {
+			if c := w.ch[id]; c != nil {
+				close(c)
+				delete(w.ch, id)
+			}
+		}
+		if m != nil && w.spare == nil {
+			clear(m)
+			w.spare = m
 		}
 	}
-	clear(w.sealed)
 	w.mu.Unlock()
 }
 

@@ -114,6 +114,63 @@
 // reads each batch inside its pipeline request, so concurrent writes need no
 // side table.
 //
+// # On a pipelined replica set member (the audit)
+//
+// A member's pipeline proposes group k+1 while group k replicates
+// (storage's "Pipelined groups"): a request may run before the groups
+// ahead of it are applied to Pebble, or even committed, and they may still
+// fail. What the engine reads while it writes, and why each is right then:
+//
+// Invariant "Writes read the request's view": every read a write's
+// decision rests on goes through its storage.Txn — the _id and unique
+// index checks (write.go, indexes.go), Modify's read of the current
+// document, the capped meta and order records, the versions a versioned
+// write replaces (history.go), an index build's batch (indexbuild.go),
+// the oplog trim's scan, and a transaction's commit-time comparison of
+// every written key (storage's "First writer wins") — so it sees every
+// group ahead, applied or not. storage's "Reads through the request"
+// panics, in builds with the invariants tag, on a direct store read from
+// a running request; the engine's tests and the commands' invariants
+// tests run with none.
+//
+// Invariant "Published state waits": what a group publishes at Committed
+// — the catalog, multikey flags included (an index's first array value
+// changes the working catalog) — is never ahead of or behind the groups
+// around it: a group that changes the catalog (catalog.Changing, storage's
+// Hooks.Publishes) is proposed only once every group in flight completed,
+// and the next group applies only once it completed; the other groups'
+// Committing and Committed leave the published catalog as it is.
+//
+// Invariant "Memory ahead of the log is only conservative": state the
+// pipeline goroutine keeps across requests runs ahead of what the set
+// committed and survives a failed chain only where that errs safe — a
+// tail bound raised by an insert that then failed only costs a later
+// insert its uniqueness read ("Tail bound"; Promote forgets the bounds
+// when another primary wrote); sequential ids and cluster times a failed
+// group took are skipped, never reissued (idgen, storage's Tick); the
+// oplog's running size counts a failed group's entries until the next
+// open (a trim may come early); the history horizon cache is raised
+// before its prune commits (a read refuses early). Everything else is
+// reset by storage's Hooks.Failed after a chain failed.
+//
+// Invariant "Times rise in log order": cluster times are taken on the
+// pipeline goroutine in the order groups apply, which is their log
+// order, each group's highest is in its own records (storage's "Cluster
+// time survives restart"), and a member raises LastCommitted to a group's
+// time once the group is applied, never lowering it: so the oplog's keys
+// are in commit order and every entry at or below LastCommitted is
+// visible (ReadOplog's horizon), on the primary as on a secondary.
+//
+// Invariant "Wakeups per group": each group's awaitData marks are sealed
+// at its Committing into a queue and fired at its own Committed (wakeup),
+// so a tailable cursor is never woken for a group still in flight and
+// then left asleep when that group lands.
+//
+// Reads that serve clients (Reader, Get, ReadOplog, validate, TTL's scan,
+// a session's records at checkout, the sequential id start timestamp
+// read at Promote) read the applied state directly: on a member it holds
+// only committed groups, and a write is acknowledged only once applied.
+//
 // State kept by the engine across requests (tail bounds, parsed specs,
 // access counters) is keyed by collection or index id; ids are never reused
 // ("Ids are never reused", package catalog), and the entries of dropped ids

@@ -85,6 +85,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	// Set before the first Write (see storage.Hooks).
 	hooks.Committing = func() bool { e.oplogCommitting(); e.wake.seal(); return cat.Committing() }
 	hooks.Committed = e.committed
+	hooks.Publishes = cat.Changing // a pipelined member's (storage's "Pipelined groups")
 	hooks.Failed = func() { e.oplogFailed(); e.wake.drop(); cat.Failed() }
 	hooks.Verify = e.verifyGroup // runs only in builds with the invariants tag
 	if opts.OplogSize == 0 {

@@ -69,6 +69,27 @@
 // Raft starts: only committed entries are applied. TestRestartAppliedPast-
 // Commit; found by the replica set's kill -9 soak.
 //
+// "Recent entries in memory": LogStore keeps the newest entries it wrote
+// (up to a thousand, contiguous, ending at the last index) and answers
+// Entries and Term from them when it can; they are the same entries the
+// store holds, replaced as a new leader's entries replace the tail and
+// dropped with a snapshot. A committed entry is applied, and a leader's
+// append sent, without a Pebble iterator, whose seek reads a block of
+// every table of the log (each holds the hard state's key too).
+// Checked with "Contiguous log" under the invariants tag.
+//
+// "Chained proposals": [Node.Start] hands a proposal to the loop without
+// waiting, so a caller proposes the next payload while the last one
+// replicates. One started with follows continues the chain of the
+// proposals before it, back to the last one started without: the loop
+// refuses it (ErrChainBroken) unless every proposal of the chain was
+// accepted into the log in the term it leads now and none failed since
+// (refused, dropped, or lost with leadership). A caller that built a
+// payload on the effects of the earlier ones (the replica set's commit
+// pipeline) so never has a later payload in the log without every earlier
+// one: within a term a leader's log is appended in order, and a term
+// change breaks the chain. TestChainedProposals.
+//
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap
 // are refused; a new leader's entries replace the conflicting tail.

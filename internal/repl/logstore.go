@@ -62,6 +62,64 @@ type LogStore struct {
 	// at confIndex (SetConfState); nil before the first.
 	conf      *pb.ConfState
 	confIndex uint64
+	// tail holds the newest entries written, contiguous and ending at
+	// last (empty, or tail[0] at or above first is not promised: Entries
+	// and Term check first before they look here), so the committed
+	// entries a Ready applies, and the appends a leader sends, are read
+	// from memory rather than by a Pebble iterator that seeks into every
+	// table of the log ("Recent entries in memory").
+	tail []tailEntry
+}
+
+// tailEntry is an entry of LogStore.tail with its encoded size.
+type tailEntry struct {
+	e    *pb.Entry
+	size uint64
+}
+
+// maxTail bounds LogStore.tail.
+const maxTail = 1024
+
+// keepTail records ents, just written to the log (a snapshot, when
+// newSnap, having emptied it first). Under s.mu.
+func (s *LogStore) keepTail(ents []*pb.Entry, newSnap bool) {
+	if newSnap {
+		s.tail = s.tail[:0]
+	}
+	if len(ents) == 0 {
+		return
+	}
+	lo := ents[0].GetIndex()
+	if n := len(s.tail); n > 0 && lo >= s.tail[0].e.GetIndex() && lo <= s.tail[n-1].e.GetIndex()+1 {
+		s.tail = s.tail[:lo-s.tail[0].e.GetIndex()] // a new leader's entries replace the old tail
+	} else {
+		s.tail = s.tail[:0]
+	}
+	for _, e := range ents {
+		s.tail = append(s.tail, tailEntry{e: e, size: uint64(proto.Size(e))})
+	}
+	if n := len(s.tail); n > maxTail {
+		s.tail = append(s.tail[:0], s.tail[n-maxTail/2:]...)
+	}
+}
+
+// fromTail returns the entries [lo, hi) up to maxSize (at least one) if
+// the tail holds them all. Under s.mu.
+func (s *LogStore) fromTail(lo, hi, maxSize uint64) ([]*pb.Entry, bool) {
+	if len(s.tail) == 0 || lo < s.tail[0].e.GetIndex() || hi > s.tail[len(s.tail)-1].e.GetIndex()+1 {
+		return nil, false
+	}
+	base := s.tail[0].e.GetIndex()
+	var out []*pb.Entry
+	var size uint64
+	for _, t := range s.tail[lo-base : hi-base] {
+		size += t.size
+		if len(out) > 0 && size > maxSize {
+			break
+		}
+		out = append(out, t.e)
+	}
+	return out, true
 }
 
 // SetConfState records, synced, the configuration a configuration change
@@ -292,6 +350,7 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		s.hs = proto.Clone(hs).(*pb.HardState)
 	}
 	s.first, s.last = first, last
+	s.keepTail(ents, newSnap)
 	if invariantsEnabled {
 		s.checkBounds()
 	}
@@ -376,6 +435,12 @@ func (s *LogStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	s.mu.Lock()
 	first, last := s.first, s.last
+	if lo >= first && hi <= last+1 {
+		if out, ok := s.fromTail(lo, hi, maxSize); ok {
+			s.mu.Unlock()
+			return out, nil
+		}
+	}
 	s.mu.Unlock()
 	if lo < first {
 		return nil, raft.ErrCompacted
@@ -420,6 +485,12 @@ func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 func (s *LogStore) Term(i uint64) (uint64, error) {
 	s.mu.Lock()
 	first, last, prevTerm := s.first, s.last, s.prevTerm
+	if i >= first && i <= last {
+		if t, ok := s.fromTail(i, i+1, 0); ok {
+			s.mu.Unlock()
+			return t[0].GetTerm(), nil
+		}
+	}
 	s.mu.Unlock()
 	switch {
 	case i == first-1:
@@ -478,6 +549,11 @@ func (s *LogStore) checkBounds() {
 	}
 	if has(s.last+1) || (s.first > 1 && has(s.first-1)) {
 		invariantFail("Contiguous log", "an entry outside [%d, %d] is stored", s.first, s.last)
+	}
+	for i, t := range s.tail {
+		if t.e.GetIndex() != s.last-uint64(len(s.tail)-1-i) {
+			invariantFail("Recent entries in memory", "tail entry %d of %d has index %d; the log ends at %d", i, len(s.tail), t.e.GetIndex(), s.last)
+		}
 	}
 }
 

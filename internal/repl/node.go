@@ -26,6 +26,12 @@ var (
 	ErrLeadershipLost = errors.New("repl: leadership lost; outcome unknown")
 	// ErrStopped fails what is pending when the node stops.
 	ErrStopped = errors.New("repl: node stopped")
+	// ErrChainBroken refuses a proposal that follows another (Start with
+	// follows) when an earlier proposal of its chain was refused or
+	// failed, or was made in another term ("Chained proposals"). The
+	// refused payload is in no log; its predecessors' outcome may be
+	// unknown.
+	ErrChainBroken = errors.New("repl: an earlier proposal of the chain failed")
 )
 
 // StateMachine is what the committed log is applied to. Its methods are
@@ -123,11 +129,16 @@ type Node struct {
 	applied    uint64
 	confState  *pb.ConfState
 	soft       raft.SoftState
-	leaderTerm uint64               // the term this member leads, while it leads
-	drained    bool                 // leader whose term's first entry is applied
-	told       RoleChange           // the last one reported to OnRoleChange
-	confs      map[uint64]*proposal // pending configuration changes by seq
-	sinceSnap  uint64               // payload bytes applied since the last snapshot
+	leaderTerm uint64 // the term this member leads, while it leads
+	// chainTerm and chainBroken follow the chain of proposals started
+	// last ("Chained proposals"): the term it was accepted in, and whether
+	// one of it was refused or failed since.
+	chainTerm   uint64
+	chainBroken bool
+	drained     bool                 // leader whose term's first entry is applied
+	told        RoleChange           // the last one reported to OnRoleChange
+	confs       map[uint64]*proposal // pending configuration changes by seq
+	sinceSnap   uint64               // payload bytes applied since the last snapshot
 	// resnap: a member was added to a compacted log; the next loop
 	// snapshots again ("Snapshots name their receivers").
 	resnap bool
@@ -148,9 +159,47 @@ type Status struct {
 }
 
 type proposal struct {
-	data  []byte
-	index uint64
-	done  chan error
+	data    []byte
+	index   uint64
+	done    chan error
+	follows bool // continues the chain (Start)
+}
+
+// Proposal is a payload handed to the node loop by Start, whose outcome
+// Wait returns.
+type Proposal struct {
+	n   *Node
+	p   *proposal
+	err error // refused before reaching the loop
+}
+
+// Wait returns the proposal's log index once it is committed and applied
+// on this member, or why it is not (Propose's errors, and ErrChainBroken).
+func (p *Proposal) Wait() (uint64, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	if err := p.n.await(p.p.done); err != nil {
+		return 0, err
+	}
+	return p.p.index, nil
+}
+
+// await returns the outcome the loop sends on done, or ErrStopped when
+// the loop ended without taking the request from its queue (the loop
+// answers everything it took before it ends).
+func (n *Node) await(done <-chan error) error {
+	select {
+	case err := <-done:
+		return err
+	case <-n.done:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return n.stoppedErr()
+		}
+	}
 }
 
 type readReq struct {
@@ -254,7 +303,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, rn: rn, incarnation: binary.BigEndian.Uint64(inc[:]),
-		propc: make(chan *proposal), readc: make(chan *readReq), fnc: make(chan func()),
+		propc: make(chan *proposal, maxBatch), readc: make(chan *readReq), fnc: make(chan func()),
 		stopc: make(chan struct{}), done: make(chan struct{}),
 		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{}, confs: map[uint64]*proposal{},
 		applied: applied, confState: initialConf,
@@ -283,6 +332,28 @@ func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
 	return p.index, nil
 }
 
+// Start hands payload to the node loop and returns without waiting for
+// its commit: a caller may start the next proposal while this one
+// replicates, and Raft carries both in one append when they meet. Start
+// returns once the loop has the proposal or its queue does; proposals are
+// taken in the order they were started. A proposal that follows is part
+// of its predecessor's chain (invariant "Chained proposals"): the loop
+// refuses it with ErrChainBroken unless every proposal since the last one
+// started without follows was accepted into the log in the current term
+// and none failed since — a caller that built this payload on the
+// effects of the earlier ones (a commit pipeline that applied the next
+// group over the previous group's writes) never gets a later group into
+// the log without the earlier.
+func (n *Node) Start(payload []byte, follows bool) *Proposal {
+	p := &proposal{data: payload, done: make(chan error, 1), follows: follows}
+	select {
+	case n.propc <- p:
+		return &Proposal{n: n, p: p}
+	case <-n.done:
+		return &Proposal{err: n.stoppedErr()}
+	}
+}
+
 // submit hands req to the node loop on ch and waits for the outcome the
 // loop sends on done, or for ctx to end or the node to stop first.
 func submit[R any](ctx context.Context, n *Node, ch chan<- R, req R, done <-chan error) error {
@@ -296,6 +367,8 @@ func submit[R any](ctx context.Context, n *Node, ch chan<- R, req R, done <-chan
 	select {
 	case err := <-done:
 		return err
+	case <-n.done:
+		return n.await(done)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -563,6 +636,13 @@ func (n *Node) drain(recv <-chan *pb.Message) {
 }
 
 func (n *Node) propose(p *proposal) {
+	if p.follows && (n.chainBroken || n.chainTerm != n.leaderTerm) {
+		p.done <- ErrChainBroken
+		return
+	}
+	// Refused or dropped below: the chain is broken until a proposal
+	// starts a new one.
+	n.chainBroken, n.chainTerm = true, n.leaderTerm
 	if n.soft.RaftState != raft.StateLeader {
 		p.done <- ErrNotLeader
 		return
@@ -576,6 +656,7 @@ func (n *Node) propose(p *proposal) {
 		p.done <- fmt.Errorf("repl: proposal dropped: %w", err)
 		return
 	}
+	n.chainBroken = false
 	n.pending[n.seq] = p
 }
 
@@ -803,6 +884,7 @@ func (n *Node) roleChanged(s raft.SoftState) {
 // failPending fails the proposals and the reads that still need this
 // member to be leader (reads with a read index only wait for apply).
 func (n *Node) failPending(err error) {
+	n.chainBroken = true
 	for seq, p := range n.pending {
 		p.done <- err
 		delete(n.pending, seq)

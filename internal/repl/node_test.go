@@ -228,3 +228,81 @@ func TestRestartAppliedPastCommit(t *testing.T) {
 		t.Errorf("applied %v up to %d; want entries 9 and 10 only", got, applied)
 	}
 }
+
+// TestChainedProposals: proposals started one after another without
+// waiting commit in the order started (invariant "Chained proposals");
+// once one of a chain fails — refused on a member that does not lead,
+// or lost with its leadership — every later proposal that follows is
+// refused with ErrChainBroken and is in no log, until a proposal starts a
+// new chain.
+func TestChainedProposals(t *testing.T) {
+	c := newCluster(t, 3, testSeed(t))
+	var l uint64
+	var idx []uint64
+	for attempt := 0; ; attempt++ {
+		l = c.waitLeader(5 * time.Second)
+		ps := []*Proposal{c.node(l).Start([]byte("put c 1"), false), c.node(l).Start([]byte("put c 2"), true), c.node(l).Start([]byte("put c 3"), true)}
+		idx = idx[:0]
+		var err error
+		for _, p := range ps {
+			var i uint64
+			if i, err = p.Wait(); err != nil {
+				break
+			}
+			idx = append(idx, i)
+		}
+		if err == nil {
+			break
+		}
+		if attempt == 5 { // leadership moved under a loaded machine each time
+			t.Fatalf("a chain of three: %v", err)
+		}
+	}
+	if !(idx[0] < idx[1] && idx[1] < idx[2]) {
+		t.Errorf("chain committed at %v, want rising indexes", idx)
+	}
+	var f uint64
+	for _, id := range c.ids {
+		if id != l {
+			f = id
+			break
+		}
+	}
+	if _, err := c.node(f).Start([]byte("put f 1"), false).Wait(); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a chain's first proposal on a follower: %v", err)
+	}
+	if _, err := c.node(f).Start([]byte("put f 2"), true).Wait(); !errors.Is(err, ErrChainBroken) {
+		t.Errorf("a proposal following a refused one: %v", err)
+	}
+
+	// The leader cut off: its pending proposal fails with its leadership,
+	// and what follows it is refused, even once it may lead again.
+	c.pauseClocks(true)
+	c.net.Isolate(l)
+	orphan := c.node(l).Start([]byte("put o 1"), false)
+	time.Sleep(20 * time.Millisecond)
+	c.pauseClocks(false)
+	if _, err := orphan.Wait(); !errors.Is(err, ErrLeadershipLost) {
+		t.Fatalf("pending proposal on an isolated leader: %v", err)
+	}
+	if _, err := c.node(l).Start([]byte("put o 2"), true).Wait(); !errors.Is(err, ErrChainBroken) {
+		t.Errorf("a proposal following one lost with leadership: %v", err)
+	}
+	c.net.Heal()
+	_, barrier, err := c.commit("barrier", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := c.converge(barrier, 10*time.Second)
+	got := payloads(t, log)
+	for _, p := range []string{"put f 1", "put f 2", "put o 2"} {
+		if _, ok := got[p]; ok {
+			t.Errorf("refused proposal %q is in the log: %v", p, log)
+		}
+	}
+	for _, p := range []string{"put c 1", "put c 2", "put c 3"} {
+		if _, ok := got[p]; !ok {
+			t.Errorf("chained proposal %q is not in the log: %v", p, log)
+		}
+	}
+}

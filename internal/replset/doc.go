@@ -8,30 +8,38 @@
 // # Commit groups as log entries
 //
 // Every commit group of internal/storage's pipeline is one Raft entry.
-// On a member, storage's Hooks.Replicate (installed by New through a
-// request on the pipeline goroutine) receives each group's Pebble batch
-// representation instead of the pipeline committing it. Replicate
-// proposes it on the primary and returns once Raft committed the entry and
-// this member applied it; on a member that is not the writable primary it
-// refuses the group with NotWritablePrimary. An entry's payload is a flags
-// byte (the group changed the catalog), the proposing pipeline's nonce,
-// the primary's wall clock (unix ms) and the representation. Every member
-// — the primary for its own groups too — applies committed entries the
-// same way, on the node loop, in log order: storage's ApplyReplicated
+// On a member, storage's Hooks.Propose (installed by New through a request
+// on the pipeline goroutine) receives each group's own records as a
+// Pebble batch representation instead of the pipeline committing them.
+// propose starts the entry on the primary (repl's Node.Start) and returns
+// what waits until Raft committed it and this member applied it; on a
+// member that is not the writable primary the group fails with
+// NotWritablePrimary. The pipeline proposes the next groups meanwhile, on
+// top of this one's writes (storage's "Pipelined groups"), each as a
+// follower of the chain, which the node refuses once an earlier one failed
+// or the term changed (repl's "Chained proposals"): no group reaches the
+// log without every group whose writes it read. An entry's payload is a
+// flags byte (the group changed the catalog), the proposing pipeline's
+// nonce, the primary's wall clock (unix ms) and the representation. Every
+// member — the primary for its own groups too — applies committed entries
+// the same way, on the node loop, in log order: storage's ApplyReplicated
 // writes the batch and the entry's index in one Pebble batch (no sync:
 // the Raft log is synced, and a restarted member replays it from the
 // stored index). So the members' data cannot diverge, and a write is
 // visible on the primary only once it is committed.
 //
-// Invariant "Own groups": the primary's pipeline waits in Replicate while
-// its group is applied on the node loop; the apply tells its own group by
-// the nonce (random per run) and leaves the catalog to the pipeline's
-// Committed hook, while a group of another primary (or its own group
-// that outlived its Propose, after a lost leadership) publishes the
-// catalog the store then holds (catalog.Reload). Failed proposals fail
-// the group's requests: NotWritablePrimary when nothing was proposed,
-// InterruptedDueToReplStateChange with the RetryableWriteError label when
-// leadership was lost with the outcome unknown.
+// Invariant "Own groups": the primary's pipeline waits for its groups
+// while they are applied on the node loop; the apply tells its own groups
+// by the nonce (rising by one per group from a random value per run; the
+// groups in flight are the range [ownLo, ownHi]) and leaves the catalog
+// to the pipeline's Committed hook, while a group of another primary (or
+// its own group that outlived its proposal, after a lost leadership)
+// publishes the catalog the store then holds (catalog.Reload). Failed
+// proposals fail the group's requests: NotWritablePrimary when nothing
+// was proposed, InterruptedDueToReplStateChange with the
+// RetryableWriteError label when leadership was lost with the outcome
+// unknown, or when the group followed one that failed (it is in no log,
+// but the one before it may be).
 //
 // Invariant "Drained before writable": a new leader takes writes only
 // once it applied its term's first entry (repl's RoleChange.Writable, so

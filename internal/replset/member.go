@@ -112,11 +112,12 @@ type Member struct {
 	primary      atomic.Bool
 	role         atomic.Pointer[repl.RoleChange]
 
-	// ownNonce is the nonce of the group this member's pipeline is
-	// proposing (0: none); nonces start at a random value per run, so
-	// another member's never matches ("Own groups").
-	ownNonce atomic.Uint64
-	nonce    uint64 // pipeline goroutine only
+	// [ownLo, ownHi] are the nonces of the groups this member's pipeline
+	// proposed and waits for (empty: none); nonces rise by one per group
+	// from a random value per run, so another member's never match ("Own
+	// groups").
+	ownLo, ownHi atomic.Uint64
+	nonce        uint64 // pipeline goroutine only
 
 	installing  atomic.Bool // a snapshot's install is under way (STARTUP2)
 	lastApplied atomic.Uint64
@@ -175,7 +176,9 @@ func New(opts Options) (*Member, error) {
 		opts.CompactBytes = defaultCompactBytes
 	}
 	m := &Member{opts: opts, eng: opts.Engine, log: opts.Logger.With("component", "replset"), started: time.Now(), stopc: make(chan struct{})}
-	m.nonce = rand.Uint64() | 1
+	m.nonce = rand.Uint64() >> 1
+	m.ownLo.Store(m.nonce + 1)
+	m.ownHi.Store(m.nonce)
 	if opts.Key != nil {
 		k, err := repl.NewMemberKey(opts.Key)
 		if err != nil {
@@ -189,7 +192,7 @@ func New(opts Options) (*Member, error) {
 	}
 	if err := m.eng.Storage().Write(func(*storage.Txn) error {
 		// On the pipeline goroutine, the only reader of the hook.
-		m.eng.Storage().SetReplicate(m.replicate)
+		m.eng.Storage().SetPropose(m.propose)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -424,7 +427,17 @@ func (m *Member) Term() int64 {
 // promote readies the engine to write (engine.Promote) and then lets
 // clients write, if this member still leads term.
 func (m *Member) promote(term uint64) {
-	if err := m.eng.Promote(); err != nil {
+	for attempt := 1; ; attempt++ {
+		err := m.eng.Promote()
+		if err == nil {
+			break
+		}
+		// A write of Promote's can fail with a chain of the previous term
+		// the pipeline had not yet given up (storage's "Chained groups
+		// fail together"); the next attempt runs afresh.
+		if rc := m.role.Load(); attempt < 5 && rc != nil && rc.Writable && rc.Term == term {
+			continue
+		}
 		m.log.Warn("becoming primary failed", "term", term, "err", err)
 		return
 	}
@@ -446,25 +459,41 @@ const (
 
 const payloadHeader = 1 + 8 + 8
 
-// replicate is storage's Hooks.Replicate: it proposes the group and waits
-// until the set committed it and this member applied it.
-func (m *Member) replicate(repr []byte, publishes bool) error {
+// propose is storage's Hooks.Propose: it starts the group's proposal and
+// returns what waits until the set committed it and this member applied
+// it. The pipeline proposes group k+1 while group k replicates (storage's
+// "Pipelined groups"); follows makes the node refuse a group whose
+// predecessors did not all reach its log in this term (repl's "Chained
+// proposals").
+func (m *Member) propose(repr []byte, publishes, follows bool) func() error {
 	node, _ := m.nodeState()
 	if node == nil || !m.raftWritable.Load() {
-		return notWritablePrimary()
+		err := notWritablePrimary()
+		return func() error { return err }
 	}
 	m.nonce++
+	nonce := m.nonce
 	payload := make([]byte, payloadHeader+len(repr))
 	if publishes {
 		payload[0] |= flagCatalog
 	}
-	binary.BigEndian.PutUint64(payload[1:], m.nonce)
+	binary.BigEndian.PutUint64(payload[1:], nonce)
 	binary.BigEndian.PutUint64(payload[9:], uint64(time.Now().UnixMilli()))
 	copy(payload[payloadHeader:], repr)
-	m.ownNonce.Store(m.nonce)
-	_, err := node.Propose(context.Background(), payload)
-	m.ownNonce.Store(0)
-	return replError(err)
+	m.ownHi.Store(nonce) // before the node can apply it ("Own groups")
+	p := node.Start(payload, follows)
+	return func() error {
+		_, err := p.Wait()
+		// Groups complete in order: the next one in flight is nonce+1.
+		m.ownLo.Store(nonce + 1)
+		return replError(err)
+	}
+}
+
+// own reports whether nonce is of a group this member's pipeline proposed
+// and still waits for ("Own groups").
+func (m *Member) own(nonce uint64) bool {
+	return nonce != 0 && m.ownLo.Load() <= nonce && nonce <= m.ownHi.Load()
 }
 
 // replError maps the node's errors to the codes drivers act on.
@@ -474,7 +503,7 @@ func replError(err error) error {
 		return nil
 	case errors.Is(err, repl.ErrNotLeader), errors.Is(err, raft.ErrProposalDropped):
 		return notWritablePrimary()
-	case errors.Is(err, repl.ErrLeadershipLost):
+	case errors.Is(err, repl.ErrLeadershipLost), errors.Is(err, repl.ErrChainBroken):
 		e := mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "operation was interrupted because of a replica set state change (leadership lost; the write may or may not be applied)")
 		e.Extra = []mongoerr.Field{{Name: "errorLabels", Value: bson.A{"RetryableWriteError"}}}
 		return e
@@ -500,12 +529,17 @@ func (sm *stateMachine) Apply(index uint64, payload []byte) error {
 		return fmt.Errorf("replset: entry %d is not a commit group", index)
 	}
 	nonce := binary.BigEndian.Uint64(payload[1:])
-	own := nonce != 0 && nonce == m.ownNonce.Load()
+	own := m.own(nonce)
 	if err := m.eng.ApplyReplicated(index, payload[payloadHeader:], payload[0]&flagCatalog != 0, own); err != nil {
 		return err
 	}
 	m.lastApplied.Store(index)
 	m.lastWall.Store(int64(binary.BigEndian.Uint64(payload[9:])))
+	if !bytes.Contains(payload[payloadHeader:], configKey) {
+		// A group that did not write the configuration (a batch record
+		// holds its key's bytes whole): nothing to read back.
+		return nil
+	}
 	v, _, err := m.eng.Storage().Get(nil, configKey)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -417,6 +418,9 @@ func (db *DB) UnlockWrites() { db.writes.Unlock() }
 // Get appends the committed value of key to dst. found is false when the key
 // does not exist.
 func (db *DB) Get(dst, key []byte) (val []byte, found bool, err error) {
+	if invariants.Enabled {
+		db.pipe.checkNotInRequest("Get")
+	}
 	return get(db.pdb, dst, key)
 }
 
@@ -467,6 +471,9 @@ type Snapshot struct {
 
 // NewSnapshot returns a view of everything committed so far. Close it when done.
 func (db *DB) NewSnapshot() *Snapshot {
+	if invariants.Enabled {
+		db.pipe.checkNotInRequest("NewSnapshot")
+	}
 	s := &Snapshot{db: db, snap: db.pdb.NewSnapshot()}
 	if invariants.Enabled {
 		s.cc.Opened()
@@ -495,6 +502,9 @@ func (s *Snapshot) Close() error {
 // NewIter iterates the committed keys in [lower, upper); the iterator sees a
 // consistent point-in-time view taken now.
 func (db *DB) NewIter(lower, upper []byte) (*Iter, error) {
+	if invariants.Enabled {
+		db.pipe.checkNotInRequest("NewIter")
+	}
 	return db.newIter(db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}))
 }
 
@@ -569,16 +579,26 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	}
 	b := db.pdb.NewBatch()
 	defer b.Close()
+	var ts hlc.Timestamp
 	if len(repr) > 0 {
-		src := db.pdb.NewBatch()
-		if err := src.SetRepr(append([]byte(nil), repr...)); err != nil {
-			src.Close()
+		// The batch owns what SetRepr gets: a copy, with room for the
+		// applied index.
+		if err := b.SetRepr(append(make([]byte, 0, len(repr)+len(appliedKey)+16), repr...)); err != nil {
 			return fmt.Errorf("storage: replicated group %d: %w", index, err)
 		}
-		err := b.Apply(src, nil)
-		src.Close()
-		if err != nil {
-			return fmt.Errorf("storage: replicated group %d: %w", index, err)
+		// The group's cluster time, if it took any (the primary sets it
+		// last), for followClusterTime without reading it back.
+		for r := b.Reader(); ; {
+			kind, k, v, ok, err := r.Next()
+			if err != nil {
+				return fmt.Errorf("storage: replicated group %d: %w", index, err)
+			}
+			if !ok {
+				break
+			}
+			if kind == pebble.InternalKeyKindSet && bytes.Equal(k, clusterTimeKey) {
+				ts, _ = hlc.FromBinary(v)
+			}
 		}
 	}
 	var v [8]byte
@@ -590,23 +610,28 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 		db.pipe.stopWrites(err)
 		return err
 	}
-	db.followClusterTime()
+	db.followClusterTime(ts)
 	return nil
 }
 
-// followClusterTime raises the clock and LastCommitted to the cluster
-// time the store holds. A replicated group carries its highest cluster
-// time (s/clusterTime), as does a restored checkpoint: this member's clock
-// and LastCommitted follow it, so a secondary's times and its
-// afterClusterTime waits agree with the primary's.
-func (db *DB) followClusterTime() {
-	if ts, err := readClusterTime(db.pdb, "replicated group"); err == nil && ts != 0 {
+// followClusterTime raises the clock and LastCommitted to ts, the cluster
+// time a group applied from the replicated log carries (0: none), or a
+// restored checkpoint holds: this member's clock and LastCommitted follow
+// it, so a secondary's times and its afterClusterTime waits agree with the
+// primary's.
+func (db *DB) followClusterTime(ts hlc.Timestamp) {
+	if ts != 0 {
 		db.opts.Clock.Restore(ts)
-		for {
-			cur := db.lastCommitted.Load()
-			if uint64(ts) <= cur || db.lastCommitted.CompareAndSwap(cur, uint64(ts)) {
-				break
-			}
+		raiseTo(&db.lastCommitted, uint64(ts))
+	}
+}
+
+// raiseTo raises v to at least x.
+func raiseTo(v *atomic.Uint64, x uint64) {
+	for {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
+			return
 		}
 	}
 }
@@ -622,6 +647,17 @@ func (db *DB) AppliedIndex() (uint64, error) {
 		return 0, fmt.Errorf("%w: applied index record of %d bytes", ErrCorrupt, len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
+}
+
+// SetPropose installs Hooks.Propose on an open store (a pipelined replica
+// set member's; the store's owner sets Hooks.Publishes at Open). Call it from a request function
+// (Write), on the pipeline goroutine that reads the hooks: every later
+// group is proposed so.
+func (db *DB) SetPropose(propose func(repr []byte, publishes, follows bool) func() error) {
+	if db.pipe.hooks == nil {
+		db.pipe.hooks = &Hooks{}
+	}
+	db.pipe.hooks.Propose = propose
 }
 
 // SetReplicate installs Hooks.Replicate on an open store. Call it from a

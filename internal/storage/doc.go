@@ -153,14 +153,50 @@
 // record, the change log entry), is one request of one group: durable and
 // visible together or not at all. TestTransactionCommitDurable,
 // TestTransactionStatementAtomic.
-// Invariant "Replicated in order" (a replica set member, Hooks.Replicate):
-// a group is applied to Pebble only after the replica set committed it, by
-// [DB.ApplyReplicated] in log order together with its log index; the
-// pipeline hands one group at a time to Replicate and applies the next
-// group's requests only after the previous one is applied (no overlapped
-// sync), so each group reads every earlier group's writes. A group
-// Replicate fails is not applied by the pipeline (it may still be applied
-// later from the log, as a group of another primary would be).
+// Invariant "Replicated in order" (a replica set member, Hooks.Replicate
+// or Hooks.Propose): a group is applied to Pebble only after the replica
+// set committed it, by [DB.ApplyReplicated] in log order together with
+// its log index. A group the set fails is not applied by the pipeline (it
+// may still be applied later from the log, as a group of another primary
+// would be). With Hooks.Replicate the pipeline hands one group at a time
+// and applies the next group's requests only after the previous one is
+// applied.
+//
+// Invariant "Pipelined groups" (Hooks.Propose, replicate.go): the
+// pipeline proposes group k+1 while group k replicates, up to maxInFlight
+// groups. The groups of a chain share one indexed batch, each group's
+// records appended to it in order, and each proposes only its own records
+// (the batch's suffix since it began, under a header counting them); so a
+// request reads, through its Txn, every earlier group's writes whether or
+// not the member has applied them yet — exactly what the log holds before
+// it, in log order. A chain starts on a fresh batch whenever no group is
+// in flight (it may then read groups another primary made), and when its
+// batch passes maxChainBatch. A group proposed while its batch holds
+// earlier groups says it follows them, and the set refuses it unless they
+// all reached its log in this term (package repl's "Chained proposals").
+// Groups complete, publish (Committed) and are acknowledged in order, on
+// the completer goroutine. A group that changes what Committed publishes
+// (Hooks.Publishes: the catalog) is proposed only once every group in
+// flight completed, and the next group applies only once it completed.
+// LastCommitted is raised, never lowered, by each applied group's time.
+// TestPipelinedAppendsUnderFaults (package rstest) fails if a group reads
+// a stale view.
+//
+// Invariant "Chained groups fail together": once a group of a chain fails,
+// every later group of the chain fails too (the set refuses what follows
+// a failed proposal), the groups applied over it are refused without
+// being proposed, and the pipeline waits for every group in flight, runs
+// Hooks.Failed and starts a new chain before it applies another request;
+// requests not yet applied then run afresh. Builds with the invariants tag
+// panic if a group that follows a failed one is committed.
+//
+// Invariant "Reads through the request": a request function reads the
+// store only through its Txn, never with DB.Get, NewIter or NewSnapshot,
+// which miss the earlier requests of its group and a pipelined member's
+// groups in flight. Builds with the invariants tag panic on such a call
+// from a running request (TestReadsThroughTheRequest). Reads outside
+// requests (queries, a session's records at checkout) see the applied
+// state, which on a member holds only committed groups.
 //
 // Invariant "Restore is redone until whole" (a member installing a replica
 // set snapshot, [DB.RestoreCheckpoint]): the store's contents are replaced

@@ -14,7 +14,10 @@ const groupSizeBuckets = 10
 // histogram of group sizes. The pipeline loop is their only writer.
 type groupStats struct {
 	groups, requests atomic.Int64
-	sizes            [groupSizeBuckets]atomic.Int64
+	// follows counts a pipelined member's groups proposed over the writes
+	// of groups still in flight (replicate.go).
+	follows atomic.Int64
+	sizes   [groupSizeBuckets]atomic.Int64
 }
 
 func (g *groupStats) record(n int) {
@@ -26,6 +29,9 @@ func (g *groupStats) record(n int) {
 // GroupStats is a copy of the commit pipeline's group counters.
 type GroupStats struct {
 	Groups, Requests int64
+	// Follows counts a replica set member's groups proposed while earlier
+	// ones still replicated ("Pipelined groups").
+	Follows int64
 	// Sizes[i] counts groups of 2^i to 2^(i+1)-1 requests.
 	Sizes [groupSizeBuckets]int64
 }
@@ -33,7 +39,7 @@ type GroupStats struct {
 // CommitGroups reports the commit groups written so far.
 func (db *DB) CommitGroups() GroupStats {
 	g := &db.pipe.groups
-	out := GroupStats{Groups: g.groups.Load(), Requests: g.requests.Load()}
+	out := GroupStats{Groups: g.groups.Load(), Requests: g.requests.Load(), Follows: g.follows.Load()}
 	for i := range g.sizes {
 		out.Sizes[i] = g.sizes[i].Load()
 	}

@@ -25,9 +25,14 @@ import (
 // its group's Committing, not what later groups applied since. Failed runs
 // on the pipeline goroutine when a group could not be committed, so
 // in-memory state that requests advanced can be reset to the last committed
-// state. The hooks of one group never overlap those of another: Committing
-// of group k+1 runs only after Committed of group k returned. Set the fields
-// before the first Write; the pipeline reads them when a group completes.
+// state; it runs only when no group is between Committing and Committed
+// but failed ones. Committed calls come in the order of the Committing
+// calls. Without Hooks.Propose the hooks of one group never overlap those
+// of another: Committing of group k+1 runs only after Committed of group k
+// returned. With it ("Pipelined groups") Committing of later groups may
+// run before group k's Committed, but never of a group that publishes,
+// nor while one that publishes is in flight. Set the fields before the
+// first Write; the pipeline reads them when a group completes.
 type Hooks struct {
 	Committing func() (publishes bool)
 	Committed  func()
@@ -47,6 +52,23 @@ type Hooks struct {
 	// replicated one at a time, in order (invariant "Replicated in order").
 	// Nil (a standalone server) leaves the pipeline as it is.
 	Replicate func(repr []byte, publishes bool) error
+	// Propose, when set, makes the store a pipelined replica set
+	// member's (replicate.go, invariant "Pipelined groups"): it hands a
+	// group's own records, as a Pebble batch representation, to the set
+	// and returns at once with a function that waits until the group is
+	// committed and applied to this store (ApplyReplicated) or failed;
+	// the pipeline meanwhile applies and proposes the next groups on top
+	// of its writes. follows says the group was built over the writes of
+	// groups proposed before it that had not all completed: the set must
+	// then refuse it unless every one of them is in its log, in order.
+	// Propose is called on the pipeline goroutine, in group order; it
+	// takes precedence over Replicate.
+	Propose func(repr []byte, publishes, follows bool) (wait func() error)
+	// Publishes, with Propose, reports before Committing runs whether the
+	// group just applied changed state that Committed publishes: such a
+	// group is proposed only once every group in flight completed, and the
+	// next group only once it completed. Nil: every group is so.
+	Publishes func() bool
 }
 
 // maxGroup bounds how many requests one commit group holds, so one sync does
@@ -73,6 +95,11 @@ type flight struct {
 	// touched collects the point keys of the group's applied requests for
 	// Hooks.Verify; used only with invariants.Enabled.
 	touched [][]byte
+	// proposed waits for a pipelined member's group to be committed by
+	// the set and applied here (Hooks.Propose); follows says the group
+	// was proposed as its predecessor's follower (replicate.go).
+	proposed func() error
+	follows  bool
 }
 
 type pipeline struct {
@@ -96,6 +123,11 @@ type pipeline struct {
 
 	groups groupStats // groupstats.go
 
+	// inRequest is the pipeline goroutine's id while a request function
+	// runs (0 otherwise); builds with the invariants tag only
+	// (checkNotInRequest).
+	inRequest atomic.Uint64
+
 	// clock issues cluster times (Txn.Tick); lastCommitted is the store's
 	// highest acknowledged one (DB.LastCommitted), advanced by finish.
 	clock         *hlc.Clock
@@ -105,8 +137,12 @@ type pipeline struct {
 	// is true between the two; only the pipeline goroutine reads it.
 	syncing   chan *flight
 	synced    chan struct{}
-	inFlight  bool
+	inFlight  int
 	completed chan struct{} // closed when the completer returns
+
+	// The pipelined replica set member's state (replicate.go), pipeline
+	// goroutine only but broken, which the completer sets.
+	rep replicating
 
 	mu      sync.RWMutex // guards closed against submit racing stop
 	closed  bool
@@ -124,8 +160,8 @@ func startPipeline(pdb *pebble.DB, hooks *Hooks, log *slog.Logger, fps *failpoin
 		space:            space,
 		queue:            make(chan *request, 4*maxGroup),
 		stopped:          make(chan struct{}),
-		syncing:          make(chan *flight, 1),
-		synced:           make(chan struct{}, 1),
+		syncing:          make(chan *flight, maxInFlight),
+		synced:           make(chan struct{}, maxInFlight),
 		completed:        make(chan struct{}),
 	}
 	go p.complete()
@@ -171,12 +207,13 @@ func (p *pipeline) stop() {
 // flights alternate, since at most one is with the completer.
 func (p *pipeline) run() {
 	defer close(p.stopped)
-	var flights [2]flight
+	var flights [maxInFlight + 1]flight
 	txn := &Txn{}
-	for next := 0; ; next ^= 1 {
+	for next := 0; ; next = (next + 1) % len(flights) {
 		first, ok := <-p.queue
 		if !ok {
 			p.wait()
+			p.rep.discard()
 			close(p.syncing)
 			<-p.completed
 			return
@@ -184,7 +221,12 @@ func (p *pipeline) run() {
 		f := &flights[next]
 		f.group = append(f.group[:0], first)
 		f.group = p.drain(f.group)
-		inFlight := p.commitGroup(f, txn)
+		var inFlight bool
+		if p.hooks != nil && p.hooks.Propose != nil {
+			inFlight = p.commitReplicated(f, txn)
+		} else {
+			inFlight = p.commitGroup(f, txn)
+		}
 		p.groups.record(len(f.group))
 		if !inFlight {
 			ack(f.group)
@@ -202,11 +244,10 @@ func (p *pipeline) complete() {
 	}
 }
 
-// wait returns once the group with the completer, if any, is acknowledged.
+// wait returns once every group with the completer is acknowledged.
 func (p *pipeline) wait() {
-	if p.inFlight {
+	for ; p.inFlight > 0; p.inFlight-- {
 		<-p.synced
-		p.inFlight = false
 	}
 }
 
@@ -272,59 +313,11 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		}
 	}()
 	applied := 0
-	if invariants.Enabled {
-		f.touched = f.touched[:0]
-	}
-	f.maxTick = 0
-	txn.clock, txn.flight = p.clock, f
-	apply := func(r *request) {
-		txn.reset(batch)
-		if invariants.Enabled {
-			txn.gid = invariants.GoroutineID()
-		}
-		r.err = runRequest(r.fn, txn)
-		if r.err == nil {
-			r.err = txn.applyTo(batch)
-		}
-		if invariants.Enabled {
-			txn.gid = 0
-		}
-		if r.err != nil {
-			txn.undo(0)
-			return
-		}
-		if invariants.Enabled {
-			f.touched = txn.appendTouched(f.touched)
-		}
-		applied++
-	}
-	for _, r := range f.group {
-		apply(r)
-	}
+	apply := p.applier(f, txn, batch, &applied)
 	// Until the previous group is acknowledged, requests that arrive join
 	// this group (closed-loop clients acknowledged by the previous group
 	// come back here), so one sync still carries every waiting writer.
-	for p.inFlight && len(f.group) < maxGroup {
-		select {
-		case r, ok := <-p.queue:
-			if !ok {
-				p.wait() // run sees the closed queue next
-				break
-			}
-			f.group = append(f.group, r)
-			apply(r)
-		case <-p.synced:
-			p.inFlight = false
-		}
-	}
-	for n := len(f.group); ; n = len(f.group) {
-		if f.group = p.drain(f.group); len(f.group) == n {
-			break
-		}
-		for _, r := range f.group[n:] {
-			apply(r)
-		}
-	}
+	p.gather(f, 0, apply)
 	p.sizeHint = batchSizeHint(batch.Len())
 	p.wait() // the previous group is synced and acknowledged
 	if applied == 0 {
@@ -406,7 +399,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		return false
 	}
 	f.batch, handed = batch, true
-	p.inFlight = true
+	p.inFlight++
 	p.syncing <- f
 	if publishes || invariants.Enabled && p.hooks != nil && p.hooks.Verify != nil {
 		// The next group's requests must see this group's state published
@@ -420,9 +413,95 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	return true
 }
 
+// applier readies f for its requests on batch, applies those it holds,
+// and returns what applies one more; *applied counts those whose writes
+// joined the group.
+func (p *pipeline) applier(f *flight, txn *Txn, batch *pebble.Batch, applied *int) func(*request) {
+	if invariants.Enabled {
+		f.touched = f.touched[:0]
+	}
+	f.maxTick = 0
+	txn.clock, txn.flight = p.clock, f
+	apply := func(r *request) {
+		if p.applyRequest(f, txn, batch, r) {
+			*applied++
+		}
+	}
+	for _, r := range f.group {
+		apply(r)
+	}
+	return apply
+}
+
+// gather adds to f, applying each, the requests that arrive while more
+// than busy groups are in flight, then whatever is already queued, up to
+// maxGroup.
+func (p *pipeline) gather(f *flight, busy int, apply func(*request)) {
+	for p.inFlight > busy && len(f.group) < maxGroup {
+		select {
+		case r, ok := <-p.queue:
+			if !ok {
+				p.wait() // run sees the closed queue next
+				break
+			}
+			f.group = append(f.group, r)
+			apply(r)
+		case <-p.synced:
+			p.inFlight--
+		}
+	}
+	for n := len(f.group); ; n = len(f.group) {
+		if f.group = p.drain(f.group); len(f.group) == n {
+			break
+		}
+		for _, r := range f.group[n:] {
+			apply(r)
+		}
+	}
+}
+
+// applyRequest runs r's function into batch on the pipeline goroutine and
+// reports whether its writes joined the group (r.err says why not).
+func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *request) bool {
+	txn.reset(batch)
+	if invariants.Enabled {
+		txn.gid = invariants.GoroutineID()
+		p.inRequest.Store(txn.gid)
+	}
+	r.err = runRequest(r.fn, txn)
+	if r.err == nil {
+		r.err = txn.applyTo(batch)
+	}
+	if invariants.Enabled {
+		txn.gid = 0
+		p.inRequest.Store(0)
+	}
+	if r.err != nil {
+		txn.undo(0)
+		return false
+	}
+	if invariants.Enabled {
+		f.touched = txn.appendTouched(f.touched)
+	}
+	return true
+}
+
 // finish waits for f's log sync if it was committed and runs the Committed
 // and Verify hooks; the caller acknowledges f.
 func (p *pipeline) finish(f *flight) {
+	if f.proposed != nil {
+		// A pipelined member's group (replicate.go): wait for the set.
+		err := f.proposed()
+		f.proposed = nil
+		if err != nil {
+			refuse(f.group, err)
+			p.rep.fail(err)
+			return
+		}
+		if invariants.Enabled && p.rep.broken.Load() != nil && f.follows {
+			invariants.Fail("Chained groups fail together", "a group that follows a failed one was committed")
+		}
+	}
 	if f.batch != nil {
 		err := f.batch.SyncWait()
 		_ = f.batch.Close()
@@ -443,10 +522,16 @@ func (p *pipeline) finish(f *flight) {
 	if f.maxTick != 0 {
 		// (A replica set member's ApplyReplicated may have raised it to
 		// this group's time already: not below, then.)
-		if invariants.Enabled && uint64(f.maxTick) < p.lastCommitted.Load() {
-			panic(fmt.Sprintf("storage: group's cluster time %v is below the last committed %v", f.maxTick, hlc.Timestamp(p.lastCommitted.Load())))
+		if p.hooks != nil && p.hooks.Propose != nil {
+			// ApplyReplicated raised it already, maybe past this group
+			// to a later one applied meanwhile: never lower it.
+			raiseTo(p.lastCommitted, uint64(f.maxTick))
+		} else {
+			if invariants.Enabled && uint64(f.maxTick) < p.lastCommitted.Load() {
+				panic(fmt.Sprintf("storage: group's cluster time %v is below the last committed %v", f.maxTick, hlc.Timestamp(p.lastCommitted.Load())))
+			}
+			p.lastCommitted.Store(uint64(f.maxTick))
 		}
-		p.lastCommitted.Store(uint64(f.maxTick))
 	}
 	if p.hooks != nil && p.hooks.Committed != nil {
 		p.hooks.Committed()
@@ -465,6 +550,16 @@ func (p *pipeline) finish(f *flight) {
 				}
 			}
 		}
+	}
+}
+
+// checkNotInRequest fails invariant "Reads through the request" when a
+// request function reads the store around its Txn (op is the DB method):
+// such a read misses the earlier requests of its group, and on a
+// pipelined member every group still in flight. Invariants builds only.
+func (p *pipeline) checkNotInRequest(op string) {
+	if g := p.inRequest.Load(); g != 0 && g == invariants.GoroutineID() {
+		invariants.Fail("Reads through the request", "a request function called DB.%s: it must read through its Txn", op)
 	}
 }
 

@@ -3,7 +3,11 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestReplicatedGroups: with Hooks.Replicate a group reaches Pebble only
@@ -51,6 +55,109 @@ func TestReplicatedGroups(t *testing.T) {
 	for _, db := range []*DB{primary, follower} {
 		if got, err := db.AppliedIndex(); err != nil || got != 2 {
 			t.Errorf("applied index %d, %v; want 2", got, err)
+		}
+	}
+}
+
+// fakeSet is a replica set for Hooks.Propose in one process: each
+// proposal applies, when waited for, to the store through ApplyReplicated
+// (after a pause, so later groups are proposed meanwhile), unless it is
+// chosen to fail or follows a failed one (repl's "Chained proposals").
+type fakeSet struct {
+	db      *DB
+	mu      sync.Mutex
+	index   uint64
+	n       int
+	failAt  map[int]bool // proposals (1-based) that fail
+	broken  bool
+	follows int
+}
+
+var errFakeLost = errors.New("fake: leadership lost")
+
+func (s *fakeSet) propose(repr []byte, _, follows bool) func() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	n := s.n
+	if follows {
+		s.follows++
+	}
+	refused := follows && s.broken
+	if !follows {
+		s.broken = false
+	}
+	if s.failAt[n] || refused {
+		s.broken = true
+		return func() error { time.Sleep(time.Millisecond); return errFakeLost }
+	}
+	repr = append([]byte(nil), repr...)
+	return func() error {
+		time.Sleep(time.Millisecond)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.index++
+		return s.db.ApplyReplicated(s.index, repr)
+	}
+}
+
+// TestPipelinedGroups: with Hooks.Propose, concurrent read-modify-write
+// increments of one key, proposed while earlier groups are in flight
+// (invariant "Pipelined groups"), each read the earlier ones' writes; when
+// a group fails, the groups that follow it fail too ("Chained groups fail
+// together") and later writes succeed again: the counter ends at exactly
+// the number of acknowledged increments.
+func TestPipelinedGroups(t *testing.T) {
+	for _, failAt := range []map[int]bool{nil, {3: true, 20: true, 21: true}} {
+		set := &fakeSet{failAt: failAt}
+		db := openTest(t, Options{Hooks: &Hooks{Propose: set.propose, Publishes: func() bool { return false }}})
+		set.db = db
+		key := []byte("d/counter")
+		var wg sync.WaitGroup
+		var acked, failed atomic.Int64
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 20 {
+					err := db.Write(func(tx *Txn) error {
+						v, _, err := tx.Get(nil, key)
+						if err != nil {
+							return err
+						}
+						n, _ := strconv.Atoi(string(v))
+						tx.Set(key, strconv.AppendInt(nil, int64(n+1), 10))
+						return nil
+					})
+					switch {
+					case err == nil:
+						acked.Add(1)
+					case errors.Is(err, errFakeLost):
+						failed.Add(1)
+					default:
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		v, _, err := db.Get(nil, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := strconv.Atoi(string(v))
+		t.Logf("fail at %v: %d acknowledged, %d failed, %d of %d proposals followed", failAt, acked.Load(), failed.Load(), set.follows, set.n)
+		if int64(got) != acked.Load() {
+			t.Errorf("fail at %v: counter %d after %d acknowledged increments", failAt, got, acked.Load())
+		}
+		if set.follows == 0 {
+			t.Errorf("fail at %v: no group was proposed while another was in flight", failAt)
+		}
+		if (failAt != nil) != (failed.Load() > 0) {
+			t.Errorf("fail at %v: %d increments failed", failAt, failed.Load())
+		}
+		if err := db.Write(func(tx *Txn) error { tx.Set([]byte("d/after"), []byte("x")); return nil }); err != nil {
+			t.Errorf("fail at %v: a write after: %v", failAt, err)
 		}
 	}
 }

@@ -108,6 +108,8 @@ func (db *DB) RestoreCheckpoint(index uint64, dir string, progress func(copied i
 		return fail(err)
 	}
 	progress(copied)
-	db.followClusterTime()
+	if ts, err := readClusterTime(db.pdb, "restored checkpoint"); err == nil {
+		db.followClusterTime(ts)
+	}
 	return nil
 }

@@ -28,4 +28,11 @@ func BenchmarkWrite(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
+	// How many of the primary's groups were proposed while earlier ones
+	// replicated (storage's "Pipelined groups"), and how many requests a
+	// group carried.
+	g := s.Engine(p).Storage().CommitGroups()
+	b.ReportMetric(float64(g.Follows)/float64(max(g.Groups, 1)), "pipelined/group")
+	b.ReportMetric(float64(g.Requests)/float64(max(g.Groups, 1)), "writes/group")
 }

@@ -55,13 +55,7 @@ func TestFaultsKeepAcknowledgedWrites(t *testing.T) {
 			s.Restart(p)
 		case 1:
 			t.Logf("round %d: partition the primary %d", round, p)
-			var rest []int
-			for i := range 3 {
-				if i != p {
-					rest = append(rest, i)
-				}
-			}
-			s.Partition([]int{p}, rest)
+			s.Partition([]int{p}, others(p))
 			write(10)
 			s.Heal()
 		case 2:
@@ -98,4 +92,15 @@ func TestFaultsKeepAcknowledgedWrites(t *testing.T) {
 			}
 		}
 	}
+}
+
+// others lists the members of a set of three but p.
+func others(p int) []int {
+	var rest []int
+	for i := range 3 {
+		if i != p {
+			rest = append(rest, i)
+		}
+	}
+	return rest
 }

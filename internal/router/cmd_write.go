@@ -124,9 +124,18 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 	// The statements travel as a document sequence, as drivers send them:
 	// a batch may hold up to 48 MB, more than a command body may.
 	body := rewrite(req.body, map[string]bool{field: true}, nil)
+	bodyOf := func(b batch) bsoncore.Document { return body }
+	if op := sessionOf(ctx); op != nil && op.retryable {
+		// Each statement is recorded on its shard under its position in
+		// the client's batch (stmtIds), so a retry routed differently
+		// finds it.
+		bodyOf = func(b batch) bsoncore.Document {
+			return rewrite(body, nil, func(d *bsoncore.DocumentBuilder) { d.AppendArray("stmtIds", stmtIDs(b.index)) })
+		}
+	}
 	if ordered {
 		for _, b := range batches {
-			reply, err := r.toShardSeq(ctx, b.shard, rt, body, &sequence{id: field, docs: b.docs})
+			reply, err := r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &sequence{id: field, docs: b.docs})
 			if err != nil {
 				return err
 			}
@@ -145,7 +154,7 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i], errs[i] = r.toShardSeq(ctx, b.shard, rt, body, &sequence{id: field, docs: b.docs})
+			replies[i], errs[i] = r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &sequence{id: field, docs: b.docs})
 		}()
 	}
 	wg.Wait()

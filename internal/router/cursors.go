@@ -24,6 +24,7 @@ type shardStream struct {
 	id    int64
 	batch []bsoncore.Document
 	i     int
+	op    *opSession // the session the cursor was opened in: its getMore and killCursors name it
 }
 
 func newShardStream(r *Router, ctx *context.Context, shard string, rt *routing, reply bsoncore.Document) (*shardStream, error) {
@@ -31,7 +32,7 @@ func newShardStream(r *Router, ctx *context.Context, shard string, rt *routing, 
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InternalError, "shard %s answered without a cursor: %s", shard, reply)
 	}
-	s := &shardStream{r: r, ctx: ctx, shard: shard, rt: rt}
+	s := &shardStream{r: r, ctx: ctx, shard: shard, rt: rt, op: sessionOf(*ctx)}
 	s.id, _ = cur.Lookup("id").AsInt64OK()
 	ns, _ := cur.Lookup("ns").StringValueOK()
 	if i := indexByte(ns, '.'); i >= 0 {
@@ -73,7 +74,16 @@ func (s *shardStream) Next() (bsoncore.Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) { b.AppendString("$db", s.rt.db.name) })
+		var serr error
+		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) {
+			if s.op != nil {
+				serr = s.op.appendSession(b, s.shard, "getMore")
+			}
+			b.AppendString("$db", s.rt.db.name)
+		})
+		if serr != nil {
+			return nil, serr
+		}
 		reply, err := checkReply(sh.set.Run(*s.ctx, cmd))
 		if err != nil {
 			return nil, err
@@ -93,9 +103,12 @@ func (s *shardStream) Close() error {
 	}
 	sh, err := s.r.cache.shard(context.Background(), s.shard)
 	if err == nil {
-		cmd := bsoncore.NewDocumentBuilder().AppendString("killCursors", s.coll).
-			AppendArray("cursors", bsoncore.NewArrayBuilder().AppendInt64(s.id).Build()).AppendString("$db", s.rt.db.name).Build()
-		_, _ = sh.set.Run(context.Background(), cmd)
+		b := bsoncore.NewDocumentBuilder().AppendString("killCursors", s.coll).
+			AppendArray("cursors", bsoncore.NewArrayBuilder().AppendInt64(s.id).Build())
+		if s.op != nil {
+			_ = s.op.appendSession(b, s.shard, "killCursors") // an ended transaction's: the shard closed it already
+		}
+		_, _ = sh.set.Run(context.Background(), b.AppendString("$db", s.rt.db.name).Build())
 	}
 	s.id = 0
 	return nil
@@ -112,6 +125,7 @@ type routerCursor struct {
 	skip  int64
 	limit int64 // 0: none
 	sent  int64
+	sess  *sessionKey // the session the cursor was opened in, nil for none
 	mu    sync.Mutex
 	used  time.Time // when a getMore last read it (under cursors.mu)
 }
@@ -123,16 +137,36 @@ var cursorTimeout = 10 * time.Minute
 
 // reap kills the cursors idle longer than cursorTimeout.
 func (c *cursors) reap(now time.Time) {
+	c.kill(func(rc *routerCursor) bool { return now.Sub(rc.used) > cursorTimeout })
+}
+
+// killSessions kills the cursors opened in the sessions keys names (in
+// any session for an empty list).
+func (c *cursors) killSessions(keys []sessionKey) {
+	c.kill(func(rc *routerCursor) bool {
+		if rc.sess == nil {
+			return false
+		}
+		match := len(keys) == 0
+		for _, k := range keys {
+			match = match || *rc.sess == k
+		}
+		return match
+	})
+}
+
+// kill closes and forgets the cursors match picks (match runs under c.mu).
+func (c *cursors) kill(match func(rc *routerCursor) bool) {
 	c.mu.Lock()
-	var idle []*routerCursor
+	var killed []*routerCursor
 	for id, rc := range c.m {
-		if now.Sub(rc.used) > cursorTimeout {
-			idle = append(idle, rc)
+		if match(rc) {
+			killed = append(killed, rc)
 			delete(c.m, id)
 		}
 	}
 	c.mu.Unlock()
-	for _, rc := range idle {
+	for _, rc := range killed {
 		rc.mu.Lock()
 		_ = rc.src.Close()
 		rc.mu.Unlock()
@@ -223,6 +257,9 @@ func cursorReply(id int64, ns, field string, docs []bsoncore.Document) bsoncore.
 // router cursor.
 func (r *Router) openCursor(ctxp *context.Context, req *request, ns string, src agg.Source, skip, limit, batchSize int64, single bool) (bsoncore.Document, error) {
 	rc := &routerCursor{ns: ns, conn: req.conn, src: src, skip: skip, limit: limit, ctxp: ctxp}
+	if op := sessionOf(*ctxp); op != nil {
+		rc.sess = &op.key
+	}
 	docs, done, err := rc.batch(batchSize)
 	if err != nil {
 		_ = src.Close()

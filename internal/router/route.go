@@ -18,6 +18,11 @@ var clientOnly = map[string]bool{
 	"autocommit": true, "startTransaction": true, "shardVersion": true, "databaseVersion": true,
 }
 
+// txnSkip are the client's fields a transaction's statement does not pass
+// on as they are: the router sends the transaction's readConcern with each
+// participant's first statement.
+var txnSkip = map[string]bool{"readConcern": true}
+
 // rewrite copies src's fields but the client-only ones and those skip
 // names, then lets add append more.
 func rewrite(src bsoncore.Document, skip map[string]bool, add func(b *bsoncore.DocumentBuilder)) bsoncore.Document {
@@ -123,9 +128,18 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	if err != nil {
 		return nil, err
 	}
+	op := sessionOf(ctx)
+	var skip map[string]bool
+	if op != nil && op.txn != nil {
+		skip = txnSkip // the transaction's readConcern goes to each participant's first statement
+	}
 	for {
 		versioned := !sh.unversioned && rt != nil && rt.db != nil
-		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) {
+		var serr error
+		cmd := rewrite(body, skip, func(b *bsoncore.DocumentBuilder) {
+			if op != nil {
+				serr = op.appendSession(b, id, body.Index(0).Key()) // sessions.go
+			}
 			if versioned {
 				if rt.sharded() {
 					b.AppendDocument("shardVersion", rt.coll.m.ShardVersionFor(id, rt.coll.coll.Timestamp).Doc())
@@ -140,6 +154,9 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 			}
 			b.AppendString("$db", db)
 		})
+		if serr != nil {
+			return nil, serr
+		}
 		reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
 		var re *replyError
 		if errors.As(err, &re) {
@@ -156,6 +173,7 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 // times), refreshing ns's routing between attempts.
 func (r *Router) retry(ctx context.Context, ns string, op func() error) error {
 	var err error
+	inTxn := sessionOf(ctx) != nil && sessionOf(ctx).txn != nil
 	for attempt := 0; attempt < 5; attempt++ {
 		err = op()
 		var st *errStale
@@ -163,6 +181,12 @@ func (r *Router) retry(ctx context.Context, ns string, op func() error) error {
 			return err
 		}
 		r.cache.invalidate(ns)
+		if inTxn {
+			// A transaction's participants may have run part of it: it
+			// is aborted and retried whole by the driver
+			// (TransientTransactionError, txnStatementOutcome).
+			return st.err
+		}
 	}
 	var st *errStale
 	if errors.As(err, &st) {

@@ -494,7 +494,7 @@ func cmdFindAndModify(ctx context.Context, r *Router, req *request) (bsoncore.Do
 				}
 			}
 		}
-		out, err = r.toShard(ctx, shards[0], rt, rewrite(req.body, nil, nil))
+		out, err = r.toShard(ctx, shards[0], rt, req.body)
 		return err
 	})
 	return out, err

@@ -24,21 +24,33 @@ var clientOnly = map[string]bool{
 var txnSkip = map[string]bool{"readConcern": true}
 
 // rewrite copies src's fields but the client-only ones and those skip
-// names, then lets add append more.
+// names, then lets add append more. It runs on every command the router
+// sends, so the kept fields are copied as they are (no element slice, no
+// key strings, no re-encoding).
 func rewrite(src bsoncore.Document, skip map[string]bool, add func(b *bsoncore.DocumentBuilder)) bsoncore.Document {
-	b := bsoncore.NewDocumentBuilder()
-	els, _ := src.Elements()
-	for _, el := range els {
-		k := el.Key()
-		if clientOnly[k] || skip[k] {
-			continue
+	idx, dst := bsoncore.AppendDocumentStart(make([]byte, 0, len(src)+192))
+	if len(src) >= 5 {
+		rest := src[4 : len(src)-1]
+		for len(rest) > 0 {
+			el, r, ok := bsoncore.ReadElement(rest)
+			if !ok {
+				break
+			}
+			rest = r
+			if k := el.KeyBytes(); clientOnly[string(k)] || skip[string(k)] {
+				continue
+			}
+			dst = append(dst, el...)
 		}
-		b.AppendValue(k, el.Value())
 	}
 	if add != nil {
+		b := bsoncore.NewDocumentBuilder()
 		add(b)
+		extra := b.Build()
+		dst = append(dst, extra[4:len(extra)-1]...)
 	}
-	return b.Build()
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 // routing is what one command routes by: the database and, for a

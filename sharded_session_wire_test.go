@@ -163,6 +163,13 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 		if err := db.RunCommand(sctx, bson.D{{Key: "find", Value: "ins"}, {Key: "batchSize", Value: 1}}).Decode(&found); err != nil || found.Cursor.ID == 0 {
 			t.Fatalf("find in a session: %v, cursor %d", err, found.Cursor.ID)
 		}
+		other, err := c.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.EndSession(ctx)
+		err = db.RunCommand(mongo.NewSessionContext(ctx, other), bson.D{{Key: "getMore", Value: found.Cursor.ID}, {Key: "collection", Value: "ins"}}).Err()
+		wantCode(t, "getMore from another session", err, 50738)
 		runAdmin(t, c, bson.D{{Key: "killSessions", Value: bson.A{sess.ID()}}})
 		err = db.RunCommand(sctx, bson.D{{Key: "getMore", Value: found.Cursor.ID}, {Key: "collection", Value: "ins"}}).Err()
 		wantCode(t, "getMore of a killed session's cursor", err, 43)

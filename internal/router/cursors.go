@@ -155,6 +155,20 @@ func (c *cursors) killSessions(keys []sessionKey) {
 	})
 }
 
+// checkCursorSession answers a getMore whose session differs from the
+// cursor's as MongoDB does.
+func checkCursorSession(op *opSession, rc *routerCursor) error {
+	switch {
+	case op != nil && rc.sess == nil:
+		return mongoerr.New(mongoerr.GetMoreNoSessionCursor, "Cannot run getMore on cursor %d, which was not created in a session, in a session", rc.id)
+	case op == nil && rc.sess != nil:
+		return mongoerr.New(mongoerr.GetMoreNoLSID, "Cannot run getMore on cursor %d, which was created in a session, without an lsid", rc.id)
+	case op != nil && op.key != *rc.sess:
+		return mongoerr.New(mongoerr.CursorInUse, "Cannot run getMore on cursor %d, which was created in another session", rc.id)
+	}
+	return nil
+}
+
 // kill closes and forgets the cursors match picks (match runs under c.mu).
 func (c *cursors) kill(match func(rc *routerCursor) bool) {
 	c.mu.Lock()
@@ -282,6 +296,9 @@ func cmdGetMore(ctx context.Context, r *Router, req *request) (bsoncore.Document
 	rc := r.cursors.get(id)
 	if rc == nil || rc.ns != req.db+"."+coll {
 		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if err := checkCursorSession(sessionOf(ctx), rc); err != nil {
+		return nil, err
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()

@@ -98,6 +98,17 @@ func (kc *killableCluster) restartShard(t *testing.T, i int, down time.Duration)
 	waitWritable(t, host)
 }
 
+// startSession starts a driver session the test ends.
+func startSession(t *testing.T, c *mongo.Client) *mongo.Session {
+	t.Helper()
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.EndSession(context.Background()) })
+	return sess
+}
+
 // shardOf is the shard that explain says owns filter's documents.
 func shardOf(t *testing.T, db *mongo.Database, coll string, filter bson.D) string {
 	t.Helper()
@@ -149,11 +160,7 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		sess, err := c.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
+		sess := startSession(t, c)
 		sctx := mongo.NewSessionContext(ctx, sess)
 		var found struct {
 			Cursor struct {
@@ -163,12 +170,8 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 		if err := db.RunCommand(sctx, bson.D{{Key: "find", Value: "ins"}, {Key: "batchSize", Value: 1}}).Decode(&found); err != nil || found.Cursor.ID == 0 {
 			t.Fatalf("find in a session: %v, cursor %d", err, found.Cursor.ID)
 		}
-		other, err := c.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.EndSession(ctx)
-		err = db.RunCommand(mongo.NewSessionContext(ctx, other), bson.D{{Key: "getMore", Value: found.Cursor.ID}, {Key: "collection", Value: "ins"}}).Err()
+		other := startSession(t, c)
+		err := db.RunCommand(mongo.NewSessionContext(ctx, other), bson.D{{Key: "getMore", Value: found.Cursor.ID}, {Key: "collection", Value: "ins"}}).Err()
 		wantCode(t, "getMore from another session", err, 50738)
 		runAdmin(t, c, bson.D{{Key: "killSessions", Value: bson.A{sess.ID()}}})
 		err = db.RunCommand(sctx, bson.D{{Key: "getMore", Value: found.Cursor.ID}, {Key: "collection", Value: "ins"}}).Err()
@@ -303,7 +306,7 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 	db = c.Database("rw")
 	coll := db.Collection("txn")
 	onShard := map[string][]int{}
-	for k := 0; len(onShard) < 2 || len(onShard["sh0"]) < 4 || len(onShard["sh1"]) < 4; k++ {
+	for k := 0; len(onShard) < 2 || len(onShard["sh0"]) < 6 || len(onShard["sh1"]) < 6; k++ {
 		s := shardOf(t, db, "txn", bson.D{{Key: "k", Value: k}})
 		onShard[s] = append(onShard[s], k)
 	}
@@ -317,12 +320,8 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 	}
 
 	t.Run("single-shard transaction commits and aborts", func(t *testing.T) {
-		sess, err := c.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
-		_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+		sess := startSession(t, c)
+		_, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
 			if _, err := coll.InsertOne(ctx, bson.D{{Key: "k", Value: a[0]}, {Key: "v", Value: "committed"}}); err != nil {
 				return nil, err
 			}
@@ -351,11 +350,7 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 	})
 
 	t.Run("abort across shards leaves nothing", func(t *testing.T) {
-		sess, err := c.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
+		sess := startSession(t, c)
 		if err := sess.StartTransaction(); err != nil {
 			t.Fatal(err)
 		}
@@ -374,12 +369,8 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 	})
 
 	t.Run("writes on two shards are refused, not committed one by one", func(t *testing.T) {
-		sess, err := c.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
-		_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+		sess := startSession(t, c)
+		_, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
 			for _, k := range []int{a[3], b[1]} {
 				if _, err := coll.InsertOne(ctx, bson.D{{Key: "k", Value: k}}); err != nil {
 					return nil, err
@@ -397,12 +388,8 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 		if _, err := coll.InsertOne(ctx, bson.D{{Key: "k", Value: b[2]}, {Key: "v", Value: 7}}); err != nil {
 			t.Fatal(err)
 		}
-		sess, err := c.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
-		_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+		sess := startSession(t, c)
+		_, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
 			var d bson.M
 			if err := coll.FindOne(ctx, bson.D{{Key: "k", Value: b[2]}}).Decode(&d); err != nil {
 				return nil, err
@@ -418,12 +405,45 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 		}
 	})
 
-	t.Run("cross-shard read-only", func(t *testing.T) {
-		sess, err := c.StartSession()
-		if err != nil {
+	t.Run("commit through a restarted router", func(t *testing.T) {
+		// The router that ran the statements is gone; the commit reaches
+		// a new one, which has no record of the transaction and commits
+		// it by the recoveryToken the driver sends back.
+		sess := startSession(t, c)
+		if err := sess.StartTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		defer sess.EndSession(ctx)
+		if _, err := coll.InsertOne(mongo.NewSessionContext(ctx, sess), bson.D{{Key: "k", Value: a[4]}, {Key: "recovered", Value: true}}); err != nil {
+			t.Fatal(err)
+		}
+		kc.stopRouter()
+		kc.startRouter(t)
+		if err := sess.CommitTransaction(ctx); err != nil {
+			t.Fatalf("commit through a restarted router: %v", err)
+		}
+		if n := count(bson.D{{Key: "k", Value: a[4]}, {Key: "recovered", Value: true}}); n != 1 {
+			t.Fatalf("after the recovered commit: %d documents, want 1", n)
+		}
+		// One that wrote on two shards is aborted by its recoveryToken.
+		if err := sess.StartTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{a[5], b[5]} {
+			if _, err := coll.InsertOne(mongo.NewSessionContext(ctx, sess), bson.D{{Key: "k", Value: k}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kc.stopRouter()
+		kc.startRouter(t)
+		err := sess.CommitTransaction(ctx)
+		wantCode(t, "recovered commit of writes on two shards", err, 251)
+		if n := count(bson.D{{Key: "k", Value: bson.D{{Key: "$in", Value: bson.A{a[5], b[5]}}}}}); n != 0 {
+			t.Fatalf("after the refused recovered commit: %d documents, want 0", n)
+		}
+	})
+
+	t.Run("cross-shard read-only", func(t *testing.T) {
+		sess := startSession(t, c)
 		// local: each shard's own snapshot (MongoDB's promise for local
 		// and majority); the transaction commits.
 		n, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {

@@ -70,7 +70,9 @@
 // first statement (startTransaction, the transaction's readConcern); a
 // failed statement aborts them on every participant; commitTransaction
 // commits the single participant, or the read-only participants and then
-// the one that wrote.
+// the one that wrote; every statement's reply carries a recoveryToken, by
+// which a commit reaching another router (or this one restarted) still
+// commits where the transaction wrote.
 //
 // # Metadata commands
 //
@@ -113,9 +115,10 @@
 //     shard is refused on that statement (the shards cannot read at the
 //     router's atClusterTime in a transaction). A StaleConfig in a
 //     transaction aborts it with TransientTransactionError even on its
-//     first statement (mongos retries that one itself). The router keeps
-//     no recoveryToken: a commit retried through another router finds no
-//     transaction (NoSuchTransaction).
+//     first statement (mongos retries that one itself). The
+//     recoveryToken names the shards that wrote instead of a
+//     coordinator: a router that did not run the transaction commits it
+//     on its one writer, or aborts one that wrote on several.
 //   - A sorted find over several shards with a projection has the shards
 //     send whole documents and projects at the router (MongoDB has the
 //     shards add $sortKey instead); with a positional, $elemMatch or $meta

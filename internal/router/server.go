@@ -303,6 +303,9 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 	reply, err := h(ctx, r, req)
 	if op != nil && op.txn != nil && !isTxnEnd(req.name) {
 		reply, err = r.txnStatementOutcome(ctx, op, reply, err) // transactions.go
+		if err == nil {
+			reply = withRecoveryToken(reply, op.txn)
+		}
 	}
 	if err != nil {
 		out := errorReply(err)

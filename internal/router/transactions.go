@@ -18,7 +18,8 @@ import (
 // on every participant; abortTransaction aborts it everywhere;
 // commitTransaction commits on the one participant, or on each
 // participant when at most one of them wrote (the read-only ones first,
-// as mongos's single-write-shard commit).
+// as mongos's single-write-shard commit); a commit for a transaction the
+// router did not run goes by its recoveryToken (recoverCommit).
 //
 // Invariant "No partial commit": a transaction that wrote on two or more
 // shards needs MongoDB's two-phase commit (a coordinator, prepared
@@ -53,6 +54,12 @@ type routerTxn struct {
 	number      int64
 	readConcern bsoncore.Document // the first statement's, sent to each participant on its first statement
 	snapshot    bool              // readConcern level snapshot
+
+	// recovering: the transaction ran through another router (or this
+	// one before a restart); recovery is the recoveryToken its commit
+	// carried (recoverCommit).
+	recovering bool
+	recovery   bsoncore.Document
 
 	mu           sync.Mutex
 	state        txnState
@@ -178,12 +185,107 @@ func (r *Router) bindTransaction(req *request, sess *routerSession, lsid bsoncor
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Only the first command in a transaction may specify a readConcern")
 	}
 	r.sessions.mu.Lock()
+	defer r.sessions.mu.Unlock()
 	t := sess.txn
-	r.sessions.mu.Unlock()
+	if t == nil || t.number < n {
+		if req.name == "commitTransaction" || req.name == "abortTransaction" {
+			// Started through another router, or through this one
+			// before it restarted: its recoveryToken names the shards
+			// (cmdCommitTransaction).
+			t = &routerTxn{lsid: lsid, number: n, recovering: true}
+			if tok := docArg(req, "recoveryToken"); tok != nil {
+				t.recovery = append(bsoncore.Document(nil), tok...)
+			}
+			sess.txn = t
+			return t, nil
+		}
+	}
 	if t == nil || t.number != n {
 		return nil, mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has not been started on this router, or a newer one has", n)
 	}
 	return t, nil
+}
+
+// recoveryToken is what the router adds to each reply of a transaction's
+// statement, and a driver sends back with commitTransaction (MongoDB's
+// {recoveryShardId}): the shard that wrote (or the first participant)
+// and every shard that wrote, so that a router that does not know the
+// transaction — another one, or this one restarted — can still commit it
+// where it wrote, or abort it where it wrote on several shards (which no
+// router commits: "No partial commit").
+func (t *routerTxn) recoveryToken() bsoncore.Document {
+	parts := t.snapshotParticipants()
+	if len(parts) == 0 {
+		return nil
+	}
+	recovery := parts[0].shard
+	writers := bsoncore.NewArrayBuilder()
+	for _, p := range parts {
+		if p.wrote {
+			writers.AppendString(p.shard)
+			recovery = p.shard
+		}
+	}
+	return bsoncore.NewDocumentBuilder().AppendString("recoveryShardId", recovery).AppendArray("writeShards", writers.Build()).Build()
+}
+
+// withRecoveryToken returns a statement's reply with the transaction's
+// recoveryToken.
+func withRecoveryToken(reply bsoncore.Document, t *routerTxn) bsoncore.Document {
+	tok := t.recoveryToken()
+	if tok == nil {
+		return reply
+	}
+	return rewrite(reply, map[string]bool{"recoveryToken": true}, func(b *bsoncore.DocumentBuilder) { b.AppendDocument("recoveryToken", tok) })
+}
+
+// recoveryShards are a recoveryToken's recovery shard, then the shards
+// that wrote; none without a token.
+func recoveryShards(tok bsoncore.Document) []string {
+	recovery, ok := tok.Lookup("recoveryShardId").StringValueOK()
+	if !ok {
+		return nil
+	}
+	out := []string{recovery}
+	arr, _ := tok.Lookup("writeShards").ArrayOK()
+	vals, _ := arr.Values()
+	for _, v := range vals {
+		if s, ok := v.StringValueOK(); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// recoverCommit commits a transaction this router does not know from the
+// recoveryToken its commit carries: on the one shard that wrote (or the
+// recovery shard of a read-only one). One that wrote on several shards was
+// never committed by any router: it is aborted there.
+func (r *Router) recoverCommit(ctx context.Context, op *opSession, wc bsoncore.Document) (bsoncore.Document, error) {
+	t := op.txn
+	if t.getState() == txnAborted {
+		return nil, &replyError{withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has been aborted.", t.number)), labelTransient)}
+	}
+	recovery, _ := t.recovery.Lookup("recoveryShardId").StringValueOK()
+	if recovery == "" {
+		// No TransientTransactionError: the transaction may have been
+		// committed by the router that ran it.
+		return nil, mongoerr.New(mongoerr.NoSuchTransaction, "this router has no record of transaction %d and its commit carries no recoveryToken: its outcome is unknown here", t.number)
+	}
+	writers := recoveryShards(t.recovery)[1:]
+	if len(writers) > 1 {
+		r.endOn(ctx, "abortTransaction", op, nil, writers)
+		t.setState(txnAborted)
+		return nil, &replyError{withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "transaction %d wrote on %d shards and was not committed (no two-phase commit yet): aborted", t.number, len(writers))), labelTransient)}
+	}
+	if err := r.endOn(ctx, "commitTransaction", op, wc, []string{recovery})[0]; err != nil {
+		if unreachable(err) {
+			return nil, &replyError{withLabel(errorReply(err), labelUnknownCommit)}
+		}
+		return nil, err
+	}
+	t.setState(txnCommitted)
+	return okReply(), nil
 }
 
 // txnEndCmd is commitTransaction or abortTransaction for one participant.
@@ -266,6 +368,9 @@ func cmdCommitTransaction(ctx context.Context, r *Router, req *request) (bsoncor
 	}
 	t := op.txn
 	wc := docArg(req, "writeConcern")
+	if t.recovering {
+		return r.recoverCommit(ctx, op, wc)
+	}
 	switch t.getState() {
 	case txnAborted:
 		return nil, &replyError{withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has been aborted.", t.number)), labelTransient)}
@@ -310,6 +415,17 @@ func cmdAbortTransaction(ctx context.Context, r *Router, req *request) (bsoncore
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "abortTransaction must be run within a transaction: it needs lsid, txnNumber and autocommit: false")
 	}
 	t := op.txn
+	if t.recovering {
+		// Abort where the token says the transaction ran; without one
+		// there is nothing this router knows to abort.
+		shards := recoveryShards(t.recovery)
+		if len(shards) == 0 {
+			return nil, mongoerr.New(mongoerr.NoSuchTransaction, "no known command has been sent by this router for transaction %d", t.number)
+		}
+		r.endOn(ctx, "abortTransaction", op, nil, shards)
+		t.setState(txnAborted)
+		return okReply(), nil
+	}
 	switch t.getState() {
 	case txnCommitted:
 		return nil, mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", t.number)

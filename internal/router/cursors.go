@@ -74,16 +74,13 @@ func (s *shardStream) Next() (bsoncore.Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		var serr error
-		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) {
-			if s.op != nil {
-				serr = s.op.appendSession(b, s.shard, "getMore")
+		idx, cmd := copyFields(nil, body, nil)
+		if s.op != nil {
+			if cmd, err = s.op.appendSession(cmd, s.shard, "getMore"); err != nil {
+				return nil, err
 			}
-			b.AppendString("$db", s.rt.db.name)
-		})
-		if serr != nil {
-			return nil, serr
 		}
+		cmd, _ = bsoncore.AppendDocumentEnd(bsoncore.AppendStringElement(cmd, "$db", s.rt.db.name), idx)
 		reply, err := checkReply(sh.set.Run(*s.ctx, cmd))
 		if err != nil {
 			return nil, err
@@ -103,12 +100,14 @@ func (s *shardStream) Close() error {
 	}
 	sh, err := s.r.cache.shard(context.Background(), s.shard)
 	if err == nil {
-		b := bsoncore.NewDocumentBuilder().AppendString("killCursors", s.coll).
-			AppendArray("cursors", bsoncore.NewArrayBuilder().AppendInt64(s.id).Build())
+		body := bsoncore.NewDocumentBuilder().AppendString("killCursors", s.coll).
+			AppendArray("cursors", bsoncore.NewArrayBuilder().AppendInt64(s.id).Build()).Build()
+		idx, cmd := copyFields(nil, body, nil)
 		if s.op != nil {
-			_ = s.op.appendSession(b, s.shard, "killCursors") // an ended transaction's: the shard closed it already
+			cmd, _ = s.op.appendSession(cmd, s.shard, "killCursors") // an ended transaction's: the shard closed it already
 		}
-		_, _ = sh.set.Run(context.Background(), b.AppendString("$db", s.rt.db.name).Build())
+		cmd, _ = bsoncore.AppendDocumentEnd(bsoncore.AppendStringElement(cmd, "$db", s.rt.db.name), idx)
+		_, _ = sh.set.Run(context.Background(), cmd)
 	}
 	s.id = 0
 	return nil

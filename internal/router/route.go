@@ -24,25 +24,9 @@ var clientOnly = map[string]bool{
 var txnSkip = map[string]bool{"readConcern": true}
 
 // rewrite copies src's fields but the client-only ones and those skip
-// names, then lets add append more. It runs on every command the router
-// sends, so the kept fields are copied as they are (no element slice, no
-// key strings, no re-encoding).
+// names, then lets add append more.
 func rewrite(src bsoncore.Document, skip map[string]bool, add func(b *bsoncore.DocumentBuilder)) bsoncore.Document {
-	idx, dst := bsoncore.AppendDocumentStart(make([]byte, 0, len(src)+192))
-	if len(src) >= 5 {
-		rest := src[4 : len(src)-1]
-		for len(rest) > 0 {
-			el, r, ok := bsoncore.ReadElement(rest)
-			if !ok {
-				break
-			}
-			rest = r
-			if k := el.KeyBytes(); clientOnly[string(k)] || skip[string(k)] {
-				continue
-			}
-			dst = append(dst, el...)
-		}
-	}
+	idx, dst := copyFields(make([]byte, 0, len(src)+192), src, skip)
 	if add != nil {
 		b := bsoncore.NewDocumentBuilder()
 		add(b)
@@ -51,6 +35,30 @@ func rewrite(src bsoncore.Document, skip map[string]bool, add func(b *bsoncore.D
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
+}
+
+// copyFields starts a document in dst and copies src's elements into it
+// but the client-only ones and those skip names, as they are (no element
+// slice, no key strings, no re-encoding): it runs on every command the
+// router sends. The caller appends more and ends the document at idx.
+func copyFields(dst []byte, src bsoncore.Document, skip map[string]bool) (int32, []byte) {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	if len(src) < 5 {
+		return idx, dst
+	}
+	rest := src[4 : len(src)-1]
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			break
+		}
+		rest = r
+		if k := el.KeyBytes(); clientOnly[string(k)] || skip[string(k)] {
+			continue
+		}
+		dst = append(dst, el...)
+	}
+	return idx, dst
 }
 
 // routing is what one command routes by: the database and, for a
@@ -145,41 +153,43 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	if op != nil && op.txn != nil {
 		skip = txnSkip // the transaction's readConcern goes to each participant's first statement
 	}
-	for {
-		versioned := !sh.unversioned && rt != nil && rt.db != nil
-		var serr error
-		cmd := rewrite(body, skip, func(b *bsoncore.DocumentBuilder) {
-			if op != nil {
-				serr = op.appendSession(b, id, body.Index(0).Key()) // sessions.go
-			}
-			if versioned {
-				if rt.sharded() {
-					b.AppendDocument("shardVersion", rt.coll.m.ShardVersionFor(id, rt.coll.coll.Timestamp).Doc())
-				} else {
-					b.AppendDocument("shardVersion", shard.Unsharded.Doc())
-					b.AppendDocument("databaseVersion", rt.db.version.Doc())
-				}
-			}
-			db := "admin"
-			if rt != nil && rt.db != nil {
-				db = rt.db.name
-			}
-			b.AppendString("$db", db)
-		})
-		if serr != nil {
-			return nil, serr
+	// The command is the client's kept fields, then the router's, appended
+	// as raw elements: this runs on every command the router sends.
+	idx, cmd := copyFields(make([]byte, 0, len(body)+256), body, skip)
+	if op != nil {
+		if cmd, err = op.appendSession(cmd, id, body.Index(0).Key()); err != nil { // sessions.go
+			return nil, err
 		}
-		reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
-		var re *replyError
-		if errors.As(err, &re) {
-			code := re.code()
-			if staleCode(code) {
-				return nil, &errStale{err}
-			}
-		}
-		return reply, err
 	}
+	db := "admin"
+	if rt != nil && rt.db != nil {
+		db = rt.db.name
+		if !sh.unversioned {
+			if rt.sharded() {
+				cmd = bsoncore.AppendDocumentElement(cmd, "shardVersion", rt.coll.versionDoc(id))
+			} else {
+				cmd = bsoncore.AppendDocumentElement(cmd, "shardVersion", unshardedDoc)
+				dv := rt.db.versionDoc
+				if dv == nil { // a dbInfo not read from config.databases
+					dv = rt.db.version.Doc()
+				}
+				cmd = bsoncore.AppendDocumentElement(cmd, "databaseVersion", dv)
+			}
+		}
+	}
+	cmd = bsoncore.AppendStringElement(cmd, "$db", db)
+	cmd, _ = bsoncore.AppendDocumentEnd(cmd, idx)
+	reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
+	var re *replyError
+	if errors.As(err, &re) && staleCode(re.code()) {
+		return nil, &errStale{err}
+	}
+	return reply, err
 }
+
+// unshardedDoc is the shardVersion of a command on an unsharded
+// collection.
+var unshardedDoc = shard.Unsharded.Doc()
 
 // retry runs op until it finishes without a stale routing (at most a few
 // times), refreshing ns's routing between attempts.

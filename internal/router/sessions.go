@@ -208,31 +208,31 @@ func (r *Router) beginSession(req *request) (*opSession, error) {
 	return op, nil
 }
 
-// appendSession adds a command's session fields for shard to b: the
-// lsid; a retryable write's txnNumber (and the statements' ids in the
-// client's batch, stmtIds, which the caller gives); a transaction's
-// txnNumber, autocommit: false and, on the shard's first statement,
-// startTransaction with the transaction's readConcern.
-func (op *opSession) appendSession(b *bsoncore.DocumentBuilder, shard, cmd string) error {
-	b.AppendDocument("lsid", op.lsid)
+// appendSession appends a command's session fields for shard to dst (an
+// open document): the lsid; a retryable write's txnNumber (the caller
+// gives the statements' ids in the client's batch, stmtIds); a
+// transaction's txnNumber, autocommit: false and, on the shard's first
+// statement, startTransaction with the transaction's readConcern.
+func (op *opSession) appendSession(dst []byte, shard, cmd string) ([]byte, error) {
+	dst = bsoncore.AppendDocumentElement(dst, "lsid", op.lsid)
 	switch {
 	case op.txn != nil:
 		first, err := op.txn.join(shard, retryableWrites[cmd])
 		if err != nil {
-			return err
+			return dst, err
 		}
-		b.AppendInt64("txnNumber", op.txnNumber)
+		dst = bsoncore.AppendInt64Element(dst, "txnNumber", op.txnNumber)
 		if first {
-			b.AppendBoolean("startTransaction", true)
+			dst = bsoncore.AppendBooleanElement(dst, "startTransaction", true)
 			if op.txn.readConcern != nil {
-				b.AppendDocument("readConcern", op.txn.readConcern)
+				dst = bsoncore.AppendDocumentElement(dst, "readConcern", op.txn.readConcern)
 			}
 		}
-		b.AppendBoolean("autocommit", false)
+		dst = bsoncore.AppendBooleanElement(dst, "autocommit", false)
 	case op.retryable && retryableWrites[cmd]:
-		b.AppendInt64("txnNumber", op.txnNumber)
+		dst = bsoncore.AppendInt64Element(dst, "txnNumber", op.txnNumber)
 	}
-	return nil
+	return dst, nil
 }
 
 // stmtIDs is the stmtIds array of statements at the client's positions

@@ -176,6 +176,15 @@ func TestRouterSessionsAndTransactions(t *testing.T) {
 		runAdmin(t, c, bson.D{{Key: "killSessions", Value: bson.A{sess.ID()}}})
 		err = db.RunCommand(sctx, bson.D{{Key: "getMore", Value: found.Cursor.ID}, {Key: "collection", Value: "ins"}}).Err()
 		wantCode(t, "getMore of a killed session's cursor", err, 43)
+		// A retryable write to the config database (the config servers,
+		// which take no stmtIds) goes through too.
+		probe := c.Database("config").Collection("rtxn_probe")
+		if _, err := probe.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}}); err != nil {
+			t.Fatalf("retryable insert into config: %v", err)
+		}
+		if err := probe.Drop(ctx); err != nil {
+			t.Fatal(err)
+		}
 		// txnNumber on a read is refused, as mongos refuses it.
 		err = db.RunCommand(ctx, bson.D{{Key: "find", Value: "ins"}, {Key: "txnNumber", Value: int64(1)}}).Err()
 		wantCode(t, "txnNumber on find", err, 50768)

@@ -125,10 +125,11 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 	// a batch may hold up to 48 MB, more than a command body may.
 	body := rewrite(req.body, map[string]bool{field: true}, nil)
 	bodyOf := func(b batch) bsoncore.Document { return body }
-	if op := sessionOf(ctx); op != nil && op.retryable {
+	if op := sessionOf(ctx); op != nil && op.retryable && rt.db != nil && rt.db.primary != configShard {
 		// Each statement is recorded on its shard under its position in
 		// the client's batch (stmtIds), so a retry routed differently
-		// finds it.
+		// finds it. (The config servers get the whole batch, and take
+		// no stmtIds: those come with shardVersion.)
 		bodyOf = func(b batch) bsoncore.Document {
 			return rewrite(body, nil, func(d *bsoncore.DocumentBuilder) { d.AppendArray("stmtIds", stmtIDs(b.index)) })
 		}

@@ -35,6 +35,14 @@ type shardedCluster struct {
 // host:port once it is primary.
 func startNamedSet(t *testing.T, bin, dir, name, role string) string {
 	t.Helper()
+	host, _, _ := startNamedSetProc(t, bin, dir, name, role)
+	return host
+}
+
+// startNamedSetProc is startNamedSet that also returns the member's
+// process and arguments (to kill it and start it again).
+func startNamedSetProc(t *testing.T, bin, dir, name, role string) (string, *serveProc, []string) {
+	t.Helper()
 	port := freePorts(t, 1)[0]
 	args := []string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}
 	if role != "" { // --configsvr, or --shardsvr: a shard takes the identity addShard gives it
@@ -56,12 +64,12 @@ func startNamedSet(t *testing.T, bin, dir, name, role string) string {
 			Primary bool `bson:"isWritablePrimary"`
 		}
 		if c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "hello", Value: 1}}).Decode(&hello) == nil && hello.Primary {
-			return host
+			return host, p, args
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s has no primary after 30s", name)
-	return ""
+	return "", nil, nil
 }
 
 func startShardedCluster(t *testing.T, shards int) *shardedCluster {
@@ -75,28 +83,38 @@ func startShardedCluster(t *testing.T, shards int) *shardedCluster {
 	}
 	port := freePorts(t, 1)[0]
 	sc.router = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	sc.routerCm = exec.Command(sc.bin, "router", "--configdb", sc.cfg, "--port", strconv.Itoa(port))
-	sc.routerCm.Stdout, sc.routerCm.Stderr = os.Stderr, os.Stderr
-	if err := sc.routerCm.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sc.routerCm = startRouterProc(t, sc.bin, sc.cfg, port)
 	t.Cleanup(func() {
 		_ = sc.routerCm.Process.Signal(syscall.SIGTERM)
 		_ = sc.routerCm.Wait()
 	})
+	return sc
+}
+
+// startRouterProc starts `cairn router` on port and waits until it
+// listens.
+func startRouterProc(t *testing.T, bin, cfg string, port int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "router", "--configdb", cfg, "--port", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.Dial("tcp", sc.router)
+		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
-			break
+			return cmd
 		}
 		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 			t.Fatal("the router is not listening after 30s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return sc
 }
 
 func routerClient(t *testing.T, addr string) *mongo.Client {

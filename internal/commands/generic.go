@@ -144,6 +144,9 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 	if err := checkSession(s, req.Name, &g); err != nil {
 		return err
 	}
+	if err := checkStmtIDs(s, req, &g); err != nil { // retryable.go
+		return err
+	}
 	if s.sess.inTxn { // concerns: checkTxnConcerns
 		if err := checkReadPreference(g.readPreference); err != nil {
 			return err

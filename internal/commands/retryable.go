@@ -17,6 +17,48 @@ import (
 // in the statement's own commit request ("Record rides the write"), and a
 // statement already run answers from its record.
 
+// stmtIDFields are the statements' fields of the commands that take
+// stmtIds.
+var stmtIDFields = map[string]string{"insert": "documents", "update": "updates", "delete": "deletes"}
+
+// checkStmtIDs reads stmtIds, the statement ids a router gives the
+// statements it sends a shard (MongoDB's: a shard gets only the
+// statements of a client's batch it owns, and records each under its
+// position in the client's batch, so that a retry routed differently —
+// after a chunk moved — still finds it). Only a retryable write from a
+// router (shardVersion) carries them, one per statement.
+func checkStmtIDs(s *Session, req *Request, g *generic) error {
+	v, ok := req.Arg("stmtIds")
+	if !ok {
+		return nil
+	}
+	if !g.shardVersioned || !s.sess.hasTx || s.sess.inTxn {
+		return mongoerr.New(mongoerr.InvalidOptions, "stmtIds are sent by a router with shardVersion, for a retryable write")
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.stmtIds' is the wrong type '%s', expected type 'array'", req.Name, typeName(v.Type))
+	}
+	vals, _ := arr.Values()
+	stmts, err := req.Docs(stmtIDFields[req.Name])
+	if err != nil {
+		return err
+	}
+	if len(vals) != len(stmts) {
+		return mongoerr.New(mongoerr.InvalidLength, "%s has %d stmtIds for %d statements", req.Name, len(vals), len(stmts))
+	}
+	ids := make([]int32, len(vals))
+	for i, v := range vals {
+		n, ok := v.Int32OK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.stmtIds' holds a %s, expected type 'int'", req.Name, typeName(v.Type))
+		}
+		ids[i] = n
+	}
+	s.sess.stmtIDs = ids
+	return nil
+}
+
 // stmtResult encodes what a statement did for its record: n (matched or
 // deleted), m (modified), u (the upserted _id), b and a (findAndModify's
 // images), g (an insert's server-made _id). Absent fields are zero.

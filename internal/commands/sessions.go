@@ -32,6 +32,8 @@ type cmdSession struct {
 	// statement (transactions.go).
 	inTxn, start bool
 	etx          *engine.Txn
+	// stmtIDs are the statements' ids a router gave (checkStmtIDs).
+	stmtIDs []int32
 }
 
 // retryableWrites are the commands a txnNumber outside a transaction makes
@@ -104,6 +106,7 @@ func useSession(ctx context.Context, s *Session) error {
 		if err != nil {
 			return err
 		}
+		r.UseStmtIDs(s.sess.stmtIDs)
 		s.sess.retry = r
 	}
 	return nil

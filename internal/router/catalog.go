@@ -35,12 +35,26 @@ type shardInfo struct {
 type dbInfo struct {
 	name, primary string
 	version       shard.DatabaseVersion
+	versionDoc    bsoncore.Document // version's wire form, sent with every command
 }
 
 // collInfo is a collection's routing: m is nil for an unsharded one.
 type collInfo struct {
 	coll shard.Collection
 	m    *shard.Map
+	// versions are each shard's shardVersion in its wire form, made on
+	// first use (the routing is replaced, not changed, when it moves on).
+	versions sync.Map // shard id → bsoncore.Document
+}
+
+// versionDoc is the shardVersion of a command for shard id.
+func (ci *collInfo) versionDoc(id string) bsoncore.Document {
+	if d, ok := ci.versions.Load(id); ok {
+		return d.(bsoncore.Document)
+	}
+	d := ci.m.ShardVersionFor(id, ci.coll.Timestamp).Doc()
+	ci.versions.Store(id, d)
+	return d
 }
 
 type cache struct {
@@ -289,7 +303,7 @@ func parseDB(d bsoncore.Document) (*dbInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.version = v
+	db.version, db.versionDoc = v, v.Doc()
 	return &db, nil
 }
 

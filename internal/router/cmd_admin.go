@@ -20,7 +20,9 @@ var handlers map[string]handler
 func init() {
 	handlers = map[string]handler{
 		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
-		"ping": okCmd, "endSessions": okCmd, "getLastError": okCmd,
+		"ping": okCmd, "getLastError": okCmd,
+		"startSession": cmdStartSession, "refreshSessions": cmdRefreshSessions, "endSessions": cmdEndSessions,
+		"killSessions": cmdKillSessions, "commitTransaction": cmdCommitTransaction, "abortTransaction": cmdAbortTransaction,
 		"buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
 		"whatsmyuri": func(context.Context, *Router, *request) (bsoncore.Document, error) {
 			return okReply("you", "127.0.0.1"), nil
@@ -79,7 +81,8 @@ func cmdHello(_ context.Context, _ *Router, req *request) (bsoncore.Document, er
 	}
 	return okReply(first, true, "msg", "isdbgrid", "maxBsonObjectSize", int32(16<<20), "maxMessageSizeBytes", int32(48000000),
 		"maxWriteBatchSize", int32(100000), "localTime", time.Now(), "maxWireVersion", int32(commands.MaxWireVersion),
-		"minWireVersion", int32(commands.MinWireVersion), "connectionId", int32(req.conn), "readOnly", false), nil
+		"minWireVersion", int32(commands.MinWireVersion), "connectionId", int32(req.conn), "readOnly", false,
+		"logicalSessionTimeoutMinutes", int32(sessionTimeout/time.Minute)), nil
 }
 
 func serverInfo() bsoncore.Document {

@@ -141,7 +141,7 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 		}
 		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document {
 			if one {
-				return rewrite(req.body, nil, nil)
+				return req.body // toShardSeq drops the client-only fields
 			}
 			return rewrite(req.body, skipFields, func(b *bsoncore.DocumentBuilder) {
 				if limit > 0 {
@@ -193,7 +193,7 @@ func cmdCount(ctx context.Context, r *Router, req *request) (bsoncore.Document, 
 		one := len(shards) == 1
 		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document {
 			if one {
-				return rewrite(req.body, nil, nil)
+				return req.body // toShardSeq drops the client-only fields
 			}
 			return rewrite(req.body, map[string]bool{"skip": true, "limit": true}, func(b *bsoncore.DocumentBuilder) {
 				if limit > 0 {
@@ -231,7 +231,7 @@ func cmdDistinct(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 		if err != nil || rt.db == nil {
 			return err
 		}
-		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
+		replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return req.body })
 		if err != nil {
 			return err
 		}
@@ -324,7 +324,7 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 			return r.collStatsPerShard(ctxp, req, rt, batchSize, &out)
 		}
 		if len(shards) == 1 && passesThrough(rt, pipeline) {
-			replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
+			replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return req.body })
 			if err != nil {
 				return err
 			}
@@ -469,7 +469,7 @@ func isCollStats(pipeline []bsoncore.Document) bool {
 // $collStats: one document per shard, as getShardDistribution reads).
 func (r *Router) collStatsPerShard(ctxp *context.Context, req *request, rt *routing, batchSize int64, out *bsoncore.Document) error {
 	shards := withPrimary(rt, rt.allShards())
-	replies, err := r.scatter(*ctxp, shards, rt, func(string) bsoncore.Document { return rewrite(req.body, nil, nil) })
+	replies, err := r.scatter(*ctxp, shards, rt, func(string) bsoncore.Document { return req.body })
 	if err != nil {
 		return err
 	}

@@ -124,9 +124,19 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 	// The statements travel as a document sequence, as drivers send them:
 	// a batch may hold up to 48 MB, more than a command body may.
 	body := rewrite(req.body, map[string]bool{field: true}, nil)
+	bodyOf := func(b batch) bsoncore.Document { return body }
+	if op := sessionOf(ctx); op != nil && op.retryable && rt.db != nil && rt.db.primary != configShard {
+		// Each statement is recorded on its shard under its position in
+		// the client's batch (stmtIds), so a retry routed differently
+		// finds it. (The config servers get the whole batch, and take
+		// no stmtIds: those come with shardVersion.)
+		bodyOf = func(b batch) bsoncore.Document {
+			return rewrite(body, nil, func(d *bsoncore.DocumentBuilder) { d.AppendArray("stmtIds", stmtIDs(b.index)) })
+		}
+	}
 	if ordered {
 		for _, b := range batches {
-			reply, err := r.toShardSeq(ctx, b.shard, rt, body, &sequence{id: field, docs: b.docs})
+			reply, err := r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &sequence{id: field, docs: b.docs})
 			if err != nil {
 				return err
 			}
@@ -145,7 +155,7 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i], errs[i] = r.toShardSeq(ctx, b.shard, rt, body, &sequence{id: field, docs: b.docs})
+			replies[i], errs[i] = r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &sequence{id: field, docs: b.docs})
 		}()
 	}
 	wg.Wait()
@@ -485,7 +495,7 @@ func cmdFindAndModify(ctx context.Context, r *Router, req *request) (bsoncore.Do
 				}
 			}
 		}
-		out, err = r.toShard(ctx, shards[0], rt, rewrite(req.body, nil, nil))
+		out, err = r.toShard(ctx, shards[0], rt, req.body)
 		return err
 	})
 	return out, err

@@ -24,6 +24,7 @@ type shardStream struct {
 	id    int64
 	batch []bsoncore.Document
 	i     int
+	op    *opSession // the session the cursor was opened in: its getMore and killCursors name it
 }
 
 func newShardStream(r *Router, ctx *context.Context, shard string, rt *routing, reply bsoncore.Document) (*shardStream, error) {
@@ -31,7 +32,7 @@ func newShardStream(r *Router, ctx *context.Context, shard string, rt *routing, 
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InternalError, "shard %s answered without a cursor: %s", shard, reply)
 	}
-	s := &shardStream{r: r, ctx: ctx, shard: shard, rt: rt}
+	s := &shardStream{r: r, ctx: ctx, shard: shard, rt: rt, op: sessionOf(*ctx)}
 	s.id, _ = cur.Lookup("id").AsInt64OK()
 	ns, _ := cur.Lookup("ns").StringValueOK()
 	if i := indexByte(ns, '.'); i >= 0 {
@@ -73,7 +74,13 @@ func (s *shardStream) Next() (bsoncore.Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) { b.AppendString("$db", s.rt.db.name) })
+		idx, cmd := copyFields(nil, body, nil)
+		if s.op != nil {
+			if cmd, err = s.op.appendSession(cmd, s.shard, "getMore"); err != nil {
+				return nil, err
+			}
+		}
+		cmd, _ = bsoncore.AppendDocumentEnd(bsoncore.AppendStringElement(cmd, "$db", s.rt.db.name), idx)
 		reply, err := checkReply(sh.set.Run(*s.ctx, cmd))
 		if err != nil {
 			return nil, err
@@ -93,8 +100,13 @@ func (s *shardStream) Close() error {
 	}
 	sh, err := s.r.cache.shard(context.Background(), s.shard)
 	if err == nil {
-		cmd := bsoncore.NewDocumentBuilder().AppendString("killCursors", s.coll).
-			AppendArray("cursors", bsoncore.NewArrayBuilder().AppendInt64(s.id).Build()).AppendString("$db", s.rt.db.name).Build()
+		body := bsoncore.NewDocumentBuilder().AppendString("killCursors", s.coll).
+			AppendArray("cursors", bsoncore.NewArrayBuilder().AppendInt64(s.id).Build()).Build()
+		idx, cmd := copyFields(nil, body, nil)
+		if s.op != nil {
+			cmd, _ = s.op.appendSession(cmd, s.shard, "killCursors") // an ended transaction's: the shard closed it already
+		}
+		cmd, _ = bsoncore.AppendDocumentEnd(bsoncore.AppendStringElement(cmd, "$db", s.rt.db.name), idx)
 		_, _ = sh.set.Run(context.Background(), cmd)
 	}
 	s.id = 0
@@ -112,6 +124,7 @@ type routerCursor struct {
 	skip  int64
 	limit int64 // 0: none
 	sent  int64
+	sess  *sessionKey // the session the cursor was opened in, nil for none
 	mu    sync.Mutex
 	used  time.Time // when a getMore last read it (under cursors.mu)
 }
@@ -123,16 +136,50 @@ var cursorTimeout = 10 * time.Minute
 
 // reap kills the cursors idle longer than cursorTimeout.
 func (c *cursors) reap(now time.Time) {
+	c.kill(func(rc *routerCursor) bool { return now.Sub(rc.used) > cursorTimeout })
+}
+
+// killSessions kills the cursors opened in the sessions keys names (in
+// any session for an empty list).
+func (c *cursors) killSessions(keys []sessionKey) {
+	c.kill(func(rc *routerCursor) bool {
+		if rc.sess == nil {
+			return false
+		}
+		match := len(keys) == 0
+		for _, k := range keys {
+			match = match || *rc.sess == k
+		}
+		return match
+	})
+}
+
+// checkCursorSession answers a getMore whose session differs from the
+// cursor's as MongoDB does.
+func checkCursorSession(op *opSession, rc *routerCursor) error {
+	switch {
+	case op != nil && rc.sess == nil:
+		return mongoerr.New(mongoerr.GetMoreNoSessionCursor, "Cannot run getMore on cursor %d, which was not created in a session, in a session", rc.id)
+	case op == nil && rc.sess != nil:
+		return mongoerr.New(mongoerr.GetMoreNoLSID, "Cannot run getMore on cursor %d, which was created in a session, without an lsid", rc.id)
+	case op != nil && op.key != *rc.sess:
+		return mongoerr.New(mongoerr.CursorInUse, "Cannot run getMore on cursor %d, which was created in another session", rc.id)
+	}
+	return nil
+}
+
+// kill closes and forgets the cursors match picks (match runs under c.mu).
+func (c *cursors) kill(match func(rc *routerCursor) bool) {
 	c.mu.Lock()
-	var idle []*routerCursor
+	var killed []*routerCursor
 	for id, rc := range c.m {
-		if now.Sub(rc.used) > cursorTimeout {
-			idle = append(idle, rc)
+		if match(rc) {
+			killed = append(killed, rc)
 			delete(c.m, id)
 		}
 	}
 	c.mu.Unlock()
-	for _, rc := range idle {
+	for _, rc := range killed {
 		rc.mu.Lock()
 		_ = rc.src.Close()
 		rc.mu.Unlock()
@@ -223,6 +270,9 @@ func cursorReply(id int64, ns, field string, docs []bsoncore.Document) bsoncore.
 // router cursor.
 func (r *Router) openCursor(ctxp *context.Context, req *request, ns string, src agg.Source, skip, limit, batchSize int64, single bool) (bsoncore.Document, error) {
 	rc := &routerCursor{ns: ns, conn: req.conn, src: src, skip: skip, limit: limit, ctxp: ctxp}
+	if op := sessionOf(*ctxp); op != nil {
+		rc.sess = &op.key
+	}
 	docs, done, err := rc.batch(batchSize)
 	if err != nil {
 		_ = src.Close()
@@ -245,6 +295,9 @@ func cmdGetMore(ctx context.Context, r *Router, req *request) (bsoncore.Document
 	rc := r.cursors.get(id)
 	if rc == nil || rc.ns != req.db+"."+coll {
 		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if err := checkCursorSession(sessionOf(ctx), rc); err != nil {
+		return nil, err
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()

@@ -52,6 +52,28 @@
 // ShardKeyNotFound 61; findAndModify: ShardKeyNotFound 61), the message
 // naming the 7.0 feature left out.
 //
+// # Sessions, retryable writes and transactions
+//
+// hello advertises logicalSessionTimeoutMinutes, so drivers send an lsid
+// with every command and a txnNumber with retryable writes. The router
+// keeps a table of sessions (sessions.go: startSession, refreshSessions,
+// endSessions, killSessions; unused ones are forgotten after 30 minutes)
+// and passes a data command's session on to every shard it reaches (the
+// command's opSession travels in its context to toShardSeq and to its
+// cursors' getMore and killCursors). A retryable write's statements go to
+// their shards with the client's txnNumber and stmtIds, their positions
+// in the client's batch, under which each shard's session table records
+// them: a retry — the driver's after a router or shard failure, or the
+// router's own after StaleConfig or a lost primary, with the same
+// txnNumber — answers the statements that ran from their records.
+// Transactions (transactions.go) start on each participant shard with its
+// first statement (startTransaction, the transaction's readConcern); a
+// failed statement aborts them on every participant; commitTransaction
+// commits the single participant, or the read-only participants and then
+// the one that wrote; every statement's reply carries a recoveryToken, by
+// which a commit reaching another router (or this one restarted) still
+// commits where the transaction wrote.
+//
 // # Metadata commands
 //
 // addShard (which sends the shard MongoDB's _addShard with its
@@ -86,9 +108,17 @@
 //     a moveChunk running longer than that no longer holds it), and a
 //     chunk change is several config writes rather than one config
 //     transaction.
-//   - Sessions and transactions through the router: hello does not
-//     advertise logicalSessionTimeoutMinutes, so drivers send no lsid;
-//     retryable writes are not retried by drivers through the router.
+//   - Transactions that write on two or more shards are aborted at
+//     commitTransaction (OperationNotSupportedInTransaction) rather than
+//     committed by two-phase commit, which the shards do not have yet
+//     (no prepareTransaction); a snapshot transaction reaching a second
+//     shard is refused on that statement (the shards cannot read at the
+//     router's atClusterTime in a transaction). A StaleConfig in a
+//     transaction aborts it with TransientTransactionError even on its
+//     first statement (mongos retries that one itself). The
+//     recoveryToken names the shards that wrote instead of a
+//     coordinator: a router that did not run the transaction commits it
+//     on its one writer, or aborts one that wrote on several.
 //   - A sorted find over several shards with a projection has the shards
 //     send whole documents and projects at the router (MongoDB has the
 //     shards add $sortKey instead); with a positional, $elemMatch or $meta

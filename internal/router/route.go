@@ -18,22 +18,47 @@ var clientOnly = map[string]bool{
 	"autocommit": true, "startTransaction": true, "shardVersion": true, "databaseVersion": true,
 }
 
+// txnSkip are the client's fields a transaction's statement does not pass
+// on as they are: the router sends the transaction's readConcern with each
+// participant's first statement.
+var txnSkip = map[string]bool{"readConcern": true}
+
 // rewrite copies src's fields but the client-only ones and those skip
 // names, then lets add append more.
 func rewrite(src bsoncore.Document, skip map[string]bool, add func(b *bsoncore.DocumentBuilder)) bsoncore.Document {
-	b := bsoncore.NewDocumentBuilder()
-	els, _ := src.Elements()
-	for _, el := range els {
-		k := el.Key()
-		if clientOnly[k] || skip[k] {
+	idx, dst := copyFields(make([]byte, 0, len(src)+192), src, skip)
+	if add != nil {
+		b := bsoncore.NewDocumentBuilder()
+		add(b)
+		extra := b.Build()
+		dst = append(dst, extra[4:len(extra)-1]...)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// copyFields starts a document in dst and copies src's elements into it
+// but the client-only ones and those skip names, as they are (no element
+// slice, no key strings, no re-encoding): it runs on every command the
+// router sends. The caller appends more and ends the document at idx.
+func copyFields(dst []byte, src bsoncore.Document, skip map[string]bool) (int32, []byte) {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	if len(src) < 5 {
+		return idx, dst
+	}
+	rest := src[4 : len(src)-1]
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			break
+		}
+		rest = r
+		if k := el.KeyBytes(); clientOnly[string(k)] || skip[string(k)] {
 			continue
 		}
-		b.AppendValue(k, el.Value())
+		dst = append(dst, el...)
 	}
-	if add != nil {
-		add(b)
-	}
-	return b.Build()
+	return idx, dst
 }
 
 // routing is what one command routes by: the database and, for a
@@ -123,39 +148,54 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	if err != nil {
 		return nil, err
 	}
-	for {
-		versioned := !sh.unversioned && rt != nil && rt.db != nil
-		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) {
-			if versioned {
-				if rt.sharded() {
-					b.AppendDocument("shardVersion", rt.coll.m.ShardVersionFor(id, rt.coll.coll.Timestamp).Doc())
-				} else {
-					b.AppendDocument("shardVersion", shard.Unsharded.Doc())
-					b.AppendDocument("databaseVersion", rt.db.version.Doc())
+	op := sessionOf(ctx)
+	var skip map[string]bool
+	if op != nil && op.txn != nil {
+		skip = txnSkip // the transaction's readConcern goes to each participant's first statement
+	}
+	// The command is the client's kept fields, then the router's, appended
+	// as raw elements: this runs on every command the router sends.
+	idx, cmd := copyFields(make([]byte, 0, len(body)+256), body, skip)
+	if op != nil {
+		if cmd, err = op.appendSession(cmd, id, body.Index(0).Key()); err != nil { // sessions.go
+			return nil, err
+		}
+	}
+	db := "admin"
+	if rt != nil && rt.db != nil {
+		db = rt.db.name
+		if !sh.unversioned {
+			if rt.sharded() {
+				cmd = bsoncore.AppendDocumentElement(cmd, "shardVersion", rt.coll.versionDoc(id))
+			} else {
+				cmd = bsoncore.AppendDocumentElement(cmd, "shardVersion", unshardedDoc)
+				dv := rt.db.versionDoc
+				if dv == nil { // a dbInfo not read from config.databases
+					dv = rt.db.version.Doc()
 				}
-			}
-			db := "admin"
-			if rt != nil && rt.db != nil {
-				db = rt.db.name
-			}
-			b.AppendString("$db", db)
-		})
-		reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
-		var re *replyError
-		if errors.As(err, &re) {
-			code := re.code()
-			if staleCode(code) {
-				return nil, &errStale{err}
+				cmd = bsoncore.AppendDocumentElement(cmd, "databaseVersion", dv)
 			}
 		}
-		return reply, err
 	}
+	cmd = bsoncore.AppendStringElement(cmd, "$db", db)
+	cmd, _ = bsoncore.AppendDocumentEnd(cmd, idx)
+	reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
+	var re *replyError
+	if errors.As(err, &re) && staleCode(re.code()) {
+		return nil, &errStale{err}
+	}
+	return reply, err
 }
+
+// unshardedDoc is the shardVersion of a command on an unsharded
+// collection.
+var unshardedDoc = shard.Unsharded.Doc()
 
 // retry runs op until it finishes without a stale routing (at most a few
 // times), refreshing ns's routing between attempts.
 func (r *Router) retry(ctx context.Context, ns string, op func() error) error {
 	var err error
+	inTxn := sessionOf(ctx) != nil && sessionOf(ctx).txn != nil
 	for attempt := 0; attempt < 5; attempt++ {
 		err = op()
 		var st *errStale
@@ -163,6 +203,12 @@ func (r *Router) retry(ctx context.Context, ns string, op func() error) error {
 			return err
 		}
 		r.cache.invalidate(ns)
+		if inTxn {
+			// A transaction's participants may have run part of it: it
+			// is aborted and retried whole by the driver
+			// (TransientTransactionError, txnStatementOutcome).
+			return st.err
+		}
 	}
 	var st *errStale
 	if errors.As(err, &st) {

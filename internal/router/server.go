@@ -44,9 +44,10 @@ type Router struct {
 	conns   map[net.Conn]struct{}
 	connIDs atomic.Int64
 
-	cursors cursors
-	stop    chan struct{}
-	started time.Time
+	cursors  cursors
+	sessions sessions
+	stop     chan struct{}
+	started  time.Time
 }
 
 // New returns a router of the cluster whose config servers opts.ConfigDB
@@ -155,6 +156,7 @@ func (r *Router) pingLoop() {
 		case <-time.After(pingInterval):
 		}
 		r.cursors.reap(time.Now())
+		r.reapSessions(time.Now())
 	}
 }
 
@@ -288,9 +290,29 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 	if req.db == "" {
 		return errorReply(mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument"))
 	}
-	reply, err := h(ctx, r, req)
+	op, err := r.beginSession(req) // sessions.go
 	if err != nil {
+		if mongoerr.CodeOf(err) == mongoerr.NoSuchTransaction {
+			return withLabel(errorReply(err), labelTransient)
+		}
 		return errorReply(err)
+	}
+	if op != nil {
+		ctx = withSession(ctx, op)
+	}
+	reply, err := h(ctx, r, req)
+	if op != nil && op.txn != nil && !isTxnEnd(req.name) {
+		reply, err = r.txnStatementOutcome(ctx, op, reply, err) // transactions.go
+		if err == nil {
+			reply = withRecoveryToken(reply, op.txn)
+		}
+	}
+	if err != nil {
+		out := errorReply(err)
+		if op != nil && op.retryable && unreachable(err) {
+			out = withLabel(out, labelRetryableWrite)
+		}
+		return out
 	}
 	return reply
 }

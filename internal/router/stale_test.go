@@ -2,7 +2,9 @@ package router
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -32,6 +34,14 @@ type fakeShard struct {
 	mu   sync.Mutex
 	want shard.ShardVersion
 	got  []shard.ShardVersion
+	// inserts are the insert commands it took, each with its documents'
+	// a values.
+	inserts []fakeInsert
+}
+
+type fakeInsert struct {
+	body bsoncore.Document
+	as   []int32
 }
 
 func startFakeShard(t *testing.T, name string) *fakeShard {
@@ -67,7 +77,18 @@ func (f *fakeShard) serve(nc net.Conn) {
 		switch body.Index(0).Key() {
 		case "hello":
 			reply = okReply("isWritablePrimary", true, "setName", f.name)
-		case "find":
+		case "find", "insert":
+			if body.Index(0).Key() == "insert" { // every one, refused or not
+				ins := fakeInsert{body: append(bsoncore.Document(nil), body...)}
+				for _, sq := range msg.Msg.Sequences {
+					for _, d := range sq.Documents {
+						ins.as = append(ins.as, d.Lookup("a").Int32())
+					}
+				}
+				f.mu.Lock()
+				f.inserts = append(f.inserts, ins)
+				f.mu.Unlock()
+			}
 			v, err := shard.ParseShardVersion(body.Lookup("shardVersion"))
 			f.mu.Lock()
 			f.got = append(f.got, v)
@@ -77,6 +98,8 @@ func (f *fakeShard) serve(nc net.Conn) {
 			if err != nil || !v.Equal(want) {
 				reply = marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "stale"}, {Key: "code", Value: int32(mongoerr.StaleConfig)},
 					{Key: "codeName", Value: "StaleConfig"}, {Key: "errInfo", Value: bson.Raw(shard.StaleConfigInfo(ns, v, &want, f.name))}})
+			} else if body.Index(0).Key() == "insert" {
+				reply = okReply("n", int32(len(msg.Msg.Sequences[0].Documents)))
 			} else {
 				reply = marshal(bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: int64(0)}, {Key: "ns", Value: ns},
 					{Key: "firstBatch", Value: bson.A{bson.D{{Key: "_id", Value: f.name}}}}}}, {Key: "ok", Value: 1.0}})
@@ -122,18 +145,24 @@ func startConfigServer(t *testing.T) string {
 	return srv.Addr().String()
 }
 
-// TestStaleConfigRefreshes: a router whose cached routing predates a chunk
-// move sends the old shardVersion, the donor answers StaleConfig, and the
-// router reads the config servers again and finds the document on the
-// recipient, which gets the new version.
-func TestStaleConfigRefreshes(t *testing.T) {
+// staleCluster is a router over two fake shards and an in-process config
+// server, db.c sharded on {a: 1} in one chunk on s0.
+type staleCluster struct {
+	r      *Router
+	s0, s1 *fakeShard
+	m      *shard.Map
+	coll   shard.Collection
+}
+
+func startStaleCluster(t *testing.T) *staleCluster {
+	t.Helper()
 	ctx := context.Background()
 	s0, s1 := startFakeShard(t, "s0"), startFakeShard(t, "s1")
 	r, err := New(Options{ConfigDB: startConfigServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() })
 	for _, s := range []*fakeShard{s0, s1} {
 		if err := r.configInsert(ctx, "shards", marshal(bson.D{{Key: "_id", Value: s.name}, {Key: "host", Value: s.name + "/" + s.addr}, {Key: "state", Value: 1}})); err != nil {
 			t.Fatal(err)
@@ -152,9 +181,45 @@ func TestStaleConfigRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0.want = m.ShardVersionFor("s0", coll.Timestamp)
+	return &staleCluster{r: r, s0: s0, s1: s1, m: m, coll: coll}
+}
+
+// move is another router's migration: [10, MaxKey) moves to s1; the
+// shards learn their new versions, this router's cache does not.
+func (c *staleCluster) move(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	old := c.m.ChunkDocs(c.coll.UUID)
+	if err := c.m.Split(doc(t, `{"a": 10}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.m.Move(1, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.r.configDelete(ctx, "chunks", bson.D{{Key: "_id", Value: bson.Raw(old[0]).Lookup("_id").ObjectID()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.r.configInsert(ctx, "chunks", c.m.ChunkDocs(c.coll.UUID)...); err != nil {
+		t.Fatal(err)
+	}
+	c.s0.mu.Lock()
+	c.s0.want = c.m.ShardVersionFor("s0", c.coll.Timestamp)
+	c.s0.mu.Unlock()
+	c.s1.mu.Lock()
+	c.s1.want = c.m.ShardVersionFor("s1", c.coll.Timestamp)
+	c.s1.mu.Unlock()
+}
+
+// TestStaleConfigRefreshes: a router whose cached routing predates a chunk
+// move sends the old shardVersion, the donor answers StaleConfig, and the
+// router reads the config servers again and finds the document on the
+// recipient, which gets the new version.
+func TestStaleConfigRefreshes(t *testing.T) {
+	ctx := context.Background()
+	c := startStaleCluster(t)
 	find := func() string {
 		t.Helper()
-		reply := r.run(ctx, &request{name: "find", db: "db", body: doc(t, `{"find": "c", "filter": {"a": 50}, "$db": "db"}`)})
+		reply := c.r.run(ctx, &request{name: "find", db: "db", body: doc(t, `{"find": "c", "filter": {"a": 50}, "$db": "db"}`)})
 		batch := arrayDocs(reply.Lookup("cursor", "firstBatch"))
 		if len(batch) != 1 {
 			t.Fatalf("find: %s", reply)
@@ -164,33 +229,56 @@ func TestStaleConfigRefreshes(t *testing.T) {
 	if got := find(); got != "s0" {
 		t.Fatalf("before the move: the document came from %s", got)
 	}
-
-	// Another router's migration: [10, MaxKey) moves to s1; the shards
-	// learn their new versions, this router's cache does not.
-	old := m.ChunkDocs(coll.UUID)
-	if err := m.Split(doc(t, `{"a": 10}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Move(1, "s1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.configDelete(ctx, "chunks", bson.D{{Key: "_id", Value: bson.Raw(old[0]).Lookup("_id").ObjectID()}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.configInsert(ctx, "chunks", m.ChunkDocs(coll.UUID)...); err != nil {
-		t.Fatal(err)
-	}
-	s0.mu.Lock()
-	s0.want = m.ShardVersionFor("s0", coll.Timestamp)
-	s0.mu.Unlock()
-	s1.want = m.ShardVersionFor("s1", coll.Timestamp)
-
+	c.move(t)
 	if got := find(); got != "s1" {
 		t.Fatalf("after the move: the document came from %s", got)
 	}
-	got0, got1 := s0.received(), s1.received()
-	if len(got0) != 2 || got0[1].V != (shard.Version{Major: 1}) || len(got1) != 1 || !got1[0].Equal(s1.want) {
-		t.Fatalf("versions received: s0 %v, s1 %v (want s0: 1|0 twice, the second refused; s1: %v once)", got0, got1, s1.want)
+	got0, got1 := c.s0.received(), c.s1.received()
+	if len(got0) != 2 || got0[1].V != (shard.Version{Major: 1}) || len(got1) != 1 || !got1[0].Equal(c.s1.want) {
+		t.Fatalf("versions received: s0 %v, s1 %v (want s0: 1|0 twice, the second refused; s1: %v once)", got0, got1, c.s1.want)
+	}
+}
+
+// TestStaleConfigRetryKeepsTxnNumber: a retryable insert refused by a
+// StaleConfig is sent again with the client's lsid and txnNumber, and each
+// document with its position in the client's batch (stmtIds), however the
+// fresh routing groups them.
+func TestStaleConfigRetryKeepsTxnNumber(t *testing.T) {
+	ctx := context.Background()
+	c := startStaleCluster(t)
+	// Warm the cache, then move the chunk behind the router's back.
+	c.r.run(ctx, &request{name: "find", db: "db", body: doc(t, `{"find": "c", "filter": {"a": 1}, "$db": "db"}`)})
+	c.move(t)
+	lsid := `{"id": {"$binary": {"base64": "3bRFJtsySImyXSwV5AOZtg==", "subType": "04"}}}`
+	body := doc(t, `{"insert": "c", "documents": [{"a": 5}, {"a": 50}, {"a": 7}], "ordered": false, "lsid": `+lsid+`, "txnNumber": {"$numberLong": "7"}, "$db": "db"}`)
+	reply := c.r.run(ctx, &request{name: "insert", db: "db", body: body})
+	if n, _ := reply.Lookup("n").AsInt64OK(); n != 3 {
+		t.Fatalf("insert: %s", reply)
+	}
+	want := map[string][]struct{ as, ids []int32 }{
+		"s0": {{[]int32{5, 50, 7}, []int32{0, 1, 2}}, {[]int32{5, 7}, []int32{0, 2}}}, // refused, then its own
+		"s1": {{[]int32{50}, []int32{1}}},
+	}
+	for _, f := range []*fakeShard{c.s0, c.s1} {
+		f.mu.Lock()
+		got := f.inserts
+		f.mu.Unlock()
+		if len(got) != len(want[f.name]) {
+			t.Fatalf("%s took %d inserts, want %d", f.name, len(got), len(want[f.name]))
+		}
+		for i, ins := range got {
+			var ids []int32
+			vals, _ := ins.body.Lookup("stmtIds").Array().Values()
+			for _, v := range vals {
+				ids = append(ids, v.Int32())
+			}
+			w := want[f.name][i]
+			txn, _ := ins.body.Lookup("txnNumber").Int64OK()
+			if fmt.Sprint(ins.as) != fmt.Sprint(w.as) || fmt.Sprint(ids) != fmt.Sprint(w.ids) ||
+				txn != 7 || !bytes.Equal(ins.body.Lookup("lsid").Document(), doc(t, lsid)) {
+				t.Errorf("%s insert %d: documents %v stmtIds %v txnNumber %d lsid %s; want %v, %v, 7", f.name, i, ins.as, ids, txn, ins.body.Lookup("lsid"), w.as, w.ids)
+			}
+		}
 	}
 }
 

@@ -20,8 +20,9 @@
 // # Retryable writes
 //
 // A write command with lsid and txnNumber executes each of its statements
-// (stmtId = position in the batch, as mongod numbers them) at most once
-// per session and transaction number. Invariant "Record rides the write":
+// (stmtId = position in the batch, as mongod numbers them; or the stmtIds
+// a router gives, the statements' positions in the client's batch:
+// [Retry.UseStmtIDs]) at most once per session and transaction number. Invariant "Record rides the write":
 // the record that statement s of txnNumber n ran — the key
 // r <session key> <n> <s> with the statement's result, and the session's
 // config.transactions document {_id: lsid, txnNum, lastWriteOpTime,

@@ -24,11 +24,37 @@ type Retry struct {
 	// did, in a request not undone).
 	fresh, cleared bool
 	stale          [][]byte
+	// ids are the statement ids of the command's statements by position,
+	// when a router gave them (stmtIds): a router sends a shard only the
+	// statements of a client's batch that the shard owns, so a
+	// statement's id is its position in the client's batch, not in the
+	// shard's (MongoDB's stmtIds). Nil: the position is the id.
+	ids []int32
 }
 
-// OplogSession is what the oplog entries of statements stmts carry
-// (lsid, txnNumber, each document's stmtId).
+// UseStmtIDs makes ids[i] the statement id of the command's statement at
+// position i: Done, Record and OplogSession take positions and
+// translate them. The caller checked len(ids) against the statements.
+func (r *Retry) UseStmtIDs(ids []int32) { r.ids = ids }
+
+// stmt is the statement id of position i.
+func (r *Retry) stmt(i int32) int32 {
+	if r.ids != nil && int(i) < len(r.ids) {
+		return r.ids[i]
+	}
+	return i
+}
+
+// OplogSession is what the oplog entries of the statements at positions
+// stmts carry (lsid, txnNumber, each document's stmtId).
 func (r *Retry) OplogSession(stmts ...int32) *engine.OplogSession {
+	if r.ids != nil {
+		mapped := make([]int32, len(stmts))
+		for k, i := range stmts {
+			mapped[k] = r.stmt(i)
+		}
+		stmts = mapped
+	}
 	return &engine.OplogSession{LSID: r.u.id.Doc(), TxnNumber: r.txn, StmtIDs: stmts}
 }
 
@@ -96,18 +122,18 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 	return r, nil
 }
 
-// Done returns the result of statement stmt if it already ran; a nil
-// Retry (a write that is not retryable) has run nothing.
+// Done returns the result of the statement at position stmt if it already
+// ran; a nil Retry (a write that is not retryable) has run nothing.
 func (r *Retry) Done(stmt int32) (bsoncore.Document, bool) {
 	if r == nil {
 		return nil, false
 	}
-	res, ok := r.done[stmt]
+	res, ok := r.done[r.stmt(stmt)]
 	return res, ok
 }
 
 // Record writes, inside tx (the request of the statements' write), that
-// stmts ran with their results, and the session's config.transactions
+// stmts (their IDs positions, as Done's) ran with their results, and the session's config.transactions
 // document (invariant "Record rides the write").
 func (r *Retry) Record(tx *storage.Txn, stmts ...Stmt) error {
 	if len(stmts) == 0 {
@@ -130,7 +156,7 @@ func (r *Retry) Record(tx *storage.Txn, stmts ...Stmt) error {
 	key := txnPrefix(r.u.id, r.txn)
 	n := len(key)
 	for _, s := range stmts {
-		key = binary.BigEndian.AppendUint32(key[:n], uint32(s.ID))
+		key = binary.BigEndian.AppendUint32(key[:n], uint32(r.stmt(s.ID)))
 		tx.Set(key, s.Result)
 	}
 	ts, term := t.eng.RequestOpTime(tx)

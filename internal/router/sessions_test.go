@@ -1,0 +1,72 @@
+package router
+
+import (
+	"testing"
+
+	"github.com/cairndb/cairn/internal/mongoerr"
+)
+
+// TestSessionFields: the router reads a command's session fields as
+// mongos does, step by step on one session (each step's command, its
+// code, and whether the command's reply would carry
+// TransientTransactionError), before any shard is asked.
+func TestSessionFields(t *testing.T) {
+	r, err := New(Options{ConfigDB: "cfg/127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lsid = `"lsid": {"id": {"$binary": {"base64": "3bRFJtsySImyXSwV5AOZtg==", "subType": "04"}}}`
+	for i, c := range []struct {
+		cmd     string
+		code    mongoerr.Code
+		passed  bool // the shards see the session
+		inTxn   bool
+		retried bool // a retryable write
+	}{
+		{`{"find": "c"}`, 0, false, false, false},
+		{`{"find": "c", "txnNumber": {"$numberLong": "1"}}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"find": "c", "autocommit": false}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"find": "c", "lsid": 1}`, mongoerr.TypeMismatch, false, false, false},
+		{`{"find": "c", "lsid": {"id": 1}}`, mongoerr.TypeMismatch, false, false, false},
+		{`{"find": "c", ` + lsid + `}`, 0, true, false, false},
+		{`{"create": "c", ` + lsid + `}`, 0, false, false, false},
+		{`{"find": "c", ` + lsid + `, "txnNumber": {"$numberLong": "1"}}`, mongoerr.NotARetryableWriteCommand, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": 1}`, mongoerr.TypeMismatch, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": {"$numberLong": "-1"}}`, mongoerr.BadValue, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": {"$numberLong": "1"}}`, 0, true, false, true},
+		{`{"insert": "c", ` + lsid + `, "autocommit": false}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": true, "startTransaction": true}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "startTransaction": false}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"count": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "startTransaction": true}`, mongoerr.OperationNotSupportedInTransaction, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "startTransaction": true, "writeConcern": {"w": 1}}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "startTransaction": true, "readConcern": {"level": "linearizable"}}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"find": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false}`, mongoerr.NoSuchTransaction, false, false, false},
+		{`{"insert": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "startTransaction": true, "readConcern": {"level": "snapshot"}}`, 0, true, true, false},
+		{`{"find": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false}`, 0, true, true, false},
+		{`{"find": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "readConcern": {"level": "local"}}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"find": "c", ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "startTransaction": true}`, mongoerr.ConflictingOperationInProgress, false, false, false},
+		{`{"find": "c", ` + lsid + `, "txnNumber": {"$numberLong": "1"}, "autocommit": false, "startTransaction": true}`, mongoerr.TransactionTooOld, false, false, false},
+		{`{"find": "c", ` + lsid + `, "txnNumber": {"$numberLong": "3"}, "autocommit": false}`, mongoerr.NoSuchTransaction, false, false, false},
+		{`{"commitTransaction": 1, ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false, "startTransaction": true}`, mongoerr.InvalidOptions, false, false, false},
+		{`{"commitTransaction": 1, ` + lsid + `, "txnNumber": {"$numberLong": "2"}, "autocommit": false}`, 0, true, true, false},
+	} {
+		body := doc(t, c.cmd)
+		req := &request{name: body.Index(0).Key(), db: "db", body: body}
+		op, err := r.beginSession(req)
+		if mongoerr.CodeOf(err) != c.code || (op != nil) != c.passed || (op != nil && op.txn != nil) != c.inTxn || (op != nil && op.retryable) != c.retried {
+			t.Errorf("step %d %s: op %+v, err %v; want code %d, passed %v, in a transaction %v, retryable %v", i, c.cmd, op, err, c.code, c.passed, c.inTxn, c.retried)
+		}
+	}
+	// A snapshot transaction reaches one shard, not two.
+	body := doc(t, `{"find": "c", `+lsid+`, "txnNumber": {"$numberLong": "2"}, "autocommit": false}`)
+	op, err := r.beginSession(&request{name: "find", db: "db", body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.appendSession(nil, "s0", "insert"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.appendSession(nil, "s1", "find"); mongoerr.CodeOf(err) != mongoerr.OperationNotSupportedInTransaction {
+		t.Fatalf("a snapshot transaction's second shard: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/shard"
 )
@@ -26,7 +27,7 @@ import (
 type shardInfo struct {
 	id, host string
 	draining bool
-	set      *Set
+	set      *memberclient.Set
 	// unversioned marks the config servers, reached as a shard for the
 	// config and admin databases: commands go to them without versions.
 	unversioned bool
@@ -101,18 +102,18 @@ func (r *Router) configCmd(ctx context.Context, cmd bson.D) (bsoncore.Document, 
 	if !hasDB {
 		cmd = append(cmd, bson.E{Key: "$db", Value: "config"})
 	}
-	reply, err := checkReply(r.config.Run(ctx, marshal(cmd)))
+	reply, err := memberclient.Check(r.config.Run(ctx, marshal(cmd)))
 	if err != nil {
 		return nil, err
 	}
 	if we, err := reply.LookupErr("writeErrors"); err == nil {
 		vals, _ := we.Array().Values()
 		if len(vals) > 0 {
-			return nil, &replyError{writeErrorReply(vals[0].Document())}
+			return nil, memberclient.Err(writeErrorReply(vals[0].Document()))
 		}
 	}
 	if wce, err := reply.LookupErr("writeConcernError"); err == nil {
-		return nil, &replyError{writeErrorReply(wce.Document())}
+		return nil, memberclient.Err(writeErrorReply(wce.Document()))
 	}
 	return reply, nil
 }
@@ -223,11 +224,11 @@ func (c *cache) loadShards(ctx context.Context) error {
 			s.draining = draining
 			continue
 		}
-		name, hosts, err := ParseConnString(hostStr)
+		name, hosts, err := memberclient.ParseConnString(hostStr)
 		if err != nil {
 			return err
 		}
-		c.shards[id] = &shardInfo{id: id, host: hostStr, draining: draining, set: NewSet(name, hosts)}
+		c.shards[id] = &shardInfo{id: id, host: hostStr, draining: draining, set: c.r.members.Set(name, hosts)}
 	}
 	for id, s := range c.shards {
 		if !seen[id] {
@@ -443,7 +444,7 @@ func (c *cache) coll(ctx context.Context, ns string) (*collInfo, error) {
 	// the change completes in a moment, so read again.
 	ci, err := c.r.loadColl(ctx, ns)
 	for try := 0; err != nil && try < 40 && ctx.Err() == nil; try++ {
-		if _, isReply := err.(*replyError); isReply {
+		if _, isReply := err.(*memberclient.ReplyError); isReply {
 			break
 		}
 		time.Sleep(25 * time.Millisecond)

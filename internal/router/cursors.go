@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -74,7 +75,7 @@ func (s *shardStream) Next() (bsoncore.Document, error) {
 			return nil, err
 		}
 		cmd := rewrite(body, nil, func(b *bsoncore.DocumentBuilder) { b.AppendString("$db", s.rt.db.name) })
-		reply, err := checkReply(sh.set.Run(*s.ctx, cmd))
+		reply, err := memberclient.Check(sh.set.Run(*s.ctx, cmd))
 		if err != nil {
 			return nil, err
 		}

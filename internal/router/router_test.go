@@ -23,29 +23,6 @@ func doc(t *testing.T, ext string) bsoncore.Document {
 	return b
 }
 
-func TestParseConnString(t *testing.T) {
-	for _, c := range []struct {
-		in, name string
-		hosts    []string
-		code     mongoerr.Code
-	}{
-		{"cfg/a:1,b:2", "cfg", []string{"a:1", "b:2"}, 0},
-		{"mongodb://a:1/?replicaSet=x", "", []string{"a:1"}, 0},
-		{"rs/h", "rs", []string{"h:27017"}, 0},
-		{"rs/", "", nil, mongoerr.FailedToParse},
-	} {
-		name, hosts, err := ParseConnString(c.in)
-		if mongoerr.CodeOf(err) != c.code || name != c.name || len(hosts) != len(c.hosts) {
-			t.Fatalf("%q: %q %v %v", c.in, name, hosts, err)
-		}
-		for i := range hosts {
-			if hosts[i] != c.hosts[i] {
-				t.Fatalf("%q: hosts %v, want %v", c.in, hosts, c.hosts)
-			}
-		}
-	}
-}
-
 // TestTargetStatement checks 7.0's rules for single and multi writes on a
 // collection sharded on {a: 1} over two shards split at a: 10.
 func TestTargetStatement(t *testing.T) {

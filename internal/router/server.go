@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/wire"
 )
@@ -26,16 +27,20 @@ import (
 type Options struct {
 	// ConfigDB is the config server replica set, "<set>/<host:port>,…".
 	ConfigDB string
-	Logger   *slog.Logger
+	// Key is the cluster's keyFile key: with it every connection to a
+	// member authenticates as __system (memberclient).
+	Key    []byte
+	Logger *slog.Logger
 }
 
 // Router is a mongos: it accepts client connections and routes their
 // commands to the shards by the routing table it caches from the config
 // servers. It keeps no durable state.
 type Router struct {
-	log    *slog.Logger
-	config *Set
-	cache  *cache
+	log     *slog.Logger
+	members *memberclient.Client
+	config  *memberclient.Set
+	cache   *cache
 
 	lns     []net.Listener
 	closing atomic.Bool
@@ -52,14 +57,15 @@ type Router struct {
 // New returns a router of the cluster whose config servers opts.ConfigDB
 // names. It contacts nobody until a command needs to.
 func New(opts Options) (*Router, error) {
-	name, hosts, err := ParseConnString(opts.ConfigDB)
+	name, hosts, err := memberclient.ParseConnString(opts.ConfigDB)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &Router{log: opts.Logger, config: NewSet(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	members := memberclient.New(memberclient.Options{Key: opts.Key})
+	r := &Router{log: opts.Logger, members: members, config: members.Set(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
 	r.cache = newCache(r)
 	r.cursors.m = map[int64]*routerCursor{}
 	return r, nil
@@ -298,9 +304,9 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 // errorReply is a command's error: a member's reply passed on as it came,
 // or the router's own.
 func errorReply(err error) bsoncore.Document {
-	var re *replyError
+	var re *memberclient.ReplyError
 	if errors.As(err, &re) {
-		return re.reply
+		return re.Reply
 	}
 	return commands.ErrorReply(nil, err)
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,12 +19,11 @@ import (
 // one-member config server replica set, one-member shard replica sets and
 // a `cairn router`.
 type shardedCluster struct {
-	bin      string
-	tmp      string
-	cfg      string   // "cfg/host:port"
-	shards   []string // "shN/host:port"
-	router   string   // host:port
-	routerCm *exec.Cmd
+	bin    string
+	tmp    string
+	cfg    string   // "cfg/host:port"
+	shards []string // "shN/host:port"
+	router string   // host:port
 }
 
 // startNamedSet starts `cairn serve --replSet name` (with --configsvr or
@@ -35,16 +31,26 @@ type shardedCluster struct {
 // host:port once it is primary.
 func startNamedSet(t *testing.T, bin, dir, name, role string) string {
 	t.Helper()
+	return startKeyedSet(t, bin, dir, name, role, "", "")
+}
+
+// startKeyedSet is startNamedSet with --keyFile keyFile (none: ""); it
+// initiates the set as __system, authenticated with key.
+func startKeyedSet(t *testing.T, bin, dir, name, role, keyFile, key string) string {
+	t.Helper()
 	port := freePorts(t, 1)[0]
 	args := []string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}
 	if role != "" { // --configsvr, or --shardsvr: a shard takes the identity addShard gives it
 		args = append(args, "--"+role)
 	}
+	if keyFile != "" {
+		args = append(args, "--keyFile", keyFile)
+	}
 	configsvr := role == "configsvr"
 	p := spawnServe(t, bin, args...)
 	p.waitReady(t)
 	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := directClient(t, host)
+	c := systemClient(t, host, key)
 	defer c.Disconnect(context.Background())
 	cfg := bson.D{{Key: "_id", Value: name}, {Key: "configsvr", Value: configsvr}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: host}}}}}
 	if err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
@@ -73,29 +79,7 @@ func startShardedCluster(t *testing.T, shards int) *shardedCluster {
 		name := fmt.Sprintf("sh%d", i)
 		sc.shards = append(sc.shards, name+"/"+startNamedSet(t, sc.bin, filepath.Join(tmp, name), name, "shardsvr"))
 	}
-	port := freePorts(t, 1)[0]
-	sc.router = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	sc.routerCm = exec.Command(sc.bin, "router", "--configdb", sc.cfg, "--port", strconv.Itoa(port))
-	sc.routerCm.Stdout, sc.routerCm.Stderr = os.Stderr, os.Stderr
-	if err := sc.routerCm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = sc.routerCm.Process.Signal(syscall.SIGTERM)
-		_ = sc.routerCm.Wait()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.Dial("tcp", sc.router)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the router is not listening after 30s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	sc.router = startRouter(t, sc.bin, "--configdb", sc.cfg)
 	return sc
 }
 

@@ -128,6 +128,12 @@ func writeErrorReply(we bsoncore.Document) bsoncore.Document {
 // configFind returns every document of config.<coll> matching filter,
 // sorted by sort (nil: natural order).
 func (r *Router) configFind(ctx context.Context, coll string, filter, sortBy any) ([]bsoncore.Document, error) {
+	return r.configFindIn(ctx, "config", coll, filter, sortBy)
+}
+
+// configFindIn is configFind in database db of the config servers (admin:
+// the cluster's users and roles).
+func (r *Router) configFindIn(ctx context.Context, db, coll string, filter, sortBy any) ([]bsoncore.Document, error) {
 	if filter == nil {
 		filter = bson.D{}
 	}
@@ -135,7 +141,7 @@ func (r *Router) configFind(ctx context.Context, coll string, filter, sortBy any
 	if sortBy != nil {
 		cmd = append(cmd, bson.E{Key: "sort", Value: sortBy})
 	}
-	cmd = append(cmd, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}})
+	cmd = append(cmd, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}}, bson.E{Key: "$db", Value: db})
 	reply, err := r.configCmd(ctx, cmd)
 	if err != nil {
 		return nil, err
@@ -155,7 +161,7 @@ func (r *Router) configFind(ctx context.Context, coll string, filter, sortBy any
 		if id == 0 {
 			return out, nil
 		}
-		if reply, err = r.configCmd(ctx, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}}); err != nil {
+		if reply, err = r.configCmd(ctx, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}, {Key: "$db", Value: db}}); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/shard"
 )
@@ -97,5 +98,16 @@ func TestCursorReap(t *testing.T) {
 	cs.reap(b.used)
 	if idle.closed != 1 || busy.closed != 0 || cs.get(a.id) != nil || cs.get(b.id) == nil {
 		t.Fatalf("after reaping: idle closed %d, busy closed %d, idle kept %v", idle.closed, busy.closed, cs.get(a.id) != nil)
+	}
+}
+
+// TestEveryHandlerHasPrivilegeRule: with a keyFile the router checks every
+// command against commands.Authorize's rules, which refuse a command they
+// do not know; so each of the router's commands needs one.
+func TestEveryHandlerHasPrivilegeRule(t *testing.T) {
+	for name := range handlers {
+		if !commands.HasPrivilegeRule(name) {
+			t.Errorf("the router's command %s has no privilege rule (internal/commands/privileges.go)", name)
+		}
 	}
 }

@@ -40,6 +40,7 @@ type Router struct {
 	log     *slog.Logger
 	members *memberclient.Client
 	config  *memberclient.Set
+	access  access
 	cache   *cache
 
 	lns     []net.Listener
@@ -66,6 +67,7 @@ func New(opts Options) (*Router, error) {
 	}
 	members := memberclient.New(memberclient.Options{Key: opts.Key})
 	r := &Router{log: opts.Logger, members: members, config: members.Set(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	r.access.on, r.access.key = opts.Key != nil, opts.Key
 	r.cache = newCache(r)
 	r.cursors.m = map[int64]*routerCursor{}
 	return r, nil
@@ -161,6 +163,7 @@ func (r *Router) pingLoop() {
 		case <-time.After(pingInterval):
 		}
 		r.cursors.reap(time.Now())
+		r.reloadUsers(context.Background()) // userCacheInterval
 	}
 }
 
@@ -171,6 +174,7 @@ type request struct {
 	body bsoncore.Document
 	seqs map[string][]bsoncore.Document
 	conn int64
+	auth *connAuth
 }
 
 func (q *request) arg(name string) (bsoncore.Value, bool) {
@@ -223,6 +227,7 @@ func (q *request) docs(field string) ([]bsoncore.Document, error) {
 func (r *Router) serveConn(nc net.Conn) {
 	defer nc.Close()
 	id := r.connIDs.Add(1)
+	ca := &connAuth{remote: nc.RemoteAddr().String()}
 	rd := wire.NewReader(nc, 0)
 	w := bufio.NewWriter(nc)
 	var frame []byte
@@ -258,7 +263,7 @@ func (r *Router) serveConn(nc net.Conn) {
 		default:
 			return
 		}
-		req := &request{body: body, seqs: seqs, conn: id}
+		req := &request{body: body, seqs: seqs, conn: id, auth: ca}
 		if el, err := body.IndexErr(0); err == nil {
 			req.name = el.Key()
 		}
@@ -293,6 +298,11 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 	}
 	if req.db == "" {
 		return errorReply(mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument"))
+	}
+	if r.access.on {
+		if err := r.authorize(ctx, req); err != nil {
+			return errorReply(err)
+		}
 	}
 	reply, err := h(ctx, r, req)
 	if err != nil {

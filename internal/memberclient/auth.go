@@ -23,11 +23,7 @@ const maxSteps = 4
 // authenticate runs saslStart/saslContinue as __system@local with
 // SCRAM-SHA-256 (github.com/xdg-go/scram, the driver's own library) before
 // the connection's first command ("Authenticated before use").
-func (c *conn) authenticate(ctx context.Context, key []byte) error {
-	client, err := scram.SHA256.NewClient(systemUser, string(key), "")
-	if err != nil {
-		return err
-	}
+func (c *conn) authenticate(ctx context.Context, client *scram.Client) error {
 	conv := client.NewConversation()
 	payload, err := conv.Step("")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/wire"
@@ -34,6 +35,11 @@ type Client struct {
 	opts  Options
 	mu    sync.Mutex
 	hosts map[string]*Host
+	// scram is the SCRAM client of __system with the key (nil without
+	// one): one for every connection, so it derives the salted password
+	// once per salt rather than once per connection.
+	scram *scram.Client
+	err   error // from making scram
 }
 
 // New returns a client; it connects to nobody until a command needs to.
@@ -44,7 +50,11 @@ func New(opts Options) *Client {
 	if opts.MaxIdle <= 0 {
 		opts.MaxIdle = 64
 	}
-	return &Client{opts: opts, hosts: map[string]*Host{}}
+	c := &Client{opts: opts, hosts: map[string]*Host{}}
+	if opts.Key != nil {
+		c.scram, c.err = scram.SHA256.NewClient(systemUser, string(opts.Key), "")
+	}
+	return c
 }
 
 // Host is one member address and its pool.
@@ -148,7 +158,11 @@ func (h *Host) get(ctx context.Context) (*conn, error) {
 	}
 	cn := &conn{nc: nc, r: wire.NewReader(nc, 0), w: bufio.NewWriter(nc)}
 	if h.c.opts.Key != nil {
-		if err := cn.authenticate(ctx, h.c.opts.Key); err != nil {
+		err := h.c.err
+		if err == nil {
+			err = cn.authenticate(ctx, h.c.scram)
+		}
+		if err != nil {
 			nc.Close() // "Authenticated before use"
 			return nil, fmt.Errorf("memberclient: authenticating to %s as %s@%s: %w", h.addr, systemUser, systemDB, err)
 		}

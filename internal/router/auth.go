@@ -86,7 +86,9 @@ func (r *Router) userStore(ctx context.Context, fresh bool) (*auth.Store, error)
 	}
 	if fresh {
 		if _, err := a.users.Reload(); err != nil {
-			return nil, err
+			// The config servers are away (a failover): the users read
+			// last still authenticate, as mongos's cache does.
+			r.log.Warn("could not read the users from the config servers; using those read last", "err", err)
 		}
 	}
 	return a.users, nil
@@ -95,10 +97,10 @@ func (r *Router) userStore(ctx context.Context, fresh bool) (*auth.Store, error)
 // reloadUsers reads the users again (after a user command, and every
 // userCacheInterval); a failure keeps the ones read last.
 func (r *Router) reloadUsers(ctx context.Context) {
-	if !r.access.on {
+	if !r.access.on || r.closing.Load() {
 		return
 	}
-	if _, err := r.userStore(ctx, true); err != nil && !r.closing.Load() {
+	if _, err := r.userStore(ctx, true); err != nil {
 		r.log.Warn("could not read the users from the config servers", "err", err)
 	}
 }

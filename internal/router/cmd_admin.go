@@ -109,11 +109,16 @@ func (r *Router) saslSupportedMechs(ctx context.Context, req *request) bson.A {
 	if !ok {
 		return out
 	}
-	users, err := r.userStore(ctx, true)
+	users, err := r.userStore(ctx, false)
 	if err != nil {
 		return out
 	}
-	if u, ok := users.Lookup(db, user); ok {
+	u, ok := users.Lookup(db, user)
+	if !ok { // made since the last read, perhaps through another router
+		users, _ = r.userStore(ctx, true)
+		u, ok = users.Lookup(db, user)
+	}
+	if ok {
 		for _, m := range u.Mechanisms() {
 			out = append(out, m)
 		}

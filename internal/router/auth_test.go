@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -59,5 +60,105 @@ func TestRouterAccessControl(t *testing.T) {
 	}
 	if c := code(run(remote, "admin", bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "PLAIN"}, {Key: "payload", Value: bson.Binary{}}})); c != mongoerr.MechanismUnavailable {
 		t.Fatalf("saslStart PLAIN: code %d, want 334", c)
+	}
+}
+
+// BenchmarkAuthorize is the router's access check of a find by a
+// readWrite user: parsing the command and checking its privileges.
+func BenchmarkAuthorize(b *testing.B) {
+	ctx := context.Background()
+	key := []byte("c2VjcmV0IGtleQ==")
+	r, err := New(Options{ConfigDB: startKeyedConfigServer(b, key), Key: key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	a := &connAuth{remote: "127.0.0.1:1"}
+	reply := r.run(ctx, &request{name: "createUser", db: "app", auth: a, body: marshal(bson.D{{Key: "createUser", Value: "u"},
+		{Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWrite"}}, {Key: "$db", Value: "app"}})})
+	if err := memberclient.Err(reply); err != nil {
+		b.Fatal(err)
+	}
+	users, err := r.userStore(ctx, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.user, _ = users.Lookup("app", "u")
+	req := &request{name: "find", db: "app", auth: a, body: marshal(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 7}}}, {Key: "$db", Value: "app"}})}
+	if err := r.authorize(ctx, req); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.authorize(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestRouterAuthMatrix: every command of the router, sent by an
+// unauthenticated client (not on loopback), by a user with read on another
+// database, and by root: refused (13) but the handshake, refused (13) but
+// the handshake and a user's own cursors and sessions, and never refused
+// for root.
+func TestRouterAuthMatrix(t *testing.T) {
+	ctx := context.Background()
+	key := []byte("c2VjcmV0IGtleQ==")
+	r, err := New(Options{ConfigDB: startKeyedConfigServer(t, key), Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	run := func(a *connAuth, db string, cmd bson.D) bsoncore.Document {
+		return r.run(ctx, &request{name: cmd[0].Key, db: db, auth: a, body: marshal(append(cmd, bson.E{Key: "$db", Value: db}))})
+	}
+	// root through the localhost exception, then reader as root.
+	local := &connAuth{remote: "127.0.0.1:1"}
+	if err := memberclient.Err(run(local, "admin", bson.D{{Key: "createUser", Value: "root"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root"}}})); err != nil {
+		t.Fatal(err)
+	}
+	users, _ := r.userStore(ctx, true)
+	rootUser, _ := users.Lookup("admin", "root")
+	local.user = rootUser
+	if err := memberclient.Err(run(local, "admin", bson.D{{Key: "createUser", Value: "reader"}, {Key: "pwd", Value: "pw"},
+		{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "other"}}}}})); err != nil {
+		t.Fatal(err)
+	}
+	reader, ok := users.Lookup("admin", "reader")
+	if !ok {
+		t.Fatal("reader, made through the router, is not among the router's users")
+	}
+	pre := map[string]bool{"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true,
+		"saslStart": true, "saslContinue": true, "logout": true, "connectionStatus": true}
+	anyUser := map[string]bool{"getMore": true, "killCursors": true, "endSessions": true, "whatsmyuri": true, "getLastError": true}
+	for name := range handlers {
+		if name == "logout" {
+			continue // it would log the next rows' users out
+		}
+		db := "app"
+		cmd := bson.D{{Key: name, Value: "c"}}
+		if strings.Contains(name, "hard") || strings.Contains(name, "alancer") || strings.Contains(name, "Zone") || name == "split" ||
+			name == "mergeChunks" || strings.HasPrefix(name, "move") || name == "refineCollectionShardKey" || name == "flushRouterConfig" ||
+			name == "listDatabases" || name == "getParameter" || name == "getCmdLineOpts" {
+			db, cmd = "admin", bson.D{{Key: name, Value: "app.c"}}
+		}
+		if name == "updateUser" { // it needs what it changes
+			cmd = append(cmd, bson.E{Key: "pwd", Value: "x"})
+		}
+		for _, row := range []struct {
+			who     string
+			a       *connAuth
+			refused bool
+		}{
+			{"nobody", &connAuth{remote: "10.0.0.1:1"}, !pre[name]},
+			{"read on other", &connAuth{remote: "10.0.0.1:1", user: reader}, !pre[name] && !anyUser[name]},
+			{"root", &connAuth{remote: "10.0.0.1:1", user: rootUser}, false},
+		} {
+			reply := run(row.a, db, cmd)
+			got := mongoerr.CodeOf(memberclient.Err(reply)) == mongoerr.Unauthorized
+			if got != row.refused {
+				t.Errorf("%s by %s: %s, want refused %v", name, row.who, reply, row.refused)
+			}
+		}
 	}
 }

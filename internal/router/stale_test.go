@@ -107,7 +107,7 @@ func startConfigServer(t *testing.T) string {
 
 // startKeyedConfigServer is startConfigServer with access control and the
 // internal user of key, as --keyFile gives (nil: neither).
-func startKeyedConfigServer(t *testing.T, key []byte) string {
+func startKeyedConfigServer(t testing.TB, key []byte) string {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})

@@ -12,25 +12,33 @@ import (
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
+// keyedRouter is a router with a key whose config server (an in-process
+// standalone) holds the same key.
+func keyedRouter(tb testing.TB) *Router {
+	tb.Helper()
+	key := []byte("c2VjcmV0IGtleQ==")
+	r, err := New(Options{ConfigDB: startKeyedConfigServer(tb, key), Key: key})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// runAs runs cmd on db as the connection a.
+func runAs(r *Router, a *connAuth, db string, cmd bson.D) bsoncore.Document {
+	return r.run(context.Background(), &request{name: cmd[0].Key, db: db, auth: a, body: marshal(append(cmd, bson.E{Key: "$db", Value: db}))})
+}
+
 // TestRouterAccessControl: a router with a key reads the cluster's users
 // from the config servers (an in-process standalone here): before
 // authentication only the handshake runs; hello names a user's
 // mechanisms; the localhost exception makes the first user on the config
 // servers; a SASL conversation's id does not carry to another connection.
 func TestRouterAccessControl(t *testing.T) {
-	ctx := context.Background()
-	key := []byte("c2VjcmV0IGtleQ==")
-	r, err := New(Options{ConfigDB: startKeyedConfigServer(t, key), Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := keyedRouter(t)
 	conn := func(remote string) *connAuth { return &connAuth{remote: remote} }
-	run := func(a *connAuth, db string, cmd bson.D) bsoncore.Document {
-		body := marshal(append(cmd, bson.E{Key: "$db", Value: db}))
-		req := &request{name: cmd[0].Key, db: db, body: body, auth: a}
-		return r.run(ctx, req)
-	}
+	run := func(a *connAuth, db string, cmd bson.D) bsoncore.Document { return runAs(r, a, db, cmd) }
 	code := func(reply bsoncore.Document) mongoerr.Code { return mongoerr.CodeOf(memberclient.Err(reply)) }
 
 	local, remote := conn("127.0.0.1:5000"), conn("10.1.2.3:5000")
@@ -67,15 +75,9 @@ func TestRouterAccessControl(t *testing.T) {
 // readWrite user: parsing the command and checking its privileges.
 func BenchmarkAuthorize(b *testing.B) {
 	ctx := context.Background()
-	key := []byte("c2VjcmV0IGtleQ==")
-	r, err := New(Options{ConfigDB: startKeyedConfigServer(b, key), Key: key})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	r := keyedRouter(b)
 	a := &connAuth{remote: "127.0.0.1:1"}
-	reply := r.run(ctx, &request{name: "createUser", db: "app", auth: a, body: marshal(bson.D{{Key: "createUser", Value: "u"},
-		{Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWrite"}}, {Key: "$db", Value: "app"}})})
+	reply := runAs(r, a, "app", bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWrite"}}})
 	if err := memberclient.Err(reply); err != nil {
 		b.Fatal(err)
 	}
@@ -103,15 +105,8 @@ func BenchmarkAuthorize(b *testing.B) {
 // for root.
 func TestRouterAuthMatrix(t *testing.T) {
 	ctx := context.Background()
-	key := []byte("c2VjcmV0IGtleQ==")
-	r, err := New(Options{ConfigDB: startKeyedConfigServer(t, key), Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	run := func(a *connAuth, db string, cmd bson.D) bsoncore.Document {
-		return r.run(ctx, &request{name: cmd[0].Key, db: db, auth: a, body: marshal(append(cmd, bson.E{Key: "$db", Value: db}))})
-	}
+	r := keyedRouter(t)
+	run := func(a *connAuth, db string, cmd bson.D) bsoncore.Document { return runAs(r, a, db, cmd) }
 	// root through the localhost exception, then reader as root.
 	local := &connAuth{remote: "127.0.0.1:1"}
 	if err := memberclient.Err(run(local, "admin", bson.D{{Key: "createUser", Value: "root"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root"}}})); err != nil {

@@ -35,7 +35,7 @@ type shardedCluster struct {
 // host:port once it is primary.
 func startNamedSet(t *testing.T, bin, dir, name, role string) string {
 	t.Helper()
-	host, _, _ := startNamedSetProc(t, bin, dir, name, role)
+	host, _, _ := startKeyedSetProc(t, bin, dir, name, role, "", "")
 	return host
 }
 
@@ -43,16 +43,34 @@ func startNamedSet(t *testing.T, bin, dir, name, role string) string {
 // process and arguments (to kill it and start it again).
 func startNamedSetProc(t *testing.T, bin, dir, name, role string) (string, *serveProc, []string) {
 	t.Helper()
+	return startKeyedSetProc(t, bin, dir, name, role, "", "")
+}
+
+// startKeyedSet is startNamedSet with --keyFile keyFile (none: ""); it
+// initiates the set as __system, authenticated with key.
+func startKeyedSet(t *testing.T, bin, dir, name, role, keyFile, key string) string {
+	t.Helper()
+	host, _, _ := startKeyedSetProc(t, bin, dir, name, role, keyFile, key)
+	return host
+}
+
+// startKeyedSetProc is startKeyedSet that also returns the member's
+// process and arguments.
+func startKeyedSetProc(t *testing.T, bin, dir, name, role, keyFile, key string) (string, *serveProc, []string) {
+	t.Helper()
 	port := freePorts(t, 1)[0]
 	args := []string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}
 	if role != "" { // --configsvr, or --shardsvr: a shard takes the identity addShard gives it
 		args = append(args, "--"+role)
 	}
+	if keyFile != "" {
+		args = append(args, "--keyFile", keyFile)
+	}
 	configsvr := role == "configsvr"
 	p := spawnServe(t, bin, args...)
 	p.waitReady(t)
 	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := directClient(t, host)
+	c := systemClient(t, host, key)
 	defer c.Disconnect(context.Background())
 	cfg := bson.D{{Key: "_id", Value: name}, {Key: "configsvr", Value: configsvr}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: host}}}}}
 	if err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {

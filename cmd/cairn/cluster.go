@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +22,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairndb/cairn/internal/auth"
 )
 
 // runCluster is `cairn cluster up`: a local replica set of real `cairn
@@ -27,7 +32,7 @@ import (
 // shard replica sets and --routers routers, the shards added.
 func runCluster(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "up" {
-		fmt.Fprintln(stderr, "Usage: cairn cluster up [--replicas N] [--shards S --routers K] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]")
+		fmt.Fprintln(stderr, "Usage: cairn cluster up [--replicas N] [--shards S --routers K] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE] [--keyFile FILE] [--generateKeyFile] [--auth] [--user NAME --password PW]")
 		return 2
 	}
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
@@ -40,6 +45,11 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("replSet", "rs0", "the replica set's name (without --shards)")
 	var params stringList
 	fs.Var(&params, "setParameter", "NAME=VALUE passed to every replica set member's serve (repeatable), e.g. enableTestCommands=1")
+	keyFile := fs.String("keyFile", "", "the cluster's shared key, passed to every member and router (access control on: members authenticate to each other as __system, clients must authenticate)")
+	genKey := fs.Bool("generateKeyFile", false, "write a new random key to --keyFile's path (default <dbpath>/keyfile, readable by its owner only) unless that file exists, and use it")
+	authOn := fs.Bool("auth", false, "access control: as --generateKeyFile when no --keyFile is given (members of a replica set need the key, as mongod's)")
+	user := fs.String("user", "", "with access control, a first user with the root role, made through the localhost exception once the cluster is up (needs --password)")
+	password := fs.String("password", "", "the first user's password")
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -54,16 +64,35 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cairn cluster up: --shards must be from 0 to 32 and --routers from 1 to 16")
 		return 2
 	}
+	if (*user == "") != (*password == "") {
+		fmt.Fprintln(stderr, "cairn cluster up: --user and --password go together")
+		return 2
+	}
+	if *authOn && *keyFile == "" {
+		*genKey = true
+	}
+	if *user != "" && *keyFile == "" && !*genKey {
+		fmt.Fprintln(stderr, "cairn cluster up: --user needs access control: give --keyFile, --generateKeyFile or --auth")
+		return 2
+	}
 	cl := &localCluster{out: stdout, replicas: *replicas, nextPort: *port, plain: *shards == 0, params: params}
 	err := cl.setup(*dbpath, func() error {
-		if *shards == 0 {
-			hosts, err := cl.replicaSet(*name, "")
-			if err == nil {
-				fmt.Fprintf(stdout, "replica set %s is up: mongodb://%s/?replicaSet=%s\n", *name, strings.Join(hosts, ","), *name)
-			}
+		if err := cl.useKey(*keyFile, *genKey); err != nil {
 			return err
 		}
-		return cl.sharded(*shards, *routers)
+		if *shards == 0 {
+			hosts, err := cl.replicaSet(*name, "")
+			if err != nil {
+				return err
+			}
+			uri := "mongodb://" + strings.Join(hosts, ",") + "/?replicaSet=" + *name
+			if err := cl.firstUser(uri, *user, *password); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "replica set %s is up: %s\n", *name, cl.userURI(uri, *user))
+			return nil
+		}
+		return cl.sharded(*shards, *routers, *user, *password)
 	})
 	if err == nil {
 		fmt.Fprintln(stdout, "Ctrl-C stops it.")
@@ -90,6 +119,91 @@ type localCluster struct {
 	logs     []*os.File
 	plain    bool     // one replica set, no shards
 	params   []string // --setParameter NAME=VALUE for every member
+	// keyFile and key are the cluster's shared key ("": none): every
+	// member and router gets --keyFile, and cluster up itself connects as
+	// __system with the key.
+	keyFile, key string
+}
+
+// useKey sets the cluster's key file: path, or with generate a new random
+// key at path (default <root>/keyfile) unless the file exists.
+func (c *localCluster) useKey(path string, generate bool) error {
+	if path == "" && !generate {
+		return nil
+	}
+	if path == "" {
+		path = filepath.Join(c.root, "keyfile")
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); generate && errors.Is(err, os.ErrNotExist) {
+		raw := make([]byte, 756) // as `openssl rand -base64 756`
+		if _, err := rand.Read(raw); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(raw)+"\n"), 0o400); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "generated key file %s\n", path)
+	}
+	key, err := auth.ReadKeyFile(path)
+	if err != nil {
+		return err
+	}
+	c.keyFile, c.key = path, string(key)
+	fmt.Fprintf(c.out, "access control on: every member and router uses key file %s\n", path)
+	return nil
+}
+
+// connect is a client of uri; with a key it authenticates as __system.
+func (c *localCluster) connect(uri string, timeout time.Duration) (*mongo.Client, error) {
+	opts := options.Client().ApplyURI(uri).SetServerSelectionTimeout(timeout)
+	if c.key != "" {
+		opts.SetAuth(options.Credential{Username: "__system", Password: c.key, AuthSource: "local", AuthMechanism: "SCRAM-SHA-256"})
+	}
+	return mongo.Connect(opts)
+}
+
+// firstUser makes user (role root) through the localhost exception, as
+// one does with mongod: an unauthenticated client on loopback while no
+// user exists. Without user it says how.
+func (c *localCluster) firstUser(uri, user, password string) error {
+	if c.key == "" {
+		return nil
+	}
+	if user == "" {
+		fmt.Fprintf(c.out, "no user yet: create the first one from this host (the localhost exception), e.g. mongosh %q --eval 'db.getSiblingDB(\"admin\").createUser({user: \"admin\", pwd: passwordPrompt(), roles: [\"root\"]})'\n", uri)
+		return nil
+	}
+	ctx := context.Background()
+	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(30 * time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Disconnect(ctx)
+	err = cl.Database("admin").RunCommand(ctx, bson.D{{Key: "createUser", Value: user}, {Key: "pwd", Value: password}, {Key: "roles", Value: bson.A{"root"}}}).Err()
+	if err != nil {
+		return fmt.Errorf("creating the first user %s: %w", user, err)
+	}
+	fmt.Fprintf(c.out, "created user %s (root) on admin\n", user)
+	return nil
+}
+
+// userURI is uri with user's name and authSource=admin (no password).
+func (c *localCluster) userURI(uri, user string) string {
+	if user == "" {
+		return uri
+	}
+	uri = strings.Replace(uri, "mongodb://", "mongodb://"+user+"@", 1)
+	if strings.Contains(uri, "?") {
+		return uri + "&authSource=admin"
+	}
+	return uri + "?authSource=admin"
 }
 
 func (c *localCluster) setup(root string, up func() error) error {
@@ -161,6 +275,9 @@ func (c *localCluster) replicaSet(name, role string) ([]string, error) {
 		if role != "" {
 			args = append(args, "--"+role)
 		}
+		if c.keyFile != "" {
+			args = append(args, "--keyFile", c.keyFile)
+		}
 		h, err := c.start(member, args...)
 		if err != nil {
 			return nil, err
@@ -174,7 +291,7 @@ func (c *localCluster) replicaSet(name, role string) ([]string, error) {
 		}
 	}
 	ctx := context.Background()
-	first, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[0] + "/?directConnection=true"))
+	first, err := c.connect("mongodb://"+hosts[0]+"/?directConnection=true", 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +310,7 @@ func (c *localCluster) replicaSet(name, role string) ([]string, error) {
 	}
 	fmt.Fprintf(c.out, "waiting for %s's members to join", name)
 	deadline := time.Now().Add(60 * time.Second)
-	for healthyMembers(ctx, hosts) < len(hosts) {
+	for c.healthyMembers(ctx, hosts) < len(hosts) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the members of %s did not all join within 60s (see their logs)", name)
 		}
@@ -206,7 +323,7 @@ func (c *localCluster) replicaSet(name, role string) ([]string, error) {
 
 // sharded starts the config servers, the shards and the routers, and adds
 // the shards through the first router.
-func (c *localCluster) sharded(shards, routers int) error {
+func (c *localCluster) sharded(shards, routers int, user, password string) error {
 	cfgHosts, err := c.replicaSet("config", "configsvr")
 	if err != nil {
 		return err
@@ -223,7 +340,11 @@ func (c *localCluster) sharded(shards, routers int) error {
 	}
 	var routerHosts []string
 	for i := range routers {
-		h, err := c.start(fmt.Sprintf("router%d", i), "router", "--configdb", configDB)
+		args := []string{"router", "--configdb", configDB}
+		if c.keyFile != "" {
+			args = append(args, "--keyFile", c.keyFile)
+		}
+		h, err := c.start(fmt.Sprintf("router%d", i), args...)
 		if err != nil {
 			return err
 		}
@@ -234,7 +355,7 @@ func (c *localCluster) sharded(shards, routers int) error {
 		fmt.Fprintf(c.out, "router %d: %s\n", i, h)
 	}
 	ctx := context.Background()
-	rc, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + routerHosts[0] + "/"))
+	rc, err := c.connect("mongodb://"+routerHosts[0]+"/", 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -245,7 +366,11 @@ func (c *localCluster) sharded(shards, routers int) error {
 		}
 		fmt.Fprintf(c.out, "added shard %s\n", s)
 	}
-	fmt.Fprintf(c.out, "sharded cluster is up: mongodb://%s/\n", strings.Join(routerHosts, ","))
+	uri := "mongodb://" + strings.Join(routerHosts, ",") + "/"
+	if err := c.firstUser(uri, user, password); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "sharded cluster is up: %s\n", c.userURI(uri, user))
 	return nil
 }
 
@@ -272,9 +397,9 @@ func waitListening(host string, d time.Duration) error {
 
 // healthyMembers is how many members the primary reports PRIMARY or
 // SECONDARY (0 when no member is primary yet).
-func healthyMembers(ctx context.Context, hosts []string) int {
+func (lc *localCluster) healthyMembers(ctx context.Context, hosts []string) int {
 	for _, h := range hosts {
-		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
+		c, err := lc.connect("mongodb://"+h+"/?directConnection=true", time.Second)
 		if err != nil {
 			continue
 		}
@@ -304,7 +429,7 @@ func healthyMembers(ctx context.Context, hosts []string) int {
 // own flags.
 func clusterCommand(stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "cluster up [--replicas N] [--shards S --routers K] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE]",
+		Use:   "cluster up [--replicas N] [--shards S --routers K] [--port P] [--dbpath DIR] [--replSet NAME] [--setParameter NAME=VALUE] [--keyFile FILE] [--generateKeyFile] [--auth] [--user NAME --password PW]",
 		Short: "Start a local replica set or sharded cluster on loopback until Ctrl-C",
 		Long: `cluster up starts a replica set of real 'cairn serve --replSet' processes on
 loopback (ports from --port on, one data directory per member under
@@ -312,8 +437,11 @@ loopback (ports from --port on, one data directory per member under
 and stops the members on Ctrl-C. With --shards S it starts a sharded
 cluster instead: a config server replica set (--configsvr), S shard replica
 sets and --routers 'cairn router' processes, each set of --replicas
-members, adds the shards and prints the routers' connection string. Run
-'cairn cluster up --help' for the flags.`,
+members, adds the shards and prints the routers' connection string. With
+--keyFile FILE (or --generateKeyFile, or --auth) every member and router
+runs with that key: access control is on, members authenticate to each
+other as __system, and --user/--password make a first root user through
+the localhost exception. Run 'cairn cluster up --help' for the flags.`,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if code := runCluster(args, stdout, stderr); code != 0 {

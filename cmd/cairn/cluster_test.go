@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,46 +29,8 @@ func TestClusterUpSharded(t *testing.T) {
 		t.Skip("starts five processes")
 	}
 	port := testnet.FreeRange(t, 5)
-	cmd := exec.Command(os.Args[0], "cluster", "up", "--shards", "2", "--replicas", "1", "--routers", "2",
+	cmd, uri, lines := clusterUp(t, "--shards", "2", "--replicas", "1", "--routers", "2",
 		"--port", strconv.Itoa(port), "--dbpath", t.TempDir())
-	cmd.Env = append(os.Environ(), "CAIRN_TEST_AS_CAIRN=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGINT)
-			_ = cmd.Wait()
-		}
-	})
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var uri string
-	timeout := time.After(90 * time.Second)
-	for uri == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("cluster up ended before the cluster was up")
-			}
-			if _, after, found := strings.Cut(l, "sharded cluster is up: "); found {
-				uri = after
-			}
-		case <-timeout:
-			t.Fatal("no connection string within 90s")
-		}
-	}
 	ctx := context.Background()
 	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second))
 	if err != nil {
@@ -102,5 +66,97 @@ func TestClusterUpSharded(t *testing.T) {
 	}
 	if len(rest) == 0 || rest[len(rest)-1] != "stopped" {
 		t.Fatalf("cluster up's last lines: %q", rest)
+	}
+}
+
+// clusterUp starts `cairn cluster up args...` and returns it, the
+// connection string it prints once the cluster is up, and its further
+// output lines.
+func clusterUp(t *testing.T, args ...string) (*exec.Cmd, string, chan string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"cluster", "up"}, args...)...)
+	cmd.Env = append(os.Environ(), "CAIRN_TEST_AS_CAIRN=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		}
+	})
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	timeout := time.After(90 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("cluster up ended before the cluster was up")
+			}
+			if _, after, found := strings.Cut(l, "cluster is up: "); found {
+				return cmd, after, lines
+			}
+		case <-timeout:
+			t.Fatal("no connection string within 90s")
+		}
+	}
+}
+
+// TestClusterUpKeyFile runs `cairn cluster up --shards 1 --replicas 1
+// --generateKeyFile --user admin --password pw`: the key file is written
+// readable by its owner only, the printed connection string names the
+// first user (made through the localhost exception), who can shard and
+// write; a client without credentials is refused (13).
+func TestClusterUpKeyFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three processes")
+	}
+	dir := t.TempDir()
+	port := testnet.FreeRange(t, 3)
+	cmd, uri, _ := clusterUp(t, "--shards", "1", "--replicas", "1", "--routers", "1", "--port", strconv.Itoa(port), "--dbpath", dir,
+		"--generateKeyFile", "--user", "admin", "--password", "pw")
+	defer func() { _ = cmd.Process.Signal(syscall.SIGINT); _ = cmd.Wait() }()
+	st, err := os.Stat(filepath.Join(dir, "keyfile"))
+	if err != nil || st.Mode().Perm() != 0o400 {
+		t.Fatalf("the generated key file: %v, %v", st, err)
+	}
+	if !strings.Contains(uri, "admin@") || !strings.Contains(uri, "authSource=admin") {
+		t.Fatalf("the connection string %q does not name the first user", uri)
+	}
+	ctx := context.Background()
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second).
+		SetAuth(options.Credential{Username: "admin", Password: "pw"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(ctx)
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "shardCollection", Value: "t.c"}, {Key: "key", Value: bson.D{{Key: "k", Value: "hashed"}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Database("t").Collection("c").InsertOne(ctx, bson.D{{Key: "k", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	anon, err := mongo.Connect(options.Client().ApplyURI(strings.Replace(uri, "admin@", "", 1)).SetServerSelectionTimeout(10 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Disconnect(ctx)
+	_, err = anon.Database("t").Collection("c").InsertOne(ctx, bson.D{{Key: "k", Value: 2}})
+	var we mongo.WriteException
+	var ce mongo.CommandError
+	if !(errors.As(err, &ce) && ce.Code == 13) && !(errors.As(err, &we) && we.WriteConcernError == nil && len(we.WriteErrors) > 0 && we.WriteErrors[0].Code == 13) {
+		t.Fatalf("an insert without credentials: %v, want Unauthorized (13)", err)
 	}
 }

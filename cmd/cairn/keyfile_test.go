@@ -43,3 +43,26 @@ func TestServeRefusesBadKeyFile(t *testing.T) {
 		t.Errorf("--keyFile: auth %v, keyFile %q", o.AuthEnabled(), o.KeyFile)
 	}
 }
+
+// TestServeRefusesAuthWithoutKeyFile: a replica set member or a shard
+// with --auth and no --keyFile stops at startup with mongod's message
+// (members could not prove themselves to each other); with a key file the
+// same flags are accepted (the sharded wire tests run them).
+func TestServeRefusesAuthWithoutKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"replica set", []string{"--replSet", "rs0"}, "security.keyFile is required when authorization is enabled with replica sets"},
+		{"shard", []string{"--shardsvr"}, "security.keyFile is required when authorization is enabled with sharding"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"serve", "--dbpath", filepath.Join(dir, tc.name), "--port", "0", "--auth"}, tc.args...)
+		code := run(args, &out, &errOut)
+		if code == 0 || !strings.Contains(out.String()+errOut.String(), tc.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want a failure with %q", tc.name, code, out.String(), errOut.String(), tc.want)
+		}
+	}
+}

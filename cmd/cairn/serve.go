@@ -405,7 +405,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	}
 	srv := server.New(env, srvOpts)
 	if opts.ShardSvr || opts.ReplSetName != "" {
-		node, err := startSharding(opts, env, member, log)
+		node, err := startSharding(opts, env, member, key, log)
 		if err != nil {
 			return err
 		}
@@ -484,10 +484,16 @@ func readKeyFile(path string) ([]byte, *auth.User, error) {
 
 // startSharding gives the server its sharding role (package shardsvr): a
 // shard with --shardsvr; on a replica set member, the config server's
-// commit of migrations and its balancer.
-func startSharding(opts config.Options, env *commands.Env, member *replset.Member, log *slog.Logger) (*shardsvr.Node, error) {
-	if opts.Auth {
-		return nil, fmt.Errorf("sharding with --auth is not supported yet: the members would need an internal identity (keyFile) to run each other's commands")
+// commit of migrations and its balancer. With a keyFile (key), the node
+// reaches other members as __system and runs its own commands as it.
+func startSharding(opts config.Options, env *commands.Env, member *replset.Member, key []byte, log *slog.Logger) (*shardsvr.Node, error) {
+	if opts.AuthEnabled() && key == nil {
+		// mongod's rule: members must prove themselves to each other.
+		what := "replica sets"
+		if opts.ShardSvr {
+			what = "sharding (--shardsvr)"
+		}
+		return nil, fmt.Errorf("security.keyFile is required when authorization is enabled with %s: give --keyFile", what)
 	}
 	host := opts.ListenIP()
 	if host == "" || host == "0.0.0.0" || host == "::" {
@@ -503,9 +509,9 @@ func startSharding(opts config.Options, env *commands.Env, member *replset.Membe
 			if err != nil {
 				return commands.ErrorReply(nil, err)
 			}
-			return commands.Run(ctx, &commands.Session{Env: env, Remote: "internal"}, req, nil)
+			return commands.Run(ctx, commands.InternalSession(env), req, nil)
 		},
-		Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
+		Key: key, Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
 		ConfigServer: func() bool { return env.Engine.Catalog().Collection("config", "shards") != nil },
 	})
 	env.Sharding = node

@@ -35,9 +35,17 @@ var (
 	// clusterMonitor's actions on every database.
 	clusterMonitorAnyDBActions = []string{"collStats", "dbHash", "dbStats", "indexStats", "useUUID"}
 
-	clusterManagerActions = []string{"addShard", "appendOplogNote", "applicationMessage", "cleanupOrphaned", "flushRouterConfig",
+	clusterManagerActions = []string{"addShard", "appendOplogNote", "applicationMessage", "cleanupOrphaned", "enableSharding", "flushRouterConfig",
 		"getDefaultRWConcern", "listSessions", "listShards", "removeShard", "replSetConfigure", "replSetGetConfig",
 		"replSetGetStatus", "replSetStateChange", "resync", "setDefaultRWConcern", "setFeatureCompatibilityVersion"}
+
+	// clusterManager's actions on every database: sharding it and its
+	// collections, and moving and splitting their chunks.
+	clusterManagerAnyDBActions = []string{"clearJumboFlag", "enableSharding", "moveChunk", "refineCollectionShardKey", "splitChunk", "splitVector"}
+	// clusterManager's actions on the config database (the balancer's
+	// settings, zones).
+	clusterManagerConfigActions = []string{"collStats", "dbHash", "dbStats", "find", "insert", "killCursors", "listCollections",
+		"listIndexes", "remove", "update"}
 
 	hostManagerActions = []string{"applicationMessage", "closeAllDatabases", "flushRouterConfig", "fsync", "invalidateUserCache",
 		"killAnyCursor", "killAnySession", "killop", "logRotate", "resync", "setParameter", "shutdown", "touch", "unlock"}
@@ -76,12 +84,12 @@ func Builtin(r RoleName) (Privileges, bool) {
 	case "clusterMonitor":
 		return Privileges{{Cluster, clusterMonitorActions}, {any, clusterMonitorAnyDBActions}}, true
 	case "clusterManager":
-		return Privileges{{Cluster, clusterManagerActions}}, true
+		return clusterManager(any), true
 	case "hostManager":
 		return Privileges{{Cluster, hostManagerActions}}, true
 	case "clusterAdmin":
-		return Privileges{{Cluster, clusterMonitorActions}, {any, clusterMonitorAnyDBActions}, {Cluster, clusterManagerActions},
-			{Cluster, hostManagerActions}, {any, []string{"dropDatabase"}}}, true
+		return append(Privileges{{Cluster, clusterMonitorActions}, {any, clusterMonitorAnyDBActions},
+			{Cluster, hostManagerActions}, {any, []string{"dropDatabase"}}}, clusterManager(any)...), true
 	case "readAnyDatabase":
 		return Privileges{{any, readActions}, {Cluster, []string{"listDatabases"}}}, true
 	case "readWriteAnyDatabase":
@@ -107,6 +115,12 @@ func Builtin(r RoleName) (Privileges, bool) {
 		return all, true
 	}
 	return nil, false
+}
+
+// clusterManager is the clusterManager role's privileges (any: every
+// database).
+func clusterManager(any Resource) Privileges {
+	return Privileges{{Cluster, clusterManagerActions}, {any, clusterManagerAnyDBActions}, {DBResource("config"), clusterManagerConfigActions}}
 }
 
 func slicesOf(s []string) []string { return append([]string(nil), s...) }

@@ -226,7 +226,7 @@ func ParsePrivilege(d bson.Raw) (Privilege, error) {
 var knownActions = func() map[string]bool {
 	m := map[string]bool{"anyAction": true, "internal": true}
 	for _, l := range [][]string{readActions, readWriteActions, dbAdminActions, dbAdminProfileActions, userAdminActions,
-		clusterMonitorActions, clusterMonitorAnyDBActions, clusterManagerActions, hostManagerActions,
+		clusterMonitorActions, clusterMonitorAnyDBActions, clusterManagerActions, clusterManagerAnyDBActions, hostManagerActions,
 		{"authSchemaUpgrade", "setUserWriteBlockMode", "changeOwnPassword", "changeOwnCustomData"}} {
 		for _, a := range l {
 			m[a] = true

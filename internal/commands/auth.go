@@ -127,17 +127,37 @@ func (s *Session) privileges() auth.Privileges {
 }
 
 // authorize is the one access check, made by Run before a command's fields
-// are parsed: with --auth, an unauthenticated client runs only the
-// handshake commands (and, from loopback while no user or role exists,
-// createUser and createRole: the localhost exception);
-// an authenticated one runs what its roles' privileges allow (privileges.go
-// says which actions on which resource each command needs).
+// are parsed (Authorize says what it allows).
 func authorize(s *Session, req *Request) error {
 	acc := s.Env.Access
 	if acc == nil || !acc.Enabled {
 		return nil
 	}
+	return Authorize(Caller{User: s.auth.user, Privileges: s.privileges, Remote: s.Remote, NoUsers: acc.Users.Empty}, req)
+}
+
+// Caller is who runs a command, for Authorize: the user it proved (nil:
+// none), that user's privileges (asked only when needed), its address
+// (the localhost exception's condition), and whether no user or role
+// exists yet.
+type Caller struct {
+	User       *auth.User
+	Privileges func() auth.Privileges
+	Remote     string
+	NoUsers    func() bool
+}
+
+// Authorize is the access check of a process that enforces access control
+// (a server with --auth, a router with --keyFile): an unauthenticated
+// client runs only the handshake commands (and, from loopback while no
+// user or role exists, createUser and createRole: the localhost
+// exception); an authenticated one runs what its roles' privileges allow
+// (privileges.go says which actions on which resource each command needs).
+func Authorize(c Caller, req *Request) error {
 	rule, ok := privilegeRules[req.Name]
+	if !ok {
+		rule, ok = routerRules[req.Name]
+	}
 	if !ok {
 		// Fail closed: a command nobody gave a rule runs for nobody.
 		return mongoerr.New(mongoerr.Unauthorized, "command %s has no privilege rule", req.Name)
@@ -145,8 +165,8 @@ func authorize(s *Session, req *Request) error {
 	if rule.pre {
 		return nil
 	}
-	if s.auth.user == nil {
-		if (req.Name == "createUser" || req.Name == "createRole") && acc.Users.Empty() && isLoopback(s.Remote) {
+	if c.User == nil {
+		if (req.Name == "createUser" || req.Name == "createRole") && c.NoUsers() && isLoopback(c.Remote) {
 			return nil // the localhost exception
 		}
 		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", req.Name)
@@ -154,14 +174,38 @@ func authorize(s *Session, req *Request) error {
 	if rule.anyUser {
 		return nil
 	}
-	privs := s.privileges()
-	for _, n := range rule.needs(s, req) {
+	privs := c.Privileges()
+	for _, n := range rule.needs(nil, req) {
 		if !privs.AllowsAll(n.res, n.actions...) {
 			// The command is not echoed: createUser's carries a password.
 			return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command { %s: %s }", req.DB, req.Name, req.First())
 		}
 	}
 	return nil
+}
+
+// HasPrivilegeRule reports whether Authorize knows command name (a router
+// checks that each of its commands has one).
+func HasPrivilegeRule(name string) bool {
+	_, ok := privilegeRules[name]
+	if !ok {
+		_, ok = routerRules[name]
+	}
+	return ok
+}
+
+// InternalSession is a session for the server's own commands (a shard's
+// migrations, a config server's commits): it runs as the internal user
+// __system@local when a keyFile is in use, so access control lets it do
+// anything, as MongoDB's internal client does.
+func InternalSession(env *Env) *Session {
+	s := &Session{Env: env, Remote: "internal"}
+	if env.Access != nil {
+		if u, ok := env.Access.Users.Lookup(auth.SystemDB, auth.SystemUser); ok {
+			s.auth.user = u
+		}
+	}
+	return s
 }
 
 // emptyBacking stands in when admin.system.users cannot be read: no user

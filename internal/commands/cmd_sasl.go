@@ -22,7 +22,7 @@ func cmdSaslStart(_ context.Context, s *Session, req *Request, dst []byte) (bson
 	if err != nil {
 		return nil, err
 	}
-	payload, err := saslPayload(req.Body)
+	payload, err := SASLPayload(req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func cmdSaslContinue(_ context.Context, s *Session, req *Request, dst []byte) (b
 	if err != nil {
 		return nil, err
 	}
-	payload, err := saslPayload(req.Body)
+	payload, err := SASLPayload(req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +110,9 @@ func cmdSaslContinue(_ context.Context, s *Session, req *Request, dst []byte) (b
 	return r.Finish(), nil
 }
 
-// saslPayload reads payload: binary data, or a string (as mongod takes).
-func saslPayload(body bsoncore.Document) ([]byte, error) {
+// SASLPayload reads a SASL command's payload: binary data, or a string
+// (as mongod takes). The router reads its clients' with it too.
+func SASLPayload(body bsoncore.Document) ([]byte, error) {
 	v, err := body.LookupErr("payload")
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "BSON field 'payload' is missing but a required field")
@@ -143,7 +144,7 @@ func speculativeAuth(s *Session, req *Request, r *Reply) {
 		}
 		return
 	}
-	payload, err := saslPayload(d)
+	payload, err := SASLPayload(d)
 	if err != nil || mech == "" || dbName == "" {
 		return
 	}

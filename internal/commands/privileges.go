@@ -193,6 +193,38 @@ var privilegeRules = map[string]privRule{
 	"whatsmyuri":                     anyUser,
 }
 
+// routerRules are the commands only a router runs (the cluster's metadata
+// commands, package router), with MongoDB's actions: sharding a database
+// or collection and moving or splitting its chunks act on its namespace;
+// shards, zones and the router's cache act on the cluster; the balancer's
+// switches read and write config.settings.
+var routerRules = map[string]privRule{
+	"addShard":                 cluster("addShard"),
+	"addShardToZone":           cluster("enableSharding"),
+	"balancerStart":            {on: onCluster, more: configSettings("update")},
+	"balancerStatus":           {on: onCluster, more: configSettings("find")},
+	"balancerStop":             {on: onCluster, more: configSettings("update")},
+	"enableSharding":           {on: onNS, actions: []string{"enableSharding"}},
+	"flushRouterConfig":        cluster("flushRouterConfig"),
+	"getLastError":             anyUser,
+	"listShards":               cluster("listShards"),
+	"mergeChunks":              {on: onNS, actions: []string{"splitChunk"}},
+	"moveChunk":                {on: onNS, actions: []string{"moveChunk"}},
+	"moveRange":                {on: onNS, actions: []string{"moveChunk"}},
+	"refineCollectionShardKey": {on: onNS, actions: []string{"refineCollectionShardKey"}},
+	"removeShard":              cluster("removeShard"),
+	"removeShardFromZone":      cluster("enableSharding"),
+	"shardCollection":          {on: onNS, actions: []string{"enableSharding"}},
+	"split":                    {on: onNS, actions: []string{"splitChunk"}},
+	"updateZoneKeyRange":       cluster("enableSharding"),
+}
+
+// configSettings: the balancer's switches need action on config.settings
+// (their rule names no action on the cluster itself).
+func configSettings(action string) func(*Request) []need {
+	return func(*Request) []need { return []need{{auth.CollResource("config", "settings"), []string{action}}} }
+}
+
 // explain's rule reads the table (set here to break the init cycle).
 func init() { privilegeRules["explain"] = privRule{on: onDB, more: explainNeeds} }
 

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/shard"
 )
@@ -26,7 +27,7 @@ import (
 type shardInfo struct {
 	id, host string
 	draining bool
-	set      *Set
+	set      *memberclient.Set
 	// unversioned marks the config servers, reached as a shard for the
 	// config and admin databases: commands go to them without versions.
 	unversioned bool
@@ -115,18 +116,18 @@ func (r *Router) configCmd(ctx context.Context, cmd bson.D) (bsoncore.Document, 
 	if !hasDB {
 		cmd = append(cmd, bson.E{Key: "$db", Value: "config"})
 	}
-	reply, err := checkReply(r.config.Run(ctx, marshal(cmd)))
+	reply, err := memberclient.Check(r.config.Run(ctx, marshal(cmd)))
 	if err != nil {
 		return nil, err
 	}
 	if we, err := reply.LookupErr("writeErrors"); err == nil {
 		vals, _ := we.Array().Values()
 		if len(vals) > 0 {
-			return nil, &replyError{writeErrorReply(vals[0].Document())}
+			return nil, memberclient.Err(writeErrorReply(vals[0].Document()))
 		}
 	}
 	if wce, err := reply.LookupErr("writeConcernError"); err == nil {
-		return nil, &replyError{writeErrorReply(wce.Document())}
+		return nil, memberclient.Err(writeErrorReply(wce.Document()))
 	}
 	return reply, nil
 }
@@ -141,6 +142,12 @@ func writeErrorReply(we bsoncore.Document) bsoncore.Document {
 // configFind returns every document of config.<coll> matching filter,
 // sorted by sort (nil: natural order).
 func (r *Router) configFind(ctx context.Context, coll string, filter, sortBy any) ([]bsoncore.Document, error) {
+	return r.configFindIn(ctx, "config", coll, filter, sortBy)
+}
+
+// configFindIn is configFind in database db of the config servers (admin:
+// the cluster's users and roles).
+func (r *Router) configFindIn(ctx context.Context, db, coll string, filter, sortBy any) ([]bsoncore.Document, error) {
 	if filter == nil {
 		filter = bson.D{}
 	}
@@ -148,7 +155,7 @@ func (r *Router) configFind(ctx context.Context, coll string, filter, sortBy any
 	if sortBy != nil {
 		cmd = append(cmd, bson.E{Key: "sort", Value: sortBy})
 	}
-	cmd = append(cmd, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}})
+	cmd = append(cmd, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}}, bson.E{Key: "$db", Value: db})
 	reply, err := r.configCmd(ctx, cmd)
 	if err != nil {
 		return nil, err
@@ -168,7 +175,7 @@ func (r *Router) configFind(ctx context.Context, coll string, filter, sortBy any
 		if id == 0 {
 			return out, nil
 		}
-		if reply, err = r.configCmd(ctx, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}}); err != nil {
+		if reply, err = r.configCmd(ctx, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}, {Key: "$db", Value: db}}); err != nil {
 			return nil, err
 		}
 	}
@@ -237,11 +244,11 @@ func (c *cache) loadShards(ctx context.Context) error {
 			s.draining = draining
 			continue
 		}
-		name, hosts, err := ParseConnString(hostStr)
+		name, hosts, err := memberclient.ParseConnString(hostStr)
 		if err != nil {
 			return err
 		}
-		c.shards[id] = &shardInfo{id: id, host: hostStr, draining: draining, set: NewSet(name, hosts)}
+		c.shards[id] = &shardInfo{id: id, host: hostStr, draining: draining, set: c.r.members.Set(name, hosts)}
 	}
 	for id, s := range c.shards {
 		if !seen[id] {
@@ -457,7 +464,7 @@ func (c *cache) coll(ctx context.Context, ns string) (*collInfo, error) {
 	// the change completes in a moment, so read again.
 	ci, err := c.r.loadColl(ctx, ns)
 	for try := 0; err != nil && try < 40 && ctx.Err() == nil; try++ {
-		if _, isReply := err.(*replyError); isReply {
+		if _, isReply := err.(*memberclient.ReplyError); isReply {
 			break
 		}
 		time.Sleep(25 * time.Millisecond)

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"os"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -51,6 +52,12 @@ func init() {
 		"flushRouterConfig":  cmdFlush,
 		"balancerStart":      admin(cmdBalancerMode("full")), "balancerStop": admin(cmdBalancerMode("off")),
 		"balancerStatus": admin(cmdBalancerStatus),
+
+		"saslStart": cmdSaslStart, "saslContinue": cmdSaslContinue, "logout": cmdLogout,
+		"connectionStatus": cmdConnectionStatus,
+	}
+	for _, name := range userCommands {
+		handlers[name] = toConfigServers
 	}
 }
 
@@ -74,15 +81,52 @@ func okReply(kv ...any) bsoncore.Document {
 
 func okCmd(context.Context, *Router, *request) (bsoncore.Document, error) { return okReply(), nil }
 
-func cmdHello(_ context.Context, _ *Router, req *request) (bsoncore.Document, error) {
+func cmdHello(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
 	first := "isWritablePrimary"
 	if req.name != "hello" {
 		first = "ismaster"
 	}
-	return okReply(first, true, "msg", "isdbgrid", "maxBsonObjectSize", int32(16<<20), "maxMessageSizeBytes", int32(48000000),
+	kv := []any{first, true, "msg", "isdbgrid", "maxBsonObjectSize", int32(16 << 20), "maxMessageSizeBytes", int32(48000000),
 		"maxWriteBatchSize", int32(100000), "localTime", time.Now(), "maxWireVersion", int32(commands.MaxWireVersion),
 		"minWireVersion", int32(commands.MinWireVersion), "connectionId", int32(req.conn), "readOnly", false,
-		"logicalSessionTimeoutMinutes", int32(sessionTimeout/time.Minute)), nil
+		"logicalSessionTimeoutMinutes", int32(sessionTimeout / time.Minute)}
+	if mechs := r.saslSupportedMechs(ctx, req); mechs != nil {
+		kv = append(kv, "saslSupportedMechs", mechs)
+	}
+	if spec := r.speculativeAuth(ctx, req); spec != nil {
+		kv = append(kv, "speculativeAuthenticate", bson.Raw(spec))
+	}
+	return okReply(kv...), nil
+}
+
+// saslSupportedMechs answers hello's saslSupportedMechs "<db>.<user>": the
+// user's SCRAM mechanisms (nil without access control or the field; an
+// empty list for an unknown user, as mongod).
+func (r *Router) saslSupportedMechs(ctx context.Context, req *request) bson.A {
+	name, ok := req.body.Lookup("saslSupportedMechs").StringValueOK()
+	if !ok || !r.access.on {
+		return nil
+	}
+	out := bson.A{}
+	db, user, ok := strings.Cut(name, ".")
+	if !ok {
+		return out
+	}
+	users, err := r.userStore(ctx, false)
+	if err != nil {
+		return out
+	}
+	u, ok := users.Lookup(db, user)
+	if !ok { // made since the last read, perhaps through another router
+		users, _ = r.userStore(ctx, true)
+		u, ok = users.Lookup(db, user)
+	}
+	if ok {
+		for _, m := range u.Mechanisms() {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func serverInfo() bsoncore.Document {

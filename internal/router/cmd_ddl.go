@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -81,7 +82,7 @@ func (r *Router) allShardsReply(ctx context.Context, rt *routing, body bsoncore.
 	var first bsoncore.Document
 	for _, s := range shards {
 		reply, err := r.toShard(ctx, s, rt, body)
-		if err != nil && !(s != rt.db.primary && codeOf(err) == int32(mongoerr.NamespaceNotFound)) {
+		if err != nil && !(s != rt.db.primary && mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound) {
 			return nil, err
 		}
 		if s == rt.db.primary {
@@ -130,7 +131,7 @@ func cmdDrop(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 			out = marshal(bson.D{{Key: "ok", Value: 1.0}})
 			return nil
 		}
-		if out, err = r.allShardsReply(ctx, rt, rewrite(req.body, nil, nil)); err != nil && codeOf(err) != int32(mongoerr.NamespaceNotFound) {
+		if out, err = r.allShardsReply(ctx, rt, rewrite(req.body, nil, nil)); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
 			return err
 		}
 		if out == nil {
@@ -194,7 +195,7 @@ func cmdDropDatabase(ctx context.Context, r *Router, req *request) (bsoncore.Doc
 	}
 	for _, s := range shards {
 		cmd := bsoncore.NewDocumentBuilder().AppendInt32("dropDatabase", 1).AppendString("$db", req.db).Build()
-		if _, err := checkReply(s.set.Run(ctx, cmd)); err != nil {
+		if _, err := memberclient.Check(s.set.Run(ctx, cmd)); err != nil {
 			return nil, err
 		}
 	}
@@ -213,7 +214,7 @@ func cmdListDatabases(ctx context.Context, r *Router, req *request) (bsoncore.Do
 	sizes := map[string]int64{}
 	for _, s := range shards {
 		cmd := rewrite(req.body, nil, func(b *bsoncore.DocumentBuilder) { b.AppendString("$db", "admin") })
-		reply, err := checkReply(s.set.Run(ctx, cmd))
+		reply, err := memberclient.Check(s.set.Run(ctx, cmd))
 		if err != nil {
 			return nil, err
 		}

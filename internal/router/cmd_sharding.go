@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/shard"
 )
@@ -22,17 +23,17 @@ import (
 
 func cmdAddShard(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
 	conn := req.str("addShard")
-	setName, hosts, err := ParseConnString(conn)
+	setName, hosts, err := memberclient.ParseConnString(conn)
 	if err != nil {
 		return nil, err
 	}
-	set := NewSet(setName, hosts)
+	set := r.members.Set(setName, hosts)
 	defer set.Close()
-	primary, err := set.findPrimary(ctx, 5*time.Second)
+	primary, err := set.FindPrimary(ctx, 5*time.Second)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.OperationFailed, "failed to connect to the shard %s: %v", conn, err)
 	}
-	hello, err := primary.run(ctx, helloCmd)
+	hello, err := primary.Run(ctx, marshal(bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}}))
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.OperationFailed, "failed to run hello on the shard %s: %v", conn, err)
 	}
@@ -44,7 +45,7 @@ func cmdAddShard(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 	}
 	actualSet, _ := hello.Lookup("setName").StringValueOK()
 	if setName != "" && actualSet != setName {
-		return nil, mongoerr.New(mongoerr.OperationFailed, "the host %s belongs to replica set %q, not %q", primary.addr, actualSet, setName)
+		return nil, mongoerr.New(mongoerr.OperationFailed, "the host %s belongs to replica set %q, not %q", primary.Addr(), actualSet, setName)
 	}
 	if setName == "" && actualSet != "" {
 		return nil, mongoerr.New(mongoerr.OperationFailed, "host is part of set %s; use replica set url format <setname>/<server1>,<server2>, ...", actualSet)
@@ -79,9 +80,9 @@ func cmdAddShard(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 		return nil, err
 	}
 	identity := bson.D{{Key: "shardName", Value: id}, {Key: "clusterId", Value: clusterID}, {Key: "configsvrConnectionString", Value: r.config.ConnString()}}
-	reply, err := primary.run(ctx, marshal(bson.D{{Key: "_addShard", Value: 1}, {Key: "shardIdentity", Value: identity}, {Key: "$db", Value: "admin"}}))
+	reply, err := primary.Run(ctx, marshal(bson.D{{Key: "_addShard", Value: 1}, {Key: "shardIdentity", Value: identity}, {Key: "$db", Value: "admin"}}))
 	if err == nil {
-		_, err = checkReply(reply, nil)
+		_, err = memberclient.Check(reply, nil)
 	}
 	if err != nil { // a server not started with --shardsvr refuses it: so is the shard
 		return nil, mongoerr.New(mongoerr.OperationFailed, "the shard %s refused its shard identity: %v", conn, err)
@@ -105,14 +106,14 @@ func cmdAddShard(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 // has when no other shard holds it (its existing ids keep their prefix),
 // else the smallest free one from 1; it is set on the shard and recorded
 // in its config.shards entry.
-func (r *Router) assignIDPrefix(ctx context.Context, primary *host, shards []bsoncore.Document) (int64, error) {
+func (r *Router) assignIDPrefix(ctx context.Context, primary *memberclient.Host, shards []bsoncore.Document) (int64, error) {
 	taken := map[int64]bool{}
 	for _, d := range shards {
 		if p, ok := d.Lookup("documentIdUniquePrefix").AsInt64OK(); ok {
 			taken[p] = true
 		}
 	}
-	reply, err := checkReply(primary.run(ctx, marshal(bson.D{{Key: "getParameter", Value: 1}, {Key: "documentIdUniquePrefix", Value: 1}, {Key: "$db", Value: "admin"}})))
+	reply, err := memberclient.Check(primary.Run(ctx, marshal(bson.D{{Key: "getParameter", Value: 1}, {Key: "documentIdUniquePrefix", Value: 1}, {Key: "$db", Value: "admin"}})))
 	if err != nil {
 		return 0, mongoerr.New(mongoerr.OperationFailed, "reading the shard's documentIdUniquePrefix: %v", err)
 	}
@@ -123,7 +124,7 @@ func (r *Router) assignIDPrefix(ctx context.Context, primary *host, shards []bso
 		if prefix > 65535 {
 			return 0, mongoerr.New(mongoerr.OperationFailed, "every documentIdUniquePrefix is taken")
 		}
-		if _, err := checkReply(primary.run(ctx, marshal(bson.D{{Key: "setParameter", Value: 1}, {Key: "documentIdUniquePrefix", Value: prefix}, {Key: "$db", Value: "admin"}}))); err != nil {
+		if _, err := memberclient.Check(primary.Run(ctx, marshal(bson.D{{Key: "setParameter", Value: 1}, {Key: "documentIdUniquePrefix", Value: prefix}, {Key: "$db", Value: "admin"}}))); err != nil {
 			return 0, mongoerr.New(mongoerr.OperationFailed, "setting the shard's documentIdUniquePrefix: %v", err)
 		}
 	}
@@ -220,7 +221,7 @@ func indexSupports(key bsoncore.Document, p *shard.Pattern) bool {
 func (r *Router) shardIndexes(ctx context.Context, rt *routing, id, coll string) (specs []bsoncore.Document, nonEmpty bool, err error) {
 	reply, err := r.toShard(ctx, id, rt, bsoncore.NewDocumentBuilder().AppendString("listIndexes", coll).Build())
 	if err != nil {
-		if codeOf(err) == int32(mongoerr.NamespaceNotFound) {
+		if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
 			return nil, false, nil
 		}
 		return nil, false, err
@@ -257,7 +258,7 @@ func (r *Router) createCommand(ctx context.Context, rt *routing, coll string) (b
 	}
 	if opts == nil {
 		body := bsoncore.NewDocumentBuilder().AppendString("create", coll).Build()
-		if _, err := r.toShard(ctx, rt.db.primary, rt, body); err != nil && codeOf(err) != int32(mongoerr.NamespaceExists) {
+		if _, err := r.toShard(ctx, rt.db.primary, rt, body); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
 			return nil, err
 		}
 		if opts, err = list(); err != nil {
@@ -406,7 +407,7 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 			if o != rt.db.primary {
 				// Every shard holding chunks has the collection with the
 				// primary's options (idGenerator, validator, collation).
-				if _, err := r.toShard(ctx, o, rt, createCmd); err != nil && codeOf(err) != int32(mongoerr.NamespaceExists) {
+				if _, err := r.toShard(ctx, o, rt, createCmd); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
 					return err
 				}
 			} else if supported {

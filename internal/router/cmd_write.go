@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/shard"
 )
@@ -48,9 +49,9 @@ func (w *writeResult) add(reply bsoncore.Document, index []int) {
 func (w *writeResult) fail(i int, err error) {
 	var code int32
 	var msg string
-	if re, ok := err.(*replyError); ok {
-		code = re.code()
-		msg, _ = re.reply.Lookup("errmsg").StringValueOK()
+	if re, ok := err.(*memberclient.ReplyError); ok {
+		code = int32(re.Code())
+		msg, _ = re.Reply.Lookup("errmsg").StringValueOK()
 	} else {
 		code, msg = int32(mongoerr.CodeOf(err)), err.Error()
 		if e, ok := mongoerr.As(err); ok {
@@ -136,7 +137,7 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 	}
 	if ordered {
 		for _, b := range batches {
-			reply, err := r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &sequence{id: field, docs: b.docs})
+			reply, err := r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &memberclient.Sequence{ID: field, Docs: b.docs})
 			if err != nil {
 				return err
 			}
@@ -155,7 +156,7 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i], errs[i] = r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &sequence{id: field, docs: b.docs})
+			replies[i], errs[i] = r.toShardSeq(ctx, b.shard, rt, bodyOf(b), &memberclient.Sequence{ID: field, Docs: b.docs})
 		}()
 	}
 	wg.Wait()

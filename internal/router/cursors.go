@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -81,7 +82,7 @@ func (s *shardStream) Next() (bsoncore.Document, error) {
 			}
 		}
 		cmd, _ = bsoncore.AppendDocumentEnd(bsoncore.AppendStringElement(cmd, "$db", s.rt.db.name), idx)
-		reply, err := checkReply(sh.set.Run(*s.ctx, cmd))
+		reply, err := memberclient.Check(sh.set.Run(*s.ctx, cmd))
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +128,7 @@ type routerCursor struct {
 	sess  *sessionKey // the session the cursor was opened in, nil for none
 	mu    sync.Mutex
 	used  time.Time // when a getMore last read it (under cursors.mu)
+	owner string    // the user who opened it ("db.name"; "" without access control)
 }
 
 // cursorTimeout is how long a router cursor may sit unread before the
@@ -269,7 +271,7 @@ func cursorReply(id int64, ns, field string, docs []bsoncore.Document) bsoncore.
 // openCursor answers the first batch of src and keeps the rest as a
 // router cursor.
 func (r *Router) openCursor(ctxp *context.Context, req *request, ns string, src agg.Source, skip, limit, batchSize int64, single bool) (bsoncore.Document, error) {
-	rc := &routerCursor{ns: ns, conn: req.conn, src: src, skip: skip, limit: limit, ctxp: ctxp}
+	rc := &routerCursor{ns: ns, conn: req.conn, src: src, skip: skip, limit: limit, ctxp: ctxp, owner: req.auth.userKey()}
 	if op := sessionOf(*ctxp); op != nil {
 		rc.sess = &op.key
 	}
@@ -295,6 +297,9 @@ func cmdGetMore(ctx context.Context, r *Router, req *request) (bsoncore.Document
 	rc := r.cursors.get(id)
 	if rc == nil || rc.ns != req.db+"."+coll {
 		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if rc.owner != req.auth.userKey() { // MongoDB's rule: only its user continues it
+		return nil, mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
 	}
 	if err := checkCursorSession(sessionOf(ctx), rc); err != nil {
 		return nil, err
@@ -325,6 +330,9 @@ func cmdKillCursors(ctx context.Context, r *Router, req *request) (bsoncore.Docu
 	killed, notFound := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		id, _ := v.AsInt64OK()
+		if rc := r.cursors.get(id); rc != nil && rc.owner != req.auth.userKey() {
+			return nil, mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
+		}
 		if rc := r.cursors.take(id); rc != nil {
 			rc.mu.Lock()
 			_ = rc.src.Close()

@@ -38,7 +38,7 @@ func (r *Router) lockNS(ctx context.Context, ns string) (func(), error) {
 				_ = r.configDelete(context.Background(), "locks", bson.D{{Key: "_id", Value: ns}, {Key: "ts", Value: owner}})
 			}, nil
 		}
-		if codeOf(err) != int32(mongoerr.DuplicateKey) {
+		if mongoerr.CodeOf(err) != mongoerr.DuplicateKey {
 			return nil, err
 		}
 		// Held: take over a lock its holder abandoned, else wait.

@@ -88,6 +88,23 @@
 // with majority write concern. moveChunk and moveRange are checked here
 // and handed to the donor shard's _shardsvrMoveRange.
 //
+// # Access control
+//
+// With a keyFile (Options.Key, `cairn router --keyFile`) the router, as
+// mongos, reaches every member as __system (package memberclient: SCRAM-
+// SHA-256 with the key as the password) and requires its own clients to
+// authenticate: SCRAM (saslStart/saslContinue, hello's
+// speculativeAuthenticate and saslSupportedMechs) against the cluster's
+// users, which live on the config servers (their admin.system.users and
+// admin.system.roles) and which user and role commands through the router
+// change there (auth.go). Every command is checked before it runs with the
+// servers' own rules (commands.Authorize over privileges.go; the router's
+// own commands have theirs in routerRules), the localhost exception
+// included; a cursor continues only for the user who opened it. Users
+// changed elsewhere (another router, the config servers directly) are read
+// again at each authentication and every 30 s, as mongos's user cache.
+// Shard-local users (made on a shard directly) stay the shard's.
+//
 // # Invariants
 //
 // "Routing comes from the config servers": the router's cache holds only

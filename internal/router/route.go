@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/shard"
 )
 
@@ -136,14 +137,14 @@ func (e *errStale) Unwrap() error { return e.err }
 func staleCode(code int32) bool { return code == 13388 || code == 249 || code == 63 }
 
 // toShard sends body (without $db) to shard id with the routing's versions
-// and returns its reply; an ok: 0 reply is a *replyError, a stale one an
+// and returns its reply; an ok: 0 reply is a *memberclient.ReplyError, a stale one an
 // *errStale.
 func (r *Router) toShard(ctx context.Context, id string, rt *routing, body bsoncore.Document) (bsoncore.Document, error) {
 	return r.toShardSeq(ctx, id, rt, body, nil)
 }
 
 // toShardSeq is toShard with a document sequence.
-func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bsoncore.Document, seq *sequence) (bsoncore.Document, error) {
+func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bsoncore.Document, seq *memberclient.Sequence) (bsoncore.Document, error) {
 	sh, err := r.cache.shard(ctx, id)
 	if err != nil {
 		return nil, err
@@ -179,9 +180,9 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	}
 	cmd = bsoncore.AppendStringElement(cmd, "$db", db)
 	cmd, _ = bsoncore.AppendDocumentEnd(cmd, idx)
-	reply, err := checkReply(sh.set.RunSeq(ctx, cmd, seq))
-	var re *replyError
-	if errors.As(err, &re) && staleCode(re.code()) {
+	reply, err := memberclient.Check(sh.set.RunSeq(ctx, cmd, seq))
+	var re *memberclient.ReplyError
+	if errors.As(err, &re) && staleCode(int32(re.Code())) {
 		return nil, &errStale{err}
 	}
 	return reply, err

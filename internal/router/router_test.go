@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/shard"
 )
@@ -21,29 +22,6 @@ func doc(t *testing.T, ext string) bsoncore.Document {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestParseConnString(t *testing.T) {
-	for _, c := range []struct {
-		in, name string
-		hosts    []string
-		code     mongoerr.Code
-	}{
-		{"cfg/a:1,b:2", "cfg", []string{"a:1", "b:2"}, 0},
-		{"mongodb://a:1/?replicaSet=x", "", []string{"a:1"}, 0},
-		{"rs/h", "rs", []string{"h:27017"}, 0},
-		{"rs/", "", nil, mongoerr.FailedToParse},
-	} {
-		name, hosts, err := ParseConnString(c.in)
-		if mongoerr.CodeOf(err) != c.code || name != c.name || len(hosts) != len(c.hosts) {
-			t.Fatalf("%q: %q %v %v", c.in, name, hosts, err)
-		}
-		for i := range hosts {
-			if hosts[i] != c.hosts[i] {
-				t.Fatalf("%q: hosts %v, want %v", c.in, hosts, c.hosts)
-			}
-		}
-	}
 }
 
 // TestTargetStatement checks 7.0's rules for single and multi writes on a
@@ -120,5 +98,16 @@ func TestCursorReap(t *testing.T) {
 	cs.reap(b.used)
 	if idle.closed != 1 || busy.closed != 0 || cs.get(a.id) != nil || cs.get(b.id) == nil {
 		t.Fatalf("after reaping: idle closed %d, busy closed %d, idle kept %v", idle.closed, busy.closed, cs.get(a.id) != nil)
+	}
+}
+
+// TestEveryHandlerHasPrivilegeRule: with a keyFile the router checks every
+// command against commands.Authorize's rules, which refuse a command they
+// do not know; so each of the router's commands needs one.
+func TestEveryHandlerHasPrivilegeRule(t *testing.T) {
+	for name := range handlers {
+		if !commands.HasPrivilegeRule(name) {
+			t.Errorf("the router's command %s has no privilege rule (internal/commands/privileges.go)", name)
+		}
 	}
 }

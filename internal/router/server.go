@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/wire"
 )
@@ -26,16 +27,21 @@ import (
 type Options struct {
 	// ConfigDB is the config server replica set, "<set>/<host:port>,…".
 	ConfigDB string
-	Logger   *slog.Logger
+	// Key is the cluster's keyFile key: with it every connection to a
+	// member authenticates as __system (memberclient).
+	Key    []byte
+	Logger *slog.Logger
 }
 
 // Router is a mongos: it accepts client connections and routes their
 // commands to the shards by the routing table it caches from the config
 // servers. It keeps no durable state.
 type Router struct {
-	log    *slog.Logger
-	config *Set
-	cache  *cache
+	log     *slog.Logger
+	members *memberclient.Client
+	config  *memberclient.Set
+	access  access
+	cache   *cache
 
 	lns     []net.Listener
 	closing atomic.Bool
@@ -53,14 +59,16 @@ type Router struct {
 // New returns a router of the cluster whose config servers opts.ConfigDB
 // names. It contacts nobody until a command needs to.
 func New(opts Options) (*Router, error) {
-	name, hosts, err := ParseConnString(opts.ConfigDB)
+	name, hosts, err := memberclient.ParseConnString(opts.ConfigDB)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &Router{log: opts.Logger, config: NewSet(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	members := memberclient.New(memberclient.Options{Key: opts.Key})
+	r := &Router{log: opts.Logger, members: members, config: members.Set(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	r.access.on, r.access.key = opts.Key != nil, opts.Key
 	r.cache = newCache(r)
 	r.cursors.m = map[int64]*routerCursor{}
 	return r, nil
@@ -157,6 +165,7 @@ func (r *Router) pingLoop() {
 		}
 		r.cursors.reap(time.Now())
 		r.reapSessions(time.Now())
+		r.reloadUsers(context.Background()) // userCacheInterval
 	}
 }
 
@@ -167,6 +176,7 @@ type request struct {
 	body bsoncore.Document
 	seqs map[string][]bsoncore.Document
 	conn int64
+	auth *connAuth
 }
 
 func (q *request) arg(name string) (bsoncore.Value, bool) {
@@ -219,6 +229,7 @@ func (q *request) docs(field string) ([]bsoncore.Document, error) {
 func (r *Router) serveConn(nc net.Conn) {
 	defer nc.Close()
 	id := r.connIDs.Add(1)
+	ca := &connAuth{remote: nc.RemoteAddr().String()}
 	rd := wire.NewReader(nc, 0)
 	w := bufio.NewWriter(nc)
 	var frame []byte
@@ -254,7 +265,7 @@ func (r *Router) serveConn(nc net.Conn) {
 		default:
 			return
 		}
-		req := &request{body: body, seqs: seqs, conn: id}
+		req := &request{body: body, seqs: seqs, conn: id, auth: ca}
 		if el, err := body.IndexErr(0); err == nil {
 			req.name = el.Key()
 		}
@@ -290,6 +301,11 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 	if req.db == "" {
 		return errorReply(mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument"))
 	}
+	if r.access.on {
+		if err := r.authorize(ctx, req); err != nil {
+			return errorReply(err)
+		}
+	}
 	op, err := r.beginSession(req) // sessions.go
 	if err != nil {
 		if mongoerr.CodeOf(err) == mongoerr.NoSuchTransaction {
@@ -320,9 +336,9 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 // errorReply is a command's error: a member's reply passed on as it came,
 // or the router's own.
 func errorReply(err error) bsoncore.Document {
-	var re *replyError
+	var re *memberclient.ReplyError
 	if errors.As(err, &re) {
-		return re.reply
+		return re.Reply
 	}
 	return commands.ErrorReply(nil, err)
 }

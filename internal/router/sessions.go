@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -392,7 +393,7 @@ func retriableCode(c int32) bool {
 // shard (not a shard's answer): a network error or a retriable code of
 // the router's own.
 func unreachable(err error) bool {
-	var re *replyError
+	var re *memberclient.ReplyError
 	if errors.As(err, &re) {
 		return false
 	}
@@ -401,3 +402,7 @@ func unreachable(err error) bool {
 	}
 	return retriableCode(codeOf(err))
 }
+
+// codeOf is the MongoDB code of err, a member's (memberclient.ReplyError
+// unwraps to it) or the router's own.
+func codeOf(err error) int32 { return int32(mongoerr.CodeOf(err)) }

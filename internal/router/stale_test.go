@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/hlc"
@@ -124,12 +125,26 @@ func (f *fakeShard) received() []shard.ShardVersion {
 // for the config servers.
 func startConfigServer(t *testing.T) string {
 	t.Helper()
+	return startKeyedConfigServer(t, nil)
+}
+
+// startKeyedConfigServer is startConfigServer with access control and the
+// internal user of key, as --keyFile gives (nil: neither).
+func startKeyedConfigServer(t testing.TB, key []byte) string {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, log)
+	env := commands.NewEnv(eng, commands.Config{CairnVer: "test", Auth: key != nil}, log)
+	if key != nil {
+		sys, err := auth.NewSystemUser(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Access.Users.SetSystemUser(sys)
+	}
 	srv := server.New(env, server.Options{Logger: log})
 	if err := srv.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)

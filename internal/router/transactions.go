@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -264,7 +265,7 @@ func recoveryShards(tok bsoncore.Document) []string {
 func (r *Router) recoverCommit(ctx context.Context, op *opSession, wc bsoncore.Document) (bsoncore.Document, error) {
 	t := op.txn
 	if t.getState() == txnAborted {
-		return nil, &replyError{withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has been aborted.", t.number)), labelTransient)}
+		return nil, memberclient.Err(withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has been aborted.", t.number)), labelTransient))
 	}
 	recovery, _ := t.recovery.Lookup("recoveryShardId").StringValueOK()
 	if recovery == "" {
@@ -276,11 +277,11 @@ func (r *Router) recoverCommit(ctx context.Context, op *opSession, wc bsoncore.D
 	if len(writers) > 1 {
 		r.endOn(ctx, "abortTransaction", op, nil, writers)
 		t.setState(txnAborted)
-		return nil, &replyError{withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "transaction %d wrote on %d shards and was not committed (no two-phase commit yet): aborted", t.number, len(writers))), labelTransient)}
+		return nil, memberclient.Err(withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "transaction %d wrote on %d shards and was not committed (no two-phase commit yet): aborted", t.number, len(writers))), labelTransient))
 	}
 	if err := r.endOn(ctx, "commitTransaction", op, wc, []string{recovery})[0]; err != nil {
 		if unreachable(err) {
-			return nil, &replyError{withLabel(errorReply(err), labelUnknownCommit)}
+			return nil, memberclient.Err(withLabel(errorReply(err), labelUnknownCommit))
 		}
 		return nil, err
 	}
@@ -315,7 +316,7 @@ func (r *Router) runOn(ctx context.Context, shards []string, cmd bsoncore.Docume
 			defer wg.Done()
 			sh, err := r.cache.shard(ctx, s)
 			if err == nil {
-				_, err = checkReply(sh.set.Run(ctx, cmd))
+				_, err = memberclient.Check(sh.set.Run(ctx, cmd))
 			}
 			errs[i] = err
 		}()
@@ -358,7 +359,7 @@ func (r *Router) txnStatementOutcome(ctx context.Context, op *opSession, reply b
 	if unreachable(err) || staleCode(code) || code == int32(mongoerr.NoSuchTransaction) || code == int32(mongoerr.WriteConflict) {
 		out = withLabel(out, labelTransient)
 	}
-	return nil, &replyError{out}
+	return nil, memberclient.Err(out)
 }
 
 func cmdCommitTransaction(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
@@ -373,7 +374,7 @@ func cmdCommitTransaction(ctx context.Context, r *Router, req *request) (bsoncor
 	}
 	switch t.getState() {
 	case txnAborted:
-		return nil, &replyError{withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has been aborted.", t.number)), labelTransient)}
+		return nil, memberclient.Err(withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has been aborted.", t.number)), labelTransient))
 	}
 	parts := t.snapshotParticipants()
 	var readOnly, wrote []string
@@ -400,7 +401,7 @@ func cmdCommitTransaction(ctx context.Context, r *Router, req *request) (bsoncor
 				r.abortParticipants(ctx, t) // nothing committed yet
 			}
 			if unreachable(err) {
-				return nil, &replyError{withLabel(errorReply(err), labelUnknownCommit)}
+				return nil, memberclient.Err(withLabel(errorReply(err), labelUnknownCommit))
 			}
 			return nil, err
 		}

@@ -112,7 +112,7 @@ func (n *Node) BalanceRound(ctx context.Context) (int, error) {
 			c := m.Chunks[mv.Chunk]
 			cmd := bson.D{{Key: "_shardsvrMoveRange", Value: coll.NS}, {Key: "toShard", Value: mv.To}, {Key: "min", Value: rawDoc(c.Min)},
 				{Key: "max", Value: rawDoc(c.Max)}, {Key: "fromShard", Value: mv.From}, {Key: "writeConcern", Value: majority}}
-			if _, err := n.peers.runPrimary(ctx, hostOf[mv.From], command("admin", cmd)); err != nil {
+			if _, err := n.peers.RunPrimary(ctx, hostOf[mv.From], command("admin", cmd)); err != nil {
 				n.opts.Log.Warn("balancer: a migration failed", "ns", coll.NS, "from", mv.From, "to", mv.To, "err", err)
 				continue
 			}
@@ -136,7 +136,7 @@ func (n *Node) chunkSizes(ctx context.Context, host string, m *shard.Map, shardN
 	if len(idx) == 0 {
 		return nil
 	}
-	reply, err := n.peers.runPrimary(ctx, host, command("admin", bson.D{{Key: "_shardsvrChunkSizes", Value: m.NS},
+	reply, err := n.peers.RunPrimary(ctx, host, command("admin", bson.D{{Key: "_shardsvrChunkSizes", Value: m.NS},
 		{Key: "shardKeyPattern", Value: rawDoc(m.Pattern.Doc)}, {Key: "chunks", Value: bounds}}))
 	if err != nil {
 		return err

@@ -10,8 +10,11 @@
 //
 // A Node reaches its own server through Options.Local (the same command
 // path as a client's: writes replicate and are logged) and other members
-// through a small wire-protocol client (client.go): server packages do not
-// import the driver.
+// through package memberclient (server packages do not import the
+// driver). With a keyFile (Options.Key) every connection to another member
+// authenticates as __system, and the server's Local runs as __system too
+// (commands.InternalSession), so access control lets a migration, a
+// refresh or a commit do what it must, as MongoDB's internal client.
 //
 // # Shard versions
 //
@@ -95,8 +98,6 @@
 //   - The config server part runs on every replica set member (the router's
 //     --configsvr should gate it); the balancer runs on a primary that is
 //     not a shard and holds at least two config.shards entries.
-//   - Sharding with --auth is refused: members would need the internal
-//     identity (keyFile) to run each other's commands.
 //   - A pending recipient range whose donor is unreachable stays (as
 //     orphans) until the donor answers again.
 //   - A chunk of a versioned collection (issue #23) does not move

@@ -108,7 +108,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	recvStart := bson.D{{Key: "_recvChunkStart", Value: ns}, {Key: "sessionId", Value: d.id}, {Key: "from", Value: n.opts.Self},
 		{Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard}, {Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)},
 		{Key: "shardKeyPattern", Value: rawDoc(m.Pattern.Doc)}, {Key: "epoch", Value: m.Epoch}, {Key: "collectionTimestamp", Value: bson.Timestamp{T: coll.Timestamp.T(), I: coll.Timestamp.I()}}}
-	if _, err := n.peers.runPrimary(mctx, toHost, command("admin", recvStart)); err != nil {
+	if _, err := n.peers.RunPrimary(mctx, toHost, command("admin", recvStart)); err != nil {
 		return abort(fmt.Errorf("the recipient %s did not start: %w", toShard, err))
 	}
 	// Clone and catch up until the recipient is steady.
@@ -130,7 +130,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	// drains the last changes, the config servers commit.
 	exit := cm.enterCritical()
 	critStart := time.Now()
-	reply, err := n.peers.runPrimary(mctx, toHost, command("admin", bson.D{{Key: "_recvChunkCommit", Value: ns}, {Key: "sessionId", Value: d.id}}))
+	reply, err := n.peers.RunPrimary(mctx, toHost, command("admin", bson.D{{Key: "_recvChunkCommit", Value: ns}, {Key: "sessionId", Value: d.id}}))
 	if st, _ := reply.Lookup("state").StringValueOK(); err != nil || st != "done" {
 		exit()
 		if err == nil {
@@ -221,14 +221,14 @@ func (n *Node) forgetCoordinator(ctx context.Context, id string) {
 func (n *Node) tellRecipient(ctx context.Context, host, cmd, id string) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := n.peers.runPrimary(c, host, command("admin", bson.D{{Key: cmd, Value: 1}, {Key: "sessionId", Value: id}})); err != nil {
+	if _, err := n.peers.RunPrimary(c, host, command("admin", bson.D{{Key: cmd, Value: 1}, {Key: "sessionId", Value: id}})); err != nil {
 		n.opts.Log.Warn("telling the recipient failed", "command", cmd, "host", host, "err", err)
 	}
 }
 
 // recipientState polls _recvChunkStatus; a failed recipient is an error.
 func (n *Node) recipientState(ctx context.Context, host, id string) (string, error) {
-	reply, err := n.peers.runPrimary(ctx, host, command("admin", bson.D{{Key: "_recvChunkStatus", Value: 1}, {Key: "sessionId", Value: id}}))
+	reply, err := n.peers.RunPrimary(ctx, host, command("admin", bson.D{{Key: "_recvChunkStatus", Value: 1}, {Key: "sessionId", Value: id}}))
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -32,6 +33,9 @@ type Options struct {
 	// plain replica set runs no balancer commands. nil: never.
 	ConfigServer func() bool
 	Log          *slog.Logger
+	// Key is the cluster's keyFile key: with it every connection to
+	// another member authenticates as __system (memberclient).
+	Key []byte
 	// BalancerInterval is the balancer's round interval (10 s, MongoDB's,
 	// when zero).
 	BalancerInterval time.Duration
@@ -42,7 +46,7 @@ type Options struct {
 // and the config server's commit of migrations and its balancer.
 type Node struct {
 	opts  Options
-	peers peers
+	peers *memberclient.Client // other members: the config servers, a migration's other shard
 
 	mu       sync.Mutex
 	identity *identity            // nil until _addShard (or loaded at start)
@@ -71,7 +75,7 @@ func New(opts Options) *Node {
 	if opts.BalancerInterval == 0 {
 		opts.BalancerInterval = 10 * time.Second
 	}
-	n := &Node{opts: opts, colls: map[string]*collMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
+	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, Timeout: peerTimeout}), colls: map[string]*collMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if opts.ShardSvr {
 		n.wg.Add(1)
@@ -82,11 +86,15 @@ func New(opts Options) *Node {
 	return n
 }
 
+// peerTimeout bounds a command to another member when its context has no
+// deadline.
+const peerTimeout = 2 * time.Minute
+
 // Close stops the node's background work.
 func (n *Node) Close() {
 	n.cancel()
 	n.wg.Wait()
-	n.peers.close()
+	n.peers.Close()
 }
 
 // Command runs an internal sharding command (commands.Sharding).
@@ -128,7 +136,7 @@ func (n *Node) local(ctx context.Context, db string, cmd bson.D) (bsoncore.Docum
 		return nil, err
 	}
 	reply := n.opts.Local(ctx, db, body)
-	if err := replyError(reply); err != nil {
+	if err := memberclient.Err(reply); err != nil {
 		return reply, err
 	}
 	return reply, writeError(reply)
@@ -139,11 +147,11 @@ func (n *Node) local(ctx context.Context, db string, cmd bson.D) (bsoncore.Docum
 func writeError(reply bsoncore.Document) error {
 	if werrs, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
 		if first, ok := werrs.Index(0).DocumentOK(); ok {
-			return replyError(first)
+			return memberclient.Err(first)
 		}
 	}
 	if wce, ok := reply.Lookup("writeConcernError").DocumentOK(); ok {
-		return replyError(wce)
+		return memberclient.Err(wce)
 	}
 	return nil
 }
@@ -163,7 +171,7 @@ func (n *Node) configRun(ctx context.Context, db string, cmd bson.D) (bsoncore.D
 	if err != nil {
 		return nil, err
 	}
-	return n.peers.runPrimary(ctx, id.ConfigConn, command(db, cmd))
+	return n.peers.RunPrimary(ctx, id.ConfigConn, command(db, cmd))
 }
 
 // findAll runs a find through run and returns every document (the batches

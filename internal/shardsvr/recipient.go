@@ -137,7 +137,7 @@ func (n *Node) clearForReceipt(ctx context.Context, rc *receipt) error {
 // copyIndexes creates the donor's indexes of the collection here.
 func (n *Node) copyIndexes(ctx context.Context, rc *receipt) error {
 	db, coll := splitNS(rc.ns)
-	reply, err := n.peers.runPrimary(ctx, rc.from, command(db, bson.D{{Key: "listIndexes", Value: coll}}))
+	reply, err := n.peers.RunPrimary(ctx, rc.from, command(db, bson.D{{Key: "listIndexes", Value: coll}}))
 	if err != nil {
 		if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
 			return nil
@@ -177,7 +177,7 @@ func (n *Node) copyIndexes(ctx context.Context, rc *receipt) error {
 func (n *Node) receive(ctx context.Context, rc *receipt) error {
 	sess := bson.D{{Key: "sessionId", Value: rc.id}}
 	for {
-		reply, err := n.peers.runPrimary(ctx, rc.from, command("admin", append(bson.D{{Key: "_migrateClone", Value: 1}}, sess...)))
+		reply, err := n.peers.RunPrimary(ctx, rc.from, command("admin", append(bson.D{{Key: "_migrateClone", Value: 1}}, sess...)))
 		if err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (n *Node) receive(ctx context.Context, rc *receipt) error {
 		rc.mu.Lock()
 		final := rc.commit // asked before this drain began
 		rc.mu.Unlock()
-		reply, err := n.peers.runPrimary(ctx, rc.from, command("admin", append(bson.D{{Key: "_transferMods", Value: 1}}, sess...)))
+		reply, err := n.peers.RunPrimary(ctx, rc.from, command("admin", append(bson.D{{Key: "_transferMods", Value: 1}}, sess...)))
 		if err != nil {
 			return err
 		}

@@ -229,7 +229,7 @@ func (n *Node) donorForgot(ctx context.Context, t bsoncore.Document, id string) 
 	host, _ := t.Lookup("donorHost").StringValueOK()
 	c, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	reply, err := n.peers.runPrimary(c, host, command("config", bson.D{{Key: "find", Value: "migrationCoordinators"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}}))
+	reply, err := n.peers.RunPrimary(c, host, command("config", bson.D{{Key: "find", Value: "migrationCoordinators"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}}))
 	if err != nil {
 		return false
 	}

@@ -70,37 +70,19 @@ func TestKeyRange(t *testing.T) {
 	}
 }
 
-func TestHostsAndReplies(t *testing.T) {
-	for conn, want := range map[string]int{"cfg/a:1,b:2,c:3": 3, "a:1": 1, "rs/a:1": 1} {
-		if got := hosts(conn); len(got) != want {
-			t.Errorf("hosts(%q) = %v", conn, got)
-		}
-	}
-	ok := bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).Build()
-	if replyError(ok) != nil {
-		t.Error("ok: 1 is no error")
-	}
-	bad := bsoncore.NewDocumentBuilder().AppendDouble("ok", 0).AppendInt32("code", int32(mongoerr.StaleConfig)).AppendString("errmsg", "stale").Build()
-	if err := replyError(bad); mongoerr.CodeOf(err) != mongoerr.StaleConfig {
-		t.Errorf("ok: 0 with code 13388: %v", err)
-	}
+func TestWriteError(t *testing.T) {
 	werr := bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).AppendArray("writeErrors", bsoncore.NewArrayBuilder().AppendDocument(
 		bsoncore.NewDocumentBuilder().AppendInt32("index", 0).AppendInt32("code", int32(mongoerr.DuplicateKey)).AppendString("errmsg", "dup").Build()).Build()).Build()
 	if err := writeError(werr); mongoerr.CodeOf(err) != mongoerr.DuplicateKey {
 		t.Errorf("a write error: %v, want DuplicateKey", err)
 	}
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{mongoerr.New(mongoerr.NotWritablePrimary, "x"), true},
-		{mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "x"), true},
-		{mongoerr.New(mongoerr.StaleConfig, "x"), false},
-		{mongoerr.New(mongoerr.IllegalOperation, "no migration"), false},
-	} {
-		if got := retryable(tc.err); got != tc.want {
-			t.Errorf("retryable(%v) = %v", tc.err, got)
-		}
+	wce := bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).AppendDocument("writeConcernError",
+		bsoncore.NewDocumentBuilder().AppendInt32("code", int32(mongoerr.WriteConcernFailed)).AppendString("errmsg", "late").Build()).Build()
+	if err := writeError(wce); mongoerr.CodeOf(err) != mongoerr.WriteConcernFailed {
+		t.Errorf("a write concern error: %v, want WriteConcernFailed", err)
+	}
+	if err := writeError(bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).Build()); err != nil {
+		t.Errorf("no write error: %v", err)
 	}
 }
 

@@ -1,0 +1,203 @@
+package memberclient
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/auth"
+	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/server"
+)
+
+// startMember is an in-process Cairn server; with a key it runs with
+// --auth and the internal user __system@local, as --keyFile does.
+func startMember(t *testing.T, key []byte) string {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := commands.NewEnv(eng, commands.Config{CairnVer: "test", Auth: key != nil}, log)
+	if key != nil {
+		u, err := auth.NewSystemUser(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Access.Users.SetSystemUser(u)
+	}
+	srv := server.New(env, server.Options{Logger: log})
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		env.Close()
+		_ = eng.Close()
+	})
+	return srv.Addr().String()
+}
+
+func cmd(t *testing.T, d bson.D) bsoncore.Document {
+	t.Helper()
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestAuthenticatesBeforeUse: with the member's key a client runs data
+// commands on a member started with it; without a key it is refused (13);
+// with another key it never gets a connection (18), and nothing is pooled.
+func TestAuthenticatesBeforeUse(t *testing.T) {
+	ctx := context.Background()
+	key := []byte("c2VjcmV0IG9mIHRoZSBjbHVzdGVy")
+	addr := startMember(t, key)
+	insert := cmd(t, bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "test"}})
+	docs := &Sequence{ID: "documents", Docs: []bsoncore.Document{cmd(t, bson.D{{Key: "_id", Value: 1}}), cmd(t, bson.D{{Key: "_id", Value: 2}})}}
+
+	good := New(Options{Key: key})
+	defer good.Close()
+	reply, err := Check(good.Host(addr).RunSeq(ctx, insert, docs))
+	if err != nil {
+		t.Fatalf("insert with the key: %v", err)
+	}
+	if n, _ := reply.Lookup("n").AsInt32OK(); n != 2 {
+		t.Fatalf("insert with the key: %s", reply)
+	}
+	status, err := Check(good.Run(ctx, addr, cmd(t, bson.D{{Key: "connectionStatus", Value: 1}, {Key: "$db", Value: "admin"}})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := status.Lookup("authInfo", "authenticatedUsers", "0", "user").StringValueOK(); u != "__system" {
+		t.Fatalf("connectionStatus: %s, want __system", status)
+	}
+
+	none := New(Options{})
+	defer none.Close()
+	_, err = Check(none.Run(ctx, addr, insert))
+	if mongoerr.CodeOf(err) != mongoerr.Unauthorized {
+		t.Fatalf("insert without a key: %v, want Unauthorized", err)
+	}
+	var re *ReplyError
+	if !errors.As(err, &re) || len(re.Reply) == 0 {
+		t.Fatalf("an ok: 0 reply is not a *ReplyError keeping the reply: %#v", err)
+	}
+
+	other := New(Options{Key: []byte("YW5vdGhlciBrZXk=")})
+	defer other.Close()
+	_, err = other.Run(ctx, addr, insert)
+	if mongoerr.CodeOf(err) != mongoerr.AuthenticationFailed {
+		t.Fatalf("another key: %v, want AuthenticationFailed", err)
+	}
+	if n := len(other.Host(addr).idle); n != 0 {
+		t.Fatalf("%d connections pooled after a failed authentication", n)
+	}
+	if Retryable(err) {
+		t.Errorf("a wrong key is retryable: %v", err)
+	}
+}
+
+// TestSetFindsPrimary: a standalone is its own primary; a host that does
+// not answer is a retryable *NetError.
+func TestSetFindsPrimary(t *testing.T) {
+	ctx := context.Background()
+	addr := startMember(t, nil)
+	c := New(Options{DialTimeout: time.Second})
+	defer c.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	s := c.Set("", []string{dead, addr})
+	p, err := s.FindPrimary(ctx, 5*time.Second)
+	if err != nil || p.Addr() != addr {
+		t.Fatalf("FindPrimary: %v, %v", p, err)
+	}
+	if _, err := Check(s.Run(ctx, cmd(t, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}}))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Run(ctx, dead, cmd(t, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}}))
+	var ne *NetError
+	if !errors.As(err, &ne) || !Retryable(err) {
+		t.Fatalf("a closed port: %v, want a retryable *NetError", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := c.RunPrimary(short, dead, cmd(t, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}})); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("RunPrimary on nobody: %v, want the context's deadline", err)
+	}
+}
+
+func TestParseConnString(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		name  string
+		hosts []string
+		code  mongoerr.Code
+	}{
+		{"cfg/a:1,b:2", "cfg", []string{"a:1", "b:2"}, 0},
+		{"a:1", "", []string{"a:1"}, 0},
+		{"rs/a", "rs", []string{"a:27017"}, 0},
+		{"mongodb://a:1,b:2/?replicaSet=rs", "", []string{"a:1", "b:2"}, 0},
+		{"rs/", "", nil, mongoerr.FailedToParse},
+	} {
+		name, hosts, err := ParseConnString(c.in)
+		if mongoerr.CodeOf(err) != c.code || name != c.name || len(hosts) != len(c.hosts) {
+			t.Fatalf("%q: %q %v %v", c.in, name, hosts, err)
+		}
+		for i := range hosts {
+			if hosts[i] != c.hosts[i] {
+				t.Fatalf("%q: hosts %v, want %v", c.in, hosts, c.hosts)
+			}
+		}
+	}
+}
+
+// TestErr: an ok: 0 reply keeps its fields and its code; ok: 1 is nil.
+func TestErr(t *testing.T) {
+	if Err(cmd(t, bson.D{{Key: "ok", Value: 1.0}})) != nil {
+		t.Fatal("ok: 1 is an error")
+	}
+	bad := cmd(t, bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "stale"}, {Key: "code", Value: int32(mongoerr.StaleConfig)},
+		{Key: "errInfo", Value: bson.D{{Key: "x", Value: 1}}}})
+	err := Err(bad)
+	e, ok := mongoerr.As(err)
+	if !ok || e.Code != mongoerr.StaleConfig || len(e.Extra) != 1 || e.Extra[0].Name != "errInfo" {
+		t.Fatalf("Err: %#v", err)
+	}
+}
+
+func TestRetryable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{mongoerr.New(mongoerr.NotWritablePrimary, "x"), true},
+		{mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "x"), true},
+		{Err(cmd(t, bson.D{{Key: "ok", Value: 0.0}, {Key: "code", Value: int32(mongoerr.PrimarySteppedDown)}})), true},
+		{&NetError{Host: "h:1", Op: "connecting", Err: errors.New("refused")}, true},
+		{mongoerr.New(mongoerr.StaleConfig, "x"), false},
+		{mongoerr.New(mongoerr.IllegalOperation, "no migration"), false},
+		{errors.New("other"), false},
+	} {
+		if got := Retryable(tc.err); got != tc.want {
+			t.Errorf("Retryable(%v) = %v", tc.err, got)
+		}
+	}
+}

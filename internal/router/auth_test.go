@@ -125,7 +125,9 @@ func TestRouterAuthMatrix(t *testing.T) {
 	}
 	pre := map[string]bool{"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true,
 		"saslStart": true, "saslContinue": true, "logout": true, "connectionStatus": true}
-	anyUser := map[string]bool{"getMore": true, "killCursors": true, "endSessions": true, "whatsmyuri": true, "getLastError": true}
+	anyUser := map[string]bool{"getMore": true, "killCursors": true, "endSessions": true, "whatsmyuri": true, "getLastError": true,
+		// a user's own sessions and transactions (privileges.go, as mongod)
+		"startSession": true, "refreshSessions": true, "killSessions": true, "commitTransaction": true, "abortTransaction": true}
 	for name := range handlers {
 		if name == "logout" {
 			continue // it would log the next rows' users out

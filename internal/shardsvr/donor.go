@@ -47,6 +47,9 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	id, _ := n.shardIdentity(ctx)
 
 	cm := n.meta(ns)
+	if cm.inCritical() {
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "%s is in a migration's critical section whose commit's outcome is not known yet; move again once it is", ns)
+	}
 	m, coll, err := n.current(ctx, cm, true)
 	if err != nil {
 		return nil, err
@@ -140,22 +143,28 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	commit := bson.D{{Key: "_configsvrCommitChunkMigration", Value: ns}, {Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard},
 		{Key: "migratedChunk", Value: migrated}, {Key: "fromShardCollectionVersion", Value: rawDoc(have.Doc())},
 		{Key: "validAfter", Value: bson.Timestamp{T: uint32(time.Now().Unix())}}, {Key: "writeConcern", Value: majority}}
+	// The commit is retried while the config primary is down or changing
+	// (runPrimary), with no deadline: an attempt given up while the config
+	// server still held it could commit after this donor decided to
+	// abort, and nothing here fences such a late commit off (MongoDB's
+	// recovery bumps the chunk's version first, which Cairn does not yet).
+	// A retried commit that finds the chunk moved succeeds, so retrying is
+	// safe. An answer that refuses it is final, and the config servers'
+	// map decides.
 	_, cerr := n.configRun(context.WithoutCancel(ctx), "admin", commit)
 	committed, err := n.decided(ctx, ns, r, toShard, cerr)
 	if err != nil {
 		// Unknown outcome: the critical section stays until recovery
 		// learns it (writes to the collection wait rather than risk
 		// landing on the wrong owner).
-		go n.resolveLater(d.id, exit)
+		go n.resolveLater(d.id, cm, exit)
 		return nil, fmt.Errorf("migration of [%s, %s) to %s: the commit's outcome is not known yet (%v); writes wait until it is", min, max, toShard, err)
 	}
 	if !committed {
 		exit()
 		return abort(fmt.Errorf("the config servers refused the migration of [%s, %s) to %s: %w", min, max, toShard, cerr))
 	}
-	if err := n.refresh(context.WithoutCancel(ctx), cm); err != nil {
-		n.opts.Log.Warn("refreshing after a migration failed", "ns", ns, "err", err)
-	}
+	n.refreshAfterCommit(ctx, cm)
 	exit()
 	crit := time.Since(critStart)
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
@@ -176,20 +185,40 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		AppendInt64("millis", took.Milliseconds()).AppendInt64("criticalSectionMillis", crit.Milliseconds()).Build(), nil
 }
 
+// decideTimeout bounds the donor's reading of the outcome after a refused
+// commit, and of the map after a commit: past it the outcome is unknown,
+// the move answers, and the critical section stays until recovery learns
+// it (resolveLater).
+const decideTimeout = 15 * time.Second
+
 // decided learns whether the migration of r to toShard committed: from the
 // commit's reply, or, when that failed, from the config servers' map.
 func (n *Node) decided(ctx context.Context, ns string, r keyRange, toShard string, cerr error) (bool, error) {
 	if cerr == nil {
 		return true, nil
 	}
-	for range 20 {
-		m, _, err := n.loadMap(context.WithoutCancel(ctx), ns)
-		if err == nil {
-			return ownsAny(m, toShard, r), nil
-		}
-		time.Sleep(250 * time.Millisecond)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
+	defer cancel()
+	m, _, err := n.loadMap(dctx, ns)
+	if err != nil {
+		return false, fmt.Errorf("the config servers do not answer (%v) after the commit failed: %w", err, cerr)
 	}
-	return false, fmt.Errorf("the config servers do not answer: %w", cerr)
+	return ownsAny(m, toShard, r), nil
+}
+
+// refreshAfterCommit loads the committed map before the critical section
+// ends, so that a write carrying the version from before the migration is
+// refused (StaleConfig) rather than admitted into the range this shard
+// gave away. When the config servers do not answer, the metadata is
+// dropped instead: the next command on the collection must load it first
+// (and fails while it cannot).
+func (n *Node) refreshAfterCommit(ctx context.Context, cm *collMeta) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
+	defer cancel()
+	if err := n.refresh(rctx, cm); err != nil {
+		n.opts.Log.Warn("refreshing after a migration failed; the collection's metadata is reloaded at its next command", "ns", cm.ns, "err", err)
+		cm.invalidate()
+	}
 }
 
 // afterCommit records the donor's range for deletion, forgets the

@@ -88,6 +88,14 @@ func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
 	return nil
 }
 
+// invalidate forgets the collection's map: the next command on it loads
+// it again (current), and fails while the config servers cannot say.
+func (cm *collMeta) invalidate() {
+	cm.mu.Lock()
+	cm.m, cm.loaded = nil, false
+	cm.mu.Unlock()
+}
+
 // loadMap reads a collection's routing table from the config servers (nil
 // when it is not sharded).
 func (n *Node) loadMap(ctx context.Context, ns string) (*shard.Map, shard.Collection, error) {
@@ -233,6 +241,13 @@ func (n *Node) checkDatabaseVersion(ctx context.Context, db string, dv bsoncore.
 		return e
 	}
 	return nil
+}
+
+// inCritical reports whether a critical section of the collection is on.
+func (cm *collMeta) inCritical() bool {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	return cm.crit != nil
 }
 
 // enterCritical begins ns's critical section: it waits for the writes in

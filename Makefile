@@ -144,10 +144,12 @@ migration-soak:
 	CAIRN_MIGRATION_KILL_ROUNDS=$(MIGRATION_ROUNDS) CAIRN_MIGRATION_SEED=$(MIGRATION_SEED) CAIRN_MIGRATION_VICTIMS=$(MIGRATION_VICTIMS) $(GO) test -count=1 -run '^TestShardMigrationKill$$' -timeout 120m -v .
 
 ## bench-migration: a migration's throughput (MB/s) with and without
-## writers, MIGRATION_MB megabytes in one chunk (BENCHMARKS.md).
+## writers, MIGRATION_MB megabytes in one chunk and MIGRATION_OTHER_MB in
+## another chunk of the donor (BENCHMARKS.md).
 MIGRATION_MB ?= 64
+MIGRATION_OTHER_MB ?= 0
 bench-migration:
-	CAIRN_MIGRATION_BENCH_MB=$(MIGRATION_MB) $(GO) test -count=1 -run '^TestMigrationThroughput$$' -timeout 60m -v .
+	CAIRN_MIGRATION_BENCH_MB=$(MIGRATION_MB) CAIRN_MIGRATION_BENCH_OTHER_MB=$(MIGRATION_OTHER_MB) $(GO) test -count=1 -run '^TestMigrationThroughput$$' -timeout 60m -v .
 
 ## replset-failover: issue 18's failover measurement, 50 kill -9s of the
 ## primary (the soak above with REPLSET_ROUNDS=50); the last lines print the

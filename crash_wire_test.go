@@ -33,9 +33,13 @@ import (
 // `make soak` many more.
 
 // buildCairnBinary builds ./cmd/cairn into dir (once per test run: the
-// wire crash test is its one user).
+// wire crash test is its one user). CAIRN_TEST_BIN names a binary to use
+// instead (a benchmark comparing two builds).
 func buildCairnBinary(t *testing.T, dir string) string {
 	t.Helper()
+	if bin := os.Getenv("CAIRN_TEST_BIN"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(dir, "cairn")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/cairn: %v\n%s", err, out)

@@ -135,6 +135,16 @@ func newShardCluster(t *testing.T) *shardCluster {
 			t.Fatal(err)
 		}
 	}
+	// The shard key's index on the primary shard, as shardCollection
+	// creates it (a migration reads its range through it; the recipient
+	// copies the donor's indexes).
+	s0 := directClient(t, c.host(1))
+	err = s0.Database("app").RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "items"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}}}}}).Err()
+	s0.Disconnect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	clusterID := bson.NewObjectID()
 	for i, name := range shardNames {
 		sc := directClient(t, c.host(i+1))
@@ -621,6 +631,18 @@ func TestShardMigrationUnderLoad(t *testing.T) {
 			t.Errorf("dup with k=%d on %s: %d (%v), want 1: the refused migration must leave both", k, shardNames[i], n, err)
 		}
 	}
+
+	// A donor without the shard key's index refuses to move a chunk
+	// (IndexNotFound, as mongod's "couldn't find index over splitting
+	// key"): a migration reads its range through that index.
+	if err := r.shards[0].Database("app").RunCommand(ctx, bson.D{{Key: "dropIndexes", Value: "items"}, {Key: "index", Value: "k_1"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	min = bsoncore.NewDocumentBuilder().AppendInt32("k", 3000).Build()
+	max = bsoncore.NewDocumentBuilder().AppendMaxKey("k").Build()
+	if _, err := c.moveChunk(ctx, 0, 1, min, max); cmdCode(err) != 27 {
+		t.Errorf("moving a chunk from a shard without the shard key's index: %v, want IndexNotFound (27)", err)
+	}
 }
 
 // TestShardMigrationKill kills the donor, the recipient or the config
@@ -756,7 +778,8 @@ func (c *shardCluster) dumpLogs(ctx context.Context) {
 
 // TestMigrationThroughput measures a migration's throughput while writers
 // load the cluster: CAIRN_MIGRATION_BENCH_MB megabytes (of 1 KB
-// documents) in one chunk, moved from s0 to s1 and back, MB/s computed
+// documents) in one chunk (and CAIRN_MIGRATION_BENCH_OTHER_MB in another
+// chunk of the donor), moved from s0 to s1 and back, MB/s computed
 // from the donor's clonedBytes and the migration's wall time (its reply's
 // millis: clone, catch-up, critical section and commit, not the range
 // deletion that follows). Not part of
@@ -773,16 +796,23 @@ func TestMigrationThroughput(t *testing.T) {
 	if err := r.refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// All documents in [1000, 2000).
+	// The moved chunk's documents in [1000, 2000); CAIRN_MIGRATION_BENCH_OTHER_MB
+	// more on the donor in [2000, 3000), which a migration of the first
+	// must not read.
+	other, _ := strconv.Atoi(os.Getenv("CAIRN_MIGRATION_BENCH_OTHER_MB"))
 	filler := string(make([]byte, 1000))
-	n := mb * 1000
-	for start := 0; start < n; start += 500 {
-		var docs bson.A
-		for i := start; i < min(start+500, n); i++ {
-			docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("b%d", i)}, {Key: "k", Value: int64(1000 + i%1000)}, {Key: "n", Value: int64(0)}, {Key: "pad", Value: filler}})
-		}
-		if _, err := r.write(ctx, 1000, bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: docs}}, false); err != nil {
-			t.Fatal(err)
+	for _, part := range []struct {
+		k0, n  int
+		prefix string
+	}{{1000, mb * 1000, "b"}, {2000, other * 1000, "o"}} {
+		for start := 0; start < part.n; start += 500 {
+			var docs bson.A
+			for i := start; i < min(start+500, part.n); i++ {
+				docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("%s%d", part.prefix, i)}, {Key: "k", Value: int64(part.k0 + i%1000)}, {Key: "n", Value: int64(0)}, {Key: "pad", Value: filler}})
+			}
+			if _, err := r.write(ctx, int64(part.k0), bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: docs}}, false); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, load := range []bool{false, true} {

@@ -33,8 +33,9 @@
 // coordinator document, notes its newest oplog ts, and starts the
 // recipient (_recvChunkStart), which clears leftovers of the range,
 // records a pending range deletion, copies the donor's indexes and then
-// pulls: _migrateClone batches (the range's documents, read from the
-// collection) and _transferMods batches (the _ids the donor's oplog shows
+// pulls: _migrateClone batches (the range's documents, read through the
+// shard key's index between the range's bounds, scan.go) and _transferMods
+// batches (the _ids the donor's oplog shows
 // changed in the collection since that ts, sent as the documents are now,
 // or as deleted). The recipient applies both idempotently — a document
 // replaces its copy, a deleted _id removes the copy in the range — so a
@@ -78,6 +79,18 @@
 // critical section stays (writes wait rather than land on a shard that may
 // no longer own their range).
 //
+// # Reading a range
+//
+// A migration's clone, the range deleter and the balancer's chunk sizes
+// read a range through the shard key's index (find with hint, min and max:
+// the shard key's bounds extended by MinKey over the index's further
+// fields), so they cost the range, not the collection. The index is one
+// whose key pattern starts with the shard key (the _id index for {_id:
+// 1}), neither sparse, partial, hidden nor collated, as shardCollection
+// creates it. A donor without one refuses to move a chunk (IndexNotFound,
+// as mongod); the range deleter and the chunk sizes fall back to a
+// collection scan, so that orphans still go.
+//
 // # Deviations from MongoDB and not yet
 //
 //   - Reads with a shardVersion do not yet filter out orphans (documents
@@ -85,9 +98,6 @@
 //     a donated range before its deletion). The range deleter removes
 //     them; until it has, a scatter read through a router may see a
 //     document twice.
-//   - Ranges are found by scanning the collection (clone, range deletion,
-//     chunk sizes), not the shard key index; fine for tests, slow for a
-//     collection far larger than a chunk.
 //   - A shard version error fails the whole write command (mongod reports
 //     it per statement in writeErrors).
 //   - _shardsvrMoveRange moves whole chunks: both min and max are needed;

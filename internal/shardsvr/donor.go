@@ -19,6 +19,7 @@ type donation struct {
 	r        keyRange
 	toShard  string
 	mu       sync.Mutex // the recipient's calls
+	read     bson.D     // find options reading r through the shard key's index (scan.go)
 	cursor   int64      // the clone's local cursor; -1 once exhausted
 	lastTS   bson.Timestamp
 	cloned   int64 // bytes sent by _migrateClone
@@ -74,7 +75,16 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if err != nil {
 		return nil, err
 	}
-	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard}
+	read, indexed, err := n.rangeRead(ctx, ns, r)
+	if err != nil {
+		return nil, err
+	}
+	if !indexed {
+		if db, coll := splitNS(ns); n.collectionExists(ctx, db, coll) {
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "couldn't find index over shard key %s for collection %s: a migration reads its range through the shard key's index", m.Pattern, ns)
+		}
+	}
+	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard, read: read}
 	n.mu.Lock()
 	if n.donating != nil {
 		n.mu.Unlock()
@@ -311,8 +321,9 @@ func (n *Node) donationOf(body bsoncore.Document) (*donation, error) {
 const cloneBatchBytes = 4 << 20
 
 // migrateClone is _migrateClone: the next documents of the range, read
-// from the collection (writes meanwhile reach the recipient through
-// _transferMods, which starts from the oplog position before the clone).
+// through the shard key's index between the range's bounds (writes
+// meanwhile reach the recipient through _transferMods, which starts from
+// the oplog position before the clone).
 func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
 	d, err := n.donationOf(body)
 	if err != nil {
@@ -326,7 +337,7 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 	for d.cursor >= 0 && size < cloneBatchBytes {
 		var reply bsoncore.Document
 		if d.cursor == 0 {
-			reply, err = n.local(ctx, db, bson.D{{Key: "find", Value: coll}, {Key: "batchSize", Value: 2000}})
+			reply, err = n.local(ctx, db, append(bson.D{{Key: "find", Value: coll}, {Key: "batchSize", Value: 2000}}, d.read...))
 		} else {
 			reply, err = n.local(ctx, db, bson.D{{Key: "getMore", Value: d.cursor}, {Key: "collection", Value: coll}, {Key: "batchSize", Value: 2000}})
 		}
@@ -336,7 +347,7 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 		vals, id := batchOf(reply)
 		for _, v := range vals {
 			doc, _ := v.DocumentOK()
-			if d.r.holds(doc) {
+			if d.r.holds(doc) { // the index's bounds say so already; a scan without one needs it
 				arr.AppendDocument(doc)
 				size += len(doc)
 			}
@@ -347,6 +358,16 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 	}
 	d.cloned += int64(size)
 	return bsoncore.NewDocumentBuilder().AppendArray("objects", arr.Build()).Build(), nil
+}
+
+// collectionExists reports whether db.coll exists here.
+func (n *Node) collectionExists(ctx context.Context, db, coll string) bool {
+	reply, err := n.local(ctx, db, bson.D{{Key: "listCollections", Value: 1}, {Key: "filter", Value: bson.D{{Key: "name", Value: coll}}}, {Key: "nameOnly", Value: true}})
+	if err != nil {
+		return true // unknown: as if it did
+	}
+	vals, _ := batchOf(reply)
+	return len(vals) > 0
 }
 
 // transferMods is _transferMods: the range's documents changed since the

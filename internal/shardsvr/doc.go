@@ -27,6 +27,18 @@
 // reply's top level as mongod does and in errInfo. databaseVersion is
 // compared with config.databases' version (StaleDbVersion, 249).
 //
+// # Orphans
+//
+// A read that carries a shardVersion of a sharded collection (find and its
+// getMores, count, distinct, aggregate, explain of them) returns only the
+// documents of chunks this shard owns: Admit hands the command layer the
+// ownership test of the same routing table it judged the version by, and
+// the plan applies it as MongoDB's SHARDING_FILTER stage (explain shows it
+// with chunkSkips). Orphans — a received copy before its commit, a
+// donated range before its deletion, a document written to the shard
+// directly — are never seen through a router. A read without a
+// shardVersion (a client talking to the shard) sees them, as on mongod.
+//
 // # Migrations
 //
 // The donor (_shardsvrMoveRange, one at a time per shard) records a
@@ -93,11 +105,11 @@
 //
 // # Deviations from MongoDB and not yet
 //
-//   - Reads with a shardVersion do not yet filter out orphans (documents
-//     of ranges the shard does not own: a received copy before the commit,
-//     a donated range before its deletion). The range deleter removes
-//     them; until it has, a scatter read through a router may see a
-//     document twice.
+//   - count without a query filters orphans too (mongod's count of a
+//     whole collection reads its record count, orphans included).
+//   - Writes with a shardVersion (multi-document updates and deletes) do
+//     not filter orphans yet: they may change a copy the range deleter
+//     removes later.
 //   - A shard version error fails the whole write command (mongod reports
 //     it per statement in writeErrors).
 //   - _shardsvrMoveRange moves whole chunks: both min and max are needed;

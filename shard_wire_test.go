@@ -259,6 +259,18 @@ func (r *testRouter) write(ctx context.Context, k int64, cmd bson.D, retryNet bo
 		switch {
 		case err == nil:
 			if we, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
+				// A stale version stops the batch at its first statement,
+				// the only one each write here sends to one shard: the
+				// whole command is retried.
+				if first, ok := we.Index(0).DocumentOK(); ok && first.Lookup("code").AsInt64() == 13388 {
+					r.mu.Lock()
+					r.stale++
+					r.mu.Unlock()
+					if err := r.refresh(ctx); err != nil && !retryNet {
+						return nil, err
+					}
+					continue
+				}
 				return reply, fmt.Errorf("write errors: %v", we)
 			}
 			return reply, nil

@@ -103,3 +103,49 @@ func admitSharded(ctx context.Context, s *Session, req *Request, write bool) (fu
 		}
 	}, nil
 }
+
+// batchedWrites are the write commands whose statements each get a result:
+// a shard version error is the write error of the statements it stops.
+var batchedWrites = map[string]string{"insert": "documents", "update": "updates", "delete": "deletes"}
+
+// staleWriteReply is a batched write's answer to a shard version error
+// (StaleConfig, StaleDbVersion), as mongod gives it: ok: 1 with the error
+// as the write error of the statement it stopped — the first, since the
+// version is checked before any statement runs — and, unordered, repeated
+// for every later statement, none of which ran (mongod's serializeReply),
+// so that a router retries exactly those on the right shard. Inside a
+// transaction, and for any other command, the error stays the command's.
+func staleWriteReply(dst []byte, s *Session, req *Request, err error) (bsoncore.Document, bool) {
+	code := mongoerr.CodeOf(err)
+	field, batched := batchedWrites[req.Name]
+	if err == nil || !batched || code != mongoerr.StaleConfig && code != mongoerr.StaleDbVersion || s.sess.inTxn {
+		return nil, false
+	}
+	stmts, perr := req.Docs(field)
+	if perr != nil || len(stmts) == 0 {
+		return nil, false
+	}
+	n := 1
+	if ordered, ok := req.Arg("ordered"); ok && ordered.Type == bsoncore.TypeBoolean && !ordered.Boolean() {
+		n = len(stmts)
+	}
+	if e, ok := mongoerr.As(err); ok { // a write error carries its details in errInfo only
+		we := mongoerr.New(e.Code, "%s", e.Msg)
+		for _, f := range e.Extra {
+			if f.Name == "errInfo" {
+				we.Extra = append(we.Extra, f)
+			}
+		}
+		err = we
+	}
+	errs := make([]engine.WriteError, n)
+	for i := range errs {
+		errs[i] = engine.WriteError{Index: i, Err: err}
+	}
+	r := NewReply(dst).Int32("n", 0)
+	if req.Name == "update" {
+		r.Int32("nModified", 0)
+	}
+	appendWriteErrors(r, errs)
+	return r.Finish(), true
+}

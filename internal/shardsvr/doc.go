@@ -25,7 +25,11 @@
 // configsvrConnectionString) and judges again; still different, it answers
 // StaleConfig (13388) with ns, vReceived, vWanted and shardId, at the
 // reply's top level as mongod does and in errInfo. databaseVersion is
-// compared with config.databases' version (StaleDbVersion, 249).
+// compared with config.databases' version (StaleDbVersion, 249). A batched
+// write (insert, update, delete) answers either as mongod does: ok: 1,
+// n: 0, and the error as the write error of its first statement (ordered)
+// or of every statement (unordered), errInfo included, since the version
+// is checked before any statement runs (commands.staleWriteReply).
 //
 // # Orphans
 //
@@ -110,8 +114,6 @@
 //   - Writes with a shardVersion (multi-document updates and deletes) do
 //     not filter orphans yet: they may change a copy the range deleter
 //     removes later.
-//   - A shard version error fails the whole write command (mongod reports
-//     it per statement in writeErrors).
 //   - _shardsvrMoveRange moves whole chunks: both min and max are needed;
 //     a range given by min alone is not split by size yet.
 //   - The config server part runs on every replica set member (the router's

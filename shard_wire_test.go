@@ -59,8 +59,8 @@ func (c *shardCluster) start(i int) {
 	c.t.Helper()
 	dir := filepath.Join(c.tmp, fmt.Sprintf("p%d", i))
 	args := []string{"--port", strconv.Itoa(c.ports[i]), "--dbpath", dir, "--cacheSizeGB", "0.25", "--bind_ip", "127.0.0.1"}
-	if i == 0 {
-		args = append(args, "--replSet", "cfg")
+	if i == 0 { // test commands: configureFailPoint
+		args = append(args, "--replSet", "cfg", "--setParameter", "enableTestCommands=1")
 	} else {
 		args = append(args, "--shardsvr")
 	}
@@ -768,6 +768,75 @@ func TestShardMigrationKill(t *testing.T) {
 		if err := c.settle(ctx, r, want); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
+	}
+}
+
+// TestShardMigrationCommitInterrupted: the config server's commit stops
+// after its first write (fail point configsvrCommitChunkMigrationPartial,
+// a config primary dying mid-commit made certain). The donor learns from
+// the map that the chunk is still its own and aborts (its version has
+// risen all the same). A write carrying the version from before the
+// migration is then refused or lands on the range's owner — had the moved
+// chunk been written first, the donor would have taken the chunk for
+// moved while its version stayed, and admitted such a write into a range
+// it no longer owns. A second move then commits, and every document is on
+// its owner.
+func TestShardMigrationCommitInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	c := newShardCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := newTestRouter(t, c)
+	want := map[string]docState{}
+	populate(ctx, t, r, 400, 100, want)
+	if err := r.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := r.m
+	if err := r.cfg.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "configsvrCommitChunkMigrationPartial"},
+		{Key: "mode", Value: bson.D{{Key: "times", Value: 1}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	min, max := chunkBounds(1000, 2000)
+	if _, err := c.moveChunk(ctx, 0, 1, min, max); err == nil {
+		t.Fatal("the move succeeded though its commit stopped half-way")
+	}
+	m, err := c.configMap(ctx, r.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Chunks[1].Shard != "s0" {
+		t.Fatalf("[1000, 2000) is on %s after the interrupted commit, want s0 (the donor aborted)", m.Chunks[1].Shard)
+	}
+	if !before.ShardVersion("s0").Less(m.ShardVersion("s0")) || m.ShardVersion("s0").Major == before.ShardVersion("s0").Major {
+		t.Fatalf("s0's version %s after the interrupted commit, want a major above %s", m.ShardVersion("s0"), before.ShardVersion("s0"))
+	}
+	old := shard.ShardVersion{Epoch: before.Epoch, Timestamp: c.coll.Timestamp, V: before.ShardVersion("s0")}
+	reply, err := r.shards[0].Database("app").RunCommand(ctx, bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "_id", Value: "late"}, {Key: "k", Value: int64(1500)}, {Key: "n", Value: int64(0)}}}}, {Key: "shardVersion", Value: bson.Raw(old.Doc())}}).Raw()
+	var code int64
+	if err != nil {
+		code = int64(cmdCode(err))
+	}
+	if werrs, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
+		if v, e := werrs.IndexErr(0); e == nil {
+			code, _ = v.Document().Lookup("code").AsInt64OK()
+		}
+	}
+	switch {
+	case code == 13388: // refused: a router refreshes and finds s0 again
+	case code == 0 && err == nil:
+		want["late"] = docState{k: 1500} // admitted: it must be on its range's owner
+	default:
+		t.Fatalf("an insert with s0's version from before the interrupted commit: %s (%v)", reply, err)
+	}
+	if _, err := c.moveChunk(ctx, 0, 1, min, max); err != nil {
+		t.Fatalf("moving again once the fail point is spent: %v", err)
+	}
+	if err := c.settle(ctx, r, want); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -507,6 +507,7 @@ func startSharding(opts config.Options, env *commands.Env, member *replset.Membe
 		},
 		Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
 		ConfigServer: func() bool { return env.Engine.Catalog().Collection("config", "shards") != nil },
+		FailPoints:   env.FailPoints,
 	})
 	env.Sharding = node
 	return node, nil

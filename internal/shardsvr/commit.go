@@ -98,7 +98,12 @@ func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document)
 		}
 	}
 	order = append(order, ci) // last: it alone changes the owner
-	for _, i := range order {
+	for k, i := range order {
+		if k == 1 {
+			if _, on := n.partial.Eval(nil); on {
+				return nil, mongoerr.New(mongoerr.InternalError, "fail point %s: the commit stops after the donor's version bump, before the moved chunk", CommitPartialFailPoint)
+			}
+		}
 		if _, err := n.local(ctx, "config", bson.D{{Key: "update", Value: "chunks"}, {Key: "updates", Value: bson.A{
 			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: m.Chunks[i].ID}}}, {Key: "u", Value: bson.Raw(docs[i])}}}},
 			{Key: "writeConcern", Value: majority}}); err != nil {

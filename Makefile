@@ -140,19 +140,20 @@ conformance:
 ## migration-soak: chunk migrations between two `cairn serve --shardsvr`
 ## shards and a config server, with MIGRATION_ROUNDS kill -9s of the donor,
 ## the recipient or the config server at a random moment of a migration
-## under insert load (`make test` runs 2, donor and recipient only). Set MIGRATION_SEED to replay.
+## under insert load, the victims in turn (`make test` runs 3: each once). Set MIGRATION_SEED to replay.
 MIGRATION_ROUNDS ?= 30
-# The config server's kill is a known failure (issue 21; RELIABILITY.md).
 MIGRATION_VICTIMS ?= donor,recipient,config
 MIGRATION_SEED ?=
 migration-soak:
 	CAIRN_MIGRATION_KILL_ROUNDS=$(MIGRATION_ROUNDS) CAIRN_MIGRATION_SEED=$(MIGRATION_SEED) CAIRN_MIGRATION_VICTIMS=$(MIGRATION_VICTIMS) $(GO) test -count=1 -run '^TestShardMigrationKill$$' -timeout 120m -v .
 
 ## bench-migration: a migration's throughput (MB/s) with and without
-## writers, MIGRATION_MB megabytes in one chunk (BENCHMARKS.md).
+## writers, MIGRATION_MB megabytes in one chunk and MIGRATION_OTHER_MB in
+## another chunk of the donor (BENCHMARKS.md).
 MIGRATION_MB ?= 64
+MIGRATION_OTHER_MB ?= 0
 bench-migration:
-	CAIRN_MIGRATION_BENCH_MB=$(MIGRATION_MB) $(GO) test -count=1 -run '^TestMigrationThroughput$$' -timeout 60m -v .
+	CAIRN_MIGRATION_BENCH_MB=$(MIGRATION_MB) CAIRN_MIGRATION_BENCH_OTHER_MB=$(MIGRATION_OTHER_MB) $(GO) test -count=1 -run '^TestMigrationThroughput$$' -timeout 60m -v .
 
 ## replset-failover: issue 18's failover measurement, 50 kill -9s of the
 ## primary (the soak above with REPLSET_ROUNDS=50); the last lines print the

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -31,9 +33,13 @@ import (
 // `make soak` many more.
 
 // buildCairnBinary builds ./cmd/cairn into dir (once per test run: the
-// wire crash test is its one user).
+// wire crash test is its one user). CAIRN_TEST_BIN names a binary to use
+// instead (a benchmark comparing two builds).
 func buildCairnBinary(t *testing.T, dir string) string {
 	t.Helper()
+	if bin := os.Getenv("CAIRN_TEST_BIN"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(dir, "cairn")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/cairn: %v\n%s", err, out)
@@ -70,30 +76,60 @@ func spawnServe(t *testing.T, bin string, args ...string) *serveProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var keep io.Writer = io.Discard // CAIRN_TEST_SERVE_LOGS: a directory that keeps every child's log
+	if dir := os.Getenv("CAIRN_TEST_SERVE_LOGS"); dir != "" {
+		name := strings.ReplaceAll(t.Name(), "/", "_")
+		if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, p.cmd.Process.Pid))); err == nil {
+			keep = f
+			go func() { <-p.done; f.Close() }()
+		}
+	}
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
+		readServeLog(stdout, keep, func(line []byte) {
 			var entry struct {
 				Msg    string `json:"msg"`
 				Listen string `json:"listen"`
 				Level  string `json:"level"`
 			}
-			if json.Unmarshal(sc.Bytes(), &entry) != nil {
-				continue
+			if json.Unmarshal(line, &entry) != nil {
+				return
 			}
 			switch {
 			case entry.Msg == "cairn is ready":
 				p.ready <- entry.Listen
 			case entry.Level == "ERROR":
-				fmt.Fprintln(os.Stderr, "cairn serve:", sc.Text())
+				fmt.Fprintln(os.Stderr, "cairn serve:", string(line))
 			}
-		}
+		})
 		_ = p.cmd.Wait()
 		close(p.done)
 	}()
 	t.Cleanup(p.kill) // a failed test leaves no server behind
 	return p
+}
+
+// readServeLog reads a server's log to its end, copying it to keep and
+// handing each line of up to 1 MB to onLine. Every byte is read whatever
+// the lines' length: a server whose stdout pipe fills blocks in its next
+// log write (a slow bulk insert's log line holds its documents, many MB),
+// which once hung migrations in TestShardMigrationKill.
+func readServeLog(r io.Reader, keep io.Writer, onLine func([]byte)) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadSlice('\n')
+		keep.Write(line)
+		if err == bufio.ErrBufferFull { // too long to be a line we look for
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				keep.Write(line)
+			}
+			continue
+		}
+		if err != nil {
+			return
+		}
+		onLine(line)
+	}
 }
 
 // kill kills the server with SIGKILL and waits for it to exit; killing it
@@ -307,4 +343,26 @@ func verifyWire(t *testing.T, client *mongo.Client, st *crashState) []string {
 		errs = append(errs, "validate: "+res.String())
 	}
 	return errs
+}
+
+// TestReadServeLogLongLines: a log line of many MB between two short ones
+// is read through (the writer is never left blocked) and skipped; the
+// short lines after it still arrive.
+func TestReadServeLogLongLines(t *testing.T) {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte("{\"msg\":\"a\"}\n"))
+		pw.Write([]byte(strings.Repeat("x", 5<<20) + "\n"))
+		pw.Write([]byte("{\"msg\":\"cairn is ready\"}\n"))
+		pw.Close()
+	}()
+	var lines []string
+	var kept strings.Builder
+	readServeLog(pr, &kept, func(l []byte) { lines = append(lines, strings.TrimSpace(string(l))) })
+	if fmt.Sprint(lines) != `[{"msg":"a"} {"msg":"cairn is ready"}]` {
+		t.Errorf("lines %q", lines)
+	}
+	if kept.Len() != 12+5<<20+1+25 {
+		t.Errorf("kept %d bytes, want every byte", kept.Len())
+	}
 }

@@ -59,8 +59,8 @@ func (c *shardCluster) start(i int) {
 	c.t.Helper()
 	dir := filepath.Join(c.tmp, fmt.Sprintf("p%d", i))
 	args := []string{"--port", strconv.Itoa(c.ports[i]), "--dbpath", dir, "--cacheSizeGB", "0.25", "--bind_ip", "127.0.0.1"}
-	if i == 0 {
-		args = append(args, "--replSet", "cfg")
+	if i == 0 { // test commands: configureFailPoint
+		args = append(args, "--replSet", "cfg", "--setParameter", "enableTestCommands=1")
 	} else {
 		args = append(args, "--shardsvr")
 	}
@@ -134,6 +134,16 @@ func newShardCluster(t *testing.T) *shardCluster {
 		if _, err := cfg.Database("config").Collection("chunks").InsertOne(ctx, bson.Raw(d)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The shard key's index on the primary shard, as shardCollection
+	// creates it (a migration reads its range through it; the recipient
+	// copies the donor's indexes).
+	s0 := directClient(t, c.host(1))
+	err = s0.Database("app").RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "items"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}}}}}).Err()
+	s0.Disconnect(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	clusterID := bson.NewObjectID()
 	for i, name := range shardNames {
@@ -249,6 +259,18 @@ func (r *testRouter) write(ctx context.Context, k int64, cmd bson.D, retryNet bo
 		switch {
 		case err == nil:
 			if we, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
+				// A stale version stops the batch at its first statement,
+				// the only one each write here sends to one shard: the
+				// whole command is retried.
+				if first, ok := we.Index(0).DocumentOK(); ok && first.Lookup("code").AsInt64() == 13388 {
+					r.mu.Lock()
+					r.stale++
+					r.mu.Unlock()
+					if err := r.refresh(ctx); err != nil && !retryNet {
+						return nil, err
+					}
+					continue
+				}
 				return reply, fmt.Errorf("write errors: %v", we)
 			}
 			return reply, nil
@@ -621,6 +643,18 @@ func TestShardMigrationUnderLoad(t *testing.T) {
 			t.Errorf("dup with k=%d on %s: %d (%v), want 1: the refused migration must leave both", k, shardNames[i], n, err)
 		}
 	}
+
+	// A donor without the shard key's index refuses to move a chunk
+	// (IndexNotFound, as mongod's "couldn't find index over splitting
+	// key"): a migration reads its range through that index.
+	if err := r.shards[0].Database("app").RunCommand(ctx, bson.D{{Key: "dropIndexes", Value: "items"}, {Key: "index", Value: "k_1"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	min = bsoncore.NewDocumentBuilder().AppendInt32("k", 3000).Build()
+	max = bsoncore.NewDocumentBuilder().AppendMaxKey("k").Build()
+	if _, err := c.moveChunk(ctx, 0, 1, min, max); cmdCode(err) != 27 {
+		t.Errorf("moving a chunk from a shard without the shard key's index: %v, want IndexNotFound (27)", err)
+	}
 }
 
 // TestShardMigrationKill kills the donor, the recipient or the config
@@ -628,15 +662,10 @@ func TestShardMigrationUnderLoad(t *testing.T) {
 // restarts it, and checks that the chunk has one owner, that every
 // acknowledged insert is on it once, and that once recovery settles no
 // shard holds a document of a range it does not own. Seeded; rounds from
-// CAIRN_MIGRATION_KILL_ROUNDS (2 in make test, more in make
-// migration-soak), victims from CAIRN_MIGRATION_VICTIMS.
-//
-// Known failure (issue 21, listed in RELIABILITY.md): a kill of the config
-// server mid-migration can leave the donor's move waiting until its
-// caller's deadline (90 s here) and its coordinator or range deletion task
-// behind for over a minute, so the config victim runs in make
-// migration-soak only (its default victims are all three) and fails there
-// until that is fixed; make test kills the donor and the recipient.
+// CAIRN_MIGRATION_KILL_ROUNDS (3 in make test, more in make
+// migration-soak), victims from CAIRN_MIGRATION_VICTIMS (the donor, the
+// recipient and the config server by default), taken in turn from a
+// seeded start so that make test's three rounds kill each once.
 func TestShardMigrationKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
@@ -645,16 +674,17 @@ func TestShardMigrationKill(t *testing.T) {
 	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	rounds := 2
+	rounds := 3
 	if s := os.Getenv("CAIRN_MIGRATION_KILL_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}
-	victims := []string{"donor", "recipient"}
+	victims := []string{"donor", "recipient", "config"}
 	if s := os.Getenv("CAIRN_MIGRATION_VICTIMS"); s != "" {
 		victims = strings.Split(s, ",")
 	}
 	t.Logf("seed %d (CAIRN_MIGRATION_SEED=%d replays), %d rounds, victims %v", seed, seed, rounds, victims)
 	rnd := rand.New(rand.NewPCG(seed, 7))
+	first := rnd.IntN(len(victims))
 	c := newShardCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*3*time.Minute)
 	defer cancel()
@@ -690,7 +720,7 @@ func TestShardMigrationKill(t *testing.T) {
 			from = 1
 		}
 		to := 1 - from
-		victim := victims[rnd.IntN(len(victims))]
+		victim := victims[(first+round)%len(victims)]
 		delay := time.Duration(rnd.Int64N(int64(span) * 6 / 5))
 		ws := startWriters(ctx, r, 3, seed+uint64(round), fmt.Sprintf("r%d", round), false, true)
 		time.Sleep(200 * time.Millisecond)
@@ -741,6 +771,75 @@ func TestShardMigrationKill(t *testing.T) {
 	}
 }
 
+// TestShardMigrationCommitInterrupted: the config server's commit stops
+// after its first write (fail point configsvrCommitChunkMigrationPartial,
+// a config primary dying mid-commit made certain). The donor learns from
+// the map that the chunk is still its own and aborts (its version has
+// risen all the same). A write carrying the version from before the
+// migration is then refused or lands on the range's owner — had the moved
+// chunk been written first, the donor would have taken the chunk for
+// moved while its version stayed, and admitted such a write into a range
+// it no longer owns. A second move then commits, and every document is on
+// its owner.
+func TestShardMigrationCommitInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	c := newShardCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := newTestRouter(t, c)
+	want := map[string]docState{}
+	populate(ctx, t, r, 400, 100, want)
+	if err := r.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := r.m
+	if err := r.cfg.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "configsvrCommitChunkMigrationPartial"},
+		{Key: "mode", Value: bson.D{{Key: "times", Value: 1}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	min, max := chunkBounds(1000, 2000)
+	if _, err := c.moveChunk(ctx, 0, 1, min, max); err == nil {
+		t.Fatal("the move succeeded though its commit stopped half-way")
+	}
+	m, err := c.configMap(ctx, r.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Chunks[1].Shard != "s0" {
+		t.Fatalf("[1000, 2000) is on %s after the interrupted commit, want s0 (the donor aborted)", m.Chunks[1].Shard)
+	}
+	if !before.ShardVersion("s0").Less(m.ShardVersion("s0")) || m.ShardVersion("s0").Major == before.ShardVersion("s0").Major {
+		t.Fatalf("s0's version %s after the interrupted commit, want a major above %s", m.ShardVersion("s0"), before.ShardVersion("s0"))
+	}
+	old := shard.ShardVersion{Epoch: before.Epoch, Timestamp: c.coll.Timestamp, V: before.ShardVersion("s0")}
+	reply, err := r.shards[0].Database("app").RunCommand(ctx, bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "_id", Value: "late"}, {Key: "k", Value: int64(1500)}, {Key: "n", Value: int64(0)}}}}, {Key: "shardVersion", Value: bson.Raw(old.Doc())}}).Raw()
+	var code int64
+	if err != nil {
+		code = int64(cmdCode(err))
+	}
+	if werrs, ok := reply.Lookup("writeErrors").ArrayOK(); ok {
+		if v, e := werrs.IndexErr(0); e == nil {
+			code, _ = v.Document().Lookup("code").AsInt64OK()
+		}
+	}
+	switch {
+	case code == 13388: // refused: a router refreshes and finds s0 again
+	case code == 0 && err == nil:
+		want["late"] = docState{k: 1500} // admitted: it must be on its range's owner
+	default:
+		t.Fatalf("an insert with s0's version from before the interrupted commit: %s (%v)", reply, err)
+	}
+	if _, err := c.moveChunk(ctx, 0, 1, min, max); err != nil {
+		t.Fatalf("moving again once the fail point is spent: %v", err)
+	}
+	if err := c.settle(ctx, r, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // dumpLogs prints the three processes' recent log lines (getLog global),
 // for a round that hangs.
 func (c *shardCluster) dumpLogs(ctx context.Context) {
@@ -760,7 +859,8 @@ func (c *shardCluster) dumpLogs(ctx context.Context) {
 
 // TestMigrationThroughput measures a migration's throughput while writers
 // load the cluster: CAIRN_MIGRATION_BENCH_MB megabytes (of 1 KB
-// documents) in one chunk, moved from s0 to s1 and back, MB/s computed
+// documents) in one chunk (and CAIRN_MIGRATION_BENCH_OTHER_MB in another
+// chunk of the donor), moved from s0 to s1 and back, MB/s computed
 // from the donor's clonedBytes and the migration's wall time (its reply's
 // millis: clone, catch-up, critical section and commit, not the range
 // deletion that follows). Not part of
@@ -777,16 +877,23 @@ func TestMigrationThroughput(t *testing.T) {
 	if err := r.refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// All documents in [1000, 2000).
+	// The moved chunk's documents in [1000, 2000); CAIRN_MIGRATION_BENCH_OTHER_MB
+	// more on the donor in [2000, 3000), which a migration of the first
+	// must not read.
+	other, _ := strconv.Atoi(os.Getenv("CAIRN_MIGRATION_BENCH_OTHER_MB"))
 	filler := string(make([]byte, 1000))
-	n := mb * 1000
-	for start := 0; start < n; start += 500 {
-		var docs bson.A
-		for i := start; i < min(start+500, n); i++ {
-			docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("b%d", i)}, {Key: "k", Value: int64(1000 + i%1000)}, {Key: "n", Value: int64(0)}, {Key: "pad", Value: filler}})
-		}
-		if _, err := r.write(ctx, 1000, bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: docs}}, false); err != nil {
-			t.Fatal(err)
+	for _, part := range []struct {
+		k0, n  int
+		prefix string
+	}{{1000, mb * 1000, "b"}, {2000, other * 1000, "o"}} {
+		for start := 0; start < part.n; start += 500 {
+			var docs bson.A
+			for i := start; i < min(start+500, part.n); i++ {
+				docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("%s%d", part.prefix, i)}, {Key: "k", Value: int64(part.k0 + i%1000)}, {Key: "n", Value: int64(0)}, {Key: "pad", Value: filler}})
+			}
+			if _, err := r.write(ctx, int64(part.k0), bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: docs}}, false); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, load := range []bool{false, true} {

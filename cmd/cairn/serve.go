@@ -513,6 +513,7 @@ func startSharding(opts config.Options, env *commands.Env, member *replset.Membe
 		},
 		Key: key, Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
 		ConfigServer: func() bool { return env.Engine.Catalog().Collection("config", "shards") != nil },
+		FailPoints:   env.FailPoints,
 	})
 	env.Sharding = node
 	return node, nil

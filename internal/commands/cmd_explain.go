@@ -126,7 +126,7 @@ type wrapper struct {
 // asks, runs it; this renders queryPlanner and executionStats, with w over
 // the plan when set.
 func (x *explainer) run(sel exec.Selection, w *wrapper) (bson.D, error) {
-	ex, err := x.s.Env.Exec.ExplainRun(x.ctx, sel, x.execute(), nil)
+	ex, err := x.s.x().ExplainRun(x.ctx, sel, x.execute(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (x *explainer) count(req *Request) (bson.D, error) {
 // counted explains a plan under a wrapper stage whose counter (nCounted,
 // nWouldDelete) is the number of results, known only after the run.
 func (x *explainer) counted(sel exec.Selection, stage, counter string) (bson.D, error) {
-	ex, n, err := x.s.Env.Exec.ExplainCount(x.ctx, sel, x.execute())
+	ex, n, err := x.s.x().ExplainCount(x.ctx, sel, x.execute())
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (x *explainer) aggregateStages(ns engine.Namespace, collectionless bool, st
 	if !collectionless && exec.StartsWithVersions(stages) {
 		return x.versionsScan(a)
 	}
-	ex, rest, err := x.s.Env.Exec.ExplainAggregate(x.ctx, a, x.execute())
+	ex, rest, err := x.s.x().ExplainAggregate(x.ctx, a, x.execute())
 	if err != nil {
 		return nil, err
 	}

@@ -287,6 +287,10 @@ type Session struct {
 	usage usageCache
 	// sess is the logical session of the command in progress (sessions.go).
 	sess cmdSession
+	// owned filters the reads of the command in progress that carries a
+	// shardVersion to the documents of chunks this shard owns (nil:
+	// none; sharding.go).
+	owned *ownedReads
 }
 
 // Interrupt cancels the command in progress on the session, if any, with

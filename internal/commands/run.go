@@ -147,6 +147,9 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if s.Env.Sharding != nil { // shard versions, migrations' critical sections (sharding.go)
 		_, internal := shardingInternal[req.Name]
 		release, err := admitSharded(ctx, s, req, cmd.kind == kindWrite && !internal)
+		if reply, ok := staleWriteReply(dst, s, req, err); ok {
+			return reply
+		}
 		if err != nil {
 			return ErrorReply(dst, err)
 		}

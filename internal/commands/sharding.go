@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -21,8 +22,12 @@ type Sharding interface {
 	// StaleConfig / StaleDbVersion. A write is admitted only outside a
 	// migration's critical section of ns (it waits for its end), and
 	// release, called when the command is done, lets a critical section
-	// that waits for writes in flight begin.
-	Admit(ctx context.Context, ns string, write bool, shardVersion, dbVersion bsoncore.Value) (release func(), err error)
+	// that waits for writes in flight begin. owns, for a read whose
+	// shardVersion names a sharded collection, reports whether a document
+	// lies in a chunk this shard owns, by the same routing table the
+	// version was checked against (the read's SHARDING_FILTER); nil
+	// otherwise.
+	Admit(ctx context.Context, ns string, write bool, shardVersion, dbVersion bsoncore.Value) (release func(), owns func(bsoncore.Document) bool, err error)
 	// Command runs one of the internal sharding commands (shardCommands).
 	Command(ctx context.Context, name string, body bsoncore.Document) (bsoncore.Document, error)
 }
@@ -60,8 +65,16 @@ func cmdSharding(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 	return r.Finish(), nil
 }
 
+// ownedReads is the SHARDING_FILTER of a command's reads of ns.
+type ownedReads struct {
+	ns   engine.Namespace
+	owns func(bsoncore.Document) bool
+}
+
 // admitSharded runs Sharding.Admit for a command on a collection: its
-// first field names the collection. Commands on no collection pass.
+// first field names the collection (explain's, its inner command's).
+// Commands on no collection pass. A read that Admit gives a filter keeps
+// it on the session for the command's reads (Session.x).
 func admitSharded(ctx context.Context, s *Session, req *Request, write bool) (func(), error) {
 	sv, _ := req.Arg("shardVersion")
 	dv, _ := req.Arg("databaseVersion")
@@ -69,8 +82,70 @@ func admitSharded(ctx context.Context, s *Session, req *Request, write bool) (fu
 		return nil, nil
 	}
 	coll, err := req.Collection()
+	if inner, ok := req.First().DocumentOK(); ok && req.Name == "explain" {
+		coll, ok = inner.Index(0).Value().StringValueOK()
+		if ok && coll != "" {
+			err = nil
+		}
+	}
 	if err != nil {
 		return nil, nil // not a collection command: nothing to check
 	}
-	return s.Env.Sharding.Admit(ctx, req.DB+"."+coll, write, sv, dv)
+	release, owns, err := s.Env.Sharding.Admit(ctx, req.DB+"."+coll, write, sv, dv)
+	if err != nil || owns == nil || write {
+		return release, err
+	}
+	s.owned = &ownedReads{ns: engine.Namespace{DB: req.DB, Coll: coll}, owns: owns}
+	return func() {
+		s.owned = nil
+		if release != nil {
+			release()
+		}
+	}, nil
+}
+
+// batchedWrites are the write commands whose statements each get a result:
+// a shard version error is the write error of the statements it stops.
+var batchedWrites = map[string]string{"insert": "documents", "update": "updates", "delete": "deletes"}
+
+// staleWriteReply is a batched write's answer to a shard version error
+// (StaleConfig, StaleDbVersion), as mongod gives it: ok: 1 with the error
+// as the write error of the statement it stopped — the first, since the
+// version is checked before any statement runs — and, unordered, repeated
+// for every later statement, none of which ran (mongod's serializeReply),
+// so that a router retries exactly those on the right shard. Inside a
+// transaction, and for any other command, the error stays the command's.
+func staleWriteReply(dst []byte, s *Session, req *Request, err error) (bsoncore.Document, bool) {
+	code := mongoerr.CodeOf(err)
+	field, batched := batchedWrites[req.Name]
+	if err == nil || !batched || code != mongoerr.StaleConfig && code != mongoerr.StaleDbVersion || s.sess.inTxn {
+		return nil, false
+	}
+	stmts, perr := req.Docs(field)
+	if perr != nil || len(stmts) == 0 {
+		return nil, false
+	}
+	n := 1
+	if ordered, ok := req.Arg("ordered"); ok && ordered.Type == bsoncore.TypeBoolean && !ordered.Boolean() {
+		n = len(stmts)
+	}
+	if e, ok := mongoerr.As(err); ok { // a write error carries its details in errInfo only
+		we := mongoerr.New(e.Code, "%s", e.Msg)
+		for _, f := range e.Extra {
+			if f.Name == "errInfo" {
+				we.Extra = append(we.Extra, f)
+			}
+		}
+		err = we
+	}
+	errs := make([]engine.WriteError, n)
+	for i := range errs {
+		errs[i] = engine.WriteError{Index: i, Err: err}
+	}
+	r := NewReply(dst).Int32("n", 0)
+	if req.Name == "update" {
+		r.Int32("nModified", 0)
+	}
+	appendWriteErrors(r, errs)
+	return r.Finish(), true
 }

@@ -140,12 +140,17 @@ func useTransaction(s *Session, name string) error {
 }
 
 // x is the execution environment of the command: inside its transaction
-// when it runs in one.
+// when it runs in one, filtering orphans out of a shard's reads that carry
+// a shardVersion.
 func (s *Session) x() *exec.Env {
+	x := s.Env.Exec
 	if t := s.sess.etx; t != nil {
-		return s.Env.Exec.InTxn(t)
+		x = x.InTxn(t)
 	}
-	return s.Env.Exec
+	if o := s.owned; o != nil {
+		x = x.Owning(o.ns, o.owns) // a shard's read with a shardVersion (sharding.go)
+	}
+	return x
 }
 
 // cmdTransactionEnd is commitTransaction and abortTransaction.

@@ -23,6 +23,28 @@ type Env struct {
 	// feed is the oplog's newest entries, read once for every change
 	// stream (changestream.Feed).
 	feed *changestream.Feed
+	// ownedNS and owned, when set, filter every read of that collection
+	// to the documents of chunks this shard owns (Owning).
+	ownedNS engine.Namespace
+	owned   func(bsoncore.Document) bool
+}
+
+// Owning is an Env whose reads of collection ns keep only the documents
+// owned reports true for: a shard's reads that carry a shardVersion, which
+// return no orphans (SHARDING_FILTER; planner.Query.Owned). Reads of other
+// collections ($lookup's, $unionWith's) are not filtered.
+func (e *Env) Owning(ns engine.Namespace, owned func(bsoncore.Document) bool) *Env {
+	c := *e
+	c.ownedNS, c.owned = ns, owned
+	return &c
+}
+
+// OwnedFilter is the filter Owning gave reads of ns, nil when none.
+func (e *Env) OwnedFilter(ns engine.Namespace) func(bsoncore.Document) bool {
+	if e.owned != nil && e.ownedNS == ns {
+		return e.owned
+	}
+	return nil
 }
 
 // InTxn is an Env whose reads and writes run inside transaction t: reads

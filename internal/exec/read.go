@@ -44,6 +44,9 @@ const (
 // with opctx.Err(ctx) once ctx ends (maxTimeMS, killOp, a client gone).
 // The point read keeps no context (one read has nothing to interrupt).
 func (e *Env) Open(ctx context.Context, sel Selection, mode Mode) (*planner.Exec, error) {
+	if sel.Owned == nil {
+		sel.Owned = e.OwnedFilter(sel.NS)
+	}
 	opts := planner.Options{Explain: mode == Explain, AsOf: sel.AsOf, Txn: e.txn}
 	if mode == Run {
 		opts.Cache = e.plans

@@ -55,6 +55,10 @@ type Selection struct {
 	// TextScore: the stages after the read use {$meta: "textScore"} (see
 	// planner.Query.TextScore).
 	TextScore bool
+	// Owned, when set, keeps only the documents of chunks this shard owns
+	// (planner.Query.Owned, SHARDING_FILTER). Env.Open sets it from the
+	// Env's (Owning) when the selection reads that collection.
+	Owned func(bsoncore.Document) bool
 }
 
 // NewSelection parses filter (nil or empty: everything) into a Selection of
@@ -141,6 +145,7 @@ func (s *Selection) query() planner.Query {
 		ReturnKey:    s.ReturnKey, ShowRecordID: s.ShowRecordID,
 		Collation: s.Collation,
 		TextScore: s.TextScore,
+		Owned:     s.Owned,
 	}
 }
 

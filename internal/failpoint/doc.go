@@ -14,6 +14,9 @@
 //   - "onPrimaryTransactionalWrite" (package commands): in the commit of a
 //     retryable-write statement, closes the connection and/or fails the
 //     statement before it commits.
+//   - "configsvrCommitChunkMigrationPartial" (package shardsvr, on a
+//     config server): a migration's commit stops after the donor's
+//     version bump, before the moved chunk's write.
 //   - [StorageFailBeforeCommit] (package storage): a commit group fails
 //     before its batch is committed and synced, as a failed WAL sync would.
 //   - [StorageFailAfterCommit] (package storage): a commit group commits

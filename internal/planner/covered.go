@@ -36,10 +36,11 @@ var coveredOps = map[string]bool{
 }
 
 // coverable reports whether a scan of ix can answer the query without
-// fetching documents.
+// fetching documents. A query with a shard filter (Query.Owned) fetches:
+// the filter reads the shard key from the document.
 func (pl *planning) coverable(ix *indexRef) bool {
 	q := pl.q
-	if q.Proj == nil || q.Positional || ix.multikey || ix.isID || ix.spec.IsHashed() || ix.spec.IsWildcard() || ix.spec.IsGeo() || ix.spec.Collation != nil {
+	if q.Proj == nil || q.Owned != nil || q.Positional || ix.multikey || ix.isID || ix.spec.IsHashed() || ix.spec.IsWildcard() || ix.spec.IsGeo() || ix.spec.Collation != nil {
 		return false
 	}
 	fields := map[string]bool{}

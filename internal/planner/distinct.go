@@ -28,6 +28,8 @@ import (
 //   - the bounds hold the whole filter (no residual for FETCH): the first
 //     entry within the bounds must be the first matching document, which a
 //     filter applied after the seek would not ensure;
+//   - no shard filter (Query.Owned): the first entry of a value may be an
+//     orphan, which the filter drops, while a later one is owned;
 //   - no skip, limit, projection, count, min or max, and no numeric part
 //     in the path (an index reads "a.0" as an array position, $group's
 //     "$a.0" as a field named "0").
@@ -36,7 +38,7 @@ import (
 // qualifies, or nil.
 func (pl *planning) distinctCandidate() *candidate {
 	q := pl.q
-	if q.DistinctPath == "" || hasNumericPart(q.DistinctPath) || q.Sort == nil || q.Skip > 0 || q.Limit > 0 || q.Proj != nil || q.Count ||
+	if q.DistinctPath == "" || q.Owned != nil || hasNumericPart(q.DistinctPath) || q.Sort == nil || q.Skip > 0 || q.Limit > 0 || q.Proj != nil || q.Count ||
 		len(q.Min) > 5 || len(q.Max) > 5 {
 		return nil
 	}

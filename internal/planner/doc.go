@@ -49,7 +49,11 @@
 //     (query.TextScoreField), which sort reads and projection (or a final
 //     strip) removes.
 //   - stages.go and exec.go: the stages, worked one unit at a time, with
-//     MongoDB's per-stage counters.
+//     MongoDB's per-stage counters. SHARDING_FILTER (Query.Owned) sits
+//     right above the stage that yields documents in every plan; a query
+//     with it neither covers, counts keys nor scans distinct, and its point
+//     read plans over a snapshot: the filter reads the shard key from the
+//     whole document.
 //
 // # Invariants
 //

@@ -65,6 +65,11 @@ type Query struct {
 	// after this position (an entry's ts), which the filter's ts bound
 	// gives (engine.OplogStart; the filter still applies).
 	OplogAfter uint64
+	// Owned, when set, keeps only the documents it reports true for: a
+	// shard's SHARDING_FILTER, which drops orphans (documents of chunks
+	// the shard does not own) from a read that carries a shardVersion
+	// (sharding.go).
+	Owned func(bsoncore.Document) bool
 }
 
 // Options tune planning.
@@ -114,7 +119,7 @@ func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query,
 		}
 		return Prepare(ctx, r, &q, opts)
 	}
-	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID {
+	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
 		if id, ok := pointID(&q); ok {
 			return pointRead(eng, ns, &q, id), nil
 		}
@@ -126,7 +131,7 @@ func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query,
 // read, which keeps no context (see Open).
 func IsPointRead(q *Query) bool {
 	_, ok := pointID(q)
-	return ok
+	return ok && q.Owned == nil
 }
 
 // openSnapshot is Open's general case (apart, so that only it moves q to
@@ -145,7 +150,7 @@ func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, 
 // openAsOf is Open at a cluster time. A point read reads without a
 // snapshot here too (engine.GetAt).
 func openAsOf(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
-	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID {
+	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
 		if id, ok := pointID(&q); ok {
 			e := pointRead(eng, ns, &q, id)
 			e.x.at = opts.AsOf
@@ -353,7 +358,7 @@ func (pl *planning) indexCandidate(ix *indexRef, forced bool) *candidate {
 		})
 	} else {
 		f, raw := pl.residual(ix)
-		if f == nil && pl.q.Count && pl.q.Sort == nil && pl.q.Proj == nil && !ix.multikey {
+		if f == nil && pl.q.Count && pl.q.Sort == nil && pl.q.Proj == nil && !ix.multikey && pl.q.Owned == nil {
 			scan.countOnly = true
 			c = pl.finish(scan, sorted)
 		} else {
@@ -649,6 +654,9 @@ func (pl *planning) finish(base stage, sorted bool) *candidate {
 	q := pl.q
 	c := &candidate{sorted: sorted || q.Sort == nil}
 	root := base
+	if q.Owned != nil {
+		root = &shardingFilter{oneInput: input(root), owned: q.Owned}
+	}
 	if q.Sort != nil && !sorted {
 		limit := int64(0)
 		if q.Limit > 0 {

@@ -37,6 +37,8 @@ package planner_test
 //	returnKey, showRecordId
 //	            find's options (true): results are index keys (not
 //	            compared with a collection scan's), or carry $recordId
+//	owned       a filter: the shard owns the documents it matches, and
+//	            the plan keeps only those (Query.Owned, SHARDING_FILTER)
 //	xfail       a known gap: why the case is expected to fail
 //	plan        expected: the plan as it ran (below)
 //	error       expected: the MongoDB error code planning fails with
@@ -121,6 +123,8 @@ type planCase struct {
 	cache    bool
 	// returnKey, showRecordID: find's returnKey and showRecordId.
 	returnKey, showRecordID bool
+	// owned: the documents this filter matches are the shard's (Query.Owned).
+	owned bsoncore.Document
 
 	wantPlan string // "" unless "plan" is given
 }
@@ -237,6 +241,8 @@ func setPlanKey(c *planCase, e testcorpus.Entry) error {
 		c.returnKey, err = strconv.ParseBool(e.Value)
 	case "showRecordId":
 		c.showRecordID, err = strconv.ParseBool(e.Value)
+	case "owned":
+		c.owned, err = testcorpus.ParseDoc(e.Value)
 	case "plan":
 		c.wantPlan = strings.TrimPrefix(e.Value, "\n")
 	default:
@@ -339,6 +345,16 @@ func (c *planCase) query(hint bsoncore.Value, min, max bsoncore.Document) (*plan
 	q := &planner.Query{Filter: f, RawFilter: c.Filter, Skip: c.Skip, Limit: c.Limit, Hint: hint, Min: min, Max: max,
 		Count: c.count, DistinctPath: c.distinct, SortMemory: query.DefaultSortMemory,
 		ReturnKey: c.returnKey, ShowRecordID: c.showRecordID, Collation: coll}
+	if c.owned != nil {
+		of, err := query.Parse(c.owned)
+		if err != nil {
+			return nil, err
+		}
+		q.Owned = func(d bsoncore.Document) bool {
+			r, err := of.Exec(d)
+			return err == nil && r.Matched
+		}
+	}
 	if c.Sort != nil {
 		if q.Sort, err = query.ParseSort(c.Sort); err != nil {
 			return nil, err

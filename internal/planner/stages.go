@@ -445,3 +445,35 @@ func (s *projection) describe(d *doc, withStats bool) {
 		addCommon(d, &s.stats)
 	}
 }
+
+// shardingFilter keeps the documents of chunks this shard owns (MongoDB's
+// SHARDING_FILTER): a read that carries a shardVersion returns no orphans
+// (a migration's copy before its commit, a donated range before its
+// deletion). It sits right above the stage that yields documents.
+type shardingFilter struct {
+	stageStats
+	oneInput
+	owned func(bsoncore.Document) bool
+	skips int64 // documents dropped (MongoDB's chunkSkips)
+}
+
+func (s *shardingFilter) work(x *execCtx) (*member, state, error) {
+	m, st, err := step(x, s.in())
+	if st != advanced || err != nil {
+		return nil, st, err
+	}
+	if !s.owned(m.doc) {
+		s.skips++
+		return nil, needTime, nil
+	}
+	return m, advanced, nil
+}
+
+func (s *shardingFilter) close() error { return nil }
+func (s *shardingFilter) describe(d *doc, withStats bool) {
+	put(d, "stage", "SHARDING_FILTER")
+	if withStats {
+		addCommon(d, &s.stats)
+		put(d, "chunkSkips", s.skips)
+	}
+}

@@ -15,16 +15,46 @@ import (
 )
 
 // writeResult gathers a write command's per-shard answers into one reply,
-// with writeErrors' indexes back in the client's numbering.
+// with writeErrors' indexes back in the client's numbering. It lasts
+// across the retries of a stale routing: done records the statements
+// (and, for a statement sent to several shards, the shards) that have
+// answered, which a retry does not send again.
 type writeResult struct {
 	n, nModified int64
 	upserted     []bsoncore.Document
 	generated    []bsoncore.Document // insert's generatedIds
 	errors       []bsoncore.Document
 	wce          bsoncore.Document
+	done         map[int]map[string]bool // statement → shards that answered it
 }
 
-func (w *writeResult) add(reply bsoncore.Document, index []int) {
+// answered reports whether shard answered statement i.
+func (w *writeResult) answered(i int, shard string) bool { return w.done[i][shard] }
+
+func (w *writeResult) mark(i int, shard string) {
+	if w.done == nil {
+		w.done = map[int]map[string]bool{}
+	}
+	if w.done[i] == nil {
+		w.done[i] = map[string]bool{}
+	}
+	w.done[i][shard] = true
+}
+
+// add records a shard's reply to batch b. Statements the shard answered
+// with a stale shard or database version (mongod's per-statement
+// StaleConfig) are not recorded and not marked: it returns whether there
+// was one, and the caller retries them after a refresh. An ordered batch
+// ran nothing after its first stale statement.
+func (w *writeResult) add(reply bsoncore.Document, b batch, ordered bool) (stale bool) {
+	index := b.index
+	firstStale := len(index)
+	for _, e := range arrayDocs(reply.Lookup("writeErrors")) {
+		i, _ := e.Lookup("index").AsInt64OK()
+		if code, _ := e.Lookup("code").AsInt64OK(); staleCode(int32(code)) && int(i) < firstStale {
+			firstStale = int(i)
+		}
+	}
 	n, _ := reply.Lookup("n").AsInt64OK()
 	m, _ := reply.Lookup("nModified").AsInt64OK()
 	w.n += n
@@ -39,14 +69,37 @@ func (w *writeResult) add(reply bsoncore.Document, index []int) {
 	}
 	for _, e := range arrayDocs(reply.Lookup("writeErrors")) {
 		i, _ := e.Lookup("index").AsInt64OK()
+		if code, _ := e.Lookup("code").AsInt64OK(); staleCode(int32(code)) {
+			continue
+		}
 		w.errors = append(w.errors, withIndex(e, index[i]))
 	}
 	if wce, ok := reply.Lookup("writeConcernError").DocumentOK(); ok {
 		w.wce = wce
 	}
+	for k, i := range index {
+		if k < firstStale || !ordered && !staleAt(reply, k) {
+			w.mark(i, b.shard)
+		}
+	}
+	return firstStale < len(index)
+}
+
+// staleAt reports whether a reply's write error of batch position k is a
+// stale version.
+func staleAt(reply bsoncore.Document, k int) bool {
+	for _, e := range arrayDocs(reply.Lookup("writeErrors")) {
+		i, _ := e.Lookup("index").AsInt64OK()
+		code, _ := e.Lookup("code").AsInt64OK()
+		if int(i) == k && staleCode(int32(code)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *writeResult) fail(i int, err error) {
+	w.mark(i, "")
 	var code int32
 	var msg string
 	if re, ok := err.(*memberclient.ReplyError); ok {
@@ -120,7 +173,10 @@ type batch struct {
 
 // sendBatches sends each batch as cmdName with its statements under field.
 // Ordered: one after another, stopping at the first error; unordered: all
-// at once.
+// at once. Every answer is recorded (res.add) before a stale one — the
+// shard's StaleConfig for the whole command or for statements — is
+// returned as *errStale: the retry sends only what has not answered, so
+// nothing runs twice.
 func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, field string, batches []batch, ordered bool, res *writeResult) error {
 	// The statements travel as a document sequence, as drivers send them:
 	// a batch may hold up to 48 MB, more than a command body may.
@@ -142,7 +198,9 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 				return err
 			}
 			before := len(res.errors)
-			res.add(reply, b.index)
+			if res.add(reply, b, true) {
+				return &errStale{errStaleStatements}
+			}
 			if len(res.errors) > before {
 				return nil
 			}
@@ -160,14 +218,17 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 		}()
 	}
 	wg.Wait()
-	if err := firstError(errs); err != nil {
-		return err
-	}
 	for i, reply := range replies {
-		res.add(reply, batches[i].index)
+		if errs[i] == nil && res.add(reply, batches[i], false) {
+			errs[i] = &errStale{errStaleStatements}
+		}
 	}
-	return nil
+	return firstError(errs)
 }
+
+// errStaleStatements is the cause of a retry for statements a shard
+// answered with a stale version.
+var errStaleStatements = mongoerr.New(mongoerr.StaleConfig, "a shard answered statements of the write with a stale shard version")
 
 func orderedArg(req *request) bool {
 	o, ok := req.body.Lookup("ordered").BooleanOK()
@@ -214,7 +275,6 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 	ordered := orderedArg(req)
 	var res writeResult
 	err = r.retry(ctx, req.ns(), func() error {
-		res = writeResult{}
 		rt, err := r.route(ctx, req.db, req.coll(), true)
 		if err != nil {
 			return err
@@ -222,7 +282,11 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 		var batches []batch
 		byShard := map[string]int{}
 		needsID := keyNeedsID(rt)
+		failAt := -1
 		for i, d := range docs {
+			if res.done[i] != nil {
+				continue // answered before a stale routing's retry
+			}
 			if needsID {
 				d = withID(d)
 				docs[i] = d // a retry after StaleConfig keeps the id
@@ -231,6 +295,7 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 			if rt.sharded() {
 				if s, err = rt.coll.m.ShardFor(d); err != nil {
 					if ordered {
+						failAt = i
 						break
 					}
 					res.fail(i, err)
@@ -251,14 +316,10 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 		if err := r.sendBatches(ctx, req, rt, "documents", batches, ordered, &res); err != nil {
 			return err
 		}
-		if err != nil && ordered && len(res.errors) == 0 {
+		if failAt >= 0 && len(res.errors) == 0 {
 			// the document whose shard key could not be read, after
 			// every earlier one went in
-			sent := 0
-			for _, b := range batches {
-				sent += len(b.docs)
-			}
-			res.fail(sent, err)
+			res.fail(failAt, err)
 		}
 		return nil
 	})
@@ -432,7 +493,6 @@ func cmdUpdateOrDelete(kind, field string) handler {
 		ordered := orderedArg(req)
 		var res writeResult
 		err = r.retry(ctx, req.ns(), func() error {
-			res = writeResult{}
 			rt, err := r.route(ctx, req.db, req.coll(), kind == "update")
 			if err != nil {
 				return err
@@ -441,6 +501,9 @@ func cmdUpdateOrDelete(kind, field string) handler {
 				return nil
 			}
 			for i, st := range stmts {
+				if res.answered(i, "") {
+					continue // refused before a stale routing's retry
+				}
 				shards, err := targetStatement(rt, st, kind)
 				if err != nil {
 					res.fail(i, err)
@@ -451,7 +514,12 @@ func cmdUpdateOrDelete(kind, field string) handler {
 				}
 				var batches []batch
 				for _, s := range shards {
-					batches = append(batches, batch{shard: s, docs: []bsoncore.Document{st}, index: []int{i}})
+					// A shard that answered the statement before the
+					// retry is not asked again: a multi-document write
+					// would apply twice there.
+					if !res.answered(i, s) {
+						batches = append(batches, batch{shard: s, docs: []bsoncore.Document{st}, index: []int{i}})
+					}
 				}
 				before := len(res.errors)
 				if err := r.sendBatches(ctx, req, rt, field, batches, false, &res); err != nil {

@@ -15,8 +15,12 @@
 // for an unsharded collection, databaseVersion; a shard answering
 // StaleConfig (13388) or StaleDbVersion (249) makes the router drop its
 // cached entry and run the whole operation again (Router.retry, at most
-// five times). Every shard takes versions: addShard refuses a server not
-// started with --shardsvr (it refuses the shard identity).
+// five times) — except a batched write, which sends again only the
+// statements not answered yet (a shard's StaleConfig for the command, or
+// per statement as a write error at its index): a statement runs once on
+// each shard that answered it (writeResult.done). Every shard takes
+// versions: addShard refuses a server not started with --shardsvr (it
+// refuses the shard identity).
 //
 // Reads: find, count, distinct and aggregate go to the shards their filter
 // (aggregate: its leading $match) targets by the shard key (shard.Map.

@@ -152,7 +152,7 @@ func (n *Node) chunkSizes(ctx context.Context, host string, m *shard.Map, shardN
 }
 
 // chunkSizesCmd is _shardsvrChunkSizes: the bytes of this shard's
-// documents of ns in each given range (one scan).
+// documents of ns in each given range (one index range scan each).
 func (n *Node) chunkSizesCmd(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
 	ns, _ := body.Index(0).Value().StringValueOK()
 	key, _ := body.Lookup("shardKeyPattern").DocumentOK()
@@ -171,18 +171,20 @@ func (n *Node) chunkSizesCmd(ctx context.Context, body bsoncore.Document) (bsonc
 			return nil, err
 		}
 	}
-	db, coll := splitNS(ns)
-	docs, err := n.localFind(ctx, db, coll, bson.D{})
-	if err != nil {
-		return nil, err
-	}
 	sizes := make([]int64, len(rs))
-	for _, d := range docs {
-		for i, r := range rs {
-			if r.holds(d) {
-				sizes[i] += int64(len(d))
-				break
+	for i, r := range rs {
+		// Each range through the shard key's index; only the sizes
+		// travel ($bsonSize), not the documents.
+		err := n.eachInRange(ctx, ns, r, bson.D{{Key: "_id", Value: 0}, {Key: "s", Value: bson.D{{Key: "$bsonSize", Value: "$$ROOT"}}}}, func(d bsoncore.Document, projected bool) error {
+			if !projected {
+				sizes[i] += int64(len(d)) // a scan without the index: the document itself
+			} else if s, ok := d.Lookup("s").AsInt64OK(); ok {
+				sizes[i] += s
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	out := bsoncore.NewArrayBuilder()

@@ -14,11 +14,15 @@ import (
 // commitChunkMigration is _configsvrCommitChunkMigration, on the config
 // servers' primary: it gives the migrated chunk to toShard in
 // config.chunks with shard.Map.Move's versions, as majority writes. The
-// moved chunk's document is written first: it alone decides the owner, so
-// a primary that dies before the donor's version bump leaves the map
-// tiled, owned once, and its versions risen. A retried commit that finds
-// the chunk already on toShard succeeds (the donor may have lost the
-// reply).
+// donor's version bump is written first and the moved chunk's document
+// last: that one write alone changes the owner, so a primary that dies
+// between them leaves the map tiled, owned once, with the donor's version
+// risen (a retry bumps it again and moves the chunk). Written the other
+// way round, a death in between would leave the donor's version where a
+// router's map from before the migration still names it, and writes of
+// the moved range carrying that version would be admitted on the donor,
+// which no longer owns them. A retried commit that finds the chunk
+// already on toShard succeeds (the donor may have lost the reply).
 func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
 	ns, ok := body.Index(0).Value().StringValueOK()
 	if !ok {
@@ -87,13 +91,19 @@ func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document)
 	}
 	m.Chunks[ci].Since = since
 	docs := m.ChunkDocs(coll.UUID)
-	order := []int{ci}
+	var order []int
 	for i := range m.Chunks {
 		if i != ci && m.Chunks[i].Version != before[i].Version {
 			order = append(order, i)
 		}
 	}
-	for _, i := range order {
+	order = append(order, ci) // last: it alone changes the owner
+	for k, i := range order {
+		if k == 1 {
+			if _, on := n.partial.Eval(nil); on {
+				return nil, mongoerr.New(mongoerr.InternalError, "fail point %s: the commit stops after the donor's version bump, before the moved chunk", CommitPartialFailPoint)
+			}
+		}
 		if _, err := n.local(ctx, "config", bson.D{{Key: "update", Value: "chunks"}, {Key: "updates", Value: bson.A{
 			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: m.Chunks[i].ID}}}, {Key: "u", Value: bson.Raw(docs[i])}}}},
 			{Key: "writeConcern", Value: majority}}); err != nil {

@@ -28,7 +28,23 @@
 // configsvrConnectionString) and judges again; still different, it answers
 // StaleConfig (13388) with ns, vReceived, vWanted and shardId, at the
 // reply's top level as mongod does and in errInfo. databaseVersion is
-// compared with config.databases' version (StaleDbVersion, 249).
+// compared with config.databases' version (StaleDbVersion, 249). A batched
+// write (insert, update, delete) answers either as mongod does: ok: 1,
+// n: 0, and the error as the write error of its first statement (ordered)
+// or of every statement (unordered), errInfo included, since the version
+// is checked before any statement runs (commands.staleWriteReply).
+//
+// # Orphans
+//
+// A read that carries a shardVersion of a sharded collection (find and its
+// getMores, count, distinct, aggregate, explain of them) returns only the
+// documents of chunks this shard owns: Admit hands the command layer the
+// ownership test of the same routing table it judged the version by, and
+// the plan applies it as MongoDB's SHARDING_FILTER stage (explain shows it
+// with chunkSkips). Orphans — a received copy before its commit, a
+// donated range before its deletion, a document written to the shard
+// directly — are never seen through a router. A read without a
+// shardVersion (a client talking to the shard) sees them, as on mongod.
 //
 // # Migrations
 //
@@ -36,8 +52,9 @@
 // coordinator document, notes its newest oplog ts, and starts the
 // recipient (_recvChunkStart), which clears leftovers of the range,
 // records a pending range deletion, copies the donor's indexes and then
-// pulls: _migrateClone batches (the range's documents, read from the
-// collection) and _transferMods batches (the _ids the donor's oplog shows
+// pulls: _migrateClone batches (the range's documents, read through the
+// shard key's index between the range's bounds, scan.go) and _transferMods
+// batches (the _ids the donor's oplog shows
 // changed in the collection since that ts, sent as the documents are now,
 // or as deleted). The recipient applies both idempotently — a document
 // replaces its copy, a deleted _id removes the copy in the range — so a
@@ -81,18 +98,25 @@
 // critical section stays (writes wait rather than land on a shard that may
 // no longer own their range).
 //
+// # Reading a range
+//
+// A migration's clone, the range deleter and the balancer's chunk sizes
+// read a range through the shard key's index (find with hint, min and max:
+// the shard key's bounds extended by MinKey over the index's further
+// fields), so they cost the range, not the collection. The index is one
+// whose key pattern starts with the shard key (the _id index for {_id:
+// 1}), neither sparse, partial, hidden nor collated, as shardCollection
+// creates it. A donor without one refuses to move a chunk (IndexNotFound,
+// as mongod); the range deleter and the chunk sizes fall back to a
+// collection scan, so that orphans still go.
+//
 // # Deviations from MongoDB and not yet
 //
-//   - Reads with a shardVersion do not yet filter out orphans (documents
-//     of ranges the shard does not own: a received copy before the commit,
-//     a donated range before its deletion). The range deleter removes
-//     them; until it has, a scatter read through a router may see a
-//     document twice.
-//   - Ranges are found by scanning the collection (clone, range deletion,
-//     chunk sizes), not the shard key index; fine for tests, slow for a
-//     collection far larger than a chunk.
-//   - A shard version error fails the whole write command (mongod reports
-//     it per statement in writeErrors).
+//   - count without a query filters orphans too (mongod's count of a
+//     whole collection reads its record count, orphans included).
+//   - Writes with a shardVersion (multi-document updates and deletes) do
+//     not filter orphans yet: they may change a copy the range deleter
+//     removes later.
 //   - _shardsvrMoveRange moves whole chunks: both min and max are needed;
 //     a range given by min alone is not split by size yet.
 //   - The config server part runs on every replica set member (the router's

@@ -19,6 +19,7 @@ type donation struct {
 	r        keyRange
 	toShard  string
 	mu       sync.Mutex // the recipient's calls
+	read     bson.D     // find options reading r through the shard key's index (scan.go)
 	cursor   int64      // the clone's local cursor; -1 once exhausted
 	lastTS   bson.Timestamp
 	cloned   int64 // bytes sent by _migrateClone
@@ -47,6 +48,9 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	id, _ := n.shardIdentity(ctx)
 
 	cm := n.meta(ns)
+	if cm.inCritical() {
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "%s is in a migration's critical section whose commit's outcome is not known yet; move again once it is", ns)
+	}
 	m, coll, err := n.current(ctx, cm, true)
 	if err != nil {
 		return nil, err
@@ -74,7 +78,16 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if err != nil {
 		return nil, err
 	}
-	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard}
+	read, indexed, err := n.rangeRead(ctx, ns, r)
+	if err != nil {
+		return nil, err
+	}
+	if !indexed {
+		if db, coll := splitNS(ns); n.collectionExists(ctx, db, coll) {
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "couldn't find index over shard key %s for collection %s: a migration reads its range through the shard key's index", m.Pattern, ns)
+		}
+	}
+	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard, read: read}
 	n.mu.Lock()
 	if n.donating != nil {
 		n.mu.Unlock()
@@ -143,22 +156,28 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	commit := bson.D{{Key: "_configsvrCommitChunkMigration", Value: ns}, {Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard},
 		{Key: "migratedChunk", Value: migrated}, {Key: "fromShardCollectionVersion", Value: rawDoc(have.Doc())},
 		{Key: "validAfter", Value: bson.Timestamp{T: uint32(time.Now().Unix())}}, {Key: "writeConcern", Value: majority}}
+	// The commit is retried while the config primary is down or changing
+	// (runPrimary), with no deadline: an attempt given up while the config
+	// server still held it could commit after this donor decided to
+	// abort, and nothing here fences such a late commit off (MongoDB's
+	// recovery bumps the chunk's version first, which Cairn does not yet).
+	// A retried commit that finds the chunk moved succeeds, so retrying is
+	// safe. An answer that refuses it is final, and the config servers'
+	// map decides.
 	_, cerr := n.configRun(context.WithoutCancel(ctx), "admin", commit)
 	committed, err := n.decided(ctx, ns, r, toShard, cerr)
 	if err != nil {
 		// Unknown outcome: the critical section stays until recovery
 		// learns it (writes to the collection wait rather than risk
 		// landing on the wrong owner).
-		go n.resolveLater(d.id, exit)
+		go n.resolveLater(d.id, cm, exit)
 		return nil, fmt.Errorf("migration of [%s, %s) to %s: the commit's outcome is not known yet (%v); writes wait until it is", min, max, toShard, err)
 	}
 	if !committed {
 		exit()
 		return abort(fmt.Errorf("the config servers refused the migration of [%s, %s) to %s: %w", min, max, toShard, cerr))
 	}
-	if err := n.refresh(context.WithoutCancel(ctx), cm); err != nil {
-		n.opts.Log.Warn("refreshing after a migration failed", "ns", ns, "err", err)
-	}
+	n.refreshAfterCommit(ctx, cm)
 	exit()
 	crit := time.Since(critStart)
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
@@ -179,20 +198,40 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		AppendInt64("millis", took.Milliseconds()).AppendInt64("criticalSectionMillis", crit.Milliseconds()).Build(), nil
 }
 
+// decideTimeout bounds the donor's reading of the outcome after a refused
+// commit, and of the map after a commit: past it the outcome is unknown,
+// the move answers, and the critical section stays until recovery learns
+// it (resolveLater).
+const decideTimeout = 15 * time.Second
+
 // decided learns whether the migration of r to toShard committed: from the
 // commit's reply, or, when that failed, from the config servers' map.
 func (n *Node) decided(ctx context.Context, ns string, r keyRange, toShard string, cerr error) (bool, error) {
 	if cerr == nil {
 		return true, nil
 	}
-	for range 20 {
-		m, _, err := n.loadMap(context.WithoutCancel(ctx), ns)
-		if err == nil {
-			return ownsAny(m, toShard, r), nil
-		}
-		time.Sleep(250 * time.Millisecond)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
+	defer cancel()
+	m, _, err := n.loadMap(dctx, ns)
+	if err != nil {
+		return false, fmt.Errorf("the config servers do not answer (%v) after the commit failed: %w", err, cerr)
 	}
-	return false, fmt.Errorf("the config servers do not answer: %w", cerr)
+	return ownsAny(m, toShard, r), nil
+}
+
+// refreshAfterCommit loads the committed map before the critical section
+// ends, so that a write carrying the version from before the migration is
+// refused (StaleConfig) rather than admitted into the range this shard
+// gave away. When the config servers do not answer, the metadata is
+// dropped instead: the next command on the collection must load it first
+// (and fails while it cannot).
+func (n *Node) refreshAfterCommit(ctx context.Context, cm *collMeta) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
+	defer cancel()
+	if err := n.refresh(rctx, cm); err != nil {
+		n.opts.Log.Warn("refreshing after a migration failed; the collection's metadata is reloaded at its next command", "ns", cm.ns, "err", err)
+		cm.invalidate()
+	}
 }
 
 // afterCommit records the donor's range for deletion, forgets the
@@ -285,8 +324,9 @@ func (n *Node) donationOf(body bsoncore.Document) (*donation, error) {
 const cloneBatchBytes = 4 << 20
 
 // migrateClone is _migrateClone: the next documents of the range, read
-// from the collection (writes meanwhile reach the recipient through
-// _transferMods, which starts from the oplog position before the clone).
+// through the shard key's index between the range's bounds (writes
+// meanwhile reach the recipient through _transferMods, which starts from
+// the oplog position before the clone).
 func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
 	d, err := n.donationOf(body)
 	if err != nil {
@@ -300,7 +340,7 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 	for d.cursor >= 0 && size < cloneBatchBytes {
 		var reply bsoncore.Document
 		if d.cursor == 0 {
-			reply, err = n.local(ctx, db, bson.D{{Key: "find", Value: coll}, {Key: "batchSize", Value: 2000}})
+			reply, err = n.local(ctx, db, append(bson.D{{Key: "find", Value: coll}, {Key: "batchSize", Value: 2000}}, d.read...))
 		} else {
 			reply, err = n.local(ctx, db, bson.D{{Key: "getMore", Value: d.cursor}, {Key: "collection", Value: coll}, {Key: "batchSize", Value: 2000}})
 		}
@@ -310,7 +350,7 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 		vals, id := batchOf(reply)
 		for _, v := range vals {
 			doc, _ := v.DocumentOK()
-			if d.r.holds(doc) {
+			if d.r.holds(doc) { // the index's bounds say so already; a scan without one needs it
 				arr.AppendDocument(doc)
 				size += len(doc)
 			}
@@ -321,6 +361,16 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 	}
 	d.cloned += int64(size)
 	return bsoncore.NewDocumentBuilder().AppendArray("objects", arr.Build()).Build(), nil
+}
+
+// collectionExists reports whether db.coll exists here.
+func (n *Node) collectionExists(ctx context.Context, db, coll string) bool {
+	reply, err := n.local(ctx, db, bson.D{{Key: "listCollections", Value: 1}, {Key: "filter", Value: bson.D{{Key: "name", Value: coll}}}, {Key: "nameOnly", Value: true}})
+	if err != nil {
+		return true // unknown: as if it did
+	}
+	vals, _ := batchOf(reply)
+	return len(vals) > 0
 }
 
 // transferMods is _transferMods: the range's documents changed since the

@@ -50,16 +50,18 @@ func (n *Node) meta(ns string) *collMeta {
 	return cm
 }
 
-// version is this shard's version of the collection: the greatest version
-// of the chunks it owns (zero when it owns none), of the collection's
-// incarnation.
-func (cm *collMeta) version(me string) shard.ShardVersion {
+// versionOf is the collection's routing table and this shard's version of
+// it: the greatest version of the chunks it owns (zero when it owns none),
+// of the collection's incarnation; UNSHARDED and nil when the collection
+// is not sharded. One read of both, so that a read's filter is the table
+// its version was judged by.
+func (cm *collMeta) versionOf(me string) (*shard.Map, shard.ShardVersion) {
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
 	if cm.m == nil {
-		return unsharded
+		return nil, unsharded
 	}
-	return cm.m.ShardVersionFor(me, cm.coll.Timestamp)
+	return cm.m, cm.m.ShardVersionFor(me, cm.coll.Timestamp)
 }
 
 // refresh reloads the collection's routing table from the config servers.
@@ -86,6 +88,14 @@ func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
 	cm.refreshes++
 	cm.mu.Unlock()
 	return nil
+}
+
+// invalidate forgets the collection's map: the next command on it loads
+// it again (current), and fails while the config servers cannot say.
+func (cm *collMeta) invalidate() {
+	cm.mu.Lock()
+	cm.m, cm.loaded = nil, false
+	cm.mu.Unlock()
 }
 
 // loadMap reads a collection's routing table from the config servers (nil
@@ -136,15 +146,18 @@ func (n *Node) current(ctx context.Context, cm *collMeta, force bool) (*shard.Ma
 }
 
 // Admit checks a command against the filtering metadata (commands.Sharding).
-func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore.Value) (func(), error) {
+// A read whose shardVersion names the collection's sharded version gets
+// the ownership filter of the same routing table the version was judged
+// by (its SHARDING_FILTER).
+func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore.Value) (func(), func(bsoncore.Document) bool, error) {
 	if !n.opts.ShardSvr {
 		if sv.Type != 0 || dv.Type != 0 {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "shardVersion and databaseVersion are for shards: this server was not started with --shardsvr")
+			return nil, nil, mongoerr.New(mongoerr.InvalidOptions, "shardVersion and databaseVersion are for shards: this server was not started with --shardsvr")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	if strings.HasPrefix(ns, "config.") || strings.HasPrefix(ns, "admin.") || strings.HasPrefix(ns, "local.") {
-		return nil, nil // a shard's own metadata, never sharded
+		return nil, nil, nil // a shard's own metadata, never sharded
 	}
 	cm := n.meta(ns)
 	var release func()
@@ -161,16 +174,16 @@ func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore
 			select {
 			case <-crit:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 		}
 		release = cm.gate.RUnlock
 	}
-	fail := func(err error) (func(), error) {
+	fail := func(err error) (func(), func(bsoncore.Document) bool, error) {
 		if release != nil {
 			release()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if dv.Type != 0 {
 		if err := n.checkDatabaseVersion(ctx, ns[:strings.IndexByte(ns, '.')], dv); err != nil {
@@ -178,7 +191,7 @@ func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore
 		}
 	}
 	if sv.Type == 0 {
-		return release, nil
+		return release, nil, nil
 	}
 	received, err := shard.ParseShardVersion(sv)
 	if err != nil {
@@ -191,19 +204,33 @@ func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore
 	if _, _, err := n.current(ctx, cm, false); err != nil {
 		return fail(err)
 	}
-	have := cm.version(id.ShardName)
+	m, have := cm.versionOf(id.ShardName)
 	if !received.Compatible(have) {
 		// The router may know a newer version than this shard (a
 		// migration committed): refresh once, then judge.
 		if err := n.refresh(ctx, cm); err != nil {
 			return fail(err)
 		}
-		have = cm.version(id.ShardName)
+		m, have = cm.versionOf(id.ShardName)
 		if !received.Compatible(have) {
 			return fail(shard.StaleConfigError(ns, received, &have, id.ShardName, "the shard's version differs from the one the command carries"))
 		}
 	}
-	return release, nil
+	if write || m == nil || received.IsUnsharded() {
+		return release, nil, nil
+	}
+	return release, owns(m, id.ShardName), nil
+}
+
+// owns is the SHARDING_FILTER of shard me by routing table m: whether a
+// document's shard key lies in a chunk m gives me. A document whose key
+// cannot be placed (an array in it, which a sharded collection refuses)
+// is kept: the filter drops only what m shows belongs elsewhere.
+func owns(m *shard.Map, me string) func(bsoncore.Document) bool {
+	return func(doc bsoncore.Document) bool {
+		s, err := m.ShardFor(doc)
+		return err != nil || s == me
+	}
 }
 
 // checkDatabaseVersion compares a databaseVersion {uuid, timestamp,
@@ -233,6 +260,13 @@ func (n *Node) checkDatabaseVersion(ctx context.Context, db string, dv bsoncore.
 		return e
 	}
 	return nil
+}
+
+// inCritical reports whether a critical section of the collection is on.
+func (cm *collMeta) inCritical() bool {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	return cm.crit != nil
 }
 
 // enterCritical begins ns's critical section: it waits for the writes in

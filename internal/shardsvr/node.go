@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
@@ -39,7 +40,16 @@ type Options struct {
 	// BalancerInterval is the balancer's round interval (10 s, MongoDB's,
 	// when zero).
 	BalancerInterval time.Duration
+	// FailPoints is the server's fail point registry, where the node
+	// defines its points (CommitPartialFailPoint). nil: none.
+	FailPoints *failpoint.Registry
 }
+
+// CommitPartialFailPoint makes _configsvrCommitChunkMigration fail after
+// its first config.chunks write (the donor's version bump) and before the
+// next (the moved chunk's): a config primary dying mid-commit, made
+// certain.
+const CommitPartialFailPoint = "configsvrCommitChunkMigrationPartial"
 
 // Node is a server's sharding role: a shard (filtering metadata, shard
 // version checks, donor and recipient of migrations, the range deleter)
@@ -55,6 +65,7 @@ type Node struct {
 	receipts map[string]*receipt  // migrations this shard receives, by sessionId
 	rangeMu  sync.Mutex           // one range deletion or receipt clearing at a time
 	commitMu sync.Mutex           // config server: one commit at a time
+	partial  *failpoint.Point     // CommitPartialFailPoint (nil: none)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -77,6 +88,9 @@ func New(opts Options) *Node {
 	}
 	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, Timeout: peerTimeout}), colls: map[string]*collMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if opts.FailPoints != nil {
+		n.partial = opts.FailPoints.Define(CommitPartialFailPoint)
+	}
 	if opts.ShardSvr {
 		n.wg.Add(1)
 		go n.background()

@@ -57,14 +57,10 @@ func splitNS(ns string) (db, coll string) {
 }
 
 // deleteInRange removes this shard's documents of ns whose shard key lies
-// in r, in batches of _ids, and returns how many it removed. It scans the
-// collection (see "Not yet" in doc.go).
+// in r, in batches of _ids read through the shard key's index (scan.go),
+// and returns how many it removed.
 func (n *Node) deleteInRange(ctx context.Context, ns string, r keyRange) (int, error) {
 	db, coll := splitNS(ns)
-	docs, err := n.localFind(ctx, db, coll, bson.D{})
-	if err != nil {
-		return 0, err
-	}
 	var ids bson.A
 	removed := 0
 	flush := func() error {
@@ -78,17 +74,17 @@ func (n *Node) deleteInRange(ctx context.Context, ns string, r keyRange) (int, e
 		ids = ids[:0]
 		return err
 	}
-	for _, d := range docs {
-		if !r.holds(d) {
-			continue
-		}
+	// The scan reads a snapshot, so deleting as it goes is safe.
+	err := n.eachInRange(ctx, ns, r, bson.D{{Key: "_id", Value: 1}}, func(d bsoncore.Document, _ bool) error {
 		id := d.Lookup("_id")
 		ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
 		if len(ids) == 1000 {
-			if err := flush(); err != nil {
-				return removed, err
-			}
+			return flush()
 		}
+		return nil
+	})
+	if err != nil {
+		return removed, err
 	}
 	return removed, flush()
 }

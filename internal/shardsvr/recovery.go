@@ -102,20 +102,25 @@ func (n *Node) recoverCoordinators(ctx context.Context) {
 }
 
 // resolveLater waits for the outcome of a commit that went unanswered,
-// then ends the critical section (recoverCoordinators does the rest).
-func (n *Node) resolveLater(id string, exit func()) {
+// then ends the critical section. recoverCoordinators decides it — here or
+// in the background loop, whichever comes first — so the coordinator
+// document's removal is the signal; the map is reloaded (or dropped)
+// before the writes waiting on the critical section go on.
+func (n *Node) resolveLater(id string, cm *collMeta, exit func()) {
 	defer exit()
 	for n.ctx.Err() == nil {
 		docs, err := n.localFind(n.ctx, "config", "migrationCoordinators", bson.D{{Key: "_id", Value: id}})
-		if err == nil && len(docs) > 0 {
-			ns, _ := docs[0].Lookup("nss").StringValueOK()
-			if m, _, err := n.loadMap(n.ctx, ns); err == nil && m != nil {
-				_ = n.refresh(n.ctx, n.meta(ns))
-				n.recoverCoordinators(n.ctx)
-				return
-			}
+		if err == nil && len(docs) == 0 {
+			n.refreshAfterCommit(n.ctx, cm)
+			return
 		}
-		time.Sleep(time.Second)
+		if err == nil {
+			n.recoverCoordinators(n.ctx) // skips it while moveRange is still returning
+		}
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 }
 

@@ -92,7 +92,7 @@ func TestWriteError(t *testing.T) {
 func TestCriticalSectionGate(t *testing.T) {
 	n := &Node{opts: Options{ShardSvr: true}, colls: map[string]*collMeta{}}
 	ctx := context.Background()
-	release, err := n.Admit(ctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{})
+	release, _, err := n.Admit(ctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCriticalSectionGate(t *testing.T) {
 	exit := <-entered
 	admitted := make(chan error)
 	go func() {
-		rel, err := n.Admit(ctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{})
+		rel, _, err := n.Admit(ctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{})
 		if rel != nil {
 			rel()
 		}
@@ -120,12 +120,12 @@ func TestCriticalSectionGate(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	// Reads and other collections' writes are not held.
-	if rel, err := n.Admit(ctx, "db.other", true, bsoncore.Value{}, bsoncore.Value{}); err != nil {
+	if rel, _, err := n.Admit(ctx, "db.other", true, bsoncore.Value{}, bsoncore.Value{}); err != nil {
 		t.Fatal(err)
 	} else {
 		rel()
 	}
-	if rel, err := n.Admit(ctx, "db.c", false, bsoncore.Value{}, bsoncore.Value{}); err != nil || rel != nil {
+	if rel, _, err := n.Admit(ctx, "db.c", false, bsoncore.Value{}, bsoncore.Value{}); err != nil || rel != nil {
 		t.Fatalf("a read: %v", err)
 	}
 	exit()
@@ -137,7 +137,7 @@ func TestCriticalSectionGate(t *testing.T) {
 	defer exit()
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if _, err := n.Admit(cctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{}); err == nil {
+	if _, _, err := n.Admit(cctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{}); err == nil {
 		t.Error("a write waited past its deadline")
 	}
 }

@@ -227,7 +227,8 @@ var knownActions = func() map[string]bool {
 	m := map[string]bool{"anyAction": true, "internal": true}
 	for _, l := range [][]string{readActions, readWriteActions, dbAdminActions, dbAdminProfileActions, userAdminActions,
 		clusterMonitorActions, clusterMonitorAnyDBActions, clusterManagerActions, clusterManagerAnyDBActions, hostManagerActions,
-		{"authSchemaUpgrade", "setUserWriteBlockMode", "changeOwnPassword", "changeOwnCustomData"}} {
+		{"authSchemaUpgrade", "setUserWriteBlockMode", "changeOwnPassword", "changeOwnCustomData",
+			"impersonate"}} { // impersonate: name another user's uid in an lsid (__system has it)
 		for _, a := range l {
 			m[a] = true
 		}

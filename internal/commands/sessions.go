@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
@@ -53,7 +54,7 @@ func checkSession(s *Session, name string, g *generic) error {
 		if !ok {
 			return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", typeName(g.lsid.Type))
 		}
-		id, err := session.Parse(d, session.UIDOfUser(s.userKey()))
+		id, err := session.Parse(d, session.UIDOfUser(s.userKey()), s.mayImpersonate())
 		if err != nil {
 			return err
 		}
@@ -145,7 +146,7 @@ func sessionList(s *Session, req *Request) ([]session.ID, error) {
 		if !ok {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' must hold session ids (objects), found %s", req.Name, typeName(el.Type))
 		}
-		id, err := session.Parse(d, uid)
+		id, err := session.Parse(d, uid, s.mayImpersonate())
 		if err != nil {
 			return nil, err
 		}
@@ -358,4 +359,15 @@ func checkCursorSession(s *Session, cur *Cursor) error {
 		return mongoerr.New(mongoerr.CursorInUse, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", cur.ID, cur.lsid, s.sess.id)
 	}
 	return nil
+}
+
+// mayImpersonate reports whether the client may name another user's uid in
+// an lsid (MongoDB's impersonate action on the cluster: __system, as a
+// router forwards its clients' sessions; anyone without access control).
+func (s *Session) mayImpersonate() bool {
+	acc := s.Env.Access
+	if acc == nil || !acc.Enabled {
+		return true
+	}
+	return s.auth.user != nil && s.privileges().Allows(auth.Cluster, "impersonate")
 }

@@ -2,7 +2,11 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"github.com/xdg-go/scram"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"net"
 	"slices"
 	"sort"
 	"testing"
@@ -351,4 +355,86 @@ func TestAuthCursorOwner(t *testing.T) {
 	if err := ann.Database("test").RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1}}).Err(); err != nil {
 		t.Errorf("getMore by the cursor's owner: %v", err)
 	}
+}
+
+// TestAuthSessionUID: an lsid's uid is the client's own, unless the client
+// may impersonate (MongoDB's impersonate action: __system, as a router
+// forwards its clients' sessions): then the session is the named user's —
+// a retryable insert sent under bob's uid by an impersonating client is
+// the same statement bob's own retry names, and runs once.
+func TestAuthSessionUID(t *testing.T) {
+	s := startAuthServer(t)
+	anon := s.client(t)
+	if err := runCmd(anon, "admin", bson.D{{Key: "createUser", Value: "ann"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ann := s.as(t, "admin", "ann", "pw", "")
+	for _, cmd := range []bson.D{
+		{{Key: "createRole", Value: "imp"}, {Key: "privileges", Value: bson.A{bson.D{{Key: "resource", Value: bson.D{{Key: "cluster", Value: true}}}, {Key: "actions", Value: bson.A{"impersonate"}}}}}, {Key: "roles", Value: bson.A{}}},
+		{{Key: "createUser", Value: "imp"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"imp", bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "test"}}}}},
+		{{Key: "createUser", Value: "bob"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "test"}}}}},
+	} {
+		if err := runCmd(ann, "admin", cmd); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	// The driver puts its own lsid on every command: these go over raw
+	// connections authenticated by SCRAM.
+	id := bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}
+	bobUID := sha256.Sum256([]byte("bob@admin"))
+	insert := func(lsid bson.D) bson.D {
+		return bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "x", Value: 1}}}},
+			{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(1)}, {Key: "$db", Value: "test"}}
+	}
+	asBob := bson.D{{Key: "id", Value: id}, {Key: "uid", Value: bson.Binary{Data: bobUID[:]}}}
+	code := func(reply bsoncore.Document) int32 { c, _ := reply.Lookup("code").AsInt32OK(); return c }
+	if c := code(roundTrip(t, scramConn(t, s, "ann", "pw"), command(t, insert(asBob)))); c != 13 {
+		t.Errorf("root naming bob's uid: code %d, want 13 (root may not impersonate)", c)
+	}
+	if reply := roundTrip(t, scramConn(t, s, "imp", "pw"), command(t, insert(asBob))); code(reply) != 0 {
+		t.Fatalf("an impersonating client naming bob's uid: %s", reply)
+	}
+	if reply := roundTrip(t, scramConn(t, s, "bob", "pw"), command(t, insert(bson.D{{Key: "id", Value: id}}))); code(reply) != 0 {
+		t.Fatalf("bob's retry of the same statement: %s", reply)
+	}
+	n, err := ann.Database("test").Collection("c").CountDocuments(context.Background(), bson.D{})
+	if err != nil || n != 1 {
+		t.Errorf("%d documents (%v), want 1: the impersonated statement and bob's retry are one", n, err)
+	}
+}
+
+// scramConn is a raw connection to s authenticated as user@admin with
+// SCRAM-SHA-256 (for commands the driver would add its own fields to).
+func scramConn(t *testing.T, s *testServer, user, pwd string) net.Conn {
+	t.Helper()
+	nc := dial(t, s)
+	client, err := scram.SHA256.NewClient(user, pwd, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := client.NewConversation()
+	payload, err := conv.Step("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+		{Key: "payload", Value: bson.Binary{Data: []byte(payload)}}, {Key: "$db", Value: "admin"}}
+	for range 4 {
+		reply := roundTrip(t, nc, command(t, cmd))
+		if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 {
+			t.Fatalf("SCRAM as %s: %s", user, reply)
+		}
+		if done, _ := reply.Lookup("done").BooleanOK(); done {
+			return nc
+		}
+		_, data := reply.Lookup("payload").Binary()
+		if payload, err = conv.Step(string(data)); err != nil {
+			t.Fatal(err)
+		}
+		cid, _ := reply.Lookup("conversationId").AsInt64OK()
+		cmd = bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: int32(cid)},
+			{Key: "payload", Value: bson.Binary{Data: []byte(payload)}}, {Key: "$db", Value: "admin"}}
+	}
+	t.Fatalf("SCRAM as %s did not finish", user)
+	return nil
 }

@@ -20,9 +20,13 @@ type ID struct {
 func UIDOf(user string) [32]byte { return sha256.Sum256([]byte(user)) }
 
 // Parse reads an lsid ({id: UUID, uid: BinData}) sent by a client whose
-// user has uid user. A uid the client gives must be its own.
-func Parse(lsid bsoncore.Document, user [32]byte) (ID, error) {
+// user has uid user. A uid the client gives must be its own, unless the
+// client may impersonate (a router forwarding its client's session as
+// __system, or a server without access control: MongoDB's impersonate
+// privilege), when the session is the named uid's.
+func Parse(lsid bsoncore.Document, user [32]byte, impersonate bool) (ID, error) {
 	var id ID
+	named, hasUID := [32]byte{}, false
 	// Every command of a driver's session carries its lsid: walk it in
 	// place rather than through Elements, which allocates a slice.
 	n, rest, ok := bsoncore.ReadLength(lsid)
@@ -51,7 +55,8 @@ func Parse(lsid bsoncore.Document, user [32]byte) (ID, error) {
 			if !ok || len(data) != 32 {
 				return id, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.uid' is the wrong type '%s', expected type 'binData'", typeName(v))
 			}
-			if [32]byte(data) != user {
+			named, hasUID = [32]byte(data), true
+			if named != user && !impersonate {
 				return id, mongoerr.New(mongoerr.Unauthorized, "Only a session's own user may name its uid")
 			}
 		default:
@@ -62,6 +67,9 @@ func Parse(lsid bsoncore.Document, user [32]byte) (ID, error) {
 		return id, mongoerr.New(mongoerr.IDLMissingField, "BSON field 'OperationSessionInfo.lsid.id' is missing but a required field")
 	}
 	id.UID = user
+	if hasUID {
+		id.UID = named
+	}
 	return id, nil
 }
 

@@ -20,21 +20,26 @@ func TestParseLSID(t *testing.T) {
 	user[1] = 9
 	withUID := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).AppendBinary("uid", 0, user[:]).Build()
 	otherUID := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).AppendBinary("uid", 0, make([]byte, 32)).Build()
+	var other [32]byte
 	for _, tc := range []struct {
-		name string
-		lsid bsoncore.Document
-		want mongoerr.Code
+		name        string
+		lsid        bsoncore.Document
+		want        mongoerr.Code
+		impersonate bool     // the client may name any uid (__system, no access control)
+		uid         [32]byte // the session's uid when it parses (zero: user)
 	}{
-		{"a driver's lsid", good, 0},
-		{"with the user's own uid", withUID, 0},
-		{"another user's uid", otherUID, mongoerr.Unauthorized},
-		{"truncated", good[:len(good)-3], mongoerr.InvalidBSON},
-		{"length beyond the bytes", append(bsoncore.Document{0xff, 0, 0, 0}, good[4:]...), mongoerr.InvalidBSON},
-		{"no id", bsoncore.NewDocumentBuilder().Build(), mongoerr.IDLMissingField},
-		{"an unknown field", bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).AppendInt32("x", 1).Build(), mongoerr.UnknownField},
-		{"id not a UUID", bsoncore.NewDocumentBuilder().AppendString("id", "x").Build(), mongoerr.TypeMismatch},
+		{"a driver's lsid", good, 0, false, user},
+		{"with the user's own uid", withUID, 0, false, user},
+		{"another user's uid", otherUID, mongoerr.Unauthorized, false, user},
+		{"another user's uid, impersonating", otherUID, 0, true, other},
+		{"no uid, impersonating: the client's own", good, 0, true, user},
+		{"truncated", good[:len(good)-3], mongoerr.InvalidBSON, false, user},
+		{"length beyond the bytes", append(bsoncore.Document{0xff, 0, 0, 0}, good[4:]...), mongoerr.InvalidBSON, false, user},
+		{"no id", bsoncore.NewDocumentBuilder().Build(), mongoerr.IDLMissingField, false, user},
+		{"an unknown field", bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).AppendInt32("x", 1).Build(), mongoerr.UnknownField, false, user},
+		{"id not a UUID", bsoncore.NewDocumentBuilder().AppendString("id", "x").Build(), mongoerr.TypeMismatch, false, user},
 	} {
-		id, err := Parse(tc.lsid, user)
+		id, err := Parse(tc.lsid, user, tc.impersonate)
 		var me *mongoerr.Error
 		var got mongoerr.Code
 		if errors.As(err, &me) {
@@ -45,7 +50,7 @@ func TestParseLSID(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: code %d, want %d (%v)", tc.name, got, tc.want, err)
 		}
-		if tc.want == 0 && (id.UUID[0] != 7 || id.UID != user) {
+		if tc.want == 0 && (id.UUID[0] != 7 || id.UID != tc.uid) {
 			t.Errorf("%s: parsed %+v", tc.name, id)
 		}
 	}

@@ -161,6 +161,20 @@ func (s *Set) Run(ctx context.Context, cmd bsoncore.Document) (bsoncore.Document
 
 // RunSeq is Run with a document sequence (nil: none).
 func (s *Set) RunSeq(ctx context.Context, cmd bsoncore.Document, seq *Sequence) (bsoncore.Document, error) {
+	return s.runSeq(ctx, cmd, seq, true)
+}
+
+// RunSeqOnce is RunSeq for a command that must not be sent twice: a write
+// without a txnNumber, which a member may have applied before the
+// connection broke (the shard's session table dedupes only retryable
+// writes). A not-primary answer (nothing applied) still makes it look for
+// the primary and retry; a network error is returned as it is, as mongos
+// returns it rather than risk a second application.
+func (s *Set) RunSeqOnce(ctx context.Context, cmd bsoncore.Document, seq *Sequence) (bsoncore.Document, error) {
+	return s.runSeq(ctx, cmd, seq, false)
+}
+
+func (s *Set) runSeq(ctx context.Context, cmd bsoncore.Document, seq *Sequence, resend bool) (bsoncore.Document, error) {
 	for attempt := 0; ; attempt++ {
 		h := s.primary.Load()
 		if h == nil {
@@ -177,7 +191,7 @@ func (s *Set) RunSeq(ctx context.Context, cmd bsoncore.Document, seq *Sequence) 
 			}
 		}
 		s.primary.CompareAndSwap(h, nil)
-		if attempt >= 1 {
+		if attempt >= 1 || err != nil && !resend {
 			if err == nil {
 				return reply, nil
 			}

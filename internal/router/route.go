@@ -180,12 +180,29 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	}
 	cmd = bsoncore.AppendStringElement(cmd, "$db", db)
 	cmd, _ = bsoncore.AppendDocumentEnd(cmd, idx)
-	reply, err := memberclient.Check(sh.set.RunSeq(ctx, cmd, seq))
+	run := sh.set.RunSeq
+	if onceOnly(body) {
+		run = sh.set.RunSeqOnce
+	}
+	reply, err := memberclient.Check(run(ctx, cmd, seq))
 	var re *memberclient.ReplyError
 	if errors.As(err, &re) && staleCode(int32(re.Code())) {
 		return nil, &errStale{err}
 	}
 	return reply, err
+}
+
+// onceOnly reports whether body is a write a shard may have applied when
+// the connection breaks and that nothing dedupes: insert, update, delete
+// and findAndModify without a txnNumber (a retryable write's statements
+// are recorded in the shard's session table, so a resend of one is safe).
+func onceOnly(body bsoncore.Document) bool {
+	switch body.Index(0).Key() {
+	case "insert", "update", "delete", "findAndModify", "findandmodify":
+		_, err := body.LookupErr("txnNumber")
+		return err != nil
+	}
+	return false
 }
 
 // unshardedDoc is the shardVersion of a command on an unsharded

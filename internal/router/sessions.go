@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"sync"
 	"time"
@@ -63,9 +64,24 @@ func sessionOf(ctx context.Context) *opSession {
 	return op
 }
 
-// sessionKey names a session at the router: its lsid's id (its uid is the
-// connection's user, which the shards work out themselves).
-type sessionKey [16]byte
+// sessionKey names a session at the router: its lsid's id and uid (the
+// SHA-256 of its user, "name@db"; of "" without access control), as
+// MongoDB's LogicalSessionId: two users' sessions of the same id are two
+// sessions. The lsid the shards get names the uid (the router reaches them
+// as __system, which may: impersonate), so a shard's session is the
+// client's user's too.
+type sessionKey struct {
+	id  [16]byte
+	uid [32]byte
+}
+
+// uidOf is the uid of a's user.
+func uidOf(a *connAuth) [32]byte {
+	if a == nil || a.user == nil {
+		return sha256.Sum256(nil)
+	}
+	return sha256.Sum256([]byte(a.user.Name + "@" + a.user.DB))
+}
 
 // routerSession is the router's record of one session.
 type routerSession struct {
@@ -112,6 +128,19 @@ func (t *sessions) remove(keys []sessionKey) []*routerTxn {
 	return open
 }
 
+// keysOf lists the sessions of the user whose uid is uid.
+func (t *sessions) keysOf(uid [32]byte) []sessionKey {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []sessionKey
+	for k := range t.m {
+		if k.uid == uid {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // expired forgets the sessions unused since before and returns their
 // transactions.
 func (t *sessions) expired(before time.Time) []*routerTxn {
@@ -129,27 +158,55 @@ func (t *sessions) expired(before time.Time) []*routerTxn {
 	return open
 }
 
-// parseLSID reads an lsid: a document whose id is a UUID (the router does
-// not check uid: the shards check it against the connection's user).
-func parseLSID(v bsoncore.Value) (bsoncore.Document, sessionKey, error) {
-	var key sessionKey
+// parseLSID reads an lsid of a client whose user has uid user: its id is
+// a UUID, and a uid it names must be its user's (Unauthorized otherwise,
+// as mongod: a router's client may not impersonate). The lsid returned,
+// for the shards, names the uid.
+func parseLSID(v bsoncore.Value, user [32]byte) (bsoncore.Document, sessionKey, error) {
+	key := sessionKey{uid: user}
 	d, ok := v.DocumentOK()
 	if !ok {
 		return nil, key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", v.Type)
 	}
-	idv, err := d.LookupErr("id")
+	elems, err := d.Elements()
 	if err != nil {
+		return nil, key, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: not a well-formed document")
+	}
+	hasID := false
+	for _, el := range elems {
+		v := el.Value()
+		switch el.Key() {
+		case "id":
+			sub, data, ok := v.BinaryOK()
+			if !ok || sub != 4 || len(data) != 16 {
+				return nil, key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.id' is the wrong type '%s', expected type 'UUID'", v.Type)
+			}
+			copy(key.id[:], data)
+			hasID = true
+		case "uid":
+			_, data, ok := v.BinaryOK()
+			if !ok || len(data) != 32 {
+				return nil, key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.uid' is the wrong type '%s', expected type 'binData'", v.Type)
+			}
+			if [32]byte(data) != user {
+				return nil, key, mongoerr.New(mongoerr.Unauthorized, "Only a session's own user may name its uid")
+			}
+		default:
+			return nil, key, mongoerr.New(mongoerr.UnknownField, "BSON field 'OperationSessionInfo.lsid.%s' is an unknown field.", el.Key())
+		}
+	}
+	if !hasID {
 		return nil, key, mongoerr.New(mongoerr.IDLMissingField, "BSON field 'OperationSessionInfo.lsid.id' is missing but a required field")
 	}
-	sub, data, ok := idv.BinaryOK()
-	if !ok || sub != 4 || len(data) != 16 {
-		return nil, key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.id' is the wrong type '%s', expected type 'UUID'", idv.Type)
-	}
-	copy(key[:], data)
-	// A copy: the request's buffer is the connection's, reused by its
-	// next message, and the session outlives the command (cursors,
+	// A new document: the request's buffer is the connection's, reused by
+	// its next message, and the session outlives the command (cursors,
 	// transactions).
-	return append(bsoncore.Document(nil), d...), key, nil
+	return key.lsid(), key, nil
+}
+
+// lsid is the session's lsid as the shards get it: {id, uid}.
+func (k sessionKey) lsid() bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendBinary("id", 4, k.id[:]).AppendBinary("uid", 0, k.uid[:]).Build()
 }
 
 // beginSession reads a command's session fields (MongoDB's
@@ -171,7 +228,7 @@ func (r *Router) beginSession(req *request) (*opSession, error) {
 		}
 		return nil, nil
 	}
-	lsid, key, err := parseLSID(lsidV)
+	lsid, key, err := parseLSID(lsidV, uidOf(req.auth))
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +313,7 @@ func sessionList(req *request) ([]sessionKey, error) {
 	vals, _ := arr.Values()
 	keys := make([]sessionKey, 0, len(vals))
 	for _, v := range vals {
-		_, k, err := parseLSID(v)
+		_, k, err := parseLSID(v, uidOf(req.auth))
 		if err != nil {
 			return nil, err
 		}
@@ -265,13 +322,13 @@ func sessionList(req *request) ([]sessionKey, error) {
 	return keys, nil
 }
 
-func cmdStartSession(_ context.Context, r *Router, _ *request) (bsoncore.Document, error) {
-	var key sessionKey
-	_, _ = rand.Read(key[:])
-	key[6] = key[6]&0x0f | 0x40
-	key[8] = key[8]&0x3f | 0x80
+func cmdStartSession(_ context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	key := sessionKey{uid: uidOf(req.auth)}
+	_, _ = rand.Read(key.id[:])
+	key.id[6] = key.id[6]&0x0f | 0x40
+	key.id[8] = key.id[8]&0x3f | 0x80
 	r.sessions.touch(key)
-	id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, key[:]).Build()
+	id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, key.id[:]).Build()
 	return bsoncore.NewDocumentBuilder().AppendDocument("id", id).AppendInt32("timeoutMinutes", int32(sessionTimeout/time.Minute)).
 		AppendDouble("ok", 1).Build(), nil
 }
@@ -309,8 +366,26 @@ func cmdKillSessions(ctx context.Context, r *Router, req *request) (bsoncore.Doc
 	if err != nil {
 		return nil, err
 	}
+	// The shards get the sessions with their uids named (the router is
+	// __system there); an empty list is every session of the user (every
+	// session without access control), as mongod's killSessions: [].
+	var cmd bsoncore.Document
+	mine := len(keys) == 0 && req.auth != nil && req.auth.user != nil
+	switch {
+	case mine:
+		keys = r.sessions.keysOf(uidOf(req.auth))
+		who := bsoncore.NewDocumentBuilder().AppendString("user", req.auth.user.Name).AppendString("db", req.auth.user.DB).Build()
+		cmd = bsoncore.NewDocumentBuilder().AppendArray("killAllSessions", bsoncore.NewArrayBuilder().AppendDocument(who).Build()).
+			AppendString("$db", "admin").Build()
+	default:
+		list := bsoncore.NewArrayBuilder()
+		for _, k := range keys {
+			list.AppendDocument(k.lsid())
+		}
+		cmd = bsoncore.NewDocumentBuilder().AppendArray("killSessions", list.Build()).AppendString("$db", "admin").Build()
+	}
 	var open []*routerTxn
-	if len(keys) == 0 {
+	if len(keys) == 0 && !mine {
 		open = r.sessions.expired(time.Now().Add(time.Hour)) // all of them
 	} else {
 		open = r.sessions.remove(keys)
@@ -318,7 +393,9 @@ func cmdKillSessions(ctx context.Context, r *Router, req *request) (bsoncore.Doc
 	for _, t := range open {
 		r.abortParticipants(ctx, t)
 	}
-	r.cursors.killSessions(keys)
+	if !mine || len(keys) > 0 {
+		r.cursors.killSessions(keys)
+	}
 	shards, err := r.cache.shardIDs(ctx)
 	if err != nil {
 		return nil, err
@@ -327,7 +404,6 @@ func cmdKillSessions(ctx context.Context, r *Router, req *request) (bsoncore.Doc
 	for i, s := range shards {
 		ids[i] = s.id
 	}
-	cmd := rewrite(req.body, nil, func(b *bsoncore.DocumentBuilder) { b.AppendString("$db", "admin") })
 	if err := errors.Join(r.runOn(ctx, ids, cmd)...); err != nil {
 		return nil, err
 	}

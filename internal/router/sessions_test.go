@@ -1,8 +1,13 @@
 package router
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -68,5 +73,45 @@ func TestSessionFields(t *testing.T) {
 	}
 	if _, err := op.appendSession(nil, "s1", "find"); mongoerr.CodeOf(err) != mongoerr.OperationNotSupportedInTransaction {
 		t.Fatalf("a snapshot transaction's second shard: %v", err)
+	}
+}
+
+// TestSessionsAreUsers: a session is its lsid's id and its user's uid: the
+// same id used by two users names two sessions, a client may name only its
+// own uid, and the lsid the shards get names the user's uid (so their
+// session is the user's, not the router's __system).
+func TestSessionsAreUsers(t *testing.T) {
+	id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, []byte("0123456789abcdef")).Build()
+	ann := &connAuth{user: &auth.User{Name: "ann", DB: "admin"}}
+	bob := &connAuth{user: &auth.User{Name: "bob", DB: "admin"}}
+	lsidOf := func(a *connAuth) (bsoncore.Document, sessionKey) {
+		t.Helper()
+		lsid, key, err := parseLSID(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: id}, uidOf(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lsid, key
+	}
+	annLSID, annKey := lsidOf(ann)
+	_, bobKey := lsidOf(bob)
+	_, noneKey := lsidOf(nil)
+	if annKey == bobKey || annKey == noneKey || annKey.id != bobKey.id {
+		t.Errorf("one id, three users: keys %x %x %x", annKey.uid[:4], bobKey.uid[:4], noneKey.uid[:4])
+	}
+	annUID := sha256.Sum256([]byte("ann@admin"))
+	if _, uid := annLSID.Lookup("uid").Binary(); !bytes.Equal(uid, annUID[:]) {
+		t.Errorf("the shards' lsid %s does not name ann's uid", annLSID)
+	}
+	if _, _, err := parseLSID(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: annLSID}, uidOf(bob)); mongoerr.CodeOf(err) != mongoerr.Unauthorized {
+		t.Errorf("bob naming ann's uid: %v, want Unauthorized", err)
+	}
+	if _, key, err := parseLSID(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: annLSID}, uidOf(ann)); err != nil || key != annKey {
+		t.Errorf("ann naming her own uid: %v", err)
+	}
+	r := &sessions{}
+	r.touch(annKey)
+	r.touch(bobKey)
+	if got := r.keysOf(uidOf(ann)); len(got) != 1 || got[0] != annKey {
+		t.Errorf("ann's sessions: %v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"net"
@@ -274,6 +275,12 @@ func TestStaleConfigRetryKeepsTxnNumber(t *testing.T) {
 		"s0": {{[]int32{5, 50, 7}, []int32{0, 1, 2}}, {[]int32{5, 7}, []int32{0, 2}}}, // refused, then its own
 		"s1": {{[]int32{50}, []int32{1}}},
 	}
+	// The shards get the client's session id with its uid named (the
+	// user's: here none, SHA-256 of ""), so their session is the user's.
+	noUser := sha256.Sum256(nil)
+	_, clientID := doc(t, lsid).Lookup("id").Binary()
+	wantLSID := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, clientID).
+		AppendBinary("uid", 0, noUser[:]).Build()
 	for _, f := range []*fakeShard{c.s0, c.s1} {
 		f.mu.Lock()
 		got := f.inserts
@@ -290,7 +297,7 @@ func TestStaleConfigRetryKeepsTxnNumber(t *testing.T) {
 			w := want[f.name][i]
 			txn, _ := ins.body.Lookup("txnNumber").Int64OK()
 			if fmt.Sprint(ins.as) != fmt.Sprint(w.as) || fmt.Sprint(ids) != fmt.Sprint(w.ids) ||
-				txn != 7 || !bytes.Equal(ins.body.Lookup("lsid").Document(), doc(t, lsid)) {
+				txn != 7 || !bytes.Equal(ins.body.Lookup("lsid").Document(), wantLSID) {
 				t.Errorf("%s insert %d: documents %v stmtIds %v txnNumber %d lsid %s; want %v, %v, 7", f.name, i, ins.as, ids, txn, ins.body.Lookup("lsid"), w.as, w.ids)
 			}
 		}

@@ -67,45 +67,33 @@ func (r *Reader) Versions(b VersionBounds) (*VersionCursor, error) {
 // versionRange returns the history keys of one document's versions
 // within b (b.IDKey set), from one version above b.VHi, so that the first
 // version returned knows its validTo (the next version's validFrom), down
-// to b.VLo; empty when no version is within b. The version keys give each
-// bound's time: one seek each.
+// to b.VLo; empty when no version is within b. Each bound is found by
+// seekVersion.
 func (r *Reader) versionRange(b VersionBounds) (lo, hi []byte, empty bool, err error) {
 	hid := append(storage.Prefix(nil, storage.SpaceHistory, r.coll.ID), b.IDKey...)
-	vid := append(storage.Prefix(nil, storage.SpaceHistoryVersion, r.coll.ID), b.IDKey...)
-	it, err := r.snap.NewIter(vid, storage.PrefixEnd(vid))
+	it, err := r.snap.NewIter(hid, storage.PrefixEnd(hid))
 	if err != nil {
 		return nil, nil, false, err
 	}
 	defer func() { err = errors.Join(err, it.Close()) }()
-	// at returns the history key of the newest version ≤ v (none: ok false).
-	at := func(v uint64) (key []byte, ok bool, err error) {
-		if !it.SeekGE(binary.BigEndian.AppendUint64(append([]byte(nil), vid...), ^v)) {
-			return nil, false, nil
-		}
-		ts, err := it.Value()
-		if err != nil || len(ts) != 8 {
-			return nil, false, errors.Join(err, errCorruptRecord)
-		}
-		return storage.HistoryKey(nil, r.coll.ID, b.IDKey, binary.BigEndian.Uint64(ts), storage.HistoryKeyVersion(it.Key())), true, nil
-	}
 	if !it.First() || storage.HistoryKeyVersion(it.Key()) < b.VLo {
 		return nil, nil, true, nil // no history, or every version below the range
 	}
 	lo, hi = hid, storage.PrefixEnd(hid)
 	if newest := storage.HistoryKeyVersion(it.Key()); b.VHi < newest {
-		key, ok, err := at(b.VHi + 1)
+		ok, err := seekVersion(r.snap, it, r.coll.ID, b.IDKey, hid, b.VHi+1)
 		if err != nil || !ok {
-			return nil, nil, !ok, err // every version ≤ VHi+1 pruned
+			return nil, nil, !ok, err // VHi+1 pruned, and every older version with it
 		}
-		lo = key
+		lo = append([]byte(nil), it.Key()...)
 	}
 	if b.VLo > 0 {
-		key, ok, err := at(b.VLo)
+		ok, err := seekVersion(r.snap, it, r.coll.ID, b.IDKey, hid, b.VLo)
 		if err != nil {
 			return nil, nil, false, err
 		}
-		if ok && storage.HistoryKeyVersion(key) == b.VLo {
-			hi = storage.PrefixEnd(key)
+		if ok { // else VLo was pruned: down to the oldest version
+			hi = storage.PrefixEnd(append([]byte(nil), it.Key()...))
 		}
 	}
 	return lo, hi, false, nil
@@ -181,28 +169,30 @@ func (e *Engine) CheckHistory(ns Namespace) error {
 	defer cur.Close()
 	var id []byte
 	var prev uint64
-	live, versions := 0, 0 // _ids whose newest version is a document; versions
+	live, keyed := 0, 0 // _ids whose newest version is a document; versions with a version key
 	for {
 		v, ok, err := cur.Next()
 		if err != nil {
 			return err
 		}
 		if !ok {
-			if err := checkVersionKeyCount(r, ns, versions); err != nil {
+			if err := checkVersionKeyCount(r, ns, keyed); err != nil {
 				return err
 			}
 			return checkLiveCount(r, ns, live)
 		}
-		versions++
 		if v.ValidFrom == pendingTS {
 			return fmt.Errorf("%w: %s: _id %x: version %d was never given its transaction's commit time", ErrHistoryBroken, ns, v.IDKey, v.V)
 		}
-		tk, found, err := r.snap.Get(nil, storage.HistoryVersionKey(nil, r.coll.ID, v.IDKey, v.V))
-		if err != nil {
-			return err
-		}
-		if !found || len(tk) != 8 || binary.BigEndian.Uint64(tk) != v.ValidFrom {
-			return fmt.Errorf("%w: %s: _id %x: version %d has no version key naming its time", ErrHistoryBroken, ns, v.IDKey, v.V)
+		if hasVersionKey(v.V) {
+			keyed++
+			tk, found, err := r.snap.Get(nil, storage.HistoryVersionKey(nil, r.coll.ID, v.IDKey, v.V))
+			if err != nil {
+				return err
+			}
+			if !found || len(tk) != 8 || binary.BigEndian.Uint64(tk) != v.ValidFrom {
+				return fmt.Errorf("%w: %s: _id %x: version %d has no version key naming its time", ErrHistoryBroken, ns, v.IDKey, v.V)
+			}
 		}
 		if string(v.IDKey) == string(id) {
 			if v.V != prev-1 {
@@ -249,8 +239,8 @@ func checkLiveCount(r *Reader, ns Namespace, live int) error {
 }
 
 // checkVersionKeyCount checks that there are no more version keys than
-// versions (each version's own was checked).
-func checkVersionKeyCount(r *Reader, ns Namespace, versions int) error {
+// versions that have one (each of theirs was checked).
+func checkVersionKeyCount(r *Reader, ns Namespace, keyed int) error {
 	prefix := storage.Prefix(nil, storage.SpaceHistoryVersion, r.coll.ID)
 	it, err := r.snap.NewIter(prefix, storage.PrefixEnd(prefix))
 	if err != nil {
@@ -263,8 +253,8 @@ func checkVersionKeyCount(r *Reader, ns Namespace, versions int) error {
 	if err := it.Close(); err != nil {
 		return err
 	}
-	if n != versions {
-		return fmt.Errorf("%w: %s has %d version keys for %d versions", ErrHistoryBroken, ns, n, versions)
+	if n != keyed {
+		return fmt.Errorf("%w: %s has %d version keys where %d versions have one", ErrHistoryBroken, ns, n, keyed)
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"encoding/binary"
+	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -30,16 +30,21 @@ func (e *Engine) RevertDocument(ns Namespace, id bsoncore.Value, v uint64) (uint
 			return mongoerr.New(mongoerr.InvalidOptions, "revertDocument needs a versioned collection; %s is not versioned", ns)
 		}
 		idKey := appendIDKey(nil, id)
-		ts, found, err := tx.Get(nil, storage.HistoryVersionKey(nil, coll.ID, idKey, v))
+		hid := append(storage.Prefix(nil, storage.SpaceHistory, coll.ID), idKey...)
+		it, err := tx.NewIter(hid, storage.PrefixEnd(hid))
 		if err != nil {
 			return err
 		}
+		found, err := seekVersion(tx, it, coll.ID, idKey, hid, v)
 		var rec []byte
-		if found && len(ts) == 8 {
-			rec, found, err = tx.Get(nil, storage.HistoryKey(nil, coll.ID, idKey, binary.BigEndian.Uint64(ts), v))
-			if err != nil {
-				return err
+		if found && err == nil {
+			var val []byte
+			if val, err = it.Value(); err == nil {
+				rec = append(rec, val...)
 			}
+		}
+		if err = errors.Join(err, it.Close()); err != nil {
+			return err
 		}
 		if !found {
 			return mongoerr.New(mongoerr.BadValue, "version %d of _id %s of %s does not exist or is no longer retained", v, id, ns)

@@ -387,7 +387,7 @@ func appendIndexKey(dst []byte, i int) []byte {
 
 // stampVersion gives a version a transaction recorded the commit's time:
 // its record moves from pendingTS to its key at ts, and its version key
-// names ts.
+// (if it has one) names ts.
 func (e *Engine) stampVersion(tx *storage.Txn, p pendingVersion, ts hlc.Timestamp) error {
 	key := storage.HistoryKey(nil, p.collID, p.idKey, pendingTS, p.v)
 	rec, found, err := tx.Get(nil, key)
@@ -399,6 +399,9 @@ func (e *Engine) stampVersion(tx *storage.Txn, p pendingVersion, ts hlc.Timestam
 	}
 	tx.Delete(key)
 	tx.Set(storage.HistoryKey(nil, p.collID, p.idKey, uint64(ts), p.v), rec)
+	if !hasVersionKey(p.v) {
+		return nil
+	}
 	var tb [8]byte
 	binary.BigEndian.PutUint64(tb[:], uint64(ts))
 	tx.Set(storage.HistoryVersionKey(nil, p.collID, p.idKey, p.v), tb[:])

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -89,6 +90,10 @@ func spawnServe(t *testing.T, bin string, args ...string) *serveProc {
 				fmt.Fprintln(os.Stderr, "cairn serve:", sc.Text())
 			}
 		}
+		// A line past the scanner's buffer (a slow-query entry of a large
+		// insert, logged whole) stops it: keep reading, or the server
+		// blocks on its next log line and every command waits with it.
+		_, _ = io.Copy(io.Discard, stdout)
 		_ = p.cmd.Wait()
 		close(p.done)
 	}()

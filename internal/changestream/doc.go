@@ -69,8 +69,16 @@
 //   - dropIndexes' operationDescription names the index only; modify has
 //     no stateBeforeChange; create's operationDescription is the logged
 //     options (no idIndex).
-//   - $changeStreamSplitLargeEvent, showMigrationEvents, showSystemEvents,
-//     allowToRunOnConfigDB and allowToRunOnSystemNS are refused.
+//   - $changeStreamSplitLargeEvent (split.go) splits as MongoDB does (the
+//     fields smallest first, each fragment at most MaxEventSize less the
+//     token's size), so fragments hold the same fields; their sizes may
+//     differ from MongoDB's by the bytes of Cairn's shorter tokens. A
+//     fragment's token is its event's with the fragment's index appended
+//     (sorting after the event's and before the next event's); a stream
+//     resumed from it reads the event again and drops the fragments up to
+//     it (TestSplitLargeEvent).
+//   - showMigrationEvents, showSystemEvents, allowToRunOnConfigDB and
+//     allowToRunOnSystemNS are refused.
 //   - Streams need a replica set member, as MongoDB's do (40573 on a
 //     standalone).
 package changestream

@@ -395,6 +395,62 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 	})
 
+	t.Run("pre-image expiry", func(t *testing.T) {
+		// setClusterParameter's changeStreamOptions.preAndPostImages.
+		// expireAfterSeconds makes the remover (here every second) delete
+		// pre-images that old; a stream then shows null where the image
+		// was. getClusterParameter reads the setting back.
+		admin := client.Database("admin")
+		run := func(cmd bson.D) bson.Raw {
+			t.Helper()
+			res, err := admin.RunCommand(ctx, cmd).Raw()
+			if err != nil {
+				t.Fatalf("%v: %v", cmd, err)
+			}
+			return res
+		}
+		run(bson.D{{Key: "setParameter", Value: 1}, {Key: "expiredChangeStreamPreImageRemovalJobSleepSecs", Value: 1}})
+		if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "expiring"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		coll := db.Collection("expiring")
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}))
+		cs := watch(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.WhenAvailable))
+		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 2}}}}))
+		images := client.Database("config").Collection("system.preimages")
+		count := func() int64 {
+			n, err := images.CountDocuments(ctx, bson.D{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if count() == 0 {
+			t.Fatal("no pre-image kept")
+		}
+		run(bson.D{{Key: "setClusterParameter", Value: bson.D{{Key: "changeStreamOptions", Value: bson.D{{Key: "preAndPostImages", Value: bson.D{{Key: "expireAfterSeconds", Value: 1}}}}}}}})
+		defer run(bson.D{{Key: "setClusterParameter", Value: bson.D{{Key: "changeStreamOptions", Value: bson.D{{Key: "preAndPostImages", Value: bson.D{{Key: "expireAfterSeconds", Value: "off"}}}}}}}})
+		got := run(bson.D{{Key: "getClusterParameter", Value: "changeStreamOptions"}})
+		p := got.Lookup("clusterParameters", "0")
+		if n, _ := p.Document().Lookup("preAndPostImages", "expireAfterSeconds").AsInt64OK(); n != 1 {
+			t.Errorf("getClusterParameter: %v, want expireAfterSeconds 1", p)
+		}
+		if _, _, ok := p.Document().Lookup("clusterParameterTime").TimestampOK(); !ok {
+			t.Errorf("getClusterParameter on a member: no clusterParameterTime in %v", p)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for count() > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := count(); n != 0 {
+			t.Fatalf("%d pre-images left 20 s after expireAfterSeconds: 1", n)
+		}
+		ev := next(t, cs)
+		if v, ok := field(ev, "fullDocumentBeforeChange"); !ok || v != nil {
+			t.Errorf("after the pre-image expired: fullDocumentBeforeChange %v, want null", v)
+		}
+	})
+
 	t.Run("split large events", func(t *testing.T) {
 		// An update whose event holds a 10 MB value twice (updatedFields and
 		// the post-image) comes as two fragments with

@@ -61,8 +61,10 @@
 //     in the write's commit group; fullDocument whenAvailable/required
 //     applies the update's diff to the pre-image (MongoDB computes its
 //     post-images the same way). Without one, whenAvailable shows null and
-//     required fails with NoMatchingDocument (47). Pre-images are not yet
-//     expired with the oplog's trim.
+//     required fails with NoMatchingDocument (47). Pre-images go, as in
+//     MongoDB, once their change is older than the oldest oplog entry or
+//     older than changeStreamOptions.preAndPostImages.expireAfterSeconds
+//     (setClusterParameter; engine.RemoveExpiredPreImages).
 //   - A database stream sees dropDatabase without a drop event per
 //     collection first (the oplog logs one dropDatabase entry); a
 //     collection stream sees its drop and invalidate.

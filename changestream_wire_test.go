@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -340,6 +341,172 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		expect(t, after, "documentKey", bson.D{{Key: "_id", Value: int32(300)}})
 		if lookup(after, "txnNumber") != nil {
 			t.Errorf("a write outside a transaction carries a txnNumber: %v", after)
+		}
+	})
+
+	t.Run("transaction pre-images", func(t *testing.T) {
+		// A committed transaction that updates one document twice, replaces
+		// one and deletes one, on a collection keeping images: each event
+		// carries the document as it was just before that statement, the
+		// second update's the first update's result.
+		if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "txnImages"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		coll := db.Collection("txnImages")
+		for i := range 3 {
+			ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "v", Value: i * 10}}))
+		}
+		cs := watch(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.Required).SetFullDocument(options.Required))
+		sess, err := client.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.EndSession(ctx)
+		sc := mongo.NewSessionContext(ctx, sess)
+		if err := sess.StartTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		ok(t)(coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 0}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 1}}}}))
+		ok(t)(coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 0}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "v", Value: 1}}}}))
+		ok(t)(coll.ReplaceOne(sc, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "w", Value: "new"}}))
+		ok(t)(coll.DeleteOne(sc, bson.D{{Key: "_id", Value: 2}}))
+		if err := sess.CommitTransaction(ctx); err != nil {
+			t.Fatal(err)
+		}
+		doc := func(id int32, k string, v any) bson.D { return bson.D{{Key: "_id", Value: id}, {Key: k, Value: v}} }
+		for i, w := range []struct {
+			op        string
+			pre, post bson.D // post nil: no fullDocument (a delete)
+		}{
+			{"update", doc(0, "v", int32(0)), doc(0, "v", int32(1))},
+			{"update", doc(0, "v", int32(1)), doc(0, "v", int32(2))},
+			{"replace", doc(1, "v", int32(10)), doc(1, "w", "new")},
+			{"delete", doc(2, "v", int32(20)), nil},
+		} {
+			ev := next(t, cs)
+			expect(t, ev, "operationType", w.op)
+			expect(t, ev, "fullDocumentBeforeChange", w.pre)
+			if w.post != nil {
+				expect(t, ev, "fullDocument", w.post)
+			}
+			if lookup(ev, "txnNumber") == nil {
+				t.Errorf("event %d is not the transaction's: %v", i, ev)
+			}
+		}
+	})
+
+	t.Run("pre-image expiry", func(t *testing.T) {
+		// setClusterParameter's changeStreamOptions.preAndPostImages.
+		// expireAfterSeconds makes the remover (here every second) delete
+		// pre-images that old; a stream then shows null where the image
+		// was. getClusterParameter reads the setting back.
+		admin := client.Database("admin")
+		run := func(cmd bson.D) bson.Raw {
+			t.Helper()
+			res, err := admin.RunCommand(ctx, cmd).Raw()
+			if err != nil {
+				t.Fatalf("%v: %v", cmd, err)
+			}
+			return res
+		}
+		run(bson.D{{Key: "setParameter", Value: 1}, {Key: "expiredChangeStreamPreImageRemovalJobSleepSecs", Value: 1}})
+		if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "expiring"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		coll := db.Collection("expiring")
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}))
+		cs := watch(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.WhenAvailable))
+		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 2}}}}))
+		images := client.Database("config").Collection("system.preimages")
+		count := func() int64 {
+			n, err := images.CountDocuments(ctx, bson.D{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if count() == 0 {
+			t.Fatal("no pre-image kept")
+		}
+		run(bson.D{{Key: "setClusterParameter", Value: bson.D{{Key: "changeStreamOptions", Value: bson.D{{Key: "preAndPostImages", Value: bson.D{{Key: "expireAfterSeconds", Value: 1}}}}}}}})
+		defer run(bson.D{{Key: "setClusterParameter", Value: bson.D{{Key: "changeStreamOptions", Value: bson.D{{Key: "preAndPostImages", Value: bson.D{{Key: "expireAfterSeconds", Value: "off"}}}}}}}})
+		got := run(bson.D{{Key: "getClusterParameter", Value: "changeStreamOptions"}})
+		p := got.Lookup("clusterParameters", "0")
+		if n, _ := p.Document().Lookup("preAndPostImages", "expireAfterSeconds").AsInt64OK(); n != 1 {
+			t.Errorf("getClusterParameter: %v, want expireAfterSeconds 1", p)
+		}
+		if _, _, ok := p.Document().Lookup("clusterParameterTime").TimestampOK(); !ok {
+			t.Errorf("getClusterParameter on a member: no clusterParameterTime in %v", p)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for count() > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := count(); n != 0 {
+			t.Fatalf("%d pre-images left 20 s after expireAfterSeconds: 1", n)
+		}
+		ev := next(t, cs)
+		if v, ok := field(ev, "fullDocumentBeforeChange"); !ok || v != nil {
+			t.Errorf("after the pre-image expired: fullDocumentBeforeChange %v, want null", v)
+		}
+	})
+
+	t.Run("split large events", func(t *testing.T) {
+		// An update whose event holds a 10 MB value twice (updatedFields and
+		// the post-image) comes as two fragments with
+		// $changeStreamSplitLargeEvent; resuming from the first fragment's
+		// token gives the second; refusals have MongoDB's codes.
+		if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "split"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		coll := db.Collection("split")
+		big := strings.Repeat("q", 10<<20)
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "value", Value: big}}))
+		splitStage := mongo.Pipeline{{{Key: "$changeStreamSplitLargeEvent", Value: bson.D{}}}}
+		cs := watch(t, coll, splitStage, options.ChangeStream().SetFullDocument(options.Required))
+		whole := watch(t, coll, nil, options.ChangeStream().SetFullDocument(options.Required))
+		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "value", Value: "z" + big}}}}))
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}))
+		var frags []bson.D
+		for i := range 2 {
+			f := next(t, cs)
+			expect(t, f, "splitEvent", bson.D{{Key: "fragment", Value: int32(i + 1)}, {Key: "of", Value: int32(2)}})
+			frags = append(frags, f)
+		}
+		expect(t, frags[0], "operationType", "update")
+		if lookup(frags[0], "fullDocument.value") == nil && lookup(frags[1], "fullDocument.value") == nil {
+			t.Errorf("no fragment holds fullDocument")
+		}
+		expect(t, next(t, cs), "documentKey", bson.D{{Key: "_id", Value: int32(2)}})
+		nextErr(t, whole, 10334) // without the stage, as MongoDB: BSONObjectTooLarge
+		first := lookup(frags[0], "_id")
+		resumed := watch(t, coll, splitStage, options.ChangeStream().SetFullDocument(options.Required).SetResumeAfter(first))
+		again := next(t, resumed)
+		expect(t, again, "splitEvent", bson.D{{Key: "fragment", Value: int32(2)}, {Key: "of", Value: int32(2)}})
+		if !reflect.DeepEqual(again, frags[1]) {
+			t.Errorf("resumed after fragment 1: a different second fragment")
+		}
+		expect(t, next(t, resumed), "documentKey", bson.D{{Key: "_id", Value: int32(2)}})
+
+		agg := func(pipeline bson.A) error {
+			return db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "split"}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}).Err()
+		}
+		stage := func(d bson.D) bson.D { return bson.D{{Key: "$changeStreamSplitLargeEvent", Value: d}} }
+		cstage := func(opts bson.D) bson.D { return bson.D{{Key: "$changeStream", Value: opts}} }
+		for _, tc := range []struct {
+			name     string
+			pipeline bson.A
+			code     int
+		}{
+			{"not the last stage", bson.A{cstage(bson.D{}), stage(bson.D{}), bson.D{{Key: "$match", Value: bson.D{}}}}, 7182802},
+			{"not {}", bson.A{cstage(bson.D{}), stage(bson.D{{Key: "a", Value: 1}})}, 7182800},
+			{"twice", bson.A{cstage(bson.D{}), stage(bson.D{}), stage(bson.D{})}, 7182802},
+			{"a fragment's token without it", bson.A{cstage(bson.D{{Key: "resumeAfter", Value: first}})}, 280},
+			{"outside a change stream", bson.A{bson.D{{Key: "$match", Value: bson.D{}}}, stage(bson.D{})}, 20},
+		} {
+			if err := agg(tc.pipeline); codeOf(err) != tc.code {
+				t.Errorf("%s: %v, want code %d", tc.name, err, tc.code)
+			}
 		}
 	})
 

@@ -5,11 +5,13 @@ import "github.com/cairndb/cairn/internal/mongoerr"
 // Local names for the codes of pipeline errors; the numbers and codeNames
 // live in mongoerr's one table.
 const (
-	codeStageOneField        = mongoerr.StageOneField   // a stage document with != 1 field
-	codeUnknownStage         = mongoerr.UnknownStage    // "Unrecognized pipeline stage name: '$foo'"
-	codeStageNotLast         = mongoerr.StageNotLast    // $out/$merge not the final stage
-	codeStageNotFirst        = mongoerr.StageNotFirst   // $documents not the first stage
-	codeStageNotInFacet      = mongoerr.StageNotInFacet // a stage not allowed inside $facet
+	codeStageOneField        = mongoerr.StageOneField    // a stage document with != 1 field
+	codeUnknownStage         = mongoerr.UnknownStage     // "Unrecognized pipeline stage name: '$foo'"
+	codeStageNotLast         = mongoerr.StageNotLast     // $out/$merge not the final stage
+	codeStageNotFirst        = mongoerr.StageNotFirst    // $documents not the first stage
+	codeStageNotInFacet      = mongoerr.StageNotInFacet  // a stage not allowed inside $facet
+	codeSplitEventSpec       = mongoerr.SplitEventSpec   // $changeStreamSplitLargeEvent's argument is not {}
+	codeNotChangeStream      = mongoerr.IllegalOperation // a change-stream-only stage elsewhere
 	codeMatchNotObject       = mongoerr.MatchNotObject
 	codeProjectNotObject     = mongoerr.ProjectNotObject
 	codeProjectEmpty         = mongoerr.ProjectEmpty

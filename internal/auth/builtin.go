@@ -29,15 +29,15 @@ var (
 
 // The cluster roles' actions on the cluster resource.
 var (
-	clusterMonitorActions = []string{"checkFreeMonitoringStatus", "connPoolStats", "getCmdLineOpts", "getDefaultRWConcern", "getLog",
+	clusterMonitorActions = []string{"checkFreeMonitoringStatus", "connPoolStats", "getClusterParameter", "getCmdLineOpts", "getDefaultRWConcern", "getLog",
 		"getParameter", "getShardMap", "hostInfo", "inprog", "listDatabases", "listSessions", "listShards", "netstat",
 		"replSetGetConfig", "replSetGetStatus", "serverStatus", "shardingState", "top", "useUUID"}
 	// clusterMonitor's actions on every database.
 	clusterMonitorAnyDBActions = []string{"collStats", "dbHash", "dbStats", "indexStats", "useUUID"}
 
 	clusterManagerActions = []string{"addShard", "appendOplogNote", "applicationMessage", "cleanupOrphaned", "enableSharding", "flushRouterConfig",
-		"getDefaultRWConcern", "listSessions", "listShards", "removeShard", "replSetConfigure", "replSetGetConfig",
-		"replSetGetStatus", "replSetStateChange", "resync", "setDefaultRWConcern", "setFeatureCompatibilityVersion"}
+		"getClusterParameter", "getDefaultRWConcern", "listSessions", "listShards", "removeShard", "replSetConfigure", "replSetGetConfig",
+		"replSetGetStatus", "replSetStateChange", "resync", "setClusterParameter", "setDefaultRWConcern", "setFeatureCompatibilityVersion"}
 
 	// clusterManager's actions on every database: sharding it and its
 	// collections, and moving and splitting their chunks.

@@ -61,16 +61,26 @@
 //     in the write's commit group; fullDocument whenAvailable/required
 //     applies the update's diff to the pre-image (MongoDB computes its
 //     post-images the same way). Without one, whenAvailable shows null and
-//     required fails with NoMatchingDocument (47). Pre-images are not yet
-//     expired with the oplog's trim.
+//     required fails with NoMatchingDocument (47). Pre-images go, as in
+//     MongoDB, once their change is older than the oldest oplog entry or
+//     older than changeStreamOptions.preAndPostImages.expireAfterSeconds
+//     (setClusterParameter; engine.RemoveExpiredPreImages).
 //   - A database stream sees dropDatabase without a drop event per
 //     collection first (the oplog logs one dropDatabase entry); a
 //     collection stream sees its drop and invalidate.
 //   - dropIndexes' operationDescription names the index only; modify has
 //     no stateBeforeChange; create's operationDescription is the logged
 //     options (no idIndex).
-//   - $changeStreamSplitLargeEvent, showMigrationEvents, showSystemEvents,
-//     allowToRunOnConfigDB and allowToRunOnSystemNS are refused.
+//   - $changeStreamSplitLargeEvent (split.go) splits as MongoDB does (the
+//     fields smallest first, each fragment at most MaxEventSize less the
+//     token's size), so fragments hold the same fields; their sizes may
+//     differ from MongoDB's by the bytes of Cairn's shorter tokens. A
+//     fragment's token is its event's with the fragment's index appended
+//     (sorting after the event's and before the next event's); a stream
+//     resumed from it reads the event again and drops the fragments up to
+//     it (TestSplitLargeEvent).
+//   - showMigrationEvents, showSystemEvents, allowToRunOnConfigDB and
+//     allowToRunOnSystemNS are refused.
 //   - Streams need a replica set member, as MongoDB's do (40573 on a
 //     standalone).
 package changestream

@@ -42,6 +42,14 @@ type position struct {
 
 const maxIdx = math.MaxInt32
 
+// before is the last position before an event's p.
+func (p position) before() position {
+	if p.idx > 0 {
+		return position{ts: p.ts, idx: p.idx - 1, inv: true}
+	}
+	return position{ts: p.ts - 1, idx: maxIdx, inv: true}
+}
+
 func (p position) after(q position) bool {
 	if p.ts != q.ts {
 		return p.ts > q.ts

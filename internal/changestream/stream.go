@@ -84,7 +84,12 @@ func Open(ctx context.Context, log Log, scope Scope, spec Spec) (*Stream, error)
 			return nil, mongoerr.New(mongoerr.InvalidResumeToken, "Attempted to resume a single-collection stream, but the resume token does not include a UUID")
 		}
 		s.skip = t.pos()
-		s.from = s.skip.ts
+		if t.HasFragment {
+			// A fragment's event is read again: the Splitter drops its
+			// fragments up to the token's.
+			s.skip = s.skip.before()
+		}
+		s.from = t.pos().ts
 		if !t.HighWater {
 			s.from-- // the token's own entry is read again, up to the token
 			if err := s.checkToken(t); err != nil {

@@ -3,6 +3,7 @@ package changestream
 import (
 	"bytes"
 	"encoding/hex"
+	"math"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -40,6 +41,10 @@ type Token struct {
 	// document's event, {operationType} for others; nil in a high water
 	// mark.
 	EventID bsoncore.Document
+	// Fragment, when HasFragment, is the index (from 0) of the fragment of
+	// a split event ($changeStreamSplitLargeEvent) the token is of.
+	Fragment    int32
+	HasFragment bool
 }
 
 // pos is where the token lies in the stream.
@@ -70,6 +75,9 @@ func (t Token) Encode() string {
 	}
 	if t.EventID != nil {
 		b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: t.EventID})
+	}
+	if t.HasFragment {
+		b = keystring.Append(b, i32(t.Fragment))
 	}
 	return strings.ToUpper(hex.EncodeToString(b))
 }
@@ -166,12 +174,16 @@ func decodeToken(b []byte, raw bsoncore.Document) (Token, error) {
 		t.UUID = bytes.Clone(data)
 		rest = rest[1:]
 	}
-	if len(rest) > 0 {
-		d, ok := rest[0].DocumentOK()
-		if !ok {
+	if len(rest) > 0 && rest[0].Type == bsoncore.TypeEmbeddedDocument {
+		t.EventID, _ = rest[0].DocumentOK()
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && t.EventID != nil && !t.HighWater {
+		n, ok := rest[0].AsInt64OK()
+		if !ok || n < 0 || n > math.MaxInt32 {
 			return bad()
 		}
-		t.EventID = d
+		t.Fragment, t.HasFragment = int32(n), true
 		rest = rest[1:]
 	}
 	if len(rest) > 0 {

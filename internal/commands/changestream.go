@@ -43,7 +43,57 @@ type csCursor struct {
 	sent   time.Time
 	open   *atomic.Int64
 	closed bool
+	// split is $changeStreamSplitLargeEvent (nil: not in the pipeline);
+	// frags are the fragments of an event not returned yet, lastFrag and
+	// prevFrag the tokens of the last two fragments returned of the
+	// current event (nil: not a fragment).
+	split              *changestream.Splitter
+	frags              []bsoncore.Document
+	lastFrag, prevFrag bsoncore.Document
 }
+
+// maxInternalBSON is MongoDB's BSONObjMaxInternalSize: an event above it
+// fails a stream without $changeStreamSplitLargeEvent.
+const maxInternalBSON = 16<<20 + 16<<10
+
+// next is the cursor's next document: the pipeline's next event, whose _id
+// must still be its resume token, or with $changeStreamSplitLargeEvent the
+// event or its fragments one by one.
+func (c *csCursor) next() (bsoncore.Document, error) {
+	for len(c.frags) == 0 {
+		d, err := c.Next()
+		if err != nil || d == nil {
+			return nil, err
+		}
+		if id, ok := d.Lookup("_id").DocumentOK(); !ok || !bytes.Equal(id, c.stream.LastToken()) {
+			return nil, mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s", bsoncore.Document(c.stream.LastToken()), d.Lookup("_id"))
+		}
+		if c.split == nil {
+			if len(d) > maxInternalBSON {
+				return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "BSONObj size: %d is invalid. Size must be between 0 and %d(16MB) First element: _id: %s", len(d), maxInternalBSON, d.Lookup("_id"))
+			}
+			return d, nil
+		}
+		out, err := c.split.Split(d)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 1 && bytes.Equal(out[0], d) {
+			c.lastFrag, c.prevFrag = nil, nil
+			return d, nil
+		}
+		c.frags, c.lastFrag = out, nil
+	}
+	d := c.frags[0]
+	c.frags = c.frags[1:]
+	c.prevFrag = c.lastFrag
+	c.lastFrag, _ = d.Lookup("_id").DocumentOK()
+	return d, nil
+}
+
+// ended reports whether the cursor returned everything: the stream's
+// invalidate, and no fragment left.
+func (c *csCursor) ended() bool { return c.stream.Ended() && len(c.frags) == 0 }
 
 func (c *csCursor) Close() error {
 	if !c.closed {
@@ -149,18 +199,35 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 		return nil, err
 	}
 	rest := ownedAll(stages[1:])
-	for _, st := range rest {
+	split := -1 // $changeStreamSplitLargeEvent's place in rest
+	for i, st := range rest {
 		switch name := stageName(st); {
 		case name == "$changeStream":
 			return nil, mongoerr.New(mongoerr.StageNotFirst, "$changeStream is only valid as the first stage in a pipeline")
 		case name == "$changeStreamSplitLargeEvent":
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "$changeStreamSplitLargeEvent is not supported by Cairn yet")
+			if d, ok := st.Index(0).Value().DocumentOK(); !ok || len(d) != 5 {
+				return nil, mongoerr.New(mongoerr.SplitEventSpec, "$changeStreamSplitLargeEvent spec should be an empty object")
+			}
+			if split < 0 {
+				split = i
+			}
 		case !changeStreamStages[name]:
 			if err := agg.KnownStage(name); err != nil {
 				return nil, err
 			}
 			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
 		}
+	}
+	if split >= 0 && split != len(rest)-1 {
+		return nil, mongoerr.New(mongoerr.SplitEventNotLast, "$changeStreamSplitLargeEvent must be the last stage in the pipeline")
+	}
+	if split < 0 && changestream.ResumesFromFragment(spec) {
+		return nil, changestream.FragmentNeedsSplit()
+	}
+	var splitter *changestream.Splitter
+	if split >= 0 {
+		splitter = changestream.NewSplitter(spec)
+		rest = rest[:split]
 	}
 	if explain, _ := req.Bool("explain", false); explain {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "explain of a $changeStream aggregate is not supported by Cairn yet")
@@ -182,7 +249,7 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 		return nil, err
 	}
 	s.Env.changeStreams.Add(1)
-	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams}
+	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams, split: splitter}
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
@@ -192,7 +259,7 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 		_ = c.Close()
 		return nil, err
 	}
-	if stream.Ended() && held == nil {
+	if c.ended() && held == nil {
 		_ = c.Close()
 		return finishCursor(r, 0, cursorNS), nil
 	}
@@ -219,7 +286,7 @@ func getMoreChangeStream(ctx context.Context, s *Session, req *Request, dst []by
 		return nil, changeStreamLabels(err)
 	}
 	cur.held = held
-	done := c.stream.Ended() && held == nil
+	done := c.ended() && held == nil
 	s.Env.Cursors.Release(cur, done)
 	if done {
 		return finishCursor(r, 0, cur.NS), nil
@@ -278,7 +345,7 @@ func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncor
 	err = awaitData(ctx, wait, s.Env.Engine.OplogWrites, func() (bool, error) {
 		var err error
 		r, kept, err = fillChangeStream(dst, "nextBatch", held, c, batch)
-		return err != nil || r.batchN > 0 || kept != nil || c.stream.Ended(), err
+		return err != nil || r.batchN > 0 || kept != nil || c.ended(), err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -298,15 +365,12 @@ func fillChangeStream(dst []byte, field string, held bsoncore.Document, c *csCur
 		b.add(held)
 	}
 	for limit >= 0 && (limit == 0 || b.n < limit) {
-		d, err := c.Next()
+		d, err := c.next()
 		if err != nil {
 			return nil, nil, err
 		}
 		if d == nil {
 			break
-		}
-		if id, ok := d.Lookup("_id").DocumentOK(); !ok || !bytes.Equal(id, c.stream.LastToken()) {
-			return nil, nil, mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s", bsoncore.Document(c.stream.LastToken()), d.Lookup("_id"))
 		}
 		if !b.add(d) {
 			kept = append(bsoncore.Document(nil), d...)
@@ -314,9 +378,17 @@ func fillChangeStream(dst []byte, field string, held bsoncore.Document, c *csCur
 		}
 	}
 	r = b.end()
+	// The resume token: the last event's (or a high water mark), but the
+	// one before a document held back, and a fragment's while its event
+	// has fragments left.
 	pbrt := c.stream.ResumeToken()
-	if kept != nil {
+	switch {
+	case kept != nil && c.prevFrag != nil:
+		pbrt = c.prevFrag
+	case kept != nil:
 		pbrt = c.stream.ResumeTokenBefore()
+	case len(c.frags) > 0:
+		pbrt = c.lastFrag
 	}
 	*r.Raw() = bsoncore.AppendDocumentElement(*r.Raw(), "postBatchResumeToken", pbrt)
 	return r, kept, nil

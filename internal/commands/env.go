@@ -132,6 +132,9 @@ type Env struct {
 	// changeStreams counts the open change stream cursors, for their
 	// getMores' pace (changestream.go).
 	changeStreams atomic.Int64
+	// preImageLoop removes expired change stream pre-images
+	// (cmd_clusterparameter.go).
+	preImageLoop *periodic.Loop
 }
 
 // SetReplicaSet makes the server the member rs (before it serves).
@@ -215,6 +218,7 @@ func NewEnv(eng *engine.Engine, cfg Config, log *slog.Logger) *Env {
 	env.Sessions.Run(session.RefreshInterval, log, primaryOnly)
 	env.TTL = startTTLMonitor(eng, params, log, primaryOnly)
 	env.History = history.Start(eng, history.Options{Logger: log, Period: ttlPeriod(params), Active: primaryOnly})
+	env.preImageLoop = startPreImageRemover(eng, params, log, primaryOnly)
 	env.Keys = clusterkeys.New(keysBacking{env})
 	env.keyLoop = env.startKeyRotation(primaryOnly)
 	users, err := auth.Open(usersBacking{env, usersNS}, usersBacking{env, rolesNS})
@@ -246,6 +250,7 @@ func (e *Env) Close() {
 	}
 	e.TTL.Stop()
 	e.History.Stop()
+	e.preImageLoop.Stop()
 	e.keyLoop.Stop()
 	e.userLoop.Stop()
 	e.Cursors.CloseAll()

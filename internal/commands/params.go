@@ -42,6 +42,7 @@ func NewParams() *Params {
 	p.Define("featureCompatibilityVersion", bson.D{{Key: "version", Value: fcvVersion}}, nil) // cmd_setfcv.go
 	p.Define("cursorTimeoutMillis", int64(DefaultCursorTimeout.Milliseconds()), nonNegativeInt)
 	p.Define("ttlMonitorSleepSecs", int32(60), positiveInt)
+	p.Define(preImageRemovalSleepParam, int32(10), positiveInt) // cmd_clusterparameter.go
 	p.Define("logLevel", int32(0), nonNegativeInt)
 	p.Define("notablescan", false, boolParam)
 	p.Define("internalQueryMaxBlockingSortMemoryUsageBytes", int64(100*1024*1024), positiveInt)

@@ -65,18 +65,30 @@ func (e *Engine) DeleteExpiredIDs(ns Namespace, cutoff time.Time) (int, error) {
 	return e.deleteIDRange(ns, lo, hi)
 }
 
-// deleteIDRange deletes the documents of ns with lo <= _id < hi, through
-// Modify in batches of ttlBatch (expiryBatch).
+// deleteIDRange deletes the documents of ns with lo <= _id < hi.
 func (e *Engine) deleteIDRange(ns Namespace, lo, hi bsoncore.Value) (int, error) {
+	return e.deleteScanned(ns, &lo, &hi, nil)
+}
+
+// deleteScanned deletes the documents of ns, those with lo <= _id < hi
+// when given, that expired reports (every one when nil), through Modify in
+// batches of ttlBatch (expiryBatch).
+func (e *Engine) deleteScanned(ns Namespace, lo, hi *bsoncore.Value, expired func(bsoncore.Document) bool) (int, error) {
 	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
 	if coll == nil {
 		return 0, nil
 	}
 	prefix := storage.Prefix(nil, storage.SpaceDocument, coll.ID)
-	key := func(v bsoncore.Value) []byte { return keystring.Append(append([]byte(nil), prefix...), v) }
+	start, end := prefix, storage.PrefixEnd(prefix)
+	if lo != nil {
+		start = keystring.Append(append([]byte(nil), prefix...), *lo)
+	}
+	if hi != nil {
+		end = keystring.Append(append([]byte(nil), prefix...), *hi)
+	}
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
-	it, err := snap.NewIter(key(lo), key(hi))
+	it, err := snap.NewIter(start, end)
 	if err != nil {
 		return 0, err
 	}
@@ -85,6 +97,15 @@ func (e *Engine) deleteIDRange(ns Namespace, lo, hi bsoncore.Value) (int, error)
 		return Action{Delete: cur != nil}, nil
 	}}
 	for ok := it.First(); ok; ok = it.Next() {
+		if expired != nil {
+			v, err := it.Value()
+			if err != nil {
+				return b.deleted, err
+			}
+			if !expired(v) {
+				continue
+			}
+		}
 		id, _, err := keystring.Decode(it.Key()[len(prefix):])
 		if err != nil {
 			return b.deleted, err

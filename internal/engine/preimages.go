@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -20,9 +21,12 @@ import (
 // stream finds the pre-image of any change it reads, on every member.
 // Writes to config.system.preimages are not logged themselves.
 //
-// Not yet: MongoDB removes pre-images older than the oldest oplog entry
-// (and those of a dropped collection); Cairn keeps them until the
-// collection config.system.preimages is dropped by hand.
+// RemoveExpiredPreImages removes, as MongoDB's expired pre-images remover
+// does, the pre-images of changes older than the oldest oplog entry (no
+// stream can read their changes any more) and, when the cluster parameter
+// changeStreamOptions.preAndPostImages.expireAfterSeconds is set, those
+// whose operationTime is that old (the commands layer runs it
+// periodically, on the primary).
 
 // PreImagesNS is where pre-images are kept.
 var PreImagesNS = Namespace{DB: "config", Coll: "system.preimages"}
@@ -66,4 +70,24 @@ func (e *Engine) storePreImage(tx *storage.Txn, ns Namespace, cur bsoncore.Docum
 func preImageDoc(ui []byte, ts hlc.Timestamp, idx int64, cur bsoncore.Document, now time.Time) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendValue("_id", PreImageID(ui, ts, idx)).
 		AppendDateTime("operationTime", now.UnixMilli()).AppendDocument("preImage", cur).Build()
+}
+
+// RemoveExpiredPreImages deletes the pre-images whose change is older than
+// the oldest oplog entry and, when expireAfter is positive, those whose
+// operationTime is at or before now less expireAfter. It returns how many
+// it deleted.
+func (e *Engine) RemoveExpiredPreImages(now time.Time, expireAfter time.Duration) (int, error) {
+	first, err := e.OplogFirst()
+	if err != nil {
+		return 0, err
+	}
+	cutoff := int64(math.MinInt64)
+	if expireAfter > 0 {
+		cutoff = now.Add(-expireAfter).UnixMilli()
+	}
+	return e.deleteScanned(PreImagesNS, nil, nil, func(doc bsoncore.Document) bool {
+		t, i, _ := doc.Lookup("_id", "ts").TimestampOK()
+		at, _ := doc.Lookup("operationTime").DateTimeOK()
+		return first != 0 && hlc.New(t, i) < first || at <= cutoff
+	})
 }

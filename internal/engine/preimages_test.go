@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"log/slog"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -19,14 +21,7 @@ func TestPreImages(t *testing.T) {
 	if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 1}})}, true); err != nil {
 		t.Fatal(err)
 	}
-	set := func(a int) {
-		t.Helper()
-		if _, err := e.Modify(ns, []bsoncore.Value{val(t, 1)}, true, func(int, bsoncore.Document) (Action, error) {
-			return Action{Replace: doc(t, bson.D{{"_id", 1}, {"a", a}})}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	set := func(a int) { t.Helper(); replaceA(t, e, ns, a) }
 	set(2) // not kept: the option is off
 	on := bsoncore.NewDocumentBuilder().AppendDocument("changeStreamPreAndPostImages", bsoncore.NewDocumentBuilder().AppendBoolean("enabled", true).Build()).Build()
 	els, _ := on.Elements()
@@ -113,5 +108,83 @@ func TestPreImagesInTransaction(t *testing.T) {
 	}
 	if a := preA(ts, 1); a != 2 {
 		t.Errorf("the transaction's change 1 pre-image has a=%d, want 2", a)
+	}
+}
+
+// TestRemoveExpiredPreImages: with expireAfterSeconds set, the remover
+// deletes the pre-images whose operationTime is that old (by the engine's
+// clock) and keeps the younger; unset, age alone removes none; and a
+// pre-image whose change is older than the oldest oplog entry goes once
+// the oplog is trimmed past it, as MongoDB's remover does.
+func TestRemoveExpiredPreImages(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	e, err := Open(t.TempDir(), Options{Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	ns := Namespace{"db", "c"}
+	on := bsoncore.NewDocumentBuilder().AppendDocument("changeStreamPreAndPostImages", bsoncore.NewDocumentBuilder().AppendBoolean("enabled", true).Build()).Build()
+	if err := e.CreateCollection(ns, bson.Raw(on)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{"_id", 1}, {"a", 0}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	set := func(a int) { t.Helper(); replaceA(t, e, ns, a) }
+	count := func() int {
+		t.Helper()
+		r, err := e.NewReader(PreImagesNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		c, err := r.Docs(KeyRange{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		n := 0
+		for c.Next() {
+			n++
+		}
+		return n
+	}
+	set(1) // operationTime now
+	now = now.Add(100 * time.Second)
+	set(2) // 100 s later
+	if n := count(); n != 2 {
+		t.Fatalf("%d pre-images, want 2", n)
+	}
+	now = now.Add(50 * time.Second)
+	if n, err := e.RemoveExpiredPreImages(now, 0); err != nil || n != 0 {
+		t.Fatalf("without expireAfterSeconds: removed %d (%v), want 0", n, err)
+	}
+	if n, err := e.RemoveExpiredPreImages(now, 100*time.Second); err != nil || n != 1 || count() != 1 {
+		t.Fatalf("expireAfterSeconds 100 at +150 s: removed %d (%v), %d left; want 1, 1", n, err, count())
+	}
+	// Trim the oplog past the second change: its pre-image goes too.
+	e.SetOplogSize(4 << 10)
+	pad := string(make([]byte, 200))
+	for i := range 100 {
+		if _, err := e.Insert(Namespace{"db", "other"}, []bsoncore.Document{doc(t, bson.D{{"_id", i}, {"p", pad}})}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.trimOplog(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.RemoveExpiredPreImages(now, 0); err != nil || n != 1 || count() != 0 {
+		t.Fatalf("after the oplog's trim: removed %d (%v), %d left; want 1, 0", n, err, count())
+	}
+}
+
+// replaceA replaces ns's document 1 by {_id: 1, a: a}.
+func replaceA(t *testing.T, e *Engine, ns Namespace, a int) {
+	t.Helper()
+	if _, err := e.Modify(ns, []bsoncore.Value{val(t, 1)}, true, func(int, bsoncore.Document) (Action, error) {
+		return Action{Replace: doc(t, bson.D{{"_id", 1}, {"a", a}})}, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -75,6 +75,9 @@ const (
 	InvalidResumeToken        Code = 260
 	ChangeStreamFatalError    Code = 280
 	ChangeStreamHistoryLost   Code = 286
+	SplitEventSpec            Code = 7182800 // changestream: $changeStreamSplitLargeEvent's argument is not {}
+	SplitEventNotLast         Code = 7182802 // changestream: $changeStreamSplitLargeEvent not the last stage
+	SplitFragmentTooLarge     Code = 7182500 // changestream: one field of an event is larger than a fragment
 	NoMatchingDocument        Code = 47
 	ValueOutOfRange           Code = 51024 // IDL: a number outside its field's range
 	APIVersionRequired        Code = 498870

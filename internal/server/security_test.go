@@ -156,6 +156,7 @@ var matrix = map[string]matrixRole{
 	"killAllSessionsByPattern": {"hostManager", "admin"},
 	"configureFailPoint":       {"hostManager", "admin"}, "waitForFailPoint": {"hostManager", "admin"},
 	"setFeatureCompatibilityVersion": {"clusterManager", "admin"},
+	"setClusterParameter":            {"clusterManager", "admin"}, "getClusterParameter": {"clusterMonitor", "admin"},
 
 	"convertToCapped": {"readWrite", "test"}, "cloneCollectionAsCapped": {"readWrite", "test"},
 	"profile": {"dbAdmin", "test"},

@@ -151,7 +151,10 @@ func TestSessionFieldErrors(t *testing.T) {
 		{"txnNumber as int32", append(find, bson.E{Key: "lsid", Value: testLSID}, bson.E{Key: "txnNumber", Value: int32(1)}), mongoerr.TypeMismatch},
 		{"lsid without id", append(find, bson.E{Key: "lsid", Value: bson.D{}}), mongoerr.IDLMissingField},
 		{"lsid with a non-UUID id", append(find, bson.E{Key: "lsid", Value: bson.D{{Key: "id", Value: 1}}}), mongoerr.TypeMismatch},
-		{"lsid with another user's uid", append(find, bson.E{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}, {Key: "uid", Value: bson.Binary{Data: make([]byte, 32)}}}}), mongoerr.Unauthorized},
+		// Without access control anyone may name a uid (mongod's impersonate
+		// check passes); with it, only __system (server TestAuthSessionUID).
+		{"lsid with another user's uid, no access control", append(find, bson.E{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}, {Key: "uid", Value: bson.Binary{Data: make([]byte, 32)}}}}), 0},
+		{"lsid with a short uid", append(find, bson.E{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}, {Key: "uid", Value: bson.Binary{Data: make([]byte, 31)}}}}), mongoerr.TypeMismatch},
 	} {
 		if got := replyCode(runDoc(t, s, "test", c.cmd)); got != int32(c.code) {
 			t.Errorf("%s: code %d, want %d", c.name, got, c.code)

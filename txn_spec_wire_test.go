@@ -41,16 +41,13 @@ type specStep struct {
 	without []string
 }
 
-// TestTransactionSpecCases runs testdata/txn_spec.txt: the server side of
-// the drivers' transaction, snapshot-session and causal-consistency
-// specification tests, command by command, on a three-member replica set.
-// A stanza with a gap line is an expected failure: it must fail.
-func TestTransactionSpecCases(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three servers")
-	}
+// runTransactionSpecCases runs testdata/txn_spec.txt on rs (a subtest of
+// TestTransactionProtocol, which shares its replica set): the server side
+// of the drivers' transaction, snapshot-session and causal-consistency
+// specification tests, command by command. A stanza with a gap line is an
+// expected failure: it must fail.
+func runTransactionSpecCases(t *testing.T, rs *replSet) {
 	cases := parseSpecCases(t, "testdata/txn_spec.txt")
-	rs := startReplSet(t)
 	// setup drops, fills and reads the collection outside the stanzas'
 	// sessions: a client of its own, so its implicit sessions' retryable
 	// writes never take an lsid the stanzas gave higher numbers.

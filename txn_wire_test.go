@@ -101,7 +101,9 @@ func hasLabel(err error, label string) bool {
 
 // TestTransactionProtocol: the session protocol through the Go driver on
 // a replica set — commit, abort, own writes, snapshot isolation from
-// other sessions, the retryable commit, and the codes of bad input.
+// other sessions, the retryable commit, the codes of bad input, the
+// specification cases of testdata/txn_spec.txt (subtest spec), the
+// lifetime limit and the abort of open transactions at a step-down.
 func TestTransactionProtocol(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
@@ -283,6 +285,8 @@ func TestTransactionProtocol(t *testing.T) {
 	if got := count(ctx, 1); got != 45 {
 		t.Errorf("after 40 withTransaction increments: n=%d, want 45", got)
 	}
+	// The drivers' specification cases, on the same set.
+	t.Run("spec", func(t *testing.T) { runTransactionSpecCases(t, rs) })
 	// transactionLifetimeLimitSeconds: an idle transaction past it is
 	// aborted; its next statement is NoSuchTransaction.
 	primary := directClient(t, rs.hosts[primaryOf(t, rs.hosts)])

@@ -198,7 +198,9 @@ func afterClusterTime(req *Request) hlc.Timestamp {
 // node's last committed time reaches T (the command's maxTimeMS and killOp
 // end the wait). A T the node never issued (gossiped from elsewhere, or
 // ahead of an idle node) is reached with a no-op oplog entry, as MongoDB's
-// primary writes one.
+// primary writes one; a secondary, which cannot write, waits until it has
+// applied the primary's entries up to T (a causally consistent read of the
+// session's own write on a secondary).
 func waitClusterTime(ctx context.Context, s *Session, req *Request) error {
 	if !s.Env.ClusterTimes() {
 		return nil
@@ -211,11 +213,13 @@ func waitClusterTime(ctx context.Context, s *Session, req *Request) error {
 	if db.LastCommitted() >= target {
 		return nil
 	}
-	if err := db.Clock().Observe(target); err != nil {
-		return err
-	}
-	if err := s.Env.Engine.LogNoop("waiting for afterClusterTime"); err != nil {
-		return err
+	if rs := s.Env.Repl; rs == nil || rs.CanWrite() == nil {
+		if err := db.Clock().Observe(target); err != nil {
+			return err
+		}
+		if err := s.Env.Engine.LogNoop("waiting for afterClusterTime"); err != nil {
+			return err
+		}
 	}
 	for db.LastCommitted() < target {
 		select {

@@ -23,11 +23,8 @@ import (
 // (memberclient), so its check is the one that counts. User and role
 // commands go to the config servers' primary, which stores them; the
 // router then reads the users again. Other routers see a change at their
-// next authentication or within userCacheInterval, as mongos's user cache
-// (userCacheInvalidationIntervalSecs, 30 s).
-
-// userCacheInterval is how often a router reads the users again.
-const userCacheInterval = 30 * time.Second
+// next authentication or within pingInterval (pingLoop reads the users
+// again), as mongos's user cache (userCacheInvalidationIntervalSecs, 30 s).
 
 // connAuth is one client connection's authentication: the user it proved
 // (nil: none), its privileges as of the store's generation gen, and the
@@ -95,7 +92,7 @@ func (r *Router) userStore(ctx context.Context, fresh bool) (*auth.Store, error)
 }
 
 // reloadUsers reads the users again (after a user command, and every
-// userCacheInterval); a failure keeps the ones read last.
+// pingInterval); a failure keeps the ones read last.
 func (r *Router) reloadUsers(ctx context.Context) {
 	if !r.access.on || r.closing.Load() {
 		return

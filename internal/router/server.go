@@ -163,7 +163,7 @@ func (r *Router) pingLoop() {
 		case <-time.After(pingInterval):
 		}
 		r.cursors.reap(time.Now())
-		r.reloadUsers(context.Background()) // userCacheInterval
+		r.reloadUsers(context.Background()) // mongos's user cache interval
 	}
 }
 

@@ -51,7 +51,9 @@ func (a *connAuth) userKey() string {
 	return a.user.Key()
 }
 
-// access is the router's access control: on with a key.
+// access is the router's access control: enforced with a key. Without
+// one, clients may still authenticate (as with a mongod without --auth),
+// and nothing is checked.
 type access struct {
 	on  bool
 	key []byte
@@ -179,9 +181,6 @@ func cmdSaslStart(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 // saslStart begins a conversation for db's users and answers its first
 // step (saslStart, and hello's speculativeAuthenticate).
 func (r *Router) saslStart(ctx context.Context, req *request, db, mech string, payload []byte, skipEmpty bool) (bsoncore.Document, error) {
-	if !r.access.on {
-		return nil, mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed: the router runs without a keyFile, so it has no users")
-	}
 	users, err := r.userStore(ctx, true)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed: the users could not be read from the config servers: %v", err)
@@ -204,7 +203,7 @@ func (r *Router) saslStart(ctx context.Context, req *request, db, mech string, p
 // authenticates the ordinary way, where it sees the error.
 func (r *Router) speculativeAuth(ctx context.Context, req *request) bsoncore.Document {
 	d, ok := req.body.Lookup("speculativeAuthenticate").DocumentOK()
-	if !ok || !r.access.on {
+	if !ok {
 		return nil
 	}
 	mech, _ := d.Lookup("mechanism").StringValueOK()

@@ -96,7 +96,7 @@ func TestShardedClusterKeyFile(t *testing.T) {
 		name := fmt.Sprintf("sh%d", i)
 		shards = append(shards, name+"/"+startKeyedSet(t, bin, filepath.Join(tmp, name), name, "shardsvr", keyFile, key))
 	}
-	rogue := "rogue/" + startKeyedSet(t, bin, filepath.Join(tmp, "rogue"), "rogue", "shardsvr", "", "")
+	rogue := spawnServe(t, bin, "--shardsvr", "--port", "0", "--dbpath", filepath.Join(tmp, "rogue"), "--cacheSizeGB", "0.25").waitReady(t) // no key
 	router := startRouter(t, bin, "--configdb", "cfg/"+cfgHost, "--keyFile", keyFile)
 
 	anon := routerClient(t, router)

@@ -38,8 +38,8 @@ func (c *conn) authenticate(ctx context.Context, client *scram.Client) error {
 			return err
 		}
 		reply, err := c.roundTrip(ctx, raw, nil)
-		if err != nil {
-			return err
+		if err != nil { // the member went away, not a refusal: retryable
+			return &NetError{Host: c.nc.RemoteAddr().String(), Op: "authenticating", Err: err}
 		}
 		if err := Err(reply); err != nil {
 			return err

@@ -119,12 +119,17 @@ func (s *Set) FindPrimary(ctx context.Context, wait time.Duration) (*Host, error
 	deadline := time.Now().Add(wait)
 	var last error
 	for {
-		for _, h := range s.hosts() {
+		hosts := s.hosts()
+		refused := 0 // hosts that refuse us for good (a wrong key)
+		for _, h := range hosts {
 			hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			reply, err := h.Run(hctx, helloCmd)
 			cancel()
 			if err != nil {
 				last = err
+				if !Retryable(err) && !errors.Is(err, context.DeadlineExceeded) {
+					refused++
+				}
 				continue
 			}
 			if w, _ := reply.Lookup("isWritablePrimary").BooleanOK(); w {
@@ -142,7 +147,7 @@ func (s *Set) FindPrimary(ctx context.Context, wait time.Duration) (*Host, error
 			}
 			last = fmt.Errorf("%s is not primary", h.addr)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if refused == len(hosts) || time.Now().After(deadline) || ctx.Err() != nil {
 			return nil, mongoerr.New(mongoerr.FailedToSatisfyReadPreference, "could not find a primary of %s: %v", s.ConnString(), last)
 		}
 		select {

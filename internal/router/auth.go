@@ -23,11 +23,8 @@ import (
 // (memberclient), so its check is the one that counts. User and role
 // commands go to the config servers' primary, which stores them; the
 // router then reads the users again. Other routers see a change at their
-// next authentication or within userCacheInterval, as mongos's user cache
-// (userCacheInvalidationIntervalSecs, 30 s).
-
-// userCacheInterval is how often a router reads the users again.
-const userCacheInterval = 30 * time.Second
+// next authentication or within pingInterval (pingLoop reads the users
+// again), as mongos's user cache (userCacheInvalidationIntervalSecs, 30 s).
 
 // connAuth is one client connection's authentication: the user it proved
 // (nil: none), its privileges as of the store's generation gen, and the
@@ -54,7 +51,9 @@ func (a *connAuth) userKey() string {
 	return a.user.Key()
 }
 
-// access is the router's access control: on with a key.
+// access is the router's access control: enforced with a key. Without
+// one, clients may still authenticate (as with a mongod without --auth),
+// and nothing is checked.
 type access struct {
 	on  bool
 	key []byte
@@ -95,7 +94,7 @@ func (r *Router) userStore(ctx context.Context, fresh bool) (*auth.Store, error)
 }
 
 // reloadUsers reads the users again (after a user command, and every
-// userCacheInterval); a failure keeps the ones read last.
+// pingInterval); a failure keeps the ones read last.
 func (r *Router) reloadUsers(ctx context.Context) {
 	if !r.access.on || r.closing.Load() {
 		return
@@ -182,9 +181,6 @@ func cmdSaslStart(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 // saslStart begins a conversation for db's users and answers its first
 // step (saslStart, and hello's speculativeAuthenticate).
 func (r *Router) saslStart(ctx context.Context, req *request, db, mech string, payload []byte, skipEmpty bool) (bsoncore.Document, error) {
-	if !r.access.on {
-		return nil, mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed: the router runs without a keyFile, so it has no users")
-	}
 	users, err := r.userStore(ctx, true)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed: the users could not be read from the config servers: %v", err)
@@ -207,7 +203,7 @@ func (r *Router) saslStart(ctx context.Context, req *request, db, mech string, p
 // authenticates the ordinary way, where it sees the error.
 func (r *Router) speculativeAuth(ctx context.Context, req *request) bsoncore.Document {
 	d, ok := req.body.Lookup("speculativeAuthenticate").DocumentOK()
-	if !ok || !r.access.on {
+	if !ok {
 		return nil
 	}
 	mech, _ := d.Lookup("mechanism").StringValueOK()

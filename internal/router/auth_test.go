@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -157,5 +158,87 @@ func TestRouterAuthMatrix(t *testing.T) {
 				t.Errorf("%s by %s: %s, want refused %v", name, row.who, reply, row.refused)
 			}
 		}
+	}
+}
+
+// TestRouterSCRAM: a whole SCRAM-SHA-256 conversation at a router without
+// a key (clients may authenticate, nothing is enforced, as a mongod without
+// --auth): the user made through the router on the config servers proves
+// its password, connectionStatus names it, a wrong password is 18.
+func TestRouterSCRAM(t *testing.T) {
+	r, err := New(Options{ConfigDB: startConfigServer(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := &connAuth{remote: "10.0.0.1:1"}
+	if err := memberclient.Err(runAs(r, a, "app", bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"read"}}})); err != nil {
+		t.Fatal(err)
+	}
+	login := func(a *connAuth, password string) error {
+		client, err := scram.SHA256.NewClient("u", password, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv := client.NewConversation()
+		msg, _ := conv.Step("")
+		reply := runAs(r, a, "app", bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"}, {Key: "payload", Value: bson.Binary{Data: []byte(msg)}}})
+		for {
+			if err := memberclient.Err(reply); err != nil {
+				return err
+			}
+			_, data, _ := reply.Lookup("payload").BinaryOK()
+			if done, _ := reply.Lookup("done").BooleanOK(); done {
+				return nil
+			}
+			if msg, err = conv.Step(string(data)); err != nil {
+				t.Fatal(err)
+			}
+			reply = runAs(r, a, "app", bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: reply.Lookup("conversationId").Int32()},
+				{Key: "payload", Value: bson.Binary{Data: []byte(msg)}}})
+		}
+	}
+	if err := login(&connAuth{remote: "10.0.0.1:2"}, "nope"); mongoerr.CodeOf(err) != mongoerr.AuthenticationFailed {
+		t.Fatalf("a wrong password: %v, want 18", err)
+	}
+	if err := login(a, "pw"); err != nil {
+		t.Fatal(err)
+	}
+	status := runAs(r, a, "admin", bson.D{{Key: "connectionStatus", Value: 1}})
+	if u, _ := status.Lookup("authInfo", "authenticatedUsers", "0", "user").StringValueOK(); u != "u" {
+		t.Fatalf("connectionStatus after the conversation: %s", status)
+	}
+}
+
+// BenchmarkRunAccess is the router's command path (parse, check, a
+// handler that answers at once: buildInfo) without and with access
+// control, for the ratio the check adds to a command; the find it would
+// route costs far more than either.
+func BenchmarkRunAccess(b *testing.B) {
+	keyed := keyedRouter(b)
+	users, err := keyed.userStore(context.Background(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sys, _ := users.Lookup("local", "__system")
+	open, err := New(Options{ConfigDB: "cfg/127.0.0.1:1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer open.Close()
+	body := marshal(bson.D{{Key: "buildInfo", Value: 1}, {Key: "$db", Value: "admin"}})
+	for _, bc := range []struct {
+		name string
+		r    *Router
+		a    *connAuth
+	}{{"open", open, &connAuth{}}, {"keyFile", keyed, &connAuth{remote: "127.0.0.1:1", user: sys}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if reply := bc.r.run(context.Background(), &request{name: "buildInfo", db: "admin", body: body, auth: bc.a}); memberclient.Err(reply) != nil {
+					b.Fatal(memberclient.Err(reply))
+				}
+			}
+		})
 	}
 }

@@ -100,11 +100,11 @@ func cmdHello(ctx context.Context, r *Router, req *request) (bsoncore.Document, 
 }
 
 // saslSupportedMechs answers hello's saslSupportedMechs "<db>.<user>": the
-// user's SCRAM mechanisms (nil without access control or the field; an
-// empty list for an unknown user, as mongod).
+// user's SCRAM mechanisms (nil without the field; an empty list for an
+// unknown user, as mongod).
 func (r *Router) saslSupportedMechs(ctx context.Context, req *request) bson.A {
 	name, ok := req.body.Lookup("saslSupportedMechs").StringValueOK()
-	if !ok || !r.access.on {
+	if !ok {
 		return nil
 	}
 	out := bson.A{}

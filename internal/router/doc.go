@@ -107,7 +107,11 @@
 // included; a cursor continues only for the user who opened it. Users
 // changed elsewhere (another router, the config servers directly) are read
 // again at each authentication and every 30 s, as mongos's user cache.
-// Shard-local users (made on a shard directly) stay the shard's.
+// Shard-local users (made on a shard directly) stay the shard's. Not yet:
+// the audit log at the router, x.509 member authentication
+// (clusterAuthMode x509; the keyFile is the one member identity), and the
+// role-to-role commands (grantRolesToRole, revokeRolesFromRole,
+// dropAllRolesFromDatabase), which the servers do not have either.
 //
 // # Invariants
 //

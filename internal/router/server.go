@@ -165,7 +165,7 @@ func (r *Router) pingLoop() {
 		}
 		r.cursors.reap(time.Now())
 		r.reapSessions(time.Now())
-		r.reloadUsers(context.Background()) // userCacheInterval
+		r.reloadUsers(context.Background()) // mongos's user cache interval
 	}
 }
 

@@ -20,9 +20,11 @@ import (
 // (and restrictSearchWithMatch), the sub-pipelines of $lookup, $unionWith
 // and $facet, and the expression operators that compare (package expr:
 // the comparisons, $in, $indexOfArray, the set operators, $min, $max,
-// $minN, $maxN, $sortArray) through expr.Context.SetCollator.
+// $minN, $maxN, $sortArray) through expr.Context.SetCollator. What tells
+// documents apart rather than compares values stays binary: $graphLookup's
+// de-duplication of the documents it found by _id.
 //
-// collationRefused lists the stages whose execution outside this package
+// collationRefusedStages lists the stages whose execution outside this package
 // does not take the collation yet; checkCollation refuses them under a
 // non-simple collation rather than answer as if it had been honoured.
 var collationRefusedStages = map[string]string{

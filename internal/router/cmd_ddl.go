@@ -43,7 +43,7 @@ func toPrimary(create bool) handler {
 				// the cursor, whose getMores come to it.
 				ns, _ := out.Lookup("cursor", "ns").StringValueOK()
 				ctxp := &ctx
-				src, err := r.streams(ctxp, []string{rt.db.primary}, rt, []bsoncore.Document{out}, nil)
+				src, err := r.streams(ctxp, []string{rt.db.primary}, rt, []bsoncore.Document{out}, nil, nil)
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/collation"
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/query"
@@ -49,8 +50,9 @@ func intArg(req *request, name string) int64 {
 }
 
 // streams turns the shards' cursor replies into one source: merge-sorted
-// by sortKey when given, concatenated otherwise.
-func (r *Router) streams(ctxp *context.Context, shards []string, rt *routing, replies []bsoncore.Document, sortKey bsoncore.Document) (agg.Source, error) {
+// by sortKey when given (strings compared by coll, the command's
+// collation, as the shards sorted them), concatenated otherwise.
+func (r *Router) streams(ctxp *context.Context, shards []string, rt *routing, replies []bsoncore.Document, sortKey bsoncore.Document, coll *collation.Collator) (agg.Source, error) {
 	srcs := make([]agg.Source, len(replies))
 	for i, reply := range replies {
 		s, err := newShardStream(r, ctxp, shards[i], rt, reply)
@@ -60,7 +62,7 @@ func (r *Router) streams(ctxp *context.Context, shards []string, rt *routing, re
 		srcs[i] = s
 	}
 	if len(sortKey) > 5 && len(srcs) > 1 {
-		return agg.MergeSorted(srcs, sortKey)
+		return agg.MergeSortedWith(srcs, sortKey, coll) // the shards sorted under the command's collation
 	}
 	return &concatSource{srcs: srcs}, nil
 }
@@ -160,7 +162,11 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 			return nil
 		}
 		ctxp := &ctx
-		src, err := r.streams(ctxp, shards, rt, replies, sortKey)
+		coll, err := requestCollation(req)
+		if err != nil {
+			return err
+		}
+		src, err := r.streams(ctxp, shards, rt, replies, sortKey, coll)
 		if err != nil {
 			return err
 		}
@@ -281,7 +287,7 @@ func (c routerCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, e
 	if err != nil {
 		return nil, err
 	}
-	return c.r.streams(c.ctxp, shards, rt, replies, nil)
+	return c.r.streams(c.ctxp, shards, rt, replies, nil, nil)
 }
 
 func pipelineArg(req *request) ([]bsoncore.Document, error) {
@@ -332,14 +338,18 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 				out = replies[0]
 				return nil
 			}
-			src, err := r.streams(ctxp, shards, rt, replies, nil)
+			src, err := r.streams(ctxp, shards, rt, replies, nil, nil)
 			if err != nil {
 				return err
 			}
 			out, err = r.openCursor(ctxp, req, req.ns(), src, 0, 0, batchSize, false)
 			return err
 		}
-		opts := agg.Options{AllowDiskUse: allowDisk, DB: req.db, Catalog: routerCatalog{r, ctxp}}
+		coll, err := requestCollation(req)
+		if err != nil {
+			return err
+		}
+		opts := agg.Options{AllowDiskUse: allowDisk, DB: req.db, Catalog: routerCatalog{r, ctxp}, Collation: coll}
 		if _, err := agg.Parse(pipeline, opts); err != nil {
 			return err // the router's refusal, before any shard runs anything
 		}
@@ -362,7 +372,7 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		if err != nil {
 			return err
 		}
-		src, err := r.streams(ctxp, shards, rt, replies, sp.SortKey)
+		src, err := r.streams(ctxp, shards, rt, replies, sp.SortKey, opts.Collation)
 		if err != nil {
 			return err
 		}
@@ -626,4 +636,15 @@ func (r *Router) explain(ctx context.Context, req *request, inner bsoncore.Docum
 		return nil
 	})
 	return out, err
+}
+
+// requestCollation is the collation a command names (nil: none or simple).
+// A collection's default collation is not known to the router: a command
+// without one merges by the simple order (left for the routing cache).
+func requestCollation(req *request) (*collation.Collator, error) {
+	d, ok := req.body.Lookup("collation").DocumentOK()
+	if !ok {
+		return nil, nil
+	}
+	return collation.Parse(d)
 }

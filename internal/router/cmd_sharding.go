@@ -588,7 +588,7 @@ func (r *Router) chunkMedian(ctx context.Context, rt *routing, c *shard.Chunk) (
 		return nil, err
 	}
 	ctxp := &ctx
-	src, err := r.streams(ctxp, []string{c.Shard}, rt, []bsoncore.Document{reply}, nil)
+	src, err := r.streams(ctxp, []string{c.Shard}, rt, []bsoncore.Document{reply}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package memberclient
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -11,43 +10,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cairndb/cairn/internal/auth"
-	"github.com/cairndb/cairn/internal/commands"
-	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
-	"github.com/cairndb/cairn/internal/server"
+	"github.com/cairndb/cairn/internal/servertest"
 )
 
 // startMember is an in-process Cairn server; with a key it runs with
 // --auth and the internal user __system@local, as --keyFile does.
 func startMember(t *testing.T, key []byte) string {
-	t.Helper()
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := commands.NewEnv(eng, commands.Config{CairnVer: "test", Auth: key != nil}, log)
-	if key != nil {
-		u, err := auth.NewSystemUser(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.Access.Users.SetSystemUser(u)
-	}
-	srv := server.New(env, server.Options{Logger: log})
-	if err := srv.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		env.Close()
-		_ = eng.Close()
-	})
-	return srv.Addr().String()
+	return servertest.Start(t, key)
 }
 
 func cmd(t *testing.T, d bson.D) bsoncore.Document {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -15,12 +14,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cairndb/cairn/internal/auth"
-	"github.com/cairndb/cairn/internal/commands"
-	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
-	"github.com/cairndb/cairn/internal/server"
+	"github.com/cairndb/cairn/internal/servertest"
 	"github.com/cairndb/cairn/internal/shard"
 	"github.com/cairndb/cairn/internal/wire"
 )
@@ -132,33 +128,7 @@ func startConfigServer(t *testing.T) string {
 // startKeyedConfigServer is startConfigServer with access control and the
 // internal user of key, as --keyFile gives (nil: neither).
 func startKeyedConfigServer(t testing.TB, key []byte) string {
-	t.Helper()
-	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := commands.NewEnv(eng, commands.Config{CairnVer: "test", Auth: key != nil}, log)
-	if key != nil {
-		sys, err := auth.NewSystemUser(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.Access.Users.SetSystemUser(sys)
-	}
-	srv := server.New(env, server.Options{Logger: log})
-	if err := srv.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		env.Close()
-		_ = eng.Close()
-	})
-	return srv.Addr().String()
+	return servertest.Start(t, key)
 }
 
 // staleCluster is a router over two fake shards and an in-process config

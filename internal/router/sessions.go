@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/session"
 )
 
 // This file holds logical sessions at the router, as mongos keeps them:
@@ -75,13 +75,9 @@ type sessionKey struct {
 	uid [32]byte
 }
 
-// uidOf is the uid of a's user.
-func uidOf(a *connAuth) [32]byte {
-	if a == nil || a.user == nil {
-		return sha256.Sum256(nil)
-	}
-	return sha256.Sum256([]byte(a.user.Name + "@" + a.user.DB))
-}
+// uidOf is the uid of a's user (session.UIDOfUser: computed once per
+// user, not per command).
+func uidOf(a *connAuth) [32]byte { return session.UIDOfUser(a.userKey()) }
 
 // routerSession is the router's record of one session.
 type routerSession struct {

@@ -44,8 +44,11 @@ func codeOf(err error) int32 {
 	return 0
 }
 
+// runCmd runs cmd with the driver's own server selection timeout (30 s) as
+// its deadline: under CI's load a fresh server's first hello was once later
+// than the 10 s this had (TestAuthSessionUID's first createUser, session 8).
 func runCmd(c *mongo.Client, db string, cmd bson.D) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return c.Database(db).RunCommand(ctx, cmd).Err()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairndb/cairn/internal/auth"
+	"github.com/cairndb/cairn/internal/config"
 	"github.com/cairndb/cairn/internal/router"
 )
 
@@ -20,6 +21,7 @@ import (
 func routerCommand(stdout, stderr io.Writer) *cobra.Command {
 	var configDB, bind, keyFile string
 	var port int
+	tlsOpts := config.TLS{Mode: config.TLSDisabled}
 	cmd := &cobra.Command{
 		Use:   "router --configdb <set>/<host:port>,...",
 		Short: "Route a sharded cluster's clients (a mongos)",
@@ -28,11 +30,20 @@ sharded cluster by the routing table it reads from the config servers
 (--configdb, a replica set started with --configsvr). It keeps no data: run as
 many as you like. With --keyFile (the members' key), it authenticates to every
 member as the internal user and requires its own clients to authenticate, as
-mongos does.`,
+mongos does. The --tls options are mongod's: what the router's clients connect
+with and, under preferTLS and requireTLS, how it connects to the members (its
+certificate presented, theirs checked against --tlsCAFile).`,
 		Args: noArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			if configDB == "" {
 				return usageError{fmt.Errorf("--configdb is required")}
+			}
+			if err := tlsOpts.Validate(); err != nil {
+				return usageError{err}
+			}
+			listenTLS, memberTLS, err := loadTLS(tlsOpts)
+			if err != nil {
+				return err
 			}
 			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			var key []byte
@@ -43,14 +54,14 @@ mongos does.`,
 				}
 				key = k
 			}
-			r, err := router.New(router.Options{ConfigDB: configDB, Key: key, Logger: log})
+			r, err := router.New(router.Options{ConfigDB: configDB, Key: key, Listener: listenTLS, TLS: memberTLS, Logger: log})
 			if err != nil {
 				return err
 			}
 			if err := r.Listen(net.JoinHostPort(bind, strconv.Itoa(port))); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "cairn router listening on %s (config servers %s)\n", r.Addr(), configDB)
+			fmt.Fprintf(stdout, "cairn router listening on %s (config servers %s, tlsMode %s)\n", r.Addr(), configDB, tlsOpts.Mode)
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 			go func() {
@@ -64,5 +75,10 @@ mongos does.`,
 	cmd.Flags().IntVar(&port, "port", 27017, "port to listen on")
 	cmd.Flags().StringVar(&bind, "bind_ip", "127.0.0.1", "address to listen on")
 	cmd.Flags().StringVar(&keyFile, "keyFile", "", "the cluster's shared key (as the members' --keyFile): the router reaches every member as __system with it, and clients must authenticate (as the users the config servers hold) and hold the privileges of what they run")
+	cmd.Flags().StringVar(&tlsOpts.Mode, "tlsMode", config.TLSDisabled, "disabled (default), allowTLS, preferTLS or requireTLS: whether clients may, should or must connect with TLS; with preferTLS and requireTLS the router connects to the members with TLS")
+	cmd.Flags().StringVar(&tlsOpts.CertificateKeyFile, "tlsCertificateKeyFile", "", "PEM file with the router's certificate and its private key (also presented to the members)")
+	cmd.Flags().StringVar(&tlsOpts.CAFile, "tlsCAFile", "", "PEM file of the certificate authorities that client and member certificates are checked against")
+	cmd.Flags().BoolVar(&tlsOpts.AllowConnectionsWithoutCertificates, "tlsAllowConnectionsWithoutCertificates", false, "with --tlsCAFile, let clients without a certificate connect too")
+	cmd.Flags().BoolVar(&tlsOpts.AllowInvalidCertificates, "tlsAllowInvalidCertificates", false, "accept certificates that do not verify (development only)")
 	return cmd
 }

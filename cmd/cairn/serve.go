@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,6 +29,7 @@ import (
 	"github.com/cairndb/cairn/internal/replset"
 	"github.com/cairndb/cairn/internal/server"
 	"github.com/cairndb/cairn/internal/shardsvr"
+	"github.com/cairndb/cairn/internal/tlsconn"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -317,6 +319,10 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	if err != nil {
 		return err
 	}
+	listenTLS, memberTLS, err := loadTLS(opts.TLS)
+	if err != nil {
+		return err
+	}
 	auditLog, err := audit.Open(audit.Options{Destination: opts.Audit.Destination, Format: opts.Audit.Format, Path: opts.Audit.Path,
 		Filter: opts.Audit.Filter, Local: net.JoinHostPort(opts.ListenIPs()[0], strconv.Itoa(opts.Port))})
 	if err != nil {
@@ -358,7 +364,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	}
 	if opts.ReplSetName != "" {
 		m, err := replset.New(replset.Options{SetName: opts.ReplSetName, ConfigSvr: opts.ClusterRole == "configsvr", Dir: dir, Port: opts.Port, BindIP: opts.ListenIP(), Engine: eng, Logger: log,
-			OnPromote: env.Sessions.Forget, OnStepDown: env.Sessions.AbortTransactions, Key: key})
+			OnPromote: env.Sessions.Forget, OnStepDown: env.Sessions.AbortTransactions, Key: key, TLS: memberTLS})
 		if err != nil {
 			return err
 		}
@@ -392,20 +398,10 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	if member != nil {
 		srvOpts.Members = member.ServeMember // members talk on the client port
 	}
-	if opts.TLS.Mode != config.TLSDisabled {
-		cfg, err := server.LoadTLS(server.TLSFiles{
-			CertificateKeyFile: opts.TLS.CertificateKeyFile, CAFile: opts.TLS.CAFile,
-			AllowInvalidCertificates:            opts.TLS.AllowInvalidCertificates,
-			AllowConnectionsWithoutCertificates: opts.TLS.AllowConnectionsWithoutCertificates,
-		})
-		if err != nil {
-			return err
-		}
-		srvOpts.TLS = &server.TLSOptions{Mode: opts.TLS.Mode, Config: cfg}
-	}
+	srvOpts.TLS = listenTLS
 	srv := server.New(env, srvOpts)
 	if opts.ShardSvr || opts.ReplSetName != "" {
-		node, err := startSharding(opts, env, member, key, log)
+		node, err := startSharding(opts, env, member, key, memberTLS, log)
 		if err != nil {
 			return err
 		}
@@ -486,7 +482,7 @@ func readKeyFile(path string) ([]byte, *auth.User, error) {
 // shard with --shardsvr; on a replica set member, the config server's
 // commit of migrations and its balancer. With a keyFile (key), the node
 // reaches other members as __system and runs its own commands as it.
-func startSharding(opts config.Options, env *commands.Env, member *replset.Member, key []byte, log *slog.Logger) (*shardsvr.Node, error) {
+func startSharding(opts config.Options, env *commands.Env, member *replset.Member, key []byte, memberTLS *tls.Config, log *slog.Logger) (*shardsvr.Node, error) {
 	if opts.AuthEnabled() && key == nil {
 		// mongod's rule: members must prove themselves to each other.
 		what := "replica sets"
@@ -511,10 +507,34 @@ func startSharding(opts config.Options, env *commands.Env, member *replset.Membe
 			}
 			return commands.Run(ctx, commands.InternalSession(env), req, nil)
 		},
-		Key: key, Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
+		Key: key, TLS: memberTLS, Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
 		ConfigServer: func() bool { return env.Engine.Catalog().Collection("config", "shards") != nil },
 		FailPoints:   env.FailPoints,
 	})
 	env.Sharding = node
 	return node, nil
+}
+
+// loadTLS reads net.tls's files: the listener's configuration (nil with
+// --tlsMode disabled) and, under preferTLS and requireTLS, the one this
+// process dials other members with (nil: plain), as mongod and mongos
+// connect to each other.
+func loadTLS(t config.TLS) (*tlsconn.Listener, *tls.Config, error) {
+	if t.Mode == config.TLSDisabled || t.Mode == "" {
+		return nil, nil, nil
+	}
+	files := tlsconn.Files{CertificateKeyFile: t.CertificateKeyFile, CAFile: t.CAFile,
+		AllowInvalidCertificates:            t.AllowInvalidCertificates,
+		AllowConnectionsWithoutCertificates: t.AllowConnectionsWithoutCertificates}
+	cfg, err := tlsconn.LoadServer(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	var member *tls.Config
+	if tlsconn.DialsTLS(t.Mode) {
+		if member, err = tlsconn.Member(files); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &tlsconn.Listener{Mode: t.Mode, Config: cfg}, member, nil
 }

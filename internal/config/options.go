@@ -414,10 +414,20 @@ func (o *Options) Validate() error {
 	if o.BindIPAll && o.BindIP != DefaultBindIP {
 		return fmt.Errorf("--bind_ip and --bind_ip_all (net.bindIp and net.bindIpAll) are mutually exclusive")
 	}
-	if o.TLS.Mode != TLSDisabled && o.TLS.CertificateKeyFile == "" {
-		return fmt.Errorf("--tlsMode %s needs --tlsCertificateKeyFile (net.tls.certificateKeyFile)", o.TLS.Mode)
+	return o.TLS.Validate()
+}
+
+// Validate checks net.tls's combinations (mongod's and mongos's).
+func (t TLS) Validate() error {
+	switch t.Mode {
+	case TLSDisabled, TLSAllow, TLSPrefer, TLSRequire:
+	default:
+		return fmt.Errorf("--tlsMode %q: want %s, %s, %s or %s", t.Mode, TLSDisabled, TLSAllow, TLSPrefer, TLSRequire)
 	}
-	if o.TLS.Mode == TLSDisabled && (o.TLS.CertificateKeyFile != "" || o.TLS.CAFile != "") {
+	if t.Mode != TLSDisabled && t.CertificateKeyFile == "" {
+		return fmt.Errorf("--tlsMode %s needs --tlsCertificateKeyFile (net.tls.certificateKeyFile)", t.Mode)
+	}
+	if t.Mode == TLSDisabled && (t.CertificateKeyFile != "" || t.CAFile != "") {
 		return fmt.Errorf("TLS certificate files are given but --tlsMode is disabled: set --tlsMode (net.tls.mode) to allowTLS, preferTLS or requireTLS")
 	}
 	return nil

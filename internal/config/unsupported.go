@@ -33,7 +33,7 @@ var unsupportedKeys = map[string]string{
 	"net.tls.clusterFile":                                  "members authenticate with security.keyFile (x.509 member certificates are not supported)",
 	"net.tls.clusterCAFile":                                "members authenticate with security.keyFile (x.509 member certificates are not supported)",
 	"net.tls.CRLFile":                                      "certificate revocation lists are not supported",
-	"net.tls.allowInvalidHostnames":                        "the server does not check client host names",
+	"net.tls.allowInvalidHostnames":                        "members always check that a peer's certificate names the host they reach it by",
 	"net.tls.disabledProtocols":                            "Cairn accepts TLS 1.2 and 1.3 only",
 	"net.tls.FIPSMode":                                     "FIPS mode is not supported",
 	"net.tls.certificateSelector":                          "read the certificate from net.tls.certificateKeyFile",

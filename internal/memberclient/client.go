@@ -3,6 +3,7 @@ package memberclient
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/tlsconn"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -19,6 +21,10 @@ type Options struct {
 	// Key is the cluster's keyFile key (auth.ReadKeyFile); nil runs
 	// without authentication.
 	Key []byte
+	// TLS, when set, makes every connection a TLS client's with this
+	// configuration (tlsconn.Member: the process's certificate, the peer's
+	// checked against the CA file); the server name is the member's host.
+	TLS *tls.Config
 	// DialTimeout bounds connecting to a member (default 5s).
 	DialTimeout time.Duration
 	// MaxIdle is the most idle connections kept per member (default 64).
@@ -155,6 +161,11 @@ func (h *Host) get(ctx context.Context) (*conn, error) {
 	nc, err := d.DialContext(ctx, "tcp", h.addr)
 	if err != nil {
 		return nil, &NetError{Host: h.addr, Op: "connecting", Err: err}
+	}
+	if cfg := h.c.opts.TLS; cfg != nil {
+		if nc, err = tlsconn.Dial(ctx, nc, cfg, h.addr); err != nil {
+			return nil, &NetError{Host: h.addr, Op: "connecting", Err: err}
+		}
 	}
 	cn := &conn{nc: nc, r: wire.NewReader(nc, 0), w: bufio.NewWriter(nc)}
 	if h.c.opts.Key != nil {

@@ -2,6 +2,8 @@ package repl
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +15,8 @@ import (
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairndb/cairn/internal/tlsconn"
 )
 
 // The TCP transport's wire format. A connection opens with a preamble —
@@ -88,7 +92,8 @@ type TCPTransport struct {
 	addr string       // advertised in the preamble
 	ln   net.Listener // nil: connections come through ServeConn
 	recv chan *pb.Message
-	key  atomic.Pointer[MemberKey] // nil: members do not authenticate (memberauth.go)
+	key  atomic.Pointer[MemberKey]  // nil: members do not authenticate (memberauth.go)
+	tls  atomic.Pointer[tls.Config] // nil: dial peers without TLS (SetTLS)
 
 	mu     sync.Mutex
 	peers  map[uint64]*tcpPeer
@@ -165,6 +170,12 @@ func (t *TCPTransport) Addr() string {
 // SetMemberKey makes every connection authenticate with k (memberauth.go)
 // before it carries a frame. Call it before the transport is used.
 func (t *TCPTransport) SetMemberKey(k *MemberKey) { t.key.Store(k) }
+
+// SetTLS makes the transport dial its peers with TLS, cfg being a
+// member's client configuration (tlsconn.Member): under preferTLS and
+// requireTLS, as MongoDB's members connect to each other. The receiving
+// side's TLS is its server's (server.Options.TLS); nil dials plain.
+func (t *TCPTransport) SetTLS(cfg *tls.Config) { t.tls.Store(cfg) }
 
 // SetAddr changes the address advertised to peers dialled from now on
 // (a member learns its own from its replica set's configuration).
@@ -436,6 +447,16 @@ func (t *TCPTransport) dial(to uint64, addr string) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", addr, dialTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if cfg := t.tls.Load(); cfg != nil {
+		// The handshake runs untracked: Close does not wait on it longer
+		// than writeTimeout.
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		c, err = tlsconn.Dial(ctx, c, cfg, addr)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if !t.track(c) {
 		return nil, errors.New("repl: transport closed")

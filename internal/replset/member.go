@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -87,6 +88,10 @@ type Options struct {
 	// each other that they hold it before any Raft message passes
 	// (repl.MemberKey); nil lets any member in.
 	Key []byte
+	// TLS, when set, is the client configuration this member dials the
+	// others with (tlsconn.Member; under preferTLS and requireTLS); the
+	// connections they open arrive through the server's own TLS.
+	TLS *tls.Config
 }
 
 // Member is this server's part in a replica set.
@@ -291,6 +296,7 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 	} else {
 		tcp = repl.NewTCPTransport(id, me)
 		tcp.SetMemberKey(m.memberKey)
+		tcp.SetTLS(m.opts.TLS)
 		tr, transport = tcp, tcp
 	}
 	clock := m.opts.Clock

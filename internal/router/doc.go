@@ -107,7 +107,12 @@
 // included; a cursor continues only for the user who opened it. Users
 // changed elsewhere (another router, the config servers directly) are read
 // again at each authentication and every 30 s, as mongos's user cache.
-// Shard-local users (made on a shard directly) stay the shard's. Not yet:
+// Shard-local users (made on a shard directly) stay the shard's.
+//
+// With TLS (Options.Listener, `cairn router --tlsMode`), clients connect as
+// to mongod (package tlsconn); under preferTLS and requireTLS every
+// connection to a member is TLS too (Options.TLS), presenting the router's
+// certificate. Not yet:
 // the audit log at the router, x.509 member authentication
 // (clusterAuthMode x509; the keyFile is the one member identity), and the
 // role-to-role commands (grantRolesToRole, revokeRolesFromRole,

@@ -3,6 +3,7 @@ package router
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/tlsconn"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -29,7 +31,13 @@ type Options struct {
 	ConfigDB string
 	// Key is the cluster's keyFile key: with it every connection to a
 	// member authenticates as __system (memberclient).
-	Key    []byte
+	Key []byte
+	// Listener is the TLS the router's clients connect with (mongos's
+	// --tlsMode and files); nil or disabled: plain only.
+	Listener *tlsconn.Listener
+	// TLS, when set, is the configuration every connection to a member
+	// uses (tlsconn.Member: under preferTLS and requireTLS, as mongos).
+	TLS    *tls.Config
 	Logger *slog.Logger
 }
 
@@ -38,6 +46,7 @@ type Options struct {
 // servers. It keeps no durable state.
 type Router struct {
 	log     *slog.Logger
+	tls     *tlsconn.Listener
 	members *memberclient.Client
 	config  *memberclient.Set
 	access  access
@@ -66,8 +75,8 @@ func New(opts Options) (*Router, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	members := memberclient.New(memberclient.Options{Key: opts.Key})
-	r := &Router{log: opts.Logger, members: members, config: members.Set(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	members := memberclient.New(memberclient.Options{Key: opts.Key, TLS: opts.TLS})
+	r := &Router{log: opts.Logger, tls: opts.Listener, members: members, config: members.Set(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
 	r.access.on, r.access.key = opts.Key != nil, opts.Key
 	r.cache = newCache(r)
 	r.cursors.m = map[int64]*routerCursor{}
@@ -228,6 +237,15 @@ func (q *request) docs(field string) ([]bsoncore.Document, error) {
 
 func (r *Router) serveConn(nc net.Conn) {
 	defer nc.Close()
+	if r.tls.On() {
+		tc, err := r.tls.Accept(nc)
+		if err != nil {
+			r.log.Info("closing a new connection", "remote", nc.RemoteAddr().String(), "err", err)
+			return
+		}
+		nc = tc
+		defer nc.Close()
+	}
 	id := r.connIDs.Add(1)
 	ca := &connAuth{remote: nc.RemoteAddr().String()}
 	rd := wire.NewReader(nc, 0)

@@ -58,7 +58,11 @@ func newConn(s *Server, nc net.Conn, id int64) *conn {
 		sess: &commands.Session{Env: s.env, ConnID: id, Remote: nc.RemoteAddr().String()},
 		w:    bufio.NewWriterSize(nc, 16<<10),
 	}
-	if tc, ok := nc.(*tls.Conn); ok {
+	under := nc
+	if pc, ok := nc.(*peekedConn); ok {
+		under = pc.Conn
+	}
+	if tc, ok := under.(*tls.Conn); ok {
 		// Only a certificate that verified against --tlsCAFile names a
 		// user (MONGODB-X509); --tlsAllowInvalidCertificates lets
 		// others connect, not authenticate.

@@ -13,6 +13,7 @@ import (
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/repl"
+	"github.com/cairndb/cairn/internal/tlsconn"
 	"github.com/cairndb/cairn/internal/wire"
 )
 
@@ -31,13 +32,16 @@ type Options struct {
 	Compressors []wire.Compressor
 	// Logger receives connection events. Default: the Env's logger.
 	Logger *slog.Logger
-	// TLS, when its mode is not disabled, speaks TLS with the clients
-	// that start a handshake (tls.go); nil: plain connections only.
-	TLS *TLSOptions
+	// TLS, when its mode is not disabled, speaks TLS with the connections
+	// that start a handshake (package tlsconn); nil: plain connections
+	// only.
+	TLS *tlsconn.Listener
 	// Members, when set (a replica set member), takes the connections
 	// other members open to this port: they begin with
 	// repl.MemberStreamMagic, which no MongoDB message can (package
-	// replset's doc); r holds the connection's bytes, none consumed.
+	// replset's doc) — inside TLS when the member dialled with it, and
+	// only so under requireTLS; r holds the stream's bytes, none
+	// consumed.
 	Members func(c net.Conn, r *bufio.Reader)
 }
 
@@ -148,16 +152,30 @@ func (s *Server) accept(ln net.Listener) error {
 // With Options.Members it first tells a member's connection from a
 // client's by its first bytes.
 func (s *Server) admit(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+		_ = tc.SetKeepAlive(true)
+	}
 	if s.opts.Members != nil {
 		go s.sniff(nc)
 		return
 	}
-	s.admitClient(nc)
+	s.admitClient(nc, false)
 }
 
 // sniff hands a member's connection to Options.Members and admits any
-// other as a client's.
+// other as a client's. With TLS on, the handshake (or requireTLS's
+// refusal) comes first, so a member's stream is told apart inside it.
 func (s *Server) sniff(nc net.Conn) {
+	if s.opts.TLS.On() {
+		secured, err := s.opts.TLS.Accept(nc)
+		if err != nil {
+			s.log.Info("closing a new connection", "remote", nc.RemoteAddr().String(), "err", err)
+			_ = nc.Close()
+			return
+		}
+		nc = secured
+	}
 	br := bufio.NewReaderSize(nc, 16<<10)
 	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	first, err := br.Peek(len(repl.MemberStreamMagic))
@@ -170,7 +188,7 @@ func (s *Server) sniff(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	s.admitClient(&peekedConn{Conn: nc, r: br})
+	s.admitClient(&peekedConn{Conn: nc, r: br}, true)
 }
 
 // peekedConn is a connection whose first bytes were read into r.
@@ -181,7 +199,9 @@ type peekedConn struct {
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-func (s *Server) admitClient(nc net.Conn) {
+// admitClient serves nc as a client's connection; secured: its TLS
+// handshake (or plain admission) happened already (sniff).
+func (s *Server) admitClient(nc net.Conn, secured bool) {
 	env := s.env
 	if cur := env.Connections.Current.Load(); cur >= int64(s.opts.MaxConns) {
 		env.Connections.Rejected.Add(1)
@@ -190,16 +210,6 @@ func (s *Server) admitClient(nc net.Conn) {
 			"connectionCount", cur, "limit", s.opts.MaxConns, "rejected", env.Connections.Rejected.Load())
 		_ = nc.Close()
 		return
-	}
-	if pc, ok := nc.(*peekedConn); ok {
-		if tc, ok := pc.Conn.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-			_ = tc.SetKeepAlive(true)
-		}
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-		_ = tc.SetKeepAlive(true)
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -219,14 +229,14 @@ func (s *Server) admitClient(nc net.Conn) {
 			env.Connections.Current.Add(-1)
 			env.Connections.Available.Add(1)
 		}()
-		if s.opts.TLS != nil && s.opts.TLS.Mode != TLSDisabled {
-			secured, err := s.secure(nc)
+		if !secured && s.opts.TLS.On() {
+			tc, err := s.opts.TLS.Accept(nc)
 			if err != nil {
 				s.log.Info("closing a new connection", "remote", nc.RemoteAddr().String(), "err", err)
 				_ = nc.Close()
 				return
 			}
-			nc = secured
+			nc = tc
 		}
 		c := newConn(s, nc, id)
 		s.mu.Lock()

@@ -1,9 +1,12 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,8 +17,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/repl"
 	"github.com/cairndb/cairn/internal/server"
 	"github.com/cairndb/cairn/internal/testpki"
+	"github.com/cairndb/cairn/internal/tlsconn"
 )
 
 func writePEM(t *testing.T, path string, b []byte) {
@@ -26,13 +31,13 @@ func writePEM(t *testing.T, path string, b []byte) {
 }
 
 // startTLSServer starts a server with TLS mode and files.
-func startTLSServer(t *testing.T, mode string, files server.TLSFiles) string {
+func startTLSServer(t *testing.T, mode string, files tlsconn.Files) string {
 	t.Helper()
-	cfg, err := server.LoadTLS(files)
+	cfg, err := tlsconn.LoadServer(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, addr := startServerFull(t, server.Options{Logger: discard(), TLS: &server.TLSOptions{Mode: mode, Config: cfg}}, commands.Config{CairnVer: "test"})
+	_, addr := startServerFull(t, server.Options{Logger: discard(), TLS: &tlsconn.Listener{Mode: mode, Config: cfg}}, commands.Config{CairnVer: "test"})
 	return addr
 }
 
@@ -71,15 +76,15 @@ func ping(t *testing.T, addr string, tlsCfg *tls.Config, expectOK bool) error {
 func TestTLSModes(t *testing.T) {
 	pki := testpki.New(t, "Cairn test CA")
 	_, serverPEM := pki.Issue(t, "server", x509.ExtKeyUsageServerAuth)
-	files := server.TLSFiles{CertificateKeyFile: serverPEM}
+	files := tlsconn.Files{CertificateKeyFile: serverPEM}
 	trusting := &tls.Config{RootCAs: pki.Pool}
 	for _, c := range []struct {
 		mode           string
 		tlsOK, plainOK bool
 	}{
-		{server.TLSRequire, true, false},
-		{server.TLSPrefer, true, true},
-		{server.TLSAllow, true, true},
+		{tlsconn.Require, true, false},
+		{tlsconn.Prefer, true, true},
+		{tlsconn.Allow, true, true},
 	} {
 		addr := startTLSServer(t, c.mode, files)
 		if err := ping(t, addr, trusting, c.tlsOK); (err == nil) != c.tlsOK {
@@ -92,7 +97,7 @@ func TestTLSModes(t *testing.T) {
 	// A client that does not trust the server's CA is refused by the
 	// handshake (the driver checks the server's certificate).
 	other := testpki.New(t, "another CA")
-	addr := startTLSServer(t, server.TLSRequire, files)
+	addr := startTLSServer(t, tlsconn.Require, files)
 	if err := ping(t, addr, &tls.Config{RootCAs: other.Pool}, false); err == nil {
 		t.Error("a client trusting another CA connected")
 	}
@@ -100,6 +105,77 @@ func TestTLSModes(t *testing.T) {
 	if err := ping(t, plain.addr, trusting, false); err == nil {
 		t.Error("a TLS client connected to a server with TLS disabled")
 	}
+}
+
+// TestTLSMemberStreams: a replica set member's Raft stream arrives on the
+// client port inside TLS when the member dialled with it (preferTLS,
+// requireTLS) and reaches Options.Members with its first bytes intact,
+// while a client on the same port still gets answers; under requireTLS a
+// plain member stream is closed without reaching Members (invariant "A
+// required TLS is never skipped").
+func TestTLSMemberStreams(t *testing.T) {
+	pki := testpki.New(t, "Cairn test CA")
+	_, memberPEM := pki.Issue(t, "member", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	for _, mode := range []string{tlsconn.Require, tlsconn.Prefer, tlsconn.Allow} {
+		cfg, err := tlsconn.LoadServer(tlsconn.Files{CertificateKeyFile: memberPEM, CAFile: pki.CAFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams := make(chan string, 4)
+		members := func(c net.Conn, r *bufio.Reader) {
+			defer c.Close()
+			b, _ := r.Peek(4)
+			_, isTLS := c.(*tls.Conn)
+			streams <- fmt.Sprintf("%s tls=%v", b, isTLS)
+		}
+		_, addr := startServerFull(t, server.Options{Logger: discard(), Members: members, TLS: &tlsconn.Listener{Mode: mode, Config: cfg}}, commands.Config{CairnVer: "test"})
+		mcfg, err := tlsconn.Member(tlsconn.Files{CertificateKeyFile: memberPEM, CAFile: pki.CAFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		send := func(secure bool) string {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			if secure {
+				if nc, err = tlsconn.Dial(context.Background(), nc, mcfg, addr); err != nil {
+					t.Fatalf("%s: %v", mode, err)
+				}
+			}
+			_, _ = nc.Write([]byte(repl.MemberStreamMagic + "\x02"))
+			select {
+			case got := <-streams:
+				return got
+			case <-time.After(2 * time.Second):
+				return "closed"
+			}
+		}
+		if got := send(true); got != "CRft tls=true" {
+			t.Errorf("%s: a member's TLS stream reached Members as %q", mode, got)
+		}
+		wantPlain := "CRft tls=false"
+		if mode == tlsconn.Require {
+			wantPlain = "closed"
+		}
+		if got := send(false); got != wantPlain {
+			t.Errorf("%s: a plain member stream: %q, want %q", mode, got, wantPlain)
+		}
+		client := &tls.Config{RootCAs: pki.Pool, Certificates: []tls.Certificate{mustPair(t, memberPEM)}}
+		if err := ping(t, addr, client, true); err != nil {
+			t.Errorf("%s: a TLS client beside member streams: %v", mode, err)
+		}
+	}
+}
+
+func mustPair(t *testing.T, pem string) tls.Certificate {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(pem, pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }
 
 // TestTLSClientCertificates: with --tlsCAFile clients must present a
@@ -126,15 +202,15 @@ func TestTLSClientCertificates(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name                  string
-		files                 server.TLSFiles
+		files                 tlsconn.Files
 		none, signed, invalid bool // does a client with no / a signed / another CA's certificate connect?
 	}{
-		{"CAFile", server.TLSFiles{CertificateKeyFile: serverPEM, CAFile: ca}, false, true, false},
-		{"allowConnectionsWithoutCertificates", server.TLSFiles{CertificateKeyFile: serverPEM, CAFile: ca, AllowConnectionsWithoutCertificates: true}, true, true, false},
-		{"allowInvalidCertificates", server.TLSFiles{CertificateKeyFile: serverPEM, CAFile: ca, AllowInvalidCertificates: true}, false, true, true},
-		{"no CAFile", server.TLSFiles{CertificateKeyFile: serverPEM}, true, true, true},
+		{"CAFile", tlsconn.Files{CertificateKeyFile: serverPEM, CAFile: ca}, false, true, false},
+		{"allowConnectionsWithoutCertificates", tlsconn.Files{CertificateKeyFile: serverPEM, CAFile: ca, AllowConnectionsWithoutCertificates: true}, true, true, false},
+		{"allowInvalidCertificates", tlsconn.Files{CertificateKeyFile: serverPEM, CAFile: ca, AllowInvalidCertificates: true}, false, true, true},
+		{"no CAFile", tlsconn.Files{CertificateKeyFile: serverPEM}, true, true, true},
 	} {
-		addr := startTLSServer(t, server.TLSRequire, c.files)
+		addr := startTLSServer(t, tlsconn.Require, c.files)
 		for _, k := range []struct {
 			who  string
 			cert *tls.Certificate
@@ -156,13 +232,13 @@ func TestLoadTLSErrors(t *testing.T) {
 	writePEM(t, junk, []byte("not a certificate"))
 	pki := testpki.New(t, "CA")
 	_, serverPEM := pki.Issue(t, "server", x509.ExtKeyUsageServerAuth)
-	for _, f := range []server.TLSFiles{
+	for _, f := range []tlsconn.Files{
 		{CertificateKeyFile: filepath.Join(dir, "missing.pem")},
 		{CertificateKeyFile: junk},
 		{CertificateKeyFile: serverPEM, CAFile: junk},
 		{CertificateKeyFile: serverPEM, CAFile: filepath.Join(dir, "missing.pem")},
 	} {
-		if _, err := server.LoadTLS(f); err == nil {
+		if _, err := tlsconn.LoadServer(f); err == nil {
 			t.Errorf("%+v: loaded", f)
 		}
 	}
@@ -178,11 +254,11 @@ func TestX509Authentication(t *testing.T) {
 	_, serverPEM := pki.Issue(t, "server", x509.ExtKeyUsageServerAuth)
 	member, _ := pki.Issue(t, "x509-user", x509.ExtKeyUsageClientAuth)
 	stranger, _ := pki.Issue(t, "stranger", x509.ExtKeyUsageClientAuth)
-	cfg, err := server.LoadTLS(server.TLSFiles{CertificateKeyFile: serverPEM, CAFile: pki.CAFile})
+	cfg, err := tlsconn.LoadServer(tlsconn.Files{CertificateKeyFile: serverPEM, CAFile: pki.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, addr := startServerFull(t, server.Options{Logger: discard(), TLS: &server.TLSOptions{Mode: server.TLSRequire, Config: cfg}}, commands.Config{CairnVer: "test", Auth: true})
+	_, addr := startServerFull(t, server.Options{Logger: discard(), TLS: &tlsconn.Listener{Mode: tlsconn.Require, Config: cfg}}, commands.Config{CairnVer: "test", Auth: true})
 	connect := func(cert tls.Certificate, x509Auth bool) *mongo.Client {
 		o := options.Client().ApplyURI("mongodb://" + addr + "/?serverSelectionTimeoutMS=5000").
 			SetTLSConfig(&tls.Config{RootCAs: pki.Pool, Certificates: []tls.Certificate{cert}})

@@ -2,6 +2,7 @@ package shardsvr
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -37,6 +38,9 @@ type Options struct {
 	// Key is the cluster's keyFile key: with it every connection to
 	// another member authenticates as __system (memberclient).
 	Key []byte
+	// TLS, when set, is the configuration connections to other members
+	// use (tlsconn.Member; preferTLS and requireTLS).
+	TLS *tls.Config
 	// BalancerInterval is the balancer's round interval (10 s, MongoDB's,
 	// when zero).
 	BalancerInterval time.Duration
@@ -86,7 +90,7 @@ func New(opts Options) *Node {
 	if opts.BalancerInterval == 0 {
 		opts.BalancerInterval = 10 * time.Second
 	}
-	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, Timeout: peerTimeout}), colls: map[string]*collMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
+	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, TLS: opts.TLS, Timeout: peerTimeout}), colls: map[string]*collMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if opts.FailPoints != nil {
 		n.partial = opts.FailPoints.Define(CommitPartialFailPoint)

@@ -57,11 +57,12 @@ func New(t testing.TB, name string) *CA {
 	return ca
 }
 
-// Issue makes a certificate with common name cn for usage (server or client
-// authentication), valid for 127.0.0.1 and localhost. It returns the pair
+// Issue makes a certificate with common name cn for usages (server or client
+// authentication; a cluster member's is both), valid for 127.0.0.1 and
+// localhost. It returns the pair
 // and the path of one PEM file holding the certificate and its key, as
 // mongod's --tlsCertificateKeyFile takes them.
-func (ca *CA) Issue(t testing.TB, cn string, usage x509.ExtKeyUsage) (tls.Certificate, string) {
+func (ca *CA) Issue(t testing.TB, cn string, usages ...x509.ExtKeyUsage) (tls.Certificate, string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -74,7 +75,7 @@ func (ca *CA) Issue(t testing.TB, cn string, usage x509.ExtKeyUsage) (tls.Certif
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages,
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)

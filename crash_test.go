@@ -45,7 +45,11 @@ func TestMain(m *testing.M) {
 		crashChild(dir, os.Getenv("CAIRN_CRASH_ROUND"), os.Getenv("CAIRN_CRASH_SYNC"))
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if cairnBin.dir != "" {
+		os.RemoveAll(cairnBin.dir)
+	}
+	os.Exit(code)
 }
 
 // crashPad is the content of the document with _id id: the parent checks it

@@ -32,19 +32,39 @@ import (
 // modes. `make test` runs CAIRN_WIRE_CRASH_ROUNDS=4 per mode (the default),
 // `make soak` many more.
 
-// buildCairnBinary builds ./cmd/cairn into dir (once per test run: the
-// wire crash test is its one user). CAIRN_TEST_BIN names a binary to use
-// instead (a benchmark comparing two builds).
-func buildCairnBinary(t *testing.T, dir string) string {
+// cairnBin is the binary the tests that start real processes share: built
+// once per test process (a link of ./cmd/cairn took 10–30 s under make
+// test's load, and some twenty tests start processes), removed by TestMain.
+var cairnBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildCairnBinary returns the path of a `cairn` built from ./cmd/cairn,
+// once per test run (dir is unused: the binary outlives any one test).
+// CAIRN_TEST_BIN names a binary to use instead (a benchmark comparing two
+// builds).
+func buildCairnBinary(t *testing.T, _ string) string {
 	t.Helper()
 	if bin := os.Getenv("CAIRN_TEST_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/cairn: %v\n%s", err, out)
+	cairnBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "cairn-testbin-")
+		if err != nil {
+			cairnBin.err = err
+			return
+		}
+		cairnBin.dir, cairnBin.path = dir, filepath.Join(dir, "cairn")
+		if out, err := exec.Command("go", "build", "-o", cairnBin.path, "./cmd/cairn").CombinedOutput(); err != nil {
+			cairnBin.err = fmt.Errorf("go build ./cmd/cairn: %v\n%s", err, out)
+		}
+	})
+	if cairnBin.err != nil {
+		t.Fatal(cairnBin.err)
 	}
-	return bin
+	return cairnBin.path
 }
 
 // serveProc is a running `cairn serve` child.

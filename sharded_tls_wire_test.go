@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -23,16 +24,19 @@ import (
 )
 
 // TestShardedClusterTLS: a sharded cluster whose every process runs with
-// --tlsMode requireTLS, as MongoDB's members under requireTLS: the config
-// server, a shard of two members (so Raft's own streams cross TLS) and a
-// router. Nothing connects in plain text anywhere — the router reaches the
-// config server and the shard, the shard reaches the config server, the
-// shard's members replicate to each other, all with TLS and the members'
-// certificate — and the Go driver, with TLS, shards a collection, writes
-// with w: 2 (so the secondary acknowledged through its TLS Raft stream)
-// and reads back through the router; the secondary holds the documents.
-// Plain clients of the router and a plain member stream to a shard member
-// are refused.
+// --tlsMode requireTLS and a keyFile, as MongoDB's members under
+// requireTLS: the config server, a shard of two members (so Raft's own
+// streams cross TLS) and a router. Nothing connects in plain text anywhere
+// — the router reaches the config server and the shard, the shard reaches
+// the config server, the shard's members replicate to each other, all with
+// TLS and the members' certificate (and as __system with the key) — and
+// the Go driver, with TLS, makes the first user through the router's
+// localhost exception, an x.509 user on $external, authenticates as it
+// with its certificate (MONGODB-X509 at the router), shards a collection,
+// writes with w: 2 (so the secondary acknowledged through its TLS Raft
+// stream) and reads back through the router; the secondary holds the
+// documents. Plain clients of the router and a plain member stream to a
+// shard member are refused.
 func TestShardedClusterTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts five processes")
@@ -40,18 +44,31 @@ func TestShardedClusterTLS(t *testing.T) {
 	tmp := t.TempDir()
 	bin := buildCairnBinary(t, tmp)
 	ca := testpki.New(t, "Cairn test CA")
-	cert, pem := ca.Issue(t, "member", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
-	tlsArgs := []string{"--tlsMode", "requireTLS", "--tlsCertificateKeyFile", pem, "--tlsCAFile", ca.CAFile}
-	clientTLS := &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert}}
-	connect := func(uri string) *mongo.Client {
+	_, pem := ca.Issue(t, "member", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	app, _ := ca.Issue(t, "app", x509.ExtKeyUsageClientAuth)
+	const key = "dGxzIGNsdXN0ZXIga2V5IGZvciB0ZXN0cw=="
+	keyFile := filepath.Join(tmp, "keyfile")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsArgs := []string{"--tlsMode", "requireTLS", "--tlsCertificateKeyFile", pem, "--tlsCAFile", ca.CAFile, "--keyFile", keyFile}
+	clientTLS := &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{app}}
+	// connect connects with TLS and the app's certificate, as cred (none:
+	// the zero Credential).
+	connect := func(uri string, cred options.Credential) *mongo.Client {
 		t.Helper()
-		c, err := mongo.Connect(options.Client().ApplyURI(uri).SetTLSConfig(clientTLS).SetServerSelectionTimeout(30 * time.Second))
+		o := options.Client().ApplyURI(uri).SetTLSConfig(clientTLS).SetServerSelectionTimeout(30 * time.Second)
+		if cred.AuthMechanism != "" {
+			o.SetAuth(cred)
+		}
+		c, err := mongo.Connect(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
 		return c
 	}
+	system := options.Credential{AuthMechanism: "SCRAM-SHA-256", AuthSource: "local", Username: "__system", Password: key}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -71,7 +88,7 @@ func TestShardedClusterTLS(t *testing.T) {
 			spawnServe(t, bin, args...).waitReady(t)
 			members = append(members, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: host}})
 		}
-		c := connect("mongodb://" + hosts[0] + "/?tls=true&directConnection=true")
+		c := connect("mongodb://"+hosts[0]+"/?tls=true&directConnection=true", system)
 		cfg := bson.D{{Key: "_id", Value: name}, {Key: "configsvr", Value: role == "configsvr"}, {Key: "members", Value: members}}
 		if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
 			t.Fatalf("replSetInitiate %s: %v", name, err)
@@ -105,7 +122,15 @@ func TestShardedClusterTLS(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
-	router := connect("mongodb://" + routerAddr + "/?tls=true")
+	// The localhost exception, then the certificate's own user.
+	anon := connect("mongodb://"+routerAddr+"/?tls=true", options.Credential{})
+	if err := anon.Database("$external").RunCommand(ctx, bson.D{{Key: "createUser", Value: "CN=app"}, {Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "root"}, {Key: "db", Value: "admin"}}}}}).Err(); err != nil {
+		t.Fatalf("the first user, on $external, through the router: %v", err)
+	}
+	if err := anon.Database("app").RunCommand(ctx, bson.D{{Key: "count", Value: "docs"}}).Err(); cmdCode(err) != 13 {
+		t.Errorf("an unauthenticated count through the router: %v, want Unauthorized", err)
+	}
+	router := connect("mongodb://"+routerAddr+"/?tls=true", options.Credential{AuthMechanism: "MONGODB-X509", AuthSource: "$external"})
 	admin := router.Database("admin")
 	for _, c := range []bson.D{
 		{{Key: "addShard", Value: "sh0/" + shardHosts[0] + "," + shardHosts[1]}},
@@ -127,7 +152,7 @@ func TestShardedClusterTLS(t *testing.T) {
 	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 20 {
 		t.Errorf("count through the router: %d %v, want 20", n, err)
 	}
-	secondary := connect("mongodb://" + shardHosts[1] + "/?tls=true&directConnection=true")
+	secondary := connect("mongodb://"+shardHosts[1]+"/?tls=true&directConnection=true", system)
 	n, err := secondary.Database("app").Collection("docs", options.Collection().SetReadPreference(readpref.SecondaryPreferred())).CountDocuments(ctx, bson.D{})
 	if err != nil || n != 20 {
 		t.Errorf("the shard's secondary holds %d documents (%v), want 20", n, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/config"
 	"github.com/cairndb/cairn/internal/router"
@@ -22,6 +23,7 @@ func routerCommand(stdout, stderr io.Writer) *cobra.Command {
 	var configDB, bind, keyFile string
 	var port int
 	tlsOpts := config.TLS{Mode: config.TLSDisabled}
+	var auditOpts config.Audit
 	cmd := &cobra.Command{
 		Use:   "router --configdb <set>/<host:port>,...",
 		Short: "Route a sharded cluster's clients (a mongos)",
@@ -32,7 +34,9 @@ many as you like. With --keyFile (the members' key), it authenticates to every
 member as the internal user and requires its own clients to authenticate, as
 mongos does. The --tls options are mongod's: what the router's clients connect
 with and, under preferTLS and requireTLS, how it connects to the members (its
-certificate presented, theirs checked against --tlsCAFile).`,
+certificate presented, theirs checked against --tlsCAFile). The --audit options
+are mongod's too: the router audits its clients' authentications, refused
+commands, and the user, role and DDL commands it runs.`,
 		Args: noArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			if configDB == "" {
@@ -45,6 +49,12 @@ certificate presented, theirs checked against --tlsCAFile).`,
 			if err != nil {
 				return err
 			}
+			auditLog, err := audit.Open(audit.Options{Destination: auditOpts.Destination, Format: auditOpts.Format, Path: auditOpts.Path,
+				Filter: auditOpts.Filter, Local: net.JoinHostPort(bind, strconv.Itoa(port))})
+			if err != nil {
+				return err
+			}
+			defer auditLog.Close()
 			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			var key []byte
 			if keyFile != "" {
@@ -54,7 +64,7 @@ certificate presented, theirs checked against --tlsCAFile).`,
 				}
 				key = k
 			}
-			r, err := router.New(router.Options{ConfigDB: configDB, Key: key, Listener: listenTLS, TLS: memberTLS, Logger: log})
+			r, err := router.New(router.Options{ConfigDB: configDB, Key: key, Listener: listenTLS, TLS: memberTLS, Audit: auditLog, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -80,5 +90,9 @@ certificate presented, theirs checked against --tlsCAFile).`,
 	cmd.Flags().StringVar(&tlsOpts.CAFile, "tlsCAFile", "", "PEM file of the certificate authorities that client and member certificates are checked against")
 	cmd.Flags().BoolVar(&tlsOpts.AllowConnectionsWithoutCertificates, "tlsAllowConnectionsWithoutCertificates", false, "with --tlsCAFile, let clients without a certificate connect too")
 	cmd.Flags().BoolVar(&tlsOpts.AllowInvalidCertificates, "tlsAllowInvalidCertificates", false, "accept certificates that do not verify (development only)")
+	cmd.Flags().StringVar(&auditOpts.Destination, "auditDestination", "", "write an audit log (authentication, authorization failures, user and role changes, DDL; a MongoDB Enterprise feature) to file, console or syslog")
+	cmd.Flags().StringVar(&auditOpts.Format, "auditFormat", "", "the audit file's format: JSON lines (default) or BSON documents")
+	cmd.Flags().StringVar(&auditOpts.Path, "auditPath", "", "the audit file, for --auditDestination file")
+	cmd.Flags().StringVar(&auditOpts.Filter, "auditFilter", "", "a query document selecting the events audited, in extended JSON (default: all)")
 	return cmd
 }

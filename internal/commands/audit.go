@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/audit"
+	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
@@ -90,54 +91,79 @@ func userParam(name string, fields ...string) auditParam {
 	}
 }
 
-// auditEvent writes one event for s's connection and user.
-func auditEvent(s *Session, atype string, param bsoncore.Document, result mongoerr.Code) {
-	l := s.Env.Audit
-	if s.auditConn == ([16]byte{}) {
-		s.auditConn = audit.NewConnUUID()
-	}
-	ev := audit.Event{AType: atype, Conn: s.auditConn, Remote: s.Remote, Param: param, Result: int32(result)}
-	if u := s.auth.user; u != nil {
+// The event builders below make an event's atype, param and result; who
+// and where (the connection, its client, the user and roles) are stamped
+// by AuditStamp. A router audits its clients' commands with the same
+// builders (package router), as mongos does.
+
+// AuditStamp fills ev's connection, client address and, once
+// authenticated, user and roles.
+func AuditStamp(ev audit.Event, conn [16]byte, remote string, u *auth.User) audit.Event {
+	ev.Conn, ev.Remote = conn, remote
+	if u != nil {
 		ev.Users = []audit.Name{{Name: u.Name, DB: u.DB}}
 		for _, r := range u.Roles {
 			ev.Roles = append(ev.Roles, audit.Name{Name: r.Role, DB: r.DB})
 		}
 	}
-	if err := l.Write(ev); err != nil {
-		s.Env.Log.Error("cannot write to the audit log", "atype", atype, "err", err)
+	return ev
+}
+
+// auditEvent writes one event for s's connection and user.
+func auditEvent(s *Session, ev audit.Event) {
+	if s.auditConn == ([16]byte{}) {
+		s.auditConn = audit.NewConnUUID()
+	}
+	if err := s.Env.Audit.Write(AuditStamp(ev, s.auditConn, s.Remote, s.auth.user)); err != nil {
+		s.Env.Log.Error("cannot write to the audit log", "atype", ev.AType, "err", err)
 	}
 }
 
-// auditCommand writes the event of a finished command, if it is audited.
+// auditCommand writes the events of a finished command, if it is audited.
 func auditCommand(s *Session, req *Request, reply bsoncore.Document) {
+	for _, ev := range AuditCommandEvents(req, reply) {
+		auditEvent(s, ev)
+	}
+}
+
+// AuditCommandEvents are the events a finished command makes: none for
+// most, one per index for createIndexes.
+func AuditCommandEvents(req *Request, reply bsoncore.Document) []audit.Event {
 	if req.Name == "createIndexes" {
-		auditCreateIndexes(s, req, reply)
-		return
+		return auditCreateIndexes(req, reply)
 	}
 	rule, ok := auditRules[req.Name]
 	if !ok {
-		return
+		return nil
 	}
-	auditEvent(s, rule.atype, rule.param(req), replyResult(reply))
+	return []audit.Event{{AType: rule.atype, Param: rule.param(req), Result: int32(replyResult(reply))}}
 }
 
-// auditCreateIndexes writes a createIndex event per index of the request.
-func auditCreateIndexes(s *Session, req *Request, reply bsoncore.Document) {
+// auditCreateIndexes is a createIndex event per index of the request.
+func auditCreateIndexes(req *Request, reply bsoncore.Document) []audit.Event {
 	coll, _ := req.First().StringValueOK()
-	result := replyResult(reply)
+	result := int32(replyResult(reply))
+	var evs []audit.Event
 	for _, v := range req.arrayValues("indexes") {
 		spec, ok := v.DocumentOK()
 		if !ok {
 			continue
 		}
 		name, _ := spec.Lookup("name").StringValueOK()
-		auditEvent(s, "createIndex", newDoc().AppendString("ns", req.DB+"."+coll).AppendString("indexName", name).
-			AppendDocument("indexSpec", spec).Build(), result)
+		evs = append(evs, audit.Event{AType: "createIndex", Param: newDoc().AppendString("ns", req.DB+"."+coll).AppendString("indexName", name).
+			AppendDocument("indexSpec", spec).Build(), Result: result})
 	}
+	return evs
 }
 
 // auditAuthCheck records a command refused by access control.
 func auditAuthCheck(s *Session, req *Request, err error) {
+	auditEvent(s, AuditAuthCheckEvent(req, err))
+}
+
+// AuditAuthCheckEvent is the event of a command refused by access control
+// (its arguments left out when they carry a password).
+func AuditAuthCheckEvent(req *Request, err error) audit.Event {
 	b := newDoc().AppendString("command", req.Name).AppendString("ns", req.DB)
 	if coll, ok := req.First().StringValueOK(); ok {
 		b = newDoc().AppendString("command", req.Name).AppendString("ns", req.DB+"."+coll)
@@ -145,7 +171,7 @@ func auditAuthCheck(s *Session, req *Request, err error) {
 	if !secretCommands[req.Name] {
 		b.AppendDocument("args", req.Body)
 	}
-	auditEvent(s, "authCheck", b.Build(), mongoerr.CodeOf(err))
+	return audit.Event{AType: "authCheck", Param: b.Build(), Result: int32(mongoerr.CodeOf(err))}
 }
 
 // auditAuthenticate records an authentication attempt.
@@ -153,11 +179,17 @@ func auditAuthenticate(s *Session, user, db, mechanism string, err error) {
 	if s.Env.Audit == nil {
 		return
 	}
+	auditEvent(s, AuditAuthenticateEvent(user, db, mechanism, err))
+}
+
+// AuditAuthenticateEvent is the event of an authentication attempt (err
+// nil: it succeeded).
+func AuditAuthenticateEvent(user, db, mechanism string, err error) audit.Event {
 	var result mongoerr.Code // 0: success
 	if err != nil {
 		result = mongoerr.CodeOf(err)
 	}
-	auditEvent(s, "authenticate", newDoc().AppendString("user", user).AppendString("db", db).AppendString("mechanism", mechanism).Build(), result)
+	return audit.Event{AType: "authenticate", Param: newDoc().AppendString("user", user).AppendString("db", db).AppendString("mechanism", mechanism).Build(), Result: int32(result)}
 }
 
 // replyResult is a reply's result for the audit log: 0 or its code.

@@ -2,16 +2,17 @@ package commands
 
 import (
 	"context"
+	"crypto/x509"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
 
-// mechanismX509 authenticates a client by the TLS certificate it presented
+// MechanismX509 authenticates a client by the TLS certificate it presented
 // and the server verified: the user is the certificate's subject in the
 // $external database.
-const mechanismX509 = "MONGODB-X509"
+const MechanismX509 = "MONGODB-X509"
 
 // externalDB holds users whose credentials live outside Cairn (x.509).
 const externalDB = "$external"
@@ -28,7 +29,7 @@ func cmdAuthenticate(_ context.Context, s *Session, req *Request, dst []byte) (b
 	if err != nil {
 		return nil, err
 	}
-	if mech != mechanismX509 {
+	if mech != MechanismX509 {
 		return nil, mongoerr.New(mongoerr.MechanismUnavailable, "Received authentication for mechanism %s which is not enabled", mech)
 	}
 	r := NewReply(dst)
@@ -46,31 +47,47 @@ func authenticateX509(s *Session, db, user string, r *Reply) (err error) {
 		if s.ClientCert != nil && user == "" {
 			user = s.ClientCert.Subject.String()
 		}
-		auditAuthenticate(s, user, db, mechanismX509, err)
+		auditAuthenticate(s, user, db, MechanismX509, err)
 	}()
-	if db != externalDB {
-		return mongoerr.New(mongoerr.BadValue, "X.509 authentication must always use the $external database.")
-	}
-	cert := s.ClientCert
-	if cert == nil {
-		return mongoerr.New(mongoerr.AuthenticationFailed, "No verified subject name available from client")
-	}
-	subject := cert.Subject.String()
-	if user != "" && user != subject {
-		return mongoerr.New(mongoerr.AuthenticationFailed, "There is no x.509 client certificate matching the user.")
+	subject, err := X509Subject(db, user, s.ClientCert)
+	if err != nil {
+		return err
 	}
 	u, ok := s.Env.Access.Users.Lookup(externalDB, subject)
 	if !ok {
-		s.Env.Log.Info("authentication failed", "conn", s.ConnID, "remote", s.Remote, "mechanism", mechanismX509, "subject", subject)
-		return mongoerr.New(mongoerr.AuthenticationFailed, "Could not find user \"%s\" for db \"%s\"", subject, externalDB)
+		s.Env.Log.Info("authentication failed", "conn", s.ConnID, "remote", s.Remote, "mechanism", MechanismX509, "subject", subject)
+		return X509UnknownUser(subject)
 	}
 	a := &s.auth
 	a.conv = nil
 	a.user, a.gen = u, s.Env.Access.Users.Gen()
 	a.privs, _ = s.Env.Access.Users.Resolve(u.Roles)
-	s.Env.Log.Info("authenticated", "conn", s.ConnID, "user", u.Name, "db", u.DB, "mechanism", mechanismX509)
+	s.Env.Log.Info("authenticated", "conn", s.ConnID, "user", u.Name, "db", u.DB, "mechanism", MechanismX509)
 	r.String("dbname", externalDB).String("user", subject)
 	return nil
+}
+
+// X509Subject checks a MONGODB-X509 authentication's database and claimed
+// user against the client's verified certificate (nil: none) and returns
+// the user to look up in $external: the certificate's subject. A router
+// authenticates its clients' certificates with it too.
+func X509Subject(db, user string, cert *x509.Certificate) (string, error) {
+	if db != externalDB {
+		return "", mongoerr.New(mongoerr.BadValue, "X.509 authentication must always use the $external database.")
+	}
+	if cert == nil {
+		return "", mongoerr.New(mongoerr.AuthenticationFailed, "No verified subject name available from client")
+	}
+	subject := cert.Subject.String()
+	if user != "" && user != subject {
+		return "", mongoerr.New(mongoerr.AuthenticationFailed, "There is no x.509 client certificate matching the user.")
+	}
+	return subject, nil
+}
+
+// X509UnknownUser is the error of a verified subject no $external user has.
+func X509UnknownUser(subject string) error {
+	return mongoerr.New(mongoerr.AuthenticationFailed, "Could not find user \"%s\" for db \"%s\"", subject, externalDB)
 }
 
 // hasMechanisms reports whether createUser names mechanisms.

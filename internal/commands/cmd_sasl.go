@@ -136,7 +136,7 @@ func speculativeAuth(s *Session, req *Request, r *Reply) {
 	}
 	mech, _ := d.Lookup("mechanism").StringValueOK()
 	dbName, _ := d.Lookup("db").StringValueOK()
-	if mech == mechanismX509 {
+	if mech == MechanismX509 {
 		user, _ := d.Lookup("user").StringValueOK()
 		sub := NewReply(nil)
 		if authenticateX509(s, dbName, user, sub) == nil {

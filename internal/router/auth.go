@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"sync"
 	"time"
@@ -31,11 +32,16 @@ import (
 // SASL conversation in progress. A connection runs one command at a time.
 type connAuth struct {
 	remote string
-	user   *auth.User
-	privs  auth.Privileges
-	gen    uint64
-	conv   *auth.Conversation
-	convID int32
+	// auditConn names the connection in audit events (made at its first).
+	auditConn [16]byte
+	// clientCert is the client's TLS certificate when it verified against
+	// --tlsCAFile: only such a one names a MONGODB-X509 user.
+	clientCert *x509.Certificate
+	user       *auth.User
+	privs      auth.Privileges
+	gen        uint64
+	conv       *auth.Conversation
+	convID     int32
 	// skipEmpty is saslStart's options.skipEmptyExchange; finished, that
 	// the proof was accepted and only the client's empty last message is
 	// awaited.
@@ -208,6 +214,14 @@ func (r *Router) speculativeAuth(ctx context.Context, req *request) bsoncore.Doc
 	}
 	mech, _ := d.Lookup("mechanism").StringValueOK()
 	db, _ := d.Lookup("db").StringValueOK()
+	if mech == commands.MechanismX509 {
+		user, _ := d.Lookup("user").StringValueOK()
+		reply, err := r.authenticateX509(ctx, req, db, user)
+		if err != nil {
+			return nil
+		}
+		return reply
+	}
 	payload, err := commands.SASLPayload(d)
 	if err != nil || mech == "" || db == "" {
 		return nil
@@ -253,6 +267,7 @@ func (r *Router) saslStep(req *request, users *auth.Store, payload []byte) (bson
 	}
 	out, done, err := a.conv.Step(payload)
 	if err != nil {
+		r.auditAuthenticate(req, a.conv.Username(), a.conv.DB(), a.conv.Mechanism, errAuthFailed)
 		a.conv = nil
 		r.log.Info("authentication failed", "conn", req.conn, "remote", a.remote)
 		return nil, errAuthFailed
@@ -262,6 +277,7 @@ func (r *Router) saslStep(req *request, users *auth.Store, payload []byte) (bson
 		a.user, a.gen = u, users.Gen()
 		a.privs, _ = users.Resolve(u.Roles)
 		r.log.Info("authenticated", "conn", req.conn, "user", u.Name, "db", u.DB, "mechanism", a.conv.Mechanism)
+		r.auditAuthenticate(req, u.Name, u.DB, a.conv.Mechanism, nil)
 		if a.skipEmpty {
 			a.conv = nil
 		} else {
@@ -271,8 +287,51 @@ func (r *Router) saslStep(req *request, users *auth.Store, payload []byte) (bson
 	return okReply("conversationId", a.convID, "done", done, "payload", bson.Binary{Data: out}), nil
 }
 
+// cmdAuthenticate serves authenticate, which modern MongoDB keeps for
+// MONGODB-X509 only: the client's verified TLS certificate names a user of
+// $external on the config servers (as mongos).
+func cmdAuthenticate(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	mech := req.str("mechanism")
+	if mech != commands.MechanismX509 {
+		return nil, mongoerr.New(mongoerr.MechanismUnavailable, "Received authentication for mechanism %s which is not enabled", mech)
+	}
+	reply, err := r.authenticateX509(ctx, req, req.db, req.str("user"))
+	if err != nil {
+		return nil, err
+	}
+	return okReply("dbname", reply.Lookup("dbname").StringValue(), "user", reply.Lookup("user").StringValue()), nil
+}
+
+// authenticateX509 authenticates req's connection as its certificate's
+// subject and returns {dbname, user}.
+func (r *Router) authenticateX509(ctx context.Context, req *request, db, user string) (reply bsoncore.Document, err error) {
+	a := req.auth
+	subject, err := commands.X509Subject(db, user, a.clientCert)
+	if subject != "" {
+		user = subject
+	}
+	defer func() { r.auditAuthenticate(req, user, db, commands.MechanismX509, err) }()
+	if err != nil {
+		return nil, err
+	}
+	users, err := r.userStore(ctx, true)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed: the users could not be read from the config servers: %v", err)
+	}
+	u, ok := users.Lookup("$external", subject)
+	if !ok {
+		r.log.Info("authentication failed", "conn", req.conn, "remote", a.remote, "mechanism", commands.MechanismX509, "subject", subject)
+		return nil, commands.X509UnknownUser(subject)
+	}
+	a.conv = nil
+	a.user, a.gen = u, users.Gen()
+	a.privs, _ = users.Resolve(u.Roles)
+	r.log.Info("authenticated", "conn", req.conn, "user", u.Name, "db", u.DB, "mechanism", commands.MechanismX509)
+	return bsoncore.NewDocumentBuilder().AppendString("dbname", "$external").AppendString("user", subject).Build(), nil
+}
+
 func cmdLogout(_ context.Context, _ *Router, req *request) (bsoncore.Document, error) {
-	*req.auth = connAuth{remote: req.auth.remote, convID: req.auth.convID}
+	*req.auth = connAuth{remote: req.auth.remote, convID: req.auth.convID, auditConn: req.auth.auditConn, clientCert: req.auth.clientCert}
 	return okReply(), nil
 }
 

@@ -2,6 +2,10 @@ package router
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
@@ -125,7 +130,7 @@ func TestRouterAuthMatrix(t *testing.T) {
 		t.Fatal("reader, made through the router, is not among the router's users")
 	}
 	pre := map[string]bool{"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true,
-		"saslStart": true, "saslContinue": true, "logout": true, "connectionStatus": true}
+		"saslStart": true, "saslContinue": true, "logout": true, "connectionStatus": true, "authenticate": true}
 	anyUser := map[string]bool{"getMore": true, "killCursors": true, "endSessions": true, "whatsmyuri": true, "getLastError": true,
 		// a user's own sessions and transactions (privileges.go, as mongod)
 		"startSession": true, "refreshSessions": true, "killSessions": true, "commitTransaction": true, "abortTransaction": true}
@@ -175,29 +180,7 @@ func TestRouterSCRAM(t *testing.T) {
 	if err := memberclient.Err(runAs(r, a, "app", bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"read"}}})); err != nil {
 		t.Fatal(err)
 	}
-	login := func(a *connAuth, password string) error {
-		client, err := scram.SHA256.NewClient("u", password, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		conv := client.NewConversation()
-		msg, _ := conv.Step("")
-		reply := runAs(r, a, "app", bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"}, {Key: "payload", Value: bson.Binary{Data: []byte(msg)}}})
-		for {
-			if err := memberclient.Err(reply); err != nil {
-				return err
-			}
-			_, data, _ := reply.Lookup("payload").BinaryOK()
-			if done, _ := reply.Lookup("done").BooleanOK(); done {
-				return nil
-			}
-			if msg, err = conv.Step(string(data)); err != nil {
-				t.Fatal(err)
-			}
-			reply = runAs(r, a, "app", bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: reply.Lookup("conversationId").Int32()},
-				{Key: "payload", Value: bson.Binary{Data: []byte(msg)}}})
-		}
-	}
+	login := func(a *connAuth, password string) error { return scramLogin(t, r, a, "app", "u", password) }
 	if err := login(&connAuth{remote: "10.0.0.1:2"}, "nope"); mongoerr.CodeOf(err) != mongoerr.AuthenticationFailed {
 		t.Fatalf("a wrong password: %v, want 18", err)
 	}
@@ -207,6 +190,115 @@ func TestRouterSCRAM(t *testing.T) {
 	status := runAs(r, a, "admin", bson.D{{Key: "connectionStatus", Value: 1}})
 	if u, _ := status.Lookup("authInfo", "authenticatedUsers", "0", "user").StringValueOK(); u != "u" {
 		t.Fatalf("connectionStatus after the conversation: %s", status)
+	}
+}
+
+// scramLogin runs a SCRAM-SHA-256 conversation for user@db with password
+// on connection a of r and returns the server's error, if any.
+func scramLogin(t *testing.T, r *Router, a *connAuth, db, user, password string) error {
+	t.Helper()
+	client, err := scram.SHA256.NewClient(user, password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := client.NewConversation()
+	msg, _ := conv.Step("")
+	reply := runAs(r, a, db, bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"}, {Key: "payload", Value: bson.Binary{Data: []byte(msg)}}})
+	for {
+		if err := memberclient.Err(reply); err != nil {
+			return err
+		}
+		_, data, _ := reply.Lookup("payload").BinaryOK()
+		if done, _ := reply.Lookup("done").BooleanOK(); done {
+			return nil
+		}
+		if msg, err = conv.Step(string(data)); err != nil {
+			t.Fatal(err)
+		}
+		reply = runAs(r, a, db, bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: reply.Lookup("conversationId").Int32()},
+			{Key: "payload", Value: bson.Binary{Data: []byte(msg)}}})
+	}
+}
+
+// TestRouterAudit: a router with an audit log records, as mongos, its
+// clients' authentications (failed with 18, then succeeded), a command its
+// access control refuses (authCheck, 13), and the user and DDL commands it
+// runs for them, each with the client's address and, once authenticated,
+// user and roles — never a password.
+func TestRouterAudit(t *testing.T) {
+	key := []byte("c2VjcmV0IGtleQ==")
+	path := filepath.Join(t.TempDir(), "audit.json")
+	log, err := audit.Open(audit.Options{Destination: audit.DestFile, Path: path, Local: "127.0.0.1:27017"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	r, err := New(Options{ConfigDB: startKeyedConfigServer(t, key), Key: key, Audit: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	local := &connAuth{remote: "127.0.0.1:5000"}
+	if err := memberclient.Err(runAs(r, local, "admin", bson.D{{Key: "createUser", Value: "root"}, {Key: "pwd", Value: "s3cret"}, {Key: "roles", Value: bson.A{"root"}}})); err != nil {
+		t.Fatal(err)
+	}
+	remote := &connAuth{remote: "10.0.0.9:6000"}
+	if c := mongoerr.CodeOf(memberclient.Err(runAs(r, remote, "app", bson.D{{Key: "find", Value: "c"}}))); c != mongoerr.Unauthorized {
+		t.Fatalf("find before authentication: code %d", c)
+	}
+	if err := scramLogin(t, r, remote, "admin", "root", "wrong"); mongoerr.CodeOf(err) != mongoerr.AuthenticationFailed {
+		t.Fatalf("wrong password: %v", err)
+	}
+	if err := scramLogin(t, r, remote, "admin", "root", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	// Refused by the config server (no shards yet) or not: the event
+	// carries the outcome either way.
+	runAs(r, remote, "app", bson.D{{Key: "create", Value: "c"}})
+
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "s3cret") || strings.Contains(string(raw), "wrong") {
+		t.Errorf("the audit log holds a password:\n%s", raw)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var ev struct {
+			AType  string `json:"atype"`
+			Remote struct {
+				IP string `json:"ip"`
+			} `json:"remote"`
+			Users []struct {
+				User string `json:"user"`
+			} `json:"users"`
+			Param  map[string]any `json:"param"`
+			Result int            `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		user := "-"
+		if len(ev.Users) > 0 {
+			user = ev.Users[0].User
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %v %v", ev.AType, ev.Remote.IP, user, ev.Result, ev.Param["user"] != nil || ev.Param["ns"] != nil))
+	}
+	want := []string{
+		"createUser 127.0.0.1 - 0 true",
+		"authCheck 10.0.0.9 - 13 true",
+		"authenticate 10.0.0.9 - 18 true",
+		"authenticate 10.0.0.9 root 0 true",
+		"createCollection 10.0.0.9 root",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("event %d: %q, want %q…", i, got[i], want[i])
+		}
 	}
 }
 

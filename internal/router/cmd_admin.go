@@ -53,7 +53,7 @@ func init() {
 		"balancerStart":      admin(cmdBalancerMode("full")), "balancerStop": admin(cmdBalancerMode("off")),
 		"balancerStatus": admin(cmdBalancerStatus),
 
-		"saslStart": cmdSaslStart, "saslContinue": cmdSaslContinue, "logout": cmdLogout,
+		"saslStart": cmdSaslStart, "saslContinue": cmdSaslContinue, "logout": cmdLogout, "authenticate": cmdAuthenticate,
 		"connectionStatus": cmdConnectionStatus,
 	}
 	for _, name := range userCommands {

@@ -112,8 +112,9 @@
 // With TLS (Options.Listener, `cairn router --tlsMode`), clients connect as
 // to mongod (package tlsconn); under preferTLS and requireTLS every
 // connection to a member is TLS too (Options.TLS), presenting the router's
-// certificate. Not yet:
-// the audit log at the router, x.509 member authentication
+// certificate. With an audit log (Options.Audit, `cairn router
+// --auditDestination`), the router audits its clients as a server does
+// (audit.go). Not yet: x.509 member authentication
 // (clusterAuthMode x509; the keyFile is the one member identity), and the
 // role-to-role commands (grantRolesToRole, revokeRolesFromRole,
 // dropAllRolesFromDatabase), which the servers do not have either.

@@ -18,6 +18,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -37,7 +38,9 @@ type Options struct {
 	Listener *tlsconn.Listener
 	// TLS, when set, is the configuration every connection to a member
 	// uses (tlsconn.Member: under preferTLS and requireTLS, as mongos).
-	TLS    *tls.Config
+	TLS *tls.Config
+	// Audit, when set, receives the router's audit events (audit.go).
+	Audit  *audit.Log
 	Logger *slog.Logger
 }
 
@@ -47,6 +50,7 @@ type Options struct {
 type Router struct {
 	log     *slog.Logger
 	tls     *tlsconn.Listener
+	audit   *audit.Log
 	members *memberclient.Client
 	config  *memberclient.Set
 	access  access
@@ -76,7 +80,7 @@ func New(opts Options) (*Router, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	members := memberclient.New(memberclient.Options{Key: opts.Key, TLS: opts.TLS})
-	r := &Router{log: opts.Logger, tls: opts.Listener, members: members, config: members.Set(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	r := &Router{log: opts.Logger, tls: opts.Listener, audit: opts.Audit, members: members, config: members.Set(name, hosts), conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
 	r.access.on, r.access.key = opts.Key != nil, opts.Key
 	r.cache = newCache(r)
 	r.cursors.m = map[int64]*routerCursor{}
@@ -248,6 +252,12 @@ func (r *Router) serveConn(nc net.Conn) {
 	}
 	id := r.connIDs.Add(1)
 	ca := &connAuth{remote: nc.RemoteAddr().String()}
+	if tc, ok := nc.(*tls.Conn); ok {
+		// As a server: only a certificate that verified names a user.
+		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+			ca.clientCert = st.PeerCertificates[0]
+		}
+	}
 	rd := wire.NewReader(nc, 0)
 	w := bufio.NewWriter(nc)
 	var frame []byte
@@ -311,7 +321,7 @@ func (r *Router) serveConn(nc net.Conn) {
 }
 
 // run executes one command and returns its reply.
-func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
+func (r *Router) run(ctx context.Context, req *request) (reply bsoncore.Document) {
 	h, ok := handlers[req.name]
 	if !ok {
 		return errorReply(mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", req.name))
@@ -319,8 +329,12 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 	if req.db == "" {
 		return errorReply(mongoerr.New(mongoerr.FailedToParse, "OP_MSG requests require a $db argument"))
 	}
+	if r.audit != nil {
+		defer func() { r.auditCommand(req, reply) }() // audit.go
+	}
 	if r.access.on {
 		if err := r.authorize(ctx, req); err != nil {
+			r.auditAuthCheck(req, err)
 			return errorReply(err)
 		}
 	}
@@ -334,7 +348,7 @@ func (r *Router) run(ctx context.Context, req *request) bsoncore.Document {
 	if op != nil {
 		ctx = withSession(ctx, op)
 	}
-	reply, err := h(ctx, r, req)
+	reply, err = h(ctx, r, req)
 	if op != nil && op.txn != nil && !isTxnEnd(req.name) {
 		reply, err = r.txnStatementOutcome(ctx, op, reply, err) // transactions.go
 		if err == nil {

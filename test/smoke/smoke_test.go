@@ -206,18 +206,45 @@ func readInputs(t *testing.T, root string) {
 	}
 }
 
+// cairnBin is the server binary the smoke tests share, built once per test
+// process (a link took 10–30 s under make test's load) and removed by
+// TestMain.
+var cairnBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cairnBin.dir != "" {
+		os.RemoveAll(cairnBin.dir)
+	}
+	os.Exit(code)
+}
+
 // buildCairn builds the server binary once per test run.
 func buildCairn(t *testing.T, root string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cairn")
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/cairn")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/cairn: %v\n%s", err, out)
+	cairnBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "cairn-smokebin-")
+		if err != nil {
+			cairnBin.err = err
+			return
+		}
+		cairnBin.dir, cairnBin.path = dir, filepath.Join(dir, "cairn")
+		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", cairnBin.path, "./cmd/cairn")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cairnBin.err = fmt.Errorf("go build ./cmd/cairn: %v\n%s", err, out)
+		}
+	})
+	if cairnBin.err != nil {
+		t.Fatal(cairnBin.err)
 	}
-	return bin
+	return cairnBin.path
 }
 
 // server is a running `cairn serve` child process.

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -24,6 +26,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairndb/cairn/internal/auth"
+	"github.com/cairndb/cairn/internal/config"
+	"github.com/cairndb/cairn/internal/tlsconn"
 )
 
 // runCluster is `cairn cluster up`: a local replica set of real `cairn
@@ -50,6 +54,10 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	authOn := fs.Bool("auth", false, "access control: as --generateKeyFile when no --keyFile is given (members of a replica set need the key, as mongod's)")
 	user := fs.String("user", "", "with access control, a first user with the root role, made through the localhost exception once the cluster is up (needs --password)")
 	password := fs.String("password", "", "the first user's password")
+	tlsOpts := config.TLS{}
+	fs.StringVar(&tlsOpts.Mode, "tlsMode", config.TLSDisabled, "every member's and router's --tlsMode: under preferTLS and requireTLS they connect to each other with TLS, and so does cluster up")
+	fs.StringVar(&tlsOpts.CertificateKeyFile, "tlsCertificateKeyFile", "", "the PEM certificate and key every member and router presents (to clients and to each other: give it both the serverAuth and clientAuth extended key usages)")
+	fs.StringVar(&tlsOpts.CAFile, "tlsCAFile", "", "the PEM certificate authorities certificates are checked against (with it, clients must present a certificate)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -62,6 +70,10 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	}
 	if *shards < 0 || *shards > 32 || *shards > 0 && (*routers < 1 || *routers > 16) {
 		fmt.Fprintln(stderr, "cairn cluster up: --shards must be from 0 to 32 and --routers from 1 to 16")
+		return 2
+	}
+	if err := tlsOpts.Validate(); err != nil {
+		fmt.Fprintln(stderr, "cairn cluster up:", err)
 		return 2
 	}
 	if (*user == "") != (*password == "") {
@@ -80,12 +92,15 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 		if err := cl.useKey(*keyFile, *genKey); err != nil {
 			return err
 		}
+		if err := cl.useTLS(tlsOpts); err != nil {
+			return err
+		}
 		if *shards == 0 {
 			hosts, err := cl.replicaSet(*name, "")
 			if err != nil {
 				return err
 			}
-			uri := "mongodb://" + strings.Join(hosts, ",") + "/?replicaSet=" + *name
+			uri := cl.clientURI("mongodb://" + strings.Join(hosts, ",") + "/?replicaSet=" + *name)
 			if err := cl.firstUser(uri, *user, *password); err != nil {
 				return err
 			}
@@ -123,6 +138,62 @@ type localCluster struct {
 	// member and router gets --keyFile, and cluster up itself connects as
 	// __system with the key.
 	keyFile, key string
+	// tlsArgs are every member's and router's --tls options (none: plain);
+	// tlsClient and tlsQuery are how cluster up and the printed connection
+	// strings connect under preferTLS and requireTLS (nil, "": plain).
+	tlsArgs   []string
+	tlsClient *tls.Config
+	tlsQuery  string
+}
+
+// useTLS takes the --tls options: absolute paths passed to every process,
+// and TLS for cluster up's own connections and the connection strings it
+// prints when the processes connect to each other with it.
+func (c *localCluster) useTLS(t config.TLS) error {
+	if t.Mode == config.TLSDisabled {
+		return nil
+	}
+	for _, p := range []*string{&t.CertificateKeyFile, &t.CAFile} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	c.tlsArgs = []string{"--tlsMode", t.Mode, "--tlsCertificateKeyFile", t.CertificateKeyFile}
+	if t.CAFile != "" {
+		c.tlsArgs = append(c.tlsArgs, "--tlsCAFile", t.CAFile)
+	}
+	if !tlsconn.DialsTLS(t.Mode) {
+		return nil
+	}
+	cfg, err := tlsconn.Member(tlsconn.Files{CertificateKeyFile: t.CertificateKeyFile, CAFile: t.CAFile})
+	if err != nil {
+		return err
+	}
+	c.tlsClient = cfg
+	q := url.Values{"tls": {"true"}, "tlsCertificateKeyFile": {t.CertificateKeyFile}}
+	if t.CAFile != "" {
+		q.Set("tlsCAFile", t.CAFile)
+	}
+	c.tlsQuery = q.Encode()
+	fmt.Fprintf(c.out, "TLS (%s): every member and router presents %s\n", t.Mode, t.CertificateKeyFile)
+	return nil
+}
+
+// clientURI is uri with the TLS options a client needs (none without).
+func (c *localCluster) clientURI(uri string) string {
+	switch {
+	case c.tlsQuery == "":
+		return uri
+	case strings.Contains(uri, "?"):
+		return uri + "&" + c.tlsQuery
+	default:
+		return uri + "?" + c.tlsQuery
+	}
 }
 
 // useKey sets the cluster's key file: path, or with generate a new random
@@ -163,6 +234,9 @@ func (c *localCluster) useKey(path string, generate bool) error {
 // connect is a client of uri; with a key it authenticates as __system.
 func (c *localCluster) connect(uri string, timeout time.Duration) (*mongo.Client, error) {
 	opts := options.Client().ApplyURI(uri).SetServerSelectionTimeout(timeout)
+	if c.tlsClient != nil {
+		opts.SetTLSConfig(c.tlsClient)
+	}
 	if c.key != "" {
 		opts.SetAuth(options.Credential{Username: "__system", Password: c.key, AuthSource: "local", AuthMechanism: "SCRAM-SHA-256"})
 	}
@@ -181,7 +255,7 @@ func (c *localCluster) firstUser(uri, user, password string) error {
 		return nil
 	}
 	ctx := context.Background()
-	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(30 * time.Second))
+	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(30 * time.Second)) // uri: clientURI's
 	if err != nil {
 		return err
 	}
@@ -278,6 +352,7 @@ func (c *localCluster) replicaSet(name, role string) ([]string, error) {
 		if c.keyFile != "" {
 			args = append(args, "--keyFile", c.keyFile)
 		}
+		args = append(args, c.tlsArgs...)
 		h, err := c.start(member, args...)
 		if err != nil {
 			return nil, err
@@ -344,6 +419,7 @@ func (c *localCluster) sharded(shards, routers int, user, password string) error
 		if c.keyFile != "" {
 			args = append(args, "--keyFile", c.keyFile)
 		}
+		args = append(args, c.tlsArgs...)
 		h, err := c.start(fmt.Sprintf("router%d", i), args...)
 		if err != nil {
 			return err
@@ -366,7 +442,7 @@ func (c *localCluster) sharded(shards, routers int, user, password string) error
 		}
 		fmt.Fprintf(c.out, "added shard %s\n", s)
 	}
-	uri := "mongodb://" + strings.Join(routerHosts, ",") + "/"
+	uri := c.clientURI("mongodb://" + strings.Join(routerHosts, ",") + "/")
 	if err := c.firstUser(uri, user, password); err != nil {
 		return err
 	}

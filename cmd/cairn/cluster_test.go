@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"os"
 	"os/exec"
@@ -16,8 +17,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/cairndb/cairn/internal/testnet"
+	"github.com/cairndb/cairn/internal/testpki"
 )
 
 // TestClusterUpSharded runs `cairn cluster up --shards 2 --replicas 1
@@ -105,7 +108,7 @@ func clusterUp(t *testing.T, args ...string) (*exec.Cmd, string, chan string) {
 			if !ok {
 				t.Fatal("cluster up ended before the cluster was up")
 			}
-			if _, after, found := strings.Cut(l, "cluster is up: "); found {
+			if _, after, found := strings.Cut(l, " is up: "); found { // "sharded cluster is up", "replica set rs0 is up"
 				return cmd, after, lines
 			}
 		case <-timeout:
@@ -158,5 +161,43 @@ func TestClusterUpKeyFile(t *testing.T) {
 	var ce mongo.CommandError
 	if !(errors.As(err, &ce) && ce.Code == 13) && !(errors.As(err, &we) && we.WriteConcernError == nil && len(we.WriteErrors) > 0 && we.WriteErrors[0].Code == 13) {
 		t.Fatalf("an insert without credentials: %v, want Unauthorized (13)", err)
+	}
+}
+
+// TestClusterUpTLS runs `cairn cluster up --replicas 2 --tlsMode requireTLS`
+// with a member certificate and CA made in the test: the members replicate
+// to each other over TLS (a w: 2 write is acknowledged), the printed
+// connection string carries the TLS options a driver needs, and a plain
+// client is refused.
+func TestClusterUpTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three processes")
+	}
+	ca := testpki.New(t, "Cairn test CA")
+	_, pem := ca.Issue(t, "member", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	port := testnet.FreeRange(t, 2)
+	cmd, uri, _ := clusterUp(t, "--replicas", "2", "--port", strconv.Itoa(port), "--dbpath", t.TempDir(),
+		"--tlsMode", "requireTLS", "--tlsCertificateKeyFile", pem, "--tlsCAFile", ca.CAFile)
+	defer func() { _ = cmd.Process.Signal(syscall.SIGINT); _ = cmd.Wait() }()
+	if !strings.Contains(uri, "tls=true") || !strings.Contains(uri, "tlsCAFile=") {
+		t.Fatalf("the connection string %q has no TLS options", uri)
+	}
+	ctx := context.Background()
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(20 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(ctx)
+	coll := c.Database("t").Collection("c", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 2}))
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatalf("a w: 2 insert: %v", err)
+	}
+	plain, err := mongo.Connect(options.Client().ApplyURI("mongodb://127.0.0.1:" + strconv.Itoa(port) + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Disconnect(ctx)
+	if err := plain.Ping(ctx, nil); err == nil {
+		t.Error("a plain client reached a requireTLS member")
 	}
 }

@@ -287,6 +287,7 @@ func TestTransactionProtocol(t *testing.T) {
 	}
 	// The drivers' specification cases, on the same set.
 	t.Run("spec", func(t *testing.T) { runTransactionSpecCases(t, rs) })
+	t.Run("snapshot reads", func(t *testing.T) { testSnapshotReads(t, c) })
 	// transactionLifetimeLimitSeconds: an idle transaction past it is
 	// aborted; its next statement is NoSuchTransaction.
 	primary := directClient(t, rs.hosts[primaryOf(t, rs.hosts)])

@@ -312,6 +312,19 @@ func (c *Catalog) ReadBegin() (*State, uint64) {
 	}
 }
 
+// TryReadBegin is ReadBegin without the wait: ok is false while a catalog
+// change is in flight (for a caller that must not wait, such as storage's
+// completer goroutine, which itself ends the change).
+func (c *Catalog) TryReadBegin() (st *State, g uint64, ok bool) {
+	if g = c.gen.Load(); g%2 == 0 {
+		st = c.published.Load()
+		if c.gen.Load() == g {
+			return st, g, true
+		}
+	}
+	return nil, 0, false
+}
+
 // ReadValid reports whether no catalog change began since ReadBegin
 // returned g (see "Catalog matches snapshot").
 func (c *Catalog) ReadValid(g uint64) bool { return c.gen.Load() == g }

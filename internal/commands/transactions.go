@@ -32,7 +32,8 @@ import (
 // and views and time series collections are not created in one.
 
 // defineTxnParams defines transactionLifetimeLimitSeconds (MongoDB's, 60 by
-// default): open transactions older than it are aborted (package session).
+// default): open transactions older than it are aborted (package session);
+// and minSnapshotHistoryWindowInSeconds.
 func defineTxnParams(env *Env) {
 	env.Params.DefineLive("transactionLifetimeLimitSeconds", func() any {
 		return int32(env.Sessions.TransactionLifetime() / time.Second)
@@ -42,6 +43,19 @@ func defineTxnParams(env *Env) {
 			return nil, mongoerr.New(mongoerr.BadValue, "transactionLifetimeLimitSeconds must be a positive integer, got %s", v)
 		}
 		env.Sessions.SetTransactionLifetime(int64(n))
+		return int32(n), nil
+	})
+	// minSnapshotHistoryWindowInSeconds (MongoDB's, 300 by default): how
+	// long a member keeps snapshots for reads at a cluster time (engine
+	// snapshot_history.go); setting it also starts keeping them.
+	env.Params.DefineLive("minSnapshotHistoryWindowInSeconds", func() any {
+		return int32(env.Engine.SnapshotHistoryWindow() / time.Second)
+	}, func(v bsoncore.Value) (any, error) {
+		n, ok := numberAsInt(v)
+		if !ok || n < 0 || n > math.MaxInt32 {
+			return nil, mongoerr.New(mongoerr.BadValue, "minSnapshotHistoryWindowInSeconds must be a non-negative integer, got %s", v)
+		}
+		env.Engine.SetSnapshotHistoryWindow(time.Duration(n) * time.Second)
 		return int32(n), nil
 	})
 }

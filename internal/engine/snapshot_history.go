@@ -32,8 +32,9 @@ import (
 // otherwise the read is SnapshotTooOld. TestSnapshotHistory.
 //
 // When views are taken: at each snapshot read, and, while the history is
-// active, after every commit group (storage's Committed hook; skipped
-// while a catalog change is in flight). The history is active from the
+// active, after every commit group (storage's Committed hook on a primary,
+// ApplyReplicated on a secondary; skipped while a catalog change is in
+// flight). The history is active from the
 // first snapshot read outside a transaction (or a setParameter of
 // minSnapshotHistoryWindowInSeconds) until a whole window passes without
 // one: a member that serves no snapshot reads pays nothing, not even
@@ -61,6 +62,9 @@ type heldView struct {
 	snap *storage.Snapshot
 	cat  *catalog.State
 	refs int // open readers (under snapHistory.mu)
+	// dropped: out of the history (closeAll) while readers held it; the
+	// last one's release closes it.
+	dropped bool
 }
 
 // DefaultSnapshotHistoryWindow is minSnapshotHistoryWindowInSeconds' default.
@@ -196,12 +200,17 @@ func (h *snapHistory) dropOld(e *Engine) {
 	h.views = keep
 }
 
-// closeAll releases every view (Engine.Close).
+// closeAll empties the history (Engine.Close, a member's store replaced
+// by a snapshot of the set's): views readers hold close at their release.
 func (h *snapHistory) closeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, v := range h.views {
-		_ = v.snap.Close()
+		if v.refs == 0 {
+			_ = v.snap.Close()
+		} else {
+			v.dropped = true
+		}
 	}
 	h.views = nil
 }
@@ -292,6 +301,9 @@ func (e *Engine) releaseView(v *heldView) {
 	h := &e.snaps
 	h.mu.Lock()
 	v.refs--
+	if v.dropped && v.refs == 0 {
+		_ = v.snap.Close()
+	}
 	h.mu.Unlock()
 }
 

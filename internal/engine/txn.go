@@ -140,7 +140,7 @@ func (e *Engine) Begin() *Txn {
 		st, g := e.cat.ReadBegin()
 		stx := e.db.Begin()
 		if e.cat.ReadValid(g) {
-			return &Txn{e: e, st: stx, cat: st, created: map[Namespace]*catalog.Collection{}, written: map[Namespace]bool{}}
+			return &Txn{e: e, st: stx, cat: st} // created, written: made at the first use
 		}
 		stx.Abort()
 	}
@@ -214,6 +214,9 @@ func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) err
 			}
 			if t.size > MaxTransactionBytes {
 				return mongoerr.New(mongoerr.TransactionTooLarge, "Total size of all transaction operations must be less than %d bytes", MaxTransactionBytes)
+			}
+			if t.written == nil {
+				t.written = map[Namespace]bool{}
 			}
 			t.written[ns] = true
 			return nil
@@ -294,6 +297,9 @@ func (t *Txn) setCreated(tx *storage.Txn, ns Namespace, c *catalog.Collection) {
 	prev, n := t.created[ns], len(t.createdOrder)
 	if prev == nil {
 		t.createdOrder = append(t.createdOrder, ns)
+	}
+	if t.created == nil {
+		t.created = map[Namespace]*catalog.Collection{}
 	}
 	t.created[ns] = c
 	tx.OnUndo(func() {

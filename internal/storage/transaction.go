@@ -80,7 +80,7 @@ type intents struct {
 // Its view is an iterator (invariant "Cheap view").
 func (db *DB) Begin() *Transaction {
 	view, err := db.pdb.NewIter(nil)
-	tx := &Transaction{db: db, view: view, viewErr: err, own: map[string]*ownWrite{}}
+	tx := &Transaction{db: db, view: view, viewErr: err} // own: made at the first write
 	if invariants.Enabled {
 		tx.cc.Opened()
 	}
@@ -217,6 +217,9 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 	for _, o := range t.ops {
 		w := tx.own[string(o.key)]
 		if w == nil {
+			if tx.own == nil {
+				tx.own = map[string]*ownWrite{}
+			}
 			w = fresh[string(o.key)]
 			w.seq = len(tx.own)
 			tx.own[string(o.key)] = w
@@ -343,14 +346,16 @@ func (tx *Transaction) end() {
 	if invariants.Enabled {
 		tx.cc.Close("storage.Transaction")
 	}
-	in := &tx.db.intents
-	in.mu.Lock()
-	for k := range tx.own {
-		if in.owner[k] == tx {
-			delete(in.owner, k)
+	if len(tx.own) > 0 { // a read-only transaction holds no intents
+		in := &tx.db.intents
+		in.mu.Lock()
+		for k := range tx.own {
+			if in.owner[k] == tx {
+				delete(in.owner, k)
+			}
 		}
+		in.mu.Unlock()
 	}
-	in.mu.Unlock()
 	tx.mu.Lock()
 	tx.ended = true
 	release := tx.iters == 0 && !tx.released

@@ -24,6 +24,10 @@ func testSnapshotReads(t *testing.T, c *mongo.Client) {
 	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: 1}}, bson.D{{Key: "_id", Value: 3}, {Key: "x", Value: 1}}}); err != nil {
 		t.Fatal(err)
 	}
+	other := c.Database("snap").Collection("other")
+	if _, err := other.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "y", Value: "old"}}); err != nil {
+		t.Fatal(err)
+	}
 	sess, err := c.StartSession(options.Session().SetSnapshot(true))
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +39,9 @@ func testSnapshotReads(t *testing.T, c *mongo.Client) {
 		t.Fatal(err)
 	}
 	if _, err := coll.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: "new"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	xs := func(cur *mongo.Cursor) []int {
@@ -65,6 +72,20 @@ func testSnapshotReads(t *testing.T, c *mongo.Client) {
 	}
 	if got := xs(agg); len(got) != 3 {
 		t.Errorf("the session's aggregate: x = %v, want three 1s", got)
+	}
+	lk, err := coll.Aggregate(sc, mongo.Pipeline{
+		{{Key: "$match", Value: bson.D{{Key: "_id", Value: 1}}}},
+		{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "other"}, {Key: "localField", Value: "_id"}, {Key: "foreignField", Value: "_id"}, {Key: "as", Value: "o"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joined []struct {
+		X int
+		O []struct{ Y string }
+	}
+	if err := lk.All(sc, &joined); err != nil || len(joined) != 1 || joined[0].X != 1 || len(joined[0].O) != 1 || joined[0].O[0].Y != "old" {
+		t.Errorf("the session's $lookup reads the other collection at its time: %+v, %v, want x 1 joined with y old", joined, err)
 	}
 	res := coll.Distinct(sc, "x", bson.D{})
 	var vals []int

@@ -75,6 +75,10 @@ const DefaultSnapshotHistoryWindow = 300 * time.Second
 // refuses them, as mongod does).
 func (e *Engine) AllowSnapshotHistory() { e.snaps.allowed.Store(true) }
 
+// SnapshotHistoryAllowed reports whether plain collections are read at a
+// cluster time here (AllowSnapshotHistory).
+func (e *Engine) SnapshotHistoryAllowed() bool { return e.snaps.allowed.Load() }
+
 // SnapshotHistoryWindow is minSnapshotHistoryWindowInSeconds.
 func (e *Engine) SnapshotHistoryWindow() time.Duration {
 	if w := e.snaps.window.Load(); w > 0 {

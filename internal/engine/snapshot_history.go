@@ -44,9 +44,9 @@ import (
 //
 // A view is dropped once the view after it is older than
 // minSnapshotHistoryWindowInSeconds (MongoDB's parameter, 300 s by
-// default) by its cluster time and no reader holds it; readers (cursors
-// and their getMores) keep theirs, so a getMore continues at the same
-// snapshot.
+// default) by its cluster time, or once maxHeldViews newer ones are held,
+// and no reader holds it; readers (cursors and their getMores) keep
+// theirs, so a getMore continues at the same snapshot.
 type snapHistory struct {
 	allowed atomic.Bool  // a replica set member (AllowSnapshotHistory)
 	lastUse atomic.Int64 // unix nanos of the last snapshot read; 0: never
@@ -188,20 +188,27 @@ func lastOplogTime(snap *storage.Snapshot) (hlc.Timestamp, error) {
 	return at, it.Close()
 }
 
-// dropOld closes the views no reader holds whose successor's time is
-// older than the window (they answer only for times before it). Under mu.
+// maxHeldViews bounds the history: past it the oldest views go, whatever
+// the window (a read at their times is then SnapshotTooOld), so a member
+// under a heavy write load does not keep a Pebble snapshot per commit
+// group for the whole window.
+const maxHeldViews = 1 << 14
+
+// dropOld closes, from the oldest on, the views whose successor's time is
+// older than the window (they answer only for times before it) or that
+// pass maxHeldViews; it stops at one a reader holds, so each call costs
+// what it drops. Under mu.
 func (h *snapHistory) dropOld(e *Engine) {
 	horizon := uint32(e.now().Add(-e.SnapshotHistoryWindow()).Unix())
-	keep := h.views[:0]
-	for i, v := range h.views {
-		if i+1 < len(h.views) && h.views[i+1].at.T() < horizon && v.refs == 0 {
-			_ = v.snap.Close()
-			continue
-		}
-		keep = append(keep, v)
+	n := 0
+	for n+1 < len(h.views) && h.views[n].refs == 0 && (h.views[n+1].at.T() < horizon || len(h.views)-n > maxHeldViews) {
+		_ = h.views[n].snap.Close()
+		n++
 	}
-	clear(h.views[len(keep):])
-	h.views = keep
+	if n > 0 {
+		clear(h.views[:n])
+		h.views = h.views[n:]
+	}
 }
 
 // closeAll empties the history (Engine.Close, a member's store replaced

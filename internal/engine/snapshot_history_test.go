@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -106,6 +107,44 @@ func TestSnapshotHistory(t *testing.T) {
 	}
 	if got, err := xAt(t3); err != nil || got != 3 {
 		t.Errorf("at t3 after later writes: x=%d, %v", got, err)
+	}
+}
+
+// TestSnapshotHistoryWindow: views whose successors are older than
+// minSnapshotHistoryWindowInSeconds are dropped as commits go on (a read
+// at their times is then SnapshotTooOld), the newest stays.
+func TestSnapshotHistoryWindow(t *testing.T) {
+	e := openEngine(t, "")
+	ns := Namespace{"db", "c"}
+	set := func(x int) hlc.Timestamp {
+		t.Helper()
+		if _, err := e.Insert(ns, []bsoncore.Document{doc(t, bson.D{{Key: "_id", Value: x}})}, true); err != nil {
+			t.Fatal(err)
+		}
+		return e.db.LastCommitted()
+	}
+	e.AllowSnapshotHistory()
+	t1 := set(1)
+	if _, err := e.SnapshotNow(); err != nil {
+		t.Fatal(err)
+	}
+	set(2)
+	set(3)
+	if n := len(e.snaps.views); n < 3 {
+		t.Fatalf("%d views held after three commits with the history active, want 3", n)
+	}
+	wall := e.now
+	e.now = func() time.Time { return wall().Add(400 * time.Second) } // past the 300 s window
+	e.SetSnapshotHistoryWindow(DefaultSnapshotHistoryWindow)
+	t4 := set(4)
+	if n := len(e.snaps.views); n != 1 {
+		t.Errorf("%d views held once the older ones are past the window, want the newest", n)
+	}
+	if _, _, err := e.GetAt(nil, ns, val(t, 1), t1); mongoerr.CodeOf(err) != mongoerr.SnapshotTooOld {
+		t.Errorf("a read at a dropped view's time: %v, want SnapshotTooOld", err)
+	}
+	if _, found, err := e.GetAt(nil, ns, val(t, 4), t4); err != nil || !found {
+		t.Errorf("a read at the newest view's time: found %v, %v", found, err)
 	}
 }
 

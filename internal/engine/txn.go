@@ -94,7 +94,8 @@ const MaxTransactionBytes = MaxDocumentSize - 16<<10
 // time (a session runs its commands one after another).
 type Txn struct {
 	e   *Engine
-	st  *storage.Transaction
+	st  *storage.Transaction // &stx
+	stx storage.Transaction
 	cat *catalog.State // the catalog matching the snapshot
 
 	// Session, when set, names the transaction in its oplog entry.
@@ -138,11 +139,13 @@ type txnCursor struct {
 func (e *Engine) Begin() *Txn {
 	for {
 		st, g := e.cat.ReadBegin()
-		stx := e.db.Begin()
+		t := &Txn{e: e, cat: st} // created, written: made at the first use
+		e.db.BeginIn(&t.stx)     // one allocation for both
+		t.st = &t.stx
 		if e.cat.ReadValid(g) {
-			return &Txn{e: e, st: stx, cat: st} // created, written: made at the first use
+			return t
 		}
-		stx.Abort()
+		t.stx.Abort()
 	}
 }
 
@@ -353,6 +356,9 @@ func (t *Txn) addInserted(tx *storage.Txn, collID uint64, key []byte) {
 // transaction or writer since the snapshot fails it with WriteConflict and
 // writes nothing. The transaction ends either way.
 func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
+	if !t.Writes() && also == nil {
+		return 0, conflictError(t.st.Commit(nil)) // read-only: nothing to apply
+	}
 	e := t.e
 	var ts hlc.Timestamp
 	var fn func(*storage.Txn) error

@@ -81,12 +81,19 @@ type intents struct {
 // with Commit or Abort.
 // Its view is an iterator (invariant "Cheap view").
 func (db *DB) Begin() *Transaction {
+	tx := new(Transaction)
+	db.BeginIn(tx)
+	return tx
+}
+
+// BeginIn is Begin into tx, a zero Transaction the caller allocated (as
+// part of its own transaction object); tx must not move afterwards.
+func (db *DB) BeginIn(tx *Transaction) {
 	sv, err := db.beginViewChecked()
-	tx := &Transaction{db: db, sv: sv, viewErr: err} // own: made at the first write
+	tx.db, tx.sv, tx.viewErr = db, sv, err // own: made at the first write
 	if invariants.Enabled {
 		tx.cc.Opened()
 	}
-	return tx
 }
 
 // Len is the number of distinct keys the transaction has written.

@@ -207,7 +207,7 @@ func TestTransactionProtocol(t *testing.T) {
 		{"stale txnNumber", "app", find(100), 225, ""},
 		{"restart at the active number", "app", find(102, start), 117, ""},
 		{"count is not allowed", "app", append(bson.D{{Key: "count", Value: "acct"}}, txnCmd(102)...), 263, ""},
-		{"DDL is not allowed", "app", append(bson.D{{Key: "create", Value: "other"}}, txnCmd(102)...), 263, ""},
+		{"DDL but create and createIndexes is not allowed", "app", append(bson.D{{Key: "drop", Value: "other"}}, txnCmd(102)...), 263, ""},
 		{"readConcern after the first statement", "app", find(102, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}), 72, ""},
 		{"writeConcern on a statement", "app", find(102, bson.E{Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}), 72, ""},
 		{"commit 102", "admin", commit(102), 0, ""},
@@ -287,6 +287,7 @@ func TestTransactionProtocol(t *testing.T) {
 	}
 	// The drivers' specification cases, on the same set.
 	t.Run("spec", func(t *testing.T) { runTransactionSpecCases(t, rs) })
+	t.Run("snapshot reads", func(t *testing.T) { testSnapshotReads(t, c) })
 	// transactionLifetimeLimitSeconds: an idle transaction past it is
 	// aborted; its next statement is NoSuchTransaction.
 	primary := directClient(t, rs.hosts[primaryOf(t, rs.hosts)])

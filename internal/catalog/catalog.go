@@ -312,6 +312,19 @@ func (c *Catalog) ReadBegin() (*State, uint64) {
 	}
 }
 
+// TryReadBegin is ReadBegin without the wait: ok is false while a catalog
+// change is in flight (for a caller that must not wait, such as storage's
+// completer goroutine, which itself ends the change).
+func (c *Catalog) TryReadBegin() (st *State, g uint64, ok bool) {
+	if g = c.gen.Load(); g%2 == 0 {
+		st = c.published.Load()
+		if c.gen.Load() == g {
+			return st, g, true
+		}
+	}
+	return nil, 0, false
+}
+
 // ReadValid reports whether no catalog change began since ReadBegin
 // returned g (see "Catalog matches snapshot").
 func (c *Catalog) ReadValid(g uint64) bool { return c.gen.Load() == g }
@@ -367,6 +380,51 @@ func (c *Catalog) CreateCollection(tx *storage.Txn, db, name string, options bso
 	next.byNS[coll.Namespace()] = coll
 	c.change(tx, next)
 	return coll, nil
+}
+
+// NewCollection makes the metadata of a collection db.name for a
+// multi-document transaction to create at its commit (AddCollection): its
+// id is taken from the sequence inside tx, which may commit alone (an id
+// a transaction that aborts took is never used, as "Ids are never
+// reused" allows), and nothing else of the catalog changes.
+func (c *Catalog) NewCollection(tx *storage.Txn, db, name string, options bson.Raw) (*Collection, error) {
+	st := c.work()
+	if err := checkDBCase(st, db); err != nil {
+		return nil, err
+	}
+	next := st.clone()
+	coll := &Collection{ID: allocID(tx, next), DB: db, Name: name, UUID: newUUID(), Created: c.now().UTC(), Options: options}
+	c.change(tx, next) // the id sequence advanced
+	return coll, nil
+}
+
+// NewIndexID takes an index id from the sequence inside tx, for an index
+// of a collection NewCollection made.
+func (c *Catalog) NewIndexID(tx *storage.Txn) uint64 {
+	next := c.work().clone()
+	id := allocID(tx, next)
+	c.change(tx, next)
+	return id
+}
+
+// AddCollection installs coll, made by NewCollection (with the indexes its
+// transaction gave it), inside tx: its record is written and it joins the
+// working state. The name must still be free.
+func (c *Catalog) AddCollection(tx *storage.Txn, coll *Collection) error {
+	st := c.work()
+	if st.Collection(coll.DB, coll.Name) != nil || st.View(coll.DB, coll.Name) != nil {
+		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s already exists.", coll.Namespace())
+	}
+	if err := checkDBCase(st, coll.DB); err != nil {
+		return err
+	}
+	if err := c.writeRecord(tx, coll); err != nil {
+		return err
+	}
+	next := st.clone()
+	next.byNS[coll.Namespace()] = coll
+	c.change(tx, next)
+	return nil
 }
 
 // checkDBCase refuses a database whose name differs from an existing one only

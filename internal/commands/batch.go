@@ -126,6 +126,9 @@ func finishCursor(r *Reply, id int64, ns string) bsoncore.Document {
 	buf := r.Raw()
 	*buf = bsoncore.AppendInt64Element(*buf, "id", id)
 	*buf = bsoncore.AppendStringElement(*buf, "ns", ns)
+	if at := r.atClusterTime; at != 0 {
+		*buf = bsoncore.AppendTimestampElement(*buf, "atClusterTime", at.T(), at.I())
+	}
 	*buf, _ = bsoncore.AppendDocumentEnd(*buf, r.cursorIdx)
 	return r.Finish()
 }

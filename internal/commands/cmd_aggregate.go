@@ -65,7 +65,7 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 	if a.Hint, err = aggregateHint(req); err != nil {
 		return nil, err
 	}
-	if a.AsOf, err = readAtClusterTime(req); err != nil {
+	if a.AsOf, err = readAtClusterTime(s, req); err != nil {
 		return nil, err
 	}
 	// The pipeline may outlive this request as a cursor's: it runs under a
@@ -94,6 +94,7 @@ func cmdAggregate(ctx context.Context, s *Session, req *Request, dst []byte) (bs
 		_ = out.Close()
 		return nil, err
 	}
+	r.atClusterTime = a.AsOf
 	if done {
 		_ = out.Close()
 		return finishCursor(r, 0, cursorNS), nil

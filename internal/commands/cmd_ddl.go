@@ -84,6 +84,17 @@ func cmdCreate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	if err != nil {
 		return nil, err
 	}
+	tx, err := txnDDL(s, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	if tx != nil {
+		for _, kind := range []string{"timeseries", "viewOn", "pipeline"} {
+			if _, ok := req.Arg(kind); ok {
+				return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot create a view or a time-series collection (%s) in a multi-document transaction.", kind)
+			}
+		}
+	}
 	if _, ok := req.Arg("timeseries"); ok {
 		if _, isView := req.Arg("viewOn"); isView {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "%s.%s: 'timeseries' is not allowed with 'viewOn'", req.DB, name)
@@ -112,6 +123,12 @@ func cmdCreate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 	}
 	if capped, _ := req.Bool("capped", false); capped && clustered {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "a capped clustered collection is not supported by Cairn yet")
+	}
+	if tx != nil {
+		if err := s.Env.Engine.CreateCollectionIn(tx, engine.Namespace{DB: req.DB, Coll: name}, opts); err != nil {
+			return nil, err
+		}
+		return OK(dst), nil
 	}
 	if err := s.Env.Engine.CreateCollection(engine.Namespace{DB: req.DB, Coll: name}, opts); err != nil {
 		return nil, err

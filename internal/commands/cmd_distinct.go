@@ -26,7 +26,7 @@ func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 	if key == "" || strings.HasPrefix(key, "$") {
 		return nil, mongoerr.New(mongoerr.BadValue, "'%s' is not a valid distinct key", key)
 	}
-	at, err := readAtClusterTime(req)
+	at, err := readAtClusterTime(s, req)
 	if err != nil {
 		return nil, err
 	}
@@ -55,5 +55,8 @@ func cmdDistinct(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 		*buf = bsoncore.AppendValueElement(*buf, strconv.Itoa(i), v)
 	}
 	*buf, _ = bsoncore.AppendArrayEnd(*buf, aidx)
+	if at != 0 {
+		*buf = bsoncore.AppendTimestampElement(*buf, "atClusterTime", at.T(), at.I()) // as mongod's distinct at a snapshot
+	}
 	return r.Finish(), nil
 }

@@ -278,7 +278,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		return nil, err
 	}
 	s.Env.Ops.Query.Add(1)
-	if sp.AsOf, err = readAtClusterTime(req); err != nil {
+	if sp.AsOf, err = readAtClusterTime(s, req); err != nil {
 		return nil, err
 	}
 	if sp.tailable {
@@ -301,6 +301,7 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		_ = src.Close()
 		return nil, err
 	}
+	r.atClusterTime = sp.AsOf
 	if !done && held == nil && sp.Limit > 0 && batch == sp.Limit {
 		done = true // the batch holds the whole limit: nothing is left, as MongoDB closes it
 	}
@@ -449,7 +450,7 @@ func cmdCount(ctx context.Context, s *Session, req *Request, dst []byte) (bsonco
 	if err != nil {
 		return nil, err
 	}
-	if sel.AsOf, err = readAtClusterTime(req); err != nil {
+	if sel.AsOf, err = readAtClusterTime(s, req); err != nil {
 		return nil, err
 	}
 	n, err := s.x().Count(ctx, sel)

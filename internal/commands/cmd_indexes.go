@@ -43,13 +43,27 @@ func cmdCreateIndexes(ctx context.Context, s *Session, req *Request, dst []byte)
 		}
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: coll}
-	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok {
+	tx, err := txnDDL(s, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	if tx != nil && hasQuorum {
+		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run createIndexes with commitQuorum in a multi-document transaction.")
+	}
+	if ts, ok := timeseriesOf(s.Env.Engine, ns.DB, ns.Coll); ok && tx != nil {
+		return nil, errTimeseriesInTxn("create indexes on", ns)
+	} else if ok {
 		if specs, err = timeseriesIndexSpecs(ts, specs); err != nil { // timeseries.go
 			return nil, err
 		}
 		ns = ts.Buckets
 	}
-	res, err := s.Env.Engine.CreateIndexes(ctx, ns, specs)
+	var res engine.CreateIndexesResult
+	if tx != nil {
+		res, err = s.Env.Engine.CreateIndexesIn(tx, ns, specs)
+	} else {
+		res, err = s.Env.Engine.CreateIndexes(ctx, ns, specs)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -141,6 +141,9 @@ type Env struct {
 func (e *Env) SetReplicaSet(rs ReplicaSet) {
 	e.Repl = rs
 	e.repl.Store(rs)
+	// A member serves snapshot reads of plain collections at a cluster
+	// time (engine snapshot_history.go); a standalone refuses them.
+	e.Engine.AllowSnapshotHistory()
 	// A member's replies carry operationTime and $clusterTime, and it
 	// takes afterClusterTime (clustertime.go), as a replica set member does.
 	e.SetClusterTimes(true)

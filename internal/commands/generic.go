@@ -281,11 +281,17 @@ func checkReadConcern(cmd *command, name string, rc bsoncore.Value, replicated, 
 			return mongoerr.New(mongoerr.UnknownField, "BSON field 'readConcern.%s' is an unknown field.", el.Key())
 		}
 	}
+	if name == "getMore" {
+		return nil // it reads at its cursor's read concern, as mongod's takes any (snapshot sessions send theirs)
+	}
 	if level != "" && level != "local" && cmd.kind != kindRead {
 		return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"%s\" } }", name, level)
 	}
 	if level == "snapshot" && clusterTime == "atClusterTime" && asOfCommands[name] {
-		return nil // an as-of read of a versioned collection (readAtClusterTime)
+		return nil // an as-of read (readAtClusterTime)
+	}
+	if replicated && level == "snapshot" && clusterTime == "" && snapshotCommands[name] {
+		return nil // a snapshot read at a time the member picks (readAtClusterTime)
 	}
 	if clusterTime == "afterClusterTime" && clusterTimes {
 		clusterTime = "" // waited for in run (waitClusterTime)
@@ -406,29 +412,33 @@ func strictSubPipeline(v bsoncore.Value) error {
 	return strictStages(stages)
 }
 
-// asOfCommands read a versioned collection as of a cluster time with
-// readConcern {level: "snapshot", atClusterTime: T} (issue #23); the
-// history keyspace answers them, so a standalone node serves them. Every
-// other command, and these on an unversioned collection
-// (engine.NewReaderAt), keep MongoDB's standalone refusal.
+// asOfCommands read as of a cluster time with readConcern {level:
+// "snapshot", atClusterTime: T}: a versioned collection from its history
+// keyspace (issue #23), which a standalone node serves too; a plain one
+// from the snapshot history of a replica set member (engine
+// snapshot_history.go, issue #19), which a standalone refuses as MongoDB
+// does (engine.NewReaderAt).
 var asOfCommands = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
 
-// readAtClusterTime returns the atClusterTime of a snapshot read concern
-// (0 when the request reads the latest documents). checkReadConcern let it
-// through only for asOfCommands.
-func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
-	rc, ok := req.Arg("readConcern") // the fields split once, not a walk of the body
-	if _, inTxn := req.Arg("autocommit"); !ok || inTxn {
-		return 0, nil // in a transaction: its snapshot (transactions.go)
-	}
-	d, ok := rc.DocumentOK()
+// snapshotCommands take readConcern {level: "snapshot"} without
+// atClusterTime outside a transaction, on a replica set member (MongoDB
+// 7.0's list): the member picks the time and returns it as atClusterTime.
+var snapshotCommands = map[string]bool{"find": true, "aggregate": true, "distinct": true}
+
+// readAtClusterTime returns the time a snapshot read concern reads at (0
+// when the request reads the latest documents): its atClusterTime, or,
+// without one, the time of a snapshot the engine takes now
+// (Engine.SnapshotNow). checkReadConcern let it through only for
+// asOfCommands and snapshotCommands.
+func readAtClusterTime(s *Session, req *Request) (hlc.Timestamp, error) {
+	d, ok := snapshotRead(req)
 	if !ok {
 		return 0, nil
 	}
-	if lvl, _ := d.Lookup("level").StringValueOK(); lvl != "snapshot" {
-		return 0, nil
-	}
 	v := d.Lookup("atClusterTime")
+	if v.Type == 0 {
+		return s.Env.Engine.SnapshotNow()
+	}
 	t, i, ok := v.TimestampOK()
 	if !ok {
 		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern.atClusterTime' is the wrong type '%s', expected type 'timestamp'", typeName(v.Type))
@@ -439,16 +449,29 @@ func readAtClusterTime(req *Request) (hlc.Timestamp, error) {
 	return hlc.New(t, i), nil
 }
 
-// errAsOfView refuses an as-of read of a view: views are not versioned.
-var errAsOfView = mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime reads versioned collections; a view cannot be read at a cluster time")
-
-// refuseAsOfView is errAsOfView when req reads at a cluster time.
-func refuseAsOfView(req *Request) error {
-	at, err := readAtClusterTime(req)
-	if err != nil {
-		return err
+// snapshotRead returns the readConcern of a snapshot read outside a
+// transaction (in one, the transaction's snapshot answers: transactions.go).
+func snapshotRead(req *Request) (bsoncore.Document, bool) {
+	rc, ok := req.Arg("readConcern") // the fields split once, not a walk of the body
+	if _, inTxn := req.Arg("autocommit"); !ok || inTxn {
+		return nil, false
 	}
-	if at != 0 {
+	d, ok := rc.DocumentOK()
+	if !ok {
+		return nil, false
+	}
+	if lvl, _ := d.Lookup("level").StringValueOK(); lvl != "snapshot" {
+		return nil, false
+	}
+	return d, true
+}
+
+// errAsOfView refuses a snapshot read of a view outside a transaction.
+var errAsOfView = mongoerr.New(mongoerr.InvalidOptions, "readConcern snapshot reads collections at a cluster time; a view cannot be read at a cluster time")
+
+// refuseAsOfView is errAsOfView when req is a snapshot read.
+func refuseAsOfView(req *Request) error {
+	if _, ok := snapshotRead(req); ok {
 		return errAsOfView
 	}
 	return nil

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/cairndb/cairn/internal/hlc"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -16,6 +17,9 @@ type Reply struct {
 	start     int32
 	cursorIdx int32 // the open "cursor" sub-document, for batch builders
 	batchN    int64 // documents in the batch fillBatch built (nreturned)
+	// atClusterTime, non-zero, is a snapshot read's time, which
+	// finishCursor returns in the cursor (readAtClusterTime).
+	atClusterTime hlc.Timestamp
 }
 
 // NewReply starts a reply document at the end of dst.

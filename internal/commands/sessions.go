@@ -33,6 +33,9 @@ type cmdSession struct {
 	// statement (transactions.go).
 	inTxn, start bool
 	etx          *engine.Txn
+	// level is the readConcern level the command starting a transaction
+	// named ("" for none), kept in the transaction (useTransaction).
+	level string
 	// stmtIDs are the statements' ids a router gave (checkStmtIDs).
 	stmtIDs []int32
 }

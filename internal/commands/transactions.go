@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/session"
@@ -23,13 +24,16 @@ import (
 // Transactions run on replica-set members (the primary); a standalone
 // refuses them with IllegalOperation, as mongod does.
 //
-// Deviations from MongoDB 7.0: create and createIndexes are refused in a
-// transaction (OperationNotSupportedInTransaction; MongoDB 4.4+ allows them
-// on new collections), and an insert into a missing collection creates it
-// outside the transaction (engine txn.go).
+// create and createIndexes run in a transaction as MongoDB 4.4+ allows
+// (engine txn_ddl.go): a new collection, and indexes on it while it is
+// empty, visible at the commit only; explicitly only under readConcern
+// "local" (txnDDL). Deviation from MongoDB 7.0: a collection created in a
+// transaction takes no options (refused: OperationNotSupportedInTransaction),
+// and views and time series collections are not created in one.
 
 // defineTxnParams defines transactionLifetimeLimitSeconds (MongoDB's, 60 by
-// default): open transactions older than it are aborted (package session).
+// default): open transactions older than it are aborted (package session);
+// and minSnapshotHistoryWindowInSeconds.
 func defineTxnParams(env *Env) {
 	env.Params.DefineLive("transactionLifetimeLimitSeconds", func() any {
 		return int32(env.Sessions.TransactionLifetime() / time.Second)
@@ -41,13 +45,26 @@ func defineTxnParams(env *Env) {
 		env.Sessions.SetTransactionLifetime(int64(n))
 		return int32(n), nil
 	})
+	// minSnapshotHistoryWindowInSeconds (MongoDB's, 300 by default): how
+	// long a member keeps snapshots for reads at a cluster time (engine
+	// snapshot_history.go); setting it also starts keeping them.
+	env.Params.DefineLive("minSnapshotHistoryWindowInSeconds", func() any {
+		return int32(env.Engine.SnapshotHistoryWindow() / time.Second)
+	}, func(v bsoncore.Value) (any, error) {
+		n, ok := numberAsInt(v)
+		if !ok || n < 0 || n > math.MaxInt32 {
+			return nil, mongoerr.New(mongoerr.BadValue, "minSnapshotHistoryWindowInSeconds must be a non-negative integer, got %s", v)
+		}
+		env.Engine.SetSnapshotHistoryWindow(time.Duration(n) * time.Second)
+		return int32(n), nil
+	})
 }
 
-// txnCommands are the commands a transaction may run (MongoDB 7.0's list,
-// less create and createIndexes: see above).
+// txnCommands are the commands a transaction may run (MongoDB 7.0's list).
 var txnCommands = map[string]bool{
 	"find": true, "getMore": true, "killCursors": true, "insert": true, "update": true, "delete": true,
 	"findAndModify": true, "findandmodify": true, "aggregate": true, "distinct": true,
+	"create": true, "createIndexes": true,
 	"commitTransaction": true, "abortTransaction": true,
 }
 
@@ -107,6 +124,7 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 			case "level":
 				switch lv, _ := el.Value().StringValueOK(); lv {
 				case "snapshot", "majority", "local":
+					s.sess.level = lv
 				default:
 					return mongoerr.New(mongoerr.InvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
 				}
@@ -135,8 +153,26 @@ func useTransaction(s *Session, name string) error {
 	if err != nil {
 		return err
 	}
+	if s.sess.start {
+		t.ReadConcernLevel = s.sess.level
+	}
 	s.sess.etx = t
 	return nil
+}
+
+// txnDDL is the transaction an explicit create or createIndexes runs in
+// (nil outside one), refused unless the transaction reads at "local"
+// (MongoDB's rule for explicit DDL in a transaction; an implicit creation
+// takes any level).
+func txnDDL(s *Session, name string) (*engine.Txn, error) {
+	t := s.sess.etx
+	if t == nil {
+		return nil, nil
+	}
+	if lv := t.ReadConcernLevel; lv != "" && lv != "local" {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "Cannot run '%s' in a multi-document transaction with readConcern level '%s': only 'local' is allowed", name, lv)
+	}
+	return t, nil
 }
 
 // x is the execution environment of the command: inside its transaction

@@ -132,14 +132,14 @@ const ProfileCollection = "system.profile"
 // ensureCollection returns ns's metadata inside a request, creating the
 // collection implicitly (as an insert or upsert does) when it does not exist.
 func (e *Engine) ensureCollection(tx *storage.Txn, ns Namespace) (*catalog.Collection, error) {
-	if c := e.cat.Working().Collection(ns.DB, ns.Coll); c != nil {
+	if c := e.writeCollection(ns); c != nil {
 		return c, nil
 	}
 	if e.cat.Working().View(ns.DB, ns.Coll) != nil {
 		return nil, viewError(ns) // views are read-only
 	}
 	if e.txn.in != nil {
-		return e.createInTxn(ns)
+		return e.createInTxn(tx, ns, nil)
 	}
 	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
 		return nil, err // system.profile too: the profiler creates it capped (CreateCollection)

@@ -39,27 +39,14 @@ type CreateIndexesResult struct {
 // operation): the error is ctx's cause. A request waiting for another's
 // build of the same index stops waiting when its ctx ends.
 func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsoncore.Document) (CreateIndexesResult, error) {
-	parsed := make([]*index.Spec, len(specs))
-	def := defaultCollation(e.cat.Current().Collection(ns.DB, ns.Coll))
-	for i, raw := range specs {
-		// The catalog keeps the spec for the index's lifetime, while the
-		// caller's bytes may alias a connection buffer: parse a copy.
-		own := append(bsoncore.Document(nil), raw...)
-		if def != nil {
-			if _, err := own.LookupErr("collation"); err != nil {
-				own = withCollation(own, def) // an index inherits the collection's default, as in MongoDB
-			}
-		}
-		s, err := index.ParseSpec(own)
-		if err != nil {
-			return CreateIndexesResult{}, err
-		}
-		parsed[i] = s
+	parsed, err := parseIndexSpecs(e.cat.Current().Collection(ns.DB, ns.Coll), specs)
+	if err != nil {
+		return CreateIndexesResult{}, err
 	}
 	var res CreateIndexesResult
 	var build *indexBuild
 	var pending []catalog.Index // the same indexes, already building
-	err := e.db.Write(func(tx *storage.Txn) error {
+	err = e.db.Write(func(tx *storage.Txn) error {
 		res, build = CreateIndexesResult{}, nil
 		existed := e.cat.Working().Collection(ns.DB, ns.Coll) != nil
 		coll, err := e.ensureCollection(tx, ns)
@@ -80,7 +67,7 @@ func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsonco
 				// MongoDB 7.0's rule (7.1 lifts it behind a feature flag).
 				return mongoerr.New(mongoerr.CannotCreateIndex, "Cannot create TTL index on a capped collection")
 			}
-			isNew, err := e.checkIndexConflict(ns, spec)
+			isNew, err := e.checkIndexConflict(e.cat.Working().Collection(ns.DB, ns.Coll), spec)
 			if err != nil {
 				return err
 			}
@@ -123,6 +110,29 @@ func (e *Engine) CreateIndexes(ctx context.Context, ns Namespace, specs []bsonco
 	return res, nil
 }
 
+// parseIndexSpecs parses createIndexes' specs for coll (nil: a new
+// collection).
+func parseIndexSpecs(coll *catalog.Collection, specs []bsoncore.Document) ([]*index.Spec, error) {
+	parsed := make([]*index.Spec, len(specs))
+	def := defaultCollation(coll)
+	for i, raw := range specs {
+		// The catalog keeps the spec for the index's lifetime, while the
+		// caller's bytes may alias a connection buffer: parse a copy.
+		own := append(bsoncore.Document(nil), raw...)
+		if def != nil {
+			if _, err := own.LookupErr("collation"); err != nil {
+				own = withCollation(own, def) // an index inherits the collection's default, as in MongoDB
+			}
+		}
+		s, err := index.ParseSpec(own)
+		if err != nil {
+			return nil, err
+		}
+		parsed[i] = s
+	}
+	return parsed, nil
+}
+
 // waitForBuilds waits until the indexes another createIndexes is building
 // are ready, as MongoDB makes a second identical request wait for the
 // first's build; it fails if that build failed.
@@ -160,13 +170,12 @@ func collectionEmpty(tx *storage.Txn, coll *catalog.Collection) (bool, error) {
 	return empty, it.Close()
 }
 
-// checkIndexConflict reports whether spec names a new index of ns, or
+// checkIndexConflict reports whether spec names a new index of coll, or
 // MongoDB's error when it clashes with an existing one.
-func (e *Engine) checkIndexConflict(ns Namespace, spec *index.Spec) (bool, error) {
+func (e *Engine) checkIndexConflict(coll *catalog.Collection, spec *index.Spec) (bool, error) {
 	if spec.IsID() {
 		return false, nil // the _id index always exists
 	}
-	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 	for _, ix := range coll.Indexes {
 		// Key patterns and specs compare as mongod's woCompare does:
 		// numbers by value, so {a: 1} and {a: 1.0} are one index.

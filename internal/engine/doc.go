@@ -40,7 +40,11 @@
 //   - txn.go: multi-document transactions over storage.Transaction
 //     (invariants "Statements on the pipeline" and "Catalog as of the
 //     snapshot"): statements, the one applyOps entry and the versions'
-//     times at commit.
+//     times at commit; txn_ddl.go: create and createIndexes in a
+//     transaction ("Creation commits with the transaction").
+//   - snapshot_history.go: held storage snapshots for reads of plain
+//     collections at a cluster time (invariant "A held view is exact from
+//     its time").
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
 //   - check.go, invariants.go: CheckIndexes, and the runtime checks that

@@ -91,7 +91,7 @@ func (e *Engine) rulesFor(ns Namespace, bypass bool) (*validation.Rules, error) 
 	if bypass {
 		return nil, nil
 	}
-	c := e.cat.Working().Collection(ns.DB, ns.Coll)
+	c := e.writeCollection(ns)
 	if c == nil {
 		return nil, nil
 	}

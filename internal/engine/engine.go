@@ -47,6 +47,7 @@ type Engine struct {
 	oplog       oplog       // the change log (oplog.go)
 	horizons    horizons    // versioned collections' retention horizons (history_asof.go)
 	asOfIters   asOfIters   // open iterators for as-of point reads (history_iters.go)
+	snaps       snapHistory // held views for snapshot reads of plain collections (snapshot_history.go)
 	recordBuf   []byte      // a version's record as recordVersion builds it (pipeline goroutine)
 	versionings versionings // parsed versioning options (versioning.go); pipeline goroutine only
 	txn         txnCursor   // the transaction whose statement is applied (txn.go); pipeline goroutine only
@@ -114,6 +115,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.stopOplogCount()
 	e.asOfIters.drop(true)
+	e.snaps.closeAll()
 	return e.db.Close()
 }
 
@@ -136,6 +138,7 @@ func (e *Engine) committed() {
 	e.cat.Committed()
 	e.wake.fire()
 	e.maybeTrimOplog()
+	e.historyAfterCommit()
 	if cur := e.cat.Current(); cur != prev {
 		e.forgetDropped(cur)
 	}

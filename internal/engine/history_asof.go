@@ -23,8 +23,9 @@ import (
 // the version's record (versionAt).
 
 // NewReaderAt opens a reader of ns as of cluster time at. An unversioned
-// collection cannot be read in the past (MongoDB's standalone refusal of
-// snapshot reads, NoReplicationEnabled); a time before the history's
+// collection is read from the snapshot history (snapshot_history.go) on a
+// replica set member, and refused on a standalone (MongoDB's refusal of
+// snapshot reads there, NoReplicationEnabled); a time before the history's
 // retention horizon is SnapshotTooOld; a time after the last committed
 // write is InvalidOptions (it could still change).
 func (e *Engine) NewReaderAt(ns Namespace, at hlc.Timestamp) (*Reader, error) {
@@ -32,12 +33,16 @@ func (e *Engine) NewReaderAt(ns Namespace, at hlc.Timestamp) (*Reader, error) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime %s must not be greater than the last committed cluster time %s", at, last)
 	}
 	r, err := e.NewReader(ns)
+	if err == nil && r.coll == nil && e.snaps.allowed.Load() {
+		_ = r.Close()
+		return e.newReaderHeld(ns, at) // it may have existed at at
+	}
 	if err != nil || r.coll == nil {
 		return r, err
 	}
 	if _, ok := VersioningOf(r.coll); !ok {
 		_ = r.Close()
-		return nil, errNotVersioned(ns)
+		return e.newReaderHeld(ns, at) // snapshot_history.go
 	}
 	if err := e.checkHorizon(ns, r.coll.ID, at); err != nil {
 		_ = r.Close()
@@ -71,11 +76,14 @@ func (e *Engine) GetAt(dst []byte, ns Namespace, id bsoncore.Value, at hlc.Times
 		return dst, false, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime %s must not be greater than the last committed cluster time %s", at, last)
 	}
 	coll := e.cat.Current().Collection(ns.DB, ns.Coll)
+	if coll == nil && e.snaps.allowed.Load() {
+		return e.getHeld(dst, ns, id, at) // it may have existed at at
+	}
 	if coll == nil {
 		return dst, false, nil
 	}
 	if _, ok := VersioningOf(coll); !ok {
-		return dst, false, errNotVersioned(ns)
+		return e.getHeld(dst, ns, id, at) // snapshot_history.go
 	}
 	if err := e.checkHorizon(ns, coll.ID, at); err != nil {
 		return dst, false, err

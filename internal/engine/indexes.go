@@ -214,11 +214,15 @@ func removeEntries(tx *storage.Txn, entries []indexEntry, idKey []byte) error {
 // documents added to the indexes of coll. It merges into the index as the
 // catalog holds it now (a build's view of the collection may be older).
 func (e *Engine) flagMultikey(tx *storage.Txn, coll *catalog.Collection, grown multikeyGrowth) error {
+	ns := Namespace{DB: coll.DB, Coll: coll.Name}
+	var created *catalog.Collection // the transaction's own, flagged in it (txn.go)
 	if len(grown) > 0 && e.txn.in != nil {
-		tx = e.txn.outer // a statement's flags commit at once (txn.go)
+		if created = e.txn.in.created[ns]; created == nil {
+			tx = e.txn.outer // a statement's flags commit at once (txn.go)
+		}
 	}
 	for _, g := range grown {
-		cur := e.cat.Working().Collection(coll.DB, coll.Name)
+		cur := e.writeCollection(ns)
 		if cur == nil || cur.Index(g.name) == nil {
 			continue
 		}
@@ -231,6 +235,10 @@ func (e *Engine) flagMultikey(tx *storage.Txn, coll *catalog.Collection, grown m
 		mk = index.Multikey{Components: cloneComponents(mk.Components), Paths: slices.Clone(mk.Paths)}
 		mk.Add(g.mk)
 		ix.Multikey, ix.MultikeyComponents, ix.MultikeyPaths = true, mk.Components, mk.Paths
+		if created != nil {
+			e.txn.in.setCreated(tx, ns, withIndex(cur, ix))
+			continue
+		}
 		if err := e.cat.UpdateIndex(tx, coll.DB, coll.Name, ix); err != nil {
 			return err
 		}
@@ -264,7 +272,7 @@ func holdsID(v, idKey []byte) bool {
 
 // indexInsert adds a new document's entries in every index of ns.
 func (e *Engine) indexInsert(tx *storage.Txn, ns Namespace, doc bsoncore.Document, idKey []byte) error {
-	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	coll := e.writeCollection(ns)
 	if coll == nil || len(coll.Indexes) == 0 {
 		return nil
 	}
@@ -281,7 +289,7 @@ func (e *Engine) indexInsert(tx *storage.Txn, ns Namespace, doc bsoncore.Documen
 // indexReplace moves a document's entries from old to next: entries both
 // have stay, the rest are deleted or added.
 func (e *Engine) indexReplace(tx *storage.Txn, ns Namespace, old, next bsoncore.Document, idKey []byte) error {
-	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	coll := e.writeCollection(ns)
 	if coll == nil || len(coll.Indexes) == 0 {
 		return nil
 	}
@@ -314,7 +322,7 @@ func (e *Engine) indexReplace(tx *storage.Txn, ns Namespace, old, next bsoncore.
 
 // indexDelete removes a deleted document's entries.
 func (e *Engine) indexDelete(tx *storage.Txn, ns Namespace, old bsoncore.Document, idKey []byte) error {
-	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	coll := e.writeCollection(ns)
 	if coll == nil || len(coll.Indexes) == 0 {
 		return nil
 	}

@@ -99,7 +99,7 @@ func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptio
 			}
 			defer func() { e.oplog.sess = nil }()
 		}
-		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+		coll := e.writeCollection(ns)
 		var key, cur, idKey []byte
 		for i, id := range ids {
 			var found bool
@@ -239,9 +239,9 @@ func (e *Engine) insertAction(tx *storage.Txn, res *ModifyResult, ns Namespace, 
 		return bsoncore.Value{}, errInsertNeedsID
 	})
 	if err != nil {
-		return e.cat.Working().Collection(ns.DB, ns.Coll), err
+		return e.writeCollection(ns), err
 	}
-	existed := e.cat.Working().Collection(ns.DB, ns.Coll) != nil
+	existed := e.writeCollection(ns) != nil
 	coll, err := e.ensureCollection(tx, ns)
 	if err != nil {
 		return nil, err

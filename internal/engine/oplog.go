@@ -259,6 +259,10 @@ func (e *Engine) logStored(tx *storage.Txn, op byte, ns Namespace, o bsoncore.Do
 		return
 	}
 	l := &e.oplog
+	if t := e.txn.in; t != nil && t.created[ns] != nil {
+		e.logChange(tx, op, ns, t.created[ns].UUID.Data, o, id) // not in the catalog yet (txn.go)
+		return
+	}
 	if st := e.cat.Working(); st != l.uuidState || ns != l.uuidNS {
 		coll := st.Collection(ns.DB, ns.Coll)
 		if coll == nil {

@@ -54,7 +54,7 @@ func PreImageID(ui []byte, ts hlc.Timestamp, idx int64) bsoncore.Value {
 // commit, which writes it under the commit's time and the change's index
 // in the applyOps entry (Txn.addPreImage), as the stream looks it up.
 func (e *Engine) storePreImage(tx *storage.Txn, ns Namespace, cur bsoncore.Document) error {
-	coll := e.cat.Working().Collection(ns.DB, ns.Coll)
+	coll := e.writeCollection(ns)
 	if !PreImagesOn(coll) || !logged(ns) {
 		return nil
 	}

@@ -22,6 +22,7 @@ func (e *Engine) ApplyReplicated(index uint64, repr []byte, catalogChanged, own 
 	}
 	if err == nil && !own {
 		e.wake.fireNow(e.oplog.collID) // change streams and oplog tailers on a secondary
+		e.historyAfterCommit()         // a secondary's snapshot history (snapshot_history.go)
 	}
 	return err
 }
@@ -54,6 +55,7 @@ func (e *Engine) Promote() error {
 // storage's.
 func (e *Engine) RestoreReplicated(index uint64, dir string, progress func(copied int64)) error {
 	e.asOfIters.drop(false) // views of the store being replaced
+	e.snaps.closeAll()
 	return e.cat.Reload(e.db, func() error { return e.db.RestoreCheckpoint(index, dir, progress) })
 }
 

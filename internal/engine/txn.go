@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/catalog"
@@ -51,10 +52,10 @@ import (
 //     plans more careful, while one kept in the transaction could be lost
 //     (another writer's array document, relying on the flag the working
 //     catalog shows, committed, and the transaction aborted).
-//   - a collection the transaction creates implicitly (an insert or upsert
-//     into a missing collection) is created by the statement's own request,
-//     outside the transaction: it stays, empty, if the transaction aborts.
-//     MongoDB 4.4+ makes the creation part of the transaction.
+//   - a collection the transaction creates (explicitly, CreateCollectionIn,
+//     or implicitly, an insert, upsert or createIndexes of a missing one)
+//     is the transaction's own until Commit ("Creation commits with the
+//     transaction" below).
 //   - capped collections, system collections and the admin, config and
 //     local databases are refused, as MongoDB 7.0 refuses them
 //     (OperationNotSupportedInTransaction).
@@ -65,6 +66,20 @@ import (
 // recreated, an index built or dropped), and a commit of such a write,
 // fail with WriteConflict, so no document of the transaction is indexed by
 // another catalog than the one it was read with.
+//
+// Invariant "Creation commits with the transaction" (MongoDB 4.4+'s DDL
+// in transactions): a collection the transaction creates gets its id from
+// the catalog's sequence in the statement's own request (an id an aborted
+// transaction took is never used) and lives in Txn.created only, with the
+// indexes CreateIndexesIn gives it while it is empty; statements write and
+// read it there (writeCollection, collection), its create and
+// createIndexes join the transaction's applyOps entry, and Commit installs
+// it in the catalog (catalog.AddCollection) in the commit's own request,
+// with the documents: no reader outside the transaction sees the
+// collection before the commit, and an abort leaves no trace of it. A
+// collection or view of the same name created meanwhile fails the
+// transaction's next statement on it, or its commit, with WriteConflict
+// (first writer wins, as for documents). TestTxnCreateCollection.
 //
 // Size: the transaction's oplog entry must be a storable document, so its
 // changes' fields may total at most MaxTransactionBytes (16 MiB less room
@@ -79,17 +94,23 @@ const MaxTransactionBytes = MaxDocumentSize - 16<<10
 // time (a session runs its commands one after another).
 type Txn struct {
 	e   *Engine
-	st  *storage.Transaction
+	st  *storage.Transaction // &stx
+	stx storage.Transaction
 	cat *catalog.State // the catalog matching the snapshot
 
 	// Session, when set, names the transaction in its oplog entry.
 	Session *OplogSession
+	// ReadConcernLevel is the level the transaction was started with (""
+	// for none), kept for the command layer: MongoDB lets explicit DDL run
+	// only in a transaction under "local".
+	ReadConcernLevel string
 
 	// The rest is used on the pipeline goroutine only (statements and the
 	// commit request).
-	created map[Namespace]*catalog.Collection // created by a statement's request
-	written map[Namespace]bool
-	changes [][]byte // each change's applyOps element
+	created      map[Namespace]*catalog.Collection // not yet in the catalog
+	createdOrder []Namespace                       // created's keys, as created
+	written      map[Namespace]bool
+	changes      [][]byte // each change's applyOps element
 	// preImages wait for the commit's time (storePreImage).
 	preImages []pendingPreImage
 	size      int
@@ -118,11 +139,13 @@ type txnCursor struct {
 func (e *Engine) Begin() *Txn {
 	for {
 		st, g := e.cat.ReadBegin()
-		stx := e.db.Begin()
+		t := &Txn{e: e, cat: st} // created, written: made at the first use
+		e.db.BeginIn(&t.stx)     // one allocation for both
+		t.st = &t.stx
 		if e.cat.ReadValid(g) {
-			return &Txn{e: e, st: stx, cat: st, created: map[Namespace]*catalog.Collection{}, written: map[Namespace]bool{}}
+			return t
 		}
-		stx.Abort()
+		t.stx.Abort()
 	}
 }
 
@@ -130,8 +153,9 @@ func (e *Engine) Begin() *Txn {
 // nothing.
 func (t *Txn) Abort() { t.st.Abort() }
 
-// Writes reports whether the transaction changed any document.
-func (t *Txn) Writes() bool { return t.st.Len() > 0 }
+// Writes reports whether the transaction changed any document or created
+// a collection.
+func (t *Txn) Writes() bool { return t.st.Len() > 0 || len(t.createdOrder) > 0 }
 
 // NewReaderIn opens a reader of ns inside transaction t: its snapshot plus
 // its own writes, through the catalog that matches them.
@@ -157,7 +181,19 @@ func (t *Txn) collection(ns Namespace) *catalog.Collection {
 	if c := t.cat.Collection(ns.DB, ns.Coll); c != nil {
 		return c
 	}
-	return t.created[ns] // read by statements' requests only; see write
+	return t.created[ns] // changed by statements only, one at a time
+}
+
+// writeCollection is ns as a write (a request on the pipeline) sees it:
+// the working catalog's, or, in a transaction's statement, the one the
+// transaction created ("Creation commits with the transaction").
+func (e *Engine) writeCollection(ns Namespace) *catalog.Collection {
+	if t := e.txn.in; t != nil {
+		if c := t.created[ns]; c != nil {
+			return c
+		}
+	}
+	return e.cat.Working().Collection(ns.DB, ns.Coll)
 }
 
 // write runs fn as the request of one write: alone, or, with a
@@ -181,6 +217,9 @@ func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) err
 			}
 			if t.size > MaxTransactionBytes {
 				return mongoerr.New(mongoerr.TransactionTooLarge, "Total size of all transaction operations must be less than %d bytes", MaxTransactionBytes)
+			}
+			if t.written == nil {
+				t.written = map[Namespace]bool{}
 			}
 			t.written[ns] = true
 			return nil
@@ -214,6 +253,12 @@ func refuseInTransaction(ns Namespace) error {
 // transaction reads ("Catalog as of the snapshot").
 func (t *Txn) checkCollection(ns Namespace) error {
 	w := t.e.cat.Working().Collection(ns.DB, ns.Coll)
+	if t.created[ns] != nil {
+		if w != nil || t.e.cat.Working().View(ns.DB, ns.Coll) != nil {
+			return mongoerr.New(mongoerr.WriteConflict, "Unable to create collection '%s' in the transaction: it was created concurrently", ns)
+		}
+		return nil
+	}
 	if _, capped := CappedOf(w); capped {
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", ns)
 	}
@@ -232,20 +277,42 @@ func sameIndexes(a, b *catalog.Collection) bool {
 	return slices.EqualFunc(a.Indexes, b.Indexes, func(x, y catalog.Index) bool { return x.ID == y.ID })
 }
 
-// createInTxn creates ns for a statement in the statement's own request
-// (see the list above), and lets the transaction read it.
-func (e *Engine) createInTxn(ns Namespace) (*catalog.Collection, error) {
+// createInTxn creates ns for a statement of the transaction ("Creation
+// commits with the transaction"): tx is the statement's, whose undo
+// forgets the collection if the statement fails.
+func (e *Engine) createInTxn(tx *storage.Txn, ns Namespace, options bson.Raw) (*catalog.Collection, error) {
+	if err := catalog.ValidateUserCollectionName(ns.DB, ns.Coll); err != nil {
+		return nil, err
+	}
 	cur := e.txn
-	e.txn = txnCursor{}
-	c, err := e.ensureCollection(cur.outer, ns)
-	e.txn = cur
+	c, err := e.cat.NewCollection(cur.outer, ns.DB, ns.Coll, options)
 	if err != nil {
 		return nil, err
 	}
 	t := cur.in
-	t.created[ns] = c
-	cur.outer.OnUndo(func() { delete(t.created, ns) })
+	t.setCreated(tx, ns, c)
+	t.addChange(tx, 'c', Namespace{DB: ns.DB, Coll: "$cmd"}, c.UUID.Data, cmdDoc("create", strVal(ns.Coll), bsoncore.Document(options)), bsoncore.Value{})
 	return c, nil
+}
+
+// setCreated makes c the transaction's collection ns, undone with tx.
+func (t *Txn) setCreated(tx *storage.Txn, ns Namespace, c *catalog.Collection) {
+	prev, n := t.created[ns], len(t.createdOrder)
+	if prev == nil {
+		t.createdOrder = append(t.createdOrder, ns)
+	}
+	if t.created == nil {
+		t.created = map[Namespace]*catalog.Collection{}
+	}
+	t.created[ns] = c
+	tx.OnUndo(func() {
+		t.createdOrder = t.createdOrder[:n]
+		if prev == nil {
+			delete(t.created, ns)
+		} else {
+			t.created[ns] = prev
+		}
+	})
 }
 
 // addChange keeps one change's applyOps element (logChange).
@@ -289,15 +356,26 @@ func (t *Txn) addInserted(tx *storage.Txn, collID uint64, key []byte) {
 // transaction or writer since the snapshot fails it with WriteConflict and
 // writes nothing. The transaction ends either way.
 func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
+	if !t.Writes() && also == nil {
+		return 0, conflictError(t.st.Commit(nil)) // read-only: nothing to apply
+	}
 	e := t.e
 	var ts hlc.Timestamp
 	var fn func(*storage.Txn) error
-	if t.st.Len() > 0 || also != nil {
+	if t.Writes() || also != nil {
 		fn = func(tx *storage.Txn) error {
 			ts = 0
 			e.oplog.lastTS = 0
 			for ns := range t.written {
 				if err := t.checkCollection(ns); err != nil {
+					return err
+				}
+			}
+			for _, ns := range t.createdOrder {
+				if err := t.checkCollection(ns); err != nil {
+					return err
+				}
+				if err := e.cat.AddCollection(tx, t.created[ns]); err != nil {
 					return err
 				}
 			}

@@ -207,7 +207,7 @@ func withVersion(dst []byte, doc bsoncore.Document, field string, v uint64) bson
 // versioningOfNS looks ns up in the working catalog (pipeline goroutine),
 // parsing its options once per options record (versionings).
 func (e *Engine) versioningOfNS(ns Namespace) (Versioning, bool) {
-	c := e.cat.Working().Collection(ns.DB, ns.Coll)
+	c := e.writeCollection(ns)
 	if c == nil || len(c.Options) == 0 {
 		return Versioning{}, false
 	}

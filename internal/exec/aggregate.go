@@ -35,8 +35,10 @@ type Aggregate struct {
 	// {$natural: ±1}; owned); Type 0 lets the planner choose.
 	Hint bsoncore.Value
 	// AsOf, non-zero, reads the collection as it was at that cluster time
-	// (a versioned collection; see Selection.AsOf). Other collections the
-	// pipeline reads ($lookup, $unionWith) are read as they are now.
+	// (see Selection.AsOf). Other collections the pipeline reads ($lookup,
+	// $unionWith) are read at it too on a replica set member (whose
+	// snapshot history serves plain collections), and as they are now on a
+	// standalone (which serves only versioned collections at a time).
 	AsOf hlc.Timestamp
 }
 
@@ -61,7 +63,10 @@ func (e *Env) Aggregate(ctx context.Context, a Aggregate) (agg.Source, error) {
 		}
 		a = r
 	}
-	a.Opts.Catalog = aggCatalog{e}
+	a.Opts.Catalog = aggCatalog{e: e}
+	if e.eng.SnapshotHistoryAllowed() {
+		a.Opts.Catalog = aggCatalog{e: e, at: a.AsOf}
+	}
 	var gnSel Selection
 	var gn *geoNearSpec // a leading $geoNear (geonear.go)
 	if !a.Collectionless {
@@ -275,18 +280,22 @@ func simpleSort(d bsoncore.Document) bool {
 
 // aggCatalog lets $lookup and $unionWith read other collections through the
 // Env's plans.
-type aggCatalog struct{ e *Env }
+type aggCatalog struct {
+	e  *Env
+	at hlc.Timestamp // non-zero: read them at this cluster time (Aggregate.AsOf)
+}
 
 var _ agg.IndexCatalog = aggCatalog{}
 
 func (c aggCatalog) Scan(ctx context.Context, db, coll string) (agg.Source, error) {
 	if c.e.eng.Catalog().View(db, coll) != nil {
-		return c.e.Aggregate(ctx, Aggregate{NS: engine.Namespace{DB: db, Coll: coll}, Opts: agg.Options{DB: db}})
+		return c.e.Aggregate(ctx, Aggregate{NS: engine.Namespace{DB: db, Coll: coll}, Opts: agg.Options{DB: db}, AsOf: c.at})
 	}
 	sel, err := NewSelection(engine.Namespace{DB: db, Coll: coll}, nil, query.Options{})
 	if err != nil {
 		return nil, err
 	}
+	sel.AsOf = c.at
 	return c.e.Open(ctx, sel, Run)
 }
 
@@ -315,6 +324,7 @@ func (c aggCatalog) FindIn(ctx context.Context, db, coll, path string, vals []bs
 	if err != nil {
 		return nil, false, err
 	}
+	sel.AsOf = c.at
 	ex, err := c.e.Open(ctx, sel, Run)
 	if err != nil {
 		return nil, false, err

@@ -64,7 +64,7 @@ func TestFindInTakesAnIndexOfTheCollation(t *testing.T) {
 	str := func(s string) []bsoncore.Value {
 		return []bsoncore.Value{{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}}
 	}
-	cat := aggCatalog{New(eng)}
+	cat := aggCatalog{e: New(eng)}
 	for _, tc := range []struct {
 		name   string
 		coll   string

@@ -45,8 +45,9 @@ type Selection struct {
 	// ReturnKey and ShowRecordID are find's returnKey and showRecordId
 	// (see planner.Query).
 	ReturnKey, ShowRecordID bool
-	// AsOf, non-zero, reads a versioned collection as it was at that
-	// cluster time (readConcern snapshot with atClusterTime).
+	// AsOf, non-zero, reads the collection as it was at that cluster time
+	// (readConcern snapshot): a versioned one from its history, a plain one
+	// from a replica set member's snapshot history (engine.NewReaderAt).
 	AsOf hlc.Timestamp
 	// Collation is the collation Filter was parsed with (query.Options's,
 	// when it is a *collation.Collator); SetSort sorts by it and the

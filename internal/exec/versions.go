@@ -234,7 +234,7 @@ func (s *VersionsScan) Close() error {
 // $versions for explain and, when execute, reads it to the end so that its
 // counts are true. It returns the stages after $versions.
 func (e *Env) ExplainVersions(ctx context.Context, a Aggregate, execute bool) (*VersionsScan, []bsoncore.Document, error) {
-	a.Opts.Catalog = aggCatalog{e}
+	a.Opts.Catalog = aggCatalog{e: e}
 	if _, err := agg.Parse(a.Stages, a.Opts); err != nil {
 		return nil, nil, err
 	}

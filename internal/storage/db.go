@@ -71,7 +71,9 @@ type DB struct {
 	pdb      *pebble.DB
 	opts     Options
 	pipe     *pipeline
-	wal      *walFS // interval mode only
+	visible  visibility                 // "Shared view current" (shared_view.go)
+	shared   atomic.Pointer[sharedView] // transactions' shared snapshot
+	wal      *walFS                     // interval mode only
 	stopSync chan struct{}
 	syncDone sync.WaitGroup
 
@@ -145,7 +147,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
 	}
 	db.opts.FailPoints = opts.FailPoints
-	db.pipe = startPipeline(pdb, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes))
+	db.pipe = startPipeline(pdb, &db.visible, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes))
 	db.pipe.clock, db.pipe.lastCommitted = opts.Clock, &db.lastCommitted
 	if wal != nil {
 		db.stopSync = make(chan struct{})
@@ -369,6 +371,7 @@ func (db *DB) Stopped() error {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.pipe.stop()
+		db.releaseShared()
 		db.releaseLeaked()
 		if db.stopSync != nil {
 			close(db.stopSync)
@@ -606,7 +609,7 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	if err := b.Set(appliedKey, v[:], nil); err != nil {
 		return err
 	}
-	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
+	if err := db.visible.change(func() error { return db.pdb.Apply(b, pebble.NoSync) }); err != nil {
 		db.pipe.stopWrites(err)
 		return err
 	}

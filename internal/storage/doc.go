@@ -137,16 +137,19 @@
 // has ended and its last iterator closed (a cursor may be closed after
 // its session's transaction was aborted elsewhere).
 //
-// Invariant "Cheap view": a transaction's view is one unpositioned Pebble
-// iterator taken at Begin, not a pebble.Snapshot: its point reads
-// position it and its iterators are clones of it (same sequence number,
-// same read state), so a read-only transaction pays no Snapshot.Close
-// (Pebble reschedules compactions there) and several point reads cost
-// less than as many Gets. The view is positioned by one goroutine at a
-// time (a session's commands and its statements' pipeline requests run
-// one after another); clones are independent. It pins the memtables and
-// tables of its read state until the transaction and its iterators end.
-// BENCHMARKS.md, "Read-only transactions on an iterator view".
+// Invariant "Cheap view": a transaction's view is a pebble.Snapshot shared
+// with every transaction that began while no change became visible
+// (invariant "Shared view current", shared_view.go: a seqlock every write
+// path goes through, checked against Pebble's sequence numbers in builds
+// with the invariants tag), so a read-only transaction of one point read
+// pays one snapshot Get and two atomic adds, and the Snapshot.Close
+// (Pebble reschedules compactions there) only when a newer snapshot
+// replaced it and its last transaction ended. From its second point read
+// a transaction positions an iterator of its own on the snapshot, so
+// several point reads cost less than as many Gets; its iterators are the
+// snapshot's. The iterator is positioned by one goroutine at a time (a
+// session's commands and its statements' pipeline requests run one after
+// another). BENCHMARKS.md, "Read-only transactions on a shared snapshot".
 //
 // Invariant "All or nothing per transaction": the whole write set, and
 // what the caller adds in the same request (Commit's also: the session

@@ -140,3 +140,23 @@ func TestReadsThroughTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedViewCurrent: a change made visible in Pebble without going
+// through visibility.change (here a direct Set, as a forgotten write path
+// would) fails "Shared view current" at the next Begin that would share
+// the stale snapshot.
+func TestSharedViewCurrent(t *testing.T) {
+	db := openTest(t, Options{})
+	a := db.Begin()
+	defer a.Abort()
+	if err := db.pdb.Set([]byte("d-bypass"), []byte("v"), nil); err != nil {
+		t.Fatal(err)
+	}
+	v := violation(func() {
+		b := db.Begin()
+		b.Abort()
+	})
+	if v == nil || v.Invariant != "Shared view current" {
+		t.Fatalf("a Begin sharing a stale snapshot: %v, want the invariant's violation", v)
+	}
+}

@@ -103,10 +103,11 @@ type flight struct {
 }
 
 type pipeline struct {
-	pdb   *pebble.DB
-	hooks *Hooks
-	log   *slog.Logger
-	space *spaceCheck
+	pdb     *pebble.DB
+	visible *visibility // every group's commit is a change of it (shared_view.go)
+	hooks   *Hooks
+	log     *slog.Logger
+	space   *spaceCheck
 	// halted is set once the disk failed the log (invariant "Stop on a
 	// failed log"); every later write gets it.
 	halted atomic.Pointer[StoppedError]
@@ -150,9 +151,10 @@ type pipeline struct {
 	stopped chan struct{}
 }
 
-func startPipeline(pdb *pebble.DB, hooks *Hooks, log *slog.Logger, fps *failpoint.Registry, space *spaceCheck) *pipeline {
+func startPipeline(pdb *pebble.DB, visible *visibility, hooks *Hooks, log *slog.Logger, fps *failpoint.Registry, space *spaceCheck) *pipeline {
 	p := &pipeline{
 		pdb:              pdb,
+		visible:          visible,
 		failBeforeCommit: fps.Define(failpoint.StorageFailBeforeCommit),
 		failAfterCommit:  fps.Define(failpoint.StorageFailAfterCommit),
 		hooks:            hooks,
@@ -387,7 +389,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	// before acknowledged". A failed log write or sync comes back as an
 	// error there, where Apply would treat it as fatal and end the process
 	// through its logger.
-	if err := p.pdb.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+	if err := p.visible.change(func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }); err != nil {
 		// Whatever Pebble applied is visible, but the disk may not hold
 		// it: publish the state it made, as readers see it, answer the
 		// requests with the error and take no more.

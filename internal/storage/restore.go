@@ -26,6 +26,12 @@ const restoreBatchBytes = 4 << 20
 // progress, if not nil, is called after each batch is written, with the
 // bytes copied so far (0 after the deleting batch).
 func (db *DB) RestoreCheckpoint(index uint64, dir string, progress func(copied int64)) error {
+	// Its batches make changes visible: one change for them all
+	// ("Shared view current").
+	return db.visible.change(func() error { return db.restoreCheckpoint(index, dir, progress) })
+}
+
+func (db *DB) restoreCheckpoint(index uint64, dir string, progress func(copied int64)) error {
 	if e := db.pipe.halted.Load(); e != nil {
 		return e
 	}

@@ -45,12 +45,14 @@ type ownWrite struct {
 // statements one after another).
 type Transaction struct {
 	db *DB
-	// view is the transaction's read view ("Cheap view"): an unpositioned
-	// Pebble iterator taken at Begin, whose implicit snapshot (the
-	// sequence number and the read state it pins) every read shares —
-	// point reads position it, iterators are its clones.
+	// sv is the transaction's snapshot, shared with the transactions that
+	// began while nothing changed ("Shared view current"); view is an
+	// iterator on it, made at the second point read ("Cheap view": later
+	// point reads position it) — the first is a snapshot Get.
+	sv      *sharedView
 	view    *pebble.Iterator
-	viewErr error // why there is no view (Pebble's NewIter failed: a closed store)
+	gets    int
+	viewErr error // why there is no view (a closed store)
 	// writes orders the transaction's written keys for iteration (an
 	// indexed batch used only as a sorted container, never committed;
 	// made at the first write, so a read-only transaction costs none);
@@ -79,12 +81,19 @@ type intents struct {
 // with Commit or Abort.
 // Its view is an iterator (invariant "Cheap view").
 func (db *DB) Begin() *Transaction {
-	view, err := db.pdb.NewIter(nil)
-	tx := &Transaction{db: db, view: view, viewErr: err, own: map[string]*ownWrite{}}
+	tx := new(Transaction)
+	db.BeginIn(tx)
+	return tx
+}
+
+// BeginIn is Begin into tx, a zero Transaction the caller allocated (as
+// part of its own transaction object); tx must not move afterwards.
+func (db *DB) BeginIn(tx *Transaction) {
+	sv, err := db.beginViewChecked()
+	tx.db, tx.sv, tx.viewErr = db, sv, err // own: made at the first write
 	if invariants.Enabled {
 		tx.cc.Opened()
 	}
-	return tx
 }
 
 // Len is the number of distinct keys the transaction has written.
@@ -103,8 +112,18 @@ func (tx *Transaction) Get(dst, key []byte) ([]byte, bool, error) {
 
 // viewGet appends key's value in the view to dst.
 func (tx *Transaction) viewGet(dst, key []byte) ([]byte, bool, error) {
-	if tx.view == nil {
+	if tx.sv == nil {
 		return dst, false, tx.viewErr
+	}
+	if tx.view == nil && tx.gets == 0 {
+		tx.gets++
+		return get(tx.sv.snap, dst, key)
+	}
+	if tx.view == nil {
+		var err error
+		if tx.view, err = tx.sv.snap.NewIter(nil); err != nil {
+			return dst, false, err
+		}
 	}
 	it := tx.view
 	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
@@ -119,10 +138,10 @@ func (tx *Transaction) viewGet(dst, key []byte) ([]byte, bool, error) {
 
 // viewIter is a new iterator over the view.
 func (tx *Transaction) viewIter(opts *pebble.IterOptions) (*pebble.Iterator, error) {
-	if tx.view == nil {
+	if tx.sv == nil {
 		return nil, tx.viewErr
 	}
-	return tx.view.Clone(pebble.CloneOptions{IterOptions: opts})
+	return tx.sv.snap.NewIter(opts)
 }
 
 // NewIter iterates keys in [lower, upper) as the transaction sees them
@@ -217,6 +236,9 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 	for _, o := range t.ops {
 		w := tx.own[string(o.key)]
 		if w == nil {
+			if tx.own == nil {
+				tx.own = map[string]*ownWrite{}
+			}
 			w = fresh[string(o.key)]
 			w.seq = len(tx.own)
 			tx.own[string(o.key)] = w
@@ -343,14 +365,16 @@ func (tx *Transaction) end() {
 	if invariants.Enabled {
 		tx.cc.Close("storage.Transaction")
 	}
-	in := &tx.db.intents
-	in.mu.Lock()
-	for k := range tx.own {
-		if in.owner[k] == tx {
-			delete(in.owner, k)
+	if len(tx.own) > 0 { // a read-only transaction holds no intents
+		in := &tx.db.intents
+		in.mu.Lock()
+		for k := range tx.own {
+			if in.owner[k] == tx {
+				delete(in.owner, k)
+			}
 		}
+		in.mu.Unlock()
 	}
-	in.mu.Unlock()
 	tx.mu.Lock()
 	tx.ended = true
 	release := tx.iters == 0 && !tx.released
@@ -381,5 +405,8 @@ func (tx *Transaction) release() {
 	}
 	if tx.view != nil {
 		_ = tx.view.Close()
+	}
+	if tx.sv != nil {
+		tx.sv.unref()
 	}
 }

@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"fmt"
+	"reflect"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/cairndb/cairn/internal/invariants"
+)
+
+// Shared views: transactions that begin while nothing became visible in
+// the store since the last one began share its Pebble snapshot instead of
+// each taking a view of its own (BENCHMARKS.md, "Read-only transactions
+// on an iterator view"): a transaction of one point read then costs a
+// snapshot Get and two atomic adds, not an iterator's construction and
+// close.
+//
+// Invariant "Shared view current": a transaction shares a snapshot only
+// if no change became visible between the snapshot and its Begin. Every
+// write that makes changes visible in Pebble goes through
+// [visibility.change] (the pipeline's group commit, ApplyReplicated, a
+// checkpoint restore), a seqlock: gen is odd while a change is being
+// applied and rises by two per change. A snapshot taken with gen even and
+// unchanged across the taking is the state at gen; Begin shares it only
+// while gen still has that value. A write path that skipped change would
+// hand transactions stale snapshots silently, so builds with the
+// invariants tag check each sharing against Pebble itself: a fresh
+// snapshot taken with gen unchanged must have the shared one's sequence
+// number (TestSharedViewCurrent).
+//
+// The shared snapshot is released when the last transaction using it has
+// ended (with its iterators, "Readers outlive the end") and a newer one
+// replaced it; the newest stays until the next Begin replaces it, keeping
+// at most one older version of each key from compaction meanwhile.
+
+// visibility is the seqlock over changes made visible in Pebble.
+type visibility struct{ gen atomic.Uint64 }
+
+// change applies a change that becomes visible (apply), inside the
+// seqlock's odd phase.
+func (v *visibility) change(apply func() error) error {
+	v.gen.Add(1)
+	defer v.gen.Add(1)
+	return apply()
+}
+
+// sharedView is one Pebble snapshot shared by transactions.
+type sharedView struct {
+	snap *pebble.Snapshot
+	gen  uint64       // visibility.gen when it was taken
+	refs atomic.Int32 // transactions reading it, plus one while it is DB.shared
+}
+
+// ref takes a reference unless the view is already released.
+func (s *sharedView) ref() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (s *sharedView) unref() {
+	if s.refs.Add(-1) == 0 {
+		_ = s.snap.Close()
+	}
+}
+
+// beginView returns a referenced snapshot for a transaction beginning now
+// (see "Shared view current").
+func (db *DB) beginView() *sharedView {
+	g := db.visible.gen.Load()
+	if g%2 == 0 {
+		if sv := db.shared.Load(); sv != nil && sv.gen == g && sv.ref() {
+			if invariants.Enabled {
+				db.checkSharedCurrent(sv)
+			}
+			return sv
+		}
+	}
+	sv := &sharedView{snap: db.pdb.NewSnapshot(), gen: g}
+	if g%2 == 1 || db.visible.gen.Load() != g {
+		sv.refs.Store(1) // taken during a change: this transaction's alone
+		return sv
+	}
+	sv.refs.Store(2)
+	if old := db.shared.Swap(sv); old != nil {
+		old.unref()
+	}
+	return sv
+}
+
+// beginViewChecked is beginView on a store that may be closed (Pebble
+// panics then): the error a transaction's reads report.
+func (db *DB) beginViewChecked() (sv *sharedView, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if v, ok := r.(*invariants.Violation); ok {
+				panic(v)
+			}
+			sv, err = nil, fmt.Errorf("storage: no view for the transaction: %v", r)
+		}
+	}()
+	return db.beginView(), nil
+}
+
+// checkSharedCurrent fails the invariant if a snapshot taken now, with no
+// change in between, is not at sv's sequence number.
+func (db *DB) checkSharedCurrent(sv *sharedView) {
+	g := db.visible.gen.Load()
+	fresh := db.pdb.NewSnapshot()
+	defer fresh.Close()
+	if g != sv.gen || db.visible.gen.Load() != g {
+		return // a change began: nothing to compare
+	}
+	if a, b := snapshotSeq(sv.snap), snapshotSeq(fresh); a != b {
+		invariants.Fail("Shared view current", "a shared snapshot at sequence %d is stale (the store is at %d) though no change went through visibility.change", a, b)
+	}
+}
+
+// snapshotSeq reads a Pebble snapshot's sequence number (unexported in
+// Pebble: for the invariants check only).
+func snapshotSeq(s *pebble.Snapshot) uint64 {
+	return reflect.ValueOf(s).Elem().FieldByName("seqNum").Uint()
+}
+
+// releaseShared drops DB.shared's reference (Close).
+func (db *DB) releaseShared() {
+	if old := db.shared.Swap(nil); old != nil {
+		old.unref()
+	}
+}

@@ -24,7 +24,9 @@ import (
 // batch carries postBatchResumeToken. A getMore that finds no event waits
 // (up to its maxTimeMS, one second by default) for a commit group that
 // wrote oplog entries (engine.OplogWrites) and reads again; the wait holds
-// no goroutine and ends with the command's context.
+// no goroutine and ends with the command's context. explain shows the
+// stream's stages at queryPlanner verbosity (changestream.Explain); serverStatus
+// counts the events split and those too large (metrics.changeStreams).
 
 // changeStreamStages are the stages MongoDB allows after $changeStream.
 var changeStreamStages = map[string]bool{
@@ -43,6 +45,8 @@ type csCursor struct {
 	sent   time.Time
 	open   *atomic.Int64
 	closed bool
+	// env counts the large events split and failed (serverStatus).
+	env *Env
 	// split is $changeStreamSplitLargeEvent (nil: not in the pipeline);
 	// frags are the fragments of an event not returned yet, lastFrag and
 	// prevFrag the tokens of the last two fragments returned of the
@@ -70,6 +74,7 @@ func (c *csCursor) next() (bsoncore.Document, error) {
 		}
 		if c.split == nil {
 			if len(d) > maxInternalBSON {
+				c.env.largeEventsFailed.Add(1) // as MongoDB: each event that fails a stream
 				return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "BSONObj size: %d is invalid. Size must be between 0 and %d(16MB) First element: _id: %s", len(d), maxInternalBSON, d.Lookup("_id"))
 			}
 			return d, nil
@@ -83,6 +88,9 @@ func (c *csCursor) next() (bsoncore.Document, error) {
 			return d, nil
 		}
 		c.frags, c.lastFrag = out, nil
+		if len(out) > 0 {
+			c.env.largeEventsSplit.Add(1) // as MongoDB: each event split, again when a resume splits it again
+		}
 	}
 	d := c.frags[0]
 	c.frags = c.frags[1:]
@@ -183,54 +191,82 @@ func changeStreamScope(s *Session, ns engine.Namespace, collectionless bool, spe
 	return changestream.Scope{DB: ns.DB, Coll: ns.Coll}, nil
 }
 
-// aggregateChangeStream answers an aggregate whose first stage is
-// $changeStream.
-func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns engine.Namespace, collectionless bool, stages []bsoncore.Document, dst []byte) (bsoncore.Document, error) {
+// csPipeline is a change stream aggregate's pipeline as parsed: the
+// $changeStream stage, what it watches, the stages after it and whether
+// $changeStreamSplitLargeEvent ends it.
+type csPipeline struct {
+	spec  changestream.Spec
+	scope changestream.Scope
+	rest  []bsoncore.Document
+	split bool
+}
+
+// parseChangeStream checks a pipeline whose first stage is $changeStream,
+// as MongoDB does, for the aggregate and for its explain.
+func parseChangeStream(s *Session, ns engine.Namespace, collectionless bool, stages []bsoncore.Document) (csPipeline, error) {
 	if s.Env.Repl == nil {
-		return nil, noChangeStreams()
+		return csPipeline{}, noChangeStreams()
 	}
 	arg, _ := stages[0].Elements()
 	spec, err := changestream.ParseSpec(arg[0].Value())
 	if err != nil {
-		return nil, err
+		return csPipeline{}, err
 	}
 	scope, err := changeStreamScope(s, ns, collectionless, spec)
 	if err != nil {
-		return nil, err
+		return csPipeline{}, err
 	}
 	rest := ownedAll(stages[1:])
 	split := -1 // $changeStreamSplitLargeEvent's place in rest
 	for i, st := range rest {
 		switch name := stageName(st); {
 		case name == "$changeStream":
-			return nil, mongoerr.New(mongoerr.StageNotFirst, "$changeStream is only valid as the first stage in a pipeline")
+			return csPipeline{}, mongoerr.New(mongoerr.StageNotFirst, "$changeStream is only valid as the first stage in a pipeline")
 		case name == "$changeStreamSplitLargeEvent":
 			if d, ok := st.Index(0).Value().DocumentOK(); !ok || len(d) != 5 {
-				return nil, mongoerr.New(mongoerr.SplitEventSpec, "$changeStreamSplitLargeEvent spec should be an empty object")
+				return csPipeline{}, mongoerr.New(mongoerr.SplitEventSpec, "$changeStreamSplitLargeEvent spec should be an empty object")
 			}
 			if split < 0 {
 				split = i
 			}
 		case !changeStreamStages[name]:
 			if err := agg.KnownStage(name); err != nil {
-				return nil, err
+				return csPipeline{}, err
 			}
-			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
+			return csPipeline{}, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
 		}
 	}
 	if split >= 0 && split != len(rest)-1 {
-		return nil, mongoerr.New(mongoerr.SplitEventNotLast, "$changeStreamSplitLargeEvent must be the last stage in the pipeline")
+		return csPipeline{}, mongoerr.New(mongoerr.SplitEventNotLast, "$changeStreamSplitLargeEvent must be the last stage in the pipeline")
 	}
 	if split < 0 && changestream.ResumesFromFragment(spec) {
-		return nil, changestream.FragmentNeedsSplit()
+		return csPipeline{}, changestream.FragmentNeedsSplit()
 	}
-	var splitter *changestream.Splitter
 	if split >= 0 {
-		splitter = changestream.NewSplitter(spec)
 		rest = rest[:split]
 	}
+	return csPipeline{spec: spec, scope: scope, rest: rest, split: split >= 0}, nil
+}
+
+// aggregateChangeStream answers an aggregate whose first stage is
+// $changeStream.
+func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns engine.Namespace, collectionless bool, stages []bsoncore.Document, dst []byte) (bsoncore.Document, error) {
+	p, err := parseChangeStream(s, ns, collectionless, stages)
+	if err != nil {
+		return nil, err
+	}
 	if explain, _ := req.Bool("explain", false); explain {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "explain of a $changeStream aggregate is not supported by Cairn yet")
+		x := &explainer{ctx: ctx, s: s, verbosity: "queryPlanner"}
+		body, err := x.changeStream(p)
+		if err != nil {
+			return nil, err
+		}
+		return x.reply(dst, body, owned(req.Body))
+	}
+	spec, scope, rest := p.spec, p.scope, p.rest
+	var splitter *changestream.Splitter
+	if p.split {
+		splitter = changestream.NewSplitter(spec)
 	}
 	batch, err := aggregateBatchSize(req)
 	if err != nil {
@@ -249,7 +285,7 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 		return nil, err
 	}
 	s.Env.changeStreams.Add(1)
-	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams, split: splitter}
+	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams, split: splitter, env: s.Env}
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
@@ -422,4 +458,30 @@ func preImagesOption(cmd string, v bsoncore.Value) (bsoncore.Element, error) {
 	}
 	doc := bsoncore.NewDocumentBuilder().AppendBoolean("enabled", enabled).Build()
 	return bsoncore.AppendDocumentElement(nil, name, doc), nil
+}
+
+// changeStream explains a change stream aggregate as MongoDB 7.0 does at
+// queryPlanner verbosity: a $cursor reading local.oplog.rs, the stages
+// $changeStream unfolds into (changestream.Explain), then the stages after
+// it. Cairn does not run a stream for explain: the other verbosities are
+// refused (InvalidOptions), not answered with counts it did not take.
+func (x *explainer) changeStream(p csPipeline) (bson.D, error) {
+	if x.execute() {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "explain of a $changeStream aggregate with verbosity '%s' is not supported by Cairn yet: only 'queryPlanner'", x.verbosity)
+	}
+	ex := changestream.Explain(p.spec, changestream.EngineLog(x.s.Env.Engine))
+	cursor := bson.D{{Key: "queryPlanner", Value: bson.D{
+		{Key: "namespace", Value: engine.OplogNS.String()},
+		{Key: "winningPlan", Value: bson.Raw(ex.Plan)},
+		{Key: "rejectedPlans", Value: bson.A{}},
+	}}}
+	stages := bson.A{bson.D{{Key: "$cursor", Value: cursor}}}
+	for _, st := range ex.Stages {
+		stages = append(stages, bson.Raw(st))
+	}
+	stages = append(stages, rawStages(p.rest)...)
+	if p.split {
+		stages = append(stages, bson.D{{Key: "$changeStreamSplitLargeEvent", Value: bson.D{}}})
+	}
+	return bson.D{{Key: "stages", Value: stages}}, nil
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +31,11 @@ import (
 // acknowledgement (and from its sending) to its event's delivery, p50 and
 // p99. It runs only with CAIRN_CS_BENCH=1 (CAIRN_CS_BENCH_N inserts per
 // measure, default 20000; CAIRN_CS_BENCH_ROUNDS rounds, default 2): a
-// measurement, not a check.
+// measurement, not a check. With CAIRN_CS_BENCH_PROFILE=<dir> and a server
+// built with -tags cairnpprof (CAIRN_TEST_BIN) serving its profiles at
+// CAIRN_PPROF, each measure also saves the server's CPU profile of its
+// first CAIRN_CS_BENCH_PROFILE_SECONDS (default 2) as <dir>/<measure>.pprof,
+// for `go tool pprof -diff_base none0.pprof ten0.pprof`.
 func TestChangeStreamBench(t *testing.T) {
 	if os.Getenv("CAIRN_CS_BENCH") != "1" {
 		t.Skip("a benchmark: CAIRN_CS_BENCH=1 runs it")
@@ -74,6 +81,7 @@ func TestChangeStreamBench(t *testing.T) {
 			}()
 		}
 		const writers = 8
+		profiled := profileServer(t, name)
 		server0, client0, gm0 := procCPU(t, member.cmd.Process.Pid), selfCPU(t), getMores()
 		start := time.Now()
 		var ww sync.WaitGroup
@@ -91,6 +99,7 @@ func TestChangeStreamBench(t *testing.T) {
 		}
 		ww.Wait()
 		el := time.Since(start)
+		<-profiled
 		// Let the consumers catch up, then stop them.
 		deadline := time.Now().Add(60 * time.Second)
 		for i := 0; i < streams && time.Now().Before(deadline); {
@@ -168,6 +177,36 @@ func TestChangeStreamBench(t *testing.T) {
 	}
 	t.Logf("commit (ack) → event delivered: p50 %v p99 %v; insert sent → event delivered: p50 %v p99 %v (%d inserts)",
 		pct(fromAck, 0.5), pct(fromAck, 0.99), pct(fromSend, 0.5), pct(fromSend, 0.99), l)
+}
+
+// profileServer saves the server's CPU profile of the next
+// CAIRN_CS_BENCH_PROFILE_SECONDS as name.pprof in CAIRN_CS_BENCH_PROFILE
+// (nothing when that is unset); the channel closes when it is saved.
+func profileServer(t *testing.T, name string) <-chan struct{} {
+	done := make(chan struct{})
+	dir := os.Getenv("CAIRN_CS_BENCH_PROFILE")
+	if dir == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", os.Getenv("CAIRN_PPROF"), envInt("CAIRN_CS_BENCH_PROFILE_SECONDS", 2))
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Errorf("profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+".pprof"), b, 0o644)
+		}
+		if err != nil {
+			t.Errorf("profile: %v", err)
+		}
+	}()
+	return done
 }
 
 // procCPU is the CPU time (user and system) process pid has used, from

@@ -71,6 +71,9 @@ type Stream struct {
 	// its resume point, as a stream of shape.
 	feed  *Feed
 	shape shape
+	// scratch and ksScratch are reused by each event the stream builds for
+	// its token's eventIdentifier and keystring (event.go's builder).
+	scratch, ksScratch []byte
 }
 
 // Open opens a stream of scope on log, checking the resume point: a

@@ -597,8 +597,8 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 
 		// The explain command, resuming from an event: its token is checked
-		// for (internalEnsureResumeTokenPresent); other verbosities are
-		// refused rather than answered without running the stream.
+		// for (internalEnsureResumeTokenPresent); at executionStats the
+		// stream runs to the log's end and each stage counts what it saw.
 		explain := func(verbosity string, pipeline bson.A) (bson.Raw, error) {
 			var r bson.Raw
 			err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "explained"}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}}, {Key: "verbosity", Value: verbosity}}).Decode(&r)
@@ -619,13 +619,45 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		if got := stage(reply, 2).Lookup("$changeStream", "options", "resumeAfter"); !bytes.Equal(got.Document(), tok) {
 			t.Errorf("internalTransform's resumeAfter %v, want %v", got, tok)
 		}
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}))
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 4}}))
+		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 3}}, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}))
+		inserts := bson.A{bson.D{{Key: "$changeStream", Value: bson.D{{Key: "resumeAfter", Value: tok}}}}, bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: "insert"}}}}}
+		for _, verbosity := range []string{"executionStats", "allPlansExecution"} {
+			reply, err := explain(verbosity, inserts)
+			if err != nil {
+				t.Fatalf("%s: %v", verbosity, err)
+			}
+			want := []string{"$cursor", "internalUnwindTransaction", "internalTransform", "internalCheckInvalidate", "internalCheckResumability", "internalEnsureResumeTokenPresent", "$match"}
+			if got := stageNames(reply); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: stages %v, want %v", verbosity, got, want)
+			}
+			es := stage(reply, 0).Lookup("$cursor", "executionStats").Document()
+			entries := es.Lookup("nReturned").Int64()
+			if entries < 4 || es.Lookup("totalDocsExamined").Int64() != entries || es.Lookup("executionStages", "stage").StringValue() != "COLLSCAN" {
+				t.Errorf("%s: $cursor's executionStats %v: want the 4 entries from the token's on, or more", verbosity, es)
+			}
+			if _, err := es.LookupErr("allPlansExecution"); (err == nil) != (verbosity == "allPlansExecution") {
+				t.Errorf("%s: allPlansExecution in %v", verbosity, es)
+			}
+			// The token's insert and three changes since: four events
+			// built, three past the resume point.
+			for i, n := range []int64{entries, 4, 4, 3, 3} {
+				if got := stage(reply, i+1).Lookup("nReturned").Int64(); got != n {
+					t.Errorf("%s: %s returned %d, want %d", verbosity, want[i+1], got, n)
+				}
+			}
+		}
+		if r, err := explain("queryPlanner", inserts); err != nil {
+			t.Fatal(err)
+		} else if _, err := stage(r, 2).LookupErr("nReturned"); err == nil {
+			t.Errorf("queryPlanner with counts: %v", r) // it does not run the stream
+		}
 		for _, tc := range []struct {
 			name, verbosity string
 			pipeline        bson.A
 			code            int
 		}{
-			{"executionStats", "executionStats", resumed, 72},
-			{"allPlansExecution", "allPlansExecution", resumed, 72},
 			{"a stage not allowed after it", "queryPlanner", bson.A{resumed[0], bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}}}}}, 20},
 			{"not the first stage", "queryPlanner", bson.A{bson.D{{Key: "$match", Value: bson.D{}}}, resumed[0]}, 40602},
 			{"an unknown option", "queryPlanner", bson.A{bson.D{{Key: "$changeStream", Value: bson.D{{Key: "bogus", Value: 1}}}}}, 40415},

@@ -25,7 +25,7 @@ import (
 // (up to its maxTimeMS, one second by default) for a commit group that
 // wrote oplog entries (engine.OplogWrites) and reads again; the wait holds
 // no goroutine and ends with the command's context. explain shows the
-// stream's stages at queryPlanner verbosity (changestream.Explain); serverStatus
+// stream's stages, and runs it at executionStats (changestream.Explain); serverStatus
 // counts the events split and those too large (metrics.changeStreams).
 
 // changeStreamStages are the stages MongoDB allows after $changeStream.
@@ -263,7 +263,7 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 	}
 	if explain, _ := req.Bool("explain", false); explain {
 		x := &explainer{ctx: ctx, s: s, verbosity: "queryPlanner"}
-		body, err := x.changeStream(p)
+		body, err := x.changeStream(p, req, ns, collectionless)
 		if err != nil {
 			return nil, err
 		}
@@ -466,21 +466,51 @@ func preImagesOption(cmd string, v bsoncore.Value) (bsoncore.Element, error) {
 	return bsoncore.AppendDocumentElement(nil, name, doc), nil
 }
 
-// changeStream explains a change stream aggregate as MongoDB 7.0 does at
-// queryPlanner verbosity: a $cursor reading local.oplog.rs, the stages
-// $changeStream unfolds into (changestream.Explain), then the stages after
-// it. Cairn does not run a stream for explain: the other verbosities are
-// refused (InvalidOptions), not answered with counts it did not take.
-func (x *explainer) changeStream(p csPipeline) (bson.D, error) {
-	if x.execute() {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "explain of a $changeStream aggregate with verbosity '%s' is not supported by Cairn yet: only 'queryPlanner'", x.verbosity)
-	}
+// changeStream explains a change stream aggregate as MongoDB 7.0 does: a
+// $cursor reading local.oplog.rs, the stages $changeStream unfolds into
+// (changestream.Explain), then the stages after it. At executionStats and
+// allPlansExecution verbosity it runs the stream, reading the log itself,
+// to the log's end (as MongoDB's explain runs its tailable pipeline to
+// EOF), and reports what it read: the $cursor's executionStats (the
+// entries read) and each $changeStream stage's nReturned. The stages after
+// them show no counts, as in Cairn's other aggregate explains.
+func (x *explainer) changeStream(p csPipeline, req *Request, ns engine.Namespace, collectionless bool) (bson.D, error) {
 	ex := changestream.Explain(p.spec, changestream.EngineLog(x.s.Env.Engine))
+	var es bson.D
+	if x.execute() {
+		opts, err := aggregateOptions(x.s, req, ns, collectionless)
+		if err != nil {
+			return nil, err
+		}
+		began := time.Now()
+		stream, err := x.s.Env.Exec.ExplainChangeStream(x.ctx, exec.ChangeStream{Scope: p.scope, Spec: p.spec, Stages: p.rest, Opts: opts})
+		if err != nil {
+			return nil, err
+		}
+		ex = changestream.ExplainRun(p.spec, stream)
+		ms := time.Since(began).Milliseconds()
+		var stages bson.D
+		if err := bson.Unmarshal(ex.Plan, &stages); err != nil {
+			return nil, err
+		}
+		stages = append(stages, bson.E{Key: "nReturned", Value: ex.Entries}, bson.E{Key: "docsExamined", Value: ex.Entries})
+		es = bson.D{
+			{Key: "executionSuccess", Value: true}, {Key: "nReturned", Value: ex.Entries},
+			{Key: "executionTimeMillis", Value: ms}, {Key: "totalKeysExamined", Value: int64(0)},
+			{Key: "totalDocsExamined", Value: ex.Entries}, {Key: "executionStages", Value: stages},
+		}
+		if x.verbosity == "allPlansExecution" {
+			es = append(es, bson.E{Key: "allPlansExecution", Value: bson.A{}})
+		}
+	}
 	cursor := bson.D{{Key: "queryPlanner", Value: bson.D{
 		{Key: "namespace", Value: engine.OplogNS.String()},
 		{Key: "winningPlan", Value: bson.Raw(ex.Plan)},
 		{Key: "rejectedPlans", Value: bson.A{}},
 	}}}
+	if es != nil {
+		cursor = append(cursor, bson.E{Key: "executionStats", Value: es})
+	}
 	stages := bson.A{bson.D{{Key: "$cursor", Value: cursor}}}
 	for _, st := range ex.Stages {
 		stages = append(stages, bson.Raw(st))

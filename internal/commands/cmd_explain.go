@@ -332,7 +332,7 @@ func (x *explainer) aggregate(req *Request) (bson.D, error) {
 		if err != nil {
 			return nil, err
 		}
-		return x.changeStream(p) // changestream.go
+		return x.changeStream(p, req, ns, collectionless) // changestream.go
 	}
 	if err := refuseChangeStreamElsewhere(x.s, stages); err != nil {
 		return nil, err

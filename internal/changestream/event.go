@@ -159,8 +159,9 @@ func (s *Stream) builder(e *entry, kind string, docKey bsoncore.Document, inv bo
 	var tok bsoncore.Document
 	tok, s.ksScratch = t.docWith(s.ksScratch)
 	// Room for the fields every event has and the entry's documents, which
-	// most events hold (fullDocument, documentKey, an update's diff twice).
-	b := newEvDoc(256 + len(tok) + 2*len(docKey) + 2*len(e.o) + len(e.lsid) + len(e.db) + len(e.coll))
+	// most events hold once (an insert's fullDocument, an update's diff as
+	// its updatedFields); more (a post-image) grows the buffer.
+	b := newEvDoc(256 + len(tok) + 2*len(docKey) + len(e.o) + len(e.lsid) + len(e.db) + len(e.coll))
 	b.AppendDocument("_id", tok).AppendString("operationType", kind).AppendTimestamp("clusterTime", e.ts.T(), e.ts.I())
 	if e.wall.Type == bsoncore.TypeDateTime {
 		b.AppendValue("wallTime", e.wall)

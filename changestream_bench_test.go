@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +31,11 @@ import (
 // acknowledgement (and from its sending) to its event's delivery, p50 and
 // p99. It runs only with CAIRN_CS_BENCH=1 (CAIRN_CS_BENCH_N inserts per
 // measure, default 20000; CAIRN_CS_BENCH_ROUNDS rounds, default 2): a
-// measurement, not a check.
+// measurement, not a check. With CAIRN_CS_BENCH_PROFILE=<dir> and a server
+// built with -tags cairnpprof (CAIRN_TEST_BIN) serving its profiles at
+// CAIRN_PPROF, each measure also saves the server's CPU profile of its
+// first CAIRN_CS_BENCH_PROFILE_SECONDS (default 2) as <dir>/<measure>.pprof,
+// for `go tool pprof -diff_base none0.pprof ten0.pprof`.
 func TestChangeStreamBench(t *testing.T) {
 	if os.Getenv("CAIRN_CS_BENCH") != "1" {
 		t.Skip("a benchmark: CAIRN_CS_BENCH=1 runs it")
@@ -59,6 +66,10 @@ func TestChangeStreamBench(t *testing.T) {
 		var wg sync.WaitGroup
 		sctx, cancel := context.WithCancel(ctx)
 		seen := make([]int, streams)
+		// The latency under this load: each insert's acknowledgement, and
+		// its event's arrival on each stream.
+		acked := make([]time.Time, n)
+		arrived := make([][]time.Time, streams)
 		for i := range streams {
 			cs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetMaxAwaitTime(100*time.Millisecond))
 			if err != nil {
@@ -68,12 +79,17 @@ func TestChangeStreamBench(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				defer cs.Close(context.Background())
+				arrived[i] = make([]time.Time, n)
 				for cs.Next(sctx) {
+					if id, ok := cs.Current.Lookup("documentKey", "_id").AsInt64OK(); ok && id >= 0 && id < int64(n) {
+						arrived[i][id] = time.Now()
+					}
 					seen[i]++
 				}
 			}()
 		}
 		const writers = 8
+		profiled := profileServer(t, name)
 		server0, client0, gm0 := procCPU(t, member.cmd.Process.Pid), selfCPU(t), getMores()
 		start := time.Now()
 		var ww sync.WaitGroup
@@ -86,11 +102,13 @@ func TestChangeStreamBench(t *testing.T) {
 						t.Error(err)
 						return
 					}
+					acked[j] = time.Now()
 				}
 			}()
 		}
 		ww.Wait()
 		el := time.Since(start)
+		<-profiled
 		// Let the consumers catch up, then stop them.
 		deadline := time.Now().Add(60 * time.Second)
 		for i := 0; i < streams && time.Now().Before(deadline); {
@@ -110,6 +128,19 @@ func TestChangeStreamBench(t *testing.T) {
 		}
 		t.Logf("%s: %d inserts with %d streams open: %.0f inserts/s; CPU per insert: server %v, client %v; %.2f getMores per insert",
 			name, n, streams, float64(n)/el.Seconds(), c.server/time.Duration(n), c.client/time.Duration(n), float64(c.getMores)/float64(n))
+		if streams > 0 {
+			var lat []time.Duration
+			for _, arr := range arrived {
+				for j, at := range arr {
+					if !at.IsZero() && !acked[j].IsZero() {
+						lat = append(lat, max(0, at.Sub(acked[j])))
+					}
+				}
+			}
+			if len(lat) > 0 {
+				t.Logf("%s: commit (ack) → event delivered, every stream's events under this load: p50 %v p99 %v", name, percentile(lat, 0.5), percentile(lat, 0.99))
+			}
+		}
 		return c
 	}
 	var none, ten cost
@@ -162,12 +193,44 @@ func TestChangeStreamBench(t *testing.T) {
 		fromAck = append(fromAck, max(0, arrived[j].Sub(acked[j])))
 		fromSend = append(fromSend, arrived[j].Sub(sent[j]))
 	}
-	pct := func(d []time.Duration, p float64) time.Duration {
-		slices.Sort(d)
-		return d[int(p*float64(len(d)-1))]
-	}
 	t.Logf("commit (ack) → event delivered: p50 %v p99 %v; insert sent → event delivered: p50 %v p99 %v (%d inserts)",
-		pct(fromAck, 0.5), pct(fromAck, 0.99), pct(fromSend, 0.5), pct(fromSend, 0.99), l)
+		percentile(fromAck, 0.5), percentile(fromAck, 0.99), percentile(fromSend, 0.5), percentile(fromSend, 0.99), l)
+}
+
+// percentile is d's p-quantile (d is sorted).
+func percentile(d []time.Duration, p float64) time.Duration {
+	slices.Sort(d)
+	return d[int(p*float64(len(d)-1))]
+}
+
+// profileServer saves the server's CPU profile of the next
+// CAIRN_CS_BENCH_PROFILE_SECONDS as name.pprof in CAIRN_CS_BENCH_PROFILE
+// (nothing when that is unset); the channel closes when it is saved.
+func profileServer(t *testing.T, name string) <-chan struct{} {
+	done := make(chan struct{})
+	dir := os.Getenv("CAIRN_CS_BENCH_PROFILE")
+	if dir == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", os.Getenv("CAIRN_PPROF"), envInt("CAIRN_CS_BENCH_PROFILE_SECONDS", 2))
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Errorf("profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+".pprof"), b, 0o644)
+		}
+		if err != nil {
+			t.Errorf("profile: %v", err)
+		}
+	}()
+	return done
 }
 
 // procCPU is the CPU time (user and system) process pid has used, from

@@ -1,6 +1,7 @@
 package cairn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -467,6 +468,17 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		whole := watch(t, coll, nil, options.ChangeStream().SetFullDocument(options.Required))
 		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "value", Value: "z" + big}}}}))
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}))
+		// serverStatus' metrics.changeStreams count as MongoDB's: each
+		// event split (again when a resume splits it again), each event
+		// that failed a stream without the stage.
+		csMetric := func(name string) int64 {
+			var st bson.Raw
+			if err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+				t.Fatal(err)
+			}
+			return st.Lookup("metrics", "changeStreams", name).AsInt64()
+		}
+		split0, failed0 := csMetric("largeEventsSplit"), csMetric("largeEventsFailed")
 		var frags []bson.D
 		for i := range 2 {
 			f := next(t, cs)
@@ -479,6 +491,12 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 		expect(t, next(t, cs), "documentKey", bson.D{{Key: "_id", Value: int32(2)}})
 		nextErr(t, whole, 10334) // without the stage, as MongoDB: BSONObjectTooLarge
+		if d := csMetric("largeEventsSplit") - split0; d != 1 {
+			t.Errorf("metrics.changeStreams.largeEventsSplit rose by %d, want 1", d)
+		}
+		if d := csMetric("largeEventsFailed") - failed0; d != 1 {
+			t.Errorf("metrics.changeStreams.largeEventsFailed rose by %d, want 1", d)
+		}
 		first := lookup(frags[0], "_id")
 		resumed := watch(t, coll, splitStage, options.ChangeStream().SetFullDocument(options.Required).SetResumeAfter(first))
 		again := next(t, resumed)
@@ -487,6 +505,9 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 			t.Errorf("resumed after fragment 1: a different second fragment")
 		}
 		expect(t, next(t, resumed), "documentKey", bson.D{{Key: "_id", Value: int32(2)}})
+		if d := csMetric("largeEventsSplit") - split0; d != 2 {
+			t.Errorf("metrics.changeStreams.largeEventsSplit rose by %d after the resumed split, want 2", d)
+		}
 
 		agg := func(pipeline bson.A) error {
 			return db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "split"}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}).Err()
@@ -506,6 +527,143 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		} {
 			if err := agg(tc.pipeline); codeOf(err) != tc.code {
 				t.Errorf("%s: %v, want code %d", tc.name, err, tc.code)
+			}
+		}
+	})
+
+	t.Run("explain", func(t *testing.T) {
+		// explain of a change stream aggregate, as MongoDB 7.0 gives it at
+		// queryPlanner verbosity: a $cursor over local.oplog.rs, then the
+		// stages $changeStream unfolds into, then the pipeline's own.
+		coll := db.Collection("explained")
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}))
+		cs := watch(t, coll, nil, options.ChangeStream())
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}))
+		tok := mustRaw(t, lookup(next(t, cs), "_id"))
+		stageNames := func(reply bson.Raw) []string {
+			var names []string
+			stages, err := reply.LookupErr("stages")
+			if err != nil {
+				t.Fatalf("explain without stages: %v", reply)
+			}
+			vals, _ := stages.Array().Values()
+			for _, v := range vals {
+				el := v.Document().Index(0)
+				name := el.Key()
+				if name == "$changeStream" {
+					name = el.Value().Document().Lookup("stage").StringValue()
+				}
+				names = append(names, name)
+			}
+			return names
+		}
+		stage := func(reply bson.Raw, i int) bson.Raw {
+			vals, _ := reply.Lookup("stages").Array().Values()
+			return vals[i].Document()
+		}
+		pipeline := bson.A{
+			bson.D{{Key: "$changeStream", Value: bson.D{{Key: "fullDocument", Value: "updateLookup"}}}},
+			bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: "insert"}}}},
+			bson.D{{Key: "$changeStreamSplitLargeEvent", Value: bson.D{}}},
+		}
+		var reply bson.Raw
+		if err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "explained"}, {Key: "pipeline", Value: pipeline}, {Key: "explain", Value: true}}).Decode(&reply); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"$cursor", "internalUnwindTransaction", "internalTransform", "internalCheckInvalidate", "internalCheckResumability", "internalAddPostImage", "$match", "$changeStreamSplitLargeEvent"}
+		if got := stageNames(reply); !reflect.DeepEqual(got, want) {
+			t.Errorf("explain's stages: %v, want %v", got, want)
+		}
+		if _, err := reply.LookupErr("cursor"); err == nil {
+			t.Errorf("explain opened a cursor: %v", reply)
+		}
+		cur := stage(reply, 0)
+		if ns := cur.Lookup("$cursor", "queryPlanner", "namespace").StringValue(); ns != "local.oplog.rs" {
+			t.Errorf("$cursor's namespace: %q", ns)
+		}
+		if st := cur.Lookup("$cursor", "queryPlanner", "winningPlan", "stage").StringValue(); st != "COLLSCAN" {
+			t.Errorf("$cursor's plan: %q", st)
+		}
+		from, err := cur.LookupErr("$cursor", "queryPlanner", "winningPlan", "filter", "ts", "$gte")
+		if err != nil || from.Type != bson.TypeTimestamp {
+			t.Errorf("$cursor's filter: %v", cur)
+		}
+		opts := stage(reply, 2).Lookup("$changeStream", "options")
+		if fd := opts.Document().Lookup("fullDocument").StringValue(); fd != "updateLookup" {
+			t.Errorf("internalTransform's fullDocument: %q", fd)
+		}
+		if start, err := opts.Document().LookupErr("startAtOperationTime"); err != nil || !start.Equal(from) {
+			t.Errorf("internalTransform's startAtOperationTime %v, the oplog read's start %v", start, from)
+		}
+
+		// The explain command, resuming from an event: its token is checked
+		// for (internalEnsureResumeTokenPresent); at executionStats the
+		// stream runs to the log's end and each stage counts what it saw.
+		explain := func(verbosity string, pipeline bson.A) (bson.Raw, error) {
+			var r bson.Raw
+			err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "explained"}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}}, {Key: "verbosity", Value: verbosity}}).Decode(&r)
+			return r, err
+		}
+		resumed := bson.A{bson.D{{Key: "$changeStream", Value: bson.D{{Key: "resumeAfter", Value: tok}, {Key: "fullDocumentBeforeChange", Value: "whenAvailable"}}}}}
+		reply, err = explain("queryPlanner", resumed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = []string{"$cursor", "internalUnwindTransaction", "internalTransform", "internalCheckInvalidate", "internalCheckResumability", "internalAddPreImage", "internalEnsureResumeTokenPresent"}
+		if got := stageNames(reply); !reflect.DeepEqual(got, want) {
+			t.Errorf("explain's stages resuming: %v, want %v", got, want)
+		}
+		if got := stage(reply, 6).Lookup("$changeStream", "resumeToken"); !bytes.Equal(got.Document(), tok) {
+			t.Errorf("internalEnsureResumeTokenPresent's token %v, want %v", got, tok)
+		}
+		if got := stage(reply, 2).Lookup("$changeStream", "options", "resumeAfter"); !bytes.Equal(got.Document(), tok) {
+			t.Errorf("internalTransform's resumeAfter %v, want %v", got, tok)
+		}
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}))
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 4}}))
+		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 3}}, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}))
+		inserts := bson.A{bson.D{{Key: "$changeStream", Value: bson.D{{Key: "resumeAfter", Value: tok}}}}, bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: "insert"}}}}}
+		for _, verbosity := range []string{"executionStats", "allPlansExecution"} {
+			reply, err := explain(verbosity, inserts)
+			if err != nil {
+				t.Fatalf("%s: %v", verbosity, err)
+			}
+			want := []string{"$cursor", "internalUnwindTransaction", "internalTransform", "internalCheckInvalidate", "internalCheckResumability", "internalEnsureResumeTokenPresent", "$match"}
+			if got := stageNames(reply); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: stages %v, want %v", verbosity, got, want)
+			}
+			es := stage(reply, 0).Lookup("$cursor", "executionStats").Document()
+			entries := es.Lookup("nReturned").Int64()
+			if entries < 4 || es.Lookup("totalDocsExamined").Int64() != entries || es.Lookup("executionStages", "stage").StringValue() != "COLLSCAN" {
+				t.Errorf("%s: $cursor's executionStats %v: want the 4 entries from the token's on, or more", verbosity, es)
+			}
+			if _, err := es.LookupErr("allPlansExecution"); (err == nil) != (verbosity == "allPlansExecution") {
+				t.Errorf("%s: allPlansExecution in %v", verbosity, es)
+			}
+			// The token's insert and three changes since: four events
+			// built, three past the resume point.
+			for i, n := range []int64{entries, 4, 4, 3, 3} {
+				if got := stage(reply, i+1).Lookup("nReturned").Int64(); got != n {
+					t.Errorf("%s: %s returned %d, want %d", verbosity, want[i+1], got, n)
+				}
+			}
+		}
+		if r, err := explain("queryPlanner", inserts); err != nil {
+			t.Fatal(err)
+		} else if _, err := stage(r, 2).LookupErr("nReturned"); err == nil {
+			t.Errorf("queryPlanner with counts: %v", r) // it does not run the stream
+		}
+		for _, tc := range []struct {
+			name, verbosity string
+			pipeline        bson.A
+			code            int
+		}{
+			{"a stage not allowed after it", "queryPlanner", bson.A{resumed[0], bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}}}}}, 20},
+			{"not the first stage", "queryPlanner", bson.A{bson.D{{Key: "$match", Value: bson.D{}}}, resumed[0]}, 40602},
+			{"an unknown option", "queryPlanner", bson.A{bson.D{{Key: "$changeStream", Value: bson.D{{Key: "bogus", Value: 1}}}}}, 40415},
+		} {
+			if _, err := explain(tc.verbosity, tc.pipeline); codeOf(err) != tc.code {
+				t.Errorf("explain, %s: %v, want code %d", tc.name, err, tc.code)
 			}
 		}
 	})

@@ -2,7 +2,8 @@
 // the $changeStream stage's options (Spec), resume tokens (Token), the
 // events an oplog entry shows to a stream of a collection, a database or
 // the whole deployment (event.go), and the Stream that reads them
-// (stream.go), through the node's Feed (feed.go). The command layer
+// (stream.go), through the node's Feed (feed.go), and how explain shows a
+// stream (explain.go: MongoDB 7.0's unfolded stages). The command layer
 // (commands/changestream.go) opens a Stream for an aggregate whose first
 // stage is $changeStream, runs the later stages over it and keeps it as
 // an awaitData cursor, whose getMores it paces.

@@ -145,14 +145,24 @@ func (s *Stream) opEvents(dst []event, e *entry) ([]event, error) {
 // builder starts an event: _id (its token), operationType, clusterTime,
 // wallTime and, with showExpandedEvents, collectionUUID; then the
 // transaction's fields.
-func (s *Stream) builder(e *entry, kind string, docKey bsoncore.Document, inv bool) (*bsoncore.DocumentBuilder, Token) {
-	id := bsoncore.NewDocumentBuilder().AppendString("operationType", kind)
+func (s *Stream) builder(e *entry, kind string, docKey bsoncore.Document, inv bool) (*evDoc, Token, bsoncore.Document) {
+	// The eventIdentifier, {operationType, documentKey}, only to encode in
+	// the token: built in the stream's scratch buffer.
+	id := bsoncore.AppendStringElement(append(s.scratch[:0], 0, 0, 0, 0), "operationType", kind)
 	if docKey != nil {
-		id.AppendDocument("documentKey", docKey)
+		id = bsoncore.AppendDocumentElement(id, "documentKey", docKey)
 	}
-	t := Token{ClusterTime: e.ts, TxnOpIndex: e.idx, FromInvalidate: inv, UUID: e.ui, EventID: id.Build()}
-	b := bsoncore.NewDocumentBuilder().AppendDocument("_id", t.Doc()).AppendString("operationType", kind).
-		AppendTimestamp("clusterTime", e.ts.T(), e.ts.I())
+	id = append(id, 0)
+	bsoncore.UpdateLength(id, 0, int32(len(id)))
+	s.scratch = id
+	t := Token{ClusterTime: e.ts, TxnOpIndex: e.idx, FromInvalidate: inv, UUID: e.ui, EventID: id}
+	var tok bsoncore.Document
+	tok, s.ksScratch = t.docWith(s.ksScratch)
+	// Room for the fields every event has and the entry's documents, which
+	// most events hold once (an insert's fullDocument, an update's diff as
+	// its updatedFields); more (a post-image) grows the buffer.
+	b := newEvDoc(256 + len(tok) + 2*len(docKey) + len(e.o) + len(e.lsid) + len(e.db) + len(e.coll))
+	b.AppendDocument("_id", tok).AppendString("operationType", kind).AppendTimestamp("clusterTime", e.ts.T(), e.ts.I())
 	if e.wall.Type == bsoncore.TypeDateTime {
 		b.AppendValue("wallTime", e.wall)
 	}
@@ -163,7 +173,8 @@ func (s *Stream) builder(e *entry, kind string, docKey bsoncore.Document, inv bo
 		b.AppendValue("txnNumber", e.txnNumber)
 		b.AppendDocument("lsid", e.lsid)
 	}
-	return b, t
+	t.EventID = nil // the scratch buffer is the next event's
+	return b, t, tok
 }
 
 func nsDoc(db, coll string) bsoncore.Document {
@@ -180,7 +191,13 @@ func idDoc(d bsoncore.Document) bsoncore.Document {
 
 // crudEvent is an insert, update, replace or delete.
 func (s *Stream) crudEvent(e *entry) (event, error) {
-	kind := map[string]string{"i": "insert", "u": "update", "d": "delete"}[e.op]
+	kind := "insert"
+	switch e.op {
+	case "u":
+		kind = "update"
+	case "d":
+		kind = "delete"
+	}
 	var diff bsoncore.Document
 	if e.op == "u" {
 		if d, ok := e.o.Lookup("diff").DocumentOK(); ok && e.o.Lookup("$v").Type != 0 {
@@ -193,12 +210,12 @@ func (s *Stream) crudEvent(e *entry) (event, error) {
 	if e.op != "u" {
 		key = idDoc(e.o)
 	}
-	b, t := s.builder(e, kind, key, false)
+	b, t, tok := s.builder(e, kind, key, false)
 	if !t.pos().after(s.skip) {
 		// An event at or before the resume point, read again only to find
 		// the point: it is not returned, so nothing is looked up for it (a
 		// required image it lacks must not fail the stream).
-		return event{pos: t.pos(), token: t.Doc(), doc: b.Build()}, nil
+		return event{pos: t.pos(), token: tok, doc: b.Build()}, nil
 	}
 	var pre bsoncore.Document
 	var preFound bool
@@ -228,12 +245,12 @@ func (s *Stream) crudEvent(e *entry) (event, error) {
 				}
 			}
 			if post == nil && s.spec.FullDocument == "required" {
-				return event{}, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a post-image for all update events, but the post-image was not found for event: %s", t.Encode())
+				return event{}, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a post-image for all update events, but the post-image was not found for event: %s", tok.Lookup("_data").StringValue())
 			}
 			appendDocOrNull(b, "fullDocument", post, post != nil)
 		}
 	}
-	b.AppendDocument("ns", nsDoc(e.db, e.coll)).AppendDocument("documentKey", key)
+	b.appendNS("ns", e.db, e.coll).AppendDocument("documentKey", key)
 	if diff != nil {
 		desc, err := docdiff.Describe(diff)
 		if err != nil {
@@ -243,14 +260,14 @@ func (s *Stream) crudEvent(e *entry) (event, error) {
 	}
 	if kind != "insert" && s.spec.FullDocumentBeforeChange != "off" {
 		if !preFound && s.spec.FullDocumentBeforeChange == "required" {
-			return event{}, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: %s", t.Encode())
+			return event{}, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: %s", tok.Lookup("_data").StringValue())
 		}
 		appendDocOrNull(b, "fullDocumentBeforeChange", pre, preFound)
 	}
-	return event{pos: t.pos(), token: t.Doc(), doc: b.Build()}, nil
+	return event{pos: t.pos(), token: tok, doc: b.Build()}, nil
 }
 
-func appendDocOrNull(b *bsoncore.DocumentBuilder, name string, d bsoncore.Document, found bool) {
+func appendDocOrNull(b *evDoc, name string, d bsoncore.Document, found bool) {
 	if found {
 		b.AppendDocument(name, d)
 	} else {
@@ -296,20 +313,20 @@ func (s *Stream) commandEvents(dst []event, e *entry) ([]event, error) {
 		}
 		return b.Build()
 	}
-	simple := func(kind, coll string, desc bsoncore.Document, extra func(*bsoncore.DocumentBuilder)) event {
-		b, t := s.builder(e, kind, nil, false)
-		b.AppendDocument("ns", nsDoc(e.db, coll))
+	simple := func(kind, coll string, desc bsoncore.Document, extra func(*evDoc)) event {
+		b, t, tok := s.builder(e, kind, nil, false)
+		b.appendNS("ns", e.db, coll)
 		if extra != nil {
 			extra(b)
 		}
 		if desc != nil && s.spec.ShowExpandedEvents {
 			b.AppendDocument("operationDescription", desc)
 		}
-		return event{pos: t.pos(), token: t.Doc(), doc: b.Build()}
+		return event{pos: t.pos(), token: tok, doc: b.Build()}
 	}
 	invalidate := func() event {
-		b, t := s.builder(e, "invalidate", nil, true)
-		return event{pos: t.pos(), token: t.Doc(), doc: b.Build(), invalidate: true}
+		b, t, tok := s.builder(e, "invalidate", nil, true)
+		return event{pos: t.pos(), token: tok, doc: b.Build(), invalidate: true}
 	}
 	switch name {
 	case "create", "createIndexes", "dropIndexes", "collMod":
@@ -344,7 +361,7 @@ func (s *Stream) commandEvents(dst []event, e *entry) ([]event, error) {
 			return dst, nil
 		}
 		e.db = fromDB
-		dst = append(dst, simple("rename", from, bsoncore.NewDocumentBuilder().AppendDocument("to", nsDoc(toDB, toColl)).Build(), func(b *bsoncore.DocumentBuilder) {
+		dst = append(dst, simple("rename", from, bsoncore.NewDocumentBuilder().AppendDocument("to", nsDoc(toDB, toColl)).Build(), func(b *evDoc) {
 			b.AppendDocument("to", nsDoc(toDB, toColl))
 		}))
 		if s.scope.Coll != "" && s.scope.DB == fromDB && s.scope.Coll == from {

@@ -71,7 +71,34 @@ type Stream struct {
 	// its resume point, as a stream of shape.
 	feed  *Feed
 	shape shape
+	// scratch and ksScratch are reused by each event the stream builds for
+	// its token's eventIdentifier and keystring (event.go's builder).
+	scratch, ksScratch []byte
+	// counting: the stream counts what it reads in stats (explain's
+	// executionStats; a stream reading through the Feed counts nothing).
+	counting bool
+	stats    ReadStats
+	// begin is the first ts the stream reads (its start point).
+	begin hlc.Timestamp
 }
+
+// ReadStats are what a counting stream read: the oplog entries, the
+// operations in them (an applyOps entry's each), the events built from them
+// (invalidates apart), and those past the resume point (returned).
+type ReadStats struct {
+	Entries, Operations, Events, Invalidates, Kept int64
+}
+
+// Counting makes the stream count what it reads (Stats): for explain, whose
+// stream reads the log itself.
+func (s *Stream) Counting() { s.counting, s.feed = true, nil }
+
+// Stats is what the stream read since Counting.
+func (s *Stream) Stats() ReadStats { return s.stats }
+
+// Begin is the first cluster time the stream reads: the resume token's,
+// startAtOperationTime, or the one after the last committed when it opened.
+func (s *Stream) Begin() hlc.Timestamp { return s.begin }
 
 // Open opens a stream of scope on log, checking the resume point: a
 // token's event must still be in the log (ChangeStreamHistoryLost) and be
@@ -109,6 +136,7 @@ func Open(ctx context.Context, log Log, scope Scope, spec Spec) (*Stream, error)
 		s.skip = position{ts: s.from, idx: maxIdx, inv: true}
 	}
 	s.horizon = s.from
+	s.begin = s.from + 1
 	s.lastPos = s.skip
 	if t := spec.resumeToken(); t != nil {
 		s.start = t.Doc()
@@ -240,6 +268,9 @@ func (s *Stream) read() (caughtUp bool, err error) {
 			eerr = err
 			return false
 		}
+		if s.counting {
+			s.count(raw, evs[start:])
+		}
 		kept := evs[:start]
 		for _, ev := range evs[start:] {
 			if ev.pos.after(s.skip) {
@@ -268,6 +299,29 @@ func (s *Stream) read() (caughtUp bool, err error) {
 		s.from = s.horizon
 	}
 	return caughtUp, nil
+}
+
+// count adds an entry and the events built from it to the stream's stats.
+func (s *Stream) count(raw bsoncore.Document, evs []event) {
+	s.stats.Entries++
+	ops := int64(1)
+	if op, _ := raw.Lookup("op").StringValueOK(); op == "c" {
+		if arr, ok := raw.Lookup("o", "applyOps").ArrayOK(); ok {
+			vals, _ := arr.Values()
+			ops = int64(len(vals))
+		}
+	}
+	s.stats.Operations += ops
+	for _, ev := range evs {
+		if ev.invalidate {
+			s.stats.Invalidates++
+		} else {
+			s.stats.Events++
+		}
+		if ev.pos.after(s.skip) {
+			s.stats.Kept++
+		}
+	}
 }
 
 // Ended reports whether the stream returned its invalidate: the cursor

@@ -308,6 +308,14 @@ func TestTokenRoundTrip(t *testing.T) {
 		{ClusterTime: hlc.New(5, 7), HighWater: true},
 		{ClusterTime: hlc.New(9, 0), FromInvalidate: true, UUID: testUUID, EventID: doc(t, bson.D{{Key: "operationType", Value: "drop"}})},
 	} {
+		// Doc builds {_data} by hand in one allocation: the same bytes as
+		// a builder's, a valid document, whatever scratch it encodes in.
+		want := bsoncore.NewDocumentBuilder().AppendString("_data", tok.Encode()).Build()
+		for _, scratch := range [][]byte{nil, make([]byte, 3, 8), make([]byte, 0, 512)} {
+			if d, _ := tok.docWith(scratch); !bytes.Equal(d, want) || d.Validate() != nil {
+				t.Errorf("docWith(scratch of cap %d) of %+v: %v, want %v", cap(scratch), tok, d, want)
+			}
+		}
 		got, err := ParseToken(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: tok.Doc()})
 		if err != nil || got.Encode() != tok.Encode() || got.ClusterTime != tok.ClusterTime || got.HighWater != tok.HighWater || got.TxnOpIndex != tok.TxnOpIndex || got.FromInvalidate != tok.FromInvalidate {
 			t.Errorf("round trip of %+v: %+v, %v", tok, got, err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"math"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -61,34 +60,66 @@ func (t Token) pos() position {
 // (clusterTime, version, tokenType, txnOpIndex, fromInvalidate, uuid,
 // eventIdentifier), each encoded by package keystring, hex in upper case.
 func (t Token) Encode() string {
-	b := keystring.Append(nil, bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, t.ClusterTime.T(), t.ClusterTime.I())})
-	b = keystring.Append(b, i32(tokenVersion))
+	var buf [128]byte
+	return string(appendUpperHex(nil, t.appendKeyString(buf[:0])))
+}
+
+// appendKeyString appends the token's fields, keystring-encoded, to dst.
+// Every change event encodes its token (Doc): the scalar fields go through
+// one small stack buffer rather than a value each.
+func (t Token) appendKeyString(dst []byte) []byte {
+	var v [32]byte // the largest: a UUID's binary value (21 bytes)
+	b := keystring.Append(dst, bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(v[:0], t.ClusterTime.T(), t.ClusterTime.I())})
 	tt := int32(eventToken)
 	if t.HighWater {
 		tt = highWaterMark
 	}
-	b = keystring.Append(b, i32(tt))
-	b = keystring.Append(b, i32(t.TxnOpIndex))
-	b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, t.FromInvalidate)})
+	for _, n := range [...]int32{tokenVersion, tt, t.TxnOpIndex} {
+		b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(v[:0], n)})
+	}
+	b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(v[:0], t.FromInvalidate)})
 	if t.UUID != nil {
-		b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 4, t.UUID)})
+		b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(v[:0], 4, t.UUID)})
 	}
 	if t.EventID != nil {
 		b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: t.EventID})
 	}
 	if t.HasFragment {
-		b = keystring.Append(b, i32(t.Fragment))
+		b = keystring.Append(b, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(v[:0], t.Fragment)})
 	}
-	return strings.ToUpper(hex.EncodeToString(b))
+	return b
+}
+
+const upperHex = "0123456789ABCDEF"
+
+func appendUpperHex(dst, b []byte) []byte {
+	for _, c := range b {
+		dst = append(dst, upperHex[c>>4], upperHex[c&0xf])
+	}
+	return dst
 }
 
 // Doc is the token as an event's _id and a postBatchResumeToken: {_data}.
 func (t Token) Doc() bsoncore.Document {
-	return bsoncore.NewDocumentBuilder().AppendString("_data", t.Encode()).Build()
+	d, _ := t.docWith(nil)
+	return d
 }
 
-func i32(n int32) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, n)}
+// docWith is Doc in one allocation, encoding the fields in scratch, which
+// it returns (grown) for the next token's.
+func (t Token) docWith(scratch []byte) (bsoncore.Document, []byte) {
+	ks := t.appendKeyString(scratch[:0])
+	const key = "_data"
+	// {_data: <string>}: length, type, key, string length, hex, NUL, NUL.
+	n := 4 + 1 + len(key) + 1 + 4 + 2*len(ks) + 1 + 1
+	d := make([]byte, 0, n)
+	d = bsoncore.AppendInt32(d, int32(n))
+	d = append(d, byte(bsoncore.TypeString))
+	d = append(d, key...)
+	d = append(d, 0)
+	d = bsoncore.AppendInt32(d, int32(2*len(ks)+1))
+	d = appendUpperHex(d, ks)
+	return append(d, 0, 0), ks
 }
 
 func invalidToken(format string, args ...any) error {

@@ -24,7 +24,9 @@ import (
 // batch carries postBatchResumeToken. A getMore that finds no event waits
 // (up to its maxTimeMS, one second by default) for a commit group that
 // wrote oplog entries (engine.OplogWrites) and reads again; the wait holds
-// no goroutine and ends with the command's context.
+// no goroutine and ends with the command's context. explain shows the
+// stream's stages, and runs it at executionStats (changestream.Explain); serverStatus
+// counts the events split and those too large (metrics.changeStreams).
 
 // changeStreamStages are the stages MongoDB allows after $changeStream.
 var changeStreamStages = map[string]bool{
@@ -43,6 +45,8 @@ type csCursor struct {
 	sent   time.Time
 	open   *atomic.Int64
 	closed bool
+	// env counts the large events split and failed (serverStatus).
+	env *Env
 	// split is $changeStreamSplitLargeEvent (nil: not in the pipeline);
 	// frags are the fragments of an event not returned yet, lastFrag and
 	// prevFrag the tokens of the last two fragments returned of the
@@ -70,6 +74,7 @@ func (c *csCursor) next() (bsoncore.Document, error) {
 		}
 		if c.split == nil {
 			if len(d) > maxInternalBSON {
+				c.env.largeEventsFailed.Add(1) // as MongoDB: each event that fails a stream
 				return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "BSONObj size: %d is invalid. Size must be between 0 and %d(16MB) First element: _id: %s", len(d), maxInternalBSON, d.Lookup("_id"))
 			}
 			return d, nil
@@ -83,6 +88,9 @@ func (c *csCursor) next() (bsoncore.Document, error) {
 			return d, nil
 		}
 		c.frags, c.lastFrag = out, nil
+		if len(out) > 0 {
+			c.env.largeEventsSplit.Add(1) // as MongoDB: each event split, again when a resume splits it again
+		}
 	}
 	d := c.frags[0]
 	c.frags = c.frags[1:]
@@ -106,24 +114,30 @@ func (c *csCursor) Close() error {
 }
 
 // The pace of a change stream's getMores: an awaitData getMore that comes
-// less than paceUnit times the number of open change stream cursors (at
-// most maxPace) after its cursor's last events first waits out the rest,
-// within its await time. Every commit group woke the getMore of every
-// stream, so ten streams made ten round trips per group and the server's
-// work for streams grew with streams × groups; paced, a stream's batch
-// holds the events of the groups that committed meanwhile, and all the
-// streams together return at most one batch of events per paceUnit
-// (below maxPace's cap). A stream's first events after a quiet spell go at
-// once; the cost is up to the pace in latency under a steady load.
+// less than paceUnit times the number of the other open change stream
+// cursors (at most maxPace) after its cursor's last events first waits
+// out the rest, within its await time. Every commit group woke the getMore
+// of every stream, so ten streams made ten round trips per group and the
+// server's work for streams grew with streams × groups; paced, a stream's
+// batch holds the events of the groups that committed meanwhile, and all
+// the streams together return about one batch of events per paceUnit
+// (below maxPace's cap). A getMore costs the server and a driver about as
+// much CPU as twenty events (session 8's profiles of ten streams: about
+// 7 µs of the server's and 20 µs of the Go driver's per getMore, about
+// 1.5 µs per event): at 500 µs the streams' round trips take at most
+// 2000 a second, whatever the write rate. A stream alone is not paced:
+// its getMores come at most once per commit group, and its events wait
+// for nothing. A stream's first events after a quiet spell go at once;
+// the cost is up to the pace in latency under a steady load.
 const (
-	paceUnit = 200 * time.Microsecond
+	paceUnit = 500 * time.Microsecond
 	maxPace  = 5 * time.Millisecond
 )
 
 // pace is how long after its last events a stream's getMore may return
 // more.
 func (c *csCursor) pace() time.Duration {
-	return min(time.Duration(c.open.Load())*paceUnit, maxPace)
+	return min(time.Duration(c.open.Load()-1)*paceUnit, maxPace)
 }
 
 // stageName is a pipeline stage's name ("" when it is not {name: arg}).
@@ -183,54 +197,82 @@ func changeStreamScope(s *Session, ns engine.Namespace, collectionless bool, spe
 	return changestream.Scope{DB: ns.DB, Coll: ns.Coll}, nil
 }
 
-// aggregateChangeStream answers an aggregate whose first stage is
-// $changeStream.
-func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns engine.Namespace, collectionless bool, stages []bsoncore.Document, dst []byte) (bsoncore.Document, error) {
+// csPipeline is a change stream aggregate's pipeline as parsed: the
+// $changeStream stage, what it watches, the stages after it and whether
+// $changeStreamSplitLargeEvent ends it.
+type csPipeline struct {
+	spec  changestream.Spec
+	scope changestream.Scope
+	rest  []bsoncore.Document
+	split bool
+}
+
+// parseChangeStream checks a pipeline whose first stage is $changeStream,
+// as MongoDB does, for the aggregate and for its explain.
+func parseChangeStream(s *Session, ns engine.Namespace, collectionless bool, stages []bsoncore.Document) (csPipeline, error) {
 	if s.Env.Repl == nil {
-		return nil, noChangeStreams()
+		return csPipeline{}, noChangeStreams()
 	}
 	arg, _ := stages[0].Elements()
 	spec, err := changestream.ParseSpec(arg[0].Value())
 	if err != nil {
-		return nil, err
+		return csPipeline{}, err
 	}
 	scope, err := changeStreamScope(s, ns, collectionless, spec)
 	if err != nil {
-		return nil, err
+		return csPipeline{}, err
 	}
 	rest := ownedAll(stages[1:])
 	split := -1 // $changeStreamSplitLargeEvent's place in rest
 	for i, st := range rest {
 		switch name := stageName(st); {
 		case name == "$changeStream":
-			return nil, mongoerr.New(mongoerr.StageNotFirst, "$changeStream is only valid as the first stage in a pipeline")
+			return csPipeline{}, mongoerr.New(mongoerr.StageNotFirst, "$changeStream is only valid as the first stage in a pipeline")
 		case name == "$changeStreamSplitLargeEvent":
 			if d, ok := st.Index(0).Value().DocumentOK(); !ok || len(d) != 5 {
-				return nil, mongoerr.New(mongoerr.SplitEventSpec, "$changeStreamSplitLargeEvent spec should be an empty object")
+				return csPipeline{}, mongoerr.New(mongoerr.SplitEventSpec, "$changeStreamSplitLargeEvent spec should be an empty object")
 			}
 			if split < 0 {
 				split = i
 			}
 		case !changeStreamStages[name]:
 			if err := agg.KnownStage(name); err != nil {
-				return nil, err
+				return csPipeline{}, err
 			}
-			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
+			return csPipeline{}, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
 		}
 	}
 	if split >= 0 && split != len(rest)-1 {
-		return nil, mongoerr.New(mongoerr.SplitEventNotLast, "$changeStreamSplitLargeEvent must be the last stage in the pipeline")
+		return csPipeline{}, mongoerr.New(mongoerr.SplitEventNotLast, "$changeStreamSplitLargeEvent must be the last stage in the pipeline")
 	}
 	if split < 0 && changestream.ResumesFromFragment(spec) {
-		return nil, changestream.FragmentNeedsSplit()
+		return csPipeline{}, changestream.FragmentNeedsSplit()
 	}
-	var splitter *changestream.Splitter
 	if split >= 0 {
-		splitter = changestream.NewSplitter(spec)
 		rest = rest[:split]
 	}
+	return csPipeline{spec: spec, scope: scope, rest: rest, split: split >= 0}, nil
+}
+
+// aggregateChangeStream answers an aggregate whose first stage is
+// $changeStream.
+func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns engine.Namespace, collectionless bool, stages []bsoncore.Document, dst []byte) (bsoncore.Document, error) {
+	p, err := parseChangeStream(s, ns, collectionless, stages)
+	if err != nil {
+		return nil, err
+	}
 	if explain, _ := req.Bool("explain", false); explain {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "explain of a $changeStream aggregate is not supported by Cairn yet")
+		x := &explainer{ctx: ctx, s: s, verbosity: "queryPlanner"}
+		body, err := x.changeStream(p, req, ns, collectionless)
+		if err != nil {
+			return nil, err
+		}
+		return x.reply(dst, body, owned(req.Body))
+	}
+	spec, scope, rest := p.spec, p.scope, p.rest
+	var splitter *changestream.Splitter
+	if p.split {
+		splitter = changestream.NewSplitter(spec)
 	}
 	batch, err := aggregateBatchSize(req)
 	if err != nil {
@@ -249,7 +291,7 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 		return nil, err
 	}
 	s.Env.changeStreams.Add(1)
-	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams, split: splitter}
+	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams, split: splitter, env: s.Env}
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"
@@ -422,4 +464,60 @@ func preImagesOption(cmd string, v bsoncore.Value) (bsoncore.Element, error) {
 	}
 	doc := bsoncore.NewDocumentBuilder().AppendBoolean("enabled", enabled).Build()
 	return bsoncore.AppendDocumentElement(nil, name, doc), nil
+}
+
+// changeStream explains a change stream aggregate as MongoDB 7.0 does: a
+// $cursor reading local.oplog.rs, the stages $changeStream unfolds into
+// (changestream.Explain), then the stages after it. At executionStats and
+// allPlansExecution verbosity it runs the stream, reading the log itself,
+// to the log's end (as MongoDB's explain runs its tailable pipeline to
+// EOF), and reports what it read: the $cursor's executionStats (the
+// entries read) and each $changeStream stage's nReturned. The stages after
+// them show no counts, as in Cairn's other aggregate explains.
+func (x *explainer) changeStream(p csPipeline, req *Request, ns engine.Namespace, collectionless bool) (bson.D, error) {
+	ex := changestream.Explain(p.spec, changestream.EngineLog(x.s.Env.Engine))
+	var es bson.D
+	if x.execute() {
+		opts, err := aggregateOptions(x.s, req, ns, collectionless)
+		if err != nil {
+			return nil, err
+		}
+		began := time.Now()
+		stream, err := x.s.Env.Exec.ExplainChangeStream(x.ctx, exec.ChangeStream{Scope: p.scope, Spec: p.spec, Stages: p.rest, Opts: opts})
+		if err != nil {
+			return nil, err
+		}
+		ex = changestream.ExplainRun(p.spec, stream)
+		ms := time.Since(began).Milliseconds()
+		var stages bson.D
+		if err := bson.Unmarshal(ex.Plan, &stages); err != nil {
+			return nil, err
+		}
+		stages = append(stages, bson.E{Key: "nReturned", Value: ex.Entries}, bson.E{Key: "docsExamined", Value: ex.Entries})
+		es = bson.D{
+			{Key: "executionSuccess", Value: true}, {Key: "nReturned", Value: ex.Entries},
+			{Key: "executionTimeMillis", Value: ms}, {Key: "totalKeysExamined", Value: int64(0)},
+			{Key: "totalDocsExamined", Value: ex.Entries}, {Key: "executionStages", Value: stages},
+		}
+		if x.verbosity == "allPlansExecution" {
+			es = append(es, bson.E{Key: "allPlansExecution", Value: bson.A{}})
+		}
+	}
+	cursor := bson.D{{Key: "queryPlanner", Value: bson.D{
+		{Key: "namespace", Value: engine.OplogNS.String()},
+		{Key: "winningPlan", Value: bson.Raw(ex.Plan)},
+		{Key: "rejectedPlans", Value: bson.A{}},
+	}}}
+	if es != nil {
+		cursor = append(cursor, bson.E{Key: "executionStats", Value: es})
+	}
+	stages := bson.A{bson.D{{Key: "$cursor", Value: cursor}}}
+	for _, st := range ex.Stages {
+		stages = append(stages, bson.Raw(st))
+	}
+	stages = append(stages, rawStages(p.rest)...)
+	if p.split {
+		stages = append(stages, bson.D{{Key: "$changeStreamSplitLargeEvent", Value: bson.D{}}})
+	}
+	return bson.D{{Key: "stages", Value: stages}}, nil
 }

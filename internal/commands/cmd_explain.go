@@ -327,6 +327,16 @@ func (x *explainer) aggregate(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(stages) > 0 && stageName(stages[0]) == "$changeStream" {
+		p, err := parseChangeStream(x.s, ns, collectionless, stages)
+		if err != nil {
+			return nil, err
+		}
+		return x.changeStream(p, req, ns, collectionless) // changestream.go
+	}
+	if err := refuseChangeStreamElsewhere(x.s, stages); err != nil {
+		return nil, err
+	}
 	return x.aggregateStages(ns, collectionless, ownedAll(stages), req)
 }
 

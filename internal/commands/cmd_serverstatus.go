@@ -90,6 +90,7 @@ func appendServerStatus(r *Reply, s *Session) {
 	r.Doc("mem", doc("bits", int32(64), "resident", resident, "virtual", virtual, "supported", true))
 	r.Doc("tcmalloc", heapSection())
 	r.Doc("metrics", doc(
+		"changeStreams", doc("largeEventsFailed", env.largeEventsFailed.Load(), "largeEventsSplit", env.largeEventsSplit.Load()),
 		"cursor", doc("open", doc("total", int64(env.Cursors.Len()))),
 		"document", doc("deleted", u.deleted.Load(), "inserted", u.inserted.Load(), "returned", u.returned.Load(), "updated", u.updated.Load()),
 		"operation", doc("scanAndOrder", u.scanAndOrder.Load(), "writeConflicts", u.writeConflicts.Load()),

@@ -132,6 +132,10 @@ type Env struct {
 	// changeStreams counts the open change stream cursors, for their
 	// getMores' pace (changestream.go).
 	changeStreams atomic.Int64
+	// largeEventsSplit and largeEventsFailed are serverStatus'
+	// metrics.changeStreams: the events $changeStreamSplitLargeEvent split,
+	// and those that failed a stream for their size (changestream.go).
+	largeEventsSplit, largeEventsFailed atomic.Int64
 	// preImageLoop removes expired change stream pre-images
 	// (cmd_clusterparameter.go).
 	preImageLoop *periodic.Loop

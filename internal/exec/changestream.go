@@ -38,3 +38,30 @@ func (e *Env) ChangeStream(ctx context.Context, c ChangeStream) (*changestream.S
 	}
 	return stream, out, nil
 }
+
+// ExplainChangeStream runs a change stream for explain's executionStats
+// to the log's end (as MongoDB's explain runs its tailable pipeline to
+// EOF) and returns the stream, which read the log itself, not through the
+// Feed, and counted what it read (changestream.Stream.Stats).
+func (e *Env) ExplainChangeStream(ctx context.Context, c ChangeStream) (*changestream.Stream, error) {
+	p, err := agg.Parse(c.Stages, c.Opts)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := changestream.Open(ctx, changestream.EngineLog(e.eng), c.Scope, c.Spec)
+	if err != nil {
+		return nil, err
+	}
+	stream.Counting()
+	out, err := p.Run(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	for {
+		d, err := out.Next()
+		if err != nil || d == nil {
+			return stream, err
+		}
+	}
+}

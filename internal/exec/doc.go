@@ -35,7 +35,8 @@
 //   - tail.go: Tail, the read of a tailable cursor over a capped
 //     collection.
 //   - changestream.go: ChangeStream, a $changeStream aggregate: the
-//     stream over the oplog (package changestream) with its later stages.
+//     stream over the oplog (package changestream) with its later stages;
+//     ExplainChangeStream, the same run to the log's end for explain.
 //   - versions.go: the input of a pipeline that starts with $versions, a
 //     versioned collection's history, with a following $match on _id and
 //     the version narrowing the scan (the $match still runs), and its

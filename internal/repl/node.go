@@ -238,12 +238,13 @@ func NewNode(cfg Config) (*Node, error) {
 		applied = si
 	}
 	// "Commit covers applied": the state machine applies only committed
-	// entries, but the log writes a commit-index-only change unsynced, so
-	// after a kill the state machine (another Pebble instance, whose
-	// unsynced writes reached the disk first) may have applied past the
-	// commit index the log kept. Those entries were committed: raise the
-	// log's commit index to the applied one (Raft refuses to start with
-	// applied above commit).
+	// entries, but the log does not store a change of the commit index
+	// alone ("Commit index not stored"), so the state machine (another
+	// Pebble instance) may have applied past the commit index the log
+	// kept. Those entries were committed: raise the log's commit index to
+	// the applied one (Raft refuses to start with applied above commit,
+	// or with a commit index below the log's first index less one; the
+	// applied index is at or above the snapshot's).
 	if hs, _, err := cfg.Log.InitialState(); err != nil {
 		return nil, err
 	} else if applied > hs.GetCommit() {

@@ -59,7 +59,9 @@
 // covers applied"). So a Ready that only commits writes nothing to the
 // log, and the tables the log flushes hold entries alone, in disjoint
 // ranges, which Pebble moves down its levels without rewriting them.
-// TestLogStoreCommitNotStored, and every restart test.
+// TestLogStoreCommitNotStored, and every restart test; checked after every
+// save that writes under the invariants tag (the stored hard state has the
+// term and vote of memory, and a commit index not above it).
 //
 // "Leader writes in parallel": a leader whose Ready keeps its term and
 // vote sends that Ready's messages (appends to followers) before it writes

@@ -558,6 +558,14 @@ func (s *LogStore) checkBounds() {
 	if has(s.last+1) || (s.first > 1 && has(s.first-1)) {
 		invariantFail("Contiguous log", "an entry outside [%d, %d] is stored", s.first, s.last)
 	}
+	// "Commit index not stored": what a restart reads has the term and
+	// vote of memory, and a commit index not above it.
+	if v, ok, err := s.get(keyHardState); err == nil && !raft.IsEmptyHardState(s.hs) {
+		stored := &pb.HardState{}
+		if !ok || proto.Unmarshal(v, stored) != nil || stored.GetTerm() != s.hs.GetTerm() || stored.GetVote() != s.hs.GetVote() || stored.GetCommit() > s.hs.GetCommit() {
+			invariantFail("Commit index not stored", "stored hard state %v, in memory %v", stored, s.hs)
+		}
+	}
 	for i, t := range s.tail {
 		if t.e.GetIndex() != s.last-uint64(len(s.tail)-1-i) {
 			invariantFail("Recent entries in memory", "tail entry %d of %d has index %d; the log ends at %d", i, len(s.tail), t.e.GetIndex(), s.last)

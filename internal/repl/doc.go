@@ -72,6 +72,16 @@
 // message (votes, acknowledgements of appends) leaves only after the
 // write. TestFaultScheduleKeepsAcknowledged and TestLinearizableKV.
 //
+// "Apply before the next sync": a Ready's committed entries that the log
+// already holds durably (at or below its last index, and below the first
+// entry the Ready writes) are applied before the Ready's write, the rest
+// after it. Under load a leader's Ready often carries the commit of group
+// k with the proposal of group k+1: k is acknowledged without waiting for
+// k+1's sync. Nothing is applied that the log does not hold ("Log durable
+// before use", checked in apply under the invariants tag), so "Commit
+// covers applied" still finds the applied index within the log.
+// TestDurablePrefix.
+//
 // "Commit covers applied": a restarted member whose state machine applied
 // past the commit index its log kept (the commit index is not stored on
 // its own, and the state machine's own unsynced writes may reach the disk

@@ -694,6 +694,19 @@ func (n *Node) handleReady() error {
 	if early {
 		snapsTo = n.send(rd.Messages)
 	}
+	// "Apply before the next sync": committed entries the log already
+	// holds durably are applied before this Ready's write, so a group
+	// whose commit arrives with the next group's proposal is acknowledged
+	// without waiting for that proposal's sync.
+	committed := rd.CommittedEntries
+	if pre := n.durablePrefix(rd); pre > 0 {
+		for _, e := range committed[:pre] {
+			if err := n.apply(e); err != nil {
+				return err
+			}
+		}
+		committed = committed[pre:]
+	}
 	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
 		return err
 	}
@@ -720,7 +733,7 @@ func (n *Node) handleReady() error {
 		n.confState = md.GetConfState()
 		n.setConf()
 	}
-	for _, e := range rd.CommittedEntries {
+	for _, e := range committed {
 		if err := n.apply(e); err != nil {
 			return err
 		}
@@ -765,9 +778,31 @@ func (n *Node) handleReady() error {
 	return nil
 }
 
+// durablePrefix returns how many of rd's committed entries the log holds
+// durably already ("Apply before the next sync"): those at or below its
+// last index and below the first entry rd writes (which may replace a
+// tail). None when rd carries a snapshot, which is restored first.
+func (n *Node) durablePrefix(rd raft.Ready) int {
+	if len(rd.CommittedEntries) == 0 || rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		return 0
+	}
+	stable, _ := n.cfg.Log.LastIndex()
+	if len(rd.Entries) > 0 {
+		stable = min(stable, rd.Entries[0].GetIndex()-1)
+	}
+	pre := 0
+	for pre < len(rd.CommittedEntries) && rd.CommittedEntries[pre].GetIndex() <= stable {
+		pre++
+	}
+	return pre
+}
+
 func (n *Node) apply(e *pb.Entry) error {
 	if invariantsEnabled && e.GetIndex() != n.applied+1 {
 		invariantFail("Apply in log order", "entry %d applied after %d", e.GetIndex(), n.applied)
+	}
+	if last, _ := n.cfg.Log.LastIndex(); invariantsEnabled && e.GetIndex() > last {
+		invariantFail("Log durable before use", "entry %d applied; the log holds up to %d", e.GetIndex(), last)
 	}
 	switch e.GetType() {
 	case pb.EntryNormal:

@@ -156,6 +156,11 @@ type Status struct {
 	// Voters and Learners are the configuration as of the last applied
 	// entry.
 	Voters, Learners []uint64
+	// Readies counts the Readies handled; AppliedEntries the committed
+	// entries applied, AppliedBeforeWrite those of them applied before
+	// the synced write of new entries in the same Ready ("Apply before
+	// the next sync": without it they would wait for that write).
+	Readies, AppliedEntries, AppliedBeforeWrite uint64
 }
 
 type proposal struct {
@@ -699,7 +704,8 @@ func (n *Node) handleReady() error {
 	// whose commit arrives with the next group's proposal is acknowledged
 	// without waiting for that proposal's sync.
 	committed := rd.CommittedEntries
-	if pre := n.durablePrefix(rd); pre > 0 {
+	pre := n.durablePrefix(rd)
+	if pre > 0 {
 		for _, e := range committed[:pre] {
 			if err := n.apply(e); err != nil {
 				return err
@@ -774,6 +780,11 @@ func (n *Node) handleReady() error {
 	n.mu.Lock()
 	n.status.Term, n.status.Lead, n.status.Commit, n.status.Applied = st.GetTerm(), st.Lead, st.GetCommit(), n.applied
 	n.status.Role, n.status.Writable = st.RaftState, writable
+	n.status.Readies++
+	n.status.AppliedEntries += uint64(len(rd.CommittedEntries))
+	if len(rd.Entries) > 0 {
+		n.status.AppliedBeforeWrite += uint64(pre)
+	}
 	n.mu.Unlock()
 	return nil
 }

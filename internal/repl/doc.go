@@ -72,12 +72,13 @@
 // message (votes, acknowledgements of appends) leaves only after the
 // write. TestFaultScheduleKeepsAcknowledged and TestLinearizableKV.
 //
-// "Apply before the next sync": a Ready's committed entries that the log
-// already holds durably (at or below its last index, and below the first
-// entry the Ready writes) are applied before the Ready's write, the rest
-// after it. Under load a leader's Ready often carries the commit of group
-// k with the proposal of group k+1: k is acknowledged without waiting for
-// k+1's sync. Nothing is applied that the log does not hold ("Log durable
+// "Apply before the next sync": a leader applies the committed entries of
+// a Ready that its log already holds durably (at or below its last index,
+// and below the first entry the Ready writes) before the Ready's write,
+// the rest after it. Under load a leader's Ready often carries the commit
+// of group k with the proposal of group k+1: k is acknowledged without
+// waiting for k+1's sync. A follower writes (and acknowledges) first, as
+// its acknowledgement is on the commit's path and its apply is not. Nothing is applied that the log does not hold ("Log durable
 // before use", checked in apply under the invariants tag), so "Commit
 // covers applied" still finds the applied index within the log.
 // TestDurablePrefix.

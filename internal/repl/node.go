@@ -699,12 +699,17 @@ func (n *Node) handleReady() error {
 	if early {
 		snapsTo = n.send(rd.Messages)
 	}
-	// "Apply before the next sync": committed entries the log already
-	// holds durably are applied before this Ready's write, so a group
-	// whose commit arrives with the next group's proposal is acknowledged
-	// without waiting for that proposal's sync.
+	// "Apply before the next sync": a leader applies the committed
+	// entries its log already holds durably before this Ready's write, so
+	// a group whose commit arrives with the next group's proposal is
+	// acknowledged without waiting for that proposal's sync. (A follower
+	// writes and acknowledges first: its acknowledgement is on the
+	// commit's path, its apply is not.)
 	committed := rd.CommittedEntries
-	pre := n.durablePrefix(rd)
+	pre := 0
+	if early {
+		pre = n.durablePrefix(rd)
+	}
 	if pre > 0 {
 		for _, e := range committed[:pre] {
 			if err := n.apply(e); err != nil {

@@ -817,8 +817,10 @@ func (n *Node) apply(e *pb.Entry) error {
 	if invariantsEnabled && e.GetIndex() != n.applied+1 {
 		invariantFail("Apply in log order", "entry %d applied after %d", e.GetIndex(), n.applied)
 	}
-	if last, _ := n.cfg.Log.LastIndex(); invariantsEnabled && e.GetIndex() > last {
-		invariantFail("Log durable before use", "entry %d applied; the log holds up to %d", e.GetIndex(), last)
+	if invariantsEnabled {
+		if last, _ := n.cfg.Log.LastIndex(); e.GetIndex() > last {
+			invariantFail("Log durable before use", "entry %d applied; the log holds up to %d", e.GetIndex(), last)
+		}
 	}
 	switch e.GetType() {
 	case pb.EntryNormal:

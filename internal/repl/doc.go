@@ -47,11 +47,21 @@
 // entries, term or vote; a snapshot always), before its messages are sent
 // (but see "Leader writes in parallel") and before anything is applied or
 // acknowledged; LogStore's in-memory
-// bounds change only after that write. Only a commit-index-only change
-// is written unsynced, as Raft allows. Tested by TestLogStoreAppend-
+// bounds change only after that write. Tested by TestLogStoreAppend-
 // ReplaceReopen and by TestFaultScheduleKeepsAcknowledged, whose kills
 // keep only a random part of every unsynced byte (Pebble's crashable
 // in-memory file system).
+//
+// "Commit index not stored": the hard state is written only when its term
+// or vote changes, or with a snapshot; a change of the commit index alone
+// stays in memory (the commit index is volatile state in Raft: a
+// restarted member learns it again from the leader, or from "Commit
+// covers applied"). So a Ready that only commits writes nothing to the
+// log, and the tables the log flushes hold entries alone, in disjoint
+// ranges, which Pebble moves down its levels without rewriting them.
+// TestLogStoreCommitNotStored, and every restart test; checked after every
+// save that writes under the invariants tag (the stored hard state has the
+// term and vote of memory, and a commit index not above it).
 //
 // "Leader writes in parallel": a leader whose Ready keeps its term and
 // vote sends that Ready's messages (appends to followers) before it writes
@@ -62,11 +72,24 @@
 // message (votes, acknowledgements of appends) leaves only after the
 // write. TestFaultScheduleKeepsAcknowledged and TestLinearizableKV.
 //
+// "Apply before the next sync": a leader applies the committed entries of
+// a Ready that its log already holds durably (at or below its last index,
+// and below the first entry the Ready writes) before the Ready's write,
+// the rest after it. Under load a leader's Ready often carries the commit
+// of group k with the proposal of group k+1: k is acknowledged without
+// waiting for k+1's sync. A follower writes (and acknowledges) first, as
+// its acknowledgement is on the commit's path and its apply is not. Nothing is applied that the log does not hold ("Log durable
+// before use", checked in apply under the invariants tag), so "Commit
+// covers applied" still finds the applied index within the log.
+// TestDurablePrefix.
+//
 // "Commit covers applied": a restarted member whose state machine applied
-// past the commit index its log kept (a commit-index-only change is
-// written unsynced, and the state machine's own unsynced writes may reach
-// the disk first) raises the log's commit index to the applied one before
-// Raft starts: only committed entries are applied. TestRestartAppliedPast-
+// past the commit index its log kept (the commit index is not stored on
+// its own, and the state machine's own unsynced writes may reach the disk
+// before the log's) raises the log's commit index to the applied one
+// before Raft starts: only committed entries are applied. As the applied
+// index is at or above the log's snapshot, so is the raised commit index,
+// which Raft requires of a restart. TestRestartAppliedPast-
 // Commit; found by the replica set's kill -9 soak.
 //
 // "Recent entries in memory": LogStore keeps the newest entries it wrote

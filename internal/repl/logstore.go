@@ -273,9 +273,11 @@ func (s *LogStore) Close() error { return s.db.Close() }
 
 // Save writes one Ready's state in one batch: the snapshot (which replaces
 // the whole log), the entries (which replace any conflicting tail) and the
-// hard state. With sync (the Ready's MustSync: new entries, a new term or
+// hard state when its term or vote changed or with a snapshot ("Commit
+// index not stored": a change of the commit index alone is kept in memory
+// only). With sync (the Ready's MustSync: new entries, a new term or
 // vote) the batch is synced before Save returns ("Log durable before
-// use"); without it only the commit index changed, which Raft may lose.
+// use").
 func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -324,7 +326,10 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		}
 		last = hi
 	}
-	if hs != nil && !raft.IsEmptyHardState(hs) {
+	hasHS := hs != nil && !raft.IsEmptyHardState(hs)
+	if hasHS && (newSnap || hs.GetTerm() != s.hs.GetTerm() || hs.GetVote() != s.hs.GetVote()) {
+		// "Commit index not stored": only a new term, vote or snapshot
+		// writes the hard state (with the commit index of the moment).
 		v, err := proto.Marshal(hs)
 		if err != nil {
 			return err
@@ -334,6 +339,9 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		}
 	}
 	if b.Empty() {
+		if hasHS {
+			s.hs = proto.Clone(hs).(*pb.HardState)
+		}
 		return nil
 	}
 	opt := pebble.NoSync
@@ -346,7 +354,7 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 	if newSnap {
 		s.snap, s.prevTerm = snap, snap.GetMetadata().GetTerm()
 	}
-	if hs != nil && !raft.IsEmptyHardState(hs) {
+	if hasHS {
 		s.hs = proto.Clone(hs).(*pb.HardState)
 	}
 	s.first, s.last = first, last
@@ -549,6 +557,14 @@ func (s *LogStore) checkBounds() {
 	}
 	if has(s.last+1) || (s.first > 1 && has(s.first-1)) {
 		invariantFail("Contiguous log", "an entry outside [%d, %d] is stored", s.first, s.last)
+	}
+	// "Commit index not stored": what a restart reads has the term and
+	// vote of memory, and a commit index not above it.
+	if v, ok, err := s.get(keyHardState); err == nil && !raft.IsEmptyHardState(s.hs) {
+		stored := &pb.HardState{}
+		if !ok || proto.Unmarshal(v, stored) != nil || stored.GetTerm() != s.hs.GetTerm() || stored.GetVote() != s.hs.GetVote() || stored.GetCommit() > s.hs.GetCommit() {
+			invariantFail("Commit index not stored", "stored hard state %v, in memory %v", stored, s.hs)
+		}
 	}
 	for i, t := range s.tail {
 		if t.e.GetIndex() != s.last-uint64(len(s.tail)-1-i) {

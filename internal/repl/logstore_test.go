@@ -316,3 +316,54 @@ func TestRestartWithAppliedPastCommit(t *testing.T) {
 		t.Fatalf("commit index %d (%v), want 4, the state machine's applied index", hs.GetCommit(), err)
 	}
 }
+
+// TestLogStoreCommitNotStored checks "Commit index not stored": a Ready
+// whose hard state changed only in its commit index writes nothing of it
+// (a commit-only Ready writes nothing at all), so every table the log
+// flushes holds entries alone, and a reopened log starts from the commit
+// index of the last term, vote or snapshot written; InitialState answers
+// the newest in memory meanwhile.
+func TestLogStoreCommitNotStored(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openMem(t, fs)
+	hs := func(term, vote, commit uint64) *pb.HardState {
+		return &pb.HardState{Term: proto.Uint64(term), Vote: proto.Uint64(vote), Commit: proto.Uint64(commit)}
+	}
+	walBytes := func() uint64 { return s.db.Metrics().WAL.BytesIn }
+	steps := []struct {
+		name       string
+		hs         *pb.HardState
+		ents       []*pb.Entry
+		snap       *pb.Snapshot
+		sync       bool
+		writes     bool   // the batch reaches Pebble at all
+		memCommit  uint64 // InitialState's commit after the Save
+		openCommit uint64 // a reopened log's commit after the Save
+	}{
+		{"new term and entries", hs(2, 1, 0), ents(2, 1, 5), nil, true, true, 0, 0},
+		{"commit only", hs(2, 1, 3), nil, nil, false, false, 3, 0},
+		{"entries and a new commit", hs(2, 1, 5), ents(2, 6, 7), nil, true, true, 5, 0},
+		{"vote in a new term", hs(3, 2, 7), nil, nil, true, true, 7, 7},
+		{"commit only again", hs(3, 2, 8), nil, nil, false, false, 8, 7},
+		{"snapshot in the same term", hs(3, 2, 20), nil, &pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+			Index: proto.Uint64(20), Term: proto.Uint64(3), ConfState: &pb.ConfState{Voters: []uint64{1, 2, 3}}}}, true, true, 20, 20},
+	}
+	for _, st := range steps {
+		before := walBytes()
+		if err := s.Save(st.hs, st.ents, st.snap, st.sync); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if wrote := walBytes() > before; wrote != st.writes {
+			t.Errorf("%s: wrote to the log's WAL %v, want %v", st.name, wrote, st.writes)
+		}
+		if got, _, _ := s.InitialState(); got.GetCommit() != st.memCommit || got.GetTerm() != st.hs.GetTerm() {
+			t.Errorf("%s: in memory %v, want term %d commit %d", st.name, got, st.hs.GetTerm(), st.memCommit)
+		}
+		s.Close()
+		s = openMem(t, fs)
+		if got, _, _ := s.InitialState(); got.GetCommit() != st.openCommit || got.GetTerm() != st.hs.GetTerm() || got.GetVote() != st.hs.GetVote() {
+			t.Errorf("%s: reopened %v, want term %d vote %d commit %d", st.name, got, st.hs.GetTerm(), st.hs.GetVote(), st.openCommit)
+		}
+	}
+	s.Close()
+}

@@ -156,6 +156,11 @@ type Status struct {
 	// Voters and Learners are the configuration as of the last applied
 	// entry.
 	Voters, Learners []uint64
+	// Readies counts the Readies handled; AppliedEntries the committed
+	// entries applied, AppliedBeforeWrite those of them applied before
+	// the synced write of new entries in the same Ready ("Apply before
+	// the next sync": without it they would wait for that write).
+	Readies, AppliedEntries, AppliedBeforeWrite uint64
 }
 
 type proposal struct {
@@ -238,12 +243,13 @@ func NewNode(cfg Config) (*Node, error) {
 		applied = si
 	}
 	// "Commit covers applied": the state machine applies only committed
-	// entries, but the log writes a commit-index-only change unsynced, so
-	// after a kill the state machine (another Pebble instance, whose
-	// unsynced writes reached the disk first) may have applied past the
-	// commit index the log kept. Those entries were committed: raise the
-	// log's commit index to the applied one (Raft refuses to start with
-	// applied above commit).
+	// entries, but the log does not store a change of the commit index
+	// alone ("Commit index not stored"), so the state machine (another
+	// Pebble instance) may have applied past the commit index the log
+	// kept. Those entries were committed: raise the log's commit index to
+	// the applied one (Raft refuses to start with applied above commit,
+	// or with a commit index below the log's first index less one; the
+	// applied index is at or above the snapshot's).
 	if hs, _, err := cfg.Log.InitialState(); err != nil {
 		return nil, err
 	} else if applied > hs.GetCommit() {
@@ -693,6 +699,25 @@ func (n *Node) handleReady() error {
 	if early {
 		snapsTo = n.send(rd.Messages)
 	}
+	// "Apply before the next sync": a leader applies the committed
+	// entries its log already holds durably before this Ready's write, so
+	// a group whose commit arrives with the next group's proposal is
+	// acknowledged without waiting for that proposal's sync. (A follower
+	// writes and acknowledges first: its acknowledgement is on the
+	// commit's path, its apply is not.)
+	committed := rd.CommittedEntries
+	pre := 0
+	if early {
+		pre = n.durablePrefix(rd)
+	}
+	if pre > 0 {
+		for _, e := range committed[:pre] {
+			if err := n.apply(e); err != nil {
+				return err
+			}
+		}
+		committed = committed[pre:]
+	}
 	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
 		return err
 	}
@@ -719,7 +744,7 @@ func (n *Node) handleReady() error {
 		n.confState = md.GetConfState()
 		n.setConf()
 	}
-	for _, e := range rd.CommittedEntries {
+	for _, e := range committed {
 		if err := n.apply(e); err != nil {
 			return err
 		}
@@ -760,13 +785,42 @@ func (n *Node) handleReady() error {
 	n.mu.Lock()
 	n.status.Term, n.status.Lead, n.status.Commit, n.status.Applied = st.GetTerm(), st.Lead, st.GetCommit(), n.applied
 	n.status.Role, n.status.Writable = st.RaftState, writable
+	n.status.Readies++
+	n.status.AppliedEntries += uint64(len(rd.CommittedEntries))
+	if len(rd.Entries) > 0 {
+		n.status.AppliedBeforeWrite += uint64(pre)
+	}
 	n.mu.Unlock()
 	return nil
+}
+
+// durablePrefix returns how many of rd's committed entries the log holds
+// durably already ("Apply before the next sync"): those at or below its
+// last index and below the first entry rd writes (which may replace a
+// tail). None when rd carries a snapshot, which is restored first.
+func (n *Node) durablePrefix(rd raft.Ready) int {
+	if len(rd.CommittedEntries) == 0 || rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		return 0
+	}
+	stable, _ := n.cfg.Log.LastIndex()
+	if len(rd.Entries) > 0 {
+		stable = min(stable, rd.Entries[0].GetIndex()-1)
+	}
+	pre := 0
+	for pre < len(rd.CommittedEntries) && rd.CommittedEntries[pre].GetIndex() <= stable {
+		pre++
+	}
+	return pre
 }
 
 func (n *Node) apply(e *pb.Entry) error {
 	if invariantsEnabled && e.GetIndex() != n.applied+1 {
 		invariantFail("Apply in log order", "entry %d applied after %d", e.GetIndex(), n.applied)
+	}
+	if invariantsEnabled {
+		if last, _ := n.cfg.Log.LastIndex(); e.GetIndex() > last {
+			invariantFail("Log durable before use", "entry %d applied; the log holds up to %d", e.GetIndex(), last)
+		}
 	}
 	switch e.GetType() {
 	case pb.EntryNormal:

@@ -306,3 +306,40 @@ func TestChainedProposals(t *testing.T) {
 		}
 	}
 }
+
+// TestDurablePrefix checks which committed entries of a Ready are applied
+// before the Ready's write ("Apply before the next sync"): those the log
+// holds durably, below the first entry the Ready writes, and none with a
+// snapshot.
+func TestDurablePrefix(t *testing.T) {
+	log, err := OpenLogStore("raft", vfs.NewMem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if err := log.Save(&pb.HardState{Term: proto.Uint64(2)}, ents(2, 1, 5), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{cfg: Config{Log: log}}
+	snap := &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(9), Term: proto.Uint64(2)}}
+	for _, c := range []struct {
+		name      string
+		committed []*pb.Entry
+		entries   []*pb.Entry
+		snap      *pb.Snapshot
+		want      int
+	}{
+		{"nothing committed", nil, ents(2, 6, 7), nil, 0},
+		{"committed, nothing new", ents(2, 3, 5), nil, nil, 3},
+		{"committed below the new entries", ents(2, 4, 5), ents(2, 6, 8), nil, 2},
+		{"committed reaching into the new entries", ents(2, 4, 7), ents(2, 6, 8), nil, 2},
+		{"new entries replace a tail", ents(2, 3, 5), ents(3, 5, 6), nil, 2},
+		{"committed entries all new", ents(2, 6, 7), ents(2, 6, 7), nil, 0},
+		{"with a snapshot", ents(2, 3, 4), nil, snap, 0},
+	} {
+		rd := raft.Ready{CommittedEntries: c.committed, Entries: c.entries, Snapshot: c.snap}
+		if got := n.durablePrefix(rd); got != c.want {
+			t.Errorf("%s: %d entries applied before the write, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -230,13 +230,18 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 		if p == nil {
 			continue
 		}
-		body, err := proto.Marshal(m)
-		if err != nil || len(body) > maxFrame {
+		// The frame is the length and the message marshalled after it,
+		// in one buffer: no second copy of the entries it carries.
+		size := proto.Size(m)
+		if size > maxFrame {
 			continue
 		}
-		frame := outFrame{b: make([]byte, 4+len(body))}
-		binary.BigEndian.PutUint32(frame.b, uint32(len(body)))
-		copy(frame.b[4:], body)
+		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 4, 4+size), m)
+		if err != nil || len(b) != 4+size {
+			continue
+		}
+		binary.BigEndian.PutUint32(b, uint32(size))
+		frame := outFrame{b: b}
 		if m.GetType() == pb.MsgSnap && t.streamer != nil {
 			frame.snap = m.GetSnapshot().GetData()
 		}

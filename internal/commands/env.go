@@ -282,6 +282,9 @@ type Session struct {
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.
 	running atomic.Pointer[engine.Op]
+	// interrupt is Interrupt as a func, which the session table keeps
+	// while a command holds a session (useSession).
+	interrupt func(error)
 
 	// stat is the command in progress's figures for the slow-operation
 	// log and the profiler (profiler.go).

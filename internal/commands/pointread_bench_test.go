@@ -80,3 +80,43 @@ func BenchmarkPointRead(b *testing.B) {
 		})
 	})
 }
+
+// TestPointReadAllocs bounds the allocations of YCSB-C's read through the
+// command path (BenchmarkPointRead's, lsid and all): each is garbage the
+// collector pays for on every read. 14 after issue 15's session 8 (from
+// 18): the IDHACK plan object, the operation's registry entry, the parsed
+// filter (4), its owned copy, the reply builder, the document read, the
+// sampled query shape (averaged).
+func TestPointReadAllocs(t *testing.T) {
+	const bound = 14
+	sess := testSession(t, engine.Options{})
+	if reply := Run(context.Background(), sess, testRequest(t, "b", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 42}, {Key: "n", Value: 1}}}}}), nil); reply.Lookup("ok").Double() != 1 {
+		t.Fatal(reply)
+	}
+	uuid := make([]byte, 16)
+	uuid[6], uuid[8] = 0x40, 0x80
+	body, err := bson.Marshal(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 42}}},
+		{Key: "limit", Value: 1}, {Key: "singleBatch", Value: true},
+		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: uuid}}}}, {Key: "$db", Value: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{Env: sess.Env, ConnID: 1}
+	var req Request
+	var dst bsoncore.Document
+	read := func() {
+		if err := req.Reset(body, "", nil); err != nil {
+			t.Fatal(err)
+		}
+		dst = Run(context.Background(), s, &req, dst[:0])
+	}
+	read()
+	if v, err := dst.LookupErr("cursor", "firstBatch", "0", "n"); err != nil || v.Int32() != 1 {
+		t.Fatalf("the read found no document: %v", dst)
+	}
+	if n := testing.AllocsPerRun(1000, read); n > bound {
+		t.Errorf("%.1f allocations per point read, want at most %d", n, bound)
+	} else {
+		t.Logf("%.1f allocations per point read (bound %d)", n, bound)
+	}
+}

@@ -293,6 +293,9 @@ type Session struct {
 	nsBuf []byte
 	// usage remembers the counters of the namespace counted last.
 	usage usageCache
+	// shapeTick counts the connection's commands for QueryShapes'
+	// sampling (sampleShape).
+	shapeTick uint64
 	// sess is the logical session of the command in progress (sessions.go).
 	sess cmdSession
 	// owned filters the reads of the command in progress that carries a

@@ -191,7 +191,9 @@ func parseFind(s *Session, req *Request) (findSpec, error) {
 	if sp.tailable, sp.awaitData, err = checkTailable(s, req, &f, &sp); err != nil {
 		return sp, err
 	}
-	sp.SortMemory = sortMemory(s)
+	if sp.Sort != nil { // only a sort reads the budget: a parameter read locks
+		sp.SortMemory = sortMemory(s)
+	}
 	return sp, nil
 }
 

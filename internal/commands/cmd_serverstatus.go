@@ -71,17 +71,18 @@ func appendServerStatus(r *Reply, s *Session) {
 		"rejected", env.Connections.Rejected.Load(),
 		"active", active,
 	))
-	reads, writes := u.lat[classRead].ops.Load(), u.lat[classWrite].ops.Load()
+	lat := u.classLatencies()
+	reads, writes := lat[classRead].ops.Load(), lat[classWrite].ops.Load()
 	r.Doc("globalLock", doc(
 		"totalTime", up.Microseconds(),
 		"currentQueue", doc("total", int32(0), "readers", int32(0), "writers", int32(0)),
 		"activeClients", doc("total", active, "readers", int32(0), "writers", int32(0)),
 	))
-	acquire := doc("acquireCount", doc("r", reads+u.lat[classCommand].ops.Load(), "w", writes))
+	acquire := doc("acquireCount", doc("r", reads+lat[classCommand].ops.Load(), "w", writes))
 	r.Doc("locks", doc("Global", acquire, "Database", acquire, "Collection", acquire))
 	n := &env.Network
 	r.Doc("network", doc("bytesIn", n.BytesIn.Load(), "bytesOut", n.BytesOut.Load(), "numRequests", n.NumRequests.Load()))
-	r.Doc("opLatencies", latencies(&u.lat, false, true))
+	r.Doc("opLatencies", latencies(lat, false, true))
 	r.Doc("opcounters", doc(
 		"insert", o.Insert.Load(), "query", o.Query.Load(), "update", o.Update.Load(),
 		"delete", o.Delete.Load(), "getmore", o.GetMore.Load(), "command", o.Command.Load(),

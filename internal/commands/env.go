@@ -289,6 +289,9 @@ type Session struct {
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.
 	running atomic.Pointer[engine.Op]
+	// interrupt is Interrupt as a func, which the session table keeps
+	// while a command holds a session (useSession).
+	interrupt func(error)
 
 	// stat is the command in progress's figures for the slow-operation
 	// log and the profiler (profiler.go).
@@ -297,6 +300,9 @@ type Session struct {
 	nsBuf []byte
 	// usage remembers the counters of the namespace counted last.
 	usage usageCache
+	// shapeTick counts the connection's commands for QueryShapes'
+	// sampling (sampleShape).
+	shapeTick uint64
 	// sess is the logical session of the command in progress (sessions.go).
 	sess cmdSession
 	// owned filters the reads of the command in progress that carries a

@@ -49,7 +49,7 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMa
 		if dup {
 			return 0, mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)
 		}
-		if genericArgs[string(key)] != argUnknown {
+		if genericKind(key) != argUnknown {
 			if i < 64 {
 				genericMask |= 1 << i
 			}

@@ -85,3 +85,18 @@ func BenchmarkSurfaceChecks(b *testing.B) {
 		}
 	}
 }
+
+// TestGenericKind: the quick answer agrees with genericArgs for every
+// generic argument and for command fields, long keys and odd bytes.
+func TestGenericKind(t *testing.T) {
+	keys := []string{"", "filter", "limit", "singleBatch", "l", "lsiD", "$", "$dbx", "find", "documents",
+		"aVeryLongFieldNameThatNoGenericArgumentHasAtAllReally", "\xff\xfe", "maxTimeMSOpOnlyX"}
+	for name := range genericArgs {
+		keys = append(keys, name)
+	}
+	for _, k := range keys {
+		if got, want := genericKind([]byte(k)), genericArgs[k]; got != want {
+			t.Errorf("genericKind(%q) = %d, genericArgs says %d", k, got, want)
+		}
+	}
+}

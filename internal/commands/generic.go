@@ -61,6 +61,27 @@ var genericArgs = map[string]argKind{
 // of the command's own (for commands that walk their fields).
 func isGeneric(name string) bool { return genericArgs[name] != argUnknown }
 
+// genericKind is genericArgs[key] for every command's every field
+// (checkFields): most fields are a command's own, and a key whose length
+// and first byte no generic argument has is answered without hashing it.
+func genericKind(key []byte) argKind {
+	if n := len(key); n == 0 || n < len(genericShapes) && genericShapes[n][key[0]/64]&(1<<(key[0]%64)) == 0 {
+		return argUnknown
+	}
+	return genericArgs[string(key)]
+}
+
+// genericShapes[n] has bit b set when a generic argument of length n
+// starts with byte b (a longer key is looked up in genericArgs).
+var genericShapes = func() (shapes [40][4]uint64) {
+	for name := range genericArgs {
+		if len(name) < len(shapes) {
+			shapes[len(name)][name[0]/64] |= 1 << (name[0] % 64)
+		}
+	}
+	return shapes
+}()
+
 // generic holds the generic arguments of one request.
 type generic struct {
 	lsid, txnNumber, autocommit, startTransaction bsoncore.Value
@@ -106,7 +127,7 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 		case "$db", "comment", "$clusterTime", "maxTimeMS": // maxTimeMS: operation.go
 			// honoured where they are read (see genericArgs)
 		default:
-			if genericArgs[string(k)] == argInternal && g.internal == "" {
+			if genericKind(k) == argInternal && g.internal == "" {
 				g.internal = string(k)
 			}
 		}

@@ -214,7 +214,7 @@ func (e *Env) observe(ctx context.Context, s *Session, req *Request, cmd *comman
 		s.nsBuf = ns
 	}
 	e.Usage.record(req.Name, classOf(req.Name), elapsedMicros(dur), ns, &s.stat, &s.usage)
-	if err == nil && e.Shapes.sample() {
+	if err == nil && s.sampleShape() {
 		e.Shapes.record(reqNS(req), req.Body, &s.stat) // shapes.go
 	}
 	p := e.Profiler

@@ -97,7 +97,10 @@ func useSession(ctx context.Context, s *Session) error {
 	if !s.sess.has {
 		return nil
 	}
-	use, err := s.Env.Sessions.Checkout(ctx, s.sess.id, s.userKey(), s.Interrupt)
+	if s.interrupt == nil {
+		s.interrupt = s.Interrupt // made once: a method value allocates
+	}
+	use, err := s.Env.Sessions.Checkout(ctx, s.sess.id, s.userKey(), s.interrupt)
 	if err != nil {
 		return err
 	}

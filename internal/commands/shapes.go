@@ -3,7 +3,6 @@ package commands
 import (
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -18,11 +17,13 @@ import (
 // documents returned and last plan summary. At most maxShapes shapes are
 // kept; a new one past that replaces the one that ran least.
 //
-// Invariant "Off the hot path": a command not sampled costs one atomic
-// increment (sample); only a sampled one parses its shape and takes the
-// lock.
+// Invariant "Off the hot path": a command not sampled costs one increment
+// of its connection's count (sampleShape; a count shared by every
+// connection would be an atomic on a line they all write); only a sampled
+// one parses its shape and takes the lock. A connection's count starts at
+// its id, so connections that send fewer commands than shapeSampleEvery
+// are still sampled, one command in shapeSampleEvery over all of them.
 type QueryShapes struct {
-	n      atomic.Uint64
 	mu     sync.Mutex
 	shapes map[string]*recordedShape
 }
@@ -39,8 +40,11 @@ const (
 
 func newQueryShapes() *QueryShapes { return &QueryShapes{shapes: map[string]*recordedShape{}} }
 
-// sample reports whether this command is one to record.
-func (q *QueryShapes) sample() bool { return q.n.Add(1)%shapeSampleEvery == 0 }
+// sampleShape reports whether the command s runs now is one to record.
+func (s *Session) sampleShape() bool {
+	s.shapeTick++
+	return (uint64(s.ConnID)+s.shapeTick)%shapeSampleEvery == 0
+}
 
 // record adds one run of the command body in ns with what it examined.
 func (q *QueryShapes) record(ns string, body bsoncore.Document, st *opStats) {

@@ -20,6 +20,14 @@ import (
 // Invariant "Counting does not allocate": a command is counted with atomic
 // adds and one read-locked map lookup keyed by bytes; only a collection's
 // first command allocates its counters.
+//
+// Invariant "Sums are summed when read": a command adds to its own
+// counters only (its command's latency, its collection's class latency and
+// its kind's time), never to a total that other counters already hold:
+// the server's latency per class is the sum of its commands', a
+// collection's total, readLock and writeLock are sums of its class
+// latencies. Every add is an atomic on a line every connection writes, so
+// the few readers (serverStatus, top) add up instead. TestUsageSums.
 
 // opClass is how MongoDB's latency statistics divide commands.
 type opClass uint8
@@ -131,26 +139,38 @@ func (t *timeCount) add(us int64) {
 }
 
 func (t *timeCount) doc() bsoncore.Document {
+	return timeCountDoc(t.time.Load(), t.count.Load())
+}
+
+func timeCountDoc(time, count int64) bsoncore.Document {
 	// int32 when they fit, as mongod's appendNumber writes them
-	return NewReply(nil).Count("time", t.time.Load()).Count("count", t.count.Load()).End()
+	return NewReply(nil).Count("time", time).Count("count", count).End()
 }
 
 // collUsage are one collection's counters.
 type collUsage struct {
-	total, readLock, writeLock                         timeCount
 	queries, getmore, insert, update, remove, commands timeCount
 	lat                                                [numClasses]latency
 	collScans                                          atomic.Int64
 }
 
-// topFields are top's per-collection fields, in MongoDB's order.
+// topFields are top's per-collection fields, in MongoDB's order. total,
+// readLock and writeLock are sums of the class latencies ("Sums are summed
+// when read"): a write takes the write lock, every other command the read
+// lock.
 func (c *collUsage) topDoc() bsoncore.Document {
 	r := NewReply(nil)
+	var time, count [numClasses]int64
+	for i := range c.lat {
+		count[i], time[i] = c.lat[i].ops.Load(), c.lat[i].micros.Load()
+	}
+	r.Doc("total", timeCountDoc(time[classRead]+time[classWrite]+time[classCommand], count[classRead]+count[classWrite]+count[classCommand]))
+	r.Doc("readLock", timeCountDoc(time[classRead]+time[classCommand], count[classRead]+count[classCommand]))
+	r.Doc("writeLock", timeCountDoc(time[classWrite], count[classWrite]))
 	for _, f := range []struct {
 		name string
 		tc   *timeCount
-	}{{"total", &c.total}, {"readLock", &c.readLock}, {"writeLock", &c.writeLock},
-		{"queries", &c.queries}, {"getmore", &c.getmore}, {"insert", &c.insert},
+	}{{"queries", &c.queries}, {"getmore", &c.getmore}, {"insert", &c.insert},
 		{"update", &c.update}, {"remove", &c.remove}, {"commands", &c.commands}} {
 		r.Doc(f.name, f.tc.doc())
 	}
@@ -159,14 +179,18 @@ func (c *collUsage) topDoc() bsoncore.Document {
 
 // Usage are the server's usage counters.
 type Usage struct {
-	lat                                   [numClasses]latency
+	// unlisted has the latencies of commands byCmd does not list (none
+	// today: every registered command has its counters).
+	unlisted                              [numClasses]latency
 	returned, inserted, updated, deleted  atomic.Int64
 	keysExamined, docsExamined, collScans atomic.Int64
 	scanAndOrder, writeConflicts          atomic.Int64
 
 	// byCmd has every registered command's latencies; built by NewEnv and
-	// never changed after, so it is read without a lock.
-	byCmd map[string]*latency
+	// never changed after, so it is read without a lock. byClass names
+	// each one's class.
+	byCmd   map[string]*latency
+	byClass map[string]opClass
 
 	mu    sync.RWMutex
 	colls map[string]*collUsage
@@ -187,17 +211,40 @@ type usageCache struct {
 // initCommands gives every registered command its latency counters.
 func (u *Usage) initCommands() {
 	u.byCmd = make(map[string]*latency, len(registry))
+	u.byClass = make(map[string]opClass, len(registry))
 	for name := range registry {
 		u.byCmd[name] = &latency{}
+		u.byClass[name] = classOf(name)
 	}
+}
+
+// classLatencies are the server's latencies by class: the sums of its
+// commands' ("Sums are summed when read").
+func (u *Usage) classLatencies() *[numClasses]latency {
+	var sum [numClasses]latency
+	add := func(to, from *latency) {
+		to.ops.Add(from.ops.Load())
+		to.micros.Add(from.micros.Load())
+		for i := range from.hist {
+			to.hist[i].Add(from.hist[i].Load())
+		}
+	}
+	for name, l := range u.byCmd {
+		add(&sum[u.byClass[name]], l)
+	}
+	for c := range sum {
+		add(&sum[c], &u.unlisted[c])
+	}
+	return &sum
 }
 
 // record counts one command that took us microseconds; ns is its
 // "db.collection" as bytes (nil: it names no collection).
 func (u *Usage) record(name string, class opClass, us int64, ns []byte, st *opStats, mem *usageCache) {
-	u.lat[class].add(us)
 	if l := u.byCmd[name]; l != nil {
 		l.add(us)
+	} else {
+		u.unlisted[class].add(us)
 	}
 	if st.reads {
 		u.returned.Add(st.nreturned)
@@ -226,12 +273,6 @@ func (u *Usage) record(name string, class opClass, us int64, ns []byte, st *opSt
 	c.lat[class].add(us)
 	if scan {
 		c.collScans.Add(1)
-	}
-	c.total.add(us)
-	if class == classWrite {
-		c.writeLock.add(us)
-	} else {
-		c.readLock.add(us)
 	}
 	switch name {
 	case "find":

@@ -23,7 +23,9 @@ func (e *Engine) Get(dst []byte, ns Namespace, id bsoncore.Value) (doc []byte, f
 	if coll == nil {
 		return dst, false, nil
 	}
+	// The id is encoded straight after the key's prefix, in a buffer on
+	// the stack (DocKey of an encoded id would allocate the encoding).
 	var kb [64]byte
-	key := storage.DocKey(kb[:0], coll.ID, appendIDKey(nil, id))
+	key := appendIDKey(storage.Prefix(kb[:0], storage.SpaceDocument, coll.ID), id)
 	return e.db.Get(dst, key)
 }

@@ -110,14 +110,7 @@ func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query,
 		return openAsOf(ctx, eng, ns, q, opts)
 	}
 	if opts.Txn != nil {
-		if opts.NS == "" {
-			opts.NS = ns.String()
-		}
-		r, err := eng.NewReaderIn(opts.Txn, ns)
-		if err != nil {
-			return nil, err
-		}
-		return Prepare(ctx, r, &q, opts)
+		return openInTxn(ctx, eng, ns, q, opts)
 	}
 	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
 		if id, ok := pointID(&q); ok {
@@ -135,12 +128,25 @@ func IsPointRead(q *Query) bool {
 }
 
 // openSnapshot is Open's general case (apart, so that only it moves q to
-// the heap).
+// the heap: Open itself must not, or every point read pays a Query
+// allocation; TestPointReadAllocs).
 func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if opts.NS == "" {
 		opts.NS = ns.String()
 	}
 	r, err := eng.NewReader(ns)
+	if err != nil {
+		return nil, err
+	}
+	return Prepare(ctx, r, &q, opts)
+}
+
+// openInTxn is Open in a transaction's snapshot (apart, as openSnapshot).
+func openInTxn(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if opts.NS == "" {
+		opts.NS = ns.String()
+	}
+	r, err := eng.NewReaderIn(opts.Txn, ns)
 	if err != nil {
 		return nil, err
 	}

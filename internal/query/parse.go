@@ -145,7 +145,20 @@ func idEquality(filter bsoncore.Document) bsoncore.Value {
 // parseDoc parses a filter document (the whole filter, a member of
 // $and/$or/$nor, or $elemMatch's object form) into an AND of its fields.
 func parseDoc(doc []byte, lvl level) (matcher, error) {
+	// The first condition is kept apart until a second comes: most
+	// filters hold one ({_id: v}), and a slice for it is garbage.
+	var first matcher
 	var and andMatcher
+	push := func(m matcher) {
+		switch {
+		case first == nil:
+			first = m
+		case and == nil:
+			and = andMatcher{first, m}
+		default:
+			and = append(and, m)
+		}
+	}
 	it := elemsOfBytes(doc)
 	for {
 		k, v, ok := it.next()
@@ -159,7 +172,7 @@ func parseDoc(doc []byte, lvl level) (matcher, error) {
 				return nil, err
 			}
 			if m != nil {
-				and = append(and, m)
+				push(m)
 			}
 			continue
 		}
@@ -167,10 +180,10 @@ func parseDoc(doc []byte, lvl level) (matcher, error) {
 		if err != nil {
 			return nil, err
 		}
-		and = append(and, m)
+		push(m)
 	}
-	if len(and) == 1 {
-		return and[0], nil
+	if and == nil && first != nil {
+		return first, nil
 	}
 	return and, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -20,6 +21,18 @@ func BenchmarkRoundTrip(b *testing.B) {
 	ping := mustMarshal(b, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}})
 	find := mustMarshal(b, bson.D{{Key: "find", Value: "bench"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 42}}},
 		{Key: "limit", Value: 1}, {Key: "singleBatch", Value: true}, {Key: "$db", Value: "bench"}})
+	// What the Go driver sends for FindOne to a standalone: the implicit
+	// session's lsid and $db, no $readPreference (YCSB-C's read).
+	lsid := func(i int) bson.D {
+		id := make([]byte, 16)
+		id[0], id[15] = byte(i), 0x40
+		return bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: id}}}
+	}
+	findSession := func(i int) []byte {
+		return wire.AppendMsg(nil, 1, 0, 0, mustMarshal(b, bson.D{{Key: "find", Value: "bench"},
+			{Key: "filter", Value: bson.D{{Key: "_id", Value: 42 + i}}}, {Key: "limit", Value: 1},
+			{Key: "singleBatch", Value: true}, {Key: "lsid", Value: lsid(i)}, {Key: "$db", Value: "bench"}}))
+	}
 
 	b.Run("target=echo/op=ping", func(b *testing.B) {
 		addr := startEcho(b)
@@ -37,6 +50,34 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	b.Run("target=cairn/op=ping", func(b *testing.B) { rawLoop(b, s.addr, wire.AppendMsg(nil, 1, 0, 0, ping)) })
 	b.Run("target=cairn/op=find_by_id", func(b *testing.B) { rawLoop(b, s.addr, wire.AppendMsg(nil, 1, 0, 0, find)) })
+	b.Run("target=cairn/op=find_by_id_lsid", func(b *testing.B) { rawLoop(b, s.addr, findSession(0)) })
+	// 16 raw connections at once, each with its own lsid, as YCSB-C's 16
+	// threads: the command path's shared state under contention with
+	// no driver in the process.
+	b.Run("target=cairn/op=find_by_id_lsid/conns=16", func(b *testing.B) {
+		b.SetParallelism(8) // 8 × GOMAXPROCS(2) = 16 goroutines
+		var next atomic.Int32
+		b.RunParallel(func(pb *testing.PB) {
+			msg := findSession(int(next.Add(1)))
+			nc, err := net.Dial("tcp", s.addr)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer nc.Close()
+			r := wire.NewReader(nc, 0)
+			for pb.Next() {
+				if _, err := nc.Write(msg); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := r.ReadMessage(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 	b.Run("target=cairn-driver/op=ping", func(b *testing.B) {
 		for b.Loop() {
 			if err := c.Ping(ctx, nil); err != nil {

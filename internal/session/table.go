@@ -69,6 +69,11 @@ type entry struct {
 	// statement records (retry.go's olderKeys reads from it), kept by the
 	// command using the session.
 	recordsFrom int64
+	// use is what Checkout hands the command holding the turn: one
+	// command at a time holds it, so every checkout can share the one
+	// value instead of allocating its own (a driver sends an lsid with
+	// every command).
+	use Use
 }
 
 // NewTable returns the session table over eng; now is the clock.
@@ -93,6 +98,7 @@ func (t *Table) entryLocked(id ID, user string) *entry {
 	e := t.m[id]
 	if e == nil {
 		e = &entry{turn: make(chan struct{}, 1), user: user, txn: -1}
+		e.use = Use{t: t, id: id, e: e}
 		t.m[id] = e
 		delete(t.ended, id)
 	}
@@ -113,7 +119,8 @@ func (t *Table) Start(user string) ID {
 	return id
 }
 
-// Use is a session checked out by one command.
+// Use is a session checked out by one command, valid until its Release
+// (the session's next checkout hands out the same Use).
 type Use struct {
 	t  *Table
 	id ID
@@ -136,7 +143,7 @@ func (t *Table) Checkout(ctx context.Context, id ID, user string, interrupt func
 	case e.turn <- struct{}{}:
 		e.interrupt = interrupt
 		t.mu.Unlock()
-		return &Use{t: t, id: id, e: e}, nil
+		return &e.use, nil
 	default:
 	}
 	t.mu.Unlock()
@@ -148,7 +155,7 @@ func (t *Table) Checkout(ctx context.Context, id ID, user string, interrupt func
 	t.mu.Lock()
 	e.interrupt = interrupt
 	t.mu.Unlock()
-	return &Use{t: t, id: id, e: e}, nil
+	return &e.use, nil
 }
 
 // Release ends the command's use of the session.

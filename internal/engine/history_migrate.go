@@ -189,9 +189,28 @@ func (e *Engine) DeletedHistories(ns Namespace, startAfter bsoncore.Value, maxBy
 // Errors: NamespaceNotFound, InvalidOptions for an unversioned collection,
 // DuplicateKey when a First history finds something of its _id here or a
 // document breaks a unique index.
+//
+// The versions' times come from the donor's clock: this node's clock first
+// observes the newest of them (ClusterTimeFailsRateLimiter when it is too
+// far ahead), and the request takes a time of its own above it, so the
+// next version written here is newer than every version installed
+// ("History follows documents": rising time order) and an as-of read at an
+// installed time is not beyond the last committed time.
 func (e *Engine) InstallHistories(ns Namespace, docs []DocHistory, horizon hlc.Timestamp) error {
+	var newest hlc.Timestamp
+	for _, h := range docs {
+		for _, v := range h.Versions {
+			newest = max(newest, hlc.Timestamp(v.ValidFrom))
+		}
+	}
+	if err := e.db.Clock().Observe(newest); err != nil {
+		return err
+	}
 	var collID uint64
 	err := e.db.Write(func(tx *storage.Txn) error {
+		if newest > 0 {
+			tx.Tick()
+		}
 		coll := e.cat.Working().Collection(ns.DB, ns.Coll)
 		if coll == nil {
 			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ import (
 //   - an as-of read through the router at each sampled version's
 //     validFrom returns that version (nothing for a tombstone), which is
 //     the control's version of the same number;
+//   - orphan histories put on a shard directly (a live and a deleted
+//     document of a chunk it does not own) show no versions through the
+//     router;
 //   - each shard holds the history of exactly the documents of the chunks
 //     it owns (the donor's range deletion took the moved histories,
 //     deleted documents' too), and validate finds its history following
@@ -144,7 +148,24 @@ func TestShardedVersionedMigration(t *testing.T) {
 			}
 			w.delete(5)
 			w.staleCAS(7)
-			compareHistories(t, sharded, control, rng)
+			// Orphan histories on sh0 — a live document and a deleted
+			// one of the chunk sh1 owns, written to the shard directly
+			// — show no versions through the router (the shard's
+			// SHARDING_FILTER judges a history by its newest live
+			// version), and then go.
+			orphans := shards[0].Database("vm").Collection(sharded.Name())
+			for _, id := range []int32{1000, 1001} {
+				if _, err := orphans.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "k", Value: id}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := orphans.DeleteOne(ctx, bson.D{{Key: "_id", Value: int32(1001)}}); err != nil {
+				t.Fatal(err)
+			}
+			compareHistories(t, sharded, control, rng, keyOf)
+			if err := orphans.Database().RunCommand(ctx, bson.D{{Key: "_historyPurge", Value: orphans.Name()}, {Key: "ids", Value: bson.A{int32(1000), int32(1001)}}}).Err(); err != nil {
+				t.Fatal(err)
+			}
 			checkShardHistories(t, shards, "vm", sharded.Name(), tc.key, func(id int32) int {
 				if moving(int(id)) {
 					return 1
@@ -157,7 +178,7 @@ func TestShardedVersionedMigration(t *testing.T) {
 				{Key: "to", Value: "sh0"}, {Key: "_waitForDelete", Value: true}})
 			w.update(3, 1)
 			w.update(n-1, 1)
-			compareHistories(t, sharded, control, rng)
+			compareHistories(t, sharded, control, rng, keyOf)
 			checkShardHistories(t, shards, "vm", sharded.Name(), tc.key, func(int32) int { return 0 })
 			if t.Failed() {
 				t.Logf("seed %d", seed)
@@ -172,6 +193,7 @@ type pairWriter struct {
 	t     *testing.T
 	a, b  *mongo.Collection
 	keyOf func(i int) int // k of document i
+	seq   atomic.Int32    // makes every update's value new (a no-op update makes no version)
 }
 
 // filter names document i by _id and k, so that a write to the
@@ -202,8 +224,10 @@ func (w *pairWriter) insert(i, k int) {
 }
 
 // update is a compare-and-swap: it reads the document's version from the
-// sharded collection and updates where _v is still that, on both.
+// sharded collection and updates where _v is still that, on both, setting
+// x to a value it never had.
 func (w *pairWriter) update(i, x int) {
+	x = x*100000 + int(w.seq.Add(1))
 	var cur struct {
 		V int64 `bson:"_v"`
 	}
@@ -264,7 +288,12 @@ func versionsOf(t *testing.T, c *mongo.Collection) []bson.M {
 
 // compareHistories checks the sharded collection's $versions and as-of
 // reads through the router against the control collection's.
-func compareHistories(t *testing.T, sharded, control *mongo.Collection, rng *rand.Rand) {
+//
+// The as-of reads name the shard key, so they go to the owner alone: one
+// scattered to a shard whose clock is behind the read's time is refused
+// there (readConcern atClusterTime waits for no time, unlike
+// afterClusterTime, and the router does not advance the shards' clocks).
+func compareHistories(t *testing.T, sharded, control *mongo.Collection, rng *rand.Rand, keyOf func(int) int) {
 	t.Helper()
 	sv, cv := versionsOf(t, sharded), versionsOf(t, control)
 	strip := func(vs []bson.M) []string {
@@ -298,7 +327,7 @@ func compareHistories(t *testing.T, sharded, control *mongo.Collection, rng *ran
 				FirstBatch []bson.D `bson:"firstBatch"`
 			} `bson:"cursor"`
 		}
-		err := sharded.Database().RunCommand(context.Background(), bson.D{{Key: "find", Value: sharded.Name()}, {Key: "filter", Value: bson.D{{Key: "_id", Value: v["_id"]}}},
+		err := sharded.Database().RunCommand(context.Background(), bson.D{{Key: "find", Value: sharded.Name()}, {Key: "filter", Value: bson.D{{Key: "_id", Value: v["_id"]}, {Key: "k", Value: int32(keyOf(int(v["_id"].(int32))))}}},
 			{Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: from}}}}).Decode(&res)
 		if err != nil {
 			t.Fatalf("as-of read of %v at %v: %v", v["_id"], from, err)

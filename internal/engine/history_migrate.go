@@ -359,3 +359,28 @@ func ValidOp(op byte) bool {
 	}
 	return false
 }
+
+// LastLive returns the document whose encoded _id is idKey as it is now, or,
+// when it is deleted, its newest live version from the history (nil when
+// retention kept only the tombstone): the document whose shard key says
+// which chunk the history is in (a shard's SHARDING_FILTER of $versions).
+func (r *Reader) LastLive(idKey []byte) (bsoncore.Document, error) {
+	if r.coll == nil {
+		return nil, nil
+	}
+	var kb [64]byte
+	doc, found, err := r.snap.Get(nil, storage.DocKey(kb[:0], r.coll.ID, idKey))
+	if err != nil || found {
+		return doc, err
+	}
+	h, err := r.history(idKey, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range h.Versions {
+		if v.Doc != nil {
+			return v.Doc, nil
+		}
+	}
+	return nil, nil
+}

@@ -1,6 +1,7 @@
 package cairn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,11 @@ func (c *shardCluster) waitConfigPrimary() {
 // newShardCluster starts the three processes, writes the sharded
 // collection's metadata (pattern {k: 1}, chunks split at 1000, 2000 and
 // 3000, all on s0) and adds both shards.
-func newShardCluster(t *testing.T) *shardCluster {
+func newShardCluster(t *testing.T) *shardCluster { return newShardClusterOf(t, false) }
+
+// newShardClusterOf is newShardCluster whose collection is versioned
+// (issue #23) when versioned is set.
+func newShardClusterOf(t *testing.T, versioned bool) *shardCluster {
 	t.Helper()
 	c := &shardCluster{t: t, tmp: t.TempDir()}
 	c.bin = buildCairnBinary(t, c.tmp)
@@ -139,6 +144,11 @@ func newShardCluster(t *testing.T) *shardCluster {
 	// creates it (a migration reads its range through it; the recipient
 	// copies the donor's indexes).
 	s0 := directClient(t, c.host(1))
+	if versioned {
+		if err := s0.Database("app").RunCommand(ctx, bson.D{{Key: "create", Value: "items"}, {Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	err = s0.Database("app").RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "items"}, {Key: "indexes", Value: bson.A{
 		bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}}}}}).Err()
 	s0.Disconnect(ctx)
@@ -667,6 +677,21 @@ func TestShardMigrationUnderLoad(t *testing.T) {
 // recipient and the config server by default), taken in turn from a
 // seeded start so that make test's three rounds kill each once.
 func TestShardMigrationKill(t *testing.T) {
+	migrationKill(t, false, []string{"donor", "recipient", "config"})
+}
+
+// TestShardMigrationKillVersioned is TestShardMigrationKill on a versioned
+// collection (issue #23) whose documents have three versions each before
+// the kills: after every round each shard's history and documents agree
+// (validate's history check; per document as many versions as its
+// version field, the newest the document) and a shard holds the history
+// of exactly its own documents. Two rounds by default (the donor and the
+// recipient killed once each), to keep make test's share small.
+func TestShardMigrationKillVersioned(t *testing.T) {
+	migrationKill(t, true, []string{"donor", "recipient"})
+}
+
+func migrationKill(t *testing.T, versioned bool, victims []string) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
@@ -674,26 +699,32 @@ func TestShardMigrationKill(t *testing.T) {
 	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	rounds := 3
+	rounds := len(victims)
 	if s := os.Getenv("CAIRN_MIGRATION_KILL_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}
-	victims := []string{"donor", "recipient", "config"}
 	if s := os.Getenv("CAIRN_MIGRATION_VICTIMS"); s != "" {
 		victims = strings.Split(s, ",")
 	}
 	t.Logf("seed %d (CAIRN_MIGRATION_SEED=%d replays), %d rounds, victims %v", seed, seed, rounds, victims)
 	rnd := rand.New(rand.NewPCG(seed, 7))
 	first := rnd.IntN(len(victims))
-	c := newShardCluster(t)
+	c := newShardClusterOf(t, versioned)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*3*time.Minute)
 	defer cancel()
 	r := newTestRouter(t, c)
 	bounds := []int32{0, 1000, 2000, 3000}
 	// About 2 MB per chunk, so that a migration lasts long enough to be
-	// killed in its clone, its catch-up or its critical section.
+	// killed in its clone, its catch-up or its critical section (a
+	// versioned collection's three versions per document: a third of the
+	// documents).
 	base := map[string]docState{}
-	populate(ctx, t, r, 8000, 1000, base)
+	if versioned {
+		populate(ctx, t, r, 2000, 1000, base)
+		addVersions(ctx, t, r, base, 2)
+	} else {
+		populate(ctx, t, r, 8000, 1000, base)
+	}
 	// An undisturbed migration measures how long one lasts here; the
 	// kills land at random within 1.2 times that.
 	began := time.Now()
@@ -768,7 +799,90 @@ func TestShardMigrationKill(t *testing.T) {
 		if err := c.settle(ctx, r, want); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
+		if versioned {
+			if err := c.checkHistories(ctx, r); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
+}
+
+// addVersions gives every document of base times more versions ($inc n,
+// one updateMany per chunk through the test router).
+func addVersions(ctx context.Context, t *testing.T, r *testRouter, base map[string]docState, times int) {
+	t.Helper()
+	for range times {
+		for k0 := int64(0); k0 < 4000; k0 += 1000 {
+			if _, err := r.write(ctx, k0, bson.D{{Key: "update", Value: "items"}, {Key: "updates", Value: bson.A{bson.D{
+				{Key: "q", Value: bson.D{{Key: "k", Value: bson.D{{Key: "$gte", Value: k0}, {Key: "$lt", Value: k0 + 1000}}}}},
+				{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(1)}}}}}, {Key: "multi", Value: true}}}}}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, st := range base {
+		st.n += int64(times)
+		base[id] = st
+	}
+}
+
+// checkHistories reads each shard of a versioned collection directly:
+// validate finds its history following its documents, each document has
+// as many versions as its version field says with the newest its own
+// bytes, and every history there is of a document there (the writers
+// delete nothing, so a history without a document is an orphan).
+func (c *shardCluster) checkHistories(ctx context.Context, r *testRouter) error {
+	for i, s := range r.shards {
+		db := s.Database("app")
+		var v bson.M
+		if err := db.RunCommand(ctx, bson.D{{Key: "validate", Value: "items"}}).Decode(&v); err != nil {
+			return fmt.Errorf("validate on %s: %w", shardNames[i], err)
+		}
+		if v["valid"] != true {
+			return fmt.Errorf("validate on %s: %v", shardNames[i], v)
+		}
+		cur, err := db.Collection("items").Aggregate(ctx, bson.A{
+			bson.D{{Key: "$versions", Value: bson.D{}}},
+			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}},
+				{Key: "newest", Value: bson.D{{Key: "$max", Value: "$_v"}}}, {Key: "doc", Value: bson.D{{Key: "$first", Value: "$doc"}}}}}}})
+		if err != nil {
+			return err
+		}
+		var hs []struct {
+			ID     string   `bson:"_id"`
+			N      int64    `bson:"n"`
+			Newest int64    `bson:"newest"`
+			Doc    bson.Raw `bson:"doc"`
+		}
+		if err := cur.All(ctx, &hs); err != nil {
+			return err
+		}
+		docs := map[string]bson.Raw{}
+		dc, err := db.Collection("items").Find(ctx, bson.D{})
+		if err != nil {
+			return err
+		}
+		for dc.Next(ctx) {
+			docs[dc.Current.Lookup("_id").StringValue()] = append(bson.Raw(nil), dc.Current...)
+		}
+		if err := dc.Err(); err != nil {
+			return err
+		}
+		for _, h := range hs {
+			d, ok := docs[h.ID]
+			if !ok {
+				return fmt.Errorf("%s holds the history of %s (%d versions) but not the document", shardNames[i], h.ID, h.N)
+			}
+			if v := d.Lookup("_v").Int64(); h.N != v || h.Newest != v || !bytes.Equal(h.Doc, d) {
+				return fmt.Errorf("%s: %s has _v %d but %d versions, the newest %d holding %s", shardNames[i], h.ID, v, h.N, h.Newest, h.Doc)
+			}
+			delete(docs, h.ID)
+		}
+		for id := range docs {
+			return fmt.Errorf("%s holds %s without a history", shardNames[i], id)
+		}
+	}
+	return nil
 }
 
 // TestShardMigrationCommitInterrupted: the config server's commit stops

@@ -667,9 +667,9 @@ func TestShardedClusterPlan(t *testing.T) {
 	if code := anyCode(err); code != 0 && code != 59 {
 		t.Fatalf("moveChunk: %v", err)
 	}
-	// A versioned collection shards, routes and keeps its history, but its
-	// chunks do not move: a migration would restart the documents'
-	// histories on the recipient (issue #23), so the donor refuses.
+	// A versioned collection shards, routes and keeps its history, and its
+	// chunks move with their documents' histories (issue #23): the
+	// version field continues on the recipient.
 	if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "versioned"}, {Key: "versioning", Value: bson.D{{Key: "enabled", Value: true}}}}).Err(); err != nil {
 		t.Fatalf("create a versioned collection through the router: %v", err)
 	}
@@ -681,14 +681,24 @@ func TestShardedClusterPlan(t *testing.T) {
 	if _, err := versioned.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "_v", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 2}}}}); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "moveChunk of a versioned collection", c.Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: "plan.versioned"},
-		{Key: "find", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "to", Value: "sh2"}}).Err(), 20)
-	var vdoc bson.M
-	if err := versioned.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&vdoc); err != nil || vdoc["_v"] != int64(2) || vdoc["n"] != int32(2) {
-		t.Fatalf("the versioned document after the refused move: %v %v", vdoc, err)
+	runAdmin(t, c, bson.D{{Key: "moveChunk", Value: "plan.versioned"}, {Key: "find", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "to", Value: "sh2"}, {Key: "_waitForDelete", Value: true}})
+	if res, err := versioned.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "_v", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 3}}}}); err != nil || res.ModifiedCount != 1 {
+		t.Fatalf("a compare-and-swap on the moved document: %v %v", res, err)
 	}
-	if ch := countChunks(t, cfgClient, "plan.versioned"); ch["sh1"] != 1 {
-		t.Fatalf("the versioned collection's chunk moved: %v", ch)
+	var vdoc bson.M
+	if err := versioned.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&vdoc); err != nil || vdoc["_v"] != int64(3) || vdoc["n"] != int32(3) {
+		t.Fatalf("the versioned document after the move: %v %v", vdoc, err)
+	}
+	vcur, err := versioned.Aggregate(ctx, bson.A{bson.D{{Key: "$versions", Value: bson.D{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.M
+	if err := vcur.All(ctx, &all); err != nil || len(all) != 3 {
+		t.Fatalf("$versions after the move: %v %v", all, err)
+	}
+	if ch := countChunks(t, cfgClient, "plan.versioned"); ch["sh2"] != 1 {
+		t.Fatalf("the versioned collection's chunk did not move: %v", ch)
 	}
 
 	// Zones and the balancer's settings.

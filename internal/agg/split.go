@@ -28,7 +28,7 @@ var streaming = map[string]bool{
 }
 
 // Split divides pipeline as MongoDB's router does: the streaming prefix
-// runs on the shards; the first stage that needs every document decides
+// (with a leading $versions, Cairn's history scan) runs on the shards; the first stage that needs every document decides
 // the split —
 //
 //   - $sort: the shards sort (keeping skip+limit documents when $skip and
@@ -54,7 +54,9 @@ func Split(pipeline []bsoncore.Document) (SplitPipeline, error) {
 		}
 		rest := pipeline[i+1:]
 		switch {
-		case streaming[name]:
+		case streaming[name], name == "$versions" && i == 0:
+			// $versions reads the shard's history keyspace: each shard
+			// emits the versions of its own documents.
 			sp.Shards = append(sp.Shards, st)
 			continue
 		case name == "$sort" && arg.Type == bsoncore.TypeEmbeddedDocument:

@@ -91,6 +91,9 @@ var privilegeRules = map[string]privRule{
 	// gives them to the internal action alone (the __system role).
 	"_addShard":                      cluster("internal"),
 	"_configsvrCommitChunkMigration": cluster("internal"),
+	"_historyInstall":                cluster("internal"),
+	"_historyPurge":                  cluster("internal"),
+	"_historyRead":                   cluster("internal"),
 	"_migrateClone":                  cluster("internal"),
 	"_recvChunkAbort":                cluster("internal"),
 	"_recvChunkCommit":               cluster("internal"),

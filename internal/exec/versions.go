@@ -41,6 +41,16 @@ type VersionsScan struct {
 	// NReturned counts the versions returned.
 	NReturned int64
 	buf       []byte
+
+	// owns is the shard's SHARDING_FILTER (nil: none). A history is one
+	// document's, whole: it is this shard's when the document's newest
+	// live version is in a chunk this shard owns (ownsHistory), so that
+	// a migration's copies and a donated range not yet deleted show no
+	// versions through a router.
+	owns     func(bsoncore.Document) bool
+	ownID    []byte // the _id last judged
+	ownKept  bool   // and whether its versions are this shard's
+	ownProbe []byte
 }
 
 // openVersions opens the history scan of a pipeline starting with
@@ -55,7 +65,7 @@ func (e *Env) openVersions(ctx context.Context, ns engine.Namespace, stages []bs
 		_ = rd.Close()
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "$versions requires a versioned collection; %s is not versioned (create it, or collMod it, with versioning: {enabled: true})", ns)
 	}
-	s := &VersionsScan{ctx: ctx, rd: rd, field: ver.Field, Bounds: engine.AllVersions}
+	s := &VersionsScan{ctx: ctx, rd: rd, field: ver.Field, Bounds: engine.AllVersions, owns: e.OwnedFilter(ns)}
 	if len(stages) > 1 {
 		if m, ok := stageArg(stages[1], "$match"); ok {
 			s.Bounds = versionBounds(m, ver.Field)
@@ -172,6 +182,13 @@ func (s *VersionsScan) Next() (bsoncore.Document, error) {
 		return nil, err
 	}
 	v, ok, err := s.cur.Next()
+	for ; err == nil && ok && s.owns != nil; v, ok, err = s.cur.Next() {
+		if kept, err := s.ownsHistory(v.IDKey); err != nil {
+			return nil, err
+		} else if kept {
+			break
+		}
+	}
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -198,6 +215,33 @@ func (s *VersionsScan) Next() (bsoncore.Document, error) {
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	s.buf = b
 	return b, nil
+}
+
+// ownsHistory reports whether the history of the document idKey is this
+// shard's: its newest live version is in an owned chunk; with only a
+// tombstone retained, a document {_id} stands for it (which decides when
+// the shard key is _id), as the migrations decide (shardsvr/versioned.go).
+func (s *VersionsScan) ownsHistory(idKey []byte) (bool, error) {
+	if s.ownID != nil && string(s.ownID) == string(idKey) {
+		return s.ownKept, nil
+	}
+	s.ownID = append(s.ownID[:0], idKey...)
+	doc, err := s.rd.LastLive(idKey)
+	if err != nil {
+		return false, err
+	}
+	if doc == nil {
+		id, _, err := keystring.Decode(idKey)
+		if err != nil {
+			return false, err
+		}
+		idx, b := bsoncore.AppendDocumentStart(s.ownProbe[:0])
+		b = bsoncore.AppendValueElement(b, "_id", id)
+		b, _ = bsoncore.AppendDocumentEnd(b, idx)
+		s.ownProbe, doc = b, b
+	}
+	s.ownKept = s.owns(doc)
+	return s.ownKept, nil
 }
 
 // KeysExamined counts the history keys read.

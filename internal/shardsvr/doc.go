@@ -91,6 +91,14 @@
 // MigrationConflict (272) naming the key: two shards hold one _id, which a
 // migration must not silently drop or overwrite.
 //
+// A versioned collection's chunk moves with its documents' histories
+// (versioned.go): the clone and the catch-up send each document's versions
+// verbatim (numbers, validFrom, ops; the version field continues on the
+// recipient), a deleted document's history goes with the range of its
+// last live version's shard key, and every range deletion purges
+// histories whole (no tombstones), so an aborted migration leaves no
+// history on the recipient and a committed one none on the donor.
+//
 // Recovery: after a restart the donor resolves each coordinator document
 // by the config servers' map — committed: record the range deletion and
 // release the recipient; not: abort the recipient. A commit whose reply
@@ -124,7 +132,9 @@
 //     not a shard and holds at least two config.shards entries.
 //   - A pending recipient range whose donor is unreachable stays (as
 //     orphans) until the donor answers again.
-//   - A chunk of a versioned collection (issue #23) does not move
-//     (IllegalOperation, versioned.go): migrations copy documents, not
-//     their history, and would restart each history at version 1.
+//   - Writes by _id alone to a versioned collection sharded on another
+//     key reach every shard, and a recipient's pending copy is not
+//     filtered from them (the orphan gap above): such a write during a
+//     migration makes a version on the recipient that the donor's next
+//     version overwrites with another time. Target writes by shard key.
 package shardsvr

@@ -24,6 +24,15 @@ type donation struct {
 	lastTS   bson.Timestamp
 	cloned   int64 // bytes sent by _migrateClone
 	modsSent int64
+
+	// A versioned collection's clone and catch-up send histories
+	// (versioned.go): the _ids the clone has still to send, whether the
+	// range's deleted documents were listed, and per _id sent the newest
+	// validFrom sent.
+	versioned bool
+	pending   []bsoncore.Value
+	listed    bool
+	sent      map[string]uint64
 }
 
 // moveTimeout bounds a migration's clone and catch-up.
@@ -71,7 +80,8 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if toShard == id.ShardName {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "chunk [%s, %s) is already on shard %s", min, max, toShard)
 	}
-	if err := n.refuseVersioned(ctx, ns); err != nil {
+	versioned, err := n.isVersioned(ctx, ns)
+	if err != nil {
 		return nil, err
 	}
 	toHost, err := n.shardHost(ctx, toShard)
@@ -87,7 +97,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 			return nil, mongoerr.New(mongoerr.IndexNotFound, "couldn't find index over shard key %s for collection %s: a migration reads its range through the shard key's index", m.Pattern, ns)
 		}
 	}
-	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard, read: read}
+	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard, read: read, versioned: versioned, sent: map[string]uint64{}}
 	n.mu.Lock()
 	if n.donating != nil {
 		n.mu.Unlock()
@@ -334,20 +344,16 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	db, coll := splitNS(d.ns)
+	if d.versioned {
+		return n.cloneHistories(ctx, d)
+	}
 	arr := bsoncore.NewArrayBuilder()
 	size := 0
 	for d.cursor >= 0 && size < cloneBatchBytes {
-		var reply bsoncore.Document
-		if d.cursor == 0 {
-			reply, err = n.local(ctx, db, append(bson.D{{Key: "find", Value: coll}, {Key: "batchSize", Value: 2000}}, d.read...))
-		} else {
-			reply, err = n.local(ctx, db, bson.D{{Key: "getMore", Value: d.cursor}, {Key: "collection", Value: coll}, {Key: "batchSize", Value: 2000}})
-		}
+		vals, err := n.cloneRead(ctx, d, nil)
 		if err != nil {
 			return nil, err
 		}
-		vals, id := batchOf(reply)
 		for _, v := range vals {
 			doc, _ := v.DocumentOK()
 			if d.r.holds(doc) { // the index's bounds say so already; a scan without one needs it
@@ -355,12 +361,35 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 				size += len(doc)
 			}
 		}
-		if d.cursor = id; d.cursor == 0 {
-			d.cursor = -1
-		}
 	}
 	d.cloned += int64(size)
 	return bsoncore.NewDocumentBuilder().AppendArray("objects", arr.Build()).Build(), nil
+}
+
+// cloneRead reads the clone's next batch of the range (its documents, or
+// proj of them) through its local cursor, opened at the first call;
+// d.cursor is -1 once the cursor is exhausted.
+func (n *Node) cloneRead(ctx context.Context, d *donation, proj bson.D) ([]bsoncore.Value, error) {
+	db, coll := splitNS(d.ns)
+	var reply bsoncore.Document
+	var err error
+	if d.cursor == 0 {
+		cmd := append(bson.D{{Key: "find", Value: coll}, {Key: "batchSize", Value: 2000}}, d.read...)
+		if proj != nil {
+			cmd = append(cmd, bson.E{Key: "projection", Value: proj})
+		}
+		reply, err = n.local(ctx, db, cmd)
+	} else {
+		reply, err = n.local(ctx, db, bson.D{{Key: "getMore", Value: d.cursor}, {Key: "collection", Value: coll}, {Key: "batchSize", Value: 2000}})
+	}
+	if err != nil {
+		return nil, err
+	}
+	vals, id := batchOf(reply)
+	if d.cursor = id; d.cursor == 0 {
+		d.cursor = -1
+	}
+	return vals, nil
 }
 
 // collectionExists reports whether db.coll exists here.
@@ -385,6 +414,7 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	prevTS := d.lastTS
 	reply, err := n.local(ctx, "local", bson.D{{Key: "find", Value: "oplog.rs"},
 		{Key: "filter", Value: bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: d.lastTS}}}, {Key: "ns", Value: d.ns}}},
 		{Key: "limit", Value: 5000}, {Key: "batchSize", Value: 5000}})
@@ -394,6 +424,7 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 	batch, _ := reply.Lookup("cursor", "firstBatch").ArrayOK()
 	vals, _ := batch.Values()
 	var ids bson.A
+	var firstTS []bson.Timestamp
 	seen := map[string]bool{}
 	for _, v := range vals {
 		e, _ := v.DocumentOK()
@@ -414,6 +445,21 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 		}
 		seen[string(id.Data)+string(rune(id.Type))] = true
 		ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
+		firstTS = append(firstTS, bson.Timestamp{T: t, I: i})
+	}
+	if d.versioned {
+		vids := make([]bsoncore.Value, len(ids))
+		for i, id := range ids {
+			rv := id.(bson.RawValue)
+			vids[i] = bsoncore.Value{Type: bsoncore.Type(rv.Type), Data: rv.Value}
+		}
+		hist, purge, err := n.modHistories(ctx, d, vids, firstTS, prevTS)
+		if err != nil {
+			return nil, err
+		}
+		d.modsSent += int64(len(ids))
+		return bsoncore.NewDocumentBuilder().AppendArray("histories", hist).AppendArray("purge", purge).
+			AppendInt32("entries", int32(len(vals))).Build(), nil
 	}
 	reload, deleted := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	if len(ids) > 0 {

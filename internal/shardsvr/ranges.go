@@ -58,35 +58,53 @@ func splitNS(ns string) (db, coll string) {
 
 // deleteInRange removes this shard's documents of ns whose shard key lies
 // in r, in batches of _ids read through the shard key's index (scan.go),
-// and returns how many it removed.
+// and returns how many it removed. Of a versioned collection it purges
+// them with their histories, deleted documents' included (versioned.go).
 func (n *Node) deleteInRange(ctx context.Context, ns string, r keyRange) (int, error) {
+	versioned, err := n.isVersioned(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
 	db, coll := splitNS(ns)
-	var ids bson.A
-	removed := 0
-	flush := func() error {
-		if len(ids) == 0 {
-			return nil
-		}
+	remove := func(ids bson.A) (int, error) {
 		_, err := n.local(ctx, db, bson.D{{Key: "delete", Value: coll}, {Key: "deletes", Value: bson.A{
 			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}}, {Key: "limit", Value: 0}},
 		}}})
-		removed += len(ids)
-		ids = ids[:0]
+		return len(ids), err
+	}
+	if versioned {
+		remove = func(ids bson.A) (int, error) { return n.purge(ctx, ns, ids) }
+	}
+	var ids bson.A
+	removed := 0
+	add := func(id bsoncore.Value) error {
+		ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
+		if len(ids) < 1000 {
+			return nil
+		}
+		k, err := remove(ids)
+		removed += k
+		ids = nil
 		return err
 	}
 	// The scan reads a snapshot, so deleting as it goes is safe.
-	err := n.eachInRange(ctx, ns, r, bson.D{{Key: "_id", Value: 1}}, func(d bsoncore.Document, _ bool) error {
-		id := d.Lookup("_id")
-		ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
-		if len(ids) == 1000 {
-			return flush()
-		}
-		return nil
+	err = n.eachInRange(ctx, ns, r, bson.D{{Key: "_id", Value: 1}}, func(d bsoncore.Document, _ bool) error {
+		return add(copyVal(d.Lookup("_id")))
 	})
-	if err != nil {
+	if err == nil && versioned {
+		var deleted []bsoncore.Value
+		deleted, err = n.deletedInRange(ctx, ns, r)
+		for _, id := range deleted {
+			if err = add(id); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil || len(ids) == 0 {
 		return removed, err
 	}
-	return removed, flush()
+	k, err := remove(ids)
+	return removed + k, err
 }
 
 // exactChunk returns the index of m's chunk whose bounds are exactly

@@ -27,6 +27,7 @@ type receipt struct {
 	docs      int64
 	bytes     int64
 	modsTaken int64
+	versioned bool // the collection is versioned: histories move (versioned.go)
 }
 
 func (r *receipt) set(state string, err error) {
@@ -134,9 +135,15 @@ func (n *Node) clearForReceipt(ctx context.Context, rc *receipt) error {
 	return err
 }
 
-// copyIndexes creates the donor's indexes of the collection here.
+// copyIndexes creates the collection here (versioned as the donor's is)
+// and the donor's indexes of it.
 func (n *Node) copyIndexes(ctx context.Context, rc *receipt) error {
 	db, coll := splitNS(rc.ns)
+	versioned, err := n.createVersioned(ctx, rc)
+	if err != nil {
+		return err
+	}
+	rc.versioned = versioned
 	reply, err := n.peers.RunPrimary(ctx, rc.from, command(db, bson.D{{Key: "listIndexes", Value: coll}}))
 	if err != nil {
 		if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
@@ -180,6 +187,21 @@ func (n *Node) receive(ctx context.Context, rc *receipt) error {
 		reply, err := n.peers.RunPrimary(ctx, rc.from, command("admin", append(bson.D{{Key: "_migrateClone", Value: 1}}, sess...)))
 		if err != nil {
 			return err
+		}
+		if rc.versioned {
+			hist, _ := reply.Lookup("histories").ArrayOK()
+			k, size, err := n.installHistories(ctx, rc, hist, reply.Lookup("horizon"), nil)
+			if err != nil {
+				return err
+			}
+			if k == 0 {
+				break
+			}
+			rc.mu.Lock()
+			rc.docs += int64(k)
+			rc.bytes += int64(size)
+			rc.mu.Unlock()
+			continue
 		}
 		objs, _ := reply.Lookup("objects").ArrayOK()
 		vals, _ := objs.Values()
@@ -256,6 +278,15 @@ func (n *Node) conflict(rc *receipt, err error) error {
 // applyMods applies a _transferMods batch: reloaded documents replace
 // (or become) this shard's copy; deleted _ids remove the copy in range.
 func (n *Node) applyMods(ctx context.Context, rc *receipt, reply bsoncore.Document) error {
+	if rc.versioned {
+		hist, _ := reply.Lookup("histories").ArrayOK()
+		purge, _ := reply.Lookup("purge").ArrayOK()
+		k, _, err := n.installHistories(ctx, rc, hist, bsoncore.Value{}, purge)
+		rc.mu.Lock()
+		rc.modsTaken += int64(k)
+		rc.mu.Unlock()
+		return err
+	}
 	db, coll := splitNS(rc.ns)
 	reload, _ := reply.Lookup("reload").ArrayOK()
 	deleted, _ := reply.Lookup("deleted").ArrayOK()

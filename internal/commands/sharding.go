@@ -28,6 +28,10 @@ type Sharding interface {
 	// version was checked against (the read's SHARDING_FILTER); nil
 	// otherwise.
 	Admit(ctx context.Context, ns string, write bool, shardVersion, dbVersion bsoncore.Value) (release func(), owns func(bsoncore.Document) bool, err error)
+	// Dropped is told before this server drops database db (coll "") or
+	// collection db.coll, so that no cached version of what goes admits
+	// a command afterwards.
+	Dropped(ctx context.Context, db, coll string)
 	// Command runs one of the internal sharding commands (shardCommands).
 	Command(ctx context.Context, name string, body bsoncore.Document) (bsoncore.Document, error)
 }

@@ -28,11 +28,32 @@
 // configsvrConnectionString) and judges again; still different, it answers
 // StaleConfig (13388) with ns, vReceived, vWanted and shardId, at the
 // reply's top level as mongod does and in errInfo. databaseVersion is
-// compared with config.databases' version (StaleDbVersion, 249). A batched
+// compared with the database's version as config.databases last gave it
+// (StaleDbVersion, 249; dbversion.go, MongoDB's DatabaseShardingState):
+// cached per database, read again when a command carries another one (a
+// router that knows a newer version makes the shard catch up; an older one
+// is refused). A batched
 // write (insert, update, delete) answers either as mongod does: ok: 1,
 // n: 0, and the error as the write error of its first statement (ordered)
 // or of every statement (unordered), errInfo included, since the version
 // is checked before any statement runs (commands.staleWriteReply).
+//
+// Invariant "Database versions are the config servers'": a command is
+// admitted by a cached database version only while config.databases holds
+// that version, unless this shard has begun dropping the database since.
+// The operations that change config.databases' entry of an existing
+// database are the router's dropDatabase, which drops on the shards before
+// it removes the entry, and (not yet in Cairn) movePrimary. A drop on the
+// shard (Node.Dropped, called by the drop and dropDatabase commands before
+// they run) forgets the cached version and marks the dropped incarnation
+// (its uuid; dropMark): until the config servers list another incarnation
+// or none, a command is judged by reading them, never by the cache, so a
+// router that missed the drop is refused once the entry is gone. The same
+// mark keeps a dropped sharded collection's routing table from admitting
+// the old shardVersion (collMeta). Built with -tags invariants, every
+// admission by a cached database version reads config.databases and
+// panics (invariants.Violation) when they differ; make invariants runs
+// TestDatabaseVersionCache and the stale-router wire test so built.
 //
 // # Orphans
 //

@@ -83,4 +83,15 @@ func TestShardCachesAndStaleRouters(t *testing.T) {
 	count("stale B reads k: 60 after the drop (sh1 must refuse B's old shardVersion)", b.Database("e").Collection("s"), bson.D{{Key: "k", Value: 60}, {Key: "v", Value: "new"}}, 1)
 	insert("stale B inserts k: 70", b.Database("e").Collection("s"), bson.D{{Key: "k", Value: 70}})
 	count("sh0 directly holds both (unsharded now)", sh0.Database("e").Collection("s"), bson.D{}, 2)
+
+	// shardCollection: B read f.h unsharded (on sh0); A shards it hashed,
+	// which gives sh1 chunks too. B's inserts must follow the chunks: sh0
+	// must not admit B's UNSHARDED version any more.
+	runAdmin(t, a, bson.D{{Key: "enableSharding", Value: "f"}, {Key: "primaryShard", Value: "sh0"}})
+	count("B reads f.h", b.Database("f").Collection("h"), bson.D{}, 0)
+	runAdmin(t, a, bson.D{{Key: "shardCollection", Value: "f.h"}, {Key: "key", Value: bson.D{{Key: "_id", Value: "hashed"}}}})
+	for i := range 20 {
+		insert("stale B inserts into f.h", b.Database("f").Collection("h"), bson.D{{Key: "_id", Value: i}})
+	}
+	count("A reads B's inserts through the chunks", a.Database("f").Collection("h"), bson.D{}, 20)
 }

@@ -91,6 +91,7 @@ var privilegeRules = map[string]privRule{
 	// gives them to the internal action alone (the __system role).
 	"_addShard":                      cluster("internal"),
 	"_configsvrCommitChunkMigration": cluster("internal"),
+	"_flushRoutingTableCacheUpdates": cluster("internal"),
 	"_migrateClone":                  cluster("internal"),
 	"_recvChunkAbort":                cluster("internal"),
 	"_recvChunkCommit":               cluster("internal"),

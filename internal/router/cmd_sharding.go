@@ -342,6 +342,10 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 		}
 		if rt.sharded() {
 			if bytes.Equal(rt.coll.coll.Key, key) && rt.coll.coll.Unique == unique {
+				// A retry after a flush that failed flushes again.
+				if err := r.flushShards(ctx, ns, withPrimary(rt, rt.allShards())); err != nil {
+					return err
+				}
 				out = okReply("collectionsharded", ns)
 				return nil
 			}
@@ -430,6 +434,9 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 			return err
 		}
 		r.cache.invalidate(ns)
+		if err := r.flushShards(ctx, ns, owners); err != nil {
+			return err
+		}
 		out = okReply("collectionsharded", ns)
 		return nil
 	})
@@ -1064,5 +1071,28 @@ func cmdRefine(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 		return nil, err
 	}
 	r.cache.invalidate(ns)
+	if err := r.flushShards(ctx, ns, owners); err != nil {
+		return nil, err
+	}
 	return okReply(), nil
+}
+
+// flushShards has each of the shards ids reload ns's routing table from
+// the config servers (_flushRoutingTableCacheUpdates) after shardCollection
+// or refineCollectionShardKey changed it: a shard judges a command's
+// shardVersion by its cached table, so until it reloads, another router's
+// version from before the change (UNSHARDED, the old epoch) would still be
+// admitted there.
+func (r *Router) flushShards(ctx context.Context, ns string, ids []string) error {
+	cmd := bsoncore.NewDocumentBuilder().AppendString("_flushRoutingTableCacheUpdates", ns).AppendBoolean("syncFromConfig", true).AppendString("$db", "admin").Build()
+	for _, id := range ids {
+		sh, err := r.cache.shard(ctx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := memberclient.Check(sh.set.Run(ctx, cmd)); err != nil {
+			return fmt.Errorf("router: shard %s did not reload the routing table of %s: %w", id, ns, err)
+		}
+	}
+	return nil
 }

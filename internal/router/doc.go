@@ -84,7 +84,9 @@
 // shardIdentity {shardName, clusterId, configsvrConnectionString}),
 // listShards, removeShard (draining state and progress), enableSharding,
 // shardCollection (ranged, compound, hashed with presplit: two chunks per
-// shard for an empty collection), refineCollectionShardKey, split
+// shard for an empty collection), refineCollectionShardKey (both then send
+// _flushRoutingTableCacheUpdates to the collection's shards, which cache
+// routing tables: package shardsvr), split
 // (middle; find and bounds at the chunk's median, read from its shard),
 // mergeChunks, addShardToZone, removeShardFromZone,
 // updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and

@@ -169,6 +169,7 @@ var matrix = map[string]matrixRole{
 	"replSetStepDown": {"clusterManager", "admin"}, "replSetFreeze": {"clusterManager", "admin"},
 	"_addShard":                      {"internal", "admin"},
 	"_configsvrCommitChunkMigration": {"internal", "admin"},
+	"_flushRoutingTableCacheUpdates": {"internal", "admin"},
 	"_migrateClone":                  {"internal", "admin"},
 	"_recvChunkAbort":                {"internal", "admin"},
 	"_recvChunkCommit":               {"internal", "admin"},

@@ -231,3 +231,24 @@ func (n *Node) collDropped(ctx context.Context, cm *collMeta) {
 		}
 	}
 }
+
+// flushRoutingTable is _flushRoutingTableCacheUpdates: reload a
+// collection's routing table from the config servers now. A router sends
+// it to the shards of a collection it has just sharded or refined, so that
+// a shard that cached the collection as unsharded (or by its old key) no
+// longer admits another router's version from before the change.
+func (n *Node) flushRoutingTable(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
+	ns, ok := body.Index(0).Value().StringValueOK()
+	if !ok || strings.IndexByte(ns, '.') <= 0 {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "_flushRoutingTableCacheUpdates needs a namespace db.collection")
+	}
+	if v, err := body.LookupErr("syncFromConfig"); err == nil {
+		if _, ok := v.BooleanOK(); !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '_flushRoutingTableCacheUpdates.syncFromConfig' is the wrong type '%s', expected type 'bool'", v.Type)
+		}
+	}
+	if err := n.reload(ctx, n.meta(ns), true); err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().Build(), nil
+}

@@ -50,7 +50,13 @@
 // or none, a command is judged by reading them, never by the cache, so a
 // router that missed the drop is refused once the entry is gone. The same
 // mark keeps a dropped sharded collection's routing table from admitting
-// the old shardVersion (collMeta). Built with -tags invariants, every
+// the old shardVersion (collMeta). A collection's routing table is cached
+// likewise (collMeta): read again when a command's shardVersion differs,
+// after a migration's commit (the donor), and on
+// _flushRoutingTableCacheUpdates, which a router sends to the collection's
+// shards after shardCollection and refineCollectionShardKey, so that a
+// shard that cached it unsharded (or by its old epoch) refuses another
+// router's version from before. Built with -tags invariants, every
 // admission by a cached database version reads config.databases and
 // panics (invariants.Violation) when they differ; make invariants runs
 // TestDatabaseVersionCache and the stale-router wire test so built.
@@ -145,6 +151,18 @@
 //     not a shard and holds at least two config.shards entries.
 //   - A pending recipient range whose donor is unreachable stays (as
 //     orphans) until the donor answers again.
+//   - shardCollection and refineCollectionShardKey are the router's, not a
+//     coordinator's on the primary shard with a critical section: between
+//     their config write and the shards' _flushRoutingTableCacheUpdates (a
+//     few milliseconds), a router that missed the change can still have
+//     a write admitted by a shard's cached unsharded or old-epoch table.
+//     movePrimary does not exist yet; it must drop the database's cached
+//     version on the old primary (Node.Dropped's mark) before it changes
+//     config.databases.
+//   - A drop run on a shard directly (not through a router) of a
+//     database the config servers still list leaves its mark: the shard
+//     reads config.databases for that database on every command until
+//     the config servers list another incarnation or none.
 //   - A chunk of a versioned collection (issue #23) does not move
 //     (IllegalOperation, versioned.go): migrations copy documents, not
 //     their history, and would restart each history at version 1.

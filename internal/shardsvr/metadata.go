@@ -68,6 +68,13 @@ func (cm *collMeta) versionOf(me string) (*shard.Map, shard.ShardVersion) {
 // Concurrent callers share one load: a caller that waited while another
 // loaded takes that result.
 func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
+	return n.reload(ctx, cm, false)
+}
+
+// reload is refresh; fresh: a load that begins after the call (not one
+// that was under way when it came), for a caller that knows the config
+// servers just changed.
+func (n *Node) reload(ctx context.Context, cm *collMeta, fresh bool) error {
 	cm.mu.Lock()
 	seen := cm.refreshes
 	cm.mu.Unlock()
@@ -76,7 +83,7 @@ func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
 	cm.mu.Lock()
 	done := cm.refreshes != seen
 	cm.mu.Unlock()
-	if done {
+	if done && !fresh {
 		return nil
 	}
 	m, coll, err := n.loadMap(ctx, cm.ns)

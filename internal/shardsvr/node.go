@@ -139,6 +139,8 @@ func (n *Node) Command(ctx context.Context, name string, body bsoncore.Document)
 		return n.transferMods(ctx, body)
 	case "_shardsvrChunkSizes":
 		return n.chunkSizesCmd(ctx, body)
+	case "_flushRoutingTableCacheUpdates":
+		return n.flushRoutingTable(ctx, body)
 	}
 	return nil, mongoerr.New(mongoerr.CommandNotFound, "no such sharding command: '%s'", name)
 }

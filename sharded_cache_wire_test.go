@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestShardCachesAndStaleRouters: the shards cache database versions and
@@ -94,4 +95,76 @@ func TestShardCachesAndStaleRouters(t *testing.T) {
 		insert("stale B inserts into f.h", b.Database("f").Collection("h"), bson.D{{Key: "_id", Value: i}})
 	}
 	count("A reads B's inserts through the chunks", a.Database("f").Collection("h"), bson.D{}, 20)
+}
+
+// TestShardedDefaultCollation: a collection with a case-insensitive
+// default collation, sharded on {k: 1} (which needs collation: simple, as
+// mongos), chunks [MinKey, "m") on sh0 and ["m", MaxKey) on sh1. A query
+// without a collation runs under the default: an equality on a string
+// shard key value reaches both shards ("ZEBRA" equals sh0's "Zebra" and
+// sh1's "zebra"), and a sort merges the shards' streams in the
+// collation's order, not the simple one.
+func TestShardedDefaultCollation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four servers")
+	}
+	sc := startShardedCluster(t, 2)
+	ctx := context.Background()
+	c := routerClient(t, sc.router)
+	for _, s := range sc.shards {
+		runAdmin(t, c, bson.D{{Key: "addShard", Value: s}})
+	}
+	runAdmin(t, c, bson.D{{Key: "enableSharding", Value: "g"}, {Key: "primaryShard", Value: "sh0"}})
+	ci := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}
+	if err := c.Database("g").RunCommand(ctx, bson.D{{Key: "create", Value: "ci"}, {Key: "collation", Value: ci}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "shardCollection", Value: "g.ci"}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}}).Err()
+	wantCode(t, "shardCollection of a collection with a default collation, without collation: simple", err, 2)
+	runAdmin(t, c, bson.D{{Key: "shardCollection", Value: "g.ci"}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}}})
+	var entry bson.Raw
+	if err := c.Database("config").Collection("collections").FindOne(ctx, bson.D{{Key: "_id", Value: "g.ci"}}).Decode(&entry); err != nil {
+		t.Fatal(err)
+	}
+	if loc, _ := entry.Lookup("defaultCollation", "locale").StringValueOK(); loc != "en" {
+		t.Fatalf("config.collections entry %s: want defaultCollation {locale: en, …}", entry)
+	}
+	runAdmin(t, c, bson.D{{Key: "split", Value: "g.ci"}, {Key: "middle", Value: bson.D{{Key: "k", Value: "m"}}}})
+	runAdmin(t, c, bson.D{{Key: "moveChunk", Value: "g.ci"}, {Key: "find", Value: bson.D{{Key: "k", Value: "m"}}}, {Key: "to", Value: "sh1"}, {Key: "_waitForDelete", Value: true}})
+	coll := c.Database("g").Collection("ci")
+	for _, k := range []string{"apple", "Mango", "Pear", "Zebra", "nut", "zebra"} {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "k", Value: k}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "k", Value: "ZEBRA"}}); err != nil || n != 2 {
+		t.Errorf("count {k: ZEBRA} under the default collation: %d (%v), want 2 (Zebra on sh0, zebra on sh1)", n, err)
+	}
+	cur, err := coll.Find(ctx, bson.D{{Key: "k", Value: bson.D{{Key: "$in", Value: bson.A{"APPLE", "ZEBRA"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []bson.M
+	if err := cur.All(ctx, &found); err != nil || len(found) != 3 {
+		t.Errorf("find {k: {$in: [APPLE, ZEBRA]}}: %d documents (%v), want 3", len(found), err)
+	}
+	res, err := coll.UpdateMany(ctx, bson.D{{Key: "k", Value: "zEbRa"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "seen", Value: true}}}})
+	if err != nil || res.ModifiedCount != 2 {
+		t.Errorf("updateMany {k: zEbRa}: %+v (%v), want 2 modified", res, err)
+	}
+	cur, err = coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "k", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sorted []struct{ K string }
+	if err := cur.All(ctx, &sorted); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, d := range sorted {
+		order = append(order, strings.ToLower(d.K))
+	}
+	if got := strings.Join(order, " "); got != "apple mango nut pear zebra zebra" {
+		t.Errorf("find sorted by k through the router: %s, want the collation's order apple mango nut pear zebra zebra", got)
+	}
 }

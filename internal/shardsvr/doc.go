@@ -78,7 +78,9 @@
 // The donor (_shardsvrMoveRange, one at a time per shard) records a
 // coordinator document, notes its newest oplog ts, and starts the
 // recipient (_recvChunkStart), which clears leftovers of the range,
-// records a pending range deletion, copies the donor's indexes and then
+// records a pending range deletion, creates the collection with the
+// donor's options (default collation, validator, idGenerator) if it has
+// none here, copies the donor's indexes and then
 // pulls: _migrateClone batches (the range's documents, read through the
 // shard key's index between the range's bounds, scan.go) and _transferMods
 // batches (the _ids the donor's oplog shows

@@ -43,9 +43,11 @@ race:
 
 ## invariants: the tests that drive the engine hardest, built with the
 ## invariants tag: the kill -9 crash test (its child process checks after
-## every commit group) and the planner's differential test.
+## every commit group), the planner's differential test, and the shards'
+## cached database versions against a stale router.
 invariants:
-	$(GO) test -count=1 -tags invariants -run '^TestCrashKeepsAcknowledgedWrites$$' .
+	$(GO) test -count=1 -tags invariants -run '^(TestCrashKeepsAcknowledgedWrites|TestShardCachesAndStaleRouters)$$' .
+	$(GO) test -count=1 -tags invariants -run '^TestDatabaseVersionCache$$' ./internal/shardsvr/
 	$(GO) test -count=1 -tags invariants -run '^(TestPlannerMatchesCollectionScan(Collated)?|TestGeoPlannerMatchesCollectionScan|TestGeo2dPlannerMatchesCollectionScan|TestTimeseriesMatchesCollection)$$' ./internal/commands/
 
 ## smoke: only the real-client smoke tests (mongosh and the Node.js driver

@@ -20,6 +20,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairndb/cairn/internal/invariants"
 )
 
 // The wire crash test checks "acknowledged writes survive kill -9" from
@@ -57,7 +59,11 @@ func buildCairnBinary(t *testing.T, _ string) string {
 			return
 		}
 		cairnBin.dir, cairnBin.path = dir, filepath.Join(dir, "cairn")
-		if out, err := exec.Command("go", "build", "-o", cairnBin.path, "./cmd/cairn").CombinedOutput(); err != nil {
+		args := []string{"build", "-o", cairnBin.path}
+		if invariants.Enabled { // the servers check their invariants too
+			args = append(args, "-tags", "invariants")
+		}
+		if out, err := exec.Command("go", append(args, "./cmd/cairn")...).CombinedOutput(); err != nil {
 			cairnBin.err = fmt.Errorf("go build ./cmd/cairn: %v\n%s", err, out)
 		}
 	})

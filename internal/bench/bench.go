@@ -53,6 +53,11 @@ type Config struct {
 	// Monitoring is the driver's serverMonitoringMode for every target
 	// ("" leaves the driver's default, auto).
 	Monitoring string
+	// ShardHashed shards the collection on {_id: "hashed"} after dropping
+	// it, before the load (the target is a router: shardCollection of an
+	// empty collection presplits two chunks per shard), so that a uniform
+	// workload spreads over the shards.
+	ShardHashed bool
 	// Database and Collection hold the records; they are dropped before
 	// the load.
 	Database, Collection string
@@ -447,6 +452,9 @@ func (r *runner) load(ctx context.Context, t *target) LoadResult {
 		return lr
 	} else {
 		err = d.reset(ctx)
+		if dd, ok := d.(*driverDB); ok && err == nil && cfg.ShardHashed {
+			err = dd.shardHashed(ctx)
+		}
 		r.release(ctx, t, d)
 		if err != nil {
 			lr.Failed = "dropping the collection: " + err.Error()

@@ -51,6 +51,13 @@ func idFilter(k string) bson.Raw {
 
 func (d *driverDB) reset(ctx context.Context) error { return d.coll.Drop(ctx) }
 
+// shardHashed shards the (empty) collection on {_id: "hashed"} through a
+// router (Config.ShardHashed).
+func (d *driverDB) shardHashed(ctx context.Context) error {
+	ns := d.coll.Database().Name() + "." + d.coll.Name()
+	return d.client.Database("admin").RunCommand(ctx, bson.D{{Key: "shardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "_id", Value: "hashed"}}}}).Err()
+}
+
 func (d *driverDB) insert(ctx context.Context, docs []bsoncore.Document) error {
 	if len(docs) == 1 {
 		_, err := d.coll.InsertOne(ctx, bson.Raw(docs[0]))

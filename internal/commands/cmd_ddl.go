@@ -138,12 +138,15 @@ func cmdCreate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 
 // cmdDrop drops a collection. Since MongoDB 7.0 dropping a collection that
 // does not exist succeeds.
-func cmdDrop(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDrop(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	name, err := req.Collection()
 	if err != nil {
 		return nil, err
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: name}
+	if s.Env.Sharding != nil {
+		s.Env.Sharding.Dropped(ctx, ns.DB, ns.Coll)
+	}
 	coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
 	existed, err := s.Env.Engine.DropCollection(ns)
 	if err != nil {
@@ -157,7 +160,10 @@ func cmdDrop(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.
 	return r.Finish(), nil
 }
 
-func cmdDropDatabase(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDropDatabase(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if s.Env.Sharding != nil {
+		s.Env.Sharding.Dropped(ctx, req.DB, "")
+	}
 	n, err := s.Env.Engine.DropDatabase(req.DB)
 	if err != nil {
 		return nil, err

@@ -94,6 +94,7 @@ var privilegeRules = map[string]privRule{
 	"_historyInstall":                cluster("internal"),
 	"_historyPurge":                  cluster("internal"),
 	"_historyRead":                   cluster("internal"),
+	"_flushRoutingTableCacheUpdates": cluster("internal"),
 	"_migrateClone":                  cluster("internal"),
 	"_recvChunkAbort":                cluster("internal"),
 	"_recvChunkCommit":               cluster("internal"),

@@ -28,6 +28,10 @@ type Sharding interface {
 	// version was checked against (the read's SHARDING_FILTER); nil
 	// otherwise.
 	Admit(ctx context.Context, ns string, write bool, shardVersion, dbVersion bsoncore.Value) (release func(), owns func(bsoncore.Document) bool, err error)
+	// Dropped is told before this server drops database db (coll "") or
+	// collection db.coll, so that no cached version of what goes admits
+	// a command afterwards.
+	Dropped(ctx context.Context, db, coll string)
 	// Command runs one of the internal sharding commands (shardCommands).
 	Command(ctx context.Context, name string, body bsoncore.Document) (bsoncore.Document, error)
 }
@@ -45,6 +49,7 @@ var shardingInternal = map[string]struct{ help, fields string }{
 	"_migrateClone":                  {"the next batch of the donor's documents of the migrating chunk", "sessionId"},
 	"_transferMods":                  {"the migrating chunk's documents changed on the donor since the last batch", "sessionId"},
 	"_shardsvrChunkSizes":            {"the data size of this shard's documents in each of the given chunks (the balancer's input)", "shardKeyPattern chunks"},
+	"_flushRoutingTableCacheUpdates": {"reload a collection's routing table from the config servers (a router, after sharding or refining it)", "syncFromConfig"},
 	"_configsvrCommitChunkMigration": {"commit a migrated chunk's new owner in config.chunks (config server primary)", "fromShard toShard migratedChunk fromShardCollectionVersion validAfter"},
 }
 

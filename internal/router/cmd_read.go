@@ -124,7 +124,7 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 	single, _ := req.body.Lookup("singleBatch").BooleanOK()
 	var out bsoncore.Document
 	err := r.retry(ctx, req.ns(), func() error {
-		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), filter)
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), filter, docArg(req, "collation"))
 		if err != nil || rt.db == nil {
 			out = cursorReply(0, req.ns(), "firstBatch", nil)
 			return err
@@ -162,7 +162,7 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 			return nil
 		}
 		ctxp := &ctx
-		coll, err := requestCollation(req)
+		coll, err := rt.collator(req)
 		if err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func cmdCount(ctx context.Context, r *Router, req *request) (bsoncore.Document, 
 	var n int64
 	err := r.retry(ctx, req.ns(), func() error {
 		n = 0
-		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), query)
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), query, docArg(req, "collation"))
 		if err != nil || rt.db == nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func cmdDistinct(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 	var values []bsoncore.Value
 	err := r.retry(ctx, req.ns(), func() error {
 		values = nil
-		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), query)
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), query, docArg(req, "collation"))
 		if err != nil || rt.db == nil {
 			return err
 		}
@@ -320,7 +320,7 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 	allowDisk, _ := req.body.Lookup("allowDiskUse").BooleanOK()
 	var out bsoncore.Document
 	err = r.retry(ctx, req.ns(), func() error {
-		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), filter)
+		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), filter, docArg(req, "collation"))
 		if err != nil || rt.db == nil {
 			out = cursorReply(0, req.ns(), "firstBatch", nil)
 			return err
@@ -345,7 +345,7 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 			out, err = r.openCursor(ctxp, req, req.ns(), src, 0, 0, batchSize, false)
 			return err
 		}
-		coll, err := requestCollation(req)
+		coll, err := rt.collator(req)
 		if err != nil {
 			return err
 		}
@@ -562,7 +562,7 @@ func (r *Router) explain(ctx context.Context, req *request, inner bsoncore.Docum
 	ns := req.db + "." + coll
 	var out bsoncore.Document
 	err := r.retry(ctx, ns, func() error {
-		rt, shards, err := r.routeTargets(ctx, req.db, coll, filterOf(inner))
+		rt, shards, err := r.routeTargets(ctx, req.db, coll, filterOf(inner), collationOf(inner))
 		if err != nil {
 			return err
 		}
@@ -638,13 +638,18 @@ func (r *Router) explain(ctx context.Context, req *request, inner bsoncore.Docum
 	return out, err
 }
 
-// requestCollation is the collation a command names (nil: none or simple).
-// A collection's default collation is not known to the router: a command
-// without one merges by the simple order (left for the routing cache).
-func requestCollation(req *request) (*collation.Collator, error) {
-	d, ok := req.body.Lookup("collation").DocumentOK()
-	if !ok {
+// collator is the collation a command's results are merged by: its own,
+// or the sharded collection's default (nil: simple).
+func (rt *routing) collator(req *request) (*collation.Collator, error) {
+	d := rt.collation(docArg(req, "collation"))
+	if d == nil {
 		return nil, nil
 	}
 	return collation.Parse(d)
+}
+
+// collationOf is an explained command's collation (nil: none).
+func collationOf(inner bsoncore.Document) bsoncore.Document {
+	d, _ := inner.Lookup("collation").DocumentOK()
+	return d
 }

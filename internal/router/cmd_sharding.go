@@ -274,13 +274,16 @@ func (r *Router) createCommand(ctx context.Context, rt *routing, coll string) (b
 }
 
 // ensureShardKeyIndex creates the shard key index on shard id.
-func (r *Router) ensureShardKeyIndex(ctx context.Context, rt *routing, id, coll string, key bsoncore.Document, unique bool) error {
+func (r *Router) ensureShardKeyIndex(ctx context.Context, rt *routing, id, coll string, key bsoncore.Document, unique, simple bool) error {
 	if bytes.Equal(key, bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()) {
 		return nil
 	}
 	spec := bsoncore.NewDocumentBuilder().AppendDocument("key", key).AppendString("name", shardKeyIndexName(key))
 	if unique {
 		spec.AppendBoolean("unique", true)
+	}
+	if simple { // the collection has a default collation; chunks are in the simple order
+		spec.AppendDocument("collation", bsoncore.NewDocumentBuilder().AppendString("locale", "simple").Build())
 	}
 	body := bsoncore.NewDocumentBuilder().AppendString("createIndexes", coll).
 		AppendArray("indexes", bsoncore.NewArrayBuilder().AppendDocument(spec.Build()).Build()).Build()
@@ -312,10 +315,12 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'shardCollection.key' is missing but a required field")
 	}
+	simpleGiven := false
 	if c, ok := req.body.Lookup("collation").DocumentOK(); ok {
 		if loc, _ := c.Lookup("locale").StringValueOK(); loc != "simple" {
 			return nil, mongoerr.New(mongoerr.BadValue, "The collation for shardCollection must be {locale: 'simple'}, but found: %s", c)
 		}
+		simpleGiven = true
 	}
 	p, err := shard.ParsePattern(key)
 	if err != nil {
@@ -342,6 +347,10 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 		}
 		if rt.sharded() {
 			if bytes.Equal(rt.coll.coll.Key, key) && rt.coll.coll.Unique == unique {
+				// A retry after a flush that failed flushes again.
+				if err := r.flushShards(ctx, ns, withPrimary(rt, rt.allShards())); err != nil {
+					return err
+				}
 				out = okReply("collectionsharded", ns)
 				return nil
 			}
@@ -354,7 +363,8 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 		supported := false
 		for _, s := range specs {
 			k, _ := s.Lookup("key").DocumentOK()
-			if indexSupports(k, p) {
+			c, _ := s.Lookup("collation").DocumentOK()
+			if indexSupports(k, p) && simpleCollation(c) {
 				supported = true
 			}
 			if u, _ := s.Lookup("unique").BooleanOK(); u {
@@ -403,6 +413,15 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 		if err != nil {
 			return err
 		}
+		// A collection with a default collation is sharded only when the
+		// command names the simple one (the shard key's order), as mongos;
+		// the default goes to config.collections for the routers.
+		defColl, _ := createCmd.Lookup("collation").DocumentOK()
+		if simpleCollation(defColl) {
+			defColl = nil
+		} else if !simpleGiven {
+			return mongoerr.New(mongoerr.BadValue, "Collection has default collation: %s. Must specify collation {locale: 'simple'}", defColl)
+		}
 		for _, o := range owners {
 			if o != rt.db.primary {
 				// Every shard holding chunks has the collection with the
@@ -413,7 +432,7 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 			} else if supported {
 				continue
 			}
-			if err := r.ensureShardKeyIndex(ctx, rt, o, coll, key, unique); err != nil {
+			if err := r.ensureShardKeyIndex(ctx, rt, o, coll, key, unique, defColl != nil); err != nil {
 				return err
 			}
 		}
@@ -425,11 +444,14 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 		if err := r.configInsert(ctx, "chunks", m.ChunkDocs(uuid)...); err != nil {
 			return err
 		}
-		c := shard.Collection{NS: ns, Epoch: epoch, Updated: time.Now(), Timestamp: now, UUID: uuid, Key: key, Unique: unique}
+		c := shard.Collection{NS: ns, Epoch: epoch, Updated: time.Now(), Timestamp: now, UUID: uuid, Key: key, Unique: unique, DefaultCollation: defColl}
 		if err := r.configInsert(ctx, "collections", c.Doc()); err != nil {
 			return err
 		}
 		r.cache.invalidate(ns)
+		if err := r.flushShards(ctx, ns, owners); err != nil {
+			return err
+		}
 		out = okReply("collectionsharded", ns)
 		return nil
 	})
@@ -1064,5 +1086,28 @@ func cmdRefine(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 		return nil, err
 	}
 	r.cache.invalidate(ns)
+	if err := r.flushShards(ctx, ns, owners); err != nil {
+		return nil, err
+	}
 	return okReply(), nil
+}
+
+// flushShards has each of the shards ids reload ns's routing table from
+// the config servers (_flushRoutingTableCacheUpdates) after shardCollection
+// or refineCollectionShardKey changed it: a shard judges a command's
+// shardVersion by its cached table, so until it reloads, another router's
+// version from before the change (UNSHARDED, the old epoch) would still be
+// admitted there.
+func (r *Router) flushShards(ctx context.Context, ns string, ids []string) error {
+	cmd := bsoncore.NewDocumentBuilder().AppendString("_flushRoutingTableCacheUpdates", ns).AppendBoolean("syncFromConfig", true).AppendString("$db", "admin").Build()
+	for _, id := range ids {
+		sh, err := r.cache.shard(ctx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := memberclient.Check(sh.set.Run(ctx, cmd)); err != nil {
+			return fmt.Errorf("router: shard %s did not reload the routing table of %s: %w", id, ns, err)
+		}
+	}
+	return nil
 }

@@ -337,7 +337,8 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 // lives on one of them).
 func targetStatement(rt *routing, stmt bsoncore.Document, kind string) ([]string, error) {
 	q, _ := stmt.Lookup("q").DocumentOK()
-	shards, exact, err := rt.targets(q)
+	collation, _ := stmt.Lookup("collation").DocumentOK()
+	shards, exact, err := rt.targetsUnder(q, collation)
 	if err != nil || !rt.sharded() {
 		return shards, err
 	}
@@ -546,7 +547,7 @@ func cmdFindAndModify(ctx context.Context, r *Router, req *request) (bsoncore.Do
 		if err != nil {
 			return err
 		}
-		shards, _, err := rt.targets(query)
+		shards, _, err := rt.targetsUnder(query, docArg(req, "collation"))
 		if err != nil {
 			return err
 		}

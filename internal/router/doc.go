@@ -25,8 +25,15 @@
 // Reads: find, count, distinct and aggregate go to the shards their filter
 // (aggregate: its leading $match) targets by the shard key (shard.Map.
 // Target: equality, $in and ranges; hashed keys by equality), everything
-// else scatters. Several shards' cursors are merged by the sort key
-// (agg.MergeSorted) or concatenated; skip and limit are pushed down as
+// else scatters. A command runs under its own collation or, without one,
+// the sharded collection's default (config.collections'
+// defaultCollation, which shardCollection records; it needs collation:
+// {locale: "simple"} for such a collection, BadValue otherwise, as
+// mongos): chunks are ranges of the simple order, so under a collation
+// that is not simple a filter with a string in it goes to every shard
+// (reads, and the statements of updates, deletes and findAndModify), and
+// sorted streams merge in the collation's order. Several shards' cursors
+// are merged by the sort key (agg.MergeSorted) or concatenated; skip and limit are pushed down as
 // limit = skip+limit and applied again at the router. Aggregation splits
 // with agg.Split: the shards run the streaming prefix and a $sort (with
 // its following $limit) or a $group emitting partial states (needsMerge),
@@ -84,7 +91,9 @@
 // shardIdentity {shardName, clusterId, configsvrConnectionString}),
 // listShards, removeShard (draining state and progress), enableSharding,
 // shardCollection (ranged, compound, hashed with presplit: two chunks per
-// shard for an empty collection), refineCollectionShardKey, split
+// shard for an empty collection), refineCollectionShardKey (both then send
+// _flushRoutingTableCacheUpdates to the collection's shards, which cache
+// routing tables: package shardsvr), split
 // (middle; find and bounds at the chunk's median, read from its shard),
 // mergeChunks, addShardToZone, removeShardFromZone,
 // updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and
@@ -155,6 +164,9 @@
 //     shards add $sortKey instead); with a positional, $elemMatch or $meta
 //     projection, which need the shard's match, the projection stays on
 //     the shards and a sort field it drops is merged as missing.
+//   - distinct over several shards under a collation that is not simple
+//     returns each shard's distinct values ("a" from one and "A" from
+//     another both); mongos merges them under the collation.
 //   - split by find or bounds reads every shard key of the chunk's shard
 //     (of its first field's range) to find the median, where MongoDB's
 //     shard answers splitVector; movePrimary,

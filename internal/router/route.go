@@ -91,13 +91,64 @@ func (r *Router) route(ctx context.Context, db, coll string, create bool) (*rout
 
 // routeTargets routes db.coll and targets filter; a database that does
 // not exist gives a nil routing db and no shards.
-func (r *Router) routeTargets(ctx context.Context, db, coll string, filter bsoncore.Document) (*routing, []string, error) {
+func (r *Router) routeTargets(ctx context.Context, db, coll string, filter, collation bsoncore.Document) (*routing, []string, error) {
 	rt, err := r.route(ctx, db, coll, false)
 	if err != nil || rt.db == nil {
 		return rt, nil, err
 	}
-	shards, _, err := rt.targets(filter)
+	shards, _, err := rt.targetsUnder(filter, collation)
 	return rt, shards, err
+}
+
+// targetsUnder is targets for a query run under collation (the command's;
+// nil: the collection's default, config.collections' defaultCollation).
+// Chunks are ranges of the simple order, so under a collation that is not
+// simple a string the filter compares ("a") may equal one in another
+// chunk ("A"): a filter with any string in it goes to every shard, as
+// mongos broadcasts such a query.
+func (rt *routing) targetsUnder(filter, collation bsoncore.Document) ([]string, bool, error) {
+	if rt.sharded() && !simpleCollation(rt.collation(collation)) && collatable(filter) {
+		return rt.allShards(), false, nil
+	}
+	return rt.targets(filter)
+}
+
+// collation is the collation a command runs under: its own (explicit), or
+// the sharded collection's default; nil: simple.
+func (rt *routing) collation(explicit bsoncore.Document) bsoncore.Document {
+	if explicit != nil || !rt.sharded() {
+		return explicit
+	}
+	return rt.coll.coll.DefaultCollation
+}
+
+// simpleCollation reports whether a collation document is the simple one
+// (nil: none given).
+func simpleCollation(d bsoncore.Document) bool {
+	if d == nil {
+		return true
+	}
+	loc, _ := d.Lookup("locale").StringValueOK()
+	return loc == "simple"
+}
+
+// collatable reports whether a filter holds a string (or symbol) value at
+// any depth: a value a collation compares differently from the simple
+// order.
+func collatable(d bsoncore.Document) bool {
+	els, _ := d.Elements()
+	for _, el := range els {
+		v := el.Value()
+		switch v.Type {
+		case bsoncore.TypeString, bsoncore.TypeSymbol:
+			return true
+		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+			if collatable(bsoncore.Document(v.Data)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // targets returns the shards that may hold documents matching filter.

@@ -172,6 +172,7 @@ var matrix = map[string]matrixRole{
 	"_historyInstall":                {"internal", "test"},
 	"_historyPurge":                  {"internal", "test"},
 	"_historyRead":                   {"internal", "test"},
+	"_flushRoutingTableCacheUpdates": {"internal", "admin"},
 	"_migrateClone":                  {"internal", "admin"},
 	"_recvChunkAbort":                {"internal", "admin"},
 	"_recvChunkCommit":               {"internal", "admin"},

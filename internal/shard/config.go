@@ -23,6 +23,10 @@ type Collection struct {
 	Key       bsoncore.Document
 	Unique    bool
 	NoBalance bool
+	// DefaultCollation is the collection's default collation when it is
+	// not simple (nil otherwise), as config.collections' defaultCollation:
+	// the router targets and merges a command without a collation by it.
+	DefaultCollation bsoncore.Document
 }
 
 func appendTS(b *bsoncore.DocumentBuilder, key string, ts hlc.Timestamp) *bsoncore.DocumentBuilder {
@@ -34,8 +38,12 @@ func (c Collection) Doc() bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().AppendString("_id", c.NS).AppendObjectID("lastmodEpoch", c.Epoch).
 		AppendDateTime("lastmod", c.Updated.UnixMilli())
 	appendTS(b, "timestamp", c.Timestamp)
-	return b.AppendBinary("uuid", bson.TypeBinaryUUID, c.UUID[:]).AppendDocument("key", c.Key).
-		AppendBoolean("unique", c.Unique).AppendBoolean("noBalance", c.NoBalance).Build()
+	b.AppendBinary("uuid", bson.TypeBinaryUUID, c.UUID[:]).AppendDocument("key", c.Key).
+		AppendBoolean("unique", c.Unique).AppendBoolean("noBalance", c.NoBalance)
+	if c.DefaultCollation != nil {
+		b.AppendDocument("defaultCollation", c.DefaultCollation)
+	}
+	return b.Build()
 }
 
 // ParseCollection reads a config.collections document.
@@ -69,6 +77,7 @@ func ParseCollection(d bsoncore.Document) (Collection, error) {
 	}
 	c.Unique, _ = d.Lookup("unique").BooleanOK()
 	c.NoBalance, _ = d.Lookup("noBalance").BooleanOK()
+	c.DefaultCollation, _ = d.Lookup("defaultCollation").DocumentOK()
 	return c, nil
 }
 

@@ -28,11 +28,38 @@
 // configsvrConnectionString) and judges again; still different, it answers
 // StaleConfig (13388) with ns, vReceived, vWanted and shardId, at the
 // reply's top level as mongod does and in errInfo. databaseVersion is
-// compared with config.databases' version (StaleDbVersion, 249). A batched
+// compared with the database's version as config.databases last gave it
+// (StaleDbVersion, 249; dbversion.go, MongoDB's DatabaseShardingState):
+// cached per database, read again when a command carries another one (a
+// router that knows a newer version makes the shard catch up; an older one
+// is refused). A batched
 // write (insert, update, delete) answers either as mongod does: ok: 1,
 // n: 0, and the error as the write error of its first statement (ordered)
 // or of every statement (unordered), errInfo included, since the version
 // is checked before any statement runs (commands.staleWriteReply).
+//
+// Invariant "Database versions are the config servers'": a command is
+// admitted by a cached database version only while config.databases holds
+// that version, unless this shard has begun dropping the database since.
+// The operations that change config.databases' entry of an existing
+// database are the router's dropDatabase, which drops on the shards before
+// it removes the entry, and (not yet in Cairn) movePrimary. A drop on the
+// shard (Node.Dropped, called by the drop and dropDatabase commands before
+// they run) forgets the cached version and marks the dropped incarnation
+// (its uuid; dropMark): until the config servers list another incarnation
+// or none, a command is judged by reading them, never by the cache, so a
+// router that missed the drop is refused once the entry is gone. The same
+// mark keeps a dropped sharded collection's routing table from admitting
+// the old shardVersion (collMeta). A collection's routing table is cached
+// likewise (collMeta): read again when a command's shardVersion differs,
+// after a migration's commit (the donor), and on
+// _flushRoutingTableCacheUpdates, which a router sends to the collection's
+// shards after shardCollection and refineCollectionShardKey, so that a
+// shard that cached it unsharded (or by its old epoch) refuses another
+// router's version from before. Built with -tags invariants, every
+// admission by a cached database version reads config.databases and
+// panics (invariants.Violation) when they differ; make invariants runs
+// TestDatabaseVersionCache and the stale-router wire test so built.
 //
 // # Orphans
 //
@@ -51,7 +78,9 @@
 // The donor (_shardsvrMoveRange, one at a time per shard) records a
 // coordinator document, notes its newest oplog ts, and starts the
 // recipient (_recvChunkStart), which clears leftovers of the range,
-// records a pending range deletion, copies the donor's indexes and then
+// records a pending range deletion, creates the collection with the
+// donor's options (default collation, validator, idGenerator) if it has
+// none here, copies the donor's indexes and then
 // pulls: _migrateClone batches (the range's documents, read through the
 // shard key's index between the range's bounds, scan.go) and _transferMods
 // batches (the _ids the donor's oplog shows
@@ -137,4 +166,16 @@
 //     filtered from them (the orphan gap above): such a write during a
 //     migration makes a version on the recipient that the donor's next
 //     version overwrites with another time. Target writes by shard key.
+//   - shardCollection and refineCollectionShardKey are the router's, not a
+//     coordinator's on the primary shard with a critical section: between
+//     their config write and the shards' _flushRoutingTableCacheUpdates (a
+//     few milliseconds), a router that missed the change can still have
+//     a write admitted by a shard's cached unsharded or old-epoch table.
+//     movePrimary does not exist yet; it must drop the database's cached
+//     version on the old primary (Node.Dropped's mark) before it changes
+//     config.databases.
+//   - A drop run on a shard directly (not through a router) of a
+//     database the config servers still list leaves its mark: the shard
+//     reads config.databases for that database on every command until
+//     the config servers list another incarnation or none.
 package shardsvr

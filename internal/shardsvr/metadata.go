@@ -1,7 +1,6 @@
 package shardsvr
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -32,6 +31,7 @@ type collMeta struct {
 	crit      chan struct{} // non-nil during a critical section; closed at its end
 	refreshes uint64        // completed refreshes (refresh coalesces on it)
 	refreshMu sync.Mutex
+	drop      dropMark // a sharded incarnation this shard dropped (dbversion.go)
 }
 
 // unsharded is the version of a collection the config servers do not
@@ -68,6 +68,13 @@ func (cm *collMeta) versionOf(me string) (*shard.Map, shard.ShardVersion) {
 // Concurrent callers share one load: a caller that waited while another
 // loaded takes that result.
 func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
+	return n.reload(ctx, cm, false)
+}
+
+// reload is refresh; fresh: a load that begins after the call (not one
+// that was under way when it came), for a caller that knows the config
+// servers just changed.
+func (n *Node) reload(ctx context.Context, cm *collMeta, fresh bool) error {
 	cm.mu.Lock()
 	seen := cm.refreshes
 	cm.mu.Unlock()
@@ -76,7 +83,7 @@ func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
 	cm.mu.Lock()
 	done := cm.refreshes != seen
 	cm.mu.Unlock()
-	if done {
+	if done && !fresh {
 		return nil
 	}
 	m, coll, err := n.loadMap(ctx, cm.ns)
@@ -86,6 +93,11 @@ func (n *Node) refresh(ctx context.Context, cm *collMeta) error {
 	cm.mu.Lock()
 	cm.m, cm.coll, cm.loaded = m, coll, true
 	cm.refreshes++
+	if m == nil {
+		cm.drop.suspect(nil)
+	} else {
+		cm.drop.suspect(coll.UUID[:])
+	}
 	cm.mu.Unlock()
 	return nil
 }
@@ -130,12 +142,13 @@ func (n *Node) localChunks(ctx context.Context, filter any) ([]bsoncore.Document
 	return n.localFind(ctx, "config", "chunks", filter)
 }
 
-// current returns the collection's map, loading it the first time.
+// current returns the collection's map, loading it the first time, and
+// every time while an incarnation this shard dropped may still be listed.
 func (n *Node) current(ctx context.Context, cm *collMeta, force bool) (*shard.Map, shard.Collection, error) {
 	cm.mu.Lock()
-	loaded := cm.loaded
+	loaded, dropped := cm.loaded, cm.drop.on
 	cm.mu.Unlock()
-	if force || !loaded {
+	if force || !loaded || dropped {
 		if err := n.refresh(ctx, cm); err != nil {
 			return nil, shard.Collection{}, err
 		}
@@ -231,35 +244,6 @@ func owns(m *shard.Map, me string) func(bsoncore.Document) bool {
 		s, err := m.ShardFor(doc)
 		return err != nil || s == me
 	}
-}
-
-// checkDatabaseVersion compares a databaseVersion {uuid, timestamp,
-// lastMod} with config.databases' entry of db.
-func (n *Node) checkDatabaseVersion(ctx context.Context, db string, dv bsoncore.Value) error {
-	got, ok := dv.DocumentOK()
-	if !ok {
-		return mongoerr.New(mongoerr.TypeMismatch, "databaseVersion must be a document {uuid, timestamp, lastMod}")
-	}
-	docs, err := n.configFind(ctx, "databases", bson.D{{Key: "_id", Value: db}})
-	if err != nil {
-		return err
-	}
-	var want bsoncore.Document
-	if len(docs) > 0 {
-		want, _ = docs[0].Lookup("version").DocumentOK()
-	}
-	same := want != nil && bytes.Equal(got.Lookup("uuid").Data, want.Lookup("uuid").Data) &&
-		bytes.Equal(got.Lookup("lastMod").Data, want.Lookup("lastMod").Data)
-	if !same {
-		e := mongoerr.New(mongoerr.StaleDbVersion, "database version mismatch for %s: received %s, config servers hold %s", db, got, want)
-		info := bsoncore.NewDocumentBuilder().AppendString("db", db).AppendDocument("vReceived", got)
-		if want != nil {
-			info.AppendDocument("vWanted", want)
-		}
-		e.Extra = append(e.Extra, mongoerr.Field{Name: "errInfo", Value: rawDoc(info.Build())})
-		return e
-	}
-	return nil
 }
 
 // inCritical reports whether a critical section of the collection is on.

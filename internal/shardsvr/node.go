@@ -65,6 +65,7 @@ type Node struct {
 	mu       sync.Mutex
 	identity *identity            // nil until _addShard (or loaded at start)
 	colls    map[string]*collMeta // filtering metadata by namespace
+	dbs      map[string]*dbMeta   // cached database versions by name (dbversion.go)
 	donating *donation            // the migration this shard donates, if any
 	receipts map[string]*receipt  // migrations this shard receives, by sessionId
 	rangeMu  sync.Mutex           // one range deletion or receipt clearing at a time
@@ -90,7 +91,7 @@ func New(opts Options) *Node {
 	if opts.BalancerInterval == 0 {
 		opts.BalancerInterval = 10 * time.Second
 	}
-	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, TLS: opts.TLS, Timeout: peerTimeout}), colls: map[string]*collMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
+	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, TLS: opts.TLS, Timeout: peerTimeout}), colls: map[string]*collMeta{}, dbs: map[string]*dbMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if opts.FailPoints != nil {
 		n.partial = opts.FailPoints.Define(CommitPartialFailPoint)
@@ -142,6 +143,8 @@ func (n *Node) Command(ctx context.Context, name string, body bsoncore.Document)
 		return n.transferMods(ctx, body)
 	case "_shardsvrChunkSizes":
 		return n.chunkSizesCmd(ctx, body)
+	case "_flushRoutingTableCacheUpdates":
+		return n.flushRoutingTable(ctx, body)
 	}
 	return nil, mongoerr.New(mongoerr.CommandNotFound, "no such sharding command: '%s'", name)
 }

@@ -135,10 +135,15 @@ func (n *Node) clearForReceipt(ctx context.Context, rc *receipt) error {
 	return err
 }
 
-// copyIndexes creates the collection here (versioned as the donor's is)
-// and the donor's indexes of it.
+// copyIndexes creates the collection here with the donor's options (its
+// default collation, validator, idGenerator, versioning: what
+// listCollections shows; createVersioned then checks a versioned one is
+// versioned here too), then the donor's indexes.
 func (n *Node) copyIndexes(ctx context.Context, rc *receipt) error {
 	db, coll := splitNS(rc.ns)
+	if err := n.copyOptions(ctx, rc, db, coll); err != nil {
+		return err
+	}
 	versioned, err := n.createVersioned(ctx, rc)
 	if err != nil {
 		return err
@@ -177,6 +182,31 @@ func (n *Node) copyIndexes(ctx context.Context, rc *receipt) error {
 	}
 	_, err = n.local(ctx, db, bson.D{{Key: "createIndexes", Value: coll}, {Key: "indexes", Value: specs}})
 	return err
+}
+
+// copyOptions creates the collection with the donor's options, unless it
+// exists here already.
+func (n *Node) copyOptions(ctx context.Context, rc *receipt, db, coll string) error {
+	reply, err := n.peers.RunPrimary(ctx, rc.from, command(db, bson.D{{Key: "listCollections", Value: 1}, {Key: "filter", Value: bson.D{{Key: "name", Value: coll}}}}))
+	if err != nil {
+		return err
+	}
+	batch, _ := reply.Lookup("cursor", "firstBatch").ArrayOK()
+	vals, _ := batch.Values()
+	if len(vals) == 0 {
+		return nil // the donor has no such collection: nothing to copy
+	}
+	first, _ := vals[0].DocumentOK()
+	create := bson.D{{Key: "create", Value: coll}}
+	opts, _ := first.Lookup("options").DocumentOK()
+	els, _ := opts.Elements()
+	for _, el := range els {
+		create = append(create, bson.E{Key: el.Key(), Value: bson.RawValue{Type: bson.Type(el.Value().Type), Value: el.Value().Data}})
+	}
+	if _, err := n.local(ctx, db, create); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
+		return err
+	}
+	return nil
 }
 
 // receive clones the range, then applies the donor's changes until the

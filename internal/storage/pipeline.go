@@ -103,7 +103,10 @@ type flight struct {
 }
 
 type pipeline struct {
-	pdb   *pebble.DB
+	pdb *pebble.DB
+	// held are the store's transactions' intents: a request may not
+	// write a prepared transaction's keys (prepare.go).
+	held  *intents
 	hooks *Hooks
 	log   *slog.Logger
 	space *spaceCheck
@@ -469,6 +472,9 @@ func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *req
 		p.inRequest.Store(txn.gid)
 	}
 	r.err = runRequest(r.fn, txn)
+	if r.err == nil {
+		r.err = p.held.checkPrepared(txn)
+	}
 	if r.err == nil {
 		r.err = txn.applyTo(batch)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -58,7 +59,10 @@ type Transaction struct {
 	writes *pebble.Batch
 	own    map[string]*ownWrite
 	done   bool
-	cc     invariants.CloseChecker // every Transaction ends once
+	// prepared: the transaction holds its keys against every writer
+	// (prepare.go), under intents.mu.
+	prepared bool
+	cc       invariants.CloseChecker // every Transaction ends once
 	// iters counts the iterators open on the view; the snapshot and the
 	// batch they read are released when the transaction has ended and
 	// the last of them closes ("Readers outlive the end"). Under mu: an
@@ -73,6 +77,11 @@ type Transaction struct {
 type intents struct {
 	mu    sync.Mutex
 	owner map[string]*Transaction
+	// prepared are the prepared transactions, nPrepared their number
+	// (read without the lock: "Prepared holds its keys" costs nothing
+	// while it is 0).
+	prepared  map[*Transaction]struct{}
+	nPrepared atomic.Int32
 }
 
 // Begin starts a transaction reading everything committed so far. End it
@@ -345,6 +354,7 @@ func (tx *Transaction) end() {
 	}
 	in := &tx.db.intents
 	in.mu.Lock()
+	tx.unholdLocked()
 	for k := range tx.own {
 		if in.owner[k] == tx {
 			delete(in.owner, k)

@@ -40,7 +40,9 @@
 //   - txn.go: multi-document transactions over storage.Transaction
 //     (invariants "Statements on the pipeline" and "Catalog as of the
 //     snapshot"): statements, the one applyOps entry and the versions'
-//     times at commit.
+//     times at commit; txn_prepare.go: prepared transactions (two-phase
+//     commit's participant; invariant "Prepared survives": a durable
+//     record, restored after a restart, ended only by its commit or abort).
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
 //   - check.go, invariants.go: CheckIndexes, and the runtime checks that

@@ -84,6 +84,8 @@ type Txn struct {
 
 	// Session, when set, names the transaction in its oplog entry.
 	Session *OplogSession
+	// prepareTS is a prepared transaction's prepare time (txn_prepare.go).
+	prepareTS hlc.Timestamp
 
 	// The rest is used on the pipeline goroutine only (statements and the
 	// commit request).
@@ -127,8 +129,13 @@ func (e *Engine) Begin() *Txn {
 }
 
 // Abort ends the transaction, writing nothing; aborting an ended one does
-// nothing.
-func (t *Txn) Abort() { t.st.Abort() }
+// nothing, and so does aborting a prepared one ("Prepared survives":
+// AbortPrepared ends it).
+func (t *Txn) Abort() {
+	if !t.st.Prepared() {
+		t.st.Abort()
+	}
+}
 
 // Writes reports whether the transaction changed any document.
 func (t *Txn) Writes() bool { return t.st.Len() > 0 }
@@ -164,7 +171,7 @@ func (t *Txn) collection(ns Namespace) *catalog.Collection {
 // transaction, as one of its statements ("Statements on the pipeline").
 func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) error {
 	if t == nil {
-		return e.db.Write(fn)
+		return conflictError(e.db.Write(fn))
 	}
 	if err := refuseInTransaction(ns); err != nil {
 		return err
@@ -289,47 +296,54 @@ func (t *Txn) addInserted(tx *storage.Txn, collID uint64, key []byte) {
 // transaction or writer since the snapshot fails it with WriteConflict and
 // writes nothing. The transaction ends either way.
 func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
-	e := t.e
 	var ts hlc.Timestamp
 	var fn func(*storage.Txn) error
 	if t.st.Len() > 0 || also != nil {
-		fn = func(tx *storage.Txn) error {
-			ts = 0
-			e.oplog.lastTS = 0
-			for ns := range t.written {
-				if err := t.checkCollection(ns); err != nil {
-					return err
-				}
-			}
-			if len(t.changes) > 0 {
-				ts = e.logTransaction(tx, t)
-			}
-			for _, p := range t.versions {
-				if err := e.stampVersion(tx, p, ts); err != nil {
-					return err
-				}
-			}
-			for _, p := range t.preImages {
-				if err := e.PutInTxn(tx, PreImagesNS, preImageDoc(p.ui, ts, p.idx, p.doc, e.now())); err != nil {
-					return err
-				}
-			}
-			for _, k := range t.inserted {
-				if _, loaded := e.tails.last[k.collID]; loaded {
-					e.tails.raise(k.collID, k.key)
-				}
-			}
-			if also != nil {
-				return also(tx, ts)
-			}
-			return nil
-		}
+		fn = t.commitFn(also, &ts)
 	}
 	err := t.st.Commit(fn)
 	if err != nil {
 		return 0, conflictError(err)
 	}
 	return ts, nil
+}
+
+// commitFn is what a commit request does after the transaction's writes:
+// its oplog entry, versions, pre-images, tail bounds, then also; *ts gets
+// the entry's time.
+func (t *Txn) commitFn(also func(tx *storage.Txn, ts hlc.Timestamp) error, ts *hlc.Timestamp) func(*storage.Txn) error {
+	e := t.e
+	return func(tx *storage.Txn) error {
+		*ts = 0
+		e.oplog.lastTS = 0
+		for ns := range t.written {
+			if err := t.checkCollection(ns); err != nil {
+				return err
+			}
+		}
+		if len(t.changes) > 0 {
+			*ts = e.logTransaction(tx, t)
+		}
+		for _, p := range t.versions {
+			if err := e.stampVersion(tx, p, *ts); err != nil {
+				return err
+			}
+		}
+		for _, p := range t.preImages {
+			if err := e.PutInTxn(tx, PreImagesNS, preImageDoc(p.ui, *ts, p.idx, p.doc, e.now())); err != nil {
+				return err
+			}
+		}
+		for _, k := range t.inserted {
+			if _, loaded := e.tails.last[k.collID]; loaded {
+				e.tails.raise(k.collID, k.key)
+			}
+		}
+		if also != nil {
+			return also(tx, *ts)
+		}
+		return nil
+	}
 }
 
 // logTransaction writes the transaction's one oplog entry and returns its

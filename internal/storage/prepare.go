@@ -40,13 +40,26 @@ func (tx *Transaction) Writes() []Write {
 // Prepared reports whether the transaction is prepared.
 func (tx *Transaction) Prepared() bool { return tx.prepared }
 
+// Holds lists the keys the transaction holds without writing them
+// (Prepare's holds).
+func (tx *Transaction) Holds() [][]byte {
+	out := make([][]byte, 0, len(tx.holds))
+	for k := range tx.holds {
+		out = append(out, []byte(k))
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i], out[j]) < 0 })
+	return out
+}
+
 // Prepare checks in one pipeline request that no written key changed since
 // the snapshot (else ErrWriteConflict, and the transaction is as before:
 // the caller aborts it), runs also in the same request (the durable record
 // of the prepared transaction) and makes the transaction hold its keys
-// ("Prepared holds its keys"). Preparing a prepared transaction does
-// nothing.
-func (tx *Transaction) Prepare(also func(*Txn) error) error {
+// ("Prepared holds its keys"), and holds besides, without writing them,
+// the keys holds names (the catalog records of the collections it wrote:
+// no DDL may change them before it commits). Preparing a prepared
+// transaction does nothing.
+func (tx *Transaction) Prepare(holds [][]byte, also func(*Txn) error) error {
 	if tx.done {
 		return ErrTransactionDone
 	}
@@ -54,6 +67,10 @@ func (tx *Transaction) Prepare(also func(*Txn) error) error {
 		return nil
 	}
 	return tx.db.Write(func(t *Txn) error {
+		if err := tx.holdKeys(holds); err != nil {
+			return err
+		}
+		t.OnUndo(tx.dropHolds)
 		for k, w := range tx.own {
 			changed, err := differs([]byte(k), w.base, w.baseOK, t.Get)
 			if err != nil {
@@ -125,8 +142,12 @@ func (tx *Transaction) Release() { tx.Abort() }
 // RestorePrepared rebuilds a prepared transaction from its writes after a
 // restart (or on a member becoming primary): it reads the current store,
 // where the writes are not applied, holds their keys and is prepared.
-func (db *DB) RestorePrepared(writes []Write) (*Transaction, error) {
+func (db *DB) RestorePrepared(writes []Write, holds [][]byte) (*Transaction, error) {
 	tx := db.Begin()
+	if err := tx.holdKeys(holds); err != nil {
+		tx.Abort()
+		return nil, err
+	}
 	in := &db.intents
 	in.mu.Lock()
 	for _, w := range writes {
@@ -165,6 +186,49 @@ func (db *DB) RestorePrepared(writes []Write) (*Transaction, error) {
 	in.mu.Unlock()
 	tx.hold()
 	return tx, nil
+}
+
+// holdKeys makes the transaction hold keys without writing them.
+func (tx *Transaction) holdKeys(keys [][]byte) error {
+	in := &tx.db.intents
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, k := range keys {
+		if owner, held := in.owner[string(k)]; held && owner != tx {
+			return ErrWriteConflict
+		}
+	}
+	if in.owner == nil {
+		in.owner = map[string]*Transaction{}
+	}
+	if tx.holds == nil {
+		tx.holds = map[string]struct{}{}
+	}
+	for _, k := range keys {
+		if _, mine := tx.own[string(k)]; !mine {
+			tx.holds[string(k)] = struct{}{}
+			in.owner[string(k)] = tx
+		}
+	}
+	return nil
+}
+
+// dropHolds forgets the keys held without writing them.
+func (tx *Transaction) dropHolds() {
+	in := &tx.db.intents
+	in.mu.Lock()
+	tx.dropHoldsLocked()
+	in.mu.Unlock()
+}
+
+func (tx *Transaction) dropHoldsLocked() {
+	in := &tx.db.intents
+	for k := range tx.holds {
+		if in.owner[k] == tx {
+			delete(in.owner, k)
+		}
+	}
+	tx.holds = nil
 }
 
 // hold marks the transaction prepared ("Prepared holds its keys").
@@ -214,7 +278,12 @@ func (in *intents) checkPrepared(t *Txn) error {
 					continue
 				}
 				for k := range p.own {
-					if bytes.Compare([]byte(k), o.key) >= 0 && bytes.Compare([]byte(k), o.value) < 0 {
+					if inRange(k, o.key, o.value) {
+						return ErrWriteConflict
+					}
+				}
+				for k := range p.holds {
+					if inRange(k, o.key, o.value) {
 						return ErrWriteConflict
 					}
 				}
@@ -239,4 +308,9 @@ func (db *DB) PreparedHeld(key []byte) bool {
 	defer in.mu.Unlock()
 	owner, held := in.owner[string(key)]
 	return held && owner.prepared
+}
+
+// inRange reports whether start <= k < end.
+func inRange(k string, start, end []byte) bool {
+	return bytes.Compare([]byte(k), start) >= 0 && bytes.Compare([]byte(k), end) < 0
 }

@@ -53,17 +53,17 @@ func TestPreparedHoldsKeys(t *testing.T) {
 				if err := stmt(tx, "a", "new"); err != nil {
 					t.Fatal(err)
 				}
-				if err := tx.Prepare(func(t *Txn) error { t.Set([]byte("record"), []byte("r")); return nil }); err != nil {
+				if err := tx.Prepare([][]byte{[]byte("m")}, func(t *Txn) error { t.Set([]byte("record"), []byte("r")); return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if got := get(t, db, "record"); got != "r" {
 					t.Fatalf("record %q, want the prepare's", got)
 				}
 				if restored {
-					w := tx.Writes()
+					w, h := tx.Writes(), tx.Holds()
 					tx.Release()
 					var err error
-					if tx, err = db.RestorePrepared(w); err != nil {
+					if tx, err = db.RestorePrepared(w, h); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -71,6 +71,9 @@ func TestPreparedHoldsKeys(t *testing.T) {
 					t.Fatalf("write of a prepared key: %v, want a conflict", err)
 				}
 				put(t, db, "b", "free") // other keys are free
+				if err := db.Write(func(tx *Txn) error { tx.Set([]byte("m"), []byte("ddl")); return nil }); !errors.Is(err, ErrWriteConflict) {
+					t.Fatalf("write of a held key: %v, want a conflict", err)
+				}
 				if got := get(t, db, "a"); got != "old" {
 					t.Fatalf("a = %q before the commit", got)
 				}
@@ -83,6 +86,10 @@ func TestPreparedHoldsKeys(t *testing.T) {
 				if err := tc.write(db); err != nil {
 					t.Fatalf("write after the commit: %v", err)
 				}
+				if got := get(t, db, "m"); got != "<none>" && tc.name != "range deletion" {
+					t.Fatalf("held key m = %q: holding wrote it", got)
+				}
+				put(t, db, "m", "ddl")
 			})
 		}
 	}
@@ -93,7 +100,7 @@ func TestPreparedHoldsKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		put(t, db, "a", "plain")
-		if err := tx.Prepare(nil); !errors.Is(err, ErrWriteConflict) {
+		if err := tx.Prepare(nil, nil); !errors.Is(err, ErrWriteConflict) {
 			t.Fatalf("prepare: %v, want a conflict", err)
 		}
 		if tx.Prepared() {
@@ -108,7 +115,7 @@ func TestPreparedHoldsKeys(t *testing.T) {
 		if err := stmt(tx, "a", "tx"); err != nil {
 			t.Fatal(err)
 		}
-		if err := tx.Prepare(nil); err != nil {
+		if err := tx.Prepare(nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		tx.Abort()

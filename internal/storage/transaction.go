@@ -62,7 +62,10 @@ type Transaction struct {
 	// prepared: the transaction holds its keys against every writer
 	// (prepare.go), under intents.mu.
 	prepared bool
-	cc       invariants.CloseChecker // every Transaction ends once
+	// holds are keys a prepared transaction holds without writing them
+	// (Prepare's holds), under intents.mu.
+	holds map[string]struct{}
+	cc    invariants.CloseChecker // every Transaction ends once
 	// iters counts the iterators open on the view; the snapshot and the
 	// batch they read are released when the transaction has ended and
 	// the last of them closes ("Readers outlive the end"). Under mu: an
@@ -355,6 +358,7 @@ func (tx *Transaction) end() {
 	in := &tx.db.intents
 	in.mu.Lock()
 	tx.unholdLocked()
+	tx.dropHoldsLocked()
 	for k := range tx.own {
 		if in.owner[k] == tx {
 			delete(in.owner, k)

@@ -66,6 +66,7 @@ type Node struct {
 	rangeMu  sync.Mutex           // one range deletion or receipt clearing at a time
 	commitMu sync.Mutex           // config server: one commit at a time
 	partial  *failpoint.Point     // CommitPartialFailPoint (nil: none)
+	coords   coordinators         // two-phase commit's coordinations in progress (coordinator.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -126,6 +127,8 @@ func (n *Node) Command(ctx context.Context, name string, body bsoncore.Document)
 		return nil, err
 	}
 	switch name {
+	case "coordinateCommitTransaction":
+		return n.coordinateCommit(ctx, body)
 	case "_shardsvrMoveRange":
 		return n.moveRange(ctx, body)
 	case "_recvChunkStart":

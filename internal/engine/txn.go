@@ -171,6 +171,7 @@ func (t *Txn) collection(ns Namespace) *catalog.Collection {
 // transaction, as one of its statements ("Statements on the pipeline").
 func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) error {
 	if t == nil {
+		e.waitPreparedWrite(ns) // txn_prepare.go
 		return conflictError(e.db.Write(fn))
 	}
 	if err := refuseInTransaction(ns); err != nil {

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -29,6 +31,19 @@ import (
 // step-down) leaves it prepared. After a restart, or on a member becoming
 // primary, RestorePrepared rebuilds every recorded transaction, holding
 // its keys again before any write is served. TestPrepared*.
+//
+// Prepare conflicts: a reader outside a transaction (planner.Open) and a
+// plain write (write) of a collection a prepared transaction wrote wait
+// until it commits or aborts (WaitPrepared), so that no read sees one
+// shard's half of a cross-shard commit: a read on the other shard that
+// began after this one's prepare sees its commit. MongoDB waits only on
+// the prepared documents themselves; Cairn waits on the whole collection
+// (the catalog record the transaction holds) — prepare to commit is one
+// round of the coordinator, so the wait is short. A plain write waits at
+// most preparedWriteWait, then goes on (and meets WriteConflict if the
+// transaction still holds its document). Transactions' statements do not
+// wait: one that writes a prepared document fails with WriteConflict, and
+// one that reads it reads its snapshot.
 //
 // The prepare timestamp is the cluster time the prepare request takes. A
 // commit takes a commitTimestamp (the coordinator's: the highest of the
@@ -299,4 +314,42 @@ func (e *Engine) restoreTxn(rec bsoncore.Document) (*Txn, error) {
 		t.written[Namespace{DB: db, Coll: coll}] = true
 	}
 	return t, nil
+}
+
+// preparedWriteWait bounds a plain write's wait on a prepared
+// transaction.
+const preparedWriteWait = 60 * time.Second
+
+// WaitPrepared waits while a prepared transaction holds ns (it wrote ns:
+// it holds the collection's catalog record), until none does or ctx ends
+// (its cause is returned). It costs one atomic load while nothing is
+// prepared.
+func (e *Engine) WaitPrepared(ctx context.Context, ns Namespace) error {
+	for e.db.AnyPrepared() {
+		st, _ := e.cat.ReadBegin()
+		c := st.Collection(ns.DB, ns.Coll)
+		if c == nil {
+			return nil
+		}
+		held, ended := e.db.PreparedEnded(catalog.RecordKey(c.ID))
+		if !held {
+			return nil
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+// waitPreparedWrite is a plain write's wait (see above).
+func (e *Engine) waitPreparedWrite(ns Namespace) {
+	if !e.db.AnyPrepared() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), preparedWriteWait)
+	defer cancel()
+	_ = e.WaitPrepared(ctx, ns)
 }

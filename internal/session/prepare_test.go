@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -108,9 +109,12 @@ func TestPreparedSession(t *testing.T) {
 					t.Fatalf("step %d (%s %d): %v, want code %d", i, step.op, step.n, err, step.want)
 				}
 				if step.op == "prepare" && step.want == 0 {
-					// the insert is held: a plain insert of _id 1 conflicts
-					if _, err := eng.Insert(ns, []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendInt32("x", 1).Build()}, true); mongoerr.CodeOf(err) != mongoerr.WriteConflict {
-						t.Fatalf("step %d: a plain insert of the prepared _id: %v, want WriteConflict", i, err)
+					// the collection is held: a reader waits (a prepare conflict)
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+					err := eng.WaitPrepared(ctx, ns)
+					cancel()
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("step %d: a reader of the prepared collection: %v, want it to wait", i, err)
 					}
 					if _, found, _ := eng.Get(nil, ns, one); found {
 						t.Fatalf("step %d: a prepared insert is visible", i)

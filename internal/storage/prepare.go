@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sort"
 )
 
@@ -19,6 +20,12 @@ import (
 // CommitPrepared finds every key as it prepared it and cannot fail with a
 // conflict. The check costs one atomic load per request while nothing is
 // prepared. TestPreparedHoldsKeys.
+
+// ErrPrepareConflict is the ErrWriteConflict of a request that wrote a key
+// a prepared transaction holds: the writer may wait for it to end
+// (PreparedEnded) and try again, as MongoDB's writers wait on a prepare
+// conflict.
+var ErrPrepareConflict = fmt.Errorf("%w: a prepared transaction holds the key", ErrWriteConflict)
 
 // Write is one of a transaction's writes, as Prepare's caller records it
 // and RestorePrepared takes it back after a restart.
@@ -260,7 +267,31 @@ func (tx *Transaction) unholdLocked() {
 		tx.prepared = false
 		delete(in.prepared, tx)
 		in.nPrepared.Add(-1)
+		if in.ended != nil {
+			close(in.ended) // wake the waiters (PreparedEnded)
+			in.ended = nil
+		}
 	}
+}
+
+// AnyPrepared reports whether a prepared transaction exists (one atomic
+// load: readers and writers check it before anything else).
+func (db *DB) AnyPrepared() bool { return db.intents.nPrepared.Load() != 0 }
+
+// PreparedEnded returns a channel closed when a prepared transaction next
+// ends (commits or aborts), and whether key is held by one now.
+func (db *DB) PreparedEnded(key []byte) (held bool, ended <-chan struct{}) {
+	in := &db.intents
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	owner, ok := in.owner[string(key)]
+	if !ok || !owner.prepared {
+		return false, nil
+	}
+	if in.ended == nil {
+		in.ended = make(chan struct{})
+	}
+	return true, in.ended
 }
 
 // checkPrepared fails a request that writes a key a prepared transaction
@@ -279,35 +310,22 @@ func (in *intents) checkPrepared(t *Txn) error {
 				}
 				for k := range p.own {
 					if inRange(k, o.key, o.value) {
-						return ErrWriteConflict
+						return ErrPrepareConflict
 					}
 				}
 				for k := range p.holds {
 					if inRange(k, o.key, o.value) {
-						return ErrWriteConflict
+						return ErrPrepareConflict
 					}
 				}
 			}
 			continue
 		}
 		if owner, held := in.owner[string(o.key)]; held && owner.prepared && owner != t.commits {
-			return ErrWriteConflict
+			return ErrPrepareConflict
 		}
 	}
 	return nil
-}
-
-// PreparedHeld reports whether a prepared transaction holds key (a
-// reader's prepare conflict).
-func (db *DB) PreparedHeld(key []byte) bool {
-	in := &db.intents
-	if in.nPrepared.Load() == 0 {
-		return false
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	owner, held := in.owner[string(key)]
-	return held && owner.prepared
 }
 
 // inRange reports whether start <= k < end.

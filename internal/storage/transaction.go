@@ -85,6 +85,9 @@ type intents struct {
 	// while it is 0).
 	prepared  map[*Transaction]struct{}
 	nPrepared atomic.Int32
+	// ended is closed when a prepared transaction ends (made by the
+	// first waiter, PreparedEnded).
+	ended chan struct{}
 }
 
 // Begin starts a transaction reading everything committed so far. End it

@@ -38,14 +38,14 @@ type killableCluster struct {
 	owner         *testing.T // the test whose cleanup stops restarted processes
 }
 
-func startKillableCluster(t *testing.T, n int) *killableCluster {
+func startKillableCluster(t *testing.T, n int, shardArgs ...string) *killableCluster {
 	t.Helper()
 	tmp := t.TempDir()
 	kc := &killableCluster{bin: buildCairnBinary(t, tmp), tmp: tmp, owner: t}
 	kc.cfg = "cfg/" + startNamedSet(t, kc.bin, filepath.Join(tmp, "cfg"), "cfg", "configsvr")
 	for i := range n {
 		name := fmt.Sprintf("sh%d", i)
-		host, p, args := startNamedSetProc(t, kc.bin, filepath.Join(tmp, name), name, "shardsvr")
+		host, p, args := startKeyedSetProc(t, kc.bin, filepath.Join(tmp, name), name, "shardsvr", "", "", shardArgs...)
 		kc.shardArgs = append(kc.shardArgs, args)
 		kc.shardProcs = append(kc.shardProcs, p)
 		kc.shards = append(kc.shards, name+"/"+host)

@@ -47,6 +47,10 @@ const (
 	txnOpen txnState = iota
 	txnAborted
 	txnCommitted
+	// txnCommitting: its coordinator was asked to commit it and has not
+	// answered with a verdict; nothing of the router's aborts it (its
+	// participants may be prepared: only the coordinator decides).
+	txnCommitting
 )
 
 // routerTxn is one transaction of a session as the router runs it.
@@ -333,9 +337,16 @@ func (r *Router) runOn(ctx context.Context, shards []string, cmd bsoncore.Docume
 
 // abortParticipants aborts t on every participant (their NoSuchTransaction
 // answers included: a participant whose statement failed aborted it
-// already) and marks it aborted.
+// already) and marks it aborted — unless it is committed or its
+// coordinator is committing it (txnCommitting): then nothing.
 func (r *Router) abortParticipants(ctx context.Context, t *routerTxn) []error {
-	t.setState(txnAborted)
+	t.mu.Lock()
+	if t.state == txnCommitted || t.state == txnCommitting {
+		t.mu.Unlock()
+		return nil // committed, or its coordinator's to decide
+	}
+	t.state = txnAborted
+	t.mu.Unlock()
 	parts := t.snapshotParticipants()
 	shards := make([]string, len(parts))
 	for i, p := range parts {
@@ -435,6 +446,8 @@ func cmdAbortTransaction(ctx context.Context, r *Router, req *request) (bsoncore
 	switch t.getState() {
 	case txnCommitted:
 		return nil, mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", t.number)
+	case txnCommitting:
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "Transaction %d is being committed by its coordinator: its outcome is the coordinator's (retry commitTransaction to learn it)", t.number)
 	case txnAborted:
 		return okReply(), nil
 	}
@@ -470,6 +483,7 @@ func (r *Router) coordinate(ctx context.Context, op *opSession, wc bsoncore.Docu
 	if wc != nil {
 		b.AppendDocument("writeConcern", wc)
 	}
+	t.setState(txnCommitting)
 	err := r.runOn(ctx, []string{coordinator}, b.AppendString("$db", "admin").Build())[0]
 	if err != nil {
 		code := codeOf(err)

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
@@ -49,6 +50,25 @@ import (
 // record says committed (ok) or not (NoSuchTransaction) — the coordinator
 // is always a participant, and deletes its document only after every
 // participant acknowledged the decision.
+
+// The coordinator's fail points (MongoDB's names): a coordinator that
+// hangs after every participant prepared, before it writes its decision;
+// and after it wrote a commit decision, before any participant hears it.
+// The fault tests kill processes there.
+const (
+	HangBeforeWritingDecisionFailPoint       = "hangBeforeWritingDecision"
+	HangBeforeSendingCommitDecisionFailPoint = "hangBeforeSendingCommitDecision"
+)
+
+// hang waits while p is on (once it fired), or until ctx ends.
+func hang(ctx context.Context, p *failpoint.Point) {
+	if _, on := p.Eval(nil); !on {
+		return
+	}
+	for p.Active() && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // coordinatorsColl is where coordinations are recorded (MongoDB's name).
 const coordinatorsColl = "transaction_coordinators"
@@ -229,6 +249,7 @@ func (n *Node) coordinate(lsid bsoncore.Document, txn int64, participants []stri
 	var voteErr error
 	if !decided {
 		commit, commitTS, voteErr = n.preparePhase(ctx, lsid, txn, participants)
+		hang(ctx, n.hangBeforeDecision)
 		decision := bson.D{{Key: "decision", Value: "abort"}}
 		if commit {
 			decision = bson.D{{Key: "decision", Value: "commit"}, {Key: "commitTimestamp", Value: commitTS}}
@@ -241,6 +262,7 @@ func (n *Node) coordinate(lsid bsoncore.Document, txn int64, participants []stri
 	}
 	cmd := bson.D{{Key: "abortTransaction", Value: 1}}
 	if commit {
+		hang(ctx, n.hangBeforeDelivery)
 		cmd = bson.D{{Key: "commitTransaction", Value: 1}, {Key: "commitTimestamp", Value: commitTS}}
 	}
 	if err := n.deliver(ctx, lsid, txn, participants, cmd); err != nil {

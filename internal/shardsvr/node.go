@@ -66,7 +66,9 @@ type Node struct {
 	rangeMu  sync.Mutex           // one range deletion or receipt clearing at a time
 	commitMu sync.Mutex           // config server: one commit at a time
 	partial  *failpoint.Point     // CommitPartialFailPoint (nil: none)
-	coords   coordinators         // two-phase commit's coordinations in progress (coordinator.go)
+	// hangBeforeDecision, hangBeforeDelivery: coordinator.go's fail points.
+	hangBeforeDecision, hangBeforeDelivery *failpoint.Point
+	coords                                 coordinators // two-phase commit's coordinations in progress (coordinator.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,6 +93,8 @@ func New(opts Options) *Node {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if opts.FailPoints != nil {
 		n.partial = opts.FailPoints.Define(CommitPartialFailPoint)
+		n.hangBeforeDecision = opts.FailPoints.Define(HangBeforeWritingDecisionFailPoint)
+		n.hangBeforeDelivery = opts.FailPoints.Define(HangBeforeSendingCommitDecisionFailPoint)
 	}
 	if opts.ShardSvr {
 		n.wg.Add(1)

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/... ./internal/replset/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak bench-migration replset-failover replset-catchup replset-linear
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak bench-migration replset-failover replset-catchup replset-linear
 
 all: build
 
@@ -148,6 +148,17 @@ MIGRATION_VICTIMS ?= donor,recipient,config
 MIGRATION_SEED ?=
 migration-soak:
 	CAIRN_MIGRATION_KILL_ROUNDS=$(MIGRATION_ROUNDS) CAIRN_MIGRATION_SEED=$(MIGRATION_SEED) CAIRN_MIGRATION_VICTIMS=$(MIGRATION_VICTIMS) $(GO) test -count=1 -run '^TestShardMigrationKill$$' -timeout 120m -v .
+
+## twophase-soak: cross-shard transactions through a router and two
+## `cairn serve --shardsvr` shards with TWOPHASE_ROUNDS kill -9s of the
+## coordinator or the other participant at the coordinator's fail points
+## (after every participant prepared; after the commit decision), checking
+## all-or-nothing and every acknowledged commit (`make test` runs 2). Set
+## TWOPHASE_SEED to replay.
+TWOPHASE_ROUNDS ?= 40
+TWOPHASE_SEED ?=
+twophase-soak:
+	CAIRN_2PC_ROUNDS=$(TWOPHASE_ROUNDS) CAIRN_2PC_SEED=$(TWOPHASE_SEED) $(GO) test -count=1 -run '^TestTwoPhaseCommit$$' -timeout 120m -v .
 
 ## bench-migration: a migration's throughput (MB/s) with and without
 ## writers, MIGRATION_MB megabytes in one chunk and MIGRATION_OTHER_MB in

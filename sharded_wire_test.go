@@ -55,11 +55,11 @@ func startKeyedSet(t *testing.T, bin, dir, name, role, keyFile, key string) stri
 }
 
 // startKeyedSetProc is startKeyedSet that also returns the member's
-// process and arguments.
-func startKeyedSetProc(t *testing.T, bin, dir, name, role, keyFile, key string) (string, *serveProc, []string) {
+// process and arguments; extra are further arguments of cairn serve.
+func startKeyedSetProc(t *testing.T, bin, dir, name, role, keyFile, key string, extra ...string) (string, *serveProc, []string) {
 	t.Helper()
 	port := freePorts(t, 1)[0]
-	args := []string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}
+	args := append([]string{"--replSet", name, "--port", strconv.Itoa(port), "--dbpath", dir, "--cacheSizeGB", "0.25"}, extra...)
 	if role != "" { // --configsvr, or --shardsvr: a shard takes the identity addShard gives it
 		args = append(args, "--"+role)
 	}

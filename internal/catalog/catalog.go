@@ -628,3 +628,8 @@ func (c *Catalog) Reload(db *storage.DB, apply func() error) error {
 	c.reloaded.Store(true)
 	return nil
 }
+
+// RecordKey is the key of collection id's catalog record: a prepared
+// transaction holds it (engine txn_prepare.go), so no DDL changes the
+// collection before the transaction commits or aborts.
+func RecordKey(id uint64) []byte { return collRecKey(id) }

@@ -104,6 +104,10 @@ var privilegeRules = map[string]privRule{
 	"_shardsvrChunkSizes":            cluster("internal"),
 	"_shardsvrMoveRange":             cluster("internal"),
 	"_transferMods":                  cluster("internal"),
+	// Two-phase commit (transactions.go, shardsvr's coordinator): between
+	// members only, as MongoDB's.
+	"coordinateCommitTransaction":    cluster("internal"),
+	"prepareTransaction":             cluster("internal"),
 	"abortTransaction":               anyUser,
 	"aggregate":                      {on: onColl, actions: []string{"find"}, more: pipelineNeeds},
 	"authenticate":                   preAuth,

@@ -50,6 +50,7 @@ var shardingInternal = map[string]struct{ help, fields string }{
 	"_transferMods":                  {"the migrating chunk's documents changed on the donor since the last batch", "sessionId"},
 	"_shardsvrChunkSizes":            {"the data size of this shard's documents in each of the given chunks (the balancer's input)", "shardKeyPattern chunks"},
 	"_flushRoutingTableCacheUpdates": {"reload a collection's routing table from the config servers (a router, after sharding or refining it)", "syncFromConfig"},
+	"coordinateCommitTransaction":    {"commit a transaction that wrote on several shards (this shard coordinates): prepare every participant, record the decision durably, then commit or abort each", "participants"},
 	"_configsvrCommitChunkMigration": {"commit a migrated chunk's new owner in config.chunks (config server primary)", "fromShard toShard migratedChunk fromShardCollectionVersion validAfter"},
 }
 

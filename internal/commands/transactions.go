@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/session"
 )
@@ -66,6 +67,17 @@ var txnCommands = map[string]bool{
 	"findAndModify": true, "findandmodify": true, "aggregate": true, "distinct": true,
 	"create": true, "createIndexes": true,
 	"commitTransaction": true, "abortTransaction": true,
+	"prepareTransaction": true, "coordinateCommitTransaction": true, // two-phase commit, between members
+}
+
+// endsTransaction: the commands that end (or prepare, or coordinate) a
+// transaction rather than run a statement in it.
+func endsTransaction(name string) bool {
+	switch name {
+	case "commitTransaction", "abortTransaction", "prepareTransaction", "coordinateCommitTransaction":
+		return true
+	}
+	return false
 }
 
 // checkTransaction reads a command's transaction fields (checkSession,
@@ -98,8 +110,16 @@ func checkTransaction(s *Session, name string, g *generic) error {
 	if !txnCommands[name] {
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", name)
 	}
-	if s.sess.start && (name == "commitTransaction" || name == "abortTransaction") {
+	if s.sess.start && endsTransaction(name) {
 		return mongoerr.New(mongoerr.InvalidOptions, "Cannot start a transaction with %s", name)
+	}
+	if name == "coordinateCommitTransaction" {
+		// The coordinator drives the participants — this shard among them,
+		// whose prepareTransaction checks the session out — so it does not
+		// hold the session itself (it reads lsid and txnNumber from its
+		// body: package shardsvr).
+		s.sess = cmdSession{}
+		return nil
 	}
 	s.sess.inTxn = true
 	return checkTxnConcerns(s, name, g)
@@ -134,7 +154,7 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 			}
 		}
 	}
-	if g.writeConcern.Type != 0 && name != "commitTransaction" && name != "abortTransaction" {
+	if g.writeConcern.Type != 0 && !endsTransaction(name) {
 		return mongoerr.New(mongoerr.InvalidOptions, "Cannot set write concern after starting a transaction.")
 	}
 	return nil
@@ -143,7 +163,7 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 // useTransaction binds the command to its transaction (useSession): a
 // statement gets the open transaction, started when startTransaction.
 func useTransaction(s *Session, name string) error {
-	if !s.sess.inTxn || name == "commitTransaction" || name == "abortTransaction" {
+	if !s.sess.inTxn || endsTransaction(name) {
 		return nil
 	}
 	if s.sess.start {
@@ -205,10 +225,36 @@ func cmdTransactionEnd(_ context.Context, s *Session, req *Request, dst []byte) 
 		}
 		return OK(dst), nil
 	}
+	if v, ok := req.Arg("commitTimestamp"); ok {
+		t, i, ok := v.TimestampOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'commitTransaction.commitTimestamp' is the wrong type '%s', expected type 'timestamp'", typeName(v.Type))
+		}
+		if _, err := use.CommitPreparedTransaction(n, hlc.New(t, i)); err != nil {
+			return nil, err
+		}
+		return OK(dst), nil
+	}
 	if _, err := use.CommitTransaction(n); err != nil {
 		return nil, err
 	}
 	return OK(dst), nil
+}
+
+// cmdPrepareTransaction is prepareTransaction (two-phase commit's
+// participant, sent by a shard's coordinator): it prepares the
+// transaction and answers its prepareTimestamp (package session's
+// "Only commit or abort ends a prepared transaction").
+func cmdPrepareTransaction(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	if !s.sess.inTxn {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "prepareTransaction must be run within a transaction: it needs lsid, txnNumber and autocommit: false")
+	}
+	defer s.Env.Cursors.closeTxnCursors(s.sess.use.ID())
+	ts, err := s.sess.use.PrepareTransaction(s.sess.txn)
+	if err != nil {
+		return nil, err
+	}
+	return NewReply(dst).Value("prepareTimestamp", bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, ts.T(), ts.I())}).Finish(), nil
 }
 
 // txnOutcome is run's last word on a command of a transaction: a
@@ -221,7 +267,7 @@ func txnOutcome(s *Session, name string, out bsoncore.Document, err error) error
 	if !s.sess.inTxn {
 		return err
 	}
-	isEnd := name == "commitTransaction" || name == "abortTransaction"
+	isEnd := endsTransaction(name)
 	if err == nil && !isEnd {
 		if arr, ok := out.Lookup("writeErrors").ArrayOK(); ok {
 			vals, _ := arr.Values()

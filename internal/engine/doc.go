@@ -41,7 +41,10 @@
 //     (invariants "Statements on the pipeline" and "Catalog as of the
 //     snapshot"): statements, the one applyOps entry and the versions'
 //     times at commit; txn_ddl.go: create and createIndexes in a
-//     transaction ("Creation commits with the transaction").
+//     transaction ("Creation commits with the transaction"); txn_prepare.go:
+//     prepared transactions (two-phase commit's participant; invariant
+//     "Prepared survives": a durable record, restored after a restart, ended
+//     only by its commit or abort).
 //   - snapshot_history.go: held storage snapshots for reads of plain
 //     collections at a cluster time (invariant "A held view is exact from
 //     its time").

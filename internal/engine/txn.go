@@ -104,6 +104,8 @@ type Txn struct {
 	// for none), kept for the command layer: MongoDB lets explicit DDL run
 	// only in a transaction under "local".
 	ReadConcernLevel string
+	// prepareTS is a prepared transaction's prepare time (txn_prepare.go).
+	prepareTS hlc.Timestamp
 
 	// The rest is used on the pipeline goroutine only (statements and the
 	// commit request).
@@ -150,8 +152,13 @@ func (e *Engine) Begin() *Txn {
 }
 
 // Abort ends the transaction, writing nothing; aborting an ended one does
-// nothing.
-func (t *Txn) Abort() { t.st.Abort() }
+// nothing, and so does aborting a prepared one ("Prepared survives":
+// AbortPrepared ends it).
+func (t *Txn) Abort() {
+	if !t.st.Prepared() {
+		t.st.Abort()
+	}
+}
 
 // Writes reports whether the transaction changed any document or created
 // a collection.
@@ -200,7 +207,8 @@ func (e *Engine) writeCollection(ns Namespace) *catalog.Collection {
 // transaction, as one of its statements ("Statements on the pipeline").
 func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) error {
 	if t == nil {
-		return e.db.Write(fn)
+		e.waitPreparedWrite(ns) // txn_prepare.go
+		return conflictError(e.db.Write(fn))
 	}
 	if err := refuseInTransaction(ns); err != nil {
 		return err
@@ -356,58 +364,62 @@ func (t *Txn) addInserted(tx *storage.Txn, collID uint64, key []byte) {
 // transaction or writer since the snapshot fails it with WriteConflict and
 // writes nothing. The transaction ends either way.
 func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
-	if !t.Writes() && also == nil {
-		return 0, conflictError(t.st.Commit(nil)) // read-only: nothing to apply
-	}
-	e := t.e
 	var ts hlc.Timestamp
 	var fn func(*storage.Txn) error
 	if t.Writes() || also != nil {
-		fn = func(tx *storage.Txn) error {
-			ts = 0
-			e.oplog.lastTS = 0
-			for ns := range t.written {
-				if err := t.checkCollection(ns); err != nil {
-					return err
-				}
-			}
-			for _, ns := range t.createdOrder {
-				if err := t.checkCollection(ns); err != nil {
-					return err
-				}
-				if err := e.cat.AddCollection(tx, t.created[ns]); err != nil {
-					return err
-				}
-			}
-			if len(t.changes) > 0 {
-				ts = e.logTransaction(tx, t)
-			}
-			for _, p := range t.versions {
-				if err := e.stampVersion(tx, p, ts); err != nil {
-					return err
-				}
-			}
-			for _, p := range t.preImages {
-				if err := e.PutInTxn(tx, PreImagesNS, preImageDoc(p.ui, ts, p.idx, p.doc, e.now())); err != nil {
-					return err
-				}
-			}
-			for _, k := range t.inserted {
-				if _, loaded := e.tails.last[k.collID]; loaded {
-					e.tails.raise(k.collID, k.key)
-				}
-			}
-			if also != nil {
-				return also(tx, ts)
-			}
-			return nil
-		}
+		fn = t.commitFn(also, &ts)
 	}
 	err := t.st.Commit(fn)
 	if err != nil {
 		return 0, conflictError(err)
 	}
 	return ts, nil
+}
+
+// commitFn is what a commit request does after the transaction's writes:
+// its oplog entry, versions, pre-images, tail bounds, then also; *ts gets
+// the entry's time.
+func (t *Txn) commitFn(also func(tx *storage.Txn, ts hlc.Timestamp) error, ts *hlc.Timestamp) func(*storage.Txn) error {
+	e := t.e
+	return func(tx *storage.Txn) error {
+		*ts = 0
+		e.oplog.lastTS = 0
+		for ns := range t.written {
+			if err := t.checkCollection(ns); err != nil {
+				return err
+			}
+		}
+		for _, ns := range t.createdOrder {
+			if err := t.checkCollection(ns); err != nil {
+				return err
+			}
+			if err := e.cat.AddCollection(tx, t.created[ns]); err != nil {
+				return err
+			}
+		}
+		if len(t.changes) > 0 {
+			*ts = e.logTransaction(tx, t)
+		}
+		for _, p := range t.versions {
+			if err := e.stampVersion(tx, p, *ts); err != nil {
+				return err
+			}
+		}
+		for _, p := range t.preImages {
+			if err := e.PutInTxn(tx, PreImagesNS, preImageDoc(p.ui, *ts, p.idx, p.doc, e.now())); err != nil {
+				return err
+			}
+		}
+		for _, k := range t.inserted {
+			if _, loaded := e.tails.last[k.collID]; loaded {
+				e.tails.raise(k.collID, k.key)
+			}
+		}
+		if also != nil {
+			return also(tx, *ts)
+		}
+		return nil
+	}
 }
 
 // logTransaction writes the transaction's one oplog entry and returns its

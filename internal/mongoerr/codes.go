@@ -676,4 +676,8 @@ const (
 	TransactionCommitted               Code = 256
 	OperationNotSupportedInTransaction Code = 263
 	TransactionTooLarge                Code = 257
+	// Two-phase commit (engine txn_prepare.go, shardsvr coordinator.go).
+	PreparedTransactionInProgress              Code = 267
+	TransactionCoordinatorSteppingDown         Code = 281
+	TransactionCoordinatorReachedAbortDecision Code = 282
 )

@@ -105,12 +105,17 @@ type Options struct {
 //
 // The plan runs under ctx (see Prepare), except the point read: one read
 // has nothing to interrupt, so it keeps no context and may outlive ctx.
+// Outside a transaction, Open first waits while a prepared transaction
+// holds ns (engine.WaitPrepared: a prepare conflict).
 func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if opts.AsOf != 0 {
 		return openAsOf(ctx, eng, ns, q, opts)
 	}
 	if opts.Txn != nil {
 		return openInTxn(ctx, eng, ns, q, opts)
+	}
+	if err := eng.WaitPrepared(ctx, ns); err != nil { // a prepare conflict (engine txn_prepare.go)
+		return nil, err
 	}
 	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
 		if id, ok := pointID(&q); ok {

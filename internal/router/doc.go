@@ -148,17 +148,19 @@
 //     a moveChunk running longer than that no longer holds it), and a
 //     chunk change is several config writes rather than one config
 //     transaction.
-//   - Transactions that write on two or more shards are aborted at
-//     commitTransaction (OperationNotSupportedInTransaction) rather than
-//     committed by two-phase commit, which the shards do not have yet
-//     (no prepareTransaction); a snapshot transaction reaching a second
-//     shard is refused on that statement (the shards cannot read at the
-//     router's atClusterTime in a transaction). A StaleConfig in a
+//   - A transaction that wrote on two or more shards commits by two-phase
+//     commit (coordinateCommitTransaction to the first shard that wrote;
+//     package shardsvr's coordinator.go), but the read-only participants
+//     are not part of it: the router commits them after the decision
+//     (their outcome changes nothing). A snapshot transaction reaching a
+//     second shard is refused on that statement (the shards cannot read
+//     at the router's atClusterTime in a transaction). A StaleConfig in a
 //     transaction aborts it with TransientTransactionError even on its
 //     first statement (mongos retries that one itself). The
-//     recoveryToken names the shards that wrote instead of a
-//     coordinator: a router that did not run the transaction commits it
-//     on its one writer, or aborts one that wrote on several.
+//     recoveryToken names the first shard that wrote (the coordinator)
+//     and the shards that wrote: a router that did not run the
+//     transaction commits it on its one writer, or asks the coordinator
+//     for the outcome of one that wrote on several.
 //   - A sorted find over several shards with a projection has the shards
 //     send whole documents and projects at the router (MongoDB has the
 //     shards add $sortKey instead); with a positional, $elemMatch or $meta

@@ -341,14 +341,22 @@ func cmdRefreshSessions(_ context.Context, r *Router, req *request) (bsoncore.Do
 }
 
 // cmdEndSessions forgets the sessions and aborts their open transactions
-// on their participants (the shards' own sessions expire by themselves).
-func cmdEndSessions(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+// on their participants (the shards' own sessions expire by themselves),
+// in the background, as reapSessions does: a driver ends its sessions
+// when it disconnects, and a shard that is down must not hold it.
+func cmdEndSessions(_ context.Context, r *Router, req *request) (bsoncore.Document, error) {
 	keys, err := sessionList(req)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range r.sessions.remove(keys) {
-		r.abortParticipants(ctx, t)
+	if open := r.sessions.remove(keys); len(open) > 0 {
+		go func() {
+			for _, t := range open {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				r.abortParticipants(ctx, t)
+				cancel()
+			}
+		}()
 	}
 	return okReply(), nil
 }

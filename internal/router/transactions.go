@@ -23,14 +23,14 @@ import (
 // router did not run goes by its recoveryToken (recoverCommit).
 //
 // Invariant "No partial commit": a transaction that wrote on two or more
-// shards needs MongoDB's two-phase commit (a coordinator, prepared
-// participants, a durable decision), which Cairn's shards do not have
-// yet (no prepareTransaction): its commitTransaction aborts it on every
-// participant and fails with OperationNotSupportedInTransaction, never
-// committing the shards one by one. Likewise a transaction with
-// readConcern snapshot reaching a second shard fails on that statement:
-// one snapshot across shards needs the router's atClusterTime, which the
-// shards cannot read at yet.
+// shards commits by MongoDB's two-phase commit, never shard by shard: the
+// router sends coordinateCommitTransaction with the shards that wrote to
+// the first of them, which prepares them all, records its decision and
+// commits or aborts each (package shardsvr's coordinator.go); the
+// read-only participants are then committed (or aborted) by the router.
+// A transaction with readConcern snapshot reaching a second shard still
+// fails on that statement: one snapshot across shards needs the router's
+// atClusterTime, which the shards cannot read at in a transaction yet.
 
 // txnCommands are the commands a transaction may run through the router
 // (MongoDB 7.0's list, less create and createIndexes, which Cairn's
@@ -47,6 +47,10 @@ const (
 	txnOpen txnState = iota
 	txnAborted
 	txnCommitted
+	// txnCommitting: its coordinator was asked to commit it and has not
+	// answered with a verdict; nothing of the router's aborts it (its
+	// participants may be prepared: only the coordinator decides).
+	txnCommitting
 )
 
 // routerTxn is one transaction of a session as the router runs it.
@@ -209,22 +213,24 @@ func (r *Router) bindTransaction(req *request, sess *routerSession, lsid bsoncor
 
 // recoveryToken is what the router adds to each reply of a transaction's
 // statement, and a driver sends back with commitTransaction (MongoDB's
-// {recoveryShardId}): the shard that wrote (or the first participant)
-// and every shard that wrote, so that a router that does not know the
-// transaction — another one, or this one restarted — can still commit it
-// where it wrote, or abort it where it wrote on several shards (which no
-// router commits: "No partial commit").
+// {recoveryShardId}): the first shard that wrote (or the first
+// participant) — a two-phase commit's coordinator — and every shard that
+// wrote, so that a router that does not know the transaction — another
+// one, or this one restarted — can still commit it where it wrote, or ask
+// its coordinator for the outcome of one that wrote on several shards.
 func (t *routerTxn) recoveryToken() bsoncore.Document {
 	parts := t.snapshotParticipants()
 	if len(parts) == 0 {
 		return nil
 	}
-	recovery := parts[0].shard
+	recovery, first := parts[0].shard, true
 	writers := bsoncore.NewArrayBuilder()
 	for _, p := range parts {
 		if p.wrote {
 			writers.AppendString(p.shard)
-			recovery = p.shard
+			if first {
+				recovery, first = p.shard, false // the coordinator of a two-phase commit
+			}
 		}
 	}
 	return bsoncore.NewDocumentBuilder().AppendString("recoveryShardId", recovery).AppendArray("writeShards", writers.Build()).Build()
@@ -260,8 +266,10 @@ func recoveryShards(tok bsoncore.Document) []string {
 
 // recoverCommit commits a transaction this router does not know from the
 // recoveryToken its commit carries: on the one shard that wrote (or the
-// recovery shard of a read-only one). One that wrote on several shards was
-// never committed by any router: it is aborted there.
+// recovery shard of a read-only one); one that wrote on several shards is
+// its coordinator's to commit or answer (coordinateCommitTransaction with
+// the token's shards: the coordination's outcome, its own participant's,
+// or a new two-phase commit).
 func (r *Router) recoverCommit(ctx context.Context, op *opSession, wc bsoncore.Document) (bsoncore.Document, error) {
 	t := op.txn
 	if t.getState() == txnAborted {
@@ -275,9 +283,11 @@ func (r *Router) recoverCommit(ctx context.Context, op *opSession, wc bsoncore.D
 	}
 	writers := recoveryShards(t.recovery)[1:]
 	if len(writers) > 1 {
-		r.endOn(ctx, "abortTransaction", op, nil, writers)
-		t.setState(txnAborted)
-		return nil, memberclient.Err(withLabel(errorReply(mongoerr.New(mongoerr.NoSuchTransaction, "transaction %d wrote on %d shards and was not committed (no two-phase commit yet): aborted", t.number, len(writers))), labelTransient))
+		// Its coordinator (the recovery shard, the first that wrote)
+		// knows the outcome, or commits it over the shards the token
+		// names (every statement's reply carried the token, so the last
+		// one names every shard that wrote).
+		return r.coordinate(ctx, op, wc, recovery, writers, nil)
 	}
 	if err := r.endOn(ctx, "commitTransaction", op, wc, []string{recovery})[0]; err != nil {
 		if unreachable(err) {
@@ -327,9 +337,16 @@ func (r *Router) runOn(ctx context.Context, shards []string, cmd bsoncore.Docume
 
 // abortParticipants aborts t on every participant (their NoSuchTransaction
 // answers included: a participant whose statement failed aborted it
-// already) and marks it aborted.
+// already) and marks it aborted — unless it is committed or its
+// coordinator is committing it (txnCommitting): then nothing.
 func (r *Router) abortParticipants(ctx context.Context, t *routerTxn) []error {
-	t.setState(txnAborted)
+	t.mu.Lock()
+	if t.state == txnCommitted || t.state == txnCommitting {
+		t.mu.Unlock()
+		return nil // committed, or its coordinator's to decide
+	}
+	t.state = txnAborted
+	t.mu.Unlock()
 	parts := t.snapshotParticipants()
 	shards := make([]string, len(parts))
 	for i, p := range parts {
@@ -386,8 +403,7 @@ func cmdCommitTransaction(ctx context.Context, r *Router, req *request) (bsoncor
 		}
 	}
 	if len(wrote) > 1 {
-		r.abortParticipants(ctx, t)
-		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "this transaction wrote on %d shards (%v): committing it atomically needs two-phase commit, which Cairn's router and shards do not have yet, so it was aborted on every shard rather than committed shard by shard", len(wrote), wrote)
+		return r.coordinate(ctx, op, wc, wrote[0], wrote, readOnly) // the coordinator: the first shard that wrote
 	}
 	// The read-only participants first, then the one that wrote: only its
 	// commit makes the transaction's writes visible.
@@ -430,6 +446,8 @@ func cmdAbortTransaction(ctx context.Context, r *Router, req *request) (bsoncore
 	switch t.getState() {
 	case txnCommitted:
 		return nil, mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", t.number)
+	case txnCommitting:
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "Transaction %d is being committed by its coordinator: its outcome is the coordinator's (retry commitTransaction to learn it)", t.number)
 	case txnAborted:
 		return okReply(), nil
 	}
@@ -447,3 +465,40 @@ func cmdAbortTransaction(ctx context.Context, r *Router, req *request) (bsoncore
 
 // isTxnEnd reports whether a command ends a transaction.
 func isTxnEnd(name string) bool { return name == "commitTransaction" || name == "abortTransaction" }
+
+// coordinate sends coordinateCommitTransaction to coordinator (with the
+// participants that wrote; none: only learn the outcome) and answers as
+// mongos: ok; NoSuchTransaction with TransientTransactionError for an
+// abort decision; UnknownTransactionCommitResult when the outcome is not
+// known (the coordinator unreachable, stepping down, out of time).
+func (r *Router) coordinate(ctx context.Context, op *opSession, wc bsoncore.Document, coordinator string, wrote, readOnly []string) (bsoncore.Document, error) {
+	t := op.txn
+	parts := bsoncore.NewArrayBuilder()
+	for _, s := range wrote {
+		parts.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("shardId", s).Build())
+	}
+	b := bsoncore.NewDocumentBuilder().AppendInt32("coordinateCommitTransaction", 1).
+		AppendArray("participants", parts.Build()).
+		AppendDocument("lsid", op.lsid).AppendInt64("txnNumber", op.txnNumber).AppendBoolean("autocommit", false)
+	if wc != nil {
+		b.AppendDocument("writeConcern", wc)
+	}
+	t.setState(txnCommitting)
+	err := r.runOn(ctx, []string{coordinator}, b.AppendString("$db", "admin").Build())[0]
+	if err != nil {
+		code := codeOf(err)
+		if code == int32(mongoerr.NoSuchTransaction) {
+			t.setState(txnAborted)
+			if len(readOnly) > 0 {
+				r.endOn(ctx, "abortTransaction", op, nil, readOnly)
+			}
+			return nil, memberclient.Err(withLabel(errorReply(err), labelTransient))
+		}
+		return nil, memberclient.Err(withLabel(errorReply(err), labelUnknownCommit))
+	}
+	t.setState(txnCommitted)
+	if len(readOnly) > 0 {
+		r.endOn(ctx, "commitTransaction", op, wc, readOnly) // read only: their outcome changes nothing
+	}
+	return okReply(), nil
+}

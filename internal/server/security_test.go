@@ -182,6 +182,8 @@ var matrix = map[string]matrixRole{
 	"_shardsvrChunkSizes":            {"internal", "admin"},
 	"_shardsvrMoveRange":             {"internal", "admin"},
 	"_transferMods":                  {"internal", "admin"},
+	"coordinateCommitTransaction":    {"internal", "admin"},
+	"prepareTransaction":             {"internal", "admin"},
 }
 
 // matrixBody is a command as the matrix sends it: its name and a

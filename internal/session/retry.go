@@ -97,6 +97,10 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 	}
 	t.mu.Lock()
 	cur := e.txn
+	if txn > cur && e.tx.status == txnPrepared {
+		t.mu.Unlock()
+		return nil, errPrepared(cur, "start a retryable write with a newer txnNumber")
+	}
 	if txn > cur {
 		e.txn = txn
 		e.abortTxLocked() // a newer number ends the open transaction

@@ -43,6 +43,8 @@ type Table struct {
 	// lifetime is transactionLifetimeLimitSeconds, 0 for the default
 	// (txn.go).
 	lifetime atomic.Int64
+	// restoreErr is the last failed RestorePrepared's error (Forget).
+	restoreErr atomic.Pointer[error]
 
 	stop, stopped chan struct{} // the refresh loop (Run)
 	stopOnce      sync.Once
@@ -187,7 +189,7 @@ func (t *Table) Refresh(ids []ID, user string) {
 func (t *Table) End(ids []ID) {
 	t.mu.Lock()
 	for _, id := range ids {
-		if _, ok := t.m[id]; ok {
+		if e, ok := t.m[id]; ok && e.tx.status != txnPrepared { // kept: prepare.go
 			delete(t.m, id)
 			t.ended[id] = struct{}{}
 		}
@@ -204,7 +206,7 @@ func (t *Table) Kill(match func(id ID, user string) bool, cause error) int {
 	killed := map[ID]struct{}{}
 	var stop []func(error)
 	for id, e := range t.m {
-		if !match(id, e.user) {
+		if !match(id, e.user) || e.tx.status == txnPrepared { // kept: prepare.go
 			continue
 		}
 		killed[id] = struct{}{}
@@ -230,9 +232,16 @@ func (t *Table) Kill(match func(id ID, user string) bool, cause error) int {
 // config.transactions again at its next retryable write: for a replica
 // set whose member becomes primary, since records written through another
 // primary arrived as replicated commit groups, not through this table.
+//
+// Prepared transactions are rebuilt from their records
+// (RestorePrepared: replication may have committed or aborted them, or
+// prepared others, since this member held them).
 func (t *Table) Forget() {
 	t.mu.Lock()
 	for _, e := range t.m {
+		if e.tx.status == txnPrepared {
+			continue // RestorePrepared
+		}
 		e.loaded, e.txn = false, -1
 		e.abortTxOrLater()
 		if e.tx.status != txnOpen {
@@ -240,6 +249,18 @@ func (t *Table) Forget() {
 		}
 	}
 	t.mu.Unlock()
+	if err := t.RestorePrepared(); err != nil {
+		t.restoreErr.Store(&err)
+	}
+}
+
+// RestoreError is the error of the last rebuild of prepared transactions
+// that failed (nil: none failed), for the server's log and tests.
+func (t *Table) RestoreError() error {
+	if p := t.restoreErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // AbortTransactions aborts every open transaction, now or, for one whose
@@ -278,7 +299,7 @@ func (t *Table) Expire() int {
 	cut := t.now().Add(-t.timeout)
 	n := 0
 	for id, e := range t.m {
-		if e.lastUse.Before(cut) && len(e.turn) == 0 {
+		if e.lastUse.Before(cut) && len(e.turn) == 0 && e.tx.status != txnPrepared {
 			delete(t.m, id)
 			t.ended[id] = struct{}{}
 			n++

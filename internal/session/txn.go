@@ -65,6 +65,7 @@ const (
 	txnOpen
 	txnCommitted
 	txnAborted
+	txnPrepared // prepare.go
 )
 
 // DefaultTransactionLifetime is transactionLifetimeLimitSeconds' default.
@@ -136,6 +137,9 @@ func (u *Use) Transaction(n int64, start bool) (*engine.Txn, error) {
 		if n == e.txn {
 			return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "Only servers in a sharded cluster can start a new transaction at the active transaction number %d", n)
 		}
+		if e.tx.status == txnPrepared {
+			return nil, errPrepared(e.txn, "start a newer transaction")
+		}
 		u.abortOpen()
 		t.mu.Lock()
 		e.txn = n
@@ -161,6 +165,8 @@ func (u *Use) current(n int64) error {
 		e.tx.expired = true
 	}
 	switch e.tx.status {
+	case txnPrepared:
+		return errPrepared(n, "run a statement in it")
 	case txnCommitted:
 		return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", n)
 	case txnAborted:
@@ -193,6 +199,9 @@ func (u *Use) AbortTransaction(n int64) error {
 	if n < u.e.txn {
 		return mongoerr.New(mongoerr.TransactionTooOld, "Cannot abort transaction %d on session %s because a newer transaction %d has already started.", n, u.id, u.e.txn)
 	}
+	if n == u.e.txn && u.e.tx.status == txnPrepared {
+		return u.abortPrepared(n)
+	}
 	if err := u.current(n); err != nil {
 		return err
 	}
@@ -213,6 +222,9 @@ func (u *Use) CommitTransaction(n int64) (hlc.Timestamp, error) {
 	}
 	if n == e.txn && e.tx.status == txnCommitted {
 		return 0, nil
+	}
+	if n == e.txn && e.tx.status == txnPrepared {
+		return 0, mongoerr.New(mongoerr.InvalidOptions, "commitTransaction of prepared transaction %d must give its commitTimestamp", n)
 	}
 	if n == e.txn && e.tx.status == txnAborted && e.tx.unknown {
 		// Learn the first commit's outcome ("Retried commit learns the
@@ -259,17 +271,7 @@ func (u *Use) CommitTransaction(n int64) (hlc.Timestamp, error) {
 // recordCommit writes the session's config.transactions document in the
 // commit's request ("Commit record rides the commit").
 func (u *Use) recordCommit(tx *storage.Txn, n int64, ts hlc.Timestamp) error {
-	t := u.t
-	_, term := t.eng.RequestOpTime(tx)
-	doc := bsoncore.NewDocumentBuilder().
-		AppendDocument("_id", u.id.Doc()).
-		AppendInt64("txnNum", n).
-		AppendDocument("lastWriteOpTime", bsoncore.NewDocumentBuilder().
-			AppendTimestamp("ts", ts.T(), ts.I()).
-			AppendInt64("t", term).Build()).
-		AppendDateTime("lastWriteDate", t.now().UnixMilli()).
-		AppendString("state", "committed").Build()
-	return t.eng.PutInTxn(tx, TransactionsNS, doc)
+	return u.recordState(tx, n, ts, "committed") // prepare.go
 }
 
 // storedState is the newest number config.transactions holds for the
@@ -358,12 +360,15 @@ func (t *Table) IdleTransactions() []IdleTransaction {
 }
 
 // OpenTransactions is how many sessions have an open transaction.
-func (t *Table) OpenTransactions() int {
+func (t *Table) OpenTransactions() int { return t.countStatus(txnOpen) }
+
+// countStatus is how many sessions' transactions stand at st.
+func (t *Table) countStatus(st txnStatus) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
 	for _, e := range t.m {
-		if e.tx.status == txnOpen {
+		if e.tx.status == st {
 			n++
 		}
 	}

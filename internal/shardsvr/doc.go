@@ -135,6 +135,19 @@
 // critical section stays (writes wait rather than land on a shard that may
 // no longer own their range).
 //
+// # Two-phase commit
+//
+// A transaction that wrote on several shards commits through its first
+// writer, which coordinates (coordinator.go, coordinateCommitTransaction):
+// it records the participants in config.transaction_coordinators,
+// prepares every participant (prepareTransaction; package session and
+// engine hold the prepared transaction durably), writes its decision
+// there (invariant "Decision before delivery"), delivers it until every
+// participant acknowledged, and deletes the record. Recovery resumes
+// recorded coordinations on a primary. A coordinateCommitTransaction for
+// a transaction no longer recorded answers from this shard's own
+// participant (its config.transactions record).
+//
 // # Reading a range
 //
 // A migration's clone, the range deleter and the balancer's chunk sizes

@@ -71,6 +71,9 @@ type Node struct {
 	rangeMu  sync.Mutex           // one range deletion or receipt clearing at a time
 	commitMu sync.Mutex           // config server: one commit at a time
 	partial  *failpoint.Point     // CommitPartialFailPoint (nil: none)
+	// hangBeforeDecision, hangBeforeDelivery: coordinator.go's fail points.
+	hangBeforeDecision, hangBeforeDelivery *failpoint.Point
+	coords                                 coordinators // two-phase commit's coordinations in progress (coordinator.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -95,6 +98,8 @@ func New(opts Options) *Node {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if opts.FailPoints != nil {
 		n.partial = opts.FailPoints.Define(CommitPartialFailPoint)
+		n.hangBeforeDecision = opts.FailPoints.Define(HangBeforeWritingDecisionFailPoint)
+		n.hangBeforeDelivery = opts.FailPoints.Define(HangBeforeSendingCommitDecisionFailPoint)
 	}
 	if opts.ShardSvr {
 		n.wg.Add(1)
@@ -131,6 +136,8 @@ func (n *Node) Command(ctx context.Context, name string, body bsoncore.Document)
 		return nil, err
 	}
 	switch name {
+	case "coordinateCommitTransaction":
+		return n.coordinateCommit(ctx, body)
 	case "_shardsvrMoveRange":
 		return n.moveRange(ctx, body)
 	case "_recvChunkStart":

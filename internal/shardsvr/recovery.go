@@ -39,6 +39,7 @@ func (n *Node) background() {
 		if n.opts.IsPrimary() {
 			if id, _ := n.shardIdentity(n.ctx); id != nil {
 				n.recoverCoordinators(n.ctx)
+				n.recoverTxnCoordinators(n.ctx) // coordinator.go
 				if err := n.runRangeDeletions(n.ctx); err != nil && n.ctx.Err() == nil {
 					n.opts.Log.Warn("range deletion failed; it will be retried", "err", err)
 				}

@@ -149,6 +149,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	db.opts.FailPoints = opts.FailPoints
 	db.pipe = startPipeline(pdb, &db.visible, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes))
 	db.pipe.clock, db.pipe.lastCommitted = opts.Clock, &db.lastCommitted
+	db.pipe.held = &db.intents
 	if wal != nil {
 		db.stopSync = make(chan struct{})
 		db.syncDone.Add(1)

@@ -131,6 +131,12 @@
 // it goes first and the transaction fails at commit.
 // TestTransactionConflicts.
 //
+// Invariant "Prepared holds its keys" (prepare.go): a prepared transaction
+// (two-phase commit's participant) refuses every other write of its keys
+// with ErrWriteConflict — plain requests and range deletions included —
+// until it commits or aborts, so its commit cannot fail.
+// TestPreparedHoldsKeys.
+//
 // Invariant "Readers outlive the end": an iterator opened on a
 // transaction's view stays readable after the transaction commits or
 // aborts; its snapshot and write batch are released when the transaction

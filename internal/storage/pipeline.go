@@ -105,9 +105,12 @@ type flight struct {
 type pipeline struct {
 	pdb     *pebble.DB
 	visible *visibility // every group's commit is a change of it (shared_view.go)
-	hooks   *Hooks
-	log     *slog.Logger
-	space   *spaceCheck
+	// held are the store's transactions' intents: a request may not
+	// write a prepared transaction's keys (prepare.go).
+	held  *intents
+	hooks *Hooks
+	log   *slog.Logger
+	space *spaceCheck
 	// halted is set once the disk failed the log (invariant "Stop on a
 	// failed log"); every later write gets it.
 	halted atomic.Pointer[StoppedError]
@@ -471,6 +474,9 @@ func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *req
 		p.inRequest.Store(txn.gid)
 	}
 	r.err = runRequest(r.fn, txn)
+	if r.err == nil {
+		r.err = p.held.checkPrepared(txn)
+	}
 	if r.err == nil {
 		r.err = txn.applyTo(batch)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -60,7 +61,13 @@ type Transaction struct {
 	writes *pebble.Batch
 	own    map[string]*ownWrite
 	done   bool
-	cc     invariants.CloseChecker // every Transaction ends once
+	// prepared: the transaction holds its keys against every writer
+	// (prepare.go), under intents.mu.
+	prepared bool
+	// holds are keys a prepared transaction holds without writing them
+	// (Prepare's holds), under intents.mu.
+	holds map[string]struct{}
+	cc    invariants.CloseChecker // every Transaction ends once
 	// iters counts the iterators open on the view; the snapshot and the
 	// batch they read are released when the transaction has ended and
 	// the last of them closes ("Readers outlive the end"). Under mu: an
@@ -75,6 +82,14 @@ type Transaction struct {
 type intents struct {
 	mu    sync.Mutex
 	owner map[string]*Transaction
+	// prepared are the prepared transactions, nPrepared their number
+	// (read without the lock: "Prepared holds its keys" costs nothing
+	// while it is 0).
+	prepared  map[*Transaction]struct{}
+	nPrepared atomic.Int32
+	// ended is closed when a prepared transaction ends (made by the
+	// first waiter, PreparedEnded).
+	ended chan struct{}
 }
 
 // Begin starts a transaction reading everything committed so far. End it
@@ -365,9 +380,12 @@ func (tx *Transaction) end() {
 	if invariants.Enabled {
 		tx.cc.Close("storage.Transaction")
 	}
-	if len(tx.own) > 0 { // a read-only transaction holds no intents
+	// A read-only transaction holds no intents and was never prepared.
+	if len(tx.own) > 0 || len(tx.holds) > 0 || tx.prepared {
 		in := &tx.db.intents
 		in.mu.Lock()
+		tx.unholdLocked()
+		tx.dropHoldsLocked()
 		for k := range tx.own {
 			if in.owner[k] == tx {
 				delete(in.owner, k)

@@ -48,6 +48,9 @@ type Txn struct {
 	// err fails the request whatever its function returns (a Tick in a
 	// transaction statement).
 	err error
+	// commits is the prepared transaction this request commits: its held
+	// keys are not a conflict (prepare.go).
+	commits *Transaction
 }
 
 // errTickInTransaction fails a transaction statement that asked for a
@@ -97,6 +100,7 @@ func (t *Txn) reset(b *pebble.Batch) {
 	t.hooks = t.hooks[:0]
 	t.arena = t.arena[:0]
 	t.err = nil
+	t.commits = nil
 }
 
 // keep copies b into the request's arena so callers may reuse their buffers.

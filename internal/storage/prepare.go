@@ -167,6 +167,9 @@ func (db *DB) RestorePrepared(writes []Write, holds [][]byte) (*Transaction, err
 	if in.owner == nil {
 		in.owner = map[string]*Transaction{}
 	}
+	if tx.own == nil && len(writes) > 0 {
+		tx.own = map[string]*ownWrite{} // Begin leaves it to the first write
+	}
 	for _, w := range writes {
 		base, baseOK, err := tx.viewGet(nil, w.Key)
 		if err != nil {

@@ -80,6 +80,11 @@
 //     (sorting after the event's and before the next event's); a stream
 //     resumed from it reads the event again and drops the fragments up to
 //     it (TestSplitLargeEvent).
+//   - explain (explain.go) shows MongoDB 7.0's unfolded stages, but the
+//     $cursor's COLLSCAN filter is the range Cairn reads ({ts: {$gte}}),
+//     not MongoDB's rewrite of the namespace and operation filters; at
+//     executionStats the stream runs to the log's end and each stage's
+//     nReturned is what Cairn's fused steps counted.
 //   - showMigrationEvents, showSystemEvents, allowToRunOnConfigDB and
 //     allowToRunOnSystemNS are refused.
 //   - Streams need a replica set member, as MongoDB's do (40573 on a

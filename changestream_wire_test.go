@@ -286,6 +286,29 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 	})
 
+	// A $match on operationType is prefiltered (changestream.KeepOnly): its
+	// stream returns the same events, tokens included, as one whose $match
+	// is an $expr the prefilter does not read.
+	t.Run("prefiltered match", func(t *testing.T) {
+		coll := db.Collection("prefiltered")
+		kinds := bson.A{"delete", "replace"}
+		pre := watch(t, coll, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: kinds}}}}}}}, options.ChangeStream())
+		ref := watch(t, coll, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$in", Value: bson.A{"$operationType", kinds}}}}}}}}, options.ChangeStream())
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}))
+		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 2}}}}))
+		ok(t)(coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "v", Value: 3}}))
+		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}))
+		ok(t)(coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: 1}}))
+		ok(t)(coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}}))
+		for i, want := range []string{"replace", "delete", "delete"} {
+			a, b := next(t, pre), next(t, ref)
+			expect(t, a, "operationType", want)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("event %d: prefiltered %v, matched after building %v", i, a, b)
+			}
+		}
+	})
+
 	// A transaction's writes reach the stream as one event per statement,
 	// each carrying the transaction's lsid and txnNumber, only once it
 	// commits; an aborted transaction's writes never do (the commit's one

@@ -2,6 +2,7 @@ package changestream
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // BenchmarkStreamInsertEvents is the server's cost of one insert event: a
@@ -62,5 +64,47 @@ func insertN(b *testing.B, e *engine.Engine, ns engine.Namespace, n int) {
 		if _, err := e.Insert(ns, []bsoncore.Document{d}, true); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkStreamMatchDelete is a collection stream under $match
+// {operationType: "delete"} reading b.N inserts (none of which it returns),
+// the $match run as exec's does: built then matched (prefilter=off, as
+// before KeepOnly), or prefiltered by MatchOpTypes (prefilter=on).
+func BenchmarkStreamMatchDelete(b *testing.B) {
+	match, _ := bson.Marshal(bson.D{{Key: "operationType", Value: "delete"}})
+	f, err := query.Parse(match)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, pre := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefilter=%v", map[bool]string{false: "off", true: "on"}[pre]), func(b *testing.B) {
+			e := benchEngine(b)
+			s, err := Open(context.Background(), EngineLog(e), Scope{DB: "db", Coll: "c"}, Spec{FullDocument: "default", FullDocumentBeforeChange: "off"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if pre {
+				s.KeepOnly(MatchOpTypes(match))
+			}
+			insertN(b, e, engine.Namespace{DB: "db", Coll: "c"}, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for {
+				d, err := s.Next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d == nil {
+					break
+				}
+				if f.Match(d) {
+					b.Fatal("an insert matched")
+				}
+			}
+			if got := s.lastPos.ts; got != s.log.LastCommitted() {
+				b.Fatalf("the stream stopped at %v, the log at %v", got, s.log.LastCommitted())
+			}
+		})
 	}
 }

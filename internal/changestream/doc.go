@@ -39,6 +39,22 @@
 // committed it, so every event returned is majority-committed and
 // survives a failover.
 //
+// "Prefiltered as matched": a stream whose first later stage is a $match
+// on operationType (MatchOpTypes reads only a top-level "<type>", $eq or
+// $in of strings; exec leaves it off under a collation) is told the CRUD
+// types that $match can keep (Stream.KeepOnly) and does not build the
+// insert, update, replace or delete events of other types: it queues their
+// position and token only, and Next passes them as the $match would have
+// dropped them, so the events returned and every resume token are those of
+// building then matching (TestPrefilterSameEvents, read alone and through
+// the Feed; TestMatchOpTypes checks against package query that no event the
+// $match keeps is prefiltered). The $match still runs on what is built.
+// One difference from building everything, MongoDB's too (7.0 rewrites an
+// operationType $match into its oplog scan, before internalAddPostImage):
+// an event the $match drops is not built, so fullDocument or
+// fullDocumentBeforeChange "required" no longer fails the stream for an
+// image that event lacks.
+//
 // Transactions: an entry {op: "c", ns: "admin.$cmd", o: {applyOps:
 // [...]}, lsid, txnNumber} (MongoDB's shape) gives one event per inner
 // operation, in order, each with txnOpIndex in its token and the
@@ -80,6 +96,11 @@
 //     (sorting after the event's and before the next event's); a stream
 //     resumed from it reads the event again and drops the fragments up to
 //     it (TestSplitLargeEvent).
+//   - explain (explain.go) shows MongoDB 7.0's unfolded stages, but the
+//     $cursor's COLLSCAN filter is the range Cairn reads ({ts: {$gte}}),
+//     not MongoDB's rewrite of the namespace and operation filters; at
+//     executionStats the stream runs to the log's end and each stage's
+//     nReturned is what Cairn's fused steps counted.
 //   - showMigrationEvents, showSystemEvents, allowToRunOnConfigDB and
 //     allowToRunOnSystemNS are refused.
 //   - Streams need a replica set member, as MongoDB's do (40573 on a

@@ -146,18 +146,7 @@ func (s *Stream) opEvents(dst []event, e *entry) ([]event, error) {
 // wallTime and, with showExpandedEvents, collectionUUID; then the
 // transaction's fields.
 func (s *Stream) builder(e *entry, kind string, docKey bsoncore.Document, inv bool) (*evDoc, Token, bsoncore.Document) {
-	// The eventIdentifier, {operationType, documentKey}, only to encode in
-	// the token: built in the stream's scratch buffer.
-	id := bsoncore.AppendStringElement(append(s.scratch[:0], 0, 0, 0, 0), "operationType", kind)
-	if docKey != nil {
-		id = bsoncore.AppendDocumentElement(id, "documentKey", docKey)
-	}
-	id = append(id, 0)
-	bsoncore.UpdateLength(id, 0, int32(len(id)))
-	s.scratch = id
-	t := Token{ClusterTime: e.ts, TxnOpIndex: e.idx, FromInvalidate: inv, UUID: e.ui, EventID: id}
-	var tok bsoncore.Document
-	tok, s.ksScratch = t.docWith(s.ksScratch)
+	t, tok := s.token(e, kind, docKey, inv)
 	// Room for the fields every event has and the entry's documents, which
 	// most events hold once (an insert's fullDocument, an update's diff as
 	// its updatedFields); more (a post-image) grows the buffer.
@@ -173,8 +162,26 @@ func (s *Stream) builder(e *entry, kind string, docKey bsoncore.Document, inv bo
 		b.AppendValue("txnNumber", e.txnNumber)
 		b.AppendDocument("lsid", e.lsid)
 	}
-	t.EventID = nil // the scratch buffer is the next event's
 	return b, t, tok
+}
+
+// token is an event's resume token (t without its EventID, which is the
+// stream's scratch buffer, and as a document).
+func (s *Stream) token(e *entry, kind string, docKey bsoncore.Document, inv bool) (Token, bsoncore.Document) {
+	// The eventIdentifier, {operationType, documentKey}, only to encode in
+	// the token: built in the stream's scratch buffer.
+	id := bsoncore.AppendStringElement(append(s.scratch[:0], 0, 0, 0, 0), "operationType", kind)
+	if docKey != nil {
+		id = bsoncore.AppendDocumentElement(id, "documentKey", docKey)
+	}
+	id = append(id, 0)
+	bsoncore.UpdateLength(id, 0, int32(len(id)))
+	s.scratch = id
+	t := Token{ClusterTime: e.ts, TxnOpIndex: e.idx, FromInvalidate: inv, UUID: e.ui, EventID: id}
+	var tok bsoncore.Document
+	tok, s.ksScratch = t.docWith(s.ksScratch)
+	t.EventID = nil // the scratch buffer is the next event's
+	return t, tok
 }
 
 func nsDoc(db, coll string) bsoncore.Document {
@@ -209,6 +216,11 @@ func (s *Stream) crudEvent(e *entry) (event, error) {
 	key := e.o2
 	if e.op != "u" {
 		key = idDoc(e.o)
+	}
+	if !s.keep.keeps(kind) {
+		// The stream's $match drops it: only its position and token.
+		t, tok := s.token(e, kind, key, false)
+		return event{pos: t.pos(), token: tok}, nil
 	}
 	b, t, tok := s.builder(e, kind, key, false)
 	if !t.pos().after(s.skip) {

@@ -62,6 +62,7 @@ type shape struct {
 	scope                      Scope
 	fullDocument, beforeChange string
 	expanded                   bool
+	keep                       OpTypes
 }
 
 // NewFeed returns a Feed over log.

@@ -80,6 +80,9 @@ type Stream struct {
 	stats    ReadStats
 	// begin is the first ts the stream reads (its start point).
 	begin hlc.Timestamp
+	// keep is the CRUD events the stream builds (KeepOnly; 0: all); the
+	// others are queued as dropped (token, no doc).
+	keep OpTypes
 }
 
 // ReadStats are what a counting stream read: the oplog entries, the
@@ -91,7 +94,7 @@ type ReadStats struct {
 
 // Counting makes the stream count what it reads (Stats): for explain, whose
 // stream reads the log itself.
-func (s *Stream) Counting() { s.counting, s.feed = true, nil }
+func (s *Stream) Counting() { s.counting, s.feed, s.keep = true, nil, 0 }
 
 // Stats is what the stream read since Counting.
 func (s *Stream) Stats() ReadStats { return s.stats }
@@ -224,6 +227,9 @@ func (s *Stream) Next() (bsoncore.Document, error) {
 			ev := s.queue[0]
 			s.queue = s.queue[1:]
 			s.prev, s.last, s.lastPos = s.last, ev.token, ev.pos
+			if ev.doc == nil {
+				continue // prefiltered: as a later $match dropping it
+			}
 			if ev.invalidate {
 				s.ended = true
 				s.queue = nil

@@ -32,6 +32,7 @@ func (e *Env) ChangeStream(ctx context.Context, c ChangeStream) (*changestream.S
 	if err != nil {
 		return nil, nil, err
 	}
+	stream.KeepOnly(prefilter(c))
 	out, err := p.Run(ctx, stream)
 	if err != nil {
 		return nil, nil, err
@@ -64,4 +65,23 @@ func (e *Env) ExplainChangeStream(ctx context.Context, c ChangeStream) (*changes
 			return stream, err
 		}
 	}
+}
+
+// prefilter is the CRUD operation types the stream's first $match keeps
+// (changestream.MatchOpTypes; 0: all): the stream does not build the
+// events it would drop. Not with a collation, which may equate strings
+// that differ.
+func prefilter(c ChangeStream) changestream.OpTypes {
+	if len(c.Stages) == 0 || c.Opts.Collation != nil {
+		return 0
+	}
+	el, err := c.Stages[0].IndexErr(0)
+	if err != nil || el.Key() != "$match" {
+		return 0
+	}
+	m, ok := el.Value().DocumentOK()
+	if !ok {
+		return 0
+	}
+	return changestream.MatchOpTypes(m)
 }

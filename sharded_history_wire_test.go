@@ -19,7 +19,8 @@ import (
 // (issues #21, #23) through a real router and two shards, and checks that
 // the documents' histories moved with them: every write goes both to the
 // sharded collection and to an unsharded control collection, before,
-// during (concurrent writers, compare-and-swap on the version field) and
+// during (concurrent writers, compare-and-swap on the version field, one
+// writer's in transactions) and
 // after a moveChunk there and back, and then
 //   - $versions through the router equals the control's, version by
 //     version (_id, _v, op, doc), tombstones and a document re-inserted
@@ -128,7 +129,11 @@ func TestShardedVersionedMigration(t *testing.T) {
 						if i == 1 || i == n-2 || i == n-3 {
 							continue // deleted
 						}
-						w.update(i, r.IntN(1000))
+						if wi == 0 {
+							w.updateInTxn(c, i, r.IntN(1000)) // the catch-up reads its applyOps entry
+						} else {
+							w.update(i, r.IntN(1000))
+						}
 					}
 				}()
 			}
@@ -245,6 +250,41 @@ func (w *pairWriter) update(i, x int) {
 		}
 		return res.ModifiedCount, nil
 	})
+}
+
+// updateInTxn is update with the sharded collection's write in a
+// transaction through the router.
+func (w *pairWriter) updateInTxn(c *mongo.Client, i, x int) {
+	ctx := context.Background()
+	x = x*100000 + int(w.seq.Add(1))
+	var cur struct {
+		V int64 `bson:"_v"`
+	}
+	if err := w.a.FindOne(ctx, w.filter(i)).Decode(&cur); err != nil {
+		w.t.Errorf("read %d for its version: %v", i, err)
+		return
+	}
+	set := bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: int32(x)}}}}
+	sess, err := c.StartSession()
+	if err != nil {
+		w.t.Error(err)
+		return
+	}
+	defer sess.EndSession(ctx)
+	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		res, err := w.a.UpdateOne(sc, w.filter(i, bson.E{Key: "_v", Value: cur.V}), set)
+		if err == nil && res.ModifiedCount != 1 {
+			err = fmt.Errorf("the compare-and-swap at _v %d matched %d", cur.V, res.MatchedCount)
+		}
+		return nil, err
+	})
+	if err != nil {
+		w.t.Errorf("update %d at _v %d in a transaction: %v", i, cur.V, err)
+		return
+	}
+	if res, err := w.b.UpdateOne(ctx, w.filter(i, bson.E{Key: "_v", Value: cur.V}), set); err != nil || res.ModifiedCount != 1 {
+		w.t.Errorf("update %d at _v %d on the control: %v %v", i, cur.V, res, err)
+	}
 }
 
 func (w *pairWriter) delete(i int) {

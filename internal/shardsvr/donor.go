@@ -402,8 +402,21 @@ func (n *Node) collectionExists(ctx context.Context, db, coll string) bool {
 	return len(vals) > 0
 }
 
+// changedID is the _id an oplog change (an entry, or an element of a
+// transaction's applyOps) names; Type 0 for a command.
+func changedID(c bsoncore.Document) bsoncore.Value {
+	switch op, _ := c.Lookup("op").StringValueOK(); op {
+	case "i", "d":
+		return c.Lookup("o", "_id")
+	case "u":
+		return c.Lookup("o2", "_id")
+	}
+	return bsoncore.Value{}
+}
+
 // transferMods is _transferMods: the range's documents changed since the
-// last call, found in the oplog after the migration's start and sent as
+// last call, found in the oplog after the migration's start (a
+// transaction's changes in its commit's applyOps entry too) and sent as
 // they are now (reload) or as deleted _ids. Sending the current document
 // rather than the change makes applying idempotent: the recipient ends
 // with the donor's state whatever the clone already saw.
@@ -416,7 +429,8 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 	defer d.mu.Unlock()
 	prevTS := d.lastTS
 	reply, err := n.local(ctx, "local", bson.D{{Key: "find", Value: "oplog.rs"},
-		{Key: "filter", Value: bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: d.lastTS}}}, {Key: "ns", Value: d.ns}}},
+		{Key: "filter", Value: bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: d.lastTS}}}, {Key: "$or", Value: bson.A{
+			bson.D{{Key: "ns", Value: d.ns}}, bson.D{{Key: "o.applyOps.ns", Value: d.ns}}}}}},
 		{Key: "limit", Value: 5000}, {Key: "batchSize", Value: 5000}})
 	if err != nil {
 		return nil, err
@@ -430,22 +444,26 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 		e, _ := v.DocumentOK()
 		t, i, _ := e.Lookup("ts").TimestampOK()
 		d.lastTS = bson.Timestamp{T: t, I: i}
-		op, _ := e.Lookup("op").StringValueOK()
-		var id bsoncore.Value
-		switch op {
-		case "i", "d":
-			id = e.Lookup("o", "_id")
-		case "u":
-			id = e.Lookup("o2", "_id")
-		default:
-			continue
+		changes := []bsoncore.Document{e}
+		if ops, ok := e.Lookup("o", "applyOps").ArrayOK(); ok {
+			// A transaction's commit: one entry for all its changes.
+			changes = changes[:0]
+			els, _ := ops.Values()
+			for _, el := range els {
+				if c, ok := el.DocumentOK(); ok && c.Lookup("ns").StringValue() == d.ns {
+					changes = append(changes, c)
+				}
+			}
 		}
-		if id.Type == 0 || seen[string(id.Data)+string(rune(id.Type))] {
-			continue
+		for _, c := range changes {
+			id := changedID(c)
+			if id.Type == 0 || seen[idString(id)] {
+				continue
+			}
+			seen[idString(id)] = true
+			ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
+			firstTS = append(firstTS, bson.Timestamp{T: t, I: i})
 		}
-		seen[string(id.Data)+string(rune(id.Type))] = true
-		ids = append(ids, bson.RawValue{Type: bson.Type(id.Type), Value: id.Data})
-		firstTS = append(firstTS, bson.Timestamp{T: t, I: i})
 	}
 	if d.versioned {
 		vids := make([]bsoncore.Value, len(ids))

@@ -51,6 +51,15 @@ import (
 // recipient creates the collection with the donor's versioning options
 // before anything is installed; a recipient whose collection exists
 // unversioned refuses to receive (IllegalOperation).
+//
+// Not yet: an as-of read through a router is targeted by the shard key of
+// its filter, so one naming a shard key value a document had only in an
+// older version goes to that value's chunk, not to the shard holding the
+// document's history (a filter on _id alone scatters and finds it). A
+// deleted document whose retention kept only the tombstone, in a
+// collection sharded on another key than _id, has no shard key to judge
+// it by: its history neither moves nor is range-deleted. A single history
+// travels in one batch, so one larger than a reply (16 MB) cannot move.
 
 // versioningOptions returns the create options (versioning and
 // versionField) of a versioned collection as listCollections describes it;

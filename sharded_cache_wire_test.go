@@ -167,4 +167,11 @@ func TestShardedDefaultCollation(t *testing.T) {
 	if got := strings.Join(order, " "); got != "apple mango nut pear zebra zebra" {
 		t.Errorf("find sorted by k through the router: %s, want the collation's order apple mango nut pear zebra zebra", got)
 	}
+	var distinct []string
+	if err := coll.Distinct(ctx, "k", bson.D{}).Decode(&distinct); err != nil {
+		t.Fatal(err)
+	}
+	if len(distinct) != 5 {
+		t.Errorf("distinct k through the router: %v, want 5 values (Zebra on sh0 and zebra on sh1 are one under the collation)", distinct)
+	}
 }

@@ -451,13 +451,14 @@ func (r *runner) load(ctx context.Context, t *target) LoadResult {
 		lr.Failed = err.Error()
 		return lr
 	} else {
+		what := "dropping the collection: "
 		err = d.reset(ctx)
 		if dd, ok := d.(*driverDB); ok && err == nil && cfg.ShardHashed {
-			err = dd.shardHashed(ctx)
+			what, err = "sharding the collection (--shard-hashed needs a router): ", dd.shardHashed(ctx)
 		}
 		r.release(ctx, t, d)
 		if err != nil {
-			lr.Failed = "dropping the collection: " + err.Error()
+			lr.Failed = what + err.Error()
 			return lr
 		}
 	}

@@ -241,12 +241,21 @@ func cmdDistinct(ctx context.Context, r *Router, req *request) (bsoncore.Documen
 		if err != nil {
 			return err
 		}
+		coll, err := rt.collator(req) // values equal under it are one ("a" from one shard, "A" from another)
+		if err != nil {
+			return err
+		}
 		seen := map[string]bool{}
 		for _, rep := range replies {
 			arr, _ := rep.Lookup("values").ArrayOK()
 			vals, _ := arr.Values()
 			for _, v := range vals {
-				k := string(keystring.Append(nil, v))
+				var k string
+				if coll != nil {
+					k = string(keystring.AppendCollated(nil, v, coll))
+				} else {
+					k = string(keystring.Append(nil, v))
+				}
 				if !seen[k] {
 					seen[k] = true
 					values = append(values, v)

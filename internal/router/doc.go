@@ -31,8 +31,9 @@
 // {locale: "simple"} for such a collection, BadValue otherwise, as
 // mongos): chunks are ranges of the simple order, so under a collation
 // that is not simple a filter with a string in it goes to every shard
-// (reads, and the statements of updates, deletes and findAndModify), and
-// sorted streams merge in the collation's order. Several shards' cursors
+// (reads, and the statements of updates, deletes and findAndModify),
+// sorted streams merge in the collation's order, and distinct counts
+// values equal under it once. Several shards' cursors
 // are merged by the sort key (agg.MergeSorted) or concatenated; skip and limit are pushed down as
 // limit = skip+limit and applied again at the router. Aggregation splits
 // with agg.Split: the shards run the streaming prefix and a $sort (with
@@ -166,9 +167,6 @@
 //     shards add $sortKey instead); with a positional, $elemMatch or $meta
 //     projection, which need the shard's match, the projection stays on
 //     the shards and a sort field it drops is merged as missing.
-//   - distinct over several shards under a collation that is not simple
-//     returns each shard's distinct values ("a" from one and "A" from
-//     another both); mongos merges them under the collation.
 //   - split by find or bounds reads every shard key of the chunk's shard
 //     (of its first field's range) to find the median, where MongoDB's
 //     shard answers splitVector; movePrimary,

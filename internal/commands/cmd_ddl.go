@@ -121,14 +121,18 @@ func cmdCreate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 
 // cmdDrop drops a collection. Since MongoDB 7.0 dropping a collection that
 // does not exist succeeds.
-func cmdDrop(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDrop(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	name, err := req.Collection()
 	if err != nil {
 		return nil, err
 	}
 	ns := engine.Namespace{DB: req.DB, Coll: name}
 	coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
-	existed, err := s.Env.Engine.DropCollection(ns)
+	var existed bool
+	err = s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{ns}, func() (err error) {
+		existed, err = s.Env.Engine.DropCollection(ns)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +144,12 @@ func cmdDrop(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.
 	return r.Finish(), nil
 }
 
-func cmdDropDatabase(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	n, err := s.Env.Engine.DropDatabase(req.DB)
+func cmdDropDatabase(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+	var n int
+	err := s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{{DB: req.DB}}, func() (err error) {
+		n, err = s.Env.Engine.DropDatabase(req.DB)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +160,7 @@ func cmdDropDatabase(_ context.Context, s *Session, req *Request, dst []byte) (b
 	return r.Finish(), nil
 }
 
-func cmdRenameCollection(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdRenameCollection(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	from, ok := req.First().StringValueOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "'renameCollection' must be of type String")
@@ -173,7 +181,9 @@ func cmdRenameCollection(_ context.Context, s *Session, req *Request, dst []byte
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Env.Engine.RenameCollection(fromNS, toNS, dropTarget); err != nil {
+	if err := s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{fromNS, toNS}, func() error {
+		return s.Env.Engine.RenameCollection(fromNS, toNS, dropTarget)
+	}); err != nil {
 		return nil, err
 	}
 	return OK(dst), nil

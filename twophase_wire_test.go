@@ -228,6 +228,20 @@ func TestTwoPhaseCommit(t *testing.T) {
 		_, committed := hangingCommit("hangBeforeSendingCommitDecision", i, 3)
 		heldOn(1, b[i]) // both prepared, the decision written, no participant told
 		heldOn(0, a[i])
+		// DDL of the prepared collection on its shard waits too (MongoDB's
+		// exclusive collection lock), here past its maxTimeMS.
+		for _, ddl := range []bson.D{
+			{{Key: "drop", Value: "acct"}},
+			{{Key: "collMod", Value: "acct"}, {Key: "validationLevel", Value: "off"}},
+			{{Key: "renameCollection", Value: "tpc.acct"}, {Key: "to", Value: "tpc.acct2"}},
+		} {
+			db := "tpc"
+			if ddl[0].Key == "renameCollection" {
+				db = "admin"
+			}
+			err := shardCmd(1, db, append(ddl, bson.E{Key: "maxTimeMS", Value: 300})).Err()
+			wantCode(t, ddl[0].Key+" of a prepared collection on its shard", err, 50)
+		}
 		type pair struct{ a, b int }
 		read := make(chan pair, 1)
 		go func() {

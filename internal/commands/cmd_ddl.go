@@ -148,7 +148,11 @@ func cmdDrop(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 		s.Env.Sharding.Dropped(ctx, ns.DB, ns.Coll)
 	}
 	coll := s.Env.Engine.Catalog().Collection(ns.DB, ns.Coll)
-	existed, err := s.Env.Engine.DropCollection(ns)
+	var existed bool
+	err = s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{ns}, func() (err error) {
+		existed, err = s.Env.Engine.DropCollection(ns)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +168,11 @@ func cmdDropDatabase(ctx context.Context, s *Session, req *Request, dst []byte) 
 	if s.Env.Sharding != nil {
 		s.Env.Sharding.Dropped(ctx, req.DB, "")
 	}
-	n, err := s.Env.Engine.DropDatabase(req.DB)
+	var n int
+	err := s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{{DB: req.DB}}, func() (err error) {
+		n, err = s.Env.Engine.DropDatabase(req.DB)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +183,7 @@ func cmdDropDatabase(ctx context.Context, s *Session, req *Request, dst []byte) 
 	return r.Finish(), nil
 }
 
-func cmdRenameCollection(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdRenameCollection(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	from, ok := req.First().StringValueOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "'renameCollection' must be of type String")
@@ -196,7 +204,9 @@ func cmdRenameCollection(_ context.Context, s *Session, req *Request, dst []byte
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Env.Engine.RenameCollection(fromNS, toNS, dropTarget); err != nil {
+	if err := s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{fromNS, toNS}, func() error {
+		return s.Env.Engine.RenameCollection(fromNS, toNS, dropTarget)
+	}); err != nil {
 		return nil, err
 	}
 	return OK(dst), nil

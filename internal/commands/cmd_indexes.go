@@ -174,7 +174,7 @@ func cmdListIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 
 // cmdDropIndexes drops indexes named by index: a name, a key pattern, an
 // array of names, or "*" for every secondary index.
-func cmdDropIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdDropIndexes(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	coll, err := req.Collection()
 	if err != nil {
 		return nil, err
@@ -194,7 +194,11 @@ func cmdDropIndexes(_ context.Context, s *Session, req *Request, dst []byte) (bs
 	if err != nil {
 		return nil, err
 	}
-	was, err := s.Env.Engine.DropIndexes(ns, names)
+	var was int
+	err = s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{ns}, func() (err error) {
+		was, err = s.Env.Engine.DropIndexes(ns, names)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +251,7 @@ func indexNames(s *Session, ns engine.Namespace, v bsoncore.Value) ([]string, er
 // monitor and the planner read, and the validation options (validator,
 // validationLevel, validationAction), which the engine enforces from the
 // commit that sets them. Other options are not supported yet.
-func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
+func cmdCollMod(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
 	coll, err := req.Collection()
 	if err != nil {
 		return nil, err
@@ -317,7 +321,11 @@ func cmdCollMod(_ context.Context, s *Session, req *Request, dst []byte) (bsonco
 		}
 		return r.Finish(), nil
 	}
-	res, err := s.Env.Engine.CollMod(ns, validationSet, ch)
+	var res engine.IndexChangeResult
+	err = s.Env.Engine.AwaitPrepared(ctx, []engine.Namespace{ns}, func() (err error) {
+		res, err = s.Env.Engine.CollMod(ns, validationSet, ch)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -23,7 +24,8 @@ import (
 // set's log with the request's group; from then on the transaction holds
 // its documents and the catalog records of the collections it wrote
 // (storage's "Prepared holds its keys": plain writes, other transactions
-// and DDL of those collections fail with WriteConflict).
+// and DDL of those collections fail with WriteConflict; plain writes and
+// readers wait first (WaitPrepared), DDL waits through AwaitPrepared).
 //
 // Invariant "Prepared survives": a prepared transaction ends only by
 // CommitPrepared or AbortPrepared, whose requests delete its record with
@@ -352,4 +354,85 @@ func (e *Engine) waitPreparedWrite(ns Namespace) {
 	ctx, cancel := context.WithTimeout(context.Background(), preparedWriteWait)
 	defer cancel()
 	_ = e.WaitPrepared(ctx, ns)
+}
+
+// preparedDDLWait bounds a DDL operation's wait on a prepared transaction
+// when its context has no deadline of its own (no maxTimeMS). MongoDB's
+// DDL waits for the collection's exclusive lock with no bound; Cairn gives
+// up after this with LockTimeout rather than hang behind a transaction
+// whose coordinator is gone. A variable for the tests.
+var preparedDDLWait = 60 * time.Second
+
+// preparedDDLPoll spaces the retries of a DDL operation that conflicts
+// with a prepared transaction holding none of the collections it names
+// (dropDatabase, an index record).
+const preparedDDLPoll = 5 * time.Millisecond
+
+// AwaitPrepared runs ddl, a DDL operation of the collections nss (drop,
+// dropIndexes, collMod, renameCollection, dropDatabase), as MongoDB's DDL
+// waits for its collection's exclusive lock behind a prepared transaction:
+// while ddl meets a prepare conflict (a prepared transaction holds what it
+// writes, storage.ErrPrepareConflict) it waits until that transaction ends
+// and runs ddl again. The wait ends with ctx — opctx's cause, so
+// maxTimeMS gives MaxTimeMSExpired and killOp Interrupted — or, with no
+// deadline on ctx, after preparedDDLWait with LockTimeout. It costs
+// nothing more than ddl while nothing is prepared.
+func (e *Engine) AwaitPrepared(ctx context.Context, nss []Namespace, ddl func() error) error {
+	var cancel context.CancelFunc
+	for {
+		err := ddl()
+		if !errors.Is(err, storage.ErrPrepareConflict) {
+			return err
+		}
+		if cancel == nil {
+			cancel = func() {}
+			if _, ok := ctx.Deadline(); !ok {
+				ctx, cancel = context.WithTimeoutCause(ctx, preparedDDLWait, errPreparedDDLWait(nss))
+			}
+			defer cancel()
+		}
+		if err := e.awaitPreparedEnd(ctx, nss); err != nil {
+			return err
+		}
+	}
+}
+
+// awaitPreparedEnd waits until a prepared transaction holding one of nss
+// ends (or, none holding them, a short while), or ctx ends: its cause.
+func (e *Engine) awaitPreparedEnd(ctx context.Context, nss []Namespace) error {
+	var ended <-chan struct{}
+	st, _ := e.cat.ReadBegin()
+	for _, ns := range nss {
+		if c := st.Collection(ns.DB, ns.Coll); c != nil {
+			if held, ch := e.db.PreparedEnded(catalog.RecordKey(c.ID)); held {
+				ended = ch
+				break
+			}
+		}
+	}
+	var poll <-chan time.Time
+	if ended == nil {
+		t := time.NewTimer(preparedDDLPoll)
+		defer t.Stop()
+		poll = t.C
+	}
+	select {
+	case <-ended:
+	case <-poll:
+	case <-ctx.Done():
+		return opctx.Err(ctx)
+	}
+	return nil
+}
+
+// errPreparedDDLWait is AwaitPrepared's error after preparedDDLWait.
+func errPreparedDDLWait(nss []Namespace) error {
+	what := "the collection"
+	switch {
+	case len(nss) > 0 && nss[0].Coll == "":
+		what = "database " + nss[0].DB
+	case len(nss) > 0:
+		what = "collection " + nss[0].String()
+	}
+	return mongoerr.New(mongoerr.LockTimeout, "Unable to acquire an exclusive lock on %s within %v: a prepared transaction holds it until its commit or abort", what, preparedDDLWait)
 }

@@ -179,7 +179,7 @@ func (n *Node) startCoordination(ctx context.Context, lsid bsoncore.Document, tx
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		c.err = n.coordinate(lsid, txn, participants, rec)
+		c.err = coordinationDone(lsid, txn, n.coordinate(lsid, txn, participants, rec))
 		n.coords.mu.Lock()
 		delete(n.coords.m, key)
 		n.coords.mu.Unlock()
@@ -285,12 +285,30 @@ func (n *Node) coordinate(lsid bsoncore.Document, txn int64, participants []stri
 
 // stepDownErr is a coordinator's failure to write its own document: it
 // stops here (its replica set's next primary resumes the coordination),
-// as MongoDB's coordinator stepping down.
+// as MongoDB's coordinator stepping down; its waiters get it as
+// InterruptedDueToReplStateChange (coordinationDone).
 func stepDownErr(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return mongoerr.New(mongoerr.TransactionCoordinatorSteppingDown, "the transaction coordinator is shutting down: %v", err)
 	}
 	return mongoerr.New(mongoerr.TransactionCoordinatorSteppingDown, "the transaction coordinator could not record its progress (%v): its replica set's primary resumes it", err)
+}
+
+// coordinationDone is the outcome a coordination's waiters get, as
+// MongoDB's TransactionCoordinator::_done: TransactionCoordinatorSteppingDown
+// (this node, the sender, stopping) becomes InterruptedDueToReplStateChange,
+// a retryable error for the router and the driver, which commit again and
+// reach the next primary's resumed coordination.
+func coordinationDone(lsid bsoncore.Document, txn int64, err error) error {
+	if mongoerr.CodeOf(err) != mongoerr.TransactionCoordinatorSteppingDown {
+		return err
+	}
+	reason := err.Error()
+	var me *mongoerr.Error
+	if errors.As(err, &me) {
+		reason = me.Msg
+	}
+	return mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "Coordinator %s:%d stopped due to: %s", bson.Raw(lsid), txn, reason)
 }
 
 // txnCmd is a command of transaction (lsid, txn) for a participant.

@@ -245,7 +245,8 @@ func (c *localCluster) connect(uri string, timeout time.Duration) (*mongo.Client
 
 // firstUser makes user (role root) through the localhost exception, as
 // one does with mongod: an unauthenticated client on loopback while no
-// user exists. Without user it says how.
+// user exists. Without user it says how. uri is clientURI's (it carries
+// the TLS options a client needs).
 func (c *localCluster) firstUser(uri, user, password string) error {
 	if c.key == "" {
 		return nil
@@ -255,7 +256,7 @@ func (c *localCluster) firstUser(uri, user, password string) error {
 		return nil
 	}
 	ctx := context.Background()
-	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(30 * time.Second)) // uri: clientURI's
+	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(30 * time.Second))
 	if err != nil {
 		return err
 	}

@@ -126,6 +126,13 @@ func auditCommand(s *Session, req *Request, reply bsoncore.Document) {
 	}
 }
 
+// Audited reports whether a finished command named name makes audit
+// events (so a caller parses the request only for those).
+func Audited(name string) bool {
+	_, ok := auditRules[name]
+	return ok || name == "createIndexes"
+}
+
 // AuditCommandEvents are the events a finished command makes: none for
 // most, one per index for createIndexes.
 func AuditCommandEvents(req *Request, reply bsoncore.Document) []audit.Event {

@@ -28,6 +28,9 @@ func (r *Router) auditWrite(req *request, ev audit.Event) {
 
 // auditCommand writes the events of a finished command, if it is audited.
 func (r *Router) auditCommand(req *request, reply bsoncore.Document) {
+	if !commands.Audited(req.name) {
+		return
+	}
 	creq, err := commands.NewRequest(req.body, req.db, req.seqs)
 	if err != nil {
 		return

@@ -294,20 +294,32 @@ func refuse(group []*request, err error) {
 	}
 }
 
+// refuseStopped refuses f's group, once the groups in flight are done,
+// when the store halted on a failed log or the disk is too full to write
+// (commitGroup's and commitReplicated's first check); it reports whether
+// it did.
+func (p *pipeline) refuseStopped(f *flight) bool {
+	var err error
+	if e := p.halted.Load(); e != nil {
+		err = e
+	} else {
+		err = p.space.check()
+	}
+	if err == nil {
+		return false
+	}
+	p.wait()
+	refuse(f.group, err)
+	return true
+}
+
 // commitGroup applies each request of f in order and commits the survivors
 // with one batch commit. It reports whether it handed f to the completer,
 // which then waits for the sync and acknowledges f; otherwise f is finished
 // and run acknowledges it. Every way out waits for the previous group first,
 // so groups are acknowledged in order and their hooks never overlap.
 func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
-	if e := p.halted.Load(); e != nil {
-		p.wait()
-		refuse(f.group, e)
-		return false
-	}
-	if err := p.space.check(); err != nil {
-		p.wait()
-		refuse(f.group, err)
+	if p.refuseStopped(f) {
 		return false
 	}
 	batch := p.pdb.NewIndexedBatchWithSize(p.sizeHint)

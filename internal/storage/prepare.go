@@ -78,14 +78,8 @@ func (tx *Transaction) Prepare(holds [][]byte, also func(*Txn) error) error {
 			return err
 		}
 		t.OnUndo(tx.dropHolds)
-		for k, w := range tx.own {
-			changed, err := differs([]byte(k), w.base, w.baseOK, t.Get)
-			if err != nil {
-				return err
-			}
-			if changed {
-				return ErrWriteConflict
-			}
+		if err := tx.checkOwn(t, ErrWriteConflict); err != nil {
+			return err
 		}
 		if also != nil {
 			if err := also(t); err != nil {
@@ -99,6 +93,10 @@ func (tx *Transaction) Prepare(holds [][]byte, also func(*Txn) error) error {
 		return nil
 	})
 }
+
+// errPreparedChanged is a prepared transaction's key found changed at its
+// commit: a broken invariant "Prepared holds its keys", never a conflict.
+var errPreparedChanged = errors.New("storage: a prepared transaction's key changed while it was held (invariant \"Prepared holds its keys\")")
 
 // CommitPrepared applies a prepared transaction's writes in one pipeline
 // request with also (which writes what commits with them and removes the
@@ -115,21 +113,10 @@ func (tx *Transaction) CommitPrepared(also func(*Txn) error) error {
 	}
 	err := tx.db.Write(func(t *Txn) error {
 		t.commits = tx
-		for k, w := range tx.own {
-			key := []byte(k)
-			changed, err := differs(key, w.base, w.baseOK, t.Get)
-			if err != nil {
-				return err
-			}
-			if changed {
-				return errors.New("storage: a prepared transaction's key changed while it was held (invariant \"Prepared holds its keys\")")
-			}
-			if w.del {
-				t.Delete(key)
-			} else {
-				t.Set(key, w.value)
-			}
+		if err := tx.checkOwn(t, errPreparedChanged); err != nil {
+			return err
 		}
+		tx.writeOwn(t)
 		if also != nil {
 			return also(t)
 		}

@@ -73,14 +73,7 @@ func (p *pipeline) recover() error {
 // way out that does not hand f over waits for the groups in flight first,
 // so groups are acknowledged in order.
 func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
-	if e := p.halted.Load(); e != nil {
-		p.wait()
-		refuse(f.group, e)
-		return false
-	}
-	if err := p.space.check(); err != nil {
-		p.wait()
-		refuse(f.group, err)
+	if p.refuseStopped(f) {
 		return false
 	}
 	if p.rep.broken.Load() != nil {

@@ -345,26 +345,42 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 		return nil
 	}
 	return tx.db.Write(func(t *Txn) error {
-		for k, w := range tx.own {
-			key := []byte(k)
-			changed, err := differs(key, w.base, w.baseOK, t.Get)
-			if err != nil {
-				return err
-			}
-			if changed {
-				return ErrWriteConflict
-			}
-			if w.del {
-				t.Delete(key)
-			} else {
-				t.Set(key, w.value)
-			}
+		if err := tx.checkOwn(t, ErrWriteConflict); err != nil {
+			return err
 		}
+		tx.writeOwn(t)
 		if also != nil {
 			return also(t)
 		}
 		return nil
 	})
+}
+
+// checkOwn fails with conflict when a key the transaction wrote changed
+// since its snapshot, read in t's request (where requests run one at a
+// time: "First writer wins").
+func (tx *Transaction) checkOwn(t *Txn, conflict error) error {
+	for k, w := range tx.own {
+		changed, err := differs([]byte(k), w.base, w.baseOK, t.Get)
+		if err != nil {
+			return err
+		}
+		if changed {
+			return conflict
+		}
+	}
+	return nil
+}
+
+// writeOwn puts the transaction's writes in t.
+func (tx *Transaction) writeOwn(t *Txn) {
+	for k, w := range tx.own {
+		if w.del {
+			t.Delete([]byte(k))
+		} else {
+			t.Set([]byte(k), w.value)
+		}
+	}
 }
 
 // Abort ends the transaction, writing nothing. Aborting an ended

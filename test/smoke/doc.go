@@ -28,4 +28,6 @@
 // consistent read on a secondary) and txn_mongosh.js (mongosh's
 // withTransaction and transaction helpers) against a three-member set that
 // `cairn cluster up` starts.
+// replset_node.mjs and txn_node.mjs run their checks with checks.mjs's
+// runChecks (the shared "ok <name>" / "FAIL <name>" protocol).
 package smoke

@@ -7,6 +7,7 @@
 // prints "FAIL <name>: <reason>" on stderr and exits 1.
 import assert from 'node:assert/strict';
 import { MongoClient } from 'mongodb';
+import { runChecks } from './checks.mjs';
 
 const uri = process.argv[2];
 const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
@@ -50,16 +51,4 @@ const checks = [
   }],
 ];
 
-let current = 'start';
-try {
-  for (const [name, fn] of checks) {
-    current = name;
-    await fn();
-    console.log(`ok ${name}`);
-  }
-} catch (err) {
-  console.error(`FAIL ${current}: ${err && err.stack ? err.stack : err}`);
-  process.exitCode = 1;
-} finally {
-  await client.close();
-}
+await runChecks(client, checks);

@@ -24,6 +24,7 @@ import (
 // and the deployment, for every event type and option; then the refusals
 // with MongoDB's codes.
 func TestChangeStreamsOverTheWire(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
@@ -1037,6 +1038,7 @@ func tokenOf(t *testing.T, tok bson.Raw) string {
 // (ids rising); an insert whose acknowledgement was lost at a kill may be
 // seen too, once, in its place.
 func TestChangeStreamResumesAcrossFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

@@ -26,6 +26,7 @@ import (
 // data. Without credentials, a member refuses everything but the
 // handshake (--keyFile implies --auth).
 func TestReplicaSetKeyFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

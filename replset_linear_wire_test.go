@@ -114,6 +114,7 @@ var registerModel = porcupine.Model{
 // CAIRN_LINEAR_SEED replays); CAIRN_LINEAR_RUNS runs (default 1) of
 // CAIRN_LINEAR_SECONDS each (default 6): `make replset-linear` runs many.
 func TestReplicaSetLinearizableRegister(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 // printed; CAIRN_REPLSET_SEED replays); CAIRN_REPLSET_ROUNDS kills the
 // primary that many times (default 3; `make replset-soak` runs more).
 func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
@@ -271,17 +273,36 @@ func startMember(t *testing.T, bin, dir string, port int) *memberProc {
 	return &memberProc{serveProc: p, dir: dir, port: port}
 }
 
+// handedOut holds every port freePorts returned in this test process: the
+// cluster tests run in parallel (t.Parallel: they wait on their processes
+// most of the time), and a port one test was given and has not bound yet
+// must not go to another.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	var lns []net.Listener
 	var ports []int
-	for range n {
+	for len(ports) < n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		lns = append(lns, ln) // held until every port is chosen, so none repeats within a call
+		port := ln.Addr().(*net.TCPAddr).Port
+		if handedOut.ports[port] {
+			continue
+		}
+		handedOut.ports[port] = true
+		ports = append(ports, port)
 	}
 	for _, ln := range lns {
 		ln.Close()

@@ -677,6 +677,7 @@ func TestShardMigrationUnderLoad(t *testing.T) {
 // recipient and the config server by default), taken in turn from a
 // seeded start so that make test's three rounds kill each once.
 func TestShardMigrationKill(t *testing.T) {
+	t.Parallel()
 	migrationKill(t, false, []string{"donor", "recipient", "config"})
 }
 
@@ -688,6 +689,7 @@ func TestShardMigrationKill(t *testing.T) {
 // of exactly its own documents. Two rounds by default (the donor and the
 // recipient killed once each), to keep make test's share small.
 func TestShardMigrationKillVersioned(t *testing.T) {
+	t.Parallel()
 	migrationKill(t, true, []string{"donor", "recipient"})
 }
 
@@ -1037,6 +1039,7 @@ func TestMigrationThroughput(t *testing.T) {
 // shards differ by three range sizes (config.settings chunksize: 1 MB
 // here), and not while config.settings {_id: "balancer"} says stopped.
 func TestShardBalancer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

@@ -79,6 +79,7 @@ func startRouter(t *testing.T, bin string, args ...string) string {
 // another database or the cluster; a shard started without the key cannot
 // be added.
 func TestShardedClusterKeyFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers and a router")
 	}

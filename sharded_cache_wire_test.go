@@ -22,6 +22,7 @@ import (
 // migration is TestShardedVersionedReadsAndWrites's (staleBatchedWrites)
 // and internal/router's TestStaleConfigRefreshes.
 func TestShardCachesAndStaleRouters(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers")
 	}
@@ -105,6 +106,7 @@ func TestShardCachesAndStaleRouters(t *testing.T) {
 // sh1's "zebra"), and a sort merges the shards' streams in the
 // collation's order, not the simple one.
 func TestShardedDefaultCollation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers")
 	}

@@ -39,6 +39,7 @@ import (
 // One case shards on _id; the other on a field k ordered against _id, so
 // the range (on k) and the history keyspace (on _id) disagree.
 func TestShardedVersionedMigration(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers")
 	}

@@ -120,6 +120,7 @@ func shardOf(t *testing.T, db *mongo.Database, coll string, filter bson.D) strin
 }
 
 func TestRouterSessionsAndTransactions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers and a router")
 	}

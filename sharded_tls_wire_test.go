@@ -38,6 +38,7 @@ import (
 // documents. Plain clients of the router and a plain member stream to a
 // shard member are refused.
 func TestShardedClusterTLS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts five processes")
 	}

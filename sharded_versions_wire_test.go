@@ -33,6 +33,7 @@ import (
 // whole batch inserted the first document twice — a duplicate key — and
 // incremented twice).
 func TestShardedVersionedReadsAndWrites(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts five servers")
 	}

@@ -239,6 +239,7 @@ func countChunks(t *testing.T, c *mongo.Client, ns string) map[string]int {
 // is checked to reach the donor, which answers CommandNotFound until the
 // shard side is merged.
 func TestShardedClusterPlan(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts five servers")
 	}

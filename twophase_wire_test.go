@@ -28,6 +28,7 @@ import (
 // Every transaction moves value between documents on the two shards, so
 // the sum of every document's v stays 0 whatever committed.
 func TestTwoPhaseCommit(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers and a router")
 	}

@@ -395,6 +395,7 @@ func cmdCodeAny(err error) int {
 // the bank sums to the total. CAIRN_TXN_RUNS runs (5 by default; `make
 // txn-anomalies` runs 100), each seeded from CAIRN_TXN_SEED (printed).
 func TestTransactionAnomalies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -26,6 +27,7 @@ import (
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/idgen"
 	"github.com/cairndb/cairn/internal/metrics"
+	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/replset"
 	"github.com/cairndb/cairn/internal/server"
 	"github.com/cairndb/cairn/internal/shardsvr"
@@ -373,6 +375,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		env.SetReplicaSet(m)
 		member = m
 	}
+	defineShardParams(env)
 	if err := env.ApplyStartupParameters(opts.SetParameters); err != nil {
 		return err
 	}
@@ -510,9 +513,33 @@ func startSharding(opts config.Options, env *commands.Env, member *replset.Membe
 		Key: key, TLS: memberTLS, Self: net.JoinHostPort(host, strconv.Itoa(opts.Port)), ShardSvr: opts.ShardSvr, IsPrimary: isPrimary, Log: log,
 		ConfigServer: func() bool { return env.Engine.Catalog().Collection("config", "shards") != nil },
 		FailPoints:   env.FailPoints,
+		Sessions:     env.Sessions,
 	})
 	env.Sharding = node
 	return node, nil
+}
+
+// defineShardParams defines mongod's migrationLockAcquisitionMaxWaitMS
+// (500 by default): how long a chunk migration's critical section waits
+// for the writes and open transactions holding its collection before the
+// migration gives up with LockTimeout (package shardsvr). It is process
+// wide, as mongod's.
+func defineShardParams(env *commands.Env) {
+	env.Params.DefineLive("migrationLockAcquisitionMaxWaitMS", func() any {
+		return int32(shardsvr.MigrationLockWait().Milliseconds())
+	}, func(v bsoncore.Value) (any, error) {
+		n, ok := v.AsInt64OK()
+		if !ok {
+			if f, isDouble := v.DoubleOK(); isDouble && f == float64(int64(f)) {
+				n, ok = int64(f), true
+			}
+		}
+		if !ok || n < 0 || n > math.MaxInt32 {
+			return nil, mongoerr.New(mongoerr.BadValue, "migrationLockAcquisitionMaxWaitMS must be a non-negative integer, got %s", v)
+		}
+		shardsvr.SetMigrationLockWait(time.Duration(n) * time.Millisecond)
+		return int32(n), nil
+	})
 }
 
 // loadTLS reads net.tls's files: the listener's configuration (nil with

@@ -103,6 +103,7 @@ var privilegeRules = map[string]privRule{
 	"_recvChunkStatus":               cluster("internal"),
 	"_shardsvrChunkSizes":            cluster("internal"),
 	"_shardsvrMoveRange":             cluster("internal"),
+	"_shardsvrParticipantBlock":      cluster("internal"),
 	"_transferMods":                  cluster("internal"),
 	// Two-phase commit (transactions.go, shardsvr's coordinator): between
 	// members only, as MongoDB's.

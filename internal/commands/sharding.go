@@ -19,13 +19,14 @@ type Sharding interface {
 	// Admit checks a command on namespace ns against this shard's
 	// filtering metadata: shardVersion and databaseVersion, when given
 	// (Type 0 when not), must be this shard's, or Admit answers
-	// StaleConfig / StaleDbVersion. A write is admitted only outside a
-	// migration's critical section of ns (it waits for its end), and
-	// release, called when the command is done, lets a critical section
-	// that waits for writes in flight begin. owns, for a read whose
-	// shardVersion names a sharded collection, reports whether a document
-	// lies in a chunk this shard owns, by the same routing table the
-	// version was checked against (the read's SHARDING_FILTER); nil
+	// StaleConfig / StaleDbVersion. With write (a write that does not
+	// hold ns's migration gate yet) the command is admitted only outside
+	// a migration's critical section of ns (it waits for its end) and
+	// holds the gate until release, which lets a critical section that
+	// waits for its holders begin. owns, for a command whose shardVersion
+	// names a sharded collection, reports whether a document lies in a
+	// chunk this shard owns, by the same routing table the version was
+	// checked against (the SHARDING_FILTER of its reads and writes); nil
 	// otherwise.
 	Admit(ctx context.Context, ns string, write bool, shardVersion, dbVersion bsoncore.Value) (release func(), owns func(bsoncore.Document) bool, err error)
 	// Dropped is told before this server drops database db (coll "") or
@@ -50,6 +51,7 @@ var shardingInternal = map[string]struct{ help, fields string }{
 	"_transferMods":                  {"the migrating chunk's documents changed on the donor since the last batch", "sessionId"},
 	"_shardsvrChunkSizes":            {"the data size of this shard's documents in each of the given chunks (the balancer's input)", "shardKeyPattern chunks"},
 	"_flushRoutingTableCacheUpdates": {"reload a collection's routing table from the config servers (a router, after sharding or refining it)", "syncFromConfig"},
+	"_shardsvrParticipantBlock":      {"begin (blockType Writes) or end (Unblock) a DDL operation's critical section of a collection on this shard: its writes wait, and the routing table is reloaded at the end (a router, around shardCollection's config write)", "blockType reason"},
 	"coordinateCommitTransaction":    {"commit a transaction that wrote on several shards (this shard coordinates): prepare every participant, record the decision durably, then commit or abort each", "participants"},
 	"_configsvrCommitChunkMigration": {"commit a migrated chunk's new owner in config.chunks (config server primary)", "fromShard toShard migratedChunk fromShardCollectionVersion validAfter"},
 }
@@ -79,8 +81,16 @@ type ownedReads struct {
 
 // admitSharded runs Sharding.Admit for a command on a collection: its
 // first field names the collection (explain's, its inner command's).
-// Commands on no collection pass. A read that Admit gives a filter keeps
-// it on the session for the command's reads (Session.x).
+// Commands on no collection pass. A command that Admit gives a filter
+// keeps it on the session for its reads and the documents its writes
+// choose (Session.x): a shard's versioned write skips orphans, as its
+// reads do. A write in a transaction hands its hold of the collection's
+// migration gate to the transaction, which keeps it until it commits or
+// aborts (engine.Txn.Hold): a migration's critical section waits for it,
+// as mongod's for a transaction's collection locks. The transaction's
+// later writes there hold it already and do not ask again (a critical
+// section waiting to begin would otherwise wait for them while they wait
+// for it).
 func admitSharded(ctx context.Context, s *Session, req *Request, write bool) (func(), error) {
 	sv, _ := req.Arg("shardVersion")
 	dv, _ := req.Arg("databaseVersion")
@@ -97,9 +107,19 @@ func admitSharded(ctx context.Context, s *Session, req *Request, write bool) (fu
 	if err != nil {
 		return nil, nil // not a collection command: nothing to check
 	}
-	release, owns, err := s.Env.Sharding.Admit(ctx, req.DB+"."+coll, write, sv, dv)
-	if err != nil || owns == nil || write {
-		return release, err
+	ns := req.DB + "." + coll
+	t := s.sess.etx
+	gate := write && (t == nil || !t.Holds(ns))
+	release, owns, err := s.Env.Sharding.Admit(ctx, ns, gate, sv, dv)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil && release != nil {
+		t.Hold(ns, release)
+		release = nil
+	}
+	if owns == nil {
+		return release, nil
 	}
 	s.owned = &ownedReads{ns: engine.Namespace{DB: req.DB, Coll: coll}, owns: owns}
 	return func() {

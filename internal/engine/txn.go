@@ -106,6 +106,8 @@ type Txn struct {
 	ReadConcernLevel string
 	// prepareTS is a prepared transaction's prepare time (txn_prepare.go).
 	prepareTS hlc.Timestamp
+	// holds are released when the transaction ends (txn_hold.go).
+	holds txnHolds
 
 	// The rest is used on the pipeline goroutine only (statements and the
 	// commit request).
@@ -157,6 +159,7 @@ func (e *Engine) Begin() *Txn {
 func (t *Txn) Abort() {
 	if !t.st.Prepared() {
 		t.st.Abort()
+		t.ended()
 	}
 }
 
@@ -370,6 +373,7 @@ func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Ti
 		fn = t.commitFn(also, &ts)
 	}
 	err := t.st.Commit(fn)
+	t.ended()
 	if err != nil {
 		return 0, conflictError(err)
 	}

@@ -140,6 +140,7 @@ func (t *Txn) CommitPrepared(commitTS hlc.Timestamp, also func(tx *storage.Txn, 
 	if err != nil {
 		return 0, err
 	}
+	t.ended()
 	return ts, nil
 }
 
@@ -157,12 +158,16 @@ func (t *Txn) AbortPrepared(also func(tx *storage.Txn) error) error {
 		return err
 	}
 	t.st.Release()
+	t.ended()
 	return nil
 }
 
 // Release drops the transaction's state in memory, prepared or not,
 // leaving a prepared one's record (RestorePrepared rebuilds it).
-func (t *Txn) Release() { t.st.Release() }
+func (t *Txn) Release() {
+	t.st.Release()
+	t.ended()
+}
 
 // record is the transaction's prepared record.
 func (t *Txn) record(ts hlc.Timestamp, writes []storage.Write, holds [][]byte) []byte {

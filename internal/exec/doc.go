@@ -14,7 +14,8 @@
 //   - env.go: Env, the engine and the plan cache; Insert; InTxn, the Env
 //     whose reads and writes run inside a transaction (engine.Txn);
 //     Owning, the Env whose reads of one collection keep only a shard's
-//     own documents (SHARDING_FILTER, planner.Query.Owned).
+//     own documents (SHARDING_FILTER, planner.Query.Owned), and whose
+//     updates and deletes of it change only those.
 //   - selection.go: Selection, a parsed read, and how it becomes a
 //     planner.Query.
 //   - read.go: Open, the one entry point of every read, for running and for

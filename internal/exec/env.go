@@ -31,8 +31,11 @@ type Env struct {
 
 // Owning is an Env whose reads of collection ns keep only the documents
 // owned reports true for: a shard's reads that carry a shardVersion, which
-// return no orphans (SHARDING_FILTER; planner.Query.Owned). Reads of other
-// collections ($lookup's, $unionWith's) are not filtered.
+// return no orphans (SHARDING_FILTER; planner.Query.Owned), and whose
+// updates, deletes and findAndModify of ns leave orphans alone (a write a
+// router sends to several shards must not change a migration's copy as
+// well). Reads of other collections ($lookup's, $unionWith's) are not
+// filtered.
 func (e *Env) Owning(ns engine.Namespace, owned func(bsoncore.Document) bool) *Env {
 	c := *e
 	c.ownedNS, c.owned = ns, owned

@@ -127,11 +127,12 @@ func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
 			return d.Rider(tx, UpdateResult{Matched: int64(mr.Deleted)})
 		}
 	}
+	owned := e.OwnedFilter(d.Sel.NS)
 	res, err := e.eng.ModifyWith(d.Sel.NS, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
 		if err := opctx.Err(ctx); err != nil {
 			return engine.Action{}, err // stops here; what is deleted stays deleted
 		}
-		if cur == nil || !d.Sel.Filter.Match(cur) {
+		if cur == nil || !d.Sel.Filter.Match(cur) || owned != nil && !owned(cur) {
 			return engine.Action{}, nil // changed since it was chosen
 		}
 		return engine.Action{Delete: true}, nil
@@ -174,8 +175,9 @@ func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider, ses
 			return rider(tx, UpdateResult{Matched: int64(mr.Deleted), Before: removed})
 		}
 	}
+	owned := e.OwnedFilter(sel.NS)
 	mres, err := e.eng.ModifyWith(sel.NS, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
-		if cur == nil || !sel.Filter.Match(cur) {
+		if cur == nil || !sel.Filter.Match(cur) || owned != nil && !owned(cur) {
 			return engine.Action{}, nil
 		}
 		removed = append(bsoncore.Document(nil), cur...)
@@ -241,6 +243,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				return spec.Rider(tx, did)
 			}
 		}
+		owned := e.OwnedFilter(ns)
 		mres, err := e.eng.ModifyWith(ns, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
 			if err := opctx.Err(ctx); err != nil {
 				return engine.Action{}, err // stops here; what is updated stays updated
@@ -254,8 +257,8 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				return engine.Action{}, nil
 			}
 			ok, pos := spec.Sel.Filter.MatchDetails(cur)
-			if !ok {
-				return engine.Action{}, nil // changed since it was chosen
+			if !ok || owned != nil && !owned(cur) {
+				return engine.Action{}, nil // changed since it was chosen, or an orphan
 			}
 			res.Matched++
 			next, err := apply(spec.Mod, cur, pos, spec.KeepEmptyTimestamps)

@@ -17,6 +17,13 @@
 //   - "configsvrCommitChunkMigrationPartial" (package shardsvr, on a
 //     config server): a migration's commit stops after the donor's
 //     version bump, before the moved chunk's write.
+//   - "hangBeforeEnteringCriticalSection" and
+//     "hangBeforeLeavingCriticalSection" (package shardsvr, on a donor): a
+//     migration holds once its recipient is steady, before its critical
+//     section asks to begin; and inside it, after the commit and the
+//     refresh, before the writes it held go on.
+//   - "hangBeforeFlushRoutingTable" (package shardsvr): a shard's
+//     _flushRoutingTableCacheUpdates holds before it reloads the table.
 //   - [StorageFailBeforeCommit] (package storage): a commit group fails
 //     before its batch is committed and synced, as a failed WAL sync would.
 //   - [StorageFailAfterCommit] (package storage): a commit group commits

@@ -436,6 +436,17 @@ func cmdShardCollection(ctx context.Context, r *Router, req *request) (bsoncore.
 				return err
 			}
 		}
+		// The shards' critical section (mongod's shardCollection
+		// coordinator holds one on the primary shard): from before the
+		// config write until each shard reloaded its table, their writes
+		// to ns wait, so another router's write from before (UNSHARDED)
+		// is refused afterwards rather than admitted outside the chunks.
+		reason := bson.D{{Key: "command", Value: "shardCollection"}, {Key: "ns", Value: ns}, {Key: "epoch", Value: epoch}}
+		blocked, err := r.blockShards(ctx, db, coll, owners, reason)
+		defer r.unblockShards(ctx, db, coll, blocked, reason)
+		if err != nil {
+			return err
+		}
 		now := nowTS()
 		for i := range m.Chunks {
 			m.Chunks[i].Since = now
@@ -1075,6 +1086,18 @@ func cmdRefine(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 	if _, err := shard.MapFromConfig(newColl, next); err != nil {
 		return nil, fmt.Errorf("router: refined chunks do not tile: %w", err)
 	}
+	// The shards' critical section, as shardCollection's: a write carrying
+	// the old epoch waits, then is refused.
+	db, coll, err := splitNS(ns)
+	if err != nil {
+		return nil, err
+	}
+	reason := bson.D{{Key: "command", Value: "refineCollectionShardKey"}, {Key: "ns", Value: ns}, {Key: "epoch", Value: newColl.Epoch}}
+	blocked, err := r.blockShards(ctx, db, coll, owners, reason)
+	defer r.unblockShards(ctx, db, coll, blocked, reason)
+	if err != nil {
+		return nil, err
+	}
 	for i, d := range next {
 		if err := r.configWrite(ctx, bson.D{{Key: "update", Value: "chunks"}, {Key: "updates", Value: bson.A{
 			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: rt.coll.m.Chunks[i].ID}}}, {Key: "u", Value: bson.Raw(d)}}}}}); err != nil {
@@ -1090,6 +1113,40 @@ func cmdRefine(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 		return nil, err
 	}
 	return okReply(), nil
+}
+
+// blockShards begins a DDL critical section of db.coll on each of the
+// shards ids (_shardsvrParticipantBlock, blockType Writes) and returns
+// those that began it, for unblockShards, also when one failed.
+func (r *Router) blockShards(ctx context.Context, db, coll string, ids []string, reason bson.D) ([]string, error) {
+	var blocked []string
+	for _, id := range ids {
+		if err := r.participantBlock(ctx, db, coll, id, "Writes", reason); err != nil {
+			return blocked, fmt.Errorf("router: shard %s did not block writes to %s.%s: %w", id, db, coll, err)
+		}
+		blocked = append(blocked, id)
+	}
+	return blocked, nil
+}
+
+// unblockShards ends the critical section blockShards began; each shard
+// reloads the table first. A shard that does not answer ends it on its own
+// later (shardsvr's ddlBlockMax).
+func (r *Router) unblockShards(ctx context.Context, db, coll string, ids []string, reason bson.D) {
+	for _, id := range ids {
+		_ = r.participantBlock(context.WithoutCancel(ctx), db, coll, id, "Unblock", reason)
+	}
+}
+
+func (r *Router) participantBlock(ctx context.Context, db, coll, id, blockType string, reason bson.D) error {
+	sh, err := r.cache.shard(ctx, id)
+	if err != nil {
+		return err
+	}
+	cmd := marshal(bson.D{{Key: "_shardsvrParticipantBlock", Value: db + "." + coll}, {Key: "blockType", Value: blockType}, {Key: "reason", Value: reason},
+		{Key: "$db", Value: "admin"}})
+	_, err = memberclient.Check(sh.set.Run(ctx, cmd))
+	return err
 }
 
 // flushShards has each of the shards ids reload ns's routing table from

@@ -31,6 +31,10 @@ type writeResult struct {
 // answered reports whether shard answered statement i.
 func (w *writeResult) answered(i int, shard string) bool { return w.done[i][shard] }
 
+// settled reports whether any shard answered statement i (or the router
+// did).
+func (w *writeResult) settled(i int) bool { return len(w.done[i]) > 0 }
+
 func (w *writeResult) mark(i int, shard string) {
 	if w.done == nil {
 		w.done = map[int]map[string]bool{}
@@ -333,8 +337,8 @@ func cmdInsert(ctx context.Context, r *Router, req *request) (bsoncore.Document,
 // goes to, under MongoDB 7.0's rules for a sharded collection without its
 // two-phase "without shard key" protocol: a multi statement goes to every
 // shard its filter targets; a single one needs one target by its shard
-// key, or an equality on _id (then every targeted shard is asked; an _id
-// lives on one of them).
+// key, or an equality on _id (then the router finds which of the targeted
+// shards owns the document, ownerOf, and writes there).
 func targetStatement(rt *routing, stmt bsoncore.Document, kind string) ([]string, error) {
 	q, _ := stmt.Lookup("q").DocumentOK()
 	collation, _ := stmt.Lookup("collation").DocumentOK()
@@ -362,11 +366,7 @@ func targetStatement(rt *routing, stmt bsoncore.Document, kind string) ([]string
 			return nil, errMovesDocument(rt)
 		}
 	}
-	multi, _ := stmt.Lookup("multi").BooleanOK()
-	if kind == "delete" {
-		limit, _ := stmt.Lookup("limit").AsInt64OK()
-		multi = limit == 0
-	}
+	multi := isMulti(stmt, kind)
 	upsert, _ := stmt.Lookup("upsert").BooleanOK()
 	if multi || len(shards) == 1 && (exact || !upsert) {
 		return shards, nil
@@ -485,6 +485,49 @@ func hasIDEquality(q bsoncore.Document) bool {
 	return true
 }
 
+// isMulti reports whether an update or delete statement may change
+// several documents.
+func isMulti(stmt bsoncore.Document, kind string) bool {
+	if kind == "delete" {
+		limit, _ := stmt.Lookup("limit").AsInt64OK()
+		return limit == 0
+	}
+	multi, _ := stmt.Lookup("multi").BooleanOK()
+	return multi
+}
+
+// ownerOf is the first phase of a single-document write whose filter q has
+// an equality on _id but not the shard key (MongoDB 7.0's write without
+// shard key): the shard among shards that owns a document q matches, read
+// with each shard's version (so a migration's copy, an orphan, is not
+// seen); "" when none does. The write then goes to that shard alone, with
+// the same version: if the document's chunk moved in between, the shard
+// answers StaleConfig and both phases run again on the new map. Sending
+// the write to every shard instead would change the document twice while
+// a migration holds a copy, or, once a shard had answered "no document"
+// before the commit and was not asked again after it, not at all.
+func (r *Router) ownerOf(ctx context.Context, rt *routing, coll string, q, collation bsoncore.Document, shards []string) (string, error) {
+	b := bsoncore.NewDocumentBuilder().AppendString("find", coll).AppendDocument("filter", q).
+		AppendDocument("projection", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		AppendInt64("limit", 1).AppendBoolean("singleBatch", true)
+	if collation != nil {
+		b.AppendDocument("collation", collation)
+	}
+	cmd := b.Build()
+	replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return cmd })
+	if err != nil {
+		return "", err
+	}
+	for i, reply := range replies {
+		if batch, ok := reply.Lookup("cursor", "firstBatch").ArrayOK(); ok {
+			if vals, _ := batch.Values(); len(vals) > 0 {
+				return shards[i], nil
+			}
+		}
+	}
+	return "", nil
+}
+
 func cmdUpdateOrDelete(kind, field string) handler {
 	return func(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
 		stmts, err := req.docs(field)
@@ -513,6 +556,24 @@ func cmdUpdateOrDelete(kind, field string) handler {
 					}
 					continue
 				}
+				if len(shards) > 1 && !isMulti(st, kind) {
+					// One document by _id without the shard key: find
+					// its owner first, then write there alone.
+					if res.settled(i) {
+						continue // answered before a stale routing's retry
+					}
+					q, _ := st.Lookup("q").DocumentOK()
+					collation, _ := st.Lookup("collation").DocumentOK()
+					owner, err := r.ownerOf(ctx, rt, req.coll(), q, collation, shards)
+					if err != nil {
+						return err
+					}
+					if owner == "" {
+						res.mark(i, "") // nothing matches: n = 0
+						continue
+					}
+					shards = []string{owner}
+				}
 				var batches []batch
 				for _, s := range shards {
 					// A shard that answered the statement before the
@@ -539,6 +600,10 @@ func cmdUpdateOrDelete(kind, field string) handler {
 	}
 }
 
+// cmdFindAndModify sends findAndModify to the shard its shard key targets;
+// one whose query has an equality on _id but not the shard key goes to the
+// shard that owns the document (ownerOf), as 7.0's write without shard key.
+// Upserts and replacements need the shard key.
 func cmdFindAndModify(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
 	query := docArg(req, "query")
 	var out bsoncore.Document
@@ -551,10 +616,27 @@ func cmdFindAndModify(ctx context.Context, r *Router, req *request) (bsoncore.Do
 		if err != nil {
 			return err
 		}
-		if rt.sharded() {
-			if len(shards) != 1 {
-				return mongoerr.New(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key (%s); Cairn's router does not implement 7.0's findAndModify without shard key", rt.coll.m.Pattern)
+		if rt.sharded() && len(shards) != 1 {
+			upsert, _ := req.body.Lookup("upsert").BooleanOK()
+			u, uerr := req.body.LookupErr("update")
+			repl, isDoc := u.DocumentOK()
+			if len(shards) == 0 || upsert || !hasIDEquality(query) || isDoc && !isOperatorDoc(repl) {
+				return mongoerr.New(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key (%s); Cairn's router implements 7.0's findAndModify without shard key only for an equality on _id, without upsert or a replacement", rt.coll.m.Pattern)
 			}
+			if uerr == nil && touchesShardKey(rt.coll.m.Pattern, u) {
+				return errMovesDocument(rt)
+			}
+			owner, err := r.ownerOf(ctx, rt, req.coll(), query, docArg(req, "collation"), shards)
+			if err != nil {
+				return err
+			}
+			if owner == "" {
+				owner = shards[0] // nothing matches: any shard answers so, in findAndModify's shape
+			}
+			out, err = r.toShard(ctx, owner, rt, req.body)
+			return err
+		}
+		if rt.sharded() {
 			if u, err := req.body.LookupErr("update"); err == nil {
 				if repl, ok := u.DocumentOK(); ok && !isOperatorDoc(repl) {
 					if owner, err := rt.coll.m.ShardFor(repl); err != nil || owner != shards[0] {

@@ -57,12 +57,19 @@
 // (idGenerator, validator, collation) on every shard given chunks. An
 // ordered insert is sent as runs of consecutive
 // documents for one shard, an unordered one as one batch per shard at
-// once. update and delete follow MongoDB 7.0's targeting rules without its
-// two-phase "without shard key" protocol: a multi statement goes to every
-// targeted shard; a single one needs one target by the shard key or an
-// equality on _id, or is refused (update: InvalidOptions 72; delete:
-// ShardKeyNotFound 61; findAndModify: ShardKeyNotFound 61), the message
-// naming the 7.0 feature left out.
+// once. update and delete follow MongoDB 7.0's targeting rules: a multi
+// statement goes to every targeted shard; a single one needs one target by
+// the shard key or an equality on _id, or is refused (update:
+// InvalidOptions 72; delete: ShardKeyNotFound 61; findAndModify:
+// ShardKeyNotFound 61), the message naming the 7.0 feature left out (its
+// write without shard key for any other filter). A single update, delete
+// or findAndModify by _id without the shard key runs in two phases, as
+// 7.0's: a find of the document on the targeted shards, each with its
+// version (orphans left out), then the write on its owner alone with the
+// same version (ownerOf) — so a migration's copy is never changed too, and
+// a chunk that moves in between makes both phases run again. No document:
+// n = 0 (findAndModify: the first shard answers). Upserts and replacements
+// by _id alone still need the shard key.
 //
 // # Sessions, retryable writes and transactions
 //
@@ -92,9 +99,12 @@
 // shardIdentity {shardName, clusterId, configsvrConnectionString}),
 // listShards, removeShard (draining state and progress), enableSharding,
 // shardCollection (ranged, compound, hashed with presplit: two chunks per
-// shard for an empty collection), refineCollectionShardKey (both then send
-// _flushRoutingTableCacheUpdates to the collection's shards, which cache
-// routing tables: package shardsvr), split
+// shard for an empty collection), refineCollectionShardKey (both hold a
+// critical section on the collection's shards, _shardsvrParticipantBlock,
+// from before their config write until they sent
+// _flushRoutingTableCacheUpdates to those shards, which cache routing
+// tables: package shardsvr, so that another router's write from before the
+// change waits and is then refused), split
 // (middle; find and bounds at the chunk's median, read from its shard),
 // mergeChunks, addShardToZone, removeShardFromZone,
 // updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and

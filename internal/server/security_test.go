@@ -181,6 +181,7 @@ var matrix = map[string]matrixRole{
 	"_recvChunkStatus":               {"internal", "admin"},
 	"_shardsvrChunkSizes":            {"internal", "admin"},
 	"_shardsvrMoveRange":             {"internal", "admin"},
+	"_shardsvrParticipantBlock":      {"internal", "admin"},
 	"_transferMods":                  {"internal", "admin"},
 	"coordinateCommitTransaction":    {"internal", "admin"},
 	"prepareTransaction":             {"internal", "admin"},

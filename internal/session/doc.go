@@ -43,6 +43,11 @@
 // keyspace), written in the same request, which needs no second
 // collection and no oplog lookup.
 //
+// A session's newest retryable-write record moves with a migrated chunk
+// (migrate.go: RetryHistories on the donor, InstallRetryHistories on the
+// recipient, which keeps a newer number of its own), so that a retry
+// reaching the chunk's new shard is answered from it.
+//
 // # Deviation from MongoDB
 //
 // A standalone mongod refuses every txnNumber (IllegalOperation, "Transaction

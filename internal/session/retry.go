@@ -163,16 +163,21 @@ func (r *Retry) Record(tx *storage.Txn, stmts ...Stmt) error {
 		key = binary.BigEndian.AppendUint32(key[:n], uint32(r.stmt(s.ID)))
 		tx.Set(key, s.Result)
 	}
+	return t.eng.PutInTxn(tx, TransactionsNS, t.retryRecord(tx, r.u.id, r.txn))
+}
+
+// retryRecord is the session's config.transactions document for its
+// retryable write number txn, written in request tx.
+func (t *Table) retryRecord(tx *storage.Txn, id ID, txn int64) bsoncore.Document {
 	ts, term := t.eng.RequestOpTime(tx)
 	ot := OpTime{TS: uint64(ts), Term: term}
-	doc := bsoncore.NewDocumentBuilder().
-		AppendDocument("_id", r.u.id.Doc()).
-		AppendInt64("txnNum", r.txn).
+	return bsoncore.NewDocumentBuilder().
+		AppendDocument("_id", id.Doc()).
+		AppendInt64("txnNum", txn).
 		AppendDocument("lastWriteOpTime", bsoncore.NewDocumentBuilder().
 			AppendTimestamp("ts", uint32(ot.TS>>32), uint32(ot.TS)).
 			AppendInt64("t", ot.Term).Build()).
 		AppendDateTime("lastWriteDate", t.now().UnixMilli()).Build()
-	return t.eng.PutInTxn(tx, TransactionsNS, doc)
 }
 
 // storedTxn is the newest transaction number config.transactions holds

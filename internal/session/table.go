@@ -184,12 +184,17 @@ func (t *Table) Refresh(ids []ID, user string) {
 }
 
 // End forgets sessions (endSessions): their record goes at the next
-// Flush. A command running in one finishes; its cursors stay, as MongoDB's
-// endSessions leaves them to the cursor timeout.
+// Flush, and an open transaction of one is aborted. A command running in
+// one finishes; its cursors stay, as MongoDB's endSessions leaves them to
+// the cursor timeout.
 func (t *Table) End(ids []ID) {
 	t.mu.Lock()
 	for _, id := range ids {
 		if e, ok := t.m[id]; ok && e.tx.status != txnPrepared { // kept: prepare.go
+			// Its open transaction ends too (nothing could reach it
+			// again): what it holds — its storage snapshot, a shard's
+			// migration gate (engine.Txn.Hold) — is released.
+			e.abortTxOrLater()
 			delete(t.m, id)
 			t.ended[id] = struct{}{}
 		}

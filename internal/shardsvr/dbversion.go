@@ -247,6 +247,7 @@ func (n *Node) flushRoutingTable(ctx context.Context, body bsoncore.Document) (b
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '_flushRoutingTableCacheUpdates.syncFromConfig' is the wrong type '%s', expected type 'bool'", v.Type)
 		}
 	}
+	hang(ctx, n.hangBeforeFlush)
 	if err := n.reload(ctx, n.meta(ns), true); err != nil {
 		return nil, err
 	}

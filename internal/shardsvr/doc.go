@@ -72,6 +72,8 @@
 // donated range before its deletion, a document written to the shard
 // directly — are never seen through a router. A read without a
 // shardVersion (a client talking to the shard) sees them, as on mongod.
+// Updates, deletes and findAndModify that carry a shardVersion leave
+// orphans alone by the same test.
 //
 // # Migrations
 //
@@ -89,22 +91,54 @@
 // replaces its copy, a deleted _id removes the copy in the range — so a
 // clone that saw some later writes is harmless. When a _transferMods
 // batch comes back empty the recipient is steady; the donor then enters
-// the critical section: it takes the collection's gate exclusively (the
-// writes in flight finish, with their oplog entries) and later writes
-// wait. _recvChunkCommit makes the recipient drain once more after the
-// request (nothing can change any more) and answer done; the donor commits
-// on the config servers (_configsvrCommitChunkMigration, majority
-// writes), refreshes its map, and ends the critical section: the waiting
-// writes see the new version and answer StaleConfig, so the router sends
-// them to the recipient. The donor then records its range for deletion
-// and tells the recipient the range is its own.
+// the critical section: later writes wait from the moment it asks, and it
+// begins once the collection's gate has no holders — the writes in flight
+// (which finish, with their oplog entries) and the open transactions that
+// wrote the collection here, prepared or not, which commit or abort first.
+// It waits at most migrationLockAcquisitionMaxWaitMS (500 ms by default, a
+// server parameter as mongod's); past it the migration fails with
+// LockTimeout, the chunk stays, and the waiting writes go on.
+// _recvChunkCommit makes the recipient drain once more after the request
+// (nothing can change any more), begin its own critical section (its
+// writes to the collection wait) and answer done; the donor commits on the
+// config servers (_configsvrCommitChunkMigration, majority writes),
+// refreshes its map, and ends the critical section: the waiting writes
+// see the new version and answer StaleConfig, so the router sends them to
+// the recipient. The donor then records its range for deletion and tells
+// the recipient the range is its own (_recvChunkReleaseCritSec), which
+// reloads its map and ends its critical section; an abort ends it too,
+// and so does a minute without word from the donor.
+//
+// Each _transferMods batch also carries the retryable-write records of
+// the sessions whose writes it shows (sessions.go), which the recipient
+// installs, so that a retry reaching it after the move is answered from
+// the record rather than run again.
+//
+// Invariant "Writes hold the gate": a write to a collection holds the
+// collection's migration gate on this shard (collMeta) from its admission
+// to its end, and a transaction's write holds it until the transaction
+// commits or aborts (engine.Txn.Hold, taken by the command layer, as
+// mongod's transactions keep their collection locks); a critical section
+// begins only with no holders. So a transaction that wrote into a
+// migrating chunk either commits before the critical section begins (its
+// commit's oplog entry before the final drain) or the migration gives up;
+// it can never commit on the donor after the recipient's last drain, to
+// be deleted with the donor's range. TestCriticalSectionGate,
+// TestCriticalSectionLockTimeout, TestMigrationCriticalSection.
 //
 // Invariant "Nothing lost, nothing twice": every write to the collection
 // either finished before the critical section began — its oplog entry is
 // then before the final drain, which sends the document's final state —
 // or runs after it, on the owner the config servers name. Applying is
 // idempotent (current documents, not operations), so a change seen by
-// both the clone and a _transferMods batch counts once.
+// both the clone and a _transferMods batch counts once. A write that
+// carries a shardVersion changes only documents of chunks the shard owns
+// by the map its version was judged by (the SHARDING_FILTER of its
+// reads, exec.Env.Owning), so a write sent to several shards (multi, or
+// the router's write by _id alone, which finds the owner first) changes
+// the owners' documents and not a migration's copies as well; and no shard
+// judges a write by a map older than the commit once the commit is made
+// (both critical sections end after a refresh).
 //
 // Invariant "One owner": config.chunks alone says who owns a range; its
 // migrated chunk document is written in one write (the donor's version
@@ -164,9 +198,6 @@
 //
 //   - count without a query filters orphans too (mongod's count of a
 //     whole collection reads its record count, orphans included).
-//   - Writes with a shardVersion (multi-document updates and deletes) do
-//     not filter orphans yet: they may change a copy the range deleter
-//     removes later.
 //   - _shardsvrMoveRange moves whole chunks: both min and max are needed;
 //     a range given by min alone is not split by size yet.
 //   - The config server part runs on every replica set member (the router's
@@ -174,17 +205,18 @@
 //     not a shard and holds at least two config.shards entries.
 //   - A pending recipient range whose donor is unreachable stays (as
 //     orphans) until the donor answers again.
-//   - Writes by _id alone to a versioned collection sharded on another
-//     key reach every shard, and a recipient's pending copy is not
-//     filtered from them (the orphan gap above): such a write during a
-//     migration makes a version on the recipient that the donor's next
-//     version overwrites with another time. Target writes by shard key.
+//   - Retryable writes' history moves with a chunk only for the sessions
+//     that wrote the collection during the migration or in the minute
+//     before it (sessions.go); mongod moves every session's.
+//   - A prepared transaction rebuilt after a restart (RestorePrepared)
+//     does not hold its collections' gates: a migration's critical
+//     section does not wait for it.
 //   - shardCollection and refineCollectionShardKey are the router's, not a
-//     coordinator's on the primary shard with a critical section: between
-//     their config write and the shards' _flushRoutingTableCacheUpdates (a
-//     few milliseconds), a router that missed the change can still have
-//     a write admitted by a shard's cached unsharded or old-epoch table.
-//     movePrimary does not exist yet; it must drop the database's cached
+//     coordinator's on the primary shard: the router holds the shards'
+//     critical section itself (_shardsvrParticipantBlock, ddlblock.go)
+//     from before its config write until they reloaded, and a block whose
+//     router died ends after 30 s on its own (mongod's is recorded and
+//     resumed by the coordinator). movePrimary does not exist yet; it must drop the database's cached
 //     version on the old primary (Node.Dropped's mark) before it changes
 //     config.databases.
 //   - A drop run on a shard directly (not through a router) of a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,14 +15,18 @@ import (
 
 // donation is the migration this shard donates.
 type donation struct {
-	id       string
-	ns       string
-	r        keyRange
-	toShard  string
-	mu       sync.Mutex // the recipient's calls
-	read     bson.D     // find options reading r through the shard key's index (scan.go)
-	cursor   int64      // the clone's local cursor; -1 once exhausted
-	lastTS   bson.Timestamp
+	id      string
+	ns      string
+	r       keyRange
+	toShard string
+	mu      sync.Mutex // the recipient's calls
+	read    bson.D     // find options reading r through the shard key's index (scan.go)
+	cursor  int64      // the clone's local cursor; -1 once exhausted
+	lastTS  bson.Timestamp
+	startTS bson.Timestamp // the oplog's newest entry when the migration began
+	// prior: the retryable-write records of the sessions that wrote
+	// just before the start were sent (sessions.go).
+	prior    bool
 	cloned   int64 // bytes sent by _migrateClone
 	modsSent int64
 
@@ -37,6 +42,24 @@ type donation struct {
 
 // moveTimeout bounds a migration's clone and catch-up.
 const moveTimeout = 10 * time.Minute
+
+// lockWaitMS is migrationLockAcquisitionMaxWaitMS (mongod's server
+// parameter, process-wide as there): how long a critical section waits for
+// the writes and open transactions holding its collection before the
+// migration gives up (LockTimeout).
+var lockWaitMS atomic.Int64
+
+// DefaultMigrationLockWait is migrationLockAcquisitionMaxWaitMS's default,
+// MongoDB's.
+const DefaultMigrationLockWait = 500 * time.Millisecond
+
+func init() { lockWaitMS.Store(DefaultMigrationLockWait.Milliseconds()) }
+
+// MigrationLockWait is migrationLockAcquisitionMaxWaitMS now.
+func MigrationLockWait() time.Duration { return time.Duration(lockWaitMS.Load()) * time.Millisecond }
+
+// SetMigrationLockWait sets migrationLockAcquisitionMaxWaitMS.
+func SetMigrationLockWait(d time.Duration) { lockWaitMS.Store(d.Milliseconds()) }
 
 // moveRange is _shardsvrMoveRange: the donor's whole migration.
 func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.Document, error) {
@@ -121,6 +144,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if d.lastTS, err = n.oplogTop(ctx); err != nil {
 		return nil, err
 	}
+	d.startTS = d.lastTS
 	mctx, cancel := context.WithTimeout(ctx, moveTimeout)
 	defer cancel()
 	abort := func(cause error) (bsoncore.Document, error) {
@@ -151,7 +175,11 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	}
 	// The critical section: writes to the collection wait, the recipient
 	// drains the last changes, the config servers commit.
-	exit := cm.enterCritical()
+	hang(mctx, n.hangBeforeCritical)
+	exit, err := cm.enterCritical(MigrationLockWait())
+	if err != nil {
+		return abort(fmt.Errorf("migration of [%s, %s) to %s could not enter its critical section: %w", min, max, toShard, err))
+	}
 	critStart := time.Now()
 	reply, err := n.peers.RunPrimary(mctx, toHost, command("admin", bson.D{{Key: "_recvChunkCommit", Value: ns}, {Key: "sessionId", Value: d.id}}))
 	if st, _ := reply.Lookup("state").StringValueOK(); err != nil || st != "done" {
@@ -188,6 +216,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		return abort(fmt.Errorf("the config servers refused the migration of [%s, %s) to %s: %w", min, max, toShard, cerr))
 	}
 	n.refreshAfterCommit(ctx, cm)
+	hang(mctx, n.hangBeforeLeavingCritical)
 	exit()
 	crit := time.Since(critStart)
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
@@ -230,15 +259,18 @@ func (n *Node) decided(ctx context.Context, ns string, r keyRange, toShard strin
 }
 
 // refreshAfterCommit loads the committed map before the critical section
-// ends, so that a write carrying the version from before the migration is
-// refused (StaleConfig) rather than admitted into the range this shard
-// gave away. When the config servers do not answer, the metadata is
+// ends (the donor's, and the recipient's), so that a write carrying the
+// version from before the migration is refused (StaleConfig) rather than
+// admitted into the range the donor gave away or judged by a map that
+// gives the recipient's range to the donor. When the config servers do not answer, the metadata is
 // dropped instead: the next command on the collection must load it first
 // (and fails while it cannot).
 func (n *Node) refreshAfterCommit(ctx context.Context, cm *collMeta) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
 	defer cancel()
-	if err := n.refresh(rctx, cm); err != nil {
+	// A fresh load: one under way since before the commit could bring the
+	// map from before it.
+	if err := n.reload(rctx, cm, true); err != nil {
 		n.opts.Log.Warn("refreshing after a migration failed; the collection's metadata is reloaded at its next command", "ns", cm.ns, "err", err)
 		cm.invalidate()
 	}
@@ -465,6 +497,22 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 			firstTS = append(firstTS, bson.Timestamp{T: t, I: i})
 		}
 	}
+	// The sessions of the batch's retryable writes (and, the first time,
+	// of those just before the start) go with it: a record changed since
+	// it was sent shows a new entry, so it is sent again.
+	var lsids []bsoncore.Document
+	seenSessions := map[string]bool{}
+	if !d.prior {
+		if lsids, err = n.priorSessions(ctx, d, seenSessions); err != nil {
+			return nil, err
+		}
+		d.prior = true
+	}
+	lsids = lsidsOf(d.ns, vals, seenSessions, lsids)
+	sessions, err := n.sessionHistories(lsids)
+	if err != nil {
+		return nil, err
+	}
 	if d.versioned {
 		vids := make([]bsoncore.Value, len(ids))
 		for i, id := range ids {
@@ -477,7 +525,7 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 		}
 		d.modsSent += int64(len(ids))
 		return bsoncore.NewDocumentBuilder().AppendArray("histories", hist).AppendArray("purge", purge).
-			AppendInt32("entries", int32(len(vals))).Build(), nil
+			AppendArray("sessions", sessions).AppendInt32("entries", int32(len(vals))).Build(), nil
 	}
 	reload, deleted := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	if len(ids) > 0 {
@@ -503,5 +551,5 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 		d.modsSent += int64(len(ids))
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("reload", reload.Build()).AppendArray("deleted", deleted.Build()).
-		AppendInt32("entries", int32(len(vals))).Build(), nil
+		AppendArray("sessions", sessions).AppendInt32("entries", int32(len(vals))).Build(), nil
 }

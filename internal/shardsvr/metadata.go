@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -18,18 +19,21 @@ import (
 type collMeta struct {
 	ns string
 
-	// gate: every write holds it shared for its whole command; a
-	// migration's critical section takes it exclusively to begin, so it
-	// begins only once the writes in flight are done (and their oplog
-	// entries written), and later writes wait on crit.
-	gate sync.RWMutex
-
-	mu        sync.Mutex
-	loaded    bool
-	m         *shard.Map // nil: the collection is not sharded
-	coll      shard.Collection
-	crit      chan struct{} // non-nil during a critical section; closed at its end
-	refreshes uint64        // completed refreshes (refresh coalesces on it)
+	mu     sync.Mutex
+	loaded bool
+	m      *shard.Map // nil: the collection is not sharded
+	coll   shard.Collection
+	// The migration gate (invariant "Writes hold the gate", doc.go):
+	// holders counts the writes in flight and the open transactions that
+	// wrote the collection here (engine.Txn.Hold keeps a transaction's
+	// hold until it ends). crit is non-nil from the moment a critical
+	// section asks to begin until its end (closed then): new holders wait
+	// on it. drained, non-nil while the critical section waits for the
+	// holders to go, is closed when the last one leaves.
+	holders   int
+	crit      chan struct{}
+	drained   chan struct{}
+	refreshes uint64 // completed refreshes (refresh coalesces on it)
 	refreshMu sync.Mutex
 	drop      dropMark // a sharded incarnation this shard dropped (dbversion.go)
 }
@@ -175,22 +179,10 @@ func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore
 	cm := n.meta(ns)
 	var release func()
 	if write {
-		for {
-			cm.gate.RLock()
-			cm.mu.Lock()
-			crit := cm.crit
-			cm.mu.Unlock()
-			if crit == nil {
-				break
-			}
-			cm.gate.RUnlock()
-			select {
-			case <-crit:
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
+		if err := cm.enter(ctx); err != nil {
+			return nil, nil, err
 		}
-		release = cm.gate.RUnlock
+		release = cm.leave
 	}
 	fail := func(err error) (func(), func(bsoncore.Document) bool, error) {
 		if release != nil {
@@ -229,7 +221,7 @@ func (n *Node) Admit(ctx context.Context, ns string, write bool, sv, dv bsoncore
 			return fail(shard.StaleConfigError(ns, received, &have, id.ShardName, "the shard's version differs from the one the command carries"))
 		}
 	}
-	if write || m == nil || received.IsUnsharded() {
+	if m == nil || received.IsUnsharded() {
 		return release, nil, nil
 	}
 	return release, owns(m, id.ShardName), nil
@@ -253,19 +245,80 @@ func (cm *collMeta) inCritical() bool {
 	return cm.crit != nil
 }
 
-// enterCritical begins ns's critical section: it waits for the writes in
-// flight and makes later ones wait. exit ends it.
-func (cm *collMeta) enterCritical() (exit func()) {
-	cm.gate.Lock()
-	ch := make(chan struct{})
-	cm.mu.Lock()
-	cm.crit = ch
-	cm.mu.Unlock()
-	cm.gate.Unlock()
-	return func() {
+// enter admits a holder of the gate (a write, or a transaction's first
+// write here): it waits while a critical section is on or waits to begin.
+func (cm *collMeta) enter(ctx context.Context) error {
+	for {
 		cm.mu.Lock()
-		cm.crit = nil
+		crit := cm.crit
+		if crit == nil {
+			cm.holders++
+			cm.mu.Unlock()
+			return nil
+		}
 		cm.mu.Unlock()
-		close(ch)
+		select {
+		case <-crit:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// leave ends a hold of the gate.
+func (cm *collMeta) leave() {
+	cm.mu.Lock()
+	cm.holders--
+	if cm.holders == 0 && cm.drained != nil {
+		close(cm.drained)
+		cm.drained = nil
+	}
+	cm.mu.Unlock()
+}
+
+// enterCritical begins ns's critical section: later writes wait from now
+// on, and it begins once the holders are gone — the writes in flight (with
+// their oplog entries) and the open transactions that wrote here, which
+// commit or abort first (MongoDB's transactions hold their collection
+// locks). Past wait it gives up with LockTimeout, as mongod's migration
+// does past migrationLockAcquisitionMaxWaitMS, and the waiting writes go
+// on. exit ends it. One critical section of a collection at a time.
+func (cm *collMeta) enterCritical(wait time.Duration) (exit func(), err error) {
+	cm.mu.Lock()
+	if cm.crit != nil {
+		cm.mu.Unlock()
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "%s is already in a critical section", cm.ns)
+	}
+	ch := make(chan struct{})
+	cm.crit = ch
+	var drained chan struct{}
+	if cm.holders > 0 {
+		drained = make(chan struct{})
+		cm.drained = drained
+	}
+	cm.mu.Unlock()
+	var once sync.Once
+	exit = func() {
+		once.Do(func() {
+			cm.mu.Lock()
+			cm.crit, cm.drained = nil, nil
+			cm.mu.Unlock()
+			close(ch)
+		})
+	}
+	if drained == nil {
+		return exit, nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-drained:
+		return exit, nil
+	case <-timer.C:
+		cm.mu.Lock()
+		holders := cm.holders
+		cm.mu.Unlock()
+		exit()
+		return nil, mongoerr.New(mongoerr.LockTimeout, "could not enter the critical section of %s within %s (migrationLockAcquisitionMaxWaitMS): %d writes or open transactions still hold it", cm.ns, wait, holders)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/session"
 )
 
 // Options configure a Node.
@@ -47,6 +48,10 @@ type Options struct {
 	// FailPoints is the server's fail point registry, where the node
 	// defines its points (CommitPartialFailPoint). nil: none.
 	FailPoints *failpoint.Registry
+	// Sessions is the server's session table: a migration moves the
+	// retryable-write records of the sessions that wrote its collection
+	// (sessions.go). nil: none move.
+	Sessions *session.Table
 }
 
 // CommitPartialFailPoint makes _configsvrCommitChunkMigration fail after
@@ -54,6 +59,20 @@ type Options struct {
 // next (the moved chunk's): a config primary dying mid-commit, made
 // certain.
 const CommitPartialFailPoint = "configsvrCommitChunkMigrationPartial"
+
+// The donor's fail points (MongoDB's names): a migration that hangs once
+// the recipient is steady, before its critical section asks to begin; and
+// one that hangs in its critical section after the commit and the
+// refresh, before the waiting writes go on.
+const (
+	HangBeforeEnteringCriticalSectionFailPoint = "hangBeforeEnteringCriticalSection"
+	HangBeforeLeavingCriticalSectionFailPoint  = "hangBeforeLeavingCriticalSection"
+)
+
+// HangBeforeFlushRoutingTableFailPoint makes _flushRoutingTableCacheUpdates
+// hang before it reloads the table (Cairn's own): the window between a
+// shardCollection's config write and this shard's refresh, made wide.
+const HangBeforeFlushRoutingTableFailPoint = "hangBeforeFlushRoutingTable"
 
 // Node is a server's sharding role: a shard (filtering metadata, shard
 // version checks, donor and recipient of migrations, the range deleter)
@@ -68,12 +87,18 @@ type Node struct {
 	dbs      map[string]*dbMeta   // cached database versions by name (dbversion.go)
 	donating *donation            // the migration this shard donates, if any
 	receipts map[string]*receipt  // migrations this shard receives, by sessionId
+	blocks   map[string]*ddlBlock // DDL critical sections by namespace (ddlblock.go)
 	rangeMu  sync.Mutex           // one range deletion or receipt clearing at a time
 	commitMu sync.Mutex           // config server: one commit at a time
 	partial  *failpoint.Point     // CommitPartialFailPoint (nil: none)
 	// hangBeforeDecision, hangBeforeDelivery: coordinator.go's fail points.
 	hangBeforeDecision, hangBeforeDelivery *failpoint.Point
-	coords                                 coordinators // two-phase commit's coordinations in progress (coordinator.go)
+	// hangBeforeCritical, hangBeforeLeavingCritical: the donor's fail
+	// points around its critical section (HangBeforeEnteringCriticalSection...).
+	hangBeforeCritical, hangBeforeLeavingCritical *failpoint.Point
+	// hangBeforeFlush: HangBeforeFlushRoutingTableFailPoint.
+	hangBeforeFlush *failpoint.Point
+	coords          coordinators // two-phase commit's coordinations in progress (coordinator.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -94,12 +119,15 @@ func New(opts Options) *Node {
 	if opts.BalancerInterval == 0 {
 		opts.BalancerInterval = 10 * time.Second
 	}
-	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, TLS: opts.TLS, Timeout: peerTimeout}), colls: map[string]*collMeta{}, dbs: map[string]*dbMeta{}, receipts: map[string]*receipt{}, kick: make(chan struct{}, 1)}
+	n := &Node{opts: opts, peers: memberclient.New(memberclient.Options{Key: opts.Key, TLS: opts.TLS, Timeout: peerTimeout}), colls: map[string]*collMeta{}, dbs: map[string]*dbMeta{}, receipts: map[string]*receipt{}, blocks: map[string]*ddlBlock{}, kick: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if opts.FailPoints != nil {
 		n.partial = opts.FailPoints.Define(CommitPartialFailPoint)
 		n.hangBeforeDecision = opts.FailPoints.Define(HangBeforeWritingDecisionFailPoint)
 		n.hangBeforeDelivery = opts.FailPoints.Define(HangBeforeSendingCommitDecisionFailPoint)
+		n.hangBeforeCritical = opts.FailPoints.Define(HangBeforeEnteringCriticalSectionFailPoint)
+		n.hangBeforeLeavingCritical = opts.FailPoints.Define(HangBeforeLeavingCriticalSectionFailPoint)
+		n.hangBeforeFlush = opts.FailPoints.Define(HangBeforeFlushRoutingTableFailPoint)
 	}
 	if opts.ShardSvr {
 		n.wg.Add(1)
@@ -152,6 +180,8 @@ func (n *Node) Command(ctx context.Context, name string, body bsoncore.Document)
 		return n.chunkSizesCmd(ctx, body)
 	case "_flushRoutingTableCacheUpdates":
 		return n.flushRoutingTable(ctx, body)
+	case "_shardsvrParticipantBlock":
+		return n.participantBlock(ctx, body)
 	}
 	return nil, mongoerr.New(mongoerr.CommandNotFound, "no such sharding command: '%s'", name)
 }

@@ -28,6 +28,9 @@ type receipt struct {
 	bytes     int64
 	modsTaken int64
 	versioned bool // the collection is versioned: histories move (versioned.go)
+	// critEnd ends the recipient's critical section (holdReceived); nil
+	// when none is on.
+	critEnd func(ctx context.Context)
 }
 
 func (r *receipt) set(state string, err error) {
@@ -308,6 +311,9 @@ func (n *Node) conflict(rc *receipt, err error) error {
 // applyMods applies a _transferMods batch: reloaded documents replace
 // (or become) this shard's copy; deleted _ids remove the copy in range.
 func (n *Node) applyMods(ctx context.Context, rc *receipt, reply bsoncore.Document) error {
+	if err := n.installSessions(ctx, reply); err != nil { // sessions.go
+		return err
+	}
 	if rc.versioned {
 		hist, _ := reply.Lookup("histories").ArrayOK()
 		purge, _ := reply.Lookup("purge").ArrayOK()
@@ -390,6 +396,7 @@ func (n *Node) recvChunkControl(ctx context.Context, name string, body bsoncore.
 		if rc != nil {
 			rc.cancel()
 			<-rc.finished
+			rc.endCritical(ctx)
 		}
 		if err := n.resolveReceipt(ctx, id, false); err != nil {
 			return nil, err
@@ -397,6 +404,9 @@ func (n *Node) recvChunkControl(ctx context.Context, name string, body bsoncore.
 		n.forgetReceipt(id)
 		return bsoncore.NewDocumentBuilder().Build(), nil
 	case "_recvChunkReleaseCritSec":
+		if rc != nil {
+			rc.endCritical(ctx)
+		}
 		if err := n.resolveReceipt(ctx, id, true); err != nil {
 			return nil, err
 		}
@@ -423,6 +433,14 @@ func (n *Node) recvChunkControl(ctx context.Context, name string, body bsoncore.
 				return nil, ctx.Err()
 			}
 		}
+		rc.mu.Lock()
+		done := rc.state == "done"
+		rc.mu.Unlock()
+		if done {
+			if err := n.holdReceived(rc); err != nil {
+				return nil, err
+			}
+		}
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -441,4 +459,54 @@ func (n *Node) forgetReceipt(id string) {
 	}
 	delete(n.receipts, id)
 	n.mu.Unlock()
+}
+
+// recipientCritMax bounds the recipient's critical section when the donor
+// never tells it the outcome (it died): the map is then read from the
+// config servers, whatever they say by then.
+const recipientCritMax = time.Minute
+
+// holdReceived begins the recipient's critical section once its last
+// drain is done (_recvChunkCommit), as mongod's recipient does: writes to
+// the collection here wait until the donor says the migration committed
+// (_recvChunkReleaseCritSec) or aborted, and the map is reloaded before
+// they go on. Without it a write carrying this shard's version from
+// before the commit would be judged by the map from before it, which
+// gives the received range to the donor: a write by _id alone, sent to
+// both shards, would skip the document here as an orphan while the donor
+// refuses it as stale, and the router, having had this shard's answer,
+// would not ask again — an acknowledged write applied nowhere.
+func (n *Node) holdReceived(rc *receipt) error {
+	rc.mu.Lock()
+	held := rc.critEnd != nil
+	rc.mu.Unlock()
+	if held {
+		return nil // a retried _recvChunkCommit
+	}
+	cm := n.meta(rc.ns)
+	exit, err := cm.enterCritical(MigrationLockWait())
+	if err != nil {
+		return err
+	}
+	ended := make(chan struct{})
+	rc.mu.Lock()
+	rc.critEnd = n.reloadThenExit(cm, exit, ended)
+	rc.mu.Unlock()
+	n.unlessEnded(recipientCritMax, ended, func() {
+		n.opts.Log.Warn("the donor did not say how a migration ended; reading the map from the config servers", "ns", rc.ns, "sessionId", rc.id)
+		rc.endCritical(n.ctx)
+	})
+	return nil
+}
+
+// endCritical ends the recipient's critical section, if on: the map is
+// reloaded, then the waiting writes go on.
+func (rc *receipt) endCritical(ctx context.Context) {
+	rc.mu.Lock()
+	end := rc.critEnd
+	rc.critEnd = nil
+	rc.mu.Unlock()
+	if end != nil {
+		end(context.WithoutCancel(ctx))
+	}
 }

@@ -98,7 +98,13 @@ func TestCriticalSectionGate(t *testing.T) {
 	}
 	cm := n.meta("db.c")
 	entered := make(chan func())
-	go func() { entered <- cm.enterCritical() }()
+	go func() {
+		exit, err := cm.enterCritical(time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		entered <- exit
+	}()
 	select {
 	case <-entered:
 		t.Fatal("the critical section began while a write was in flight")
@@ -106,6 +112,9 @@ func TestCriticalSectionGate(t *testing.T) {
 	}
 	release()
 	exit := <-entered
+	if exit == nil {
+		t.FailNow()
+	}
 	admitted := make(chan error)
 	go func() {
 		rel, _, err := n.Admit(ctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{})
@@ -133,11 +142,66 @@ func TestCriticalSectionGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A write waiting for a critical section gives up with its context.
-	exit = cm.enterCritical()
-	defer exit()
+	exit, err = cm.enterCritical(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	if _, _, err := n.Admit(cctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{}); err == nil {
 		t.Error("a write waited past its deadline")
 	}
+	if _, err := cm.enterCritical(time.Minute); mongoerr.CodeOf(err) != mongoerr.ConflictingOperationInProgress {
+		t.Errorf("a second critical section: %v, want ConflictingOperationInProgress", err)
+	}
+	exit()
+	exit() // ending it twice is harmless
+}
+
+// TestCriticalSectionLockTimeout: a hold that outlives
+// migrationLockAcquisitionMaxWaitMS (an open transaction's) makes the
+// critical section give up with LockTimeout; the writes that waited for it
+// meanwhile go on, and a critical section asked after the hold ends
+// begins.
+func TestCriticalSectionLockTimeout(t *testing.T) {
+	n := &Node{opts: Options{ShardSvr: true}, colls: map[string]*collMeta{}}
+	ctx := context.Background()
+	hold, _, err := n.Admit(ctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := n.meta("db.c")
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := cm.enterCritical(150 * time.Millisecond)
+		gaveUp <- err
+	}()
+	for !cm.inCritical() {
+		time.Sleep(time.Millisecond)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		rel, _, err := n.Admit(ctx, "db.c", true, bsoncore.Value{}, bsoncore.Value{})
+		if rel != nil {
+			rel()
+		}
+		waited <- err
+	}()
+	select {
+	case <-waited:
+		t.Fatal("a new write went on while a critical section waited to begin")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := <-gaveUp; mongoerr.CodeOf(err) != mongoerr.LockTimeout {
+		t.Fatalf("a critical section behind a hold: %v, want LockTimeout", err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("the write that waited: %v", err)
+	}
+	hold()
+	exit, err := cm.enterCritical(150 * time.Millisecond)
+	if err != nil {
+		t.Fatalf("a critical section with no holders: %v", err)
+	}
+	exit()
 }

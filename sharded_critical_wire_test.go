@@ -180,6 +180,7 @@ func newCritCluster(t *testing.T) *critCluster {
 // TestMigrationCriticalSection: transactions (plain and prepared) and
 // retryable writes that commit around a migration's critical section.
 func TestMigrationCriticalSection(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers and a router")
 	}

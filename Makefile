@@ -241,10 +241,12 @@ clean:
 	rm -rf cairn-data
 
 ## txn-anomalies: the list-append and bank transaction workloads through
-## the Go driver on a three-member replica set with a primary kill (even
-## runs) or a primary paused by SIGSTOP, cut off for 1.5-3 s (odd runs),
-## checked for G0, G1a/b/c, G-single, lost updates and the bank total
-## (package txncheck): 100 runs (`make test` runs 5). CAIRN_TXN_SEED replays.
+## the Go driver on a three-member replica set with, in turn, a primary
+## kill, a network partition of the primary from the other members for
+## 2.5-4 s (a TCP proxy per member; clients still reach it), or the primary
+## paused by SIGSTOP for 1.5-3 s, checked for G0, G1a/b/c, G-single, lost
+## updates and the bank total (package txncheck): 100 runs (`make test`
+## runs 5). CAIRN_TXN_SEED replays.
 CAIRN_TXN_RUNS ?= 100
 txn-anomalies:
 	CAIRN_TXN_RUNS=$(CAIRN_TXN_RUNS) $(GO) test -count=1 -run '^TestTransactionAnomalies$$' -timeout 60m -v .

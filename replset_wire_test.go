@@ -388,16 +388,7 @@ func primaryOf(t *testing.T, hosts []string) int {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for i, h := range hosts {
-			c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
-			if err != nil {
-				continue
-			}
-			var hello struct {
-				Primary bool `bson:"isWritablePrimary"`
-			}
-			err = c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
-			c.Disconnect(context.Background())
-			if err == nil && hello.Primary {
+			if isWritablePrimary(h) {
 				return i
 			}
 		}
@@ -405,6 +396,21 @@ func primaryOf(t *testing.T, hosts []string) int {
 	}
 	t.Fatal("no primary within 30s")
 	return -1
+}
+
+// isWritablePrimary reports whether the member at host says it is the
+// primary (false when it does not answer).
+func isWritablePrimary(host string) bool {
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
+	if err != nil {
+		return false
+	}
+	defer c.Disconnect(context.Background())
+	var hello struct {
+		Primary bool `bson:"isWritablePrimary"`
+	}
+	err = c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
+	return err == nil && hello.Primary
 }
 
 // canonical is each document as "_id=v" (bson.M's own String has no

@@ -27,20 +27,36 @@ import (
 // replSet is a three-member set of real `cairn serve --replSet` processes.
 type replSet struct {
 	bin     string
-	hosts   []string
+	hosts   []string // as the configuration names them
 	members []*memberProc
+	// net, when set, is the proxies the configuration names as the
+	// members' hosts (startPartitionableSet), for partitions.
+	net *netProxy
 }
 
 // startReplSet starts and initiates a three-member set and waits for it.
-func startReplSet(t *testing.T) *replSet {
+func startReplSet(t *testing.T) *replSet { return startSet(t, false) }
+
+// startPartitionableSet is startReplSet with every connection to a member
+// through a netProxy (rs.net), so a test can partition the members; rs.net
+// is nil where the proxies' loopback address cannot be bound.
+func startPartitionableSet(t *testing.T) *replSet { return startSet(t, true) }
+
+func startSet(t *testing.T, proxied bool) *replSet {
 	t.Helper()
 	tmp := t.TempDir()
 	rs := &replSet{bin: buildCairnBinary(t, tmp)}
 	ports := freePorts(t, 3)
+	if proxied {
+		rs.net = startNetProxy(t, ports)
+	}
 	cfgMembers := bson.A{}
 	for i, p := range ports {
 		rs.members = append(rs.members, startMember(t, rs.bin, filepath.Join(tmp, fmt.Sprintf("m%d", i)), p))
 		h := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		if rs.net != nil {
+			h = rs.net.hosts[i]
+		}
 		rs.hosts = append(rs.hosts, h)
 		cfgMembers = append(cfgMembers, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: h}})
 	}
@@ -77,6 +93,50 @@ func (rs *replSet) killPrimary(t *testing.T) (restart func()) {
 		rs.members[p] = startMember(t, rs.bin, m.dir, m.port)
 		waitHealthy(t, rs.hosts, 3)
 	}
+}
+
+// partitionPrimary cuts the primary off from the other members for d,
+// then heals the network; clients still reach every member. isolate cuts
+// it from both others (they elect a new primary; it keeps answering its
+// clients until it finds it lost its quorum); otherwise only from the
+// first of them, which still reaches the other: a bridge, where the
+// primary keeps its majority and the cut member must not depose it. It
+// returns what it did, for the run's log. Without a proxy it pauses the
+// primary.
+func (rs *replSet) partitionPrimary(t *testing.T, d time.Duration, isolate bool) string {
+	t.Helper()
+	p := primaryOf(t, rs.hosts)
+	if rs.net == nil {
+		rs.pausePrimary(t, d)
+		return fmt.Sprintf("primary paused (SIGSTOP, no proxy for a partition) for %v", d)
+	}
+	var others []int
+	for i := range rs.members {
+		if i != p {
+			others = append(others, i)
+		}
+	}
+	if !isolate {
+		others = others[:1]
+	}
+	rs.net.Partition([]int{p}, others)
+	// Whether the cut bit: with the primary isolated, the others elect
+	// one of them (unless d is shorter than their election timeout).
+	end, elected := time.Now().Add(d), ""
+	for isolate && elected == "" && time.Now().Before(end) {
+		for _, o := range others {
+			if isWritablePrimary(rs.hosts[o]) {
+				elected = fmt.Sprintf("; member %d elected after %v", o, d-time.Until(end).Round(time.Millisecond))
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if isolate && elected == "" {
+		elected = "; no election meanwhile"
+	}
+	time.Sleep(time.Until(end))
+	rs.net.Heal()
+	return fmt.Sprintf("primary %d partitioned from members %v for %v (clients still reached every member%s)", p, others, d, elected)
 }
 
 // pausePrimary stops the primary with SIGSTOP for d and resumes it
@@ -387,9 +447,12 @@ func cmdCodeAny(err error) int {
 }
 
 // TestTransactionAnomalies runs the list-append and bank workloads through
-// the Go driver on a three-member replica set, killing the primary with
-// SIGKILL in even runs (restarting it) and pausing it with SIGSTOP for
-// 1.5-3 s in odd ones (a partition of the primary), and checks each run's history
+// the Go driver on a three-member replica set, with one fault per run in
+// turn: the primary killed with SIGKILL (and restarted), the primary
+// partitioned for 2.5-4 s from the other members (or, every other time,
+// from one of them only) while clients still reach it (netProxy), the
+// primary paused with SIGSTOP for 1.5-3 s (cut off from members and
+// clients alike); and checks each run's history
 // (package txncheck): no G0, G1a, G1b, G1c, G-single, lost update or
 // impossible read, no committed append lost, and every snapshot read of
 // the bank sums to the total. CAIRN_TXN_RUNS runs (5 by default; `make
@@ -408,7 +471,7 @@ func TestTransactionAnomalies(t *testing.T) {
 		seed, _ = strconv.ParseUint(v, 10, 64)
 	}
 	t.Logf("seed %d (CAIRN_TXN_SEED=%d replays the choices), %d runs", seed, seed, runs)
-	rs := startReplSet(t)
+	rs := startPartitionableSet(t)
 	c := rs.client(t)
 	for run := range runs {
 		rnd := rand.New(rand.NewPCG(seed, uint64(run)))
@@ -467,14 +530,14 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 		transfers[i] = [3]int{rnd.IntN(accounts), rnd.IntN(accounts), 1 + rnd.IntN(20)}
 	}
 	killAfter := time.Duration(100+rnd.IntN(400)) * time.Millisecond
-	// The run's fault: a kill -9 of the primary (restarted after the
-	// writers), or a pause of it (SIGSTOP, as a partition of it from the
-	// others and the clients: the others elect a new primary, and the old
-	// one's commits in flight lose their leadership when it resumes).
-	pause := time.Duration(0)
-	if run%2 == 1 {
-		pause = time.Duration(1500+rnd.IntN(1500)) * time.Millisecond
-	}
+	// The run's fault, in turn: a kill -9 of the primary (restarted after
+	// the writers); a partition of it from the other members, clients
+	// still reaching it (it answers them until it finds it lost its quorum
+	// and steps down, while the others elect a new primary; its commits in
+	// flight never reach a majority); a pause of it (SIGSTOP, cut off from
+	// the others and the clients: when it resumes, its commits in flight
+	// have lost their leadership).
+	faultDur := time.Duration(1500+rnd.IntN(1500)) * time.Millisecond
 
 	var mu sync.Mutex
 	var history []txncheck.Txn
@@ -509,16 +572,24 @@ func runWorkloads(t *testing.T, rs *replSet, c *mongo.Client, run int, rnd *rand
 		}()
 	}
 	time.Sleep(killAfter)
-	fault := fmt.Sprintf("primary killed after %v", killAfter)
-	if pause > 0 {
-		rs.pausePrimary(t, pause)
-		fault = fmt.Sprintf("primary paused (SIGSTOP) for %v after %v", pause, killAfter)
-		wg.Wait()
-		waitHealthy(t, rs.hosts, 3)
-	} else {
+	var fault string
+	switch run % 3 {
+	case 0:
 		restart := rs.killPrimary(t)
 		wg.Wait()
 		restart()
+		fault = fmt.Sprintf("primary killed after %v", killAfter)
+	case 1:
+		// A second longer than a pause: the others' election timeout
+		// is 1-2 s (randomised) after the last heartbeat they heard.
+		fault = rs.partitionPrimary(t, faultDur+time.Second, run/3%2 == 0) + fmt.Sprintf(" after %v", killAfter)
+		wg.Wait()
+		waitHealthy(t, rs.hosts, 3)
+	default:
+		rs.pausePrimary(t, faultDur)
+		fault = fmt.Sprintf("primary paused (SIGSTOP) for %v after %v", faultDur, killAfter)
+		wg.Wait()
+		waitHealthy(t, rs.hosts, 3)
 	}
 	// The final reads: every key and every account, after the writers.
 	sess, err := c.StartSession()

@@ -138,8 +138,14 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 		if !ok {
 			return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern' is the wrong type '%s', expected type 'object'", typeName(rc.Type))
 		}
-		elems, _ := d.Elements()
-		for _, el := range elems {
+		// Element by element, without Elements' slice (per transaction:
+		// TestTxnPointReadAllocs).
+		for rest := docElements(d); len(rest) > 0; {
+			el, r, ok := bsoncore.ReadElement(rest)
+			if !ok {
+				break
+			}
+			rest = r
 			switch el.Key() {
 			case "level":
 				switch lv, _ := el.Value().StringValueOK(); lv {
@@ -158,6 +164,15 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "Cannot set write concern after starting a transaction.")
 	}
 	return nil
+}
+
+// docElements is d's elements' bytes (none for a document too short to
+// hold any).
+func docElements(d bsoncore.Document) []byte {
+	if len(d) < 5 {
+		return nil
+	}
+	return d[4 : len(d)-1]
 }
 
 // useTransaction binds the command to its transaction (useSession): a

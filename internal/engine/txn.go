@@ -100,6 +100,7 @@ type Txn struct {
 
 	// Session, when set, names the transaction in its oplog entry.
 	Session *OplogSession
+	sess    OplogSession // SetSession's, so naming costs no allocation
 	// ReadConcernLevel is the level the transaction was started with (""
 	// for none), kept for the command layer: MongoDB lets explicit DDL run
 	// only in a transaction under "local".
@@ -140,17 +141,39 @@ type txnCursor struct {
 }
 
 // Begin starts a transaction reading everything committed so far.
-func (e *Engine) Begin() *Txn {
+func (e *Engine) Begin() *Txn { return e.BeginReusing(nil) }
+
+// BeginReusing is Begin into prev, an ended transaction of the caller's
+// that nothing else holds any more (a session's last one: its cursors are
+// closed before its next transaction starts), which saves a transaction
+// its one allocation. A prev that is nil, still open, or whose view an
+// iterator still reads (storage's "Readers outlive the end") is left
+// alone, and the transaction is a new one.
+func (e *Engine) BeginReusing(prev *Txn) *Txn {
+	t := prev
+	if t == nil || !t.stx.Released() {
+		t = new(Txn) // the engine's and storage's transaction in one allocation (DB.BeginIn)
+	} else {
+		*t = Txn{}
+	}
 	for {
 		st, g := e.cat.ReadBegin()
-		t := &Txn{e: e, cat: st} // created, written: made at the first use
-		e.db.BeginIn(&t.stx)     // one allocation for both
+		t.e, t.cat = e, st // created, written: made at the first use
+		e.db.BeginIn(&t.stx)
 		t.st = &t.stx
 		if e.cat.ReadValid(g) {
 			return t
 		}
 		t.stx.Abort()
+		t.stx = storage.Transaction{}
 	}
+}
+
+// SetSession names the transaction's session (Session): lsid, which the
+// caller must not change afterwards, and its transaction number.
+func (t *Txn) SetSession(lsid bsoncore.Document, txnNumber int64) {
+	t.sess = OplogSession{LSID: lsid, TxnNumber: txnNumber}
+	t.Session = &t.sess
 }
 
 // Abort ends the transaction, writing nothing; aborting an ended one does
@@ -183,7 +206,9 @@ func (e *Engine) GetIn(t *Txn, dst []byte, ns Namespace, id bsoncore.Value) ([]b
 	if c == nil {
 		return dst, false, nil
 	}
-	return t.st.Get(dst, storage.DocKey(nil, c.ID, appendIDKey(nil, id)))
+	// The key on the stack, as Get builds it (TestTxnReadAllocs).
+	var kb [64]byte
+	return t.st.Get(dst, appendIDKey(storage.Prefix(kb[:0], storage.SpaceDocument, c.ID), id))
 }
 
 // collection is ns as the transaction reads it.
@@ -367,12 +392,23 @@ func (t *Txn) addInserted(tx *storage.Txn, collID uint64, key []byte) {
 // transaction or writer since the snapshot fails it with WriteConflict and
 // writes nothing. The transaction ends either way.
 func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
-	var ts hlc.Timestamp
-	var fn func(*storage.Txn) error
-	if t.Writes() || also != nil {
-		fn = t.commitFn(also, &ts)
+	if !t.Writes() && also == nil {
+		// Nothing to write: no commit request, and no time for the
+		// request to fill in (which would escape: TestTxnReadAllocs).
+		err := t.st.Commit(nil)
+		t.ended()
+		if err != nil {
+			return 0, conflictError(err)
+		}
+		return 0, nil
 	}
-	err := t.st.Commit(fn)
+	return t.commitWrites(also)
+}
+
+// commitWrites is Commit of a transaction with something to write.
+func (t *Txn) commitWrites(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
+	var ts hlc.Timestamp
+	err := t.st.Commit(t.commitFn(also, &ts))
 	t.ended()
 	if err != nil {
 		return 0, conflictError(err)

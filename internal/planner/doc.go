@@ -19,7 +19,8 @@
 //     Prepare, which plans over a snapshot. A plain {_id: v} is the IDHACK
 //     plan, the only point-read path: run, it reads without a snapshot
 //     (one read is consistent by itself, and the point read is the hot
-//     path); explained, it plans as any other query.
+//     path) or, in a transaction, through the transaction's view
+//     (engine.GetIn); explained, it plans as any other query.
 //   - plan.go enumerates candidates (an _id lookup, one scan per useful
 //     index — a wildcard index once per filtered path it holds, scanned as
 //     the two-part key {$_path: 1, <path>: 1} — the collection scan when

@@ -69,6 +69,7 @@ type execCtx struct {
 	eng    *engine.Engine
 	ns     engine.Namespace
 	at     hlc.Timestamp // a point read's cluster time (0: the latest)
+	txn    *engine.Txn   // a point read's transaction (nil: none)
 	ctx    context.Context
 	poll   opctx.Poll
 	timing bool

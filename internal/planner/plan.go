@@ -98,7 +98,9 @@ type Options struct {
 // run rather than to be explained, reads without a snapshot: a single read
 // is consistent by itself, and the point read is the hot path (DESIGN.md
 // §4), where a snapshot, the index list and a stage per step cost more
-// than the read. Its plan is the IDHACK stage, under a projection when q
+// than the read. In a transaction it reads through the transaction's own
+// view (engine.GetIn), which is one already; a read after the transaction
+// ended fails (storage.ErrTransactionDone) rather than read another state. Its plan is the IDHACK stage, under a projection when q
 // has one: sort and limit are moot over at most one document, and any skip
 // leaves none. Explain plans the same query through Prepare, which renders
 // the full IDHACK tree.
@@ -112,6 +114,13 @@ func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query,
 		return openAsOf(ctx, eng, ns, q, opts)
 	}
 	if opts.Txn != nil {
+		if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
+			if id, ok := pointID(&q); ok {
+				e := pointRead(eng, ns, &q, id)
+				e.x.txn = opts.Txn // engine.GetIn: the snapshot plus its own writes
+				return e, nil
+			}
+		}
 		return openInTxn(ctx, eng, ns, q, opts)
 	}
 	if err := eng.WaitPrepared(ctx, ns); err != nil { // a prepare conflict (engine txn_prepare.go)

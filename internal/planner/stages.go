@@ -133,9 +133,12 @@ func (s *idHack) work(x *execCtx) (*member, state, error) {
 	if x.r == nil {
 		// A point read without a snapshot (see Open): one read is
 		// consistent by itself, and the record id is not needed above.
-		if x.at != 0 {
+		switch {
+		case x.txn != nil:
+			s.buf, found, err = x.eng.GetIn(x.txn, s.buf[:0], x.ns, s.id)
+		case x.at != 0:
 			s.buf, found, err = x.eng.GetAt(s.buf[:0], x.ns, s.id, x.at)
-		} else {
+		default:
 			s.buf, found, err = x.eng.Get(s.buf[:0], x.ns, s.id)
 		}
 	} else {

@@ -62,5 +62,9 @@
 // its number and state (invariant "One transaction per number"), its
 // engine.Txn, the commit's config.transactions record (invariant "Commit
 // record rides the commit", which makes commitTransaction retryable across
-// a failover), and transactionLifetimeLimitSeconds (AbortExpired).
+// a failover), and transactionLifetimeLimitSeconds (AbortExpired). A
+// session's next transaction reuses its last one's engine.Txn once that
+// ended and nothing reads it (engine.BeginReusing: the command layer
+// closes the session's transaction cursors first), so a read-only
+// transaction allocates nothing of its own (BENCHMARKS.md, issue 19).
 package session

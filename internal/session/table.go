@@ -71,6 +71,14 @@ type entry struct {
 	// statement records (retry.go's olderKeys reads from it), kept by the
 	// command using the session.
 	recordsFrom int64
+	// lsid is the session's id as a document, for its transactions' oplog
+	// entries (built at the first, by the command holding the turn).
+	lsid bsoncore.Document
+	// spare is the session's last transaction once it ended, for its next
+	// to reuse (engine.BeginReusing): the command layer closes the
+	// session's transaction cursors before it starts the next, so nothing
+	// holds it then. Under the turn (every abort of a transaction holds it).
+	spare *engine.Txn
 	// use is what Checkout hands the command holding the turn: one
 	// command at a time holds it, so every checkout can share the one
 	// value instead of allocating its own (a driver sends an lsid with

@@ -141,10 +141,15 @@ func (u *Use) Transaction(n int64, start bool) (*engine.Txn, error) {
 			return nil, errPrepared(e.txn, "start a newer transaction")
 		}
 		u.abortOpen()
+		if e.lsid == nil {
+			e.lsid = u.id.Doc() // built once per session, shared by its transactions
+		}
+		etx := t.eng.BeginReusing(e.spare) // the session's last, ended: its cursors are closed
+		e.spare = nil
+		etx.SetSession(e.lsid, n)
 		t.mu.Lock()
 		e.txn = n
-		e.tx = txnState{status: txnOpen, etx: t.eng.Begin(), started: t.now()}
-		e.tx.etx.Session = &engine.OplogSession{LSID: u.id.Doc(), TxnNumber: n}
+		e.tx = txnState{status: txnOpen, etx: etx, started: t.now()}
 		t.mu.Unlock()
 		return e.tx.etx, nil
 	}
@@ -257,7 +262,7 @@ func (u *Use) CommitTransaction(n int64) (hlc.Timestamp, error) {
 	}
 	ts, err := etx.Commit(also)
 	t.mu.Lock()
-	e.tx.etx = nil
+	e.tx.etx, e.spare = nil, etx // ended either way
 	if err != nil {
 		e.tx.status = txnAborted
 		e.tx.unknown = mongoerr.CodeOf(err) != mongoerr.WriteConflict
@@ -333,6 +338,7 @@ func (e *entry) abortTxOrLater() {
 func (e *entry) abortTxLocked() {
 	if e.tx.status == txnOpen {
 		e.tx.etx.Abort()
+		e.spare = e.tx.etx
 		e.tx.status, e.tx.etx = txnAborted, nil
 	}
 }

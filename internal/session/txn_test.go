@@ -235,3 +235,69 @@ func TestRetryRecordsOfOlderNumbersGo(t *testing.T) {
 		}
 	}
 }
+
+// TestTransactionReuse: a session's next transaction reuses its last one's
+// object once that ended, committed or aborted (engine.BeginReusing), and
+// starts from a clean state: the new transaction sees what the last one
+// committed, none of its writes as its own, and names its own number in
+// its oplog entry.
+func TestTransactionReuse(t *testing.T) {
+	tbl, eng := openTable(t, nil)
+	id := ID{UUID: [16]byte{2}}
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	if err := eng.CreateCollection(ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	use, err := tbl.Checkout(context.Background(), id, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer use.Release()
+	idOf := func(n int32) bsoncore.Value {
+		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, n)}
+	}
+	first, err := use.Transaction(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
+	if _, err := eng.InsertWith(ns, []bsoncore.Document{doc}, engine.InsertOptions{Txn: first}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := use.CommitTransaction(1); err != nil {
+		t.Fatal(err)
+	}
+	second, err := use.Transaction(2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first {
+		t.Error("the session's second transaction did not reuse its committed first")
+	}
+	if second.Writes() || second.Session == nil || second.Session.TxnNumber != 2 {
+		t.Errorf("the reused transaction is not fresh: writes %v, session %+v", second.Writes(), second.Session)
+	}
+	if _, found, err := eng.GetIn(second, nil, ns, idOf(1)); !found || err != nil {
+		t.Errorf("the second transaction does not see the first's commit: %v %v", found, err)
+	}
+	doc2 := bsoncore.NewDocumentBuilder().AppendInt32("_id", 2).Build()
+	if _, err := eng.InsertWith(ns, []bsoncore.Document{doc2}, engine.InsertOptions{Txn: second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := use.AbortTransaction(2); err != nil {
+		t.Fatal(err)
+	}
+	third, err := use.Transaction(3, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third != first {
+		t.Error("the session's third transaction did not reuse its aborted second")
+	}
+	if _, found, err := eng.GetIn(third, nil, ns, idOf(2)); found || err != nil {
+		t.Errorf("the aborted transaction's insert is visible to the next: %v %v", found, err)
+	}
+	if _, err := use.CommitTransaction(3); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -141,7 +141,10 @@
 // transaction's view stays readable after the transaction commits or
 // aborts; its snapshot and write batch are released when the transaction
 // has ended and its last iterator closed (a cursor may be closed after
-// its session's transaction was aborted elsewhere).
+// its session's transaction was aborted elsewhere). Transaction.Released
+// reports that they were: only then may the Transaction's memory serve
+// another (engine.BeginReusing, a session's next transaction); a point
+// read (Get) of an ended transaction fails with ErrTransactionDone.
 //
 // Invariant "Cheap view": a transaction's view is a pebble.Snapshot shared
 // with every transaction that began while no change became visible

@@ -73,9 +73,16 @@ type Transaction struct {
 	// the last of them closes ("Readers outlive the end"). Under mu: an
 	// iterator may close on another goroutine than the one that ends the
 	// transaction (a cursor's, and a session reaper's).
-	mu              sync.Mutex
-	iters           int
-	ended, released bool
+	mu    sync.Mutex
+	iters int
+	ended bool
+	// iterated: the transaction opened an iterator (its goroutine sets
+	// it, before the first). One that never did shares nothing with
+	// other goroutines and ends without taking mu.
+	iterated bool
+	// released: the snapshot and the batch are freed (set under mu, read
+	// without it by Released).
+	released atomic.Bool
 }
 
 // intents are the keys written by open transactions ("First writer wins").
@@ -114,8 +121,13 @@ func (db *DB) BeginIn(tx *Transaction) {
 // Len is the number of distinct keys the transaction has written.
 func (tx *Transaction) Len() int { return len(tx.own) }
 
-// Get appends the value of key as the transaction sees it to dst.
+// Get appends the value of key as the transaction sees it to dst; an
+// ended transaction answers ErrTransactionDone (its snapshot may be
+// released: a point read's cursor can outlive it).
 func (tx *Transaction) Get(dst, key []byte) ([]byte, bool, error) {
+	if tx.done {
+		return dst, false, ErrTransactionDone
+	}
 	if w, ok := tx.own[string(key)]; ok {
 		if w.del {
 			return dst, false, nil
@@ -171,6 +183,7 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 		if err != nil {
 			return nil, err
 		}
+		tx.iterated = true
 		tx.mu.Lock()
 		tx.iters++
 		tx.mu.Unlock()
@@ -194,6 +207,7 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 		w, ok := tx.own[string(key)]
 		return ok && w.seq < upTo
 	}}
+	tx.iterated = true
 	tx.mu.Lock()
 	tx.iters++
 	tx.mu.Unlock()
@@ -409,31 +423,37 @@ func (tx *Transaction) end() {
 		}
 		in.mu.Unlock()
 	}
+	if !tx.iterated { // no iterator: no other goroutine touches mu's fields
+		tx.ended = true
+		tx.releaseLocked()
+		return
+	}
 	tx.mu.Lock()
 	tx.ended = true
-	release := tx.iters == 0 && !tx.released
-	tx.released = tx.released || release
+	tx.releaseLocked()
 	tx.mu.Unlock()
-	if release {
-		tx.release()
-	}
 }
+
+// Released reports whether the transaction has ended and nothing reads
+// its view any more (its iterators are closed, "Readers outlive the end"):
+// only then may its memory be reused for another (engine.BeginReusing).
+func (tx *Transaction) Released() bool { return tx.released.Load() }
 
 // iterClosed is told by an iterator of the view that it closed.
 func (tx *Transaction) iterClosed() {
 	tx.mu.Lock()
 	tx.iters--
-	release := tx.iters == 0 && tx.ended && !tx.released
-	tx.released = tx.released || release
+	tx.releaseLocked()
 	tx.mu.Unlock()
-	if release {
-		tx.release()
-	}
 }
 
-// release frees the snapshot and the write batch, once no iterator reads
-// them.
-func (tx *Transaction) release() {
+// releaseLocked frees the snapshot and the write batch once the
+// transaction has ended and no iterator reads them (under mu, so that
+// released, which Released reports, means freed).
+func (tx *Transaction) releaseLocked() {
+	if !tx.ended || tx.iters > 0 || tx.released.Load() {
+		return
+	}
 	if tx.writes != nil {
 		_ = tx.writes.Close()
 	}
@@ -443,4 +463,5 @@ func (tx *Transaction) release() {
 	if tx.sv != nil {
 		tx.sv.unref()
 	}
+	tx.released.Store(true) // after the frees: Released means freed
 }

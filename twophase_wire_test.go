@@ -14,14 +14,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 )
 
 // TestTwoPhaseCommit drives cross-shard transactions through a real
 // router and two shards (real `cairn serve` processes) and checks
 // all-or-nothing (issue #21, two-phase commit): a table of outcomes
-// (commit; a participant voting to abort), a reader that arrives while
-// both shards are prepared (it waits and sees the whole commit, never
-// half), and kill -9 of a participant after it prepared and of the
+// (commit; a participant voting to abort), a linearizable reader that
+// arrives while both shards are prepared (it waits and sees the whole
+// commit, never half; a local read reads past the prepared documents, as
+// MongoDB's does), and kill -9 of a participant after it prepared and of the
 // coordinator after its decision — after the restart every acknowledged
 // commit is there on both shards and no coordination is left behind.
 //
@@ -172,11 +174,18 @@ func TestTwoPhaseCommit(t *testing.T) {
 		sumZero(what)
 	}
 	// heldOn checks that shard i holds k's document (a prepared
-	// transaction: a reader of it waits, here past its maxTimeMS).
+	// transaction): a reader of it that must not read past it (readConcern
+	// linearizable, as snapshot and afterClusterTime reads and the reads
+	// of writes) waits, here past its maxTimeMS; a local read reads past
+	// it at once (MongoDB's ignore_prepared), seeing it as before.
 	heldOn := func(i, k int) {
 		t.Helper()
-		err := shardCmd(i, "tpc", bson.D{{Key: "find", Value: "acct"}, {Key: "filter", Value: bson.D{{Key: "k", Value: k}}}, {Key: "maxTimeMS", Value: 300}}).Err()
-		wantCode(t, "a read of a prepared document on its shard", err, 50)
+		find := bson.D{{Key: "find", Value: "acct"}, {Key: "filter", Value: bson.D{{Key: "k", Value: k}}}, {Key: "maxTimeMS", Value: 300}}
+		err := shardCmd(i, "tpc", append(find, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}})).Err()
+		wantCode(t, "a linearizable read of a prepared document on its shard", err, 50)
+		if err := shardCmd(i, "tpc", find).Err(); err != nil {
+			t.Fatalf("a local read of a prepared document on its shard: %v, want it to read past the transaction", err)
+		}
 	}
 
 	t.Run("outcomes", func(t *testing.T) {
@@ -224,7 +233,7 @@ func TestTwoPhaseCommit(t *testing.T) {
 		}
 	})
 
-	t.Run("a reader during prepare waits and sees the whole commit", func(t *testing.T) {
+	t.Run("a linearizable reader during prepare waits and sees the whole commit", func(t *testing.T) {
 		const i = 2
 		_, committed := hangingCommit("hangBeforeSendingCommitDecision", i, 3)
 		heldOn(1, b[i]) // both prepared, the decision written, no participant told
@@ -250,7 +259,8 @@ func TestTwoPhaseCommit(t *testing.T) {
 				K int `bson:"k"`
 				V int `bson:"v"`
 			}
-			cur, err := coll.Find(ctx, bson.D{{Key: "k", Value: bson.D{{Key: "$in", Value: bson.A{a[i], b[i]}}}}})
+			lin := db.Collection("acct", options.Collection().SetReadConcern(readconcern.Linearizable()))
+			cur, err := lin.Find(ctx, bson.D{{Key: "k", Value: bson.D{{Key: "$in", Value: bson.A{a[i], b[i]}}}}})
 			if err == nil {
 				err = cur.All(ctx, &docs)
 			}

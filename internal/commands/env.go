@@ -309,6 +309,9 @@ type Session struct {
 	// shardVersion to the documents of chunks this shard owns (nil:
 	// none; sharding.go).
 	owned *ownedReads
+	// enforcePrepare: the command in progress waits on prepare conflicts
+	// (enforcesPrepare; exec.Env.EnforcingPrepare).
+	enforcePrepare bool
 }
 
 // Interrupt cancels the command in progress on the session, if any, with

@@ -221,7 +221,32 @@ func (s *Session) x() *exec.Env {
 	if o := s.owned; o != nil {
 		x = x.Owning(o.ns, o.owns) // a shard's read with a shardVersion (sharding.go)
 	}
+	if s.enforcePrepare {
+		x = x.EnforcingPrepare()
+	}
 	return x
+}
+
+// enforcesPrepare reports whether a command's reads wait on prepare
+// conflicts, as MongoDB 7.0's do: the reads of a write (update, delete,
+// findAndModify, an aggregate with $out or $merge) and reads with
+// readConcern snapshot, linearizable or afterClusterTime; other reads
+// (local, majority, available) read past a prepared transaction, seeing
+// its documents as before it (MongoDB's ignore_prepared).
+func enforcesPrepare(req *Request, writes bool) bool {
+	if writes {
+		return true
+	}
+	rc := argDoc(req, "readConcern")
+	if len(rc) == 0 {
+		return false
+	}
+	level, _ := rc.Lookup("level").StringValueOK()
+	if level == "snapshot" || level == "linearizable" {
+		return true
+	}
+	_, err := rc.LookupErr("afterClusterTime")
+	return err == nil
 }
 
 // cmdTransactionEnd is commitTransaction and abortTransaction.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -80,6 +81,10 @@ type ModifyOptions struct {
 	// Txn, when set, makes the changes a statement of that transaction
 	// (txn.go).
 	Txn *Txn
+	// Ctx, when set, bounds a plain write's wait for the documents a
+	// prepared transaction holds (maxTimeMS, killOp: its cause is the
+	// error); nil waits at most preparedWriteWait (prepare_conflicts.go).
+	Ctx context.Context
 }
 
 // ModifyWith is Modify with every option.
@@ -89,6 +94,11 @@ func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptio
 	}
 	ordered := opts.Ordered
 	var res ModifyResult
+	if opts.Txn == nil {
+		if err := e.waitPreparedDocs(opts.Ctx, ns, ids, nil); err != nil { // prepare_conflicts.go
+			return ModifyResult{}, err
+		}
+	}
 	err := e.write(opts.Txn, ns, func(tx *storage.Txn) error {
 		res = ModifyResult{}
 		e.oplog.lastTS = 0

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -32,6 +34,12 @@ type Reader struct {
 	coll   *catalog.Collection // nil: no such collection (reads are empty)
 	ixs    []IndexInfo
 	asOf   hlc.Timestamp // non-zero: reads the collection as of this time (NewReaderAt)
+	// ctx, when set, makes the reader wait on prepare conflicts
+	// (PrepareConflicts); gen counts the snapshots it moved to since, old
+	// holds the ones it left, closed with it.
+	ctx context.Context
+	gen uint64
+	old []interface{ Close() error }
 }
 
 // IndexInfo is what the planner needs to know of one secondary index.
@@ -120,6 +128,9 @@ func (r *Reader) Fetch(dst, rid []byte) ([]byte, bool, error) {
 	if r.asOf != 0 {
 		return r.fetchAsOf(dst, rid)
 	}
+	if r.ctx != nil && r.e.db.AnyPrepared() {
+		return r.fetchWaiting(dst, r.docKey(nil, rid)) // prepare_conflicts.go
+	}
 	var kb [64]byte
 	return r.snap.Get(dst, r.docKey(kb[:0], rid))
 }
@@ -191,6 +202,9 @@ func (r *Reader) open(prefix []byte, rng KeyRange, reverse bool, spec *index.Spe
 		return nil, err
 	}
 	c := &Cursor{it: it, prefix: len(prefix), reverse: reverse}
+	if r.ctx != nil {
+		c.chk = &checkedCursor{r: r, gen: r.gen, lo: lo, hi: hi}
+	}
 	if spec != nil {
 		c.index, c.parts, c.unique = true, spec.KeyParts(), spec.Unique
 	}
@@ -211,12 +225,16 @@ func (r *Reader) RecordIndexAccess(name string) {
 	}
 }
 
-// Close releases the snapshot.
+// Close releases the snapshot (and those it left, PrepareConflicts).
 func (r *Reader) Close() error {
 	if r.closer == nil {
 		return nil
 	}
-	return r.closer.Close()
+	err := r.closer.Close()
+	if r.old != nil {
+		err = errors.Join(err, r.closeOld())
+	}
+	return err
 }
 
 // Capped reports the collection's limits when it is capped.
@@ -277,9 +295,12 @@ type Cursor struct {
 	// asof: the cursor walks a versioned collection's history and yields
 	// each document as it was at a cluster time (history_asof.go).
 	asof *asOfWalk
-	err  error // what ended an as-of walk early; Close returns it
-	doc  []byte
-	rid  []byte
+	// chk: the cursor's reader waits on prepare conflicts
+	// (prepare_conflicts.go).
+	chk *checkedCursor
+	err error // what ended an as-of walk (or a prepare wait) early; Close returns it
+	doc []byte
+	rid []byte
 }
 
 // Seq is the insertion sequence number of a natural cursor's current
@@ -327,6 +348,9 @@ func (c *Cursor) Next() bool {
 	}
 	if c.asof != nil {
 		return c.nextAsOf()
+	}
+	if c.chk != nil {
+		return c.nextChecked()
 	}
 	var ok bool
 	switch {

@@ -233,9 +233,11 @@ func (e *Engine) writeCollection(ns Namespace) *catalog.Collection {
 
 // write runs fn as the request of one write: alone, or, with a
 // transaction, as one of its statements ("Statements on the pipeline").
+// Alone, a request that writes a key a prepared transaction holds fails
+// with WriteConflict: its caller waits for the keys it knows first
+// (waitPreparedDocs), or runs it again (writeRerun).
 func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) error {
 	if t == nil {
-		e.waitPreparedWrite(ns) // txn_prepare.go
 		return conflictError(e.db.Write(fn))
 	}
 	if err := refuseInTransaction(ns); err != nil {

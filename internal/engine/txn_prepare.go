@@ -25,7 +25,8 @@ import (
 // its documents and the catalog records of the collections it wrote
 // (storage's "Prepared holds its keys": plain writes, other transactions
 // and DDL of those collections fail with WriteConflict; plain writes and
-// readers wait first (WaitPrepared), DDL waits through AwaitPrepared).
+// the readers that must not read past it wait on its documents (prepare
+// conflicts, below), DDL waits through AwaitPrepared).
 //
 // Invariant "Prepared survives": a prepared transaction ends only by
 // CommitPrepared or AbortPrepared, whose requests delete its record with
@@ -34,18 +35,39 @@ import (
 // primary, RestorePrepared rebuilds every recorded transaction, holding
 // its keys again before any write is served. TestPrepared*.
 //
-// Prepare conflicts: a reader outside a transaction (planner.Open) and a
-// plain write (write) of a collection a prepared transaction wrote wait
-// until it commits or aborts (WaitPrepared), so that no read sees one
+// Prepare conflicts (prepare_conflicts.go): as MongoDB's readers and
+// writers meet WT_PREPARE_CONFLICT, Cairn's wait only on the storage keys
+// a prepared transaction holds — its documents and its index entries —
+// until it commits or aborts, so that a reader that waits never sees one
 // shard's half of a cross-shard commit: a read on the other shard that
-// began after this one's prepare sees its commit. MongoDB waits only on
-// the prepared documents themselves; Cairn waits on the whole collection
-// (the catalog record the transaction holds) — prepare to commit is one
-// round of the coordinator, so the wait is short. A plain write waits at
-// most preparedWriteWait, then goes on (and meets WriteConflict if the
-// transaction still holds its document). Transactions' statements do not
-// wait: one that writes a prepared document fails with WriteConflict, and
-// one that reads it reads its snapshot.
+// began after this one's prepare sees its commit. Which readers wait is
+// MongoDB 7.0's
+// rule: the reads of a write and reads with readConcern snapshot,
+// linearizable or afterClusterTime (planner.Options.PrepareConflicts);
+// other reads (local, majority) read past a prepared transaction and see
+// its documents as before it (MongoDB's ignore_prepared), so a local read
+// through a router may see one shard's half of a cross-shard commit, as
+// MongoDB's may. A reader that waits (a plan opened by planner.Open with
+// PrepareConflicts: Reader.PrepareConflicts) checks every key its
+// cursors step over and every document it fetches, including the gaps
+// between keys, where a prepared insert would be; on a held key it waits
+// (under its context: maxTimeMS gives MaxTimeMSExpired, killOp
+// Interrupted), then reads on from a new snapshot, so it sees the outcome;
+// readers of other documents of the collection do not wait. A plain write
+// first waits for the documents it names that a prepared transaction
+// holds (an update's or a delete's chosen _ids, an insert's _ids:
+// waitPreparedDocs) under the write's context when it has one
+// (ModifyOptions.Ctx: maxTimeMS gives MaxTimeMSExpired), at most
+// preparedWriteWait without a deadline, then goes on to WriteConflict;
+// an insert that then writes another held key (a unique index
+// entry the prepared transaction inserted) fails in the pipeline with
+// storage.PrepareConflictError, waits for that key and runs again (writeRerun).
+// Deviation from MongoDB 7.0: an update or a delete whose request writes
+// a held key it did not name (an index entry) fails with WriteConflict
+// rather than waiting — its callback is not safe to run twice.
+// Transactions' statements do not wait: one that writes a prepared
+// document fails with WriteConflict, and one that reads it reads its
+// snapshot.
 //
 // The prepare timestamp is the cluster time the prepare request takes. A
 // commit takes a commitTimestamp (the coordinator's: the highest of the
@@ -321,44 +343,6 @@ func (e *Engine) restoreTxn(rec bsoncore.Document) (*Txn, error) {
 		t.written[Namespace{DB: db, Coll: coll}] = true
 	}
 	return t, nil
-}
-
-// preparedWriteWait bounds a plain write's wait on a prepared
-// transaction.
-const preparedWriteWait = 60 * time.Second
-
-// WaitPrepared waits while a prepared transaction holds ns (it wrote ns:
-// it holds the collection's catalog record), until none does or ctx ends
-// (its cause is returned). It costs one atomic load while nothing is
-// prepared.
-func (e *Engine) WaitPrepared(ctx context.Context, ns Namespace) error {
-	for e.db.AnyPrepared() {
-		st, _ := e.cat.ReadBegin()
-		c := st.Collection(ns.DB, ns.Coll)
-		if c == nil {
-			return nil
-		}
-		held, ended := e.db.PreparedEnded(catalog.RecordKey(c.ID))
-		if !held {
-			return nil
-		}
-		select {
-		case <-ended:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	return nil
-}
-
-// waitPreparedWrite is a plain write's wait (see above).
-func (e *Engine) waitPreparedWrite(ns Namespace) {
-	if !e.db.AnyPrepared() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), preparedWriteWait)
-	defer cancel()
-	_ = e.WaitPrepared(ctx, ns)
 }
 
 // preparedDDLWait bounds a DDL operation's wait on a prepared transaction

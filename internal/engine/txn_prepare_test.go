@@ -13,8 +13,8 @@ import (
 )
 
 // TestPreparedSurvives checks invariant "Prepared survives": a prepared
-// transaction holds its documents and its collection against writers and
-// DDL, is not ended by Abort, comes back from its record after a restart
+// transaction holds its documents (against readers too) and its collection
+// against writers and DDL, is not ended by Abort, comes back from its record after a restart
 // holding them again, and its commit (or abort) applies (or drops) its
 // writes and its record.
 func TestPreparedSurvives(t *testing.T) {
@@ -50,8 +50,11 @@ func TestPreparedSurvives(t *testing.T) {
 				t.Helper()
 				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 				defer cancel()
-				if err := e.WaitPrepared(ctx, ns); !errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("a reader's wait on a prepared collection: %v, want it to wait", err)
+				if err := e.WaitPreparedDoc(ctx, ns, val(t, 1)); !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("a reader's wait on a prepared document: %v, want it to wait", err)
+				}
+				if err := e.WaitPreparedDoc(ctx, ns, val(t, 2)); err != nil {
+					t.Fatalf("a reader's wait on a document the transaction did not write: %v", err)
 				}
 				other := e.Begin()
 				other.Session = &OplogSession{LSID: doc(t, bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}), TxnNumber: 99}

@@ -87,8 +87,19 @@ func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertO
 		positions = append(positions, i)
 	}
 	var stored []int // indexes into preps that were written
-	err := e.write(opts.Txn, ns, func(tx *storage.Txn) error {
+	if opts.Txn == nil && e.db.AnyPrepared() {
+		idKeys := make([][]byte, len(preps))
+		for j := range preps {
+			idKeys[j] = preps[j].idKey
+		}
+		if err := e.waitPreparedDocs(nil, ns, nil, idKeys); err != nil { // prepare_conflicts.go
+			return InsertResult{}, err
+		}
+	}
+	before := len(res.WriteErrors) // the preparation's; a run again keeps them
+	err := e.writeRerun(opts.Txn, ns, func(tx *storage.Txn) error {
 		stored = stored[:0]
+		res.WriteErrors = res.WriteErrors[:before]
 		e.oplog.lastTS = 0
 		coll, err := e.ensureCollection(tx, ns)
 		if err != nil {

@@ -27,6 +27,19 @@ type Env struct {
 	// to the documents of chunks this shard owns (Owning).
 	ownedNS engine.Namespace
 	owned   func(bsoncore.Document) bool
+	// enforcePrepare: reads wait on prepare conflicts (EnforcingPrepare).
+	enforcePrepare bool
+}
+
+// EnforcingPrepare is an Env whose reads wait on prepare conflicts: one
+// that reaches a document a prepared transaction holds waits until it
+// commits or aborts and then reads the outcome (planner.Options.
+// PrepareConflicts). Reads of other Envs read past prepared documents,
+// as MongoDB's local and majority reads do.
+func (e *Env) EnforcingPrepare() *Env {
+	c := *e
+	c.enforcePrepare = true
+	return &c
 }
 
 // Owning is an Env whose reads of collection ns keep only the documents

@@ -47,7 +47,7 @@ func (e *Env) Open(ctx context.Context, sel Selection, mode Mode) (*planner.Exec
 	if sel.Owned == nil {
 		sel.Owned = e.OwnedFilter(sel.NS)
 	}
-	opts := planner.Options{Explain: mode == Explain, AsOf: sel.AsOf, Txn: e.txn}
+	opts := planner.Options{Explain: mode == Explain, AsOf: sel.AsOf, Txn: e.txn, PrepareConflicts: e.enforcePrepare}
 	if mode == Run {
 		opts.Cache = e.plans
 	}

@@ -118,7 +118,7 @@ func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
 	if len(ids) == 0 {
 		return 0, e.rideAlone(d.Rider, UpdateResult{})
 	}
-	opts := engine.ModifyOptions{Ordered: true, Session: d.Session, Txn: e.txn}
+	opts := engine.ModifyOptions{Ordered: true, Session: d.Session, Txn: e.txn, Ctx: ctx}
 	if d.Rider != nil {
 		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 			if len(mr.Errors) > 0 {
@@ -166,7 +166,7 @@ func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider, ses
 		return nil, e.rideAlone(rider, UpdateResult{})
 	}
 	var removed bsoncore.Document
-	opts := engine.ModifyOptions{Ordered: true, Session: sess, Txn: e.txn}
+	opts := engine.ModifyOptions{Ordered: true, Session: sess, Txn: e.txn, Ctx: ctx}
 	if rider != nil {
 		opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 			if len(mr.Errors) > 0 {
@@ -212,7 +212,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	}
 	var res UpdateResult
 	if len(ids) > 0 {
-		opts := engine.ModifyOptions{Ordered: true, Session: spec.Session, Txn: e.txn}
+		opts := engine.ModifyOptions{Ordered: true, Session: spec.Session, Txn: e.txn, Ctx: ctx}
 		if spec.Rider != nil {
 			opts.Rider = func(tx *storage.Txn, mr engine.ModifyResult) error {
 				if len(mr.Errors) > 0 {

@@ -88,6 +88,13 @@ type Options struct {
 	// Txn, when set, reads inside that transaction: its snapshot plus its
 	// own writes (engine.NewReaderIn); a point read goes through it too.
 	Txn *engine.Txn
+	// PrepareConflicts makes a read outside a transaction wait on prepare
+	// conflicts, as MongoDB's reads of a write and its snapshot,
+	// linearizable and afterClusterTime reads do (see Open); without it
+	// a read reads past a prepared transaction's documents, seeing them
+	// as before it (MongoDB's ignore_prepared for local and majority
+	// reads).
+	PrepareConflicts bool
 }
 
 // Open plans q over collection ns of eng: it opens a snapshot (an
@@ -107,8 +114,11 @@ type Options struct {
 //
 // The plan runs under ctx (see Prepare), except the point read: one read
 // has nothing to interrupt, so it keeps no context and may outlive ctx.
-// Outside a transaction, Open first waits while a prepared transaction
-// holds ns (engine.WaitPrepared: a prepare conflict).
+// Outside a transaction, with opts.PrepareConflicts, a plan waits on
+// prepare conflicts under ctx: the point read first, while a prepared
+// transaction holds its document (engine.WaitPreparedDoc), any other plan
+// at each document or index entry a prepared transaction holds
+// (engine.Reader.PrepareConflicts).
 func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if opts.AsOf != 0 {
 		return openAsOf(ctx, eng, ns, q, opts)
@@ -123,11 +133,13 @@ func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query,
 		}
 		return openInTxn(ctx, eng, ns, q, opts)
 	}
-	if err := eng.WaitPrepared(ctx, ns); err != nil { // a prepare conflict (engine txn_prepare.go)
-		return nil, err
-	}
 	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
 		if id, ok := pointID(&q); ok {
+			if opts.PrepareConflicts {
+				if err := eng.WaitPreparedDoc(ctx, ns, id); err != nil { // a prepare conflict
+					return nil, err
+				}
+			}
 			return pointRead(eng, ns, &q, id), nil
 		}
 	}
@@ -151,6 +163,9 @@ func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, 
 	r, err := eng.NewReader(ns)
 	if err != nil {
 		return nil, err
+	}
+	if opts.PrepareConflicts {
+		r.PrepareConflicts(ctx)
 	}
 	return Prepare(ctx, r, &q, opts)
 }

@@ -43,6 +43,7 @@ type Exec struct {
 func (e *Exec) SetContext(ctx context.Context) {
 	if e.x.r != nil {
 		e.x.ctx = ctx
+		e.x.r.SetContext(ctx) // its prepare conflicts' waits
 	}
 }
 

@@ -28,6 +28,28 @@ import (
 // the first of them, which prepares them all, records its decision and
 // commits or aborts each (package shardsvr's coordinator.go); the
 // read-only participants are then committed (or aborted) by the router.
+// Deviation from MongoDB 7.0 (the coordinator's choice): mongos makes a
+// transaction's first participant its coordinator, tells it so on its
+// first statement ({coordinator: true}: the shard starts a coordinator
+// then, which aborts the transaction if no commit comes before its
+// deadline) and, at a two-phase commit, hands it every participant, the
+// read-only ones included (they prepare too). Cairn's router picks the
+// first shard that wrote, at commit, and hands it the shards that wrote;
+// it commits the read-only participants itself after the decision. Not
+// followed yet because Cairn's recovery rests on the coordinator being a
+// participant that prepared: a coordinateCommitTransaction for a
+// coordination no longer recorded answers from the coordinator's own
+// participant record (shardsvr's coordinator.go), which a read-only first
+// participant has only if read-only participants are prepared as well; and
+// MongoDB's recoveryShardId (the first shard that wrote, as Cairn's token
+// says) would then name a shard other than the coordinator, which answers
+// a recovering router by waiting on its own prepared participant's
+// outcome, where Cairn's answers from a record or coordinates anew. The
+// change needs, together: shards that take coordinator: true and start a
+// coordination with a deadline on the first statement, prepare and commit
+// of read-only participants, and recovery that waits on the local
+// participant.
+//
 // A transaction with readConcern snapshot reaching a second shard still
 // fails on that statement: one snapshot across shards needs the router's
 // atClusterTime, which the shards cannot read at in a transaction yet.

@@ -109,12 +109,12 @@ func TestPreparedSession(t *testing.T) {
 					t.Fatalf("step %d (%s %d): %v, want code %d", i, step.op, step.n, err, step.want)
 				}
 				if step.op == "prepare" && step.want == 0 {
-					// the collection is held: a reader waits (a prepare conflict)
+					// the document is held: its reader waits (a prepare conflict)
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-					err := eng.WaitPrepared(ctx, ns)
+					err := eng.WaitPreparedDoc(ctx, ns, one)
 					cancel()
 					if !errors.Is(err, context.DeadlineExceeded) {
-						t.Fatalf("step %d: a reader of the prepared collection: %v, want it to wait", i, err)
+						t.Fatalf("step %d: a reader of the prepared document: %v, want it to wait", i, err)
 					}
 					if _, found, _ := eng.Get(nil, ns, one); found {
 						t.Fatalf("step %d: a prepared insert is visible", i)

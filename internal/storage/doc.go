@@ -134,8 +134,11 @@
 // Invariant "Prepared holds its keys" (prepare.go): a prepared transaction
 // (two-phase commit's participant) refuses every other write of its keys
 // with ErrWriteConflict — plain requests and range deletions included —
-// until it commits or aborts, so its commit cannot fail.
-// TestPreparedHoldsKeys.
+// until it commits or aborts, so its commit cannot fail; the refusal
+// ([PrepareConflictError]) names the key, and [DB.PreparedIn] tells readers which
+// keys of a range are held, so that both wait for exactly those keys
+// (package engine's prepare conflicts per document).
+// TestPreparedHoldsKeys, TestPreparedIn.
 //
 // Invariant "Readers outlive the end": an iterator opened on a
 // transaction's view stays readable after the transaction commits or

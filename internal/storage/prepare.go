@@ -27,6 +27,17 @@ import (
 // conflict.
 var ErrPrepareConflict = fmt.Errorf("%w: a prepared transaction holds the key", ErrWriteConflict)
 
+// PrepareConflictError is the error of a request that met a prepare conflict:
+// it is ErrPrepareConflict (so ErrWriteConflict too) and names a key the
+// prepared transaction holds, so that the writer can wait for exactly that
+// key (PreparedIn) before trying again.
+type PrepareConflictError struct{ Key []byte }
+
+func (e *PrepareConflictError) Error() string { return ErrPrepareConflict.Error() }
+
+// Unwrap makes errors.Is see ErrPrepareConflict and ErrWriteConflict.
+func (e *PrepareConflictError) Unwrap() error { return ErrPrepareConflict }
+
 // Write is one of a transaction's writes, as Prepare's caller records it
 // and RestorePrepared takes it back after a restart.
 type Write struct {
@@ -239,8 +250,26 @@ func (tx *Transaction) hold() {
 		}
 		in.prepared[tx] = struct{}{}
 		in.nPrepared.Add(1)
+		in.sortHeld()
 	}
 	in.mu.Unlock()
+}
+
+// sortHeld rebuilds the sorted list of every key a prepared transaction
+// holds (its writes and its holds), which PreparedIn searches: prepares
+// and their ends are rare, readers' checks are not. Called with in.mu.
+func (in *intents) sortHeld() {
+	var keys []string
+	for p := range in.prepared {
+		for k := range p.own {
+			keys = append(keys, k)
+		}
+		for k := range p.holds {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	in.held.Store(&keys)
 }
 
 // unhold undoes hold (a prepare whose request failed, or the end).
@@ -257,6 +286,7 @@ func (tx *Transaction) unholdLocked() {
 		tx.prepared = false
 		delete(in.prepared, tx)
 		in.nPrepared.Add(-1)
+		in.sortHeld()
 		if in.ended != nil {
 			close(in.ended) // wake the waiters (PreparedEnded)
 			in.ended = nil
@@ -284,6 +314,44 @@ func (db *DB) PreparedEnded(key []byte) (held bool, ended <-chan struct{}) {
 	return true, in.ended
 }
 
+// PreparedIn reports the first key in [lo, hi) (nil hi: no upper bound)
+// that a prepared transaction holds, or nil, and a channel closed when a
+// prepared transaction next ends: a reader that meets a held key waits on
+// it and looks again (prepare conflicts per document, package engine's
+// txn_prepare.go). The caller checks AnyPrepared first; a range with no
+// held key costs a binary search without a lock (readers of other
+// documents do not contend while a transaction is prepared), one with a
+// held key takes the intents' lock to search again and get the channel.
+func (db *DB) PreparedIn(lo, hi []byte) (held []byte, ended <-chan struct{}) {
+	in := &db.intents
+	if _, ok := heldIn(in.held.Load(), lo, hi); !ok {
+		return nil, nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	k, ok := heldIn(in.held.Load(), lo, hi) // current: the list changes under mu
+	if !ok {
+		return nil, nil
+	}
+	if in.ended == nil {
+		in.ended = make(chan struct{})
+	}
+	return []byte(k), in.ended
+}
+
+// heldIn is the first of the sorted keys in [lo, hi) (nil hi: no bound).
+func heldIn(keys *[]string, lo, hi []byte) (string, bool) {
+	if keys == nil {
+		return "", false
+	}
+	ks := *keys
+	i := sort.Search(len(ks), func(i int) bool { return ks[i] >= string(lo) })
+	if i == len(ks) || (hi != nil && ks[i] >= string(hi)) {
+		return "", false
+	}
+	return ks[i], true
+}
+
 // checkPrepared fails a request that writes a key a prepared transaction
 // other than the one it commits holds ("Prepared holds its keys").
 func (in *intents) checkPrepared(t *Txn) error {
@@ -300,19 +368,19 @@ func (in *intents) checkPrepared(t *Txn) error {
 				}
 				for k := range p.own {
 					if inRange(k, o.key, o.value) {
-						return ErrPrepareConflict
+						return &PrepareConflictError{Key: []byte(k)}
 					}
 				}
 				for k := range p.holds {
 					if inRange(k, o.key, o.value) {
-						return ErrPrepareConflict
+						return &PrepareConflictError{Key: []byte(k)}
 					}
 				}
 			}
 			continue
 		}
 		if owner, held := in.owner[string(o.key)]; held && owner.prepared && owner != t.commits {
-			return ErrPrepareConflict
+			return &PrepareConflictError{Key: append([]byte(nil), o.key...)}
 		}
 	}
 	return nil

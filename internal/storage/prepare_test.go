@@ -125,3 +125,63 @@ func TestPreparedHoldsKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestPreparedIn checks that PreparedIn reports exactly the keys prepared
+// transactions hold (their writes and their holds), in [lo, hi), and that
+// its channel closes at the end of a prepared transaction, after which the
+// keys are free; and that a plain write's refusal names the held key.
+func TestPreparedIn(t *testing.T) {
+	db := openTest(t, Options{})
+	put(t, db, "b", "old", "d", "old")
+	if held, _ := db.PreparedIn([]byte("a"), nil); held != nil {
+		t.Fatalf("held %q with nothing prepared", held)
+	}
+	tx := db.Begin()
+	for _, k := range []string{"b", "e"} { // an update and an insert
+		if err := stmt(tx, k, "tx"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Prepare([][]byte{[]byte("m")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		lo, hi, want string // hi "": no bound; want "": none held
+	}{
+		{"a", "", "b"},
+		{"a", "b", ""},
+		{"b", "b\x00", "b"},
+		{"b\x00", "e", ""},
+		{"c", "", "e"},
+		{"d", "d\x00", ""},
+		{"e\x00", "m", ""},
+		{"f", "", "m"},
+		{"m\x00", "", ""},
+	} {
+		var hi []byte
+		if tc.hi != "" {
+			hi = []byte(tc.hi)
+		}
+		held, ended := db.PreparedIn([]byte(tc.lo), hi)
+		if string(held) != tc.want || (held != nil) != (ended != nil) {
+			t.Fatalf("PreparedIn(%q, %q) = %q, want %q", tc.lo, tc.hi, held, tc.want)
+		}
+	}
+	err := db.Write(func(t *Txn) error { t.Set([]byte("e"), []byte("plain")); return nil })
+	var pc *PrepareConflictError
+	if !errors.As(err, &pc) || string(pc.Key) != "e" || !errors.Is(err, ErrWriteConflict) {
+		t.Fatalf("plain write of a held key: %v, want a PrepareConflictError naming e", err)
+	}
+	_, ended := db.PreparedIn([]byte("b"), nil)
+	if err := tx.CommitPrepared(nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	default:
+		t.Fatal("the channel did not close at the commit")
+	}
+	if held, _ := db.PreparedIn([]byte("a"), nil); held != nil {
+		t.Fatalf("held %q after the commit", held)
+	}
+}

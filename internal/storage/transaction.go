@@ -94,6 +94,10 @@ type intents struct {
 	// while it is 0).
 	prepared  map[*Transaction]struct{}
 	nPrepared atomic.Int32
+	// held lists, sorted, every key a prepared transaction holds
+	// (sortHeld, under mu; PreparedIn searches it without the lock: a
+	// new list replaces it, none is changed in place).
+	held atomic.Pointer[[]string]
 	// ended is closed when a prepared transaction ends (made by the
 	// first waiter, PreparedEnded).
 	ended chan struct{}

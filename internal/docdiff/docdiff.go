@@ -54,6 +54,15 @@ func Diff(old, new bsoncore.Document) bsoncore.Document {
 // diffObject diffs two embedded documents; ok is false when the new field
 // order cannot be reached by removing, replacing and appending fields.
 func diffObject(old, new bsoncore.Document) (bsoncore.Document, bool) {
+	if d, ok := diffSameNames(old, new); ok {
+		return d, true
+	}
+	return diffFields(old, new)
+}
+
+// diffFields is diffObject's general case: fields removed, kept, replaced
+// and appended.
+func diffFields(old, new bsoncore.Document) (bsoncore.Document, bool) {
 	oel, err1 := old.Elements()
 	nel, err2 := new.Elements()
 	if err1 != nil || err2 != nil {
@@ -104,6 +113,65 @@ func diffObject(old, new bsoncore.Document) (bsoncore.Document, bool) {
 		}
 		upd = append(upd, bsoncore.Element(e))
 	}
+	return assemble(del, upd, ins, sub), true
+}
+
+// maxSameNames bounds the fields diffSameNames compares pairwise for
+// repeated names; larger documents take diffObject's maps.
+const maxSameNames = 32
+
+// diffSameNames is diffObject for the common update that changes values
+// only: old and new hold the same field names in the same order, none
+// repeated, so every field is kept and the diff has only u and s entries.
+// It reads both documents in step, without diffObject's element slices
+// and maps (the oplog entry of every update diffs its document: YCSB-A's
+// profile had diffObject at 6–7% of the server's CPU). ok is false when
+// the names differ in any way (or a document is cut short, or has more
+// than maxSameNames fields), and diffFields decides then; where both
+// decide, they write the same bytes (TestSameNamesAsFields).
+func diffSameNames(old, new bsoncore.Document) (bsoncore.Document, bool) {
+	if len(old) < 5 || len(new) < 5 {
+		return nil, false
+	}
+	orest, nrest := old[4:len(old)-1], new[4:len(new)-1]
+	var names [maxSameNames]string
+	var upd, sub []bsoncore.Element
+	for n := 0; len(orest) > 0 || len(nrest) > 0; n++ {
+		if n == maxSameNames {
+			return nil, false
+		}
+		oe, or, ok1 := bsoncore.ReadElement(orest)
+		ne, nr, ok2 := bsoncore.ReadElement(nrest)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		orest, nrest = or, nr
+		name := oe.Key()
+		if ne.Key() != name {
+			return nil, false
+		}
+		for _, seen := range names[:n] {
+			if seen == name {
+				return nil, false // a repeated name: diffObject refuses it
+			}
+		}
+		names[n] = name
+		ov, v := oe.Value(), ne.Value()
+		if ov.Type == v.Type && bytes.Equal(ov.Data, v.Data) {
+			continue
+		}
+		if nested, ok := diffValue(ov, v); ok {
+			sub = append(sub, bsoncore.AppendDocumentElement(nil, "s"+name, nested))
+			continue
+		}
+		upd = append(upd, ne)
+	}
+	return assemble(nil, upd, nil, sub), true
+}
+
+// assemble writes a document diff's sections in their order: d, u and i,
+// then the nested diffs.
+func assemble(del, upd, ins, sub []bsoncore.Element) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder()
 	for _, sec := range []struct {
 		name string
@@ -117,7 +185,7 @@ func diffObject(old, new bsoncore.Document) (bsoncore.Document, bool) {
 	if len(sub) > 0 {
 		out = appendElems(out, sub)
 	}
-	return out, true
+	return out
 }
 
 // diffValue returns a nested diff of two objects or two arrays when it is

@@ -176,6 +176,56 @@ func TestDiffApplyRandom(t *testing.T) {
 	}
 }
 
+// TestSameNamesAsFields checks that diffSameNames, the fast path for
+// documents with the same field names, writes exactly what diffFields
+// writes wherever it answers, and answers for every change of values only.
+func TestSameNamesAsFields(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	answered := 0
+	for i := range 5000 {
+		base := bson.D{{Key: "_id", Value: i}}
+		for j := range 1 + rng.IntN(8) {
+			base = append(base, bson.E{Key: fmt.Sprintf("f%d", j), Value: randomValue(rng, 3)})
+		}
+		changed := mutate(rng, base, 3).(bson.D)
+		valuesOnly := rng.IntN(2) == 0
+		if valuesOnly {
+			changed = slices.Clone(base)
+			k := rng.IntN(len(changed))
+			changed[k].Value = mutate(rng, changed[k].Value, 3)
+		}
+		old, _ := bson.Marshal(base)
+		new, _ := bson.Marshal(changed)
+		fast, ok := diffSameNames(old, new)
+		if !ok {
+			if valuesOnly {
+				t.Fatalf("seed %d case %d: no answer for a change of values only: %s → %s", seed, i, bson.Raw(old), bson.Raw(new))
+			}
+			continue
+		}
+		answered++
+		if general, gok := diffFields(old, new); !gok || !bytes.Equal(fast, general) {
+			t.Fatalf("seed %d case %d: %s → %s: diffSameNames %s, diffFields %s (%v)", seed, i, bson.Raw(old), bson.Raw(new), bson.Raw(fast), bson.Raw(general), gok)
+		}
+	}
+	if answered < 2500 {
+		t.Fatalf("only %d answers", answered)
+	}
+	// A repeated name or one out of place: diffFields decides.
+	for _, pair := range [][2]string{
+		{`{"a": 1, "a": 2}`, `{"a": 1, "a": 3}`},
+		{`{"a": 1, "b": 2}`, `{"b": 2, "a": 1}`},
+		{`{"a": 1, "b": 2}`, `{"a": 1}`},
+		{`{"a": 1}`, `{"a": 1, "b": 2}`},
+	} {
+		if d, ok := diffSameNames(ext(t, pair[0]), ext(t, pair[1])); ok {
+			t.Errorf("%s → %s: diffSameNames answered %s", pair[0], pair[1], bson.Raw(d))
+		}
+	}
+}
+
 // FuzzDiffApply checks "Apply inverts Diff" on arbitrary pairs of BSON
 // documents, and that Apply never panics on an arbitrary diff.
 func FuzzDiffApply(f *testing.F) {

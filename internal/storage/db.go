@@ -210,6 +210,7 @@ func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{opts.Logger},
+		MemTableSize:       memTableSize(opts.CacheSize),
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
@@ -221,6 +222,21 @@ func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 	return popts
 }
 
+// memTableSize is the memtable size for a block cache of cacheSize bytes: a
+// sixteenth of it, from Pebble's default of 4 MiB up to 64 MiB (16 MiB for
+// the smallest default cache, 64 MiB from a 1 GiB cache on). Pebble reserves
+// the memory of its memtables (at most two before writes stall) in the block
+// cache, so they never take more than an eighth of it from cached blocks,
+// and the process's memory stays within the cache size. A larger memtable
+// absorbs the rewrites of hot documents (YCSB's zipfian updates) before they
+// reach a table, and each update carries an oplog entry as well: with 4 MiB
+// (a few thousand updates) the store flushed several times a second and
+// every flush of keys spread over the collection meant a compaction with
+// its base level.
+func memTableSize(cacheSize int64) uint64 {
+	return uint64(min(max(cacheSize/16, 4<<20), 64<<20))
+}
+
 // uncompressedLevels is how many levels from L0 on store blocks uncompressed.
 const uncompressedLevels = 2
 
@@ -228,14 +244,31 @@ const uncompressedLevels = 2
 // newest, soonest rewritten data: compressing it only to decompress it at
 // the next compaction costs CPU on every write and saves little space, so
 // they store blocks as they are. Deeper levels, which hold most of the data
-// for longest, use Pebble's fastest profile (MinLZ on amd64, Snappy on
-// arm64), which keeps a block uncompressed when compressing it saves less
-// than 12%, so incompressible values are not stored compressed either.
+// for longest, compress data blocks adaptively (adaptiveCompression).
 func levelCompression(i int) func() *sstable.CompressionProfile {
 	if i < uncompressedLevels {
 		return func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
-	return func() *sstable.CompressionProfile { return sstable.FastestCompression }
+	return func() *sstable.CompressionProfile { return adaptiveCompression }
+}
+
+// adaptiveCompression compresses a data block with Pebble's fastest
+// algorithm (MinLZ on amd64, Snappy on arm64) only while that pays: Pebble's
+// adaptive compressor tries it on one block in ten (and on the first) and
+// keeps an average of what it saved, and below 12% stores the other blocks
+// as they are without trying. A block that shrinks less than 12% is stored
+// uncompressed as well. Documents of random or already compressed values
+// then cost no compression on every compaction that rewrites them (YCSB's
+// records did: MinLZ was 40% of the compactions' CPU under YCSB-A and
+// stored almost every block uncompressed anyway). Index and other blocks
+// are small and stored uncompressed.
+var adaptiveCompression = &sstable.CompressionProfile{
+	Name:                           "CairnAdaptive",
+	DataBlocks:                     sstable.FastestCompression.DataBlocks,
+	ValueBlocks:                    sstable.FastestCompression.ValueBlocks,
+	OtherBlocks:                    sstable.NoCompression.OtherBlocks,
+	MinReductionPercent:            12,
+	AdaptiveReductionCutoffPercent: 12,
 }
 
 // checkFormat writes the format marker into a new store and refuses a

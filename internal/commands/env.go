@@ -305,13 +305,12 @@ type Session struct {
 	shapeTick uint64
 	// sess is the logical session of the command in progress (sessions.go).
 	sess cmdSession
-	// owned filters the reads of the command in progress that carries a
-	// shardVersion to the documents of chunks this shard owns (nil:
-	// none; sharding.go).
-	owned *ownedReads
-	// enforcePrepare: the command in progress waits on prepare conflicts
-	// (enforcesPrepare; exec.Env.EnforcingPrepare).
-	enforcePrepare bool
+	// scope narrows the command in progress's execution environment
+	// (Session.x, with the session's transaction): Owned filters the
+	// reads of a command that carries a shardVersion to the documents of
+	// chunks this shard owns (sharding.go); EnforcePrepare makes it wait
+	// on prepare conflicts (enforcesPrepare).
+	scope exec.Scope
 }
 
 // Interrupt cancels the command in progress on the session, if any, with

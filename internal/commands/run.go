@@ -158,7 +158,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		}
 	}
 	s.stat = opStats{}
-	s.enforcePrepare = enforcesPrepare(req, writes)
+	s.scope.EnforcePrepare = enforcesPrepare(req, writes)
 	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
 	if err == nil && cmd.kind == kindWrite && s.Env.Repl != nil {
 		err = replStateError(out)

@@ -73,12 +73,6 @@ func cmdSharding(ctx context.Context, s *Session, req *Request, dst []byte) (bso
 	return r.Finish(), nil
 }
 
-// ownedReads is the SHARDING_FILTER of a command's reads of ns.
-type ownedReads struct {
-	ns   engine.Namespace
-	owns func(bsoncore.Document) bool
-}
-
 // admitSharded runs Sharding.Admit for a command on a collection: its
 // first field names the collection (explain's, its inner command's).
 // Commands on no collection pass. A command that Admit gives a filter
@@ -121,9 +115,9 @@ func admitSharded(ctx context.Context, s *Session, req *Request, write bool) (fu
 	if owns == nil {
 		return release, nil
 	}
-	s.owned = &ownedReads{ns: engine.Namespace{DB: req.DB, Coll: coll}, owns: owns}
+	s.scope.OwnedNS, s.scope.Owned = engine.Namespace{DB: req.DB, Coll: coll}, owns
 	return func() {
-		s.owned = nil
+		s.scope.OwnedNS, s.scope.Owned = engine.Namespace{}, nil
 		if release != nil {
 			release()
 		}

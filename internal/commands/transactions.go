@@ -210,21 +210,13 @@ func txnDDL(s *Session, name string) (*engine.Txn, error) {
 	return t, nil
 }
 
-// x is the execution environment of the command: inside its transaction
+// x is the execution environment of the command (Session.scope): inside its transaction
 // when it runs in one, filtering orphans out of a shard's reads that carry
 // a shardVersion.
 func (s *Session) x() *exec.Env {
-	x := s.Env.Exec
-	if t := s.sess.etx; t != nil {
-		x = x.InTxn(t)
-	}
-	if o := s.owned; o != nil {
-		x = x.Owning(o.ns, o.owns) // a shard's read with a shardVersion (sharding.go)
-	}
-	if s.enforcePrepare {
-		x = x.EnforcingPrepare()
-	}
-	return x
+	sc := s.scope
+	sc.Txn = s.sess.etx
+	return s.Env.Exec.Within(sc)
 }
 
 // enforcesPrepare reports whether a command's reads wait on prepare
@@ -241,12 +233,17 @@ func enforcesPrepare(req *Request, writes bool) bool {
 	if len(rc) == 0 {
 		return false
 	}
-	level, _ := rc.Lookup("level").StringValueOK()
-	if level == "snapshot" || level == "linearizable" {
+	if level := rc.Lookup("level"); stringIs(level, "snapshot") || stringIs(level, "linearizable") {
 		return true
 	}
 	_, err := rc.LookupErr("afterClusterTime")
 	return err == nil
+}
+
+// stringIs reports whether v is the string s, without making a Go string
+// of it (a statement's hot path: TestTxnPointReadAllocs).
+func stringIs(v bsoncore.Value, s string) bool {
+	return v.Type == bsoncore.TypeString && len(v.Data) >= 5 && string(v.Data[4:len(v.Data)-1]) == s
 }
 
 // cmdTransactionEnd is commitTransaction and abortTransaction.

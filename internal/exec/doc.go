@@ -11,11 +11,12 @@
 //
 // # Pieces
 //
-//   - env.go: Env, the engine and the plan cache; Insert; InTxn, the Env
-//     whose reads and writes run inside a transaction (engine.Txn);
-//     Owning, the Env whose reads of one collection keep only a shard's
-//     own documents (SHARDING_FILTER, planner.Query.Owned), and whose
-//     updates and deletes of it change only those.
+//   - env.go: Env, the engine and the plan cache; Insert; Within, the Env
+//     narrowed to a command's Scope: its reads and writes inside a
+//     transaction (engine.Txn), its reads of one collection keeping only a
+//     shard's own documents (SHARDING_FILTER, planner.Query.Owned) and its
+//     updates and deletes of it changing only those, its reads waiting on
+//     prepare conflicts.
 //   - selection.go: Selection, a parsed read, and how it becomes a
 //     planner.Query.
 //   - read.go: Open, the one entry point of every read, for running and for

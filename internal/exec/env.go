@@ -18,57 +18,73 @@ type Env struct {
 	// planner.Cache and its invariant "Cache follows the catalog").
 	plans *planner.Cache
 	// txn, when set, is the transaction every read and write of this Env
-	// runs in (InTxn).
+	// runs in (Scope.Txn).
 	txn *engine.Txn
 	// feed is the oplog's newest entries, read once for every change
 	// stream (changestream.Feed).
 	feed *changestream.Feed
 	// ownedNS and owned, when set, filter every read of that collection
-	// to the documents of chunks this shard owns (Owning).
+	// to the documents of chunks this shard owns (Scope.Owned).
 	ownedNS engine.Namespace
 	owned   func(bsoncore.Document) bool
-	// enforcePrepare: reads wait on prepare conflicts (EnforcingPrepare).
+	// enforcePrepare: reads wait on prepare conflicts (Scope.EnforcePrepare).
 	enforcePrepare bool
 }
 
-// EnforcingPrepare is an Env whose reads wait on prepare conflicts: one
-// that reaches a document a prepared transaction holds waits until it
-// commits or aborts and then reads the outcome (planner.Options.
-// PrepareConflicts). Reads of other Envs read past prepared documents,
-// as MongoDB's local and majority reads do.
-func (e *Env) EnforcingPrepare() *Env {
+// Scope narrows an Env to one command's circumstances; Within makes the
+// narrowed Env (one copy, however many fields are set: a command's
+// environment is made per statement, TestTxnPointReadAllocs).
+type Scope struct {
+	// Txn: every read and write runs inside this transaction — reads see
+	// its snapshot and its own writes, writes are its statements.
+	Txn *engine.Txn
+	// OwnedNS and Owned: reads of collection OwnedNS keep only the
+	// documents Owned reports true for — a shard's reads that carry a
+	// shardVersion, which return no orphans (SHARDING_FILTER;
+	// planner.Query.Owned) — and updates, deletes and findAndModify of it
+	// leave orphans alone (a write a router sends to several shards must
+	// not change a migration's copy as well). Reads of other collections
+	// ($lookup's, $unionWith's) are not filtered.
+	OwnedNS engine.Namespace
+	Owned   func(bsoncore.Document) bool
+	// EnforcePrepare: reads wait on prepare conflicts — one that reaches a
+	// document a prepared transaction holds waits until it commits or
+	// aborts and then reads the outcome (planner.Options.PrepareConflicts).
+	// Reads of other Envs read past prepared documents, as MongoDB's local
+	// and majority reads do.
+	EnforcePrepare bool
+}
+
+// Within is e narrowed to sc (e itself when sc narrows nothing).
+func (e *Env) Within(sc Scope) *Env {
+	if sc.Txn == nil && sc.Owned == nil && !sc.EnforcePrepare {
+		return e
+	}
 	c := *e
-	c.enforcePrepare = true
+	c.narrow(sc)
 	return &c
 }
 
-// Owning is an Env whose reads of collection ns keep only the documents
-// owned reports true for: a shard's reads that carry a shardVersion, which
-// return no orphans (SHARDING_FILTER; planner.Query.Owned), and whose
-// updates, deletes and findAndModify of ns leave orphans alone (a write a
-// router sends to several shards must not change a migration's copy as
-// well). Reads of other collections ($lookup's, $unionWith's) are not
-// filtered.
-func (e *Env) Owning(ns engine.Namespace, owned func(bsoncore.Document) bool) *Env {
-	c := *e
-	c.ownedNS, c.owned = ns, owned
-	return &c
+// narrow sets what sc sets (apart from Within, which stays small enough to
+// be inlined, so a caller's narrowed Env need not escape).
+func (e *Env) narrow(sc Scope) {
+	if sc.Txn != nil {
+		e.txn = sc.Txn
+	}
+	if sc.Owned != nil {
+		e.ownedNS, e.owned = sc.OwnedNS, sc.Owned
+	}
+	if sc.EnforcePrepare {
+		e.enforcePrepare = true
+	}
 }
 
-// OwnedFilter is the filter Owning gave reads of ns, nil when none.
+// OwnedFilter is the filter Within (Scope.Owned) gave reads of ns, nil when none.
 func (e *Env) OwnedFilter(ns engine.Namespace) func(bsoncore.Document) bool {
 	if e.owned != nil && e.ownedNS == ns {
 		return e.owned
 	}
 	return nil
-}
-
-// InTxn is an Env whose reads and writes run inside transaction t: reads
-// see its snapshot and its own writes, writes are its statements.
-func (e *Env) InTxn(t *engine.Txn) *Env {
-	c := *e
-	c.txn = t
-	return &c
 }
 
 // Txn is the transaction the Env runs in, nil outside one.

@@ -105,8 +105,10 @@ type Options struct {
 //
 // The plan runs under ctx (see Prepare), except the point read: one read
 // has nothing to interrupt, so it keeps no context and may outlive ctx.
-// Outside a transaction, Open first waits while a prepared transaction
-// holds ns (engine.WaitPrepared: a prepare conflict).
+// Outside a transaction, and in one at a cluster time, Open first waits
+// while a prepared transaction holds ns (engine.WaitPrepared: a prepare
+// conflict; at a time, engine's "A read at T sees a prepared commit iff
+// its commitTimestamp ≤ T").
 func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if opts.AsOf != 0 {
 		return openAsOf(ctx, eng, ns, q, opts)
@@ -148,6 +150,11 @@ func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, 
 
 // openInTxn is Open in a transaction's snapshot (apart, as openSnapshot).
 func openInTxn(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if at := opts.Txn.ReadAt(); at != 0 { // a transaction at a cluster time: a prepare conflict
+		if err := eng.WaitPreparedAt(ctx, ns, at); err != nil {
+			return nil, err
+		}
+	}
 	if opts.NS == "" {
 		opts.NS = ns.String()
 	}
@@ -161,6 +168,9 @@ func openInTxn(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Q
 // openAsOf is Open at a cluster time. A point read reads without a
 // snapshot here too (engine.GetAt).
 func openAsOf(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if err := eng.WaitPreparedAt(ctx, ns, opts.AsOf); err != nil { // a prepare conflict at the time
+		return nil, err
+	}
 	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
 		if id, ok := pointID(&q); ok {
 			e := pointRead(eng, ns, &q, id)

@@ -126,6 +126,13 @@ func (u *Use) load() error {
 // Transaction returns the open transaction number n of the session for a
 // statement, starting it when start (startTransaction: true).
 func (u *Use) Transaction(n int64, start bool) (*engine.Txn, error) {
+	return u.TransactionAt(n, start, 0)
+}
+
+// TransactionAt is Transaction whose start reads at cluster time at
+// (readConcern snapshot with atClusterTime: engine.BeginAt), or, at 0,
+// what is committed now.
+func (u *Use) TransactionAt(n int64, start bool, at hlc.Timestamp) (*engine.Txn, error) {
 	if err := u.load(); err != nil {
 		return nil, err
 	}
@@ -140,10 +147,19 @@ func (u *Use) Transaction(n int64, start bool) (*engine.Txn, error) {
 		if e.tx.status == txnPrepared {
 			return nil, errPrepared(e.txn, "start a newer transaction")
 		}
+		var etx *engine.Txn
+		if at != 0 {
+			var err error
+			if etx, err = t.eng.BeginAt(at); err != nil {
+				return nil, err
+			}
+		} else {
+			etx = t.eng.Begin()
+		}
 		u.abortOpen()
 		t.mu.Lock()
 		e.txn = n
-		e.tx = txnState{status: txnOpen, etx: t.eng.Begin(), started: t.now()}
+		e.tx = txnState{status: txnOpen, etx: etx, started: t.now()}
 		e.tx.etx.Session = &engine.OplogSession{LSID: u.id.Doc(), TxnNumber: n}
 		t.mu.Unlock()
 		return e.tx.etx, nil

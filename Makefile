@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/... ./internal/replset/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak bench-migration replset-failover replset-catchup replset-linear
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
 
 all: build
 
@@ -159,6 +159,14 @@ TWOPHASE_ROUNDS ?= 40
 TWOPHASE_SEED ?=
 twophase-soak:
 	CAIRN_2PC_ROUNDS=$(TWOPHASE_ROUNDS) CAIRN_2PC_SEED=$(TWOPHASE_SEED) $(GO) test -count=1 -run '^TestTwoPhaseCommit$$' -timeout 120m -v .
+
+## snapshot-bank: cross-shard transfers (two-phase commits through a
+## router) while snapshot transactions and snapshot finds sum every
+## account, for SNAPSHOT_BANK_SECONDS (`make test` runs 2); every sum must
+## be the total. CAIRN_SEED replays a run.
+SNAPSHOT_BANK_SECONDS ?= 60
+snapshot-bank:
+	CAIRN_SNAPSHOT_BANK_SECONDS=$(SNAPSHOT_BANK_SECONDS) $(GO) test -count=1 -run '^TestRouterSnapshotBank$$' -timeout 60m -v .
 
 ## bench-migration: a migration's throughput (MB/s) with and without
 ## writers, MIGRATION_MB megabytes in one chunk and MIGRATION_OTHER_MB in

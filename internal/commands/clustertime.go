@@ -178,7 +178,13 @@ func appendClusterTimes(reply bsoncore.Document, s *Session) bsoncore.Document {
 var zeroProof [clusterkeys.ProofLen]byte
 
 // afterClusterTime is the readConcern's afterClusterTime, zero for none.
-func afterClusterTime(req *Request) hlc.Timestamp {
+func afterClusterTime(req *Request) hlc.Timestamp { return readConcernTime(req, "afterClusterTime") }
+
+// atClusterTimeOf is the readConcern's atClusterTime, zero for none.
+func atClusterTimeOf(req *Request) hlc.Timestamp { return readConcernTime(req, "atClusterTime") }
+
+// readConcernTime is the readConcern's timestamp field, zero for none.
+func readConcernTime(req *Request, field string) hlc.Timestamp {
 	rc, ok := req.Arg("readConcern")
 	if !ok {
 		return 0
@@ -187,7 +193,7 @@ func afterClusterTime(req *Request) hlc.Timestamp {
 	if !ok {
 		return 0
 	}
-	t, i, ok := d.Lookup("afterClusterTime").TimestampOK()
+	t, i, ok := d.Lookup(field).TimestampOK()
 	if !ok {
 		return 0
 	}
@@ -200,16 +206,23 @@ func afterClusterTime(req *Request) hlc.Timestamp {
 // ahead of an idle node) is reached with a no-op oplog entry, as MongoDB's
 // primary writes one; a secondary, which cannot write, waits until it has
 // applied the primary's entries up to T (a causally consistent read of the
-// session's own write on a secondary).
+// session's own write on a secondary). A snapshot read at atClusterTime T
+// waits the same way when the clock has reached T (a router's chosen time,
+// which it gossips as $clusterTime with the read: one snapshot across
+// shards, on the shards that have committed less); a T beyond the clock
+// is the read's error, as mongod's.
 func waitClusterTime(ctx context.Context, s *Session, req *Request) error {
 	if !s.Env.ClusterTimes() {
 		return nil
 	}
+	db := s.Env.Engine.Storage()
 	target := afterClusterTime(req)
+	if at := atClusterTimeOf(req); at > target && at <= db.Clock().Current() {
+		target = at
+	}
 	if target == 0 {
 		return nil
 	}
-	db := s.Env.Engine.Storage()
 	if db.LastCommitted() >= target {
 		return nil
 	}

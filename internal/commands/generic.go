@@ -460,6 +460,12 @@ func readAtClusterTime(s *Session, req *Request) (hlc.Timestamp, error) {
 	if v.Type == 0 {
 		return s.Env.Engine.SnapshotNow()
 	}
+	return parseAtClusterTime(v)
+}
+
+// parseAtClusterTime reads readConcern's atClusterTime: a timestamp, not
+// the null one.
+func parseAtClusterTime(v bsoncore.Value) (hlc.Timestamp, error) {
 	t, i, ok := v.TimestampOK()
 	if !ok {
 		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'readConcern.atClusterTime' is the wrong type '%s', expected type 'timestamp'", typeName(v.Type))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/auth"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/session"
@@ -36,6 +37,9 @@ type cmdSession struct {
 	// level is the readConcern level the command starting a transaction
 	// named ("" for none), kept in the transaction (useTransaction).
 	level string
+	// at is its readConcern's atClusterTime (level snapshot), 0 for none:
+	// the transaction reads at it (engine.BeginAt).
+	at hlc.Timestamp
 	// stmtIDs are the statements' ids a router gave (checkStmtIDs).
 	stmtIDs []int32
 }

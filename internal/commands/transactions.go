@@ -23,7 +23,11 @@ import (
 // commitTransaction and abortTransaction, and MongoDB's error labels.
 //
 // Transactions run on replica-set members (the primary); a standalone
-// refuses them with IllegalOperation, as mongod does.
+// refuses them with IllegalOperation, as mongod does. readConcern snapshot
+// may name atClusterTime (what a router sends every participant, one
+// snapshot across shards): the transaction reads the member's snapshot
+// history at that time (engine.BeginAt), after its last committed time has
+// reached it (waitClusterTime).
 //
 // create and createIndexes run in a transaction as MongoDB 4.4+ allows
 // (engine txn_ddl.go): a new collection, and indexes on it while it is
@@ -155,9 +159,20 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 					return mongoerr.New(mongoerr.InvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
 				}
 			case "provenance", "afterClusterTime": // waited for before the snapshot (run)
+			case "atClusterTime":
+				// One snapshot across shards: a router sends every
+				// participant the time it chose (engine.BeginAt).
+				at, err := parseAtClusterTime(el.Value())
+				if err != nil {
+					return err
+				}
+				s.sess.at = at
 			default:
 				return mongoerr.New(mongoerr.InvalidOptions, "readConcern %s is not supported in a transaction yet", el.Key())
 			}
+		}
+		if s.sess.at != 0 && s.sess.level != "snapshot" {
+			return mongoerr.New(mongoerr.InvalidOptions, "readConcern level snapshot is required when specifying atClusterTime")
 		}
 	}
 	if g.writeConcern.Type != 0 && !endsTransaction(name) {
@@ -184,7 +199,7 @@ func useTransaction(s *Session, name string) error {
 	if s.sess.start {
 		s.Env.Cursors.closeTxnCursors(s.sess.use.ID()) // an older transaction's
 	}
-	t, err := s.sess.use.Transaction(s.sess.txn, s.sess.start)
+	t, err := s.sess.use.TransactionAt(s.sess.txn, s.sess.start, s.sess.at)
 	if err != nil {
 		return err
 	}
@@ -329,7 +344,8 @@ func txnOutcome(s *Session, name string, out bsoncore.Document, err error) error
 	}
 	code := mongoerr.CodeOf(err)
 	switch {
-	case code == mongoerr.NoSuchTransaction, code == mongoerr.WriteConflict, code == mongoerr.LockTimeout:
+	case code == mongoerr.NoSuchTransaction, code == mongoerr.WriteConflict, code == mongoerr.LockTimeout,
+		code == mongoerr.SnapshotTooOld, code == mongoerr.SnapshotUnavailable: // a read time the member cannot serve (MongoDB labels snapshot errors so)
 		return withLabels(err, bson.A{"TransientTransactionError"})
 	case name == "commitTransaction" && unknownCommitResult(code):
 		return withLabels(err, bson.A{"UnknownTransactionCommitResult"})

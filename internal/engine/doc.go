@@ -47,7 +47,9 @@
 //     only by its commit or abort).
 //   - snapshot_history.go: held storage snapshots for reads of plain
 //     collections at a cluster time (invariant "A held view is exact from
-//     its time").
+//     its time"); snapshot_prepared.go: reads and transactions at a
+//     cluster time (BeginAt) against prepared transactions (invariant "A
+//     read at T sees a prepared commit iff its commitTimestamp ≤ T").
 //   - stats.go, indexusage.go, ops.go: collStats figures, $indexStats
 //     counters and the currentOp registry, all in memory.
 //   - check.go, invariants.go: CheckIndexes, and the runtime checks that

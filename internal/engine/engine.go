@@ -41,16 +41,17 @@ type Engine struct {
 	cat         *catalog.Catalog
 	seq         *idgen.Sequential
 	specs       specCache
-	tails       docTails    // "Tail bound" (write.go); pipeline goroutine only
-	valid       validators  // "Valid on commit" (docvalidation.go); pipeline goroutine only
-	wake        wakeup      // awaitData waiters on capped inserts (capped.go)
-	oplog       oplog       // the change log (oplog.go)
-	horizons    horizons    // versioned collections' retention horizons (history_asof.go)
-	asOfIters   asOfIters   // open iterators for as-of point reads (history_iters.go)
-	snaps       snapHistory // held views for snapshot reads of plain collections (snapshot_history.go)
-	recordBuf   []byte      // a version's record as recordVersion builds it (pipeline goroutine)
-	versionings versionings // parsed versioning options (versioning.go); pipeline goroutine only
-	txn         txnCursor   // the transaction whose statement is applied (txn.go); pipeline goroutine only
+	tails       docTails        // "Tail bound" (write.go); pipeline goroutine only
+	valid       validators      // "Valid on commit" (docvalidation.go); pipeline goroutine only
+	wake        wakeup          // awaitData waiters on capped inserts (capped.go)
+	oplog       oplog           // the change log (oplog.go)
+	horizons    horizons        // versioned collections' retention horizons (history_asof.go)
+	asOfIters   asOfIters       // open iterators for as-of point reads (history_iters.go)
+	snaps       snapHistory     // held views for snapshot reads of plain collections (snapshot_history.go)
+	prepCommits preparedCommits // prepared commits after their commitTimestamp (snapshot_prepared.go)
+	recordBuf   []byte          // a version's record as recordVersion builds it (pipeline goroutine)
+	versionings versionings     // parsed versioning options (versioning.go); pipeline goroutine only
+	txn         txnCursor       // the transaction whose statement is applied (txn.go); pipeline goroutine only
 	log         *slog.Logger
 	now         func() time.Time
 

@@ -48,6 +48,10 @@ func (e *Engine) NewReaderAt(ns Namespace, at hlc.Timestamp) (*Reader, error) {
 		_ = r.Close()
 		return nil, err
 	}
+	if err := e.preparedAt(ns, at); err != nil { // its versions take the commit's own time (snapshot_prepared.go)
+		_ = r.Close()
+		return nil, err
+	}
 	r.asOf, r.ixs = at, nil
 	return r, nil
 }
@@ -86,6 +90,9 @@ func (e *Engine) GetAt(dst []byte, ns Namespace, id bsoncore.Value, at hlc.Times
 		return e.getHeld(dst, ns, id, at) // snapshot_history.go
 	}
 	if err := e.checkHorizon(ns, coll.ID, at); err != nil {
+		return dst, false, err
+	}
+	if err := e.preparedAt(ns, at); err != nil { // its versions take the commit's own time (snapshot_prepared.go)
 		return dst, false, err
 	}
 	var kb [96]byte

@@ -236,6 +236,15 @@ func (e *Engine) viewAt(ns Namespace, at hlc.Timestamp) (*heldView, error) {
 	if !logged(ns) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern snapshot with atClusterTime cannot read %s: its changes are not in the oplog", ns)
 	}
+	if err := e.preparedAt(ns, at); err != nil { // snapshot_prepared.go
+		return nil, err
+	}
+	return e.heldAt(at)
+}
+
+// heldAt is viewAt of the whole store: the view exact at at, held.
+func (e *Engine) heldAt(at hlc.Timestamp) (*heldView, error) {
+	h := &e.snaps
 	if last := e.db.LastCommitted(); at > last {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime value must not be greater than the current clusterTime. Requested clusterTime: %s; current clusterTime: %s", at, last)
 	}

@@ -109,6 +109,9 @@ type Txn struct {
 	prepareTS hlc.Timestamp
 	// holds are released when the transaction ends (txn_hold.go).
 	holds txnHolds
+	// at is the cluster time a transaction begun by BeginAt reads at
+	// (snapshot_prepared.go); 0 otherwise.
+	at hlc.Timestamp
 
 	// The rest is used on the pipeline goroutine only (statements and the
 	// commit request).
@@ -193,6 +196,11 @@ func (t *Txn) Writes() bool { return t.st.Len() > 0 || len(t.createdOrder) > 0 }
 // NewReaderIn opens a reader of ns inside transaction t: its snapshot plus
 // its own writes, through the catalog that matches them.
 func (e *Engine) NewReaderIn(t *Txn, ns Namespace) (*Reader, error) {
+	if t.at != 0 {
+		if err := e.preparedAt(ns, t.at); err != nil { // snapshot_prepared.go
+			return nil, err
+		}
+	}
 	r := &Reader{e: e, snap: t.st}
 	if err := r.describe(t.collection(ns)); err != nil {
 		return nil, err
@@ -205,6 +213,11 @@ func (e *Engine) GetIn(t *Txn, dst []byte, ns Namespace, id bsoncore.Value) ([]b
 	c := t.collection(ns)
 	if c == nil {
 		return dst, false, nil
+	}
+	if t.at != 0 {
+		if err := e.preparedAt(ns, t.at); err != nil { // snapshot_prepared.go
+			return dst, false, err
+		}
 	}
 	// The key on the stack, as Get builds it (TestTxnReadAllocs).
 	var kb [64]byte

@@ -71,8 +71,10 @@ import (
 //
 // The prepare timestamp is the cluster time the prepare request takes. A
 // commit takes a commitTimestamp (the coordinator's: the highest of the
-// participants' prepare timestamps): the node's clock observes it first,
-// so the commit's oplog entry is at or after it.
+// participants' prepare timestamps): the node's clock observes the time
+// just before it first, so the commit's oplog entry is at it (nothing
+// here has a later time) or after it (snapshot_prepared.go's invariant
+// covers a read in between).
 //
 // Deviation from MongoDB 7.0: the oplog carries no prepare entry ({prepare:
 // true}) and no separate commitTransaction entry: the prepared record
@@ -147,13 +149,17 @@ func (t *Txn) CommitPrepared(commitTS hlc.Timestamp, also func(tx *storage.Txn, 
 	if commitTS < t.prepareTS {
 		return 0, mongoerr.New(mongoerr.InvalidOptions, "commitTimestamp %v is before the prepareTimestamp %v", commitTS, t.prepareTS)
 	}
-	if err := t.e.db.Clock().Observe(commitTS); err != nil {
+	// The clock observes the time just before commitTS: the commit takes
+	// commitTS itself when nothing here has a later time yet, so a read at
+	// commitTS sees it (snapshot_prepared.go); otherwise a later one.
+	if err := t.e.db.Clock().Observe(commitTS - 1); err != nil {
 		return 0, err
 	}
 	key := preparedKey(t.Session)
 	var ts hlc.Timestamp
 	err := t.st.CommitPrepared(t.commitFn(func(tx *storage.Txn, ts hlc.Timestamp) error {
 		tx.Delete(key)
+		t.e.recordPreparedCommit(t, commitTS, ts) // before anyone sees it (snapshot_prepared.go)
 		if also != nil {
 			return also(tx, ts)
 		}

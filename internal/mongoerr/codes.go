@@ -152,6 +152,7 @@ const (
 	InvalidIndexSpecOption     Code = 197
 	QueryFeatureNotAllowed     Code = 224
 	SnapshotTooOld             Code = 239 // an as-of read before a versioned collection's retention
+	SnapshotUnavailable        Code = 246 // a read at a cluster time that a prepared commit's own time makes inexact
 	ConversionFailure          Code = 241
 	IndexBuildAborted          Code = 276
 	UnsatisfiableCommitQuorum  Code = 278

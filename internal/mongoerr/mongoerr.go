@@ -155,6 +155,7 @@ var names = map[Code]string{
 	UnknownReplWriteConcern:                    "UnknownReplWriteConcern",
 	NewReplicaSetConfigurationIncompatible:     "NewReplicaSetConfigurationIncompatible",
 	SnapshotTooOld:                             "SnapshotTooOld",
+	SnapshotUnavailable:                        "SnapshotUnavailable",
 }
 
 // Name is c's codeName: MongoDB's name for a named code, and

@@ -118,13 +118,16 @@ type Options struct {
 // prepare conflicts under ctx: the point read first, while a prepared
 // transaction holds its document (engine.WaitPreparedDoc), any other plan
 // at each document or index entry a prepared transaction holds
-// (engine.Reader.PrepareConflicts).
+// (engine.Reader.PrepareConflicts). At a cluster time (opts.AsOf, or a
+// transaction begun at one), Open first waits for the transactions
+// prepared before the read holding ns (engine.WaitPreparedAt: engine's
+// "A read at T sees a prepared commit iff its commitTimestamp ≤ T").
 func Open(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
 	if opts.AsOf != 0 {
 		return openAsOf(ctx, eng, ns, q, opts)
 	}
 	if opts.Txn != nil {
-		if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
+		if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil && opts.Txn.ReadAt() == 0 {
 			if id, ok := pointID(&q); ok {
 				e := pointRead(eng, ns, &q, id)
 				e.x.txn = opts.Txn // engine.GetIn: the snapshot plus its own writes
@@ -172,6 +175,11 @@ func openSnapshot(ctx context.Context, eng *engine.Engine, ns engine.Namespace, 
 
 // openInTxn is Open in a transaction's snapshot (apart, as openSnapshot).
 func openInTxn(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if at := opts.Txn.ReadAt(); at != 0 { // a transaction at a cluster time: a prepare conflict
+		if err := eng.WaitPreparedAt(ctx, ns, at); err != nil {
+			return nil, err
+		}
+	}
 	if opts.NS == "" {
 		opts.NS = ns.String()
 	}
@@ -185,6 +193,9 @@ func openInTxn(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Q
 // openAsOf is Open at a cluster time. A point read reads without a
 // snapshot here too (engine.GetAt).
 func openAsOf(ctx context.Context, eng *engine.Engine, ns engine.Namespace, q Query, opts Options) (*Exec, error) {
+	if err := eng.WaitPreparedAt(ctx, ns, opts.AsOf); err != nil { // a prepare conflict at the time
+		return nil, err
+	}
 	if !opts.Explain && !q.ReturnKey && !q.ShowRecordID && q.Owned == nil {
 		if id, ok := pointID(&q); ok {
 			e := pointRead(eng, ns, &q, id)

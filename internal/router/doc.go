@@ -93,6 +93,14 @@
 // which a commit reaching another router (or this one restarted) still
 // commits where the transaction wrote.
 //
+// Read timestamps (snapshot.go): readConcern snapshot reads every shard
+// at one atClusterTime — a snapshot transaction's, chosen at its first
+// statement (the client's, else the newest cluster time a shard answered
+// the router) and sent with startTransaction to each participant; and
+// find, aggregate and distinct's outside a transaction, answered as
+// atClusterTime, their getMores continuing on the shards' cursors at it
+// (invariant "One read time per snapshot").
+//
 // # Metadata commands
 //
 // addShard (which sends the shard MongoDB's _addShard with its
@@ -150,6 +158,12 @@
 // shard.MapFromConfig refuses such a map (invariant "Chunks tile the key
 // space") and the cache reads again until the change is complete.
 //
+// "One read time per snapshot": every shard a snapshot transaction or a
+// snapshot read reaches reads at the same atClusterTime (snapshot.go);
+// each shard reads exactly at it (engine's "A held view is exact from its
+// time" and "A read at T sees a prepared commit iff its commitTimestamp ≤
+// T"), or refuses. TestRouterSnapshotBank.
+//
 // # Deviations from MongoDB and not yet
 //
 //   - The metadata commands run on the router against the config
@@ -163,9 +177,12 @@
 //     commit (coordinateCommitTransaction to the first shard that wrote;
 //     package shardsvr's coordinator.go), but the read-only participants
 //     are not part of it: the router commits them after the decision
-//     (their outcome changes nothing). A snapshot transaction reaching a
-//     second shard is refused on that statement (the shards cannot read
-//     at the router's atClusterTime in a transaction). A StaleConfig in a
+//     (their outcome changes nothing). A snapshot read the router chose
+//     the time of and a shard cannot serve (SnapshotUnavailable: a
+//     prepared commit applied there after its commitTimestamp; engine's
+//     snapshot_prepared.go) is read again at a later time outside a
+//     transaction; in one, mongos retries the first statement itself, the
+//     router leaves it to the driver (TransientTransactionError). A StaleConfig in a
 //     transaction aborts it with TransientTransactionError even on its
 //     first statement (mongos retries that one itself). The
 //     recoveryToken names the first shard that wrote (the coordinator)

@@ -229,13 +229,18 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 			}
 		}
 	}
+	if at := readTimeOf(ctx); at != 0 {
+		cmd = appendGossip(cmd, at) // a snapshot read's time (snapshot.go)
+	}
 	cmd = bsoncore.AppendStringElement(cmd, "$db", db)
 	cmd, _ = bsoncore.AppendDocumentEnd(cmd, idx)
 	run := sh.set.RunSeq
 	if onceOnly(body) {
 		run = sh.set.RunSeqOnce
 	}
-	reply, err := memberclient.Check(run(ctx, cmd, seq))
+	raw, err := run(ctx, cmd, seq)
+	r.clock.observe(raw)
+	reply, err := memberclient.Check(raw, err)
 	var re *memberclient.ReplyError
 	if errors.As(err, &re) && staleCode(int32(re.Code())) {
 		return nil, &errStale{err}

@@ -65,6 +65,7 @@ type Router struct {
 
 	cursors  cursors
 	sessions sessions
+	clock    clusterClock // the newest cluster time shards answered (snapshot.go)
 	stop     chan struct{}
 	started  time.Time
 }
@@ -348,7 +349,11 @@ func (r *Router) run(ctx context.Context, req *request) (reply bsoncore.Document
 	if op != nil {
 		ctx = withSession(ctx, op)
 	}
-	reply, err = h(ctx, r, req)
+	if rc := snapshotConcern(req); rc != nil && (op == nil || op.txn == nil) {
+		reply, err = r.snapshotRead(ctx, h, req, rc) // snapshot.go: one time on every shard
+	} else {
+		reply, err = h(ctx, r, req)
+	}
 	if op != nil && op.txn != nil && !isTxnEnd(req.name) {
 		reply, err = r.txnStatementOutcome(ctx, op, reply, err) // transactions.go
 		if err == nil {

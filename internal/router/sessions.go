@@ -266,7 +266,8 @@ func (r *Router) beginSession(req *request) (*opSession, error) {
 // open document): the lsid; a retryable write's txnNumber (the caller
 // gives the statements' ids in the client's batch, stmtIds); a
 // transaction's txnNumber, autocommit: false and, on the shard's first
-// statement, startTransaction with the transaction's readConcern.
+// statement, startTransaction with the transaction's readConcern (and a
+// snapshot transaction's read time as $clusterTime).
 func (op *opSession) appendSession(dst []byte, shard, cmd string) ([]byte, error) {
 	dst = bsoncore.AppendDocumentElement(dst, "lsid", op.lsid)
 	switch {
@@ -280,6 +281,9 @@ func (op *opSession) appendSession(dst []byte, shard, cmd string) ([]byte, error
 			dst = bsoncore.AppendBooleanElement(dst, "startTransaction", true)
 			if op.txn.readConcern != nil {
 				dst = bsoncore.AppendDocumentElement(dst, "readConcern", op.txn.readConcern)
+			}
+			if op.txn.chosen {
+				dst = appendGossip(dst, op.txn.at) // the shard's clock reaches the read time (snapshot.go)
 			}
 		}
 		dst = bsoncore.AppendBooleanElement(dst, "autocommit", false)

@@ -62,17 +62,41 @@ func TestSessionFields(t *testing.T) {
 			t.Errorf("step %d %s: op %+v, err %v; want code %d, passed %v, in a transaction %v, retryable %v", i, c.cmd, op, err, c.code, c.passed, c.inTxn, c.retried)
 		}
 	}
-	// A snapshot transaction reaches one shard, not two.
+	// A snapshot transaction reads every shard at one time: each
+	// participant's first statement starts it with the same
+	// atClusterTime, gossiped as $clusterTime; later statements carry
+	// neither.
 	body := doc(t, `{"find": "c", `+lsid+`, "txnNumber": {"$numberLong": "2"}, "autocommit": false}`)
 	op, err := r.beginSession(&request{name: "find", db: "db", body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := op.appendSession(nil, "s0", "insert"); err != nil {
-		t.Fatal(err)
+	fields := func(shard string) bsoncore.Document {
+		t.Helper()
+		idx, dst := bsoncore.AppendDocumentStart(nil)
+		dst, err := op.appendSession(dst, shard, "find")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+		return dst
 	}
-	if _, err := op.appendSession(nil, "s1", "find"); mongoerr.CodeOf(err) != mongoerr.OperationNotSupportedInTransaction {
-		t.Fatalf("a snapshot transaction's second shard: %v", err)
+	var times []bsoncore.Value
+	for _, s := range []string{"s0", "s1"} {
+		f := fields(s)
+		at, gossip := f.Lookup("readConcern", "atClusterTime"), f.Lookup("$clusterTime", "clusterTime")
+		start, _ := f.Lookup("startTransaction").BooleanOK()
+		level, _ := f.Lookup("readConcern", "level").StringValueOK()
+		if !start || at.Type != bsoncore.TypeTimestamp || !at.Equal(gossip) || level != "snapshot" {
+			t.Fatalf("%s's first statement of a snapshot transaction: %s", s, f)
+		}
+		times = append(times, at)
+	}
+	if !times[0].Equal(times[1]) {
+		t.Fatalf("two participants read at %s and %s", times[0], times[1])
+	}
+	if f := fields("s0"); f.Lookup("readConcern").Type != 0 || f.Lookup("$clusterTime").Type != 0 {
+		t.Fatalf("a participant's second statement: %s", f)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/memberclient"
 	"github.com/cairndb/cairn/internal/mongoerr"
 )
@@ -50,9 +51,9 @@ import (
 // of read-only participants, and recovery that waits on the local
 // participant.
 //
-// A transaction with readConcern snapshot reaching a second shard still
-// fails on that statement: one snapshot across shards needs the router's
-// atClusterTime, which the shards cannot read at in a transaction yet.
+// A transaction with readConcern snapshot reads every participant at one
+// atClusterTime, chosen at its first statement (snapshot.go's "One read
+// time per snapshot").
 
 // txnCommands are the commands a transaction may run through the router
 // (MongoDB 7.0's list, less create and createIndexes, which Cairn's
@@ -80,7 +81,11 @@ type routerTxn struct {
 	lsid        bsoncore.Document
 	number      int64
 	readConcern bsoncore.Document // the first statement's, sent to each participant on its first statement
-	snapshot    bool              // readConcern level snapshot
+	// at is a snapshot transaction's read time (in readConcern as
+	// atClusterTime); chosen: the router picked it (gossiped to each
+	// participant as $clusterTime, snapshot.go), not the client.
+	at     hlc.Timestamp
+	chosen bool
 
 	// recovering: the transaction ran through another router (or this
 	// one before a restart); recovery is the recoveryToken its commit
@@ -112,9 +117,6 @@ func (t *routerTxn) join(shard string, write bool) (first bool, err error) {
 			p.wrote = p.wrote || write
 			return false, nil
 		}
-	}
-	if t.snapshot && len(t.participants) > 0 {
-		return false, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "a transaction with readConcern snapshot reaches a second shard (%s after %s): one snapshot across shards needs a cluster time every shard reads at, which Cairn's shards do not serve in transactions yet; use readConcern local or majority (each shard's own snapshot, as MongoDB gives them) or keep the transaction on one shard", shard, t.participants[0].shard)
 	}
 	t.participants = append(t.participants, &participant{shard: shard, wrote: write})
 	return true, nil
@@ -183,10 +185,15 @@ func (r *Router) bindTransaction(req *request, sess *routerSession, lsid bsoncor
 			default:
 				return nil, mongoerr.New(mongoerr.InvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
 			}
-			if _, err := d.LookupErr("atClusterTime"); err == nil {
-				return nil, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime is not supported in a transaction through Cairn's router yet")
+			t.readConcern = append(bsoncore.Document(nil), d...)
+			if lvl == "snapshot" { // one read time for every participant (snapshot.go)
+				if ts, i, ok := d.Lookup("atClusterTime").TimestampOK(); ok {
+					t.at = hlc.New(ts, i)
+				} else if _, err := d.LookupErr("atClusterTime"); err != nil {
+					t.at, t.chosen = r.chooseReadTime(d), true
+					t.readConcern = readConcernAt(d, t.at)
+				} // not a timestamp: the participants refuse it
 			}
-			t.readConcern, t.snapshot = append(bsoncore.Document(nil), d...), lvl == "snapshot"
 		}
 		r.sessions.mu.Lock()
 		defer r.sessions.mu.Unlock()
@@ -348,7 +355,9 @@ func (r *Router) runOn(ctx context.Context, shards []string, cmd bsoncore.Docume
 			defer wg.Done()
 			sh, err := r.cache.shard(ctx, s)
 			if err == nil {
-				_, err = memberclient.Check(sh.set.Run(ctx, cmd))
+				raw, rerr := sh.set.Run(ctx, cmd)
+				r.clock.observe(raw) // a commit's time: a later snapshot read sees it
+				_, err = memberclient.Check(raw, rerr)
 			}
 			errs[i] = err
 		}()
@@ -381,7 +390,8 @@ func (r *Router) abortParticipants(ctx context.Context, t *routerTxn) []error {
 // txnStatementOutcome is the router's last word on a statement of a
 // transaction: a failed statement, or one with a write error, aborts the
 // transaction on every participant (mongos's implicit abort); the router's
-// own failure to reach a shard, and a stale routing, get
+// own failure to reach a shard, a stale routing, and a read time a shard
+// cannot serve (SnapshotTooOld, SnapshotUnavailable: snapshot.go) get
 // TransientTransactionError (the driver retries the whole transaction).
 func (r *Router) txnStatementOutcome(ctx context.Context, op *opSession, reply bsoncore.Document, err error) (bsoncore.Document, error) {
 	if err == nil {
@@ -395,7 +405,7 @@ func (r *Router) txnStatementOutcome(ctx context.Context, op *opSession, reply b
 	r.abortParticipants(ctx, op.txn)
 	out := errorReply(err)
 	code := codeOf(err)
-	if unreachable(err) || staleCode(code) || code == int32(mongoerr.NoSuchTransaction) || code == int32(mongoerr.WriteConflict) {
+	if unreachable(err) || staleCode(code) || snapshotError(code) || code == int32(mongoerr.NoSuchTransaction) || code == int32(mongoerr.WriteConflict) {
 		out = withLabel(out, labelTransient)
 	}
 	return nil, memberclient.Err(out)

@@ -126,6 +126,13 @@ func (u *Use) load() error {
 // Transaction returns the open transaction number n of the session for a
 // statement, starting it when start (startTransaction: true).
 func (u *Use) Transaction(n int64, start bool) (*engine.Txn, error) {
+	return u.TransactionAt(n, start, 0)
+}
+
+// TransactionAt is Transaction whose start reads at cluster time at
+// (readConcern snapshot with atClusterTime: engine.BeginAt), or, at 0,
+// what is committed now.
+func (u *Use) TransactionAt(n int64, start bool, at hlc.Timestamp) (*engine.Txn, error) {
 	if err := u.load(); err != nil {
 		return nil, err
 	}
@@ -140,12 +147,21 @@ func (u *Use) Transaction(n int64, start bool) (*engine.Txn, error) {
 		if e.tx.status == txnPrepared {
 			return nil, errPrepared(e.txn, "start a newer transaction")
 		}
+		var etx *engine.Txn
+		if at != 0 {
+			var err error
+			if etx, err = t.eng.BeginAt(at); err != nil { // before abortOpen: a refused time leaves the open one be
+				return nil, err
+			}
+		}
 		u.abortOpen()
 		if e.lsid == nil {
 			e.lsid = u.id.Doc() // built once per session, shared by its transactions
 		}
-		etx := t.eng.BeginReusing(e.spare) // the session's last, ended: its cursors are closed
-		e.spare = nil
+		if etx == nil {
+			etx = t.eng.BeginReusing(e.spare) // the session's last, ended: its cursors are closed
+			e.spare = nil
+		}
 		etx.SetSession(e.lsid, n)
 		t.mu.Lock()
 		e.txn = n

@@ -352,6 +352,24 @@ func heldIn(keys *[]string, lo, hi []byte) (string, bool) {
 	return ks[i], true
 }
 
+// PreparedBy returns the prepared transaction holding key now (nil: none)
+// and a channel closed when a prepared transaction next ends: a reader
+// that must wait only for the transactions prepared before it began
+// (engine's WaitPreparedAt) tells them from newer ones.
+func (db *DB) PreparedBy(key []byte) (*Transaction, <-chan struct{}) {
+	in := &db.intents
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	owner, ok := in.owner[string(key)]
+	if !ok || !owner.prepared {
+		return nil, nil
+	}
+	if in.ended == nil {
+		in.ended = make(chan struct{})
+	}
+	return owner, in.ended
+}
+
 // checkPrepared fails a request that writes a key a prepared transaction
 // other than the one it commits holds ("Prepared holds its keys").
 func (in *intents) checkPrepared(t *Txn) error {

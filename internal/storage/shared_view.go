@@ -51,6 +51,9 @@ type sharedView struct {
 	snap *pebble.Snapshot
 	gen  uint64       // visibility.gen when it was taken
 	refs atomic.Int32 // transactions reading it, plus one while it is DB.shared
+	// done, when set, is called instead of closing snap at the last
+	// unref: the snapshot is someone else's (BeginAtIn).
+	done func()
 }
 
 // ref takes a reference unless the view is already released.
@@ -68,6 +71,10 @@ func (s *sharedView) ref() bool {
 
 func (s *sharedView) unref() {
 	if s.refs.Add(-1) == 0 {
+		if s.done != nil {
+			s.done()
+			return
+		}
 		_ = s.snap.Close()
 	}
 }

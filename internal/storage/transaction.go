@@ -122,6 +122,21 @@ func (db *DB) BeginIn(tx *Transaction) {
 	}
 }
 
+// BeginAtIn is BeginIn reading s, a snapshot the caller keeps open,
+// instead of the store's present (a transaction at a cluster time: engine's
+// snapshot history); done is called once neither the transaction nor any
+// of its iterators reads s any more ("Readers outlive the end"). Its
+// writes are checked at commit against every change since s, as any
+// transaction's ("First writer wins").
+func (db *DB) BeginAtIn(tx *Transaction, s *Snapshot, done func()) {
+	sv := &sharedView{snap: s.snap, done: done}
+	sv.refs.Store(1)
+	tx.db, tx.sv = db, sv
+	if invariants.Enabled {
+		tx.cc.Opened()
+	}
+}
+
 // Len is the number of distinct keys the transaction has written.
 func (tx *Transaction) Len() int { return len(tx.own) }
 

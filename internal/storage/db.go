@@ -584,6 +584,7 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	var ts hlc.Timestamp
+	prev := db.LastCommitted()
 	if len(repr) > 0 {
 		// The batch owns what SetRepr gets: a copy, with room for the
 		// applied index.
@@ -615,6 +616,19 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 		return err
 	}
 	db.followClusterTime(ts)
+	if h := db.opts.Hooks; h != nil && h.Applied != nil && len(repr) > 0 {
+		h.Applied(prev, db.LastCommitted(), func(space byte, fn func(k, v []byte)) {
+			for r := b.Reader(); ; {
+				kind, k, v, ok, err := r.Next()
+				if err != nil || !ok {
+					return // read once above without an error
+				}
+				if kind == pebble.InternalKeyKindSet && len(k) > 0 && k[0] == space {
+					fn(k, v)
+				}
+			}
+		})
+	}
 	return nil
 }
 

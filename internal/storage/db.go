@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -618,7 +619,9 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	db.followClusterTime(ts)
 	if h := db.opts.Hooks; h != nil && h.Applied != nil && len(repr) > 0 {
 		h.Applied(prev, db.LastCommitted(), func(space byte, fn func(k, v []byte)) {
-			for r := b.Reader(); ; {
+			// The caller's repr, not b's: Pebble takes a large batch's
+			// records (a flushable batch) and leaves b empty.
+			for r := batchrepr.Read(repr); ; {
 				kind, k, v, ok, err := r.Next()
 				if err != nil || !ok {
 					return // read once above without an error

@@ -169,7 +169,7 @@ func TestPipelinedGroups(t *testing.T) {
 // applied, in order, with LastCommitted before and after it (each group's
 // prev the one before's now) and the group's Set records of the keyspace
 // asked for, none of the others; a group without changes to it is handed
-// over empty.
+// over empty; a group Pebble applies as a large (flushable) batch too.
 func TestAppliedHook(t *testing.T) {
 	type group struct {
 		prev, now hlc.Timestamp
@@ -196,10 +196,15 @@ func TestAppliedHook(t *testing.T) {
 		return follower.ApplyReplicated(index, repr)
 	}}})
 	var want [][]string
-	for i, n := range []int{2, 0, 1, 3} {
+	big := bytes.Repeat([]byte("x"), 8<<20) // past Pebble's large batch threshold
+	for i, n := range []int{2, 0, 1, 3, 2} {
 		var keys []string
 		if err := primary.Write(func(tx *Txn) error {
-			tx.Set([]byte("d"+strconv.Itoa(i)), []byte("x"))
+			v := []byte("x")
+			if i == 4 {
+				v = big
+			}
+			tx.Set([]byte("d"+strconv.Itoa(i)), v)
 			for range n {
 				ts := tx.Tick()
 				k := ts.AppendBinary([]byte{SpaceOplog})

@@ -287,14 +287,22 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 		}
 	})
 
-	// A $match on operationType is prefiltered (changestream.KeepOnly): its
-	// stream returns the same events, tokens included, as one whose $match
-	// is an $expr the prefilter does not read.
+	// A $match on operationType, ns or documentKey is prefiltered
+	// (changestream.Stream.Prefilter): its stream returns the same events,
+	// tokens included, as one whose $match is an $expr the prefilter does
+	// not read.
 	t.Run("prefiltered match", func(t *testing.T) {
 		coll := db.Collection("prefiltered")
 		kinds := bson.A{"delete", "replace"}
 		pre := watch(t, coll, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: kinds}}}}}}}, options.ChangeStream())
 		ref := watch(t, coll, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$in", Value: bson.A{"$operationType", kinds}}}}}}}}, options.ChangeStream())
+		watchDBWith := func(p mongo.Pipeline) *mongo.ChangeStream {
+			cs, err := db.Watch(ctx, p, options.ChangeStream().SetMaxAwaitTime(200*time.Millisecond))
+			return closeOnCleanup(t, cs, err)
+		}
+		byKey := watchDBWith(mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "documentKey._id", Value: 1}, {Key: "ns.coll", Value: "prefiltered"}}}}})
+		byKeyRef := watchDBWith(mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$and", Value: bson.A{
+			bson.D{{Key: "$eq", Value: bson.A{"$documentKey._id", 1}}}, bson.D{{Key: "$eq", Value: bson.A{"$ns.coll", "prefiltered"}}}}}}}}}}})
 		ok(t)(coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}))
 		ok(t)(coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 2}}}}))
 		ok(t)(coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "v", Value: 3}}))
@@ -306,6 +314,13 @@ func TestChangeStreamsOverTheWire(t *testing.T) {
 			expect(t, a, "operationType", want)
 			if !reflect.DeepEqual(a, b) {
 				t.Fatalf("event %d: prefiltered %v, matched after building %v", i, a, b)
+			}
+		}
+		for i, want := range []string{"insert", "update", "replace", "delete"} {
+			a, b := next(t, byKey), next(t, byKeyRef)
+			expect(t, a, "operationType", want)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("event %d: prefiltered by its head %v, matched after building %v", i, a, b)
 			}
 		}
 	})

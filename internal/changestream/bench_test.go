@@ -72,7 +72,19 @@ func insertN(b *testing.B, e *engine.Engine, ns engine.Namespace, n int) {
 // the $match run as exec's does: built then matched (prefilter=off, as
 // before KeepOnly), or prefiltered by MatchOpTypes (prefilter=on).
 func BenchmarkStreamMatchDelete(b *testing.B) {
-	match, _ := bson.Marshal(bson.D{{Key: "operationType", Value: "delete"}})
+	benchStreamMatch(b, bson.D{{Key: "operationType", Value: "delete"}})
+}
+
+// BenchmarkStreamMatchKey is BenchmarkStreamMatchDelete under $match
+// {"documentKey._id": -1}, prefiltered on each event's head (MatchHead).
+func BenchmarkStreamMatchKey(b *testing.B) {
+	benchStreamMatch(b, bson.D{{Key: "documentKey._id", Value: -1}})
+}
+
+// benchStreamMatch reads b.N inserts, none of which m matches, through a
+// stream under $match m, built then matched and prefiltered.
+func benchStreamMatch(b *testing.B, m bson.D) {
+	match, _ := bson.Marshal(m)
 	f, err := query.Parse(match)
 	if err != nil {
 		b.Fatal(err)
@@ -85,7 +97,7 @@ func BenchmarkStreamMatchDelete(b *testing.B) {
 				b.Fatal(err)
 			}
 			if pre {
-				s.KeepOnly(MatchOpTypes(match))
+				s.Prefilter(match)
 			}
 			insertN(b, e, engine.Namespace{DB: "db", Coll: "c"}, b.N)
 			b.ReportAllocs()

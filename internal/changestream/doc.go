@@ -18,10 +18,11 @@
 // past its position the next read fails with ChangeStreamHistoryLost
 // (286), as does a start point older than the oldest entry kept. The one
 // exception is bounded and shared: a node's Feed (feed.go) keeps a window
-// of the newest entries (feedEntries, feedBytes) and the events built from
-// them, which the streams at the log's end read instead of each opening an
-// iterator and building the same events; a stream behind the window reads
-// the log itself. Through the Feed or not, a stream returns the same
+// of the newest entries (feedEntries, feedBytes; on a replica set member
+// handed over as each group is applied, at most tapBytes waiting) and the
+// events built from them, which the streams at the log's end read instead
+// of each opening an iterator and building the same events; a stream
+// behind the window reads the log itself. Through the Feed or not, a stream returns the same
 // events and resume tokens (TestFeedSameAsLog).
 //
 // "Tokens order as events": an event's position is (the entry's ts, the
@@ -40,20 +41,27 @@
 // survives a failover.
 //
 // "Prefiltered as matched": a stream whose first later stage is a $match
-// on operationType (MatchOpTypes reads only a top-level "<type>", $eq or
-// $in of strings; exec leaves it off under a collation) is told the CRUD
-// types that $match can keep (Stream.KeepOnly) and does not build the
-// insert, update, replace or delete events of other types: it queues their
-// position and token only, and Next passes them as the $match would have
-// dropped them, so the events returned and every resume token are those of
-// building then matching (TestPrefilterSameEvents, read alone and through
-// the Feed; TestMatchOpTypes checks against package query that no event the
-// $match keeps is prefiltered). The $match still runs on what is built.
-// One difference from building everything, MongoDB's too (7.0 rewrites an
-// operationType $match into its oplog scan, before internalAddPostImage):
-// an event the $match drops is not built, so fullDocument or
-// fullDocumentBeforeChange "required" no longer fails the stream for an
-// image that event lacks.
+// is told, by Stream.Prefilter (exec leaves it off under a collation),
+// what of it can be decided before an event is built: the CRUD types a
+// top-level operationType keeps (MatchOpTypes reads only "<type>", $eq or
+// $in of strings; KeepOnly), and the top-level clauses that read only an
+// event's head — its operationType, ns and documentKey, known from the
+// entry (MatchHead; $and/$or/$nor of such clauses too, never $expr,
+// $jsonSchema, $where or $text). It does not build the insert, update,
+// replace or delete events of other types or whose head fails those
+// clauses: it queues their position and token only, and Next passes them
+// as the $match would have dropped them, so the events returned and every
+// resume token are those of building then matching
+// (TestPrefilterSameEvents, read alone and through the Feed, checks too
+// that the whole $match, package query, drops every event prefiltered;
+// TestMatchOpTypes that no event the $match keeps is of a type left out).
+// The head is a document of the event's own bytes for those fields, so a
+// clause reading nothing else answers on it as on the event. The $match
+// still runs on what is built. One difference from building everything,
+// MongoDB's too (7.0 rewrites a $match on these fields into its oplog
+// scan, before internalAddPostImage): an event the $match drops is not
+// built, so fullDocument or fullDocumentBeforeChange "required" no longer
+// fails the stream for an image that event lacks.
 //
 // Transactions: an entry {op: "c", ns: "admin.$cmd", o: {applyOps:
 // [...]}, lsid, txnNumber} (MongoDB's shape) gives one event per inner

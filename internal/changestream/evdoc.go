@@ -57,12 +57,19 @@ func (d *evDoc) Build() bsoncore.Document {
 
 // appendNS appends {db, coll} (coll left out when "") as key.
 func (d *evDoc) appendNS(key, db, coll string) *evDoc {
-	var idx int32
-	idx, d.b = bsoncore.AppendDocumentElementStart(d.b, key)
-	d.b = bsoncore.AppendStringElement(d.b, "db", db)
-	if coll != "" {
-		d.b = bsoncore.AppendStringElement(d.b, "coll", coll)
-	}
-	d.b, _ = bsoncore.AppendDocumentEnd(d.b, idx)
+	d.b = appendNSElement(d.b, key, db, coll)
 	return d
+}
+
+// appendNSElement appends {db, coll} (coll left out when "") as key: an
+// event's ns, and its head's (prefilter.go).
+func appendNSElement(b []byte, key, db, coll string) []byte {
+	var idx int32
+	idx, b = bsoncore.AppendDocumentElementStart(b, key)
+	b = bsoncore.AppendStringElement(b, "db", db)
+	if coll != "" {
+		b = bsoncore.AppendStringElement(b, "coll", coll)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
 }

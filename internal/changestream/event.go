@@ -217,7 +217,7 @@ func (s *Stream) crudEvent(e *entry) (event, error) {
 	if e.op != "u" {
 		key = idDoc(e.o)
 	}
-	if !s.keep.keeps(kind) {
+	if !s.keep.keeps(kind) || s.head != nil && !s.headMatches(kind, e, key) {
 		// The stream's $match drops it: only its position and token.
 		t, tok := s.token(e, kind, key, false)
 		return event{pos: t.pos(), token: tok}, nil

@@ -21,17 +21,45 @@ import (
 // log themselves) return the same events and resume tokens, read by read,
 // as the same streams reading the log alone, over a seeded random log
 // that grows between reads (once by more than a fill reads, with a new
-// stream at its end); the Feed's window stays within its bounds.
+// stream at its end); the Feed's window stays within its bounds. Once
+// with the Feed filling its window from the log, once with the log
+// handing it most groups as they are added (a tapLog; one in ten is not
+// handed over, as when the tap drops groups): then it reads the log less
+// than half as often.
 func TestFeedSameAsLog(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	fills := map[bool]int{}
+	for _, tapped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tapped=%v", tapped), func(t *testing.T) {
+			fills[tapped] = feedSameAsLog(t, rand.New(rand.NewPCG(seed, seed)), tapped)
+		})
+	}
+	t.Logf("reads of the log: %d filling, %d tapped", fills[false], fills[true])
+	if !t.Failed() && fills[true]*2 > fills[false] {
+		t.Errorf("the tapped Feed read the log %d times, the other %d", fills[true], fills[false])
+	}
+}
+
+// feedSameAsLog is TestFeedSameAsLog's run; it returns how many times the
+// Feed read the log.
+func feedSameAsLog(t *testing.T, rng *rand.Rand, tapped bool) int {
 	defer func(e, b int) { feedEntries, feedBytes = e, b }(feedEntries, feedBytes)
 	feedEntries, feedBytes = 16, 4<<10
 
 	l := &fakeLog{}
 	ts := hlc.New(100, 0)
 	grow := func(n int) {
+		prev, first := l.LastCommitted(), len(l.ts)
+		defer func() {
+			if tapped && l.tapFn != nil && rng.IntN(10) != 0 {
+				l.tapFn(prev, l.LastCommitted(), func(fn func(hlc.Timestamp, bsoncore.Document)) {
+					for i := first; i < len(l.ts); i++ {
+						fn(l.ts[i], l.entries[i])
+					}
+				})
+			}
+		}()
 		for range n {
 			ts += hlc.Timestamp(1 + rng.IntN(2))
 			i := int(ts)
@@ -127,6 +155,7 @@ func TestFeedSameAsLog(t *testing.T) {
 			t.Fatalf("round %d: the window holds %d entries, %d bytes", round, len(f.entries), f.bytes)
 		}
 	}
+	return f.fills
 }
 
 // TestFeedConcurrentStreams: streams of one Feed read in their own

@@ -16,6 +16,13 @@ func (l engineLog) ReadOplog(after hlc.Timestamp, fn func(hlc.Timestamp, bsoncor
 	return l.e.ReadOplog(after, fn)
 }
 
+// tapOplog makes the engine hand a Feed each replicated group's entries
+// (a replica set member's; a standalone's commits are not tapped, and its
+// Feed reads them back).
+func (l engineLog) tapOplog(fn func(prev, now hlc.Timestamp, entries func(func(hlc.Timestamp, bsoncore.Document)))) {
+	l.e.TapOplog(fn)
+}
+
 func (l engineLog) OplogFirst() (hlc.Timestamp, error) { return l.e.OplogFirst() }
 func (l engineLog) OplogTrimmed() hlc.Timestamp        { return l.e.OplogTrimmed() }
 func (l engineLog) LastCommitted() hlc.Timestamp       { return l.e.Storage().LastCommitted() }

@@ -9,6 +9,7 @@ import (
 	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
+	"github.com/cairndb/cairn/internal/query"
 )
 
 // Log is what a stream reads: the change log, and documents for
@@ -83,6 +84,15 @@ type Stream struct {
 	// keep is the CRUD events the stream builds (KeepOnly; 0: all); the
 	// others are queued as dropped (token, no doc).
 	keep OpTypes
+	// hwDoc is the high water mark token for cluster time hw, the last
+	// ResumeToken built.
+	hw    hlc.Timestamp
+	hwDoc bsoncore.Document
+	// head, when set, is the filter a CRUD event's head must match to be
+	// built (Prefilter; the others are queued as dropped), headScratch the
+	// buffer each head is built in.
+	head        *query.Filter
+	headScratch []byte
 }
 
 // ReadStats are what a counting stream read: the oplog entries, the
@@ -94,7 +104,7 @@ type ReadStats struct {
 
 // Counting makes the stream count what it reads (Stats): for explain, whose
 // stream reads the log itself.
-func (s *Stream) Counting() { s.counting, s.feed, s.keep = true, nil, 0 }
+func (s *Stream) Counting() { s.counting, s.feed, s.keep, s.head = true, nil, 0, nil }
 
 // Stats is what the stream read since Counting.
 func (s *Stream) Stats() ReadStats { return s.stats }
@@ -339,7 +349,12 @@ func (s *Stream) Ended() bool { return s.ended && len(s.queue) == 0 }
 // further than its last event.
 func (s *Stream) ResumeToken() bsoncore.Document {
 	if len(s.queue) == 0 && !s.ended && s.horizon > s.lastPos.ts {
-		return Token{ClusterTime: s.horizon + 1, HighWater: true}.Doc()
+		if s.hw != s.horizon+1 {
+			// Once per horizon: every getMore of a stream with nothing
+			// new reports the same one.
+			s.hw, s.hwDoc = s.horizon+1, Token{ClusterTime: s.horizon + 1, HighWater: true}.Doc()
+		}
+		return s.hwDoc
 	}
 	if s.last != nil {
 		return s.last

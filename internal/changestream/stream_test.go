@@ -21,6 +21,14 @@ type fakeLog struct {
 	entries []bsoncore.Document
 	trimmed hlc.Timestamp
 	docs    map[string]bsoncore.Document // "db.coll/<_id as ext JSON>" → document
+	// tapFn is the Feed's tap (tapOplog), for tests that hand it groups.
+	tapFn func(prev, now hlc.Timestamp, entries func(func(hlc.Timestamp, bsoncore.Document)))
+}
+
+// tapOplog makes fakeLog a tapLog; only tests that call tapFn hand over
+// groups, the others' Feeds fill from the log.
+func (l *fakeLog) tapOplog(fn func(prev, now hlc.Timestamp, entries func(func(hlc.Timestamp, bsoncore.Document)))) {
+	l.tapFn = fn
 }
 
 func (l *fakeLog) add(ts hlc.Timestamp, e bsoncore.Document) {

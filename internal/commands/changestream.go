@@ -54,6 +54,9 @@ type csCursor struct {
 	split              *changestream.Splitter
 	frags              []bsoncore.Document
 	lastFrag, prevFrag bsoncore.Document
+	// reshapes: a later stage may change an event (not only $match), so
+	// each event's _id is checked against its token.
+	reshapes bool
 }
 
 // maxInternalBSON is MongoDB's BSONObjMaxInternalSize: an event above it
@@ -69,8 +72,10 @@ func (c *csCursor) next() (bsoncore.Document, error) {
 		if err != nil || d == nil {
 			return nil, err
 		}
-		if id, ok := d.Lookup("_id").DocumentOK(); !ok || !bytes.Equal(id, c.stream.LastToken()) {
-			return nil, mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s", bsoncore.Document(c.stream.LastToken()), d.Lookup("_id"))
+		if c.reshapes { // otherwise only $match stages: the event is the stream's own
+			if id, ok := d.Lookup("_id").DocumentOK(); !ok || !bytes.Equal(id, c.stream.LastToken()) {
+				return nil, mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s", bsoncore.Document(c.stream.LastToken()), d.Lookup("_id"))
+			}
 		}
 		if c.split == nil {
 			if len(d) > maxInternalBSON {
@@ -138,6 +143,17 @@ const (
 // more.
 func (c *csCursor) pace() time.Duration {
 	return min(time.Duration(c.open.Load()-1)*paceUnit, maxPace)
+}
+
+// reshapes reports whether a change stream's later stages may change an
+// event: any but $match.
+func reshapes(stages []bsoncore.Document) bool {
+	for _, st := range stages {
+		if stageName(st) != "$match" {
+			return true
+		}
+	}
+	return false
 }
 
 // stageName is a pipeline stage's name ("" when it is not {name: arg}).
@@ -291,7 +307,7 @@ func aggregateChangeStream(ctx context.Context, s *Session, req *Request, ns eng
 		return nil, err
 	}
 	s.Env.changeStreams.Add(1)
-	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams, split: splitter, env: s.Env}
+	c := &csCursor{Source: out, stream: stream, bound: bound, open: &s.Env.changeStreams, split: splitter, env: s.Env, reshapes: reshapes(rest)}
 	cursorNS := ns.String()
 	if collectionless {
 		cursorNS = ns.DB + ".$cmd.aggregate"

@@ -90,6 +90,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	hooks.Publishes = cat.Changing // a pipelined member's (storage's "Pipelined groups")
 	hooks.Failed = func() { e.oplogFailed(); e.wake.drop(); cat.Failed() }
 	hooks.Verify = e.verifyGroup // runs only in builds with the invariants tag
+	hooks.Applied = e.oplogApplied
 	if opts.OplogSize == 0 {
 		opts.OplogSize = DefaultOplogSize(diskBytes(dir))
 	}

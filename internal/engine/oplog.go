@@ -101,6 +101,44 @@ type oplog struct {
 	// none), so change streams tell a gap they fell into (OplogTrimmed).
 	trimmed atomic.Uint64
 	buf     []byte // entry scratch, pipeline goroutine only
+	// tap, when set, gets each replicated group's entries (TapOplog).
+	tap atomic.Pointer[OplogTap]
+}
+
+// OplogTap gets the entries a replicated group added, once the group is
+// applied and visible, in log order on the applying goroutine: prev and
+// now are LastCommitted before and after the group (see storage's
+// Hooks.Applied), entries visits the group's entries in ts order, each
+// valid only during the call. It must return quickly: the next group
+// waits for it.
+type OplogTap func(prev, now hlc.Timestamp, entries func(fn func(ts hlc.Timestamp, entry bsoncore.Document)))
+
+// TapOplog sets the one tap of the oplog (nil: none): a change stream
+// Feed's, which so learns a replica set member's new entries without
+// reading them back. Entries written other than by a replicated group (a
+// standalone's) are not tapped; prev then runs ahead of what a tap saw.
+func (e *Engine) TapOplog(tap OplogTap) {
+	if tap == nil {
+		e.oplog.tap.Store(nil)
+		return
+	}
+	e.oplog.tap.Store(&tap)
+}
+
+// oplogApplied hands a replicated group's entries to the tap (the storage
+// Applied hook).
+func (e *Engine) oplogApplied(prev, now hlc.Timestamp, records func(space byte, fn func(k, v []byte))) {
+	tap := e.oplog.tap.Load()
+	if tap == nil {
+		return
+	}
+	(*tap)(prev, now, func(fn func(hlc.Timestamp, bsoncore.Document)) {
+		records(storage.SpaceOplog, func(k, v []byte) {
+			if ts, ok := hlc.FromBinary(k[1:]); ok {
+				fn(ts, v)
+			}
+		})
+	})
 }
 
 // RequestOpTime is, inside a request of InsertWith, ModifyWith or

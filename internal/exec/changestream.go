@@ -32,7 +32,7 @@ func (e *Env) ChangeStream(ctx context.Context, c ChangeStream) (*changestream.S
 	if err != nil {
 		return nil, nil, err
 	}
-	stream.KeepOnly(prefilter(c))
+	stream.Prefilter(firstMatch(c))
 	out, err := p.Run(ctx, stream)
 	if err != nil {
 		return nil, nil, err
@@ -67,21 +67,18 @@ func (e *Env) ExplainChangeStream(ctx context.Context, c ChangeStream) (*changes
 	}
 }
 
-// prefilter is the CRUD operation types the stream's first $match keeps
-// (changestream.MatchOpTypes; 0: all): the stream does not build the
-// events it would drop. Not with a collation, which may equate strings
-// that differ.
-func prefilter(c ChangeStream) changestream.OpTypes {
+// firstMatch is the argument of the stage after $changeStream when it is
+// a $match (nil otherwise): the stream does not build the events it would
+// drop (changestream.Stream.Prefilter). Not with a collation, which may
+// equate strings that differ.
+func firstMatch(c ChangeStream) bsoncore.Document {
 	if len(c.Stages) == 0 || c.Opts.Collation != nil {
-		return 0
+		return nil
 	}
 	el, err := c.Stages[0].IndexErr(0)
 	if err != nil || el.Key() != "$match" {
-		return 0
+		return nil
 	}
-	m, ok := el.Value().DocumentOK()
-	if !ok {
-		return 0
-	}
-	return changestream.MatchOpTypes(m)
+	m, _ := el.Value().DocumentOK()
+	return m
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -617,6 +618,7 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	var ts hlc.Timestamp
+	prev := db.LastCommitted()
 	if len(repr) > 0 {
 		// The batch owns what SetRepr gets: a copy, with room for the
 		// applied index.
@@ -648,6 +650,21 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 		return err
 	}
 	db.followClusterTime(ts)
+	if h := db.opts.Hooks; h != nil && h.Applied != nil && len(repr) > 0 {
+		h.Applied(prev, db.LastCommitted(), func(space byte, fn func(k, v []byte)) {
+			// The caller's repr, not b's: Pebble takes a large batch's
+			// records (a flushable batch) and leaves b empty.
+			for r := batchrepr.Read(repr); ; {
+				kind, k, v, ok, err := r.Next()
+				if err != nil || !ok {
+					return // read once above without an error
+				}
+				if kind == pebble.InternalKeyKindSet && len(k) > 0 && k[0] == space {
+					fn(k, v)
+				}
+			}
+		})
+	}
 	return nil
 }
 

@@ -64,6 +64,16 @@ type Hooks struct {
 	// Propose is called on the pipeline goroutine, in group order; it
 	// takes precedence over Replicate.
 	Propose func(repr []byte, publishes, follows bool) (wait func() error)
+	// Applied, when set, runs after each ApplyReplicated made its group
+	// visible and raised LastCommitted, on the caller's goroutine (groups
+	// one at a time, in log order): prev is LastCommitted before the group,
+	// now after it, and records visits the group's point writes (Set
+	// records) to one keyspace, valid only during the call. So a reader of
+	// a keyspace written in cluster-time order (the oplog) learns each
+	// group's new keys without reading them back; one that holds every key
+	// up to prev holds every key up to now with them, unless something else
+	// wrote that keyspace meanwhile (then prev is past what it holds).
+	Applied func(prev, now hlc.Timestamp, records func(space byte, fn func(key, value []byte)))
 	// Publishes, with Propose, reports before Committing runs whether the
 	// group just applied changed state that Committed publishes: such a
 	// group is proposed only once every group in flight completed, and the

@@ -3,11 +3,14 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairndb/cairn/internal/hlc"
 )
 
 // TestReplicatedGroups: with Hooks.Replicate a group reaches Pebble only
@@ -158,6 +161,76 @@ func TestPipelinedGroups(t *testing.T) {
 		}
 		if err := db.Write(func(tx *Txn) error { tx.Set([]byte("d/after"), []byte("x")); return nil }); err != nil {
 			t.Errorf("fail at %v: a write after: %v", failAt, err)
+		}
+	}
+}
+
+// TestAppliedHook: Hooks.Applied gets each replicated group once it is
+// applied, in order, with LastCommitted before and after it (each group's
+// prev the one before's now) and the group's Set records of the keyspace
+// asked for, none of the others; a group without changes to it is handed
+// over empty; a group Pebble applies as a large (flushable) batch too.
+func TestAppliedHook(t *testing.T) {
+	type group struct {
+		prev, now hlc.Timestamp
+		keys      []string
+	}
+	var got []group
+	var follower *DB
+	follower = openTest(t, Options{Hooks: &Hooks{Applied: func(prev, now hlc.Timestamp, records func(byte, func(k, v []byte))) {
+		if now != follower.LastCommitted() {
+			t.Errorf("now %v, LastCommitted %v", now, follower.LastCommitted())
+		}
+		g := group{prev: prev, now: now}
+		records(SpaceOplog, func(k, v []byte) {
+			if !bytes.Equal(v, k[1:]) {
+				t.Errorf("record %x has value %x", k, v)
+			}
+			g.keys = append(g.keys, string(k))
+		})
+		got = append(got, g)
+	}}})
+	var index uint64
+	primary := openTest(t, Options{Hooks: &Hooks{Replicate: func(repr []byte, _ bool) error {
+		index++
+		return follower.ApplyReplicated(index, repr)
+	}}})
+	var want [][]string
+	big := bytes.Repeat([]byte("x"), 8<<20) // past Pebble's large batch threshold
+	for i, n := range []int{2, 0, 1, 3, 2} {
+		var keys []string
+		if err := primary.Write(func(tx *Txn) error {
+			v := []byte("x")
+			if i == 4 {
+				v = big
+			}
+			tx.Set([]byte("d"+strconv.Itoa(i)), v)
+			for range n {
+				ts := tx.Tick()
+				k := ts.AppendBinary([]byte{SpaceOplog})
+				tx.Set(k, k[1:])
+				keys = append(keys, string(k))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, keys)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d groups handed over, want %d", len(got), len(want))
+	}
+	for i, g := range got {
+		if !slices.Equal(g.keys, want[i]) {
+			t.Errorf("group %d: records %q, want %q", i, g.keys, want[i])
+		}
+		if i > 0 && g.prev != got[i-1].now {
+			t.Errorf("group %d: prev %v, the group before's now %v", i, g.prev, got[i-1].now)
+		}
+		for _, k := range g.keys {
+			if ts, _ := hlc.FromBinary([]byte(k)[1:]); ts <= g.prev || ts > g.now {
+				t.Errorf("group %d: record at %v outside (%v, %v]", i, ts, g.prev, g.now)
+			}
 		}
 	}
 }

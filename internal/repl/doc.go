@@ -10,9 +10,10 @@
 //
 // One goroutine per member ([Node]) owns the RawNode (PreVote and
 // CheckQuorum on, ReadOnlySafe, proposals not forwarded: only the leader,
-// the future primary, accepts writes). It ticks from its [Clock], steps
-// messages from its [Transport], and handles each Ready in the order the
-// raft package documents: persist, send, apply, Advance. [Node.Propose]
+// the future primary, accepts writes, and asynchronous storage writes). It
+// ticks from its [Clock], steps messages from its [Transport], sends each
+// Ready's messages, applies its committed entries and hands its log
+// writes to the node's appender goroutine ("Log written off the loop"). [Node.Propose]
 // returns once the payload is committed and applied on this member;
 // [Node.ReadIndex] returns once this member has applied everything a
 // quorum confirmed committed before the call; [Config.OnRoleChange]
@@ -42,46 +43,51 @@
 //
 // # Invariants
 //
-// "Log durable before use": a Ready's HardState, entries and snapshot are
-// written in one Pebble batch, synced whenever Raft says it must be (new
-// entries, term or vote; a snapshot always), before its messages are sent
-// (but see "Leader writes in parallel") and before anything is applied or
-// acknowledged; LogStore's in-memory
-// bounds change only after that write. Tested by TestLogStoreAppend-
-// ReplaceReopen and by TestFaultScheduleKeepsAcknowledged, whose kills
-// keep only a random part of every unsynced byte (Pebble's crashable
-// in-memory file system).
+// "Log durable before use": the entries, hard state and snapshot Raft
+// asks a member to store (its MsgStorageAppends) are written in one
+// Pebble batch, synced whenever it writes anything (new entries, term or
+// vote; a snapshot always), before any response that depends on them is
+// delivered (an acknowledgement of an append, a vote, the member's own
+// MsgStorageAppendResp) and before any of those entries is applied or a
+// proposal acknowledged: Raft hands a member committed entries to apply
+// only once its own log holds them durably. LogStore's in-memory bounds
+// change only after that write. Tested by TestLogStoreAppend-
+// ReplaceReopen, TestLogWrittenOffLoop and by
+// TestFaultScheduleKeepsAcknowledged, whose kills keep only a random part
+// of every unsynced byte (Pebble's crashable in-memory file system).
 //
 // "Commit index not stored": the hard state is written only when its term
 // or vote changes, or with a snapshot; a change of the commit index alone
 // stays in memory (the commit index is volatile state in Raft: a
 // restarted member learns it again from the leader, or from "Commit
-// covers applied"). So a Ready that only commits writes nothing to the
+// covers applied"). So an append that only commits writes nothing to the
 // log, and the tables the log flushes hold entries alone, in disjoint
 // ranges, which Pebble moves down its levels without rewriting them.
 // TestLogStoreCommitNotStored, and every restart test; checked after every
 // save that writes under the invariants tag (the stored hard state has the
 // term and vote of memory, and a commit index not above it).
 //
-// "Leader writes in parallel": a leader whose Ready keeps its term and
-// vote sends that Ready's messages (appends to followers) before it writes
-// its own log, as etcd does (raft thesis §10.2.1), so the followers' syncs
-// overlap its own; its own entries count towards a commit only through
-// its self-acknowledgement, which Raft steps at Advance, after the write,
-// and the followers' answers are stepped only after it too. Every other
-// message (votes, acknowledgements of appends) leaves only after the
-// write. TestFaultScheduleKeepsAcknowledged and TestLinearizableKV.
-//
-// "Apply before the next sync": a leader applies the committed entries of
-// a Ready that its log already holds durably (at or below its last index,
-// and below the first entry the Ready writes) before the Ready's write,
-// the rest after it. Under load a leader's Ready often carries the commit
-// of group k with the proposal of group k+1: k is acknowledged without
-// waiting for k+1's sync. A follower writes (and acknowledges) first, as
-// its acknowledgement is on the commit's path and its apply is not. Nothing is applied that the log does not hold ("Log durable
-// before use", checked in apply under the invariants tag), so "Commit
-// covers applied" still finds the applied index within the log.
-// TestDurablePrefix.
+// "Log written off the loop": the node runs Raft with AsyncStorageWrites.
+// The node loop never waits for the log's sync: it sends a Ready's
+// messages for other members at once (a leader's appends go out before
+// its own write, raft thesis §10.2.1, so the followers' syncs overlap
+// its own), hands the log's writes, in order, to one goroutine of the
+// node's own (the appender), applies the committed entries Raft hands it,
+// and meanwhile goes on stepping messages: a follower's acknowledgement
+// of group k is stepped while the leader syncs group k+1, and with two
+// followers' acknowledgements an entry commits before the leader's own
+// sync returns (its apply still waits for that sync, "Log durable before
+// use"). The appender writes every append queued behind its last sync in
+// one batch and one sync, sends the responses for other members itself (a
+// follower's acknowledgement leaves as soon as its entries are durable)
+// and hands this member's own back to the loop. An append that writes
+// nothing (a commit index alone) while the appender is idle is answered
+// on the loop; a snapshot waits for the appender's earlier writes and is
+// stored and restored on the loop ("Snapshot held before stepped").
+// TestLogWrittenOffLoop (the leader's log held from syncing: the entry
+// commits, is not applied, and is acknowledged once the sync returns),
+// TestJoinEntries, TestFaultScheduleKeepsAcknowledged and
+// TestLinearizableKV.
 //
 // "Commit covers applied": a restarted member whose state machine applied
 // past the commit index its log kept (the commit index is not stored on

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,6 +109,9 @@ type cluster struct {
 	streaming                 bool
 	compactEvery, compactKeep uint64
 	snaps                     map[uint64]*snapStore
+	// gates, if set before the members start, hold the syncs of a
+	// member's log while closed (syncGate).
+	gates map[uint64]*syncGate
 }
 
 const testTick = 10 * time.Millisecond
@@ -202,7 +206,11 @@ func (c *cluster) start(id uint64) {
 	if c.disk != "" {
 		log, err = OpenLogStore(filepath.Join(c.disk, fmt.Sprint(id)), nil)
 	} else {
-		log, err = OpenLogStore("raft", c.fs[id])
+		var fs vfs.FS = c.fs[id]
+		if g := c.gates[id]; g != nil {
+			fs = gatedFS{FS: fs, g: g}
+		}
+		log, err = OpenLogStore("raft", fs)
 	}
 	if err != nil {
 		c.t.Fatalf("member %d: %v", id, err)
@@ -473,4 +481,85 @@ func (c *cluster) converge(index uint64, timeout time.Duration) []string {
 		}
 	}
 	return want
+}
+
+// syncGate holds the syncs of the files of a gatedFS while it is closed:
+// a log whose writes cannot become durable.
+type syncGate struct {
+	mu      sync.Mutex
+	ch      chan struct{} // nil while open
+	waiting atomic.Int32  // syncs held now
+}
+
+func (g *syncGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+}
+
+func (g *syncGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
+	}
+}
+
+func (g *syncGate) wait() {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	if ch != nil {
+		g.waiting.Add(1)
+		<-ch
+		g.waiting.Add(-1)
+	}
+}
+
+// gatedFS is a file system whose writable files sync only through g.
+type gatedFS struct {
+	vfs.FS
+	g *syncGate
+}
+
+func (f gatedFS) gated(file vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return gatedFile{File: file, g: f.g}, nil
+}
+
+func (f gatedFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	return f.gated(f.FS.Create(name, cat))
+}
+
+func (f gatedFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	return f.gated(f.FS.ReuseForWrite(oldname, newname, cat))
+}
+
+func (f gatedFS) OpenReadWrite(name string, cat vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	return f.gated(f.FS.OpenReadWrite(name, cat, opts...))
+}
+
+type gatedFile struct {
+	vfs.File
+	g *syncGate
+}
+
+func (f gatedFile) Sync() error {
+	f.g.wait()
+	return f.File.Sync()
+}
+
+func (f gatedFile) SyncData() error {
+	f.g.wait()
+	return f.File.SyncData()
+}
+
+func (f gatedFile) SyncTo(length int64) (bool, error) {
+	f.g.wait()
+	return f.File.SyncTo(length)
 }

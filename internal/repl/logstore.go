@@ -50,6 +50,12 @@ func entryKey(i uint64) []byte {
 type LogStore struct {
 	db *pebble.DB
 
+	// wmu serialises the writers that change the bounds (Save on the
+	// node's appender, Compact on the node loop) across their commits;
+	// mu guards the fields below and is never held across a commit, so
+	// the node loop reads the log (Term, Entries) while the appender
+	// syncs ("Log written off the loop").
+	wmu   sync.Mutex
 	mu    sync.Mutex
 	hs    *pb.HardState
 	snap  *pb.Snapshot // the newest snapshot
@@ -271,19 +277,23 @@ func (s *LogStore) get(k []byte) ([]byte, bool, error) {
 // Close closes the Pebble instance.
 func (s *LogStore) Close() error { return s.db.Close() }
 
-// Save writes one Ready's state in one batch: the snapshot (which replaces
-// the whole log), the entries (which replace any conflicting tail) and the
-// hard state when its term or vote changed or with a snapshot ("Commit
-// index not stored": a change of the commit index alone is kept in memory
-// only). With sync (the Ready's MustSync: new entries, a new term or
-// vote) the batch is synced before Save returns ("Log durable before
-// use").
+// Save writes one or more appends' state in one batch: the snapshot
+// (which replaces the whole log), the entries (which replace any
+// conflicting tail) and the hard state when its term or vote changed or
+// with a snapshot ("Commit index not stored": a change of the commit index
+// alone is kept in memory only). With sync the batch is synced before Save
+// returns ("Log durable before use"); the in-memory bounds change after
+// the commit. It holds no lock readers take while it commits, so Raft
+// reads the log while the node's appender syncs ("Log written off the
+// loop").
 func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync bool) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	first, last, stored := s.first, s.last, s.hs
+	s.mu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
-	first, last := s.first, s.last
 	newSnap := snap != nil && !raft.IsEmptySnap(snap)
 	if newSnap {
 		v, err := proto.Marshal(snap)
@@ -327,7 +337,7 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		last = hi
 	}
 	hasHS := hs != nil && !raft.IsEmptyHardState(hs)
-	if hasHS && (newSnap || hs.GetTerm() != s.hs.GetTerm() || hs.GetVote() != s.hs.GetVote()) {
+	if hasHS && (newSnap || hs.GetTerm() != stored.GetTerm() || hs.GetVote() != stored.GetVote()) {
 		// "Commit index not stored": only a new term, vote or snapshot
 		// writes the hard state (with the commit index of the moment).
 		v, err := proto.Marshal(hs)
@@ -340,7 +350,9 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 	}
 	if b.Empty() {
 		if hasHS {
+			s.mu.Lock()
 			s.hs = proto.Clone(hs).(*pb.HardState)
+			s.mu.Unlock()
 		}
 		return nil
 	}
@@ -351,6 +363,8 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 	if err := b.Commit(opt); err != nil {
 		return fmt.Errorf("repl: write raft log: %w", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if newSnap {
 		s.snap, s.prevTerm = snap, snap.GetMetadata().GetTerm()
 	}
@@ -371,6 +385,8 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 // member a little behind catches up from them rather than from the
 // snapshot ("Truncate only below a snapshot").
 func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte, keep uint64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	old := index <= s.snap.GetMetadata().GetIndex()
 	s.mu.Unlock()
@@ -390,13 +406,15 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte, keep uin
 			return err
 		}
 	}
+	// Under wmu the bounds change only here: read them, write unlocked.
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if index <= s.snap.GetMetadata().GetIndex() {
+	snapIndex, first, prevTerm, last := s.snap.GetMetadata().GetIndex(), s.first, s.prevTerm, s.last
+	s.mu.Unlock()
+	if index <= snapIndex {
 		return raft.ErrSnapOutOfDate
 	}
-	if index > s.last {
-		return fmt.Errorf("repl: compact to %d beyond the last index %d", index, s.last)
+	if index > last {
+		return fmt.Errorf("repl: compact to %d beyond the last index %d", index, last)
 	}
 	snap := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
 		Index: proto.Uint64(index), Term: proto.Uint64(term), ConfState: proto.Clone(cs).(*pb.ConfState),
@@ -410,7 +428,6 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte, keep uin
 	if err := b.Set(keySnapshot, v, nil); err != nil {
 		return err
 	}
-	first, prevTerm := s.first, s.prevTerm
 	if trunc >= first {
 		if err := b.DeleteRange(entryKey(0), entryKey(trunc+1), nil); err != nil {
 			return err
@@ -424,7 +441,9 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte, keep uin
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.snap, s.first, s.prevTerm = snap, first, prevTerm
+	s.mu.Unlock()
 	return nil
 }
 

@@ -142,6 +142,14 @@ type Node struct {
 	// resnap: a member was added to a compacted log; the next loop
 	// snapshots again ("Snapshots name their receivers").
 	resnap bool
+	// The appender ("Log written off the loop"): appendq carries the
+	// MsgStorageAppends to it, appended what it finished back; appending
+	// counts the appends handed to it and not yet finished.
+	appendq     *queue[*pb.Message]
+	appended    *queue[appendDone]
+	appending   int
+	appendStop  chan struct{}
+	appenderEnd chan struct{}
 
 	mu          sync.Mutex
 	status      Status
@@ -157,10 +165,13 @@ type Status struct {
 	// entry.
 	Voters, Learners []uint64
 	// Readies counts the Readies handled; AppliedEntries the committed
-	// entries applied, AppliedBeforeWrite those of them applied before
-	// the synced write of new entries in the same Ready ("Apply before
-	// the next sync": without it they would wait for that write).
-	Readies, AppliedEntries, AppliedBeforeWrite uint64
+	// entries applied, AppliedDuringAppend those of them applied while
+	// the appender was writing later entries ("Log written off the loop":
+	// with the write on the loop they would have waited for it); Appends
+	// the appender's synced writes and AppendMsgs the appends they
+	// carried (more than one per write: appends that queued behind a sync
+	// share the next).
+	Readies, AppliedEntries, AppliedDuringAppend, Appends, AppendMsgs uint64
 }
 
 type proposal struct {
@@ -274,6 +285,7 @@ func NewNode(cfg Config) (*Node, error) {
 		PreVote:                   true,
 		ReadOnlyOption:            raft.ReadOnlySafe,
 		DisableProposalForwarding: true,
+		AsyncStorageWrites:        true,
 		Logger:                    cfg.Logger,
 	})
 	if err != nil {
@@ -313,6 +325,8 @@ func NewNode(cfg Config) (*Node, error) {
 		stopc: make(chan struct{}), done: make(chan struct{}),
 		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{}, confs: map[uint64]*proposal{},
 		applied: applied, confState: initialConf,
+		appendq: newQueue[*pb.Message](), appended: newQueue[appendDone](),
+		appendStop: make(chan struct{}), appenderEnd: make(chan struct{}),
 	}
 	n.status = Status{ID: cfg.ID, Applied: applied}
 	n.setConfLocked()
@@ -321,6 +335,7 @@ func NewNode(cfg Config) (*Node, error) {
 			tr.SetSnapshotStreamer(st)
 		}
 	}
+	go n.appender()
 	go n.loop()
 	return n, nil
 }
@@ -575,6 +590,10 @@ func (n *Node) loop() {
 	defer ticker.Stop()
 	recv := n.cfg.Transport.Recv()
 	defer func() {
+		// The appender finishes the write it is in (its responses are
+		// delivered or dropped, as a crash would drop them) and ends.
+		close(n.appendStop)
+		<-n.appenderEnd
 		err := ErrStopped
 		if n.err != nil {
 			err = fmt.Errorf("%w: %w", ErrStopped, n.err)
@@ -585,6 +604,11 @@ func (n *Node) loop() {
 		select {
 		case <-ticker.C():
 			n.rn.Tick()
+		case <-n.appended.signal:
+			if err := n.appendsDone(); err != nil {
+				n.err = err
+				return
+			}
 		case m := <-recv:
 			n.step(m)
 		case p := <-n.propc:
@@ -678,51 +702,36 @@ func (n *Node) read(r *readReq) {
 	n.rn.ReadIndex(ctx[:])
 }
 
-// handleReady handles one Ready in the order the raft package documents:
-// persist the hard state, entries and snapshot (one synced batch), then
-// send messages, then apply the snapshot and committed entries, then
-// Advance ("Log durable before use").
+// handleReady handles one Ready of the asynchronous storage protocol
+// (raft's AsyncStorageWrites): the messages for other members go out at
+// once; the log's writes (MsgStorageAppend) go to the appender, which
+// delivers their responses once they are durable ("Log written off the
+// loop"); the committed entries (MsgStorageApply), which Raft hands out
+// only once this member's log holds them durably, are applied here, in
+// order, and their response stepped at once. There is no Advance.
 func (n *Node) handleReady() error {
 	rd := n.rn.Ready()
 	if rd.SoftState != nil {
 		n.roleChanged(*rd.SoftState)
 	}
-	// A leader sends before it writes its own log when the Ready keeps
-	// its term and vote (raft thesis §10.2.1, as etcd does): followers
-	// append and sync while the leader syncs, so a commit costs one sync's
-	// latency rather than two. Its own entries count towards a quorum only
-	// through the followers' answers, which it steps after this Save
-	// returned ("Leader writes in parallel"). Others send only what their
-	// synced log backs (a vote, an append's acknowledgement).
-	early := n.soft.RaftState == raft.StateLeader && n.cfg.Log.keepsVote(rd.HardState)
-	var snapsTo []uint64
-	if early {
-		snapsTo = n.send(rd.Messages)
-	}
-	// "Apply before the next sync": a leader applies the committed
-	// entries its log already holds durably before this Ready's write, so
-	// a group whose commit arrives with the next group's proposal is
-	// acknowledged without waiting for that proposal's sync. (A follower
-	// writes and acknowledges first: its acknowledgement is on the
-	// commit's path, its apply is not.)
-	committed := rd.CommittedEntries
-	pre := 0
-	if early {
-		pre = n.durablePrefix(rd)
-	}
-	if pre > 0 {
-		for _, e := range committed[:pre] {
-			if err := n.apply(e); err != nil {
-				return err
-			}
+	var out, local, appends, applies []*pb.Message
+	for _, m := range rd.Messages {
+		switch m.GetTo() {
+		case raft.LocalAppendThread:
+			appends = append(appends, m)
+		case raft.LocalApplyThread:
+			applies = append(applies, m)
+		case n.cfg.ID:
+			local = append(local, m)
+		default:
+			out = append(out, m)
 		}
-		committed = committed[pre:]
 	}
-	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
-		return err
-	}
-	if !early {
-		snapsTo = n.send(rd.Messages)
+	snapsTo := n.send(out)
+	for _, m := range appends {
+		if err := n.toAppender(m); err != nil {
+			return err
+		}
 	}
 	for _, rs := range rd.ReadStates {
 		if len(rs.RequestCtx) != 8 {
@@ -735,20 +744,20 @@ func (n *Node) handleReady() error {
 			n.readsReady = append(n.readsReady, r)
 		}
 	}
-	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
-		md := rd.Snapshot.GetMetadata()
-		if err := n.cfg.SM.Restore(md.GetIndex(), rd.Snapshot.GetData()); err != nil {
-			return err
+	var applied, during uint64
+	for _, m := range applies {
+		for _, e := range m.GetEntries() {
+			if err := n.apply(e); err != nil {
+				return err
+			}
+			applied++
+			if n.appending > 0 {
+				during++
+			}
 		}
-		n.applied = md.GetIndex()
-		n.confState = md.GetConfState()
-		n.setConf()
+		n.stepLocal(m.GetResponses())
 	}
-	for _, e := range committed {
-		if err := n.apply(e); err != nil {
-			return err
-		}
-	}
+	n.stepLocal(local)
 	kept := n.readsReady[:0]
 	for _, r := range n.readsReady {
 		if r.index <= n.applied {
@@ -758,7 +767,6 @@ func (n *Node) handleReady() error {
 		}
 	}
 	n.readsReady = kept
-	n.rn.Advance(rd)
 	// The transport does not confirm delivery: report every snapshot sent
 	// as finished, so the leader probes the member again from the
 	// snapshot's index; a member that did not get it rejects the probe and
@@ -786,31 +794,245 @@ func (n *Node) handleReady() error {
 	n.status.Term, n.status.Lead, n.status.Commit, n.status.Applied = st.GetTerm(), st.Lead, st.GetCommit(), n.applied
 	n.status.Role, n.status.Writable = st.RaftState, writable
 	n.status.Readies++
-	n.status.AppliedEntries += uint64(len(rd.CommittedEntries))
-	if len(rd.Entries) > 0 {
-		n.status.AppliedBeforeWrite += uint64(pre)
-	}
+	n.status.AppliedEntries += applied
+	n.status.AppliedDuringAppend += during
 	n.mu.Unlock()
 	return nil
 }
 
-// durablePrefix returns how many of rd's committed entries the log holds
-// durably already ("Apply before the next sync"): those at or below its
-// last index and below the first entry rd writes (which may replace a
-// tail). None when rd carries a snapshot, which is restored first.
-func (n *Node) durablePrefix(rd raft.Ready) int {
-	if len(rd.CommittedEntries) == 0 || rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
-		return 0
+// toAppender hands a MsgStorageAppend to the appender, or handles it
+// here when that is as good: one that writes nothing (a change of the
+// commit index alone, "Commit index not stored") while the appender has
+// nothing in flight has its responses delivered at once, as everything
+// before it is durable; one that carries a snapshot waits for the
+// appender's earlier writes, then is stored and restored here, on the
+// loop that owns the state machine ("Snapshot held before stepped").
+func (n *Node) toAppender(m *pb.Message) error {
+	hs := appendHardState(m)
+	if snap := m.GetSnapshot(); snap != nil && !raft.IsEmptySnap(snap) {
+		if err := n.waitAppends(); err != nil {
+			return err
+		}
+		if err := n.cfg.Log.Save(hs, m.GetEntries(), snap, true); err != nil {
+			return err
+		}
+		md := snap.GetMetadata()
+		if err := n.cfg.SM.Restore(md.GetIndex(), snap.GetData()); err != nil {
+			return err
+		}
+		n.applied = md.GetIndex()
+		n.confState = md.GetConfState()
+		n.setConf()
+		n.deliver(m.GetResponses())
+		return nil
 	}
-	stable, _ := n.cfg.Log.LastIndex()
-	if len(rd.Entries) > 0 {
-		stable = min(stable, rd.Entries[0].GetIndex()-1)
+	if n.appending == 0 && len(m.GetEntries()) == 0 && n.cfg.Log.keepsVote(hs) {
+		if err := n.cfg.Log.Save(hs, nil, nil, true); err != nil { // memory only
+			return err
+		}
+		n.deliver(m.GetResponses())
+		return nil
 	}
-	pre := 0
-	for pre < len(rd.CommittedEntries) && rd.CommittedEntries[pre].GetIndex() <= stable {
-		pre++
+	n.appending++
+	n.appendq.push(m)
+	return nil
+}
+
+// appendHardState returns the hard state a MsgStorageAppend carries, nil
+// for none (Raft sets its term, vote and commit together or not at all).
+func appendHardState(m *pb.Message) *pb.HardState {
+	if m.Term == nil {
+		return nil
 	}
-	return pre
+	return &pb.HardState{Term: proto.Uint64(m.GetTerm()), Vote: proto.Uint64(m.GetVote()), Commit: proto.Uint64(m.GetCommit())}
+}
+
+// deliver sends responses to other members and steps this member's own.
+// Called on the loop only.
+func (n *Node) deliver(msgs []*pb.Message) {
+	if invariantsEnabled {
+		n.checkAcked(msgs)
+	}
+	var out []*pb.Message
+	for _, m := range msgs {
+		if m.GetTo() == n.cfg.ID {
+			_ = n.rn.Step(m)
+		} else {
+			out = append(out, m)
+		}
+	}
+	n.send(out)
+}
+
+// checkAcked checks "Log durable before use" for the responses of
+// appends: an acknowledgement of an append (to the leader or to itself)
+// covers only entries the log holds (its bounds move only after the
+// synced write).
+func (n *Node) checkAcked(msgs []*pb.Message) {
+	last, _ := n.cfg.Log.LastIndex()
+	for _, m := range msgs {
+		t := m.GetType()
+		if (t == pb.MsgAppResp && !m.GetReject() || t == pb.MsgStorageAppendResp) && m.GetIndex() > last {
+			invariantFail("Log durable before use", "%v acknowledges index %d; the log holds up to %d", t, m.GetIndex(), last)
+		}
+	}
+}
+
+// stepLocal steps messages addressed to this member (local storage
+// responses, its own acknowledgements). A refusal is an old term's: Raft
+// drops it.
+func (n *Node) stepLocal(msgs []*pb.Message) {
+	for _, m := range msgs {
+		_ = n.rn.Step(m)
+	}
+}
+
+// appendDone is what the appender finished: how many appends, the
+// responses addressed to this member (those to others it sent), or the
+// error that stopped it.
+type appendDone struct {
+	msgs  int
+	steps []*pb.Message
+	err   error
+}
+
+// appendsDone steps the responses of the appends the appender finished.
+// Called on the loop only.
+func (n *Node) appendsDone() error {
+	for _, d := range n.appended.take() {
+		n.appending -= d.msgs
+		if d.err != nil {
+			return d.err
+		}
+		n.stepLocal(d.steps)
+	}
+	return nil
+}
+
+// waitAppends returns once the appender finished every append handed to
+// it, their responses stepped.
+func (n *Node) waitAppends() error {
+	for n.appending > 0 {
+		select {
+		case <-n.appended.signal:
+		case <-n.appenderEnd:
+			// It ended on an error, which it queued first.
+		}
+		if err := n.appendsDone(); err != nil {
+			return err
+		}
+		if n.appending > 0 {
+			select {
+			case <-n.appenderEnd:
+				return ErrStopped
+			default:
+			}
+		}
+	}
+	return nil
+}
+
+// appender is the goroutine that writes the log ("Log written off the
+// loop"): it takes every append queued, writes them in one synced Pebble
+// batch (appends that queued behind a sync share the next one), then
+// sends their responses for other members (a follower's acknowledgement
+// leaves as soon as its entries are durable) and hands those for this
+// member back to the loop. A write that fails ends it, and the loop.
+func (n *Node) appender() {
+	defer close(n.appenderEnd)
+	for {
+		select {
+		case <-n.appendq.signal:
+		case <-n.appendStop:
+			return
+		}
+		msgs := n.appendq.take()
+		if len(msgs) == 0 {
+			continue
+		}
+		var hs *pb.HardState
+		var ents []*pb.Entry
+		for _, m := range msgs {
+			if h := appendHardState(m); h != nil {
+				hs = h
+			}
+			ents = joinEntries(ents, m.GetEntries())
+		}
+		err := n.cfg.Log.Save(hs, ents, nil, true)
+		d := appendDone{msgs: len(msgs), err: err}
+		if err == nil {
+			var out []*pb.Message
+			for _, m := range msgs {
+				for _, r := range m.GetResponses() {
+					if r.GetTo() == n.cfg.ID {
+						d.steps = append(d.steps, r)
+					} else {
+						out = append(out, r)
+					}
+				}
+			}
+			if invariantsEnabled {
+				n.checkAcked(out)
+				n.checkAcked(d.steps)
+			}
+			n.send(out)
+			n.mu.Lock()
+			n.status.Appends++
+			n.status.AppendMsgs += uint64(len(msgs))
+			n.mu.Unlock()
+		}
+		n.appended.push(d)
+		if err != nil {
+			return
+		}
+	}
+}
+
+// joinEntries appends the entries of a later append to those of earlier
+// ones, the later replacing any they overlap (a new leader's entries
+// replace a tail), as writing them one after the other would. It never
+// writes into the slices it is given (Raft's own).
+func joinEntries(acc, next []*pb.Entry) []*pb.Entry {
+	if len(acc) == 0 {
+		return next
+	}
+	if len(next) == 0 {
+		return acc
+	}
+	lo, base := next[0].GetIndex(), acc[0].GetIndex()
+	if lo <= base {
+		return next
+	}
+	k := min(lo-base, uint64(len(acc)))
+	return append(acc[:k:k], next...)
+}
+
+// queue hands items from one goroutine to another without blocking the
+// sender: push appends and signals, take empties it.
+type queue[T any] struct {
+	mu     sync.Mutex
+	items  []T
+	signal chan struct{}
+}
+
+func newQueue[T any]() *queue[T] { return &queue[T]{signal: make(chan struct{}, 1)} }
+
+func (q *queue[T]) push(x T) {
+	q.mu.Lock()
+	q.items = append(q.items, x)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue[T]) take() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
 }
 
 func (n *Node) apply(e *pb.Entry) error {

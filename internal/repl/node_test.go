@@ -220,6 +220,13 @@ func TestRestartAppliedPastCommit(t *testing.T) {
 	if err := n.Campaign(); err != nil {
 		t.Fatal(err)
 	}
+	// The member leads once its vote for itself is in its log (the
+	// appender's write, "Log written off the loop").
+	for deadline := time.Now().Add(10 * time.Second); n.Status().Role != raft.StateLeader; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the only member did not become leader")
+		}
+	}
 	if _, err := n.ReadIndex(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -307,39 +314,141 @@ func TestChainedProposals(t *testing.T) {
 	}
 }
 
-// TestDurablePrefix checks which committed entries of a Ready are applied
-// before the Ready's write ("Apply before the next sync"): those the log
-// holds durably, below the first entry the Ready writes, and none with a
-// snapshot.
-func TestDurablePrefix(t *testing.T) {
-	log, err := OpenLogStore("raft", vfs.NewMem())
+// TestLogWrittenOffLoop: while the leader's own log cannot sync, its node
+// loop goes on stepping the followers' acknowledgements, so a proposal
+// commits (the leader's commit index passes it), but the leader applies
+// and acknowledges it only once its own log holds it ("Log written off the
+// loop", "Log durable before use"). With the write on the loop, the commit
+// index would not move until the sync returned.
+func TestLogWrittenOffLoop(t *testing.T) {
+	var c *cluster
+	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
+		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
+	})
+	t.Cleanup(func() { // before the cluster's cleanup: a held sync blocks Stop
+		for _, g := range c.gates {
+			g.open()
+		}
+	})
+	// Under a loaded machine a member may lose leadership meanwhile: the
+	// attempt is then made again under the next leader.
+	for attempt := 1; ; attempt++ {
+		done, why := logWrittenOffLoop(t, c, attempt)
+		if done {
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("5 attempts; the last: %s", why)
+		}
+		t.Logf("attempt %d: %s", attempt, why)
+	}
+}
+
+// logWrittenOffLoop makes one attempt of TestLogWrittenOffLoop; false and
+// why when leadership changed under it.
+func logWrittenOffLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
+	t.Helper()
+	_, idx, err := c.commit(fmt.Sprintf("put a %d", attempt), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer log.Close()
-	if err := log.Save(&pb.HardState{Term: proto.Uint64(2)}, ents(2, 1, 5), nil, true); err != nil {
-		t.Fatal(err)
+	l := c.leader()
+	if l == 0 {
+		return false, "no leader after the first write"
 	}
-	n := &Node{cfg: Config{Log: log}}
-	snap := &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(9), Term: proto.Uint64(2)}}
+	n, g := c.node(l), c.gates[l]
+	term := n.Status().Term
+	g.close()
+	p := n.Start([]byte(fmt.Sprintf("put b %d", attempt)), false)
+	waited := make(chan error, 1)
+	var got uint64
+	go func() {
+		var err error
+		got, err = p.Wait()
+		waited <- err
+	}()
+	want := idx + 1 // the leader proposes nothing else
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := n.Status()
+		if st.Term != term || st.Role != raft.StateLeader {
+			g.open()
+			<-waited
+			return false, fmt.Sprintf("member %d lost leadership of term %d", l, term)
+		}
+		if st.Commit >= want {
+			if st.Applied >= want {
+				t.Fatalf("entry %d applied while the leader's log could not sync (applied %d)", want, st.Applied)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			g.open()
+			<-waited
+			return false, fmt.Sprintf("entry %d not committed with the leader's sync held (commit %d)", want, st.Commit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for g.waiting.Load() == 0 { // the appender may not have reached its sync yet
+		if time.Now().After(deadline) {
+			t.Fatal("the leader's log has no sync held: the gate did not hold its write")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("proposal acknowledged (%v) before the leader's log held it", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	g.open()
+	select {
+	case err := <-waited:
+		if errors.Is(err, ErrLeadershipLost) {
+			return false, "leadership lost after the gate opened"
+		}
+		if err != nil || got != want {
+			t.Fatalf("proposal: index %d, %v; want index %d", got, err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("proposal not acknowledged after the leader's log synced")
+	}
+	return true, ""
+}
+
+// TestJoinEntries: the appender's one write of several appends is what
+// writing them one after the other would leave.
+func TestJoinEntries(t *testing.T) {
+	idx := func(es []*pb.Entry) string {
+		var s []string
+		for _, e := range es {
+			s = append(s, fmt.Sprintf("%d/%d", e.GetIndex(), e.GetTerm()))
+		}
+		return fmt.Sprint(s)
+	}
 	for _, c := range []struct {
 		name      string
-		committed []*pb.Entry
-		entries   []*pb.Entry
-		snap      *pb.Snapshot
-		want      int
+		acc, next []*pb.Entry
+		want      string
 	}{
-		{"nothing committed", nil, ents(2, 6, 7), nil, 0},
-		{"committed, nothing new", ents(2, 3, 5), nil, nil, 3},
-		{"committed below the new entries", ents(2, 4, 5), ents(2, 6, 8), nil, 2},
-		{"committed reaching into the new entries", ents(2, 4, 7), ents(2, 6, 8), nil, 2},
-		{"new entries replace a tail", ents(2, 3, 5), ents(3, 5, 6), nil, 2},
-		{"committed entries all new", ents(2, 6, 7), ents(2, 6, 7), nil, 0},
-		{"with a snapshot", ents(2, 3, 4), nil, snap, 0},
+		{"none", nil, nil, "[]"},
+		{"first", nil, ents(2, 1, 2), "[1/2 2/2]"},
+		{"nothing new", ents(2, 1, 2), nil, "[1/2 2/2]"},
+		{"after", ents(2, 1, 2), ents(2, 3, 4), "[1/2 2/2 3/2 4/2]"},
+		{"replaces the tail", ents(2, 1, 4), ents(3, 3, 3), "[1/2 2/2 3/3]"},
+		{"replaces all", ents(2, 3, 4), ents(3, 2, 2), "[2/3]"},
+		{"replaces from the first", ents(2, 3, 4), ents(3, 3, 5), "[3/3 4/3 5/3]"},
 	} {
-		rd := raft.Ready{CommittedEntries: c.committed, Entries: c.entries, Snapshot: c.snap}
-		if got := n.durablePrefix(rd); got != c.want {
-			t.Errorf("%s: %d entries applied before the write, want %d", c.name, got, c.want)
+		acc := c.acc
+		if len(acc) > 0 {
+			acc = append(make([]*pb.Entry, 0, 2*len(acc)), acc...) // room to write into
+		}
+		before := idx(acc)
+		spare := acc[:cap(acc)]
+		if got := idx(joinEntries(acc, c.next)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+		if idx(acc) != before || len(spare) > len(acc) && spare[len(acc)] != nil {
+			t.Errorf("%s: joinEntries wrote into the slice it was given", c.name)
 		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 // Seeded (the seed is logged; CAIRN_SEED replays one); it runs
 // CAIRN_SNAPSHOT_BANK_SECONDS seconds (2 by default).
 func TestRouterSnapshotBank(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers and a router")
 	}

@@ -70,8 +70,13 @@ type preparedCommits struct {
 const maxPreparedCommits = 1 << 14
 
 // recordPreparedCommit records t's commit at at with commitTS (in the
-// commit's request), when at is after commitTS.
+// commit's request), when at is after commitTS. A commit that logged no
+// entry (at 0: no statement of it changed a document through the engine)
+// made nothing visible at any time and is not recorded.
 func (e *Engine) recordPreparedCommit(t *Txn, commitTS, at hlc.Timestamp) {
+	if at == 0 {
+		return
+	}
 	if invariants.Enabled && at < commitTS {
 		// A read at a T in [at, commitTS) would see a commit it must not:
 		// nothing could refuse it.

@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairndb/cairn/internal/hoptrace"
 )
 
 var (
@@ -145,11 +147,14 @@ type Node struct {
 	// The appender ("Log written off the loop"): appendq carries the
 	// MsgStorageAppends to it, appended what it finished back; appending
 	// counts the appends handed to it and not yet finished.
-	appendq     *queue[*pb.Message]
+	appendq     *queue[appendReq]
 	appended    *queue[appendDone]
 	appending   int
 	appendStop  chan struct{}
 	appenderEnd chan struct{}
+	// trApps is when the loop stepped each append, by its last index
+	// (package hoptrace's trace only: nil otherwise).
+	trApps map[uint64]int64
 
 	mu          sync.Mutex
 	status      Status
@@ -178,7 +183,8 @@ type proposal struct {
 	data    []byte
 	index   uint64
 	done    chan error
-	follows bool // continues the chain (Start)
+	follows bool       // continues the chain (Start)
+	tr      *propTrace // package hoptrace's timestamps (nil unless traced)
 }
 
 // Proposal is a payload handed to the node loop by Start, whose outcome
@@ -197,6 +203,9 @@ func (p *Proposal) Wait() (uint64, error) {
 	}
 	if err := p.n.await(p.p.done); err != nil {
 		return 0, err
+	}
+	if hoptrace.Enabled && p.p.tr != nil {
+		hoptrace.Since(hoptrace.GroupWake, p.p.tr.done)
 	}
 	return p.p.index, nil
 }
@@ -325,10 +334,13 @@ func NewNode(cfg Config) (*Node, error) {
 		stopc: make(chan struct{}), done: make(chan struct{}),
 		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{}, confs: map[uint64]*proposal{},
 		applied: applied, confState: initialConf,
-		appendq: newQueue[*pb.Message](), appended: newQueue[appendDone](),
+		appendq: newQueue[appendReq](), appended: newQueue[appendDone](),
 		appendStop: make(chan struct{}), appenderEnd: make(chan struct{}),
 	}
 	n.status = Status{ID: cfg.ID, Applied: applied}
+	if hoptrace.Enabled {
+		n.trApps = map[uint64]int64{}
+	}
 	n.setConfLocked()
 	if st, ok := cfg.SM.(SnapshotStreamer); ok {
 		if tr, ok := cfg.Transport.(streaming); ok {
@@ -367,6 +379,9 @@ func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
 // the log without the earlier.
 func (n *Node) Start(payload []byte, follows bool) *Proposal {
 	p := &proposal{data: payload, done: make(chan error, 1), follows: follows}
+	if hoptrace.Enabled {
+		p.tr = &propTrace{start: hoptrace.Now()}
+	}
 	select {
 	case n.propc <- p:
 		return &Proposal{n: n, p: p}
@@ -601,6 +616,7 @@ func (n *Node) loop() {
 		n.failAll(err)
 	}()
 	for {
+		var turn int64
 		select {
 		case <-ticker.C():
 			n.rn.Tick()
@@ -620,6 +636,9 @@ func (n *Node) loop() {
 		case <-n.stopc:
 			return
 		}
+		if hoptrace.Enabled {
+			turn = hoptrace.Now() // the event's own work is left out: it is small
+		}
 		n.drain(recv)
 		for n.rn.HasReady() {
 			if err := n.handleReady(); err != nil {
@@ -630,6 +649,9 @@ func (n *Node) loop() {
 		if err := n.maybeCompact(); err != nil {
 			n.err = err
 			return
+		}
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.LoopTurn, turn)
 		}
 	}
 }
@@ -644,6 +666,9 @@ func (n *Node) step(m *pb.Message) {
 		return
 	}
 	_ = n.rn.Step(m)
+	if hoptrace.Enabled {
+		n.traceStepped(m)
+	}
 }
 
 // maxBatch bounds how many queued messages and proposals one Ready takes.
@@ -676,6 +701,9 @@ func (n *Node) propose(p *proposal) {
 	if n.soft.RaftState != raft.StateLeader {
 		p.done <- ErrNotLeader
 		return
+	}
+	if hoptrace.Enabled && p.tr != nil {
+		p.tr.taken = hoptrace.Since(hoptrace.EntryStart, p.tr.start)
 	}
 	n.seq++
 	data := make([]byte, headerLen+len(p.data))
@@ -731,6 +759,9 @@ func (n *Node) handleReady() error {
 	for _, m := range appends {
 		if err := n.toAppender(m); err != nil {
 			return err
+		}
+		if hoptrace.Enabled {
+			n.traceHanded(m, hoptrace.Now())
 		}
 	}
 	for _, rs := range rd.ReadStates {
@@ -834,7 +865,11 @@ func (n *Node) toAppender(m *pb.Message) error {
 		return nil
 	}
 	n.appending++
-	n.appendq.push(m)
+	r := appendReq{m: m}
+	if hoptrace.Enabled {
+		r.at, r.stepped = hoptrace.Now(), n.traceAppendStepped(m)
+	}
+	n.appendq.push(r)
 	return nil
 }
 
@@ -884,6 +919,9 @@ func (n *Node) checkAcked(msgs []*pb.Message) {
 func (n *Node) stepLocal(msgs []*pb.Message) {
 	for _, m := range msgs {
 		_ = n.rn.Step(m)
+		if hoptrace.Enabled {
+			n.traceStepped(m)
+		}
 	}
 }
 
@@ -894,6 +932,15 @@ type appendDone struct {
 	msgs  int
 	steps []*pb.Message
 	err   error
+	at    int64 // when the write returned (package hoptrace)
+}
+
+// appendReq is a MsgStorageAppend on its way to the appender, with the
+// times package hoptrace measures from: when it was handed over, and (on
+// a follower) when the loop stepped the append it writes.
+type appendReq struct {
+	m           *pb.Message
+	at, stepped int64
 }
 
 // appendsDone steps the responses of the appends the appender finished.
@@ -905,6 +952,9 @@ func (n *Node) appendsDone() error {
 			return d.err
 		}
 		n.stepLocal(d.steps)
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.AppendBack, d.at)
+		}
 	}
 	return nil
 }
@@ -946,13 +996,24 @@ func (n *Node) appender() {
 		case <-n.appendStop:
 			return
 		}
-		msgs := n.appendq.take()
-		if len(msgs) == 0 {
+		reqs := n.appendq.take()
+		if len(reqs) == 0 {
 			continue
 		}
+		msgs := make([]*pb.Message, len(reqs))
 		var hs *pb.HardState
 		var ents []*pb.Entry
-		for _, m := range msgs {
+		var began int64
+		if hoptrace.Enabled {
+			began = hoptrace.Now()
+			hoptrace.Count(hoptrace.AppendBatch, len(reqs))
+		}
+		for i, r := range reqs {
+			m := r.m
+			msgs[i] = m
+			if hoptrace.Enabled {
+				hoptrace.Since(hoptrace.AppendQueue, r.at)
+			}
 			if h := appendHardState(m); h != nil {
 				hs = h
 			}
@@ -960,6 +1021,9 @@ func (n *Node) appender() {
 		}
 		err := n.cfg.Log.Save(hs, ents, nil, true)
 		d := appendDone{msgs: len(msgs), err: err}
+		if hoptrace.Enabled {
+			d.at = hoptrace.Since(hoptrace.AppendSync, began)
+		}
 		if err == nil {
 			var out []*pb.Message
 			for _, m := range msgs {
@@ -976,6 +1040,11 @@ func (n *Node) appender() {
 				n.checkAcked(d.steps)
 			}
 			n.send(out)
+			if hoptrace.Enabled && len(out) > 0 {
+				for _, r := range reqs {
+					hoptrace.Since(hoptrace.FollowerAck, r.stepped)
+				}
+			}
 			n.mu.Lock()
 			n.status.Appends++
 			n.status.AppendMsgs += uint64(len(msgs))
@@ -1058,8 +1127,15 @@ func (n *Node) apply(e *pb.Entry) error {
 		if len(e.GetData()) < headerLen {
 			return fmt.Errorf("repl: entry %d has no proposal header", e.GetIndex())
 		}
+		var t0 int64
+		if hoptrace.Enabled {
+			t0 = hoptrace.Now()
+		}
 		if err := n.cfg.SM.Apply(e.GetIndex(), e.GetData()[headerLen:]); err != nil {
 			return fmt.Errorf("repl: apply entry %d: %w", e.GetIndex(), err)
+		}
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.LoopApply, t0)
 		}
 		n.sinceSnap += uint64(len(e.GetData()))
 		if binary.BigEndian.Uint64(e.GetData()) == n.incarnation {
@@ -1067,6 +1143,9 @@ func (n *Node) apply(e *pb.Entry) error {
 			if p, ok := n.pending[seq]; ok {
 				delete(n.pending, seq)
 				p.index = e.GetIndex()
+				if hoptrace.Enabled && p.tr != nil {
+					p.tr.done = hoptrace.Since(hoptrace.EntryApply, p.tr.commit)
+				}
 				p.done <- nil
 			}
 		}

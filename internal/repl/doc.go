@@ -78,7 +78,11 @@
 // followers' acknowledgements an entry commits before the leader's own
 // sync returns (its apply still waits for that sync, "Log durable before
 // use"). The appender writes every append queued behind its last sync in
-// one batch and one sync, sends the responses for other members itself (a
+// one batch and one sync — up to one that replaces entries of an earlier
+// append (a new leader's), which is written by the next sync, so the
+// earlier responses never acknowledge entries no write held
+// (TestAppendRun; found by TestLinearizableKV, seed 1811, under the
+// invariants tag) — sends the responses for other members itself (a
 // follower's acknowledgement leaves as soon as its entries are durable)
 // and hands this member's own back to the loop. An append that writes
 // nothing (a commit index alone) while the appender is idle is answered

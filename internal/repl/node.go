@@ -984,7 +984,9 @@ func (n *Node) waitAppends() error {
 
 // appender is the goroutine that writes the log ("Log written off the
 // loop"): it takes every append queued, writes them in one synced Pebble
-// batch (appends that queued behind a sync share the next one), then
+// batch (appends that queued behind a sync share the next one; one whose
+// entries replace those of an earlier one starts the next batch,
+// appendRun), then
 // sends their responses for other members (a follower's acknowledgement
 // leaves as soon as its entries are durable) and hands those for this
 // member back to the loop. A write that fails ends it, and the loop.
@@ -997,64 +999,94 @@ func (n *Node) appender() {
 			return
 		}
 		reqs := n.appendq.take()
-		if len(reqs) == 0 {
-			continue
-		}
-		msgs := make([]*pb.Message, len(reqs))
-		var hs *pb.HardState
-		var ents []*pb.Entry
-		var began int64
-		if hoptrace.Enabled {
-			began = hoptrace.Now()
-			hoptrace.Count(hoptrace.AppendBatch, len(reqs))
-		}
-		for i, r := range reqs {
-			m := r.m
-			msgs[i] = m
-			if hoptrace.Enabled {
-				hoptrace.Since(hoptrace.AppendQueue, r.at)
+		for len(reqs) > 0 {
+			k := appendRun(reqs)
+			if err := n.writeAppends(reqs[:k]); err != nil {
+				return
 			}
-			if h := appendHardState(m); h != nil {
-				hs = h
-			}
-			ents = joinEntries(ents, m.GetEntries())
-		}
-		err := n.cfg.Log.Save(hs, ents, nil, true)
-		d := appendDone{msgs: len(msgs), err: err}
-		if hoptrace.Enabled {
-			d.at = hoptrace.Since(hoptrace.AppendSync, began)
-		}
-		if err == nil {
-			var out []*pb.Message
-			for _, m := range msgs {
-				for _, r := range m.GetResponses() {
-					if r.GetTo() == n.cfg.ID {
-						d.steps = append(d.steps, r)
-					} else {
-						out = append(out, r)
-					}
-				}
-			}
-			if invariantsEnabled {
-				n.checkAcked(out)
-				n.checkAcked(d.steps)
-			}
-			n.send(out)
-			if hoptrace.Enabled && len(out) > 0 {
-				for _, r := range reqs {
-					hoptrace.Since(hoptrace.FollowerAck, r.stepped)
-				}
-			}
-			n.mu.Lock()
-			n.status.Appends++
-			n.status.AppendMsgs += uint64(len(msgs))
-			n.mu.Unlock()
-		}
-		n.appended.push(d)
-		if err != nil {
-			return
+			reqs = reqs[k:]
 		}
 	}
+}
+
+// appendRun is how many of the appends reqs begins with one write may
+// carry: up to the first that overlaps the entries of those before it (a
+// new leader's entries replacing a tail). The earlier appends' responses
+// acknowledge the entries they replace, so they leave only after a write
+// that held those entries ("Log durable before use"); the overlapping
+// append is written next, on its own write. TestAppendRun; found by
+// TestLinearizableKV (seed 1811) under the invariants tag.
+func appendRun(reqs []appendReq) int {
+	var last uint64 // the last index the run's entries reach (0: none yet)
+	for i, r := range reqs {
+		ents := r.m.GetEntries()
+		if len(ents) == 0 {
+			continue
+		}
+		if last != 0 && ents[0].GetIndex() <= last {
+			return i
+		}
+		last = ents[len(ents)-1].GetIndex()
+	}
+	return len(reqs)
+}
+
+// writeAppends writes appends in one synced batch, sends their responses
+// for other members and hands this member's own back to the loop. It
+// returns the write's error, which ends the appender.
+func (n *Node) writeAppends(reqs []appendReq) error {
+	msgs := make([]*pb.Message, len(reqs))
+	var hs *pb.HardState
+	var ents []*pb.Entry
+	var began int64
+	if hoptrace.Enabled {
+		began = hoptrace.Now()
+		hoptrace.Count(hoptrace.AppendBatch, len(reqs))
+	}
+	for i, r := range reqs {
+		m := r.m
+		msgs[i] = m
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.AppendQueue, r.at)
+		}
+		if h := appendHardState(m); h != nil {
+			hs = h
+		}
+		ents = joinEntries(ents, m.GetEntries())
+	}
+	err := n.cfg.Log.Save(hs, ents, nil, true)
+	d := appendDone{msgs: len(msgs), err: err}
+	if hoptrace.Enabled {
+		d.at = hoptrace.Since(hoptrace.AppendSync, began)
+	}
+	if err == nil {
+		var out []*pb.Message
+		for _, m := range msgs {
+			for _, r := range m.GetResponses() {
+				if r.GetTo() == n.cfg.ID {
+					d.steps = append(d.steps, r)
+				} else {
+					out = append(out, r)
+				}
+			}
+		}
+		if invariantsEnabled {
+			n.checkAcked(out)
+			n.checkAcked(d.steps)
+		}
+		n.send(out)
+		if hoptrace.Enabled && len(out) > 0 {
+			for _, r := range reqs {
+				hoptrace.Since(hoptrace.FollowerAck, r.stepped)
+			}
+		}
+		n.mu.Lock()
+		n.status.Appends++
+		n.status.AppendMsgs += uint64(len(msgs))
+		n.mu.Unlock()
+	}
+	n.appended.push(d)
+	return err
 }
 
 // joinEntries appends the entries of a later append to those of earlier

@@ -452,3 +452,28 @@ func TestJoinEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRun: the appender writes queued appends in one batch only up
+// to the first that replaces entries of an earlier one, whose responses
+// must leave after a write that held what they acknowledge ("Log durable
+// before use").
+func TestAppendRun(t *testing.T) {
+	app := func(es []*pb.Entry) appendReq { return appendReq{m: &pb.Message{Entries: es}} }
+	for _, c := range []struct {
+		name string
+		reqs []appendReq
+		want int
+	}{
+		{"one", []appendReq{app(ents(2, 1, 2))}, 1},
+		{"extending", []appendReq{app(ents(2, 1, 2)), app(ents(2, 3, 3)), app(ents(2, 4, 6))}, 3},
+		{"hard state only between", []appendReq{app(ents(2, 1, 2)), app(nil), app(ents(2, 3, 3))}, 3},
+		{"hard state first", []appendReq{app(nil), app(ents(2, 1, 2))}, 2},
+		{"replaces the tail", []appendReq{app(ents(5, 380, 389)), app(ents(6, 385, 388))}, 1},
+		{"replaces from the first", []appendReq{app(ents(2, 3, 4)), app(ents(3, 3, 5))}, 1},
+		{"replaces after a run", []appendReq{app(ents(2, 1, 2)), app(ents(2, 3, 4)), app(nil), app(ents(3, 4, 4)), app(ents(3, 5, 5))}, 3},
+	} {
+		if got := appendRun(c.reqs); got != c.want {
+			t.Errorf("%s: a run of %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -885,6 +885,7 @@ func appendHardState(m *pb.Message) *pb.HardState {
 // deliver sends responses to other members and steps this member's own.
 // Called on the loop only.
 func (n *Node) deliver(msgs []*pb.Message) {
+	msgs = dropStaleAcks(msgs, n.cfg.Log.term())
 	if invariantsEnabled {
 		n.checkAcked(msgs)
 	}
@@ -897,6 +898,32 @@ func (n *Node) deliver(msgs []*pb.Message) {
 		}
 	}
 	n.send(out)
+}
+
+// dropStaleAcks leaves out of msgs the acknowledgements of appends made
+// in a term older than the stored hard state's (term). Raft hands a
+// member the response to an append together with a later append of a
+// newer leader whose entries may replace the ones it acknowledges (both
+// stepped before one Ready), so no write held them; such a response
+// carries the old term, which only a leader still in it could count, and
+// dropping it is what a lossy transport may do anyway ("Log durable
+// before use"; TestDropStaleAcks; found by repl-faults, seeds 1811 and
+// 1812, under the invariants tag). It returns msgs itself when nothing is
+// dropped.
+func dropStaleAcks(msgs []*pb.Message, term uint64) []*pb.Message {
+	stale := func(m *pb.Message) bool {
+		return m.GetType() == pb.MsgAppResp && m.GetTerm() != 0 && m.GetTerm() < term
+	}
+	if !slices.ContainsFunc(msgs, stale) {
+		return msgs
+	}
+	kept := make([]*pb.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if !stale(m) {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 // checkAcked checks "Log durable before use" for the responses of
@@ -1061,8 +1088,9 @@ func (n *Node) writeAppends(reqs []appendReq) error {
 	}
 	if err == nil {
 		var out []*pb.Message
+		term := n.cfg.Log.term()
 		for _, m := range msgs {
-			for _, r := range m.GetResponses() {
+			for _, r := range dropStaleAcks(m.GetResponses(), term) {
 				if r.GetTo() == n.cfg.ID {
 					d.steps = append(d.steps, r)
 				} else {

@@ -477,3 +477,34 @@ func TestAppendRun(t *testing.T) {
 		}
 	}
 }
+
+// TestDropStaleAcks: acknowledgements of appends of a term older than the
+// stored one are not delivered; everything else is, in order.
+func TestDropStaleAcks(t *testing.T) {
+	msg := func(typ pb.MessageType, term, index uint64) *pb.Message {
+		return &pb.Message{Type: typ.Enum(), Term: proto.Uint64(term), Index: proto.Uint64(index)}
+	}
+	show := func(ms []*pb.Message) string {
+		var s []string
+		for _, m := range ms {
+			s = append(s, fmt.Sprintf("%v/%d/%d", m.GetType(), m.GetTerm(), m.GetIndex()))
+		}
+		return fmt.Sprint(s)
+	}
+	for _, c := range []struct {
+		name string
+		msgs []*pb.Message
+		term uint64
+		want string
+	}{
+		{"none", nil, 6, "[]"},
+		{"current term", []*pb.Message{msg(pb.MsgAppResp, 6, 293)}, 6, "[MsgAppResp/6/293]"},
+		{"an older term's ack", []*pb.Message{msg(pb.MsgAppResp, 5, 294), msg(pb.MsgAppResp, 6, 293)}, 6, "[MsgAppResp/6/293]"},
+		{"other kinds of an older term", []*pb.Message{msg(pb.MsgVoteResp, 5, 0), msg(pb.MsgHeartbeatResp, 5, 0)}, 6, "[MsgVoteResp/5/0 MsgHeartbeatResp/5/0]"},
+		{"local, no term", []*pb.Message{msg(pb.MsgAppResp, 0, 294), msg(pb.MsgStorageAppendResp, 0, 294)}, 6, "[MsgAppResp/0/294 MsgStorageAppendResp/0/294]"},
+	} {
+		if got := show(dropStaleAcks(c.msgs, c.term)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -6,7 +6,7 @@
 // BENCHMARKS.md's session-10 section).
 //
 // Built with `-tags cairntrace`, [Enabled] is true: each [Hop] keeps a
-// histogram (four buckets per power of two, so quantiles are within 19 %),
+// histogram (four buckets per power of two, so quantiles are within 12.5 %),
 // [Now] reads the monotonic clock and [Since] records the time since a
 // timestamp; `cairn` built so dumps every histogram to its standard error
 // and resets them on SIGUSR2 (cmd/cairn/trace_dev.go), and the in-process
@@ -18,9 +18,9 @@
 // Invariants:
 //
 // "Quantiles bound the samples": a quantile reported for a hop lies within
-// the bucket that holds that rank of the recorded samples, so it is at
-// most 19 % above the true sample and never below the smallest recorded
-// one. TestQuantiles (built with the tag).
+// the bucket that holds that rank of the recorded samples (its midpoint),
+// so it is within 12.5 % of the true sample of that rank and never above
+// the largest recorded one. TestQuantiles (built with the tag).
 //
 // "Off is free": without the tag, Now is 0 and the recording calls are
 // empty, so callers' timestamp arithmetic records nothing. TestOff (built

@@ -179,8 +179,7 @@
 //
 // Invariant "Pipelined groups" (Hooks.Propose, replicate.go): the
 // pipeline proposes group k+1 while group k replicates, up to maxInFlight
-// groups (16: more than closed-loop writers usually keep waiting, so a
-// group rarely waits for a slot and misses the log's next sync). The groups of a chain share one indexed batch, each group's
+// groups. The groups of a chain share one indexed batch, each group's
 // records appended to it in order, and each proposes only its own records
 // (the batch's suffix since it began, under a header counting them); so a
 // request reads, through its Txn, every earlier group's writes whether or

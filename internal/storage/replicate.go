@@ -18,15 +18,9 @@ import (
 // applied them to Pebble yet, and each group proposes only its own
 // records (the batch's suffix since the group began).
 
-// maxInFlight bounds the groups proposed and not yet completed. It is deep
-// enough that closed-loop writers rarely wait for a slot: a group waiting
-// here misses the Raft log's next sync and waits for the one after it.
-// With 4 and eight YCSB-A clients every group was proposed at the bound
-// and waited in gather for the oldest group to complete (package
-// hoptrace's group.apply: 1.2 ms mean, p90 2.9 ms, on a loaded machine);
-// the log's appender batches the proposals that meet behind its sync
-// anyway (BENCHMARKS.md, issue 18, session 10).
-const maxInFlight = 16
+// maxInFlight bounds the groups proposed and not yet completed: enough for
+// a group to replicate while the next ones apply and propose.
+const maxInFlight = 4
 
 // maxChainBatch bounds the shared batch: past it, the next group waits for
 // the groups in flight and starts a new chain on a fresh batch, so memory

@@ -50,7 +50,12 @@
 // delivered (an acknowledgement of an append, a vote, the member's own
 // MsgStorageAppendResp) and before any of those entries is applied or a
 // proposal acknowledged: Raft hands a member committed entries to apply
-// only once its own log holds them durably. LogStore's in-memory bounds
+// only once its own log holds them durably. Raft may hand a member the
+// acknowledgement of an append together with a newer leader's append that
+// replaces the entries it acknowledges (both stepped before one Ready):
+// acknowledgements of a term older than the stored hard state's are
+// dropped, never delivered (TestDropStaleAcks; found by repl-faults, seeds
+// 1811 and 1812, which failed on main 48e5018 too). LogStore's in-memory bounds
 // change only after that write. Tested by TestLogStoreAppend-
 // ReplaceReopen, TestLogWrittenOffLoop and by
 // TestFaultScheduleKeepsAcknowledged, whose kills keep only a random part
@@ -78,7 +83,9 @@
 // followers' acknowledgements an entry commits before the leader's own
 // sync returns (its apply still waits for that sync, "Log durable before
 // use"). The appender writes every append queued behind its last sync in
-// one batch and one sync, sends the responses for other members itself (a
+// one batch and one sync — up to one that replaces entries of an earlier
+// append (a new leader's), which is written by the next sync
+// (TestAppendRun) — sends the responses for other members itself (a
 // follower's acknowledgement leaves as soon as its entries are durable)
 // and hands this member's own back to the loop. An append that writes
 // nothing (a commit index alone) while the appender is idle is answered

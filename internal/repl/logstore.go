@@ -180,6 +180,13 @@ func (s *LogStore) keepsVote(hs *pb.HardState) bool {
 	return hs.GetTerm() == s.hs.GetTerm() && hs.GetVote() == s.hs.GetVote()
 }
 
+// term is the term of the stored hard state.
+func (s *LogStore) term() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hs.GetTerm()
+}
+
 // empty reports whether the store holds no state at all.
 func (s *LogStore) empty() bool {
 	s.mu.Lock()

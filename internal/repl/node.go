@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairndb/cairn/internal/hoptrace"
 )
 
 var (
@@ -145,11 +147,14 @@ type Node struct {
 	// The appender ("Log written off the loop"): appendq carries the
 	// MsgStorageAppends to it, appended what it finished back; appending
 	// counts the appends handed to it and not yet finished.
-	appendq     *queue[*pb.Message]
+	appendq     *queue[appendReq]
 	appended    *queue[appendDone]
 	appending   int
 	appendStop  chan struct{}
 	appenderEnd chan struct{}
+	// trApps is when the loop stepped each append, by its last index
+	// (package hoptrace's trace only: nil otherwise).
+	trApps map[uint64]int64
 
 	mu          sync.Mutex
 	status      Status
@@ -178,7 +183,8 @@ type proposal struct {
 	data    []byte
 	index   uint64
 	done    chan error
-	follows bool // continues the chain (Start)
+	follows bool       // continues the chain (Start)
+	tr      *propTrace // package hoptrace's timestamps (nil unless traced)
 }
 
 // Proposal is a payload handed to the node loop by Start, whose outcome
@@ -197,6 +203,9 @@ func (p *Proposal) Wait() (uint64, error) {
 	}
 	if err := p.n.await(p.p.done); err != nil {
 		return 0, err
+	}
+	if hoptrace.Enabled && p.p.tr != nil {
+		hoptrace.Since(hoptrace.GroupWake, p.p.tr.done)
 	}
 	return p.p.index, nil
 }
@@ -325,10 +334,13 @@ func NewNode(cfg Config) (*Node, error) {
 		stopc: make(chan struct{}), done: make(chan struct{}),
 		pending: map[uint64]*proposal{}, reads: map[uint64]*readReq{}, confs: map[uint64]*proposal{},
 		applied: applied, confState: initialConf,
-		appendq: newQueue[*pb.Message](), appended: newQueue[appendDone](),
+		appendq: newQueue[appendReq](), appended: newQueue[appendDone](),
 		appendStop: make(chan struct{}), appenderEnd: make(chan struct{}),
 	}
 	n.status = Status{ID: cfg.ID, Applied: applied}
+	if hoptrace.Enabled {
+		n.trApps = map[uint64]int64{}
+	}
 	n.setConfLocked()
 	if st, ok := cfg.SM.(SnapshotStreamer); ok {
 		if tr, ok := cfg.Transport.(streaming); ok {
@@ -367,6 +379,9 @@ func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
 // the log without the earlier.
 func (n *Node) Start(payload []byte, follows bool) *Proposal {
 	p := &proposal{data: payload, done: make(chan error, 1), follows: follows}
+	if hoptrace.Enabled {
+		p.tr = &propTrace{start: hoptrace.Now()}
+	}
 	select {
 	case n.propc <- p:
 		return &Proposal{n: n, p: p}
@@ -601,6 +616,7 @@ func (n *Node) loop() {
 		n.failAll(err)
 	}()
 	for {
+		var turn int64
 		select {
 		case <-ticker.C():
 			n.rn.Tick()
@@ -620,6 +636,9 @@ func (n *Node) loop() {
 		case <-n.stopc:
 			return
 		}
+		if hoptrace.Enabled {
+			turn = hoptrace.Now() // the event's own work is left out: it is small
+		}
 		n.drain(recv)
 		for n.rn.HasReady() {
 			if err := n.handleReady(); err != nil {
@@ -630,6 +649,9 @@ func (n *Node) loop() {
 		if err := n.maybeCompact(); err != nil {
 			n.err = err
 			return
+		}
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.LoopTurn, turn)
 		}
 	}
 }
@@ -644,6 +666,9 @@ func (n *Node) step(m *pb.Message) {
 		return
 	}
 	_ = n.rn.Step(m)
+	if hoptrace.Enabled {
+		n.traceStepped(m)
+	}
 }
 
 // maxBatch bounds how many queued messages and proposals one Ready takes.
@@ -676,6 +701,9 @@ func (n *Node) propose(p *proposal) {
 	if n.soft.RaftState != raft.StateLeader {
 		p.done <- ErrNotLeader
 		return
+	}
+	if hoptrace.Enabled && p.tr != nil {
+		p.tr.taken = hoptrace.Since(hoptrace.EntryStart, p.tr.start)
 	}
 	n.seq++
 	data := make([]byte, headerLen+len(p.data))
@@ -731,6 +759,9 @@ func (n *Node) handleReady() error {
 	for _, m := range appends {
 		if err := n.toAppender(m); err != nil {
 			return err
+		}
+		if hoptrace.Enabled {
+			n.traceHanded(m, hoptrace.Now())
 		}
 	}
 	for _, rs := range rd.ReadStates {
@@ -834,7 +865,11 @@ func (n *Node) toAppender(m *pb.Message) error {
 		return nil
 	}
 	n.appending++
-	n.appendq.push(m)
+	r := appendReq{m: m}
+	if hoptrace.Enabled {
+		r.at, r.stepped = hoptrace.Now(), n.traceAppendStepped(m)
+	}
+	n.appendq.push(r)
 	return nil
 }
 
@@ -850,6 +885,7 @@ func appendHardState(m *pb.Message) *pb.HardState {
 // deliver sends responses to other members and steps this member's own.
 // Called on the loop only.
 func (n *Node) deliver(msgs []*pb.Message) {
+	msgs = dropStaleAcks(msgs, n.cfg.Log.term())
 	if invariantsEnabled {
 		n.checkAcked(msgs)
 	}
@@ -862,6 +898,32 @@ func (n *Node) deliver(msgs []*pb.Message) {
 		}
 	}
 	n.send(out)
+}
+
+// dropStaleAcks leaves out of msgs the acknowledgements of appends made
+// in a term older than the stored hard state's (term). Raft hands a
+// member the response to an append together with a later append of a
+// newer leader whose entries may replace the ones it acknowledges (both
+// stepped before one Ready), so no write held them; such a response
+// carries the old term, which only a leader still in it could count, and
+// dropping it is what a lossy transport may do anyway ("Log durable
+// before use"; TestDropStaleAcks; found by repl-faults, seeds 1811 and
+// 1812, under the invariants tag). It returns msgs itself when nothing is
+// dropped.
+func dropStaleAcks(msgs []*pb.Message, term uint64) []*pb.Message {
+	stale := func(m *pb.Message) bool {
+		return m.GetType() == pb.MsgAppResp && m.GetTerm() != 0 && m.GetTerm() < term
+	}
+	if !slices.ContainsFunc(msgs, stale) {
+		return msgs
+	}
+	kept := make([]*pb.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if !stale(m) {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 // checkAcked checks "Log durable before use" for the responses of
@@ -884,6 +946,9 @@ func (n *Node) checkAcked(msgs []*pb.Message) {
 func (n *Node) stepLocal(msgs []*pb.Message) {
 	for _, m := range msgs {
 		_ = n.rn.Step(m)
+		if hoptrace.Enabled {
+			n.traceStepped(m)
+		}
 	}
 }
 
@@ -894,6 +959,15 @@ type appendDone struct {
 	msgs  int
 	steps []*pb.Message
 	err   error
+	at    int64 // when the write returned (package hoptrace)
+}
+
+// appendReq is a MsgStorageAppend on its way to the appender, with the
+// times package hoptrace measures from: when it was handed over, and (on
+// a follower) when the loop stepped the append it writes.
+type appendReq struct {
+	m           *pb.Message
+	at, stepped int64
 }
 
 // appendsDone steps the responses of the appends the appender finished.
@@ -905,6 +979,9 @@ func (n *Node) appendsDone() error {
 			return d.err
 		}
 		n.stepLocal(d.steps)
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.AppendBack, d.at)
+		}
 	}
 	return nil
 }
@@ -934,7 +1011,9 @@ func (n *Node) waitAppends() error {
 
 // appender is the goroutine that writes the log ("Log written off the
 // loop"): it takes every append queued, writes them in one synced Pebble
-// batch (appends that queued behind a sync share the next one), then
+// batch (appends that queued behind a sync share the next one; one whose
+// entries replace those of an earlier one starts the next batch,
+// appendRun), then
 // sends their responses for other members (a follower's acknowledgement
 // leaves as soon as its entries are durable) and hands those for this
 // member back to the loop. A write that fails ends it, and the loop.
@@ -946,46 +1025,96 @@ func (n *Node) appender() {
 		case <-n.appendStop:
 			return
 		}
-		msgs := n.appendq.take()
-		if len(msgs) == 0 {
-			continue
-		}
-		var hs *pb.HardState
-		var ents []*pb.Entry
-		for _, m := range msgs {
-			if h := appendHardState(m); h != nil {
-				hs = h
+		reqs := n.appendq.take()
+		for len(reqs) > 0 {
+			k := appendRun(reqs)
+			if err := n.writeAppends(reqs[:k]); err != nil {
+				return
 			}
-			ents = joinEntries(ents, m.GetEntries())
-		}
-		err := n.cfg.Log.Save(hs, ents, nil, true)
-		d := appendDone{msgs: len(msgs), err: err}
-		if err == nil {
-			var out []*pb.Message
-			for _, m := range msgs {
-				for _, r := range m.GetResponses() {
-					if r.GetTo() == n.cfg.ID {
-						d.steps = append(d.steps, r)
-					} else {
-						out = append(out, r)
-					}
-				}
-			}
-			if invariantsEnabled {
-				n.checkAcked(out)
-				n.checkAcked(d.steps)
-			}
-			n.send(out)
-			n.mu.Lock()
-			n.status.Appends++
-			n.status.AppendMsgs += uint64(len(msgs))
-			n.mu.Unlock()
-		}
-		n.appended.push(d)
-		if err != nil {
-			return
+			reqs = reqs[k:]
 		}
 	}
+}
+
+// appendRun is how many of the appends reqs begins with one write may
+// carry: up to the first that overlaps the entries of those before it (a
+// new leader's entries replacing a tail). The earlier appends' responses
+// acknowledge the entries they replace, so they leave only after a write
+// that held those entries ("Log durable before use"); the overlapping
+// append is written next, on its own write. TestAppendRun; found by
+// TestLinearizableKV (seed 1811) under the invariants tag.
+func appendRun(reqs []appendReq) int {
+	var last uint64 // the last index the run's entries reach (0: none yet)
+	for i, r := range reqs {
+		ents := r.m.GetEntries()
+		if len(ents) == 0 {
+			continue
+		}
+		if last != 0 && ents[0].GetIndex() <= last {
+			return i
+		}
+		last = ents[len(ents)-1].GetIndex()
+	}
+	return len(reqs)
+}
+
+// writeAppends writes appends in one synced batch, sends their responses
+// for other members and hands this member's own back to the loop. It
+// returns the write's error, which ends the appender.
+func (n *Node) writeAppends(reqs []appendReq) error {
+	msgs := make([]*pb.Message, len(reqs))
+	var hs *pb.HardState
+	var ents []*pb.Entry
+	var began int64
+	if hoptrace.Enabled {
+		began = hoptrace.Now()
+		hoptrace.Count(hoptrace.AppendBatch, len(reqs))
+	}
+	for i, r := range reqs {
+		m := r.m
+		msgs[i] = m
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.AppendQueue, r.at)
+		}
+		if h := appendHardState(m); h != nil {
+			hs = h
+		}
+		ents = joinEntries(ents, m.GetEntries())
+	}
+	err := n.cfg.Log.Save(hs, ents, nil, true)
+	d := appendDone{msgs: len(msgs), err: err}
+	if hoptrace.Enabled {
+		d.at = hoptrace.Since(hoptrace.AppendSync, began)
+	}
+	if err == nil {
+		var out []*pb.Message
+		term := n.cfg.Log.term()
+		for _, m := range msgs {
+			for _, r := range dropStaleAcks(m.GetResponses(), term) {
+				if r.GetTo() == n.cfg.ID {
+					d.steps = append(d.steps, r)
+				} else {
+					out = append(out, r)
+				}
+			}
+		}
+		if invariantsEnabled {
+			n.checkAcked(out)
+			n.checkAcked(d.steps)
+		}
+		n.send(out)
+		if hoptrace.Enabled && len(out) > 0 {
+			for _, r := range reqs {
+				hoptrace.Since(hoptrace.FollowerAck, r.stepped)
+			}
+		}
+		n.mu.Lock()
+		n.status.Appends++
+		n.status.AppendMsgs += uint64(len(msgs))
+		n.mu.Unlock()
+	}
+	n.appended.push(d)
+	return err
 }
 
 // joinEntries appends the entries of a later append to those of earlier
@@ -1058,8 +1187,15 @@ func (n *Node) apply(e *pb.Entry) error {
 		if len(e.GetData()) < headerLen {
 			return fmt.Errorf("repl: entry %d has no proposal header", e.GetIndex())
 		}
+		var t0 int64
+		if hoptrace.Enabled {
+			t0 = hoptrace.Now()
+		}
 		if err := n.cfg.SM.Apply(e.GetIndex(), e.GetData()[headerLen:]); err != nil {
 			return fmt.Errorf("repl: apply entry %d: %w", e.GetIndex(), err)
+		}
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.LoopApply, t0)
 		}
 		n.sinceSnap += uint64(len(e.GetData()))
 		if binary.BigEndian.Uint64(e.GetData()) == n.incarnation {
@@ -1067,6 +1203,9 @@ func (n *Node) apply(e *pb.Entry) error {
 			if p, ok := n.pending[seq]; ok {
 				delete(n.pending, seq)
 				p.index = e.GetIndex()
+				if hoptrace.Enabled && p.tr != nil {
+					p.tr.done = hoptrace.Since(hoptrace.EntryApply, p.tr.commit)
+				}
 				p.done <- nil
 			}
 		}

@@ -452,3 +452,59 @@ func TestJoinEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRun: the appender writes queued appends in one batch only up
+// to the first that replaces entries of an earlier one, whose responses
+// must leave after a write that held what they acknowledge ("Log durable
+// before use").
+func TestAppendRun(t *testing.T) {
+	app := func(es []*pb.Entry) appendReq { return appendReq{m: &pb.Message{Entries: es}} }
+	for _, c := range []struct {
+		name string
+		reqs []appendReq
+		want int
+	}{
+		{"one", []appendReq{app(ents(2, 1, 2))}, 1},
+		{"extending", []appendReq{app(ents(2, 1, 2)), app(ents(2, 3, 3)), app(ents(2, 4, 6))}, 3},
+		{"hard state only between", []appendReq{app(ents(2, 1, 2)), app(nil), app(ents(2, 3, 3))}, 3},
+		{"hard state first", []appendReq{app(nil), app(ents(2, 1, 2))}, 2},
+		{"replaces the tail", []appendReq{app(ents(5, 380, 389)), app(ents(6, 385, 388))}, 1},
+		{"replaces from the first", []appendReq{app(ents(2, 3, 4)), app(ents(3, 3, 5))}, 1},
+		{"replaces after a run", []appendReq{app(ents(2, 1, 2)), app(ents(2, 3, 4)), app(nil), app(ents(3, 4, 4)), app(ents(3, 5, 5))}, 3},
+	} {
+		if got := appendRun(c.reqs); got != c.want {
+			t.Errorf("%s: a run of %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestDropStaleAcks: acknowledgements of appends of a term older than the
+// stored one are not delivered; everything else is, in order.
+func TestDropStaleAcks(t *testing.T) {
+	msg := func(typ pb.MessageType, term, index uint64) *pb.Message {
+		return &pb.Message{Type: typ.Enum(), Term: proto.Uint64(term), Index: proto.Uint64(index)}
+	}
+	show := func(ms []*pb.Message) string {
+		var s []string
+		for _, m := range ms {
+			s = append(s, fmt.Sprintf("%v/%d/%d", m.GetType(), m.GetTerm(), m.GetIndex()))
+		}
+		return fmt.Sprint(s)
+	}
+	for _, c := range []struct {
+		name string
+		msgs []*pb.Message
+		term uint64
+		want string
+	}{
+		{"none", nil, 6, "[]"},
+		{"current term", []*pb.Message{msg(pb.MsgAppResp, 6, 293)}, 6, "[MsgAppResp/6/293]"},
+		{"an older term's ack", []*pb.Message{msg(pb.MsgAppResp, 5, 294), msg(pb.MsgAppResp, 6, 293)}, 6, "[MsgAppResp/6/293]"},
+		{"other kinds of an older term", []*pb.Message{msg(pb.MsgVoteResp, 5, 0), msg(pb.MsgHeartbeatResp, 5, 0)}, 6, "[MsgVoteResp/5/0 MsgHeartbeatResp/5/0]"},
+		{"local, no term", []*pb.Message{msg(pb.MsgAppResp, 0, 294), msg(pb.MsgStorageAppendResp, 0, 294)}, 6, "[MsgAppResp/0/294 MsgStorageAppendResp/0/294]"},
+	} {
+		if got := show(dropStaleAcks(c.msgs, c.term)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairndb/cairn/internal/hoptrace"
 	"github.com/cairndb/cairn/internal/tlsconn"
 )
 
@@ -117,6 +118,7 @@ type tcpPeer struct {
 type outFrame struct {
 	b    []byte
 	snap []byte
+	at   int64 // when it was queued (package hoptrace; 0 otherwise)
 }
 
 // SetSnapshotStreamer makes the transport stream snapshots: after a
@@ -241,7 +243,7 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 			continue
 		}
 		binary.BigEndian.PutUint32(b, uint32(size))
-		frame := outFrame{b: b}
+		frame := outFrame{b: b, at: hoptrace.Now()}
 		if m.GetType() == pb.MsgSnap && t.streamer != nil {
 			frame.snap = m.GetSnapshot().GetData()
 		}
@@ -405,12 +407,25 @@ func (t *TCPTransport) send(p *tcpPeer) {
 			w = bufio.NewWriterSize(c, 64<<10)
 		}
 		err := t.writeFrame(c, w, frame)
+		var sent []int64 // the frames' queue times, for package hoptrace
+		if hoptrace.Enabled {
+			sent = append(sent, frame.at)
+		}
 		// Write what is queued behind this frame too, then flush once.
 		for err == nil && len(p.queue) > 0 {
-			err = t.writeFrame(c, w, <-p.queue)
+			f := <-p.queue
+			err = t.writeFrame(c, w, f)
+			if hoptrace.Enabled {
+				sent = append(sent, f.at)
+			}
 		}
 		if err == nil {
 			err = w.Flush()
+		}
+		if hoptrace.Enabled && err == nil {
+			for _, at := range sent {
+				hoptrace.Since(hoptrace.NetSend, at)
+			}
 		}
 		if err != nil {
 			t.untrack(c)

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/commands"
+	"github.com/cairndb/cairn/internal/hoptrace"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/wire"
@@ -152,6 +153,7 @@ func (c *conn) handle(msg *wire.Message) error {
 }
 
 func (c *conn) handleMsg(msg *wire.Message) error {
+	t0 := hoptrace.Now()
 	var seqs map[string][]bsoncore.Document
 	if len(msg.Msg.Sequences) > 0 {
 		seqs = make(map[string][]bsoncore.Document, len(msg.Msg.Sequences))
@@ -179,6 +181,14 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 	}
 	compress := msg.Compressed && (req == nil || compressible(req.Name))
 	_, err := c.writeMsg(msg.Header.RequestID, reply, 0, compress, msg.Compressor)
+	if hoptrace.Enabled && req != nil {
+		switch req.Name {
+		case "update":
+			hoptrace.Since(hoptrace.OpUpdate, t0)
+		case "find":
+			hoptrace.Since(hoptrace.OpFind, t0)
+		}
+	}
 	return err
 }
 

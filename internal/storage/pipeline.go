@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/hlc"
+	"github.com/cairndb/cairn/internal/hoptrace"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -89,6 +90,9 @@ type request struct {
 	fn   func(*Txn) error
 	err  error
 	done chan struct{}
+	// t0 and tAck are when the request was submitted and acknowledged
+	// (package hoptrace; 0 unless built with the cairntrace tag).
+	t0, tAck int64
 }
 
 var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
@@ -110,6 +114,10 @@ type flight struct {
 	// was proposed as its predecessor's follower (replicate.go).
 	proposed func() error
 	follows  bool
+	// Timestamps for package hoptrace (0 unless built with the cairntrace
+	// tag): the group's first request taken, the group handed on
+	// (proposed, or committed to Pebble), its wait returned.
+	tFirst, tHanded, tDone int64
 }
 
 type pipeline struct {
@@ -190,6 +198,7 @@ func (p *pipeline) submit(fn func(*Txn) error) error {
 	}
 	r := requestPool.Get().(*request)
 	r.fn, r.err = fn, nil
+	r.t0 = hoptrace.Now()
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
@@ -199,6 +208,10 @@ func (p *pipeline) submit(fn func(*Txn) error) error {
 	p.queue <- r
 	p.mu.RUnlock()
 	<-r.done
+	if hoptrace.Enabled {
+		hoptrace.Since(hoptrace.ReqWake, r.tAck)
+		hoptrace.Since(hoptrace.ReqTotal, r.t0)
+	}
 	err := r.err
 	r.fn = nil
 	requestPool.Put(r)
@@ -234,6 +247,7 @@ func (p *pipeline) run() {
 			return
 		}
 		f := &flights[next]
+		f.tFirst = hoptrace.Now()
 		f.group = append(f.group[:0], first)
 		f.group = p.drain(f.group)
 		var inFlight bool
@@ -243,6 +257,7 @@ func (p *pipeline) run() {
 			inFlight = p.commitGroup(f, txn)
 		}
 		p.groups.record(len(f.group))
+		hoptrace.Count(hoptrace.GroupSize, len(f.group))
 		if !inFlight {
 			ack(f.group)
 		}
@@ -255,6 +270,9 @@ func (p *pipeline) complete() {
 	for f := range p.syncing {
 		p.finish(f)
 		ack(f.group)
+		if hoptrace.Enabled {
+			hoptrace.Since(hoptrace.GroupAck, f.tDone)
+		}
 		p.synced <- struct{}{}
 	}
 }
@@ -269,6 +287,7 @@ func (p *pipeline) wait() {
 // ack wakes every request of group; none may be touched after.
 func ack(group []*request) {
 	for _, r := range group {
+		r.tAck = hoptrace.Now()
 		r.done <- struct{}{}
 	}
 }
@@ -426,6 +445,9 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		return false
 	}
 	f.batch, handed = batch, true
+	if hoptrace.Enabled {
+		f.tHanded = hoptrace.Since(hoptrace.GroupApply, f.tFirst)
+	}
 	p.inFlight++
 	p.syncing <- f
 	if publishes || invariants.Enabled && p.hooks != nil && p.hooks.Verify != nil {
@@ -491,6 +513,9 @@ func (p *pipeline) gather(f *flight, busy int, apply func(*request)) {
 // reports whether its writes joined the group (r.err says why not).
 func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *request) bool {
 	txn.reset(batch)
+	if hoptrace.Enabled {
+		hoptrace.Since(hoptrace.ReqQueue, r.t0)
+	}
 	if invariants.Enabled {
 		txn.gid = invariants.GoroutineID()
 		p.inRequest.Store(txn.gid)
@@ -523,6 +548,9 @@ func (p *pipeline) finish(f *flight) {
 		// A pipelined member's group (replicate.go): wait for the set.
 		err := f.proposed()
 		f.proposed = nil
+		if hoptrace.Enabled {
+			f.tDone = hoptrace.Since(hoptrace.GroupRepl, f.tHanded)
+		}
 		if err != nil {
 			refuse(f.group, err)
 			p.rep.fail(err)
@@ -534,6 +562,9 @@ func (p *pipeline) finish(f *flight) {
 	}
 	if f.batch != nil {
 		err := f.batch.SyncWait()
+		if hoptrace.Enabled {
+			f.tDone = hoptrace.Since(hoptrace.GroupSync, f.tHanded)
+		}
 		_ = f.batch.Close()
 		f.batch = nil
 		if err != nil {

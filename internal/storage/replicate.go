@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/cairndb/cairn/internal/hoptrace"
 	"github.com/cairndb/cairn/internal/invariants"
 )
 
@@ -161,6 +162,10 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	repr := make([]byte, batchHeaderLen, batchHeaderLen+len(data)-start)
 	binary.LittleEndian.PutUint32(repr[8:], own)
 	repr = append(repr, data[start:]...)
+	if hoptrace.Enabled {
+		hoptrace.Count(hoptrace.GroupInFlight, p.inFlight-len(p.synced)) // not counting those done
+		f.tHanded = hoptrace.Since(hoptrace.GroupApply, f.tFirst)
+	}
 	f.proposed = p.hooks.Propose(repr, publishes, f.follows)
 	if f.follows {
 		p.groups.follows.Add(1)

@@ -2,9 +2,12 @@ package rstest
 
 import (
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairndb/cairn/internal/hoptrace"
 )
 
 // BenchmarkWrite measures writes of one 1 KiB key acknowledged by a
@@ -19,6 +22,7 @@ func BenchmarkWrite(b *testing.B) {
 	val := make([]byte, 1024)
 	var next atomic.Int64
 	b.SetParallelism(8)
+	hoptrace.Reset()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -35,4 +39,9 @@ func BenchmarkWrite(b *testing.B) {
 	g := s.Engine(p).Storage().CommitGroups()
 	b.ReportMetric(float64(g.Follows)/float64(max(g.Groups, 1)), "pipelined/group")
 	b.ReportMetric(float64(g.Requests)/float64(max(g.Groups, 1)), "writes/group")
+	if hoptrace.Enabled {
+		// Built with -tags cairntrace: each hop's histogram (the three
+		// members share them: append.* and loop.* mix them).
+		hoptrace.Write(os.Stderr)
+	}
 }

@@ -17,7 +17,8 @@ import (
 // runs exactly once, when the transaction ends — Commit (whatever its
 // outcome), Abort of a transaction that is not prepared, CommitPrepared or
 // AbortPrepared that succeeded, or Release. A prepared transaction keeps
-// its holds (it may still commit). TestTxnHolds.
+// its holds (it may still commit). TestTxnHolds; TestTxnHoldRacesEnd (a
+// hold racing the end).
 
 // txnHolds is a transaction's holds by name. state moves from holdsNone
 // to holdsSome (Hold, under mu) or holdsOver (the end), and from holdsSome

@@ -188,8 +188,12 @@ func cmdReplSetFreeze(_ context.Context, s *Session, req *Request, dst []byte) (
 // secondaryOk reports whether a command's $readPreference lets a
 // secondary serve it: any mode but primary.
 func secondaryOk(req *Request) bool {
-	mode, _ := argDoc(req, "$readPreference").Lookup("mode").StringValueOK()
-	return mode != "" && mode != "primary"
+	rp := argDoc(req, "$readPreference")
+	if len(rp) == 0 {
+		return false // (Lookup in a nil document allocates its error)
+	}
+	mode := rp.Lookup("mode")
+	return mode.Type == bsoncore.TypeString && !stringIs(mode, "") && !stringIs(mode, "primary")
 }
 
 // argDoc is the document field name of req, nil when it is absent or not
@@ -271,6 +275,6 @@ func replStateError(reply bsoncore.Document) error {
 // linearizable reports whether a command asks for readConcern
 // linearizable.
 func linearizable(req *Request) bool {
-	level, _ := argDoc(req, "readConcern").Lookup("level").StringValueOK()
-	return level == "linearizable"
+	rc := argDoc(req, "readConcern")
+	return len(rc) > 0 && stringIs(rc.Lookup("level"), "linearizable") // without a string or an error allocated
 }

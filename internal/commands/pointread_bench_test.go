@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/invariants"
 )
 
 // BenchmarkPointRead is YCSB-C's read as the Go driver sends it to a
@@ -115,7 +116,9 @@ func TestPointReadAllocs(t *testing.T) {
 	if v, err := dst.LookupErr("cursor", "firstBatch", "0", "n"); err != nil || v.Int32() != 1 {
 		t.Fatalf("the read found no document: %v", dst)
 	}
-	if n := testing.AllocsPerRun(1000, read); n > bound {
+	if n := testing.AllocsPerRun(1000, read); raceEnabled || invariants.Enabled {
+		t.Logf("allocations not compared in this build (the race detector's pools, the invariants' records): %.1f", n)
+	} else if n > bound {
 		t.Errorf("%.1f allocations per point read, want at most %d", n, bound)
 	} else {
 		t.Logf("%.1f allocations per point read (bound %d)", n, bound)

@@ -279,6 +279,9 @@ func (r *Request) resetMalformed(body bsoncore.Document, db string) error {
 
 // dbName reads $db, a string.
 func dbName(v bsoncore.Value) (string, error) {
+	if stringIs(v, "admin") {
+		return "admin", nil // commitTransaction's and the like's, without allocating
+	}
 	s, ok := v.StringValueOK()
 	if !ok {
 		return "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(v.Type))

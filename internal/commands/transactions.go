@@ -152,9 +152,15 @@ func checkTxnConcerns(s *Session, name string, g *generic) error {
 			rest = r
 			switch el.Key() {
 			case "level":
-				switch lv, _ := el.Value().StringValueOK(); lv {
-				case "snapshot", "majority", "local":
-					s.sess.level = lv
+				// The level's constant, not a string made of its bytes (per
+				// transaction: TestTxnPointReadAllocs).
+				switch v := el.Value(); {
+				case stringIs(v, "snapshot"):
+					s.sess.level = "snapshot"
+				case stringIs(v, "majority"):
+					s.sess.level = "majority"
+				case stringIs(v, "local"):
+					s.sess.level = "local"
 				default:
 					return mongoerr.New(mongoerr.InvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
 				}

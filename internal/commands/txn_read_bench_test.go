@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/invariants"
 )
 
 // txnReads sets up issue 19's read-only transaction at the command
@@ -103,16 +104,23 @@ func BenchmarkTxnPointRead(b *testing.B) {
 // of one point read through the command path (txnReads' two commands)
 // against the plain find's (TestPointReadAllocs'): each is garbage the
 // collector pays for per transaction. 4 more in session 9 (from 5: the
-// readConcern's elements are read without a slice): the second command's
-// own (its operation entry among them) and the statement's execution
-// environment in the transaction; the transaction object itself is the
-// session's last one (engine.BeginReusing), its lsid document built once.
+// readConcern's elements are read without a slice); 2 in session 10 (the
+// readConcern level and commitTransaction's $db "admin" are constants, not
+// strings made of their bytes): the second command's own (its operation
+// entry among them); the transaction object itself is the session's last
+// one (engine.BeginReusing), its lsid document built once.
 func TestTxnPointReadAllocs(t *testing.T) {
-	const extra = 4
+	const extra = 2
 	txn, plain := txnReads(t)
 	n := int64(0)
 	inTxn := testing.AllocsPerRun(500, func() { n++; txn(n) })
 	alone := testing.AllocsPerRun(500, plain)
+	if raceEnabled || invariants.Enabled {
+		// Pebble's pools drop items under the race detector, and the
+		// invariants build records where each transaction began.
+		t.Logf("allocations not compared in this build: transaction %.1f, plain find %.1f", inTxn, alone)
+		return
+	}
 	if inTxn > alone+extra {
 		t.Errorf("a transaction of one point read allocates %.1f times, the plain find %.1f: want at most %d more", inTxn, alone, extra)
 	} else {

@@ -160,7 +160,10 @@ func (e *Engine) BeginReusing(prev *Txn) *Txn {
 		*t = Txn{}
 	}
 	for {
-		st, g := e.cat.ReadBegin()
+		st, g, ok := e.cat.TryReadBegin() // inlined; ReadBegin waits while a catalog change is in flight
+		if !ok {
+			st, g = e.cat.ReadBegin()
+		}
 		t.e, t.cat = e, st // created, written: made at the first use
 		e.db.BeginIn(&t.stx)
 		t.st = &t.stx

@@ -1,6 +1,9 @@
 package engine
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // What a transaction holds until it ends. A shard's transaction that wrote
 // a sharded collection keeps that collection's migration gate (package
@@ -14,14 +17,24 @@ import "sync"
 // runs exactly once, when the transaction ends — Commit (whatever its
 // outcome), Abort of a transaction that is not prepared, CommitPrepared or
 // AbortPrepared that succeeded, or Release. A prepared transaction keeps
-// its holds (it may still commit). TestTxnHolds.
+// its holds (it may still commit). TestTxnHolds; TestTxnHoldRacesEnd (a
+// hold racing the end).
 
-// txnHolds is a transaction's holds by name.
+// txnHolds is a transaction's holds by name. state moves from holdsNone
+// to holdsSome (Hold, under mu) or holdsOver (the end), and from holdsSome
+// to holdsOver (the end, under mu): a transaction that never held anything
+// — every read-only one — ends with one compare-and-swap, without mu.
 type txnHolds struct {
-	mu   sync.Mutex
-	m    map[string]func()
-	over bool // the transaction ended
+	state atomic.Uint32
+	mu    sync.Mutex
+	m     map[string]func()
 }
+
+const (
+	holdsNone uint32 = iota // nothing held yet
+	holdsSome               // m may hold releases (under mu)
+	holdsOver               // the transaction ended
+)
 
 // Hold makes release run when the transaction ends; a name already held
 // keeps its first release, and this one runs at once, as it does when the
@@ -29,7 +42,12 @@ type txnHolds struct {
 func (t *Txn) Hold(name string, release func()) {
 	h := &t.holds
 	h.mu.Lock()
-	if _, dup := h.m[name]; dup || h.over {
+	if !h.state.CompareAndSwap(holdsNone, holdsSome) && h.state.Load() == holdsOver {
+		h.mu.Unlock()
+		release()
+		return
+	}
+	if _, dup := h.m[name]; dup {
 		h.mu.Unlock()
 		release()
 		return
@@ -44,6 +62,9 @@ func (t *Txn) Hold(name string, release func()) {
 // Holds reports whether the transaction holds name.
 func (t *Txn) Holds(name string) bool {
 	h := &t.holds
+	if h.state.Load() == holdsNone {
+		return false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, ok := h.m[name]
@@ -53,9 +74,13 @@ func (t *Txn) Holds(name string) bool {
 // ended runs and forgets the transaction's holds (it ended).
 func (t *Txn) ended() {
 	h := &t.holds
+	if h.state.CompareAndSwap(holdsNone, holdsOver) {
+		return // nothing was held, and nothing can be from now on
+	}
 	h.mu.Lock()
 	m := h.m
-	h.m, h.over = nil, true
+	h.m = nil
+	h.state.Store(holdsOver)
 	h.mu.Unlock()
 	for _, release := range m {
 		release()

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -69,6 +71,39 @@ func TestTxnHolds(t *testing.T) {
 			tx.Hold("db.late", func() { late++ }) // a hold after the end runs at once
 			if late != 1 || tx.Holds("db.late") {
 				t.Fatalf("a hold after the end: ran %d times, held %v; want once, not held", late, tx.Holds("db.late"))
+			}
+		})
+	}
+}
+
+// TestTxnHoldRacesEnd checks "Holds end with the transaction" when a hold
+// races the end (the holds' state moves from none to some under the
+// mutex, or from none to over without it): the release runs exactly once,
+// by the end or by Hold itself, whichever comes second. Run it with -race.
+func TestTxnHoldRacesEnd(t *testing.T) {
+	e := openEngine(t, "")
+	for _, tc := range []struct {
+		name string
+		end  func(tx *Txn)
+	}{
+		{"abort", func(tx *Txn) { tx.Abort() }},
+		{"commit", func(tx *Txn) { _, _ = tx.Commit(nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range 300 {
+				tx := e.Begin()
+				var runs atomic.Int32
+				var wg sync.WaitGroup
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tx.Hold("db.c", func() { runs.Add(1) })
+				}()
+				tc.end(tx)
+				wg.Wait()
+				if n := runs.Load(); n != 1 {
+					t.Fatalf("round %d: the release ran %d times, want once", i, n)
+				}
 			}
 		})
 	}

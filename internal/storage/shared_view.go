@@ -79,9 +79,11 @@ func (s *sharedView) unref() {
 	}
 }
 
-// beginView returns a referenced snapshot for a transaction beginning now
-// (see "Shared view current").
-func (db *DB) beginView() *sharedView {
+// currentShared is the shared view, referenced, if it is current (nil if
+// not; see "Shared view current"): atomics only, without the invariants
+// tag (which compares it with a new snapshot), so it cannot panic on a
+// closed store.
+func (db *DB) currentShared() *sharedView {
 	g := db.visible.gen.Load()
 	if g%2 == 0 {
 		if sv := db.shared.Load(); sv != nil && sv.gen == g && sv.ref() {
@@ -91,6 +93,12 @@ func (db *DB) beginView() *sharedView {
 			return sv
 		}
 	}
+	return nil
+}
+
+// newView takes a new snapshot, shared when no change is under way.
+func (db *DB) newView() *sharedView {
+	g := db.visible.gen.Load()
 	sv := &sharedView{snap: db.pdb.NewSnapshot(), gen: g}
 	if g%2 == 1 || db.visible.gen.Load() != g {
 		sv.refs.Store(1) // taken during a change: this transaction's alone
@@ -103,9 +111,24 @@ func (db *DB) beginView() *sharedView {
 	return sv
 }
 
-// beginViewChecked is beginView on a store that may be closed (Pebble
-// panics then): the error a transaction's reads report.
-func (db *DB) beginViewChecked() (sv *sharedView, err error) {
+// beginViewChecked returns a referenced view for a transaction beginning
+// now (see "Shared view current") on a store that may be closed (Pebble
+// panics then): the error a transaction's reads report. Sharing the
+// current view touches no Pebble state, so only a new view (or the
+// invariants build's check) pays for the recover.
+func (db *DB) beginViewChecked() (*sharedView, error) {
+	if !invariants.Enabled {
+		if sv := db.currentShared(); sv != nil {
+			return sv, nil
+		}
+	}
+	return db.beginViewRecovered()
+}
+
+// beginViewRecovered is a referenced view for a transaction beginning now
+// (the current shared one, or a new snapshot), a closed store's panic
+// turned into an error.
+func (db *DB) beginViewRecovered() (sv *sharedView, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if v, ok := r.(*invariants.Violation); ok {
@@ -114,7 +137,10 @@ func (db *DB) beginViewChecked() (sv *sharedView, err error) {
 			sv, err = nil, fmt.Errorf("storage: no view for the transaction: %v", r)
 		}
 	}()
-	return db.beginView(), nil
+	if sv := db.currentShared(); sv != nil {
+		return sv, nil
+	}
+	return db.newView(), nil
 }
 
 // checkSharedCurrent fails the invariant if a snapshot taken now, with no

@@ -83,6 +83,11 @@ type Transaction struct {
 	// released: the snapshot and the batch are freed (set under mu, read
 	// without it by Released).
 	released atomic.Bool
+	// freed is released for a transaction that never opened an iterator,
+	// which ends on its own goroutine with nothing shared (a plain store,
+	// not an atomic one: read by the next user of its memory, after the
+	// session's turn passed it on).
+	freed bool
 }
 
 // intents are the keys written by open transactions ("First writer wins").
@@ -147,11 +152,13 @@ func (tx *Transaction) Get(dst, key []byte) ([]byte, bool, error) {
 	if tx.done {
 		return dst, false, ErrTransactionDone
 	}
-	if w, ok := tx.own[string(key)]; ok {
-		if w.del {
-			return dst, false, nil
+	if tx.own != nil { // a read-only transaction's map is nil: no lookup
+		if w, ok := tx.own[string(key)]; ok {
+			if w.del {
+				return dst, false, nil
+			}
+			return append(dst, w.value...), true, nil
 		}
-		return append(dst, w.value...), true, nil
 	}
 	return tx.viewGet(dst, key)
 }
@@ -373,10 +380,11 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 	if tx.done {
 		return ErrTransactionDone
 	}
-	defer tx.end()
 	if len(tx.own) == 0 && also == nil {
+		tx.end() // nothing to write (no deferred call on the read-only path)
 		return nil
 	}
+	defer tx.end()
 	return tx.db.Write(func(t *Txn) error {
 		if err := tx.checkOwn(t, ErrWriteConflict); err != nil {
 			return err
@@ -444,7 +452,8 @@ func (tx *Transaction) end() {
 	}
 	if !tx.iterated { // no iterator: no other goroutine touches mu's fields
 		tx.ended = true
-		tx.releaseLocked()
+		tx.free()
+		tx.freed = true
 		return
 	}
 	tx.mu.Lock()
@@ -456,7 +465,7 @@ func (tx *Transaction) end() {
 // Released reports whether the transaction has ended and nothing reads
 // its view any more (its iterators are closed, "Readers outlive the end"):
 // only then may its memory be reused for another (engine.BeginReusing).
-func (tx *Transaction) Released() bool { return tx.released.Load() }
+func (tx *Transaction) Released() bool { return tx.freed || tx.released.Load() }
 
 // iterClosed is told by an iterator of the view that it closed.
 func (tx *Transaction) iterClosed() {
@@ -473,6 +482,13 @@ func (tx *Transaction) releaseLocked() {
 	if !tx.ended || tx.iters > 0 || tx.released.Load() {
 		return
 	}
+	tx.free()
+	tx.released.Store(true) // after the frees: Released means freed
+}
+
+// free closes the write batch and the point reads' iterator and drops the
+// snapshot's reference, once (end or releaseLocked decides when).
+func (tx *Transaction) free() {
 	if tx.writes != nil {
 		_ = tx.writes.Close()
 	}
@@ -482,5 +498,4 @@ func (tx *Transaction) releaseLocked() {
 	if tx.sv != nil {
 		tx.sv.unref()
 	}
-	tx.released.Store(true) // after the frees: Released means freed
 }

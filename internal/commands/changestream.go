@@ -169,10 +169,13 @@ func pace(open, n int64, gap time.Duration) time.Duration {
 	return min(max(gap*paceEvents/time.Duration(n), floor), ceil)
 }
 
-// sentEvents records a batch of n events returned at now (the pace's rate).
-func (c *csCursor) sentEvents(now time.Time, n int64) {
+// sentEvents records a batch of n events returned at now (the pace's
+// rate). A full batch (its batchSize reached, or an event held for the
+// next) says nothing of the rate but that events wait: the next pace is
+// the floor.
+func (c *csCursor) sentEvents(now time.Time, n int64, full bool) {
 	c.gap, c.lastN = 0, n
-	if !c.sent.IsZero() {
+	if !c.sent.IsZero() && !full {
 		c.gap = now.Sub(c.sent)
 	}
 	c.sent = now
@@ -430,7 +433,7 @@ func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncor
 	}
 	defer func() {
 		if r != nil && r.batchN > 0 {
-			c.sentEvents(time.Now(), r.batchN)
+			c.sentEvents(time.Now(), r.batchN, kept != nil || batch > 0 && r.batchN >= batch)
 		}
 	}()
 	err = awaitData(ctx, wait, s.Env.Engine.OplogWrites, func() (bool, error) {

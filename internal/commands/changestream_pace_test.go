@@ -36,3 +36,36 @@ func TestChangeStreamPace(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeStreamPaceRate checks the rate a cursor's batches give its
+// next pace (sentEvents): the events of a batch over the time since the
+// batch before; a full batch (batchSize reached, or an event held) gives
+// the floor, as does a first batch.
+func TestChangeStreamPaceRate(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Unix(1000, 0)
+	type batch struct {
+		at   time.Duration
+		n    int64
+		full bool
+	}
+	for _, tc := range []struct {
+		name    string
+		batches []batch
+		want    time.Duration // ten streams open
+	}{
+		{"a first batch: the floor", []batch{{0, 5, false}}, 4500 * time.Microsecond},
+		{"16 events 4 ms after the last: 16 ms, the ceiling", []batch{{0, 5, false}, {4 * ms, 16, false}}, 9 * ms},
+		{"40 events 5 ms after the last: 8 ms", []batch{{0, 5, false}, {5 * ms, 40, false}}, 8 * ms},
+		{"a full batch of 10: the floor", []batch{{0, 5, false}, {9 * ms, 10, true}}, 4500 * time.Microsecond},
+		{"a batch after a full one: its own rate", []batch{{0, 5, false}, {9 * ms, 10, true}, {15 * ms, 48, false}}, 8 * ms},
+	} {
+		var c csCursor
+		for _, b := range tc.batches {
+			c.sentEvents(t0.Add(b.at), b.n, b.full)
+		}
+		if got := pace(10, c.lastN, c.gap); got != tc.want {
+			t.Errorf("%s: pace %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

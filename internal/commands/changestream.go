@@ -40,9 +40,12 @@ type csCursor struct {
 	agg.Source
 	stream *changestream.Stream
 	bound  *opctx.Bound
-	// sent is when the cursor last returned events (pace); open counts
-	// the node's open change stream cursors, this one too until it closes.
+	// sent is when the cursor last returned events, lastN how many and
+	// gap how long after the batch before (pace); open counts the node's
+	// open change stream cursors, this one too until it closes.
 	sent   time.Time
+	lastN  int64
+	gap    time.Duration
 	open   *atomic.Int64
 	closed bool
 	// env counts the large events split and failed (serverStatus).
@@ -118,31 +121,64 @@ func (c *csCursor) Close() error {
 	return err
 }
 
-// The pace of a change stream's getMores: an awaitData getMore that comes
-// less than paceUnit times the number of the other open change stream
-// cursors (at most maxPace) after its cursor's last events first waits
-// out the rest, within its await time. Every commit group woke the getMore
-// of every stream, so ten streams made ten round trips per group and the
-// server's work for streams grew with streams × groups; paced, a stream's
-// batch holds the events of the groups that committed meanwhile, and all
-// the streams together return about one batch of events per paceUnit
-// (below maxPace's cap). A getMore costs the server and a driver about as
-// much CPU as twenty events (session 8's profiles of ten streams: about
-// 7 µs of the server's and 20 µs of the Go driver's per getMore, about
-// 1.5 µs per event): at 500 µs the streams' round trips take at most
-// 2000 a second, whatever the write rate. A stream alone is not paced:
-// its getMores come at most once per commit group, and its events wait
-// for nothing. A stream's first events after a quiet spell go at once;
-// the cost is up to the pace in latency under a steady load.
+// The pace of a change stream's getMores. A getMore costs both sides a
+// round trip whatever it carries (session 10's profiles: the socket's
+// syscalls and the wake-ups are nearly all of what ten streams add, on the
+// server and in the Go driver; an event in a batch costs little beside
+// it), and every commit group woke the getMore of every stream: ten
+// streams made ten round trips per group. So an awaitData getMore that
+// comes less than its cursor's pace after the cursor's last events first
+// waits out the rest (within its await time), and its batch holds the
+// events of the groups that committed meanwhile. The pace adapts to the
+// events waiting: it is the time paceEvents events took to arrive at the
+// rate of the cursor's last batch (its events over the time since the
+// batch before), kept between a floor and a ceiling that grow with the
+// other open change stream cursors:
+//   - floor, paceUnit per other stream (at most floorCap): the streams
+//     together return at most about one batch per paceUnit however fast
+//     events come (under a fast flow a batch reaches paceEvents before the
+//     floor, and the latency stays the floor's);
+//   - ceiling, ceilUnit per other stream (at most maxPace): under a slower
+//     flow the round trips are fewer (about paceEvents events each, or one
+//     per ceiling), at the cost of up to the ceiling in latency.
+//
+// A stream alone is not paced: its getMores come at most once per commit
+// group, and its events wait for nothing. A stream's first events after a
+// quiet spell (longer than its pace) go at once.
 const (
-	paceUnit = 500 * time.Microsecond
-	maxPace  = 5 * time.Millisecond
+	paceUnit   = 500 * time.Microsecond
+	floorCap   = 5 * time.Millisecond
+	ceilUnit   = time.Millisecond
+	maxPace    = 10 * time.Millisecond
+	paceEvents = 64
 )
 
-// pace is how long after its last events a stream's getMore may return
-// more.
-func (c *csCursor) pace() time.Duration {
-	return min(time.Duration(c.open.Load()-1)*paceUnit, maxPace)
+// pace is how long after its last events a cursor's getMore may return
+// more, with open change stream cursors on the node (this one too) and n
+// events in its last batch, gap after the batch before it (0: none).
+func pace(open, n int64, gap time.Duration) time.Duration {
+	if open <= 1 {
+		return 0
+	}
+	floor := min(time.Duration(open-1)*paceUnit, floorCap)
+	ceil := min(time.Duration(open-1)*ceilUnit, maxPace)
+	if n <= 0 || gap <= 0 {
+		return floor
+	}
+	gap = min(gap, time.Second) // a quiet spell: the ceiling anyway
+	return min(max(gap*paceEvents/time.Duration(n), floor), ceil)
+}
+
+// sentEvents records a batch of n events returned at now (the pace's
+// rate). A full batch (its batchSize reached, or an event held for the
+// next) says nothing of the rate but that events wait: the next pace is
+// the floor.
+func (c *csCursor) sentEvents(now time.Time, n int64, full bool) {
+	c.gap, c.lastN = 0, n
+	if !c.sent.IsZero() && !full {
+		c.gap = now.Sub(c.sent)
+	}
+	c.sent = now
 }
 
 // reshapes reports whether a change stream's later stages may change an
@@ -385,7 +421,7 @@ func changeStreamLabels(err error) error {
 // awaitChangeStream fills a batch; an empty one waits for oplog writes
 // (awaitData) and reads again.
 func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncore.Document, c *csCursor, batch int64, wait time.Duration) (r *Reply, kept bsoncore.Document, err error) {
-	if pause := min(time.Until(c.sent.Add(c.pace())), wait); pause > 0 {
+	if pause := min(time.Until(c.sent.Add(pace(c.open.Load(), c.lastN, c.gap))), wait); pause > 0 {
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
@@ -397,7 +433,7 @@ func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncor
 	}
 	defer func() {
 		if r != nil && r.batchN > 0 {
-			c.sent = time.Now()
+			c.sentEvents(time.Now(), r.batchN, kept != nil || batch > 0 && r.batchN >= batch)
 		}
 	}()
 	err = awaitData(ctx, wait, s.Env.Engine.OplogWrites, func() (bool, error) {

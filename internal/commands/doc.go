@@ -76,4 +76,13 @@
 // command that has none. Before authentication only the handshake runs
 // (FuzzPreAuth). Cursors are continued and killed only by the user who
 // opened them.
+//
+// Invariant "Paced, never held past the ceiling": a change stream's
+// awaitData getMore that comes soon after its cursor's last events waits
+// out the rest of the cursor's pace first (changestream.go's pace: the
+// time paceEvents events took at the last batch's rate, between a floor
+// and a ceiling that grow with the other open change streams, never above
+// maxPace and never past the getMore's await time); a stream alone is not
+// paced (TestChangeStreamPace; the wire test's "paced getMores" checks
+// the floor over the wire).
 package commands

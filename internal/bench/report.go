@@ -434,6 +434,9 @@ func writeRatioSummary(p *errWriter, loads []Ratio, workloads []WorkloadResult) 
 	phases = append(phases, workloads...)
 	for _, wl := range phases {
 		for _, ra := range wl.Ratios {
+			if ra.Target != TargetCairn {
+				continue // the --compare server's own ratios are in its phase's lines
+			}
 			if !wrote {
 				p.printf("\nratios to the floors (cairn ÷ floor; throughput higher is better, server CPU/op lower is better)\n")
 				_, _ = fmt.Fprintf(tw, "workload\tagainst\tthroughput\tserver CPU/op\ttarget\t\n")

@@ -26,8 +26,8 @@ import (
 // (it fills only as tables are read), so what this bounds is the rest:
 // the Go heap (the requests in flight, the commit groups, the log's
 // blocks) and the memtables. Before the commit pipeline's group cap
-// (invariant "Bounded group") this load peaked at 445 MiB; with it, 303
-// MiB (one run each, load average ~18). BENCHMARKS.md's 1 M-record run
+// (invariant "Bounded group") this load peaked at 445 and 490 MiB; with
+// it, at 303 and 299 MiB (two runs each, load averages 18–33). BENCHMARKS.md's 1 M-record run
 // gives the bound with a filled cache. Not a timed test: the load's
 // speed does not matter, its concurrency does.
 func TestServeMemoryBound(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,7 @@ import (
 	"github.com/cairndb/cairn/internal/replset"
 	"github.com/cairndb/cairn/internal/server"
 	"github.com/cairndb/cairn/internal/shardsvr"
+	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/tlsconn"
 	"github.com/cairndb/cairn/internal/wire"
 )
@@ -281,6 +283,20 @@ func (p *process) RotateLog() (bool, error) {
 	return true, nil
 }
 
+// setMemoryLimit gives the Go runtime the soft memory limit the block
+// cache's size implies (storage.HeapLimit), so that the process stays
+// within the cache plus that limit; GOMEMLIMIT, when set, is left to rule
+// (GOMEMLIMIT=off for none).
+func setMemoryLimit(cache int64, log *slog.Logger) {
+	if env := os.Getenv("GOMEMLIMIT"); env != "" {
+		log.Info("Go memory limit from GOMEMLIMIT", "GOMEMLIMIT", env)
+		return
+	}
+	limit := storage.HeapLimit(cache)
+	debug.SetMemoryLimit(limit)
+	log.Info("Go memory limit set from the block cache size", "limitMB", limit>>20, "cacheMB", cache>>20)
+}
+
 // signaledShutdownTimeout is how long a SIGINT or SIGTERM shutdown lets
 // operations in progress finish (mongod's
 // shutdownTimeoutMillisForSignaledShutdown).
@@ -340,6 +356,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 			log.Error("closing the data directory failed", "err", err)
 		}
 	}()
+	setMemoryLimit(eng.Storage().CacheCapacity(), log)
 	if opts.IDPrefix >= 0 {
 		cfg := eng.IDConfig()
 		if opts.IDPrefix > idgen.MaxPrefix {

@@ -185,6 +185,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
+	floors := map[string]bool{}
+	for _, t := range r.targets {
+		floors[t.name] = t.floor
+	}
+	rep.LoadRatios = loadRatios(rep.Loads, floors)
 	for i, t := range r.targets {
 		rep.Targets[i].IdleServerCPU, rep.Targets[i].IdleClientCPU = r.idle(ctx, t)
 	}

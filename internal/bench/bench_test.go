@@ -175,11 +175,19 @@ func TestTinyWorkloadEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	if len(got.LoadRatios) != 2 {
+		t.Errorf("want cairn's load against 2 floors, got %+v", got.LoadRatios)
+	}
+	for _, r := range got.LoadRatios {
+		if r.Target != TargetCairn || r.Throughput <= 0 {
+			t.Errorf("load ratio %+v", r)
+		}
+	}
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"workload a", "workload c", "cairn vs floor-protocol", "p99"} {
+	for _, want := range []string{"workload a", "workload c", "cairn vs floor-protocol", "p99", "cairn vs floor-pebble: records/s", "≥ 80%"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q:\n%s", want, text.String())
 		}
@@ -264,17 +272,23 @@ func TestRatioSummary(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	var out bytes.Buffer
 	p := &errWriter{w: &out}
-	writeRatioSummary(p, []WorkloadResult{
+	writeRatioSummary(p, []Ratio{
+		{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.5, ServerCPU: f(2)},
+		{Target: TargetCairn, Against: TargetFloorPebble, Throughput: 0.79, ServerCPU: f(2)},
+	}, []WorkloadResult{
 		{Workload: "a", Ratios: []Ratio{{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.70, ServerCPU: f(1.4)}}},
 		{Workload: "c", Ratios: []Ratio{
 			{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.95, ServerCPU: f(1.5)},
 			{Target: TargetCairn, Against: TargetFloorPebble, Throughput: 0.5, ServerCPU: f(3)},
+			{Target: TargetCompare, Against: TargetFloorPebble, Throughput: 0.4, ServerCPU: f(3)}, // not cairn's: left out
 		}},
 	})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []struct{ has, hasNot string }{
 		{"ratios to the floors", ""},
 		{"throughput", ""},
+		{"load", "≥"},              // no load target against the protocol floor
+		{"≥ 80% MISSED", "≥ 65%"},  // the load's: 80% of the Pebble floor's rate
 		{"≥ 65%", "MISSED"},        // a: 70% meets 65%
 		{"CPU ≤ 1.25× MISSED", ""}, // c: 1.50× CPU misses
 		{"floor-pebble", "≥"},      // no target against the Pebble floor

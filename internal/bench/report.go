@@ -15,13 +15,16 @@ import (
 // Latencies are in microseconds, CPU in microseconds per operation (per
 // record for loads), throughput in operations per second.
 type Report struct {
-	CairnVersion string           `json:"cairnVersion"`
-	Machine      Machine          `json:"machine"`
-	Config       ConfigEcho       `json:"config"`
-	Targets      []TargetInfo     `json:"targets"`
-	Loads        []LoadResult     `json:"loads"`
-	Workloads    []WorkloadResult `json:"workloads"`
-	Notes        []string         `json:"notes"`
+	CairnVersion string       `json:"cairnVersion"`
+	Machine      Machine      `json:"machine"`
+	Config       ConfigEcho   `json:"config"`
+	Targets      []TargetInfo `json:"targets"`
+	Loads        []LoadResult `json:"loads"`
+	// LoadRatios compare cairn's load phase with each floor's (and the
+	// --compare server's): records per second and server CPU per record.
+	LoadRatios []Ratio          `json:"loadRatios"`
+	Workloads  []WorkloadResult `json:"workloads"`
+	Notes      []string         `json:"notes"`
 }
 
 // ConfigEcho is the configuration the figures were measured with.
@@ -272,6 +275,20 @@ func ratios(results []TargetResult, floors map[string]bool) []Ratio {
 	return out
 }
 
+// loadRatios compares each non-floor target's load phase with each floor's,
+// and cairn's with the --compare server's, as ratios compares workloads.
+func loadRatios(loads []LoadResult, floors map[string]bool) []Ratio {
+	results := make([]TargetResult, 0, len(loads))
+	for _, l := range loads {
+		tr := TargetResult{Target: l.Target, Failed: l.Failed}
+		if l.Failed == "" {
+			tr.Median = &Summary{Runs: 1, Throughput: l.RecordsPerSec, ServerCPU: l.ServerCPU}
+		}
+		results = append(results, tr)
+	}
+	return ratios(results, floors)
+}
+
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -316,6 +333,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		row("%s\t%s\t%s\t%s\t%s\t%s\t\n", pad(l.Target, nameW), groupDigits(l.RecordsPerSec), usText(l.BatchP50), usText(l.BatchP99), cpuText(l.ServerCPU), cpuText(l.ClientCPU))
 	}
 	_ = tw.Flush()
+	writeRatioLines(p, r.LoadRatios, "records/s", "server CPU/record")
 	for _, wl := range r.Workloads {
 		p.printf("\nworkload %s — %s (%s)\n", wl.Workload, wl.Title, wl.Distribution)
 		tw = tabwriter.NewWriter(p, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -358,15 +376,9 @@ func (r *Report) WriteText(w io.Writer) error {
 				p.printf("  %s: %d of %d runs stopped at --max-time before their %s operations\n", t.Target, stopped, len(t.Runs), groupDigits(float64(c.Ops)))
 			}
 		}
-		for _, ra := range wl.Ratios {
-			cpu := "server CPU/op n/a"
-			if ra.ServerCPU != nil {
-				cpu = fmt.Sprintf("server CPU/op %.2f×", *ra.ServerCPU)
-			}
-			p.printf("  %s vs %s: throughput %s, %s\n", ra.Target, ra.Against, percentText(ra.Throughput), cpu)
-		}
+		writeRatioLines(p, wl.Ratios, "throughput", "server CPU/op")
 	}
-	writeRatioSummary(p, r.Workloads)
+	writeRatioSummary(p, r.LoadRatios, r.Workloads)
 	if len(r.Notes) > 0 {
 		p.printf("\nnotes:\n")
 		for _, n := range r.Notes {
@@ -374,6 +386,17 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return p.err
+}
+
+// writeRatioLines writes one line per ratio under a phase's table.
+func writeRatioLines(p *errWriter, rs []Ratio, rate, cpuName string) {
+	for _, ra := range rs {
+		cpu := cpuName + " n/a"
+		if ra.ServerCPU != nil {
+			cpu = fmt.Sprintf("%s %.2f×", cpuName, *ra.ServerCPU)
+		}
+		p.printf("  %s vs %s: %s %s, %s\n", ra.Target, ra.Against, rate, percentText(ra.Throughput), cpu)
+	}
 }
 
 // floorTarget is issue 16's target for cairn against the protocol floor in
@@ -392,15 +415,28 @@ var protocolTargets = map[string]floorTarget{
 	"f": {MinThroughput: 0.65},
 }
 
-// writeRatioSummary ends the text report with one line per workload and
-// floor: cairn's throughput and server CPU per operation as ratios to the
-// floor's, and against the protocol floor the target each should meet,
-// marked MISSED when it does not, so a regression stands out.
-func writeRatioSummary(p *errWriter, workloads []WorkloadResult) {
+// loadPebbleTarget is issue 16's target for cairn's load phase: at least
+// this share of the Pebble floor's synced insert rate, measured in the
+// same run.
+const loadPebbleTarget = 0.80
+
+// writeRatioSummary ends the text report with one line for the load and
+// one per workload and floor: cairn's throughput and server CPU per
+// operation (per record for the load) as ratios to the floor's, and the
+// target each should meet (the load against the Pebble floor, workloads
+// against the protocol floor), marked MISSED when it does not, so a
+// regression stands out.
+func writeRatioSummary(p *errWriter, loads []Ratio, workloads []WorkloadResult) {
 	tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', 0)
 	wrote := false
-	for _, wl := range workloads {
+	phases := make([]WorkloadResult, 0, len(workloads)+1)
+	phases = append(phases, WorkloadResult{Workload: "load", Ratios: loads})
+	phases = append(phases, workloads...)
+	for _, wl := range phases {
 		for _, ra := range wl.Ratios {
+			if ra.Target != TargetCairn {
+				continue // the --compare server's own ratios are in its phase's lines
+			}
 			if !wrote {
 				p.printf("\nratios to the floors (cairn ÷ floor; throughput higher is better, server CPU/op lower is better)\n")
 				_, _ = fmt.Fprintf(tw, "workload\tagainst\tthroughput\tserver CPU/op\ttarget\t\n")
@@ -411,6 +447,12 @@ func writeRatioSummary(p *errWriter, workloads []WorkloadResult) {
 				cpu = fmt.Sprintf("%.2f×", *ra.ServerCPU)
 			}
 			target := ""
+			if wl.Workload == "load" && ra.Against == TargetFloorPebble {
+				target = "≥ " + percentText(loadPebbleTarget)
+				if ra.Throughput < loadPebbleTarget {
+					target += " MISSED"
+				}
+			}
 			if t, ok := protocolTargets[strings.ToLower(wl.Workload)]; ok && ra.Against == TargetFloorProtocol {
 				target = fmt.Sprintf("≥ %s", percentText(t.MinThroughput))
 				missed := ra.Throughput < t.MinThroughput

@@ -53,3 +53,31 @@ func (db *DB) CacheStats() CacheStats {
 	m := db.pdb.Metrics().BlockCache
 	return CacheStats{Capacity: db.opts.CacheSize, Size: m.Size, Hits: m.Hits, Misses: m.Misses}
 }
+
+// minHeapLimit is the smallest Go memory limit HeapLimit gives.
+const minHeapLimit = 256 << 20
+
+// HeapLimit is the soft limit on the Go runtime's memory
+// (runtime/debug.SetMemoryLimit) that `cairn serve` sets for a block cache
+// of cacheSize bytes unless GOMEMLIMIT is set: a quarter of the cache, at
+// least 256 MiB, plus the cache itself in builds where Pebble allocates it
+// on the Go heap (without cgo, and in race builds). With cgo, the block
+// cache and the memtables it reserves are C memory, outside the limit.
+//
+// Without a limit the garbage collector lets the heap grow to twice what
+// is live (GOGC 100) whatever the cache size, so a batched load (sixteen
+// 1,000-document inserts in flight, their parsed copies, oplog entries and
+// commit groups) took the process 600 MiB past a 256 MiB cache. With it,
+// the collector runs earlier as the heap nears the limit, and the process
+// stays within the cache plus the limit (plus what is neither: the
+// runtime's stacks and the C allocator's slack) as long as what is live
+// fits; what is live is what the requests in flight hold, which the commit
+// pipeline bounds per group (invariant "Bounded group"). The limit is soft:
+// when more is live, the heap grows past it rather than fail.
+func HeapLimit(cacheSize int64) int64 {
+	limit := max(cacheSize/4, minHeapLimit)
+	if cacheOnGoHeap {
+		limit += cacheSize
+	}
+	return limit
+}

@@ -148,7 +148,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
 	}
 	db.opts.FailPoints = opts.FailPoints
-	db.pipe = startPipeline(pdb, &db.visible, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes))
+	db.pipe = startPipeline(pdb, &db.visible, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes), groupBytes(memTableSize(opts.CacheSize)))
 	db.pipe.clock, db.pipe.lastCommitted = opts.Clock, &db.lastCommitted
 	db.pipe.held = &db.intents
 	if wal != nil {

@@ -52,6 +52,16 @@
 // and so is every group in builds with the invariants tag that verify
 // (Hooks.Verify reads what the next group's requests would change).
 //
+// Invariant "Bounded group": a group gathers waiting requests only until
+// its batch holds maxGroupBytes (a quarter of a memtable, groupBytes), so
+// a group's batch is at most that plus its last request's writes: bulk
+// inserts from many clients commit in several groups instead of one batch
+// that Pebble would turn into a memtable of its own, and the heap holds
+// at most two such batches (the one syncing, the one applying), which
+// keeps the process within the cache plus HeapLimit's Go memory limit
+// during a batched load. TestGroupBytesBound; the root package's
+// TestServeMemoryBound checks the process's peak RSS under such a load.
+//
 // Invariant "All or nothing per request": a request's writes join the group
 // only if its function returns nil; [Txn.Savepoint] and [Txn.RollbackTo] give
 // the same guarantee to parts of a request (one document of a batch insert).

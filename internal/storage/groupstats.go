@@ -18,6 +18,16 @@ type groupStats struct {
 	// of groups still in flight (replicate.go).
 	follows atomic.Int64
 	sizes   [groupSizeBuckets]atomic.Int64
+	// maxBytes is the largest group's batch in bytes (invariant "Bounded
+	// group").
+	maxBytes atomic.Int64
+}
+
+// noteBytes records a group's batch size in bytes.
+func (g *groupStats) noteBytes(n int) {
+	if int64(n) > g.maxBytes.Load() {
+		g.maxBytes.Store(int64(n))
+	}
 }
 
 func (g *groupStats) record(n int) {
@@ -34,12 +44,14 @@ type GroupStats struct {
 	Follows int64
 	// Sizes[i] counts groups of 2^i to 2^(i+1)-1 requests.
 	Sizes [groupSizeBuckets]int64
+	// MaxBytes is the largest group's batch in bytes.
+	MaxBytes int64
 }
 
 // CommitGroups reports the commit groups written so far.
 func (db *DB) CommitGroups() GroupStats {
 	g := &db.pipe.groups
-	out := GroupStats{Groups: g.groups.Load(), Requests: g.requests.Load(), Follows: g.follows.Load()}
+	out := GroupStats{Groups: g.groups.Load(), Requests: g.requests.Load(), Follows: g.follows.Load(), MaxBytes: g.maxBytes.Load()}
 	for i := range g.sizes {
 		out.Sizes[i] = g.sizes[i].Load()
 	}

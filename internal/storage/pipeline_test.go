@@ -1,6 +1,10 @@
 package storage
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+)
 
 func TestBatchSizeHint(t *testing.T) {
 	for _, c := range []struct{ last, want int }{
@@ -40,5 +44,89 @@ func TestGroupBatchStartsWithRoom(t *testing.T) {
 	write(2)
 	if v, ok := mustGet(t, db, "d\x02\x03\xe7"); !ok || len(v) != len(value) {
 		t.Fatalf("last key of the second group: found %v, %d bytes", ok, len(v))
+	}
+}
+
+// TestGroupBytesBound checks invariant "Bounded group": writers queued
+// behind a busy pipeline join one commit group only until its batch
+// reaches maxGroupBytes, and a request larger than that commits alone.
+// Each case holds the pipeline in a first request until every writer is
+// queued, so the groups that follow are what gathering makes of a full
+// queue.
+func TestGroupBytesBound(t *testing.T) {
+	for _, c := range []struct {
+		name                      string
+		writers, values, valueLen int
+	}{
+		{"small requests share one group", 16, 2, 1000},
+		{"requests of 300 KiB gather up to the cap", 16, 3, 100 << 10},
+		{"requests over the cap commit alone", 4, 12, 100 << 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := openTest(t, Options{CacheSize: 16 << 20}) // 4 MiB memtables
+			limit := db.pipe.maxGroupBytes
+			if want := groupBytes(memTableSize(16 << 20)); limit != want || limit != 1<<20 {
+				t.Fatalf("maxGroupBytes = %d, want %d (1 MiB)", limit, want)
+			}
+			value := make([]byte, c.valueLen)
+			entered := make(chan struct{})
+			blocked := make(chan error, 1)
+			go func() {
+				blocked <- db.Write(func(tx *Txn) error {
+					close(entered)
+					for deadline := time.Now().Add(10 * time.Second); len(db.pipe.queue) < c.writers; time.Sleep(time.Millisecond) {
+						if time.Now().After(deadline) {
+							return fmt.Errorf("%d of %d writers queued after 10 s", len(db.pipe.queue), c.writers)
+						}
+					}
+					tx.Set([]byte("blocker"), []byte("x"))
+					return nil
+				})
+			}()
+			<-entered
+			before := db.CommitGroups()
+			errs := make(chan error, c.writers)
+			for w := range c.writers {
+				go func() {
+					errs <- db.Write(func(tx *Txn) error {
+						for i := range c.values {
+							tx.Set(fmt.Appendf(nil, "w%02d-%02d", w, i), value)
+						}
+						return nil
+					})
+				}()
+			}
+			if err := <-blocked; err != nil {
+				t.Fatal(err)
+			}
+			for range c.writers {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			after := db.CommitGroups()
+			request := c.values * (c.valueLen + 16) // values, keys and record headers
+			if after.MaxBytes > int64(limit+request) {
+				t.Errorf("largest group %d bytes, want at most the cap %d plus one request's %d", after.MaxBytes, limit, request)
+			}
+			// A group takes writers until it reaches the cap, so at most
+			// perGroup of them (the first group also holds the blocking
+			// request, recorded after before was read).
+			perGroup := (limit + request - 1) / request
+			got := after.Groups - before.Groups
+			if want := int64((c.writers + perGroup - 1) / perGroup); got < want {
+				t.Errorf("%d writers of %d bytes each committed in %d groups, want at least %d", c.writers, request, got, want)
+			}
+			if c.writers*request < limit && got != 1 {
+				t.Errorf("writers that fit under the cap took %d groups, want them all in the blocking request's", got)
+			}
+			for w := range c.writers {
+				for i := range c.values {
+					if v, ok := mustGet(t, db, fmt.Sprintf("w%02d-%02d", w, i)); !ok || len(v) != c.valueLen {
+						t.Fatalf("w%02d-%02d: found %v, %d bytes", w, i, ok, len(v))
+					}
+				}
+			}
+		})
 	}
 }

@@ -100,7 +100,8 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	apply := p.applier(f, txn, batch, &applied)
 	// While as many groups as may be are in flight, requests that arrive
 	// join this group, so one proposal carries every waiting writer.
-	p.gather(f, maxInFlight-1, apply)
+	p.gather(f, maxInFlight-1, apply, func() bool { return batch.Len()-start >= p.maxGroupBytes })
+	p.groups.noteBytes(batch.Len() - start)
 	if !f.follows {
 		p.sizeHint = batchSizeHint(batch.Len())
 	}

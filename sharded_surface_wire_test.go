@@ -2,6 +2,7 @@ package cairn_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -200,6 +201,30 @@ func TestRouterSurface(t *testing.T) {
 		}
 	}
 
+	// A chunk of app.users to move, and the shard it may go to.
+	var coll bson.M
+	if err := c.Database("config").Collection("collections").FindOne(ctx, bson.D{{Key: "_id", Value: "app.users"}}).Decode(&coll); err != nil {
+		t.Fatal(err)
+	}
+	var chunk bson.M
+	if err := c.Database("config").Collection("chunks").FindOne(ctx, bson.D{{Key: "uuid", Value: coll["uuid"]}}).Decode(&chunk); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"sh0": "sh1", "sh1": "sh0"}[chunk["shard"].(string)]
+	moveRange := bson.D{{Key: "moveRange", Value: "app.users"}, {Key: "toShard", Value: other}, {Key: "min", Value: chunk["min"]}, {Key: "max", Value: chunk["max"]}}
+	permit := func(want any) func(bson.M) string {
+		return func(bson.M) string {
+			var got bson.M
+			if err := c.Database("config").Collection("collections").FindOne(ctx, bson.D{{Key: "_id", Value: "app.users"}}).Decode(&got); err != nil {
+				return err.Error()
+			}
+			if got["permitMigrations"] != want {
+				return "config.collections' permitMigrations is " + fmt.Sprint(got["permitMigrations"])
+			}
+			return ""
+		}
+	}
+
 	commands := []struct {
 		name  string
 		cmd   bson.D
@@ -216,6 +241,16 @@ func TestRouterSurface(t *testing.T) {
 				}
 				return ""
 			}},
+		{name: "setAllowMigrations false", cmd: bson.D{{Key: "setAllowMigrations", Value: "app.users"}, {Key: "allowMigrations", Value: false}}, check: permit(false)},
+		{name: "moveRange while migrations are not allowed", cmd: moveRange, code: 117},
+		{name: "setAllowMigrations true", cmd: bson.D{{Key: "setAllowMigrations", Value: "app.users"}, {Key: "allowMigrations", Value: true}}, check: permit(nil)},
+		{name: "moveRange once they are again", cmd: moveRange, check: func(bson.M) string {
+			if n := countChunks(t, c, "app.users")[other]; n != 3 {
+				return fmt.Sprintf("the destination owns %d chunks, want 3", n)
+			}
+			return ""
+		}},
+		{name: "setAllowMigrations of an unsharded collection", cmd: bson.D{{Key: "setAllowMigrations", Value: "app.plain"}, {Key: "allowMigrations", Value: false}}, code: 118},
 		{name: "balancerCollectionStatus of an unsharded collection", cmd: bson.D{{Key: "balancerCollectionStatus", Value: "app.plain"}}, code: 118},
 		{name: "movePrimary refused by name", cmd: bson.D{{Key: "movePrimary", Value: "app"}, {Key: "to", Value: "sh1"}}, code: 115},
 		{name: "reshardCollection refused by name", cmd: bson.D{{Key: "reshardCollection", Value: "app.users"}, {Key: "key", Value: bson.D{{Key: "name", Value: 1}}}}, code: 115},

@@ -239,6 +239,7 @@ var routerRules = map[string]privRule{
 	"abortReshardCollection":       {on: onNS, actions: []string{"enableSharding"}},
 	"configureCollectionBalancing": {on: onNS, actions: []string{"enableSharding"}},
 	"checkMetadataConsistency":     cluster("enableSharding"),
+	"setAllowMigrations":           {on: onNS, actions: []string{"enableSharding"}},
 }
 
 // configSettings: the balancer's switches need action on config.settings

@@ -52,6 +52,7 @@ func init() {
 		"flushRouterConfig":  cmdFlush,
 		"balancerStart":      admin(cmdBalancerMode("full")), "balancerStop": admin(cmdBalancerMode("off")),
 		"balancerStatus": admin(cmdBalancerStatus), "balancerCollectionStatus": admin(cmdBalancerCollectionStatus),
+		"setAllowMigrations": admin(cmdSetAllowMigrations),
 
 		"saslStart": cmdSaslStart, "saslContinue": cmdSaslContinue, "logout": cmdLogout, "authenticate": cmdAuthenticate,
 		"connectionStatus": cmdConnectionStatus,

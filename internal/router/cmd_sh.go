@@ -125,3 +125,42 @@ var notYetCommands = map[string]string{
 	"checkMetadataConsistency": "the config servers' metadata is checked as it is read (a routing table whose chunks " +
 		"do not tile the key space is refused), not by this command",
 }
+
+// cmdSetAllowMigrations is setAllowMigrations {setAllowMigrations: ns,
+// allowMigrations} (sh.enableMigrations, sh.disableMigrations): it writes
+// config.collections' permitMigrations (false, or removed for true) under
+// the collection's DDL lock, so a moveChunk through a router, which holds
+// that lock while it runs, finishes before and is refused after; the
+// balancer skips the collection, and the config servers commit no
+// migration of it (shardsvr's commit.go), so one the balancer started
+// before fails at its commit.
+func cmdSetAllowMigrations(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	ns, ok := req.body.Index(0).Value().StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'setAllowMigrations' is the wrong type '%s', expected type 'string'", req.body.Index(0).Value().Type)
+	}
+	v, ok := req.arg("allowMigrations")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.IDLMissingField, "BSON field 'setAllowMigrations.allowMigrations' is missing but a required field")
+	}
+	allow, ok := v.BooleanOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'setAllowMigrations.allowMigrations' is the wrong type '%s', expected type 'bool'", v.Type)
+	}
+	_, release, err := r.shardedRouting(ctx, ns) // NamespaceNotSharded for an unsharded one, as mongos
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	u := bson.D{{Key: "$set", Value: bson.D{{Key: "permitMigrations", Value: false}}}}
+	if allow {
+		u = bson.D{{Key: "$unset", Value: bson.D{{Key: "permitMigrations", Value: ""}}}}
+	}
+	err = r.configWrite(ctx, bson.D{{Key: "update", Value: "collections"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: ns}}}, {Key: "u", Value: u}}}}})
+	r.cache.invalidate(ns)
+	if err != nil {
+		return nil, err
+	}
+	return okReply(), nil
+}

@@ -128,7 +128,10 @@
 // change waits and is then refused), split
 // (middle; find and bounds at the chunk's median, read from its shard),
 // mergeChunks, addShardToZone, removeShardFromZone,
-// updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and
+// updateZoneKeyRange, balancerStart/Stop/Status (config.settings),
+// balancerCollectionStatus (cmd_sh.go), setAllowMigrations
+// (config.collections' permitMigrations: false stops moveChunk, the
+// balancer and the config servers' commit of a migration) and
 // flushRouterConfig run on the router itself, writing the config database
 // with majority write concern. moveChunk and moveRange are checked here
 // and handed to the donor shard's _shardsvrMoveRange.
@@ -225,6 +228,14 @@
 //     (shard.Plan over the shards' chunk sizes): "draining" or
 //     "chunksImbalance", never "zoneViolation" (the balancer's plan has no
 //     zones) or "defragmentingChunks".
+//   - setAllowMigrations waits for a moveChunk through a router (both hold
+//     the collection's DDL lock) but not for a balancer migration: one
+//     that began before fails at its commit instead.
+//   - The auto-merger is not there: its settings (config.settings
+//     {_id: "automerge"}, config.collections' enableAutoMerge) are refused
+//     as writes through the router (InvalidOptions 72), and mongosh's
+//     sh.isAutoMergerEnabled(), which reads a settings document that is
+//     then never there, says true.
 //   - Refused by name (CommandNotSupported 115, cmd_sh.go), not as unknown
 //     commands: movePrimary, reshardCollection and its commit and abort,
 //     configureCollectionBalancing (per-collection chunk size, the

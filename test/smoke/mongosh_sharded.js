@@ -143,6 +143,13 @@ const helpers = [
     assert.equal(sh.moveRange(orders, to, { cust: 100 }, { cust: MaxKey() }).ok, 1);
     assert.equal(upperChunk().shard, to);
   }],
+  ['status-migration-results', () => {
+    // The donors record their migrations in config.changelog: sh.status()
+    // counts moveChunk's and moveRange's.
+    const s = sh.status();
+    const res = (s.value || s).balancer['Migration Results for the last 24 hours'];
+    assert.ok(Object.entries(res).some(([n, v]) => v === 'Success' && Number(n) >= 2), JSON.stringify(res));
+  }],
   ['listShards', () => assert.equal(sh.listShards().map((x) => x._id).join(), 'shard0,shard1')],
   ['listShards-filter', () => assert.equal(sh.listShards({ _id: 'shard1' }).map((x) => x._id).join(), 'shard1')],
   ['isConfigShardEnabled', () => assert.equal(sh.isConfigShardEnabled().enabled, false)],

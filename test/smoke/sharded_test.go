@@ -31,7 +31,7 @@ var mongoshSharded = client{
 		"sh.stopBalancer-and-state", "sh.status", "getShardDistribution",
 		// mongosh_sharded.js's table of the other sh.* helpers
 		"sh.help", "sh.status-verbose", "sh.addShard-again", "sh.addShardTag", "sh.addTagRange", "sh.removeTagRange",
-		"sh.removeShardTag", "sh.removeRangeFromZone", "sh.removeShardFromZone", "sh.splitFind", "sh.moveChunk", "sh.moveRange",
+		"sh.removeShardTag", "sh.removeRangeFromZone", "sh.removeShardFromZone", "sh.splitFind", "sh.moveChunk", "sh.moveRange", "sh.status-migration-results",
 		"sh.listShards", "sh.listShards-filter", "sh.isConfigShardEnabled", "sh.disableMigrations", "sh.enableMigrations",
 		"sh.balancerCollectionStatus", "sh.disableBalancing", "sh.enableBalancing", "sh.isBalancerRunning",
 		"sh.setBalancerState", "sh.getShardedDataDistribution", "sh.disableAutoSplit", "sh.enableAutoSplit",

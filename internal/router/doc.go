@@ -233,9 +233,9 @@
 //     that began before fails at its commit instead.
 //   - The auto-merger is not there: its settings (config.settings
 //     {_id: "automerge"}, config.collections' enableAutoMerge) are refused
-//     as writes through the router (InvalidOptions 72), and mongosh's
-//     sh.isAutoMergerEnabled(), which reads a settings document that is
-//     then never there, says true.
+//     as writes through the router (InvalidOptions 72); addShard records
+//     {_id: "automerge", enabled: false} in config.settings, so that
+//     sh.isAutoMergerEnabled() and sh.status() say so.
 //   - Refused by name (CommandNotSupported 115, cmd_sh.go), not as unknown
 //     commands: movePrimary, reshardCollection and its commit and abort,
 //     configureCollectionBalancing (per-collection chunk size, the

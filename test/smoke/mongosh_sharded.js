@@ -196,6 +196,11 @@ const helpers = [
   // MongoDB 7.0 performs no automatic splits either; the setting is kept.
   ['disableAutoSplit', () => sh.disableAutoSplit()],
   ['enableAutoSplit', () => sh.enableAutoSplit()],
+  ['isAutoMergerEnabled', () => {
+    assert.equal(sh.isAutoMergerEnabled(), false); // Cairn has none
+    const s = sh.status();
+    assert.equal((s.value || s).automerge['Currently enabled'], 'no');
+  }],
   ['startAutoMerger', () => sh.startAutoMerger(), 72],
   ['stopAutoMerger', () => sh.stopAutoMerger(), 72],
   ['enableAutoMerger', () => sh.enableAutoMerger(orders), 72],

@@ -34,7 +34,7 @@ var mongoshSharded = client{
 		"sh.removeShardTag", "sh.removeRangeFromZone", "sh.removeShardFromZone", "sh.splitFind", "sh.moveChunk", "sh.moveRange", "sh.status-migration-results",
 		"sh.listShards", "sh.listShards-filter", "sh.isConfigShardEnabled", "sh.disableMigrations", "sh.enableMigrations",
 		"sh.balancerCollectionStatus", "sh.disableBalancing", "sh.enableBalancing", "sh.isBalancerRunning",
-		"sh.setBalancerState", "sh.getShardedDataDistribution", "sh.disableAutoSplit", "sh.enableAutoSplit",
+		"sh.setBalancerState", "sh.getShardedDataDistribution", "sh.disableAutoSplit", "sh.enableAutoSplit", "sh.isAutoMergerEnabled",
 	},
 	// sh.enableAutoSplit and sh.disableAutoSplit: automatic splits are gone
 	// since 6.0.3, as mongosh says when it sees version 7.0.

@@ -55,7 +55,9 @@
 // sessions need listSessions on the cluster); $documents runs at the
 // router, its $lookup and $unionWith reading their collections from their
 // owners. A stage that needs a collection is refused with InvalidNamespace
-// (73), as mongos; the rest of the pipeline runs at the router. explain answers
+// (73), as mongos; the rest of the pipeline runs at the router
+// (TestRouterSurface in the root package, TestListLocalSessionsAccess;
+// test/smoke's TestClientsSharded walks every mongosh sh.* helper). explain answers
 // in mongos's shape: queryPlanner.winningPlan.stage SINGLE_SHARD,
 // SHARD_MERGE or SHARD_MERGE_SORT, with each shard's plan under shards.
 //

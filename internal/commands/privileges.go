@@ -228,6 +228,18 @@ var routerRules = map[string]privRule{
 	"shardCollection":          {on: onNS, actions: []string{"enableSharding"}},
 	"split":                    {on: onNS, actions: []string{"splitChunk"}},
 	"updateZoneKeyRange":       cluster("enableSharding"),
+
+	// balancerCollectionStatus reads the collection's chunks and sizes;
+	// the others are refused by the router for now (its cmd_sh.go),
+	// checked all the same.
+	"balancerCollectionStatus":     {on: onNS, actions: []string{"enableSharding"}},
+	"movePrimary":                  {on: onNS, actions: []string{"moveChunk"}},
+	"reshardCollection":            {on: onNS, actions: []string{"enableSharding"}},
+	"commitReshardCollection":      {on: onNS, actions: []string{"enableSharding"}},
+	"abortReshardCollection":       {on: onNS, actions: []string{"enableSharding"}},
+	"configureCollectionBalancing": {on: onNS, actions: []string{"enableSharding"}},
+	"checkMetadataConsistency":     cluster("enableSharding"),
+	"setAllowMigrations":           {on: onNS, actions: []string{"enableSharding"}},
 }
 
 // configSettings: the balancer's switches need action on config.settings

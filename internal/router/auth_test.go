@@ -142,7 +142,7 @@ func TestRouterAuthMatrix(t *testing.T) {
 		cmd := bson.D{{Key: name, Value: "c"}}
 		if strings.Contains(name, "hard") || strings.Contains(name, "alancer") || strings.Contains(name, "Zone") || name == "split" ||
 			name == "mergeChunks" || strings.HasPrefix(name, "move") || name == "refineCollectionShardKey" || name == "flushRouterConfig" ||
-			name == "listDatabases" || name == "getParameter" || name == "getCmdLineOpts" {
+			name == "listDatabases" || name == "getParameter" || name == "getCmdLineOpts" || name == "setAllowMigrations" {
 			db, cmd = "admin", bson.D{{Key: name, Value: "app.c"}}
 		}
 		if name == "updateUser" { // it needs what it changes

@@ -210,10 +210,19 @@ func (r *Router) configDelete(ctx context.Context, coll string, q any) error {
 	return r.configWrite(ctx, bson.D{{Key: "delete", Value: coll}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: q}, {Key: "limit", Value: 0}}}}})
 }
 
-// clusterID reads config.version's clusterId, creating it on first use.
+// clusterID reads config.version's clusterId, creating it on first use
+// (addShard). With it the cluster's settings record that it has no
+// auto-merger, config.settings {_id: "automerge", enabled: false}, which
+// mongosh's sh.isAutoMergerEnabled() and sh.status() read (MongoDB 7.0's
+// default, no document, means enabled; writes of it are refused,
+// refuseAutoMerger).
 func (r *Router) clusterID(ctx context.Context) (bson.ObjectID, error) {
 	if err := r.configUpsert(ctx, "version", bson.D{{Key: "_id", Value: 1}},
 		bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "clusterId", Value: bson.NewObjectID()}}}}); err != nil {
+		return bson.ObjectID{}, err
+	}
+	if err := r.configUpsert(ctx, "settings", bson.D{{Key: "_id", Value: "automerge"}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "enabled", Value: false}}}}); err != nil {
 		return bson.ObjectID{}, err
 	}
 	docs, err := r.configFind(ctx, "version", bson.D{{Key: "_id", Value: 1}}, nil)

@@ -51,13 +51,17 @@ func init() {
 		"updateZoneKeyRange": admin(cmdUpdateZoneKeyRange),
 		"flushRouterConfig":  cmdFlush,
 		"balancerStart":      admin(cmdBalancerMode("full")), "balancerStop": admin(cmdBalancerMode("off")),
-		"balancerStatus": admin(cmdBalancerStatus),
+		"balancerStatus": admin(cmdBalancerStatus), "balancerCollectionStatus": admin(cmdBalancerCollectionStatus),
+		"setAllowMigrations": admin(cmdSetAllowMigrations),
 
 		"saslStart": cmdSaslStart, "saslContinue": cmdSaslContinue, "logout": cmdLogout, "authenticate": cmdAuthenticate,
 		"connectionStatus": cmdConnectionStatus,
 	}
 	for _, name := range userCommands {
 		handlers[name] = toConfigServers
+	}
+	for name, why := range notYetCommands { // cmd_sh.go
+		handlers[name] = notYet(why)
 	}
 }
 

@@ -310,7 +310,7 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		}
 	}
 	if _, ok := req.body.Lookup("aggregate").StringValueOK(); !ok {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "the router runs no collectionless aggregation ($currentOp, $documents) yet")
+		return r.collectionless(ctx, req) // cmd_collectionless.go
 	}
 	if ex, _ := req.body.Lookup("explain").BooleanOK(); ex {
 		inner := rewrite(req.body, map[string]bool{"explain": true}, nil)
@@ -336,7 +336,7 @@ func cmdAggregate(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		}
 		ctxp := &ctx
 		if isCollStats(pipeline) && rt.db.primary != configShard {
-			return r.collStatsPerShard(ctxp, req, rt, batchSize, &out)
+			return r.collStatsPerShard(ctxp, req, rt, pipeline, allowDisk, batchSize, &out)
 		}
 		if len(shards) == 1 && passesThrough(rt, pipeline) {
 			replies, err := r.scatter(ctx, shards, rt, func(string) bsoncore.Document { return req.body })
@@ -483,12 +483,34 @@ func isCollStats(pipeline []bsoncore.Document) bool {
 	return err == nil
 }
 
-// collStatsPerShard runs a pipeline starting with $collStats on every
-// shard of the collection, each document naming its shard (mongos's
-// $collStats: one document per shard, as getShardDistribution reads).
-func (r *Router) collStatsPerShard(ctxp *context.Context, req *request, rt *routing, batchSize int64, out *bsoncore.Document) error {
-	shards := withPrimary(rt, rt.allShards())
-	replies, err := r.scatter(*ctxp, shards, rt, func(string) bsoncore.Document { return req.body })
+// collStatsPerShard is mongos's $collStats: the stage runs on every shard
+// owning a chunk of the collection (an unsharded one: its primary), and
+// each shard's document names it (ns, shard, then host, localTime and the
+// statistics as the shard answers them; getShardDistribution reads one
+// document per shard). The rest of the pipeline runs at the router over
+// those documents, so that it sees their shard fields.
+func (r *Router) collStatsPerShard(ctxp *context.Context, req *request, rt *routing, pipeline []bsoncore.Document, allowDisk bool, batchSize int64, out *bsoncore.Document) error {
+	var src agg.Source
+	var p *agg.Pipeline
+	if len(pipeline) > 1 {
+		coll, err := rt.collator(req)
+		if err != nil {
+			return err
+		}
+		p, err = agg.Parse(pipeline[1:], agg.Options{AllowDiskUse: allowDisk, DB: req.db, Catalog: routerCatalog{r, ctxp}, Collation: coll})
+		if err != nil {
+			return err
+		}
+		if p.Output() != nil {
+			return mongoerr.New(mongoerr.InvalidOptions, "%s after $collStats is not supported by Cairn's router yet", p.Output().Stage)
+		}
+	}
+	shards := rt.allShards()
+	first := bsoncore.NewArrayBuilder().AppendDocument(pipeline[0]).Build()
+	body := rewrite(req.body, map[string]bool{"pipeline": true, "cursor": true}, func(b *bsoncore.DocumentBuilder) {
+		b.AppendArray("pipeline", first).AppendDocument("cursor", bsoncore.NewDocumentBuilder().Build())
+	})
+	replies, err := r.scatter(*ctxp, shards, rt, func(string) bsoncore.Document { return body })
 	if err != nil {
 		return err
 	}
@@ -503,19 +525,17 @@ func (r *Router) collStatsPerShard(ctxp *context.Context, req *request, rt *rout
 			return err
 		}
 		for _, d := range all {
-			b := bsoncore.NewDocumentBuilder().AppendString("shard", shards[i])
-			els, _ := d.Elements()
-			for _, el := range els {
-				if el.Key() != "shard" {
-					b.AppendValue(el.Key(), el.Value())
-				}
-			}
-			docs = append(docs, b.Build())
+			docs = append(docs, withShard(d, shards[i], false))
 		}
 	}
-	var err2 error
-	*out, err2 = r.openCursor(ctxp, req, req.ns(), agg.SliceSource(docs), 0, 0, batchSize, false)
-	return err2
+	src = agg.SliceSource(docs)
+	if p != nil {
+		if src, err = p.Run(*ctxp, src); err != nil {
+			return err
+		}
+	}
+	*out, err = r.openCursor(ctxp, req, req.ns(), src, 0, 0, batchSize, false)
+	return err
 }
 
 // filterOf is the filter a command targets by.

@@ -131,8 +131,16 @@ func (r *Router) assignIDPrefix(ctx context.Context, primary *memberclient.Host,
 	return prefix, nil
 }
 
-func cmdListShards(ctx context.Context, r *Router, _ *request) (bsoncore.Document, error) {
-	docs, err := r.configFind(ctx, "shards", nil, bson.D{{Key: "_id", Value: 1}})
+func cmdListShards(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {
+	var filter any // listShards' filter (sh.listShards(filter)): a query on config.shards
+	if v, ok := req.arg("filter"); ok {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'listShards.filter' is the wrong type '%s', expected type 'object'", v.Type)
+		}
+		filter = bson.Raw(d)
+	}
+	docs, err := r.configFind(ctx, "shards", filter, bson.D{{Key: "_id", Value: 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -784,6 +792,9 @@ func cmdMoveChunk(ctx context.Context, r *Router, req *request) (bsoncore.Docume
 		return nil, err
 	}
 	defer release()
+	if rt.coll.coll.NoMigrations { // setAllowMigrations: false
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "Collection %s is undergoing changes so moveChunk is not allowed.", ns)
+	}
 	if _, err := r.cache.shard(ctx, to); err != nil {
 		return nil, mongoerr.New(mongoerr.ShardNotFound, "Could not find shard %s", to)
 	}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"sort"
 	"strings"
@@ -534,6 +535,11 @@ func cmdUpdateOrDelete(kind, field string) handler {
 		if err != nil {
 			return nil, err
 		}
+		if kind == "update" && req.db == "config" {
+			if err := refuseAutoMerger(req.coll(), stmts); err != nil {
+				return nil, err
+			}
+		}
 		ordered := orderedArg(req)
 		var res writeResult
 		err = r.retry(ctx, req.ns(), func() error {
@@ -651,4 +657,21 @@ func cmdFindAndModify(ctx context.Context, r *Router, req *request) (bsoncore.Do
 		return err
 	})
 	return out, err
+}
+
+// refuseAutoMerger refuses an update of the auto-merger's settings
+// (config.settings {_id: "automerge"}, config.collections'
+// enableAutoMerge: mongosh's sh.startAutoMerger, stopAutoMerger,
+// enableAutoMerger, disableAutoMerger): Cairn has no auto-merger, so a
+// setting written would be one nothing honours.
+func refuseAutoMerger(coll string, stmts []bsoncore.Document) error {
+	for _, st := range stmts {
+		q, _ := st.Lookup("q").DocumentOK()
+		id, _ := q.Lookup("_id").StringValueOK()
+		u := st.Lookup("u")
+		if coll == "settings" && id == "automerge" || coll == "collections" && bytes.Contains(u.Data, []byte("enableAutoMerge")) {
+			return mongoerr.New(mongoerr.InvalidOptions, "Cairn has no auto-merger (MongoDB 7.0's merging of a shard's contiguous chunks): its settings are refused rather than stored unhonoured; mergeChunks merges by hand")
+		}
+	}
+	return nil
 }

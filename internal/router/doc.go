@@ -42,7 +42,22 @@
 // reaching one shard runs there whole, unless it reads other collections
 // ($lookup, $unionWith, $graphLookup: the router's half reads them from
 // their owners) or writes one from a sharded collection. getMore and killCursors act
-// on the router's cursors, which hold the shards' cursors. explain answers
+// on the router's cursors, which hold the shards' cursors. $collStats
+// runs on every shard owning a chunk (an unsharded collection: its
+// primary), each document naming its shard (ns, shard, host, localTime,
+// then the statistics asked for, as the shard answers them: mongos's
+// shape, which getShardDistribution reads), the rest of the pipeline at
+// the router over them. Collectionless aggregation, {aggregate: 1}
+// (cmd_collectionless.go): $currentOp on admin merges every shard's
+// operations, each with its shard and its opid as "<shard>:<opid>";
+// $listLocalSessions lists the router's own session table ({},
+// {allUsers: true}, {users}; under access control another user's
+// sessions need listSessions on the cluster); $documents runs at the
+// router, its $lookup and $unionWith reading their collections from their
+// owners. A stage that needs a collection is refused with InvalidNamespace
+// (73), as mongos; the rest of the pipeline runs at the router
+// (TestRouterSurface in the root package, TestListLocalSessionsAccess;
+// test/smoke's TestClientsSharded walks every mongosh sh.* helper). explain answers
 // in mongos's shape: queryPlanner.winningPlan.stage SINGLE_SHARD,
 // SHARD_MERGE or SHARD_MERGE_SORT, with each shard's plan under shards.
 //
@@ -115,7 +130,10 @@
 // change waits and is then refused), split
 // (middle; find and bounds at the chunk's median, read from its shard),
 // mergeChunks, addShardToZone, removeShardFromZone,
-// updateZoneKeyRange, balancerStart/Stop/Status (config.settings) and
+// updateZoneKeyRange, balancerStart/Stop/Status (config.settings),
+// balancerCollectionStatus (cmd_sh.go), setAllowMigrations
+// (config.collections' permitMigrations: false stops moveChunk, the
+// balancer and the config servers' commit of a migration) and
 // flushRouterConfig run on the router itself, writing the config database
 // with majority write concern. moveChunk and moveRange are checked here
 // and handed to the donor shard's _shardsvrMoveRange.
@@ -196,8 +214,66 @@
 //     the shards and a sort field it drops is merged as missing.
 //   - split by find or bounds reads every shard key of the chunk's shard
 //     (of its first field's range) to find the median, where MongoDB's
-//     shard answers splitVector; movePrimary,
-//     collectionless aggregation, updateOne/deleteOne/findAndModify
-//     without the shard key, and getShardDistribution's data are not
-//     there yet.
+//     shard answers splitVector.
+//   - A single update, delete or findAndModify whose filter has neither
+//     the shard key nor an equality on _id (7.0's write without shard key
+//     for any filter), and an upsert by _id alone, are refused (Writes,
+//     above); by _id alone they run in two phases.
+//   - Collectionless aggregation: $currentOp with localOps (the router's
+//     own operations: it keeps no list of them), $changeStream over a
+//     database or the cluster, $listCatalog and the other collectionless
+//     stages, explain of a collectionless pipeline, and let in one are
+//     refused (InvalidOptions 72); $out or $merge after a collectionless
+//     or $collStats stage likewise. $listLocalSessions' records carry no
+//     user field (the table keeps the uid only).
+//   - balancerCollectionStatus answers by the balancer's own plan
+//     (shard.Plan over the shards' chunk sizes): "draining" or
+//     "chunksImbalance", never "zoneViolation" (the balancer's plan has no
+//     zones) or "defragmentingChunks".
+//   - setAllowMigrations waits for a moveChunk through a router (both hold
+//     the collection's DDL lock) but not for a balancer migration: one
+//     that began before fails at its commit instead.
+//   - The auto-merger is not there: its settings (config.settings
+//     {_id: "automerge"}, config.collections' enableAutoMerge) are refused
+//     as writes through the router (InvalidOptions 72); addShard records
+//     {_id: "automerge", enabled: false} in config.settings, so that
+//     sh.isAutoMergerEnabled() and sh.status() say so.
+//   - Refused by name (CommandNotSupported 115, cmd_sh.go), not as unknown
+//     commands: movePrimary, reshardCollection and its commit and abort,
+//     configureCollectionBalancing (per-collection chunk size, the
+//     auto-merger, defragmentation) and checkMetadataConsistency.
+//     MongoDB 8.0's moveCollection and unshardCollection are
+//     CommandNotFound, as on a 7.0 mongos.
+//
+// # movePrimary: the design not built yet
+//
+// movePrimary {movePrimary: db, to: shard} moves a database's unsharded
+// collections to another shard and makes it the primary. It needs, on the
+// shard side, what Cairn has only per collection: (1) a database critical
+// section on the old primary — a _shardsvrParticipantBlock for a
+// database: writes and DDL carrying the database's databaseVersion wait
+// (the migration gate's rule: writes in flight and open transactions
+// finish first, bounded by migrationLockAcquisitionMaxWaitMS); (2) a
+// cloner, _shardsvrMovePrimary on the old primary driving the new one:
+// for each unsharded collection (listCollections on the old primary,
+// views and time series buckets included) create it with its options and
+// indexes, copy its documents, and, since writes are blocked, no
+// catch-up is needed — it is copied once, inside the critical section
+// (MongoDB 7.0 does the same: movePrimary blocks writes for the whole
+// copy); (3) the commit: the router (holding the DDL lock of the database,
+// which shardCollection, drop and create through the router would then
+// take too) writes config.databases {primary: to, version: lastMod+1}
+// with majority write concern; (4) the old primary refreshes its database
+// version (dbversion.go reads config.databases) before it ends the
+// critical section, so the waiting writes answer StaleDbVersion and their
+// routers send them to the new primary; (5) the old primary drops its
+// copies, after the commit only, as the donor's range deletion. A failure
+// before (3) aborts: the new primary drops what it cloned, the block
+// ends, nothing changed. Sharded collections stay where their chunks are.
+// Tests would be: a movePrimary under a concurrent insert load through
+// two routers (every acknowledged document found once, on the new
+// primary), and a kill -9 of the old primary, of the new one and of the
+// router at each step (the database readable and writable afterwards,
+// on one primary). Until then movePrimary is refused and removeShard of a
+// database's primary says so.
 package router

@@ -23,6 +23,10 @@ type Collection struct {
 	Key       bsoncore.Document
 	Unique    bool
 	NoBalance bool
+	// NoMigrations is config.collections' permitMigrations: false
+	// (setAllowMigrations): neither moveChunk nor the balancer moves a
+	// chunk, and the config servers commit no migration.
+	NoMigrations bool
 	// DefaultCollation is the collection's default collation when it is
 	// not simple (nil otherwise), as config.collections' defaultCollation:
 	// the router targets and merges a command without a collation by it.
@@ -42,6 +46,9 @@ func (c Collection) Doc() bsoncore.Document {
 		AppendBoolean("unique", c.Unique).AppendBoolean("noBalance", c.NoBalance)
 	if c.DefaultCollation != nil {
 		b.AppendDocument("defaultCollation", c.DefaultCollation)
+	}
+	if c.NoMigrations {
+		b.AppendBoolean("permitMigrations", false)
 	}
 	return b.Build()
 }
@@ -77,6 +84,9 @@ func ParseCollection(d bsoncore.Document) (Collection, error) {
 	}
 	c.Unique, _ = d.Lookup("unique").BooleanOK()
 	c.NoBalance, _ = d.Lookup("noBalance").BooleanOK()
+	if permit, ok := d.Lookup("permitMigrations").BooleanOK(); ok {
+		c.NoMigrations = !permit
+	}
 	c.DefaultCollation, _ = d.Lookup("defaultCollation").DocumentOK()
 	return c, nil
 }

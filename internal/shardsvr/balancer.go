@@ -17,7 +17,10 @@ import (
 // 128 by default), asks each shard the data size of its chunks
 // (_shardsvrChunkSizes), plans with shard.Plan (MongoDB 7.0's policy: by
 // data size, three range sizes of imbalance) and runs the moves through
-// the donors' _shardsvrMoveRange, one after another.
+// the donors' _shardsvrMoveRange, one after another. A collection with
+// noBalance (sh.disableBalancing) or permitMigrations: false
+// (setAllowMigrations) is skipped; the commit refuses a migration of the
+// latter too (commit.go), whoever started it.
 
 // defaultRangeSize is MongoDB 7.0's default chunkSize.
 const defaultRangeSize = 128 << 20
@@ -90,7 +93,7 @@ func (n *Node) BalanceRound(ctx context.Context) (int, error) {
 		if err != nil {
 			return moved, err
 		}
-		if coll.NoBalance {
+		if coll.NoBalance || coll.NoMigrations {
 			continue
 		}
 		sizes := make([]int64, len(m.Chunks))

@@ -64,6 +64,9 @@ func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document)
 	if err != nil {
 		return nil, err
 	}
+	if coll.NoMigrations { // setAllowMigrations: false, written since the migration began
+		return nil, errNoMigrations(ns)
+	}
 	if expect != nil && (expect.Epoch != m.Epoch || expect.Timestamp != coll.Timestamp) {
 		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "%s was dropped or resharded during the migration (epoch %s, now %s)", ns, expect.Epoch.Hex(), m.Epoch.Hex())
 	}
@@ -112,4 +115,11 @@ func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document)
 	}
 	n.opts.Log.Info("committed a chunk migration", "ns", ns, "min", min.String(), "max", max.String(), "from", from, "to", to, "version", m.Version().String())
 	return reply(), nil
+}
+
+// errNoMigrations refuses a migration of a collection whose
+// config.collections entry says permitMigrations: false, with MongoDB
+// 7.0's code and message.
+func errNoMigrations(ns string) error {
+	return mongoerr.New(mongoerr.ConflictingOperationInProgress, "Collection %s is undergoing changes so moveChunk is not allowed.", ns)
 }

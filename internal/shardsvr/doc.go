@@ -109,6 +109,10 @@
 // reloads its map and ends its critical section; an abort ends it too,
 // and so does a minute without word from the donor.
 //
+// The donor records each migration's end in config.changelog ("moveChunk.from",
+// note "success" or "aborted" with its errmsg; donor.go's logMigration),
+// which sh.status() reads as its migration results.
+//
 // Each _transferMods batch also carries the retryable-write records of
 // the sessions whose writes it shows (sessions.go), which the recipient
 // installs, so that a retry reaching it after the move is answered from

@@ -150,6 +150,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	abort := func(cause error) (bsoncore.Document, error) {
 		n.tellRecipient(context.WithoutCancel(ctx), toHost, "_recvChunkAbort", d.id)
 		n.forgetCoordinator(context.WithoutCancel(ctx), d.id)
+		n.logMigration(ctx, ns, min, max, id.ShardName, toShard, cause)
 		return nil, cause
 	}
 	recvStart := bson.D{{Key: "_recvChunkStart", Value: ns}, {Key: "sessionId", Value: d.id}, {Key: "from", Value: n.opts.Self},
@@ -220,6 +221,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	exit()
 	crit := time.Since(critStart)
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
+	n.logMigration(ctx, ns, min, max, id.ShardName, toShard, nil)
 	took := time.Since(start) // the migration, without its range deletion
 	if waitForDelete {
 		if err := n.runRangeDeletions(ctx); err != nil {
@@ -552,4 +554,28 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("reload", reload.Build()).AppendArray("deleted", deleted.Build()).
 		AppendArray("sessions", sessions).AppendInt32("entries", int32(len(vals))).Build(), nil
+}
+
+// logMigration records a migration's end in config.changelog as MongoDB's
+// donor does, {what: "moveChunk.from", ns, details: {min, max, from, to,
+// note: "success" | "aborted", errmsg}}: sh.status() counts them as its
+// migration results for the last 24 hours. Best effort, within 10 s: an
+// entry lost to a config server failover changes no data. (MongoDB's
+// config.changelog is capped; Cairn's is not yet.)
+func (n *Node) logMigration(ctx context.Context, ns string, min, max bsoncore.Document, from, to string, cause error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	details := bson.D{{Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)}, {Key: "from", Value: from}, {Key: "to", Value: to}}
+	if cause == nil {
+		details = append(details, bson.E{Key: "note", Value: "success"})
+	} else {
+		details = append(details, bson.E{Key: "note", Value: "aborted"}, bson.E{Key: "errmsg", Value: cause.Error()})
+	}
+	now := time.Now()
+	entry := bson.D{{Key: "_id", Value: fmt.Sprintf("%s-%s-%s", n.opts.Self, now.UTC().Format("2006-01-02T15:04:05.000Z"), bson.NewObjectID().Hex())},
+		{Key: "server", Value: n.opts.Self}, {Key: "shard", Value: from}, {Key: "clientAddr", Value: ""}, {Key: "time", Value: now},
+		{Key: "what", Value: "moveChunk.from"}, {Key: "ns", Value: ns}, {Key: "details", Value: details}}
+	if _, err := n.configRun(ctx, "config", bson.D{{Key: "insert", Value: "changelog"}, {Key: "documents", Value: bson.A{entry}}}); err != nil {
+		n.opts.Log.Warn("could not record a migration in config.changelog", "ns", ns, "err", err)
+	}
 }

@@ -19,9 +19,10 @@
 // TestClientsChangeStreams runs changestream_smoke.mjs (collection.watch(),
 // which also initiates a one-member set) and changestream_mongosh.js
 // (db.coll.watch()) against `cairn serve --replSet rs0`.
-// TestClientsSharded runs mongosh_sharded.js (mongosh's sh.* helpers,
-// sh.status() and getShardDistribution) through the router of a sharded
-// cluster that `cairn cluster up --shards 2` starts.
+// TestClientsSharded runs mongosh_sharded.js (every mongosh sh.* helper,
+// done or refused with the code its gaps list, sh.status() and
+// getShardDistribution's totals) through the router of a sharded cluster
+// that `cairn cluster up --shards 2` starts.
 // TestClientsTransactions (txn_smoke_test.go) runs txn_node.mjs (the
 // Node.js driver's session.withTransaction: commit, abort on a throwing
 // callback, the retry of a write conflict, snapshot isolation, a causally

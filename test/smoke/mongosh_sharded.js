@@ -88,5 +88,158 @@ check('sh.status', () => {
 });
 
 check('getShardDistribution', () => {
-  db.users.getShardDistribution(); // prints; it throws when a shard's stats are missing
+  // mongosh runs $collStats {storageStats} through the router (one
+  // document per shard, each naming it) and counts config.chunks per shard.
+  const res = db.users.getShardDistribution();
+  const d = res.value || res;
+  const keys = Object.keys(d).filter((k) => k.startsWith('Shard '));
+  assert.equal(keys.length, 2, 'one entry per shard: ' + JSON.stringify(d));
+  assert.equal(keys.reduce((n, k) => n + d[k].docs, 0), 200);
+  assert.equal(d.Totals.docs, 200, JSON.stringify(d.Totals));
+  assert.equal(d.Totals.chunks, 4, JSON.stringify(d.Totals)); // hashed presplit: two per shard
 });
+
+// Every sh.* helper of mongosh, in one table: what it does through the
+// router, or the code it is refused with ('expected-gap'). Helpers that
+// change something are followed by a look at what changed.
+const orders = db.getName() + '.orders';
+const admin = db.getSiblingDB('admin');
+const config = db.getSiblingDB('config');
+// The chunk [{cust: 100}, MaxKey) (splitAt 100 made it).
+const upperChunk = () => config.chunks.findOne({ uuid: config.collections.findOne({ _id: orders }).uuid, 'min.cust': 100 });
+const helpers = [
+  ['help', () => sh.help()],
+  ['status-verbose', () => assert.equal((sh.status(true).value || sh.status(true)).shards.length, 2)],
+  ['addShard-again', () => {
+    const host = admin.runCommand({ listShards: 1 }).shards.find((x) => x._id === 'shard1').host;
+    assert.equal(sh.addShard(host).shardAdded, 'shard1');
+  }],
+  ['addShardTag', () => assert.equal(sh.addShardTag('shard1', 'US').ok, 1)],
+  ['addTagRange', () => assert.equal(sh.addTagRange(orders, { cust: 100 }, { cust: MaxKey() }, 'US').ok, 1)],
+  ['removeTagRange', () => {
+    assert.equal(sh.removeTagRange(orders, { cust: 100 }, { cust: MaxKey() }).ok, 1);
+    assert.equal(config.tags.countDocuments({ ns: orders, tag: 'US' }), 0);
+  }],
+  ['removeShardTag', () => {
+    assert.equal(sh.removeShardTag('shard1', 'US').ok, 1);
+    assert.ok(!(config.shards.findOne({ _id: 'shard1' }).tags || []).includes('US'));
+  }],
+  ['removeRangeFromZone', () => assert.equal(sh.removeRangeFromZone(orders, { cust: MinKey() }, { cust: 100 }).ok, 1)],
+  ['removeShardFromZone', () => assert.equal(sh.removeShardFromZone('shard0', 'EU').ok, 1)],
+  ['splitFind', () => {
+    const docs = [];
+    for (let i = 0; i < 100; i++) docs.push({ cust: i });
+    db.orders.insertMany(docs);
+    assert.equal(sh.splitFind(orders, { cust: 10 }).ok, 1);
+    assert.equal(config.chunks.countDocuments({ uuid: config.collections.findOne({ _id: orders }).uuid }), 3);
+  }],
+  ['moveChunk', () => {
+    const to = upperChunk().shard === 'shard0' ? 'shard1' : 'shard0';
+    assert.equal(sh.moveChunk(orders, { cust: 150 }, to).ok, 1);
+    assert.equal(upperChunk().shard, to);
+  }],
+  ['moveRange', () => {
+    const to = upperChunk().shard === 'shard0' ? 'shard1' : 'shard0';
+    assert.equal(sh.moveRange(orders, to, { cust: 100 }, { cust: MaxKey() }).ok, 1);
+    assert.equal(upperChunk().shard, to);
+  }],
+  ['status-migration-results', () => {
+    // The donors record their migrations in config.changelog: sh.status()
+    // counts moveChunk's and moveRange's.
+    const s = sh.status();
+    const res = (s.value || s).balancer['Migration Results for the last 24 hours'];
+    assert.ok(Object.entries(res).some(([n, v]) => v === 'Success' && Number(n) >= 2), JSON.stringify(res));
+  }],
+  ['listShards', () => assert.equal(sh.listShards().map((x) => x._id).join(), 'shard0,shard1')],
+  ['listShards-filter', () => assert.equal(sh.listShards({ _id: 'shard1' }).map((x) => x._id).join(), 'shard1')],
+  ['isConfigShardEnabled', () => assert.equal(sh.isConfigShardEnabled().enabled, false)],
+  ['disableMigrations', () => {
+    assert.equal(sh.disableMigrations(orders).ok, 1);
+    assert.equal(config.collections.findOne({ _id: orders }).permitMigrations, false);
+    const to = upperChunk().shard === 'shard0' ? 'shard1' : 'shard0';
+    let code = 0;
+    try {
+      sh.moveChunk(orders, { cust: 150 }, to);
+    } catch (err) {
+      code = err.code;
+    }
+    assert.equal(code, 117, 'moveChunk while migrations are not allowed');
+  }],
+  ['enableMigrations', () => {
+    assert.equal(sh.enableMigrations(orders).ok, 1);
+    assert.equal(config.collections.findOne({ _id: orders }).permitMigrations, undefined);
+  }],
+  ['balancerCollectionStatus', () => {
+    const st = sh.balancerCollectionStatus(orders);
+    assert.equal(typeof st.balancerCompliant, 'boolean');
+    assert.equal(st.chunkSize, 128);
+  }],
+  ['disableBalancing', () => {
+    sh.disableBalancing(orders);
+    assert.equal(config.collections.findOne({ _id: orders }).noBalance, true);
+  }],
+  ['enableBalancing', () => {
+    sh.enableBalancing(orders);
+    assert.equal(config.collections.findOne({ _id: orders }).noBalance, false);
+  }],
+  ['isBalancerRunning', () => assert.equal(typeof sh.isBalancerRunning().mode, 'string')],
+  ['setBalancerState', () => {
+    sh.setBalancerState(false);
+    assert.equal(sh.getBalancerState(), false);
+    sh.setBalancerState(true);
+    assert.equal(sh.getBalancerState(), true);
+  }],
+  ['getShardedDataDistribution', () => {
+    const dist = sh.getShardedDataDistribution().toArray();
+    assert.ok(dist.find((x) => x.ns === ns), JSON.stringify(dist));
+  }],
+  // MongoDB 7.0 performs no automatic splits either; the setting is kept.
+  ['disableAutoSplit', () => sh.disableAutoSplit()],
+  ['enableAutoSplit', () => sh.enableAutoSplit()],
+  ['isAutoMergerEnabled', () => {
+    assert.equal(sh.isAutoMergerEnabled(), false); // Cairn has none
+    const s = sh.status();
+    assert.equal((s.value || s).automerge['Currently enabled'], 'no');
+  }],
+  ['startAutoMerger', () => sh.startAutoMerger(), 72],
+  ['stopAutoMerger', () => sh.stopAutoMerger(), 72],
+  ['enableAutoMerger', () => sh.enableAutoMerger(orders), 72],
+  ['disableAutoMerger', () => sh.disableAutoMerger(orders), 72],
+  ['checkMetadataConsistency', () => sh.checkMetadataConsistency().toArray(), 115],
+  ['reshardCollection', () => sh.reshardCollection(orders, { cust: 'hashed' }), 115],
+  ['commitReshardCollection', () => sh.commitReshardCollection(orders), 115],
+  ['abortReshardCollection', () => sh.abortReshardCollection(orders), 115],
+  ['shardAndDistributeCollection', () => sh.shardAndDistributeCollection(db.getName() + '.spread', { k: 1 }), 115],
+  ['movePrimary', () => admin.runCommand({ movePrimary: db.getName(), to: 'shard1' }), 115],
+  // MongoDB 8.0's: a 7.0 mongos has none of them.
+  ['moveCollection', () => sh.moveCollection(db.getName() + '.plain', 'shard1'), 59],
+  ['unshardCollection', () => sh.unshardCollection(orders, 'shard1'), 59],
+  ['abortMoveCollection', () => sh.abortMoveCollection(orders), 59],
+  ['abortUnshardCollection', () => sh.abortUnshardCollection(orders), 59],
+  ['shardDrainingStatus', () => sh.shardDrainingStatus('shard1'), 59],
+  ['getTransitionToDedicatedConfigServerStatus', () => sh.getTransitionToDedicatedConfigServerStatus(), 59],
+];
+for (const [name, fn, code] of helpers) {
+  const label = 'sh.' + name;
+  if (code === undefined) {
+    check(label, fn);
+    continue;
+  }
+  let res;
+  try {
+    res = fn();
+  } catch (err) {
+    if (err.code === code) {
+      print('expected-gap ' + label + ': ' + code);
+      continue;
+    }
+    print('FAIL ' + label + ': want code ' + code + ', got ' + (err && err.stack ? err.stack : err));
+    quit(1);
+  }
+  if (res && res.ok === 0 && res.code === code) { // runCommand answers without throwing
+    print('expected-gap ' + label + ': ' + code);
+    continue;
+  }
+  print('FAIL ' + label + ': want code ' + code + ', got ' + JSON.stringify(res));
+  quit(1);
+}

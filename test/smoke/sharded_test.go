@@ -16,7 +16,8 @@ import (
 
 // mongoshSharded runs mongosh_sharded.js: mongosh's sh.* helpers
 // (enableSharding, shardCollection, splitAt, zones, the balancer's state,
-// status, getShardDistribution) through a router.
+// status, getShardDistribution and its totals, then a table of every other
+// sh.* helper: done, or refused with the code gaps lists) through a router.
 var mongoshSharded = client{
 	name:   "mongosh-sharded",
 	script: "mongosh_sharded.js",
@@ -28,6 +29,25 @@ var mongoshSharded = client{
 		"hello-isdbgrid", "sh.enableSharding", "sh.shardCollection-hashed", "insertMany-through-router",
 		"targeted-explain", "collStats-per-shard", "sh.splitAt", "sh.addShardToZone-and-range",
 		"sh.stopBalancer-and-state", "sh.status", "getShardDistribution",
+		// mongosh_sharded.js's table of the other sh.* helpers
+		"sh.help", "sh.status-verbose", "sh.addShard-again", "sh.addShardTag", "sh.addTagRange", "sh.removeTagRange",
+		"sh.removeShardTag", "sh.removeRangeFromZone", "sh.removeShardFromZone", "sh.splitFind", "sh.moveChunk", "sh.moveRange", "sh.status-migration-results",
+		"sh.listShards", "sh.listShards-filter", "sh.isConfigShardEnabled", "sh.disableMigrations", "sh.enableMigrations",
+		"sh.balancerCollectionStatus", "sh.disableBalancing", "sh.enableBalancing", "sh.isBalancerRunning",
+		"sh.setBalancerState", "sh.getShardedDataDistribution", "sh.disableAutoSplit", "sh.enableAutoSplit", "sh.isAutoMergerEnabled",
+	},
+	// sh.enableAutoSplit and sh.disableAutoSplit: automatic splits are gone
+	// since 6.0.3, as mongosh says when it sees version 7.0.
+	warnings: []string{"DeprecationWarning: Starting in MongoDB 6.0.3, automatic chunk splitting is not performed."},
+	gaps: []gap{
+		// Cairn has no auto-merger: its settings are refused (InvalidOptions).
+		{"sh.startAutoMerger", 72}, {"sh.stopAutoMerger", 72}, {"sh.enableAutoMerger", 72}, {"sh.disableAutoMerger", 72},
+		// MongoDB 7.0 commands the router refuses by name (CommandNotSupported).
+		{"sh.checkMetadataConsistency", 115}, {"sh.reshardCollection", 115}, {"sh.commitReshardCollection", 115},
+		{"sh.abortReshardCollection", 115}, {"sh.shardAndDistributeCollection", 115}, {"sh.movePrimary", 115},
+		// MongoDB 8.0's, CommandNotFound on a 7.0 mongos too.
+		{"sh.moveCollection", 59}, {"sh.unshardCollection", 59}, {"sh.abortMoveCollection", 59}, {"sh.abortUnshardCollection", 59},
+		{"sh.shardDrainingStatus", 59}, {"sh.getTransitionToDedicatedConfigServerStatus", 59},
 	},
 }
 

@@ -274,9 +274,9 @@ func (p *pipeline) run() {
 		} else {
 			inFlight = p.commitGroup(f, txn)
 		}
-		p.groups.record(len(f.group))
 		hoptrace.Count(hoptrace.GroupSize, len(f.group))
 		if !inFlight {
+			p.groups.record(len(f.group))
 			ack(f.group)
 		}
 	}
@@ -287,6 +287,9 @@ func (p *pipeline) complete() {
 	defer close(p.completed)
 	for f := range p.syncing {
 		p.finish(f)
+		// Recorded before the acknowledgement, so a writer that returns
+		// finds its group counted (CommitGroups).
+		p.groups.record(len(f.group))
 		ack(f.group)
 		if hoptrace.Enabled {
 			hoptrace.Since(hoptrace.GroupAck, f.tDone)

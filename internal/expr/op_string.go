@@ -21,7 +21,7 @@ func init() {
 	register("$toUpper", parseFixed("$toUpper", 1, evalCase(strings.ToUpper)))
 	register("$strLenCP", parseFixed("$strLenCP", 1, evalStrLenCP))
 	register("$substrCP", parseFixed("$substrCP", 3, evalSubstrCP))
-	register("$split", parseFixed("$split", 2, evalSplit))
+	register("$split", parseSplit)
 }
 
 // MongoDB's codes for the string operators.
@@ -177,7 +177,23 @@ func evalSubstrCP(op string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	return String(string(runes[start:end])), nil
 }
 
-func evalSplit(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
+// splitExpr is $split: its loop over the parts checks the operation's end
+// (a 10 MiB string split on one letter has a million parts).
+type splitExpr struct{ args []Expr }
+
+func parseSplit(arg bsoncore.Value, s *Scope) (Expr, error) {
+	args, err := parseFixedArgs("$split", 2, arg, s)
+	if err != nil {
+		return nil, err
+	}
+	return splitExpr{args}, nil
+}
+
+func (e splitExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	vals, err := evalArgs(ctx, e.args)
+	if err != nil {
+		return Missing, err
+	}
 	if IsNullish(vals[0]) {
 		return Null, nil
 	}
@@ -195,12 +211,21 @@ func evalSplit(_ string, vals []bsoncore.Value) (bsoncore.Value, error) {
 	if sep == "" {
 		return Missing, errorf(codeSplitEmptyDelim, "$split requires a non-empty separator")
 	}
-	parts := strings.Split(s, sep)
-	out := make([]bsoncore.Value, len(parts))
-	for i, p := range parts {
-		out[i] = String(p)
+	var out []bsoncore.Value
+	for i := 0; ; i++ {
+		if i%1024 == 1023 {
+			if err := ctx.interrupted(); err != nil {
+				return Missing, err
+			}
+		}
+		at := strings.Index(s, sep)
+		if at < 0 {
+			out = append(out, String(s))
+			return Array(out), nil
+		}
+		out = append(out, String(s[:at]))
+		s = s[at+len(sep):]
 	}
-	return Array(out), nil
 }
 
 // toStringValue is $toString's conversion of the types it accepts.

@@ -91,8 +91,13 @@
 // nothing (a commit index alone) while the appender is idle is answered
 // on the loop; a snapshot waits for the appender's earlier writes and is
 // stored and restored on the loop ("Snapshot held before stepped").
+// [Node.LogBusy] tells whether the log has something left to write
+// (proposals started and not yet handed to the appender, appends not yet
+// written): the replica set's commit pipeline gathers its next group
+// while it has (storage's "Groups gather while the log syncs").
 // TestLogWrittenOffLoop (the leader's log held from syncing: the entry
-// commits, is not applied, and is acknowledged once the sync returns),
+// commits, is not applied, and is acknowledged once the sync returns;
+// LogBusy is busy from Start until that sync returned),
 // TestJoinEntries, TestFaultScheduleKeepsAcknowledged and
 // TestLinearizableKV.
 //

@@ -74,8 +74,8 @@
 //
 // "Log written off the loop": the node runs Raft with AsyncStorageWrites.
 // The node loop never waits for the log's sync: it sends a Ready's
-// messages for other members at once (a leader right after it handed
-// its own write on, raft thesis §10.2.1, so the followers' syncs overlap
+// messages for other members at once (a leader's appends go out before
+// its own write, raft thesis §10.2.1, so the followers' syncs overlap
 // its own), hands the log's writes, in order, to one goroutine of the
 // node's own (the appender), applies the committed entries Raft hands it,
 // and meanwhile goes on stepping messages: a follower's acknowledgement

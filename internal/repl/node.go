@@ -811,29 +811,13 @@ func (n *Node) handleReady() error {
 			out = append(out, m)
 		}
 	}
-	// A leader hands its own write to the appender first, then sends the
-	// appends (the transport may write them on this goroutine): its sync
-	// and the followers' overlap either way (raft thesis §10.2.1), and
-	// its own starts without waiting for the frames. A follower sends
-	// first: a snapshot it stores and restores here must not hold back
-	// its other messages.
-	leads := n.soft.RaftState == raft.StateLeader
-	var snapsTo []uint64
-	if !leads {
-		snapsTo = n.send(out)
-	}
+	snapsTo := n.send(out)
 	for _, m := range appends {
 		if err := n.toAppender(m); err != nil {
 			return err
 		}
-	}
-	if leads {
-		snapsTo = n.send(out)
-	}
-	if hoptrace.Enabled {
-		now := hoptrace.Now()
-		for _, m := range appends {
-			n.traceHanded(m, now)
+		if hoptrace.Enabled {
+			n.traceHanded(m, hoptrace.Now())
 		}
 	}
 	for _, rs := range rd.ReadStates {

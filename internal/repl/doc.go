@@ -91,8 +91,13 @@
 // nothing (a commit index alone) while the appender is idle is answered
 // on the loop; a snapshot waits for the appender's earlier writes and is
 // stored and restored on the loop ("Snapshot held before stepped").
+// [Node.LogBusy] tells whether the log has something left to write
+// (proposals started and not yet handed to the appender, appends not yet
+// written): the replica set's commit pipeline gathers its next group
+// while it has (storage's "Groups gather while the log syncs").
 // TestLogWrittenOffLoop (the leader's log held from syncing: the entry
-// commits, is not applied, and is acknowledged once the sync returns),
+// commits, is not applied, and is acknowledged once the sync returns;
+// LogBusy is busy from Start until that sync returned),
 // TestJoinEntries, TestFaultScheduleKeepsAcknowledged and
 // TestLinearizableKV.
 //
@@ -202,8 +207,16 @@
 // wire. [TCPTransport] opens one connection per peer it sends to; a
 // connection starts with a preamble ("CRft", version 2, the sender's and
 // the receiver's ids, the sender's address) and carries frames of a 4-byte big-endian length and one marshalled
-// raftpb.Message (at most 64 MiB); a sender redials with a growing pause
-// after any error and drops what it cannot send. When the state machine
+// raftpb.Message (at most 256 MiB); a sender redials with a growing pause
+// after any error and drops what it cannot send. "Frames written by the
+// sending goroutine": a frame of at most 64 KiB that finds nothing queued
+// for its peer and the peer's sender goroutine idle is written by Send's
+// caller itself (the node loop's appends, the appender's
+// acknowledgements), without waking the sender; a write that does not
+// start within 20 ms falls back to the queue, and one that stops part way
+// ends the connection (the stream would be misread). Frames leave in the
+// order they were sent: Send writes one only when every frame queued
+// before it is written or dropped. TestTCPFramesInOrder. When the state machine
 // is a [SnapshotStreamer], a MsgSnap frame is followed by the snapshot's
 // stream as chunks (a 4-byte length and at most 1 MiB each, ended by an
 // empty chunk), and the receiver stores the stream before it delivers

@@ -152,6 +152,10 @@ type Node struct {
 	appending   int
 	appendStop  chan struct{}
 	appenderEnd chan struct{}
+	// gate tells whether the log has a write pending (LogBusy); taken
+	// counts the proposals the loop took this turn (loop-owned).
+	gate  logGate
+	taken int
 	// trApps is when the loop stepped each append, by its last index
 	// (package hoptrace's trace only: nil otherwise).
 	trApps map[uint64]int64
@@ -184,6 +188,7 @@ type proposal struct {
 	index   uint64
 	done    chan error
 	follows bool       // continues the chain (Start)
+	started bool       // handed over by Start (counted by the log's gate)
 	tr      *propTrace // package hoptrace's timestamps (nil unless traced)
 }
 
@@ -378,16 +383,59 @@ func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
 // group over the previous group's writes) never gets a later group into
 // the log without the earlier.
 func (n *Node) Start(payload []byte, follows bool) *Proposal {
-	p := &proposal{data: payload, done: make(chan error, 1), follows: follows}
+	p := &proposal{data: payload, done: make(chan error, 1), follows: follows, started: true}
 	if hoptrace.Enabled {
 		p.tr = &propTrace{start: hoptrace.Now()}
 	}
+	n.gate.add(1, 0) // the log is busy until the loop handed its append on
 	select {
 	case n.propc <- p:
 		return &Proposal{n: n, p: p}
 	case <-n.done:
+		n.gate.add(-1, 0)
 		return &Proposal{err: n.stoppedErr()}
 	}
+}
+
+// LogBusy returns nil when this member's log has nothing left to write —
+// no proposal started and not yet handed to the appender with its Ready,
+// no append handed and not yet written (synced) — else a channel closed
+// once it has none. The replica set's commit pipeline gathers the next
+// group meanwhile (storage's "Groups gather while the log syncs"): a
+// proposal started now would only queue behind the write in progress.
+// A channel returned stays open while the node is stopped.
+func (n *Node) LogBusy() <-chan struct{} { return n.gate.busy() }
+
+// logGate counts what the log has to write ("Log written off the loop"):
+// proposals Start handed to the loop and the loop has not yet passed to
+// the appender (it does so in the turn that takes them), and appends
+// handed to the appender and not yet written. idle is non-nil while any
+// is, and closed when none is left.
+type logGate struct {
+	mu              sync.Mutex
+	started, writes int
+	idle            chan struct{}
+}
+
+func (g *logGate) add(started, writes int) {
+	g.mu.Lock()
+	g.started += started
+	g.writes += writes
+	if g.started > 0 || g.writes > 0 {
+		if g.idle == nil {
+			g.idle = make(chan struct{})
+		}
+	} else if g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *logGate) busy() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.idle
 }
 
 // submit hands req to the node loop on ch and waits for the outcome the
@@ -646,6 +694,11 @@ func (n *Node) loop() {
 				return
 			}
 		}
+		if n.taken > 0 {
+			// Their appends (if Raft took them) are with the appender now.
+			n.gate.add(-n.taken, 0)
+			n.taken = 0
+		}
 		if err := n.maybeCompact(); err != nil {
 			n.err = err
 			return
@@ -691,6 +744,9 @@ func (n *Node) drain(recv <-chan *pb.Message) {
 }
 
 func (n *Node) propose(p *proposal) {
+	if p.started {
+		n.taken++
+	}
 	if p.follows && (n.chainBroken || n.chainTerm != n.leaderTerm) {
 		p.done <- ErrChainBroken
 		return
@@ -865,6 +921,7 @@ func (n *Node) toAppender(m *pb.Message) error {
 		return nil
 	}
 	n.appending++
+	n.gate.add(0, 1)
 	r := appendReq{m: m}
 	if hoptrace.Enabled {
 		r.at, r.stepped = hoptrace.Now(), n.traceAppendStepped(m)
@@ -1113,6 +1170,7 @@ func (n *Node) writeAppends(reqs []appendReq) error {
 		n.status.AppendMsgs += uint64(len(msgs))
 		n.mu.Unlock()
 	}
+	n.gate.add(0, -len(reqs))
 	n.appended.push(d)
 	return err
 }

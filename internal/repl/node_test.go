@@ -360,6 +360,12 @@ func logWrittenOffLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
 	term := n.Status().Term
 	g.close()
 	p := n.Start([]byte(fmt.Sprintf("put b %d", attempt)), false)
+	// LogBusy: busy from Start on (the proposal is not yet with the
+	// appender), until the held sync returned.
+	busy := n.LogBusy()
+	if busy == nil {
+		t.Fatal("LogBusy is nil with a proposal just started")
+	}
 	waited := make(chan error, 1)
 	var got uint64
 	go func() {
@@ -398,9 +404,19 @@ func logWrittenOffLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
 	select {
 	case err := <-waited:
 		t.Fatalf("proposal acknowledged (%v) before the leader's log held it", err)
+	case <-busy:
+		t.Fatal("LogBusy's channel closed while the leader's sync is held")
 	case <-time.After(20 * time.Millisecond):
 	}
+	if n.LogBusy() == nil {
+		t.Fatal("LogBusy is nil while the leader's sync is held")
+	}
 	g.open()
+	select {
+	case <-busy:
+	case <-time.After(10 * time.Second):
+		t.Fatal("LogBusy's channel still open 10 s after the leader's sync was released")
+	}
 	select {
 	case err := <-waited:
 		if errors.Is(err, ErrLeadershipLost) {

@@ -82,6 +82,12 @@ const (
 	dialTimeout  = time.Second
 	writeTimeout = 5 * time.Second
 	maxBackoff   = time.Second
+	// maxDirect bounds a frame Send writes itself ("Frames written by
+	// the sending goroutine"), and directTimeout how long such a write
+	// may block: a peer whose socket takes neither in time has its
+	// frames queued to the sender goroutine as before.
+	maxDirect     = 64 << 10
+	directTimeout = 20 * time.Millisecond
 )
 
 // TCPTransport carries Raft messages over TCP. Each peer has a queue and a
@@ -105,12 +111,23 @@ type TCPTransport struct {
 	// streamer streams snapshots after their MsgSnap (nil: a snapshot
 	// travels inside its message).
 	streamer SnapshotStreamer
+	// direct counts the frames Send wrote itself.
+	direct atomic.Uint64
 }
 
 type tcpPeer struct {
 	id    uint64
 	addr  string
 	queue chan outFrame
+	// queued counts the frames put in queue and not yet written (or
+	// dropped) by the sender: Send writes a frame itself only when none
+	// is, so frames leave in the order they were sent.
+	queued atomic.Int64
+	// wmu is held by whoever writes to c: the sender goroutine (which
+	// dials, and flushes w before it lets go) or Send.
+	wmu sync.Mutex
+	c   net.Conn      // nil: not connected
+	w   *bufio.Writer // c's, empty whenever wmu is free
 }
 
 // outFrame is one queued message; snap, when set, is the descriptor of a
@@ -247,10 +264,53 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 		if m.GetType() == pb.MsgSnap && t.streamer != nil {
 			frame.snap = m.GetSnapshot().GetData()
 		}
+		if frame.snap == nil && len(b) <= maxDirect && t.writeDirect(p, b) {
+			if hoptrace.Enabled {
+				hoptrace.Since(hoptrace.NetSend, frame.at)
+			}
+			continue
+		}
+		p.queued.Add(1)
 		select {
 		case p.queue <- frame:
 		default:
+			p.queued.Add(-1)
 		}
+	}
+}
+
+// writeDirect writes frame b to p's connection from the calling goroutine
+// (Send's, holding t.mu) when nothing is queued for p and its sender is
+// not writing ("Frames written by the sending goroutine"): a member's
+// acknowledgement or a leader's append then leaves without waking the
+// sender goroutine. It reports whether b is dealt with: written, or lost
+// with a connection broken by a partial write (the transport may lose;
+// Raft retransmits). False: the caller queues b (the connection is down
+// or busy, or the write did not start in time).
+func (t *TCPTransport) writeDirect(p *tcpPeer, b []byte) bool {
+	if p.queued.Load() != 0 || !p.wmu.TryLock() {
+		return false
+	}
+	defer p.wmu.Unlock()
+	if p.c == nil || p.queued.Load() != 0 {
+		return false
+	}
+	p.c.SetWriteDeadline(time.Now().Add(directTimeout))
+	n, err := p.c.Write(b)
+	switch {
+	case err == nil:
+		t.direct.Add(1)
+		return true
+	case n == 0:
+		return false // nothing written: the sender tries, with its own deadline
+	default:
+		// Part of a frame is on the stream: the receiver would misread
+		// what follows, so the connection ends (the sender redials).
+		// Send holds t.mu.
+		delete(t.conns, p.c)
+		p.c.Close()
+		p.c, p.w = nil, nil
+		return true
 	}
 }
 
@@ -376,14 +436,15 @@ func (t *TCPTransport) readFrames(r *bufio.Reader, from uint64) error {
 // no connection, and drops a frame it cannot write.
 func (t *TCPTransport) send(p *tcpPeer) {
 	defer t.wg.Done()
-	var c net.Conn
-	var w *bufio.Writer
 	backoff := 10 * time.Millisecond
 	var retryAt time.Time
 	defer func() {
-		if c != nil {
-			t.untrack(c)
+		p.wmu.Lock()
+		if p.c != nil {
+			t.untrack(p.c)
+			p.c, p.w = nil, nil
 		}
+		p.wmu.Unlock()
 	}()
 	for {
 		var frame outFrame
@@ -392,46 +453,60 @@ func (t *TCPTransport) send(p *tcpPeer) {
 		case <-t.stopc:
 			return
 		}
-		if c == nil {
-			if time.Now().Before(retryAt) {
-				continue // peer down: drop until the next try
-			}
-			var err error
-			c, err = t.dial(p.id, p.addr)
-			if err != nil {
-				retryAt = time.Now().Add(backoff)
-				backoff = min(2*backoff, maxBackoff)
-				continue
-			}
-			backoff = 10 * time.Millisecond
-			w = bufio.NewWriterSize(c, 64<<10)
+		p.wmu.Lock()
+		written := t.sendQueued(p, frame, &retryAt, &backoff)
+		// Counted out only now, under wmu: Send writes a frame itself only
+		// once every frame queued before it is written or dropped.
+		p.queued.Add(-int64(written))
+		p.wmu.Unlock()
+	}
+}
+
+// sendQueued writes frame and what is queued behind it to p, dialling when
+// p has no connection, and flushes once; it returns how many frames it
+// took from the queue (frame included), written or dropped. Under p.wmu.
+func (t *TCPTransport) sendQueued(p *tcpPeer, frame outFrame, retryAt *time.Time, backoff *time.Duration) int {
+	if p.c == nil {
+		if time.Now().Before(*retryAt) {
+			return 1 // peer down: drop until the next try
 		}
-		err := t.writeFrame(c, w, frame)
-		var sent []int64 // the frames' queue times, for package hoptrace
-		if hoptrace.Enabled {
-			sent = append(sent, frame.at)
-		}
-		// Write what is queued behind this frame too, then flush once.
-		for err == nil && len(p.queue) > 0 {
-			f := <-p.queue
-			err = t.writeFrame(c, w, f)
-			if hoptrace.Enabled {
-				sent = append(sent, f.at)
-			}
-		}
-		if err == nil {
-			err = w.Flush()
-		}
-		if hoptrace.Enabled && err == nil {
-			for _, at := range sent {
-				hoptrace.Since(hoptrace.NetSend, at)
-			}
-		}
+		c, err := t.dial(p.id, p.addr)
 		if err != nil {
-			t.untrack(c)
-			c = nil
+			*retryAt = time.Now().Add(*backoff)
+			*backoff = min(2**backoff, maxBackoff)
+			return 1
+		}
+		*backoff = 10 * time.Millisecond
+		p.c, p.w = c, bufio.NewWriterSize(c, 64<<10)
+	}
+	taken := 1
+	err := t.writeFrame(p.c, p.w, frame)
+	var sent []int64 // the frames' queue times, for package hoptrace
+	if hoptrace.Enabled {
+		sent = append(sent, frame.at)
+	}
+	// Write what is queued behind this frame too, then flush once.
+	for err == nil && len(p.queue) > 0 {
+		f := <-p.queue
+		taken++
+		err = t.writeFrame(p.c, p.w, f)
+		if hoptrace.Enabled {
+			sent = append(sent, f.at)
 		}
 	}
+	if err == nil {
+		err = p.w.Flush()
+	}
+	if hoptrace.Enabled && err == nil {
+		for _, at := range sent {
+			hoptrace.Since(hoptrace.NetSend, at)
+		}
+	}
+	if err != nil {
+		t.untrack(p.c)
+		p.c, p.w = nil, nil
+	}
+	return taken
 }
 
 // writeFrame writes one frame and, after a MsgSnap, its snapshot's

@@ -18,7 +18,12 @@
 // top of this one's writes (storage's "Pipelined groups"), each as a
 // follower of the chain, which the node refuses once an earlier one failed
 // or the term changed (repl's "Chained proposals"): no group reaches the
-// log without every group whose writes it read. An entry's payload is a
+// log without every group whose writes it read. While the primary's own
+// log is still writing (repl's Node.LogBusy, installed as storage's
+// Hooks.LogBusy), the pipeline gathers the next group instead of
+// proposing at once (storage's "Groups gather while the log syncs"), so
+// a group carries every writer that arrived during the sync, as a
+// standalone's does. An entry's payload is a
 // flags byte (the group changed the catalog), the proposing pipeline's
 // nonce, the primary's wall clock (unix ms) and the representation. Every
 // member — the primary for its own groups too — applies committed entries

@@ -198,6 +198,7 @@ func New(opts Options) (*Member, error) {
 	if err := m.eng.Storage().Write(func(*storage.Txn) error {
 		// On the pipeline goroutine, the only reader of the hook.
 		m.eng.Storage().SetPropose(m.propose)
+		m.eng.Storage().SetLogBusy(m.logBusy)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -494,6 +495,17 @@ func (m *Member) propose(repr []byte, publishes, follows bool) func() error {
 		m.ownLo.Store(nonce + 1)
 		return replError(err)
 	}
+}
+
+// logBusy is storage's Hooks.LogBusy: whether this member's Raft log is
+// still writing (repl's Node.LogBusy), so that the pipeline gathers the
+// next group meanwhile (storage's "Groups gather while the log syncs").
+func (m *Member) logBusy() <-chan struct{} {
+	node, _ := m.nodeState()
+	if node == nil {
+		return nil
+	}
+	return node.LogBusy()
 }
 
 // own reports whether nonce is of a group this member's pipeline proposed

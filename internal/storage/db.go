@@ -714,6 +714,15 @@ func (db *DB) SetPropose(propose func(repr []byte, publishes, follows bool) func
 	db.pipe.hooks.Propose = propose
 }
 
+// SetLogBusy installs Hooks.LogBusy on an open store, as SetPropose
+// does Hooks.Propose (from a request function).
+func (db *DB) SetLogBusy(busy func() <-chan struct{}) {
+	if db.pipe.hooks == nil {
+		db.pipe.hooks = &Hooks{}
+	}
+	db.pipe.hooks.LogBusy = busy
+}
+
 // SetReplicate installs Hooks.Replicate on an open store. Call it from a
 // request function (Write), on the pipeline goroutine that reads the hook:
 // every later group is replicated.

@@ -207,6 +207,18 @@
 // TestPipelinedAppendsUnderFaults (package rstest) fails if a group reads
 // a stale view.
 //
+// Invariant "Groups gather while the log syncs" (Hooks.LogBusy, a
+// pipelined member): with a group in flight, the next group is not
+// proposed while the set's log (the primary's own Raft log) still has
+// something to write; the requests that arrive meanwhile join it, as a
+// standalone's requests join the group behind the WAL sync in progress.
+// A group proposed then would only queue behind that sync, and one entry
+// costs each member one append, one acknowledgement and one apply where
+// several would cost as many. With nothing in flight a group is proposed
+// at once, so the wait ends: it waits only for groups that complete.
+// TestGroupsGatherWhileLogBusy; repl's TestLogWrittenOffLoop checks
+// LogBusy.
+//
 // Invariant "Chained groups fail together": once a group of a chain fails,
 // every later group of the chain fails too (the set refuses what follows
 // a failed proposal), the groups applied over it are refused without

@@ -65,6 +65,16 @@ type Hooks struct {
 	// Propose is called on the pipeline goroutine, in group order; it
 	// takes precedence over Replicate.
 	Propose func(repr []byte, publishes, follows bool) (wait func() error)
+	// LogBusy, with Propose, returns nil when the set's log (the
+	// primary's own) has nothing left to write, else a channel closed
+	// once it wrote everything proposed so far. While it is busy and a
+	// group is in flight, the pipeline gathers the requests that arrive
+	// into the next group rather than proposing them one by one: they
+	// would wait for the log's sync in progress either way, and one
+	// entry costs every member less than several (invariant "Groups
+	// gather while the log syncs", replicate.go). Nil: groups are
+	// proposed at once, up to maxInFlight.
+	LogBusy func() <-chan struct{}
 	// Applied, when set, runs after each ApplyReplicated made its group
 	// visible and raised LastCommitted, on the caller's goroutine (groups
 	// one at a time, in log order): prev is LastCommitted before the group,

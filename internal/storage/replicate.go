@@ -98,9 +98,11 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	start, startCount := len(batch.Repr()), batch.Count()
 	applied := 0
 	apply := p.applier(f, txn, batch, &applied)
-	// While as many groups as may be are in flight, requests that arrive
-	// join this group, so one proposal carries every waiting writer.
-	p.gather(f, maxInFlight-1, apply, func() bool { return batch.Len()-start >= p.maxGroupBytes })
+	// While as many groups as may be are in flight, or while the set's
+	// log is still writing the groups in flight ("Groups gather while the
+	// log syncs"), requests that arrive join this group, so one proposal
+	// carries every waiting writer.
+	p.gatherReplicated(f, apply, func() bool { return batch.Len()-start >= p.maxGroupBytes })
 	p.groups.noteBytes(batch.Len() - start)
 	if !f.follows {
 		p.sizeHint = batchSizeHint(batch.Len())
@@ -183,6 +185,40 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 		}
 	}
 	return true
+}
+
+// gatherReplicated is gather for a pipelined member (invariant "Groups
+// gather while the log syncs"): f takes the requests that arrive while
+// maxInFlight groups are in flight, or while at least one is and the
+// set's log has not written them all (Hooks.LogBusy) — a request proposed
+// then would wait for that write's sync anyway before its own, and one
+// entry for all of them costs each member one append, one acknowledgement
+// and one apply instead of one each. Then whatever is already queued.
+// With nothing in flight f is proposed at once, so the wait always ends:
+// every group in flight completes.
+func (p *pipeline) gatherReplicated(f *flight, apply func(*request), full func() bool) {
+	for len(f.group) < maxGroup && !full() {
+		var idle <-chan struct{}
+		if p.inFlight > 0 && p.hooks.LogBusy != nil {
+			idle = p.hooks.LogBusy()
+		}
+		if p.inFlight < maxInFlight && idle == nil {
+			break
+		}
+		select {
+		case r, ok := <-p.queue:
+			if !ok {
+				p.wait() // run sees the closed queue next
+				return
+			}
+			f.group = append(f.group, r)
+			apply(r)
+		case <-p.synced:
+			p.inFlight--
+		case <-idle:
+		}
+	}
+	p.gather(f, maxInFlight, apply, full) // what is queued already
 }
 
 // batchHeaderLen is the size of a Pebble batch representation's header:

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -232,5 +234,135 @@ func TestAppliedHook(t *testing.T) {
 				t.Errorf("group %d: record at %v outside (%v, %v]", i, ts, g.prev, g.now)
 			}
 		}
+	}
+}
+
+// heldSet is a replica set for Hooks.Propose whose proposals complete
+// only once the test releases them, with a log the test keeps busy
+// (Hooks.LogBusy): it records how many records each proposal carried.
+type heldSet struct {
+	db      *DB
+	mu      sync.Mutex
+	index   uint64
+	records []uint32      // per proposal, in order
+	busy    chan struct{} // LogBusy's answer; nil: the log is idle
+	release chan struct{} // closed: every wait returns
+}
+
+func (s *heldSet) propose(repr []byte, _, _ bool) func() error {
+	s.mu.Lock()
+	s.records = append(s.records, binary.LittleEndian.Uint32(repr[8:]))
+	s.mu.Unlock()
+	repr = append([]byte(nil), repr...)
+	return func() error {
+		<-s.release
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.index++
+		return s.db.ApplyReplicated(s.index, repr)
+	}
+}
+
+func (s *heldSet) logBusy() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy == nil {
+		return nil
+	}
+	return s.busy
+}
+
+func (s *heldSet) proposed() []uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.records)
+}
+
+// TestGroupsGatherWhileLogBusy: with a group in flight and the set's log
+// busy (Hooks.LogBusy), the writes that arrive gather into one group,
+// proposed once the log is idle (invariant "Groups gather while the log
+// syncs"); with the log idle, or no hook, they are proposed one by one up
+// to maxInFlight groups in flight. Every write is acknowledged and stored.
+func TestGroupsGatherWhileLogBusy(t *testing.T) {
+	const later = 6 // writes made while the first group is in flight
+	for _, tc := range []struct {
+		name       string
+		hook, busy bool
+		// proposals made while the first one is held, and in all
+		held, all int
+	}{
+		{"log busy", true, true, 1, 2},
+		{"log idle", true, false, maxInFlight, maxInFlight + 1},
+		{"no hook", false, false, maxInFlight, maxInFlight + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &heldSet{release: make(chan struct{})}
+			if tc.busy {
+				s.busy = make(chan struct{})
+			}
+			hooks := &Hooks{Propose: s.propose, Publishes: func() bool { return false }}
+			if tc.hook {
+				hooks.LogBusy = s.logBusy
+			}
+			db := openTest(t, Options{Hooks: hooks})
+			s.db = db
+			var once sync.Once
+			release := func() { once.Do(func() { close(s.release) }) }
+			t.Cleanup(release) // before the store's Close, which waits for the held groups
+			var ran atomic.Int64
+			errs := make(chan error, later+1)
+			write := func(i int) {
+				errs <- db.Write(func(tx *Txn) error {
+					ran.Add(1)
+					tx.Set([]byte(fmt.Sprintf("d/%d", i)), []byte("x"))
+					return nil
+				})
+			}
+			waitFor := func(what string, cond func() bool) {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: not after 10 s (proposals %v)", what, s.proposed())
+					}
+				}
+			}
+			go write(0)
+			waitFor("the first group proposed", func() bool { return len(s.proposed()) == 1 })
+			for i := 1; i <= later; i++ { // one at a time: each may be proposed before the next
+				go write(i)
+				waitFor("the write applied to a group", func() bool { return ran.Load() == int64(i+1) })
+				if !tc.busy {
+					waitFor("the write proposed", func() bool { return len(s.proposed()) == min(i+1, maxInFlight) })
+				}
+			}
+			time.Sleep(20 * time.Millisecond) // a group proposed wrongly shows now
+			if got := s.proposed(); len(got) != tc.held {
+				t.Fatalf("%d proposals with the first held, want %d (records %v)", len(got), tc.held, got)
+			}
+			if tc.busy {
+				s.mu.Lock()
+				close(s.busy)
+				s.busy = nil
+				s.mu.Unlock()
+			}
+			release()
+			for range later + 1 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			var records uint32
+			for _, n := range s.proposed() {
+				records += n
+			}
+			if got := s.proposed(); len(got) != tc.all || records != later+1 {
+				t.Errorf("proposals %v (records each), want %d proposals of %d records in all", got, tc.all, later+1)
+			}
+			for i := 0; i <= later; i++ {
+				if _, ok := mustGet(t, db, fmt.Sprintf("d/%d", i)); !ok {
+					t.Errorf("d/%d not stored", i)
+				}
+			}
+		})
 	}
 }

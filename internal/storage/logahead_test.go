@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestLogSyncsOverwrite checks invariant "Log syncs overwrite": while the
+// log's syncs are small its file is written ahead in whole steps of
+// logAheadBytes (so the file's size is a multiple of it; Pebble's first
+// memtables are small, so the store rotates several logs here), a log synced in large batches is not, and a power cut (or,
+// in the interval mode, a process crash) at the end reopens with every
+// acknowledged write whatever part of the unsynced bytes the disk kept.
+func TestLogSyncsOverwrite(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 16))
+	cases := []struct {
+		name      string
+		writes    int
+		value     int
+		interval  time.Duration
+		wantAhead bool
+	}{
+		{"small synced writes", 2500, 1 << 10, 0, true},
+		{"small writes, interval mode", 2500, 1 << 10, 2 * time.Millisecond, true},
+		{"large synced writes", 16, 512 << 10, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			db, err := Open("db", Options{FS: fs, CacheSize: 256 << 20, SyncInterval: c.interval, Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			val := make([]byte, c.value)
+			logical := 0
+			for i := range c.writes {
+				k := fmt.Sprintf("k%05d", i)
+				if err := db.Write(func(tx *Txn) error { tx.Set([]byte(k), val); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				logical += len(k) + len(val)
+			}
+			size := logSize(t, fs)
+			ahead := size > 0 && size%logAheadBytes == 0
+			if ahead != c.wantAhead {
+				t.Fatalf("newest log file is %d bytes after %d bytes of writes: written ahead %v, want %v", size, logical, ahead, c.wantAhead)
+			}
+			keep := rng.IntN(101) // a power cut keeps any part of the unsynced bytes
+			if c.interval > 0 {
+				keep = 100 // the interval mode promises a process crash only
+			}
+			img := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: keep, RNG: rng})
+			_ = db.Close()
+			db, err = Open("db", Options{FS: img, Logger: discardLogger()})
+			if err != nil {
+				t.Fatalf("seed %d: reopen after a crash keeping %d%% of unsynced bytes: %v", seed, keep, err)
+			}
+			defer db.Close()
+			for i := range c.writes {
+				if _, ok := mustGet(t, db, fmt.Sprintf("k%05d", i)); !ok {
+					t.Fatalf("seed %d: acknowledged write %d of %d lost (crash kept %d%% of unsynced bytes)", seed, i, c.writes, keep)
+				}
+			}
+		})
+	}
+}
+
+// logSize is the size of the newest write-ahead log file in fs's "db".
+func logSize(t *testing.T, fs vfs.FS) int64 {
+	t.Helper()
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := ""
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") && n > newest {
+			newest = n
+		}
+	}
+	if newest == "" {
+		t.Fatal("no log file")
+	}
+	st, err := fs.Stat(fs.PathJoin("db", newest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}

@@ -121,7 +121,9 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	popts := opts
 	// The log is written ahead of its writer (invariant "Log syncs
 	// overwrite", logahead.go).
-	popts.FS = aheadFS{opts.FS}
+	if logAhead {
+		popts.FS = newAheadFS(opts.FS)
+	}
 	if opts.SyncInterval > 0 {
 		// Every commit still asks Pebble for a sync, which returns once the
 		// log record is written; the real sync comes from syncLoop.

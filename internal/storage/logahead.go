@@ -2,6 +2,7 @@ package storage
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -39,29 +40,42 @@ import (
 // on a failed log" then applies as to any failed log write).
 type aheadFS struct {
 	vfs.FS
+	// avg is the moving average of the bytes a log sync made durable,
+	// across log files (a new log inherits the load's pattern).
+	avg atomic.Int64
 }
+
+// logAhead turns the writing ahead on; only BenchmarkLogSyncs turns it
+// off, to measure it against the plain log in the same run.
+var logAhead = true
 
 // logAheadBytes is how far ahead of the writer a step of zeros reaches.
 const logAheadBytes = 1 << 20
+
+// logAheadSteps counts the steps of zeros written, in every store of the
+// process (TestLogSyncsOverwrite).
+var logAheadSteps atomic.Int64
 
 // logAheadMaxSync is the largest average log bytes per sync at which
 // the log is written ahead.
 const logAheadMaxSync = 64 << 10
 
-func (fs aheadFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+func newAheadFS(fs vfs.FS) *aheadFS { return &aheadFS{FS: fs} }
+
+func (fs *aheadFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, category)
 	if err != nil || !isWAL(name) {
 		return f, err
 	}
-	return &aheadFile{File: f}, nil
+	return &aheadFile{File: f, fs: fs}, nil
 }
 
-func (fs aheadFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs *aheadFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
 	if err != nil || !isWAL(newname) {
 		return f, err
 	}
-	a := &aheadFile{File: f}
+	a := &aheadFile{File: f, fs: fs}
 	// A recycled log holds its old contents: they are blocks to overwrite.
 	if st, err := f.Stat(); err == nil {
 		a.held = st.Size()
@@ -70,17 +84,16 @@ func (fs aheadFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteC
 }
 
 // Unwrap is the filesystem aheadFS wraps.
-func (fs aheadFS) Unwrap() vfs.FS { return fs.FS }
+func (fs *aheadFS) Unwrap() vfs.FS { return fs.FS }
 
 // aheadFile is one log file of an aheadFS.
 type aheadFile struct {
 	vfs.File
+	fs     *aheadFS
 	mu     sync.Mutex // Write is the flush goroutine's; Sync may come from another
 	off    int64      // bytes the writer wrote
 	held   int64      // the file holds written blocks up to here (≥ off once written ahead)
-	syncs  int64      // syncs so far
 	synced int64      // off at the last sync
-	avg    int64      // moving average of the bytes a sync made durable
 	zeros  []byte
 }
 
@@ -104,6 +117,7 @@ func (f *aheadFile) Write(p []byte) (int, error) {
 			at += n
 		}
 		f.held = to
+		logAheadSteps.Add(1)
 	}
 	f.mu.Unlock()
 	n, err := f.File.Write(p)
@@ -114,19 +128,18 @@ func (f *aheadFile) Write(p []byte) (int, error) {
 }
 
 // small reports whether the log's recent syncs average below
-// logAheadMaxSync bytes (true before the first).
-func (f *aheadFile) small() bool { return f.avg < logAheadMaxSync }
+// logAheadMaxSync bytes, and the writer has not written that much since
+// the last one (a bulk group written in 32 KiB blocks before its sync).
+func (f *aheadFile) small() bool {
+	return f.fs.avg.Load() < logAheadMaxSync && f.off-f.synced < logAheadMaxSync
+}
 
 // noteSync updates the average bytes per sync (weight 1/8 for the newest).
 func (f *aheadFile) noteSync() {
 	f.mu.Lock()
 	n := f.off - f.synced
-	if f.syncs == 0 {
-		f.avg = n
-	} else {
-		f.avg += (n - f.avg) / 8
-	}
-	f.syncs++
+	avg := f.fs.avg.Load() // syncs of one log file come one at a time
+	f.fs.avg.Store(avg + (n-avg)/8)
 	f.synced = f.off
 	f.mu.Unlock()
 }

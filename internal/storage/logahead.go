@@ -64,7 +64,7 @@ func newAheadFS(fs vfs.FS) *aheadFS { return &aheadFS{FS: fs} }
 
 func (fs *aheadFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, category)
-	if err != nil || !isWAL(name) {
+	if err != nil || !isWAL(name) || !onDisk(f) {
 		return f, err
 	}
 	return &aheadFile{File: f, fs: fs}, nil
@@ -72,7 +72,7 @@ func (fs *aheadFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File
 
 func (fs *aheadFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
-	if err != nil || !isWAL(newname) {
+	if err != nil || !isWAL(newname) || !onDisk(f) {
 		return f, err
 	}
 	a := &aheadFile{File: f, fs: fs}
@@ -82,6 +82,15 @@ func (fs *aheadFS) ReuseForWrite(oldname, newname string, category vfs.DiskWrite
 	}
 	return a, nil
 }
+
+// logAheadInMemory writes ahead in files without a descriptor too (an
+// in-memory filesystem's: they have no metadata to spare, and MemFS
+// grows a file a byte at a time); TestLogSyncsOverwrite sets it.
+var logAheadInMemory = false
+
+// onDisk reports whether f is an operating system's file, whose syncs
+// the writing ahead is for.
+func onDisk(f vfs.File) bool { return logAheadInMemory || f.Fd() != vfs.InvalidFd }
 
 // Unwrap is the filesystem aheadFS wraps.
 func (fs *aheadFS) Unwrap() vfs.FS { return fs.FS }

@@ -19,6 +19,8 @@ import (
 // reopens with every acknowledged write whatever part of the unsynced
 // bytes the disk kept.
 func TestLogSyncsOverwrite(t *testing.T) {
+	logAheadInMemory = true
+	defer func() { logAheadInMemory = false }()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 16))

@@ -15,22 +15,24 @@ import (
 // Why: Pebble appends to a new log file (it preallocates with
 // FALLOC_FL_KEEP_SIZE, which leaves the file's size and its extents
 // unwritten), and a recycled log is appended to past its old size. On
-// such a file every fdatasync must also commit the file's new size and
-// the extents it converted, that is a filesystem journal commit (ext4,
-// XFS): a second device write and flush after the data's. On blocks the
-// file already wrote, fdatasync writes the data alone. Measured on this
-// machine's disk (BENCHMARKS.md, "Log syncs that overwrite"): an
-// fdatasync of 2 KB appended cost 1.0–2.1 ms, of 2 KB overwritten
-// 0.3–0.6 ms, with about a third less system CPU.
+// such a file every fdatasync must also make the file's new size and
+// the extents it converted durable: a journal commit on a journaling
+// filesystem (ext4's default, XFS), a synchronous inode write on ext4
+// without one (this machine's); either way a second device write after
+// the data's. On blocks the file already wrote, fdatasync writes the
+// data alone. Measured on this machine's disk (BENCHMARKS.md, "Durable
+// updates: what each one costs the disk"): a synced 1 KiB write took
+// 0.79× the system CPU (median of 8 interleaved pairs) and about 0.7×
+// the time, noisily.
 //
 // How: the log writer appends sequentially (Write, on Pebble's one flush
 // goroutine). When its next write would pass the end of what the file
 // holds, aheadFile first writes logAheadBytes of zeros from there
 // (WriteAt), so only the first sync after each such step carries the
-// metadata: one journal commit per logAheadBytes of log instead of one
+// metadata: one metadata write per logAheadBytes of log instead of one
 // per sync. It does so only while the log's syncs are small (a moving
 // average of the bytes each wrote below logAheadMaxSync): a bulk load
-// that syncs megabytes at a time pays one metadata commit per sync
+// that syncs megabytes at a time pays one metadata write per sync
 // anyway, and the zeros would double its log's writes. A log that ends
 // in zeros reads, after a crash, as one whose tail was preallocated:
 // Pebble stops at the first zeroed chunk (record.ErrZeroedChunk), as it

@@ -22,8 +22,8 @@ import (
 // the data's. On blocks the file already wrote, fdatasync writes the
 // data alone. Measured on this machine's disk (BENCHMARKS.md, "Durable
 // updates: what each one costs the disk"): a synced 1 KiB write took
-// 0.79× the system CPU (median of 8 interleaved pairs) and about 0.7×
-// the time, noisily.
+// 0.8× the system CPU (medians of 8 interleaved pairs, twice) and
+// 0.7–0.9× the time, noisily.
 //
 // How: the log writer appends sequentially (Write, on Pebble's one flush
 // goroutine). When its next write would pass the end of what the file

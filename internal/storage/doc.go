@@ -71,7 +71,8 @@
 //
 // Invariant "Log syncs overwrite" (logahead.go): while the log's syncs
 // are small (a moving average under 64 KiB each: single updates, not a
-// bulk load), the log file holds written blocks ahead of its writer
+// bulk load), the log file (an operating system's; in-memory filesystems
+// are left alone) holds written blocks ahead of its writer
 // (zeros, written 1 MiB at a time before the writer reaches them, never
 // below its offset), so an fdatasync writes the records alone instead of
 // also the file's new size and extents (one metadata write per MiB of log

@@ -119,10 +119,15 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	}
 	var wal *walFS
 	popts := opts
+	// The log is written ahead of its writer (invariant "Log syncs
+	// overwrite", logahead.go).
+	if logAhead {
+		popts.FS = newAheadFS(opts.FS)
+	}
 	if opts.SyncInterval > 0 {
 		// Every commit still asks Pebble for a sync, which returns once the
 		// log record is written; the real sync comes from syncLoop.
-		wal = newWALFS(opts.FS)
+		wal = newWALFS(popts.FS)
 		popts.FS = wal
 	}
 	pdb, err := openPebble(dir, popts)

@@ -69,6 +69,19 @@
 // Invariant "Durable acknowledgement": with the default SyncAlways, Write
 // returns nil only after the group's WAL record is synced.
 //
+// Invariant "Log syncs overwrite" (logahead.go): while the log's syncs
+// are small (a moving average under 64 KiB each: single updates, not a
+// bulk load), the log file (an operating system's; in-memory filesystems
+// are left alone) holds written blocks ahead of its writer
+// (zeros, written 1 MiB at a time before the writer reaches them, never
+// below its offset), so an fdatasync writes the records alone instead of
+// also the file's new size and extents (one metadata write per MiB of log
+// instead of one per sync; Pebble appends to new logs, and to recycled
+// ones past their old size, which its first small memtables keep small).
+// A log ending in zeros recovers as a preallocated one: Pebble stops at
+// the first zeroed chunk. TestLogSyncsOverwrite (file sizes, and a power
+// cut keeping any part of the unsynced bytes loses no acknowledged write).
+//
 // Invariant "Written before acknowledged": in the interval mode
 // (Options.SyncInterval), Write returns nil only after the group's WAL
 // record is written to the operating system, so a process crash (kill -9)

@@ -35,12 +35,19 @@ import (
 // built with -tags cairnpprof (CAIRN_TEST_BIN) serving its profiles at
 // CAIRN_PPROF, each measure also saves the server's CPU profile of its
 // first CAIRN_CS_BENCH_PROFILE_SECONDS (default 2) as <dir>/<measure>.pprof,
-// for `go tool pprof -diff_base none0.pprof ten0.pprof`.
+// for `go tool pprof -diff_base none0.pprof ten0.pprof`. With
+// CAIRN_CS_BENCH_RATE=<inserts/s> the writers insert at that rate (below
+// what the machine can do): the throughput is then the rate, and the CPU
+// per insert of each side compares the work at one flow of events, which
+// a machine loaded by others blurs less than a saturated run's. With
+// CAIRN_CS_BENCH_STAGGER=1 the streams open one by one while inserts flow.
 func TestChangeStreamBench(t *testing.T) {
 	if os.Getenv("CAIRN_CS_BENCH") != "1" {
 		t.Skip("a benchmark: CAIRN_CS_BENCH=1 runs it")
 	}
 	n, rounds := envInt("CAIRN_CS_BENCH_N", 20000), envInt("CAIRN_CS_BENCH_ROUNDS", 2)
+	rate := envInt("CAIRN_CS_BENCH_RATE", 0)
+	stagger := os.Getenv("CAIRN_CS_BENCH_STAGGER") == "1"
 	client, member := startOneMemberSetProc(t, t.TempDir())
 	ctx := context.Background()
 	type cost struct {
@@ -74,7 +81,35 @@ func TestChangeStreamBench(t *testing.T) {
 		epoch := time.Now()
 		acked := make([]int64, n)
 		arrived := make([][]int64, streams)
+		batches := make([][]int64, streams) // when each batch's first event arrived
+		// With CAIRN_CS_BENCH_STAGGER=1 the streams open one by one while
+		// a writer inserts (ids below -1, not counted): each stream's
+		// getMores start at another point of the flow, as streams opened
+		// at different times do, not together at the first insert.
+		warm := make(chan struct{})
+		warmed := make(chan struct{})
+		if stagger && streams > 0 {
+			go func() {
+				defer close(warmed)
+				for id := -2; ; id-- {
+					select {
+					case <-warm:
+						return
+					default:
+					}
+					if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		} else {
+			close(warmed)
+		}
 		for i := range streams {
+			if stagger {
+				time.Sleep(time.Duration(1+i%3) * time.Millisecond)
+			}
 			cs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetMaxAwaitTime(100*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
@@ -84,17 +119,25 @@ func TestChangeStreamBench(t *testing.T) {
 				defer wg.Done()
 				defer cs.Close(context.Background())
 				arrived[i] = make([]int64, n)
+				last := 0 // events left in the batch before this event
 				for cs.Next(sctx) {
+					if last == 0 { // the first event of a batch
+						batches[i] = append(batches[i], int64(time.Since(epoch)))
+					}
+					last = cs.RemainingBatchLength()
 					if id, ok := cs.Current.Lookup("documentKey", "_id").AsInt64OK(); ok && id >= 0 && id < int64(n) {
 						arrived[i][id] = int64(time.Since(epoch))
+						seen[i]++
 					}
-					seen[i]++
 				}
 			}()
 		}
+		close(warm)
+		<-warmed
 		const writers = 8
 		profiled := profileServer(t, name)
 		server0, client0, gm0 := procCPU(t, member.cmd.Process.Pid), selfCPU(t), getMores()
+		sw0, cw0 := procSwitches(member.cmd.Process.Pid), selfSwitches(t)
 		start := time.Now()
 		var ww sync.WaitGroup
 		for w := range writers {
@@ -102,6 +145,9 @@ func TestChangeStreamBench(t *testing.T) {
 			go func() {
 				defer ww.Done()
 				for j := w; j < n; j += writers {
+					if rate > 0 { // insert j is due at start + j/rate
+						time.Sleep(time.Until(start.Add(time.Duration(j) * time.Second / time.Duration(rate))))
+					}
 					if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: j}, {Key: "v", Value: "a small document"}}); err != nil {
 						t.Error(err)
 						return
@@ -123,6 +169,7 @@ func TestChangeStreamBench(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		c := cost{wall: el, server: procCPU(t, member.cmd.Process.Pid) - server0, client: selfCPU(t) - client0, getMores: getMores() - gm0}
+		sw, cw := procSwitches(member.cmd.Process.Pid)-sw0, selfSwitches(t)-cw0
 		cancel()
 		wg.Wait()
 		for i, s := range seen {
@@ -130,8 +177,9 @@ func TestChangeStreamBench(t *testing.T) {
 				t.Errorf("stream %d saw %d of %d inserts", i, s, n)
 			}
 		}
-		t.Logf("%s: %d inserts with %d streams open: %.0f inserts/s; CPU per insert: server %v, client %v; %.2f getMores per insert",
-			name, n, streams, float64(n)/el.Seconds(), c.server/time.Duration(n), c.client/time.Duration(n), float64(c.getMores)/float64(n))
+		t.Logf("%s: %d inserts with %d streams open: %.0f inserts/s; CPU per insert: server %v, client %v; %.2f getMores per insert; voluntary context switches per insert: server %.2f, client %.2f",
+			name, n, streams, float64(n)/el.Seconds(), c.server/time.Duration(n), c.client/time.Duration(n), float64(c.getMores)/float64(n),
+			float64(sw)/float64(n), float64(cw)/float64(n))
 		if streams > 0 {
 			var lat []time.Duration
 			for _, arr := range arrived {
@@ -144,6 +192,7 @@ func TestChangeStreamBench(t *testing.T) {
 			if len(lat) > 0 {
 				t.Logf("%s: commit (ack) → event delivered, every stream's events under this load: p50 %v p99 %v", name, percentile(lat, 0.5), percentile(lat, 0.99))
 			}
+			t.Logf("%s: batches that arrived together (the streams with a batch within 1 ms of each one): %.1f", name, together(batches, time.Millisecond))
 		}
 		return c
 	}
@@ -201,6 +250,39 @@ func TestChangeStreamBench(t *testing.T) {
 		percentile(fromAck, 0.5), percentile(fromAck, 0.99), percentile(fromSend, 0.5), percentile(fromSend, 0.99), l)
 }
 
+// together is the mean, over every stream's batches (their arrival times,
+// nanoseconds), of the number of streams (its own too) with a batch that
+// arrived within d of it: 1 when the streams' batches come one by one, the
+// number of streams when they come together.
+func together(batches [][]int64, d time.Duration) float64 {
+	type arrival struct {
+		at     int64
+		stream int
+	}
+	var all []arrival
+	for i, b := range batches {
+		for _, at := range b {
+			all = append(all, arrival{at, i})
+		}
+	}
+	slices.SortFunc(all, func(a, b arrival) int { return int(a.at - b.at) })
+	sum, lo := 0, 0
+	for _, a := range all {
+		for all[lo].at < a.at-int64(d) {
+			lo++
+		}
+		near := map[int]bool{}
+		for j := lo; j < len(all) && all[j].at <= a.at+int64(d); j++ {
+			near[all[j].stream] = true
+		}
+		sum += len(near)
+	}
+	if len(all) == 0 {
+		return 0
+	}
+	return float64(sum) / float64(len(all))
+}
+
 // percentile is d's p-quantile (d is sorted).
 func percentile(d []time.Duration, p float64) time.Duration {
 	slices.Sort(d)
@@ -251,6 +333,37 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// procSwitches is the voluntary context switches of process pid's threads
+// now running, from /proc (Linux): a thread blocking, then woken (the
+// involuntary ones are the machine's load).
+func procSwitches(pid int) int64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var n int64
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread gone meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && k == "voluntary_ctxt_switches" {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+// selfSwitches is the voluntary context switches of this process's threads.
+func selfSwitches(t *testing.T) int64 {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Nvcsw
 }
 
 // selfCPU is the CPU time this process has used.

@@ -3,7 +3,9 @@ package commands
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -145,6 +147,25 @@ func (c *csCursor) Close() error {
 // A stream alone is not paced: its getMores come at most once per commit
 // group, and its events wait for nothing. A stream's first events after a
 // quiet spell (longer than its pace) go at once.
+//
+// The batches of the node's paced streams go together (paceTicks): a
+// paced getMore waits for a tick another stream already waits for, when
+// one lies between the floor and the ceiling after its cursor's last batch
+// (the nearest to its pace, and not more than half a floor past it), and
+// otherwise sets its own tick, its pace on, for the others. The streams
+// whose batches went together wait for the tick the first of them sets;
+// a stream opened later, or one that fell behind, joins the others' tick
+// once it lies within its bounds. The streams then return their batches
+// in a burst per tick rather than one by one, and each process wakes once
+// per burst: session 11's loopback measure (ten request/reply connections
+// whose replies are held 9 ms, together or staggered a tenth apart) put a
+// round trip at 34 µs of client and 48 µs of server CPU together, 55 and
+// 72 µs staggered (medians of 8 interleaved pairs, load 14–18). A tick taken is at least the floor and at most the
+// ceiling after the cursor's last batch, and at most half a floor past its
+// pace (TestChangeStreamReleaseBounds); the streams that went together set
+// their next tick from the first one's batch, so they take it a fraction of
+// a millisecond (their batches' spread) sooner than their own pace, and
+// make about as many round trips as without it.
 const (
 	paceUnit   = 500 * time.Microsecond
 	floorCap   = 5 * time.Millisecond
@@ -160,13 +181,87 @@ func pace(open, n int64, gap time.Duration) time.Duration {
 	if open <= 1 {
 		return 0
 	}
-	floor := min(time.Duration(open-1)*paceUnit, floorCap)
-	ceil := min(time.Duration(open-1)*ceilUnit, maxPace)
+	floor, ceil := paceBounds(open)
 	if n <= 0 || gap <= 0 {
 		return floor
 	}
 	gap = min(gap, time.Second) // a quiet spell: the ceiling anyway
 	return min(max(gap*paceEvents/time.Duration(n), floor), ceil)
+}
+
+// paceBounds are the floor and the ceiling of the pace with open change
+// stream cursors on the node (more than one).
+func paceBounds(open int64) (floor, ceil time.Duration) {
+	return min(time.Duration(open-1)*paceUnit, floorCap), min(time.Duration(open-1)*ceilUnit, maxPace)
+}
+
+// paceTicks are the times paced getMores wait for (release), ascending,
+// at most maxTicks of them, none past.
+type paceTicks struct {
+	mu    sync.Mutex
+	ticks []time.Time
+}
+
+const maxTicks = 64
+
+// release is when a cursor whose last batch went at sent may return its
+// next one, at now, with open change stream cursors on the node, n events
+// in that batch and gap after the one before: a tick already set between
+// sent plus the floor and sent plus the ceiling (and not past, nor more
+// than half the floor past the pace), the nearest to sent plus the pace
+// (the earlier of two as near); or else
+// sent plus the pace, set as a tick for the others. The zero time: no
+// pace (a stream alone, or no batch yet); a time not after now: no wait
+// (the pace passed already and no tick is within the ceiling).
+func (p *paceTicks) release(now, sent time.Time, open, n int64, gap time.Duration) time.Time {
+	pc := pace(open, n, gap)
+	if pc == 0 || sent.IsZero() {
+		return time.Time{}
+	}
+	floor, ceil := paceBounds(open)
+	// A tick past the pace by more than half the floor is not taken: a
+	// stream of a faster flow is not held for a slower one's.
+	lo, want, hi := sent.Add(floor), sent.Add(pc), sent.Add(min(ceil, pc+floor/2))
+	if lo.Before(now) {
+		lo = now
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := 0
+	for k < len(p.ticks) && p.ticks[k].Before(now) {
+		k++
+	}
+	p.ticks = append(p.ticks[:0], p.ticks[k:]...)
+	var best time.Time
+	for _, t := range p.ticks {
+		if t.Before(lo) {
+			continue
+		}
+		if t.After(hi) {
+			break
+		}
+		if best.IsZero() || absDur(t.Sub(want)) < absDur(best.Sub(want)) {
+			best = t
+		}
+	}
+	if !best.IsZero() {
+		return best
+	}
+	if want.After(now) && len(p.ticks) < maxTicks {
+		i := len(p.ticks)
+		for i > 0 && p.ticks[i-1].After(want) {
+			i--
+		}
+		p.ticks = slices.Insert(p.ticks, i, want)
+	}
+	return want
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // sentEvents records a batch of n events returned at now (the pace's
@@ -421,7 +516,9 @@ func changeStreamLabels(err error) error {
 // awaitChangeStream fills a batch; an empty one waits for oplog writes
 // (awaitData) and reads again.
 func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncore.Document, c *csCursor, batch int64, wait time.Duration) (r *Reply, kept bsoncore.Document, err error) {
-	if pause := min(time.Until(c.sent.Add(pace(c.open.Load(), c.lastN, c.gap))), wait); pause > 0 {
+	now := time.Now()
+	if at := s.Env.paceTicks.release(now, c.sent, c.open.Load(), c.lastN, c.gap); at.After(now) {
+		pause := min(at.Sub(now), wait)
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:

@@ -84,5 +84,10 @@
 // and a ceiling that grow with the other open change streams, never above
 // maxPace and never past the getMore's await time); a stream alone is not
 // paced (TestChangeStreamPace; the wire test's "paced getMores" checks
-// the floor over the wire).
+// the floor over the wire). The node's paced getMores wait for shared
+// ticks (paceTicks.release: a tick another stream set, if one lies within
+// the cursor's floor and ceiling, so that the streams' batches go
+// together), never before the floor nor past the ceiling after the
+// cursor's last batch (TestChangeStreamRelease,
+// TestChangeStreamReleaseBounds).
 package commands

@@ -132,6 +132,9 @@ type Env struct {
 	// changeStreams counts the open change stream cursors, for their
 	// getMores' pace (changestream.go).
 	changeStreams atomic.Int64
+	// paceTicks are the times the paced getMores of change streams wait
+	// for, shared so that their batches go together (changestream.go).
+	paceTicks paceTicks
 	// largeEventsSplit and largeEventsFailed are serverStatus'
 	// metrics.changeStreams: the events $changeStreamSplitLargeEvent split,
 	// and those that failed a stream for their size (changestream.go).

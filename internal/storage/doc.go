@@ -138,8 +138,16 @@
 // back to the same bytes does not conflict: the transaction's write is
 // then as if it had begun after that change. Unlike MongoDB, a write
 // outside any transaction does not wait for a transaction holding the key:
-// it goes first and the transaction fails at commit.
-// TestTransactionConflicts.
+// it goes first and the transaction fails at commit. While nothing became
+// visible in the store since the snapshot ("Shared view current"'s
+// seqlock has not moved), the committed values are the snapshot's, so a
+// statement claims its keys without reading them, and a commit whose
+// request is the first of its group (nothing else in its batch, no group
+// in flight on it) compares nothing; the snapshot values a later check
+// needs are read then. Builds with the invariants tag do the skipped
+// reads and fail the invariant if they differ.
+// TestTransactionConflicts, TestFirstWriterWinsUnchanged,
+// TestFirstWriterWinsChecked (invariants).
 //
 // Invariant "Prepared holds its keys" (prepare.go): a prepared transaction
 // (two-phase commit's participant) refuses every other write of its keys

@@ -175,7 +175,7 @@ func (db *DB) RestorePrepared(writes []Write, holds [][]byte) (*Transaction, err
 			tx.Abort()
 			return nil, err
 		}
-		tx.own[string(w.Key)] = &ownWrite{seq: len(tx.own), value: append([]byte(nil), w.Value...), del: w.Delete, base: base, baseOK: baseOK}
+		tx.own[string(w.Key)] = &ownWrite{seq: len(tx.own), value: append([]byte(nil), w.Value...), del: w.Delete, base: base, baseOK: baseOK, baseRead: true}
 		in.owner[string(w.Key)] = tx
 		if tx.writes == nil {
 			tx.writes = db.pdb.NewIndexedBatch()

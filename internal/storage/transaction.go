@@ -31,11 +31,13 @@ type ownWrite struct {
 	seq   int // the number of keys the transaction had written before it
 	value []byte
 	del   bool
-	// base is the key's value in the snapshot (baseOK: present), read
-	// when the key was claimed, so the commit compares without reading
-	// the snapshot again.
-	base   []byte
-	baseOK bool
+	// base is the key's value in the snapshot (baseOK: present), once
+	// read (baseRead): when the key was claimed after something became
+	// visible in the store, or by the first commit-time check that needs
+	// it ("First writer wins" costs no read while nothing did).
+	base     []byte
+	baseOK   bool
+	baseRead bool
 }
 
 // Transaction is a multi-statement transaction: it reads the store as it
@@ -134,7 +136,7 @@ func (db *DB) BeginIn(tx *Transaction) {
 // writes are checked at commit against every change since s, as any
 // transaction's ("First writer wins").
 func (db *DB) BeginAtIn(tx *Transaction, s *Snapshot, done func()) {
-	sv := &sharedView{snap: s.snap, done: done}
+	sv := &sharedView{snap: s.snap, gen: genUnknown, done: done}
 	sv.refs.Store(1)
 	tx.db, tx.sv = db, sv
 	if invariants.Enabled {
@@ -317,14 +319,18 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 
 // claim checks the statement's new keys for conflicts and records them as
 // the transaction's intents: a key another open transaction holds, or
-// whose committed value is no longer the snapshot's, is a conflict.
+// whose committed value is no longer the snapshot's, is a conflict. While
+// nothing became visible in the store since the snapshot (unchanged), the
+// committed values are the snapshot's and nothing is read.
 //
-// It returns the new keys' entries, their snapshot values read.
+// It returns the new keys' entries, their snapshot values read if they
+// were.
 func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
 	in := &tx.db.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	fresh := map[string]*ownWrite{}
+	unchanged := tx.unchanged()
 	for _, o := range t.ops {
 		if o.kind == opDeleteRange {
 			return nil, errors.New("storage: range deletions are not allowed in a transaction")
@@ -335,6 +341,13 @@ func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
 		}
 		if owner, held := in.owner[k]; held && owner != tx {
 			return nil, ErrWriteConflict
+		}
+		if unchanged {
+			if invariants.Enabled {
+				tx.checkUnchanged(o.key, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+			}
+			fresh[k] = &ownWrite{}
+			continue
 		}
 		then, thenOK, err := tx.viewGet(nil, o.key)
 		if err != nil {
@@ -347,7 +360,7 @@ func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
 		if changed {
 			return nil, ErrWriteConflict
 		}
-		fresh[k] = &ownWrite{base: then, baseOK: thenOK}
+		fresh[k] = &ownWrite{base: then, baseOK: thenOK, baseRead: true}
 	}
 	if in.owner == nil {
 		in.owner = map[string]*Transaction{}
@@ -356,6 +369,30 @@ func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
 		in.owner[k] = tx
 	}
 	return fresh, nil
+}
+
+// unchanged reports whether nothing became visible in the store since
+// the transaction's snapshot, which then is the store's applied state:
+// its view is a shared one known to be the state at a gen, and gen has
+// not moved since (invariant "Shared view current": every change made
+// visible goes through visibility.change).
+func (tx *Transaction) unchanged() bool {
+	return tx.sv != nil && tx.sv.current(&tx.db.visible)
+}
+
+// checkUnchanged fails invariant "First writer wins" when key's value as
+// read differs from the snapshot's though nothing became visible in the
+// store since the snapshot (a write path that bypassed the seqlock, or a
+// request view that holds more than the store). Invariants builds only.
+func (tx *Transaction) checkUnchanged(key []byte, read func(dst, key []byte) ([]byte, bool, error)) {
+	then, thenOK, err := tx.viewGet(nil, key)
+	if err != nil {
+		return
+	}
+	changed, err := differs(key, then, thenOK, read)
+	if err == nil && changed && tx.unchanged() {
+		invariants.Fail("First writer wins", "key %q differs from the transaction's snapshot though nothing became visible since it", key)
+	}
 }
 
 // differs reports whether key's value as read reads differs from then
@@ -399,10 +436,28 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 
 // checkOwn fails with conflict when a key the transaction wrote changed
 // since its snapshot, read in t's request (where requests run one at a
-// time: "First writer wins").
+// time: "First writer wins"). A request that is the first of its group,
+// on a batch holding no group in flight, sees the store's applied state;
+// while nothing became visible since the snapshot (unchanged), that is
+// the snapshot, and nothing is read.
 func (tx *Transaction) checkOwn(t *Txn, conflict error) error {
+	unchanged := len(t.ops) == 0 && t.batch != nil && t.batch.Empty() && tx.unchanged()
 	for k, w := range tx.own {
-		changed, err := differs([]byte(k), w.base, w.baseOK, t.Get)
+		key := []byte(k)
+		if unchanged {
+			if invariants.Enabled {
+				tx.checkUnchanged(key, t.Get)
+			}
+			continue
+		}
+		if !w.baseRead {
+			var err error
+			if w.base, w.baseOK, err = tx.viewGet(nil, key); err != nil {
+				return err
+			}
+			w.baseRead = true
+		}
+		changed, err := differs(key, w.base, w.baseOK, t.Get)
 		if err != nil {
 			return err
 		}

@@ -154,9 +154,12 @@ func (e *Engine) Begin() *Txn { return e.BeginReusing(nil) }
 // alone, and the transaction is a new one.
 func (e *Engine) BeginReusing(prev *Txn) *Txn {
 	t := prev
+	var sc *storage.Scratch
 	if t == nil || !t.stx.Released() {
 		t = new(Txn) // the engine's and storage's transaction in one allocation (DB.BeginIn)
 	} else {
+		// The memory prev's statements grew serves this one's.
+		sc = t.stx.Scratch()
 		*t = Txn{}
 	}
 	for {
@@ -168,6 +171,7 @@ func (e *Engine) BeginReusing(prev *Txn) *Txn {
 		e.db.BeginIn(&t.stx)
 		t.st = &t.stx
 		if e.cat.ReadValid(g) {
+			t.stx.SetScratch(sc)
 			return t
 		}
 		t.stx.Abort()

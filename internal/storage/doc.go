@@ -164,8 +164,10 @@
 // has ended and its last iterator closed (a cursor may be closed after
 // its session's transaction was aborted elsewhere). Transaction.Released
 // reports that they were: only then may the Transaction's memory serve
-// another (engine.BeginReusing, a session's next transaction); a point
-// read (Get) of an ended transaction fails with ErrTransactionDone.
+// another (engine.BeginReusing, a session's next transaction), with the
+// buffers its statements grew (Scratch: their Txn, the own-writes map and
+// entries; TestScratchReuse); a point read (Get) of an ended transaction
+// fails with ErrTransactionDone.
 //
 // Invariant "Cheap view": a transaction's view is a pebble.Snapshot shared
 // with every transaction that began while no change became visible

@@ -49,7 +49,7 @@ type Write struct {
 func (tx *Transaction) Writes() []Write {
 	out := make([]Write, 0, len(tx.own))
 	for k, w := range tx.own {
-		out = append(out, Write{Key: []byte(k), Value: w.value, Delete: w.del})
+		out = append(out, Write{Key: []byte(k), Value: append([]byte(nil), w.value...), Delete: w.del})
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Key, out[j].Key) < 0 })
 	return out

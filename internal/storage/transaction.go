@@ -62,7 +62,10 @@ type Transaction struct {
 	// own holds each key's latest write for reads and for Commit.
 	writes *pebble.Batch
 	own    map[string]*ownWrite
-	done   bool
+	// scratch is the memory statements grow, kept for the next
+	// transaction in this memory (Scratch); made at the first write.
+	scratch *Scratch
+	done    bool
 	// prepared: the transaction holds its keys against every writer
 	// (prepare.go), under intents.mu.
 	prepared bool
@@ -90,6 +93,76 @@ type Transaction struct {
 	// not an atomic one: read by the next user of its memory, after the
 	// session's turn passed it on).
 	freed bool
+}
+
+// Scratch is the memory a transaction's statements grow — the Txn they
+// run in, the own-writes map and its entries with their value buffers —
+// which the next transaction in the same memory reuses (engine's
+// BeginReusing takes it with Scratch before zeroing a Transaction nothing
+// reads any more, "Readers outlive the end", and gives it back with
+// SetScratch), so a session's transactions stop allocating them. What a
+// large transaction grew is dropped rather than kept (keepScratch).
+type Scratch struct {
+	stmt     Txn
+	stmtBusy bool // stmt is running a statement (one does not nest another)
+	own      map[string]*ownWrite
+	// slab holds the entries handed out (newOwn); earlier, full slabs
+	// stay where their entries point until the transaction ends.
+	slab  []ownWrite
+	added []string // the keys a claim added, to take back on a conflict
+}
+
+// Bounds on what a Scratch keeps from one transaction for the next.
+const (
+	keepScratchKeys  = 1 << 10
+	keepScratchBytes = 1 << 20
+)
+
+// Scratch returns the memory tx's statements grew, for SetScratch on the
+// next transaction in tx's memory; tx must have ended and be Released.
+func (tx *Transaction) Scratch() *Scratch { return tx.scratch }
+
+// SetScratch gives tx, just begun, the memory another transaction's
+// statements grew (Scratch), emptied.
+func (tx *Transaction) SetScratch(sc *Scratch) {
+	if sc == nil {
+		return
+	}
+	if len(sc.own) > keepScratchKeys {
+		sc.own = nil
+	}
+	clear(sc.own)
+	if cap(sc.slab) > keepScratchKeys {
+		sc.slab = nil
+	}
+	sc.slab = sc.slab[:0]
+	sc.added = sc.added[:0]
+	st := &sc.stmt
+	if cap(st.arena) > keepScratchBytes || cap(st.ops) > keepScratchKeys || len(st.latest) > keepScratchKeys {
+		sc.stmt = Txn{}
+	}
+	st.reset(nil)
+	tx.scratch = sc
+}
+
+// scratchFor is tx's Scratch, made at its first use.
+func (tx *Transaction) scratchFor() *Scratch {
+	if tx.scratch == nil {
+		tx.scratch = &Scratch{}
+	}
+	return tx.scratch
+}
+
+// newOwn is a new own-writes entry, its buffers reused when it had any.
+func (sc *Scratch) newOwn() *ownWrite {
+	if len(sc.slab) == cap(sc.slab) {
+		// The full slab stays where its entries point.
+		sc.slab = make([]ownWrite, 0, max(8, 2*cap(sc.slab)))
+	}
+	sc.slab = sc.slab[:len(sc.slab)+1]
+	w := &sc.slab[len(sc.slab)-1]
+	*w = ownWrite{value: w.value[:0], base: w.base[:0]}
+	return w
 }
 
 // intents are the keys written by open transactions ("First writer wins").
@@ -254,7 +327,7 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 // available to statements: a transaction's changes take their time at
 // commit.
 func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
-	return tx.run(&Txn{tx: tx}, fn)
+	return tx.runStatement(0, fn)
 }
 
 // RunStatement runs one statement of tx, as Transaction.Run does, from
@@ -264,13 +337,28 @@ func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
 // reads see tx's view and its writes join tx, not t's group. Writes the
 // request makes through t itself commit with the group as usual.
 func (t *Txn) RunStatement(tx *Transaction, fn func(*Txn) error) error {
-	return tx.run(&Txn{tx: tx, gid: t.gid}, fn)
+	return tx.runStatement(t.gid, fn)
 }
 
-func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
+// runStatement runs fn in the Scratch's statement Txn (a new one when a
+// statement runs inside another).
+func (tx *Transaction) runStatement(gid uint64, fn func(*Txn) error) error {
 	if tx.done {
 		return ErrTransactionDone
 	}
+	sc := tx.scratchFor()
+	if sc.stmtBusy {
+		return tx.run(&Txn{tx: tx, gid: gid}, fn)
+	}
+	sc.stmtBusy = true
+	defer func() { sc.stmtBusy = false }()
+	t := &sc.stmt
+	t.reset(nil)
+	t.tx, t.gid = tx, gid
+	return tx.run(t, fn)
+}
+
+func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 	err = func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -282,24 +370,15 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 		}
 		return t.err
 	}()
-	var fresh map[string]*ownWrite
 	if err == nil {
-		fresh, err = tx.claim(t)
+		err = tx.claim(t)
 	}
 	if err != nil {
 		t.undo(0)
 		return err
 	}
 	for _, o := range t.ops {
-		w := tx.own[string(o.key)]
-		if w == nil {
-			if tx.own == nil {
-				tx.own = map[string]*ownWrite{}
-			}
-			w = fresh[string(o.key)]
-			w.seq = len(tx.own)
-			tx.own[string(o.key)] = w
-		}
+		w := tx.own[string(o.key)] // claimed
 		w.del = o.kind == opDelete
 		w.value = append(w.value[:0], o.value...)
 		if tx.writes == nil {
@@ -318,57 +397,74 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 }
 
 // claim checks the statement's new keys for conflicts and records them as
-// the transaction's intents: a key another open transaction holds, or
-// whose committed value is no longer the snapshot's, is a conflict. While
-// nothing became visible in the store since the snapshot (unchanged), the
-// committed values are the snapshot's and nothing is read.
-//
-// It returns the new keys' entries, their snapshot values read if they
-// were.
-func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
+// the transaction's intents and own writes (their entries, values to
+// come): a key another open transaction holds, or whose committed value
+// is no longer the snapshot's, is a conflict, and then nothing is
+// recorded. While nothing became visible in the store since the snapshot
+// (unchanged), the committed values are the snapshot's and nothing is
+// read; otherwise each new key's snapshot value is read and kept.
+func (tx *Transaction) claim(t *Txn) error {
 	in := &tx.db.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	fresh := map[string]*ownWrite{}
+	sc := tx.scratchFor()
+	if tx.own == nil {
+		if sc.own == nil {
+			sc.own = map[string]*ownWrite{}
+		}
+		tx.own = sc.own
+	}
+	added := sc.added[:0]
+	fail := func(err error) error {
+		for _, k := range added {
+			delete(tx.own, k)
+		}
+		sc.added = added[:0]
+		return err
+	}
 	unchanged := tx.unchanged()
 	for _, o := range t.ops {
 		if o.kind == opDeleteRange {
-			return nil, errors.New("storage: range deletions are not allowed in a transaction")
+			return fail(errors.New("storage: range deletions are not allowed in a transaction"))
 		}
-		k := string(o.key)
-		if _, mine := tx.own[k]; mine {
-			continue
+		if _, mine := tx.own[string(o.key)]; mine {
+			continue // written before, or earlier in this statement
 		}
-		if owner, held := in.owner[k]; held && owner != tx {
-			return nil, ErrWriteConflict
+		if owner, held := in.owner[string(o.key)]; held && owner != tx {
+			return fail(ErrWriteConflict)
 		}
+		w := sc.newOwn()
 		if unchanged {
 			if invariants.Enabled {
 				tx.checkUnchanged(o.key, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
 			}
-			fresh[k] = &ownWrite{}
-			continue
+		} else {
+			var err error
+			if w.base, w.baseOK, err = tx.viewGet(w.base, o.key); err != nil {
+				return fail(err)
+			}
+			w.baseRead = true
+			changed, err := differs(o.key, w.base, w.baseOK, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+			if err != nil {
+				return fail(err)
+			}
+			if changed {
+				return fail(ErrWriteConflict)
+			}
 		}
-		then, thenOK, err := tx.viewGet(nil, o.key)
-		if err != nil {
-			return nil, err
-		}
-		changed, err := differs(o.key, then, thenOK, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
-		if err != nil {
-			return nil, err
-		}
-		if changed {
-			return nil, ErrWriteConflict
-		}
-		fresh[k] = &ownWrite{base: then, baseOK: thenOK, baseRead: true}
+		k := string(o.key)
+		w.seq = len(tx.own)
+		tx.own[k] = w
+		added = append(added, k)
 	}
 	if in.owner == nil {
 		in.owner = map[string]*Transaction{}
 	}
-	for k := range fresh {
+	for _, k := range added {
 		in.owner[k] = tx
 	}
-	return fresh, nil
+	sc.added = added[:0]
+	return nil
 }
 
 // unchanged reports whether nothing became visible in the store since
@@ -452,7 +548,7 @@ func (tx *Transaction) checkOwn(t *Txn, conflict error) error {
 		}
 		if !w.baseRead {
 			var err error
-			if w.base, w.baseOK, err = tx.viewGet(nil, key); err != nil {
+			if w.base, w.baseOK, err = tx.viewGet(w.base, key); err != nil {
 				return err
 			}
 			w.baseRead = true

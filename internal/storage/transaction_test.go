@@ -438,3 +438,69 @@ func TestUnchangedViews(t *testing.T) {
 	}
 	_ = snap.Close()
 }
+
+// TestScratchReuse: a transaction given the memory of an ended one
+// (Scratch, SetScratch: engine's BeginReusing) starts with none of its
+// writes, claims or intents, and a statement whose claim meets a conflict
+// part-way leaves none of the keys it had claimed before it.
+func TestScratchReuse(t *testing.T) {
+	db := openTest(t, Options{})
+	put(t, db, "a", "0", "b", "0", "c", "0")
+	for _, tc := range []struct {
+		name string
+		// first runs in the first transaction, which then ends.
+		first func(tx *Transaction) error
+		end   func(tx *Transaction) error
+	}{
+		{"committed", func(tx *Transaction) error { return stmt(tx, "a", "1", "b", "1") }, func(tx *Transaction) error { return tx.Commit(nil) }},
+		{"aborted", func(tx *Transaction) error { return stmt(tx, "a", "2", "b", "") }, func(tx *Transaction) error { tx.Abort(); return nil }},
+		{"a claim that met a conflict", func(tx *Transaction) error {
+			other := db.Begin()
+			defer other.Abort()
+			if err := stmt(other, "b", "other"); err != nil {
+				return err
+			}
+			// "a" is claimed before "b" conflicts: neither may stay.
+			if err := stmt(tx, "a", "3", "b", "3"); !errors.Is(err, ErrWriteConflict) {
+				return fmt.Errorf("statement against a held key: %v, want a conflict", err)
+			}
+			if tx.Len() != 0 || db.intents.owner["a"] != nil {
+				return fmt.Errorf("a failed claim left %d own writes, owner of a %p", tx.Len(), db.intents.owner["a"])
+			}
+			return nil
+		}, func(tx *Transaction) error { tx.Abort(); return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := db.Begin()
+			if err := tc.first(first); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.end(first); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := mustGet(t, db, "a")
+			next := new(Transaction)
+			db.BeginIn(next)
+			next.SetScratch(first.Scratch())
+			defer next.Abort()
+			if got, _ := txGet(t, next, "a"); got != before {
+				t.Fatalf("a in the next transaction = %q, want the store's %q", got, before)
+			}
+			if next.Len() != 0 || len(db.intents.owner) != 0 {
+				t.Fatalf("the next transaction starts with %d own writes, %d intents", next.Len(), len(db.intents.owner))
+			}
+			if err := stmt(next, "c", "next"); err != nil {
+				t.Fatal(err)
+			}
+			if err := next.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := mustGet(t, db, "a"); got != before {
+				t.Fatalf("a = %q after the next transaction, want %q", got, before)
+			}
+			if got, _ := mustGet(t, db, "c"); got != "next" {
+				t.Fatalf("c = %q, want next", got)
+			}
+		})
+	}
+}

@@ -110,6 +110,10 @@ type Scratch struct {
 	// stay where their entries point until the transaction ends.
 	slab  []ownWrite
 	added []string // the keys a claim added, to take back on a conflict
+	// The commit's request (Commit), made once, and its also.
+	tx     *Transaction
+	commit func(*Txn) error
+	also   func(*Txn) error
 }
 
 // Bounds on what a Scratch keeps from one transaction for the next.
@@ -142,13 +146,16 @@ func (tx *Transaction) SetScratch(sc *Scratch) {
 		sc.stmt = Txn{}
 	}
 	st.reset(nil)
+	sc.tx = tx
 	tx.scratch = sc
 }
 
 // scratchFor is tx's Scratch, made at its first use.
 func (tx *Transaction) scratchFor() *Scratch {
 	if tx.scratch == nil {
-		tx.scratch = &Scratch{}
+		sc := &Scratch{tx: tx}
+		sc.commit = sc.runCommit
+		tx.scratch = sc
 	}
 	return tx.scratch
 }
@@ -518,16 +525,24 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 		return nil
 	}
 	defer tx.end()
-	return tx.db.Write(func(t *Txn) error {
-		if err := tx.checkOwn(t, ErrWriteConflict); err != nil {
-			return err
-		}
-		tx.writeOwn(t)
-		if also != nil {
-			return also(t)
-		}
-		return nil
-	})
+	sc := tx.scratchFor()
+	sc.also = also
+	err := tx.db.Write(sc.commit) // runCommit
+	sc.also = nil
+	return err
+}
+
+// runCommit is Commit's request.
+func (sc *Scratch) runCommit(t *Txn) error {
+	tx := sc.tx
+	if err := tx.checkOwn(t, ErrWriteConflict); err != nil {
+		return err
+	}
+	tx.writeOwn(t)
+	if sc.also != nil {
+		return sc.also(t)
+	}
+	return nil
 }
 
 // checkOwn fails with conflict when a key the transaction wrote changed
@@ -537,15 +552,16 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 // while nothing became visible since the snapshot (unchanged), that is
 // the snapshot, and nothing is read.
 func (tx *Transaction) checkOwn(t *Txn, conflict error) error {
-	unchanged := len(t.ops) == 0 && t.batch != nil && t.batch.Empty() && tx.unchanged()
+	if len(t.ops) == 0 && t.batch != nil && t.batch.Empty() && tx.unchanged() {
+		if invariants.Enabled {
+			for k := range tx.own {
+				tx.checkUnchanged([]byte(k), t.Get)
+			}
+		}
+		return nil
+	}
 	for k, w := range tx.own {
 		key := []byte(k)
-		if unchanged {
-			if invariants.Enabled {
-				tx.checkUnchanged(key, t.Get)
-			}
-			continue
-		}
 		if !w.baseRead {
 			var err error
 			if w.base, w.baseOK, err = tx.viewGet(w.base, key); err != nil {

@@ -123,6 +123,22 @@ func BenchmarkTxn(b *testing.B) {
 	}
 	run("stored/txn-1", readTxn(1))
 	run("stored/plain-1", readPlain(1))
+	// versions/: ten reads once every document has 40 newer versions
+	// spread over several memtables (what update2 leaves behind after
+	// 20,000 transactions), written in 40 requests of 1,000 updates.
+	for v := range 40 {
+		next := make([]bsoncore.Document, docs)
+		for i := range next {
+			next[i], _ = bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "n", Value: -v}})
+		}
+		if _, err := e.Modify(ns, ids, true, func(i int, _ bsoncore.Document) (Action, error) {
+			return Action{Replace: next[i]}, nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run("versions/txn-10", readTxn(10))
+	run("versions/plain-10", readPlain(10))
 }
 
 // TestTxnReadAllocs bounds what a read-only transaction of one point read

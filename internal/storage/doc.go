@@ -176,12 +176,14 @@
 // with the invariants tag), so a read-only transaction of one point read
 // pays one snapshot Get and two atomic adds, and the Snapshot.Close
 // (Pebble reschedules compactions there) only when a newer snapshot
-// replaced it and its last transaction ended. From its second point read
-// a transaction positions an iterator of its own on the snapshot, so
-// several point reads cost less than as many Gets; its iterators are the
-// snapshot's. The iterator is positioned by one goroutine at a time (a
-// session's commands and its statements' pipeline requests run one after
-// another). BENCHMARKS.md, "Read-only transactions on a shared snapshot".
+// replaced it and its last transaction ended. Every point read is a
+// snapshot Get, which stops at the newest memtable or level holding the
+// key: an iterator positioned for each read (sessions 8–10) was cheaper on
+// a store of one memtable but seeks every memtable and level, and cost
+// 2.4 times as many instructions as Gets once documents had versions in
+// several memtables. Its iterators are the snapshot's.
+// BENCHMARKS.md, "Read-only transactions on a shared snapshot" and
+// "Transactions of two updates, session 11".
 //
 // Invariant "All or nothing per transaction": the whole write set, and
 // what the caller adds in the same request (Commit's also: the session

@@ -49,12 +49,9 @@ type ownWrite struct {
 type Transaction struct {
 	db *DB
 	// sv is the transaction's snapshot, shared with the transactions that
-	// began while nothing changed ("Shared view current"); view is an
-	// iterator on it, made at the second point read ("Cheap view": later
-	// point reads position it) — the first is a snapshot Get.
+	// began while nothing changed ("Shared view current"); point reads
+	// are snapshot Gets ("Cheap view").
 	sv      *sharedView
-	view    *pebble.Iterator
-	gets    int
 	viewErr error // why there is no view (a closed store)
 	// writes orders the transaction's written keys for iteration (an
 	// indexed batch used only as a sorted container, never committed;
@@ -192,7 +189,7 @@ type intents struct {
 
 // Begin starts a transaction reading everything committed so far. End it
 // with Commit or Abort.
-// Its view is an iterator (invariant "Cheap view").
+// Its view is a shared snapshot (invariant "Cheap view").
 func (db *DB) Begin() *Transaction {
 	tx := new(Transaction)
 	db.BeginIn(tx)
@@ -245,30 +242,15 @@ func (tx *Transaction) Get(dst, key []byte) ([]byte, bool, error) {
 	return tx.viewGet(dst, key)
 }
 
-// viewGet appends key's value in the view to dst.
+// viewGet appends key's value in the view to dst: a snapshot Get, which
+// stops at the newest memtable or level holding the key, where a
+// positioned iterator would seek every memtable and level (BENCHMARKS.md,
+// "Transactions of two updates, session 11").
 func (tx *Transaction) viewGet(dst, key []byte) ([]byte, bool, error) {
 	if tx.sv == nil {
 		return dst, false, tx.viewErr
 	}
-	if tx.view == nil && tx.gets == 0 {
-		tx.gets++
-		return get(tx.sv.snap, dst, key)
-	}
-	if tx.view == nil {
-		var err error
-		if tx.view, err = tx.sv.snap.NewIter(nil); err != nil {
-			return dst, false, err
-		}
-	}
-	it := tx.view
-	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
-		return dst, false, it.Error()
-	}
-	v, err := it.ValueAndErr()
-	if err != nil {
-		return dst, false, err
-	}
-	return append(dst, v...), true, nil
+	return get(tx.sv.snap, dst, key)
 }
 
 // viewIter is a new iterator over the view.
@@ -653,14 +635,11 @@ func (tx *Transaction) releaseLocked() {
 	tx.released.Store(true) // after the frees: Released means freed
 }
 
-// free closes the write batch and the point reads' iterator and drops the
-// snapshot's reference, once (end or releaseLocked decides when).
+// free closes the write batch and drops the snapshot's reference, once
+// (end or releaseLocked decides when).
 func (tx *Transaction) free() {
 	if tx.writes != nil {
 		_ = tx.writes.Close()
-	}
-	if tx.view != nil {
-		_ = tx.view.Close()
 	}
 	if tx.sv != nil {
 		tx.sv.unref()

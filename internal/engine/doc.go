@@ -136,8 +136,10 @@
 // document, the capped meta and order records, the versions a versioned
 // write replaces (history.go), an index build's batch (indexbuild.go),
 // the oplog trim's scan, and a transaction's commit-time comparison of
-// every written key (storage's "First writer wins") — so it sees every
-// group ahead, applied or not. storage's "Reads through the request"
+// every written key (storage's "First writer wins", which reads nothing
+// only when the request is the first of an empty batch and nothing
+// became visible since the snapshot: its view is then the snapshot) — so
+// it sees every group ahead, applied or not. storage's "Reads through the request"
 // panics, in builds with the invariants tag, on a direct store read from
 // a running request; the engine's tests and the commands' invariants
 // tests run with none.

@@ -115,6 +115,7 @@ type Txn struct {
 
 	// The rest is used on the pipeline goroutine only (statements and the
 	// commit request).
+	mem          *txnMemory                        // kept by BeginReusing; made at the first write
 	created      map[Namespace]*catalog.Collection // not yet in the catalog
 	createdOrder []Namespace                       // created's keys, as created
 	written      map[Namespace]bool
@@ -137,6 +138,78 @@ type insertedKey struct {
 	key    []byte
 }
 
+// txnMemory is what a transaction's statements and commit grow that the
+// next transaction in the same Txn reuses (BeginReusing keeps it, as it
+// keeps storage's Scratch), so a session's transactions stop allocating
+// it: the changes' bytes (one buffer), the written set, and the functions
+// a statement's request and the commit hand the pipeline, made once.
+// What a large transaction grew is dropped rather than kept (recycle).
+type txnMemory struct {
+	t         *Txn
+	changeBuf []byte   // the changes' bytes, one after another
+	changes   [][]byte // Txn.changes' room
+	written   map[Namespace]bool
+	// pop undoes the newest change (a statement's undo hook per change:
+	// hooks run newest first, so each takes back its own).
+	pop func()
+	// The statement being run (write) and the commit's arguments.
+	busy               bool
+	ns                 Namespace
+	fn                 func(*storage.Txn) error
+	outer              *storage.Txn
+	request, statement func(*storage.Txn) error
+	also               func(tx *storage.Txn, ts hlc.Timestamp) error
+	ts                 hlc.Timestamp
+	commit             func(*storage.Txn) error
+}
+
+// Bounds on what a txnMemory keeps from one transaction for the next.
+const (
+	keepTxnChanges = 1 << 10
+	keepTxnBytes   = 1 << 20
+)
+
+// memory is t's txnMemory, made at the first use.
+func (t *Txn) memory() *txnMemory {
+	if t.mem == nil {
+		m := &txnMemory{t: t}
+		m.pop, m.request, m.statement, m.commit = m.popChange, m.runRequest, m.runStatement, m.runCommit
+		t.mem = m
+	}
+	return t.mem
+}
+
+// recycle readies m, its transaction ended, for the next one in the same
+// Txn.
+func (m *txnMemory) recycle() *txnMemory {
+	if m == nil {
+		return nil
+	}
+	if cap(m.t.changes) > cap(m.changes) {
+		m.changes = m.t.changes
+	}
+	if cap(m.changes) > keepTxnChanges || cap(m.changeBuf) > keepTxnBytes {
+		m.changes, m.changeBuf = nil, nil
+	}
+	clear(m.changes[:cap(m.changes)]) // the last transaction's changes, unreferenced
+	m.changes, m.changeBuf = m.changes[:0], m.changeBuf[:0]
+	if len(m.written) > keepTxnChanges {
+		m.written = nil
+	}
+	clear(m.written)
+	return m
+}
+
+// popChange undoes the newest change (addChange's undo hook).
+func (m *txnMemory) popChange() {
+	t := m.t
+	c := t.changes[len(t.changes)-1]
+	t.changes[len(t.changes)-1] = nil
+	t.changes = t.changes[:len(t.changes)-1]
+	t.size -= len(c)
+	m.changeBuf = m.changeBuf[:len(m.changeBuf)-len(c)]
+}
+
 // txnCursor is the transaction whose statement the pipeline is applying.
 type txnCursor struct {
 	in    *Txn
@@ -154,10 +227,14 @@ func (e *Engine) Begin() *Txn { return e.BeginReusing(nil) }
 // alone, and the transaction is a new one.
 func (e *Engine) BeginReusing(prev *Txn) *Txn {
 	t := prev
+	var sc *storage.Scratch
+	var mem *txnMemory
 	if t == nil || !t.stx.Released() {
 		t = new(Txn) // the engine's and storage's transaction in one allocation (DB.BeginIn)
 	} else {
-		*t = Txn{}
+		// The memory prev's statements grew serves this one's.
+		sc, mem = t.stx.Scratch(), t.mem.recycle()
+		*t = Txn{mem: mem}
 	}
 	for {
 		st, g, ok := e.cat.TryReadBegin() // inlined; ReadBegin waits while a catalog change is in flight
@@ -168,6 +245,7 @@ func (e *Engine) BeginReusing(prev *Txn) *Txn {
 		e.db.BeginIn(&t.stx)
 		t.st = &t.stx
 		if e.cat.ReadValid(g) {
+			t.stx.SetScratch(sc)
 			return t
 		}
 		t.stx.Abort()
@@ -259,27 +337,45 @@ func (e *Engine) write(t *Txn, ns Namespace, fn func(tx *storage.Txn) error) err
 	if err := refuseInTransaction(ns); err != nil {
 		return err
 	}
-	err := e.db.Write(func(outer *storage.Txn) error {
-		if err := t.checkCollection(ns); err != nil {
-			return err
-		}
-		return outer.RunStatement(t.st, func(tx *storage.Txn) error {
-			e.txn = txnCursor{in: t, outer: outer}
-			defer func() { e.txn = txnCursor{} }()
-			if err := fn(tx); err != nil {
-				return err
-			}
-			if t.size > MaxTransactionBytes {
-				return mongoerr.New(mongoerr.TransactionTooLarge, "Total size of all transaction operations must be less than %d bytes", MaxTransactionBytes)
-			}
-			if t.written == nil {
-				t.written = map[Namespace]bool{}
-			}
-			t.written[ns] = true
-			return nil
-		})
-	})
+	m := t.memory()
+	if m.busy {
+		return errors.New("engine: a transaction's statement started while another runs") // one at a time (Txn)
+	}
+	m.busy, m.ns, m.fn = true, ns, fn
+	err := e.db.Write(m.request) // runRequest
+	m.busy, m.fn, m.outer = false, nil, nil
 	return conflictError(err)
+}
+
+// runRequest is a statement's pipeline request (write): it runs the
+// statement, runStatement, in the transaction.
+func (m *txnMemory) runRequest(outer *storage.Txn) error {
+	if err := m.t.checkCollection(m.ns); err != nil {
+		return err
+	}
+	m.outer = outer
+	return outer.RunStatement(m.t.st, m.statement)
+}
+
+// runStatement is the statement write runs, in the transaction.
+func (m *txnMemory) runStatement(tx *storage.Txn) error {
+	t, e := m.t, m.t.e
+	e.txn = txnCursor{in: t, outer: m.outer}
+	defer func() { e.txn = txnCursor{} }()
+	if err := m.fn(tx); err != nil {
+		return err
+	}
+	if t.size > MaxTransactionBytes {
+		return mongoerr.New(mongoerr.TransactionTooLarge, "Total size of all transaction operations must be less than %d bytes", MaxTransactionBytes)
+	}
+	if t.written == nil {
+		if m.written == nil {
+			m.written = map[Namespace]bool{}
+		}
+		t.written = m.written
+	}
+	t.written[m.ns] = true
+	return nil
 }
 
 // conflictError turns storage's write conflict into MongoDB's.
@@ -370,14 +466,22 @@ func (t *Txn) setCreated(tx *storage.Txn, ns Namespace, c *catalog.Collection) {
 }
 
 // addChange keeps one change's applyOps element (logChange).
+// Its bytes go to the transaction's one buffer (txnMemory), where the
+// elements kept before stay valid when it grows (they keep the old array).
 func (t *Txn) addChange(tx *storage.Txn, op byte, ns Namespace, collUUID []byte, o bsoncore.Document, id bsoncore.Value) {
-	start, b := bsoncore.ReserveLength(nil)
+	m := t.memory()
+	from := len(m.changeBuf)
+	start, b := bsoncore.ReserveLength(m.changeBuf)
 	b = appendChange(b, op, ns, collUUID, o, id)
 	b, _ = bsoncore.AppendDocumentEnd(b, start)
-	n, size := len(t.changes), t.size
-	t.changes = append(t.changes, b)
-	t.size += len(b)
-	tx.OnUndo(func() { t.changes, t.size = t.changes[:n], size })
+	m.changeBuf = b
+	c := b[from:len(b):len(b)]
+	if t.changes == nil {
+		t.changes = m.changes[:0]
+	}
+	t.changes = append(t.changes, c)
+	t.size += len(c)
+	tx.OnUndo(m.pop)
 }
 
 // addPreImage keeps the pre-image of the change just added (addChange),
@@ -425,8 +529,11 @@ func (t *Txn) Commit(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Ti
 
 // commitWrites is Commit of a transaction with something to write.
 func (t *Txn) commitWrites(also func(tx *storage.Txn, ts hlc.Timestamp) error) (hlc.Timestamp, error) {
-	var ts hlc.Timestamp
-	err := t.st.Commit(t.commitFn(also, &ts))
+	m := t.memory()
+	m.also = also
+	err := t.st.Commit(m.commit) // runCommit
+	ts := m.ts
+	m.also, m.ts = nil, 0
 	t.ended()
 	if err != nil {
 		return 0, conflictError(err)
@@ -434,50 +541,60 @@ func (t *Txn) commitWrites(also func(tx *storage.Txn, ts hlc.Timestamp) error) (
 	return ts, nil
 }
 
-// commitFn is what a commit request does after the transaction's writes:
-// its oplog entry, versions, pre-images, tail bounds, then also; *ts gets
-// the entry's time.
+// runCommit is what the commit request does after the transaction's
+// writes (commitFn, with the memory's also and ts).
+func (m *txnMemory) runCommit(tx *storage.Txn) error {
+	return m.t.commitRequest(tx, m.also, &m.ts)
+}
+
+// commitFn is what a commit request does after the transaction's writes
+// (commitRequest), as a function.
 func (t *Txn) commitFn(also func(tx *storage.Txn, ts hlc.Timestamp) error, ts *hlc.Timestamp) func(*storage.Txn) error {
+	return func(tx *storage.Txn) error { return t.commitRequest(tx, also, ts) }
+}
+
+// commitRequest is what a commit request does after the transaction's
+// writes: its oplog entry, versions, pre-images, tail bounds, then also;
+// *ts gets the entry's time.
+func (t *Txn) commitRequest(tx *storage.Txn, also func(tx *storage.Txn, ts hlc.Timestamp) error, ts *hlc.Timestamp) error {
 	e := t.e
-	return func(tx *storage.Txn) error {
-		*ts = 0
-		e.oplog.lastTS = 0
-		for ns := range t.written {
-			if err := t.checkCollection(ns); err != nil {
-				return err
-			}
+	*ts = 0
+	e.oplog.lastTS = 0
+	for ns := range t.written {
+		if err := t.checkCollection(ns); err != nil {
+			return err
 		}
-		for _, ns := range t.createdOrder {
-			if err := t.checkCollection(ns); err != nil {
-				return err
-			}
-			if err := e.cat.AddCollection(tx, t.created[ns]); err != nil {
-				return err
-			}
-		}
-		if len(t.changes) > 0 {
-			*ts = e.logTransaction(tx, t)
-		}
-		for _, p := range t.versions {
-			if err := e.stampVersion(tx, p, *ts); err != nil {
-				return err
-			}
-		}
-		for _, p := range t.preImages {
-			if err := e.PutInTxn(tx, PreImagesNS, preImageDoc(p.ui, *ts, p.idx, p.doc, e.now())); err != nil {
-				return err
-			}
-		}
-		for _, k := range t.inserted {
-			if _, loaded := e.tails.last[k.collID]; loaded {
-				e.tails.raise(k.collID, k.key)
-			}
-		}
-		if also != nil {
-			return also(tx, *ts)
-		}
-		return nil
 	}
+	for _, ns := range t.createdOrder {
+		if err := t.checkCollection(ns); err != nil {
+			return err
+		}
+		if err := e.cat.AddCollection(tx, t.created[ns]); err != nil {
+			return err
+		}
+	}
+	if len(t.changes) > 0 {
+		*ts = e.logTransaction(tx, t)
+	}
+	for _, p := range t.versions {
+		if err := e.stampVersion(tx, p, *ts); err != nil {
+			return err
+		}
+	}
+	for _, p := range t.preImages {
+		if err := e.PutInTxn(tx, PreImagesNS, preImageDoc(p.ui, *ts, p.idx, p.doc, e.now())); err != nil {
+			return err
+		}
+	}
+	for _, k := range t.inserted {
+		if _, loaded := e.tails.last[k.collID]; loaded {
+			e.tails.raise(k.collID, k.key)
+		}
+	}
+	if also != nil {
+		return also(tx, *ts)
+	}
+	return nil
 }
 
 // logTransaction writes the transaction's one oplog entry and returns its

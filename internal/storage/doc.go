@@ -151,8 +151,16 @@
 // back to the same bytes does not conflict: the transaction's write is
 // then as if it had begun after that change. Unlike MongoDB, a write
 // outside any transaction does not wait for a transaction holding the key:
-// it goes first and the transaction fails at commit.
-// TestTransactionConflicts.
+// it goes first and the transaction fails at commit. While nothing became
+// visible in the store since the snapshot ("Shared view current"'s
+// seqlock has not moved), the committed values are the snapshot's, so a
+// statement claims its keys without reading them, and a commit whose
+// request is the first of its group (nothing else in its batch, no group
+// in flight on it) compares nothing; the snapshot values a later check
+// needs are read then. Builds with the invariants tag do the skipped
+// reads and fail the invariant if they differ.
+// TestTransactionConflicts, TestFirstWriterWinsUnchanged,
+// TestFirstWriterWinsChecked (invariants).
 //
 // Invariant "Prepared holds its keys" (prepare.go): a prepared transaction
 // (two-phase commit's participant) refuses every other write of its keys
@@ -169,8 +177,10 @@
 // has ended and its last iterator closed (a cursor may be closed after
 // its session's transaction was aborted elsewhere). Transaction.Released
 // reports that they were: only then may the Transaction's memory serve
-// another (engine.BeginReusing, a session's next transaction); a point
-// read (Get) of an ended transaction fails with ErrTransactionDone.
+// another (engine.BeginReusing, a session's next transaction), with the
+// buffers its statements grew (Scratch: their Txn, the own-writes map and
+// entries; TestScratchReuse); a point read (Get) of an ended transaction
+// fails with ErrTransactionDone.
 //
 // Invariant "Cheap view": a transaction's view is a pebble.Snapshot shared
 // with every transaction that began while no change became visible
@@ -179,12 +189,14 @@
 // with the invariants tag), so a read-only transaction of one point read
 // pays one snapshot Get and two atomic adds, and the Snapshot.Close
 // (Pebble reschedules compactions there) only when a newer snapshot
-// replaced it and its last transaction ended. From its second point read
-// a transaction positions an iterator of its own on the snapshot, so
-// several point reads cost less than as many Gets; its iterators are the
-// snapshot's. The iterator is positioned by one goroutine at a time (a
-// session's commands and its statements' pipeline requests run one after
-// another). BENCHMARKS.md, "Read-only transactions on a shared snapshot".
+// replaced it and its last transaction ended. Every point read is a
+// snapshot Get, which stops at the newest memtable or level holding the
+// key: an iterator positioned for each read (sessions 8–10) was cheaper on
+// a store of one memtable but seeks every memtable and level, and cost
+// 2.4 times as many instructions as Gets once documents had versions in
+// several memtables. Its iterators are the snapshot's.
+// BENCHMARKS.md, "Read-only transactions on a shared snapshot" and
+// "Transactions of two updates, session 11".
 //
 // Invariant "All or nothing per transaction": the whole write set, and
 // what the caller adds in the same request (Commit's also: the session

@@ -160,3 +160,47 @@ func TestSharedViewCurrent(t *testing.T) {
 		t.Fatalf("a Begin sharing a stale snapshot: %v, want the invariant's violation", v)
 	}
 }
+
+// TestFirstWriterWinsChecked: the read-free path of "First writer wins"
+// (nothing visible since the snapshot) is checked against the reads it
+// skips in invariants builds: a change made visible without
+// visibility.change (a direct Set, as a forgotten write path would) fails
+// the invariant at the statement's claim and at the commit, instead of
+// being overwritten silently.
+func TestFirstWriterWinsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(db *DB, tx *Transaction, bypass func()) error
+	}{
+		{"at the claim", func(db *DB, tx *Transaction, bypass func()) error {
+			bypass()
+			var err error
+			if v := violation(func() { err = stmt(tx, "k", "tx") }); v != nil {
+				return v
+			}
+			return err
+		}},
+		{"at the commit", func(db *DB, tx *Transaction, bypass func()) error {
+			if err := stmt(tx, "k", "tx"); err != nil {
+				return err
+			}
+			bypass()
+			return tx.Commit(nil) // the request's panic comes back as its error
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			put(t, db, "k", "0")
+			tx := db.Begin()
+			defer tx.Abort()
+			err := tc.run(db, tx, func() {
+				if err := db.pdb.Set([]byte("k"), []byte("bypass"), nil); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if err == nil || !strings.Contains(err.Error(), `"First writer wins"`) {
+				t.Fatalf("err = %v, want the invariant's violation", err)
+			}
+		})
+	}
+}

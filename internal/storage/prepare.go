@@ -49,7 +49,7 @@ type Write struct {
 func (tx *Transaction) Writes() []Write {
 	out := make([]Write, 0, len(tx.own))
 	for k, w := range tx.own {
-		out = append(out, Write{Key: []byte(k), Value: w.value, Delete: w.del})
+		out = append(out, Write{Key: []byte(k), Value: append([]byte(nil), w.value...), Delete: w.del})
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Key, out[j].Key) < 0 })
 	return out
@@ -175,7 +175,7 @@ func (db *DB) RestorePrepared(writes []Write, holds [][]byte) (*Transaction, err
 			tx.Abort()
 			return nil, err
 		}
-		tx.own[string(w.Key)] = &ownWrite{seq: len(tx.own), value: append([]byte(nil), w.Value...), del: w.Delete, base: base, baseOK: baseOK}
+		tx.own[string(w.Key)] = &ownWrite{seq: len(tx.own), value: append([]byte(nil), w.Value...), del: w.Delete, base: base, baseOK: baseOK, baseRead: true}
 		in.owner[string(w.Key)] = tx
 		if tx.writes == nil {
 			tx.writes = db.pdb.NewIndexedBatch()

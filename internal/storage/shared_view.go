@@ -46,10 +46,26 @@ func (v *visibility) change(apply func() error) error {
 	return apply()
 }
 
+// genUnknown is the gen of a view not known to be the state at any gen
+// (taken while a change was under way, or a caller's snapshot): odd, so
+// never a gen at which no change is under way.
+const genUnknown = 1
+
+// current reports whether nothing became visible in the store since sv
+// was taken, so that the store's applied state is still sv's ("Shared view
+// current"). A change may begin right after: the answer holds for the
+// moment gen was read.
+func (sv *sharedView) current(v *visibility) bool {
+	g := v.gen.Load()
+	return g%2 == 0 && g == sv.gen
+}
+
 // sharedView is one Pebble snapshot shared by transactions.
 type sharedView struct {
 	snap *pebble.Snapshot
-	gen  uint64       // visibility.gen when it was taken
+	// gen is visibility.gen when it was taken, if the snapshot is exactly
+	// the state at that gen; genUnknown otherwise.
+	gen  uint64
 	refs atomic.Int32 // transactions reading it, plus one while it is DB.shared
 	// done, when set, is called instead of closing snap at the last
 	// unref: the snapshot is someone else's (BeginAtIn).
@@ -101,6 +117,7 @@ func (db *DB) newView() *sharedView {
 	g := db.visible.gen.Load()
 	sv := &sharedView{snap: db.pdb.NewSnapshot(), gen: g}
 	if g%2 == 1 || db.visible.gen.Load() != g {
+		sv.gen = genUnknown
 		sv.refs.Store(1) // taken during a change: this transaction's alone
 		return sv
 	}

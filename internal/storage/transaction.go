@@ -31,11 +31,13 @@ type ownWrite struct {
 	seq   int // the number of keys the transaction had written before it
 	value []byte
 	del   bool
-	// base is the key's value in the snapshot (baseOK: present), read
-	// when the key was claimed, so the commit compares without reading
-	// the snapshot again.
-	base   []byte
-	baseOK bool
+	// base is the key's value in the snapshot (baseOK: present), once
+	// read (baseRead): when the key was claimed after something became
+	// visible in the store, or by the first commit-time check that needs
+	// it ("First writer wins" costs no read while nothing did).
+	base     []byte
+	baseOK   bool
+	baseRead bool
 }
 
 // Transaction is a multi-statement transaction: it reads the store as it
@@ -47,12 +49,9 @@ type ownWrite struct {
 type Transaction struct {
 	db *DB
 	// sv is the transaction's snapshot, shared with the transactions that
-	// began while nothing changed ("Shared view current"); view is an
-	// iterator on it, made at the second point read ("Cheap view": later
-	// point reads position it) — the first is a snapshot Get.
+	// began while nothing changed ("Shared view current"); point reads
+	// are snapshot Gets ("Cheap view").
 	sv      *sharedView
-	view    *pebble.Iterator
-	gets    int
 	viewErr error // why there is no view (a closed store)
 	// writes orders the transaction's written keys for iteration (an
 	// indexed batch used only as a sorted container, never committed;
@@ -60,7 +59,10 @@ type Transaction struct {
 	// own holds each key's latest write for reads and for Commit.
 	writes *pebble.Batch
 	own    map[string]*ownWrite
-	done   bool
+	// scratch is the memory statements grow, kept for the next
+	// transaction in this memory (Scratch); made at the first write.
+	scratch *Scratch
+	done    bool
 	// prepared: the transaction holds its keys against every writer
 	// (prepare.go), under intents.mu.
 	prepared bool
@@ -90,6 +92,83 @@ type Transaction struct {
 	freed bool
 }
 
+// Scratch is the memory a transaction's statements grow — the Txn they
+// run in, the own-writes map and its entries with their value buffers —
+// which the next transaction in the same memory reuses (engine's
+// BeginReusing takes it with Scratch before zeroing a Transaction nothing
+// reads any more, "Readers outlive the end", and gives it back with
+// SetScratch), so a session's transactions stop allocating them. What a
+// large transaction grew is dropped rather than kept (keepScratch).
+type Scratch struct {
+	stmt     Txn
+	stmtBusy bool // stmt is running a statement (one does not nest another)
+	own      map[string]*ownWrite
+	// slab holds the entries handed out (newOwn); earlier, full slabs
+	// stay where their entries point until the transaction ends.
+	slab  []ownWrite
+	added []string // the keys a claim added, to take back on a conflict
+	// The commit's request (Commit), made once, and its also.
+	tx     *Transaction
+	commit func(*Txn) error
+	also   func(*Txn) error
+}
+
+// Bounds on what a Scratch keeps from one transaction for the next.
+const (
+	keepScratchKeys  = 1 << 10
+	keepScratchBytes = 1 << 20
+)
+
+// Scratch returns the memory tx's statements grew, for SetScratch on the
+// next transaction in tx's memory; tx must have ended and be Released.
+func (tx *Transaction) Scratch() *Scratch { return tx.scratch }
+
+// SetScratch gives tx, just begun, the memory another transaction's
+// statements grew (Scratch), emptied.
+func (tx *Transaction) SetScratch(sc *Scratch) {
+	if sc == nil {
+		return
+	}
+	if len(sc.own) > keepScratchKeys {
+		sc.own = nil
+	}
+	clear(sc.own)
+	if cap(sc.slab) > keepScratchKeys {
+		sc.slab = nil
+	}
+	sc.slab = sc.slab[:0]
+	sc.added = sc.added[:0]
+	st := &sc.stmt
+	if cap(st.arena) > keepScratchBytes || cap(st.ops) > keepScratchKeys || len(st.latest) > keepScratchKeys {
+		sc.stmt = Txn{}
+	}
+	st.reset(nil)
+	sc.tx = tx
+	tx.scratch = sc
+}
+
+// scratchFor is tx's Scratch, made at its first use.
+func (tx *Transaction) scratchFor() *Scratch {
+	if tx.scratch == nil {
+		sc := &Scratch{tx: tx}
+		sc.commit = sc.runCommit
+		tx.scratch = sc
+	}
+	return tx.scratch
+}
+
+// newOwn is a new own-writes entry, its buffers reused when it had any.
+func (sc *Scratch) newOwn() *ownWrite {
+	if len(sc.slab) == cap(sc.slab) {
+		// The full slab stays where its entries point.
+		sc.slab = make([]ownWrite, 0, max(8, 2*cap(sc.slab)))
+	}
+	sc.slab = sc.slab[:len(sc.slab)+1]
+	w := &sc.slab[len(sc.slab)-1]
+	*w = ownWrite{value: w.value[:0], base: w.base[:0]}
+	return w
+}
+
 // intents are the keys written by open transactions ("First writer wins").
 type intents struct {
 	mu    sync.Mutex
@@ -110,7 +189,7 @@ type intents struct {
 
 // Begin starts a transaction reading everything committed so far. End it
 // with Commit or Abort.
-// Its view is an iterator (invariant "Cheap view").
+// Its view is a shared snapshot (invariant "Cheap view").
 func (db *DB) Begin() *Transaction {
 	tx := new(Transaction)
 	db.BeginIn(tx)
@@ -134,7 +213,7 @@ func (db *DB) BeginIn(tx *Transaction) {
 // writes are checked at commit against every change since s, as any
 // transaction's ("First writer wins").
 func (db *DB) BeginAtIn(tx *Transaction, s *Snapshot, done func()) {
-	sv := &sharedView{snap: s.snap, done: done}
+	sv := &sharedView{snap: s.snap, gen: genUnknown, done: done}
 	sv.refs.Store(1)
 	tx.db, tx.sv = db, sv
 	if invariants.Enabled {
@@ -163,30 +242,15 @@ func (tx *Transaction) Get(dst, key []byte) ([]byte, bool, error) {
 	return tx.viewGet(dst, key)
 }
 
-// viewGet appends key's value in the view to dst.
+// viewGet appends key's value in the view to dst: a snapshot Get, which
+// stops at the newest memtable or level holding the key, where a
+// positioned iterator would seek every memtable and level (BENCHMARKS.md,
+// "Transactions of two updates, session 11").
 func (tx *Transaction) viewGet(dst, key []byte) ([]byte, bool, error) {
 	if tx.sv == nil {
 		return dst, false, tx.viewErr
 	}
-	if tx.view == nil && tx.gets == 0 {
-		tx.gets++
-		return get(tx.sv.snap, dst, key)
-	}
-	if tx.view == nil {
-		var err error
-		if tx.view, err = tx.sv.snap.NewIter(nil); err != nil {
-			return dst, false, err
-		}
-	}
-	it := tx.view
-	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
-		return dst, false, it.Error()
-	}
-	v, err := it.ValueAndErr()
-	if err != nil {
-		return dst, false, err
-	}
-	return append(dst, v...), true, nil
+	return get(tx.sv.snap, dst, key)
 }
 
 // viewIter is a new iterator over the view.
@@ -252,7 +316,7 @@ func (tx *Transaction) NewIter(lower, upper []byte) (*Iter, error) {
 // available to statements: a transaction's changes take their time at
 // commit.
 func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
-	return tx.run(&Txn{tx: tx}, fn)
+	return tx.runStatement(0, fn)
 }
 
 // RunStatement runs one statement of tx, as Transaction.Run does, from
@@ -262,13 +326,28 @@ func (tx *Transaction) Run(fn func(*Txn) error) (err error) {
 // reads see tx's view and its writes join tx, not t's group. Writes the
 // request makes through t itself commit with the group as usual.
 func (t *Txn) RunStatement(tx *Transaction, fn func(*Txn) error) error {
-	return tx.run(&Txn{tx: tx, gid: t.gid}, fn)
+	return tx.runStatement(t.gid, fn)
 }
 
-func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
+// runStatement runs fn in the Scratch's statement Txn (a new one when a
+// statement runs inside another).
+func (tx *Transaction) runStatement(gid uint64, fn func(*Txn) error) error {
 	if tx.done {
 		return ErrTransactionDone
 	}
+	sc := tx.scratchFor()
+	if sc.stmtBusy {
+		return tx.run(&Txn{tx: tx, gid: gid}, fn)
+	}
+	sc.stmtBusy = true
+	defer func() { sc.stmtBusy = false }()
+	t := &sc.stmt
+	t.reset(nil)
+	t.tx, t.gid = tx, gid
+	return tx.run(t, fn)
+}
+
+func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 	err = func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -280,24 +359,15 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 		}
 		return t.err
 	}()
-	var fresh map[string]*ownWrite
 	if err == nil {
-		fresh, err = tx.claim(t)
+		err = tx.claim(t)
 	}
 	if err != nil {
 		t.undo(0)
 		return err
 	}
 	for _, o := range t.ops {
-		w := tx.own[string(o.key)]
-		if w == nil {
-			if tx.own == nil {
-				tx.own = map[string]*ownWrite{}
-			}
-			w = fresh[string(o.key)]
-			w.seq = len(tx.own)
-			tx.own[string(o.key)] = w
-		}
+		w := tx.own[string(o.key)] // claimed
 		w.del = o.kind == opDelete
 		w.value = append(w.value[:0], o.value...)
 		if tx.writes == nil {
@@ -316,46 +386,98 @@ func (tx *Transaction) run(t *Txn, fn func(*Txn) error) (err error) {
 }
 
 // claim checks the statement's new keys for conflicts and records them as
-// the transaction's intents: a key another open transaction holds, or
-// whose committed value is no longer the snapshot's, is a conflict.
-//
-// It returns the new keys' entries, their snapshot values read.
-func (tx *Transaction) claim(t *Txn) (map[string]*ownWrite, error) {
+// the transaction's intents and own writes (their entries, values to
+// come): a key another open transaction holds, or whose committed value
+// is no longer the snapshot's, is a conflict, and then nothing is
+// recorded. While nothing became visible in the store since the snapshot
+// (unchanged), the committed values are the snapshot's and nothing is
+// read; otherwise each new key's snapshot value is read and kept.
+func (tx *Transaction) claim(t *Txn) error {
 	in := &tx.db.intents
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	fresh := map[string]*ownWrite{}
+	sc := tx.scratchFor()
+	if tx.own == nil {
+		if sc.own == nil {
+			sc.own = map[string]*ownWrite{}
+		}
+		tx.own = sc.own
+	}
+	added := sc.added[:0]
+	fail := func(err error) error {
+		for _, k := range added {
+			delete(tx.own, k)
+		}
+		sc.added = added[:0]
+		return err
+	}
+	unchanged := tx.unchanged()
 	for _, o := range t.ops {
 		if o.kind == opDeleteRange {
-			return nil, errors.New("storage: range deletions are not allowed in a transaction")
+			return fail(errors.New("storage: range deletions are not allowed in a transaction"))
+		}
+		if _, mine := tx.own[string(o.key)]; mine {
+			continue // written before, or earlier in this statement
+		}
+		if owner, held := in.owner[string(o.key)]; held && owner != tx {
+			return fail(ErrWriteConflict)
+		}
+		w := sc.newOwn()
+		if unchanged {
+			if invariants.Enabled {
+				tx.checkUnchanged(o.key, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+			}
+		} else {
+			var err error
+			if w.base, w.baseOK, err = tx.viewGet(w.base, o.key); err != nil {
+				return fail(err)
+			}
+			w.baseRead = true
+			changed, err := differs(o.key, w.base, w.baseOK, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
+			if err != nil {
+				return fail(err)
+			}
+			if changed {
+				return fail(ErrWriteConflict)
+			}
 		}
 		k := string(o.key)
-		if _, mine := tx.own[k]; mine {
-			continue
-		}
-		if owner, held := in.owner[k]; held && owner != tx {
-			return nil, ErrWriteConflict
-		}
-		then, thenOK, err := tx.viewGet(nil, o.key)
-		if err != nil {
-			return nil, err
-		}
-		changed, err := differs(o.key, then, thenOK, func(dst, key []byte) ([]byte, bool, error) { return get(tx.db.pdb, dst, key) })
-		if err != nil {
-			return nil, err
-		}
-		if changed {
-			return nil, ErrWriteConflict
-		}
-		fresh[k] = &ownWrite{base: then, baseOK: thenOK}
+		w.seq = len(tx.own)
+		tx.own[k] = w
+		added = append(added, k)
 	}
 	if in.owner == nil {
 		in.owner = map[string]*Transaction{}
 	}
-	for k := range fresh {
+	for _, k := range added {
 		in.owner[k] = tx
 	}
-	return fresh, nil
+	sc.added = added[:0]
+	return nil
+}
+
+// unchanged reports whether nothing became visible in the store since
+// the transaction's snapshot, which then is the store's applied state:
+// its view is a shared one known to be the state at a gen, and gen has
+// not moved since (invariant "Shared view current": every change made
+// visible goes through visibility.change).
+func (tx *Transaction) unchanged() bool {
+	return tx.sv != nil && tx.sv.current(&tx.db.visible)
+}
+
+// checkUnchanged fails invariant "First writer wins" when key's value as
+// read differs from the snapshot's though nothing became visible in the
+// store since the snapshot (a write path that bypassed the seqlock, or a
+// request view that holds more than the store). Invariants builds only.
+func (tx *Transaction) checkUnchanged(key []byte, read func(dst, key []byte) ([]byte, bool, error)) {
+	then, thenOK, err := tx.viewGet(nil, key)
+	if err != nil {
+		return
+	}
+	changed, err := differs(key, then, thenOK, read)
+	if err == nil && changed && tx.unchanged() {
+		invariants.Fail("First writer wins", "key %q differs from the transaction's snapshot though nothing became visible since it", key)
+	}
 }
 
 // differs reports whether key's value as read reads differs from then
@@ -385,24 +507,51 @@ func (tx *Transaction) Commit(also func(*Txn) error) error {
 		return nil
 	}
 	defer tx.end()
-	return tx.db.Write(func(t *Txn) error {
-		if err := tx.checkOwn(t, ErrWriteConflict); err != nil {
-			return err
-		}
-		tx.writeOwn(t)
-		if also != nil {
-			return also(t)
-		}
-		return nil
-	})
+	sc := tx.scratchFor()
+	sc.also = also
+	err := tx.db.Write(sc.commit) // runCommit
+	sc.also = nil
+	return err
+}
+
+// runCommit is Commit's request.
+func (sc *Scratch) runCommit(t *Txn) error {
+	tx := sc.tx
+	if err := tx.checkOwn(t, ErrWriteConflict); err != nil {
+		return err
+	}
+	tx.writeOwn(t)
+	if sc.also != nil {
+		return sc.also(t)
+	}
+	return nil
 }
 
 // checkOwn fails with conflict when a key the transaction wrote changed
 // since its snapshot, read in t's request (where requests run one at a
-// time: "First writer wins").
+// time: "First writer wins"). A request that is the first of its group,
+// on a batch holding no group in flight, sees the store's applied state;
+// while nothing became visible since the snapshot (unchanged), that is
+// the snapshot, and nothing is read.
 func (tx *Transaction) checkOwn(t *Txn, conflict error) error {
+	if len(t.ops) == 0 && t.batch != nil && t.batch.Empty() && tx.unchanged() {
+		if invariants.Enabled {
+			for k := range tx.own {
+				tx.checkUnchanged([]byte(k), t.Get)
+			}
+		}
+		return nil
+	}
 	for k, w := range tx.own {
-		changed, err := differs([]byte(k), w.base, w.baseOK, t.Get)
+		key := []byte(k)
+		if !w.baseRead {
+			var err error
+			if w.base, w.baseOK, err = tx.viewGet(w.base, key); err != nil {
+				return err
+			}
+			w.baseRead = true
+		}
+		changed, err := differs(key, w.base, w.baseOK, t.Get)
 		if err != nil {
 			return err
 		}
@@ -486,14 +635,11 @@ func (tx *Transaction) releaseLocked() {
 	tx.released.Store(true) // after the frees: Released means freed
 }
 
-// free closes the write batch and the point reads' iterator and drops the
-// snapshot's reference, once (end or releaseLocked decides when).
+// free closes the write batch and drops the snapshot's reference, once
+// (end or releaseLocked decides when).
 func (tx *Transaction) free() {
 	if tx.writes != nil {
 		_ = tx.writes.Close()
-	}
-	if tx.view != nil {
-		_ = tx.view.Close()
 	}
 	if tx.sv != nil {
 		tx.sv.unref()

@@ -318,3 +318,189 @@ func TestTransactionCommitDurable(t *testing.T) {
 		t.Fatal("the record written with the commit is lost")
 	}
 }
+
+// TestFirstWriterWinsUnchanged checks the read-free path of "First writer
+// wins": while nothing became visible since a transaction's snapshot, its
+// statements claim keys without reading them (the snapshot's bases are
+// left unread) and a commit that is the first of its group reads nothing;
+// any change since the snapshot, or an earlier write the commit's request
+// can see, sends both back to the reads, which find the conflict.
+func TestFirstWriterWinsUnchanged(t *testing.T) {
+	cases := []struct {
+		name string
+		// before runs after Begin and before the statement; between
+		// after the statement and before the commit.
+		before, between func(t *testing.T, db *DB)
+		// commit commits tx (nil: tx.Commit).
+		commit func(db *DB, tx *Transaction) error
+		// unread: the statement's claim left the base unread.
+		unread   bool
+		conflict bool
+		want     string // "a" afterwards
+	}{
+		{name: "nothing visible since the snapshot", unread: true, want: "tx"},
+		{name: "a write before the statement", before: func(t *testing.T, db *DB) { put(t, db, "a", "plain") }, conflict: true, want: "plain"},
+		{name: "another key written before the statement", before: func(t *testing.T, db *DB) { put(t, db, "b", "plain") }, want: "tx"},
+		{name: "a write between the statement and the commit", unread: true, between: func(t *testing.T, db *DB) { put(t, db, "a", "plain") }, conflict: true, want: "plain"},
+		{name: "the same bytes written back between", unread: true, between: func(t *testing.T, db *DB) { put(t, db, "a", "0") }, want: "tx"},
+		{name: "an earlier write in the commit's request", unread: true, commit: func(db *DB, tx *Transaction) error {
+			err := db.Write(func(t *Txn) error {
+				t.Set([]byte("a"), []byte("same request"))
+				return tx.checkOwn(t, ErrWriteConflict)
+			})
+			tx.Abort()
+			return err
+		}, conflict: true, want: "0"},
+		{name: "an earlier request of the commit's group", unread: true, commit: func(db *DB, tx *Transaction) error {
+			// The group's batch as the pipeline hands it to the commit's
+			// request: an earlier request's write applied to it.
+			b := db.pdb.NewIndexedBatch()
+			defer b.Close()
+			if err := b.Set([]byte("a"), []byte("earlier request"), nil); err != nil {
+				return err
+			}
+			if !tx.unchanged() {
+				return errors.New("the store changed: the case tests nothing")
+			}
+			err := tx.checkOwn(&Txn{batch: b}, ErrWriteConflict)
+			tx.Abort()
+			return err
+		}, conflict: true, want: "0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			put(t, db, "a", "0", "b", "0")
+			tx := db.Begin()
+			defer tx.Abort()
+			if !tx.unchanged() {
+				t.Fatal("a transaction just begun sees the store changed since its snapshot")
+			}
+			if tc.before != nil {
+				tc.before(t, db)
+			}
+			err := stmt(tx, "a", "tx")
+			if err == nil {
+				if w := tx.own["a"]; w.baseRead == tc.unread {
+					t.Fatalf("base read at the claim: %v, want %v", w.baseRead, !tc.unread)
+				}
+				if tc.between != nil {
+					tc.between(t, db)
+				}
+				if tc.commit != nil {
+					err = tc.commit(db, tx)
+				} else {
+					err = tx.Commit(nil)
+				}
+			}
+			if got := errors.Is(err, ErrWriteConflict); got != tc.conflict {
+				t.Fatalf("err = %v, want a conflict: %v", err, tc.conflict)
+			}
+			if got, _ := mustGet(t, db, "a"); got != tc.want {
+				t.Fatalf("a = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnchangedViews: only a view known to be the store's state at a gen
+// lets a transaction skip its reads, and only while gen stays there.
+func TestUnchangedViews(t *testing.T) {
+	db := openTest(t, Options{})
+	put(t, db, "a", "0")
+	snap := db.NewSnapshot()
+	for _, tc := range []struct {
+		name  string
+		begin func() *Transaction
+		want  bool
+	}{
+		{"a shared view", db.Begin, true},
+		{"a caller's snapshot (BeginAtIn)", func() *Transaction {
+			tx := new(Transaction)
+			db.BeginAtIn(tx, snap, func() {})
+			return tx
+		}, false},
+		{"a view taken during a change", func() *Transaction {
+			var tx *Transaction
+			_ = db.visible.change(func() error { tx = db.Begin(); return nil })
+			return tx
+		}, false},
+	} {
+		tx := tc.begin()
+		if got := tx.unchanged(); got != tc.want {
+			t.Errorf("%s: unchanged = %v, want %v", tc.name, got, tc.want)
+		}
+		put(t, db, "a", "1")
+		if tx.unchanged() {
+			t.Errorf("%s: unchanged after a write", tc.name)
+		}
+		tx.Abort()
+	}
+	_ = snap.Close()
+}
+
+// TestScratchReuse: a transaction given the memory of an ended one
+// (Scratch, SetScratch: engine's BeginReusing) starts with none of its
+// writes, claims or intents, and a statement whose claim meets a conflict
+// part-way leaves none of the keys it had claimed before it.
+func TestScratchReuse(t *testing.T) {
+	db := openTest(t, Options{})
+	put(t, db, "a", "0", "b", "0", "c", "0")
+	for _, tc := range []struct {
+		name string
+		// first runs in the first transaction, which then ends.
+		first func(tx *Transaction) error
+		end   func(tx *Transaction) error
+	}{
+		{"committed", func(tx *Transaction) error { return stmt(tx, "a", "1", "b", "1") }, func(tx *Transaction) error { return tx.Commit(nil) }},
+		{"aborted", func(tx *Transaction) error { return stmt(tx, "a", "2", "b", "") }, func(tx *Transaction) error { tx.Abort(); return nil }},
+		{"a claim that met a conflict", func(tx *Transaction) error {
+			other := db.Begin()
+			defer other.Abort()
+			if err := stmt(other, "b", "other"); err != nil {
+				return err
+			}
+			// "a" is claimed before "b" conflicts: neither may stay.
+			if err := stmt(tx, "a", "3", "b", "3"); !errors.Is(err, ErrWriteConflict) {
+				return fmt.Errorf("statement against a held key: %v, want a conflict", err)
+			}
+			if tx.Len() != 0 || db.intents.owner["a"] != nil {
+				return fmt.Errorf("a failed claim left %d own writes, owner of a %p", tx.Len(), db.intents.owner["a"])
+			}
+			return nil
+		}, func(tx *Transaction) error { tx.Abort(); return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := db.Begin()
+			if err := tc.first(first); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.end(first); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := mustGet(t, db, "a")
+			next := new(Transaction)
+			db.BeginIn(next)
+			next.SetScratch(first.Scratch())
+			defer next.Abort()
+			if got, _ := txGet(t, next, "a"); got != before {
+				t.Fatalf("a in the next transaction = %q, want the store's %q", got, before)
+			}
+			if next.Len() != 0 || len(db.intents.owner) != 0 {
+				t.Fatalf("the next transaction starts with %d own writes, %d intents", next.Len(), len(db.intents.owner))
+			}
+			if err := stmt(next, "c", "next"); err != nil {
+				t.Fatal(err)
+			}
+			if err := next.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := mustGet(t, db, "a"); got != before {
+				t.Fatalf("a = %q after the next transaction, want %q", got, before)
+			}
+			if got, _ := mustGet(t, db, "c"); got != "next" {
+				t.Fatalf("c = %q, want next", got)
+			}
+		})
+	}
+}

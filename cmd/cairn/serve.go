@@ -297,6 +297,19 @@ func setMemoryLimit(cache int64, log *slog.Logger) {
 	log.Info("Go memory limit set from the block cache size", "limitMB", limit>>20, "cacheMB", cache>>20)
 }
 
+// setHeapFloor keeps the collector's heap goal at least gcHeapFloor(cache)
+// (gcfloor.go) until the returned stop is called; GOGC, when set, is left
+// to rule.
+func setHeapFloor(cache int64, log *slog.Logger) (stop func()) {
+	if env := os.Getenv("GOGC"); env != "" {
+		log.Info("Go collector's percentage from GOGC", "GOGC", env)
+		return func() {}
+	}
+	floor := gcHeapFloor(cache)
+	log.Info("Go collector's heap floor set from the block cache size", "floorMB", floor>>20, "cacheMB", cache>>20)
+	return startHeapFloor(floor)
+}
+
 // signaledShutdownTimeout is how long a SIGINT or SIGTERM shutdown lets
 // operations in progress finish (mongod's
 // shutdownTimeoutMillisForSignaledShutdown).
@@ -357,6 +370,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		}
 	}()
 	setMemoryLimit(eng.Storage().CacheCapacity(), log)
+	defer setHeapFloor(eng.Storage().CacheCapacity(), log)()
 	if opts.IDPrefix >= 0 {
 		cfg := eng.IDConfig()
 		if opts.IDPrefix > idgen.MaxPrefix {

@@ -133,6 +133,10 @@ func newRecords(fieldCount, fieldLength int, seed int64) *records {
 // key is the record key of key number n: YCSB's hashed insert order.
 func key(n int64) string { return "user" + strconv.FormatInt(fnv64(n), 10) }
 
+// RecordKey is the _id of the load phase's record n, for harnesses that
+// read a loaded collection from outside the package (test/pointread).
+func RecordKey(n int64) string { return key(n) }
+
 // valueAlphabet is 64 printable characters, one per 6 random bits.
 const valueAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 

@@ -94,7 +94,7 @@ func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
 
 // State is one immutable view of the catalog.
 type State struct {
-	byNS map[string]*Collection
+	byNS map[nsKey]*Collection
 	// views: database → name → definition; replaced whole on a change
 	// (views.go), so a State's maps are never written after publication.
 	views  map[string]map[string]*View
@@ -102,7 +102,13 @@ type State struct {
 }
 
 // Collection looks up db.name; nil when it does not exist.
-func (s *State) Collection(db, name string) *Collection { return s.byNS[db+"."+name] }
+func (s *State) Collection(db, name string) *Collection { return s.byNS[nsKey{db, name}] }
+
+// nsKey is a collection's key in State.byNS: looking one up hashes its
+// two names, where a "db.name" key would first be built on every command.
+type nsKey struct{ db, name string }
+
+func keyOf(c *Collection) nsKey { return nsKey{c.DB, c.Name} }
 
 // Collections lists db's collections sorted by name (all databases when db is "").
 func (s *State) Collections(db string) []*Collection {
@@ -138,7 +144,7 @@ func (s *State) Databases() []string {
 
 // clone copies the top level so one change can be made without touching s.
 func (s *State) clone() *State {
-	n := &State{byNS: make(map[string]*Collection, len(s.byNS)+1), views: s.views, nextID: s.nextID}
+	n := &State{byNS: make(map[nsKey]*Collection, len(s.byNS)+1), views: s.views, nextID: s.nextID}
 	for k, v := range s.byNS {
 		n.byNS[k] = v
 	}
@@ -182,7 +188,7 @@ func collRecKey(id uint64) []byte {
 // Load reads the catalog from db. Call it before any write, then wire
 // Committed and Failed into the storage hooks.
 func Load(db *storage.DB, now func() time.Time) (*Catalog, error) {
-	st := &State{byNS: map[string]*Collection{}, nextID: firstID}
+	st := &State{byNS: map[nsKey]*Collection{}, nextID: firstID}
 	if v, ok, err := db.Get(nil, nextIDKey); err != nil {
 		return nil, fmt.Errorf("catalog: reading id sequence: %w", err)
 	} else if ok {
@@ -235,7 +241,7 @@ func loadRecords(it *storage.Iter, st *State) error {
 		if c.ID >= st.nextID {
 			return fmt.Errorf("catalog: collection %s has id %d beyond the id sequence %d", c.Namespace(), c.ID, st.nextID)
 		}
-		st.byNS[c.Namespace()] = &c
+		st.byNS[keyOf(&c)] = &c
 	}
 	return nil
 }
@@ -377,7 +383,7 @@ func (c *Catalog) CreateCollection(tx *storage.Txn, db, name string, options bso
 	if err := c.writeRecord(tx, coll); err != nil {
 		return nil, err
 	}
-	next.byNS[coll.Namespace()] = coll
+	next.byNS[keyOf(coll)] = coll
 	c.change(tx, next)
 	return coll, nil
 }
@@ -422,7 +428,7 @@ func (c *Catalog) AddCollection(tx *storage.Txn, coll *Collection) error {
 		return err
 	}
 	next := st.clone()
-	next.byNS[coll.Namespace()] = coll
+	next.byNS[keyOf(coll)] = coll
 	c.change(tx, next)
 	return nil
 }
@@ -447,7 +453,7 @@ func (c *Catalog) DropCollection(tx *storage.Txn, db, name string) bool {
 		return false
 	}
 	next := c.work().clone()
-	delete(next.byNS, coll.Namespace())
+	delete(next.byNS, keyOf(coll))
 	tx.Delete(collRecKey(coll.ID))
 	deleteSpace(tx, storage.SpaceDocument, coll.ID)
 	deleteSpace(tx, storage.SpaceNatural, coll.ID) // a capped collection's order
@@ -513,8 +519,8 @@ func (c *Catalog) RenameCollection(tx *storage.Txn, fromDB, from, toDB, to strin
 		return err
 	}
 	next := c.work().clone()
-	delete(next.byNS, src.Namespace())
-	next.byNS[moved.Namespace()] = &moved
+	delete(next.byNS, keyOf(src))
+	next.byNS[keyOf(&moved)] = &moved
 	c.change(tx, next)
 	return nil
 }
@@ -543,7 +549,7 @@ func (c *Catalog) replaceCollection(tx *storage.Txn, coll *Collection) error {
 		return err
 	}
 	next := c.work().clone()
-	next.byNS[coll.Namespace()] = coll
+	next.byNS[keyOf(coll)] = coll
 	c.change(tx, next)
 	return nil
 }

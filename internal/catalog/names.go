@@ -31,10 +31,23 @@ func ValidateDBName(db string) error {
 // allowed there (MongoDB's DollarInDbNameBehavior::Allow, for "$external");
 // creating anything in such a database still fails ValidateDBName.
 func ValidateCommandDB(db string) error {
-	if db == "" || len(db) > maxDBNameLen || strings.ContainsAny(db, "/\\. \"\x00") {
+	if db == "" || len(db) > maxDBNameLen || hasDBNameBanned(db) {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
 	}
 	return nil
+}
+
+// hasDBNameBanned reports whether db holds a character no database name
+// may: / \ . space " or NUL (strings.ContainsAny, without building its
+// character set on every command).
+func hasDBNameBanned(db string) bool {
+	for i := 0; i < len(db); i++ {
+		switch db[i] {
+		case '/', '\\', '.', ' ', '"', 0:
+			return true
+		}
+	}
+	return false
 }
 
 // ValidateCollectionName checks a collection name and the namespace it makes

@@ -83,7 +83,7 @@ func TestViewLifecycle(t *testing.T) {
 // TestCheckViews covers the view graph's rules: no cycle, through viewOn or
 // any stage that reads a namespace, and no chain deeper than MaxViewDepth.
 func TestCheckViews(t *testing.T) {
-	st := &State{byNS: map[string]*Collection{}}
+	st := &State{byNS: map[nsKey]*Collection{}}
 	add := func(name, on string, stages ...bson.D) error {
 		v := &View{ID: "db." + name, ViewOn: on, Pipeline: pipeline(t, stages...)}
 		if err := st.CheckViews(v); err != nil {
@@ -108,7 +108,7 @@ func TestCheckViews(t *testing.T) {
 	if err := add("b", "c", facet); mongoerr.CodeOf(err) != mongoerr.GraphContainsCycle {
 		t.Errorf("b reading a through $facet's $unionWith: %v", err)
 	}
-	st = &State{byNS: map[string]*Collection{}}
+	st = &State{byNS: map[nsKey]*Collection{}}
 	for i := 1; i <= MaxViewDepth; i++ {
 		if err := add(name(i), name(i+1), lookup(name(i+1))); err != nil {
 			t.Fatalf("v%d: %v", i, err)

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/agg"
+	"github.com/cairndb/cairn/internal/engine"
 )
 
 // Cursor replies: {cursor: {firstBatch|nextBatch: [...], id, ns}, ok: 1}.
@@ -126,6 +128,21 @@ func finishCursor(r *Reply, id int64, ns string) bsoncore.Document {
 	buf := r.Raw()
 	*buf = bsoncore.AppendInt64Element(*buf, "id", id)
 	*buf = bsoncore.AppendStringElement(*buf, "ns", ns)
+	if at := r.atClusterTime; at != 0 {
+		*buf = bsoncore.AppendTimestampElement(*buf, "atClusterTime", at.T(), at.I())
+	}
+	*buf, _ = bsoncore.AppendDocumentEnd(*buf, r.cursorIdx)
+	return r.Finish()
+}
+
+// finishCursorIn is finishCursor with the namespace as its two names,
+// written into the reply as one "db.coll" string without building it.
+func finishCursorIn(r *Reply, id int64, ns engine.Namespace) bsoncore.Document {
+	buf := r.Raw()
+	*buf = bsoncore.AppendInt64Element(*buf, "id", id)
+	*buf = append(*buf, byte(bsoncore.TypeString), 'n', 's', 0)
+	*buf = binary.LittleEndian.AppendUint32(*buf, uint32(len(ns.DB)+1+len(ns.Coll)+1))
+	*buf = append(append(append(append(*buf, ns.DB...), '.'), ns.Coll...), 0)
 	if at := r.atClusterTime; at != 0 {
 		*buf = bsoncore.AppendTimestampElement(*buf, "atClusterTime", at.T(), at.I())
 	}

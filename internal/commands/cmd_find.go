@@ -55,7 +55,8 @@ func (f *findFields) read(req *Request) {
 	}
 	for _, el := range elems {
 		var dst *bsoncore.Value
-		switch string(el.KeyBytes()) {
+		k, v := keyValueOf(el)
+		switch string(k) {
 		case "filter":
 			dst = &f.filter
 		case "let":
@@ -98,7 +99,7 @@ func (f *findFields) read(req *Request) {
 			continue
 		}
 		if dst.Type == 0 {
-			*dst = el.Value()
+			*dst = v
 		}
 	}
 }
@@ -293,12 +294,11 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	ns := sp.NS.String()
 	batch := sp.batchSize
 	if sp.Limit > 0 && (batch == 0 || sp.Limit < batch) {
 		batch = sp.Limit
 	}
-	r, held, done, err := fillBatch(dst, ns, "firstBatch", nil, src, batch)
+	r, held, done, err := fillBatch(dst, "", "firstBatch", nil, src, batch)
 	if err != nil {
 		_ = src.Close()
 		return nil, err
@@ -311,8 +311,9 @@ func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncor
 	if done || sp.singleBatch {
 		s.stat.cursorExhausted = done
 		_ = src.Close()
-		return finishCursor(r, 0, ns), nil
+		return finishCursorIn(r, 0, sp.NS), nil // no "db.coll" string to build
 	}
+	ns := sp.NS.String()
 	cur := s.Env.Cursors.Register(ns, keepForCursor(src, &sp.Selection), held)
 	cur.examined = examined
 	s.stat.cursorID = cur.ID

@@ -29,7 +29,7 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMa
 		seen = make(map[string]struct{}, len(elems))
 	}
 	for i, el := range elems {
-		key := el.KeyBytes()
+		key := keyOf(el)
 		keys = append(keys, key)
 		if i == 0 {
 			continue // the command name is not one of its fields: given again it is unknown ("find.find")
@@ -58,7 +58,7 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMa
 		switch {
 		case contains(cmd.fields, key):
 		case contains(cmd.notYet, key):
-			if v := el.Value(); v.Type != bsoncore.TypeNull && !(v.Type == bsoncore.TypeBoolean && !v.Boolean()) {
+			if v := valueOf(el); v.Type != bsoncore.TypeNull && !(v.Type == bsoncore.TypeBoolean && !v.Boolean()) {
 				return 0, mongoerr.New(mongoerr.InvalidOptions, "BSON field '%s.%s' is not supported by Cairn yet", name, key)
 			}
 		case cmd.open:
@@ -144,6 +144,26 @@ func elementsOf(dst []bsoncore.Element, doc bsoncore.Document) ([]bsoncore.Eleme
 		rest = r
 	}
 	return dst, nil
+}
+
+// keyOf is el's key and valueOf its value, for an element elementsOf
+// split: its bounds are checked already, so these read the key's end and
+// take the rest as the value, where bsoncore's Element.KeyBytes and Value
+// validate again and measure the value (a command's fields are read
+// several times: Reset, checkFields, the generic arguments, the
+// handler's options).
+func keyOf(el bsoncore.Element) []byte {
+	return el[1 : 1+bytes.IndexByte(el[1:], 0)]
+}
+
+func valueOf(el bsoncore.Element) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.Type(el[0]), Data: el[2+bytes.IndexByte(el[1:], 0):]}
+}
+
+// keyValueOf is keyOf and valueOf with one scan of the key.
+func keyValueOf(el bsoncore.Element) ([]byte, bsoncore.Value) {
+	n := bytes.IndexByte(el[1:], 0)
+	return el[1 : 1+n], bsoncore.Value{Type: bsoncore.Type(el[0]), Data: el[2+n:]}
 }
 
 // duplicateOf reports whether key is among the earlier fields.

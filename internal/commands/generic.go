@@ -99,8 +99,7 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 		if i == 0 || (i < 64 && mask&(1<<i) == 0) {
 			continue
 		}
-		k := el.KeyBytes() // compared, not converted: no allocation per field
-		v := el.Value()
+		k, v := keyValueOf(el) // compared, not converted: no allocation per field
 		switch string(k) {
 		case "lsid":
 			g.lsid = v

@@ -88,9 +88,10 @@ func BenchmarkPointRead(b *testing.B) {
 // 18): the IDHACK plan object, the operation's registry entry, the parsed
 // filter (its Filter, field name, matcher and comparison), its owned copy,
 // the reply builder, the document read, the session entry's checkout, the
-// sampled query shape (averaged).
+// sampled query shape (averaged); 12 after issue 16's session 11, whose
+// find writes the reply's ns without building the "db.coll" string.
 func TestPointReadAllocs(t *testing.T) {
-	const bound = 13
+	const bound = 12
 	sess := testSession(t, engine.Options{})
 	if reply := Run(context.Background(), sess, testRequest(t, "b", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 42}, {Key: "n", Value: 1}}}}}), nil); reply.Lookup("ok").Double() != 1 {
 		t.Fatal(reply)

@@ -51,7 +51,7 @@ func (r *Request) now() time.Time {
 func (r *Request) setFields(elems []bsoncore.Element) {
 	r.elems, r.keyMask = elems, 0
 	for _, el := range elems {
-		k := el.KeyBytes()
+		k := keyOf(el)
 		r.keyMask |= keyBit(len(k), firstByte(k), lastByte(k))
 	}
 }
@@ -95,8 +95,8 @@ func (r *Request) arg(name string) bsoncore.Value {
 			return bsoncore.Value{}
 		}
 		for _, el := range r.elems {
-			if string(el.KeyBytes()) == name {
-				return el.Value()
+			if k, v := keyValueOf(el); string(k) == name {
+				return v
 			}
 		}
 		return bsoncore.Value{}
@@ -125,6 +125,9 @@ func (r *Request) fields() []bsoncore.Element {
 // First is the value of the command-name field (e.g. the collection name of
 // {find: "users"}).
 func (r *Request) First() bsoncore.Value {
+	if len(r.elems) > 0 {
+		return valueOf(r.elems[0])
+	}
 	el, err := r.Body.IndexErr(0)
 	if err != nil {
 		return bsoncore.Value{}

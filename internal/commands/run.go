@@ -41,6 +41,28 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 			reply = ErrorReply(dst[:start], mongoerr.New(mongoerr.InternalError, "internal error while running %s: %v", req.Name, r))
 		}
 	}()
+	return runChecked(ctx, s, req, dst)
+}
+
+// run is split in steps, runChecked → runOp → runInSession → runAdmitted,
+// each with at most one deferred call and few returns: Go runs a
+// function's defers inline only while its returns times its defers stay
+// within 15, and the deferred-call records it uses past that cost every
+// command (a point read's ~800 instructions in run alone).
+
+// writeWait is what a write waits for after it runs: its writeConcern (a
+// replica set member's), or the unsatisfiable one it reports.
+type writeWait struct {
+	writes        bool
+	w             bsoncore.Value
+	timeout       time.Duration
+	unsatisfiable error
+}
+
+// runChecked is run inside its recovery: the checks every command passes
+// before it becomes an operation.
+func runChecked(ctx context.Context, s *Session, req *Request, dst []byte) bsoncore.Document {
+	start := len(dst)
 	s.Env.Ops.Command.Add(1)
 	cmd, ok := lookup(req.Name)
 	if ok && cmd.testOnly && !s.Env.TestCommands() {
@@ -90,10 +112,9 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := checkView(s, &cmd, req); err != nil { // views.go
 		return ErrorReply(dst, err)
 	}
-	var wcW bsoncore.Value
-	var wcTimeout time.Duration
-	var wcUnsatisfiable error
+	var ww writeWait
 	writes := cmd.kind == kindWrite || writesOutput(req)
+	ww.writes = writes
 	if rs := s.Env.Repl; rs != nil {
 		// A replica set member: writes on the primary only, reads on a
 		// secondary only when the client allows it (cmd_repl.go). An
@@ -103,15 +124,15 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 			if err := rs.CanWrite(); err != nil {
 				return ErrorReply(dst, txnOutcome(s, req.Name, nil, err)) // a transaction's labels
 			}
-			wcW, wcTimeout = replWriteConcern(req)
-			if err := rs.CheckWriteConcern(wcW); err != nil {
+			ww.w, ww.timeout = replWriteConcern(req)
+			if err := rs.CheckWriteConcern(ww.w); err != nil {
 				// mongod finds a w no member set can satisfy (or an
 				// unknown mode) while waiting for it, after the write:
 				// the write applies and the reply carries the error as
 				// its writeConcernError.
 				switch mongoerr.CodeOf(err) {
 				case mongoerr.UnsatisfiableWriteConcern, mongoerr.UnknownReplWriteConcern:
-					wcUnsatisfiable = err
+					ww.unsatisfiable = err
 				default:
 					return ErrorReply(dst, err)
 				}
@@ -126,6 +147,11 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
+	return runOp(ctx, s, req, &cmd, op, dst, start, &ww)
+}
+
+// runOp runs an operation begun, and ends it.
+func runOp(ctx context.Context, s *Session, req *Request, cmd *command, op operation, dst []byte, start int, ww *writeWait) bsoncore.Document {
 	if s.Env.Repl != nil && cmd.kind == kindRead && linearizable(req) {
 		if err := s.Env.Repl.Linearize(ctx); err != nil {
 			op.end()
@@ -133,6 +159,12 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 		}
 	}
 	defer op.end()
+	return runInSession(ctx, s, req, cmd, dst, start, ww)
+}
+
+// runInSession runs the operation in its logical session, if it names
+// one, and releases the session.
+func runInSession(ctx context.Context, s *Session, req *Request, cmd *command, dst []byte, start int, ww *writeWait) bsoncore.Document {
 	if err := useSession(ctx, s); err != nil { // sessions.go
 		releaseSession(s)
 		return ErrorReply(dst, err)
@@ -144,6 +176,13 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err := useTransaction(s, req.Name); err != nil { // transactions.go: its snapshot follows afterClusterTime
 		return ErrorReply(dst, txnOutcome(s, req.Name, nil, err))
 	}
+	return runAdmitted(ctx, s, req, cmd, dst, start, ww)
+}
+
+// runAdmitted runs the command's handler once a shard admits it, and
+// answers.
+func runAdmitted(ctx context.Context, s *Session, req *Request, cmd *command, dst []byte, start int, ww *writeWait) bsoncore.Document {
+	writes := ww.writes
 	if s.Env.Sharding != nil { // shard versions, migrations' critical sections (sharding.go)
 		_, internal := shardingInternal[req.Name]
 		release, err := admitSharded(ctx, s, req, cmd.kind == kindWrite && !internal)
@@ -159,7 +198,7 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	}
 	s.stat = opStats{}
 	s.scope.EnforcePrepare = enforcesPrepare(req, writes)
-	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
+	out, err := runCommand(ctx, s, req, *cmd, dst) // cmd_failpoint.go
 	if err == nil && cmd.kind == kindWrite && s.Env.Repl != nil {
 		err = replStateError(out)
 	}
@@ -172,16 +211,16 @@ func run(ctx context.Context, s *Session, req *Request, dst []byte) (reply bsonc
 	if err == nil && cmd.kind == kindWrite && journaled(req) {
 		err = s.Env.Engine.Storage().SyncNow() // the interval mode syncs on request
 	}
-	s.Env.observe(ctx, s, req, &cmd, took, out, err) // slow-operation log, profiler (profiler.go)
+	s.Env.observe(ctx, s, req, cmd, took, out, err) // slow-operation log, profiler (profiler.go)
 	if err != nil {
 		s.Env.Ops.UserErrors.Add(1)
 		return ErrorReply(dst[:start], err)
 	}
-	if wcUnsatisfiable != nil {
-		return withWriteConcernError(nil, out, errorDoc(wcUnsatisfiable))
+	if ww.unsatisfiable != nil {
+		return withWriteConcernError(nil, out, errorDoc(ww.unsatisfiable))
 	}
 	if writes && s.Env.Repl != nil && s.sess.etx == nil { // a transaction's statements wait at commit
-		if wce := s.Env.Repl.WaitWriteConcern(ctx, wcW, wcTimeout); wce != nil {
+		if wce := s.Env.Repl.WaitWriteConcern(ctx, ww.w, ww.timeout); wce != nil {
 			return withWriteConcernError(nil, out, wce)
 		}
 	}

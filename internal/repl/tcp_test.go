@@ -145,8 +145,9 @@ func TestTCPCarriesLargeEntries(t *testing.T) {
 // order and none is lost on a healthy connection, whether Send writes
 // them itself or queues them to the sender goroutine ("Frames written by
 // the sending goroutine"): small frames may go directly, frames over
-// maxDirect always queue, and a burst queues behind a busy sender. Each
-// case checks both paths were taken.
+// maxDirect always queue, and a burst queues behind a busy sender. The
+// single small Sends must take the direct path at least once; the mixed
+// cases must queue at least once.
 func TestTCPFramesInOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -199,8 +200,15 @@ func TestTCPFramesInOrder(t *testing.T) {
 			}
 			<-done
 			direct := a.direct.Load()
-			if direct == 0 || direct > uint64(tc.n) {
-				t.Errorf("%d of %d frames written by Send itself", direct, tc.n+1)
+			if direct > uint64(tc.n) {
+				t.Errorf("%d of %d frames written by Send itself: more than were sent after the dial", direct, tc.n+1)
+			}
+			// Only single small Sends are sure to find the sender idle
+			// at some point; a burst may find it busy every time on a
+			// loaded machine (CI once saw 0 of 301 direct), which is
+			// correct behaviour, not a failure.
+			if tc.burst == 1 && !tc.large(0) && direct == 0 {
+				t.Errorf("0 of %d single small frames written by Send itself", tc.n+1)
 			}
 			if tc.name != "small, one per Send" && direct == uint64(tc.n) {
 				t.Errorf("every frame written by Send itself: none was queued")

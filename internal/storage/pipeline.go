@@ -505,16 +505,8 @@ func (p *pipeline) applier(f *flight, txn *Txn, batch *pebble.Batch, applied *in
 // (full reports that they have).
 func (p *pipeline) gather(f *flight, busy int, apply func(*request), full func() bool) {
 	for p.inFlight > busy && len(f.group) < maxGroup && !full() {
-		select {
-		case r, ok := <-p.queue:
-			if !ok {
-				p.wait() // run sees the closed queue next
-				break
-			}
-			f.group = append(f.group, r)
-			apply(r)
-		case <-p.synced:
-			p.inFlight--
+		if !p.takeOne(f, apply, nil) {
+			return
 		}
 	}
 	for len(f.group) < maxGroup && !full() {
@@ -529,6 +521,26 @@ func (p *pipeline) gather(f *flight, busy int, apply func(*request), full func()
 			return
 		}
 	}
+}
+
+// takeOne waits for one of: a request (added to f and applied), a group
+// in flight acknowledged, or idle closed. It reports false once the queue
+// is closed, after waiting for the groups in flight (run sees the closed
+// queue next). A nil idle never fires.
+func (p *pipeline) takeOne(f *flight, apply func(*request), idle <-chan struct{}) bool {
+	select {
+	case r, ok := <-p.queue:
+		if !ok {
+			p.wait()
+			return false
+		}
+		f.group = append(f.group, r)
+		apply(r)
+	case <-p.synced:
+		p.inFlight--
+	case <-idle:
+	}
+	return true
 }
 
 // applyRequest runs r's function into batch on the pipeline goroutine and

@@ -205,17 +205,8 @@ func (p *pipeline) gatherReplicated(f *flight, apply func(*request), full func()
 		if p.inFlight < maxInFlight && idle == nil {
 			break
 		}
-		select {
-		case r, ok := <-p.queue:
-			if !ok {
-				p.wait() // run sees the closed queue next
-				return
-			}
-			f.group = append(f.group, r)
-			apply(r)
-		case <-p.synced:
-			p.inFlight--
-		case <-idle:
+		if !p.takeOne(f, apply, idle) {
+			return
 		}
 	}
 	p.gather(f, maxInFlight, apply, full) // what is queued already

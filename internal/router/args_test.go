@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -30,7 +31,7 @@ func TestRequestArgMatchesLookup(t *testing.T) {
 		{"no fields but the command", doc(bson.D{{"ping", 1}})},
 		{"empty", doc(bson.D{})},
 	}
-	names := []string{"find", "update", "ping", "comment", "maxTimeMS", "nope"}
+	names := []string{"find", "update", "ping", "comment", "maxTimeMS", "nope", "", "$d", "limits", "Limit"}
 	for n := range hotArgs {
 		names = append(names, n)
 	}
@@ -60,9 +61,30 @@ func TestRequestArgMatchesLookup(t *testing.T) {
 	}
 	seen := map[int]bool{}
 	for n, i := range hotArgs {
+		if hotArg(n) != i {
+			t.Errorf("hotArg(%q) = %d, hotArgs says %d", n, hotArg(n), i)
+		}
 		if i < 0 || i >= numHotArgs || seen[i] {
 			t.Errorf("hotArgs[%q] = %d: out of range or taken twice", n, i)
 		}
 		seen[i] = true
+	}
+}
+
+// TestAppendStmtIDs: the stmtIds a retryable write's batch carries are
+// an array of int32 positions keyed "0", "1", … as a builder makes it.
+func TestAppendStmtIDs(t *testing.T) {
+	for _, index := range [][]int{{0}, {3}, {0, 1, 2}, {7, 12, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49}} {
+		idx, got := bsoncore.AppendDocumentStart(nil)
+		got = appendStmtIDs(got, index)
+		got, _ = bsoncore.AppendDocumentEnd(got, idx)
+		arr := bsoncore.NewArrayBuilder()
+		for _, i := range index {
+			arr.AppendInt32(int32(i))
+		}
+		want := bsoncore.NewDocumentBuilder().AppendArray("stmtIds", arr.Build()).Build()
+		if !bytes.Equal(got, want) {
+			t.Errorf("index %v: got %v, want %v", index, bsoncore.Document(got), want)
+		}
 	}
 }

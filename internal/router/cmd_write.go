@@ -193,7 +193,10 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 		// finds it. (The config servers get the whole batch, and take
 		// no stmtIds: those come with shardVersion.)
 		bodyOf = func(b batch) bsoncore.Document {
-			return rewrite(body, nil, func(d *bsoncore.DocumentBuilder) { d.AppendArray("stmtIds", stmtIDs(b.index)) })
+			idx, dst := copyFields(make([]byte, 0, len(body)+16+8*len(b.index)), body, nil)
+			dst = appendStmtIDs(dst, b.index)
+			dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+			return dst
 		}
 	}
 	if ordered {

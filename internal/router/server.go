@@ -197,11 +197,49 @@ type request struct {
 // hotArgs are the fields read on the way of every routed command (its
 // session, its targeting and paging, its database): arg finds them by one
 // pass over the body rather than one Lookup each (a routed point read
-// looked up about a dozen fields of its body).
+// looked up about a dozen fields of its body). hotArg is its index.
 var hotArgs = map[string]int{
 	"$db": 0, "lsid": 1, "txnNumber": 2, "autocommit": 3, "startTransaction": 4,
 	"readConcern": 5, "filter": 6, "sort": 7, "skip": 8, "limit": 9, "batchSize": 10,
 	"singleBatch": 11, "collation": 12, "projection": 13, "ordered": 14,
+}
+
+// hotArg is hotArgs[name] as a switch (no hashing: it runs for every
+// field of every command), -1 for a name not in it.
+func hotArg(name string) int {
+	switch name {
+	case "$db":
+		return 0
+	case "lsid":
+		return 1
+	case "txnNumber":
+		return 2
+	case "autocommit":
+		return 3
+	case "startTransaction":
+		return 4
+	case "readConcern":
+		return 5
+	case "filter":
+		return 6
+	case "sort":
+		return 7
+	case "skip":
+		return 8
+	case "limit":
+		return 9
+	case "batchSize":
+		return 10
+	case "singleBatch":
+		return 11
+	case "collation":
+		return 12
+	case "projection":
+		return 13
+	case "ordered":
+		return 14
+	}
+	return -1
 }
 
 const numHotArgs = 15
@@ -217,7 +255,7 @@ type argIndex struct {
 
 // arg is the body's field name (the first of that name, as Lookup).
 func (q *request) arg(name string) (bsoncore.Value, bool) {
-	if i, ok := hotArgs[name]; ok {
+	if i := hotArg(name); i >= 0 {
 		q.indexArgs()
 		return q.idx.vals[i], q.idx.has[i]
 	}
@@ -242,7 +280,7 @@ func (q *request) indexArgs() {
 			return
 		}
 		rest = r
-		if i, ok := hotArgs[string(el.KeyBytes())]; ok && !q.idx.has[i] {
+		if i := hotArg(string(el.KeyBytes())); i >= 0 && !q.idx.has[i] {
 			q.idx.vals[i], q.idx.has[i] = el.Value(), true
 		}
 	}

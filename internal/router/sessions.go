@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -313,14 +314,17 @@ func (op *opSession) appendSession(dst []byte, shard, cmd string) ([]byte, error
 	return dst, nil
 }
 
-// stmtIDs is the stmtIds array of statements at the client's positions
-// index.
-func stmtIDs(index []int) bsoncore.Array {
-	a := bsoncore.NewArrayBuilder()
-	for _, i := range index {
-		a.AppendInt32(int32(i))
+// appendStmtIDs appends to dst (an open document) the stmtIds array of
+// statements at the client's positions index, with no builder: a
+// retryable write appends it to every statement batch it sends.
+func appendStmtIDs(dst []byte, index []int) []byte {
+	start, dst := bsoncore.AppendArrayElementStart(dst, "stmtIds")
+	var key [20]byte
+	for k, i := range index {
+		dst = bsoncore.AppendInt32Element(dst, string(strconv.AppendInt(key[:0], int64(k), 10)), int32(i))
 	}
-	return a.Build()
+	dst, _ = bsoncore.AppendArrayEnd(dst, start)
+	return dst
 }
 
 // sessionList reads a session command's list of lsids.

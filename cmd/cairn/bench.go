@@ -55,6 +55,11 @@ Floors (--floor, repeatable):
             driver, the socket and BSON cost before any database work
   pebble    the same records and operations against Pebble directly,
             in-process, writes synced: what the storage engine costs
+  proxy     the server behind a proxy process that forwards each message
+            reading only its header (one server connection per client
+            connection): the least any router process adds; reported as
+            floor-proxy vs cairn, the CPU of both processes counted
+            (run one by hand: cairn bench --proxy-floor-server --port P --to host:port)
 
 Examples:
   cairn bench --workload c --floor protocol
@@ -84,6 +89,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == bench.FloorServerArg {
 		return bench.RunFloorServer(args[1:], stdout, stderr) // the protocol floor's child process
 	}
+	if len(args) > 0 && args[0] == bench.ProxyFloorServerArg {
+		return bench.RunProxyFloorServer(args[1:], stdout, stderr) // the proxy floor's child process
+	}
 	var cfg bench.Config
 	var workloads, floors listFlag
 	var asJSON bool
@@ -93,7 +101,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.URI, "uri", "", "server to measure (default: start 'cairn serve' on a free loopback port with a fresh data directory)")
 	fs.StringVar(&cfg.CompareURI, "compare", "", "another server to measure alongside, runs alternating")
 	fs.Var(&workloads, "workload", "workloads to run: a-f, a comma list, or all (repeatable; default all)")
-	fs.Var(&floors, "floor", "floor to measure alongside: protocol or pebble (repeatable)")
+	fs.Var(&floors, "floor", "floor to measure alongside: protocol, pebble or proxy (repeatable)")
 	fs.Int64Var(&cfg.Records, "records", 100_000, "records loaded before the workloads")
 	fs.Int64Var(&cfg.Ops, "ops", 100_000, "operations per run")
 	fs.DurationVar(&cfg.MaxTime, "max-time", 0, "end each run after this long even if operations remain, e.g. 30s (YCSB's maxexecutiontime; default: no limit)")

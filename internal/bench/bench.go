@@ -19,7 +19,7 @@ type Config struct {
 	URI string
 	// CompareURI is another server measured alongside, run for run.
 	CompareURI string
-	// Floors are FloorProtocol and/or FloorPebble.
+	// Floors are FloorProtocol, FloorPebble and/or FloorProxy.
 	Floors []string
 	// Workloads run in order, each on every target.
 	Workloads []Workload
@@ -132,8 +132,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("distribution %q: want uniform, zipfian or latest", c.Distribution)
 	}
 	for _, f := range c.Floors {
-		if f != FloorProtocol && f != FloorPebble {
-			return fmt.Errorf("floor %q: want protocol or pebble", f)
+		if f != FloorProtocol && f != FloorPebble && f != FloorProxy {
+			return fmt.Errorf("floor %q: want protocol, pebble or proxy", f)
 		}
 	}
 	return nil
@@ -229,6 +229,15 @@ func (r *runner) startTargets(ctx context.Context) error {
 	if err := r.add(ctx, t, uri); err != nil {
 		return err
 	}
+	if slices.Contains(cfg.Floors, FloorProxy) {
+		pt, puri, err := startProxyFloorChild(ctx, cfg, t, uri)
+		if err != nil {
+			return err
+		}
+		if err := r.add(ctx, pt, puri); err != nil {
+			return err
+		}
+	}
 	if cfg.CompareURI != "" {
 		t, err := uriTarget(TargetCompare, cfg.CompareURI)
 		if err != nil {
@@ -289,7 +298,11 @@ func (r *runner) open(ctx context.Context, t *target) (db, error) {
 	if t.uri == "" {
 		return t.db, nil
 	}
-	d, err := dialDriver(ctx, t.uri, r.cfg.Monitoring, r.cfg.Database, r.cfg.Collection)
+	dbName := r.cfg.Database
+	if t.database != "" {
+		dbName = t.database
+	}
+	d, err := dialDriver(ctx, t.uri, r.cfg.Monitoring, dbName, r.cfg.Collection)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s: %w", t.name, err)
 	}
@@ -583,6 +596,9 @@ func (r *runner) notes() []string {
 	for _, t := range r.targets {
 		if t.inProcess {
 			n = append(n, "floor-pebble has no server process: its server CPU is this process's CPU minus the harness's own cost per operation, measured by running the same phase against a no-op target; its client CPU is that harness cost.")
+		}
+		if t.name == TargetFloorProxy {
+			n = append(n, "floor-proxy is cairn's server behind a proxy that forwards each message reading only its header (the least a router process can do), into its own database; its server CPU is the proxy's and the server's together, so floor-proxy vs cairn is what any separate process in front of the server costs.")
 		}
 		if t.name == TargetFloorProtocol {
 			n = append(n, "floor-protocol does no database work and no durability: it answers from a Go map behind one RWMutex, with Cairn's wire framing code.")

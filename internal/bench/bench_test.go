@@ -40,6 +40,8 @@ func runChild(args []string) int {
 		return serveForTest(args[1:])
 	case len(args) > 1 && args[0] == "bench" && args[1] == FloorServerArg:
 		return RunFloorServer(args[2:], os.Stdout, os.Stderr)
+	case len(args) > 1 && args[0] == "bench" && args[1] == ProxyFloorServerArg:
+		return RunProxyFloorServer(args[2:], os.Stdout, os.Stderr)
 	}
 	fmt.Fprintf(os.Stderr, "test child: unexpected arguments %q\n", args)
 	return 2

@@ -14,6 +14,11 @@
 //     map (floor_protocol.go), also a child process;
 //   - floor-pebble: the same records and operations against Pebble directly,
 //     in this process (floor_pebble.go).
+//   - floor-proxy: cairn's server behind a proxy process that forwards
+//     each message reading only its header (floor_proxy.go), into a
+//     database of its own; its server CPU is the proxy's and the server's
+//     together, and it is reported against cairn (floor-proxy vs cairn):
+//     the least a router process adds to the server's work.
 //
 // Each target is loaded once (batched inserts), then every workload runs
 // --runs times on every target; the order of targets reverses from one run
@@ -80,4 +85,7 @@
 //
 // Same work for every target: all targets get the same records, the same
 // per-thread operation streams (same seeds) and the same request bytes.
+//
+// "The proxy changes only ids" (TestProxyFloorForwards): the proxy floor
+// passes every message on byte for byte but its requestID and responseTo.
 package bench

@@ -251,8 +251,10 @@ func summarize(runs []RunResult) *Summary {
 	return s
 }
 
-// ratios compares each non-floor target's medians with each floor's, and
-// cairn's with the --compare server's.
+// ratios compares each non-floor target's medians with each floor's,
+// cairn's with the --compare server's, and the proxy floor's with cairn's
+// (the proxy floor is cairn's server behind a proxy: a floor of what a
+// router adds, not under cairn's own work).
 func ratios(results []TargetResult, floors map[string]bool) []Ratio {
 	var out []Ratio
 	for _, t := range results {
@@ -260,7 +262,8 @@ func ratios(results []TargetResult, floors map[string]bool) []Ratio {
 			continue
 		}
 		for _, f := range results {
-			against := floors[f.Target] || t.Target == TargetCairn && f.Target == TargetCompare
+			against := floors[f.Target] || t.Target == TargetCairn && f.Target == TargetCompare ||
+				t.Target == TargetFloorProxy && f.Target == TargetCairn // what the proxy adds to its server
 			if !against || f.Median == nil || f.Failed != "" || f.Median.Throughput == 0 {
 				continue
 			}

@@ -22,12 +22,14 @@ const (
 	TargetCompare       = "compare"
 	TargetFloorProtocol = "floor-protocol"
 	TargetFloorPebble   = "floor-pebble"
+	TargetFloorProxy    = "floor-proxy"
 )
 
 // Floor names, as --floor takes them.
 const (
 	FloorProtocol = "protocol"
 	FloorPebble   = "pebble"
+	FloorProxy    = "proxy"
 )
 
 // target is one system measured in an invocation.
@@ -39,11 +41,16 @@ type target struct {
 	// in-process target has db instead.
 	uri string
 	db  db
+	// database, when set, holds this target's records instead of
+	// Config.Database (the proxy floor's server is cairn's: its records
+	// are kept apart).
+	database string
 
 	// Server CPU comes from process pid when it is > 0; from this
 	// process minus the harness's own cost when inProcess; otherwise it
 	// is unknown.
 	pid       int
+	alsoPID   int // a second process whose CPU counts too (the proxy floor's server)
 	inProcess bool
 	cpuHow    string
 
@@ -54,11 +61,21 @@ type target struct {
 }
 
 func (t *target) serverCPU() (time.Duration, bool) {
-	if t.pid > 0 {
-		d, err := processCPU(t.pid)
-		return d, err == nil
+	if t.pid <= 0 {
+		return 0, false
 	}
-	return 0, false
+	d, err := processCPU(t.pid)
+	if err != nil {
+		return 0, false
+	}
+	if t.alsoPID > 0 {
+		d2, err := processCPU(t.alsoPID)
+		if err != nil {
+			return 0, false
+		}
+		d += d2
+	}
+	return d, true
 }
 
 func (t *target) close(ctx context.Context) error {
@@ -274,4 +291,53 @@ func redactURI(uri string) string {
 		}
 	}
 	return uri
+}
+
+// startProxyFloorChild starts the proxy floor as a child process
+// forwarding to behind, the server of target cairn (its URI cairnURI):
+// the target's CPU is the proxy's and that server's together, so that it
+// reads against cairn's as what a separate process in front of the server
+// costs.
+func startProxyFloorChild(ctx context.Context, cfg *Config, behind *target, cairnURI string) (*target, string, error) {
+	cs, err := connstring.Parse(cairnURI)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(cs.Hosts) != 1 || cs.SSL || cs.LoadBalanced {
+		return nil, "", fmt.Errorf("bench: the proxy floor forwards to one server over plain TCP: %s names %d hosts (tls %v)", redactURI(cairnURI), len(cs.Hosts), cs.SSL)
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	c, err := startChild(ctx, "proxy floor", cfg.Self, []string{"bench", ProxyFloorServerArg, "--port", port, "--to", cs.Hosts[0]}, addr)
+	if err != nil {
+		return nil, "", err
+	}
+	// The client's URI with the proxy for the host; directConnection, as
+	// the server's hello names itself, not the proxy.
+	uri := strings.Replace(cairnURI, cs.Hosts[0], addr, 1)
+	if !cs.DirectConnectionSet {
+		if strings.Contains(uri, "?") {
+			uri += "&directConnection=true"
+		} else {
+			if !strings.HasSuffix(uri, "/") {
+				uri += "/"
+			}
+			uri += "?directConnection=true"
+		}
+	}
+	t := &target{
+		name:     TargetFloorProxy,
+		about:    fmt.Sprintf("a proxy forwarding each message to %s (headers only), child process pid %d", cs.Hosts[0], c.cmd.Process.Pid),
+		database: cfg.Database + "_viaproxy",
+		stop:     []func() error{c.stop},
+		cpuHow:   "unknown (the server behind the proxy is not a process visible on this machine)",
+	}
+	if behind.pid > 0 {
+		t.pid, t.alsoPID = c.cmd.Process.Pid, behind.pid
+		t.cpuHow = fmt.Sprintf("the proxy's and the server's (pid %d) /proc/<pid>/stat together", behind.pid)
+	}
+	return t, uri, nil
 }

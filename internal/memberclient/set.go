@@ -190,8 +190,10 @@ func (s *Set) runSeq(ctx context.Context, cmd bsoncore.Document, seq *Sequence, 
 		}
 		reply, err := h.RunSeq(ctx, cmd, seq)
 		if err == nil {
-			code, _ := reply.Lookup("code").AsInt32OK()
-			if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok == 1 || !NotPrimary(mongoerr.Code(code)) {
+			if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok == 1 {
+				return reply, nil
+			}
+			if code, _ := reply.Lookup("code").AsInt32OK(); !NotPrimary(mongoerr.Code(code)) {
 				return reply, nil
 			}
 		}

@@ -40,12 +40,14 @@ func (c *concatSource) Close() error {
 }
 
 func docArg(req *request, name string) bsoncore.Document {
-	d, _ := req.body.Lookup(name).DocumentOK()
+	v, _ := req.arg(name)
+	d, _ := v.DocumentOK()
 	return d
 }
 
 func intArg(req *request, name string) int64 {
-	n, _ := req.body.Lookup(name).AsInt64OK()
+	v, _ := req.arg(name)
+	n, _ := v.AsInt64OK()
 	return n
 }
 
@@ -121,7 +123,8 @@ func cmdFind(ctx context.Context, r *Router, req *request) (bsoncore.Document, e
 	if limit < 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "LIMIT must be non-negative")
 	}
-	single, _ := req.body.Lookup("singleBatch").BooleanOK()
+	sb, _ := req.arg("singleBatch")
+	single, _ := sb.BooleanOK()
 	var out bsoncore.Document
 	err := r.retry(ctx, req.ns(), func() error {
 		rt, shards, err := r.routeTargets(ctx, req.db, req.coll(), filter, docArg(req, "collation"))

@@ -193,7 +193,10 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 		// finds it. (The config servers get the whole batch, and take
 		// no stmtIds: those come with shardVersion.)
 		bodyOf = func(b batch) bsoncore.Document {
-			return rewrite(body, nil, func(d *bsoncore.DocumentBuilder) { d.AppendArray("stmtIds", stmtIDs(b.index)) })
+			idx, dst := copyFields(make([]byte, 0, len(body)+16+8*len(b.index)), body, nil)
+			dst = appendStmtIDs(dst, b.index)
+			dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+			return dst
 		}
 	}
 	if ordered {
@@ -214,6 +217,13 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 	}
 	replies := make([]bsoncore.Document, len(batches))
 	errs := make([]error, len(batches))
+	if len(batches) == 1 { // a targeted statement: no goroutine to wait for
+		replies[0], errs[0] = r.toShardSeq(ctx, batches[0].shard, rt, bodyOf(batches[0]), &memberclient.Sequence{ID: field, Docs: batches[0].docs})
+		if errs[0] == nil && res.add(replies[0], batches[0], false) {
+			errs[0] = &errStale{errStaleStatements}
+		}
+		return errs[0]
+	}
 	var wg sync.WaitGroup
 	for i, b := range batches {
 		wg.Add(1)
@@ -236,7 +246,8 @@ func (r *Router) sendBatches(ctx context.Context, req *request, rt *routing, fie
 var errStaleStatements = mongoerr.New(mongoerr.StaleConfig, "a shard answered statements of the write with a stale shard version")
 
 func orderedArg(req *request) bool {
-	o, ok := req.body.Lookup("ordered").BooleanOK()
+	v, _ := req.arg("ordered")
+	o, ok := v.BooleanOK()
 	return !ok || o
 }
 

@@ -86,6 +86,23 @@
 // n = 0 (findAndModify: the first shard answers). Upserts and replacements
 // by _id alone still need the shard key.
 //
+// # What a targeted command costs
+//
+// A command that reaches one shard is one round trip on the client's
+// connection and one on a pooled shard connection; the router's own work
+// between them is kept to what routing needs: the command's session,
+// targeting and paging fields are read in one pass over its body
+// (request.arg's index, TestRequestArgMatchesLookup), the session's lsid
+// for the shards is made once per session (routerSession.lsid), the
+// command for the shard is the client's elements copied once with the
+// router's appended, in a reused buffer (toShardSeq), a single-shard find
+// whose cursor is exhausted passes the shard's reply on as it came, and a
+// single batch of writes is sent without a goroutine. What is left is
+// mostly the system calls and wake-ups of the second hop, which no
+// separate process avoids: BENCHMARKS.md's "Router overhead against the
+// proxy floor" measures a process that only forwards messages by their
+// headers (`cairn bench --floor proxy`) against the router.
+//
 // # Sessions, retryable writes and transactions
 //
 // hello advertises logicalSessionTimeoutMinutes, so drivers send an lsid

@@ -207,7 +207,13 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	}
 	// The command is the client's kept fields, then the router's, appended
 	// as raw elements: this runs on every command the router sends.
-	idx, cmd := copyFields(make([]byte, 0, len(body)+256), body, skip)
+	buf := cmdBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledCmd {
+			cmdBufs.Put(buf)
+		}
+	}()
+	idx, cmd := copyFields((*buf)[:0], body, skip)
 	if op != nil {
 		if cmd, err = op.appendSession(cmd, id, body.Index(0).Key()); err != nil { // sessions.go
 			return nil, err
@@ -238,7 +244,8 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	if onceOnly(body) {
 		run = sh.set.RunSeqOnce
 	}
-	raw, err := run(ctx, cmd, seq)
+	raw, err := run(ctx, cmd, seq) // cmd is framed (copied) before it returns
+	*buf = cmd
 	r.clock.observe(raw)
 	reply, err := memberclient.Check(raw, err)
 	var re *memberclient.ReplyError
@@ -247,6 +254,15 @@ func (r *Router) toShardSeq(ctx context.Context, id string, rt *routing, body bs
 	}
 	return reply, err
 }
+
+// cmdBufs are the buffers toShardSeq builds shard commands in: each is
+// copied into its connection's frame before the round trip returns, so
+// the next command reuses it (one allocation less per routed command).
+var cmdBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledCmd bounds the buffers kept: a rare large command (an insert
+// of big documents in its body) is not held on to.
+const maxPooledCmd = 64 << 10
 
 // onceOnly reports whether body is a write a shard may have applied when
 // the connection breaks and that nothing dedupes: insert, update, delete

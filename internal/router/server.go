@@ -191,11 +191,99 @@ type request struct {
 	seqs map[string][]bsoncore.Document
 	conn int64
 	auth *connAuth
+	idx  argIndex // hotArgs' values, read in one pass over body
 }
 
+// hotArgs are the fields read on the way of every routed command (its
+// session, its targeting and paging, its database): arg finds them by one
+// pass over the body rather than one Lookup each (a routed point read
+// looked up about a dozen fields of its body). hotArg is its index.
+var hotArgs = map[string]int{
+	"$db": 0, "lsid": 1, "txnNumber": 2, "autocommit": 3, "startTransaction": 4,
+	"readConcern": 5, "filter": 6, "sort": 7, "skip": 8, "limit": 9, "batchSize": 10,
+	"singleBatch": 11, "collation": 12, "projection": 13, "ordered": 14,
+}
+
+// hotArg is hotArgs[name] as a switch (no hashing: it runs for every
+// field of every command), -1 for a name not in it.
+func hotArg(name string) int {
+	switch name {
+	case "$db":
+		return 0
+	case "lsid":
+		return 1
+	case "txnNumber":
+		return 2
+	case "autocommit":
+		return 3
+	case "startTransaction":
+		return 4
+	case "readConcern":
+		return 5
+	case "filter":
+		return 6
+	case "sort":
+		return 7
+	case "skip":
+		return 8
+	case "limit":
+		return 9
+	case "batchSize":
+		return 10
+	case "singleBatch":
+		return 11
+	case "collation":
+		return 12
+	case "projection":
+		return 13
+	case "ordered":
+		return 14
+	}
+	return -1
+}
+
+const numHotArgs = 15
+
+// argIndex holds the first value of each of hotArgs in the body it was
+// built from (of): a request whose body is replaced (a snapshot read's
+// copy) indexes its new body at its next arg.
+type argIndex struct {
+	of   bsoncore.Document
+	vals [numHotArgs]bsoncore.Value
+	has  [numHotArgs]bool
+}
+
+// arg is the body's field name (the first of that name, as Lookup).
 func (q *request) arg(name string) (bsoncore.Value, bool) {
+	if i := hotArg(name); i >= 0 {
+		q.indexArgs()
+		return q.idx.vals[i], q.idx.has[i]
+	}
 	v, err := q.body.LookupErr(name)
 	return v, err == nil
+}
+
+// indexArgs reads hotArgs' values from the body unless the index is of
+// this body already.
+func (q *request) indexArgs() {
+	if len(q.idx.of) == len(q.body) && len(q.body) >= 5 && &q.idx.of[0] == &q.body[0] {
+		return
+	}
+	q.idx = argIndex{of: q.body}
+	if len(q.body) < 5 {
+		return
+	}
+	rest := q.body[4 : len(q.body)-1]
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return
+		}
+		rest = r
+		if i := hotArg(string(el.KeyBytes())); i >= 0 && !q.idx.has[i] {
+			q.idx.vals[i], q.idx.has[i] = el.Value(), true
+		}
+	}
 }
 
 func (q *request) str(name string) string {
@@ -298,7 +386,9 @@ func (r *Router) serveConn(nc net.Conn) {
 		if el, err := body.IndexErr(0); err == nil {
 			req.name = el.Key()
 		}
-		req.db, _ = body.Lookup("$db").StringValueOK()
+		if v, ok := req.arg("$db"); ok {
+			req.db, _ = v.StringValueOK()
+		}
 		if legacy {
 			req.db, _, _ = strings.Cut(msg.Query.FullCollectionName, ".")
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -83,6 +84,10 @@ func uidOf(a *connAuth) [32]byte { return session.UIDOfUser(a.userKey()) }
 type routerSession struct {
 	lastUse time.Time
 	txn     *routerTxn // the newest transaction started through this router
+	// lsid is the session's lsid as the shards get it (sessionKey.lsid),
+	// made once with the record and never changed: every command of the
+	// session sends it.
+	lsid bsoncore.Document
 }
 
 // sessions is the router's session table.
@@ -100,7 +105,8 @@ func (t *sessions) touch(key sessionKey) *routerSession {
 	}
 	s := t.m[key]
 	if s == nil {
-		s = &routerSession{}
+		lsid := key.lsid()
+		s = &routerSession{lsid: lsid[:len(lsid):len(lsid)]} // shared: an append copies
 		t.m[key] = s
 	}
 	s.lastUse = time.Now()
@@ -159,45 +165,60 @@ func (t *sessions) expired(before time.Time) []*routerTxn {
 // as mongod: a router's client may not impersonate). The lsid returned,
 // for the shards, names the uid.
 func parseLSID(v bsoncore.Value, user [32]byte) (bsoncore.Document, sessionKey, error) {
+	key, err := parseLSIDKey(v, user)
+	if err != nil {
+		return nil, key, err
+	}
+	// A new document: the request's buffer is the connection's, reused by
+	// its next message, and the session outlives the command (cursors,
+	// transactions).
+	return key.lsid(), key, nil
+}
+
+// parseLSIDKey is parseLSID without the lsid document: the caller takes
+// the session record's (routerSession.lsid).
+func parseLSIDKey(v bsoncore.Value, user [32]byte) (sessionKey, error) {
 	key := sessionKey{uid: user}
 	d, ok := v.DocumentOK()
 	if !ok {
-		return nil, key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", v.Type)
+		return key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'", v.Type)
 	}
-	elems, err := d.Elements()
-	if err != nil {
-		return nil, key, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: not a well-formed document")
+	if len(d) < 5 {
+		return key, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: not a well-formed document")
 	}
 	hasID := false
-	for _, el := range elems {
+	rest := d[4 : len(d)-1]
+	for len(rest) > 0 {
+		el, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return key, mongoerr.New(mongoerr.InvalidBSON, "invalid lsid: not a well-formed document")
+		}
+		rest = r
 		v := el.Value()
-		switch el.Key() {
+		switch string(el.KeyBytes()) {
 		case "id":
 			sub, data, ok := v.BinaryOK()
 			if !ok || sub != 4 || len(data) != 16 {
-				return nil, key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.id' is the wrong type '%s', expected type 'UUID'", v.Type)
+				return key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.id' is the wrong type '%s', expected type 'UUID'", v.Type)
 			}
 			copy(key.id[:], data)
 			hasID = true
 		case "uid":
 			_, data, ok := v.BinaryOK()
 			if !ok || len(data) != 32 {
-				return nil, key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.uid' is the wrong type '%s', expected type 'binData'", v.Type)
+				return key, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'OperationSessionInfo.lsid.uid' is the wrong type '%s', expected type 'binData'", v.Type)
 			}
 			if [32]byte(data) != user {
-				return nil, key, mongoerr.New(mongoerr.Unauthorized, "Only a session's own user may name its uid")
+				return key, mongoerr.New(mongoerr.Unauthorized, "Only a session's own user may name its uid")
 			}
 		default:
-			return nil, key, mongoerr.New(mongoerr.UnknownField, "BSON field 'OperationSessionInfo.lsid.%s' is an unknown field.", el.Key())
+			return key, mongoerr.New(mongoerr.UnknownField, "BSON field 'OperationSessionInfo.lsid.%s' is an unknown field.", el.Key())
 		}
 	}
 	if !hasID {
-		return nil, key, mongoerr.New(mongoerr.IDLMissingField, "BSON field 'OperationSessionInfo.lsid.id' is missing but a required field")
+		return key, mongoerr.New(mongoerr.IDLMissingField, "BSON field 'OperationSessionInfo.lsid.id' is missing but a required field")
 	}
-	// A new document: the request's buffer is the connection's, reused by
-	// its next message, and the session outlives the command (cursors,
-	// transactions).
-	return key.lsid(), key, nil
+	return key, nil
 }
 
 // lsid is the session's lsid as the shards get it: {id, uid}.
@@ -224,12 +245,12 @@ func (r *Router) beginSession(req *request) (*opSession, error) {
 		}
 		return nil, nil
 	}
-	lsid, key, err := parseLSID(lsidV, uidOf(req.auth))
+	key, err := parseLSIDKey(lsidV, uidOf(req.auth))
 	if err != nil {
 		return nil, err
 	}
 	sess := r.sessions.touch(key)
-	op := &opSession{lsid: lsid, key: key}
+	op := &opSession{lsid: sess.lsid, key: key}
 	if !hasTxn {
 		switch {
 		case hasAC:
@@ -247,7 +268,7 @@ func (r *Router) beginSession(req *request) (*opSession, error) {
 		}
 		op.txnNumber = n
 		if hasAC || hasStart {
-			if op.txn, err = r.bindTransaction(req, sess, lsid, n); err != nil { // transactions.go
+			if op.txn, err = r.bindTransaction(req, sess, sess.lsid, n); err != nil { // transactions.go
 				return nil, err
 			}
 		} else if !retryableWrites[req.name] {
@@ -293,14 +314,17 @@ func (op *opSession) appendSession(dst []byte, shard, cmd string) ([]byte, error
 	return dst, nil
 }
 
-// stmtIDs is the stmtIds array of statements at the client's positions
-// index.
-func stmtIDs(index []int) bsoncore.Array {
-	a := bsoncore.NewArrayBuilder()
-	for _, i := range index {
-		a.AppendInt32(int32(i))
+// appendStmtIDs appends to dst (an open document) the stmtIds array of
+// statements at the client's positions index, with no builder: a
+// retryable write appends it to every statement batch it sends.
+func appendStmtIDs(dst []byte, index []int) []byte {
+	start, dst := bsoncore.AppendArrayElementStart(dst, "stmtIds")
+	var key [20]byte
+	for k, i := range index {
+		dst = bsoncore.AppendInt32Element(dst, string(strconv.AppendInt(key[:0], int64(k), 10)), int32(i))
 	}
-	return a.Build()
+	dst, _ = bsoncore.AppendArrayEnd(dst, start)
+	return dst
 }
 
 // sessionList reads a session command's list of lsids.

@@ -131,6 +131,20 @@
 // one: within a term a leader's log is appended in order, and a term
 // change breaks the chain. TestChainedProposals.
 //
+// "Commit notices ride on appends": when the commit index moves, Raft
+// sends every follower an append without entries that only tells it the
+// new commit index; with pipelined groups this was half of a leader's
+// frames, and each follower answered it. The leader holds such a notice
+// (at most one per member, the newest) for up to a millisecond
+// (noticeHold) and drops it when an append with entries leaves for that
+// member first — that append carries the commit index of its moment, as
+// high. Holding a message back is what a slow transport may do: no
+// safety property depends on when a follower learns the commit index,
+// and a held notice that nothing replaces leaves when its timer fires, so
+// an idle set's followers apply within the millisecond, clocks or no
+// clocks. Status counts the notices held and replaced.
+// TestCommitNoticesRideOnAppends.
+//
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap
 // are refused; a new leader's entries replace the conflicting tail.

@@ -159,6 +159,12 @@ type Node struct {
 	// trApps is when the loop stepped each append, by its last index
 	// (package hoptrace's trace only: nil otherwise).
 	trApps map[uint64]int64
+	// held is, by member, the commit notice (an append without entries)
+	// the leader holds back; holdTimer sends them once noticeHold passed
+	// ("Commit notices ride on appends"). Loop-owned.
+	held      map[uint64]*pb.Message
+	holdTimer *time.Timer
+	holding   bool // holdTimer is armed
 
 	mu          sync.Mutex
 	status      Status
@@ -181,6 +187,10 @@ type Status struct {
 	// carried (more than one per write: appends that queued behind a sync
 	// share the next).
 	Readies, AppliedEntries, AppliedDuringAppend, Appends, AppendMsgs uint64
+	// NoticesHeld counts the commit notices (appends without entries) a
+	// leader held, NoticesMerged those of them a later append to the same
+	// member replaced ("Commit notices ride on appends").
+	NoticesHeld, NoticesMerged uint64
 }
 
 type proposal struct {
@@ -341,7 +351,9 @@ func NewNode(cfg Config) (*Node, error) {
 		applied: applied, confState: initialConf,
 		appendq: newQueue[appendReq](), appended: newQueue[appendDone](),
 		appendStop: make(chan struct{}), appenderEnd: make(chan struct{}),
+		held: map[uint64]*pb.Message{}, holdTimer: time.NewTimer(time.Hour),
 	}
+	n.holdTimer.Stop()
 	n.status = Status{ID: cfg.ID, Applied: applied}
 	if hoptrace.Enabled {
 		n.trApps = map[uint64]int64{}
@@ -651,6 +663,7 @@ func (n *Node) loop() {
 	defer close(n.done)
 	ticker := n.cfg.Clock.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
+	defer n.holdTimer.Stop()
 	recv := n.cfg.Transport.Recv()
 	defer func() {
 		// The appender finishes the write it is in (its responses are
@@ -668,6 +681,9 @@ func (n *Node) loop() {
 		select {
 		case <-ticker.C():
 			n.rn.Tick()
+		case <-n.holdTimer.C:
+			n.holding = false
+			n.sendHeld()
 		case <-n.appended.signal:
 			if err := n.appendsDone(); err != nil {
 				n.err = err
@@ -811,7 +827,7 @@ func (n *Node) handleReady() error {
 			out = append(out, m)
 		}
 	}
-	snapsTo := n.send(out)
+	snapsTo := n.send(n.holdNotices(out))
 	for _, m := range appends {
 		if err := n.toAppender(m); err != nil {
 			return err
@@ -885,6 +901,67 @@ func (n *Node) handleReady() error {
 	n.status.AppliedDuringAppend += during
 	n.mu.Unlock()
 	return nil
+}
+
+// noticeHold is how long a leader holds a commit notice back
+// ("Commit notices ride on appends").
+const noticeHold = time.Millisecond
+
+// holdNotices takes out of a Ready's messages for other members the
+// commit notices — appends without entries, which Raft sends every
+// follower as soon as the commit index moves — and holds them, at most
+// one per member (a later one carries a commit index as high), for up
+// to noticeHold; an append with entries to the same member, which
+// carries the commit index of its moment too, replaces the one held
+// ("Commit notices ride on appends"). Under a steady load the next
+// group's append then tells the followers what committed, and each
+// follower answers one append per group instead of two. Holding one
+// back is what a slow transport may do (Raft asks no faster one); one
+// that nothing replaces leaves when the timer fires, so an idle set's
+// followers apply within noticeHold of the commit. Called on the loop
+// only.
+func (n *Node) holdNotices(out []*pb.Message) []*pb.Message {
+	kept := out[:0]
+	var held, merged uint64
+	for _, m := range out {
+		if m.GetType() == pb.MsgApp {
+			to := m.GetTo()
+			if _, ok := n.held[to]; ok {
+				delete(n.held, to)
+				merged++
+			}
+			if len(m.GetEntries()) == 0 {
+				n.held[to] = m
+				held++
+				continue
+			}
+		}
+		kept = append(kept, m)
+	}
+	if len(n.held) > 0 && !n.holding {
+		n.holdTimer.Reset(noticeHold)
+		n.holding = true
+	}
+	if held > 0 || merged > 0 {
+		n.mu.Lock()
+		n.status.NoticesHeld += held
+		n.status.NoticesMerged += merged
+		n.mu.Unlock()
+	}
+	return kept
+}
+
+// sendHeld sends the commit notices held (holdNotices).
+func (n *Node) sendHeld() {
+	if len(n.held) == 0 {
+		return
+	}
+	out := make([]*pb.Message, 0, len(n.held))
+	for to, m := range n.held {
+		out = append(out, m)
+		delete(n.held, to)
+	}
+	n.send(out)
 }
 
 // toAppender hands a MsgStorageAppend to the appender, or handles it

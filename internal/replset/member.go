@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -273,7 +274,10 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 		return err
 	}
 	m.removeReceptions()
-	logs, err := repl.OpenLogStore(filepath.Join(m.dir(), "raft"), nil)
+	// The log syncs once per append, a few KB each: its log file is
+	// written ahead so that a sync writes the records alone (storage's
+	// "Log syncs overwrite").
+	logs, err := repl.OpenLogStore(filepath.Join(m.dir(), "raft"), storage.LogAheadFS(vfs.Default))
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,8 @@
 // A log ending in zeros recovers as a preallocated one: Pebble stops at
 // the first zeroed chunk. TestLogSyncsOverwrite (file sizes, and a power
 // cut keeping any part of the unsynced bytes loses no acknowledged write).
+// A replica set member's Raft log, its own Pebble instance synced once per
+// append, writes its log so too (LogAheadFS, package replset).
 //
 // Invariant "Written before acknowledged": in the interval mode
 // (Options.SyncInterval), Write returns nil only after the group's WAL

@@ -64,6 +64,18 @@ const logAheadMaxSync = 64 << 10
 
 func newAheadFS(fs vfs.FS) *aheadFS { return &aheadFS{FS: fs} }
 
+// LogAheadFS is fs with the store's writing ahead of write-ahead logs
+// (invariant "Log syncs overwrite") for another Pebble instance that
+// syncs its log in small writes: a replica set member's Raft log (package
+// replset), synced once per append. A log's bytes per sync are averaged
+// per returned filesystem.
+func LogAheadFS(fs vfs.FS) vfs.FS {
+	if !logAhead {
+		return fs
+	}
+	return newAheadFS(fs)
+}
+
 func (fs *aheadFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, category)
 	if err != nil || !isWAL(name) || !onDisk(f) {

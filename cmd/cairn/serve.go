@@ -283,18 +283,19 @@ func (p *process) RotateLog() (bool, error) {
 	return true, nil
 }
 
-// setMemoryLimit gives the Go runtime the soft memory limit the block
-// cache's size implies (storage.HeapLimit), so that the process stays
-// within the cache plus that limit; GOMEMLIMIT, when set, is left to rule
-// (GOMEMLIMIT=off for none).
-func setMemoryLimit(cache int64, log *slog.Logger) {
+// setMemoryLimit gives the Go runtime the soft memory limit the cache's
+// size implies (storage.HeapLimit: documents bytes of it are the document
+// cache, on the Go heap), so that the process stays within the cache plus
+// that limit; GOMEMLIMIT, when set, is left to rule (GOMEMLIMIT=off for
+// none).
+func setMemoryLimit(cache, documents int64, log *slog.Logger) {
 	if env := os.Getenv("GOMEMLIMIT"); env != "" {
 		log.Info("Go memory limit from GOMEMLIMIT", "GOMEMLIMIT", env)
 		return
 	}
-	limit := storage.HeapLimit(cache)
+	limit := storage.HeapLimit(cache, documents)
 	debug.SetMemoryLimit(limit)
-	log.Info("Go memory limit set from the block cache size", "limitMB", limit>>20, "cacheMB", cache>>20)
+	log.Info("Go memory limit set from the cache size", "limitMB", limit>>20, "cacheMB", cache>>20, "documentCacheMB", documents>>20)
 }
 
 // setHeapFloor keeps the collector's heap goal at least gcHeapFloor(cache)
@@ -360,7 +361,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		return err
 	}
 	defer auditLog.Close()
-	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), OplogSize: opts.OplogSizeMB << 20, Logger: log})
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), DocumentCacheSize: documentCacheBytes(opts.DocumentCacheSizeMB), OplogSize: opts.OplogSizeMB << 20, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -369,7 +370,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 			log.Error("closing the data directory failed", "err", err)
 		}
 	}()
-	setMemoryLimit(eng.Storage().CacheCapacity(), log)
+	setMemoryLimit(eng.Storage().CacheCapacity(), eng.Storage().DocumentCacheCapacity(), log)
 	defer setHeapFloor(eng.Storage().CacheCapacity(), log)()
 	if opts.IDPrefix >= 0 {
 		cfg := eng.IDConfig()
@@ -595,4 +596,16 @@ func loadTLS(t config.TLS) (*tlsconn.Listener, *tls.Config, error) {
 		}
 	}
 	return &tlsconn.Listener{Mode: t.Mode, Config: cfg}, member, nil
+}
+
+// documentCacheBytes is engine.Options.DocumentCacheSize for
+// --documentCacheSizeMB: -1 (not given) the default share, 0 none.
+func documentCacheBytes(mb int64) int64 {
+	switch {
+	case mb < 0:
+		return 0
+	case mb == 0:
+		return -1
+	}
+	return mb << 20
 }

@@ -101,8 +101,9 @@ func appendServerStatus(r *Reply, s *Session) {
 		"versioning", doc("prunedVersions", env.History.Pruned(), "passes", env.History.Passes()),
 	))
 	r.Doc("pebble", pebbleSection(s))
-	// The block cache again under WiredTiger's field names, which
-	// monitoring tools read (mongostat's used%).
+	// The cache again under WiredTiger's field names, which monitoring
+	// tools read (mongostat's used%): its whole size and use (the block
+	// cache's and the document cache's), the block cache's pages.
 	cs := env.Engine.Storage().CacheStats()
 	r.Doc("wiredTiger", doc("cache", doc(
 		"maximum bytes configured", cs.Capacity,
@@ -152,13 +153,27 @@ func pebbleSection(s *Session) bsoncore.Document {
 	st := s.Env.Engine.Storage()
 	m := st.Pebble().Metrics()
 	total := m.Total()
+	dc := st.DocumentCacheStats()
 	return doc(
 		"cache", doc(
-			"maximum bytes configured", st.CacheCapacity(),
+			"maximum bytes configured", st.BlockCacheCapacity(),
 			"bytes currently in the cache", m.BlockCache.Size,
 			"blocks currently in the cache", m.BlockCache.Count,
 			"hits", m.BlockCache.Hits,
 			"misses", m.BlockCache.Misses,
+		),
+		// Cairn's own cache of whole documents in front of Pebble's
+		// point reads (storage's doccache.go), part of the cache size.
+		"document cache", doc(
+			"maximum bytes configured", dc.Capacity,
+			"bytes currently in the cache", dc.Size,
+			"documents currently in the cache", dc.Entries,
+			"hits", dc.Hits,
+			"misses", dc.Misses,
+			"evictions", dc.Evictions,
+			"invalidations", dc.Invalidations,
+			"documents too large to cache", dc.Refused,
+			"reads not cached for a concurrent write", dc.Raced,
 		),
 		"compaction", doc(
 			"count", m.Compact.Count,

@@ -158,7 +158,7 @@ func TestEveryOptionIsSettable(t *testing.T) {
 var sampleValue = map[string]string{
 	"net.port": "27018", "net.bindIp": "::1", "net.maxIncomingConnections": "5", "net.compression.compressors": "zstd",
 	"net.tls.mode": "requireTLS", "net.tls.certificateKeyFile": "s.pem", "net.tls.CAFile": "ca.pem",
-	"storage.dbPath": "/d", "storage.wiredTiger.engineConfig.cacheSizeGB": "1", "cairn.sync": "10ms", "replication.oplogSizeMB": "2048", "replication.replSetName": "rs0", "sharding.clusterRole": "configsvr",
+	"storage.dbPath": "/d", "storage.wiredTiger.engineConfig.cacheSizeGB": "1", "cairn.documentCacheSizeMB": "64", "cairn.sync": "10ms", "replication.oplogSizeMB": "2048", "replication.replSetName": "rs0", "sharding.clusterRole": "configsvr",
 	"systemLog.destination": "file", "systemLog.path": "/l", "systemLog.logRotate": "reopen",
 	"--log-level": "debug", "security.authorization": "enabled", "operationProfiling.mode": "all", "--profile": "1",
 	"operationProfiling.slowOpThresholdMs": "5", "operationProfiling.slowOpSampleRate": "0.5", "setParameter": "a=1",

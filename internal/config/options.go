@@ -21,6 +21,10 @@ type Options struct {
 	DBPath string
 	// CacheSizeGB is the block cache in GB; 0 is the default size.
 	CacheSizeGB float64
+	// DocumentCacheSizeMB is the part of the cache that holds whole
+	// documents for point reads (Cairn's own): -1 the default share (an
+	// eighth of the cache, at most 1 GiB), 0 none.
+	DocumentCacheSizeMB int64
 	// Sync is "always" or a log sync interval such as "100ms" (Cairn's own).
 	Sync string
 	// ReplSetName makes the server a member of that replica set
@@ -145,6 +149,8 @@ func Defaults() Options {
 		SlowSampleRate: 1,
 		TLS:            TLS{Mode: TLSDisabled},
 		IDPrefix:       -1,
+
+		DocumentCacheSizeMB: -1,
 	}
 }
 
@@ -222,6 +228,14 @@ var options = []option{
 			return fmt.Errorf("must be from 0.25 to 10000, got %q", v)
 		}
 		o.CacheSizeGB = f
+		return nil
+	}},
+	{path: "cairn.documentCacheSizeMB", flags: []string{"documentCacheSizeMB"}, arg: "MB", usage: "the part of the cache (--cacheSizeGB) that keeps whole documents for point reads by _id, in MB, at most half the cache; 0 turns it off (default: an eighth of the cache, at most 1024)", set: func(o *Options, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 1<<24 {
+			return fmt.Errorf("must be a number of megabytes from 0 (off) to %d, got %q", 1<<24, v)
+		}
+		o.DocumentCacheSizeMB = n
 		return nil
 	}},
 	{path: "replication.replSetName", flags: []string{"replSet"}, arg: "NAME", usage: "run as a member of the named replica set (initiate it with rs.initiate() on one member); members talk to each other on this same port", set: stringField(func(o *Options) *string { return &o.ReplSetName })},

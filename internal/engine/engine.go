@@ -23,6 +23,10 @@ type Options struct {
 	// CacheSize is the block cache in bytes; 0 is storage's default
 	// (storage.DefaultCacheSize).
 	CacheSize int64
+	// DocumentCacheSize is the document cache's part of CacheSize
+	// (storage.Options.DocumentCacheSize): 0 the default share,
+	// negative none.
+	DocumentCacheSize int64
 	// Logger receives engine events. Default: slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
@@ -74,7 +78,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Now = time.Now
 	}
 	hooks := &storage.Hooks{}
-	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, CacheSize: opts.CacheSize, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
+	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, CacheSize: opts.CacheSize, DocumentCacheSize: opts.DocumentCacheSize, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
 	if err != nil {
 		return nil, err
 	}

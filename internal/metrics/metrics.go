@@ -39,6 +39,8 @@ type collector struct {
 	cacheBytes, cacheCapacity, cacheHits        *prometheus.Desc
 	cacheMisses, compactions, compactDebt       *prometheus.Desc
 	walBytes, walSync, groupSize, readAmp, disk *prometheus.Desc
+	docBytes, docCapacity, docEntries, docHits  *prometheus.Desc
+	docMisses, docEvictions                     *prometheus.Desc
 }
 
 func newCollector(env *commands.Env) *collector {
@@ -68,13 +70,20 @@ func newCollector(env *commands.Env) *collector {
 		groupSize:          d("commit_group_size", "Write requests per commit group (one WAL write each)."),
 		readAmp:            d("pebble_read_amplification", "The LSM's read amplification."),
 		disk:               d("pebble_disk_bytes", "Disk space the storage engine uses."),
+		docBytes:           d("document_cache_bytes", "Bytes in the document cache (point reads by _id)."),
+		docCapacity:        d("document_cache_capacity_bytes", "The document cache's configured size (part of the cache)."),
+		docEntries:         d("document_cache_documents", "Documents in the document cache."),
+		docHits:            d("document_cache_hits_total", "Point reads answered from the document cache."),
+		docMisses:          d("document_cache_misses_total", "Point reads of documents the document cache did not hold."),
+		docEvictions:       d("document_cache_evictions_total", "Documents evicted from the document cache for room."),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.cmdLatency, c.requests, c.connections, c.connectionsCreated, c.cursors,
 		c.network, c.documents, c.examined, c.collScans, c.userErrors, c.cacheBytes, c.cacheCapacity, c.cacheHits,
-		c.cacheMisses, c.compactions, c.compactDebt, c.walBytes, c.walSync, c.groupSize, c.readAmp, c.disk} {
+		c.cacheMisses, c.compactions, c.compactDebt, c.walBytes, c.walSync, c.groupSize, c.readAmp, c.disk,
+		c.docBytes, c.docCapacity, c.docEntries, c.docHits, c.docMisses, c.docEvictions} {
 		ch <- d
 	}
 }
@@ -108,9 +117,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.env.Engine.Storage()
 	pm := st.Pebble().Metrics()
 	gauge(c.cacheBytes, pm.BlockCache.Size)
-	gauge(c.cacheCapacity, st.CacheCapacity())
+	gauge(c.cacheCapacity, st.BlockCacheCapacity())
 	counter(c.cacheHits, pm.BlockCache.Hits)
 	counter(c.cacheMisses, pm.BlockCache.Misses)
+	ds := st.DocumentCacheStats()
+	gauge(c.docBytes, ds.Size)
+	gauge(c.docCapacity, ds.Capacity)
+	gauge(c.docEntries, ds.Entries)
+	counter(c.docHits, ds.Hits)
+	counter(c.docMisses, ds.Misses)
+	counter(c.docEvictions, ds.Evictions)
 	counter(c.compactions, pm.Compact.Count)
 	gauge(c.compactDebt, int64(pm.Compact.EstimatedDebt))
 	counter(c.walBytes, int64(pm.WAL.BytesWritten))

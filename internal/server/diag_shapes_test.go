@@ -70,6 +70,7 @@ func TestDiagnosticReplyTypes(t *testing.T) {
 			"metrics.queryExecutor.collectionScans.total": bson.TypeInt64, "metrics.operation.scanAndOrder": bson.TypeInt64,
 			"metrics.changeStreams.largeEventsSplit": bson.TypeInt64, "metrics.changeStreams.largeEventsFailed": bson.TypeInt64,
 			"pebble.cache.maximum bytes configured": bson.TypeInt64, "pebble.cache.bytes currently in the cache": bson.TypeInt64,
+			"pebble.document cache.hits": bson.TypeInt64, "pebble.document cache.documents currently in the cache": bson.TypeInt64,
 			"pebble.compaction.count": bson.TypeInt64, "pebble.wal.bytes written": bson.TypeInt64, "pebble.wal.syncs.count": bson.TypeInt64,
 			"wiredTiger.cache.maximum bytes configured": bson.TypeInt64, "wiredTiger.cache.bytes currently in the cache": bson.TypeInt64,
 		}},

@@ -40,18 +40,18 @@ func MachineMemory() int64 {
 	return 0
 }
 
-// CacheStats describe the block cache.
+// CacheStats describe the cache: the block cache and the document cache.
 type CacheStats struct {
-	Capacity int64 // configured bytes
-	Size     int64 // bytes in use
-	Hits     int64
-	Misses   int64
+	Capacity int64 // configured bytes, both caches'
+	Size     int64 // bytes in use, both caches'
+	Hits     int64 // the block cache's
+	Misses   int64 // the block cache's
 }
 
-// CacheStats reports the block cache's size and use.
+// CacheStats reports the cache's size and the block cache's use.
 func (db *DB) CacheStats() CacheStats {
 	m := db.pdb.Metrics().BlockCache
-	return CacheStats{Capacity: db.opts.CacheSize, Size: m.Size, Hits: m.Hits, Misses: m.Misses}
+	return CacheStats{Capacity: db.opts.CacheSize, Size: m.Size + db.DocumentCacheStats().Size, Hits: m.Hits, Misses: m.Misses}
 }
 
 // minHeapLimit is the smallest Go memory limit HeapLimit gives.
@@ -74,10 +74,16 @@ const minHeapLimit = 256 << 20
 // fits; what is live is what the requests in flight hold, which the commit
 // pipeline bounds per group (invariant "Bounded group"). The limit is soft:
 // when more is live, the heap grows past it rather than fail.
-func HeapLimit(cacheSize int64) int64 {
-	limit := max(cacheSize/4, minHeapLimit)
+//
+// The document cache (documentCache bytes of cacheSize, doccache.go) is
+// Go memory in every build: the limit holds it on top, so its live bytes
+// never squeeze what the requests in flight need, and the process still
+// stays within the cache plus the same overhead (its share is taken out
+// of the block cache).
+func HeapLimit(cacheSize, documentCache int64) int64 {
+	limit := max(cacheSize/4, minHeapLimit) + documentCache
 	if cacheOnGoHeap {
-		limit += cacheSize
+		limit += cacheSize - documentCache
 	}
 	return limit
 }

@@ -52,6 +52,12 @@ type Options struct {
 	// the larger of half of (machine memory − 1 GiB) and 256 MiB
 	// (DefaultCacheSize).
 	CacheSize int64
+	// DocumentCacheSize is the part of CacheSize that caches whole
+	// documents for point reads (doccache.go, invariant "Document cache
+	// bounded"); Pebble's block cache gets the rest. 0: the default,
+	// DefaultDocumentCacheSize (an eighth, at most 1 GiB); negative: no
+	// document cache. At most half of CacheSize.
+	DocumentCacheSize int64
 	// Logger receives storage events. Default: slog.Default().
 	Logger *slog.Logger
 	// Hooks observe committed and failed groups (may be nil).
@@ -111,6 +117,14 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	if opts.CacheSize == 0 {
 		opts.CacheSize = DefaultCacheSize(MachineMemory())
 	}
+	switch {
+	case opts.DocumentCacheSize == 0:
+		opts.DocumentCacheSize = DefaultDocumentCacheSize(opts.CacheSize)
+	case opts.DocumentCacheSize < 0:
+		opts.DocumentCacheSize = 0
+	case opts.DocumentCacheSize > opts.CacheSize/2:
+		return nil, fmt.Errorf("storage: a document cache of %d MiB is more than half the cache of %d MiB", opts.DocumentCacheSize>>20, opts.CacheSize>>20)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -148,6 +162,9 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	}
 	opts.Clock.Restore(floor)
 	db = &DB{pdb: pdb, opts: opts, wal: wal, open: map[io.Closer]struct{}{}, lastSync: time.Now()}
+	if opts.DocumentCacheSize > 0 {
+		db.visible.docs = newDocCache(opts.DocumentCacheSize)
+	}
 	db.lastCommitted.Store(uint64(floor))
 	if opts.FailPoints == nil {
 		opts.FailPoints = failpoint.NewRegistry(uint64(time.Now().UnixNano()))
@@ -172,7 +189,7 @@ func openPebble(dir string, opts Options) (pdb *pebble.DB, err error) {
 			pdb, err = nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, r)
 		}
 	}()
-	cache := pebble.NewCache(opts.CacheSize)
+	cache := pebble.NewCache(opts.CacheSize - opts.DocumentCacheSize)
 	defer cache.Unref()
 	pdb, err = pebble.Open(dir, pebbleOptions(opts, cache))
 	switch {
@@ -459,10 +476,15 @@ func (db *DB) LockWrites() error {
 func (db *DB) UnlockWrites() { db.writes.Unlock() }
 
 // Get appends the committed value of key to dst. found is false when the key
-// does not exist.
+// does not exist. A document's key (SpaceDocument) is read through the
+// document cache (doccache.go); snapshots, transactions, iterators and
+// requests read Pebble.
 func (db *DB) Get(dst, key []byte) (val []byte, found bool, err error) {
 	if invariants.Enabled {
 		db.pipe.checkNotInRequest("Get")
+	}
+	if c := db.visible.docs; c != nil && len(key) > 0 && key[0] == SpaceDocument {
+		return db.getCached(c, dst, key) // invariant "Document cache exact"
 	}
 	return get(db.pdb, dst, key)
 }
@@ -569,8 +591,16 @@ func (db *DB) Flush() error { return db.pdb.Flush() }
 // Pebble exposes the underlying store for diagnostics and benchmarks.
 func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
-// CacheCapacity is the block cache's size in bytes (Options.CacheSize).
+// CacheCapacity is the cache's size in bytes (Options.CacheSize): the
+// block cache's and the document cache's together.
 func (db *DB) CacheCapacity() int64 { return db.opts.CacheSize }
+
+// BlockCacheCapacity is Pebble's block cache's size in bytes: the cache
+// less the document cache's share.
+func (db *DB) BlockCacheCapacity() int64 { return db.opts.CacheSize - db.opts.DocumentCacheSize }
+
+// DocumentCacheCapacity is the document cache's size in bytes (0: none).
+func (db *DB) DocumentCacheCapacity() int64 { return db.opts.DocumentCacheSize }
 
 // FailPoints is the store's fail point registry.
 func (db *DB) FailPoints() *failpoint.Registry { return db.opts.FailPoints }
@@ -650,7 +680,7 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	if err := b.Set(appliedKey, v[:], nil); err != nil {
 		return err
 	}
-	if err := db.visible.change(func() error { return db.pdb.Apply(b, pebble.NoSync) }); err != nil {
+	if err := db.visible.change(repr, func() error { return db.pdb.Apply(b, pebble.NoSync) }); err != nil {
 		db.pipe.stopWrites(err)
 		return err
 	}

@@ -270,6 +270,67 @@
 // applied index 0, below its log's snapshot, and is restored again.
 // TestRestoreCheckpoint.
 //
+// # Document cache
+//
+// [DB.Get] of a document's key (SpaceDocument) — a point read of the
+// latest committed state, engine.Get's — goes through a cache of whole
+// documents in front of Pebble's Get (doccache.go): a hit copies the
+// stored bytes from one shard's entry instead of searching Pebble's
+// memtables, table indexes and bloom filters (BENCHMARKS.md, "A document
+// cache in front of Pebble's Get"). Snapshots, transactions, as-of and
+// cluster-time reads, iterators and requests read Pebble and never fill
+// it; only DB.Get's misses do.
+//
+// Invariant "Document cache exact": a hit returns the value Pebble holds
+// for the key, so a reader never gets a version older than one any
+// reader could already have seen, nor older than a write acknowledged
+// before its read began. The protocol rides on "Shared view current"'s
+// seqlock (shared_view.go), which every write path that makes changes
+// visible in Pebble goes through (the pipeline's group commit and
+// ApplyReplicated through visibility.change with the batch's records, a
+// checkpoint restore through changeAll; there is no other: Cairn uses no
+// ingestion, excise or compaction filter, and a member never rolls back
+// what Raft committed). Writer: make gen odd; drop, each under its
+// shard's lock, the entry of every document key the batch sets, deletes
+// or merges (every entry, for a range deletion reaching into the
+// documents, a record of another kind, or a restore); apply the batch;
+// make gen even. Reader: on a miss, read gen, then Pebble; install only
+// if gen is still that even value, checked under the shard's lock in the
+// same critical section as the insert. So: (1) an entry installed holds
+// the value at gen g (the Pebble read began after every change up to g
+// was applied, and no change began before the install, else gen moved);
+// (2) a change begun after the install drops the entry under the same
+// lock before its batch is visible, and one begun before it (gen moved
+// since g was read) makes the install refuse — the classic race (miss,
+// Pebble read of the old value, a writer commits and invalidates, the
+// reader installs the old value) is the latter; (3) a hit that comes
+// before a change's drop returns the value before the change, which is
+// not visible yet (the apply follows the drop): no reader can have seen
+// the newer one, and the change is not acknowledged (that follows its
+// apply).
+// A gen that moved during a read costs only that read's install
+// (serverStatus's "reads not cached for a concurrent write"). Builds with
+// the invariants tag compare every hit with Pebble's own Get when gen did
+// not move across the two and panic with the key on a difference.
+// TestDocumentCacheInvalidation (one stanza per write kind),
+// TestDocumentCacheInstallRace (the classic race, forced),
+// TestDocumentCacheNeverStale (randomized writers and readers, seed
+// printed), TestDocumentCacheExactChecked (invariants).
+//
+// Invariant "Document cache bounded": the cache holds at most
+// Options.DocumentCacheSize bytes (each entry charged its allocation plus
+// a fixed overhead for its slot and index entry), split evenly over 64
+// shards, each evicting by CLOCK (a hit sets a bit, the hand clears it
+// and evicts the first entry without one) before an insert would pass
+// its share; a document over a quarter of a shard's share (at most 64
+// KiB) is not cached. The size is taken out of the configured cache
+// (Options.CacheSize: Pebble's block cache gets the rest; default an
+// eighth, at most 1 GiB) and HeapLimit adds it to the Go memory limit,
+// since the entries are Go memory: the process stays within the cache
+// plus the same bounded overhead as before. A hit allocates nothing: it
+// appends to the caller's dst as Pebble's Get did. TestDocumentCache-
+// Bounded, TestDocumentCacheUnit.
+//
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's
 // writes become visible to readers inside its batch commit, before

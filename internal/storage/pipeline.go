@@ -450,7 +450,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	// before acknowledged". A failed log write or sync comes back as an
 	// error there, where Apply would treat it as fatal and end the process
 	// through its logger.
-	if err := p.visible.change(func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }); err != nil {
+	if err := p.visible.change(batch.Repr(), func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }); err != nil {
 		// Whatever Pebble applied is visible, but the disk may not hold
 		// it: publish the state it made, as readers see it, answer the
 		// requests with the error and take no more.

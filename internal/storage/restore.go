@@ -27,8 +27,9 @@ const restoreBatchBytes = 4 << 20
 // bytes copied so far (0 after the deleting batch).
 func (db *DB) RestoreCheckpoint(index uint64, dir string, progress func(copied int64)) error {
 	// Its batches make changes visible: one change for them all
-	// ("Shared view current").
-	return db.visible.change(func() error { return db.restoreCheckpoint(index, dir, progress) })
+	// ("Shared view current"), which may rewrite any document ("Document
+	// cache exact": the whole cache goes).
+	return db.visible.changeAll(func() error { return db.restoreCheckpoint(index, dir, progress) })
 }
 
 func (db *DB) restoreCheckpoint(index uint64, dir string, progress func(copied int64)) error {

@@ -35,14 +35,30 @@ import (
 // replaced it; the newest stays until the next Begin replaces it, keeping
 // at most one older version of each key from compaction meanwhile.
 
-// visibility is the seqlock over changes made visible in Pebble.
-type visibility struct{ gen atomic.Uint64 }
+// visibility is the seqlock over changes made visible in Pebble, and
+// the document cache those changes invalidate (doccache.go).
+type visibility struct {
+	gen  atomic.Uint64
+	docs *docCache // nil: no document cache
+}
 
 // change applies a change that becomes visible (apply), inside the
-// seqlock's odd phase.
-func (v *visibility) change(apply func() error) error {
+// seqlock's odd phase, after dropping from the document cache every
+// document the batch representation repr writes (invariant "Document
+// cache exact"): repr must hold every record apply makes visible.
+func (v *visibility) change(repr []byte, apply func() error) error {
 	v.gen.Add(1)
 	defer v.gen.Add(1)
+	v.docs.invalidate(repr)
+	return apply()
+}
+
+// changeAll is change for a change that may rewrite any key (a
+// checkpoint restore): the whole document cache is dropped.
+func (v *visibility) changeAll(apply func() error) error {
+	v.gen.Add(1)
+	defer v.gen.Add(1)
+	v.docs.clear()
 	return apply()
 }
 

@@ -422,7 +422,7 @@ func TestUnchangedViews(t *testing.T) {
 		}, false},
 		{"a view taken during a change", func() *Transaction {
 			var tx *Transaction
-			_ = db.visible.change(func() error { tx = db.Begin(); return nil })
+			_ = db.visible.change(nil, func() error { tx = db.Begin(); return nil })
 			return tx
 		}, false},
 	} {

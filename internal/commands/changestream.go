@@ -147,7 +147,9 @@ func (c *csCursor) Close() error {
 //
 // The ceiling stretches while the machine is busy (cpuLoad: the share of
 // all cores' time not idle, sampled at most every 100 ms): by nothing up
-// to busyLow, to twice at busyHigh and above. A round trip costs both
+// to busyLow, to twice at busyHigh and above; so do the paceEvents a batch
+// waits for (a flow that brings paceEvents within the plain ceiling is
+// paced at the stretched one only if it brings twice as many). A round trip costs both
 // processes CPU whoever is busy; while a core is idle that CPU is free and
 // the streams keep today's latency, while the cores are taken it is taken
 // from the writes (the issue-20 bench: 8 writers, the server and ten
@@ -193,7 +195,8 @@ const (
 // pace is how long after its last events a cursor's getMore may return
 // more, with open change stream cursors on the node (this one too), n
 // events in its last batch, gap after the batch before it (0: none), and
-// the machine's CPU use busy (cpuLoad).
+// the machine's CPU use busy (cpuLoad): the time paceEvents events (more
+// while busy) took at that rate, between the floor and the ceiling.
 func pace(open, n int64, gap time.Duration, busy float64) time.Duration {
 	if open <= 1 {
 		return 0
@@ -203,7 +206,8 @@ func pace(open, n int64, gap time.Duration, busy float64) time.Duration {
 		return floor
 	}
 	gap = min(gap, time.Second) // a quiet spell: the ceiling anyway
-	return min(max(gap*paceEvents/time.Duration(n), floor), ceil)
+	events := float64(paceEvents) * (1 + stretch(busy))
+	return min(max(time.Duration(float64(gap)*events/float64(n)+0.5), floor), ceil)
 }
 
 // paceBounds are the floor and the ceiling of the pace with open change

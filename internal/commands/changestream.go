@@ -188,8 +188,12 @@ const (
 	ceilUnit   = time.Millisecond
 	maxPace    = 10 * time.Millisecond
 	paceEvents = 64
-	busyLow    = 0.5
-	busyHigh   = 0.8
+	// busyLow and busyHigh: session 11's quiet runs of the issue-20 bench
+	// kept the two cores about 80 % busy (~4,000 inserts/s at ~400 µs of
+	// CPU each, with or without streams), so the ceiling is doubled there
+	// even as the 100 ms samples vary; a server under 40 % keeps today's.
+	busyLow  = 0.4
+	busyHigh = 0.7
 )
 
 // pace is how long after its last events a cursor's getMore may return

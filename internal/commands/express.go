@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/planner"
 )
 
@@ -36,7 +37,9 @@ import (
 // sharding admission) is the same for both. TestExpressMatchesGeneral
 // runs each observable through both paths (Env.noExpress turns the
 // express path off) and compares; TestExpressRecognises lists what
-// qualifies.
+// qualifies; the invariants build re-parses every express find as the
+// general path does and fails unless it plans the same point read
+// (checkExpress).
 
 // expressID returns the _id of a find the express path may answer, read
 // from the request's fields in one pass; ok is false for any find that
@@ -155,6 +158,9 @@ func findExpress(ctx context.Context, s *Session, req *Request, coll string, id 
 	if !x.Expressible(ns) {
 		return nil, false, nil
 	}
+	if invariants.Enabled {
+		checkExpress(s, req, ns, id)
+	}
 	s.Env.Ops.Query.Add(1)
 	if s.Env.expressReads != nil {
 		s.Env.expressReads.Add(1)
@@ -179,6 +185,22 @@ func findExpress(ctx context.Context, s *Session, req *Request, coll string, id 
 	st.keysExamined, st.docsExamined = b.n, b.n
 	st.cursorExhausted = true
 	return finishCursorIn(r, 0, ns), true, nil
+}
+
+// checkExpress fails the invariant "The express path is unobservable"
+// when the general path would not plan this find as the point read of the
+// same _id (the invariants build: it parses the find as parseFind does).
+func checkExpress(s *Session, req *Request, ns engine.Namespace, id bsoncore.Value) {
+	sp, err := parseFind(s, req)
+	if err != nil {
+		invariants.Fail("The express path is unobservable", "find on %v takes the express path, but the general path refuses it: %v", ns, err)
+		return
+	}
+	want, ok := sp.Filter.IDEquality()
+	if !ok || !sp.PointRead() || sp.Skip != 0 || sp.Proj != nil || sp.ReturnKey || sp.ShowRecordID || sp.tailable || sp.batchSize < 0 ||
+		want.Type != id.Type || string(want.Data) != string(id.Data) {
+		invariants.Fail("The express path is unobservable", "find on %v takes the express path for _id %v, but the general path plans %+v", ns, id, sp.Selection)
+	}
 }
 
 // hasDefaultCollation reports whether collection ns was created with a

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,24 +17,38 @@ import (
 
 // fakeMember is a ReplicaSet in a fixed state, to check how Run applies
 // a member's answers (package replset computes them).
+// Its state is swapped whole between cases: the server's background
+// goroutines may ask it at any moment.
 type fakeMember struct {
+	st atomic.Pointer[fakeState]
+}
+
+type fakeState struct {
 	primary bool
 	wce     bsoncore.Document
 }
 
+func (f *fakeMember) set(primary bool, wce bsoncore.Document) {
+	f.st.Store(&fakeState{primary: primary, wce: wce})
+}
+func (f *fakeMember) isPrimary() bool {
+	st := f.st.Load()
+	return st != nil && st.primary
+}
+
 func (f *fakeMember) Hello() bsoncore.Document {
-	return bsoncore.NewDocumentBuilder().AppendBoolean("isWritablePrimary", f.primary).
-		AppendBoolean("secondary", !f.primary).AppendString("setName", "rs0").Build()
+	return bsoncore.NewDocumentBuilder().AppendBoolean("isWritablePrimary", f.isPrimary()).
+		AppendBoolean("secondary", !f.isPrimary()).AppendString("setName", "rs0").Build()
 }
 func (f *fakeMember) Topology() (int64, <-chan struct{}) { return 7, nil }
 func (f *fakeMember) CanWrite() error {
-	if f.primary {
+	if f.isPrimary() {
 		return nil
 	}
 	return mongoerr.New(mongoerr.NotWritablePrimary, "not primary")
 }
 func (f *fakeMember) CanRead(secondaryOk bool) error {
-	if f.primary || secondaryOk {
+	if f.isPrimary() || secondaryOk {
 		return nil
 	}
 	return mongoerr.New(mongoerr.NotPrimaryNoSecondaryOk, "not primary and secondaryOk=false")
@@ -60,13 +75,16 @@ func (f *fakeMember) CheckWriteConcern(w bsoncore.Value) error {
 	return nil
 }
 func (f *fakeMember) Linearize(context.Context) error {
-	if f.primary {
+	if f.isPrimary() {
 		return nil
 	}
 	return mongoerr.New(mongoerr.NotWritablePrimary, "cannot satisfy linearizable read concern on non-primary node")
 }
 func (f *fakeMember) WaitWriteConcern(context.Context, bsoncore.Value, time.Duration) bsoncore.Document {
-	return f.wce
+	if st := f.st.Load(); st != nil {
+		return st.wce
+	}
+	return nil
 }
 
 // TestReplicaSetChecks: on a member, Run sends writes to the primary only
@@ -115,7 +133,7 @@ func TestReplicaSetChecks(t *testing.T) {
 		{"replSetGetStatus is the member's", true, nil, bson.D{{Key: "replSetGetStatus", Value: 1}}, 0, "set", "rs0"},
 		{"replSetGetConfig is the member's", true, nil, bson.D{{Key: "replSetGetConfig", Value: 1}, {Key: "commitmentStatus", Value: true}}, 0, "commitmentStatus", true},
 	} {
-		m.primary, m.wce = tc.primary, tc.wce
+		m.set(tc.primary, tc.wce)
 		var replicate func([]byte, bool) error
 		if tc.code == 11602 {
 			// The store's group fails as a primary's does when its

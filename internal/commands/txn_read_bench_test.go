@@ -22,7 +22,9 @@ import (
 func txnReads(tb testing.TB) (txn func(n int64), plain func(), env *Env) {
 	tb.Helper()
 	sess := testSession(tb, engine.Options{})
-	sess.Env.SetReplicaSet(&fakeMember{primary: true})
+	m := &fakeMember{}
+	m.set(true, nil)
+	sess.Env.SetReplicaSet(m)
 	if reply := Run(context.Background(), sess, testRequest(tb, "b", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 42}, {Key: "n", Value: 1}}}}}), nil); reply.Lookup("ok").Double() != 1 {
 		tb.Fatal(reply)
 	}

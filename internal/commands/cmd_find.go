@@ -270,11 +270,17 @@ func sortMemory(s *Session) int64 {
 }
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	if name, ok := req.First().StringValueOK(); ok && isView(s, req.DB, name) {
+	name, ok := req.First().StringValueOK()
+	if ok && isView(s, req.DB, name) {
 		if err := refuseAsOfView(req); err != nil {
 			return nil, err
 		}
 		return findOnView(ctx, s, req, name, dst)
+	}
+	if id, hasRC, express := expressID(req); express && ok {
+		if reply, handled, err := findExpress(ctx, s, req, name, id, hasRC, dst); handled { // express.go
+			return reply, err
+		}
 	}
 	sp, err := parseFind(s, req)
 	if err != nil {

@@ -68,6 +68,16 @@
 // (profiler.go). Deciding not to log or profile costs one comparison and
 // one atomic load.
 //
+// Invariant "The express path is unobservable": a find whose only
+// condition is {_id: v} and that asks for nothing a plan would do is
+// answered without a plan (express.go: recognised in one pass over its
+// fields, one engine read appended into the reply's batch, MongoDB 8.0's
+// express path), and everything a client can observe of it — reply,
+// errors, counters, $indexStats, profiler, slow-query log, query shapes,
+// currentOp, killOp — is what the general path gives
+// (TestExpressMatchesGeneral, TestExpressRecognises; the invariants build
+// re-plans each one, checkExpress).
+//
 // Invariant "One access check": with --auth, Run calls authorize (auth.go)
 // before any field of a command is parsed; every registered command has a
 // rule in privileges.go (the actions it needs on which resource, or that

@@ -129,6 +129,11 @@ type Env struct {
 	Process Process
 	// fsync counts the fsync locks held (cmd_fsync.go).
 	fsync fsyncLock
+	// noExpress turns the express path of a find off (express.go; tests
+	// compare the two paths), and expressReads, when set, counts the finds
+	// it answered (tests).
+	noExpress    bool
+	expressReads *atomic.Int64
 	// changeStreams counts the open change stream cursors, for their
 	// getMores' pace (changestream.go).
 	changeStreams atomic.Int64

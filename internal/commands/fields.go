@@ -21,30 +21,27 @@ import (
 // that genericOf need not look each field up again.
 func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMask uint64, err error) {
 	// Keys are compared as bytes, each read once: this runs for every
-	// command, and a key turned into a string would allocate.
-	var keyBuf [16][]byte
-	keys := keyBuf[:0]
+	// command, and a key turned into a string would allocate. A repeat is
+	// looked for only when the key's bit (keyBit, as Request.keyMask) is
+	// set already: most commands' keys all have bits of their own.
 	var seen map[string]struct{} // for a long command; a scan is cheaper below
 	if len(elems) > 32 {
 		seen = make(map[string]struct{}, len(elems))
 	}
+	var bits uint64
 	for i, el := range elems {
-		key := keyOf(el)
-		keys = append(keys, key)
 		if i == 0 {
 			continue // the command name is not one of its fields: given again it is unknown ("find.find")
 		}
+		key := keyOf(el)
 		dup := false
 		if seen != nil {
 			_, dup = seen[string(key)]
 			seen[string(key)] = struct{}{}
 		} else {
-			for _, k := range keys[1:i] {
-				if bytes.Equal(k, key) {
-					dup = true
-					break
-				}
-			}
+			bit := keyBit(len(key), firstByte(key), lastByte(key))
+			dup = bits&bit != 0 && repeats(elems[1:i], key)
+			bits |= bit
 		}
 		if dup {
 			return 0, mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)
@@ -67,6 +64,17 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMa
 		}
 	}
 	return genericMask, nil
+}
+
+// repeats reports whether key is the key of one of earlier (split by
+// elementsOf).
+func repeats(earlier []bsoncore.Element, key []byte) bool {
+	for _, el := range earlier {
+		if bytes.Equal(keyOf(el), key) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, key []byte) bool {

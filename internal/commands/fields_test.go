@@ -12,7 +12,9 @@ import (
 
 // TestCheckFieldsLongCommands covers what the surface cases do not: a
 // command with more fields than the scan handles (checkFields switches to a
-// set past 32), where a duplicate must still be found.
+// set past 32), where a duplicate must still be found, and keys that share
+// their keyBit (the scan's filter: "ad" and "dc" do), which are no
+// duplicates unless equal.
 func TestCheckFieldsLongCommands(t *testing.T) {
 	cmd, _ := lookup("currentOp") // open: any field is accepted once
 	for _, tc := range []struct {
@@ -20,11 +22,14 @@ func TestCheckFieldsLongCommands(t *testing.T) {
 		fields int
 		dup    bool
 		want   mongoerr.Code
+		extra  []string
 	}{
-		{"short distinct", 5, false, 0},
-		{"short with a duplicate", 5, true, mongoerr.DuplicateField},
-		{"long distinct", 40, false, 0},
-		{"long with a duplicate", 40, true, mongoerr.DuplicateField},
+		{"short distinct", 5, false, 0, nil},
+		{"short with a duplicate", 5, true, mongoerr.DuplicateField, nil},
+		{"long distinct", 40, false, 0, nil},
+		{"long with a duplicate", 40, true, mongoerr.DuplicateField, nil},
+		{"two keys of one bit", 5, false, 0, []string{"ad", "dc"}},
+		{"a repeat among keys of one bit", 5, false, mongoerr.DuplicateField, []string{"ad", "dc", "ad"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := bson.D{{Key: "currentOp", Value: 1}}
@@ -33,6 +38,9 @@ func TestCheckFieldsLongCommands(t *testing.T) {
 			}
 			if tc.dup {
 				d = append(d, bson.E{Key: "f3", Value: 0})
+			}
+			for _, k := range tc.extra {
+				d = append(d, bson.E{Key: k, Value: 0})
 			}
 			body, err := bson.Marshal(d)
 			if err != nil {

@@ -53,6 +53,7 @@ const profileColl = engine.ProfileCollection
 // the profiler report; Run clears them before each command.
 type opStats struct {
 	plan                       *planner.Exec // the plan that ran (planSummary), if any
+	express                    bool          // the find took the express path (express.go): IDHACK
 	keysExamined, docsExamined int64
 	nreturned                  int64
 	reads                      bool // keysExamined, docsExamined, nreturned are set
@@ -309,8 +310,8 @@ func (e *Env) profileEntry(s *Session, req *Request, dur time.Duration, reply bs
 	if st.reads {
 		r.Count("nreturned", st.nreturned)
 	}
-	if st.plan != nil {
-		r.String("planSummary", st.plan.PlanSummary())
+	if p, ok := st.planSummary(); ok {
+		r.String("planSummary", p)
 	}
 	r.Doc("locks", doc())
 	if err != nil {
@@ -383,8 +384,8 @@ func (e *Env) logSlow(s *Session, req *Request, dur time.Duration, reply bsoncor
 		attrs = append(attrs, slog.String("appName", app))
 	}
 	attrs = append(attrs, slog.Any("command", extJSON(req.Body)))
-	if st.plan != nil {
-		attrs = append(attrs, slog.String("planSummary", st.plan.PlanSummary()))
+	if p, ok := st.planSummary(); ok {
+		attrs = append(attrs, slog.String("planSummary", p))
 	}
 	if st.cursorID != 0 {
 		attrs = append(attrs, slog.Int64("cursorid", st.cursorID))

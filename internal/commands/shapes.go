@@ -55,9 +55,7 @@ func (q *QueryShapes) record(ns string, body bsoncore.Document, st *opStats) {
 	sh.Runs = shapeSampleEvery // each sampled run stands for the ones between samples
 	sh.Examined = (st.keysExamined + st.docsExamined) * shapeSampleEvery
 	sh.Returned = (st.nreturned + st.nMatched + st.ndeleted) * shapeSampleEvery
-	if st.plan != nil {
-		sh.Plan = st.plan.PlanSummary()
-	}
+	sh.Plan, _ = st.planSummary()
 	key := ns + "|" + shapeKey(sh)
 	q.mu.Lock()
 	defer q.mu.Unlock()

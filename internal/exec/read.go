@@ -10,6 +10,7 @@ import (
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/collation"
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/planner"
 )
@@ -52,6 +53,22 @@ func (e *Env) Open(ctx context.Context, sel Selection, mode Mode) (*planner.Exec
 		opts.Cache = e.plans
 	}
 	return planner.Open(ctx, e.eng, sel.NS, sel.query(), opts)
+}
+
+// Express reads the document of ns whose _id is id, appended to dst,
+// without a plan (planner.Express): a find's express path, which has
+// checked that its selection is a point read with nothing to do beyond
+// the read (no projection, skip, hint, collation that compares the _id,
+// read time), and that the Env is Expressible for ns.
+func (e *Env) Express(ctx context.Context, dst []byte, ns engine.Namespace, id bsoncore.Value) (doc []byte, found bool, err error) {
+	return planner.Express(ctx, e.eng, dst, ns, id, e.enforcePrepare)
+}
+
+// Expressible reports whether Express may read ns in e: not when e asks
+// for more than a point read outside a transaction gives (a transaction's
+// view, a shard's ownership filter on ns), where the caller opens the plan.
+func (e *Env) Expressible(ns engine.Namespace) bool {
+	return e.txn == nil && e.OwnedFilter(ns) == nil
 }
 
 // Count is how many documents sel selects (after its skip and limit).

@@ -116,3 +116,77 @@ func drain(src interface {
 		out = append(out, bson.Raw(bytes.Clone(d)).String())
 	}
 }
+
+// TestExpressAgreesWithOpen: Express reads what the running point read
+// (Open's IDHACK plan) returns for a found, a missing and an equal-valued
+// _id and a missing collection, appended to what dst held, and counts the
+// same _id index accesses; Expressible refuses the Envs Open narrows (a
+// transaction's, a shard's ownership filter of the collection) and only
+// those.
+func TestExpressAgreesWithOpen(t *testing.T) {
+	eng := openTestEngine(t)
+	ns := engine.Namespace{DB: "db", Coll: "c"}
+	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: "k"}, {Key: "a", Value: 1}})
+	d2, _ := bson.Marshal(bson.D{{Key: "_id", Value: int64(5)}, {Key: "a", Value: 2}})
+	if _, err := eng.Insert(ns, []bsoncore.Document{d, d2}, true); err != nil {
+		t.Fatal(err)
+	}
+	x := New(eng)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		coll string
+		id   any
+	}{{"found", "c", "k"}, {"missing", "c", "j"}, {"int equal to a long", "c", int32(5)}, {"missing collection", "none", "k"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := engine.Namespace{DB: "db", Coll: tc.coll}
+			filter := mustDoc(t, bson.D{{Key: "_id", Value: tc.id}})
+			sel, err := NewSelection(target, filter, query.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := eng.IndexAccesses(ns, "_id_").Ops
+			src, err := x.Open(ctx, sel, Run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := src.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(bsoncore.Document(nil), want...)
+			_ = src.Close()
+			mid := eng.IndexAccesses(ns, "_id_").Ops
+			id, _ := sel.Filter.IDEquality()
+			got, found, err := x.Express(ctx, []byte("prefix"), target, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := eng.IndexAccesses(ns, "_id_").Ops
+			if !bytes.HasPrefix(got, []byte("prefix")) || found != (want != nil) || !bytes.Equal(got[len("prefix"):], want) {
+				t.Errorf("Express = %v (found %v), Open's plan read %v", got, found, want)
+			}
+			if mid-before != after-mid {
+				t.Errorf("Open counted %d _id accesses, Express %d", mid-before, after-mid)
+			}
+		})
+	}
+	owned := func(bsoncore.Document) bool { return true }
+	txn := eng.Begin()
+	defer txn.Abort()
+	for _, tc := range []struct {
+		name string
+		sc   Scope
+		want bool
+	}{
+		{"plain", Scope{}, true},
+		{"prepare conflicts", Scope{EnforcePrepare: true}, true},
+		{"owned, this collection", Scope{OwnedNS: ns, Owned: owned}, false},
+		{"owned, another collection", Scope{OwnedNS: engine.Namespace{DB: "db", Coll: "d"}, Owned: owned}, true},
+		{"transaction", Scope{Txn: txn}, false},
+	} {
+		if got := x.Within(tc.sc).Expressible(ns); got != tc.want {
+			t.Errorf("%s: Expressible = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -20,7 +20,9 @@
 //     plan, the only point-read path: run, it reads without a snapshot
 //     (one read is consistent by itself, and the point read is the hot
 //     path) or, in a transaction, through the transaction's view
-//     (engine.GetIn); explained, it plans as any other query.
+//     (engine.GetIn); explained, it plans as any other query. Express
+//     is the same read without the plan, for a find that has checked it
+//     needs nothing else (package commands' express path).
 //   - plan.go enumerates candidates (an _id lookup, one scan per useful
 //     index — a wildcard index once per filtered path it holds, scanned as
 //     the two-part key {$_path: 1, <path>: 1} — the collection scan when

@@ -231,6 +231,31 @@ func pointRead(eng *engine.Engine, ns engine.Namespace, q *Query, id bsoncore.Va
 	return &p.e
 }
 
+// Express is the point read of one _id without a plan (MongoDB 8.0's
+// express path; its 7.0 counterpart is the IDHACK plan): the document of ns
+// whose _id is id, appended to dst, read as Open's point read reads it when
+// run — after a prepare conflict's wait when prepareConflicts (the read
+// waits as Open's does), counted as one access of the _id index
+// ($indexStats, as pointRead counts it), without a snapshot. The caller
+// has checked that Open would plan the point read: a query pointID
+// accepts, run outside a transaction and a read time, with no ownership
+// filter, projection, returnKey or showRecordId. The figures its
+// IDHACK stage would report are 1 key and 1 document examined when found,
+// none otherwise.
+func Express(ctx context.Context, eng *engine.Engine, dst []byte, ns engine.Namespace, id bsoncore.Value, prepareConflicts bool) (doc []byte, found bool, err error) {
+	if prepareConflicts {
+		if err := eng.WaitPreparedDoc(ctx, ns, id); err != nil { // a prepare conflict
+			return dst, false, err
+		}
+	}
+	eng.RecordIndexAccess(ns, "_id_") // as pointRead
+	return eng.Get(dst, ns, id)
+}
+
+// ExpressSummary is the plan summary of a read Express answered: its
+// IDHACK stage's, as PlanSummary names it.
+const ExpressSummary = "IDHACK"
+
 // pointID returns the _id q selects when q is a plain {_id: v} equality
 // with no hint and no min or max: the query the IDHACK plan answers.
 func pointID(q *Query) (bsoncore.Value, bool) {

@@ -16,7 +16,6 @@ import (
 	"github.com/cairndb/cairn/internal/changestream"
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/exec"
-	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/opctx"
 )
@@ -145,21 +144,6 @@ func (c *csCursor) Close() error {
 //     flow the round trips are fewer (about paceEvents events each, or one
 //     per ceiling), at the cost of up to the ceiling in latency.
 //
-// The ceiling stretches while the machine is busy (cpuLoad: the share of
-// all cores' time not idle, sampled at most every 100 ms): by nothing up
-// to busyLow, to twice at busyHigh and above; so do the paceEvents a batch
-// waits for (a flow that brings paceEvents within the plain ceiling is
-// paced at the stretched one only if it brings twice as many). A round trip costs both
-// processes CPU whoever is busy; while a core is idle that CPU is free and
-// the streams keep today's latency, while the cores are taken it is taken
-// from the writes (the issue-20 bench: 8 writers, the server and ten
-// consumers on two cores), and a stream's batches then come half as
-// often, each about twice as long in the waiting. MongoDB does not pace
-// (a getMore returns once it has an event); its contract is the await
-// time (maxAwaitTimeMS, one second by default), within which a getMore
-// may return at any point, and the doubled ceiling (20 ms at most) stays
-// far within it.
-//
 // A stream alone is not paced: its getMores come at most once per commit
 // group, and its events wait for nothing. A stream's first events after a
 // quiet spell (longer than its pace) go at once.
@@ -188,45 +172,27 @@ const (
 	ceilUnit   = time.Millisecond
 	maxPace    = 10 * time.Millisecond
 	paceEvents = 64
-	// busyLow and busyHigh: session 11's quiet runs of the issue-20 bench
-	// kept the two cores about 80 % busy (~4,000 inserts/s at ~400 µs of
-	// CPU each, with or without streams), so the ceiling is doubled there
-	// even as the 100 ms samples vary; a server under 40 % keeps today's.
-	busyLow  = 0.4
-	busyHigh = 0.7
 )
 
 // pace is how long after its last events a cursor's getMore may return
-// more, with open change stream cursors on the node (this one too), n
-// events in its last batch, gap after the batch before it (0: none), and
-// the machine's CPU use busy (cpuLoad): the time paceEvents events (more
-// while busy) took at that rate, between the floor and the ceiling.
-func pace(open, n int64, gap time.Duration, busy float64) time.Duration {
+// more, with open change stream cursors on the node (this one too) and n
+// events in its last batch, gap after the batch before it (0: none).
+func pace(open, n int64, gap time.Duration) time.Duration {
 	if open <= 1 {
 		return 0
 	}
-	floor, ceil := paceBounds(open, busy)
+	floor, ceil := paceBounds(open)
 	if n <= 0 || gap <= 0 {
 		return floor
 	}
 	gap = min(gap, time.Second) // a quiet spell: the ceiling anyway
-	events := float64(paceEvents) * (1 + stretch(busy))
-	return min(max(time.Duration(float64(gap)*events/float64(n)+0.5), floor), ceil)
+	return min(max(gap*paceEvents/time.Duration(n), floor), ceil)
 }
 
 // paceBounds are the floor and the ceiling of the pace with open change
-// stream cursors on the node (more than one) and the machine's CPU use
-// busy: the ceiling stretched by stretch(busy).
-func paceBounds(open int64, busy float64) (floor, ceil time.Duration) {
-	ceil = min(time.Duration(open-1)*ceilUnit, maxPace)
-	ceil += time.Duration(float64(ceil)*stretch(busy) + 0.5)
-	return min(time.Duration(open-1)*paceUnit, floorCap), ceil
-}
-
-// stretch is how much of itself the ceiling grows by at the machine's CPU
-// use busy: 0 up to busyLow, 1 from busyHigh, linearly between.
-func stretch(busy float64) float64 {
-	return min(max((busy-busyLow)/(busyHigh-busyLow), 0), 1)
+// stream cursors on the node (more than one).
+func paceBounds(open int64) (floor, ceil time.Duration) {
+	return min(time.Duration(open-1)*paceUnit, floorCap), min(time.Duration(open-1)*ceilUnit, maxPace)
 }
 
 // paceTicks are the times paced getMores wait for (release), ascending,
@@ -240,20 +206,19 @@ const maxTicks = 64
 
 // release is when a cursor whose last batch went at sent may return its
 // next one, at now, with open change stream cursors on the node, n events
-// in that batch, gap after the one before and the machine's CPU use busy:
-// a tick already set between
+// in that batch and gap after the one before: a tick already set between
 // sent plus the floor and sent plus the ceiling (and not past, nor more
 // than half the floor past the pace), the nearest to sent plus the pace
 // (the earlier of two as near); or else
 // sent plus the pace, set as a tick for the others. The zero time: no
 // pace (a stream alone, or no batch yet); a time not after now: no wait
 // (the pace passed already and no tick is within the ceiling).
-func (p *paceTicks) release(now, sent time.Time, open, n int64, gap time.Duration, busy float64) time.Time {
-	pc := pace(open, n, gap, busy)
+func (p *paceTicks) release(now, sent time.Time, open, n int64, gap time.Duration) time.Time {
+	pc := pace(open, n, gap)
 	if pc == 0 || sent.IsZero() {
 		return time.Time{}
 	}
-	floor, ceil := paceBounds(open, busy)
+	floor, ceil := paceBounds(open)
 	// A tick past the pace by more than half the floor is not taken: a
 	// stream of a faster flow is not held for a slower one's.
 	lo, want, hi := sent.Add(floor), sent.Add(pc), sent.Add(min(ceil, pc+floor/2))
@@ -552,16 +517,7 @@ func changeStreamLabels(err error) error {
 // (awaitData) and reads again.
 func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncore.Document, c *csCursor, batch int64, wait time.Duration) (r *Reply, kept bsoncore.Document, err error) {
 	now := time.Now()
-	open, busy := c.open.Load(), 0.0
-	if open > 1 && !c.sent.IsZero() { // paced: the ceiling stretches with the machine's CPU use
-		busy = s.Env.cpuLoad.get(now)
-	}
-	if at := s.Env.paceTicks.release(now, c.sent, open, c.lastN, c.gap, busy); at.After(now) {
-		if invariants.Enabled {
-			if _, ceil := paceBounds(open, busy); at.Sub(c.sent) > ceil {
-				invariants.Fail("Paced, never held past the ceiling", "a getMore held to %v after its cursor's last batch, past the ceiling %v (%d streams open, CPU use %.2f)", at.Sub(c.sent), ceil, open, busy)
-			}
-		}
+	if at := s.Env.paceTicks.release(now, c.sent, c.open.Load(), c.lastN, c.gap); at.After(now) {
 		pause := min(at.Sub(now), wait)
 		t := time.NewTimer(pause)
 		select {

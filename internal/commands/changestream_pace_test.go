@@ -9,8 +9,7 @@ import (
 // TestChangeStreamPace checks the pace of a change stream's getMores
 // (changestream.go): none for a stream alone; otherwise the time
 // paceEvents events took at the last batch's rate, kept between the floor
-// and the ceiling the other open streams set, the ceiling stretched while
-// the machine is busy (up to twice from busyHigh, nothing up to busyLow).
+// and the ceiling the other open streams set.
 func TestChangeStreamPace(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
@@ -18,36 +17,23 @@ func TestChangeStreamPace(t *testing.T) {
 		open int64
 		n    int64
 		gap  time.Duration
-		busy float64
 		want time.Duration
 	}{
-		{"a stream alone, however slow its flow", 1, 1, time.Second, 0, 0},
-		{"a stream alone, no batch yet", 1, 0, 0, 0, 0},
-		{"ten streams, no batch yet: the floor", 10, 0, 0, 0, 4500 * time.Microsecond},
-		{"ten streams, a fast flow: the floor", 10, 200, 5 * ms, 0, 4500 * time.Microsecond},
-		{"ten streams, paceEvents in 6 ms: 6 ms", 10, 64, 6 * ms, 0, 6 * ms},
-		{"ten streams, 32 events in 4 ms: 8 ms", 10, 32, 4 * ms, 0, 8 * ms},
-		{"ten streams, a slow flow: the ceiling", 10, 18, 4500 * time.Microsecond, 0, 9 * ms},
-		{"ten streams, after a quiet spell: the ceiling", 10, 1, time.Hour, 0, 9 * ms},
-		{"two streams, a slow flow: one ms", 2, 4, 2 * ms, 0, ms},
-		{"two streams, a fast flow: half a ms", 2, 500, ms, 0, 500 * time.Microsecond},
-		{"thirty streams, a slow flow: maxPace", 30, 1, 10 * ms, 0, maxPace},
-		{"thirty streams, a fast flow: floorCap", 30, 1000, 5 * ms, 0, floorCap},
-		{"ten streams, a slow flow, the machine at busyLow: the ceiling", 10, 1, 10 * ms, busyLow, 9 * ms},
-		{"ten streams, a slow flow, the machine at busyHigh: twice the ceiling", 10, 1, 10 * ms, busyHigh, 18 * ms},
-		{"ten streams, 18 events in 4.5 ms, busy: the stretched ceiling", 10, 18, 4500 * time.Microsecond, 1, 18 * ms},
-		{"ten streams, 18 events in 4.5 ms, not busy: paceEvents' 16 ms, past the ceiling", 10, 18, 4500 * time.Microsecond, 0, 9 * ms},
-		{"ten streams, 64 events in 4 ms, busy: twice paceEvents, 8 ms", 10, 64, 4 * ms, 1, 8 * ms},
-		{"ten streams, 64 events in 4 ms, halfway busy: 1.5 times paceEvents, 6 ms", 10, 64, 4 * ms, (busyLow + busyHigh) / 2, 6 * ms},
-		{"ten streams, a slow flow, the machine all busy: twice the ceiling", 10, 1, 10 * ms, 1, 18 * ms},
-		{"ten streams, a slow flow, halfway from busyLow to busyHigh: 1.5 times", 10, 1, 10 * ms, (busyLow + busyHigh) / 2, 13500 * time.Microsecond},
-		{"ten streams, paceEvents in 16 ms, busy: the stretched ceiling", 10, 64, 16 * ms, 1, 18 * ms},
-		{"ten streams, a fast flow, busy: the floor still", 10, 200, 5 * ms, 1, 4500 * time.Microsecond},
-		{"thirty streams, a slow flow, busy: twice maxPace", 30, 1, 10 * ms, 1, 2 * maxPace},
-		{"a stream alone, busy: not paced", 1, 1, time.Second, 1, 0},
+		{"a stream alone, however slow its flow", 1, 1, time.Second, 0},
+		{"a stream alone, no batch yet", 1, 0, 0, 0},
+		{"ten streams, no batch yet: the floor", 10, 0, 0, 4500 * time.Microsecond},
+		{"ten streams, a fast flow: the floor", 10, 200, 5 * ms, 4500 * time.Microsecond},
+		{"ten streams, paceEvents in 6 ms: 6 ms", 10, 64, 6 * ms, 6 * ms},
+		{"ten streams, 32 events in 4 ms: 8 ms", 10, 32, 4 * ms, 8 * ms},
+		{"ten streams, a slow flow: the ceiling", 10, 18, 4500 * time.Microsecond, 9 * ms},
+		{"ten streams, after a quiet spell: the ceiling", 10, 1, time.Hour, 9 * ms},
+		{"two streams, a slow flow: one ms", 2, 4, 2 * ms, ms},
+		{"two streams, a fast flow: half a ms", 2, 500, ms, 500 * time.Microsecond},
+		{"thirty streams, a slow flow: maxPace", 30, 1, 10 * ms, maxPace},
+		{"thirty streams, a fast flow: floorCap", 30, 1000, 5 * ms, floorCap},
 	} {
-		if got := pace(tc.open, tc.n, tc.gap, tc.busy); got != tc.want {
-			t.Errorf("%s: pace(%d, %d, %v, %v) = %v, want %v", tc.name, tc.open, tc.n, tc.gap, tc.busy, got, tc.want)
+		if got := pace(tc.open, tc.n, tc.gap); got != tc.want {
+			t.Errorf("%s: pace(%d, %d, %v) = %v, want %v", tc.name, tc.open, tc.n, tc.gap, got, tc.want)
 		}
 	}
 }
@@ -79,7 +65,7 @@ func TestChangeStreamPaceRate(t *testing.T) {
 		for _, b := range tc.batches {
 			c.sentEvents(t0.Add(b.at), b.n, b.full)
 		}
-		if got := pace(10, c.lastN, c.gap, 0); got != tc.want {
+		if got := pace(10, c.lastN, c.gap); got != tc.want {
 			t.Errorf("%s: pace %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -100,36 +86,26 @@ func TestChangeStreamRelease(t *testing.T) {
 		open, n   int64
 		gap       time.Duration
 		want      time.Time // zero: no pace
-		busy      float64   // the machine's CPU use
 	}
 	// Ten streams: floor 4.5 ms, ceiling 9 ms; 18 events 4.5 ms after the
 	// batch before: the ceiling; 200 in 5 ms: the floor; 32 in 4: 8 ms;
 	// 64 in 7: 7 ms.
-	slow := func(now, sent, want time.Time) call { return call{now, sent, 10, 18, 4500 * time.Microsecond, want, 0} }
-	fast := func(now, sent, want time.Time) call { return call{now, sent, 10, 200, 5 * ms, want, 0} }
-	seven := func(now, sent, want time.Time) call { return call{now, sent, 10, 64, 7 * ms, want, 0} } // a pace of 7 ms
-	// busySlow: one event 10 ms after the batch before, on a busy machine:
-	// the stretched ceiling, 18 ms.
-	busySlow := func(now, sent, want time.Time) call { return call{now, sent, 10, 1, 10 * ms, want, 1} }
+	slow := func(now, sent, want time.Time) call { return call{now, sent, 10, 18, 4500 * time.Microsecond, want} }
+	fast := func(now, sent, want time.Time) call { return call{now, sent, 10, 200, 5 * ms, want} }
+	seven := func(now, sent, want time.Time) call { return call{now, sent, 10, 64, 7 * ms, want} } // a pace of 7 ms
 	for _, tc := range []struct {
 		name  string
 		calls []call
 	}{
-		{"a stream alone", []call{{at(ms), t0, 1, 10, ms, time.Time{}, 0}}},
-		{"no batch yet", []call{{at(ms), time.Time{}, 10, 0, 0, time.Time{}, 0}}},
-		{"a stream alone on a busy machine", []call{{at(ms), t0, 1, 10, ms, time.Time{}, 1}}},
-		{"busy: the first sets its stretched pace", []call{busySlow(at(ms), t0, at(18*ms))}},
-		{"busy: a tick past the plain ceiling, within the stretched one, is taken", []call{
-			busySlow(at(ms), at(-6*ms), at(12*ms)), busySlow(at(2*ms), t0, at(12*ms))}},
-		{"not busy: the same tick is past the ceiling", []call{
-			busySlow(at(ms), at(-6*ms), at(12*ms)), slow(at(2*ms), t0, at(9*ms))}},
+		{"a stream alone", []call{{at(ms), t0, 1, 10, ms, time.Time{}}}},
+		{"no batch yet", []call{{at(ms), time.Time{}, 10, 0, 0, time.Time{}}}},
 		{"the first sets its pace", []call{slow(at(ms), t0, at(9*ms))}},
 		{"the others of its batch take its tick", []call{
 			slow(at(ms), t0, at(9*ms)), slow(at(2*ms), t0, at(9*ms)), slow(at(3*ms), t0, at(9*ms))}},
 		{"a later batch takes an earlier tick within its bounds", []call{
 			slow(at(ms), t0, at(9*ms)), slow(at(2*ms), at(ms/2), at(9*ms))}},
 		{"a slower batch takes a later tick within its ceiling", []call{
-			slow(at(ms), t0, at(9*ms)), {at(2 * ms), t0, 10, 32, 4 * ms, at(9 * ms), 0}}},
+			slow(at(ms), t0, at(9*ms)), {at(2 * ms), t0, 10, 32, 4 * ms, at(9 * ms)}}},
 		{"a tick past the ceiling is not taken", []call{
 			slow(at(ms), at(ms), at(10*ms)), slow(at(2*ms), t0, at(9*ms))}},
 		{"a tick before the floor is not taken", []call{
@@ -149,7 +125,7 @@ func TestChangeStreamRelease(t *testing.T) {
 	} {
 		var p paceTicks
 		for i, c := range tc.calls {
-			got := p.release(c.now, c.sent, c.open, c.n, c.gap, c.busy)
+			got := p.release(c.now, c.sent, c.open, c.n, c.gap)
 			if !got.Equal(c.want) {
 				t.Errorf("%s, call %d: release at %v, want %v", tc.name, i, got.Sub(t0), c.want.Sub(t0))
 			}
@@ -173,17 +149,16 @@ func TestChangeStreamReleaseBounds(t *testing.T) {
 		sent := now.Add(-time.Duration(rng.Int64N(int64(15 * time.Millisecond))))
 		n := rng.Int64N(300)
 		gap := time.Duration(rng.Int64N(int64(20 * time.Millisecond)))
-		busy := rng.Float64()
-		floor, ceil := paceBounds(open, busy)
-		pc := pace(open, n, gap, busy)
-		at := p.release(now, sent, open, n, gap, busy)
+		floor, ceil := paceBounds(open)
+		pc := pace(open, n, gap)
+		at := p.release(now, sent, open, n, gap)
 		switch d := at.Sub(sent); {
 		case !at.After(now):
 			if sent.Add(pc).After(now) {
-				t.Fatalf("release(%v, sent %v, %d, %d, %v, %v) at once, before the pace %v passed", now, sent, open, n, gap, busy, pc)
+				t.Fatalf("release(%v, sent %v, %d, %d, %v) at once, before the pace %v passed", now, sent, open, n, gap, pc)
 			}
 		case d < floor || d > ceil || d > pc+floor/2:
-			t.Fatalf("release(%v, sent %v, %d, %d, %v, %v) = sent + %v: want within [%v, %v] and at most %v", now, sent, open, n, gap, busy, d, floor, ceil, pc+floor/2)
+			t.Fatalf("release(%v, sent %v, %d, %d, %v) = sent + %v: want within [%v, %v] and at most %v", now, sent, open, n, gap, d, floor, ceil, pc+floor/2)
 		}
 		if len(p.ticks) > maxTicks {
 			t.Fatalf("%d ticks kept", len(p.ticks))

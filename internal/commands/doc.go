@@ -92,11 +92,9 @@
 // out the rest of the cursor's pace first (changestream.go's pace: the
 // time paceEvents events took at the last batch's rate, between a floor
 // and a ceiling that grow with the other open change streams, never above
-// maxPace — twice that while the machine's cores are busy, cpuload.go —
-// and never past the getMore's await time); a stream alone is not
-// paced (TestChangeStreamPace, TestCPULoad; the wire test's "paced
-// getMores" checks the floor over the wire; with -tags invariants each
-// paced wait is checked against its ceiling). The node's paced getMores wait for shared
+// maxPace and never past the getMore's await time); a stream alone is not
+// paced (TestChangeStreamPace; the wire test's "paced getMores" checks
+// the floor over the wire). The node's paced getMores wait for shared
 // ticks (paceTicks.release: a tick another stream set, if one lies within
 // the cursor's floor and ceiling, so that the streams' batches go
 // together), never before the floor nor past the ceiling after the

@@ -140,9 +140,6 @@ type Env struct {
 	// paceTicks are the times the paced getMores of change streams wait
 	// for, shared so that their batches go together (changestream.go).
 	paceTicks paceTicks
-	// cpuLoad is the machine's CPU use, which stretches the ceiling of
-	// that pace (cpuload.go).
-	cpuLoad cpuLoad
 	// largeEventsSplit and largeEventsFailed are serverStatus'
 	// metrics.changeStreams: the events $changeStreamSplitLargeEvent split,
 	// and those that failed a stream for their size (changestream.go).

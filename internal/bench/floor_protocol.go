@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -61,15 +58,13 @@ func RunFloorServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "protocol floor listening on", f.addr())
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	<-sigs
+	untilSignal()
 	f.close()
 	return 0
 }
 
 type protocolFloor struct {
-	ln     net.Listener
+	floorListener
 	connID atomic.Int64
 
 	mu    sync.RWMutex
@@ -78,10 +73,6 @@ type protocolFloor struct {
 	curMu   sync.Mutex
 	cursors map[int64][]bsoncore.Document
 	nextCur int64
-
-	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
 }
 
 // floorColl is a collection: documents by _id, and the _ids in order for
@@ -92,30 +83,15 @@ type floorColl struct {
 }
 
 func startProtocolFloor(addr string) (*protocolFloor, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
 	f := &protocolFloor{
-		ln:      ln,
 		colls:   map[string]*floorColl{},
 		cursors: map[int64][]bsoncore.Document{},
-		conns:   map[net.Conn]struct{}{},
+	}
+	if err := f.listen(addr); err != nil {
+		return nil, err
 	}
 	f.wg.Go(f.accept)
 	return f, nil
-}
-
-func (f *protocolFloor) addr() string { return f.ln.Addr().String() }
-
-func (f *protocolFloor) close() {
-	_ = f.ln.Close()
-	f.connMu.Lock()
-	for c := range f.conns {
-		_ = c.Close()
-	}
-	f.connMu.Unlock()
-	f.wg.Wait()
 }
 
 func (f *protocolFloor) accept() {
@@ -127,14 +103,10 @@ func (f *protocolFloor) accept() {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true) // as Cairn's server does
 		}
-		f.connMu.Lock()
-		f.conns[nc] = struct{}{}
-		f.connMu.Unlock()
+		f.track(nc, true)
 		f.wg.Go(func() {
 			f.serveConn(nc)
-			f.connMu.Lock()
-			delete(f.conns, nc)
-			f.connMu.Unlock()
+			f.track(nc, false)
 			_ = nc.Close()
 		})
 	}

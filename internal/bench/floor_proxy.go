@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
-	"sync"
-	"syscall"
 
 	"github.com/cairndb/cairn/internal/commands"
 	"github.com/cairndb/cairn/internal/wire"
@@ -73,52 +69,23 @@ func RunProxyFloorServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "proxy floor listening on", p.addr(), "forwarding to", *to)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	<-sigs
+	untilSignal()
 	p.close()
 	return 0
 }
 
 type proxyFloor struct {
-	ln net.Listener
-	to string
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{} // both sides of every forwarded connection
-	wg    sync.WaitGroup
+	floorListener // its connections: both sides of every forwarded one
+	to            string
 }
 
 func startProxyFloor(addr, to string) (*proxyFloor, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	p := &proxyFloor{to: to}
+	if err := p.listen(addr); err != nil {
 		return nil, err
 	}
-	p := &proxyFloor{ln: ln, to: to, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
-}
-
-func (p *proxyFloor) addr() string { return p.ln.Addr().String() }
-
-func (p *proxyFloor) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *proxyFloor) track(c net.Conn, on bool) {
-	p.mu.Lock()
-	if on {
-		p.conns[c] = struct{}{}
-	} else {
-		delete(p.conns, c)
-	}
-	p.mu.Unlock()
 }
 
 func (p *proxyFloor) accept() {

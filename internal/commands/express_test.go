@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/advise"
-	"github.com/cairndb/cairn/internal/engine"
 )
 
 // expressCase is one stanza of TestExpressMatchesGeneral: a command run
@@ -219,14 +217,8 @@ func scrubbedDoc(t *testing.T, d bsoncore.Document) string {
 // noExpress) and returns what a client observes.
 func observeExpress(t *testing.T, tc expressCase, noExpress bool) expressObs {
 	t.Helper()
-	sink := &lockedBuffer{}
-	log := slog.New(slog.NewJSONHandler(sink, nil))
-	eng, err := engine.Open(t.TempDir(), engine.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := NewEnv(eng, Config{}, log)
-	t.Cleanup(func() { env.Close(); _ = eng.Close() })
+	base, sink, _ := newObservedEnv(t) // the profiler tests' server, its log in sink
+	env := base.Env
 	if err := env.ApplyStartupParameters([]string{"enableTestCommands=1"}); err != nil {
 		t.Fatal(err)
 	}

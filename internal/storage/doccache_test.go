@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // docKey is a document key of collection 1 (SpaceDocument).
@@ -184,6 +186,18 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 	}
 	// follower applies what the leader's pipeline hands Hooks.Replicate.
 	type stores struct{ db, follower *DB }
+	// replicated is a change applied as a follower applies its log: the
+	// batch fill makes, through ApplyReplicated.
+	replicated := func(fill func(b *pebble.Batch)) func(*testing.T, stores) {
+		return func(t *testing.T, s stores) {
+			b := s.db.pdb.NewBatch()
+			defer b.Close()
+			fill(b)
+			if err := s.db.ApplyReplicated(1, b.Repr()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		// change changes k (or not) after it was cached as "v1"; want is
@@ -258,42 +272,22 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "", false},
-		{"replicated apply (a follower)", func(t *testing.T, s stores) {
-			b := s.db.pdb.NewBatch()
-			defer b.Close()
+		{"replicated apply (a follower)", replicated(func(b *pebble.Batch) {
 			_ = b.Set(k, []byte("v2"), nil)
-			if err := s.db.ApplyReplicated(1, b.Repr()); err != nil {
-				t.Fatal(err)
-			}
-		}, "v2", false},
-		{"replicated delete", func(t *testing.T, s stores) {
-			b := s.db.pdb.NewBatch()
-			defer b.Close()
+		}), "v2", false},
+		{"replicated delete", replicated(func(b *pebble.Batch) {
 			_ = b.Delete(k, nil)
-			if err := s.db.ApplyReplicated(1, b.Repr()); err != nil {
-				t.Fatal(err)
-			}
-		}, "", false},
-		{"replicated range deletion", func(t *testing.T, s stores) {
-			b := s.db.pdb.NewBatch()
-			defer b.Close()
+		}), "", false},
+		{"replicated range deletion", replicated(func(b *pebble.Batch) {
 			_ = b.DeleteRange(docSpace, docSpaceEnd, nil)
-			if err := s.db.ApplyReplicated(1, b.Repr()); err != nil {
-				t.Fatal(err)
-			}
-		}, "", false},
-		{"replicated large batch (Pebble takes it as a memtable)", func(t *testing.T, s stores) {
-			b := s.db.pdb.NewBatch()
-			defer b.Close()
+		}), "", false},
+		{"replicated large batch (Pebble takes it as a memtable)", replicated(func(b *pebble.Batch) {
 			big := make([]byte, 1<<20)
 			for i := range 40 {
 				_ = b.Set(docKey(fmt.Sprint("big", i)), big, nil)
 			}
 			_ = b.Set(k, []byte("v2"), nil)
-			if err := s.db.ApplyReplicated(1, b.Repr()); err != nil {
-				t.Fatal(err)
-			}
-		}, "v2", false},
+		}), "v2", false},
 		{"a member's group (Hooks.Replicate, applied on both)", func(t *testing.T, s stores) {
 			write(t, s.follower, set(k, "v2"))
 		}, "v2", false},

@@ -53,6 +53,10 @@ Workloads (YCSB's definitions; records are {_id: "user<hash>", field0..N}):
 Floors (--floor, repeatable):
   protocol  a server speaking the same wire protocol from a Go map: what the
             driver, the socket and BSON cost before any database work
+  durable   the protocol floor with a log: every write appended and
+            fdatasync'd (group commit) before its reply: the least any
+            server pays for durable writes (reported against cairn, and
+            as floor-durable ÷ floor-protocol: what the syncs alone cost)
   pebble    the same records and operations against Pebble directly,
             in-process, writes synced: what the storage engine costs
   proxy     the server behind a proxy process that forwards each message
@@ -101,7 +105,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.URI, "uri", "", "server to measure (default: start 'cairn serve' on a free loopback port with a fresh data directory)")
 	fs.StringVar(&cfg.CompareURI, "compare", "", "another server to measure alongside, runs alternating")
 	fs.Var(&workloads, "workload", "workloads to run: a-f, a comma list, or all (repeatable; default all)")
-	fs.Var(&floors, "floor", "floor to measure alongside: protocol, pebble or proxy (repeatable)")
+	fs.Var(&floors, "floor", "floor to measure alongside: protocol, durable, pebble or proxy (repeatable)")
 	fs.Int64Var(&cfg.Records, "records", 100_000, "records loaded before the workloads")
 	fs.Int64Var(&cfg.Ops, "ops", 100_000, "operations per run")
 	fs.DurationVar(&cfg.MaxTime, "max-time", 0, "end each run after this long even if operations remain, e.g. 30s (YCSB's maxexecutiontime; default: no limit)")

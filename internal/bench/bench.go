@@ -19,7 +19,7 @@ type Config struct {
 	URI string
 	// CompareURI is another server measured alongside, run for run.
 	CompareURI string
-	// Floors are FloorProtocol, FloorPebble and/or FloorProxy.
+	// Floors are FloorProtocol, FloorDurable, FloorPebble and/or FloorProxy.
 	Floors []string
 	// Workloads run in order, each on every target.
 	Workloads []Workload
@@ -132,8 +132,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("distribution %q: want uniform, zipfian or latest", c.Distribution)
 	}
 	for _, f := range c.Floors {
-		if f != FloorProtocol && f != FloorPebble && f != FloorProxy {
-			return fmt.Errorf("floor %q: want protocol, pebble or proxy", f)
+		if f != FloorProtocol && f != FloorDurable && f != FloorPebble && f != FloorProxy {
+			return fmt.Errorf("floor %q: want protocol, durable, pebble or proxy", f)
+		}
+		if f == FloorDurable && c.Sync != "always" {
+			return fmt.Errorf("--floor durable syncs every write before its reply, as --sync always does; with --sync %s compare with --floor protocol", c.Sync)
 		}
 	}
 	return nil
@@ -247,8 +250,14 @@ func (r *runner) startTargets(ctx context.Context) error {
 			return err
 		}
 	}
-	if slices.Contains(cfg.Floors, FloorProtocol) {
-		t, uri, err := startProtocolFloorChild(ctx, cfg)
+	for _, fl := range []struct {
+		name    string
+		durable bool
+	}{{FloorProtocol, false}, {FloorDurable, true}} {
+		if !slices.Contains(cfg.Floors, fl.name) {
+			continue
+		}
+		t, uri, err := startProtocolFloorChild(ctx, cfg, fl.durable)
 		if err != nil {
 			return err
 		}
@@ -602,6 +611,9 @@ func (r *runner) notes() []string {
 		}
 		if t.name == TargetFloorProtocol {
 			n = append(n, "floor-protocol does no database work and no durability: it answers from a Go map behind one RWMutex, with Cairn's wire framing code.")
+		}
+		if t.name == TargetFloorDurable {
+			n = append(n, "floor-durable is floor-protocol that appends every write's statements to a log and fdatasyncs it (group commit) before replying: the least any server pays for durable writes; floor-durable vs floor-protocol is what the disk's syncs alone cost a workload.")
 		}
 	}
 	return n

@@ -278,7 +278,10 @@ func TestRatioSummary(t *testing.T) {
 		{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.5, ServerCPU: f(2)},
 		{Target: TargetCairn, Against: TargetFloorPebble, Throughput: 0.79, ServerCPU: f(2)},
 	}, []WorkloadResult{
-		{Workload: "a", Ratios: []Ratio{{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.70, ServerCPU: f(1.4)}}},
+		{Workload: "a", Ratios: []Ratio{
+			{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.70, ServerCPU: f(1.4)},
+			{Target: TargetFloorDurable, Against: TargetFloorProtocol, Throughput: 0.40, ServerCPU: f(1.2)}, // no target
+		}},
 		{Workload: "c", Ratios: []Ratio{
 			{Target: TargetCairn, Against: TargetFloorProtocol, Throughput: 0.95, ServerCPU: f(1.5)},
 			{Target: TargetCairn, Against: TargetFloorPebble, Throughput: 0.5, ServerCPU: f(3)},
@@ -289,11 +292,12 @@ func TestRatioSummary(t *testing.T) {
 	want := []struct{ has, hasNot string }{
 		{"ratios to the floors", ""},
 		{"throughput", ""},
-		{"load", "≥"},              // no load target against the protocol floor
-		{"≥ 80% MISSED", "≥ 65%"},  // the load's: 80% of the Pebble floor's rate
-		{"≥ 65%", "MISSED"},        // a: 70% meets 65%
-		{"CPU ≤ 1.25× MISSED", ""}, // c: 1.50× CPU misses
-		{"floor-pebble", "≥"},      // no target against the Pebble floor
+		{"load", "≥"},                           // no load target against the protocol floor
+		{"≥ 80% MISSED", "≥ 65%"},               // the load's: 80% of the Pebble floor's rate
+		{"≥ 65%", "MISSED"},                     // a: 70% meets 65%
+		{"floor-durable ÷ floor-protocol", "≥"}, // the durable floor's: no target
+		{"CPU ≤ 1.25× MISSED", ""},              // c: 1.50× CPU misses
+		{"floor-pebble", "≥"},                   // no target against the Pebble floor
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("summary has %d lines, want %d:\n%s", len(lines), len(want), out.String())

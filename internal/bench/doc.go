@@ -12,6 +12,11 @@
 //   - compare: another server (--compare), for peers;
 //   - floor-protocol: a server speaking the same wire protocol from a Go
 //     map (floor_protocol.go), also a child process;
+//   - floor-durable: the protocol floor with a log that every write is
+//     appended to and fdatasync'd to (group commit) before its reply
+//     (floor_durable.go): the least any server pays for durable writes,
+//     also reported against the protocol floor (floor-durable ÷
+//     floor-protocol: what the disk's syncs alone cost a workload);
 //   - floor-pebble: the same records and operations against Pebble directly,
 //     in this process (floor_pebble.go).
 //   - floor-proxy: cairn's server behind a proxy process that forwards
@@ -88,4 +93,10 @@
 //
 // "The proxy changes only ids" (TestProxyFloorForwards): the proxy floor
 // passes every message on byte for byte but its requestID and responseTo.
+//
+// "The durable floor syncs before it answers"
+// (TestDurableFloorSyncsBeforeReply, TestDurableFloorRingWraps): a write
+// command's reply leaves only after a sync that covers its statements
+// ended; syncs are shared by the writes waiting together, never more
+// syncs than writes.
 package bench

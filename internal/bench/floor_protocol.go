@@ -49,23 +49,40 @@ func RunFloorServer(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	port := fs.Int("port", 0, "TCP port (0: any free port)")
 	bind := fs.String("bind_ip", "127.0.0.1", "address to listen on")
+	walDir := fs.String("wal", "", "directory of a write-ahead log that every write is synced to before its reply (the durable floor)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	f, err := startProtocolFloor(net.JoinHostPort(*bind, strconv.Itoa(*port)))
+	var wal *floorWAL
+	if *walDir != "" {
+		var err error
+		if wal, err = openFloorWAL(*walDir); err != nil {
+			fmt.Fprintln(stderr, "durable floor:", err)
+			return 1
+		}
+	}
+	f, err := startProtocolFloor(net.JoinHostPort(*bind, strconv.Itoa(*port)), wal)
 	if err != nil {
 		fmt.Fprintln(stderr, "protocol floor:", err)
+		_ = wal.close()
 		return 1
 	}
 	fmt.Fprintln(stdout, "protocol floor listening on", f.addr())
 	untilSignal()
 	f.close()
+	if err := wal.close(); err != nil {
+		fmt.Fprintln(stderr, "durable floor:", err)
+		return 1
+	}
 	return 0
 }
 
 type protocolFloor struct {
 	floorListener
 	connID atomic.Int64
+	// wal, when set, makes this the durable floor: every write command's
+	// statements are synced to it before the reply (floor_durable.go).
+	wal *floorWAL
 
 	mu    sync.RWMutex
 	colls map[string]*floorColl // by "db.coll"
@@ -82,8 +99,9 @@ type floorColl struct {
 	ids  sortedKeys
 }
 
-func startProtocolFloor(addr string) (*protocolFloor, error) {
+func startProtocolFloor(addr string, wal *floorWAL) (*protocolFloor, error) {
 	f := &protocolFloor{
+		wal:     wal,
 		colls:   map[string]*floorColl{},
 		cursors: map[int64][]bsoncore.Document{},
 	}
@@ -197,7 +215,10 @@ func (c *floorConn) command(dst []byte, body bsoncore.Document, db string, seqs 
 		out = bsoncore.AppendArrayElement(out, "versionArray", int32Array(commands.MongoVersionArray))
 		out = bsoncore.AppendInt32Element(out, "maxBsonObjectSize", commands.MaxBSONObjectSize)
 	case "insert":
-		out, err = c.insert(out, ns, docsArg(body, seqs, "documents"))
+		docs := docsArg(body, seqs, "documents")
+		if out, err = c.insert(out, ns, docs); err == nil {
+			err = c.f.logWrite(docs)
+		}
 	case "find":
 		out, err = c.find(out, ns, body)
 	case "getMore":
@@ -205,9 +226,15 @@ func (c *floorConn) command(dst []byte, body bsoncore.Document, db string, seqs 
 	case "killCursors":
 		out = c.killCursors(out, body)
 	case "update":
-		out, err = c.update(out, ns, docsArg(body, seqs, "updates"))
+		stmts := docsArg(body, seqs, "updates")
+		if out, err = c.update(out, ns, stmts); err == nil {
+			err = c.f.logWrite(stmts)
+		}
 	case "delete":
-		out, err = c.delete(out, ns, docsArg(body, seqs, "deletes"))
+		stmts := docsArg(body, seqs, "deletes")
+		if out, err = c.delete(out, ns, stmts); err == nil {
+			err = c.f.logWrite(stmts)
+		}
 	case "count":
 		out, err = c.count(out, ns, body)
 	case "drop":

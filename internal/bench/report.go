@@ -252,18 +252,28 @@ func summarize(runs []RunResult) *Summary {
 }
 
 // ratios compares each non-floor target's medians with each floor's,
-// cairn's with the --compare server's, and the proxy floor's with cairn's
+// cairn's with the --compare server's, the proxy floor's with cairn's
 // (the proxy floor is cairn's server behind a proxy: a floor of what a
-// router adds, not under cairn's own work).
+// router adds, not under cairn's own work), and the durable floor's with
+// the protocol floor's (what the disk's syncs alone cost).
 func ratios(results []TargetResult, floors map[string]bool) []Ratio {
 	var out []Ratio
 	for _, t := range results {
-		if floors[t.Target] || t.Median == nil || t.Failed != "" {
+		if floors[t.Target] && t.Target != TargetFloorDurable || t.Median == nil || t.Failed != "" {
 			continue
 		}
 		for _, f := range results {
-			against := floors[f.Target] || t.Target == TargetCairn && f.Target == TargetCompare ||
-				t.Target == TargetFloorProxy && f.Target == TargetCairn // what the proxy adds to its server
+			var against bool
+			switch t.Target {
+			case TargetFloorDurable: // what the syncs alone cost
+				against = f.Target == TargetFloorProtocol
+			case TargetFloorProxy: // and what the proxy adds to its server
+				against = floors[f.Target] || f.Target == TargetCairn
+			case TargetCairn:
+				against = floors[f.Target] || f.Target == TargetCompare
+			default:
+				against = floors[f.Target]
+			}
 			if !against || f.Median == nil || f.Failed != "" || f.Median.Throughput == 0 {
 				continue
 			}
@@ -437,7 +447,7 @@ func writeRatioSummary(p *errWriter, loads []Ratio, workloads []WorkloadResult) 
 	phases = append(phases, workloads...)
 	for _, wl := range phases {
 		for _, ra := range wl.Ratios {
-			if ra.Target != TargetCairn {
+			if ra.Target != TargetCairn && ra.Target != TargetFloorDurable {
 				continue // the --compare server's own ratios are in its phase's lines
 			}
 			if !wrote {
@@ -450,13 +460,14 @@ func writeRatioSummary(p *errWriter, loads []Ratio, workloads []WorkloadResult) 
 				cpu = fmt.Sprintf("%.2f×", *ra.ServerCPU)
 			}
 			target := ""
-			if wl.Workload == "load" && ra.Against == TargetFloorPebble {
+			cairn := ra.Target == TargetCairn // the targets are cairn's
+			if cairn && wl.Workload == "load" && ra.Against == TargetFloorPebble {
 				target = "≥ " + percentText(loadPebbleTarget)
 				if ra.Throughput < loadPebbleTarget {
 					target += " MISSED"
 				}
 			}
-			if t, ok := protocolTargets[strings.ToLower(wl.Workload)]; ok && ra.Against == TargetFloorProtocol {
+			if t, ok := protocolTargets[strings.ToLower(wl.Workload)]; ok && cairn && ra.Against == TargetFloorProtocol {
 				target = fmt.Sprintf("≥ %s", percentText(t.MinThroughput))
 				missed := ra.Throughput < t.MinThroughput
 				if t.MaxServerCPU > 0 {
@@ -467,7 +478,11 @@ func writeRatioSummary(p *errWriter, loads []Ratio, workloads []WorkloadResult) 
 					target += " MISSED"
 				}
 			}
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", wl.Workload, ra.Against, percentText(ra.Throughput), cpu, target)
+			against := ra.Against
+			if !cairn {
+				against = ra.Target + " ÷ " + ra.Against // no target: what any durable server pays
+			}
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", wl.Workload, against, percentText(ra.Throughput), cpu, target)
 		}
 	}
 	_ = tw.Flush()

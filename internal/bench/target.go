@@ -23,6 +23,7 @@ const (
 	TargetFloorProtocol = "floor-protocol"
 	TargetFloorPebble   = "floor-pebble"
 	TargetFloorProxy    = "floor-proxy"
+	TargetFloorDurable  = "floor-durable"
 )
 
 // Floor names, as --floor takes them.
@@ -30,6 +31,7 @@ const (
 	FloorProtocol = "protocol"
 	FloorPebble   = "pebble"
 	FloorProxy    = "proxy"
+	FloorDurable  = "durable"
 )
 
 // target is one system measured in an invocation.
@@ -221,24 +223,43 @@ func startEmbedded(ctx context.Context, cfg *Config) (*target, string, error) {
 }
 
 // startProtocolFloorChild starts the protocol floor as a child process,
-// so its CPU is accounted exactly as Cairn's is.
-func startProtocolFloorChild(ctx context.Context, cfg *Config) (*target, string, error) {
+// so its CPU is accounted exactly as Cairn's is; durable makes it the
+// durable floor, its log in a fresh directory (removed afterwards).
+func startProtocolFloorChild(ctx context.Context, cfg *Config, durable bool) (*target, string, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, "", err
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	c, err := startChild(ctx, "protocol floor", cfg.Self, []string{"bench", FloorServerArg, "--port", port}, addr)
+	args := []string{"bench", FloorServerArg, "--port", port}
+	name, what, about := TargetFloorProtocol, "protocol floor", "wire protocol over a Go map, no durability"
+	var dir string
+	if durable {
+		if dir, err = os.MkdirTemp("", "cairn-bench-durable-floor-"); err != nil {
+			return nil, "", err
+		}
+		args = append(args, "--wal", dir)
+		name, what = TargetFloorDurable, "durable floor"
+		about = "the protocol floor, every write synced to a log (group commit, fdatasync) before its reply"
+	}
+	c, err := startChild(ctx, what, cfg.Self, args, addr)
 	if err != nil {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 		return nil, "", err
 	}
+	stop := []func() error{c.stop}
+	if dir != "" {
+		stop = append(stop, func() error { return os.RemoveAll(dir) })
+	}
 	t := &target{
-		name:   TargetFloorProtocol,
-		about:  fmt.Sprintf("wire protocol over a Go map, no durability, child process pid %d", c.cmd.Process.Pid),
+		name:   name,
+		about:  fmt.Sprintf("%s, child process pid %d", about, c.cmd.Process.Pid),
 		floor:  true,
 		pid:    c.cmd.Process.Pid,
 		cpuHow: "the floor process's /proc/<pid>/stat",
-		stop:   []func() error{c.stop},
+		stop:   stop,
 	}
 	return t, "mongodb://" + addr + "/", nil
 }

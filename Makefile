@@ -199,10 +199,10 @@ replset-linear:
 	CAIRN_LINEAR_RUNS=$(LINEAR_RUNS) CAIRN_LINEAR_SECONDS=$(LINEAR_SECONDS) CAIRN_LINEAR_SEED=$(LINEAR_SEED) $(GO) test -count=1 -run '^TestReplicaSetLinearizableRegister$$' -timeout 120m -v .
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
-## protocol and Pebble floors (well under a minute). The full measurement in
+## protocol, durable and Pebble floors (about a minute). The full measurement in
 ## BENCHMARKS.md uses --records 100000 --threads 16 --runs 3.
 bench:
-	$(GO) run ./cmd/cairn bench --workload all --records 2000 --ops 4000 --threads 4 --floor protocol --floor pebble
+	$(GO) run ./cmd/cairn bench --workload all --records 2000 --ops 4000 --threads 4 --floor protocol --floor durable --floor pebble
 
 ## bench-storage: storage-layer benchmarks against raw Pebble.
 bench-storage:

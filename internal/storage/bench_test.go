@@ -186,3 +186,65 @@ func BenchmarkLogSyncs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAbsentKey compares the two reads of a key that is not stored,
+// on a store compacted to its bottom level (BENCHMARKS.md "Session 13"):
+// Pebble's Get, which skips the bottom level's bloom filters and reads a
+// data block of the table whose range covers the key, and hasKey, Txn.Has's
+// prefix seek through every level's filters (invariant "Absent keys stop
+// at the filters"). present is hasKey on stored keys, which the filters
+// cannot spare.
+func BenchmarkAbsentKey(b *testing.B) {
+	db := openTest(b, Options{})
+	const n = 200_000
+	key := func(dst []byte, i uint64) []byte { return benchKey(dst, i*2654435761%(1<<40)*2) } // even
+	value := make([]byte, benchValueSize)
+	for i := uint64(0); i < n; {
+		if err := db.Write(func(tx *Txn) error {
+			for end := min(i+2000, n); i < end; i++ {
+				tx.Set(key(nil, i), value)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.pdb.Compact(b.Context(), []byte{0}, []byte{0xff}, true); err != nil {
+		b.Fatal(err)
+	}
+	batch := db.pdb.NewIndexedBatch()
+	defer batch.Close()
+	var k []byte
+	absent := func(i uint64) []byte {
+		k = key(k, i%n)
+		k[len(k)-1] |= 1 // odd: not stored, inside the stored keys' range
+		return k
+	}
+	b.Run("get", func(b *testing.B) {
+		var i uint64
+		for b.Loop() {
+			if _, found, err := get(batch, nil, absent(i*7919)); err != nil || found {
+				b.Fatal(found, err)
+			}
+			i++
+		}
+	})
+	b.Run("has", func(b *testing.B) {
+		var i uint64
+		for b.Loop() {
+			if found, err := hasKey(batch, absent(i*7919)); err != nil || found {
+				b.Fatal(found, err)
+			}
+			i++
+		}
+	})
+	b.Run("present", func(b *testing.B) {
+		var i uint64
+		for b.Loop() {
+			if found, err := hasKey(batch, key(k, i*7919%n)); err != nil || !found {
+				b.Fatal(found, err)
+			}
+			i++
+		}
+	})
+}

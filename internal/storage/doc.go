@@ -262,6 +262,14 @@
 // requests (queries, a session's records at checkout) see the applied
 // state, which on a member holds only committed groups.
 //
+// Invariant "Absent keys stop at the filters": Txn.Has (an insert's
+// uniqueness check, whose key is usually absent) reads the store by a
+// prefix seek that consults the bloom filters of every level, the bottom
+// one's included, which Pebble's Get skips (it reads a data block of the
+// bottom level's table for each absent key); it answers exactly what Get
+// would. Builds with the invariants tag compare each answer with Get's
+// and panic on a difference (TestHasMatchesGet).
+//
 // Invariant "Restore is redone until whole" (a member installing a replica
 // set snapshot, [DB.RestoreCheckpoint]): the store's contents are replaced
 // by a checkpoint's in batches, the first (synced) deleting every key but

@@ -1,9 +1,12 @@
 package commands
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // TestArgAfterSplit: once Run has split a command's fields (setFields),
@@ -48,5 +51,31 @@ func TestArgAfterSplit(t *testing.T) {
 	}
 	if collided == 0 {
 		t.Error("no absent name shared a present key's bit: the scan behind the mask went untested")
+	}
+}
+
+// TestResetSplit: a Request reset from a body and its elements split by
+// the caller (the wire's) is the one Reset builds from the body alone.
+func TestResetSplit(t *testing.T) {
+	for _, d := range []bson.D{
+		{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: "k"}}}, {Key: "limit", Value: 1}, {Key: "$db", Value: "t"}},
+		{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}},
+		{{Key: "find", Value: "c"}}, // no $db: the same error
+	} {
+		body, _ := bson.Marshal(d)
+		elems, err := bsoncore.Document(body).Elements()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b Request
+		errA, errB := a.Reset(body, "", nil), b.ResetSplit(body, elems, "", nil)
+		if fmt.Sprint(errA) != fmt.Sprint(errB) || a.Name != b.Name || a.DB != b.DB || a.keyMask != b.keyMask || len(a.elems) != len(b.elems) {
+			t.Fatalf("%v: Reset %q %q %v, ResetSplit %q %q %v", d, a.Name, a.DB, errA, b.Name, b.DB, errB)
+		}
+		for i := range a.elems {
+			if !bytes.Equal(a.elems[i], b.elems[i]) {
+				t.Fatalf("%v: field %d differs", d, i)
+			}
+		}
 	}
 }

@@ -265,13 +265,31 @@ func NewRequest(body bsoncore.Document, db string, seqs map[string][]bsoncore.Do
 // database named as the last request's keeps its string, so a steady
 // stream of commands allocates neither.
 func (r *Request) Reset(body bsoncore.Document, db string, seqs map[string][]bsoncore.Document) error {
+	return r.reset(body, nil, false, db, seqs)
+}
+
+// ResetSplit is Reset of a body whose top-level elements the caller has
+// split already, in order (wire.Msg.BodyElements: the wire's validation
+// of the body split it), so that Reset need not split it again. elems
+// must be exactly body's elements; they are copied.
+func (r *Request) ResetSplit(body bsoncore.Document, elems []bsoncore.Element, db string, seqs map[string][]bsoncore.Document) error {
+	return r.reset(body, elems, true, db, seqs)
+}
+
+func (r *Request) reset(body bsoncore.Document, split []bsoncore.Element, isSplit bool, db string, seqs map[string][]bsoncore.Document) error {
 	lastDB, lastN := r.DB, len(r.elems)
 	// Field by field rather than *r = Request{...}: elemBuf is refilled
 	// below, and zeroing it whole (pointers, in a connection's heap
 	// object) costs write barriers on every command.
 	r.DB, r.Name, r.Body, r.Sequences = "", "", body, seqs
 	r.elems, r.keyMask, r.start = nil, 0, time.Time{}
-	elems, err := elementsOf(r.elemBuf[:0], body)
+	var elems []bsoncore.Element
+	var err error
+	if isSplit {
+		elems = append(r.elemBuf[:0], split...)
+	} else {
+		elems, err = elementsOf(r.elemBuf[:0], body)
+	}
 	if n := len(elems); n < lastN && lastN <= len(r.elemBuf) {
 		clear(r.elemBuf[n:lastN]) // keep no older request's buffer alive
 	}

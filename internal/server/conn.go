@@ -163,7 +163,7 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 	}
 	var reply bsoncore.Document
 	req := &c.req
-	if err := req.Reset(msg.Msg.Body, "", seqs); err != nil {
+	if err := req.ResetSplit(msg.Msg.Body, msg.Msg.BodyElements, "", seqs); err != nil {
 		req = nil
 		reply = commands.ErrorReply(c.reply[:0], err)
 	} else {

@@ -326,18 +326,27 @@
 // printed), TestDocumentCacheExactChecked (invariants).
 //
 // Invariant "Document cache bounded": the cache holds at most
-// Options.DocumentCacheSize bytes (each entry charged its allocation plus
-// a fixed overhead for its slot and index entry), split evenly over 64
-// shards, each evicting by CLOCK (a hit sets a bit, the hand clears it
-// and evicts the first entry without one) before an insert would pass
-// its share; a document over a quarter of a shard's share (at most 64
-// KiB) is not cached. The size is taken out of the configured cache
-// (Options.CacheSize: Pebble's block cache gets the rest; default an
-// eighth, at most 1 GiB) and HeapLimit adds it to the Go memory limit,
-// since the entries are Go memory: the process stays within the cache
-// plus the same bounded overhead as before. A hit allocates nothing: it
-// appends to the caller's dst as Pebble's Get did. TestDocumentCache-
-// Bounded, TestDocumentCacheUnit.
+// Options.DocumentCacheSize bytes, split evenly over 64 shards, each
+// charged the segments it has allocated (its entries' slabs: up to 16
+// byte slices, together at most seven eighths of its share, allocated as
+// the shard fills) plus a fixed overhead an entry for its index slot. An
+// install that would pass the share, or that does not fit in the head
+// segment's room, first reclaims the oldest segment (CLOCK's second
+// chance: the entries hit since its last reclaim are slid to its front
+// with their bit cleared, the others forgotten; it becomes the head);
+// within two turns of the ring every entry is forgotten, so an install
+// never loops. A document over a quarter of a shard's share (at most 64
+// KiB), or an entry larger than a segment, is not cached. The size is
+// taken out of the configured cache (Options.CacheSize: Pebble's block
+// cache gets the rest; default an eighth, at most 1 GiB) and HeapLimit
+// adds it to the Go memory limit, since the segments are Go memory: the
+// process stays within the cache plus the same bounded overhead as
+// before. The segments and the index hold no pointers, so the collector
+// neither scans nor marks entries. A hit allocates nothing: it appends to
+// the caller's dst as Pebble's Get did; an install allocates only a new
+// segment. Builds with the invariants tag check the charge against the
+// share after every change. TestDocumentCacheBounded,
+// TestDocumentCacheUnit, TestDocumentCacheNoPointers.
 //
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's

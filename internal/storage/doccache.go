@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -20,18 +21,43 @@ import (
 // 17,600 instructions a read, BENCHMARKS.md "A point read's instructions
 // against the protocol floor's"). Its invariants ("Document cache exact",
 // "Document cache bounded") are in doc.go.
+//
+// Entries live in slabs: each shard appends them to a few large byte
+// segments (a segmented ring, as freecache's), so the collector sees a
+// handful of pointer-free objects per shard, never marks an entry, and an
+// install allocates nothing once its shard's segments exist (BENCHMARKS.md
+// "Document cache entries in slabs": with one Go object per entry, each
+// collection marked every entry, ~220 ms of mark CPU with 100,000
+// documents cached against ~10 ms in slabs). The index maps a key's hash
+// to its entry's segment and offset (pointer-free too). Eviction reclaims
+// the oldest segment in place: the entries hit since it was last
+// reclaimed (CLOCK's bit) are slid to its front with the bit cleared —
+// their second chance —, the others are forgotten, and the segment
+// becomes the newest, appended to after the entries it kept.
 
 const (
 	// docCacheShards is the number of independently locked shards: a hit
 	// holds its shard's mutex for a map lookup and one copy.
 	docCacheShards = 64
-	// docEntryOverhead is what an entry costs beyond its bytes' allocation:
-	// its slot (40 bytes) and its index entry (a map slot, ~24 bytes).
-	docEntryOverhead = 64
+	// maxDocSegments is the most segments a shard has: reclaiming one
+	// moves at most a sixteenth of the shard (the entries kept), and an
+	// install that leaves a segment's tail unused wastes less than one
+	// entry of a sixteenth.
+	maxDocSegments = 16
+	// docEntryHeader is an entry's header in its segment: the key's
+	// hash (8 bytes), the key's length with CLOCK's bit on top (4), the
+	// document's length (4); the key and the document follow.
+	docEntryHeader = 16
+	// docRefBit is CLOCK's bit in the header's key length: set by a hit,
+	// cleared when its segment is reclaimed.
+	docRefBit = 1 << 31
+	// docIndexOverhead is what an entry costs in the index: a Go map
+	// slot of a uint64 key and value is 16 bytes and a control byte,
+	// ~19 at the map's full load, ~39 just after a table doubled.
+	docIndexOverhead = 40
 	// maxDocCacheSize caps the default share: past a gigabyte of hot
 	// documents the block cache (compressed blocks, indexes and filters
-	// for every document) serves a cache budget better than more copies,
-	// and the Go collector marks every entry of this cache each cycle.
+	// for every document) serves a cache budget better than more copies.
 	maxDocCacheSize = 1 << 30
 	// maxCachedDoc is the largest document (value) cached: a Pebble Get's
 	// fixed cost is what a hit saves, which a large document's copy
@@ -55,27 +81,27 @@ type docCache struct {
 	shards   [docCacheShards]docShard
 }
 
-// docShard is one shard: an index from a key's 64-bit hash to a slot, and
-// the slots a CLOCK hand sweeps for eviction. Everything under mu.
+// docShard is one shard: an index from a key's 64-bit hash to its entry,
+// and the segments holding the entries. Everything under mu.
 type docShard struct {
-	mu       sync.Mutex
-	index    map[uint64]int32
-	slots    []docSlot
-	free     []int32 // indexes of empty slots
-	hand     int
-	bytes    int64 // charged: each entry's allocation plus docEntryOverhead
+	mu sync.Mutex
+	// index maps a hash to its entry's location: the segment's number
+	// times 2^32 plus the entry's offset in it.
+	index map[uint64]uint64
+	// segs are the segments, allocated when first needed (nil before):
+	// each a []byte of capacity segSize whose length is what its entries
+	// take, one after another.
+	segs    [maxDocSegments][]byte
+	nsegs   int   // segments in the ring: segs[:nsegs]
+	segSize int   // each segment's capacity
+	head    int   // the segment appended to; head+1 (mod nsegs) is the oldest
+	alloc   int64 // bytes of the segments allocated
+	// bytes is what the shard is charged: its segments' allocations plus
+	// docIndexOverhead an entry (invariant "Document cache bounded").
+	bytes    int64
 	capacity int64
 	stats    docCacheCounts
 	_        [64]byte // keeps neighbouring shards' mutexes off one cache line
-}
-
-// docSlot is one entry: the key's bytes then the document's, in one
-// pointer-free allocation (the collector marks it without scanning it).
-type docSlot struct {
-	data []byte // nil: an empty slot
-	hash uint64
-	klen int32
-	ref  bool // CLOCK's bit: set by a hit, cleared by the passing hand
 }
 
 // docCacheCounts are a shard's counters (DocumentCacheStats sums them).
@@ -87,11 +113,35 @@ func newDocCache(capacity int64) *docCache {
 	c := &docCache{seed: maphash.MakeSeed(), capacity: capacity}
 	per := capacity / docCacheShards
 	c.maxEntry = int(min(per/4, maxCachedDoc))
+	// An eighth of the share is left to the index; the rest is split
+	// into segments that each hold the largest entry (a document of
+	// maxEntry bytes and a key of a quarter of that) four times over
+	// when the share allows, and at least once (two segments when they
+	// can, so that a reclaim does not empty the whole shard).
+	ring := per - per/8
+	largest := int64(docEntryHeader + c.maxEntry + c.maxEntry/4)
+	n := max(min(ring/(4*largest), maxDocSegments), min(ring/largest, 2), 1)
+	size := segmentSize(int(min(ring/n, 1<<30)))
 	for i := range c.shards {
-		c.shards[i].capacity = per
-		c.shards[i].index = map[uint64]int32{}
+		s := &c.shards[i]
+		s.capacity = per
+		s.nsegs = int(n)
+		s.head = s.nsegs - 1 // the first install advances to segment 0
+		s.segSize = size
+		s.index = map[uint64]uint64{}
 	}
 	return c
+}
+
+// segmentSize is a segment's size near want whose allocation is exactly
+// that size, so that a shard's charge is what it allocated: a multiple
+// of the runtime's 8 KiB page for a large one, the size class want
+// rounds up to for a small one.
+func segmentSize(want int) int {
+	if want > 32<<10 {
+		return want &^ (8<<10 - 1)
+	}
+	return cap(slices.Grow([]byte(nil), max(want, 1)))
 }
 
 func (c *docCache) hash(key []byte) uint64 { return maphash.Bytes(c.seed, key) }
@@ -99,15 +149,28 @@ func (c *docCache) hash(key []byte) uint64 { return maphash.Bytes(c.seed, key) }
 // shard is the shard of a key of hash h (its top bits; the index uses all).
 func (c *docCache) shard(h uint64) *docShard { return &c.shards[h>>58] }
 
+// docLoc is an entry's location in the index.
+func docLoc(seg, off int) uint64 { return uint64(seg)<<32 | uint64(off) }
+
+// entry returns the entry at loc: its header word holding the key's
+// length and CLOCK's bit, its key and its document.
+func (s *docShard) entry(loc uint64) (hdr []byte, key, val []byte) {
+	b := s.segs[loc>>32][uint32(loc):]
+	kw := binary.LittleEndian.Uint32(b[8:])
+	kl := int(kw &^ docRefBit)
+	vl := int(binary.LittleEndian.Uint32(b[12:]))
+	return b[:docEntryHeader], b[docEntryHeader : docEntryHeader+kl], b[docEntryHeader+kl : docEntryHeader+kl+vl]
+}
+
 // get appends key's cached document to dst; ok is false on a miss.
 func (c *docCache) get(dst, key []byte, h uint64) (out []byte, ok bool) {
 	s := c.shard(h)
 	s.mu.Lock()
-	if i, found := s.index[h]; found {
-		sl := &s.slots[i]
-		if string(sl.data[:sl.klen]) == string(key) {
-			sl.ref = true
-			dst = append(dst, sl.data[sl.klen:]...)
+	if loc, found := s.index[h]; found {
+		hdr, k, v := s.entry(loc)
+		if string(k) == string(key) {
+			hdr[11] |= docRefBit >> 24 // the key length's top byte
+			dst = append(dst, v...)
 			s.stats.hits++
 			s.mu.Unlock()
 			return dst, true
@@ -125,76 +188,106 @@ func (c *docCache) get(dst, key []byte, h uint64) (out []byte, ok bool) {
 // one critical section of the shard that invalidate's drop also takes.
 func (c *docCache) install(key, val []byte, h uint64, gen *atomic.Uint64, seen uint64) {
 	s := c.shard(h)
-	if len(val) > c.maxEntry {
-		s.mu.Lock()
-		s.stats.refused++
-		s.mu.Unlock()
-		return
-	}
-	// Outside the lock; Grow rounds the capacity up to the allocation's
-	// size class, which is what the entry is charged.
-	data := slices.Grow([]byte(nil), len(key)+len(val))
-	data = append(append(data, key...), val...)
-	charge := int64(cap(data)) + docEntryOverhead
+	n := docEntryHeader + len(key) + len(val)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(val) > c.maxEntry || n > s.segSize {
+		s.stats.refused++ // a large document, or a long key in a small shard
+		return
+	}
 	if gen.Load() != seen {
 		s.stats.raced++
 		return
 	}
-	if charge > s.capacity {
-		s.stats.refused++ // a long key in a small shard
-		return
-	}
-	if i, found := s.index[h]; found {
-		s.remove(i) // the same key (another reader installed it) or a colliding one
-	}
-	for s.bytes+charge > s.capacity && len(s.index) > 0 {
-		s.evict()
-	}
-	var i int32
-	if n := len(s.free); n > 0 {
-		i, s.free = s.free[n-1], s.free[:n-1]
-	} else {
-		i = int32(len(s.slots))
-		s.slots = append(s.slots, docSlot{})
-	}
-	s.slots[i] = docSlot{data: data, hash: h, klen: int32(len(key))}
-	s.index[h] = i
-	s.bytes += charge
-}
-
-// remove empties slot i.
-func (s *docShard) remove(i int32) {
-	sl := &s.slots[i]
-	delete(s.index, sl.hash)
-	s.bytes -= int64(cap(sl.data)) + docEntryOverhead
-	*sl = docSlot{}
-	s.free = append(s.free, i)
-}
-
-// evict removes one entry by CLOCK: the hand clears the bits of entries
-// hit since it last passed and takes the first entry without one. It
-// ends within two sweeps (the first clears every bit); the shard holds at
-// least one entry.
-func (s *docShard) evict() {
-	for {
-		if s.hand >= len(s.slots) {
-			s.hand = 0
-		}
-		sl := &s.slots[s.hand]
-		i := int32(s.hand)
-		s.hand++
-		switch {
-		case sl.data == nil:
-		case sl.ref:
-			sl.ref = false
-		default:
-			s.remove(i)
+	if loc, found := s.index[h]; found {
+		// The same key (another reader installed it) or a colliding one:
+		// its bytes stay in their segment, unreachable, until reclaimed.
+		delete(s.index, h)
+		if _, k, _ := s.entry(loc); string(k) != string(key) {
 			s.stats.evictions++
+		}
+	}
+	// Room for the index entry, then for the entry in the head segment:
+	// each reclaim clears CLOCK's bit of every entry it keeps, and no hit
+	// can set one while the lock is held, so within one turn of the ring
+	// every bit is clear, and the next reclaim empties its segment.
+	for tries := 0; ; tries++ {
+		if tries > 2*s.nsegs+1 {
+			s.stats.refused++ // not reached: the ring turned twice
+			s.charge()
 			return
 		}
+		if s.alloc+int64(len(s.index)+1)*docIndexOverhead > s.capacity {
+			s.advance()
+			continue
+		}
+		if seg := s.segs[s.head]; seg == nil || cap(seg)-len(seg) < n {
+			s.advance()
+			continue
+		}
+		break
 	}
+	seg := s.segs[s.head]
+	off := len(seg)
+	seg = binary.LittleEndian.AppendUint64(seg, h)
+	seg = binary.LittleEndian.AppendUint32(seg, uint32(len(key)))
+	seg = binary.LittleEndian.AppendUint32(seg, uint32(len(val)))
+	s.segs[s.head] = append(append(seg, key...), val...)
+	s.index[h] = docLoc(s.head, off)
+	s.charge()
+}
+
+// charge recomputes the shard's charged bytes.
+func (s *docShard) charge() {
+	s.bytes = s.alloc + int64(len(s.index))*docIndexOverhead
+	if invariants.Enabled && s.bytes > s.capacity {
+		invariants.Fail("Document cache bounded", "a shard charged %d bytes, its share %d", s.bytes, s.capacity)
+	}
+}
+
+// advance makes the oldest segment the head: a segment not allocated yet
+// is allocated if the share has room for it (with the index as it is and
+// one more entry), and passed over if not; an allocated one is reclaimed.
+func (s *docShard) advance() {
+	s.head++
+	if s.head == s.nsegs {
+		s.head = 0
+	}
+	if s.segs[s.head] == nil {
+		if s.alloc+int64(s.segSize)+int64(len(s.index)+1)*docIndexOverhead <= s.capacity {
+			s.segs[s.head] = make([]byte, 0, s.segSize)
+			s.alloc += int64(s.segSize)
+		}
+		return
+	}
+	s.reclaim(s.head)
+}
+
+// reclaim empties segment i but for the entries hit since it was last
+// reclaimed, which it slides to the segment's front, clearing their bit.
+// An entry is live when the index still points at it (a dropped or
+// replaced entry's bytes stay where they were until now).
+func (s *docShard) reclaim(i int) {
+	b := s.segs[i]
+	w := 0
+	for r := 0; r < len(b); {
+		h := binary.LittleEndian.Uint64(b[r:])
+		kw := binary.LittleEndian.Uint32(b[r+8:])
+		n := docEntryHeader + int(kw&^docRefBit) + int(binary.LittleEndian.Uint32(b[r+12:]))
+		if loc, ok := s.index[h]; ok && loc == docLoc(i, r) {
+			if kw&docRefBit != 0 {
+				copy(b[w:], b[r:r+n])
+				binary.LittleEndian.PutUint32(b[w+8:], kw&^docRefBit)
+				s.index[h] = docLoc(i, w)
+				w += n
+			} else {
+				delete(s.index, h)
+				s.stats.evictions++
+			}
+		}
+		r += n
+	}
+	s.segs[i] = b[:w]
 }
 
 // drop forgets key's entry, if any.
@@ -202,16 +295,18 @@ func (c *docCache) drop(key []byte) {
 	h := c.hash(key)
 	s := c.shard(h)
 	s.mu.Lock()
-	if i, found := s.index[h]; found {
-		if sl := &s.slots[i]; string(sl.data[:sl.klen]) == string(key) {
-			s.remove(i)
+	if loc, found := s.index[h]; found {
+		if _, k, _ := s.entry(loc); string(k) == string(key) {
+			delete(s.index, h)
 			s.stats.invalidations++
+			s.charge()
 		}
 	}
 	s.mu.Unlock()
 }
 
-// clear forgets every entry (none on a nil cache).
+// clear forgets every entry (none on a nil cache) and releases the
+// segments.
 func (c *docCache) clear() {
 	if c == nil {
 		return
@@ -221,8 +316,9 @@ func (c *docCache) clear() {
 		s.mu.Lock()
 		s.stats.invalidations += int64(len(s.index))
 		clear(s.index)
-		clear(s.slots) // the documents go to the collector
-		s.slots, s.free, s.hand, s.bytes = s.slots[:0], s.free[:0], 0, 0
+		clear(s.segs[:])
+		s.head, s.alloc = s.nsegs-1, 0
+		s.charge()
 		s.mu.Unlock()
 	}
 }

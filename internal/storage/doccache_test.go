@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -568,4 +569,140 @@ func TestDocumentCacheBounded(t *testing.T) {
 		t.Fatalf("stats %+v: want size within capacity and evictions", st)
 	}
 	t.Logf("%+v", st)
+}
+
+// checkDocShards fails t unless every shard's index points at entries
+// that are where it says (an entry's start, in a segment's used bytes,
+// holding the index's hash) and its charge is its segments plus the
+// index and within its share (invariant "Document cache bounded").
+func checkDocShards(t *testing.T, c *docCache) {
+	t.Helper()
+	for i := range c.shards {
+		s := &c.shards[i]
+		starts := map[uint64]bool{}
+		var alloc int64
+		for j, b := range s.segs {
+			if b == nil {
+				continue
+			}
+			if cap(b) != s.segSize || j >= s.nsegs {
+				t.Fatalf("shard %d segment %d: capacity %d (segment size %d), %d segments", i, j, cap(b), s.segSize, s.nsegs)
+			}
+			alloc += int64(cap(b))
+			for r := 0; r < len(b); {
+				starts[docLoc(j, r)] = true
+				r += docEntryHeader + int(binary.LittleEndian.Uint32(b[r+8:])&^docRefBit) + int(binary.LittleEndian.Uint32(b[r+12:]))
+				if r > len(b) {
+					t.Fatalf("shard %d segment %d: an entry runs past the segment's %d bytes", i, j, len(b))
+				}
+			}
+		}
+		for h, loc := range s.index {
+			if !starts[loc] {
+				t.Fatalf("shard %d: hash %x at %x, not an entry's start", i, h, loc)
+			}
+			if got := binary.LittleEndian.Uint64(s.segs[loc>>32][uint32(loc):]); got != h {
+				t.Fatalf("shard %d: hash %x at %x holds hash %x", i, h, loc, got)
+			}
+		}
+		if want := alloc + int64(len(s.index))*docIndexOverhead; s.alloc != alloc || s.bytes != want || s.bytes > s.capacity {
+			t.Fatalf("shard %d: charged %d (segments %d, counted %d; %d entries), share %d", i, s.bytes, alloc, s.alloc, len(s.index), s.capacity)
+		}
+	}
+}
+
+// TestDocumentCacheModel: random installs, hits, drops (a write's
+// invalidation) and clears on a small cache, against a map of what the
+// store holds: a hit returns the key's current value, never another's
+// or an older one, and the segments and index stay consistent through
+// every reclaim. Seed printed.
+func TestDocumentCacheModel(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var gen atomic.Uint64
+	for _, size := range []int64{2 << 10, 4 << 10, 32 << 10} {
+		c := newDocCache(size * docCacheShards)
+		// Keys of four shards, so that they fill and reclaim often.
+		var keys [][]byte
+		for i := 0; len(keys) < 200; i++ {
+			k := fmt.Appendf(nil, "d%d", i)
+			if c.hash(k)>>58 < 4 {
+				keys = append(keys, k)
+			}
+		}
+		store := make([][]byte, len(keys))
+		value := func(i int) []byte {
+			v := make([]byte, 8+rng.IntN(c.maxEntry))
+			binary.BigEndian.PutUint64(v, rng.Uint64())
+			for j := 8; j < len(v); j++ {
+				v[j] = byte(i + j)
+			}
+			return v
+		}
+		for i := range store {
+			store[i] = value(i)
+		}
+		var hits int
+		for op := range 20000 {
+			i := rng.IntN(len(keys))
+			k := keys[i]
+			switch p := rng.IntN(100); {
+			case p < 50:
+				if out, ok := c.get(nil, k, c.hash(k)); ok {
+					hits++
+					if !bytes.Equal(out, store[i]) {
+						t.Fatalf("size %d, op %d: key %s hit %d bytes that are not its value's %d (seed %d)", size, op, k, len(out), len(store[i]), seed)
+					}
+				}
+			case p < 85:
+				c.install(k, store[i], c.hash(k), &gen, gen.Load())
+			case p < 99:
+				store[i] = value(i)
+				c.drop(k)
+			default:
+				c.clear()
+			}
+			checkDocShards(t, c)
+		}
+		st := statsOf(c)
+		t.Logf("size %d: %+v", size, st)
+		if hits == 0 || st.Evictions == 0 {
+			t.Fatalf("size %d: %d hits, stats %+v: the test must hit and evict", size, hits, st)
+		}
+	}
+}
+
+// TestDocumentCacheNoPointers: the entries are not Go objects of their
+// own (the collector would mark each one every cycle): caching 20,000
+// documents leaves far fewer heap objects than that (the shards'
+// segments and index tables), and replacing an entry once the segments
+// exist allocates nothing.
+func TestDocumentCacheNoPointers(t *testing.T) {
+	var gen atomic.Uint64
+	const n = 20000
+	c := newDocCache(64 << 20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	key, val := make([]byte, 0, 32), make([]byte, 500)
+	for i := range n {
+		key = fmt.Appendf(key[:0], "d%d", i)
+		c.install(key, val, c.hash(key), &gen, gen.Load())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if st := statsOf(c); st.Entries != n {
+		t.Fatalf("%d entries cached, want %d: %+v", st.Entries, n, st)
+	}
+	if objs := int64(after.HeapObjects) - int64(before.HeapObjects); objs > n/10 {
+		t.Fatalf("%d entries took %d more heap objects, want under %d", n, objs, n/10)
+	}
+	key = fmt.Appendf(key[:0], "d%d", 7)
+	h := c.hash(key)
+	if allocs := testing.AllocsPerRun(1000, func() { c.install(key, val, h, &gen, gen.Load()) }); allocs != 0 {
+		t.Fatalf("replacing an entry allocated %v times, want 0", allocs)
+	}
+	checkDocShards(t, c)
+	runtime.KeepAlive(c)
 }

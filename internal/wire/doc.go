@@ -35,7 +35,10 @@
 // Zero copy: documents alias the buffer until the next read. The
 // bsoncore.Document values of a [Message] point into the [Reader]'s buffer;
 // they are valid until the next call to [Reader.ReadMessage], which reuses it.
-// Copy what must outlive the request. (TestDocumentsAliasBuffer)
+// Copy what must outlive the request. (TestDocumentsAliasBuffer) So do an
+// OP_MSG body's top-level elements (Msg.BodyElements), which the walk that
+// validates the body splits, so that the command layer does not split it
+// again. (TestBodyElements)
 //
 // Every document that leaves the package is well formed. Each document's
 // length is checked against the section (or message) holding it, and its

@@ -27,7 +27,25 @@ func readDocument(b []byte) (bsoncore.Document, []byte, error) {
 		return nil, b, newError(ErrInvalidDocument, "document claims %d bytes, %d left", n, len(b))
 	}
 	doc := b[:n:n] // capped, so that appending to it can never scribble on what follows
-	if err := checkDocument(doc, 1); err != nil {
+	if err := checkDocument(doc, 1, nil); err != nil {
+		return nil, b, err
+	}
+	return doc, b[n:], nil
+}
+
+// readSplitDocument is readDocument that also appends the document's
+// top-level elements to *elems as its walk finds them (a command body's
+// fields, which the layers above would otherwise split again).
+func readSplitDocument(b []byte, elems *[]bsoncore.Element) (bsoncore.Document, []byte, error) {
+	n, _, ok := readInt32(b)
+	if !ok {
+		return nil, b, newError(ErrInvalidDocument, "document length cut short: %d bytes left", len(b))
+	}
+	if n < minDocumentSize || int64(n) > int64(len(b)) {
+		return nil, b, newError(ErrInvalidDocument, "document claims %d bytes, %d left", n, len(b))
+	}
+	doc := b[:n:n]
+	if err := checkDocument(doc, 1, elems); err != nil {
 		return nil, b, err
 	}
 	return doc, b[n:], nil
@@ -38,12 +56,14 @@ func readDocument(b []byte) (bsoncore.Document, []byte, error) {
 // length consistent, names terminated, nesting within MaxDocumentDepth.
 // It is stricter than bsoncore's Validate; tests that fuzz what lies
 // behind the wire use it as their gate.
-func CheckDocument(doc []byte) error { return checkDocument(doc, 1) }
+func CheckDocument(doc []byte) error { return checkDocument(doc, 1, nil) }
 
 // checkDocument walks doc, which is exactly one document's bytes, and
 // checks that every element's type is known and every length inside it is
-// consistent with the bytes that hold it.
-func checkDocument(doc []byte, depth int) error {
+// consistent with the bytes that hold it. With elems, it appends each
+// top-level element (type, name and value) to *elems as it goes; a
+// failure leaves *elems holding some of them.
+func checkDocument(doc []byte, depth int, elems *[]bsoncore.Element) error {
 	if depth > MaxDocumentDepth {
 		return newError(ErrInvalidDocument, "nested deeper than %d", MaxDocumentDepth)
 	}
@@ -54,10 +74,10 @@ func checkDocument(doc []byte, depth int) error {
 	if doc[len(doc)-1] != 0 {
 		return newError(ErrInvalidDocument, "document not terminated by NUL")
 	}
-	elems := doc[4 : len(doc)-1]
-	for len(elems) > 0 {
-		t := bsoncore.Type(elems[0])
-		_, value, ok := cstring(elems[1:])
+	rest := doc[4 : len(doc)-1]
+	for len(rest) > 0 {
+		t := bsoncore.Type(rest[0])
+		_, value, ok := cstring(rest[1:])
 		if !ok {
 			return newError(ErrInvalidDocument, "element name not terminated")
 		}
@@ -65,7 +85,10 @@ func checkDocument(doc []byte, depth int) error {
 		if err != nil {
 			return err
 		}
-		elems = value[size:]
+		if elems != nil {
+			*elems = append(*elems, bsoncore.Element(rest[:len(rest)-len(value)+size]))
+		}
+		rest = value[size:]
 	}
 	return nil
 }
@@ -136,7 +159,7 @@ func embeddedSize(b []byte, depth int) (int, error) {
 	if !ok || n < minDocumentSize || int64(n) > int64(len(b)) {
 		return 0, newError(ErrInvalidDocument, "embedded document length %d does not fit", n)
 	}
-	if err := checkDocument(b[:n], depth+1); err != nil {
+	if err := checkDocument(b[:n], depth+1, nil); err != nil {
 		return 0, err
 	}
 	return int(n), nil

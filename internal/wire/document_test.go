@@ -63,7 +63,7 @@ func TestCheckDocumentValid(t *testing.T) {
 		"driver hello":   helloMsg(t)[HeaderSize+5:],
 		"insert command": insertBody(t),
 	} {
-		if err := checkDocument(d, 1); err != nil {
+		if err := checkDocument(d, 1, nil); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestCheckDocumentCorrupt(t *testing.T) {
 	}
 	for name, d := range tests {
 		t.Run(name, func(t *testing.T) {
-			if err := checkDocument(d, 1); !errors.Is(err, ErrInvalidDocument) {
+			if err := checkDocument(d, 1, nil); !errors.Is(err, ErrInvalidDocument) {
 				t.Fatalf("err = %v, want ErrInvalidDocument", err)
 			}
 		})

@@ -59,6 +59,10 @@ type Msg struct {
 	Flags MsgFlags
 	// Body is the kind-0 section's document: the command, or the reply.
 	Body bsoncore.Document
+	// BodyElements are Body's top-level elements in order (each a type,
+	// a name and a value), split by the walk that validated Body; they
+	// alias Body.
+	BodyElements []bsoncore.Element
 	// Sequences are the kind-1 sections in the order received.
 	Sequences []Sequence
 }
@@ -128,7 +132,7 @@ func verifyChecksum(b []byte) error {
 
 // parseSections decodes the sections in b, which must exactly fill it.
 func parseSections(b []byte, m *Msg) error {
-	m.Body = nil
+	m.Body, m.BodyElements = nil, m.BodyElements[:0]
 	m.Sequences = m.Sequences[:0]
 	for len(b) > 0 {
 		kind := SectionKind(b[0])
@@ -138,7 +142,7 @@ func parseSections(b []byte, m *Msg) error {
 			if m.Body != nil {
 				return newError(ErrBodySection, "a second body section")
 			}
-			m.Body, b, err = readDocument(b[1:])
+			m.Body, b, err = readSplitDocument(b[1:], &m.BodyElements)
 		case SectionSequence:
 			b, err = parseSequence(b[1:], m)
 		default:

@@ -129,3 +129,48 @@ func TestMsgFlagsSurviveRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyElements: the body's top-level elements, split by the walk that
+// validates it, are exactly bsoncore's split of the body, for every
+// element type, and a reader's next message (fewer fields) reuses the
+// slice without keeping the last one's.
+func TestBodyElements(t *testing.T) {
+	bodies := []bson.D{
+		{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: "k"}}}, {Key: "limit", Value: int64(1)},
+			{Key: "singleBatch", Value: true}, {Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}},
+			{Key: "$db", Value: "d"}},
+		{{Key: "a", Value: 1.5}, {Key: "b", Value: int32(2)}, {Key: "c", Value: bson.A{1, "x", bson.D{}}},
+			{Key: "d", Value: bson.Regex{Pattern: "^a", Options: "i"}}, {Key: "e", Value: bson.Null{}}, {Key: "f", Value: bson.MinKey{}},
+			{Key: "g", Value: bson.MaxKey{}}, {Key: "h", Value: bson.Undefined{}}, {Key: "i", Value: bson.NewObjectID()},
+			{Key: "j", Value: bson.DateTime(7)}, {Key: "k", Value: bson.Timestamp{T: 1, I: 2}}, {Key: "l", Value: bson.NewDecimal128(1, 2)},
+			{Key: "m", Value: bson.JavaScript("f()")}, {Key: "n", Value: bson.Symbol("s")},
+			{Key: "o", Value: bson.CodeWithScope{Code: "g()", Scope: bson.D{{Key: "x", Value: 1}}}},
+			{Key: "p", Value: bson.DBPointer{DB: "db", Pointer: bson.NewObjectID()}}, {Key: "", Value: "empty name"}},
+		{{Key: "ping", Value: 1}},
+		{},
+	}
+	var wire []byte
+	for i, b := range bodies {
+		wire = AppendMsg(wire, int32(i), 0, 0, doc(t, b))
+	}
+	r := NewReader(bytes.NewReader(wire), testMax)
+	for i, b := range bodies {
+		m, err := r.ReadMessage()
+		if err != nil {
+			t.Fatalf("body %d: %v", i, err)
+		}
+		want, err := m.Msg.Body.Elements()
+		if err != nil {
+			t.Fatalf("body %d: bsoncore: %v", i, err)
+		}
+		got := m.Msg.BodyElements
+		if len(got) != len(want) || len(want) != len(b) {
+			t.Fatalf("body %d: %d elements split, bsoncore %d, sent %d", i, len(got), len(want), len(b))
+		}
+		for j := range want {
+			if !bytes.Equal(got[j], want[j]) {
+				t.Fatalf("body %d element %d: %x, want %x", i, j, got[j], want[j])
+			}
+		}
+	}
+}

@@ -64,7 +64,7 @@ func (r *Retry) OplogSession(stmts ...int32) *engine.OplogSession {
 		}
 		stmts = mapped
 	}
-	return &engine.OplogSession{LSID: r.u.id.Doc(), TxnNumber: r.txn, StmtIDs: stmts}
+	return &engine.OplogSession{LSID: r.u.lsidDoc(), TxnNumber: r.txn, StmtIDs: stmts}
 }
 
 // Stmt is one executed statement and its result, for Record.
@@ -117,11 +117,12 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 		e.tx = txnState{}
 	}
 	t.mu.Unlock()
-	r := &Retry{u: u, txn: txn, done: map[int32]bsoncore.Document{}}
+	r := &Retry{u: u, txn: txn} // done: made by a retry of the number, the only one to fill it
 	switch {
 	case txn < cur:
 		return nil, mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", txn, u.id, cur)
 	case txn == cur:
+		r.done = map[int32]bsoncore.Document{}
 		if err := t.loadDone(u.id, txn, r.done); err != nil {
 			return nil, err
 		}
@@ -280,16 +281,31 @@ func (r *Retry) Record(tx *storage.Txn, stmts ...Stmt) error {
 	if e.keysKnown && len(e.keys) > maxKeptKeys*keyLen {
 		e.keysKnown, e.keys, e.spareKeys = false, nil, nil // the iterator reads them
 	}
-	return t.eng.PutInTxn(tx, TransactionsNS, t.retryRecord(tx, r.u.id, r.txn))
+	return t.eng.PutInTxn(tx, TransactionsNS, t.retryRecordOf(tx, r.u.lsidDoc(), r.txn))
+}
+
+// lsidDoc is the session's id as a document, built once per session and
+// shared, never changed, by its oplog entries and records (the caller
+// holds the turn, or runs in a request of the command that does).
+func (u *Use) lsidDoc() bsoncore.Document {
+	if u.e.lsid == nil {
+		u.e.lsid = u.id.Doc()
+	}
+	return u.e.lsid
 }
 
 // retryRecord is the session's config.transactions document for its
 // retryable write number txn, written in request tx.
 func (t *Table) retryRecord(tx *storage.Txn, id ID, txn int64) bsoncore.Document {
+	return t.retryRecordOf(tx, id.Doc(), txn)
+}
+
+// retryRecordOf is retryRecord of the session whose id document is lsid.
+func (t *Table) retryRecordOf(tx *storage.Txn, lsid bsoncore.Document, txn int64) bsoncore.Document {
 	ts, term := t.eng.RequestOpTime(tx)
 	ot := OpTime{TS: uint64(ts), Term: term}
 	return bsoncore.NewDocumentBuilder().
-		AppendDocument("_id", id.Doc()).
+		AppendDocument("_id", lsid).
 		AppendInt64("txnNum", txn).
 		AppendDocument("lastWriteOpTime", bsoncore.NewDocumentBuilder().
 			AppendTimestamp("ts", uint32(ot.TS>>32), uint32(ot.TS)).

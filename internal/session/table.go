@@ -96,8 +96,9 @@ type entry struct {
 	keysFails       uint64
 	// forgetKeys marks keys unknown (an undone Record's), made once.
 	forgetKeys func()
-	// lsid is the session's id as a document, for its transactions' oplog
-	// entries (built at the first, by the command holding the turn).
+	// lsid is the session's id as a document, for its oplog entries and
+	// config.transactions records (Use.lsidDoc: built at the first, by
+	// the command holding the turn; never changed).
 	lsid bsoncore.Document
 	// spare is the session's last transaction once it ended, for its next
 	// to reuse (engine.BeginReusing): the command layer closes the

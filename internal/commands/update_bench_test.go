@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -80,5 +82,49 @@ func BenchmarkUpdateByID(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRetryableUpdate is BenchmarkUpdateByID's $set by _id as a
+// driver sends it with retryWrites (the default): with an lsid and a new
+// txnNumber every command, so each one begins a new transaction number of
+// its session, whose older number's statement record the write deletes
+// (package session's "Stale keys from memory"). The WAL is synced on an
+// interval, as there.
+func BenchmarkRetryableUpdate(b *testing.B) {
+	sess := testSession(b, engine.Options{SyncInterval: 100 * time.Millisecond})
+	docs := bson.A{}
+	for i := range 10000 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "field0", Value: "value"}})
+	}
+	Run(context.Background(), sess, testRequest(b, "b", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}}), nil)
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+	// 64 documents, each set to alternate values (a no-op writes nothing);
+	// the txnNumber is written into the body before each command.
+	bodies := make([][]byte, 128)
+	at := make([]int, len(bodies)) // where each body's txnNumber is
+	for i := range bodies {
+		bodies[i], _ = bson.Marshal(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+			{Key: "q", Value: bson.D{{Key: "_id", Value: (i % 64) * 97}}},
+			{Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "field0", Value: bson.Binary{Data: []byte{byte(i / 64), 1, 2, 3}}}}}}},
+		}}}, {Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(0)}, {Key: "$db", Value: "b"}})
+		at[i] = bytes.Index(bodies[i], []byte("\x12txnNumber\x00")) + len("\x12txnNumber\x00")
+	}
+	var dst []byte
+	var req Request
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		k := i % len(bodies)
+		i++
+		body := bodies[k]
+		binary.LittleEndian.PutUint64(body[at[k]:], uint64(i)) // a new number each command
+		if err := req.Reset(body, "", nil); err != nil {
+			b.Fatal(err)
+		}
+		dst = Run(context.Background(), sess, &req, dst[:0])
+		if n, _ := bson.Raw(dst).Lookup("nModified").AsInt64OK(); n != 1 {
+			b.Fatalf("update %d modified %d: %s", i, n, bson.Raw(dst))
+		}
 	}
 }

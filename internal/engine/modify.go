@@ -230,7 +230,9 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 				return err
 			}
 		}
-		e.logStored(tx, 'u', ns, updateEntry(cur, next, act.Replacement), id) // "Change and entry commit together"
+		if logged(ns) { // not config.transactions' record of every retryable write: no diff to build
+			e.logStored(tx, 'u', ns, updateEntry(cur, next, act.Replacement), id) // "Change and entry commit together"
+		}
 		if err := e.storePreImage(tx, ns, cur); err != nil {
 			tx.RollbackTo(sp)
 			return err

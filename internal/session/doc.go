@@ -37,6 +37,26 @@
 // newest is TransactionTooOld (225); starting a newer one deletes the
 // older one's statement records in the request of its first record.
 //
+// Invariant "Stale keys from memory": a new number's stale keys, the
+// older numbers' statement keys its first Record deletes, come from the
+// session's entry, not from an iterator over the store (one per
+// retryable write: ~12 % of the server's CPU under single inserts), while
+// the entry's keys are trusted: they are then exactly the session's keys
+// an iterator would read (from recordsFrom on). They become trusted at a
+// number's first Record (the deletions and the new keys in one request)
+// and grow with its later Records; they are not trusted after a restart
+// or a session's expiry (a new entry), a new primary's Forget or
+// RestorePrepared (records written through another member: the table's
+// gen), a migration's InstallRetryHistories, an undone Record (OnUndo), a
+// failed commit group anywhere (storage's FailedGroups moved: "Failures
+// counted before acknowledged"), or past maxKeptKeys keys; then the
+// iterator reads them, and the next first Record makes them trusted
+// again. recordsFrom itself rises to a number only once its first
+// Record's group is known committed (settleClear), so keys a failed
+// deletion left are read and deleted by the next number. Builds with the
+// invariants tag compare the entry's keys with the iterator's at every
+// use; TestStaleKeysFromMemory walks the cases.
+//
 // findAndModify's result is its images: MongoDB keeps a retried
 // findAndModify's pre or post image in config.image_collection; Cairn
 // keeps the images in the statement's record (its value in the retry

@@ -127,6 +127,9 @@ func (t *Table) InstallRetryHistories(ctx context.Context, hs []RetryHistory) er
 				return err
 			}
 		}
+		// Its records change here, not through a Record: the keys kept
+		// in memory are not trusted ("Stale keys from memory").
+		e.keysKnown = false
 		todo = append(todo, install{h: h, id: id, u: u, have: have})
 	}
 	if len(todo) == 0 {

@@ -133,6 +133,7 @@ func (t *Table) RestorePrepared() error {
 	if t.eng == nil {
 		return nil // a table without a store (tests)
 	}
+	t.gen.Add(1) // records may have changed through replication
 	t.mu.Lock()
 	for _, e := range t.m {
 		if e.tx.status == txnPrepared {

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -20,10 +21,18 @@ type Retry struct {
 	txn  int64
 	done map[int32]bsoncore.Document
 	// fresh: txn is newer than the session's stored records, whose
-	// statement keys (stale) the first Record deletes (cleared says it
-	// did, in a request not undone).
-	fresh, cleared bool
-	stale          [][]byte
+	// statement keys the first Record deletes (cleared says it did, in a
+	// request not undone): stale as an iterator read them, or, when
+	// fromMem, staleMem, the session's keys kept in memory (keyLen bytes
+	// each; invariant "Stale keys from memory"). gen is the table's gen
+	// when they were taken; swapped says the first Record swapped the
+	// entry's key buffers (staleMem is spareKeys, untouched until the
+	// session's next command).
+	fresh, cleared   bool
+	stale            [][]byte
+	staleMem         []byte
+	fromMem, swapped bool
+	gen              uint64
 	// ids are the statement ids of the command's statements by position,
 	// when a router gave them (stmtIds): a router sends a shard only the
 	// statements of a client's batch that the shard owns, so a
@@ -55,7 +64,7 @@ func (r *Retry) OplogSession(stmts ...int32) *engine.OplogSession {
 		}
 		stmts = mapped
 	}
-	return &engine.OplogSession{LSID: r.u.id.Doc(), TxnNumber: r.txn, StmtIDs: stmts}
+	return &engine.OplogSession{LSID: r.u.lsidDoc(), TxnNumber: r.txn, StmtIDs: stmts}
 }
 
 // Stmt is one executed statement and its result, for Record.
@@ -95,6 +104,7 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 		e.loaded = true
 		t.mu.Unlock()
 	}
+	t.settleClear(e)
 	t.mu.Lock()
 	cur := e.txn
 	if txn > cur && e.tx.status == txnPrepared {
@@ -107,16 +117,26 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 		e.tx = txnState{}
 	}
 	t.mu.Unlock()
-	r := &Retry{u: u, txn: txn, done: map[int32]bsoncore.Document{}}
+	r := &Retry{u: u, txn: txn} // done: made by a retry of the number, the only one to fill it
 	switch {
 	case txn < cur:
 		return nil, mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", txn, u.id, cur)
 	case txn == cur:
+		r.done = map[int32]bsoncore.Document{}
 		if err := t.loadDone(u.id, txn, r.done); err != nil {
 			return nil, err
 		}
 	default:
-		r.fresh = true
+		r.fresh, r.gen = true, t.gen.Load()
+		if t.keysValid(e) {
+			r.staleMem, r.fromMem = e.keys, true
+			if invariants.Enabled {
+				if err := t.checkStaleKeys(u.id, e, txn); err != nil {
+					invariants.Fail("Stale keys from memory", "%v", err)
+				}
+			}
+			break
+		}
 		stale, err := t.olderKeys(u.id, e.recordsFrom, txn)
 		if err != nil {
 			return nil, err
@@ -124,6 +144,75 @@ func (u *Use) BeginRetry(txn int64) (*Retry, error) {
 		r.stale = stale
 	}
 	return r, nil
+}
+
+// settleClear raises the session's recordsFrom to the number whose first
+// Record deleted the older numbers' keys, once that Record's group is
+// known committed: the session's command ended, no group failed since it
+// (storage's "Failures counted before acknowledged") and it was not
+// undone. Otherwise recordsFrom stays, and the next new number's iterator
+// reads the keys the failed deletions left. The caller holds the turn.
+func (t *Table) settleClear(e *entry) {
+	if e.pending {
+		if e.pendingFails == t.eng.Storage().FailedGroups() {
+			e.recordsFrom = e.pendingFrom
+		}
+		e.pending = false
+	}
+}
+
+// keyLen is the length of a statement key: r, the session key (UUID and
+// uid), the transaction number, the statement id.
+const keyLen = 1 + 16 + 32 + 8 + 4
+
+// maxKeptKeys bounds the statement keys a session keeps in memory: a
+// larger batch's stale keys are read with the iterator, whose cost the
+// batch's own writes dwarf.
+const maxKeptKeys = 1024
+
+// keysValid reports whether the entry's keys are the session's statement
+// keys from recordsFrom on (invariant "Stale keys from memory"): known
+// since the first Record of a number, and neither the table's gen (a new
+// primary, rebuilt prepared transactions) nor storage's failed groups
+// (one of the session's records may not have committed: "Failures counted
+// before acknowledged") moved since. The caller holds the session's turn.
+func (t *Table) keysValid(e *entry) bool {
+	return e.keysKnown && e.keysGen == t.gen.Load() && e.keysFails == t.eng.Storage().FailedGroups()
+}
+
+// checkStaleKeys compares the keys session id's entry e keeps in memory
+// with those olderKeys reads for a new number txn, as sets (a key kept
+// twice is deleted twice: harmless); nil when they agree or are not
+// trusted. For builds with the invariants tag, at every use, and tests.
+// The caller holds the session's turn.
+func (t *Table) checkStaleKeys(id ID, e *entry, txn int64) error {
+	if !t.keysValid(e) {
+		return nil
+	}
+	read, err := t.olderKeys(id, e.recordsFrom, txn)
+	if err != nil {
+		return err
+	}
+	kept := map[string]bool{}
+	for k := e.keys; len(k) >= keyLen; k = k[keyLen:] {
+		kept[string(k[:keyLen])] = true
+	}
+	stored := map[string]bool{}
+	for _, k := range read {
+		stored[string(k)] = true
+		if !kept[string(k)] {
+			return fmt.Errorf("session %s: statement key %x is stored (transactions %d to %d) but not kept in memory", id, k, e.recordsFrom, txn)
+		}
+	}
+	for k := range kept {
+		if !stored[k] {
+			return fmt.Errorf("session %s: statement key %x is kept in memory but not stored (transactions %d to %d)", id, k, e.recordsFrom, txn)
+		}
+	}
+	if len(e.keys)%keyLen != 0 {
+		return fmt.Errorf("session %s: %d bytes of keys kept, not a multiple of %d", id, len(e.keys), keyLen)
+	}
+	return nil
 }
 
 // Done returns the result of the statement at position stmt if it already
@@ -143,36 +232,80 @@ func (r *Retry) Record(tx *storage.Txn, stmts ...Stmt) error {
 	if len(stmts) == 0 {
 		return nil
 	}
-	t := r.u.t
+	t, e := r.u.t, r.u.e
 	if r.fresh && !r.cleared {
 		// The session's older transaction numbers' statements go with the
 		// first write of this one, key by key: a range deletion per write
 		// would pile up tombstones in the memtable that every read then
 		// fragments again (reads slowed as the memtable grew).
-		for _, k := range r.stale {
-			tx.Delete(k)
+		if r.fromMem {
+			for k := r.staleMem; len(k) >= keyLen; k = k[keyLen:] {
+				tx.Delete(k[:keyLen])
+			}
+		} else {
+			for _, k := range r.stale {
+				tx.Delete(k)
+			}
 		}
 		r.cleared = true
-		from := r.u.e.recordsFrom
-		r.u.e.recordsFrom = r.txn
-		tx.OnUndo(func() { r.cleared, r.u.e.recordsFrom = false, from })
+		// recordsFrom rises to txn once the deletions are known committed
+		// (settleClear, at the session's next BeginRetry): a group that
+		// failed left the stale keys stored, and the next number's
+		// iterator must still find them.
+		fails := t.eng.Storage().FailedGroups()
+		e.pendingFrom, e.pendingFails, e.pending = r.txn, fails, true
+		// From here the session's keys are this number's alone: kept
+		// from empty, in the buffer staleMem is not.
+		if !r.swapped {
+			e.keys, e.spareKeys, r.swapped = e.spareKeys[:0], e.keys, true
+		} else {
+			e.keys = e.keys[:0]
+		}
+		e.keysKnown, e.keysGen, e.keysFails = true, r.gen, fails
+		tx.OnUndo(func() { r.cleared, e.pending, e.keysKnown = false, false, false })
+	} else if e.keysKnown {
+		if e.forgetKeys == nil {
+			e.forgetKeys = func() { e.keysKnown = false }
+		}
+		tx.OnUndo(e.forgetKeys)
 	}
 	key := txnPrefix(r.u.id, r.txn)
 	n := len(key)
 	for _, s := range stmts {
 		key = binary.BigEndian.AppendUint32(key[:n], uint32(r.stmt(s.ID)))
 		tx.Set(key, s.Result)
+		if e.keysKnown {
+			e.keys = append(e.keys, key...)
+		}
 	}
-	return t.eng.PutInTxn(tx, TransactionsNS, t.retryRecord(tx, r.u.id, r.txn))
+	if e.keysKnown && len(e.keys) > maxKeptKeys*keyLen {
+		e.keysKnown, e.keys, e.spareKeys = false, nil, nil // the iterator reads them
+	}
+	return t.eng.PutInTxn(tx, TransactionsNS, t.retryRecordOf(tx, r.u.lsidDoc(), r.txn))
+}
+
+// lsidDoc is the session's id as a document, built once per session and
+// shared, never changed, by its oplog entries and records (the caller
+// holds the turn, or runs in a request of the command that does).
+func (u *Use) lsidDoc() bsoncore.Document {
+	if u.e.lsid == nil {
+		u.e.lsid = u.id.Doc()
+	}
+	return u.e.lsid
 }
 
 // retryRecord is the session's config.transactions document for its
 // retryable write number txn, written in request tx.
 func (t *Table) retryRecord(tx *storage.Txn, id ID, txn int64) bsoncore.Document {
+	return t.retryRecordOf(tx, id.Doc(), txn)
+}
+
+// retryRecordOf is retryRecord of the session whose id document is lsid.
+func (t *Table) retryRecordOf(tx *storage.Txn, lsid bsoncore.Document, txn int64) bsoncore.Document {
 	ts, term := t.eng.RequestOpTime(tx)
 	ot := OpTime{TS: uint64(ts), Term: term}
 	return bsoncore.NewDocumentBuilder().
-		AppendDocument("_id", id.Doc()).
+		AppendDocument("_id", lsid).
 		AppendInt64("txnNum", txn).
 		AppendDocument("lastWriteOpTime", bsoncore.NewDocumentBuilder().
 			AppendTimestamp("ts", uint32(ot.TS>>32), uint32(ot.TS)).

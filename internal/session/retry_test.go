@@ -2,10 +2,14 @@ package session
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"maps"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/failpoint"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -53,5 +57,155 @@ func TestStmtIDs(t *testing.T) {
 	again.UseStmtIDs([]int32{9})
 	if _, done := again.Done(0); !done {
 		t.Errorf("position 0 with stmtIds [9] is not done")
+	}
+}
+
+// TestStaleKeysFromMemory walks invariant "Stale keys from memory": step
+// by step, a session's retryable writes, retries, failures and the events
+// after which its kept statement keys are not trusted. After each step the
+// keys kept, when trusted, are exactly those the iterator reads; the
+// store holds exactly the statement keys it should (a new number deletes
+// every older one's, also those a failed group's deletions left); and a
+// new number takes its stale keys from memory exactly when they are
+// trusted.
+func TestStaleKeysFromMemory(t *testing.T) {
+	if txnPrefixLen := len(txnPrefix(ID{}, 0)); txnPrefixLen+4 != keyLen {
+		t.Fatalf("keyLen %d, but a statement key is %d bytes", keyLen, txnPrefixLen+4)
+	}
+	tbl, eng := openTable(t, nil)
+	id := ID{UUID: [16]byte{4}, UID: UIDOf("u")}
+	res := bsoncore.NewDocumentBuilder().AppendInt64("n", 1).Build()
+	errUndo := errors.New("the rest of the request failed")
+	want := map[string]bool{} // the session's statement keys the store should hold
+	keyOf := func(n int64, stmt int32) string {
+		return string(binary.BigEndian.AppendUint32(txnPrefix(id, n), uint32(stmt)))
+	}
+	for i, st := range []struct {
+		op      string // write, undo, groupfail, begin, txn, forget, restart, install
+		n       int64  // the transaction number
+		from, k int32  // write statements from..from+k-1
+		mem     bool   // a write's BeginRetry takes its stale keys from memory
+		trusted bool   // the kept keys are trusted after the step
+	}{
+		{op: "write", n: 1, k: 2, mem: false, trusted: true}, // a new session: nothing kept yet
+		{op: "write", n: 2, k: 3, mem: true, trusted: true},
+		{op: "write", n: 2, from: 3, k: 2, trusted: true}, // the same number: its keys grow
+		{op: "begin", n: 3, mem: true, trusted: true},     // a command that never wrote
+		{op: "write", n: 4, k: 1, mem: true, trusted: true},
+		{op: "undo", n: 5, k: 2, mem: true, trusted: false},
+		{op: "write", n: 6, k: 2, mem: false, trusted: true},
+		{op: "groupfail", n: 7, k: 3, mem: true, trusted: false},
+		{op: "write", n: 8, k: 1, mem: false, trusted: true}, // deletes 6's keys, which 7 left
+		{op: "txn", n: 9, trusted: true},                     // a transaction writes no statement keys
+		{op: "write", n: 10, k: 2, mem: true, trusted: true},
+		{op: "forget", trusted: false},
+		{op: "write", n: 11, k: 1, mem: false, trusted: true},
+		{op: "restart", trusted: false},
+		{op: "write", n: 12, k: 2, mem: false, trusted: true},
+		{op: "install", n: 13, k: 2, trusted: false},
+		{op: "write", n: 14, k: 1, mem: false, trusted: true},
+		{op: "write", n: 15, k: maxKeptKeys + 1, mem: true, trusted: false}, // too many to keep
+		{op: "write", n: 16, k: 1, mem: false, trusted: true},
+		{op: "write", n: 17, k: 1, mem: true, trusted: true},
+	} {
+		ctx := context.Background()
+		switch st.op {
+		case "forget":
+			tbl.Forget()
+		case "restart":
+			tbl = NewTable(eng, nil)
+		case "install":
+			h := RetryHistory{LSID: id.Doc(), Txn: st.n, Stmts: map[int32]bsoncore.Document{}}
+			for s := st.from; s < st.from+st.k; s++ {
+				h.Stmts[s] = res
+				want[keyOf(st.n, s)] = true
+			}
+			if err := tbl.InstallRetryHistories(ctx, []RetryHistory{h}); err != nil {
+				t.Fatalf("step %d: install: %v", i, err)
+			}
+		case "txn":
+			use, err := tbl.Checkout(ctx, id, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := use.Transaction(st.n, true); err != nil {
+				t.Fatalf("step %d: start transaction: %v", i, err)
+			}
+			if err := use.AbortTransaction(st.n); err != nil {
+				t.Fatalf("step %d: abort transaction: %v", i, err)
+			}
+			use.Release()
+		default: // write, undo, groupfail, begin
+			use, err := tbl.Checkout(ctx, id, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := use.BeginRetry(st.n)
+			if err != nil {
+				t.Fatalf("step %d: BeginRetry(%d): %v", i, st.n, err)
+			}
+			if r.fresh && r.fromMem != st.mem {
+				t.Errorf("step %d (%s %d): stale keys from memory %v, want %v", i, st.op, st.n, r.fromMem, st.mem)
+			}
+			if st.op == "groupfail" {
+				fp, _ := eng.FailPoints().Lookup(failpoint.StorageFailBeforeCommit)
+				fp.Set(failpoint.Config{Mode: failpoint.Times, N: 1})
+			}
+			if st.op != "begin" {
+				stmts := make([]Stmt, 0, st.k)
+				for s := st.from; s < st.from+st.k; s++ {
+					stmts = append(stmts, Stmt{ID: s, Result: res})
+				}
+				err = eng.WriteRider(func(tx *storage.Txn) error {
+					if err := r.Record(tx, stmts...); err != nil {
+						return err
+					}
+					if st.op == "undo" {
+						return errUndo
+					}
+					return nil
+				})
+				if (err == nil) != (st.op == "write") {
+					t.Fatalf("step %d (%s %d): write: %v", i, st.op, st.n, err)
+				}
+				if err == nil {
+					if r.fresh {
+						clear(want)
+					}
+					for _, s := range stmts {
+						want[keyOf(st.n, s.ID)] = true
+					}
+				}
+			}
+			use.Release()
+		}
+
+		use, err := tbl.Checkout(ctx, id, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := use.e
+		tbl.settleClear(e) // as the next BeginRetry does
+		if got := tbl.keysValid(e); got != st.trusted {
+			t.Errorf("step %d (%s %d): kept keys trusted %v, want %v", i, st.op, st.n, got, st.trusted)
+		}
+		if err := tbl.checkStaleKeys(id, e, 1<<40); err != nil {
+			t.Errorf("step %d (%s %d): %v", i, st.op, st.n, err)
+		}
+		use.Release()
+		stored := map[string]bool{}
+		it, err := eng.Storage().NewIter(retryPrefix(id), storage.PrefixEnd(retryPrefix(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			stored[string(it.Key())] = true
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(stored, want) {
+			t.Errorf("step %d (%s %d): the store holds %d statement keys, want %d", i, st.op, st.n, len(stored), len(want))
+		}
 	}
 }

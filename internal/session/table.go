@@ -45,6 +45,10 @@ type Table struct {
 	lifetime atomic.Int64
 	// restoreErr is the last failed RestorePrepared's error (Forget).
 	restoreErr atomic.Pointer[error]
+	// gen rises whenever the sessions' records may have changed behind
+	// the table (Forget, RestorePrepared): statement keys kept from before
+	// are not trusted (invariant "Stale keys from memory").
+	gen atomic.Uint64
 
 	stop, stopped chan struct{} // the refresh loop (Run)
 	stopOnce      sync.Once
@@ -69,10 +73,32 @@ type entry struct {
 	abortTx bool
 	// recordsFrom is the lowest transaction number that may still have
 	// statement records (retry.go's olderKeys reads from it), kept by the
-	// command using the session.
-	recordsFrom int64
-	// lsid is the session's id as a document, for its transactions' oplog
-	// entries (built at the first, by the command holding the turn).
+	// command using the session. pendingFrom is the number whose first
+	// Record deleted the older ones' keys, with storage's FailedGroups
+	// then (pendingFails): recordsFrom rises to it at the session's next
+	// BeginRetry if no group failed since (retry.go's settleClear).
+	recordsFrom  int64
+	pendingFrom  int64
+	pendingFails uint64
+	pending      bool
+	// keys are the session's statement keys from recordsFrom on, keyLen
+	// bytes each, one after another, trusted only while keysValid
+	// (retry.go, invariant "Stale keys from memory"): a new transaction
+	// number's stale keys, read without an iterator. spareKeys is the other
+	// buffer: the first Record of a number swaps them, so the keys a
+	// command's Retry deletes stay whole for the command. keysGen and
+	// keysFails are the table's gen and storage's FailedGroups when the
+	// keys became known. Under the turn (the command's Records and their
+	// undo run on the pipeline goroutine while it waits for them).
+	keys, spareKeys []byte
+	keysKnown       bool
+	keysGen         uint64
+	keysFails       uint64
+	// forgetKeys marks keys unknown (an undone Record's), made once.
+	forgetKeys func()
+	// lsid is the session's id as a document, for its oplog entries and
+	// config.transactions records (Use.lsidDoc: built at the first, by
+	// the command holding the turn; never changed).
 	lsid bsoncore.Document
 	// spare is the session's last transaction once it ended, for its next
 	// to reuse (engine.BeginReusing): the command layer closes the
@@ -250,6 +276,7 @@ func (t *Table) Kill(match func(id ID, user string) bool, cause error) int {
 // (RestorePrepared: replication may have committed or aborted them, or
 // prepared others, since this member held them).
 func (t *Table) Forget() {
+	t.gen.Add(1) // every session's statement keys are read again
 	t.mu.Lock()
 	for _, e := range t.m {
 		if e.tx.status == txnPrepared {

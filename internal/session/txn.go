@@ -155,9 +155,7 @@ func (u *Use) TransactionAt(n int64, start bool, at hlc.Timestamp) (*engine.Txn,
 			}
 		}
 		u.abortOpen()
-		if e.lsid == nil {
-			e.lsid = u.id.Doc() // built once per session, shared by its transactions
-		}
+		u.lsidDoc() // built once per session, shared by its transactions
 		if etx == nil {
 			etx = t.eng.BeginReusing(e.spare) // the session's last, ended: its cursors are closed
 			e.spare = nil

@@ -254,6 +254,15 @@
 // requests not yet applied then run afresh. Builds with the invariants tag
 // panic if a group that follows a failed one is committed.
 //
+// Invariant "Failures counted before acknowledged": a group whose
+// requests' writes were applied and are then answered with an error (its
+// commit, replication or sync failed, or the fail points fired) raises
+// DB.FailedGroups before any of its requests is woken; a request whose own
+// function failed (its writes undone) does not. So whoever kept in-memory
+// state that a request's writes advanced learns, by the time the request
+// returns, that it may not trust it (package session's statement keys).
+// TestFailedGroupsCounted.
+//
 // Invariant "Reads through the request": a request function reads the
 // store only through its Txn, never with DB.Get, NewIter or NewSnapshot,
 // which miss the earlier requests of its group and a pipelined member's

@@ -21,6 +21,9 @@ type groupStats struct {
 	// maxBytes is the largest group's batch in bytes (invariant "Bounded
 	// group").
 	maxBytes atomic.Int64
+	// failed counts groups whose applied requests were answered with an
+	// error (pipeline.ack, before it wakes them).
+	failed atomic.Uint64
 }
 
 // noteBytes records a group's batch size in bytes.
@@ -47,6 +50,16 @@ type GroupStats struct {
 	// MaxBytes is the largest group's batch in bytes.
 	MaxBytes int64
 }
+
+// FailedGroups counts the commit groups so far whose requests' writes
+// were applied and then answered with an error: the group failed (or its
+// outcome is unknown), so its writes may never have reached the store, and
+// no in-memory state a request advanced past them may be trusted. It is
+// counted before the group's requests are woken (invariant "Failures
+// counted before acknowledged"): a writer that got such an error, and
+// whatever it told, sees the count raised. Package session keeps its
+// sessions' statement keys in memory only while it has not moved.
+func (db *DB) FailedGroups() uint64 { return db.pipe.groups.failed.Load() }
 
 // CommitGroups reports the commit groups written so far.
 func (db *DB) CommitGroups() GroupStats {

@@ -114,6 +114,10 @@ type request struct {
 	fn   func(*Txn) error
 	err  error
 	done chan struct{}
+	// applied: the request's writes joined its group's batch (its own
+	// function did not fail), so an error for it afterwards is its group's
+	// failure (groupStats.failed).
+	applied bool
 	// t0 and tAck are when the request was submitted and acknowledged
 	// (package hoptrace; 0 unless built with the cairntrace tag).
 	t0, tAck int64
@@ -226,7 +230,7 @@ func (p *pipeline) submit(fn func(*Txn) error) error {
 		return e
 	}
 	r := requestPool.Get().(*request)
-	r.fn, r.err = fn, nil
+	r.fn, r.err, r.applied = fn, nil, false
 	r.t0 = hoptrace.Now()
 	p.mu.RLock()
 	if p.closed {
@@ -287,7 +291,7 @@ func (p *pipeline) run() {
 		hoptrace.Count(hoptrace.GroupSize, len(f.group))
 		if !inFlight {
 			p.groups.record(len(f.group))
-			ack(f.group)
+			p.ack(f.group)
 		}
 	}
 }
@@ -300,7 +304,7 @@ func (p *pipeline) complete() {
 		// Recorded before the acknowledgement, so a writer that returns
 		// finds its group counted (CommitGroups).
 		p.groups.record(len(f.group))
-		ack(f.group)
+		p.ack(f.group)
 		if hoptrace.Enabled {
 			hoptrace.Since(hoptrace.GroupAck, f.tDone)
 		}
@@ -315,8 +319,16 @@ func (p *pipeline) wait() {
 	}
 }
 
-// ack wakes every request of group; none may be touched after.
-func ack(group []*request) {
+// ack wakes every request of group; none may be touched after. A group
+// whose applied requests are answered with an error is counted failed
+// first (DB.FailedGroups), so a writer that returns finds it counted.
+func (p *pipeline) ack(group []*request) {
+	for _, r := range group {
+		if r.applied && r.err != nil {
+			p.groups.failed.Add(1)
+			break
+		}
+	}
 	for _, r := range group {
 		r.tAck = hoptrace.Now()
 		r.done <- struct{}{}
@@ -489,7 +501,7 @@ func (p *pipeline) applier(f *flight, txn *Txn, batch *pebble.Batch, applied *in
 	f.maxTick = 0
 	txn.clock, txn.flight = p.clock, f
 	apply := func(r *request) {
-		if p.applyRequest(f, txn, batch, r) {
+		if r.applied = p.applyRequest(f, txn, batch, r); r.applied {
 			*applied++
 		}
 	}

@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/cairndb/cairn/internal/failpoint"
 )
 
 func TestBatchSizeHint(t *testing.T) {
@@ -128,5 +131,67 @@ func TestGroupBytesBound(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFailedGroupsCounted: DB.FailedGroups rises, by the time Write
+// returns, for each group whose applied writes were answered with an error
+// — the fail points before and after the commit, a Replicate that fails, a
+// pipelined member's proposal that fails — and not for a committed group
+// or a request whose own function failed (invariant "Failures counted
+// before acknowledged").
+func TestFailedGroupsCounted(t *testing.T) {
+	errOwn := errors.New("the request's own error")
+	for _, tc := range []struct {
+		name  string
+		open  func(t *testing.T) *DB
+		arm   func(db *DB) // before the write
+		fn    func(tx *Txn) error
+		fails bool // Write returns an error
+		count uint64
+	}{
+		{name: "committed", fn: setKey, count: 0},
+		{name: "own error", fn: func(tx *Txn) error { tx.Set([]byte("d/k"), []byte("v")); return errOwn }, fails: true, count: 0},
+		{name: "fail before commit", arm: armPoint(failpoint.StorageFailBeforeCommit), fn: setKey, fails: true, count: 1},
+		{name: "fail after commit", arm: armPoint(failpoint.StorageFailAfterCommit), fn: setKey, fails: true, count: 1},
+		{name: "replicate fails", open: func(t *testing.T) *DB {
+			return openTest(t, Options{Hooks: &Hooks{Replicate: func([]byte, bool) error { return errFakeLost }}})
+		}, fn: setKey, fails: true, count: 1},
+		{name: "proposal fails", open: func(t *testing.T) *DB {
+			set := &fakeSet{failAt: map[int]bool{1: true}}
+			db := openTest(t, Options{Hooks: &Hooks{Propose: set.propose, Publishes: func() bool { return false }}})
+			set.db = db
+			return db
+		}, fn: setKey, fails: true, count: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var db *DB
+			if tc.open != nil {
+				db = tc.open(t)
+			} else {
+				db = openTest(t, Options{})
+			}
+			if tc.arm != nil {
+				tc.arm(db)
+			}
+			before := db.FailedGroups()
+			err := db.Write(tc.fn)
+			if (err != nil) != tc.fails {
+				t.Fatalf("write: %v, want an error %v", err, tc.fails)
+			}
+			if got := db.FailedGroups() - before; got != tc.count {
+				t.Errorf("failed groups rose by %d when the write returned (%v), want %d", got, err, tc.count)
+			}
+		})
+	}
+}
+
+func setKey(tx *Txn) error { tx.Set([]byte("d/k"), []byte("v")); return nil }
+
+// armPoint fires the named fail point of the store once.
+func armPoint(name string) func(db *DB) {
+	return func(db *DB) {
+		fp, _ := db.FailPoints().Lookup(name)
+		fp.Set(failpoint.Config{Mode: failpoint.Times, N: 1})
 	}
 }

@@ -37,12 +37,13 @@ import (
 // through its session (commands.Session.ShortWait), and when the wait ends
 // it counts as begun again, so that what it does next is watched, as any
 // command, once it has run between one and two watchAfter. Ten open
-// streams on a 2-core server make a paced getMore every millisecond or
-// so, each waiting about the ceiling (9 ms): without this nearly every
-// one was watched, a goroutine, a read and three deadline changes each
-// (BENCHMARKS.md, "Ten open change streams, session 13"). A client gone
-// during the pace is seen when it ends (within maxPace), by the watch of
-// what follows, or by the reply's write.
+// streams under a steady flow make a paced getMore every millisecond or
+// so, most of them waiting about the ceiling (9 ms), so most spanned two
+// looks and were watched: a goroutine, a read, three deadline changes and
+// two more wake-ups each, about 2 % of the server's samples in the
+// issue's bench (BENCHMARKS.md, "Ten open change streams, session 13").
+// A client gone during the pace is seen when it ends (within maxPace), by
+// the watch of what follows, or by the reply's write.
 
 // watchAfter is how often busy connections are looked at: a command is
 // watched once it has run between one and two of these. A disconnect is

@@ -38,10 +38,11 @@ import (
 // it counts as begun again, so that what it does next is watched, as any
 // command, once it has run between one and two watchAfter. Ten open
 // streams under a steady flow make a paced getMore every millisecond or
-// so, most of them waiting about the ceiling (9 ms), so most spanned two
-// looks and were watched: a goroutine, a read, three deadline changes and
-// two more wake-ups each, about 2 % of the server's samples in the
-// issue's bench (BENCHMARKS.md, "Ten open change streams, session 13").
+// so, most of them waiting about the ceiling (9 ms), so many spanned two
+// looks and were watched (strace: a watch read per three getMores): a
+// goroutine, a read, three deadline changes and two more wake-ups each,
+// about 2 % of the server's samples in the bench (BENCHMARKS.md,
+// "Ten open change streams, session 13").
 // A client gone during the pace is seen when it ends (within maxPace), by
 // the watch of what follows, or by the reply's write.
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,6 +42,13 @@ import (
 // per insert of each side compares the work at one flow of events, which
 // a machine loaded by others blurs less than a saturated run's. With
 // CAIRN_CS_BENCH_STAGGER=1 the streams open one by one while inserts flow.
+// With CAIRN_CS_BENCH_DUMP=<shell command> that command runs where each
+// measure's CPU is read, before its inserts and after its events were
+// all delivered, with {pid} the server's process id: with the server
+// under `valgrind --tool=callgrind --instr-atstart=yes` (CAIRN_TEST_BIN a
+// script that execs it) and `callgrind_control -d {pid}`, each measure's
+// instructions are one dump of their own (BENCHMARKS.md, "Ten open change
+// streams, session 13").
 func TestChangeStreamBench(t *testing.T) {
 	if os.Getenv("CAIRN_CS_BENCH") != "1" {
 		t.Skip("a benchmark: CAIRN_CS_BENCH=1 runs it")
@@ -136,6 +144,7 @@ func TestChangeStreamBench(t *testing.T) {
 		<-warmed
 		const writers = 8
 		profiled := profileServer(t, name)
+		dump(t, member.cmd.Process.Pid)
 		server0, client0, gm0 := procCPU(t, member.cmd.Process.Pid), selfCPU(t), getMores()
 		sw0, cw0 := procSwitches(member.cmd.Process.Pid), selfSwitches(t)
 		start := time.Now()
@@ -169,6 +178,7 @@ func TestChangeStreamBench(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		c := cost{wall: el, server: procCPU(t, member.cmd.Process.Pid) - server0, client: selfCPU(t) - client0, getMores: getMores() - gm0}
+		dump(t, member.cmd.Process.Pid)
 		sw, cw := procSwitches(member.cmd.Process.Pid)-sw0, selfSwitches(t)-cw0
 		cancel()
 		wg.Wait()
@@ -287,6 +297,19 @@ func together(batches [][]int64, d time.Duration) float64 {
 func percentile(d []time.Duration, p float64) time.Duration {
 	slices.Sort(d)
 	return d[int(p*float64(len(d)-1))]
+}
+
+// dump runs CAIRN_CS_BENCH_DUMP, if set, with {pid} the server's pid.
+func dump(t *testing.T, pid int) {
+	t.Helper()
+	cmd := os.Getenv("CAIRN_CS_BENCH_DUMP")
+	if cmd == "" {
+		return
+	}
+	out, err := exec.Command("sh", "-c", strings.ReplaceAll(cmd, "{pid}", strconv.Itoa(pid))).CombinedOutput()
+	if err != nil {
+		t.Fatalf("CAIRN_CS_BENCH_DUMP: %v: %s", err, out)
+	}
 }
 
 // profileServer saves the server's CPU profile of the next

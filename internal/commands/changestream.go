@@ -519,12 +519,8 @@ func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncor
 	now := time.Now()
 	if at := s.Env.paceTicks.release(now, c.sent, c.open.Load(), c.lastN, c.gap); at.After(now) {
 		pause := min(at.Sub(now), wait)
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, opctx.Err(ctx)
+		if err := s.paceWait(ctx, pause); err != nil {
+			return nil, nil, err
 		}
 		wait -= pause
 	}
@@ -542,6 +538,24 @@ func awaitChangeStream(ctx context.Context, s *Session, dst []byte, held bsoncor
 		return nil, nil, err
 	}
 	return r, kept, nil
+}
+
+// paceWait waits out a getMore's pace, or until ctx ends. A timer ends
+// it whatever the client does, so the connection is told not to watch
+// the socket meanwhile (ShortWait).
+func (s *Session) paceWait(ctx context.Context, pause time.Duration) error {
+	if s.ShortWait != nil {
+		s.ShortWait(true)
+		defer s.ShortWait(false)
+	}
+	t := time.NewTimer(pause)
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return opctx.Err(ctx)
+	}
 }
 
 // fillChangeStream appends up to limit events (0: no limit, negative: an

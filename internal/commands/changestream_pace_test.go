@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -162,6 +164,53 @@ func TestChangeStreamReleaseBounds(t *testing.T) {
 		}
 		if len(p.ticks) > maxTicks {
 			t.Fatalf("%d ticks kept", len(p.ticks))
+		}
+	}
+}
+
+// TestChangeStreamPaceWait checks that a getMore waiting out its pace
+// tells the connection it is in a short wait (Session.ShortWait: the
+// server does not watch the socket meanwhile) and out of it again,
+// whether the timer or the operation's end ends the wait, and that the
+// wait lasts its pause or ends with the operation's error.
+func TestChangeStreamPaceWait(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pause   time.Duration
+		cancel  bool // the operation ends during the wait
+		hook    bool // the server set ShortWait
+		wantErr bool
+	}{
+		{"the timer ends it", 3 * time.Millisecond, false, true, false},
+		{"the operation's end ends it", time.Minute, true, true, true},
+		{"no hook set (an embedded session)", 3 * time.Millisecond, false, false, false},
+		{"no hook, the operation's end", time.Minute, true, false, true},
+	} {
+		s := &Session{}
+		var calls []bool
+		if tc.hook {
+			s.ShortWait = func(waiting bool) { calls = append(calls, waiting) }
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if tc.cancel {
+			time.AfterFunc(5*time.Millisecond, cancel)
+		}
+		began := time.Now()
+		err := s.paceWait(ctx, tc.pause)
+		took := time.Since(began)
+		cancel()
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err %v, want an error: %v", tc.name, err, tc.wantErr)
+		}
+		if !tc.cancel && took < tc.pause {
+			t.Errorf("%s: returned after %v, before its pause %v", tc.name, took, tc.pause)
+		}
+		want := []bool(nil)
+		if tc.hook {
+			want = []bool{true, false}
+		}
+		if !slices.Equal(calls, want) {
+			t.Errorf("%s: ShortWait calls %v, want %v", tc.name, calls, want)
 		}
 	}
 }

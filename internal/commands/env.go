@@ -281,6 +281,13 @@ type Session struct {
 	// its CA file (nil: none, or not verified), for MONGODB-X509.
 	ClientCert *x509.Certificate
 
+	// ShortWait, when set (by the server), is told that the command in
+	// progress begins (true) or ends (false) a short wait that a timer
+	// ends whatever the client does: a change stream's pace, at most
+	// maxPace. The server does not watch the socket for a client gone
+	// meanwhile (server's watch.go: that read costs more than the wait).
+	ShortWait func(waiting bool)
+
 	// hangUp asks the server to close the connection instead of replying
 	// (failCommand's closeConnection); see TakeHangUp.
 	hangUp bool

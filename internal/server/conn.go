@@ -73,6 +73,7 @@ func newConn(s *Server, nc net.Conn, id int64) *conn {
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.watch = newWatcher(c)
+	c.sess.ShortWait = c.watch.shortWait
 	c.r = wire.NewReader(watchedReader{c.watch}, commands.MaxMessageSize)
 	return c
 }

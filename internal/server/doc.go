@@ -9,7 +9,10 @@
 // (ClientDisconnect) through its session (watch.go: the socket is watched
 // only once a command has run a few milliseconds, so short commands pay
 // two atomic stores, one atomic load and an uncontended lock for it; the
-// loop that looks for such commands parks while there are none).
+// loop that looks for such commands parks while there are none). A
+// command in a short wait a timer ends (a change stream's pace, at most
+// 10 ms: commands.Session.ShortWait) is not watched during it, and counts
+// as begun again after it (TestShortWaitNotWatched).
 //
 // Invariant "The server outlives its clients": nothing a client sends can stop
 // the process. Malformed messages get an error reply or a closed connection;

@@ -30,6 +30,21 @@ import (
 // driver's awaitable hello is), the loop parks until a command begins. begin reads
 // one shared flag to know (an atomic load, no write, while the loop runs);
 // only the command that finds the loop parked wakes it.
+//
+// A command in a short wait of its own is not watched meanwhile: a change
+// stream's getMore that waits out its pace (at most commands' maxPace,
+// 10 ms, ended by a timer whatever the client does) tells the connection
+// through its session (commands.Session.ShortWait), and when the wait ends
+// it counts as begun again, so that what it does next is watched, as any
+// command, once it has run between one and two watchAfter. Ten open
+// streams under a steady flow make a paced getMore every millisecond or
+// so, most of them waiting about the ceiling (9 ms), so many spanned two
+// looks and were watched (strace: a watch read per three getMores): a
+// goroutine, a read, three deadline changes and two more wake-ups each,
+// about 2 % of the server's samples in the bench (BENCHMARKS.md,
+// "Ten open change streams, session 13").
+// A client gone during the pace is seen when it ends (within maxPace), by
+// the watch of what follows, or by the reply's write.
 
 // watchAfter is how often busy connections are looked at: a command is
 // watched once it has run between one and two of these. A disconnect is
@@ -59,6 +74,7 @@ type watcher struct {
 	c *conn
 
 	running atomic.Bool   // a command is being served
+	waiting atomic.Bool   // the command is in a short wait (shortWait)
 	seq     atomic.Uint64 // commands begun
 	seen    uint64        // seq at the previous look (the look loop's own)
 	started uint64        // seq of the command last watched (the look loop's own)
@@ -77,6 +93,19 @@ func newWatcher(c *conn) *watcher { return &watcher{c: c} }
 func (w *watcher) begin() {
 	w.seq.Add(1)
 	w.running.Store(true)
+	w.c.srv.looks.unpark()
+}
+
+// shortWait marks the command as in a short wait of its own (waiting) or
+// out of it: it is not watched while it waits, and counts as begun again
+// after (commands.Session.ShortWait).
+func (w *watcher) shortWait(waiting bool) {
+	if waiting {
+		w.waiting.Store(true)
+		return
+	}
+	w.seq.Add(1) // its watchAfter starts again
+	w.waiting.Store(false)
 	w.c.srv.looks.unpark()
 }
 
@@ -105,8 +134,8 @@ func (w *watcher) end() {
 // the connection needs another visit: a command runs that is not watched
 // yet.
 func (w *watcher) look() (again bool) {
-	if !w.running.Load() {
-		return false
+	if !w.running.Load() || w.waiting.Load() {
+		return false // a wait's end wakes the loop (shortWait)
 	}
 	seq := w.seq.Load()
 	if seq != w.seen {

@@ -61,3 +61,61 @@ func TestLookLoopParksAndWakes(t *testing.T) {
 	t.Logf("close seen %v after it", time.Since(closed))
 	c.watch.end()
 }
+
+// TestShortWaitNotWatched: a command in a short wait of its own (a change
+// stream's pace, commands.Session.ShortWait) is not watched while it
+// waits, however long; once the wait ends it counts as begun again and is
+// watched as any command (its client's close seen), the loop woken if it
+// parked meanwhile.
+func TestShortWaitNotWatched(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		park bool // wait on until the loop parked
+	}{
+		{"a wait of the pace's ceiling", 2 * watchAfter, false},
+		{"a wait past parkAfter: the loop parks, the wait's end wakes it", parkAfter, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng, err := engine.Open(t.TempDir(), engine.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, nil)
+			defer func() { env.Close(); _ = eng.Close() }()
+			s := New(env, Options{})
+			server, client := net.Pipe()
+			c := newConn(s, server, 1)
+			s.mu.Lock()
+			s.conns[c] = struct{}{}
+			s.mu.Unlock()
+			stopped := make(chan struct{})
+			go func() { s.lookLoop(); close(stopped) }()
+			defer func() { close(s.done); <-stopped }()
+			active := func() bool {
+				c.watch.mu.Lock()
+				defer c.watch.mu.Unlock()
+				return c.watch.active
+			}
+
+			c.watch.begin()
+			c.sess.ShortWait(true) // the hook newConn set
+			// The wait lasts tc.wait, or with park until the loop parked
+			// (its looks find nothing to watch for parkAfter: under load
+			// its ticks come late).
+			for end := time.Now().Add(tc.wait); time.Now().Before(end) || tc.park && !s.looks.parked.Load(); time.Sleep(time.Millisecond) {
+				if active() {
+					t.Fatal("a command in a short wait was watched")
+				}
+				if time.Since(end) > 5*time.Second {
+					t.Fatal("the loop did not park while the only command waited")
+				}
+			}
+			c.sess.ShortWait(false)
+			eventually(t, 100*time.Millisecond, "the command was not watched after its wait", active)
+			_ = client.Close()
+			eventually(t, 100*time.Millisecond, "the client's close was not seen", func() bool { return c.ctx.Err() != nil })
+			c.watch.end()
+		})
+	}
+}

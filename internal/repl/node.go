@@ -160,8 +160,9 @@ type Node struct {
 	// (package hoptrace's trace only: nil otherwise).
 	trApps map[uint64]int64
 	// held is, by member, the commit notice (an append without entries)
-	// the leader holds back; holdTimer sends them once noticeHold passed
-	// ("Commit notices ride on appends"). Loop-owned.
+	// the leader holds back; holdTimer sends them once noticeHold passed,
+	// or later while a proposal is pending (holdLeft; "Commit notices
+	// ride on appends"). Loop-owned.
 	held      map[uint64]*pb.Message
 	holdTimer *time.Timer
 	holding   bool      // holdTimer is armed

@@ -136,14 +136,17 @@
 // new commit index; with pipelined groups this was half of a leader's
 // frames, and each follower answered it. The leader holds such a notice
 // (at most one per member, the newest) for up to a millisecond
-// (noticeHold) and drops it when an append with entries leaves for that
+// (noticeHold), or up to five while one of its proposals is pending
+// (noticeHoldBusy: a busy set's next group usually leaves within that,
+// where the millisecond let a third of the notices go out on their own
+// under YCSB-A), and drops it when an append with entries leaves for that
 // member first — that append carries the commit index of its moment, as
 // high. Holding a message back is what a slow transport may do: no
 // safety property depends on when a follower learns the commit index,
 // and a held notice that nothing replaces leaves when its timer fires, so
-// an idle set's followers apply within the millisecond, clocks or no
-// clocks. Status counts the notices held and replaced.
-// TestCommitNoticesRideOnAppends.
+// an idle set's followers apply within the millisecond (a busy one's
+// within five), clocks or no clocks. Status counts the notices held and
+// replaced. TestCommitNoticesRideOnAppends, TestNoticeHoldWhileBusy.
 //
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap

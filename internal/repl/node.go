@@ -160,11 +160,13 @@ type Node struct {
 	// (package hoptrace's trace only: nil otherwise).
 	trApps map[uint64]int64
 	// held is, by member, the commit notice (an append without entries)
-	// the leader holds back; holdTimer sends them once noticeHold passed
-	// ("Commit notices ride on appends"). Loop-owned.
+	// the leader holds back; holdTimer sends them once noticeHold passed,
+	// or later while a proposal is pending (holdLeft; "Commit notices
+	// ride on appends"). Loop-owned.
 	held      map[uint64]*pb.Message
 	holdTimer *time.Timer
-	holding   bool // holdTimer is armed
+	holding   bool      // holdTimer is armed
+	heldAt    time.Time // when it was armed
 
 	mu          sync.Mutex
 	status      Status
@@ -683,7 +685,12 @@ func (n *Node) loop() {
 			n.rn.Tick()
 		case <-n.holdTimer.C:
 			n.holding = false
-			n.sendHeld()
+			if rest := n.holdLeft(); rest > 0 {
+				n.holdTimer.Reset(rest)
+				n.holding = true
+			} else {
+				n.sendHeld()
+			}
 		case <-n.appended.signal:
 			if err := n.appendsDone(); err != nil {
 				n.err = err
@@ -903,15 +910,32 @@ func (n *Node) handleReady() error {
 	return nil
 }
 
-// noticeHold is how long a leader holds a commit notice back
-// ("Commit notices ride on appends").
-const noticeHold = time.Millisecond
+// noticeHold is how long a leader holds a commit notice back, and
+// noticeHoldBusy how long at most while one of its proposals is still
+// pending: the set is then busy, and the next group's append usually
+// leaves within a few milliseconds and replaces the notice ("Commit
+// notices ride on appends").
+const (
+	noticeHold     = time.Millisecond
+	noticeHoldBusy = 5 * time.Millisecond
+)
+
+// holdLeft is how much longer the notices held may wait once noticeHold
+// passed: while a proposal of this leader is pending (in its log, not yet
+// applied), up to noticeHoldBusy from when they were first held; else 0.
+func (n *Node) holdLeft() time.Duration {
+	if len(n.held) == 0 || len(n.pending) == 0 {
+		return 0
+	}
+	return noticeHoldBusy - time.Since(n.heldAt)
+}
 
 // holdNotices takes out of a Ready's messages for other members the
 // commit notices — appends without entries, which Raft sends every
 // follower as soon as the commit index moves — and holds them, at most
 // one per member (a later one carries a commit index as high), for up
-// to noticeHold; an append with entries to the same member, which
+// to noticeHold (noticeHoldBusy while a proposal is pending, holdLeft);
+// an append with entries to the same member, which
 // carries the commit index of its moment too, replaces the one held
 // ("Commit notices ride on appends"). Under a steady load the next
 // group's append then tells the followers what committed, and each
@@ -940,7 +964,7 @@ func (n *Node) holdNotices(out []*pb.Message) []*pb.Message {
 	}
 	if len(n.held) > 0 && !n.holding {
 		n.holdTimer.Reset(noticeHold)
-		n.holding = true
+		n.holding, n.heldAt = true, time.Now()
 	}
 	if held > 0 || merged > 0 {
 		n.mu.Lock()

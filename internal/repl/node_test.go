@@ -530,6 +530,39 @@ func TestDropStaleAcks(t *testing.T) {
 	}
 }
 
+// TestNoticeHoldWhileBusy: once noticeHold passed, the notices held wait
+// on only while a proposal of the leader is pending, and never past
+// noticeHoldBusy from when they were first held ("Commit notices ride on
+// appends").
+func TestNoticeHoldWhileBusy(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		held, pending bool
+		age           time.Duration // since the notices were first held
+		more          bool          // holdLeft is positive
+	}{
+		{name: "nothing held", pending: true, age: noticeHold},
+		{name: "held, idle", held: true, age: noticeHold},
+		{name: "held, busy", held: true, pending: true, age: noticeHold, more: true},
+		{name: "held, busy, at the bound", held: true, pending: true, age: noticeHoldBusy},
+		{name: "held, busy, past the bound", held: true, pending: true, age: 2 * noticeHoldBusy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &Node{held: map[uint64]*pb.Message{}, pending: map[uint64]*proposal{}, heldAt: time.Now().Add(-tc.age)}
+			if tc.held {
+				n.held[2] = &pb.Message{}
+			}
+			if tc.pending {
+				n.pending[1] = &proposal{}
+			}
+			left := n.holdLeft()
+			if tc.more != (left > 0) || left > noticeHoldBusy-tc.age {
+				t.Errorf("holdLeft %v after %v (held %v, pending %v)", left, tc.age, tc.held, tc.pending)
+			}
+		})
+	}
+}
+
 // TestCommitNoticesRideOnAppends: a leader holds the appends without
 // entries Raft sends when the commit index moves, and a later append to
 // the same member, which carries the commit index too, replaces the one

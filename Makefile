@@ -45,10 +45,10 @@ race:
 ## invariants tag: the kill -9 crash test (its child process checks after
 ## every commit group), the planner's differential test, and the shards'
 ## cached database versions against a stale router.
+# One go test command for the three packages: they build once and run side
+# by side (each pattern names tests of one package only).
 invariants:
-	$(GO) test -count=1 -tags invariants -run '^(TestCrashKeepsAcknowledgedWrites|TestShardCachesAndStaleRouters)$$' .
-	$(GO) test -count=1 -tags invariants -run '^TestDatabaseVersionCache$$' ./internal/shardsvr/
-	$(GO) test -count=1 -tags invariants -run '^(TestPlannerMatchesCollectionScan(Collated)?|TestGeoPlannerMatchesCollectionScan|TestGeo2dPlannerMatchesCollectionScan|TestTimeseriesMatchesCollection)$$' ./internal/commands/
+	$(GO) test -count=1 -tags invariants -run '^(TestCrashKeepsAcknowledgedWrites|TestShardCachesAndStaleRouters|TestDatabaseVersionCache|TestPlannerMatchesCollectionScan(Collated)?|TestGeoPlannerMatchesCollectionScan|TestGeo2dPlannerMatchesCollectionScan|TestTimeseriesMatchesCollection)$$' . ./internal/shardsvr/ ./internal/commands/
 
 ## smoke: only the real-client smoke tests (mongosh and the Node.js driver
 ## against cairn serve); the first run installs them with npm ci. `make test`

@@ -23,17 +23,17 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-// TestLookLoopParksAndWakes: an idle server's look loop parks; a command
-// that begins wakes it and is watched, so its client closing is seen at
-// once; a command already watched (a driver's awaitable hello) lets the
-// loop park again.
-func TestLookLoopParksAndWakes(t *testing.T) {
+// startLookLoop starts a server's look loop over one connection of a
+// net.Pipe (the server's side watched, the client's returned), stopped
+// with the test.
+func startLookLoop(t *testing.T) (*Server, *conn, net.Conn) {
+	t.Helper()
 	eng, err := engine.Open(t.TempDir(), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, nil)
-	defer func() { env.Close(); _ = eng.Close() }()
+	t.Cleanup(func() { env.Close(); _ = eng.Close() })
 	s := New(env, Options{})
 	server, client := net.Pipe()
 	c := newConn(s, server, 1)
@@ -42,15 +42,27 @@ func TestLookLoopParksAndWakes(t *testing.T) {
 	s.mu.Unlock()
 	stopped := make(chan struct{})
 	go func() { s.lookLoop(); close(stopped) }()
-	defer func() { close(s.done); <-stopped }()
+	t.Cleanup(func() { close(s.done); <-stopped })
+	return s, c, client
+}
+
+// watched reports whether the look loop watches the connection's command.
+func (c *conn) watched() bool {
+	c.watch.mu.Lock()
+	defer c.watch.mu.Unlock()
+	return c.watch.active
+}
+
+// TestLookLoopParksAndWakes: an idle server's look loop parks; a command
+// that begins wakes it and is watched, so its client closing is seen at
+// once; a command already watched (a driver's awaitable hello) lets the
+// loop park again.
+func TestLookLoopParksAndWakes(t *testing.T) {
+	s, c, client := startLookLoop(t)
 
 	eventually(t, time.Second, "an idle server's look loop did not park", s.looks.parked.Load)
 	c.watch.begin() // a command begins while the loop is parked
-	eventually(t, 100*time.Millisecond, "the command was not watched", func() bool {
-		c.watch.mu.Lock()
-		defer c.watch.mu.Unlock()
-		return c.watch.active
-	})
+	eventually(t, 100*time.Millisecond, "the command was not watched", c.watched)
 	eventually(t, time.Second, "the loop did not park again while the command is watched", s.looks.parked.Load)
 	closed := time.Now()
 	_ = client.Close()
@@ -77,26 +89,8 @@ func TestShortWaitNotWatched(t *testing.T) {
 		{"a wait past parkAfter: the loop parks, the wait's end wakes it", parkAfter, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eng, err := engine.Open(t.TempDir(), engine.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			env := commands.NewEnv(eng, commands.Config{CairnVer: "test"}, nil)
-			defer func() { env.Close(); _ = eng.Close() }()
-			s := New(env, Options{})
-			server, client := net.Pipe()
-			c := newConn(s, server, 1)
-			s.mu.Lock()
-			s.conns[c] = struct{}{}
-			s.mu.Unlock()
-			stopped := make(chan struct{})
-			go func() { s.lookLoop(); close(stopped) }()
-			defer func() { close(s.done); <-stopped }()
-			active := func() bool {
-				c.watch.mu.Lock()
-				defer c.watch.mu.Unlock()
-				return c.watch.active
-			}
+			s, c, client := startLookLoop(t)
+			active := c.watched
 
 			c.watch.begin()
 			c.sess.ShortWait(true) // the hook newConn set

@@ -37,9 +37,12 @@ unit:
 # storage and engine again without the tag, because the invariants build
 # does not overlap commit groups (storage's "Overlapped sync"), and the
 # overlap is where the pipeline and the completer goroutine share state.
+# That second pass runs -short: the crash tests there take a quarter of their
+# power cuts and the bulk log test a third of its writes (the unit pass and
+# the first race pass run them whole).
 race:
 	$(GO) test -count=1 -race -timeout 20m -tags invariants $(RACE_PKGS)
-	$(GO) test -count=1 -race -timeout 20m ./internal/storage/... ./internal/engine/...
+	$(GO) test -count=1 -race -short -timeout 20m ./internal/storage/... ./internal/engine/...
 
 ## invariants: the tests that drive the engine hardest, built with the
 ## invariants tag: the kill -9 crash test (its child process checks after

@@ -28,12 +28,24 @@ import (
 // a later state a write had reached; its indexes must agree with its
 // documents. Each round of cuts writes on from its predecessor's last image,
 // so recovery is itself cut early and often. `make powercut` runs 10,000
-// cuts; `make test` runs -powercut.cuts per mode.
+// cuts; `make test` runs -powercut.cuts per mode, and a quarter of them
+// under -short (its second race pass: shortCuts).
 
 var (
 	powerCuts = flag.Int("powercut.cuts", 120, "TestPowerCutsKeepAcknowledgedWrites: power cuts per sync mode")
 	powerSeed = flag.Uint64("powercut.seed", 0, "TestPowerCutsKeepAcknowledgedWrites: seed (0: from the clock)")
 )
+
+// shortCuts is n, or a quarter of it (at least one) under -short: `make
+// test`'s second race pass (storage and engine without the invariants tag,
+// for the overlapped syncs) runs the crash tests at that size; the first
+// pass and the unit pass run them whole.
+func shortCuts(n int) int {
+	if testing.Short() {
+		return max(1, n/4)
+	}
+	return n
+}
 
 const (
 	pcDocs        = 48 // documents, split among pcWriters
@@ -94,14 +106,15 @@ func TestPowerCutsKeepAcknowledgedWrites(t *testing.T) {
 			fs := vfs.NewCrashableMem()
 			var st pcStats
 			var base [][]byte // the documents of the image a round starts from
-			for done := 0; done < *powerCuts; done += pcCutsInRound {
-				cuts := min(pcCutsInRound, *powerCuts-done)
+			want := shortCuts(*powerCuts)
+			for done := 0; done < want; done += pcCutsInRound {
+				cuts := min(pcCutsInRound, want-done)
 				fs, base = pcRound(t, fs, base, mode.every, cuts, rand.New(rand.NewPCG(rng.Uint64(), 2)), &st)
 				if t.Failed() {
 					t.Fatalf("seed %d: stopped after %d cuts", seed, done+cuts)
 				}
 			}
-			if st.writes == 0 || st.cuts != *powerCuts {
+			if st.writes == 0 || st.cuts != want {
 				t.Fatalf("%d cuts over %d acknowledged writes: the test proved nothing", st.cuts, st.writes)
 			}
 			t.Logf("sync %s: %d power cuts over %d acknowledged writes, none lost, indexes consistent; "+

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/... ./internal/replset/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-replset bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
 
 all: build
 
@@ -200,6 +200,30 @@ LINEAR_SECONDS ?= 20
 LINEAR_SEED ?=
 replset-linear:
 	CAIRN_LINEAR_RUNS=$(LINEAR_RUNS) CAIRN_LINEAR_SECONDS=$(LINEAR_SECONDS) CAIRN_LINEAR_SEED=$(LINEAR_SEED) $(GO) test -count=1 -run '^TestReplicaSetLinearizableRegister$$' -timeout 120m -v .
+
+## bench-replset: issue 18's measurement: YCSB A (majority writes) and C
+## (reads from the primary) against a three-member set of real `cairn serve`
+## processes on loopback (`cairn cluster up`), alternated run by run with a
+## standalone durable node (`--compare`) in the same bench, with the bench's
+## defaults (RS_BENCH_RECORDS records, 16 threads) and three runs each; the
+## last lines print "cairn vs compare: throughput N%" (the set ÷ the
+## standalone). Members on RS_BENCH_PORT and the next two, the standalone
+## on RS_BENCH_PORT+10; data under RS_BENCH_DIR, removed first. The set's
+## URI has retryWrites=false because drivers send no transaction numbers to
+## a standalone: both sides then do the same writes.
+RS_BENCH_PORT ?= 27300
+RS_BENCH_DIR ?= /tmp/cairn-bench-replset
+RS_BENCH_RECORDS ?= 100000
+RS_BENCH_THREADS ?= 16
+bench-replset:
+	rm -rf $(RS_BENCH_DIR) && mkdir -p $(RS_BENCH_DIR) && $(GO) build -o $(RS_BENCH_DIR)/cairn ./cmd/cairn
+	cd $(RS_BENCH_DIR) && p=$(RS_BENCH_PORT); sa=$$((p + 10)); \
+	./cairn cluster up --replicas 3 --port $$p --dbpath set > cluster.log 2>&1 & cl=$$!; \
+	./cairn serve --port $$sa --dbpath standalone > standalone.log 2>&1 & st=$$!; \
+	trap 'kill -INT $$cl; kill $$st; wait' EXIT; \
+	./cairn bench --workload a,c --records $(RS_BENCH_RECORDS) --ops $(RS_BENCH_RECORDS) --threads $(RS_BENCH_THREADS) --runs 3 --max-time 60s \
+	  --uri "mongodb://127.0.0.1:$$p,127.0.0.1:$$((p + 1)),127.0.0.1:$$((p + 2))/?replicaSet=rs0&retryWrites=false" \
+	  --compare "mongodb://127.0.0.1:$$sa"
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
 ## protocol, durable and Pebble floors (about a minute). The full measurement in

@@ -1037,7 +1037,9 @@ func TestMigrationThroughput(t *testing.T) {
 
 // TestShardBalancer: the config server's balancer moves a chunk once the
 // shards differ by three range sizes (config.settings chunksize: 1 MB
-// here), and not while config.settings {_id: "balancer"} says stopped.
+// here), and not while config.settings {_id: "balancer"} says stopped;
+// rounds run as often as overrideBalanceRoundInterval says (its data
+// checked) and _configsvrBalancerStatus counts them.
 func TestShardBalancer(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -1083,7 +1085,41 @@ func TestShardBalancer(t *testing.T) {
 		}
 		return fmt.Sprint(o)
 	}
-	time.Sleep(11 * time.Second) // a balancer round (every 10 s) passes
+	// Rounds every 200 ms (MongoDB's fail point for balancer tests), and
+	// the round count of _configsvrBalancerStatus to wait on.
+	admin := r.cfg.Database("admin")
+	for _, bad := range []bson.D{{}, {{Key: "intervalMs", Value: 0}}, {{Key: "intervalMs", Value: "fast"}}, {{Key: "intervalMs", Value: 200}, {Key: "other", Value: 1}}} {
+		cmd := bson.D{{Key: "configureFailPoint", Value: "overrideBalanceRoundInterval"}, {Key: "mode", Value: "alwaysOn"}}
+		if len(bad) > 0 {
+			cmd = append(cmd, bson.E{Key: "data", Value: bad})
+		}
+		if code := cmdCode(admin.RunCommand(ctx, cmd).Err()); code != 2 {
+			t.Fatalf("overrideBalanceRoundInterval with data %v: code %d, want 2 BadValue", bad, code)
+		}
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "overrideBalanceRoundInterval"}, {Key: "mode", Value: "alwaysOn"},
+		{Key: "data", Value: bson.D{{Key: "intervalMs", Value: 200}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rounds := func() int64 {
+		st, err := admin.RunCommand(ctx, bson.D{{Key: "_configsvrBalancerStatus", Value: 1}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Lookup("numBalancerRounds").AsInt64()
+	}
+	awaitRounds := func(n int64) { // n more rounds start and end
+		t.Helper()
+		want := rounds() + n + 1 // the one running now may have read the settings before
+		deadline := time.Now().Add(30 * time.Second)
+		for rounds() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("fewer than %d balancer rounds in 30 s at 200 ms apart", n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	awaitRounds(2)
 	if got := owners(); got != "[s0 s0 s0 s0]" {
 		t.Fatalf("the stopped balancer moved chunks: %s", got)
 	}
@@ -1100,8 +1136,8 @@ func TestShardBalancer(t *testing.T) {
 	if err := c.settle(ctx, r, want); err != nil {
 		t.Fatal(err)
 	}
-	// Balanced now (0.5 MB apart): a further round moves nothing.
-	time.Sleep(11 * time.Second)
+	// Balanced now (0.5 MB apart): further rounds move nothing.
+	awaitRounds(3)
 	if got := owners(); got != "[s0 s1 s0 s0]" {
 		t.Errorf("the balancer went on moving a balanced collection: %s", got)
 	}

@@ -718,8 +718,10 @@ func TestShardedClusterPlan(t *testing.T) {
 		t.Fatalf("balancerStatus after stop: %v", st)
 	}
 	runAdmin(t, c, bson.D{{Key: "balancerStart", Value: 1}})
-	if st := runAdmin(t, c, bson.D{{Key: "balancerStatus", Value: 1}}); st["mode"] != "full" {
+	if st := runAdmin(t, c, bson.D{{Key: "balancerStatus", Value: 1}}); st["mode"] != "full" || st["inBalancerRound"] == nil {
 		t.Fatalf("balancerStatus after start: %v", st)
+	} else if n, ok := st["numBalancerRounds"].(int64); !ok || n < 0 {
+		t.Fatalf("balancerStatus's numBalancerRounds: %v (%T), want the config server's count", st["numBalancerRounds"], st["numBalancerRounds"])
 	}
 
 	// removeShard drains: started, then ongoing while it owns chunks.

@@ -153,13 +153,23 @@ var failPointFields = map[string][]string{
 	failCommandName: {"failCommands", "failAllCommands", "errorCode", "closeConnection", "blockConnection",
 		"blockTimeMS", "writeConcernError", "errorLabels", "appName", "namespace",
 		"errorExtraInfo", "failInternalCommands", "failLocalClients"},
-	failGetMoreName:   {"errorCode", "appName", "namespace", "failInternalCommands", "failLocalClients"},
-	onPrimaryTxnWrite: {"closeConnection", "failBeforeCommitExceptionCode"},
+	failGetMoreName:              {"errorCode", "appName", "namespace", "failInternalCommands", "failLocalClients"},
+	onPrimaryTxnWrite:            {"closeConnection", "failBeforeCommitExceptionCode"},
+	overrideBalanceRoundInterval: {"intervalMs"},
 }
+
+// overrideBalanceRoundInterval is shardsvr's point of that name: the
+// balancer's wait between rounds, data {intervalMs: a positive number}.
+const overrideBalanceRoundInterval = "overrideBalanceRoundInterval"
 
 // checkFailPointData refuses data fields the point does not honour.
 // Points without a list (the storage points) take none.
 func checkFailPointData(name string, data bsoncore.Document) error {
+	if name == overrideBalanceRoundInterval {
+		if ms, ok := data.Lookup("intervalMs").AsInt64OK(); !ok || ms <= 0 {
+			return mongoerr.New(mongoerr.BadValue, "%s needs data {intervalMs: a positive number of milliseconds}", name)
+		}
+	}
 	if data == nil {
 		return nil
 	}

@@ -91,6 +91,7 @@ var privilegeRules = map[string]privRule{
 	// gives them to the internal action alone (the __system role).
 	"_addShard":                      cluster("internal"),
 	"_configsvrCommitChunkMigration": cluster("internal"),
+	"_configsvrBalancerStatus":       cluster("internal"),
 	"_historyInstall":                cluster("internal"),
 	"_historyPurge":                  cluster("internal"),
 	"_historyRead":                   cluster("internal"),

@@ -53,6 +53,7 @@ var shardingInternal = map[string]struct{ help, fields string }{
 	"_flushRoutingTableCacheUpdates": {"reload a collection's routing table from the config servers (a router, after sharding or refining it)", "syncFromConfig"},
 	"_shardsvrParticipantBlock":      {"begin (blockType Writes) or end (Unblock) a DDL operation's critical section of a collection on this shard: its writes wait, and the routing table is reloaded at the end (a router, around shardCollection's config write)", "blockType reason"},
 	"coordinateCommitTransaction":    {"commit a transaction that wrote on several shards (this shard coordinates): prepare every participant, record the decision durably, then commit or abort each", "participants"},
+	"_configsvrBalancerStatus":       {"the balancer's mode, whether a round is running and how many rounds ran (config server; a router's balancerStatus)", ""},
 	"_configsvrCommitChunkMigration": {"commit a migrated chunk's new owner in config.chunks (config server primary)", "fromShard toShard migratedChunk fromShardCollectionVersion validAfter"},
 }
 

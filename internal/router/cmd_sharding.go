@@ -943,19 +943,14 @@ func cmdBalancerMode(mode string) handler {
 }
 
 func cmdBalancerStatus(ctx context.Context, r *Router, _ *request) (bsoncore.Document, error) {
-	docs, err := r.configFind(ctx, "settings", bson.D{{Key: "_id", Value: "balancer"}}, nil)
+	st, err := r.configCmd(ctx, bson.D{{Key: "_configsvrBalancerStatus", Value: 1}, {Key: "$db", Value: "admin"}})
 	if err != nil {
 		return nil, err
 	}
-	mode := "full"
-	if len(docs) > 0 {
-		if m, ok := docs[0].Lookup("mode").StringValueOK(); ok {
-			mode = m
-		} else if s, _ := docs[0].Lookup("stopped").BooleanOK(); s {
-			mode = "off"
-		}
-	}
-	return okReply("mode", mode, "inBalancerRound", false, "numBalancerRounds", int64(0)), nil
+	mode, _ := st.Lookup("mode").StringValueOK()
+	inRound, _ := st.Lookup("inBalancerRound").BooleanOK()
+	rounds, _ := st.Lookup("numBalancerRounds").AsInt64OK()
+	return okReply("mode", mode, "inBalancerRound", inRound, "numBalancerRounds", rounds), nil
 }
 
 func cmdRemoveShard(ctx context.Context, r *Router, req *request) (bsoncore.Document, error) {

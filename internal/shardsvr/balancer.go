@@ -25,26 +25,84 @@ import (
 // defaultRangeSize is MongoDB 7.0's default chunkSize.
 const defaultRangeSize = 128 << 20
 
+// OverrideBalanceRoundIntervalFailPoint (MongoDB's name) sets the wait
+// between balancer rounds to its data's intervalMs while it is on: tests
+// of the balancer run rounds in a fraction of a second instead of ten.
+const OverrideBalanceRoundIntervalFailPoint = "overrideBalanceRoundInterval"
+
+// balancerLoop runs a round every BalancerInterval (or the fail point's
+// interval) on the config servers' primary, counting each round it ran,
+// one that found the balancer stopped too (balancerStatus's
+// numBalancerRounds, as MongoDB's). While it waits it looks at the fail
+// point every second, so an interval set by configureFailPoint takes
+// effect within a second rather than after the wait in progress.
 func (n *Node) balancerLoop() {
 	defer n.wg.Done()
 	if n.opts.ShardSvr {
 		return
 	}
-	t := time.NewTicker(n.opts.BalancerInterval)
+	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	interval, overridden := n.roundInterval()
+	last := time.Now()
 	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
+		if on := n.overrideInterval.Active(); on != overridden {
+			interval, overridden = n.roundInterval()
 		}
-		if !n.opts.IsPrimary() || n.opts.ConfigServer == nil || !n.opts.ConfigServer() {
+		if wait := time.Until(last.Add(interval)); wait > 0 {
+			t.Reset(min(wait, time.Second))
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-t.C:
+			}
 			continue
 		}
-		if _, err := n.BalanceRound(n.ctx); err != nil && n.ctx.Err() == nil {
-			n.opts.Log.Warn("balancer round failed", "err", err)
+		last = time.Now()
+		if n.opts.IsPrimary() && n.opts.ConfigServer != nil && n.opts.ConfigServer() {
+			n.inRound.Store(true)
+			if _, err := n.BalanceRound(n.ctx); err != nil && n.ctx.Err() == nil {
+				n.opts.Log.Warn("balancer round failed", "err", err)
+			}
+			n.inRound.Store(false)
+			n.rounds.Add(1)
+		}
+		interval, overridden = n.roundInterval()
+	}
+}
+
+// roundInterval is the wait between rounds: the fail point's intervalMs
+// while it is on (configureFailPoint checked it is a positive number),
+// else BalancerInterval; and whether the point was on.
+func (n *Node) roundInterval() (time.Duration, bool) {
+	data, ok := n.overrideInterval.Eval(nil)
+	if !ok {
+		return n.opts.BalancerInterval, false
+	}
+	if ms, ok := bsoncore.Document(data).Lookup("intervalMs").AsInt64OK(); ok && ms > 0 {
+		return time.Duration(ms) * time.Millisecond, true
+	}
+	return n.opts.BalancerInterval, true
+}
+
+// balancerStatus is _configsvrBalancerStatus, what a router's
+// balancerStatus answers: the mode config.settings holds, whether a round
+// is running on this config server, and how many it has run.
+func (n *Node) balancerStatus(ctx context.Context) (bsoncore.Document, error) {
+	settings, err := n.localFind(ctx, "config", "settings", bson.D{{Key: "_id", Value: "balancer"}})
+	if err != nil {
+		return nil, err
+	}
+	mode := "full"
+	if len(settings) > 0 {
+		if m, ok := settings[0].Lookup("mode").StringValueOK(); ok {
+			mode = m
+		} else if stopped, _ := settings[0].Lookup("stopped").BooleanOK(); stopped {
+			mode = "off"
 		}
 	}
+	return bsoncore.NewDocumentBuilder().AppendString("mode", mode).AppendBoolean("inBalancerRound", n.inRound.Load()).
+		AppendInt64("numBalancerRounds", n.rounds.Load()).Build(), nil
 }
 
 // BalanceRound runs one balancer round and returns the migrations it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -98,7 +99,11 @@ type Node struct {
 	hangBeforeCritical, hangBeforeLeavingCritical *failpoint.Point
 	// hangBeforeFlush: HangBeforeFlushRoutingTableFailPoint.
 	hangBeforeFlush *failpoint.Point
-	coords          coordinators // two-phase commit's coordinations in progress (coordinator.go)
+	// overrideInterval: OverrideBalanceRoundIntervalFailPoint.
+	overrideInterval *failpoint.Point
+	inRound          atomic.Bool  // a balancer round is running (balancer.go)
+	rounds           atomic.Int64 // balancer rounds run on this config server
+	coords           coordinators // two-phase commit's coordinations in progress (coordinator.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -128,6 +133,7 @@ func New(opts Options) *Node {
 		n.hangBeforeCritical = opts.FailPoints.Define(HangBeforeEnteringCriticalSectionFailPoint)
 		n.hangBeforeLeavingCritical = opts.FailPoints.Define(HangBeforeLeavingCriticalSectionFailPoint)
 		n.hangBeforeFlush = opts.FailPoints.Define(HangBeforeFlushRoutingTableFailPoint)
+		n.overrideInterval = opts.FailPoints.Define(OverrideBalanceRoundIntervalFailPoint)
 	}
 	if opts.ShardSvr {
 		n.wg.Add(1)
@@ -153,6 +159,12 @@ func (n *Node) Close() {
 func (n *Node) Command(ctx context.Context, name string, body bsoncore.Document) (bsoncore.Document, error) {
 	if name == "_configsvrCommitChunkMigration" {
 		return n.commitChunkMigration(ctx, body)
+	}
+	if name == "_configsvrBalancerStatus" {
+		if n.opts.ShardSvr || n.opts.ConfigServer == nil || !n.opts.ConfigServer() {
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "_configsvrBalancerStatus can only be run on config servers")
+		}
+		return n.balancerStatus(ctx)
 	}
 	if !n.opts.ShardSvr {
 		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "%s runs on a shard: this server was not started with --shardsvr", name)

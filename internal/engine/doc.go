@@ -70,7 +70,11 @@
 //
 // Invariant "Tail bound" (write.go): an insert above its collection's
 // greatest document key skips the uniqueness read; every path that makes
-// document keys goes through insertOne, which keeps the bound.
+// document keys goes through insertOne, which keeps the bound. The reads a
+// batch insert does need are made first, in one ascending pass over its
+// keys (prefetchIDs, storage's "Prefetched answers hold for the request"),
+// and each document's check then answers from them after the request's
+// own writes (a duplicate _id within the batch is still refused).
 //
 // Invariant "Valid on commit" (docvalidation.go): every document a write stores
 // — inserts, upserts, updates and replacements, findAndModify, $out's

@@ -109,6 +109,11 @@ func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertO
 			e.oplog.sess = opts.Session
 			defer func() { e.oplog.sess = nil }()
 		}
+		if opts.Txn == nil {
+			if err := e.prefetchIDs(tx, coll.ID, preps); err != nil {
+				return err
+			}
+		}
 		var key []byte
 		for j, p := range preps {
 			if s := opts.Session; s != nil && positions[j] < len(s.StmtIDs) {
@@ -152,6 +157,45 @@ func (e *Engine) InsertWith(ns Namespace, docs []bsoncore.Document, opts InsertO
 		res.WriteErrors = res.WriteErrors[:1]
 	}
 	return res, nil
+}
+
+// prefetchIDs reads, in one ascending pass, whether the store holds the
+// document keys of preps that insertOne will check (those not above the
+// collection's tail bound now: the bound only rises during the request,
+// so a key above it now may still need a check, which then seeks alone).
+// A batch of one document gains nothing and is left to Has.
+func (e *Engine) prefetchIDs(tx *storage.Txn, collID uint64, preps []prepared) error {
+	if len(preps) < 2 {
+		return nil
+	}
+	var buf []byte
+	ends := make([]int, 0, len(preps))
+	for _, p := range preps {
+		if p.absent {
+			continue
+		}
+		start := len(buf)
+		buf = storage.DocKey(buf, collID, p.idKey)
+		beyond, err := e.tails.beyond(tx, collID, buf[start:])
+		if err != nil {
+			return err
+		}
+		if beyond {
+			buf = buf[:start]
+			continue
+		}
+		ends = append(ends, len(buf))
+	}
+	if len(ends) < 2 {
+		return nil
+	}
+	keys := make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		keys[i] = buf[start:end:end]
+		start = end
+	}
+	return tx.PrefetchHas(keys)
 }
 
 // insertOne writes one prepared document at key, and its index entries,

@@ -22,7 +22,9 @@ import (
 // bound" shortcut that skips the uniqueness read of keys above a
 // collection's last one) against a map: random batches of rising, repeated
 // and old ids, deletes of the last document, drops, and reopens that start
-// the bounds afresh.
+// the bounds afresh. A batch's ids below the bound are read in one pass
+// first (prefetchIDs), so repeats within a batch check the prefetched
+// answers against the batch's own writes.
 func TestInsertUniqueAgainstModel(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)

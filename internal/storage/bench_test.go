@@ -248,3 +248,71 @@ func BenchmarkAbsentKey(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHasBatch is an insert batch's uniqueness check: a request asks
+// Has of 1,000 absent keys spread over a store of 200,000 keys compacted
+// to its bottom level plus 40,000 in the memtable, either seeking each
+// (seek) or reading them first in one ascending pass (prefetch: PrefetchHas,
+// invariant "Prefetched answers hold for the request"). One op is one
+// request. checkBatch is where callgrind counts instructions
+// (--toggle-collect='*storage.checkBatch').
+func BenchmarkHasBatch(b *testing.B) {
+	db := openTest(b, Options{})
+	key := func(dst []byte, i uint64) []byte { return benchKey(dst, i*2654435761%(1<<40)*2) } // even
+	// Small values: callgrind runs the load too.
+	value := make([]byte, 128)
+	load := func(from, to uint64) {
+		for i := from; i < to; {
+			if err := db.Write(func(tx *Txn) error {
+				for end := min(i+2000, to); i < end; i++ {
+					tx.Set(key(nil, i), value)
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	load(0, 200_000)
+	if err := db.pdb.Compact(b.Context(), []byte{0}, []byte{0xff}, true); err != nil {
+		b.Fatal(err)
+	}
+	load(200_000, 240_000)
+	const batch = 1000
+	keys := make([][]byte, batch)
+	var round uint64
+	for _, prefetch := range []bool{false, true} {
+		name := map[bool]string{false: "seek", true: "prefetch"}[prefetch]
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				for j := range keys {
+					keys[j] = key(keys[j][:0], (round*batch+uint64(j))*7919%240_000)
+					keys[j][len(keys[j])-1] |= 1 // odd: absent, among the stored keys
+				}
+				round++
+				if err := db.Write(func(tx *Txn) error { return checkBatch(tx, keys, prefetch) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+//go:noinline
+func checkBatch(tx *Txn, keys [][]byte, prefetch bool) error {
+	if prefetch {
+		if err := tx.PrefetchHas(keys); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		found, err := tx.Has(k)
+		if err != nil {
+			return err
+		}
+		if found {
+			return fmt.Errorf("key %x: found, want absent", k)
+		}
+	}
+	return nil
+}

@@ -279,6 +279,17 @@
 // would. Builds with the invariants tag compare each answer with Get's
 // and panic on a difference (TestHasMatchesGet).
 //
+// Invariant "Prefetched answers hold for the request": Txn.PrefetchHas
+// reads whether each of a batch's keys is stored, in ascending order
+// through one iterator (Pebble keeps each level's table open and moves
+// forward from the previous key), and Has answers from that after the
+// request's own writes. Neither the group's batch nor the store changes
+// while a request runs (its writes join the batch when it returns;
+// "Serial apply"), so the answer is the one a later seek would give; the
+// answers are dropped when the request ends. Invariants builds compare
+// every Has with Get as above. TestHasMatchesGet (each stanza prefetched
+// too), TestPrefetchHasMatchesGet (randomized, seed printed).
+//
 // Invariant "Restore is redone until whole" (a member installing a replica
 // set snapshot, [DB.RestoreCheckpoint]): the store's contents are replaced
 // by a checkpoint's in batches, the first (synced) deleting every key but

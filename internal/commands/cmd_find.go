@@ -53,10 +53,10 @@ func (f *findFields) read(req *Request) {
 	if len(elems) > 0 {
 		elems = elems[1:] // the command name
 	}
-	for _, el := range elems {
+	for i := range elems {
+		fl := &elems[i]
 		var dst *bsoncore.Value
-		k, v := keyValueOf(el)
-		switch string(k) {
+		switch string(fl.key()) {
 		case "filter":
 			dst = &f.filter
 		case "let":
@@ -99,7 +99,7 @@ func (f *findFields) read(req *Request) {
 			continue
 		}
 		if dst.Type == 0 {
-			*dst = v
+			*dst = fl.value()
 		}
 	}
 }

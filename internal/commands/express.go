@@ -51,9 +51,10 @@ func expressID(req *Request) (id bsoncore.Value, hasRC, ok bool) {
 	if len(elems) < 2 {
 		return id, false, false
 	}
-	for _, el := range elems[1:] {
-		k, v := keyValueOf(el)
-		switch string(k) {
+	for i := 1; i < len(elems); i++ {
+		f := &elems[i]
+		v := f.value()
+		switch string(f.key()) {
 		case "filter":
 			if id, ok = idOnly(v); !ok {
 				return id, false, false

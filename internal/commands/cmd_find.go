@@ -270,7 +270,7 @@ func sortMemory(s *Session) int64 {
 }
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	name, ok := req.First().StringValueOK()
+	name, ok := s.collName(req.First())
 	if ok && isView(s, req.DB, name) {
 		if err := refuseAsOfView(req); err != nil {
 			return nil, err

@@ -39,16 +39,18 @@ func ValidateCommandDB(db string) error {
 
 // hasDBNameBanned reports whether db holds a character no database name
 // may: / \ . space " or NUL (strings.ContainsAny, without building its
-// character set on every command).
+// character set on every command; a table, not a switch of six
+// comparisons a byte: every command's database passes here).
 func hasDBNameBanned(db string) bool {
 	for i := 0; i < len(db); i++ {
-		switch db[i] {
-		case '/', '\\', '.', ' ', '"', 0:
+		if dbNameBanned[db[i]] {
 			return true
 		}
 	}
 	return false
 }
+
+var dbNameBanned = [256]bool{'/': true, '\\': true, '.': true, ' ': true, '"': true, 0: true}
 
 // ValidateCollectionName checks a collection name and the namespace it makes
 // in db. Names under "system." are reserved for the server.

@@ -35,3 +35,14 @@ func TestValidateCommandDB(t *testing.T) {
 		}
 	}
 }
+
+// TestDBNameBannedTable: the table refuses exactly the bytes
+// ValidateCommandDB's rule names, each of the 256.
+func TestDBNameBannedTable(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		name := "a" + string([]byte{byte(b)}) + "b"
+		if got, want := hasDBNameBanned(name), strings.ContainsAny(name, "/\\. \"\x00"); got != want {
+			t.Errorf("byte %#x: banned %v, want %v", b, got, want)
+		}
+	}
+}

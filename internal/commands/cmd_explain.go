@@ -38,8 +38,7 @@ func cmdExplain(ctx context.Context, s *Session, req *Request, dst []byte) (bson
 		return nil, err
 	}
 	if c, ok := lookup(innerReq.Name); ok {
-		elems, _ := innerReq.Body.Elements() // NewRequest read its first
-		if _, err := checkFields(&c, innerReq.Name, elems); err != nil {
+		if _, err := checkFields(&c, innerReq.Name, innerReq.fields()); err != nil {
 			return nil, err // the explained command's fields follow its own rule
 		}
 		if err := checkNested(&c, innerReq.Name, innerReq); err != nil {

@@ -304,7 +304,7 @@ func dataLabels(data bsoncore.Document) bson.A {
 // takes a write concern, a matching point with writeConcernError adds it
 // (and errorLabels) to the reply. Each of the two is one evaluation of the
 // point's mode, as in mongod.
-func runCommand(ctx context.Context, s *Session, req *Request, cmd command, dst []byte) (bsoncore.Document, error) {
+func runCommand(ctx context.Context, s *Session, req *Request, cmd *command, dst []byte) (bsoncore.Document, error) {
 	fp := s.Env.failCommand
 	if !fp.Active() {
 		return cmd.run(ctx, s, req, dst)

@@ -53,10 +53,10 @@ func (f *findFields) read(req *Request) {
 	if len(elems) > 0 {
 		elems = elems[1:] // the command name
 	}
-	for _, el := range elems {
+	for i := range elems {
+		fl := &elems[i]
 		var dst *bsoncore.Value
-		k, v := keyValueOf(el)
-		switch string(k) {
+		switch string(fl.key()) {
 		case "filter":
 			dst = &f.filter
 		case "let":
@@ -99,7 +99,7 @@ func (f *findFields) read(req *Request) {
 			continue
 		}
 		if dst.Type == 0 {
-			*dst = v
+			*dst = fl.value()
 		}
 	}
 }
@@ -270,7 +270,7 @@ func sortMemory(s *Session) int64 {
 }
 
 func cmdFind(ctx context.Context, s *Session, req *Request, dst []byte) (bsoncore.Document, error) {
-	name, ok := req.First().StringValueOK()
+	name, ok := s.collName(req.First())
 	if ok && isView(s, req.DB, name) {
 		if err := refuseAsOfView(req); err != nil {
 			return nil, err

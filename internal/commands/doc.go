@@ -51,7 +51,10 @@
 // transactions, snapshot and linearizable reads and w > 1 are refused with
 // its codes, and the Stable API (apiVersion, apiStrict, requireApiVersion)
 // is enforced. internal/server's surface test walks every declared field
-// and fails on one without a case proving it honoured or refused.
+// and fails on one without a case proving it honoured or refused. Each
+// registered command classifies a field's key from a table built from its
+// lists once (fieldTable), which TestFieldTableMatchesClassify checks
+// against the lists for every command and near-miss key.
 //
 // Invariant "One operation per command": Run registers each command in the
 // engine's registry (currentOp, killOp) and derives its context once,

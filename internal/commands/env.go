@@ -2,12 +2,14 @@ package commands
 
 import (
 	"crypto/x509"
+	"encoding/binary"
 	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/audit"
 	"github.com/cairndb/cairn/internal/auth"
@@ -318,6 +320,9 @@ type Session struct {
 	// shapeTick counts the connection's commands for QueryShapes'
 	// sampling (sampleShape).
 	shapeTick uint64
+	shapeMemo shapeMemo // the last express find's namespace and shape key (recordExpress)
+	// lastColl is the collection name a find named last (collName).
+	lastColl string
 	// sess is the logical session of the command in progress (sessions.go).
 	sess cmdSession
 	// scope narrows the command in progress's execution environment
@@ -354,4 +359,22 @@ func (s *Session) AppName() string {
 	}
 	name, _ := s.Client.Lookup("application", "name").StringValueOK()
 	return name
+}
+
+// collName is v.StringValueOK() for a find's collection name, without a
+// new string when the connection's previous find named the same one (a
+// driver's connection reads one collection over and over; each string
+// was an allocation a read).
+func (s *Session) collName(v bsoncore.Value) (string, bool) {
+	if v.Type != bsoncore.TypeString || len(v.Data) < 5 {
+		return v.StringValueOK()
+	}
+	if b := v.Data[4 : len(v.Data)-1]; string(b) == s.lastColl && int(binary.LittleEndian.Uint32(v.Data)) == len(b)+1 {
+		return s.lastColl, true
+	}
+	name, ok := v.StringValueOK()
+	if ok {
+		s.lastColl = name
+	}
+	return name, ok
 }

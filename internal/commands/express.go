@@ -1,8 +1,10 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -39,7 +41,8 @@ import (
 // express path off) and compares; TestExpressRecognises lists what
 // qualifies; the invariants build re-parses every express find as the
 // general path does and fails unless it plans the same point read
-// (checkExpress).
+// (checkExpress), and compares the reply findExpress writes as bytes with
+// the one the general path's batch writer builds (checkExpressReply).
 
 // expressID returns the _id of a find the express path may answer, read
 // from the request's fields in one pass; ok is false for any find that
@@ -51,9 +54,10 @@ func expressID(req *Request) (id bsoncore.Value, hasRC, ok bool) {
 	if len(elems) < 2 {
 		return id, false, false
 	}
-	for _, el := range elems[1:] {
-		k, v := keyValueOf(el)
-		switch string(k) {
+	for i := 1; i < len(elems); i++ {
+		f := &elems[i]
+		v := f.value()
+		switch string(f.key()) {
 		case "filter":
 			if id, ok = idOnly(v); !ok {
 				return id, false, false
@@ -165,27 +169,54 @@ func findExpress(ctx context.Context, s *Session, req *Request, coll string, id 
 	if s.Env.expressReads != nil {
 		s.Env.expressReads.Add(1)
 	}
-	var b batchWriter
-	b.start(dst, "firstBatch")
-	mark := len(*b.buf)
+	// The reply, {cursor: {firstBatch: [doc], id: 0, ns: "db.coll"},
+	// ok: 1.0}, written as the bytes the general path's batchWriter and
+	// finishCursorIn write for a closed cursor of one batch, without
+	// building it through a Reply.
+	start := len(dst)
+	dst = append(dst, expressHead...)
+	arr := len(dst) - 4 // firstBatch's length
 	// The document's element, {"0": doc}, its value appended by the read.
-	buf, found, err := x.Express(ctx, append(*b.buf, byte(bsoncore.TypeEmbeddedDocument), '0', 0), ns, id)
+	buf, found, err := x.Express(ctx, append(dst, byte(bsoncore.TypeEmbeddedDocument), '0', 0), ns, id)
 	if err != nil {
 		return nil, true, err
 	}
+	n := int64(0)
+	var doc bsoncore.Document // for the invariants build's check
 	if found {
-		*b.buf = buf
-		b.n, b.bytes = 1, len(buf)-mark-3
+		dst, n, doc = buf, 1, buf[arr+4+3:]
 	} else {
-		*b.buf = buf[:mark]
+		dst = buf[:arr+4]
 	}
-	r := b.end()
+	dst = append(dst, 0)
+	binary.LittleEndian.PutUint32(dst[arr:], uint32(len(dst)-arr))
+	dst = append(dst, byte(bsoncore.TypeInt64), 'i', 'd', 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	dst = append(dst, byte(bsoncore.TypeString), 'n', 's', 0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ns.DB)+1+len(ns.Coll)+1))
+	dst = append(append(append(append(dst, ns.DB...), '.'), ns.Coll...), 0)
+	dst = append(dst, 0)
+	cursor := start + 4 + len("\x03cursor\x00")
+	binary.LittleEndian.PutUint32(dst[cursor:], uint32(len(dst)-cursor))
+	dst = append(dst, expressTail...)
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start))
+	if invariants.Enabled {
+		checkExpressReply(dst[start:], doc, ns)
+	}
 	st := &s.stat
-	st.reads, st.nreturned, st.express = true, b.n, true
-	st.keysExamined, st.docsExamined = b.n, b.n
+	st.reads, st.nreturned, st.express = true, n, true
+	st.keysExamined, st.docsExamined = n, n
 	st.cursorExhausted = true
-	return finishCursorIn(r, 0, ns), true, nil
+	return dst[start:], true, nil
 }
+
+// expressHead opens an express find's reply up to its batch's first
+// element: the reply's length, "cursor" and its length, "firstBatch" and
+// its length (the lengths patched in after); expressTail ends it with ok:
+// 1.0 and the reply's terminating 0.
+var (
+	expressHead = []byte("\x00\x00\x00\x00\x03cursor\x00\x00\x00\x00\x00\x04firstBatch\x00\x00\x00\x00\x00")
+	expressTail = append(binary.LittleEndian.AppendUint64([]byte("\x01ok\x00"), math.Float64bits(1)), 0)
+)
 
 // checkExpress fails the invariant "The express path is unobservable"
 // when the general path would not plan this find as the point read of the
@@ -200,6 +231,21 @@ func checkExpress(s *Session, req *Request, ns engine.Namespace, id bsoncore.Val
 	if !ok || !sp.PointRead() || sp.Skip != 0 || sp.Proj != nil || sp.ReturnKey || sp.ShowRecordID || sp.tailable || sp.batchSize < 0 ||
 		want.Type != id.Type || string(want.Data) != string(id.Data) {
 		invariants.Fail("The express path is unobservable", "find on %v takes the express path for _id %v, but the general path plans %+v", ns, id, sp.Selection)
+	}
+}
+
+// checkExpressReply fails the invariant "The express path is
+// unobservable" unless got, the reply findExpress wrote as bytes, is the
+// one the general path's batch writer builds for doc (nil: none found)
+// in ns (the invariants build).
+func checkExpressReply(got []byte, doc bsoncore.Document, ns engine.Namespace) {
+	var b batchWriter
+	b.start(nil, "firstBatch")
+	if doc != nil {
+		b.add(doc)
+	}
+	if want := finishCursorIn(b.end(), 0, ns); !bytes.Equal(got, want) {
+		invariants.Fail("The express path is unobservable", "find on %v: the express reply %x, the batch writer's %x", ns, got, []byte(want))
 	}
 }
 

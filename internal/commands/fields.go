@@ -19,7 +19,7 @@ import (
 // MongoDB's messages spell the path ("find.batchSzie"). It returns which
 // of the first 64 elements are generic arguments (bit i for elems[i]), so
 // that genericOf need not look each field up again.
-func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMask uint64, err error) {
+func checkFields(cmd *command, name string, elems []field) (genericMask uint64, err error) {
 	// Keys are compared as bytes, each read once: this runs for every
 	// command, and a key turned into a string would allocate. A repeat is
 	// looked for only when the key's bit (keyBit, as Request.keyMask) is
@@ -29,52 +29,122 @@ func checkFields(cmd *command, name string, elems []bsoncore.Element) (genericMa
 		seen = make(map[string]struct{}, len(elems))
 	}
 	var bits uint64
-	for i, el := range elems {
-		if i == 0 {
-			continue // the command name is not one of its fields: given again it is unknown ("find.find")
-		}
-		key := keyOf(el)
+	for i := 1; i < len(elems); i++ { // the command name is not one of its fields: given again it is unknown ("find.find")
+		f := &elems[i]
+		key := f.key()
+		slot := keySlot(len(key), firstByte(key), lastByte(key))
 		dup := false
 		if seen != nil {
 			_, dup = seen[string(key)]
 			seen[string(key)] = struct{}{}
 		} else {
-			bit := keyBit(len(key), firstByte(key), lastByte(key))
-			dup = bits&bit != 0 && repeats(elems[1:i], key)
+			bit := uint64(1) << slot
+			dup = bits&bit != 0 && duplicateOf(elems[1:i], key)
 			bits |= bit
 		}
 		if dup {
 			return 0, mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", name, key)
 		}
-		if genericKind(key) != argUnknown {
+		var class fieldClass
+		if cmd.table != nil {
+			class = cmd.table.find(key, slot)
+		} else {
+			class = classify(cmd, key)
+		}
+		switch class {
+		case classGeneric:
 			if i < 64 {
 				genericMask |= 1 << i
 			}
-			continue
-		}
-		switch {
-		case contains(cmd.fields, key):
-		case contains(cmd.notYet, key):
-			if v := valueOf(el); v.Type != bsoncore.TypeNull && !(v.Type == bsoncore.TypeBoolean && !v.Boolean()) {
+		case classOwn:
+		case classNotYet:
+			if v := f.value(); v.Type != bsoncore.TypeNull && !(v.Type == bsoncore.TypeBoolean && !v.Boolean()) {
 				return 0, mongoerr.New(mongoerr.InvalidOptions, "BSON field '%s.%s' is not supported by Cairn yet", name, key)
 			}
-		case cmd.open:
 		default:
-			return 0, mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", name, key)
+			if !cmd.open {
+				return 0, mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", name, key)
+			}
 		}
 	}
 	return genericMask, nil
 }
 
-// repeats reports whether key is the key of one of earlier (split by
-// elementsOf).
-func repeats(earlier []bsoncore.Element, key []byte) bool {
-	for _, el := range earlier {
-		if bytes.Equal(keyOf(el), key) {
-			return true
+// fieldClass is what a key is to a command (checkFields): a generic
+// argument (which wins over a declared field of the same name), one of
+// its declared fields, one of its notYet fields, or none of these.
+type fieldClass uint8
+
+const (
+	classUnknown fieldClass = iota
+	classGeneric
+	classOwn
+	classNotYet
+)
+
+// classify is key's class for cmd, from genericArgs and cmd's lists: the
+// definition fieldTable answers from a table (TestFieldTableMatchesClassify).
+func classify(cmd *command, key []byte) fieldClass {
+	switch {
+	case genericKind(key) != argUnknown:
+		return classGeneric
+	case contains(cmd.fields, key):
+		return classOwn
+	case contains(cmd.notYet, key):
+		return classNotYet
+	}
+	return classUnknown
+}
+
+// fieldTable answers classify for one registered command without hashing
+// the key or scanning its lists: every name of a class other than unknown
+// (the generic arguments, the declared and the notYet fields) sits in the
+// slot keySlot gives it, most slots holding none or one, so a key is
+// classified by comparing it with the few names of its own slot. Built
+// once per command when the registry is (registry.go's init).
+type fieldTable struct {
+	start   [65]uint16 // slot i's names are names[start[i]:start[i+1]]
+	names   []string
+	classes []fieldClass
+}
+
+func newFieldTable(cmd *command) *fieldTable {
+	var all []string
+	for name := range genericArgs {
+		all = append(all, name)
+	}
+	all = append(append(all, cmd.fields...), cmd.notYet...)
+	slots := make([][]string, 64)
+	seen := make(map[string]bool, len(all))
+	for _, name := range all {
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		i := keySlot(len(name), name[0], name[len(name)-1])
+		slots[i] = append(slots[i], name)
+	}
+	t := &fieldTable{}
+	for i, names := range slots {
+		t.start[i] = uint16(len(t.names))
+		for _, name := range names {
+			t.names = append(t.names, name)
+			t.classes = append(t.classes, classify(cmd, []byte(name)))
 		}
 	}
-	return false
+	t.start[64] = uint16(len(t.names))
+	return t
+}
+
+// find is classify(cmd, key) for the command whose table t is; slot is
+// key's keySlot.
+func (t *fieldTable) find(key []byte, slot uint) fieldClass {
+	for j := t.start[slot]; j < t.start[slot+1]; j++ {
+		if t.names[j] == string(key) {
+			return t.classes[j]
+		}
+	}
+	return classUnknown
 }
 
 func contains(list []string, key []byte) bool {
@@ -89,6 +159,9 @@ func contains(list []string, key []byte) bool {
 // checkNested applies the one field rule to the documents of cmd's nested
 // fields, from the body and from OP_MSG document sequences alike.
 func checkNested(cmd *command, name string, req *Request) error {
+	if len(cmd.nested) == 0 {
+		return nil // most commands: no map iterator to start
+	}
 	for field, allowed := range cmd.nested {
 		if v, ok := req.Arg(field); ok {
 			switch v.Type {
@@ -117,13 +190,13 @@ func checkNested(cmd *command, name string, req *Request) error {
 }
 
 func checkSubFields(path string, allowed []string, d bsoncore.Document) error {
-	var buf [16]bsoncore.Element
+	var buf [16]field
 	elems, err := elementsOf(buf[:0], d)
 	if err != nil {
 		return err
 	}
-	for i, el := range elems {
-		key := el.KeyBytes()
+	for i := range elems {
+		key := elems[i].key()
 		if duplicateOf(elems[:i], key) {
 			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", path, key)
 		}
@@ -134,10 +207,32 @@ func checkSubFields(path string, allowed []string, d bsoncore.Document) error {
 	return nil
 }
 
-// elementsOf appends doc's top-level elements to dst (a caller's array, so a
+// field is one of a command's top-level fields as elementsOf (or
+// Request.ResetSplit) split it: the element and its key's length, found
+// once, so that the dozen later reads of its key or value (Reset's $db,
+// checkFields, the generic arguments, Arg, the handler's options) take
+// them without scanning for the key's end again, and without bsoncore's
+// Element.KeyBytes and Value, which validate the element each time.
+type field struct {
+	el bsoncore.Element
+	kn int // the key's length: el[1:1+kn] is the key, el[2+kn:] the value
+}
+
+// fieldOf is the field of el, an element whose bounds are checked.
+func fieldOf(el bsoncore.Element) field {
+	return field{el: el, kn: bytes.IndexByte(el[1:], 0)}
+}
+
+func (f *field) key() []byte { return f.el[1 : 1+f.kn] }
+
+func (f *field) value() bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.Type(f.el[0]), Data: f.el[2+f.kn:]}
+}
+
+// elementsOf appends doc's top-level fields to dst (a caller's array, so a
 // command's handful of fields costs no allocation, where
 // bsoncore.Document.Elements would grow a new slice).
-func elementsOf(dst []bsoncore.Element, doc bsoncore.Document) ([]bsoncore.Element, error) {
+func elementsOf(dst []field, doc bsoncore.Document) ([]field, error) {
 	length, rest, ok := bsoncore.ReadLength(doc)
 	if !ok || int(length) != len(doc) || len(doc) < 5 {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "invalid command document")
@@ -148,36 +243,16 @@ func elementsOf(dst []bsoncore.Element, doc bsoncore.Document) ([]bsoncore.Eleme
 		if !ok {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "invalid command document")
 		}
-		dst = append(dst, el)
+		dst = append(dst, fieldOf(el))
 		rest = r
 	}
 	return dst, nil
 }
 
-// keyOf is el's key and valueOf its value, for an element elementsOf
-// split: its bounds are checked already, so these read the key's end and
-// take the rest as the value, where bsoncore's Element.KeyBytes and Value
-// validate again and measure the value (a command's fields are read
-// several times: Reset, checkFields, the generic arguments, the
-// handler's options).
-func keyOf(el bsoncore.Element) []byte {
-	return el[1 : 1+bytes.IndexByte(el[1:], 0)]
-}
-
-func valueOf(el bsoncore.Element) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.Type(el[0]), Data: el[2+bytes.IndexByte(el[1:], 0):]}
-}
-
-// keyValueOf is keyOf and valueOf with one scan of the key.
-func keyValueOf(el bsoncore.Element) ([]byte, bsoncore.Value) {
-	n := bytes.IndexByte(el[1:], 0)
-	return el[1 : 1+n], bsoncore.Value{Type: bsoncore.Type(el[0]), Data: el[2+n:]}
-}
-
 // duplicateOf reports whether key is among the earlier fields.
-func duplicateOf(earlier []bsoncore.Element, key []byte) bool {
-	for _, el := range earlier {
-		if bytes.Equal(el.KeyBytes(), key) {
+func duplicateOf(earlier []field, key []byte) bool {
+	for i := range earlier {
+		if bytes.Equal(earlier[i].key(), key) {
 			return true
 		}
 	}

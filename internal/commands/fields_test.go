@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -46,7 +47,7 @@ func TestCheckFieldsLongCommands(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf [16]bsoncore.Element
+			var buf [16]field
 			elems, err := elementsOf(buf[:0], body)
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +83,7 @@ func BenchmarkSurfaceChecks(b *testing.B) {
 	req := &Request{DB: "test", Name: "find", Body: bsoncore.Document(body)}
 	b.ReportAllocs()
 	for b.Loop() {
-		var buf [16]bsoncore.Element
+		var buf [16]field
 		elems, _ := elementsOf(buf[:0], req.Body)
 		mask, err := checkFields(&cmd, "find", elems)
 		if err != nil {
@@ -106,5 +107,42 @@ func TestGenericKind(t *testing.T) {
 		if got, want := genericKind([]byte(k)), genericArgs[k]; got != want {
 			t.Errorf("genericKind(%q) = %d, genericArgs says %d", k, got, want)
 		}
+	}
+}
+
+// TestFieldTableMatchesClassify: every registered command's fieldTable
+// classifies a key as classify does from the lists, for every name a list
+// holds and for near misses of each (a letter more or less, another case,
+// the name of another command's field), so the table is the rule's
+// definition and not a second one.
+func TestFieldTableMatchesClassify(t *testing.T) {
+	var names []string
+	for name := range genericArgs {
+		names = append(names, name)
+	}
+	for _, c := range registry {
+		names = append(append(append(names, c.fields...), c.notYet...), c.unstable...)
+	}
+	var keys []string
+	for _, n := range names {
+		keys = append(keys, n, n+"x", n[:len(n)-1], strings.ToUpper(n[:1])+n[1:], "$"+n)
+	}
+	keys = append(keys, "", "x", "find", "$", "\x00")
+	checked := 0
+	for cname, c := range registry {
+		if c.table == nil {
+			t.Fatalf("%s has no field table", cname)
+		}
+		for _, k := range keys {
+			key := []byte(k)
+			got := c.table.find(key, keySlot(len(key), firstByte(key), lastByte(key)))
+			if want := classify(&c, key); got != want {
+				t.Fatalf("%s: key %q is class %d in the table, %d by the lists", cname, k, got, want)
+			}
+			checked++
+		}
+	}
+	if checked < 10000 {
+		t.Fatalf("only %d keys checked", checked)
 	}
 }

@@ -93,13 +93,14 @@ type generic struct {
 
 // genericOf collects the generic arguments among elems; mask marks them
 // among the first 64 (checkFields), past which each field is looked up.
-func genericOf(elems []bsoncore.Element, mask uint64) generic {
+func genericOf(elems []field, mask uint64) generic {
 	var g generic
-	for i, el := range elems {
-		if i == 0 || (i < 64 && mask&(1<<i) == 0) {
+	for i := 1; i < len(elems); i++ {
+		if i < 64 && mask&(1<<i) == 0 {
 			continue
 		}
-		k, v := keyValueOf(el) // compared, not converted: no allocation per field
+		f := &elems[i]
+		k, v := f.key(), f.value() // compared, not converted: no allocation per field
 		switch string(k) {
 		case "lsid":
 			g.lsid = v
@@ -138,7 +139,7 @@ func genericOf(elems []bsoncore.Element, mask uint64) generic {
 // order: the Stable API, then session and transaction fields, then read and
 // write concerns. The checks take the arguments by pointer: they run on
 // every command, and the struct is a dozen values.
-func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Element, mask uint64) error {
+func checkGeneric(s *Session, cmd *command, req *Request, elems []field, mask uint64) error {
 	g := genericOf(elems, mask)
 	if g.shardVersioned && s.Env.Sharding == nil {
 		return mongoerr.New(mongoerr.InvalidOptions, "shardVersion and databaseVersion are for shards: this server was not started with --shardsvr")
@@ -150,9 +151,9 @@ func checkGeneric(s *Session, cmd *command, req *Request, elems []bsoncore.Eleme
 		return err
 	}
 	if g.apiStrict.Type == bsoncore.TypeBoolean && g.apiStrict.Boolean() {
-		for _, el := range elems[1:] {
-			if contains(cmd.unstable, el.KeyBytes()) {
-				return mongoerr.New(mongoerr.APIStrictError, "BSON field '%s.%s' is not allowed with apiStrict:true.", req.Name, el.KeyBytes())
+		for i := 1; i < len(elems); i++ {
+			if k := elems[i].key(); contains(cmd.unstable, k) {
+				return mongoerr.New(mongoerr.APIStrictError, "BSON field '%s.%s' is not allowed with apiStrict:true.", req.Name, k)
 			}
 		}
 		if cmd.strict != nil {

@@ -215,8 +215,12 @@ func (e *Env) observe(ctx context.Context, s *Session, req *Request, cmd *comman
 		s.nsBuf = ns
 	}
 	e.Usage.record(req.Name, classOf(req.Name), elapsedMicros(dur), ns, &s.stat, &s.usage)
-	if err == nil && s.sampleShape() {
-		e.Shapes.record(reqNS(req), req.Body, &s.stat) // shapes.go
+	if err == nil && s.sampleShape() { // shapes.go
+		if s.stat.express {
+			e.Shapes.recordExpress(s, req, &s.stat)
+		} else {
+			e.Shapes.record(reqNS(req), req.Body, &s.stat)
+		}
 	}
 	p := e.Profiler
 	slow := dur.Milliseconds() > p.SlowMS()

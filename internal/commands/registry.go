@@ -57,6 +57,10 @@ type command struct {
 	// CommandNotSupportedOnView, as MongoDB does (invariant "Views are
 	// read-only").
 	onView bool
+	// table classifies a field's key for checkFields (fieldTable), built
+	// with the registry; nil for a command made elsewhere (a test's),
+	// which checkFields classifies from the lists.
+	table *fieldTable
 	// open: the command's other fields are data, not options (getParameter
 	// and setParameter name parameters, currentOp's fields are a filter,
 	// serverStatus's name sections), or, for hello, fields a newer driver
@@ -208,22 +212,33 @@ func init() {
 	for name, c := range shardingInternal {
 		registry[name] = command{run: cmdSharding, adminOnly: true, kind: kindWrite, help: c.help, fields: args(c.fields)}
 	}
-	commandNames = make(map[string]string, len(registry))
-	for name := range registry {
-		commandNames[name] = name
+	commandNames = make(map[string]*namedCommand, len(registry))
+	for name, c := range registry {
+		c.table = newFieldTable(&c)
+		registry[name] = c
+		commandNames[name] = &namedCommand{name: name, cmd: c}
 	}
 }
 
-// commandNames interns the registry's names (Request.Reset).
-var commandNames map[string]string
+// commandNames interns the registry's names (Request.Reset) and holds a
+// copy of each one's command, so that a request finds its command with the
+// one lookup that names it.
+var commandNames map[string]*namedCommand
+
+// namedCommand is a registered command and its name.
+type namedCommand struct {
+	name string
+	cmd  command
+}
 
 // commandName is key as a string: the registry's own for a known command,
-// so that naming a request allocates nothing.
-func commandName(key []byte) string {
+// so that naming a request allocates nothing, with the command (nil for a
+// name the registry does not know).
+func commandName(key []byte) (string, *namedCommand) {
 	if n, ok := commandNames[string(key)]; ok {
-		return n
+		return n.name, n
 	}
-	return string(key)
+	return string(key), nil
 }
 
 func lookup(name string) (command, bool) {

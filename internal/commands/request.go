@@ -27,11 +27,14 @@ type Request struct {
 	// did not see, such as explain's inner command), so that the dozens of
 	// Arg calls a handler makes compare keys instead of re-walking the
 	// document; elemBuf holds them without an allocation for up to 16.
-	elems   []bsoncore.Element
-	elemBuf [16]bsoncore.Element
+	elems   []field
+	elemBuf [16]field
 	// keyMask has keyBit set for every key of elems: most fields a handler
 	// asks for are absent, and the mask answers that without a scan.
 	keyMask uint64
+	// named is the registered command Name names, found when Reset named
+	// the request (nil for a name the registry does not know).
+	named *namedCommand
 	// start is when Run began the command (zero for a Request Run did not
 	// see): the one clock reading its operation entry, its duration and
 	// its $$NOW share.
@@ -48,17 +51,23 @@ func (r *Request) now() time.Time {
 }
 
 // setFields records Body's fields as Run split them (see elems).
-func (r *Request) setFields(elems []bsoncore.Element) {
+func (r *Request) setFields(elems []field) {
 	r.elems, r.keyMask = elems, 0
-	for _, el := range elems {
-		k := keyOf(el)
+	for i := range elems {
+		k := elems[i].key()
 		r.keyMask |= keyBit(len(k), firstByte(k), lastByte(k))
 	}
 }
 
 // keyBit is a key's bit in keyMask, from its length and end bytes.
 func keyBit(n int, first, last byte) uint64 {
-	return 1 << ((uint(n)*7 + uint(first) + uint(last)*3) & 63)
+	return 1 << keySlot(n, first, last)
+}
+
+// keySlot is the number of a key's bit (keyBit), 0 to 63; checkFields'
+// fieldTable files names by it too.
+func keySlot(n int, first, last byte) uint {
+	return (uint(n)*7 + uint(first) + uint(last)*3) & 63
 }
 
 func firstByte(k []byte) byte {
@@ -73,6 +82,17 @@ func lastByte(k []byte) byte {
 		return 0
 	}
 	return k[len(k)-1]
+}
+
+// command is the registered command of r.Name, a copy of the registry's
+// entry: the one Reset found, or looked up now for a Request whose Name
+// was set otherwise.
+func (r *Request) command() (*command, bool) {
+	if n := r.named; n != nil && n.name == r.Name {
+		return &n.cmd, true
+	}
+	c, ok := lookup(r.Name)
+	return &c, ok
 }
 
 // Arg returns the body field name; ok is false when absent.
@@ -94,9 +114,9 @@ func (r *Request) arg(name string) bsoncore.Value {
 		if r.keyMask&keyBit(len(name), first, last) == 0 {
 			return bsoncore.Value{}
 		}
-		for _, el := range r.elems {
-			if k, v := keyValueOf(el); string(k) == name {
-				return v
+		for i := range r.elems {
+			if f := &r.elems[i]; string(f.key()) == name {
+				return f.value()
 			}
 		}
 		return bsoncore.Value{}
@@ -111,7 +131,7 @@ func (r *Request) arg(name string) bsoncore.Value {
 // fields are Body's fields, the command name first: the ones Run split, or
 // split now for a Request Run did not see (explain's inner command). A
 // malformed body has none.
-func (r *Request) fields() []bsoncore.Element {
+func (r *Request) fields() []field {
 	if r.elems == nil {
 		elems, err := elementsOf(r.elemBuf[:0], r.Body)
 		if err != nil {
@@ -126,7 +146,7 @@ func (r *Request) fields() []bsoncore.Element {
 // {find: "users"}).
 func (r *Request) First() bsoncore.Value {
 	if len(r.elems) > 0 {
-		return valueOf(r.elems[0])
+		return r.elems[0].value()
 	}
 	el, err := r.Body.IndexErr(0)
 	if err != nil {

@@ -73,7 +73,7 @@ func TestResetSplit(t *testing.T) {
 			t.Fatalf("%v: Reset %q %q %v, ResetSplit %q %q %v", d, a.Name, a.DB, errA, b.Name, b.DB, errB)
 		}
 		for i := range a.elems {
-			if !bytes.Equal(a.elems[i], b.elems[i]) {
+			if !bytes.Equal(a.elems[i].el, b.elems[i].el) || a.elems[i].kn != b.elems[i].kn {
 				t.Fatalf("%v: field %d differs", d, i)
 			}
 		}

@@ -64,7 +64,7 @@ type writeWait struct {
 func runChecked(ctx context.Context, s *Session, req *Request, dst []byte) bsoncore.Document {
 	start := len(dst)
 	s.Env.Ops.Command.Add(1)
-	cmd, ok := lookup(req.Name)
+	cmd, ok := req.command()
 	if ok && cmd.testOnly && !s.Env.TestCommands() {
 		ok = false
 	}
@@ -93,23 +93,23 @@ func runChecked(ctx context.Context, s *Session, req *Request, dst []byte) bsonc
 		}
 		req.setFields(elems)
 	}
-	genericMask, err := checkFields(&cmd, req.Name, elems)
+	genericMask, err := checkFields(cmd, req.Name, elems)
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
-	if err := checkNested(&cmd, req.Name, req); err != nil {
+	if err := checkNested(cmd, req.Name, req); err != nil {
 		return ErrorReply(dst, err)
 	}
 	if cmd.adminOnly && req.DB != "admin" {
 		return ErrorReply(dst, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
-	if err := checkGeneric(s, &cmd, req, elems, genericMask); err != nil {
+	if err := checkGeneric(s, cmd, req, elems, genericMask); err != nil {
 		return ErrorReply(dst, err)
 	}
 	// One clock reading for the operation's entry, its $$NOW and its
 	// duration.
 	req.start = time.Now()
-	if err := checkView(s, &cmd, req); err != nil { // views.go
+	if err := checkView(s, cmd, req); err != nil { // views.go
 		return ErrorReply(dst, err)
 	}
 	var ww writeWait
@@ -147,7 +147,7 @@ func runChecked(ctx context.Context, s *Session, req *Request, dst []byte) bsonc
 	if err != nil {
 		return ErrorReply(dst, err)
 	}
-	return runOp(ctx, s, req, &cmd, op, dst, start, &ww)
+	return runOp(ctx, s, req, cmd, op, dst, start, &ww)
 }
 
 // runOp runs an operation begun, and ends it.
@@ -198,7 +198,7 @@ func runAdmitted(ctx context.Context, s *Session, req *Request, cmd *command, ds
 	}
 	s.stat = opStats{}
 	s.scope.EnforcePrepare = enforcesPrepare(req, writes)
-	out, err := runCommand(ctx, s, req, *cmd, dst) // cmd_failpoint.go
+	out, err := runCommand(ctx, s, req, cmd, dst) // cmd_failpoint.go
 	if err == nil && cmd.kind == kindWrite && s.Env.Repl != nil {
 		err = replStateError(out)
 	}
@@ -282,12 +282,28 @@ func (r *Request) reset(body bsoncore.Document, split []bsoncore.Element, isSpli
 	// below, and zeroing it whole (pointers, in a connection's heap
 	// object) costs write barriers on every command.
 	r.DB, r.Name, r.Body, r.Sequences = "", "", body, seqs
-	r.elems, r.keyMask, r.start = nil, 0, time.Time{}
-	var elems []bsoncore.Element
+	r.elems, r.keyMask, r.start, r.named = nil, 0, time.Time{}, nil
+	var elems []field
 	var err error
-	if isSplit {
-		elems = append(r.elemBuf[:0], split...)
-	} else {
+	switch {
+	case isSplit && len(split) <= len(r.elemBuf):
+		// Filled in place, the key mask as it goes (setFields' work in
+		// the same pass).
+		elems = r.elemBuf[:len(split)]
+		var mask uint64
+		for i, el := range split {
+			f := &elems[i]
+			*f = fieldOf(el)
+			k := f.key()
+			mask |= keyBit(len(k), firstByte(k), lastByte(k))
+		}
+		r.elems, r.keyMask = elems, mask
+	case isSplit:
+		elems = make([]field, len(split))
+		for i, el := range split {
+			elems[i] = fieldOf(el)
+		}
+	default:
 		elems, err = elementsOf(r.elemBuf[:0], body)
 	}
 	if n := len(elems); n < lastN && lastN <= len(r.elemBuf) {
@@ -296,10 +312,13 @@ func (r *Request) reset(body bsoncore.Document, split []bsoncore.Element, isSpli
 	if err != nil || len(elems) == 0 {
 		// Malformed: read what can be read, as a lookup does; Run
 		// refuses the rest when it splits the fields.
+		r.elems, r.keyMask = nil, 0
 		return r.resetMalformed(body, db)
 	}
-	r.setFields(elems)
-	r.Name = commandName(elems[0].KeyBytes())
+	if r.elems == nil {
+		r.setFields(elems)
+	}
+	r.Name, r.named = commandName(elems[0].key())
 	if db == "" {
 		v := r.arg("$db")
 		if v.Type == 0 {

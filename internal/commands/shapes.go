@@ -52,19 +52,57 @@ func (q *QueryShapes) record(ns string, body bsoncore.Document, st *opStats) {
 	if !ok || !st.reads && st.writes == 0 {
 		return
 	}
-	sh.Runs = shapeSampleEvery // each sampled run stands for the ones between samples
-	sh.Examined = (st.keysExamined + st.docsExamined) * shapeSampleEvery
-	sh.Returned = (st.nreturned + st.nMatched + st.ndeleted) * shapeSampleEvery
-	sh.Plan, _ = st.planSummary()
-	key := ns + "|" + shapeKey(sh)
+	q.add(ns, ns+"|"+shapeKey(sh), sh, st)
+}
+
+// expressShapeKey is shapeKey of the shape shapeOfCommand gives every find
+// the express path answers: {find, filter: {_id: v}} and nothing else it
+// reads (expressID lets no sort through, and its v is never an operator
+// document). TestExpressMatchesGeneral compares the shapes recorded.
+var expressShapeKey = shapeKey(expressShape())
+
+func expressShape() advise.Shape {
+	return advise.Shape{Command: "find", Equality: []string{"_id"}}
+}
+
+// recordExpress is record of a find the express path answered, in the
+// collection named by req's first field: its shape is known, so it is not
+// parsed from the body, and the session keeps the namespace's key strings
+// from one sample to the next (a connection reads one collection).
+func (q *QueryShapes) recordExpress(s *Session, req *Request, st *opStats) {
+	coll := req.First()
+	if coll.Type != bsoncore.TypeString || len(coll.Data) < 5 {
+		q.record(reqNS(req), req.Body, st)
+		return
+	}
+	name := coll.Data[4 : len(coll.Data)-1]
+	m := &s.shapeMemo
+	if m.ns == "" || m.db != req.DB || m.coll != string(name) {
+		m.db, m.coll = req.DB, string(name)
+		m.ns = req.DB + "." + m.coll
+		m.key = m.ns + "|" + expressShapeKey
+	}
+	q.add(m.ns, m.key, advise.Shape{}, st)
+}
+
+// shapeMemo is a session's last express namespace and its shape's key.
+type shapeMemo struct{ db, coll, ns, key string }
+
+// add counts one sampled run of shape sh (the zero Shape: the express
+// path's, built only if it is new) under key in ns.
+func (q *QueryShapes) add(ns, key string, sh advise.Shape, st *opStats) {
+	runs := int64(shapeSampleEvery) // each sampled run stands for the ones between samples
+	examined := (st.keysExamined + st.docsExamined) * shapeSampleEvery
+	returned := (st.nreturned + st.nMatched + st.ndeleted) * shapeSampleEvery
+	plan, _ := st.planSummary()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if have := q.shapes[key]; have != nil {
-		have.shape.Runs += sh.Runs
-		have.shape.Examined += sh.Examined
-		have.shape.Returned += sh.Returned
-		if sh.Plan != "" {
-			have.shape.Plan = sh.Plan
+		have.shape.Runs += runs
+		have.shape.Examined += examined
+		have.shape.Returned += returned
+		if plan != "" {
+			have.shape.Plan = plan
 		}
 		return
 	}
@@ -77,6 +115,10 @@ func (q *QueryShapes) record(ns string, body bsoncore.Document, st *opStats) {
 		}
 		delete(q.shapes, least)
 	}
+	if sh.Command == "" {
+		sh = expressShape()
+	}
+	sh.Runs, sh.Examined, sh.Returned, sh.Plan = runs, examined, returned, plan
 	q.shapes[key] = &recordedShape{ns: ns, shape: sh}
 }
 

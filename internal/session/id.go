@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -25,6 +26,35 @@ func UIDOf(user string) [32]byte { return sha256.Sum256([]byte(user)) }
 // __system, or a server without access control: MongoDB's impersonate
 // privilege), when the session is the named uid's.
 func Parse(lsid bsoncore.Document, user [32]byte, impersonate bool) (ID, error) {
+	if id, ok := parseDriverLSID(lsid, user); ok {
+		return id, nil
+	}
+	return parseWalk(lsid, user, impersonate)
+}
+
+// driverLSIDSize is the size of the lsid every driver sends: {id: UUID},
+// 4 length bytes, the element (type, "id\x00", 4 length bytes, the
+// subtype, 16 bytes) and the terminating 0.
+const driverLSIDSize = 4 + 1 + 3 + 4 + 1 + 16 + 1
+
+// parseDriverLSID is Parse of exactly that layout, read in place: every
+// command of a driver's session carries it, and the walk validates each
+// element and reads its key twice. ok is false for any other bytes, which
+// parseWalk reads; for these it gives what parseWalk gives
+// (TestParseDriverLSIDMatchesWalk).
+func parseDriverLSID(lsid bsoncore.Document, user [32]byte) (id ID, ok bool) {
+	if len(lsid) != driverLSIDSize || binary.LittleEndian.Uint32(lsid) != driverLSIDSize ||
+		lsid[4] != byte(bsoncore.TypeBinary) || string(lsid[5:8]) != "id\x00" ||
+		binary.LittleEndian.Uint32(lsid[8:]) != 16 || lsid[12] != 4 || lsid[driverLSIDSize-1] != 0 {
+		return id, false
+	}
+	copy(id.UUID[:], lsid[13:29])
+	id.UID = user
+	return id, true
+}
+
+// parseWalk is Parse of any lsid: its elements walked one by one.
+func parseWalk(lsid bsoncore.Document, user [32]byte, impersonate bool) (ID, error) {
 	var id ID
 	named, hasUID := [32]byte{}, false
 	// Every command of a driver's session carries its lsid: walk it in

@@ -72,3 +72,36 @@ func TestUIDOfUserKept(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDriverLSIDMatchesWalk: the in-place read of a driver's lsid
+// takes its layout and nothing else: for the driver's bytes and for every
+// one-byte change of them, whenever it answers, the walk answers the same
+// ID without an error (and the driver's own bytes take it).
+func TestParseDriverLSIDMatchesWalk(t *testing.T) {
+	uuid := []byte("0123456789abcdef")
+	good := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, uuid).Build()
+	var user [32]byte
+	user[3] = 5
+	if id, ok := parseDriverLSID(good, user); !ok || string(id.UUID[:]) != string(uuid) || id.UID != user {
+		t.Fatalf("a driver's lsid %x: %v %v", []byte(good), id, ok)
+	}
+	taken := 0
+	for i := range good {
+		for _, b := range []byte{0, 1, 2, 4, 5, 16, 30, 'd', 'i', 0xff, good[i] ^ 1, good[i] + 1} {
+			lsid := append(bsoncore.Document(nil), good...)
+			lsid[i] = b
+			id, ok := parseDriverLSID(lsid, user)
+			if !ok {
+				continue
+			}
+			taken++
+			want, err := parseWalk(lsid, user, false)
+			if err != nil || want != id {
+				t.Fatalf("byte %d = %#x: in place %v, the walk %v %v", i, b, id, want, err)
+			}
+		}
+	}
+	if taken < 16 { // the UUID's bytes change freely
+		t.Fatalf("only %d of the changed lsids were read in place", taken)
+	}
+}

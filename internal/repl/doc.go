@@ -119,6 +119,18 @@
 // every table of the log (each holds the hard state's key too).
 // Checked with "Contiguous log" under the invariants tag.
 //
+// "Entries encoded once into the batch": Save encodes each entry
+// straight into the space its Pebble batch reserves for the value
+// (Batch.SetDeferred, sized by proto.Size), with no buffer of its own and
+// no copy, keeps the sizes for the tail, and copies the hard state (which
+// nearly every Ready carries, its commit index moved) field by field in
+// one allocation rather than by proto.Clone's reflection. A member saves
+// every group it replicates so: three entries cost Save 1 to 3
+// allocations instead of 7 to 9 (BENCHMARKS.md, "Replica sets, session
+// 14"). TestSaveEncodesInPlace (what is stored reads back, the tail's
+// sizes, the allocations), TestCloneHardState; builds with the invariants
+// tag decode every entry from the batch's bytes and compare.
+//
 // "Chained proposals": [Node.Start] hands a proposal to the loop without
 // waiting, so a caller proposes the next payload while the last one
 // replicates. One started with follows continues the chain of the
@@ -233,7 +245,16 @@
 // start within 20 ms falls back to the queue, and one that stops part way
 // ends the connection (the stream would be misread). Frames leave in the
 // order they were sent: Send writes one only when every frame queued
-// before it is written or dropped. TestTCPFramesInOrder. When the state machine
+// before it is written or dropped. TestTCPFramesInOrder. "Frame buffers
+// reused after their write": a frame Send may write itself is encoded
+// into one buffer the transport keeps (under its lock), kept again once
+// the write returned (the kernel has the bytes); a frame that queues
+// instead takes the buffer with it, and the next is encoded into a new
+// one, so a queued frame's bytes are never overwritten. The leader's
+// appends and every acknowledgement then allocate no frame.
+// TestTCPFrameBuffersReused (every frame arrives with its own bytes
+// across reuse, queueing and large frames; two direct writes share the
+// buffer). When the state machine
 // is a [SnapshotStreamer], a MsgSnap frame is followed by the snapshot's
 // stream as chunks (a 4-byte length and at most 1 MiB each, ended by an
 // empty chunk), and the receiver stores the stream before it delivers

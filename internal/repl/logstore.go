@@ -34,10 +34,42 @@ var (
 )
 
 func entryKey(i uint64) []byte {
-	k := make([]byte, 9)
+	k := make([]byte, entryKeyLen)
+	putEntryKey(k, i)
+	return k
+}
+
+// entryKeyLen is the length of an entry's key.
+const entryKeyLen = 9
+
+// putEntryKey writes the key of entry i into k (entryKeyLen bytes).
+func putEntryKey(k []byte, i uint64) {
 	k[0] = keyEntryPre
 	binary.BigEndian.PutUint64(k[1:], i)
-	return k
+}
+
+// cloneHardState copies hs, each field present exactly when it is in hs
+// (what proto.Clone gives a HardState, without its reflection: Save keeps
+// a copy of nearly every Ready's hard state, whose commit index moves).
+func cloneHardState(hs *pb.HardState) *pb.HardState {
+	// One allocation: the message and its fields' values together.
+	c := &struct {
+		hs                 pb.HardState
+		term, vote, commit uint64
+	}{}
+	if hs.Term != nil {
+		c.term = *hs.Term
+		c.hs.Term = &c.term
+	}
+	if hs.Vote != nil {
+		c.vote = *hs.Vote
+		c.hs.Vote = &c.vote
+	}
+	if hs.Commit != nil {
+		c.commit = *hs.Commit
+		c.hs.Commit = &c.commit
+	}
+	return &c.hs
 }
 
 // LogStore is the Raft log of one member in its own Pebble instance: it
@@ -75,6 +107,9 @@ type LogStore struct {
 	// from memory rather than by a Pebble iterator that seeks into every
 	// table of the log ("Recent entries in memory").
 	tail []tailEntry
+	// sizes is Save's scratch of the encoded sizes of the entries it
+	// writes (under wmu).
+	sizes []int
 }
 
 // tailEntry is an entry of LogStore.tail with its encoded size.
@@ -87,8 +122,9 @@ type tailEntry struct {
 const maxTail = 1024
 
 // keepTail records ents, just written to the log (a snapshot, when
-// newSnap, having emptied it first). Under s.mu.
-func (s *LogStore) keepTail(ents []*pb.Entry, newSnap bool) {
+// newSnap, having emptied it first), sizes[i] the encoded size of ents[i]
+// (Save computed them). Under s.mu.
+func (s *LogStore) keepTail(ents []*pb.Entry, sizes []int, newSnap bool) {
 	if newSnap {
 		s.tail = s.tail[:0]
 	}
@@ -101,8 +137,8 @@ func (s *LogStore) keepTail(ents []*pb.Entry, newSnap bool) {
 	} else {
 		s.tail = s.tail[:0]
 	}
-	for _, e := range ents {
-		s.tail = append(s.tail, tailEntry{e: e, size: uint64(proto.Size(e))})
+	for i, e := range ents {
+		s.tail = append(s.tail, tailEntry{e: e, size: uint64(sizes[i])})
 	}
 	if n := len(s.tail); n > maxTail {
 		s.tail = append(s.tail[:0], s.tail[n-maxTail/2:]...)
@@ -301,6 +337,7 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 	s.mu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
+	var sizes []int
 	newSnap := snap != nil && !raft.IsEmptySnap(snap)
 	if newSnap {
 		v, err := proto.Marshal(snap)
@@ -327,15 +364,31 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		if lo > last+1 {
 			return fmt.Errorf("repl: append at %d leaves a gap after %d", lo, last)
 		}
+		// Each entry is encoded straight into the batch ("Entries
+		// encoded once into the batch"): no buffer of its own, no copy.
+		sizes = s.sizes[:0]
 		for _, e := range ents {
-			v, err := proto.Marshal(e)
+			n := proto.Size(e)
+			op := b.SetDeferred(entryKeyLen, n)
+			putEntryKey(op.Key, e.GetIndex())
+			v, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(op.Value[:0], e)
 			if err != nil {
 				return err
 			}
-			if err := b.Set(entryKey(e.GetIndex()), v, nil); err != nil {
+			if len(v) != n || (n > 0 && &v[0] != &op.Value[0]) {
+				return fmt.Errorf("repl: entry %d encoded in %d bytes, sized %d", e.GetIndex(), len(v), n)
+			}
+			if invariantsEnabled {
+				if back := new(pb.Entry); proto.Unmarshal(v, back) != nil || !proto.Equal(back, e) {
+					invariantFail("Entries encoded once into the batch", "entry %d does not decode from the %d bytes encoded into the batch", e.GetIndex(), n)
+				}
+			}
+			if err := op.Finish(); err != nil {
 				return err
 			}
+			sizes = append(sizes, n)
 		}
+		s.sizes = sizes
 		if hi < last { // a new leader's entries replace the old tail
 			if err := b.DeleteRange(entryKey(hi+1), entryKey(last+1), nil); err != nil {
 				return err
@@ -358,7 +411,7 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 	if b.Empty() {
 		if hasHS {
 			s.mu.Lock()
-			s.hs = proto.Clone(hs).(*pb.HardState)
+			s.hs = cloneHardState(hs)
 			s.mu.Unlock()
 		}
 		return nil
@@ -376,10 +429,10 @@ func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, s
 		s.snap, s.prevTerm = snap, snap.GetMetadata().GetTerm()
 	}
 	if hasHS {
-		s.hs = proto.Clone(hs).(*pb.HardState)
+		s.hs = cloneHardState(hs)
 	}
 	s.first, s.last = first, last
-	s.keepTail(ents, newSnap)
+	s.keepTail(ents, sizes, newSnap)
 	if invariantsEnabled {
 		s.checkBounds()
 	}

@@ -113,6 +113,9 @@ type TCPTransport struct {
 	streamer SnapshotStreamer
 	// direct counts the frames Send wrote itself.
 	direct atomic.Uint64
+	// frame is the buffer Send encodes a frame it may write itself into,
+	// kept while no queued frame holds it (under mu).
+	frame []byte
 }
 
 type tcpPeer struct {
@@ -255,7 +258,17 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 		if size > maxFrame {
 			continue
 		}
-		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 4, 4+size), m)
+		// A frame Send may write itself is encoded into t.frame, which it
+		// keeps when the write is done ("Frame buffers reused after their
+		// write"); one it queues gets a buffer of its own.
+		direct := size+4 <= maxDirect && !(m.GetType() == pb.MsgSnap && t.streamer != nil)
+		reuse := direct && cap(t.frame) >= 4+size
+		buf := t.frame[:0]
+		if !reuse {
+			buf = make([]byte, 0, 4+size)
+		}
+		buf = append(buf, 0, 0, 0, 0)
+		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf, m)
 		if err != nil || len(b) != 4+size {
 			continue
 		}
@@ -264,11 +277,15 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 		if m.GetType() == pb.MsgSnap && t.streamer != nil {
 			frame.snap = m.GetSnapshot().GetData()
 		}
-		if frame.snap == nil && len(b) <= maxDirect && t.writeDirect(p, b) {
+		if direct && t.writeDirect(p, b) {
 			if hoptrace.Enabled {
 				hoptrace.Since(hoptrace.NetSend, frame.at)
 			}
+			t.frame = b[:0] // written: the kernel has its bytes
 			continue
+		}
+		if reuse {
+			t.frame = nil // queued: the sender owns b now
 		}
 		p.queued.Add(1)
 		select {

@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
 	"testing"
@@ -228,6 +229,131 @@ func TestTCPFramesInOrder(t *testing.T) {
 				t.Errorf("every frame written by Send itself: none was queued")
 			}
 			t.Logf("%d of %d frames written by Send itself", direct, tc.n+1)
+		})
+	}
+}
+
+// TestTCPFrameBuffersReused: frames Send writes itself are encoded into
+// one buffer it keeps ("Frame buffers reused after their write"), and a
+// frame that queues takes that buffer with it, so no later frame's
+// encoding overwrites a queued one. Each case sends appends whose entries
+// carry bytes derived from their number, of sizes that vary (so the kept
+// buffer is reused for frames shorter and longer than the last), with
+// frames over maxDirect among them (which queue, and make the small
+// frames behind them queue too); every frame must arrive with its own
+// bytes, in order. Once the sender is idle, two single small Sends
+// written directly must share the kept buffer.
+func TestTCPFrameBuffersReused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n     int
+		size  func(i int) int // bytes of the entry of message i
+		burst int             // messages per Send
+	}{
+		{"growing and shrinking, one per Send", 200, func(i int) int { return 100 + (i*397)%3000 }, 1},
+		{"a large one every 10th", 200, func(i int) int {
+			if i%10 == 3 {
+				return 2 * maxDirect
+			}
+			return 50 + (i*131)%2000
+		}, 1},
+		{"bursts of 15 with large ones", 300, func(i int) int {
+			if i%40 == 5 {
+				return 2 * maxDirect
+			}
+			return 200 + (i*71)%5000
+		}, 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := ListenTCP(1, "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := ListenTCP(2, "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			a.AddPeer(2, b.Addr())
+			a.Send([]*pb.Message{heartbeat(1, 2, 1)}) // the sender dials
+			if got := recvTerm(b, 5*time.Second); got != 1 {
+				t.Fatalf("first message: term %d", got)
+			}
+			payload := func(i, n int) []byte {
+				d := make([]byte, n)
+				for j := range d {
+					d[j] = byte(i*7 + j*13)
+				}
+				return d
+			}
+			app := func(i int) *pb.Message {
+				m := heartbeat(1, 2, uint64(i+2))
+				m.Type = pb.MsgApp.Enum()
+				m.Entries = []*pb.Entry{{Term: proto.Uint64(1), Index: proto.Uint64(uint64(i + 1)), Data: payload(i, tc.size(i))}}
+				return m
+			}
+			go func() {
+				var batch []*pb.Message
+				for i := range tc.n {
+					batch = append(batch, app(i))
+					if len(batch) == tc.burst || i == tc.n-1 {
+						a.Send(batch)
+						batch = nil
+					}
+				}
+			}()
+			for i := range tc.n {
+				var m *pb.Message
+				select {
+				case m = <-b.Recv():
+				case <-time.After(5 * time.Second):
+					t.Fatalf("message %d did not arrive", i)
+				}
+				if m.GetTerm() != uint64(i+2) {
+					t.Fatalf("received term %d, want %d", m.GetTerm(), i+2)
+				}
+				if got, want := m.GetEntries()[0].GetData(), payload(i, tc.size(i)); !bytes.Equal(got, want) {
+					t.Fatalf("message %d arrived with other bytes than it was sent with (%d bytes, want %d)", i, len(got), len(want))
+				}
+			}
+			// The kept buffer: two direct writes of small frames, the
+			// sender idle, share it.
+			var first *byte
+			term, deadline := uint64(tc.n+2), time.Now().Add(10*time.Second)
+			for shared := false; !shared; term++ {
+				before := a.direct.Load()
+				m := heartbeat(1, 2, term)
+				m.Type = pb.MsgApp.Enum()
+				m.Entries = []*pb.Entry{{Term: proto.Uint64(1), Index: proto.Uint64(term), Data: payload(int(term), 100)}}
+				a.Send([]*pb.Message{m})
+				if got := recvTerm(b, 5*time.Second); got != term {
+					t.Fatalf("received term %d, want %d", got, term)
+				}
+				a.mu.Lock()
+				var at *byte
+				if cap(a.frame) > 0 {
+					at = &a.frame[:1][0]
+				}
+				a.mu.Unlock()
+				switch {
+				case a.direct.Load() == before:
+					first = nil // queued: the next direct write keeps a new buffer
+				case at == nil:
+					t.Fatal("a frame written by Send itself left no buffer kept")
+				case first == nil:
+					first = at
+				default:
+					if at != first {
+						t.Fatal("two frames written by Send itself, one after the other, did not share the kept buffer")
+					}
+					shared = true
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no two frames in a row written by Send itself once the sender was idle")
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
 		})
 	}
 }

@@ -639,6 +639,12 @@ func (q quietLogger) Fatalf(format string, args ...any) {
 // ApplyReplicated, in the same batch as the group's writes.
 var appliedKey = SystemKey("replApplied")
 
+// appliedRecordRoom is what ApplyReplicated's batch needs beyond a
+// group's records for the applied index: Pebble's reservation for a Set
+// of appliedKey and an 8-byte value (invariant "Replicated groups copied
+// once", TestApplyReplicatedCopiesOnce).
+var appliedRecordRoom = 1 + 2*binary.MaxVarintLen32 + len(appliedKey) + 8
+
 // ApplyReplicated applies a replicated commit group — the batch
 // representation a primary's Hooks.Replicate was handed — to the store,
 // with the log index it was committed at, in one atomic batch (invariant
@@ -650,34 +656,10 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	if e := db.pipe.halted.Load(); e != nil {
 		return e
 	}
-	b := db.pdb.NewBatch()
-	defer b.Close()
-	var ts hlc.Timestamp
 	prev := db.LastCommitted()
-	if len(repr) > 0 {
-		// The batch owns what SetRepr gets: a copy, with room for the
-		// applied index.
-		if err := b.SetRepr(append(make([]byte, 0, len(repr)+len(appliedKey)+16), repr...)); err != nil {
-			return fmt.Errorf("storage: replicated group %d: %w", index, err)
-		}
-		// The group's cluster time, if it took any (the primary sets it
-		// last), for followClusterTime without reading it back.
-		for r := b.Reader(); ; {
-			kind, k, v, ok, err := r.Next()
-			if err != nil {
-				return fmt.Errorf("storage: replicated group %d: %w", index, err)
-			}
-			if !ok {
-				break
-			}
-			if kind == pebble.InternalKeyKindSet && bytes.Equal(k, clusterTimeKey) {
-				ts, _ = hlc.FromBinary(v)
-			}
-		}
-	}
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], index)
-	if err := b.Set(appliedKey, v[:], nil); err != nil {
+	b, ts, err := db.replicatedBatch(index, repr)
+	defer b.Close()
+	if err != nil {
 		return err
 	}
 	if err := db.visible.change(repr, func() error { return db.pdb.Apply(b, pebble.NoSync) }); err != nil {
@@ -701,6 +683,38 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 		})
 	}
 	return nil
+}
+
+// replicatedBatch is the batch ApplyReplicated applies: the group's
+// records repr, copied once (invariant "Replicated groups copied once":
+// the copy has the room Pebble reserves for the applied index's record,
+// so that record's Set does not copy the whole batch into a larger one),
+// then the applied index; ts is the group's cluster time, if it took any
+// (the primary sets it last), for followClusterTime without reading it
+// back. The caller closes b, whatever err.
+func (db *DB) replicatedBatch(index uint64, repr []byte) (b *pebble.Batch, ts hlc.Timestamp, err error) {
+	b = db.pdb.NewBatch()
+	if len(repr) > 0 {
+		// The batch owns what SetRepr gets: a copy.
+		if err := b.SetRepr(append(make([]byte, 0, len(repr)+appliedRecordRoom), repr...)); err != nil {
+			return b, 0, fmt.Errorf("storage: replicated group %d: %w", index, err)
+		}
+		for r := b.Reader(); ; {
+			kind, k, v, ok, err := r.Next()
+			if err != nil {
+				return b, 0, fmt.Errorf("storage: replicated group %d: %w", index, err)
+			}
+			if !ok {
+				break
+			}
+			if kind == pebble.InternalKeyKindSet && bytes.Equal(k, clusterTimeKey) {
+				ts, _ = hlc.FromBinary(v)
+			}
+		}
+	}
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], index)
+	return b, ts, b.Set(appliedKey, v[:], nil)
 }
 
 // followClusterTime raises the clock and LastCommitted to ts, the cluster

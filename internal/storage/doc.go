@@ -214,6 +214,14 @@
 // and applies the next group's requests only after the previous one is
 // applied.
 //
+// Invariant "Replicated groups copied once": ApplyReplicated's batch is
+// the group's records copied once into a buffer with the room Pebble
+// reserves for the applied index's record (1 + 2×MaxVarintLen32 + key +
+// value), so that Set never copies the batch into one twice its size —
+// which it did for every group on every member while the room fell three
+// bytes short (BENCHMARKS.md, "Replica sets, session 14").
+// TestApplyReplicatedCopiesOnce (the batch keeps the copy's capacity).
+//
 // Invariant "Pipelined groups" (Hooks.Propose, replicate.go): the
 // pipeline proposes group k+1 while group k replicates, up to maxInFlight
 // groups. The groups of a chain share one indexed batch, each group's

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -362,6 +363,69 @@ func TestGroupsGatherWhileLogBusy(t *testing.T) {
 				if _, ok := mustGet(t, db, fmt.Sprintf("d/%d", i)); !ok {
 					t.Errorf("d/%d not stored", i)
 				}
+			}
+		})
+	}
+}
+
+// TestApplyReplicatedCopiesOnce: ApplyReplicated's batch is the group's
+// records copied once (invariant "Replicated groups copied once"): the
+// applied index's record fits in the copy's room, so Pebble never copies
+// the batch into one twice its size (as it did when the room fell three
+// bytes short). For groups of several sizes: the batch replicatedBatch
+// builds still has the copy's capacity, its records are the group's and
+// the applied index, and the groups applied read back.
+func TestApplyReplicatedCopiesOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		docs, val int // documents a group writes and their size
+	}{
+		{"one small document", 1, 100},
+		{"a YCSB-A group", 3, 2300},
+		{"a large group", 40, 4000},
+		{"a group of one empty value", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			repr := func(g int) []byte {
+				b := db.pdb.NewBatch()
+				defer b.Close()
+				for i := range tc.docs {
+					v := bytes.Repeat([]byte{byte(g + i)}, tc.val)
+					if err := b.Set(DocKey(nil, 1, []byte(fmt.Sprintf("k%03d", i))), v, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return slices.Clone(b.Repr())
+			}
+			r := repr(0)
+			b, _, err := db.replicatedBatch(7, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := len(r) + appliedRecordRoom; cap(b.Repr()) != want {
+				t.Errorf("the batch of a %d-byte group has capacity %d, want the copy's %d: Pebble copied it to make room", len(r), cap(b.Repr()), want)
+			}
+			if got := int(b.Count()); got != tc.docs+1 {
+				t.Errorf("the batch holds %d records, want the group's %d and the applied index", got, tc.docs)
+			}
+			b.Close()
+			const n = 40
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for g := range n {
+				if err := db.ApplyReplicated(uint64(g+1), repr(g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			t.Logf("applying %d groups of %d bytes: %.0f bytes allocated per group, making each included", n, len(r), float64(after.TotalAlloc-before.TotalAlloc)/n)
+			got, ok, err := db.Get(nil, DocKey(nil, 1, []byte("k000")))
+			if err != nil || !ok || len(got) != tc.val || tc.val > 0 && got[0] != byte(n-1) {
+				t.Fatalf("k000 after the last group: %d bytes, found %v, err %v", len(got), ok, err)
+			}
+			if idx, err := db.AppliedIndex(); err != nil || idx != n {
+				t.Fatalf("applied index %d (%v), want %d", idx, err, n)
 			}
 		})
 	}

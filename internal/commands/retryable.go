@@ -61,28 +61,51 @@ func checkStmtIDs(s *Session, req *Request, g *generic) error {
 
 // stmtResult encodes what a statement did for its record: n (matched or
 // deleted), m (modified), u (the upserted _id), b and a (findAndModify's
-// images), g (an insert's server-made _id). Absent fields are zero.
+// images), g (an insert's server-made _id). Absent fields are zero. The
+// fields are appended into one buffer of the record's exact size (a
+// document builder cost more: BENCHMARKS.md, session 14's "CPU per
+// update"; TestStmtResultShape).
 func stmtResult(did exec.UpdateResult, generated bsoncore.Value) bsoncore.Document {
-	b := bsoncore.NewDocumentBuilder()
+	size := 4 + 1
 	if did.Matched != 0 {
-		b.AppendInt64("n", did.Matched)
+		size += 1 + 2 + 8
 	}
 	if did.Modified != 0 {
-		b.AppendInt64("m", did.Modified)
+		size += 1 + 2 + 8
 	}
 	if did.UpsertedID.Type != 0 {
-		b.AppendValue("u", did.UpsertedID)
+		size += 1 + 2 + len(did.UpsertedID.Data)
 	}
 	if did.Before != nil {
-		b.AppendDocument("b", did.Before)
+		size += 1 + 2 + len(did.Before)
 	}
 	if did.After != nil {
-		b.AppendDocument("a", did.After)
+		size += 1 + 2 + len(did.After)
 	}
 	if generated.Type != 0 {
-		b.AppendValue("g", generated)
+		size += 1 + 2 + len(generated.Data)
 	}
-	return b.Build()
+	at, d := bsoncore.AppendDocumentStart(make([]byte, 0, size))
+	if did.Matched != 0 {
+		d = bsoncore.AppendInt64Element(d, "n", did.Matched)
+	}
+	if did.Modified != 0 {
+		d = bsoncore.AppendInt64Element(d, "m", did.Modified)
+	}
+	if did.UpsertedID.Type != 0 {
+		d = bsoncore.AppendValueElement(d, "u", did.UpsertedID)
+	}
+	if did.Before != nil {
+		d = bsoncore.AppendDocumentElement(d, "b", did.Before)
+	}
+	if did.After != nil {
+		d = bsoncore.AppendDocumentElement(d, "a", did.After)
+	}
+	if generated.Type != 0 {
+		d = bsoncore.AppendValueElement(d, "g", generated)
+	}
+	d, _ = bsoncore.AppendDocumentEnd(d, at) // errors only for a bad index
+	return d
 }
 
 // fromStmtResult decodes a statement's record (stmtResult).

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
+	"github.com/cairndb/cairn/internal/storage"
 )
 
 var testLSID = bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
@@ -355,6 +357,81 @@ func TestRetryableTimeseriesInsert(t *testing.T) {
 		r := runDoc(t, s, "test", withTxn(ins, st.txn))
 		if replyCode(r) != 0 || replyInt(t, r, "n") != st.n || count() != st.c {
 			t.Fatalf("%s: reply %s, %d measurements (want n %d, %d measurements)", st.name, r, count(), st.n, st.c)
+		}
+	}
+}
+
+// TestStatementRecordFields: a retryable statement's record (the value of
+// its key in the retry keyspace) holds what a retry of it answers, and no
+// more: an update's and a delete's counts and an upsert's _id, never the
+// document (an update's retry answers n and nModified), and a
+// findAndModify's images, which its retry answers. Each step uses a new
+// txnNumber, so the session's only record is its own.
+func TestStatementRecordFields(t *testing.T) {
+	s := testSession(t, engine.Options{})
+	big := strings.Repeat("x", 2000) // a document a record would show by its size
+	ins := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 0}, {Key: "pad", Value: big}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "pad", Value: big}}}}}
+	upd := func(id int, upsert bool) bson.D {
+		return bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: id}}},
+			{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "$set", Value: bson.D{{Key: "pad", Value: big}}}}}, {Key: "upsert", Value: upsert}}}}}
+	}
+	fam := func(id int, upsert, isNew bool) bson.D {
+		return bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "_id", Value: id}}},
+			{Key: "update", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "$set", Value: bson.D{{Key: "pad", Value: big}}}}}, {Key: "upsert", Value: upsert}, {Key: "new", Value: isNew}}
+	}
+	del := bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 2}}}, {Key: "limit", Value: 1}}}}}
+	for i, c := range []struct {
+		name   string
+		cmd    bson.D
+		fields string // the record's field names, in order
+	}{
+		{"insert", ins, ""},
+		{"update", upd(1, false), "nm"},
+		{"update, upsert: true, of an existing document", upd(1, true), "nm"},
+		{"update that upserts (point: in Modify's request)", upd(3, true), "u"},
+		{"update that upserts (not a point filter: after the pipeline)", bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+			{Key: "q", Value: bson.D{{Key: "k", Value: 4}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "pad", Value: big}}}}}, {Key: "upsert", Value: true}}}}}, "u"},
+		{"update that matches nothing", upd(99, false), ""},
+		{"findAndModify, new: false", fam(1, false, false), "nmba"},
+		{"findAndModify, new: true", fam(1, false, true), "nmba"},
+		{"findAndModify that upserts", fam(5, true, true), "ua"},
+		{"delete", del, "n"},
+	} {
+		r := runDoc(t, s, "test", withTxn(c.cmd, int64(i+1)))
+		if replyCode(r) != 0 || r.Lookup("writeErrors").Type != 0 {
+			t.Fatalf("%s: %s", c.name, r)
+		}
+		it, err := s.Env.Engine.Storage().NewIter([]byte{storage.SpaceRetry}, []byte{storage.SpaceRetry + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []bsoncore.Document
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.Value()
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, append(bsoncore.Document(nil), v...))
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wantRecs := 1
+		if c.cmd[0].Key == "insert" {
+			wantRecs = 2
+		}
+		if len(recs) != wantRecs {
+			t.Fatalf("%s: %d statement records, want %d", c.name, len(recs), wantRecs)
+		}
+		els, _ := recs[0].Elements()
+		names := ""
+		for _, el := range els {
+			names += el.Key()
+		}
+		if names != c.fields {
+			t.Errorf("%s: record fields %q, want %q (%d bytes)", c.name, names, c.fields, len(recs[0]))
 		}
 	}
 }

@@ -70,11 +70,20 @@
 //
 // Invariant "Tail bound" (write.go): an insert above its collection's
 // greatest document key skips the uniqueness read; every path that makes
-// document keys goes through insertOne, which keeps the bound. The reads a
-// batch insert does need are made first, in one ascending pass over its
-// keys (prefetchIDs, storage's "Prefetched answers hold for the request"),
-// and each document's check then answers from them after the request's
-// own writes (a duplicate _id within the batch is still refused).
+// document keys goes through insertOne or putPlain, which keep the bound.
+// The reads a batch insert does need are made first, in one ascending pass
+// over its keys (prefetchIDs, storage's "Prefetched answers hold for the
+// request"), and each document's check then answers from them after the
+// request's own writes (a duplicate _id within the batch is still refused).
+//
+// Invariant "Plain puts need no read" (rider.go): PutInTxn into a
+// server-owned collection with no options, no index but _id's and no oplog
+// entries (config.transactions: a retryable write's record) sets the
+// document's key without reading it first, since inserting and replacing
+// there store the same bytes and nothing else; it keeps the tail bound as
+// insertOne does. Builds with the invariants tag check that such a
+// collection is neither capped, versioned nor keeping pre-images;
+// TestPutPlain checks a put against what the read-first path stores.
 //
 // Invariant "Valid on commit" (docvalidation.go): every document a write stores
 // — inserts, upserts, updates and replacements, findAndModify, $out's

@@ -3,6 +3,8 @@ package engine
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/catalog"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/storage"
 )
@@ -54,6 +56,9 @@ func (e *Engine) PutInTxn(tx *storage.Txn, ns Namespace, doc bsoncore.Document) 
 	}
 	idKey := appendIDKey(nil, id)
 	key := storage.DocKey(nil, coll.ID, idKey)
+	if plainServerColl(coll, ns) && e.txn.in == nil {
+		return e.putPlain(tx, ns, coll, key, doc)
+	}
 	cur, found, err := tx.Get(nil, key)
 	if err != nil {
 		return err
@@ -64,6 +69,43 @@ func (e *Engine) PutInTxn(tx *storage.Txn, ns Namespace, doc bsoncore.Document) 
 	}
 	var res ModifyResult
 	return e.applyAction(tx, &res, ns, key, idKey, id, cur, Action{Replace: doc, BypassValidation: true})
+}
+
+// plainServerColl reports whether a put into coll (ns) is a store of the
+// document's key and nothing more, whether it inserts or replaces
+// (invariant "Plain puts need no read"): no options (so not capped,
+// versioned, validated, time-series or keeping pre-images), no index but
+// _id's, and no oplog entry (config.transactions, config.system.preimages).
+func plainServerColl(coll *catalog.Collection, ns Namespace) bool {
+	return len(coll.Options) == 0 && len(coll.Indexes) == 0 && !logged(ns)
+}
+
+// putPlain is PutInTxn into a plain collection (plainServerColl), outside
+// a transaction's statement: the key is set without reading what it held
+// (an insert and a replacement store the same bytes and nothing else), and
+// the collection's tail bound is loaded (before the key is written, as
+// insertOne's) and raised past the key, which may be new ("Tail bound").
+// A retryable write's config.transactions record is put this way: the
+// read spared is a second point read per write (BENCHMARKS.md, session
+// 14's "CPU per update").
+func (e *Engine) putPlain(tx *storage.Txn, ns Namespace, coll *catalog.Collection, key []byte, doc bsoncore.Document) error {
+	if invariants.Enabled {
+		if _, capped := CappedOf(coll); capped || PreImagesOn(coll) {
+			invariants.Fail("Plain puts need no read", "%s is capped or keeps pre-images without options", ns)
+		}
+		if _, versioned := e.versioningOfNS(ns); versioned {
+			invariants.Fail("Plain puts need no read", "%s is versioned without options", ns)
+		}
+		if el, err := doc.IndexErr(0); err != nil || el.Key() != "_id" {
+			invariants.Fail("Plain puts need no read", "a server document for %s does not start with its _id", ns)
+		}
+	}
+	if _, err := e.tails.beyond(tx, coll.ID, key); err != nil {
+		return err
+	}
+	tx.Set(key, doc)
+	e.tails.raise(coll.ID, key)
+	return nil
 }
 
 // DeleteInTxn removes the document of ns whose _id is id inside tx, with

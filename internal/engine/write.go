@@ -292,9 +292,10 @@ func (e *Engine) Delete(ns Namespace, id bsoncore.Value) (deleted bool, err erro
 // Invariant "Tail bound": for every collection c in the map, no document
 // key of c that exists (committed, or written by a request of the group
 // being applied) is greater than last[c]. It holds because
-//   - only insertOne and InstallHistories (a migration's recipient,
-//     history_migrate.go, which loads and raises the bound as insertOne
-//     does) create document keys: Insert, upserts, Merge's
+//   - only insertOne, InstallHistories (a migration's recipient,
+//     history_migrate.go) and putPlain (a server document of a plain
+//     collection, rider.go), which load and raise the bound as insertOne
+//     does, create document keys: Insert, upserts, Merge's
 //     inserts and $out's temporary collection all go through it (Modify
 //     rewrites or deletes keys it found, a replacement cannot change _id,
 //     a rename keeps the collection's id and keys, index builds and TTL

@@ -57,7 +57,9 @@ type Update struct {
 	// top-level Timestamp(0, 0) is stored as given.
 	KeepEmptyTimestamps bool
 	// Rider is written in the request of the statement's last write (see
-	// Rider); After is the stored document there.
+	// Rider); for findAndModify (FindAndUpdate) its After is the stored
+	// document there, for an update it is nil (the record of an update is
+	// its counts and upserted _id: nothing reads its images).
 	Rider Rider
 	// Session, when set, goes into the changes' oplog entries.
 	Session *engine.OplogSession
@@ -233,7 +235,11 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				}
 				did := res
 				did.Modified = int64(mr.Modified)
-				if res.Matched > 0 {
+				if keep && res.Matched > 0 {
+					// findAndModify's record holds its post-image as
+					// stored; an update's record is its counts alone
+					// (its retry answers n and nModified): no read of
+					// the document, no copy of it in the record.
 					after, _, err := e.eng.GetInTxn(tx, nil, ns, ids[0])
 					if err != nil {
 						return err
@@ -334,11 +340,15 @@ func (e *Env) upsert(spec Update, keep bool) (UpdateResult, error) {
 			if len(ride.Generated) > 0 {
 				id = ride.Generated[0].ID
 			}
-			after, _, err := e.eng.GetInTxn(tx, nil, ns, id)
-			if err != nil {
-				return err
+			did := UpdateResult{UpsertedID: id}
+			if keep { // findAndModify's post-image; an update's record has the _id alone
+				after, _, err := e.eng.GetInTxn(tx, nil, ns, id)
+				if err != nil {
+					return err
+				}
+				did.After = after
 			}
-			return spec.Rider(tx, UpdateResult{UpsertedID: id, After: after})
+			return spec.Rider(tx, did)
 		}
 	}
 	ires, err := e.eng.InsertWith(ns, []bsoncore.Document{doc}, opts)

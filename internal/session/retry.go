@@ -300,17 +300,36 @@ func (t *Table) retryRecord(tx *storage.Txn, id ID, txn int64) bsoncore.Document
 	return t.retryRecordOf(tx, id.Doc(), txn)
 }
 
-// retryRecordOf is retryRecord of the session whose id document is lsid.
+// retryRecordOf is retryRecord of the session whose id document is lsid:
+// {_id: lsid, txnNum, lastWriteOpTime: {ts, t}, lastWriteDate}, appended
+// field by field into one buffer of its exact size (a builder per
+// document, nested, cost more than the rest of the record's write:
+// BENCHMARKS.md, session 14's "CPU per update"; TestRetryRecordShape
+// checks it against the builders' document).
 func (t *Table) retryRecordOf(tx *storage.Txn, lsid bsoncore.Document, txn int64) bsoncore.Document {
 	ts, term := t.eng.RequestOpTime(tx)
-	ot := OpTime{TS: uint64(ts), Term: term}
-	return bsoncore.NewDocumentBuilder().
-		AppendDocument("_id", lsid).
-		AppendInt64("txnNum", txn).
-		AppendDocument("lastWriteOpTime", bsoncore.NewDocumentBuilder().
-			AppendTimestamp("ts", uint32(ot.TS>>32), uint32(ot.TS)).
-			AppendInt64("t", ot.Term).Build()).
-		AppendDateTime("lastWriteDate", t.now().UnixMilli()).Build()
+	return appendRetryRecord(make([]byte, 0, retryRecordSize+len(lsid)), lsid, txn, OpTime{TS: uint64(ts), Term: term}, t.now().UnixMilli())
+}
+
+// retryRecordSize is the size of a retry record less its lsid's: the
+// document's length and end, and its fields' types, names and values.
+const retryRecordSize = 4 + (1 + 4) + (1 + 7 + 8) + (1 + 16 + 4 + (1 + 3 + 8) + (1 + 2 + 8) + 1) + (1 + 14 + 8) + 1
+
+// appendRetryRecord appends the config.transactions record of a retryable
+// write (retryRecordOf) to dst.
+func appendRetryRecord(dst []byte, lsid bsoncore.Document, txn int64, ot OpTime, dateMillis int64) bsoncore.Document {
+	start := len(dst)
+	var doc, opTime int32
+	doc, dst = bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendDocumentElement(dst, "_id", lsid)
+	dst = bsoncore.AppendInt64Element(dst, "txnNum", txn)
+	opTime, dst = bsoncore.AppendDocumentElementStart(dst, "lastWriteOpTime")
+	dst = bsoncore.AppendTimestampElement(dst, "ts", uint32(ot.TS>>32), uint32(ot.TS))
+	dst = bsoncore.AppendInt64Element(dst, "t", ot.Term)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, opTime) // errors only for a bad index
+	dst = bsoncore.AppendDateTimeElement(dst, "lastWriteDate", dateMillis)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, doc)
+	return dst[start:]
 }
 
 // storedTxn is the newest transaction number config.transactions holds

@@ -209,3 +209,44 @@ func TestStaleKeysFromMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryRecordShape: the config.transactions record appended field by
+// field (appendRetryRecord) is byte for byte the document the builders
+// make, {_id: lsid, txnNum, lastWriteOpTime: {ts, t}, lastWriteDate}, and
+// retryRecordSize is its size less the lsid's.
+func TestRetryRecordShape(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		id   ID
+		txn  int64
+		ot   OpTime
+		date int64
+	}{
+		{"standalone (term -1)", ID{UUID: [16]byte{1, 2, 3}}, 7, OpTime{TS: 1<<32 | 5, Term: -1}, 1_700_000_000_000},
+		{"replica set member", ID{UUID: [16]byte{9}, UID: [32]byte{4, 5}}, 1 << 40, OpTime{TS: 0xfedcba98_76543210, Term: 12}, 0},
+		{"zeroes", ID{}, 0, OpTime{}, -1},
+	} {
+		lsid := c.id.Doc()
+		want := bsoncore.NewDocumentBuilder().
+			AppendDocument("_id", lsid).
+			AppendInt64("txnNum", c.txn).
+			AppendDocument("lastWriteOpTime", bsoncore.NewDocumentBuilder().
+				AppendTimestamp("ts", uint32(c.ot.TS>>32), uint32(c.ot.TS)).
+				AppendInt64("t", c.ot.Term).Build()).
+			AppendDateTime("lastWriteDate", c.date).Build()
+		got := appendRetryRecord(nil, lsid, c.txn, c.ot, c.date)
+		if string(got) != string(want) {
+			t.Errorf("%s: %v, want %v", c.name, got, want)
+		}
+		if len(want) != retryRecordSize+len(lsid) {
+			t.Errorf("%s: %d bytes, retryRecordSize says %d", c.name, len(want), retryRecordSize+len(lsid))
+		}
+		if err := got.Validate(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		// Appended after other bytes, the record is the same.
+		if got := appendRetryRecord([]byte("prefix"), lsid, c.txn, c.ot, c.date); string(got) != string(want) {
+			t.Errorf("%s, after a prefix: %v, want %v", c.name, got, want)
+		}
+	}
+}

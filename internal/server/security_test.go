@@ -169,6 +169,7 @@ var matrix = map[string]matrixRole{
 	"replSetStepDown": {"clusterManager", "admin"}, "replSetFreeze": {"clusterManager", "admin"},
 	"_addShard":                      {"internal", "admin"},
 	"_configsvrCommitChunkMigration": {"internal", "admin"},
+	"_configsvrBalancerStatus":       {"internal", "admin"},
 	"_historyInstall":                {"internal", "test"},
 	"_historyPurge":                  {"internal", "test"},
 	"_historyRead":                   {"internal", "test"},

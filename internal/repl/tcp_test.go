@@ -25,6 +25,34 @@ func recvTerm(tr Transport, d time.Duration) uint64 {
 	}
 }
 
+// tcpPair is two transports on loopback, member 1 knowing member 2's
+// address; both close when the test ends.
+func tcpPair(t *testing.T) (a, b *TCPTransport) {
+	t.Helper()
+	a, err := ListenTCP(1, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err = ListenTCP(2, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	a.AddPeer(2, b.Addr())
+	return a, b
+}
+
+// dialFirst sends a's first frame to b (the sender dials for it) and
+// waits for it, so what follows runs on an open connection.
+func dialFirst(t *testing.T, a, b *TCPTransport) {
+	t.Helper()
+	a.Send([]*pb.Message{heartbeat(1, 2, 1)})
+	if got := recvTerm(b, 5*time.Second); got != 1 {
+		t.Fatalf("first message: term %d", got)
+	}
+}
+
 // TestTCPReconnects sends across a receiver's restart on the same
 // address: the sender redials and later messages arrive.
 func TestTCPReconnects(t *testing.T) {
@@ -117,17 +145,7 @@ func TestTCPRefusesBadStreams(t *testing.T) {
 // Raft sends an entry over MaxSizePerMsg alone, so a smaller frame bound
 // would drop it on every retry and the write would never commit.
 func TestTCPCarriesLargeEntries(t *testing.T) {
-	a, err := ListenTCP(1, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := ListenTCP(2, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	a.AddPeer(2, b.Addr())
+	a, b := tcpPair(t)
 	m := heartbeat(1, 2, 9)
 	m.Type = pb.MsgApp.Enum()
 	m.Entries = []*pb.Entry{{Term: proto.Uint64(9), Index: proto.Uint64(1), Data: make([]byte, 100<<20)}}
@@ -161,22 +179,8 @@ func TestTCPFramesInOrder(t *testing.T) {
 		{"bursts of 25", 300, func(i int) bool { return i%50 == 3 }, 25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := ListenTCP(1, "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			b, err := ListenTCP(2, "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			a.AddPeer(2, b.Addr())
-			// The first frame goes through the sender, which dials.
-			a.Send([]*pb.Message{heartbeat(1, 2, 1)})
-			if got := recvTerm(b, 5*time.Second); got != 1 {
-				t.Fatalf("first message: term %d", got)
-			}
+			a, b := tcpPair(t)
+			dialFirst(t, a, b)
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -265,21 +269,8 @@ func TestTCPFrameBuffersReused(t *testing.T) {
 		}, 15},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := ListenTCP(1, "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			b, err := ListenTCP(2, "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			a.AddPeer(2, b.Addr())
-			a.Send([]*pb.Message{heartbeat(1, 2, 1)}) // the sender dials
-			if got := recvTerm(b, 5*time.Second); got != 1 {
-				t.Fatalf("first message: term %d", got)
-			}
+			a, b := tcpPair(t)
+			dialFirst(t, a, b)
 			payload := func(i, n int) []byte {
 				d := make([]byte, n)
 				for j := range d {

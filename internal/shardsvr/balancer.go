@@ -43,11 +43,14 @@ func (n *Node) balancerLoop() {
 	}
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	interval, overridden := n.roundInterval()
+	// active is whether the point was on when interval was last read: the
+	// wait reads it again only when that changes, so a point in a skip or
+	// times mode is evaluated once a round, as MongoDB's is.
+	interval, active := n.roundInterval(), n.overrideInterval.Active()
 	last := time.Now()
 	for {
-		if on := n.overrideInterval.Active(); on != overridden {
-			interval, overridden = n.roundInterval()
+		if on := n.overrideInterval.Active(); on != active {
+			interval, active = n.roundInterval(), on
 		}
 		if wait := time.Until(last.Add(interval)); wait > 0 {
 			t.Reset(min(wait, time.Second))
@@ -67,22 +70,20 @@ func (n *Node) balancerLoop() {
 			n.inRound.Store(false)
 			n.rounds.Add(1)
 		}
-		interval, overridden = n.roundInterval()
+		interval, active = n.roundInterval(), n.overrideInterval.Active()
 	}
 }
 
 // roundInterval is the wait between rounds: the fail point's intervalMs
-// while it is on (configureFailPoint checked it is a positive number),
-// else BalancerInterval; and whether the point was on.
-func (n *Node) roundInterval() (time.Duration, bool) {
-	data, ok := n.overrideInterval.Eval(nil)
-	if !ok {
-		return n.opts.BalancerInterval, false
+// when it fires (configureFailPoint checked it is a positive number),
+// else BalancerInterval.
+func (n *Node) roundInterval() time.Duration {
+	if data, ok := n.overrideInterval.Eval(nil); ok {
+		if ms, ok := bsoncore.Document(data).Lookup("intervalMs").AsInt64OK(); ok && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
 	}
-	if ms, ok := bsoncore.Document(data).Lookup("intervalMs").AsInt64OK(); ok && ms > 0 {
-		return time.Duration(ms) * time.Millisecond, true
-	}
-	return n.opts.BalancerInterval, true
+	return n.opts.BalancerInterval
 }
 
 // balancerStatus is _configsvrBalancerStatus, what a router's

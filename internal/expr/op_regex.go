@@ -3,6 +3,7 @@ package expr
 import (
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -129,17 +130,97 @@ func (r regexExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	// from the previous match, not from the start each time (a 10 MiB
 	// string with a million matches took hours counted from the start).
 	at, runes := 0, 0
-	for i, m := range re.FindAllStringSubmatchIndex(s, -1) {
-		if i%1024 == 1023 {
-			if err := ctx.interrupted(); err != nil {
-				return Missing, err
-			}
-		}
+	err = findAllInterruptible(re, s, ctx.interrupted, func(m []int) {
 		runes += utf8.RuneCountInString(s[at:m[0]])
 		at = m[0]
 		out = append(out, matchDoc(s, m, runes))
+	})
+	if err != nil {
+		return Missing, err
 	}
 	return Array(out), nil
+}
+
+// findAllChunk is how many matches findAllInterruptible asks the regexp
+// package for at a time; the deadline is checked between chunks.
+// findAllLong is the input length from which it searches in chunks.
+const (
+	findAllChunk = 1024
+	findAllLong  = 64 << 10
+)
+
+// findAllInterruptible calls each with the matches
+// re.FindAllStringSubmatchIndex(s, -1) returns, in order, and checks
+// interrupted between chunks of them: the regexp package finds every match
+// of a call before it returns (a 10 MiB string of a million matches took
+// seconds past maxTimeMS under -race). A chunk continues from the end of
+// the last one on s[pos:], which finds what the whole search finds from pos
+// unless the pattern looks behind its start (^, \b, \B: those search the
+// whole string in one call, the known gap RELIABILITY.md lists for a single
+// match); an empty match at the start of a chunk abuts the last match and is
+// dropped, as the whole search drops it. TestFindAllInterruptible compares
+// it with FindAllStringSubmatchIndex.
+func findAllInterruptible(re *regexp.Regexp, s string, interrupted func() error, each func(m []int)) error {
+	if len(s) < findAllLong || looksBehind(re) {
+		for i, m := range re.FindAllStringSubmatchIndex(s, -1) {
+			if i%findAllChunk == findAllChunk-1 {
+				if err := interrupted(); err != nil {
+					return err
+				}
+			}
+			each(m)
+		}
+		return nil
+	}
+	prevEnd := -1
+	for pos := 0; ; {
+		ms := re.FindAllStringSubmatchIndex(s[pos:], findAllChunk)
+		for _, m := range ms {
+			if m[0] == 0 && m[1] == 0 && pos == prevEnd {
+				continue // an empty match abutting the last chunk's last match
+			}
+			for j := range m {
+				if m[j] >= 0 {
+					m[j] += pos
+				}
+			}
+			each(m)
+		}
+		if len(ms) < findAllChunk {
+			return nil
+		}
+		// With two or more matches in a chunk its last ends past pos:
+		// the search moves on.
+		pos = ms[len(ms)-1][1] // shifted to s above
+		prevEnd = pos
+		if err := interrupted(); err != nil {
+			return err
+		}
+	}
+}
+
+// looksBehind tells whether re has an assertion about the text before the
+// position it is tried at (the start of the text or of a line, a word
+// boundary): such a pattern matches differently on a suffix of the input.
+func looksBehind(re *regexp.Regexp) bool {
+	t, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return true
+	}
+	var walk func(*syntax.Regexp) bool
+	walk = func(t *syntax.Regexp) bool {
+		switch t.Op {
+		case syntax.OpBeginLine, syntax.OpBeginText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+			return true
+		}
+		for _, sub := range t.Sub {
+			if walk(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(t)
 }
 
 func (r regexExpr) noMatch() bsoncore.Value {

@@ -552,7 +552,9 @@ func TestKillOpEndsAwaitData(t *testing.T) {
 // of its input), but it is linear in the input: the known gap listed in
 // RELIABILITY.md, bounded here at 15 s so that a return of the quadratic
 // behaviour (the match offsets of $regexFindAll were counted from the start
-// of the string for every match: hours) fails.
+// of the string for every match: hours) fails. The loops' bound is three
+// times maxTimeMS plus twice what reading the document and one pass over
+// it take on the machine at the time.
 func TestHugeValueExpressionsHonourMaxTime(t *testing.T) {
 	s := startServer(t)
 	c := s.client(t)
@@ -561,7 +563,18 @@ func TestHugeValueExpressionsHonourMaxTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	const maxTime = 1000 * time.Millisecond
-	const oneMatch = 15 * time.Second // a single RE2 match: not interruptible
+	const oneMatch = 15 * time.Second * raceSlowdown // a single RE2 match: not interruptible
+	// What reading the document and one pass over the string cost this
+	// machine now (a loaded machine under -race stretches them several
+	// times): the loops' bounds allow it twice beside their own.
+	began := time.Now()
+	if err := c.Database("test").RunCommand(context.Background(), bson.D{{Key: "aggregate", Value: "huge"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$project", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$strLenBytes", Value: "$s"}}}}}},
+	}}, {Key: "cursor", Value: bson.D{}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pass := time.Since(began)
+	t.Logf("reading the document and one pass over it: %v", pass)
 	for _, tc := range []struct {
 		name  string
 		cmd   bson.D
@@ -571,16 +584,21 @@ func TestHugeValueExpressionsHonourMaxTime(t *testing.T) {
 		{"case-insensitive regex", bson.D{{Key: "count", Value: "huge"}, {Key: "query", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$regex", Value: "(x+x+)+y"}, {Key: "$options", Value: "i"}}}}}}, oneMatch},
 		{"$regexFindAll over the string", bson.D{{Key: "aggregate", Value: "huge"}, {Key: "pipeline", Value: bson.A{
 			bson.D{{Key: "$project", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$size", Value: bson.D{{Key: "$regexFindAll", Value: bson.D{{Key: "input", Value: "$s"}, {Key: "regex", Value: "a"}}}}}}}}}},
-		}}, {Key: "cursor", Value: bson.D{}}}, 3 * maxTime},
+		}}, {Key: "cursor", Value: bson.D{}}}, 3*maxTime + 2*pass},
 		{"$split of the string", bson.D{{Key: "aggregate", Value: "huge"}, {Key: "pipeline", Value: bson.A{
 			bson.D{{Key: "$project", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$size", Value: bson.D{{Key: "$split", Value: bson.A{"$s", "a"}}}}}}}}},
-		}}, {Key: "cursor", Value: bson.D{}}}, 3 * maxTime},
+		}}, {Key: "cursor", Value: bson.D{}}}, 3*maxTime + 2*pass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := append(append(bson.D{}, tc.cmd...), bson.E{Key: "maxTimeMS", Value: maxTime.Milliseconds()}, bson.E{Key: "$db", Value: "test"})
+			nc := dial(t, s)
+			_ = nc.SetDeadline(time.Now().Add(tc.bound + 10*time.Second)) // dial's 20 s is below a single match's bound under -race
 			start := time.Now()
-			reply := roundTrip(t, dial(t, s), command(t, cmd))
+			reply := roundTrip(t, nc, command(t, cmd))
 			took := time.Since(start)
+			if reply == nil {
+				t.Fatalf("no reply after %v", took)
+			}
 			var code mongoerr.Code
 			if reply.Lookup("ok").Double() != 1 {
 				code = mongoerr.Code(reply.Lookup("code").Int32())

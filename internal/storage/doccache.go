@@ -291,18 +291,23 @@ func (s *docShard) reclaim(i int) {
 }
 
 // drop forgets key's entry, if any.
-func (c *docCache) drop(key []byte) {
-	h := c.hash(key)
+func (c *docCache) drop(key []byte) { c.dropHashed(key, c.hash(key)) }
+
+// dropHashed is drop of key, whose hash is h; it reports whether an entry
+// was dropped.
+func (c *docCache) dropHashed(key []byte, h uint64) bool {
 	s := c.shard(h)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if loc, found := s.index[h]; found {
 		if _, k, _ := s.entry(loc); string(k) == string(key) {
 			delete(s.index, h)
 			s.stats.invalidations++
 			s.charge()
+			return true
 		}
 	}
-	s.mu.Unlock()
+	return false
 }
 
 // clear forgets every entry (none on a nil cache) and releases the
@@ -450,5 +455,166 @@ func (db *DB) checkCachedHit(key, hit []byte, before uint64) {
 	}
 	if !bytes.Equal(want, hit) {
 		invariants.Fail("Document cache exact", "key %x: the cache had %d bytes that differ from Pebble's %d", key, len(hit), len(want))
+	}
+}
+
+// Invariant "Group reads through the cache": on a standalone store, a
+// pipeline request's Get of a document key that neither the request's
+// own writes nor an earlier applied request of its group covers is the
+// value the store holds, since the pipeline is the only writer that makes
+// changes visible and applies one group after the last one became
+// visible; so it is served from the document cache when the cache holds
+// the key (a hit is the store's value: "Document cache exact"), without
+// Pebble's Get through the group's batch. The group's written document
+// keys are kept as the cache's hashes (flight.docWrites: a colliding
+// hash only sends a read to the batch) and a range deletion reaching
+// into the documents stops cached reads for the rest of the group. Not
+// for a transaction's statement (its own view) nor a replica set
+// member's groups. Builds with the invariants tag compare every hit with
+// the batch's Get. TestGroupReadsThroughCache.
+
+// getCached is Get of document key through the cache, for a key the
+// request's own writes do not decide (Txn.Get): ok is false when the
+// group wrote the key (or a range of documents), when a change is under
+// way (a checkpoint restore), or on a miss — the caller reads the batch.
+// A miss installs nothing: the request is about to rewrite the document.
+func (t *Txn) getCached(dst, key []byte) ([]byte, bool) {
+	f, v := t.flight, t.docs
+	if f.docRange {
+		return dst, false
+	}
+	c := v.docs
+	h := c.hash(key)
+	if _, wrote := f.docWrites[h]; wrote {
+		return dst, false
+	}
+	g := v.gen.Load()
+	if g%2 == 1 {
+		return dst, false
+	}
+	out, ok := c.get(dst, key, h)
+	if ok && invariants.Enabled {
+		want, found, err := get(t.batch, nil, key)
+		if err == nil && v.gen.Load() == g && (!found || !bytes.Equal(want, out[len(dst):])) {
+			invariants.Fail("Group reads through the cache", "key %x: the cache had %d bytes, the group's batch reads %d (found %v)", key, len(out)-len(dst), len(want), found)
+		}
+	}
+	return out, ok
+}
+
+// noteDocWrites adds the document keys of the request's writes, which
+// just joined the group's batch, to the group's (flight.docWrites).
+func (t *Txn) noteDocWrites(f *flight) {
+	c := t.docs.docs
+	for _, o := range t.ops {
+		switch o.kind {
+		case opDeleteRange:
+			if bytes.Compare(o.key, docSpaceEnd) < 0 && bytes.Compare(o.value, docSpace) > 0 {
+				f.docRange = true
+			}
+		default:
+			if len(o.key) > 0 && o.key[0] == SpaceDocument {
+				f.docWrites[c.hash(o.key)] = struct{}{}
+			}
+		}
+	}
+}
+
+// refreshSet is the flight's set for the documents its commit refreshes
+// (changeRefreshing), emptied; nil without a cache.
+func (f *flight) refreshSet() map[uint64]struct{} {
+	if f.docWrites == nil { // no cached reads, so no cache (applier)
+		return nil
+	}
+	if f.refresh == nil {
+		f.refresh = make(map[uint64]struct{})
+	}
+	clear(f.refresh)
+	return f.refresh
+}
+
+// changeRefreshing is change for a group's commit that keeps the cache
+// warm (invariant "Document cache exact" holds as for change): the
+// entries the batch drops are noted in refresh, and once the batch is
+// applied and gen even again, the documents it set among them are
+// installed with the batch's values, in the batch's order (a later delete
+// of one drops it again), through install's check that no change began
+// since. An updated document that was cached stays cached: a read after
+// an update, and the next update's read of it in the pipeline, hit. A nil
+// refresh is change.
+func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh map[uint64]struct{}) error {
+	if refresh == nil || v.docs == nil {
+		return v.change(repr, apply)
+	}
+	v.gen.Add(1)
+	whole := v.docs.invalidateNoting(repr, refresh)
+	err := apply()
+	g := v.gen.Add(1)
+	if err == nil && whole && len(refresh) > 0 {
+		v.docs.refresh(repr, refresh, &v.gen, g)
+	}
+	return err
+}
+
+// invalidateNoting is invalidate that adds to noted the hash of every
+// document key a set record dropped an entry of; whole is false when it
+// dropped every entry (a range of documents, a record of another kind)
+// and noted is not to be refreshed.
+func (c *docCache) invalidateNoting(repr []byte, noted map[uint64]struct{}) (whole bool) {
+	if len(repr) == 0 {
+		return true
+	}
+	for r := batchrepr.Read(repr); ; {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			c.clear()
+			return false
+		}
+		if !ok {
+			return true
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
+			pebble.InternalKeyKindMerge, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSetWithDelete:
+			if len(k) > 0 && k[0] == SpaceDocument {
+				if h := c.hash(k); c.dropHashed(k, h) && kind == pebble.InternalKeyKindSet {
+					noted[h] = struct{}{}
+				}
+			}
+		case pebble.InternalKeyKindLogData:
+		case pebble.InternalKeyKindRangeDelete:
+			if bytes.Compare(k, docSpaceEnd) < 0 && bytes.Compare(v, docSpace) > 0 {
+				c.clear()
+				return false
+			}
+		default:
+			c.clear()
+			return false
+		}
+	}
+}
+
+// refresh installs, in repr's order, the value of every document set
+// record whose key's hash is noted, and drops every other record's of
+// such a key, as the store holds them at gen seen (the batch applied, no
+// change since: install checks it).
+func (c *docCache) refresh(repr []byte, noted map[uint64]struct{}, gen *atomic.Uint64, seen uint64) {
+	for r := batchrepr.Read(repr); ; {
+		kind, k, v, ok, err := r.Next()
+		if err != nil || !ok {
+			return
+		}
+		if len(k) == 0 || k[0] != SpaceDocument {
+			continue
+		}
+		h := c.hash(k)
+		if _, ok := noted[h]; !ok {
+			continue
+		}
+		if kind == pebble.InternalKeyKindSet {
+			c.install(k, v, h, gen, seen)
+		} else {
+			c.dropHashed(k, h)
+		}
 	}
 }

@@ -202,13 +202,14 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// change changes k (or not) after it was cached as "v1"; want is
-		// its value after ("" for none), kept whether the entry should
-		// still be a hit.
+		// its value after ("" for none), kept whether the read after it
+		// is a hit: the entry kept, or refreshed with the new value by a
+		// standalone group's commit that set it (changeRefreshing).
 		change func(t *testing.T, s stores)
 		want   string
 		kept   bool
 	}{
-		{"set", func(t *testing.T, s stores) { write(t, s.db, set(k, "v2")) }, "v2", false},
+		{"set (refreshed)", func(t *testing.T, s stores) { write(t, s.db, set(k, "v2")) }, "v2", true},
 		{"delete", func(t *testing.T, s stores) {
 			write(t, s.db, func(tx *Txn) error { tx.Delete(k); return nil })
 		}, "", false},
@@ -228,7 +229,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 			}
 			write(t, s.db, set(k, "v2"))
 			wg.Wait()
-		}, "v2", false},
+		}, "v2", true},
 		{"range deletion of the collection (drop, truncate)", func(t *testing.T, s stores) {
 			p := Prefix(nil, SpaceDocument, 1)
 			write(t, s.db, func(tx *Txn) error { tx.DeleteRange(p, PrefixEnd(p)); return nil })
@@ -245,7 +246,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 		{"failed request writes nothing and keeps the entry", func(t *testing.T, s stores) {
 			_ = s.db.Write(func(tx *Txn) error { tx.Set(k, []byte("v2")); return fmt.Errorf("no") })
 		}, "v1", true},
-		{"transaction commit", func(t *testing.T, s stores) {
+		{"transaction commit (refreshed)", func(t *testing.T, s stores) {
 			tx := s.db.Begin()
 			if err := stmt(tx, string(k), "v2"); err != nil {
 				t.Fatal(err)
@@ -253,7 +254,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 			if err := tx.Commit(nil); err != nil {
 				t.Fatal(err)
 			}
-		}, "v2", false},
+		}, "v2", true},
 		{"transaction abort keeps the entry", func(t *testing.T, s stores) {
 			tx := s.db.Begin()
 			if err := stmt(tx, string(k), "v2"); err != nil {
@@ -705,4 +706,122 @@ func TestDocumentCacheNoPointers(t *testing.T) {
 	}
 	checkDocShards(t, c)
 	runtime.KeepAlive(c)
+}
+
+// TestGroupReadsThroughCache: a standalone pipeline request's read of a
+// cached document is a hit of the cache unless its own request or an
+// earlier one of its group wrote the key (or a range of documents): then
+// it reads the group's batch (invariant "Group reads through the
+// cache"). And a group's commit refreshes the cached documents it set
+// (changeRefreshing): the next read is a hit with the new value, unless
+// the group deleted it after. Each stanza: a group of requests run in
+// order (the first holds the pipeline until the others are queued, so
+// they gather into one group), each request's read of k (its value, or
+// "-" for none, and whether the cache served it), then what a read of k
+// after the group returns and whether it hits.
+func TestGroupReadsThroughCache(t *testing.T) {
+	k, other := docKey("k"), docKey("other")
+	type read struct {
+		val string
+		hit bool
+	}
+	// step is one request: its writes, then its read of k.
+	type step struct {
+		write func(tx *Txn)
+		want  read
+	}
+	set := func(key []byte, v string) func(*Txn) { return func(tx *Txn) { tx.Set(key, []byte(v)) } }
+	del := func(tx *Txn) { tx.Delete(k) }
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		after read
+	}{
+		{"a read of a cached document hits", []step{{nil, read{"v1", true}}}, read{"v1", true}},
+		{"the request's own write", []step{{set(k, "v2"), read{"v2", false}}}, read{"v2", true}},
+		{"an earlier request's write in the group", []step{{set(k, "v2"), read{"v2", false}}, {nil, read{"v2", false}}}, read{"v2", true}},
+		{"another document's write in the group", []step{{set(other, "x"), read{"v1", true}}, {nil, read{"v1", true}}}, read{"v1", true}},
+		{"a delete in the group", []step{{del, read{"-", false}}, {nil, read{"-", false}}}, read{"-", false}},
+		{"set, then delete in a later request", []step{{set(k, "v2"), read{"v2", false}}, {del, read{"-", false}}}, read{"-", false}},
+		{"delete, then set in a later request", []step{{del, read{"-", false}}, {set(k, "v3"), read{"v3", false}}}, read{"v3", false}},
+		{"a range of documents deleted in the group", []step{
+			{func(tx *Txn) { tx.DeleteRange(docSpace, docSpaceEnd) }, read{"-", false}},
+			{nil, read{"-", false}}}, read{"-", false}},
+		{"a range elsewhere", []step{{func(tx *Txn) { tx.DeleteRange([]byte("o"), []byte("p")) }, read{"v1", true}}}, read{"v1", true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			put(t, db, string(k), "v1", string(other), "o")
+			if v, ok, hit := cachedGet(t, db, k); !ok || v != "v1" || !hit {
+				t.Fatalf("before: %q, %v, hit %v; want v1 from the cache", v, ok, hit)
+			}
+			// The first request holds the pipeline until every step's
+			// request is queued behind it: they gather into its group.
+			hold := make(chan struct{})
+			held := make(chan struct{})
+			go func() {
+				_ = db.Write(func(*Txn) error { close(held); <-hold; return nil })
+			}()
+			<-held
+			groupsBefore := db.CommitGroups().Groups
+			got := make([]read, len(tc.steps))
+			var wg sync.WaitGroup
+			var ran atomic.Int32
+			for i, st := range tc.steps {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := db.Write(func(tx *Txn) error {
+						if int(ran.Add(1)) != i+1 {
+							return fmt.Errorf("request %d ran out of order", i)
+						}
+						if st.write != nil {
+							st.write(tx)
+						}
+						hits := db.DocumentCacheStats().Hits
+						v, ok, err := tx.Get(nil, k)
+						if err != nil {
+							return err
+						}
+						got[i] = read{"-", db.DocumentCacheStats().Hits > hits}
+						if ok {
+							got[i].val = string(v)
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				}()
+				for len(db.pipe.queue) < i+1 { // queued, in order
+					runtime.Gosched()
+				}
+			}
+			close(hold)
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			if n := db.CommitGroups().Groups - groupsBefore; n != 1 {
+				t.Fatalf("the holding request and the steps took %d groups, want 1: not gathered", n)
+			}
+			for i, want := range tc.steps {
+				if got[i] != want.want {
+					t.Errorf("request %d read %+v, want %+v", i, got[i], want.want)
+				}
+			}
+			before := db.DocumentCacheStats().Hits
+			v, ok, err := db.Get(nil, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := read{"-", db.DocumentCacheStats().Hits > before}
+			if ok {
+				after.val = string(v)
+			}
+			if after != tc.after {
+				t.Errorf("after the group: %+v, want %+v", after, tc.after)
+			}
+		})
+	}
 }

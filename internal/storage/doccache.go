@@ -477,7 +477,9 @@ func (db *DB) checkCachedHit(key, hit []byte, before uint64) {
 // request's own writes do not decide (Txn.Get): ok is false when the
 // group wrote the key (or a range of documents), when a change is under
 // way (a checkpoint restore), or on a miss — the caller reads the batch.
-// A miss installs nothing: the request is about to rewrite the document.
+// A miss installs nothing (the request is about to rewrite the
+// document); it notes the key for the group's commit to cache its new
+// value (flight.refresh).
 func (t *Txn) getCached(dst, key []byte) ([]byte, bool) {
 	f, v := t.flight, t.docs
 	if f.docRange {
@@ -493,6 +495,12 @@ func (t *Txn) getCached(dst, key []byte) ([]byte, bool) {
 		return dst, false
 	}
 	out, ok := c.get(dst, key, h)
+	if !ok {
+		// A document the request reads, and then rewrites: the group's
+		// commit caches its new value (changeRefreshing), so the next
+		// read of it, or its next update's, hits.
+		f.refresh[h] = struct{}{}
+	}
 	if ok && invariants.Enabled {
 		want, found, err := get(t.batch, nil, key)
 		if err == nil && v.gen.Load() == g && (!found || !bytes.Equal(want, out[len(dst):])) {
@@ -521,27 +529,25 @@ func (t *Txn) noteDocWrites(f *flight) {
 }
 
 // refreshSet is the flight's set for the documents its commit refreshes
-// (changeRefreshing), emptied; nil without a cache.
+// (changeRefreshing): those its requests read through the cache and
+// missed; nil without cached reads (applier).
 func (f *flight) refreshSet() map[uint64]struct{} {
-	if f.docWrites == nil { // no cached reads, so no cache (applier)
+	if f.docWrites == nil {
 		return nil
 	}
-	if f.refresh == nil {
-		f.refresh = make(map[uint64]struct{})
-	}
-	clear(f.refresh)
 	return f.refresh
 }
 
 // changeRefreshing is change for a group's commit that keeps the cache
-// warm (invariant "Document cache exact" holds as for change): the
-// entries the batch drops are noted in refresh, and once the batch is
+// warm (invariant "Document cache exact" holds as for change): refresh
+// holds the documents the group's requests read and missed (getCached),
+// the entries the batch drops are added to it, and once the batch is
 // applied and gen even again, the documents it set among them are
 // installed with the batch's values, in the batch's order (a later delete
 // of one drops it again), through install's check that no change began
-// since. An updated document that was cached stays cached: a read after
-// an update, and the next update's read of it in the pipeline, hit. A nil
-// refresh is change.
+// since. So a document updated is cached afterwards (a load's inserts,
+// which read nothing, are not): a read after an update, and the next
+// update's read of it in the pipeline, hit. A nil refresh is change.
 func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh map[uint64]struct{}) error {
 	if refresh == nil || v.docs == nil {
 		return v.change(repr, apply)

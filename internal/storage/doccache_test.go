@@ -712,9 +712,9 @@ func TestDocumentCacheNoPointers(t *testing.T) {
 // cached document is a hit of the cache unless its own request or an
 // earlier one of its group wrote the key (or a range of documents): then
 // it reads the group's batch (invariant "Group reads through the
-// cache"). And a group's commit refreshes the cached documents it set
-// (changeRefreshing): the next read is a hit with the new value, unless
-// the group deleted it after. Each stanza: a group of requests run in
+// cache"). And a group's commit caches the documents it set that were
+// cached or that its requests read (changeRefreshing): the next read is a
+// hit with the new value, unless the group deleted it after. Each stanza: a group of requests run in
 // order (the first holds the pipeline until the others are queued, so
 // they gather into one group), each request's read of k (its value, or
 // "-" for none, and whether the cache served it), then what a read of k
@@ -734,26 +734,31 @@ func TestGroupReadsThroughCache(t *testing.T) {
 	del := func(tx *Txn) { tx.Delete(k) }
 	for _, tc := range []struct {
 		name  string
+		cold  bool // k not cached before the group
 		steps []step
 		after read
 	}{
-		{"a read of a cached document hits", []step{{nil, read{"v1", true}}}, read{"v1", true}},
-		{"the request's own write", []step{{set(k, "v2"), read{"v2", false}}}, read{"v2", true}},
-		{"an earlier request's write in the group", []step{{set(k, "v2"), read{"v2", false}}, {nil, read{"v2", false}}}, read{"v2", true}},
-		{"another document's write in the group", []step{{set(other, "x"), read{"v1", true}}, {nil, read{"v1", true}}}, read{"v1", true}},
-		{"a delete in the group", []step{{del, read{"-", false}}, {nil, read{"-", false}}}, read{"-", false}},
-		{"set, then delete in a later request", []step{{set(k, "v2"), read{"v2", false}}, {del, read{"-", false}}}, read{"-", false}},
-		{"delete, then set in a later request", []step{{del, read{"-", false}}, {set(k, "v3"), read{"v3", false}}}, read{"v3", false}},
-		{"a range of documents deleted in the group", []step{
+		{"a read of a cached document hits", false, []step{{nil, read{"v1", true}}}, read{"v1", true}},
+		{"an uncached document read, then set, in the group: cached after", true, []step{{nil, read{"v1", false}}, {set(k, "v2"), read{"v2", false}}}, read{"v2", true}},
+		{"an uncached document set without a read: not cached", true, []step{{set(k, "v2"), read{"v2", false}}}, read{"v2", false}},
+		{"the request's own write", false, []step{{set(k, "v2"), read{"v2", false}}}, read{"v2", true}},
+		{"an earlier request's write in the group", false, []step{{set(k, "v2"), read{"v2", false}}, {nil, read{"v2", false}}}, read{"v2", true}},
+		{"another document's write in the group", false, []step{{set(other, "x"), read{"v1", true}}, {nil, read{"v1", true}}}, read{"v1", true}},
+		{"a delete in the group", false, []step{{del, read{"-", false}}, {nil, read{"-", false}}}, read{"-", false}},
+		{"set, then delete in a later request", false, []step{{set(k, "v2"), read{"v2", false}}, {del, read{"-", false}}}, read{"-", false}},
+		{"delete, then set in a later request", false, []step{{del, read{"-", false}}, {set(k, "v3"), read{"v3", false}}}, read{"v3", false}},
+		{"a range of documents deleted in the group", false, []step{
 			{func(tx *Txn) { tx.DeleteRange(docSpace, docSpaceEnd) }, read{"-", false}},
 			{nil, read{"-", false}}}, read{"-", false}},
-		{"a range elsewhere", []step{{func(tx *Txn) { tx.DeleteRange([]byte("o"), []byte("p")) }, read{"v1", true}}}, read{"v1", true}},
+		{"a range elsewhere", false, []step{{func(tx *Txn) { tx.DeleteRange([]byte("o"), []byte("p")) }, read{"v1", true}}}, read{"v1", true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTest(t, Options{})
 			put(t, db, string(k), "v1", string(other), "o")
-			if v, ok, hit := cachedGet(t, db, k); !ok || v != "v1" || !hit {
-				t.Fatalf("before: %q, %v, hit %v; want v1 from the cache", v, ok, hit)
+			if !tc.cold {
+				if v, ok, hit := cachedGet(t, db, k); !ok || v != "v1" || !hit {
+					t.Fatalf("before: %q, %v, hit %v; want v1 from the cache", v, ok, hit)
+				}
 			}
 			// The first request holds the pipeline until every step's
 			// request is queued behind it: they gather into its group.

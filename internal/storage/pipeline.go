@@ -144,8 +144,9 @@ type flight struct {
 	// Kept only while cached reads are on (Txn.docs).
 	docWrites map[uint64]struct{}
 	docRange  bool
-	// refresh is the hashes of the cached documents the group's batch
-	// dropped from the document cache, which its commit reinstalls
+	// refresh is the hashes of the documents the group's requests read
+	// through the cache and missed, and of the cached documents its batch
+	// dropped, which its commit caches with their new values
 	// (visibility.changeRefreshing).
 	refresh map[uint64]struct{}
 	// proposed waits for a pipelined member's group to be committed by
@@ -523,8 +524,10 @@ func (p *pipeline) applier(f *flight, txn *Txn, batch *pebble.Batch, applied *in
 		txn.docs = p.visible
 		if f.docWrites == nil {
 			f.docWrites = make(map[uint64]struct{})
+			f.refresh = make(map[uint64]struct{})
 		}
 		clear(f.docWrites)
+		clear(f.refresh)
 		f.docRange = false
 	}
 	apply := func(r *request) {

@@ -67,6 +67,52 @@ func TestDocumentCacheUnit(t *testing.T) {
 				t.Fatalf("%d entries, want 1", st.Entries)
 			}
 		}},
+		{"a refresh that fits is written in place: nothing appended", func(t *testing.T, c *docCache) {
+			k := []byte("dk")
+			h := c.hash(k)
+			c.install(k, make([]byte, 100), h, &gen, gen.Load())
+			s := c.shard(h)
+			used, alloc := segmentBytes(s), s.alloc
+			for i := range 1000 {
+				v := fmt.Appendf(nil, "v%d", i) // 2-4 bytes, then none longer than the first
+				c.install(k, v, h, &gen, gen.Load())
+				if out, ok := c.get(nil, k, h); !ok || string(out) != string(v) {
+					t.Fatalf("refresh %d: get = %q, %v; want %q", i, out, ok, v)
+				}
+			}
+			if segmentBytes(s) != used || s.alloc != alloc {
+				t.Fatalf("1000 refreshes took the shard's segments from %d to %d bytes used (%d to %d allocated), want no change",
+					used, segmentBytes(s), alloc, s.alloc)
+			}
+			if st := statsOf(c); st.Refreshed != 1000 || st.Entries != 1 {
+				t.Fatalf("stats %+v: want 1000 refreshed, 1 entry", st)
+			}
+		}},
+		{"a grown document moves once, with room to grow in place", func(t *testing.T, c *docCache) {
+			k := []byte("dk")
+			h := c.hash(k)
+			s := c.shard(h)
+			c.install(k, make([]byte, 400), h, &gen, gen.Load())
+			used := segmentBytes(s)
+			c.install(k, make([]byte, 401), h, &gen, gen.Load()) // past its slot: appended with 50 bytes of room
+			moved := segmentBytes(s)
+			if moved <= used {
+				t.Fatalf("a grown document did not move: %d bytes used, %d before", moved, used)
+			}
+			for n := 402; n <= 451; n++ {
+				v := bytes.Repeat([]byte{byte(n)}, n)
+				c.install(k, v, h, &gen, gen.Load())
+				if out, ok := c.get(nil, k, h); !ok || !bytes.Equal(out, v) {
+					t.Fatalf("grown to %d: get = %d bytes, %v", n, len(out), ok)
+				}
+			}
+			if segmentBytes(s) != moved {
+				t.Fatalf("growing within the room appended: %d bytes used, %d after the move", segmentBytes(s), moved)
+			}
+			if st := statsOf(c); st.Refreshed != 50 {
+				t.Fatalf("refreshed %d, want 50", st.Refreshed)
+			}
+		}},
 		{"oversize document not cached", func(t *testing.T, c *docCache) {
 			k := []byte("dbig")
 			c.install(k, make([]byte, c.maxEntry+1), c.hash(k), &gen, gen.Load())
@@ -162,6 +208,15 @@ func TestDocumentCacheUnit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newDocCache(capacity)) })
 	}
+}
+
+// segmentBytes is the bytes a shard's segments hold: its entries' slots,
+// live or not.
+func segmentBytes(s *docShard) (n int) {
+	for _, b := range s.segs {
+		n += len(b)
+	}
+	return n
 }
 
 // statsOf sums a cache's shards as DB.DocumentCacheStats does.
@@ -592,7 +647,11 @@ func checkDocShards(t *testing.T, c *docCache) {
 			alloc += int64(cap(b))
 			for r := 0; r < len(b); {
 				starts[docLoc(j, r)] = true
-				r += docEntryHeader + int(binary.LittleEndian.Uint32(b[r+8:])&^docRefBit) + int(binary.LittleEndian.Uint32(b[r+12:]))
+				n := docEntryHeader + int(binary.LittleEndian.Uint32(b[r+8:])&docKeyLen) + int(binary.LittleEndian.Uint32(b[r+12:]))
+				if span := entrySpan(b[r:]); span < n {
+					t.Fatalf("shard %d segment %d: an entry of %d bytes in a slot of %d", i, j, n, span)
+				}
+				r += entrySpan(b[r:])
 				if r > len(b) {
 					t.Fatalf("shard %d segment %d: an entry runs past the segment's %d bytes", i, j, len(b))
 				}
@@ -658,9 +717,16 @@ func TestDocumentCacheModel(t *testing.T) {
 				}
 			case p < 85:
 				c.install(k, store[i], c.hash(k), &gen, gen.Load())
-			case p < 99:
+			case p < 92:
 				store[i] = value(i)
 				c.drop(k)
+			case p < 99:
+				// A group's commit refreshing what it set
+				// (changeRefreshing): dropped, then the new value
+				// installed, in place when it fits the old slot.
+				store[i] = value(i)
+				c.drop(k)
+				c.install(k, store[i], c.hash(k), &gen, gen.Load())
 			default:
 				c.clear()
 			}
@@ -668,8 +734,8 @@ func TestDocumentCacheModel(t *testing.T) {
 		}
 		st := statsOf(c)
 		t.Logf("size %d: %+v", size, st)
-		if hits == 0 || st.Evictions == 0 {
-			t.Fatalf("size %d: %d hits, stats %+v: the test must hit and evict", size, hits, st)
+		if hits == 0 || st.Evictions == 0 || st.Refreshed == 0 {
+			t.Fatalf("size %d: %d hits, stats %+v: the test must hit, evict and refresh in place", size, hits, st)
 		}
 	}
 }
@@ -829,4 +895,92 @@ func TestGroupReadsThroughCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGroupRefreshInPlace: updating the same documents over and over
+// through the pipeline (each request reads its document, through the
+// cache, then sets it; the group's commit refreshes it) rewrites their
+// entries in place (invariant "Refresh in place"): after the first
+// round, the segments hold no more bytes and no more are allocated, every
+// later update was a refresh in place, and every read after is a hit of
+// the latest value. A stanza per document size and round count; a
+// document that grows moves, then grows in its room.
+func TestGroupRefreshInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		docs        int
+		size, grow  int // the first value's bytes; bytes added each round
+		rounds      int
+		wantInPlace int // refreshes in place at least
+	}{
+		{"same size", 300, 1000, 0, 20, 300 * 19},
+		{"small documents", 1000, 40, 0, 10, 1000 * 9},
+		{"growing a byte a round", 200, 800, 1, 30, 200 * 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{CacheSize: 64 << 20, DocumentCacheSize: 8 << 20})
+			keys := make([][]byte, tc.docs)
+			value := func(i, round int) []byte {
+				v := bytes.Repeat([]byte{byte(round)}, tc.size+round*tc.grow)
+				binary.BigEndian.PutUint32(v, uint32(i))
+				return v
+			}
+			for i := range keys {
+				keys[i] = docKey(fmt.Sprint(i))
+				put(t, db, string(keys[i]), string(value(i, 0)))
+			}
+			var used, alloc int64
+			for round := 1; round <= tc.rounds; round++ {
+				for i, k := range keys {
+					if err := db.Write(func(tx *Txn) error {
+						if _, _, err := tx.Get(nil, k); err != nil {
+							return err
+						}
+						tx.Set(k, value(i, round))
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// A growing document is first cached at round 1 in a slot
+				// of its size and moves at round 2, with an eighth more
+				// room, which the later rounds' bytes fit.
+				settled := 1
+				if tc.grow > 0 {
+					settled = 2
+				}
+				u, a := cacheBytes(db.visible.docs)
+				if round == settled {
+					used, alloc = u, a
+				} else if round > settled && (u != used || a != alloc) {
+					t.Fatalf("round %d: segments hold %d bytes (%d allocated), after round %d %d (%d): the ring grew", round, u, a, settled, used, alloc)
+				}
+			}
+			st := db.DocumentCacheStats()
+			if st.Refreshed < int64(tc.wantInPlace) || st.Entries != int64(tc.docs) {
+				t.Fatalf("stats %+v: want %d documents and at least %d refreshed in place", st, tc.docs, tc.wantInPlace)
+			}
+			for i, k := range keys {
+				before := db.DocumentCacheStats().Hits
+				v, ok, err := db.Get(nil, k)
+				if err != nil || !ok || !bytes.Equal(v, value(i, tc.rounds)) || db.DocumentCacheStats().Hits != before+1 {
+					t.Fatalf("document %d after the rounds: %d bytes, found %v, %v, hit %v; want the last round's from the cache",
+						i, len(v), ok, err, db.DocumentCacheStats().Hits == before+1)
+				}
+			}
+			checkDocShards(t, db.visible.docs)
+		})
+	}
+}
+
+// cacheBytes is the bytes a cache's segments hold and have allocated.
+func cacheBytes(c *docCache) (used, alloc int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		used += int64(segmentBytes(s))
+		alloc += s.alloc
+		s.mu.Unlock()
+	}
+	return used, alloc
 }

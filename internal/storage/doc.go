@@ -361,7 +361,7 @@
 //
 // Invariant "Document cache bounded": the cache holds at most
 // Options.DocumentCacheSize bytes, split evenly over 64 shards, each
-// charged the segments it has allocated (its entries' slabs: up to 16
+// charged the segments it has allocated (its entries' slabs: up to 64
 // byte slices, together at most seven eighths of its share, allocated as
 // the shard fills) plus a fixed overhead an entry for its index slot. An
 // install that would pass the share, or that does not fit in the head

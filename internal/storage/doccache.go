@@ -53,10 +53,15 @@ const (
 	// holds its shard's mutex for a map lookup and one copy.
 	docCacheShards = 64
 	// maxDocSegments is the most segments a shard has: reclaiming one
-	// moves at most a sixteenth of the shard (the entries kept), and an
+	// moves at most a 64th of the shard (the entries kept), and an
 	// install that leaves a segment's tail unused wastes less than one
-	// entry of a sixteenth.
-	maxDocSegments = 16
+	// entry of a segment. Small segments also keep what a shard allocates
+	// near what it holds (segments are allocated as it fills, whole): at
+	// the default gigabyte, a shard's first segment was 896 KiB with 16
+	// (56 MiB over the 64 shards before a document was cached), 326 KiB
+	// with 64, as the largest entry four times over bounds it
+	// (BENCHMARKS.md "The soak's memory, counted").
+	maxDocSegments = 64
 	// docEntryHeader is an entry's header in its segment: the key's
 	// hash (8 bytes), the key's length with CLOCK's bit on top (4), the
 	// document's length (4), the entry's span (4: the bytes its slot

@@ -174,6 +174,7 @@ func pebbleSection(s *Session) bsoncore.Document {
 			"invalidations", dc.Invalidations,
 			"documents too large to cache", dc.Refused,
 			"reads not cached for a concurrent write", dc.Raced,
+			"documents refreshed in place", dc.Refreshed,
 		),
 		"compaction", doc(
 			"count", m.Compact.Count,

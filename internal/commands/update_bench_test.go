@@ -146,3 +146,59 @@ func benchRetryableUpdate(b *testing.B, fields, length int) {
 		}
 	}
 }
+
+// BenchmarkReadModifyWriteYCSB is YCSB F's operation on a standalone
+// server, as cairn bench's driver sends it: a find by _id (FindOne's
+// shape) then a $set of one field of the same document, with an lsid and
+// no txnNumber (the driver sends none to a standalone), on documents of
+// BenchmarkRetryableUpdateYCSB's shape. One iteration is both commands:
+// the update's read of its document in the pipeline follows a read that
+// cached it (storage's "Group reads through the cache").
+func BenchmarkReadModifyWriteYCSB(b *testing.B) {
+	sess := testSession(b, engine.Options{SyncInterval: 100 * time.Millisecond})
+	docs := bson.A{}
+	for i := range 10000 {
+		d := bson.D{{Key: "_id", Value: i}, {Key: "field0", Value: "value"}}
+		for f := range 10 {
+			d = append(d, bson.E{Key: fmt.Sprintf("field%d", f+1), Value: strings.Repeat(string(rune('a'+(i+f)%26)), 100)})
+		}
+		docs = append(docs, d)
+	}
+	for at := 0; at < len(docs); at += 1000 {
+		Run(context.Background(), sess, testRequest(b, "b", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs[at : at+1000]}}), nil)
+	}
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+	finds := make([][]byte, 128)
+	updates := make([][]byte, 128)
+	for i := range updates {
+		id := (i % 64) * 97
+		finds[i], _ = bson.Marshal(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}},
+			{Key: "limit", Value: int64(1)}, {Key: "singleBatch", Value: true}, {Key: "lsid", Value: lsid}, {Key: "$db", Value: "b"}})
+		updates[i], _ = bson.Marshal(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+			{Key: "q", Value: bson.D{{Key: "_id", Value: id}}},
+			{Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "field0", Value: bson.Binary{Data: []byte{byte(i / 64), 1, 2, 3}}}}}}},
+		}}}, {Key: "lsid", Value: lsid}, {Key: "$db", Value: "b"}})
+	}
+	var dst []byte
+	var req Request
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		k := i % len(updates)
+		i++
+		if err := req.Reset(finds[k], "", nil); err != nil {
+			b.Fatal(err)
+		}
+		dst = Run(context.Background(), sess, &req, dst[:0])
+		if _, err := bson.Raw(dst).LookupErr("cursor", "firstBatch", "0", "field1"); err != nil {
+			b.Fatalf("find %d: %s", i, bson.Raw(dst))
+		}
+		if err := req.Reset(updates[k], "", nil); err != nil {
+			b.Fatal(err)
+		}
+		dst = Run(context.Background(), sess, &req, dst[:0])
+		if n, _ := bson.Raw(dst).Lookup("nModified").AsInt64OK(); n != 1 {
+			b.Fatalf("update %d modified %d: %s", i, n, bson.Raw(dst))
+		}
+	}
+}

@@ -314,8 +314,14 @@
 // stored bytes from one shard's entry instead of searching Pebble's
 // memtables, table indexes and bloom filters (BENCHMARKS.md, "A document
 // cache in front of Pebble's Get"). Snapshots, transactions, as-of and
-// cluster-time reads, iterators and requests read Pebble and never fill
-// it; only DB.Get's misses do.
+// cluster-time reads and iterators read Pebble and never fill it; DB.Get's
+// misses fill it, and a standalone store's group commit refreshes the
+// entries of the documents it sets (changeRefreshing: after its batch is
+// applied, with install's check, in the batch's order), so a document
+// read and then updated stays cached. A standalone store's pipeline
+// requests read documents their group has not written through it
+// (invariant "Group reads through the cache", doccache.go;
+// TestGroupReadsThroughCache): an update's read of its document.
 //
 // Invariant "Document cache exact": a hit returns the value Pebble holds
 // for the key, so a reader never gets a version older than one any
@@ -326,9 +332,9 @@
 // ApplyReplicated through visibility.change with the batch's records, a
 // checkpoint restore through changeAll; there is no other: Cairn uses no
 // ingestion, excise or compaction filter, and a member never rolls back
-// what Raft committed). Writer: make gen odd; drop, each under its
-// shard's lock, the entry of every document key the batch sets, deletes
-// or merges (every entry, for a range deletion reaching into the
+// what Raft committed). Writer: make gen odd; drop (mark stale: no read
+// serves it), each under its shard's lock, the entry of every document
+// key the batch sets, deletes or merges (every entry, for a range deletion reaching into the
 // documents, a record of another kind, or a restore); apply the batch;
 // make gen even. Reader: on a miss, read gen, then Pebble; install only
 // if gen is still that even value, checked under the shard's lock in the
@@ -355,7 +361,7 @@
 //
 // Invariant "Document cache bounded": the cache holds at most
 // Options.DocumentCacheSize bytes, split evenly over 64 shards, each
-// charged the segments it has allocated (its entries' slabs: up to 16
+// charged the segments it has allocated (its entries' slabs: up to 64
 // byte slices, together at most seven eighths of its share, allocated as
 // the shard fills) plus a fixed overhead an entry for its index slot. An
 // install that would pass the share, or that does not fit in the head
@@ -375,6 +381,24 @@
 // segment. Builds with the invariants tag check the charge against the
 // share after every change. TestDocumentCacheBounded,
 // TestDocumentCacheUnit, TestDocumentCacheNoPointers.
+//
+// Invariant "Refresh in place": an install of a key whose entry is in the
+// index — fresh, or stale (a write's drop keeps the slot in the index,
+// marked, until its segment is reclaimed) — writes the new value into the
+// entry's slot when it fits (an entry's span: its header, key, value and
+// any room), so a document updated over and over, refreshed by each
+// group's commit (changeRefreshing), appends nothing to the ring: the
+// segments a shard allocates follow the documents it holds, not the
+// updates it has seen (session 14's upd16 appended each refresh, and the
+// ring grew to its budget, a gigabyte here: BENCHMARKS.md "Reverted at
+// session 14's end"). A key cached for the first time appends; one grown
+// past its slot moves once, with an eighth more room. The stale mark is
+// checked by every read under the shard's lock, so "Document cache exact"
+// holds as with a forgotten entry. TestDocumentCacheUnit (stanzas "a
+// refresh that fits is written in place", "a grown document moves once"),
+// TestDocumentCacheModel (refreshes in place, randomized against a map,
+// seed printed), TestGroupRefreshInPlace (the pipeline's updates: the
+// segments' bytes stay flat after the first round).
 //
 // Committed groups are the seam for later features: replication, change
 // streams and version history observe them through [Hooks]. A group's

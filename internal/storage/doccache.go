@@ -34,23 +34,50 @@ import (
 // reclaimed (CLOCK's bit) are slid to its front with the bit cleared —
 // their second chance —, the others are forgotten, and the segment
 // becomes the newest, appended to after the entries it kept.
+//
+// A write's invalidation does not forget an entry: it marks it stale
+// (a bit in its header; a read of it is a miss) and the index keeps its
+// slot for the key. An install of a document whose entry is there, stale
+// or not (a group's commit refreshing what it set: changeRefreshing; a
+// reader's miss after a write), rewrites the value in the entry's slot
+// when it fits (its span), so updating the same documents over and over
+// appends nothing to the ring and the segments stay as many as the
+// documents need (invariant "Refresh in place", doc.go); only a document
+// cached for the first time, or one grown past its slot, appends — the
+// grown one with an eighth more room, so a document that keeps growing
+// moves once every few updates, not at each. A reclaim forgets the stale
+// entries of its segment.
 
 const (
 	// docCacheShards is the number of independently locked shards: a hit
 	// holds its shard's mutex for a map lookup and one copy.
 	docCacheShards = 64
 	// maxDocSegments is the most segments a shard has: reclaiming one
-	// moves at most a sixteenth of the shard (the entries kept), and an
+	// moves at most a 64th of the shard (the entries kept), and an
 	// install that leaves a segment's tail unused wastes less than one
-	// entry of a sixteenth.
-	maxDocSegments = 16
+	// entry of a segment. Small segments also keep what a shard allocates
+	// near what it holds (segments are allocated as it fills, whole): at
+	// the default gigabyte, a shard's first segment was 896 KiB with 16
+	// (56 MiB over the 64 shards before a document was cached), 326 KiB
+	// with 64, as the largest entry four times over bounds it
+	// (BENCHMARKS.md "The soak's memory, counted").
+	maxDocSegments = 64
 	// docEntryHeader is an entry's header in its segment: the key's
 	// hash (8 bytes), the key's length with CLOCK's bit on top (4), the
-	// document's length (4); the key and the document follow.
-	docEntryHeader = 16
+	// document's length (4), the entry's span (4: the bytes its slot
+	// takes in the segment, header included, at least the header, key
+	// and document); the key and the document follow, then the slot's
+	// unused room, if any.
+	docEntryHeader = 20
 	// docRefBit is CLOCK's bit in the header's key length: set by a hit,
 	// cleared when its segment is reclaimed.
 	docRefBit = 1 << 31
+	// docStaleBit, in the header's key length too, marks an entry a
+	// write invalidated: not served, its slot kept for the key's next
+	// install. docKeyLen masks both bits off (a key is shorter than a
+	// segment, at most 1 GiB).
+	docStaleBit = 1 << 30
+	docKeyLen   = docStaleBit - 1
 	// docIndexOverhead is what an entry costs in the index: a Go map
 	// slot of a uint64 key and value is 16 bytes and a control byte,
 	// ~19 at the map's full load, ~39 just after a table doubled.
@@ -100,13 +127,14 @@ type docShard struct {
 	// docIndexOverhead an entry (invariant "Document cache bounded").
 	bytes    int64
 	capacity int64
+	stale    int // entries of the index marked stale
 	stats    docCacheCounts
 	_        [64]byte // keeps neighbouring shards' mutexes off one cache line
 }
 
 // docCacheCounts are a shard's counters (DocumentCacheStats sums them).
 type docCacheCounts struct {
-	hits, misses, evictions, invalidations, refused, raced int64
+	hits, misses, evictions, invalidations, refused, raced, refreshed int64
 }
 
 func newDocCache(capacity int64) *docCache {
@@ -152,15 +180,19 @@ func (c *docCache) shard(h uint64) *docShard { return &c.shards[h>>58] }
 // docLoc is an entry's location in the index.
 func docLoc(seg, off int) uint64 { return uint64(seg)<<32 | uint64(off) }
 
-// entry returns the entry at loc: its header word holding the key's
-// length and CLOCK's bit, its key and its document.
+// entry returns the entry at loc: its header (the key's length and
+// CLOCK's bit at 8, the document's length at 12, the span at 16), its key
+// and its document.
 func (s *docShard) entry(loc uint64) (hdr []byte, key, val []byte) {
 	b := s.segs[loc>>32][uint32(loc):]
 	kw := binary.LittleEndian.Uint32(b[8:])
-	kl := int(kw &^ docRefBit)
+	kl := int(kw & docKeyLen)
 	vl := int(binary.LittleEndian.Uint32(b[12:]))
 	return b[:docEntryHeader], b[docEntryHeader : docEntryHeader+kl], b[docEntryHeader+kl : docEntryHeader+kl+vl]
 }
+
+// entrySpan is the span of the entry whose header is hdr.
+func entrySpan(hdr []byte) int { return int(binary.LittleEndian.Uint32(hdr[16:])) }
 
 // get appends key's cached document to dst; ok is false on a miss.
 func (c *docCache) get(dst, key []byte, h uint64) (out []byte, ok bool) {
@@ -168,7 +200,7 @@ func (c *docCache) get(dst, key []byte, h uint64) (out []byte, ok bool) {
 	s.mu.Lock()
 	if loc, found := s.index[h]; found {
 		hdr, k, v := s.entry(loc)
-		if string(k) == string(key) {
+		if string(k) == string(key) && hdr[11]&(docStaleBit>>24) == 0 {
 			hdr[11] |= docRefBit >> 24 // the key length's top byte
 			dst = append(dst, v...)
 			s.stats.hits++
@@ -199,13 +231,36 @@ func (c *docCache) install(key, val []byte, h uint64, gen *atomic.Uint64, seen u
 		s.stats.raced++
 		return
 	}
+	span := n
 	if loc, found := s.index[h]; found {
-		// The same key (another reader installed it) or a colliding one:
-		// its bytes stay in their segment, unreachable, until reclaimed.
-		delete(s.index, h)
-		if _, k, _ := s.entry(loc); string(k) != string(key) {
-			s.stats.evictions++
+		hdr, k, _ := s.entry(loc)
+		kw := binary.LittleEndian.Uint32(hdr[8:])
+		stale := kw&docStaleBit != 0
+		if string(k) == string(key) && n <= entrySpan(hdr) {
+			// The same key, its new value fitting the slot: rewritten in
+			// place (invariant "Refresh in place"), fresh, CLOCK's bit
+			// kept.
+			binary.LittleEndian.PutUint32(hdr[8:], kw&^docStaleBit)
+			binary.LittleEndian.PutUint32(hdr[12:], uint32(len(val)))
+			copy(s.segs[loc>>32][uint32(loc)+docEntryHeader+uint32(len(key)):], val)
+			if stale {
+				s.stale--
+			}
+			s.stats.refreshed++
+			return
 		}
+		if string(k) == string(key) {
+			// Grown past its slot: appended with an eighth more room
+			// (within a segment), its old bytes unreachable until their
+			// segment is reclaimed.
+			span = min(n+len(val)/8, s.segSize)
+		} else if !stale {
+			s.stats.evictions++ // a colliding key: replaced
+		}
+		if stale {
+			s.stale--
+		}
+		delete(s.index, h)
 	}
 	// Room for the index entry, then for the entry in the head segment:
 	// each reclaim clears CLOCK's bit of every entry it keeps, and no hit
@@ -221,7 +276,7 @@ func (c *docCache) install(key, val []byte, h uint64, gen *atomic.Uint64, seen u
 			s.advance()
 			continue
 		}
-		if seg := s.segs[s.head]; seg == nil || cap(seg)-len(seg) < n {
+		if seg := s.segs[s.head]; seg == nil || cap(seg)-len(seg) < span {
 			s.advance()
 			continue
 		}
@@ -232,7 +287,9 @@ func (c *docCache) install(key, val []byte, h uint64, gen *atomic.Uint64, seen u
 	seg = binary.LittleEndian.AppendUint64(seg, h)
 	seg = binary.LittleEndian.AppendUint32(seg, uint32(len(key)))
 	seg = binary.LittleEndian.AppendUint32(seg, uint32(len(val)))
-	s.segs[s.head] = append(append(seg, key...), val...)
+	seg = binary.LittleEndian.AppendUint32(seg, uint32(span))
+	seg = append(append(seg, key...), val...)
+	s.segs[s.head] = seg[:off+span] // the slot's room past the value: within cap, checked above
 	s.index[h] = docLoc(s.head, off)
 	s.charge()
 }
@@ -264,18 +321,21 @@ func (s *docShard) advance() {
 }
 
 // reclaim empties segment i but for the entries hit since it was last
-// reclaimed, which it slides to the segment's front, clearing their bit.
-// An entry is live when the index still points at it (a dropped or
-// replaced entry's bytes stay where they were until now).
+// reclaimed, which it slides to the segment's front with their slots,
+// clearing their bit. An entry is live when the index still points at it
+// (a dropped or replaced entry's bytes stay where they were until now).
 func (s *docShard) reclaim(i int) {
 	b := s.segs[i]
 	w := 0
 	for r := 0; r < len(b); {
 		h := binary.LittleEndian.Uint64(b[r:])
 		kw := binary.LittleEndian.Uint32(b[r+8:])
-		n := docEntryHeader + int(kw&^docRefBit) + int(binary.LittleEndian.Uint32(b[r+12:]))
+		n := entrySpan(b[r:])
 		if loc, ok := s.index[h]; ok && loc == docLoc(i, r) {
-			if kw&docRefBit != 0 {
+			if kw&docStaleBit != 0 {
+				delete(s.index, h) // invalidated already: its slot goes
+				s.stale--
+			} else if kw&docRefBit != 0 {
 				copy(b[w:], b[r:r+n])
 				binary.LittleEndian.PutUint32(b[w+8:], kw&^docRefBit)
 				s.index[h] = docLoc(i, w)
@@ -290,19 +350,26 @@ func (s *docShard) reclaim(i int) {
 	s.segs[i] = b[:w]
 }
 
-// drop forgets key's entry, if any.
-func (c *docCache) drop(key []byte) {
-	h := c.hash(key)
+// drop invalidates key's entry, if any: marked stale, no read serves it,
+// its slot kept for the key's next install (a reclaim forgets it).
+func (c *docCache) drop(key []byte) { c.dropHashed(key, c.hash(key)) }
+
+// dropHashed is drop of key, whose hash is h; it reports whether a fresh
+// entry was invalidated.
+func (c *docCache) dropHashed(key []byte, h uint64) bool {
 	s := c.shard(h)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if loc, found := s.index[h]; found {
-		if _, k, _ := s.entry(loc); string(k) == string(key) {
-			delete(s.index, h)
+		hdr, k, _ := s.entry(loc)
+		if kw := binary.LittleEndian.Uint32(hdr[8:]); string(k) == string(key) && kw&docStaleBit == 0 {
+			binary.LittleEndian.PutUint32(hdr[8:], kw|docStaleBit)
+			s.stale++
 			s.stats.invalidations++
-			s.charge()
+			return true
 		}
 	}
-	s.mu.Unlock()
+	return false
 }
 
 // clear forgets every entry (none on a nil cache) and releases the
@@ -314,8 +381,9 @@ func (c *docCache) clear() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		s.stats.invalidations += int64(len(s.index))
+		s.stats.invalidations += int64(len(s.index) - s.stale)
 		clear(s.index)
+		s.stale = 0
 		clear(s.segs[:])
 		s.head, s.alloc = s.nsegs-1, 0
 		s.charge()
@@ -368,12 +436,13 @@ func (c *docCache) invalidate(repr []byte) {
 type DocumentCacheStats struct {
 	Capacity  int64 // configured bytes (0: no cache)
 	Size      int64 // bytes charged: entries' allocations and overhead
-	Entries   int64
+	Entries   int64 // documents cached, not counting stale entries
 	Hits      int64
 	Misses    int64
 	Evictions int64
-	// Invalidations are entries dropped because a write changed (or
-	// might have changed) their document.
+	// Invalidations are entries marked stale (no longer served) because
+	// a write changed (or might have changed) their document, or dropped
+	// by a clear.
 	Invalidations int64
 	// Refused are documents read from Pebble but not cached for their
 	// size (Options.DocumentCacheSize's shard share, or 64 KiB).
@@ -381,6 +450,10 @@ type DocumentCacheStats struct {
 	// Raced are documents read from Pebble but not cached because a
 	// change became visible during the read.
 	Raced int64
+	// Refreshed are installs of a document already cached whose new
+	// value was written over the old one in its slot (invariant "Refresh
+	// in place"): a group's commit refreshing what it set, mostly.
+	Refreshed int64
 }
 
 // DocumentCacheStats reports the document cache's size and use.
@@ -394,13 +467,14 @@ func (db *DB) DocumentCacheStats() DocumentCacheStats {
 		s := &c.shards[i]
 		s.mu.Lock()
 		st.Size += s.bytes
-		st.Entries += int64(len(s.index))
+		st.Entries += int64(len(s.index) - s.stale)
 		st.Hits += s.stats.hits
 		st.Misses += s.stats.misses
 		st.Evictions += s.stats.evictions
 		st.Invalidations += s.stats.invalidations
 		st.Refused += s.stats.refused
 		st.Raced += s.stats.raced
+		st.Refreshed += s.stats.refreshed
 		s.mu.Unlock()
 	}
 	return st
@@ -450,5 +524,172 @@ func (db *DB) checkCachedHit(key, hit []byte, before uint64) {
 	}
 	if !bytes.Equal(want, hit) {
 		invariants.Fail("Document cache exact", "key %x: the cache had %d bytes that differ from Pebble's %d", key, len(hit), len(want))
+	}
+}
+
+// Invariant "Group reads through the cache": on a standalone store, a
+// pipeline request's Get of a document key that neither the request's
+// own writes nor an earlier applied request of its group covers is the
+// value the store holds, since the pipeline is the only writer that makes
+// changes visible and applies one group after the last one became
+// visible; so it is served from the document cache when the cache holds
+// the key (a hit is the store's value: "Document cache exact"), without
+// Pebble's Get through the group's batch. The group's written document
+// keys are kept as the cache's hashes (flight.docWrites: a colliding
+// hash only sends a read to the batch) and a range deletion reaching
+// into the documents stops cached reads for the rest of the group. Not
+// for a transaction's statement (its own view) nor a replica set
+// member's groups. Builds with the invariants tag compare every hit with
+// the batch's Get. TestGroupReadsThroughCache.
+
+// getCached is Get of document key through the cache, for a key the
+// request's own writes do not decide (Txn.Get): ok is false when the
+// group wrote the key (or a range of documents), when a change is under
+// way (a checkpoint restore), or on a miss — the caller reads the batch.
+// A miss installs nothing (the request is about to rewrite the
+// document); it notes the key for the group's commit to cache its new
+// value (flight.refresh).
+func (t *Txn) getCached(dst, key []byte) ([]byte, bool) {
+	f, v := t.flight, t.docs
+	if f.docRange {
+		return dst, false
+	}
+	c := v.docs
+	h := c.hash(key)
+	if _, wrote := f.docWrites[h]; wrote {
+		return dst, false
+	}
+	g := v.gen.Load()
+	if g%2 == 1 {
+		return dst, false
+	}
+	out, ok := c.get(dst, key, h)
+	if !ok {
+		// A document the request reads, and then rewrites: the group's
+		// commit caches its new value (changeRefreshing), so the next
+		// read of it, or its next update's, hits.
+		f.refresh[h] = struct{}{}
+	}
+	if ok && invariants.Enabled {
+		want, found, err := get(t.batch, nil, key)
+		if err == nil && v.gen.Load() == g && (!found || !bytes.Equal(want, out[len(dst):])) {
+			invariants.Fail("Group reads through the cache", "key %x: the cache had %d bytes, the group's batch reads %d (found %v)", key, len(out)-len(dst), len(want), found)
+		}
+	}
+	return out, ok
+}
+
+// noteDocWrites adds the document keys of the request's writes, which
+// just joined the group's batch, to the group's (flight.docWrites).
+func (t *Txn) noteDocWrites(f *flight) {
+	c := t.docs.docs
+	for _, o := range t.ops {
+		switch o.kind {
+		case opDeleteRange:
+			if bytes.Compare(o.key, docSpaceEnd) < 0 && bytes.Compare(o.value, docSpace) > 0 {
+				f.docRange = true
+			}
+		default:
+			if len(o.key) > 0 && o.key[0] == SpaceDocument {
+				f.docWrites[c.hash(o.key)] = struct{}{}
+			}
+		}
+	}
+}
+
+// refreshSet is the flight's set for the documents its commit refreshes
+// (changeRefreshing): those its requests read through the cache and
+// missed; nil without cached reads (applier).
+func (f *flight) refreshSet() map[uint64]struct{} {
+	if f.docWrites == nil {
+		return nil
+	}
+	return f.refresh
+}
+
+// changeRefreshing is change for a group's commit that keeps the cache
+// warm (invariant "Document cache exact" holds as for change): refresh
+// holds the documents the group's requests read and missed (getCached),
+// the entries the batch drops are added to it, and once the batch is
+// applied and gen even again, the documents it set among them are
+// installed with the batch's values, in the batch's order (a later delete
+// of one drops it again), through install's check that no change began
+// since. So a document updated is cached afterwards (a load's inserts,
+// which read nothing, are not): a read after an update, and the next
+// update's read of it in the pipeline, hit. A nil refresh is change.
+func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh map[uint64]struct{}) error {
+	if refresh == nil || v.docs == nil {
+		return v.change(repr, apply)
+	}
+	v.gen.Add(1)
+	whole := v.docs.invalidateNoting(repr, refresh)
+	err := apply()
+	g := v.gen.Add(1)
+	if err == nil && whole && len(refresh) > 0 {
+		v.docs.refresh(repr, refresh, &v.gen, g)
+	}
+	return err
+}
+
+// invalidateNoting is invalidate that adds to noted the hash of every
+// document key a set record dropped an entry of; whole is false when it
+// dropped every entry (a range of documents, a record of another kind)
+// and noted is not to be refreshed.
+func (c *docCache) invalidateNoting(repr []byte, noted map[uint64]struct{}) (whole bool) {
+	if len(repr) == 0 {
+		return true
+	}
+	for r := batchrepr.Read(repr); ; {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			c.clear()
+			return false
+		}
+		if !ok {
+			return true
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
+			pebble.InternalKeyKindMerge, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSetWithDelete:
+			if len(k) > 0 && k[0] == SpaceDocument {
+				if h := c.hash(k); c.dropHashed(k, h) && kind == pebble.InternalKeyKindSet {
+					noted[h] = struct{}{}
+				}
+			}
+		case pebble.InternalKeyKindLogData:
+		case pebble.InternalKeyKindRangeDelete:
+			if bytes.Compare(k, docSpaceEnd) < 0 && bytes.Compare(v, docSpace) > 0 {
+				c.clear()
+				return false
+			}
+		default:
+			c.clear()
+			return false
+		}
+	}
+}
+
+// refresh installs, in repr's order, the value of every document set
+// record whose key's hash is noted, and drops every other record's of
+// such a key, as the store holds them at gen seen (the batch applied, no
+// change since: install checks it).
+func (c *docCache) refresh(repr []byte, noted map[uint64]struct{}, gen *atomic.Uint64, seen uint64) {
+	for r := batchrepr.Read(repr); ; {
+		kind, k, v, ok, err := r.Next()
+		if err != nil || !ok {
+			return
+		}
+		if len(k) == 0 || k[0] != SpaceDocument {
+			continue
+		}
+		h := c.hash(k)
+		if _, ok := noted[h]; !ok {
+			continue
+		}
+		if kind == pebble.InternalKeyKindSet {
+			c.install(k, v, h, gen, seen)
+		} else {
+			c.dropHashed(k, h)
+		}
 	}
 }

@@ -67,6 +67,52 @@ func TestDocumentCacheUnit(t *testing.T) {
 				t.Fatalf("%d entries, want 1", st.Entries)
 			}
 		}},
+		{"a refresh that fits is written in place: nothing appended", func(t *testing.T, c *docCache) {
+			k := []byte("dk")
+			h := c.hash(k)
+			c.install(k, make([]byte, 100), h, &gen, gen.Load())
+			s := c.shard(h)
+			used, alloc := segmentBytes(s), s.alloc
+			for i := range 1000 {
+				v := fmt.Appendf(nil, "v%d", i) // 2-4 bytes, then none longer than the first
+				c.install(k, v, h, &gen, gen.Load())
+				if out, ok := c.get(nil, k, h); !ok || string(out) != string(v) {
+					t.Fatalf("refresh %d: get = %q, %v; want %q", i, out, ok, v)
+				}
+			}
+			if segmentBytes(s) != used || s.alloc != alloc {
+				t.Fatalf("1000 refreshes took the shard's segments from %d to %d bytes used (%d to %d allocated), want no change",
+					used, segmentBytes(s), alloc, s.alloc)
+			}
+			if st := statsOf(c); st.Refreshed != 1000 || st.Entries != 1 {
+				t.Fatalf("stats %+v: want 1000 refreshed, 1 entry", st)
+			}
+		}},
+		{"a grown document moves once, with room to grow in place", func(t *testing.T, c *docCache) {
+			k := []byte("dk")
+			h := c.hash(k)
+			s := c.shard(h)
+			c.install(k, make([]byte, 400), h, &gen, gen.Load())
+			used := segmentBytes(s)
+			c.install(k, make([]byte, 401), h, &gen, gen.Load()) // past its slot: appended with 50 bytes of room
+			moved := segmentBytes(s)
+			if moved <= used {
+				t.Fatalf("a grown document did not move: %d bytes used, %d before", moved, used)
+			}
+			for n := 402; n <= 451; n++ {
+				v := bytes.Repeat([]byte{byte(n)}, n)
+				c.install(k, v, h, &gen, gen.Load())
+				if out, ok := c.get(nil, k, h); !ok || !bytes.Equal(out, v) {
+					t.Fatalf("grown to %d: get = %d bytes, %v", n, len(out), ok)
+				}
+			}
+			if segmentBytes(s) != moved {
+				t.Fatalf("growing within the room appended: %d bytes used, %d after the move", segmentBytes(s), moved)
+			}
+			if st := statsOf(c); st.Refreshed != 50 {
+				t.Fatalf("refreshed %d, want 50", st.Refreshed)
+			}
+		}},
 		{"oversize document not cached", func(t *testing.T, c *docCache) {
 			k := []byte("dbig")
 			c.install(k, make([]byte, c.maxEntry+1), c.hash(k), &gen, gen.Load())
@@ -164,6 +210,15 @@ func TestDocumentCacheUnit(t *testing.T) {
 	}
 }
 
+// segmentBytes is the bytes a shard's segments hold: its entries' slots,
+// live or not.
+func segmentBytes(s *docShard) (n int) {
+	for _, b := range s.segs {
+		n += len(b)
+	}
+	return n
+}
+
 // statsOf sums a cache's shards as DB.DocumentCacheStats does.
 func statsOf(c *docCache) DocumentCacheStats {
 	db := &DB{}
@@ -202,13 +257,14 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// change changes k (or not) after it was cached as "v1"; want is
-		// its value after ("" for none), kept whether the entry should
-		// still be a hit.
+		// its value after ("" for none), kept whether the read after it
+		// is a hit: the entry kept, or refreshed with the new value by a
+		// standalone group's commit that set it (changeRefreshing).
 		change func(t *testing.T, s stores)
 		want   string
 		kept   bool
 	}{
-		{"set", func(t *testing.T, s stores) { write(t, s.db, set(k, "v2")) }, "v2", false},
+		{"set (refreshed)", func(t *testing.T, s stores) { write(t, s.db, set(k, "v2")) }, "v2", true},
 		{"delete", func(t *testing.T, s stores) {
 			write(t, s.db, func(tx *Txn) error { tx.Delete(k); return nil })
 		}, "", false},
@@ -228,7 +284,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 			}
 			write(t, s.db, set(k, "v2"))
 			wg.Wait()
-		}, "v2", false},
+		}, "v2", true},
 		{"range deletion of the collection (drop, truncate)", func(t *testing.T, s stores) {
 			p := Prefix(nil, SpaceDocument, 1)
 			write(t, s.db, func(tx *Txn) error { tx.DeleteRange(p, PrefixEnd(p)); return nil })
@@ -245,7 +301,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 		{"failed request writes nothing and keeps the entry", func(t *testing.T, s stores) {
 			_ = s.db.Write(func(tx *Txn) error { tx.Set(k, []byte("v2")); return fmt.Errorf("no") })
 		}, "v1", true},
-		{"transaction commit", func(t *testing.T, s stores) {
+		{"transaction commit (refreshed)", func(t *testing.T, s stores) {
 			tx := s.db.Begin()
 			if err := stmt(tx, string(k), "v2"); err != nil {
 				t.Fatal(err)
@@ -253,7 +309,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 			if err := tx.Commit(nil); err != nil {
 				t.Fatal(err)
 			}
-		}, "v2", false},
+		}, "v2", true},
 		{"transaction abort keeps the entry", func(t *testing.T, s stores) {
 			tx := s.db.Begin()
 			if err := stmt(tx, string(k), "v2"); err != nil {
@@ -591,7 +647,11 @@ func checkDocShards(t *testing.T, c *docCache) {
 			alloc += int64(cap(b))
 			for r := 0; r < len(b); {
 				starts[docLoc(j, r)] = true
-				r += docEntryHeader + int(binary.LittleEndian.Uint32(b[r+8:])&^docRefBit) + int(binary.LittleEndian.Uint32(b[r+12:]))
+				n := docEntryHeader + int(binary.LittleEndian.Uint32(b[r+8:])&docKeyLen) + int(binary.LittleEndian.Uint32(b[r+12:]))
+				if span := entrySpan(b[r:]); span < n {
+					t.Fatalf("shard %d segment %d: an entry of %d bytes in a slot of %d", i, j, n, span)
+				}
+				r += entrySpan(b[r:])
 				if r > len(b) {
 					t.Fatalf("shard %d segment %d: an entry runs past the segment's %d bytes", i, j, len(b))
 				}
@@ -657,9 +717,16 @@ func TestDocumentCacheModel(t *testing.T) {
 				}
 			case p < 85:
 				c.install(k, store[i], c.hash(k), &gen, gen.Load())
-			case p < 99:
+			case p < 92:
 				store[i] = value(i)
 				c.drop(k)
+			case p < 99:
+				// A group's commit refreshing what it set
+				// (changeRefreshing): dropped, then the new value
+				// installed, in place when it fits the old slot.
+				store[i] = value(i)
+				c.drop(k)
+				c.install(k, store[i], c.hash(k), &gen, gen.Load())
 			default:
 				c.clear()
 			}
@@ -667,8 +734,8 @@ func TestDocumentCacheModel(t *testing.T) {
 		}
 		st := statsOf(c)
 		t.Logf("size %d: %+v", size, st)
-		if hits == 0 || st.Evictions == 0 {
-			t.Fatalf("size %d: %d hits, stats %+v: the test must hit and evict", size, hits, st)
+		if hits == 0 || st.Evictions == 0 || st.Refreshed == 0 {
+			t.Fatalf("size %d: %d hits, stats %+v: the test must hit, evict and refresh in place", size, hits, st)
 		}
 	}
 }
@@ -705,4 +772,215 @@ func TestDocumentCacheNoPointers(t *testing.T) {
 	}
 	checkDocShards(t, c)
 	runtime.KeepAlive(c)
+}
+
+// TestGroupReadsThroughCache: a standalone pipeline request's read of a
+// cached document is a hit of the cache unless its own request or an
+// earlier one of its group wrote the key (or a range of documents): then
+// it reads the group's batch (invariant "Group reads through the
+// cache"). And a group's commit caches the documents it set that were
+// cached or that its requests read (changeRefreshing): the next read is a
+// hit with the new value, unless the group deleted it after. Each stanza: a group of requests run in
+// order (the first holds the pipeline until the others are queued, so
+// they gather into one group), each request's read of k (its value, or
+// "-" for none, and whether the cache served it), then what a read of k
+// after the group returns and whether it hits.
+func TestGroupReadsThroughCache(t *testing.T) {
+	k, other := docKey("k"), docKey("other")
+	type read struct {
+		val string
+		hit bool
+	}
+	// step is one request: its writes, then its read of k.
+	type step struct {
+		write func(tx *Txn)
+		want  read
+	}
+	set := func(key []byte, v string) func(*Txn) { return func(tx *Txn) { tx.Set(key, []byte(v)) } }
+	del := func(tx *Txn) { tx.Delete(k) }
+	for _, tc := range []struct {
+		name  string
+		cold  bool // k not cached before the group
+		steps []step
+		after read
+	}{
+		{"a read of a cached document hits", false, []step{{nil, read{"v1", true}}}, read{"v1", true}},
+		{"an uncached document read, then set, in the group: cached after", true, []step{{nil, read{"v1", false}}, {set(k, "v2"), read{"v2", false}}}, read{"v2", true}},
+		{"an uncached document set without a read: not cached", true, []step{{set(k, "v2"), read{"v2", false}}}, read{"v2", false}},
+		{"the request's own write", false, []step{{set(k, "v2"), read{"v2", false}}}, read{"v2", true}},
+		{"an earlier request's write in the group", false, []step{{set(k, "v2"), read{"v2", false}}, {nil, read{"v2", false}}}, read{"v2", true}},
+		{"another document's write in the group", false, []step{{set(other, "x"), read{"v1", true}}, {nil, read{"v1", true}}}, read{"v1", true}},
+		{"a delete in the group", false, []step{{del, read{"-", false}}, {nil, read{"-", false}}}, read{"-", false}},
+		{"set, then delete in a later request", false, []step{{set(k, "v2"), read{"v2", false}}, {del, read{"-", false}}}, read{"-", false}},
+		{"delete, then set in a later request", false, []step{{del, read{"-", false}}, {set(k, "v3"), read{"v3", false}}}, read{"v3", false}},
+		{"a range of documents deleted in the group", false, []step{
+			{func(tx *Txn) { tx.DeleteRange(docSpace, docSpaceEnd) }, read{"-", false}},
+			{nil, read{"-", false}}}, read{"-", false}},
+		{"a range elsewhere", false, []step{{func(tx *Txn) { tx.DeleteRange([]byte("o"), []byte("p")) }, read{"v1", true}}}, read{"v1", true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			put(t, db, string(k), "v1", string(other), "o")
+			if !tc.cold {
+				if v, ok, hit := cachedGet(t, db, k); !ok || v != "v1" || !hit {
+					t.Fatalf("before: %q, %v, hit %v; want v1 from the cache", v, ok, hit)
+				}
+			}
+			// The first request holds the pipeline until every step's
+			// request is queued behind it: they gather into its group.
+			hold := make(chan struct{})
+			held := make(chan struct{})
+			go func() {
+				_ = db.Write(func(*Txn) error { close(held); <-hold; return nil })
+			}()
+			<-held
+			groupsBefore := db.CommitGroups().Groups
+			got := make([]read, len(tc.steps))
+			var wg sync.WaitGroup
+			var ran atomic.Int32
+			for i, st := range tc.steps {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := db.Write(func(tx *Txn) error {
+						if int(ran.Add(1)) != i+1 {
+							return fmt.Errorf("request %d ran out of order", i)
+						}
+						if st.write != nil {
+							st.write(tx)
+						}
+						hits := db.DocumentCacheStats().Hits
+						v, ok, err := tx.Get(nil, k)
+						if err != nil {
+							return err
+						}
+						got[i] = read{"-", db.DocumentCacheStats().Hits > hits}
+						if ok {
+							got[i].val = string(v)
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				}()
+				for len(db.pipe.queue) < i+1 { // queued, in order
+					runtime.Gosched()
+				}
+			}
+			close(hold)
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			if n := db.CommitGroups().Groups - groupsBefore; n != 1 {
+				t.Fatalf("the holding request and the steps took %d groups, want 1: not gathered", n)
+			}
+			for i, want := range tc.steps {
+				if got[i] != want.want {
+					t.Errorf("request %d read %+v, want %+v", i, got[i], want.want)
+				}
+			}
+			before := db.DocumentCacheStats().Hits
+			v, ok, err := db.Get(nil, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := read{"-", db.DocumentCacheStats().Hits > before}
+			if ok {
+				after.val = string(v)
+			}
+			if after != tc.after {
+				t.Errorf("after the group: %+v, want %+v", after, tc.after)
+			}
+		})
+	}
+}
+
+// TestGroupRefreshInPlace: updating the same documents over and over
+// through the pipeline (each request reads its document, through the
+// cache, then sets it; the group's commit refreshes it) rewrites their
+// entries in place (invariant "Refresh in place"): after the first
+// round, the segments hold no more bytes and no more are allocated, every
+// later update was a refresh in place, and every read after is a hit of
+// the latest value. A stanza per document size and round count; a
+// document that grows moves, then grows in its room.
+func TestGroupRefreshInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		docs        int
+		size, grow  int // the first value's bytes; bytes added each round
+		rounds      int
+		wantInPlace int // refreshes in place at least
+	}{
+		{"same size", 300, 1000, 0, 20, 300 * 19},
+		{"small documents", 1000, 40, 0, 10, 1000 * 9},
+		{"growing a byte a round", 200, 800, 1, 30, 200 * 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{CacheSize: 64 << 20, DocumentCacheSize: 8 << 20})
+			keys := make([][]byte, tc.docs)
+			value := func(i, round int) []byte {
+				v := bytes.Repeat([]byte{byte(round)}, tc.size+round*tc.grow)
+				binary.BigEndian.PutUint32(v, uint32(i))
+				return v
+			}
+			for i := range keys {
+				keys[i] = docKey(fmt.Sprint(i))
+				put(t, db, string(keys[i]), string(value(i, 0)))
+			}
+			var used, alloc int64
+			for round := 1; round <= tc.rounds; round++ {
+				for i, k := range keys {
+					if err := db.Write(func(tx *Txn) error {
+						if _, _, err := tx.Get(nil, k); err != nil {
+							return err
+						}
+						tx.Set(k, value(i, round))
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// A growing document is first cached at round 1 in a slot
+				// of its size and moves at round 2, with an eighth more
+				// room, which the later rounds' bytes fit.
+				settled := 1
+				if tc.grow > 0 {
+					settled = 2
+				}
+				u, a := cacheBytes(db.visible.docs)
+				if round == settled {
+					used, alloc = u, a
+				} else if round > settled && (u != used || a != alloc) {
+					t.Fatalf("round %d: segments hold %d bytes (%d allocated), after round %d %d (%d): the ring grew", round, u, a, settled, used, alloc)
+				}
+			}
+			st := db.DocumentCacheStats()
+			if st.Refreshed < int64(tc.wantInPlace) || st.Entries != int64(tc.docs) {
+				t.Fatalf("stats %+v: want %d documents and at least %d refreshed in place", st, tc.docs, tc.wantInPlace)
+			}
+			for i, k := range keys {
+				before := db.DocumentCacheStats().Hits
+				v, ok, err := db.Get(nil, k)
+				if err != nil || !ok || !bytes.Equal(v, value(i, tc.rounds)) || db.DocumentCacheStats().Hits != before+1 {
+					t.Fatalf("document %d after the rounds: %d bytes, found %v, %v, hit %v; want the last round's from the cache",
+						i, len(v), ok, err, db.DocumentCacheStats().Hits == before+1)
+				}
+			}
+			checkDocShards(t, db.visible.docs)
+		})
+	}
+}
+
+// cacheBytes is the bytes a cache's segments hold and have allocated.
+func cacheBytes(c *docCache) (used, alloc int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		used += int64(segmentBytes(s))
+		alloc += s.alloc
+		s.mu.Unlock()
+	}
+	return used, alloc
 }

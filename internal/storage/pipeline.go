@@ -137,6 +137,18 @@ type flight struct {
 	// touched collects the point keys of the group's applied requests for
 	// Hooks.Verify; used only with invariants.Enabled.
 	touched [][]byte
+	// docWrites are the document cache's hashes of the document keys the
+	// group's applied requests wrote, and docRange says one deleted a
+	// range reaching into the documents: a request's Get of such a key
+	// is not served from the cache ("Group reads through the cache").
+	// Kept only while cached reads are on (Txn.docs).
+	docWrites map[uint64]struct{}
+	docRange  bool
+	// refresh is the hashes of the documents the group's requests read
+	// through the cache and missed, and of the cached documents its batch
+	// dropped, which its commit caches with their new values
+	// (visibility.changeRefreshing).
+	refresh map[uint64]struct{}
 	// proposed waits for a pipelined member's group to be committed by
 	// the set and applied here (Hooks.Propose); follows says the group
 	// was proposed as its predecessor's follower (replicate.go).
@@ -462,7 +474,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	// before acknowledged". A failed log write or sync comes back as an
 	// error there, where Apply would treat it as fatal and end the process
 	// through its logger.
-	if err := p.visible.change(batch.Repr(), func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }); err != nil {
+	if err := p.visible.changeRefreshing(batch.Repr(), func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }, f.refreshSet()); err != nil {
 		// Whatever Pebble applied is visible, but the disk may not hold
 		// it: publish the state it made, as readers see it, answer the
 		// requests with the error and take no more.
@@ -500,6 +512,24 @@ func (p *pipeline) applier(f *flight, txn *Txn, batch *pebble.Batch, applied *in
 	}
 	f.maxTick = 0
 	txn.clock, txn.flight = p.clock, f
+	// A standalone store's groups read documents through the cache: the
+	// pipeline is the only writer that makes changes visible, one group
+	// after another, so the store holds every earlier group's writes
+	// when this one applies, and the cache holds the store's values
+	// ("Group reads through the cache"). A replica set member's groups
+	// reach the store through its log (maybe after later groups applied
+	// over them): they read as before.
+	txn.docs = nil
+	if p.visible.docs != nil && (p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil) {
+		txn.docs = p.visible
+		if f.docWrites == nil {
+			f.docWrites = make(map[uint64]struct{})
+			f.refresh = make(map[uint64]struct{})
+		}
+		clear(f.docWrites)
+		clear(f.refresh)
+		f.docRange = false
+	}
 	apply := func(r *request) {
 		if r.applied = p.applyRequest(f, txn, batch, r); r.applied {
 			*applied++
@@ -583,6 +613,9 @@ func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *req
 	}
 	if invariants.Enabled {
 		f.touched = txn.appendTouched(f.touched)
+	}
+	if txn.docs != nil {
+		txn.noteDocWrites(f)
 	}
 	return true
 }

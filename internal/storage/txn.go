@@ -57,6 +57,11 @@ type Txn struct {
 	known map[string]bool
 	// sorted is PrefetchHas's scratch.
 	sorted [][]byte
+	// docs, when set, serves Get of a document key no write of the
+	// group's or the request's covers from the document cache (invariant
+	// "Group reads through the cache", doccache.go): a standalone store's
+	// pipeline only.
+	docs *visibility
 }
 
 // errTickInTransaction fails a transaction statement that asked for a
@@ -124,6 +129,11 @@ func (t *Txn) Get(dst, key []byte) ([]byte, bool, error) {
 	}
 	if t.tx != nil {
 		return t.tx.Get(dst, key)
+	}
+	if t.docs != nil && len(key) > 0 && key[0] == SpaceDocument {
+		if out, ok := t.getCached(dst, key); ok {
+			return out, true, nil
+		}
 	}
 	return get(t.batch, dst, key)
 }

@@ -109,8 +109,8 @@ type DB struct {
 	writes sync.RWMutex
 }
 
-// Open opens or creates the store in dir.
-func Open(dir string, opts Options) (db *DB, err error) {
+// withDefaults fills in the defaults of the options left zero.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
@@ -123,7 +123,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	case opts.DocumentCacheSize < 0:
 		opts.DocumentCacheSize = 0
 	case opts.DocumentCacheSize > opts.CacheSize/2:
-		return nil, fmt.Errorf("storage: a document cache of %d MiB is more than half the cache of %d MiB", opts.DocumentCacheSize>>20, opts.CacheSize>>20)
+		return opts, fmt.Errorf("storage: a document cache of %d MiB is more than half the cache of %d MiB", opts.DocumentCacheSize>>20, opts.CacheSize>>20)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -131,13 +131,48 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	if opts.MinFreeBytes == 0 {
 		opts.MinFreeBytes = defaultMinFreeBytes
 	}
+	return opts, nil
+}
+
+// logFS is the filesystem Pebble is opened on: the log is written ahead
+// of its writer (invariant "Log syncs overwrite", logahead.go).
+func logFS(fs vfs.FS) vfs.FS {
+	if logAhead {
+		return newAheadFS(fs)
+	}
+	return fs
+}
+
+// OpenPebble opens Pebble alone in dir exactly as Open opens a store's
+// Pebble — the same options (pebbleOptions: memtables, filters,
+// compression, spans), the same block cache size and the same log
+// filesystem (aheadFS), from the same defaults — with no store on top: no
+// commit pipeline, no format marker, no keyspaces. It is the bench's Pebble
+// floor (package bench), so that the floor is the engine as Cairn
+// configures it (invariant "The floor's Pebble is the store's",
+// TestOpenPebbleOptionsAreTheStores). opts.SyncInterval must be 0: a
+// writer that wants interval durability writes with pebble.NoSync.
+func OpenPebble(dir string, opts Options) (*pebble.DB, error) {
+	if opts.SyncInterval != 0 {
+		return nil, errors.New("storage: OpenPebble has no sync interval: write with pebble.NoSync instead")
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	opts.FS = logFS(opts.FS)
+	return openPebble(dir, opts)
+}
+
+// Open opens or creates the store in dir.
+func Open(dir string, opts Options) (db *DB, err error) {
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	var wal *walFS
 	popts := opts
-	// The log is written ahead of its writer (invariant "Log syncs
-	// overwrite", logahead.go).
-	if logAhead {
-		popts.FS = newAheadFS(opts.FS)
-	}
+	popts.FS = logFS(opts.FS)
 	if opts.SyncInterval > 0 {
 		// Every commit still asks Pebble for a sync, which returns once the
 		// log record is written; the real sync comes from syncLoop.

@@ -29,6 +29,11 @@
 // inside an older table's range, and the LSM moves their tables down
 // without rewriting them.
 //
+// Invariant "The floor's Pebble is the store's": OpenPebble (the bench's
+// Pebble floor) opens Pebble with exactly the options, cache size and log
+// filesystem Open gives a store's Pebble, from the same defaults; both go
+// through pebbleOptions and logFS. TestOpenPebbleOptionsAreTheStores.
+//
 // # Commit pipeline
 //
 // Writes are functions submitted to [DB.Write]. One goroutine applies them in

@@ -275,9 +275,46 @@ func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 		popts.Levels[i].Compression = levelCompression(i)
 	}
 	popts.Experimental.SpanPolicyFunc = func(start []byte) (pebble.SpanPolicy, []byte, error) {
-		return pebble.SpanPolicy{}, keyspaceEnd(start), nil
+		return spanPolicy(start), keyspaceEnd(start), nil
 	}
+	popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return oplogValueSeparation }
 	return popts
+}
+
+// spanPolicy is the policy of the keyspace object that starts at start:
+// the oplog's values are separated into blob files (oplogValueSeparation),
+// every other keyspace keeps its values in its tables.
+func spanPolicy(start []byte) pebble.SpanPolicy {
+	if len(start) > 0 && start[0] == SpaceOplog {
+		return pebble.SpanPolicy{}
+	}
+	return pebble.SpanPolicy{ValueStoragePolicy: pebble.ValueStorageLowReadLatency}
+}
+
+// oplogValueSeparation writes the oplog's entries, from the flush that
+// first writes them, into blob files of their own, and the oplog's tables
+// hold only keys and references to them (invariant "Oplog values written
+// once"). An insert's entry repeats its document (MongoDB's o), so the
+// oplog is half of what a load flushes; its keys rise, so its tables never
+// overlap one another, but an L0 compaction into an empty base level
+// (Pebble's growL0ForBase takes every L0 table up to the base level's
+// neighbours) took the oplog's tables along with the documents' and
+// rewrote them: 43 % of the bytes the first compactions of a
+// 100,000-record load rewrote (BENCHMARKS.md, load16). With the entries
+// in blob files such a compaction rewrites only the references. Blob
+// files are not rewritten by compactions (only to reclaim space: when a
+// fifth of one is no longer referenced and it is older than five
+// minutes), so a trimmed oplog's space returns as whole blob files lose
+// their last reference. Documents, indexes and everything else keep their
+// values in their tables (ValueStorageLowReadLatency): a point read of a
+// document never takes a second read in a blob file. Entries under 256
+// bytes stay in their tables.
+var oplogValueSeparation = pebble.ValueSeparationPolicy{
+	Enabled:               true,
+	MinimumSize:           256,
+	MaxBlobReferenceDepth: 10,
+	RewriteMinimumAge:     5 * time.Minute,
+	TargetGarbageRatio:    0.2,
 }
 
 // memTableSize is the memtable size for a block cache of cacheSize bytes: a

@@ -58,7 +58,8 @@ Floors (--floor, repeatable):
             server pays for durable writes (reported against cairn, and
             as floor-durable ÷ floor-protocol: what the syncs alone cost)
   pebble    the same records and operations against Pebble directly,
-            in-process, writes synced: what the storage engine costs
+            in-process, opened with the options Cairn's store opens it with,
+            writes synced: what the storage engine costs
   proxy     the server behind a proxy process that forwards each message
             reading only its header (one server connection per client
             connection): the least any router process adds; reported as

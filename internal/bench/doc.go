@@ -18,7 +18,8 @@
 //     also reported against the protocol floor (floor-durable ÷
 //     floor-protocol: what the disk's syncs alone cost a workload);
 //   - floor-pebble: the same records and operations against Pebble directly,
-//     in this process (floor_pebble.go).
+//     in this process, Pebble opened exactly as Cairn's store opens it
+//     (storage.OpenPebble; floor_pebble.go).
 //   - floor-proxy: cairn's server behind a proxy process that forwards
 //     each message reading only its header (floor_proxy.go), into a
 //     database of its own; its server CPU is the proxy's and the server's

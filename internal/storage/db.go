@@ -109,8 +109,8 @@ type DB struct {
 	writes sync.RWMutex
 }
 
-// Open opens or creates the store in dir.
-func Open(dir string, opts Options) (db *DB, err error) {
+// withDefaults fills in the defaults of the options left zero.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
@@ -123,7 +123,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	case opts.DocumentCacheSize < 0:
 		opts.DocumentCacheSize = 0
 	case opts.DocumentCacheSize > opts.CacheSize/2:
-		return nil, fmt.Errorf("storage: a document cache of %d MiB is more than half the cache of %d MiB", opts.DocumentCacheSize>>20, opts.CacheSize>>20)
+		return opts, fmt.Errorf("storage: a document cache of %d MiB is more than half the cache of %d MiB", opts.DocumentCacheSize>>20, opts.CacheSize>>20)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -131,13 +131,48 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	if opts.MinFreeBytes == 0 {
 		opts.MinFreeBytes = defaultMinFreeBytes
 	}
+	return opts, nil
+}
+
+// logFS is the filesystem Pebble is opened on: the log is written ahead
+// of its writer (invariant "Log syncs overwrite", logahead.go).
+func logFS(fs vfs.FS) vfs.FS {
+	if logAhead {
+		return newAheadFS(fs)
+	}
+	return fs
+}
+
+// OpenPebble opens Pebble alone in dir exactly as Open opens a store's
+// Pebble — the same options (pebbleOptions: memtables, filters,
+// compression, spans), the same block cache size and the same log
+// filesystem (aheadFS), from the same defaults — with no store on top: no
+// commit pipeline, no format marker, no keyspaces. It is the bench's Pebble
+// floor (package bench), so that the floor is the engine as Cairn
+// configures it (invariant "The floor's Pebble is the store's",
+// TestOpenPebbleOptionsAreTheStores). opts.SyncInterval must be 0: a
+// writer that wants interval durability writes with pebble.NoSync.
+func OpenPebble(dir string, opts Options) (*pebble.DB, error) {
+	if opts.SyncInterval != 0 {
+		return nil, errors.New("storage: OpenPebble has no sync interval: write with pebble.NoSync instead")
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	opts.FS = logFS(opts.FS)
+	return openPebble(dir, opts)
+}
+
+// Open opens or creates the store in dir.
+func Open(dir string, opts Options) (db *DB, err error) {
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	var wal *walFS
 	popts := opts
-	// The log is written ahead of its writer (invariant "Log syncs
-	// overwrite", logahead.go).
-	if logAhead {
-		popts.FS = newAheadFS(opts.FS)
-	}
+	popts.FS = logFS(opts.FS)
 	if opts.SyncInterval > 0 {
 		// Every commit still asks Pebble for a sync, which returns once the
 		// log record is written; the real sync comes from syncLoop.
@@ -240,9 +275,46 @@ func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 		popts.Levels[i].Compression = levelCompression(i)
 	}
 	popts.Experimental.SpanPolicyFunc = func(start []byte) (pebble.SpanPolicy, []byte, error) {
-		return pebble.SpanPolicy{}, keyspaceEnd(start), nil
+		return spanPolicy(start), keyspaceEnd(start), nil
 	}
+	popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return oplogValueSeparation }
 	return popts
+}
+
+// spanPolicy is the policy of the keyspace object that starts at start:
+// the oplog's values are separated into blob files (oplogValueSeparation),
+// every other keyspace keeps its values in its tables.
+func spanPolicy(start []byte) pebble.SpanPolicy {
+	if len(start) > 0 && start[0] == SpaceOplog {
+		return pebble.SpanPolicy{}
+	}
+	return pebble.SpanPolicy{ValueStoragePolicy: pebble.ValueStorageLowReadLatency}
+}
+
+// oplogValueSeparation writes the oplog's entries, from the flush that
+// first writes them, into blob files of their own, and the oplog's tables
+// hold only keys and references to them (invariant "Oplog values written
+// once"). An insert's entry repeats its document (MongoDB's o), so the
+// oplog is half of what a load flushes; its keys rise, so its tables never
+// overlap one another, but an L0 compaction into an empty base level
+// (Pebble's growL0ForBase takes every L0 table up to the base level's
+// neighbours) took the oplog's tables along with the documents' and
+// rewrote them: 43 % of the bytes the first compactions of a
+// 100,000-record load rewrote (BENCHMARKS.md, load16). With the entries
+// in blob files such a compaction rewrites only the references. Blob
+// files are not rewritten by compactions (only to reclaim space: when a
+// fifth of one is no longer referenced and it is older than five
+// minutes), so a trimmed oplog's space returns as whole blob files lose
+// their last reference. Documents, indexes and everything else keep their
+// values in their tables (ValueStorageLowReadLatency): a point read of a
+// document never takes a second read in a blob file. Entries under 256
+// bytes stay in their tables.
+var oplogValueSeparation = pebble.ValueSeparationPolicy{
+	Enabled:               true,
+	MinimumSize:           256,
+	MaxBlobReferenceDepth: 10,
+	RewriteMinimumAge:     5 * time.Minute,
+	TargetGarbageRatio:    0.2,
 }
 
 // memTableSize is the memtable size for a block cache of cacheSize bytes: a

@@ -29,6 +29,18 @@
 // inside an older table's range, and the LSM moves their tables down
 // without rewriting them.
 //
+// Invariant "Oplog values written once": the oplog keyspace's values of
+// 256 bytes or more go, at the flush that first writes them, into blob
+// files that compactions do not rewrite (they carry the references
+// forward); the oplog's tables hold keys and references only. Every other
+// keyspace keeps its values in its tables, so a document read never takes
+// a second read (oplogValueSeparation). TestOplogValuesWrittenOnce.
+//
+// Invariant "The floor's Pebble is the store's": OpenPebble (the bench's
+// Pebble floor) opens Pebble with exactly the options, cache size and log
+// filesystem Open gives a store's Pebble, from the same defaults; both go
+// through pebbleOptions and logFS. TestOpenPebbleOptionsAreTheStores.
+//
 // # Commit pipeline
 //
 // Writes are functions submitted to [DB.Write]. One goroutine applies them in

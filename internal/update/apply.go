@@ -86,6 +86,11 @@ func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore
 // applyOperators runs the update tree over doc. It returns nil when no
 // leaf changed anything.
 func (u *Update) applyOperators(doc bsoncore.Document, ctx *ApplyContext) (bsoncore.Document, error) {
+	if u.flat != nil && !ctx.IsUpsertInsert {
+		if out, ok, err := u.applyFlat(doc); ok {
+			return out, err
+		}
+	}
 	root, err := rootNode(doc)
 	if err != nil {
 		return nil, err

@@ -133,10 +133,13 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	}
 	var wal *walFS
 	popts := opts
+	// Tables are written in large writes (invariant "Tables written in
+	// large writes", tablewrite.go).
+	popts.FS = newTableFS(opts.FS)
 	// The log is written ahead of its writer (invariant "Log syncs
 	// overwrite", logahead.go).
 	if logAhead {
-		popts.FS = newAheadFS(opts.FS)
+		popts.FS = newAheadFS(popts.FS)
 	}
 	if opts.SyncInterval > 0 {
 		// Every commit still asks Pebble for a sync, which returns once the

@@ -69,6 +69,16 @@
 // Invariant "Durable acknowledgement": with the default SyncAlways, Write
 // returns nil only after the group's WAL record is synced.
 //
+// Invariant "Tables written in large writes" (tablewrite.go): a table
+// file's writes (Pebble's flushes and compactions write a data block,
+// ~4 KiB, per call through a 4 KiB bufio.Writer) reach the file gathered
+// into writes of up to 256 KiB; every call that must find the bytes in
+// the file (Sync, SyncData, SyncTo, Close, Stat, Read, ReadAt, WriteAt)
+// writes what is gathered first, so a table is whole once Pebble syncs
+// it, before it enters the LSM. Other files (the log, the manifest) pass
+// through. TestTableWritesGathered (writes that reach the file after
+// each call, and the bytes the file holds).
+//
 // Invariant "Log syncs overwrite" (logahead.go): while the log's syncs
 // are small (a moving average under 64 KiB each: single updates, not a
 // bulk load), the log file (an operating system's; in-memory filesystems

@@ -63,13 +63,24 @@ type applyState struct {
 // buffer. doc is never modified.
 func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore.Document, modified bool, err error) {
 	var out bsoncore.Document
+	// Each way takes its own copy of ctx by address, so that the flat
+	// path's does not move ctx to the heap.
 	switch u.kind {
 	case KindReplacement:
-		out, err = u.replace(doc, &ctx)
+		c := ctx
+		out, err = u.replace(doc, &c)
 	case KindOperator:
-		out, err = u.applyOperators(doc, &ctx)
+		flat := false
+		if u.flat != nil && !ctx.IsUpsertInsert {
+			out, flat, err = u.applyFlat(doc)
+		}
+		if !flat {
+			c := ctx
+			out, err = u.applyOperators(doc, &c)
+		}
 	default:
-		out, err = u.runPipeline(doc, &ctx)
+		c := ctx
+		out, err = u.runPipeline(doc, &c)
 	}
 	if err != nil {
 		return nil, false, err
@@ -86,11 +97,6 @@ func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore
 // applyOperators runs the update tree over doc. It returns nil when no
 // leaf changed anything.
 func (u *Update) applyOperators(doc bsoncore.Document, ctx *ApplyContext) (bsoncore.Document, error) {
-	if u.flat != nil && !ctx.IsUpsertInsert {
-		if out, ok, err := u.applyFlat(doc); ok {
-			return out, err
-		}
-	}
 	root, err := rootNode(doc)
 	if err != nil {
 		return nil, err

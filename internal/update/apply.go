@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -73,6 +74,9 @@ func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore
 		flat := false
 		if u.flat != nil && !ctx.IsUpsertInsert {
 			out, flat, err = u.applyFlat(doc)
+			if invariants.Enabled && flat {
+				u.checkFlat(doc, ctx, out, err)
+			}
 		}
 		if !flat {
 			c := ctx

@@ -34,7 +34,9 @@
 //     new document is the old bytes with the new values spliced in, byte
 //     for byte what the tree would write (flat.go; any other case goes to
 //     the tree). TestFlatSetMatchesTree and TestFlatSetRandom (seeded,
-//     the seed logged) compare both ways' documents, flags and errors.
+//     the seed logged) compare both ways' documents, flags and errors;
+//     invariants builds apply every flat update by the tree as well and
+//     fail on a difference (TestFlatSetInvariantCheck).
 //   - Order is MongoDB's. Paths apply in the update tree's order (field
 //     names bytewise, numeric names numerically: comparePathParts), so new
 //     fields are appended in that order whatever the operator; existing

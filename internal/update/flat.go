@@ -1,10 +1,13 @@
 package update
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/invariants"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -118,4 +121,14 @@ func (u *Update) applyFlat(doc bsoncore.Document) (out bsoncore.Document, ok boo
 	out = append(out, 0)
 	binary.LittleEndian.PutUint32(out, uint32(len(out)))
 	return out, true, nil
+}
+
+// checkFlat, in invariants builds, applies the update by the tree as well
+// and fails invariant "Flat sets splice" unless the flat path's document
+// and error are the tree's.
+func (u *Update) checkFlat(doc bsoncore.Document, ctx ApplyContext, out bsoncore.Document, err error) {
+	want, werr := u.applyOperators(doc, &ctx)
+	if !bytes.Equal(out, want) || fmt.Sprint(err) != fmt.Sprint(werr) {
+		invariants.Fail("Flat sets splice", "the flat path wrote %v (%v), the tree %v (%v)", out, err, want, werr)
+	}
 }

@@ -134,9 +134,12 @@ func (opts Options) withDefaults() (Options, error) {
 	return opts, nil
 }
 
-// logFS is the filesystem Pebble is opened on: the log is written ahead
-// of its writer (invariant "Log syncs overwrite", logahead.go).
-func logFS(fs vfs.FS) vfs.FS {
+// pebbleFS is the filesystem Pebble is opened on: tables are written in
+// large writes (invariant "Tables written in large writes",
+// tablewrite.go) and the log ahead of its writer (invariant "Log syncs
+// overwrite", logahead.go).
+func pebbleFS(fs vfs.FS) vfs.FS {
+	fs = newTableFS(fs)
 	if logAhead {
 		return newAheadFS(fs)
 	}
@@ -160,7 +163,7 @@ func OpenPebble(dir string, opts Options) (*pebble.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.FS = logFS(opts.FS)
+	opts.FS = pebbleFS(opts.FS)
 	return openPebble(dir, opts)
 }
 
@@ -172,7 +175,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	}
 	var wal *walFS
 	popts := opts
-	popts.FS = logFS(opts.FS)
+	popts.FS = pebbleFS(opts.FS)
 	if opts.SyncInterval > 0 {
 		// Every commit still asks Pebble for a sync, which returns once the
 		// log record is written; the real sync comes from syncLoop.

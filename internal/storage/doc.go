@@ -39,7 +39,7 @@
 // Invariant "The floor's Pebble is the store's": OpenPebble (the bench's
 // Pebble floor) opens Pebble with exactly the options, cache size and log
 // filesystem Open gives a store's Pebble, from the same defaults; both go
-// through pebbleOptions and logFS. TestOpenPebbleOptionsAreTheStores.
+// through pebbleOptions and pebbleFS. TestOpenPebbleOptionsAreTheStores.
 //
 // # Commit pipeline
 //
@@ -80,6 +80,16 @@
 //
 // Invariant "Durable acknowledgement": with the default SyncAlways, Write
 // returns nil only after the group's WAL record is synced.
+//
+// Invariant "Tables written in large writes" (tablewrite.go): a table
+// file's writes (Pebble's flushes and compactions write a data block,
+// ~4 KiB, per call through a 4 KiB bufio.Writer) reach the file gathered
+// into writes of up to 256 KiB; every call that must find the bytes in
+// the file (Sync, SyncData, SyncTo, Close, Stat, Read, ReadAt, WriteAt)
+// writes what is gathered first, so a table is whole once Pebble syncs
+// it, before it enters the LSM. Other files (the log, the manifest) pass
+// through. TestTableWritesGathered (writes that reach the file after
+// each call, and the bytes the file holds).
 //
 // Invariant "Log syncs overwrite" (logahead.go): while the log's syncs
 // are small (a moving average under 64 KiB each: single updates, not a

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -63,13 +64,27 @@ type applyState struct {
 // buffer. doc is never modified.
 func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore.Document, modified bool, err error) {
 	var out bsoncore.Document
+	// Each way takes its own copy of ctx by address, so that the flat
+	// path's does not move ctx to the heap.
 	switch u.kind {
 	case KindReplacement:
-		out, err = u.replace(doc, &ctx)
+		c := ctx
+		out, err = u.replace(doc, &c)
 	case KindOperator:
-		out, err = u.applyOperators(doc, &ctx)
+		flat := false
+		if u.flat != nil && !ctx.IsUpsertInsert {
+			out, flat, err = u.applyFlat(doc)
+			if invariants.Enabled && flat {
+				u.checkFlat(doc, ctx, out, err)
+			}
+		}
+		if !flat {
+			c := ctx
+			out, err = u.applyOperators(doc, &c)
+		}
 	default:
-		out, err = u.runPipeline(doc, &ctx)
+		c := ctx
+		out, err = u.runPipeline(doc, &c)
 	}
 	if err != nil {
 		return nil, false, err

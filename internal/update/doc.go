@@ -28,6 +28,15 @@
 //   - Raw bytes stay raw. A document is decoded only as deep as the
 //     update's paths reach (node.go: a small mutable tree whose untouched
 //     values are slices of the original bytes), then serialized once.
+//   - Flat sets splice. An update that is only $set of at most eight
+//     top-level fields (not _id, not $-prefixed), applied to a document
+//     holding them all, builds no tree: one walk finds the fields and the
+//     new document is the old bytes with the new values spliced in, byte
+//     for byte what the tree would write (flat.go; any other case goes to
+//     the tree). TestFlatSetMatchesTree and TestFlatSetRandom (seeded,
+//     the seed logged) compare both ways' documents, flags and errors;
+//     invariants builds apply every flat update by the tree as well and
+//     fail on a difference (TestFlatSetInvariantCheck).
 //   - Order is MongoDB's. Paths apply in the update tree's order (field
 //     names bytewise, numeric names numerically: comparePathParts), so new
 //     fields are appended in that order whatever the operator; existing

@@ -58,6 +58,9 @@ type Update struct {
 	filters      map[string]*arrayFilter
 	pipeline     *agg.Pipeline // KindPipeline
 	pipelineRaw  []byte        // the stages pipeline refers to
+	// flat lists the fields of an operator update that is only $set of
+	// existing-or-not top-level fields (flat.go), nil for any other.
+	flat []flatField
 }
 
 // Kind reports the update's form.
@@ -131,6 +134,7 @@ func ParseDocument(update bsoncore.Document, opts Options) (*Update, error) {
 		}
 	}
 	u.root.finish()
+	u.flat = flatSets(u.root)
 	return u, nil
 }
 

@@ -1,0 +1,150 @@
+package storage
+
+import (
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// tableFS gathers the writes of new tables into large ones (invariant
+// "Tables written in large writes", doc.go).
+//
+// Why: Pebble writes a table through a bufio.Writer of 4 KiB
+// (objstorageprovider's fileBufferedWritable), so every data block of a
+// flush or a compaction — about 4 KiB each — is a write system call of
+// its own: under YCSB A that was half a write call per operation beside
+// the reply's one (BENCHMARKS.md, issue 16 session 15), some 30,000 a
+// second's worth of calls for the bytes a few hundred large writes carry.
+//
+// How: a table file (".sst") is wrapped in tableFile, which holds what is
+// written in a tableWriteBytes buffer and writes it when full, and before
+// anything that must see the bytes in the file (Sync, SyncData, SyncTo,
+// Close, Stat, Read, ReadAt, WriteAt). Pebble syncs a table before it
+// enters the LSM (the writer's Finish), so a crash loses nothing a sync
+// covered; other files (the log, the manifest) are left as they are.
+type tableFS struct {
+	vfs.FS
+}
+
+// tableWriteBytes is the size of a table file's write buffer.
+const tableWriteBytes = 256 << 10
+
+func isTable(name string) bool { return strings.HasSuffix(name, ".sst") }
+
+func newTableFS(fs vfs.FS) *tableFS { return &tableFS{FS: fs} }
+
+func (fs *tableFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, category)
+	if err != nil || !isTable(name) {
+		return f, err
+	}
+	return &tableFile{File: f}, nil
+}
+
+func (fs *tableFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	if err != nil || !isTable(newname) {
+		return f, err
+	}
+	return &tableFile{File: f}, nil
+}
+
+func (fs *tableFS) Unwrap() vfs.FS { return fs.FS }
+
+// tableFile is a table being written: sequential writes gathered in buf.
+type tableFile struct {
+	vfs.File
+	buf []byte
+	err error // a failed write of buf: every later call returns it
+}
+
+func (f *tableFile) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	if len(f.buf)+len(p) > tableWriteBytes {
+		if err := f.flush(); err != nil {
+			return 0, err
+		}
+		if len(p) >= tableWriteBytes {
+			return f.File.Write(p)
+		}
+	}
+	if f.buf == nil {
+		f.buf = make([]byte, 0, tableWriteBytes)
+	}
+	f.buf = append(f.buf, p...)
+	return len(p), nil
+}
+
+// flush writes what buf holds.
+func (f *tableFile) flush() error {
+	if f.err != nil {
+		return f.err
+	}
+	if len(f.buf) == 0 {
+		return nil
+	}
+	_, err := f.File.Write(f.buf)
+	f.buf = f.buf[:0]
+	f.err = err
+	return err
+}
+
+func (f *tableFile) Close() error {
+	err := f.flush()
+	f.buf = nil
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (f *tableFile) Sync() error {
+	if err := f.flush(); err != nil {
+		return err
+	}
+	return f.File.Sync()
+}
+
+func (f *tableFile) SyncData() error {
+	if err := f.flush(); err != nil {
+		return err
+	}
+	return f.File.SyncData()
+}
+
+func (f *tableFile) SyncTo(length int64) (bool, error) {
+	if err := f.flush(); err != nil {
+		return false, err
+	}
+	return f.File.SyncTo(length)
+}
+
+func (f *tableFile) Stat() (vfs.FileInfo, error) {
+	if err := f.flush(); err != nil {
+		return nil, err
+	}
+	return f.File.Stat()
+}
+
+func (f *tableFile) Read(p []byte) (int, error) {
+	if err := f.flush(); err != nil {
+		return 0, err
+	}
+	return f.File.Read(p)
+}
+
+func (f *tableFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.flush(); err != nil {
+		return 0, err
+	}
+	return f.File.ReadAt(p, off)
+}
+
+func (f *tableFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.flush(); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, off)
+}

@@ -226,10 +226,10 @@ bench-replset:
 	  --compare "mongodb://127.0.0.1:$$sa"
 
 ## bench: a quick YCSB run of every workload over the wire, next to the
-## protocol, durable and Pebble floors (about a minute). The full measurement in
+## protocol, durable, Pebble and Pebble-with-oplog floors (about a minute). The full measurement in
 ## BENCHMARKS.md uses --records 100000 --threads 16 --runs 3.
 bench:
-	$(GO) run ./cmd/cairn bench --workload all --records 2000 --ops 4000 --threads 4 --floor protocol --floor durable --floor pebble
+	$(GO) run ./cmd/cairn bench --workload all --records 2000 --ops 4000 --threads 4 --floor protocol --floor durable --floor pebble --floor pebble-oplog
 
 ## bench-storage: storage-layer benchmarks against raw Pebble.
 bench-storage:

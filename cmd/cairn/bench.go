@@ -60,6 +60,9 @@ Floors (--floor, repeatable):
   pebble    the same records and operations against Pebble directly,
             in-process, opened with the options Cairn's store opens it with,
             writes synced: what the storage engine costs
+  pebble-oplog  the pebble floor writing, with each insert and update, an
+            oplog entry in the same batch (MongoDB's shape), as Cairn keeps
+            its change log on every node: Pebble given Cairn's bytes
   proxy     the server behind a proxy process that forwards each message
             reading only its header (one server connection per client
             connection): the least any router process adds; reported as

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -19,7 +20,8 @@ type Config struct {
 	URI string
 	// CompareURI is another server measured alongside, run for run.
 	CompareURI string
-	// Floors are FloorProtocol, FloorDurable, FloorPebble and/or FloorProxy.
+	// Floors are FloorProtocol, FloorDurable, FloorPebble, FloorPebbleOplog
+	// and/or FloorProxy.
 	Floors []string
 	// Workloads run in order, each on every target.
 	Workloads []Workload
@@ -132,8 +134,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("distribution %q: want uniform, zipfian or latest", c.Distribution)
 	}
 	for _, f := range c.Floors {
-		if f != FloorProtocol && f != FloorDurable && f != FloorPebble && f != FloorProxy {
-			return fmt.Errorf("floor %q: want protocol, durable, pebble or proxy", f)
+		if f != FloorProtocol && f != FloorDurable && f != FloorPebble && f != FloorPebbleOplog && f != FloorProxy {
+			return fmt.Errorf("floor %q: want protocol, durable, pebble, pebble-oplog or proxy", f)
 		}
 		if f == FloorDurable && c.Sync != "always" {
 			return fmt.Errorf("--floor durable syncs every write before its reply, as --sync always does; with --sync %s compare with --floor protocol", c.Sync)
@@ -265,17 +267,29 @@ func (r *runner) startTargets(ctx context.Context) error {
 			return err
 		}
 	}
-	if slices.Contains(cfg.Floors, FloorPebble) {
-		pf, err := openPebbleFloor(cfg.Sync == "always")
+	for _, fl := range []struct {
+		floor, name string
+		oplog       bool
+	}{
+		{FloorPebble, TargetFloorPebble, false},
+		{FloorPebbleOplog, TargetFloorPebbleOplog, true},
+	} {
+		if !slices.Contains(cfg.Floors, fl.floor) {
+			continue
+		}
+		pf, err := openPebbleFloor(cfg.Sync == "always", fl.oplog)
 		if err != nil {
-			return fmt.Errorf("bench: pebble floor: %w", err)
+			return fmt.Errorf("bench: %s floor: %w", fl.floor, err)
 		}
 		how := "Set with pebble.Sync"
 		if cfg.Sync != "always" {
 			how = "Set with pebble.NoSync"
 		}
+		if fl.oplog {
+			how += ", each with an oplog entry in the same batch"
+		}
 		r.targets = append(r.targets, &target{
-			name: TargetFloorPebble, floor: true, db: pf, pebble: pf, inProcess: true,
+			name: fl.name, floor: true, db: pf, pebble: pf, inProcess: true,
 			about:  "Pebble in this process, no server; writes: " + how,
 			cpuHow: "this process's CPU minus the harness's own cost per operation",
 		})
@@ -602,9 +616,22 @@ func (r *runner) notes() []string {
 	case UpdateReplace:
 		n = append(n, "Updates are ReplaceOne of the whole record with one field changed (--update replace), not YCSB's $set of one field. Every target receives the same replacements.")
 	}
+	var inProcess []string
 	for _, t := range r.targets {
 		if t.inProcess {
-			n = append(n, "floor-pebble has no server process: its server CPU is this process's CPU minus the harness's own cost per operation, measured by running the same phase against a no-op target; its client CPU is that harness cost.")
+			inProcess = append(inProcess, t.name)
+		}
+	}
+	if len(inProcess) > 0 {
+		verb := " has"
+		if len(inProcess) > 1 {
+			verb = " have"
+		}
+		n = append(n, strings.Join(inProcess, " and ")+verb+" no server process: the server CPU of each is this process's CPU minus the harness's own cost per operation, measured by running the same phase against a no-op target; its client CPU is that harness cost.")
+	}
+	for _, t := range r.targets {
+		if t.name == TargetFloorPebbleOplog {
+			n = append(n, "floor-pebble-oplog writes, with each insert and update, an oplog entry in the same batch, as Cairn keeps its change log on every node: cairn vs it is Cairn's work above the bytes it writes.")
 		}
 		if t.name == TargetFloorProxy {
 			n = append(n, "floor-proxy is cairn's server behind a proxy that forwards each message reading only its header (the least a router process can do), into its own database; its server CPU is the proxy's and the server's together, so floor-proxy vs cairn is what any separate process in front of the server costs.")

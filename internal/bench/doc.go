@@ -20,6 +20,10 @@
 //   - floor-pebble: the same records and operations against Pebble directly,
 //     in this process, Pebble opened exactly as Cairn's store opens it
 //     (storage.OpenPebble; floor_pebble.go).
+//   - floor-pebble-oplog: the Pebble floor with, in each write's batch, an
+//     entry of the change log Cairn keeps on every node (MongoDB's oplog
+//     shape, in the store's oplog keyspace): Pebble given the bytes Cairn
+//     writes.
 //   - floor-proxy: cairn's server behind a proxy process that forwards
 //     each message reading only its header (floor_proxy.go), into a
 //     database of its own; its server CPU is the proxy's and the server's

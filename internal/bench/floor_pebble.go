@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -43,14 +45,28 @@ import (
 // raw key-value store need not check the record exists); UpdateSet and
 // read-modify-write are Get, modify, Set. Reads copy the value out, as a
 // server must to send it.
+//
+// The pebble-oplog floor (oplog set) is the same with the change log Cairn
+// keeps on every node, standalone included (issue 18: change streams and
+// versioned collections read it): each insert and update also sets, in
+// the same batch, an entry in MongoDB's oplog shape under an ascending key
+// of the store's oplog keyspace (storage.SpaceOplog, whose values the
+// store's options separate into blob files) — an insert's entry holds the
+// document (o), an update's its one-field diff ($v 2) or, for
+// UpdateReplace, the whole record, with o2 the _id. So it is Pebble given
+// the bytes Cairn writes, and a ratio to it is Cairn's work above those
+// bytes (BENCHMARKS.md, "The load phase against Pebble given Cairn's
+// bytes").
 type pebbleFloor struct {
-	pdb  *pebble.DB
-	dir  string
-	wo   *pebble.WriteOptions
-	bufs sync.Pool
+	pdb   *pebble.DB
+	dir   string
+	wo    *pebble.WriteOptions
+	bufs  sync.Pool
+	oplog bool
+	opSeq atomic.Uint64 // the last oplog entry's number
 }
 
-func openPebbleFloor(durable bool) (*pebbleFloor, error) {
+func openPebbleFloor(durable, oplog bool) (*pebbleFloor, error) {
 	dir, err := os.MkdirTemp("", "cairn-bench-pebble-")
 	if err != nil {
 		return nil, err
@@ -64,7 +80,75 @@ func openPebbleFloor(durable bool) (*pebbleFloor, error) {
 	if !durable {
 		wo = pebble.NoSync
 	}
-	return &pebbleFloor{pdb: pdb, dir: dir, wo: wo}, nil
+	return &pebbleFloor{pdb: pdb, dir: dir, wo: wo, oplog: oplog}, nil
+}
+
+// floorNS and floorUI are the namespace and collection UUID the oplog
+// floor's entries name.
+const floorNS = "ycsb.usertable"
+
+var floorUI = make([]byte, 16)
+
+// setOplogEntry sets in b the next oplog entry, in MongoDB's shape: op
+// "i" with o the document, or op "u" with o the change and o2 {_id: id}.
+func (p *pebbleFloor) setOplogEntry(b *pebble.Batch, op string, id string, o bsoncore.Document) error {
+	n := p.opSeq.Add(1)
+	var key [9]byte
+	key[0] = storage.SpaceOplog
+	binary.BigEndian.PutUint64(key[1:], n)
+	start, v := bsoncore.AppendDocumentStart(nil)
+	v = bsoncore.AppendTimestampElement(v, "ts", uint32(n>>32), uint32(n))
+	v = bsoncore.AppendInt64Element(v, "t", 1)
+	v = bsoncore.AppendInt32Element(v, "v", 2)
+	v = bsoncore.AppendStringElement(v, "op", op)
+	v = bsoncore.AppendStringElement(v, "ns", floorNS)
+	v = bsoncore.AppendBinaryElement(v, "ui", 4, floorUI)
+	v = bsoncore.AppendDocumentElement(v, "o", o)
+	if op == "u" {
+		o2s, o2 := bsoncore.AppendDocumentStart(nil)
+		o2 = bsoncore.AppendStringElement(o2, "_id", id)
+		o2, _ = bsoncore.AppendDocumentEnd(o2, o2s)
+		v = bsoncore.AppendDocumentElement(v, "o2", o2)
+	}
+	v = bsoncore.AppendDateTimeElement(v, "wall", int64(n))
+	v, err := bsoncore.AppendDocumentEnd(v, start)
+	if err != nil {
+		return err
+	}
+	return b.Set(key[:], v, nil)
+}
+
+// setDiffEntry sets in b the oplog entry of a one-field $set: o is
+// {$v: 2, diff: {u: {field: value}}}.
+func (p *pebbleFloor) setDiffEntry(b *pebble.Batch, u *update) error {
+	us, d := bsoncore.AppendDocumentStart(nil)
+	d = appendStringElement(d, u.field, u.value)
+	d, _ = bsoncore.AppendDocumentEnd(d, us)
+	ds, diff := bsoncore.AppendDocumentStart(nil)
+	diff = bsoncore.AppendDocumentElement(diff, "u", d)
+	diff, _ = bsoncore.AppendDocumentEnd(diff, ds)
+	oStart, o := bsoncore.AppendDocumentStart(nil)
+	o = bsoncore.AppendInt32Element(o, "$v", 2)
+	o = bsoncore.AppendDocumentElement(o, "diff", diff)
+	o, _ = bsoncore.AppendDocumentEnd(o, oStart)
+	return p.setOplogEntry(b, "u", u.key, o)
+}
+
+// write sets key to value, with its oplog entry when the floor keeps one
+// (entry sets it; nil for none).
+func (p *pebbleFloor) write(key string, value []byte, entry func(*pebble.Batch) error) error {
+	if !p.oplog {
+		return p.pdb.Set([]byte(key), value, p.wo)
+	}
+	b := p.pdb.NewBatch()
+	defer b.Close()
+	if err := b.Set([]byte(key), value, nil); err != nil {
+		return err
+	}
+	if err := entry(b); err != nil {
+		return err
+	}
+	return b.Commit(p.wo)
 }
 
 // silentPebbleLogger drops Pebble's informational messages (the store
@@ -94,6 +178,11 @@ func (p *pebbleFloor) insert(_ context.Context, docs []bsoncore.Document) error 
 		if err := b.Set([]byte(id), d, nil); err != nil {
 			return err
 		}
+		if p.oplog {
+			if err := p.setOplogEntry(b, "i", id, d); err != nil {
+				return err
+			}
+		}
 	}
 	return b.Commit(p.wo)
 }
@@ -121,7 +210,7 @@ func (p *pebbleFloor) read(_ context.Context, k string) error {
 
 func (p *pebbleFloor) update(ctx context.Context, u *update) error {
 	if u.style == UpdateReplace {
-		return p.pdb.Set([]byte(u.key), u.record, p.wo)
+		return p.write(u.key, u.record, func(b *pebble.Batch) error { return p.setOplogEntry(b, "u", u.key, u.record) })
 	}
 	return p.readModifyWrite(ctx, u)
 }
@@ -138,7 +227,7 @@ func (p *pebbleFloor) readModifyWrite(_ context.Context, u *update) error {
 	if err != nil {
 		return err
 	}
-	return p.pdb.Set([]byte(u.key), next, p.wo)
+	return p.write(u.key, next, func(b *pebble.Batch) error { return p.setDiffEntry(b, u) })
 }
 
 func (p *pebbleFloor) scan(_ context.Context, k string, n int) (int, error) {

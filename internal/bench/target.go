@@ -22,16 +22,21 @@ const (
 	TargetCompare       = "compare"
 	TargetFloorProtocol = "floor-protocol"
 	TargetFloorPebble   = "floor-pebble"
-	TargetFloorProxy    = "floor-proxy"
-	TargetFloorDurable  = "floor-durable"
+	// TargetFloorPebbleOplog is the Pebble floor writing an oplog entry
+	// with each write, as Cairn does.
+	TargetFloorPebbleOplog = "floor-pebble-oplog"
+	TargetFloorProxy       = "floor-proxy"
+	TargetFloorDurable     = "floor-durable"
 )
 
 // Floor names, as --floor takes them.
 const (
 	FloorProtocol = "protocol"
 	FloorPebble   = "pebble"
-	FloorProxy    = "proxy"
-	FloorDurable  = "durable"
+	// FloorPebbleOplog: the Pebble floor with an oplog entry per write.
+	FloorPebbleOplog = "pebble-oplog"
+	FloorProxy       = "proxy"
+	FloorDurable     = "durable"
 )
 
 // target is one system measured in an invocation.

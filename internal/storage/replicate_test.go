@@ -430,3 +430,38 @@ func TestApplyReplicatedCopiesOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestChainBatchStartsWithRoom: a chain's batch starts with room for the
+// whole last chain (replicating.lastChain), not only its first group: 16
+// writers of 4 KiB values make chains of many groups under fakeSet, and
+// the batch of the chain started after them holds at least the last
+// chain's bytes without growing.
+func TestChainBatchStartsWithRoom(t *testing.T) {
+	set := &fakeSet{}
+	db := openTest(t, Options{Hooks: &Hooks{Propose: set.propose, Publishes: func() bool { return false }}})
+	set.db = db
+	value := make([]byte, 4<<10)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 150 {
+				if err := db.Write(func(tx *Txn) error { tx.Set(fmt.Appendf(nil, "d/%d/%d", w, i), value); return nil }); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// The pipeline goroutine set both before it applied the last write's
+	// group, which was acknowledged before Write returned.
+	last, room := db.pipe.rep.lastChain, cap(db.pipe.rep.batch.Repr())
+	t.Logf("%d proposals, %d followed; last chain %d bytes, next batch's room %d", set.n, set.follows, last, room)
+	if set.follows == 0 || last < maxChainBatch {
+		t.Fatalf("the concurrent writers made no chain of several groups (%d followed, last chain %d bytes)", set.follows, last)
+	}
+	if room < last {
+		t.Errorf("a chain after one of %d bytes starts with %d bytes of room", last, room)
+	}
+}

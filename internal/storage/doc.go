@@ -233,7 +233,10 @@
 // in flight (it may then read groups another primary made), and when its
 // batch passes maxChainBatch; its batch starts with room for the last
 // chain's bytes, so it does not grow by doubling to 8 MiB every time
-// (TestChainBatchStartsWithRoom). A group proposed while its batch holds
+// (TestChainBatchStartsWithRoom). A group's records are copied once, into
+// a buffer with Hooks.ProposeRoom bytes of room before them for the
+// set's headers, which the set proposes as it is (repl's "Payloads
+// proposed in place"). A group proposed while its batch holds
 // earlier groups says it follows them, and the set refuses it unless they
 // all reached its log in this term (package repl's "Chained proposals").
 // Groups complete, publish (Committed) and are acknowledged in order, on

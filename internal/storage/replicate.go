@@ -169,8 +169,9 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	// batch's records since the group began (Pebble's Apply and Set
 	// append records in order).
 	data := batch.Repr()
-	repr := make([]byte, batchHeaderLen, batchHeaderLen+len(data)-start)
-	binary.LittleEndian.PutUint32(repr[8:], own)
+	room := p.hooks.ProposeRoom
+	repr := make([]byte, room+batchHeaderLen, room+batchHeaderLen+len(data)-start)
+	binary.LittleEndian.PutUint32(repr[room+8:], own)
 	repr = append(repr, data[start:]...)
 	if hoptrace.Enabled {
 		hoptrace.Count(hoptrace.GroupInFlight, p.inFlight-len(p.synced)) // not counting those done

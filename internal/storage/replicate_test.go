@@ -77,6 +77,8 @@ type fakeSet struct {
 	failAt  map[int]bool // proposals (1-based) that fail
 	broken  bool
 	follows int
+	room    int // Hooks.ProposeRoom: repr starts with this many bytes for the set
+	badRoom int // proposals whose room was not zeros, or short
 }
 
 var errFakeLost = errors.New("fake: leadership lost")
@@ -86,6 +88,11 @@ func (s *fakeSet) propose(repr []byte, _, follows bool) func() error {
 	defer s.mu.Unlock()
 	s.n++
 	n := s.n
+	if len(repr) < s.room+batchHeaderLen || slices.ContainsFunc(repr[:s.room], func(b byte) bool { return b != 0 }) {
+		s.badRoom++
+	} else {
+		repr = repr[s.room:]
+	}
 	if follows {
 		s.follows++
 	}
@@ -433,12 +440,14 @@ func TestApplyReplicatedCopiesOnce(t *testing.T) {
 
 // TestChainBatchStartsWithRoom: a chain's batch starts with room for the
 // whole last chain (replicating.lastChain), not only its first group: 16
-// writers of 4 KiB values make chains of many groups under fakeSet, and
-// the batch of the chain started after them holds at least the last
-// chain's bytes without growing.
+// writers of 4 KiB values, 9.6 MB in all, make a chain of many groups
+// under fakeSet that ends past maxChainBatch, and the batch of the chain
+// started after it has room for at least the last chain's bytes. The set
+// asks for 33 bytes of room before each group's records
+// (Hooks.ProposeRoom): every proposal has them, zeroed, and applies.
 func TestChainBatchStartsWithRoom(t *testing.T) {
-	set := &fakeSet{}
-	db := openTest(t, Options{Hooks: &Hooks{Propose: set.propose, Publishes: func() bool { return false }}})
+	set := &fakeSet{room: 33}
+	db := openTest(t, Options{Hooks: &Hooks{Propose: set.propose, ProposeRoom: set.room, Publishes: func() bool { return false }}})
 	set.db = db
 	value := make([]byte, 4<<10)
 	var wg sync.WaitGroup
@@ -463,5 +472,11 @@ func TestChainBatchStartsWithRoom(t *testing.T) {
 	}
 	if room < last {
 		t.Errorf("a chain after one of %d bytes starts with %d bytes of room", last, room)
+	}
+	if set.badRoom > 0 {
+		t.Errorf("%d of %d proposals had no zeroed room of %d bytes before the group", set.badRoom, set.n, set.room)
+	}
+	if v, ok := mustGet(t, db, "d/15/149"); !ok || len(v) != len(value) {
+		t.Errorf("the last write: found %v, %d bytes", ok, len(v))
 	}
 }

@@ -50,6 +50,9 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// segZeros is what is written ahead of the writer: read only, shared.
+var segZeros [segAheadBytes]byte
+
 // segEntriesDir is the directory of the segments under the log's own.
 const segEntriesDir = "entries"
 
@@ -290,7 +293,7 @@ func (l *segLog) write(ents []*pb.Entry, sizes []int, locs []segLoc, sync bool) 
 	l.buf = buf
 	if (l.ahead || l.forceAhead) && len(buf) < segAheadMaxSave && seg.size+int64(len(buf)) > seg.ahead {
 		// Zeros ahead: the records' fdatasync then writes no new size.
-		if _, err := seg.r.WriteAt(make([]byte, segAheadBytes), seg.ahead); err != nil {
+		if _, err := seg.r.WriteAt(segZeros[:], seg.ahead); err != nil {
 			return sizes, locs, nil, err
 		}
 		seg.ahead += segAheadBytes

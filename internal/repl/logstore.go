@@ -14,9 +14,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Keys of the Raft log's own Pebble instance. Entries are keyed by their
-// index in big-endian order, so the log is one ordered range and a
-// truncation is one range deletion.
+// Keys of the Raft log's own Pebble instance, which holds everything but
+// the entries (those are in segments, seglog.go; "e"+index keys are only
+// read, to migrate a log of the earlier layout).
 var (
 	keyHardState = []byte("h")
 	keySnapshot  = []byte("s") // the newest snapshot: metadata and data
@@ -80,13 +80,14 @@ func cloneHardState(hs *pb.HardState) *pb.HardState {
 	return &c.hs
 }
 
-// LogStore is the Raft log of one member in its own Pebble instance: it
+// LogStore is the Raft log of one member — its entries in segment files,
+// the rest in its own Pebble instance ("Entries in segments"): it
 // implements raft.Storage for the library and the writes the node loop
 // makes from each Ready.
 //
 // Its in-memory fields (first and last index, the snapshot) mirror what
-// is on disk and are changed only after the synced batch that changes the
-// disk has committed ("Log durable before use").
+// is on disk and are changed only after the synced writes that change the
+// disk returned ("Log durable before use").
 type LogStore struct {
 	db *pebble.DB
 	// seg holds the entries ("Entries in segments").

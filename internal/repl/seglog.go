@@ -18,8 +18,9 @@ import (
 // The Raft log's entries live in segment files (segLog), written and
 // synced by the node's appender itself ("Entries in segments", doc.go).
 //
-// A segment is named by its sequence number (segment-%016x.log, in the
-// entries directory under the log's directory) and holds records, each
+// A segment is named by its sequence number (segment-%016x.seg, in the
+// entries directory under the log's directory; not ".log", which
+// storage's LogAheadFS takes for a Pebble write-ahead log and wraps) and holds records, each
 // a 24-byte header — the payload's length (4 bytes), a CRC-32C of the
 // rest of the header and the payload (4), the entry's index (8) and
 // term (8), little-endian — then the marshalled pb.Entry. A length of
@@ -98,14 +99,14 @@ type segLog struct {
 	rbuf       []byte // reads' scratch (under mu)
 }
 
-func segName(seq uint64) string { return fmt.Sprintf("segment-%016x.log", seq) }
+func segName(seq uint64) string { return fmt.Sprintf("segment-%016x.seg", seq) }
 
 func parseSegName(name string) (uint64, bool) {
 	s, ok := strings.CutPrefix(name, "segment-")
 	if !ok {
 		return 0, false
 	}
-	if s, ok = strings.CutSuffix(s, ".log"); !ok || len(s) != 16 {
+	if s, ok = strings.CutSuffix(s, ".seg"); !ok || len(s) != 16 {
 		return 0, false
 	}
 	v, err := strconv.ParseUint(s, 16, 64)

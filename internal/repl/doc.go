@@ -1,6 +1,7 @@
 // Package repl owns replication's foundation: a member of a Raft group
-// (the node loop driving go.etcd.io/raft/v3's RawNode), the Raft log in
-// Pebble, the transport between members and the clock a member takes.
+// (the node loop driving go.etcd.io/raft/v3's RawNode), the Raft log
+// (segment files of entries, and a small Pebble instance for the rest),
+// the transport between members and the clock a member takes.
 // Package replset wires it into the server (commit groups as entries, the
 // replica set commands); this package knows nothing of MongoDB. It writes
 // no consensus of its own: elections, log matching, commitment,
@@ -22,9 +23,10 @@
 //
 // # The Raft log
 //
-// [LogStore] keeps the log in its own Pebble instance, in a directory of
-// its own under the data directory, rather than in a keyspace of the data
-// store. Why: the log's write pattern (append, sync, truncate the prefix
+// [LogStore] keeps the log in a directory of its own under the data
+// directory, rather than in a keyspace of the data store: the entries in
+// segment files of its own ("Entries in segments"), the rarely written
+// state in a small Pebble instance. Why: the log's write pattern (append, sync, truncate the prefix
 // in ranges) and its durability need (a sync per Ready, before messages
 // go out) differ from the data's; with the state machine able to recover
 // from the log, the data store can later apply with no sync of its own,
@@ -33,20 +35,65 @@
 // machine records its applied index in its own commits ([StateMachine]'s
 // Applied), and the node replays the log from there.
 //
-// Keys: "h" the HardState, "s" the newest snapshot (its metadata, the
-// configuration, and its data: the state itself for a small state
-// machine, a descriptor for a [SnapshotStreamer]), "c" the configuration
-// of the last applied configuration change, "t" where the log was
-// truncated when Compact kept a tail of entries behind its snapshot (the
-// index and term of the last deleted entry), "e"+bigendian(index) each
-// entry.
+// Pebble's keys: "h" the HardState, "s" the newest snapshot (its
+// metadata, the configuration, and its data: the state itself for a small
+// state machine, a descriptor for a [SnapshotStreamer]), "c" the
+// configuration of the last applied configuration change, "t" where the
+// log was truncated when Compact kept a tail of entries behind its
+// snapshot (the index and term of the last deleted entry), "g" the
+// sequence number of the first segment that belongs to the log (set with
+// a snapshot that replaces the log). The entries are records in the
+// segment files of entries/ (seglog.go: a length, a CRC-32C, the index
+// and term, the marshalled entry).
+//
+// "Entries in segments": the entries are appended to a segment file and
+// fdatasynced by the goroutine that saves them (the node's appender),
+// with no hand-off to another goroutine: a Pebble batch commit with sync
+// handed each append to Pebble's WAL writer goroutine and waited on its
+// sync queue (two thread wake-ups per append on every member), then
+// inserted every entry into a memtable and flushed it to tables later.
+// A segment is read at open up to its first record that is zero (the
+// zeros written ahead of the writer on a disk's file, so that a small
+// append's fdatasync writes no new file size), runs past the file's end
+// or fails its checksum: a torn tail, bytes written but not synced; every
+// open appends to a new segment, so no record is ever written after a
+// torn one, and a record that reads back was written whole. A new
+// leader's entries that replace a conflicting tail are appended, never
+// written over the old records: read in segment order, a record at or
+// below the last index read replaces the entries from its index on. A
+// Save writes its snapshot and its hard state (a new term or vote) to
+// Pebble, synced, before its entries, so a crash between the two leaves
+// a valid Raft state: the new term or vote with the log as it was (the
+// append had not happened), never entries of a term the member's stored
+// term is below. The hard state written so carries a commit index no
+// higher than the last index durable before the Save's entries (the
+// commit index of the moment may count them; Raft refuses to start with
+// a commit index past the log's end, and the commit index is volatile
+// anyway, "Commit index not stored"). A snapshot that replaces the log
+// stores "g", the next segment's sequence number, in the same batch, and
+// the segments below it are removed then (or at the next open, if the
+// member stopped first): none of their entries can come back. Compact
+// stores the snapshot and the truncation first, then removes the
+// segments that hold only entries below the new first index (entries go
+// to segments in index order, so they are the oldest ones). Upgrade: a
+// log written by the versions that kept entries in Pebble ("e"+index) is
+// migrated at open — its entries from the first index on are written to
+// a segment and synced, then deleted from Pebble, synced; a member
+// stopped between the two migrates again, from Pebble, over emptied
+// segments. TestSegmentLog (appends rolling segments, a replaced tail
+// across segments, compaction removing whole segments and only those, a
+// snapshot replacing the log; each step checked after a reopen and after
+// a crash keeping no unsynced byte), TestSegmentLogTornTail (seeded:
+// an unsynced save after a crash keeping a random part of its bytes, then
+// appends, then another crash), TestLogStoreMigratesPebbleEntries.
 //
 // # Invariants
 //
 // "Log durable before use": the entries, hard state and snapshot Raft
-// asks a member to store (its MsgStorageAppends) are written in one
-// Pebble batch, synced whenever it writes anything (new entries, term or
-// vote; a snapshot always), before any response that depends on them is
+// asks a member to store (its MsgStorageAppends) are written (the hard
+// state and snapshot in one Pebble batch, then the entries to their
+// segment, "Entries in segments") and synced whenever anything is written
+// (new entries, term or vote; a snapshot always), before any response that depends on them is
 // delivered (an acknowledgement of an append, a vote, the member's own
 // MsgStorageAppendResp) and before any of those entries is applied or a
 // proposal acknowledged: Raft hands a member committed entries to apply
@@ -66,8 +113,8 @@
 // stays in memory (the commit index is volatile state in Raft: a
 // restarted member learns it again from the leader, or from "Commit
 // covers applied"). So an append that only commits writes nothing to the
-// log, and the tables the log flushes hold entries alone, in disjoint
-// ranges, which Pebble moves down its levels without rewriting them.
+// log, and the Pebble instance is written only on a term, vote,
+// snapshot, configuration or truncation change.
 // TestLogStoreCommitNotStored, and every restart test; checked after every
 // save that writes under the invariants tag (the stored hard state has the
 // term and vote of memory, and a commit index not above it).
@@ -115,21 +162,21 @@
 // Entries and Term from them when it can; they are the same entries the
 // store holds, replaced as a new leader's entries replace the tail and
 // dropped with a snapshot. A committed entry is applied, and a leader's
-// append sent, without a Pebble iterator, whose seek reads a block of
-// every table of the log (each holds the hard state's key too).
+// append sent, without reading its segment; older entries are read from
+// their segment (every entry's file and offset are kept in memory).
 // Checked with "Contiguous log" under the invariants tag.
 //
 // "Entries encoded once into the batch": Save encodes each entry
-// straight into the space its Pebble batch reserves for the value
-// (Batch.SetDeferred, sized by proto.Size), with no buffer of its own and
-// no copy, keeps the sizes for the tail, and copies the hard state (which
+// straight into the segment's write buffer after its record's header
+// (sized by proto.Size; the buffer is kept from save to save), with no
+// buffer of its own and no copy, keeps the sizes for the tail, and copies the hard state (which
 // nearly every Ready carries, its commit index moved) field by field in
 // one allocation rather than by proto.Clone's reflection. A member saves
 // every group it replicates so: three entries cost Save 1 to 3
 // allocations instead of 7 to 9 (BENCHMARKS.md, "Replica sets, session
 // 14"). TestSaveEncodesInPlace (what is stored reads back, the tail's
 // sizes, the allocations), TestCloneHardState; builds with the invariants
-// tag decode every entry from the batch's bytes and compare.
+// tag decode every entry from its record's bytes and compare.
 //
 // "Chained proposals": [Node.Start] hands a proposal to the loop without
 // waiting, so a caller proposes the next payload while the last one
@@ -142,6 +189,15 @@
 // pipeline) so never has a later payload in the log without every earlier
 // one: within a term a leader's log is appended in order, and a term
 // change breaks the chain. TestChainedProposals.
+//
+// "Payloads proposed in place": [Node.StartOwned] takes a payload that
+// begins with [HeaderLen] bytes of room and writes the proposal header
+// there, so the replica set's commit pipeline, which builds each group
+// with room for this header and its own (storage's Hooks.ProposeRoom),
+// proposes the group's bytes without copying them twice more (about
+// 37 MB in 20 s on a busy primary, BENCHMARKS.md, "Replica sets, session
+// 14"). TestChainedProposals (a payload proposed in place applies as
+// itself; one with no room is refused).
 //
 // "Commit notices ride on appends": when the commit index moves, Raft
 // sends every follower an append without entries that only tells it the
@@ -163,9 +219,11 @@
 // "Contiguous log": the stored entries are exactly the indexes
 // [first, last], no gap, nothing outside. Appends that would leave a gap
 // are refused; a new leader's entries replace the conflicting tail.
-// Checked in full at every open and at its bounds (first and last held,
-// nothing just outside) after every save under the invariants tag, and
-// in full by TestLogStore*.
+// Checked in full at every open (every entry read back from its segment
+// with its index, none left in Pebble) and at its bounds (the segments
+// hold exactly [first, last], the first and last read back) after every
+// save under the invariants tag, and in full by TestLogStore* and
+// TestSegment*.
 //
 // "Truncate only below a snapshot": entries are deleted only up to the
 // index of a stored snapshot that covers them. TestRestartCatchesUp

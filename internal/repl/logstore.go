@@ -14,9 +14,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Keys of the Raft log's own Pebble instance. Entries are keyed by their
-// index in big-endian order, so the log is one ordered range and a
-// truncation is one range deletion.
+// Keys of the Raft log's own Pebble instance, which holds everything but
+// the entries (those are in segments, seglog.go; "e"+index keys are only
+// read, to migrate a log of the earlier layout).
 var (
 	keyHardState = []byte("h")
 	keySnapshot  = []byte("s") // the newest snapshot: metadata and data
@@ -30,7 +30,15 @@ var (
 	// each. Absent, or not below the snapshot's index, the log starts
 	// right after the snapshot.
 	keyTruncated = []byte("t")
-	keyEntryPre  = byte('e')
+	// keyValidSeg holds the sequence number (8 bytes big-endian) of the
+	// first segment of entries that belongs to the log: a snapshot that
+	// replaces the whole log stores it with the snapshot, and the
+	// segments below it are removed (at once, or at the next open).
+	keyValidSeg = []byte("g")
+	// keyEntryPre prefixed each entry's key in the log of the versions
+	// before the segments ("e"+bigendian(index)); an open migrates such
+	// entries into a segment (migratePebbleEntries).
+	keyEntryPre = byte('e')
 )
 
 func entryKey(i uint64) []byte {
@@ -72,15 +80,18 @@ func cloneHardState(hs *pb.HardState) *pb.HardState {
 	return &c.hs
 }
 
-// LogStore is the Raft log of one member in its own Pebble instance: it
+// LogStore is the Raft log of one member — its entries in segment files,
+// the rest in its own Pebble instance ("Entries in segments"): it
 // implements raft.Storage for the library and the writes the node loop
 // makes from each Ready.
 //
 // Its in-memory fields (first and last index, the snapshot) mirror what
-// is on disk and are changed only after the synced batch that changes the
-// disk has committed ("Log durable before use").
+// is on disk and are changed only after the synced writes that change the
+// disk returned ("Log durable before use").
 type LogStore struct {
 	db *pebble.DB
+	// seg holds the entries ("Entries in segments").
+	seg *segLog
 
 	// wmu serialises the writers that change the bounds (Save on the
 	// node's appender, Compact on the node loop) across their commits;
@@ -107,9 +118,10 @@ type LogStore struct {
 	// from memory rather than by a Pebble iterator that seeks into every
 	// table of the log ("Recent entries in memory").
 	tail []tailEntry
-	// sizes is Save's scratch of the encoded sizes of the entries it
-	// writes (under wmu).
-	sizes []int
+	// sizes and locScratch are Save's scratch: the encoded sizes of the
+	// entries it writes, and where they are (under wmu).
+	sizes      []int
+	locScratch []segLoc
 }
 
 // tailEntry is an entry of LogStore.tail with its encoded size.
@@ -241,14 +253,17 @@ func OpenLogStore(dir string, fs vfs.FS) (*LogStore, error) {
 		return nil, fmt.Errorf("repl: open raft log: %w", err)
 	}
 	s := &LogStore{db: db, hs: &pb.HardState{}, snap: &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{}}}}
-	if err := s.load(); err != nil {
+	if err := s.load(fs, fs.PathJoin(dir, segEntriesDir)); err != nil {
+		if s.seg != nil {
+			s.seg.close()
+		}
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *LogStore) load() error {
+func (s *LogStore) load(fs vfs.FS, segDir string) error {
 	if v, ok, err := s.get(keyHardState); err != nil {
 		return err
 	} else if ok {
@@ -286,17 +301,33 @@ func (s *LogStore) load() error {
 			s.first, s.prevTerm = ti+1, binary.BigEndian.Uint64(v[8:])
 		}
 	}
-	s.last = s.first - 1
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(s.first), UpperBound: []byte{keyEntryPre + 1}})
+	var valid uint64
+	if v, ok, err := s.get(keyValidSeg); err != nil {
+		return err
+	} else if ok {
+		if len(v) != 8 {
+			return fmt.Errorf("repl: raft log segment record is damaged")
+		}
+		valid = binary.BigEndian.Uint64(v)
+	}
+	old, err := s.hasPebbleEntries()
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	if it.Last() {
-		s.last = binary.BigEndian.Uint64(it.Key()[1:])
+	if old {
+		// A log of an earlier version: its entries move to a segment.
+		if err := fs.RemoveAll(segDir); err != nil {
+			return err
+		}
 	}
-	if err := it.Error(); err != nil {
+	if s.seg, err = openSegLog(fs, segDir, valid, s.first); err != nil {
 		return err
+	}
+	s.last = s.seg.last()
+	if old {
+		if err := s.migratePebbleEntries(); err != nil {
+			return fmt.Errorf("repl: raft log of an earlier version: moving its entries to segments: %w", err)
+		}
 	}
 	if invariantsEnabled {
 		s.checkContiguous()
@@ -317,122 +348,181 @@ func (s *LogStore) get(k []byte) ([]byte, bool, error) {
 	return out, true, nil
 }
 
-// Close closes the Pebble instance.
-func (s *LogStore) Close() error { return s.db.Close() }
+// Close closes the segments and the Pebble instance.
+func (s *LogStore) Close() error {
+	err := s.seg.close()
+	if e := s.db.Close(); err == nil {
+		err = e
+	}
+	return err
+}
 
-// Save writes one or more appends' state in one batch: the snapshot
-// (which replaces the whole log), the entries (which replace any
-// conflicting tail) and the hard state when its term or vote changed or
-// with a snapshot ("Commit index not stored": a change of the commit index
-// alone is kept in memory only). With sync the batch is synced before Save
-// returns ("Log durable before use"); the in-memory bounds change after
-// the commit. It holds no lock readers take while it commits, so Raft
-// reads the log while the node's appender syncs ("Log written off the
-// loop").
+// hasPebbleEntries reports whether the Pebble instance holds entries (a
+// log written by a version before the segments).
+func (s *LogStore) hasPebbleEntries() (bool, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{keyEntryPre}, UpperBound: []byte{keyEntryPre + 1}})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	return it.First(), it.Error()
+}
+
+// migratePebbleEntries moves the entries of a log written by an earlier
+// version (each under "e"+index in the Pebble instance) into a segment:
+// those from first on are written and synced, then the Pebble keys are
+// deleted, synced. The segments were emptied before (load): a member
+// stopped between the two steps migrates again from the Pebble keys.
+func (s *LogStore) migratePebbleEntries() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(s.first), UpperBound: []byte{keyEntryPre + 1}})
+	if err != nil {
+		return err
+	}
+	var ents []*pb.Entry
+	for ok := it.First(); ok; ok = it.Next() {
+		e := &pb.Entry{}
+		if err := proto.Unmarshal(it.Value(), e); err != nil {
+			it.Close()
+			return err
+		}
+		ents = append(ents, e)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		if ents[0].GetIndex() != s.first {
+			return fmt.Errorf("the log starts at %d, its first entry is %d", s.first, ents[0].GetIndex())
+		}
+		if err := s.Save(nil, ents, nil, true); err != nil {
+			return err
+		}
+	}
+	if err := s.db.DeleteRange([]byte{keyEntryPre}, []byte{keyEntryPre + 1}, pebble.Sync); err != nil {
+		return err
+	}
+	slog.Info("repl: raft log entries moved from Pebble to segments", "entries", len(ents))
+	return nil
+}
+
+// Save writes one or more appends' state: the snapshot (which replaces
+// the whole log), the hard state when its term or vote changed or with a
+// snapshot ("Commit index not stored": a change of the commit index alone
+// is kept in memory only), then the entries (which replace any
+// conflicting tail). The snapshot and hard state go to the Pebble
+// instance in one batch, synced, before the entries go to their segment,
+// fdatasynced by the caller's goroutine itself ("Entries in segments":
+// a crash between the two leaves the state the Pebble batch describes,
+// with the log as it was). With sync the entries are synced before Save
+// returns ("Log durable before use"); the in-memory bounds change after.
+// It holds no lock readers take while it writes, so Raft reads the log
+// while the node's appender syncs ("Log written off the loop").
 func (s *LogStore) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync bool) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
 	first, last, stored := s.first, s.last, s.hs
 	s.mu.Unlock()
-	b := s.db.NewBatch()
-	defer b.Close()
-	var sizes []int
 	newSnap := snap != nil && !raft.IsEmptySnap(snap)
 	if newSnap {
-		v, err := proto.Marshal(snap)
-		if err != nil {
-			return err
-		}
-		if err := b.Set(keySnapshot, v, nil); err != nil {
-			return err
-		}
-		if err := b.DeleteRange(entryKey(0), []byte{keyEntryPre + 1}, nil); err != nil {
-			return err
-		}
-		if err := b.Delete(keyTruncated, nil); err != nil {
-			return err
-		}
 		first = snap.GetMetadata().GetIndex() + 1
 		last = first - 1
 	}
 	if len(ents) > 0 {
-		lo, hi := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
+		lo := ents[0].GetIndex()
 		if lo < first {
 			return fmt.Errorf("repl: append at %d below the log's first index %d", lo, first)
 		}
 		if lo > last+1 {
 			return fmt.Errorf("repl: append at %d leaves a gap after %d", lo, last)
 		}
-		// Each entry is encoded straight into the batch ("Entries
-		// encoded once into the batch"): no buffer of its own, no copy.
-		sizes = s.sizes[:0]
-		for _, e := range ents {
-			n := proto.Size(e)
-			op := b.SetDeferred(entryKeyLen, n)
-			putEntryKey(op.Key, e.GetIndex())
-			v, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(op.Value[:0], e)
+	}
+	hasHS := hs != nil && !raft.IsEmptyHardState(hs)
+	writeHS := hasHS && (newSnap || hs.GetTerm() != stored.GetTerm() || hs.GetVote() != stored.GetVote())
+	if newSnap || writeHS {
+		b := s.db.NewBatch()
+		defer b.Close()
+		if newSnap {
+			v, err := proto.Marshal(snap)
 			if err != nil {
 				return err
 			}
-			if len(v) != n || (n > 0 && &v[0] != &op.Value[0]) {
-				return fmt.Errorf("repl: entry %d encoded in %d bytes, sized %d", e.GetIndex(), len(v), n)
-			}
-			if invariantsEnabled {
-				if back := new(pb.Entry); proto.Unmarshal(v, back) != nil || !proto.Equal(back, e) {
-					invariantFail("Entries encoded once into the batch", "entry %d does not decode from the %d bytes encoded into the batch", e.GetIndex(), n)
-				}
-			}
-			if err := op.Finish(); err != nil {
+			if err := b.Set(keySnapshot, v, nil); err != nil {
 				return err
 			}
-			sizes = append(sizes, n)
-		}
-		s.sizes = sizes
-		if hi < last { // a new leader's entries replace the old tail
-			if err := b.DeleteRange(entryKey(hi+1), entryKey(last+1), nil); err != nil {
+			if err := b.Delete(keyTruncated, nil); err != nil {
+				return err
+			}
+			// The segments written so far no longer belong to the log.
+			if err := b.Set(keyValidSeg, binary.BigEndian.AppendUint64(nil, s.seg.nextSeq), nil); err != nil {
 				return err
 			}
 		}
-		last = hi
-	}
-	hasHS := hs != nil && !raft.IsEmptyHardState(hs)
-	if hasHS && (newSnap || hs.GetTerm() != stored.GetTerm() || hs.GetVote() != stored.GetVote()) {
-		// "Commit index not stored": only a new term, vote or snapshot
-		// writes the hard state (with the commit index of the moment).
-		v, err := proto.Marshal(hs)
-		if err != nil {
-			return err
+		if writeHS {
+			// "Commit index not stored": only a new term, vote or
+			// snapshot writes the hard state, with the commit index of
+			// the moment — lowered to the last index durable before this
+			// Save's entries (a crash before they are written must not
+			// leave a commit index past the log's end, which Raft refuses
+			// at start; the commit index is volatile state anyway).
+			durable := last
+			if len(ents) > 0 {
+				durable = min(durable, ents[0].GetIndex()-1)
+			}
+			h := hs
+			if hs.GetCommit() > durable {
+				h = cloneHardState(hs)
+				*h.Commit = max(durable, snap.GetMetadata().GetIndex())
+			}
+			v, err := proto.Marshal(h)
+			if err != nil {
+				return err
+			}
+			if err := b.Set(keyHardState, v, nil); err != nil {
+				return err
+			}
 		}
-		if err := b.Set(keyHardState, v, nil); err != nil {
-			return err
+		opt := pebble.NoSync
+		if sync || newSnap {
+			opt = pebble.Sync
 		}
-	}
-	if b.Empty() {
-		if hasHS {
+		if err := b.Commit(opt); err != nil {
+			return fmt.Errorf("repl: write raft log: %w", err)
+		}
+		if newSnap {
 			s.mu.Lock()
-			s.hs = cloneHardState(hs)
+			s.snap, s.prevTerm = snap, snap.GetMetadata().GetTerm()
+			s.first, s.last = first, last
+			s.keepTail(nil, nil, true)
+			err := s.seg.reset(first)
 			s.mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("repl: raft log: removing the segments a snapshot replaced: %w", err)
+			}
 		}
-		return nil
 	}
-	opt := pebble.NoSync
-	if sync || newSnap {
-		opt = pebble.Sync
-	}
-	if err := b.Commit(opt); err != nil {
-		return fmt.Errorf("repl: write raft log: %w", err)
+	var sizes []int
+	var locs []segLoc
+	var newSeg *segment
+	if len(ents) > 0 {
+		var err error
+		sizes, locs, newSeg, err = s.seg.write(ents, s.sizes[:0], s.locScratch[:0], sync)
+		if err != nil {
+			return fmt.Errorf("repl: write raft log: %w", err)
+		}
+		s.sizes, s.locScratch = sizes, locs
+		last = ents[len(ents)-1].GetIndex()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if newSnap {
-		s.snap, s.prevTerm = snap, snap.GetMetadata().GetTerm()
+	if len(ents) > 0 {
+		s.seg.commit(ents[0].GetIndex(), locs, newSeg)
 	}
 	if hasHS {
 		s.hs = cloneHardState(hs)
 	}
 	s.first, s.last = first, last
-	s.keepTail(ents, sizes, newSnap)
+	s.keepTail(ents, sizes, false)
 	if invariantsEnabled {
 		s.checkBounds()
 	}
@@ -489,9 +579,6 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte, keep uin
 		return err
 	}
 	if trunc >= first {
-		if err := b.DeleteRange(entryKey(0), entryKey(trunc+1), nil); err != nil {
-			return err
-		}
 		first, prevTerm = trunc+1, truncTerm
 	}
 	rec := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, first-1), prevTerm)
@@ -501,10 +588,14 @@ func (s *LogStore) Compact(index uint64, cs *pb.ConfState, data []byte, keep uin
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
+	// The truncation record is durable: the segments that hold only
+	// entries below first go (a crash before leaves them to the next
+	// open, which reads past their entries and removes them).
 	s.mu.Lock()
 	s.snap, s.first, s.prevTerm = snap, first, prevTerm
+	err = s.seg.compact(first)
 	s.mu.Unlock()
-	return nil
+	return err
 }
 
 // InitialState implements raft.Storage.
@@ -535,35 +626,32 @@ func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	if hi > last+1 {
 		return nil, raft.ErrUnavailable
 	}
+	return s.readEntries(lo, hi, maxSize)
+}
+
+// readEntries reads the entries [lo, hi) up to maxSize (at least one)
+// from their segments.
+func (s *LogStore) readEntries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lo < s.first || lo < s.seg.first {
+		return nil, raft.ErrCompacted // compacted meanwhile
+	}
+	if hi > s.last+1 {
+		return nil, raft.ErrUnavailable
+	}
 	var out []*pb.Entry
 	var size uint64
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(lo), UpperBound: entryKey(hi)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	want := lo
-	for ok := it.First(); ok; ok = it.Next() {
-		e := &pb.Entry{}
-		if err := proto.Unmarshal(it.Value(), e); err != nil {
+	for i := lo; i < hi; i++ {
+		e, err := s.seg.entry(i)
+		if err != nil {
 			return nil, err
-		}
-		if e.GetIndex() != want {
-			// A concurrent compaction removed entries we were reading.
-			return nil, raft.ErrCompacted
 		}
 		size += uint64(proto.Size(e))
 		if len(out) > 0 && size > maxSize {
 			break
 		}
 		out = append(out, e)
-		want++
-	}
-	if err := it.Error(); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 && lo < hi {
-		return nil, raft.ErrCompacted
 	}
 	return out, nil
 }
@@ -587,18 +675,15 @@ func (s *LogStore) Term(i uint64) (uint64, error) {
 	case i > last:
 		return 0, raft.ErrUnavailable
 	}
-	v, ok, err := s.get(entryKey(i))
-	if err != nil {
-		return 0, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < s.first || i < s.seg.first {
+		return 0, raft.ErrCompacted // compacted meanwhile
 	}
-	if !ok {
-		return 0, raft.ErrCompacted
+	if i > s.last {
+		return 0, raft.ErrUnavailable
 	}
-	e := &pb.Entry{}
-	if err := proto.Unmarshal(v, e); err != nil {
-		return 0, err
-	}
-	return e.GetTerm(), nil
+	return s.seg.locs[i-s.seg.first].term, nil
 }
 
 // LastIndex implements raft.Storage.
@@ -623,19 +708,18 @@ func (s *LogStore) Snapshot() (*pb.Snapshot, error) {
 }
 
 // checkBounds is the cheap part of "Contiguous log", run after every save
-// under the invariants tag: the entries at first and last exist, and
-// none just outside them (a tail or prefix left behind by a replace or a
-// truncation).
+// under the invariants tag: the segments hold exactly [first, last], and
+// the entries at first and last read back with their indexes.
 func (s *LogStore) checkBounds() {
-	has := func(i uint64) bool {
-		_, ok, err := s.get(entryKey(i))
-		return ok || err != nil
+	if s.seg.first > s.first || s.seg.last() != s.last {
+		invariantFail("Contiguous log", "segments hold [%d, %d], the log is [%d, %d]", s.seg.first, s.seg.last(), s.first, s.last)
 	}
-	if s.last >= s.first && (!has(s.first) || !has(s.last)) {
-		invariantFail("Contiguous log", "entry %d or %d missing", s.first, s.last)
-	}
-	if has(s.last+1) || (s.first > 1 && has(s.first-1)) {
-		invariantFail("Contiguous log", "an entry outside [%d, %d] is stored", s.first, s.last)
+	if s.last >= s.first {
+		for _, i := range []uint64{s.first, s.last} {
+			if _, err := s.seg.entry(i); err != nil {
+				invariantFail("Contiguous log", "entry %d: %v", i, err)
+			}
+		}
 	}
 	// "Commit index not stored": what a restart reads has the term and
 	// vote of memory, and a commit index not above it.
@@ -649,27 +733,26 @@ func (s *LogStore) checkBounds() {
 		if t.e.GetIndex() != s.last-uint64(len(s.tail)-1-i) {
 			invariantFail("Recent entries in memory", "tail entry %d of %d has index %d; the log ends at %d", i, len(s.tail), t.e.GetIndex(), s.last)
 		}
+		if t.e.GetIndex() >= s.seg.first && t.e.GetTerm() != s.seg.locs[t.e.GetIndex()-s.seg.first].term {
+			invariantFail("Recent entries in memory", "tail entry %d has term %d, its record %d", t.e.GetIndex(), t.e.GetTerm(), s.seg.locs[t.e.GetIndex()-s.seg.first].term)
+		}
 	}
 }
 
-// checkContiguous checks "Contiguous log": every index in [first, last]
-// has its entry, with that index, and nothing else is stored.
+// checkContiguous checks "Contiguous log" in full: every index in
+// [first, last] reads back from its segment with that index, and no
+// entry is left in the Pebble instance.
 func (s *LogStore) checkContiguous() {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(0), UpperBound: []byte{keyEntryPre + 1}})
-	if err != nil {
-		return
-	}
-	defer it.Close()
-	want := s.first
-	for ok := it.First(); ok; ok = it.Next() {
-		i := binary.BigEndian.Uint64(it.Key()[1:])
-		if i != want {
-			invariantFail("Contiguous log", "entry %d found where %d was expected (first %d, last %d)", i, want, s.first, s.last)
+	for i := max(s.first, s.seg.first); i <= s.last; i++ {
+		if _, err := s.seg.entry(i); err != nil {
+			invariantFail("Contiguous log", "entry %d (first %d, last %d): %v", i, s.first, s.last, err)
 		}
-		want++
 	}
-	if want != s.last+1 {
-		invariantFail("Contiguous log", "log ends at %d, last index is %d", want-1, s.last)
+	if s.seg.last() != s.last {
+		invariantFail("Contiguous log", "segments end at %d, last index is %d", s.seg.last(), s.last)
+	}
+	if old, err := s.hasPebbleEntries(); err == nil && old {
+		invariantFail("Contiguous log", "entries left in the Pebble instance")
 	}
 }
 

@@ -200,6 +200,7 @@ type proposal struct {
 	index   uint64
 	done    chan error
 	follows bool       // continues the chain (Start)
+	owned   bool       // data[:headerLen] is the header's room (StartOwned)
 	started bool       // handed over by Start (counted by the log's gate)
 	tr      *propTrace // package hoptrace's timestamps (nil unless traced)
 }
@@ -250,6 +251,10 @@ type readReq struct {
 }
 
 const headerLen = 16 // incarnation, sequence
+
+// HeaderLen is the room StartOwned's payload leaves at its front for the
+// node's proposal header.
+const HeaderLen = headerLen
 
 // NewNode starts a member. It bootstraps an empty log with cfg.Peers,
 // restores the state machine from the log's snapshot when the state
@@ -397,7 +402,21 @@ func (n *Node) Propose(ctx context.Context, payload []byte) (uint64, error) {
 // group over the previous group's writes) never gets a later group into
 // the log without the earlier.
 func (n *Node) Start(payload []byte, follows bool) *Proposal {
-	p := &proposal{data: payload, done: make(chan error, 1), follows: follows, started: true}
+	return n.start(&proposal{data: payload, done: make(chan error, 1), follows: follows, started: true})
+}
+
+// StartOwned is Start for a payload that begins with HeaderLen bytes of
+// room: the node writes its proposal header there and proposes buf
+// itself, without copying the payload ("Payloads proposed in place").
+// The caller hands buf over: it must not touch it again.
+func (n *Node) StartOwned(buf []byte, follows bool) *Proposal {
+	if len(buf) < headerLen {
+		return &Proposal{err: errors.New("repl: StartOwned's payload has no room for the header")}
+	}
+	return n.start(&proposal{data: buf, done: make(chan error, 1), follows: follows, started: true, owned: true})
+}
+
+func (n *Node) start(p *proposal) *Proposal {
 	if hoptrace.Enabled {
 		p.tr = &propTrace{start: hoptrace.Now()}
 	}
@@ -785,10 +804,13 @@ func (n *Node) propose(p *proposal) {
 		p.tr.taken = hoptrace.Since(hoptrace.EntryStart, p.tr.start)
 	}
 	n.seq++
-	data := make([]byte, headerLen+len(p.data))
+	data := p.data
+	if !p.owned {
+		data = make([]byte, headerLen+len(p.data))
+		copy(data[headerLen:], p.data)
+	}
 	binary.BigEndian.PutUint64(data, n.incarnation)
 	binary.BigEndian.PutUint64(data[8:], n.seq)
-	copy(data[headerLen:], p.data)
 	if err := n.rn.Propose(data); err != nil {
 		p.done <- fmt.Errorf("repl: proposal dropped: %w", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -253,7 +254,9 @@ func TestChainedProposals(t *testing.T) {
 	var idx []uint64
 	for attempt := 0; ; attempt++ {
 		l = c.waitLeader(5 * time.Second)
-		ps := []*Proposal{c.node(l).Start([]byte("put c 1"), false), c.node(l).Start([]byte("put c 2"), true), c.node(l).Start([]byte("put c 3"), true)}
+		// The second is proposed in place ("Payloads proposed in place").
+		owned := append(make([]byte, HeaderLen), "put c 2"...)
+		ps := []*Proposal{c.node(l).Start([]byte("put c 1"), false), c.node(l).StartOwned(owned, true), c.node(l).Start([]byte("put c 3"), true)}
 		idx = idx[:0]
 		var err error
 		for _, p := range ps {
@@ -272,6 +275,15 @@ func TestChainedProposals(t *testing.T) {
 	}
 	if !(idx[0] < idx[1] && idx[1] < idx[2]) {
 		t.Errorf("chain committed at %v, want rising indexes", idx)
+	}
+	applied, _ := c.sm(l).snapshotLog()
+	for i, want := range []string{"put c 1", "put c 2", "put c 3"} {
+		if !slices.Contains(applied, fmt.Sprintf("%d\t%s", idx[i], want)) {
+			t.Errorf("%q not applied at %d: %q", want, idx[i], applied)
+		}
+	}
+	if _, err := c.node(l).StartOwned(make([]byte, HeaderLen-1), false).Wait(); err == nil {
+		t.Errorf("StartOwned with no room for the header accepted")
 	}
 	var f uint64
 	for _, id := range c.ids {

@@ -198,7 +198,7 @@ func New(opts Options) (*Member, error) {
 	}
 	if err := m.eng.Storage().Write(func(*storage.Txn) error {
 		// On the pipeline goroutine, the only reader of the hook.
-		m.eng.Storage().SetPropose(m.propose)
+		m.eng.Storage().SetPropose(m.propose, repl.HeaderLen+payloadHeader)
 		m.eng.Storage().SetLogBusy(m.logBusy)
 		return nil
 	}); err != nil {
@@ -484,15 +484,17 @@ func (m *Member) propose(repr []byte, publishes, follows bool) func() error {
 	}
 	m.nonce++
 	nonce := m.nonce
-	payload := make([]byte, payloadHeader+len(repr))
+	// The pipeline left ProposeRoom bytes before the group's records for
+	// the node's header and ours: the group is proposed without a copy.
+	payload := repr[repl.HeaderLen:]
+	payload[0] = 0
 	if publishes {
 		payload[0] |= flagCatalog
 	}
 	binary.BigEndian.PutUint64(payload[1:], nonce)
 	binary.BigEndian.PutUint64(payload[9:], uint64(time.Now().UnixMilli()))
-	copy(payload[payloadHeader:], repr)
 	m.ownHi.Store(nonce) // before the node can apply it ("Own groups")
-	p := node.Start(payload, follows)
+	p := node.StartOwned(repr, follows)
 	return func() error {
 		_, err := p.Wait()
 		// Groups complete in order: the next one in flight is nonce+1.

@@ -831,11 +831,11 @@ func (db *DB) AppliedIndex() (uint64, error) {
 // set member's; the store's owner sets Hooks.Publishes at Open). Call it from a request function
 // (Write), on the pipeline goroutine that reads the hooks: every later
 // group is proposed so.
-func (db *DB) SetPropose(propose func(repr []byte, publishes, follows bool) func() error) {
+func (db *DB) SetPropose(propose func(repr []byte, publishes, follows bool) func() error, room int) {
 	if db.pipe.hooks == nil {
 		db.pipe.hooks = &Hooks{}
 	}
-	db.pipe.hooks.Propose = propose
+	db.pipe.hooks.Propose, db.pipe.hooks.ProposeRoom = propose, room
 }
 
 // SetLogBusy installs Hooks.LogBusy on an open store, as SetPropose

@@ -253,7 +253,12 @@
 // not the member has applied them yet — exactly what the log holds before
 // it, in log order. A chain starts on a fresh batch whenever no group is
 // in flight (it may then read groups another primary made), and when its
-// batch passes maxChainBatch. A group proposed while its batch holds
+// batch passes maxChainBatch; its batch starts with room for the last
+// chain's bytes, so it does not grow by doubling to 8 MiB every time
+// (TestChainBatchStartsWithRoom). A group's records are copied once, into
+// a buffer with Hooks.ProposeRoom bytes of room before them for the
+// set's headers, which the set proposes as it is (repl's "Payloads
+// proposed in place"). A group proposed while its batch holds
 // earlier groups says it follows them, and the set refuses it unless they
 // all reached its log in this term (package repl's "Chained proposals").
 // Groups complete, publish (Committed) and are acknowledged in order, on

@@ -65,6 +65,10 @@ type Hooks struct {
 	// Propose is called on the pipeline goroutine, in group order; it
 	// takes precedence over Replicate.
 	Propose func(repr []byte, publishes, follows bool) (wait func() error)
+	// ProposeRoom is how many bytes Propose's repr has before the batch
+	// representation: the set's headers go there, so the group is
+	// proposed without another copy. Propose then owns repr.
+	ProposeRoom int
 	// LogBusy, with Propose, returns nil when the set's log (the
 	// primary's own) has nothing left to write, else a channel closed
 	// once it wrote everything proposed so far. While it is busy and a

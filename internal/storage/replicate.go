@@ -32,6 +32,12 @@ type replicating struct {
 	// batch holds the writes of every group of the chain, in order (nil:
 	// the next group starts a chain). Only the pipeline goroutine uses it.
 	batch *pebble.Batch
+	// lastChain is the byte size of the last chain's batch when it ended:
+	// the next chain's batch starts with that much room (batchSizeHint),
+	// so a chain of many groups does not grow its batch by doubling and
+	// copying every time (the first group's size, sizeHint, is far short
+	// of a chain's).
+	lastChain int
 	// broken is the error of a failed group of the chain; the completer
 	// sets it, the pipeline goroutine clears it once every group in
 	// flight completed and Hooks.Failed ran (recover).
@@ -44,6 +50,7 @@ func (r *replicating) fail(err error) { r.broken.CompareAndSwap(nil, &err) }
 // discard ends the chain's batch.
 func (r *replicating) discard() {
 	if r.batch != nil {
+		r.lastChain = r.batch.Len()
 		_ = r.batch.Close()
 		r.batch = nil
 	}
@@ -92,7 +99,7 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	}
 	f.follows = p.rep.batch != nil
 	if !f.follows {
-		p.rep.batch = p.pdb.NewIndexedBatchWithSize(p.sizeHint)
+		p.rep.batch = p.pdb.NewIndexedBatchWithSize(max(p.sizeHint, batchSizeHint(p.rep.lastChain)))
 	}
 	batch := p.rep.batch
 	start, startCount := len(batch.Repr()), batch.Count()
@@ -162,8 +169,9 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	// batch's records since the group began (Pebble's Apply and Set
 	// append records in order).
 	data := batch.Repr()
-	repr := make([]byte, batchHeaderLen, batchHeaderLen+len(data)-start)
-	binary.LittleEndian.PutUint32(repr[8:], own)
+	room := p.hooks.ProposeRoom
+	repr := make([]byte, room+batchHeaderLen, room+batchHeaderLen+len(data)-start)
+	binary.LittleEndian.PutUint32(repr[room+8:], own)
 	repr = append(repr, data[start:]...)
 	if hoptrace.Enabled {
 		hoptrace.Count(hoptrace.GroupInFlight, p.inFlight-len(p.synced)) // not counting those done

@@ -77,6 +77,8 @@ type fakeSet struct {
 	failAt  map[int]bool // proposals (1-based) that fail
 	broken  bool
 	follows int
+	room    int // Hooks.ProposeRoom: repr starts with this many bytes for the set
+	badRoom int // proposals whose room was not zeros, or short
 }
 
 var errFakeLost = errors.New("fake: leadership lost")
@@ -86,6 +88,11 @@ func (s *fakeSet) propose(repr []byte, _, follows bool) func() error {
 	defer s.mu.Unlock()
 	s.n++
 	n := s.n
+	if len(repr) < s.room+batchHeaderLen || slices.ContainsFunc(repr[:s.room], func(b byte) bool { return b != 0 }) {
+		s.badRoom++
+	} else {
+		repr = repr[s.room:]
+	}
 	if follows {
 		s.follows++
 	}
@@ -428,5 +435,48 @@ func TestApplyReplicatedCopiesOnce(t *testing.T) {
 				t.Fatalf("applied index %d (%v), want %d", idx, err, n)
 			}
 		})
+	}
+}
+
+// TestChainBatchStartsWithRoom: a chain's batch starts with room for the
+// whole last chain (replicating.lastChain), not only its first group: 16
+// writers of 4 KiB values, 9.6 MB in all, make a chain of many groups
+// under fakeSet that ends past maxChainBatch, and the batch of the chain
+// started after it has room for at least the last chain's bytes. The set
+// asks for 33 bytes of room before each group's records
+// (Hooks.ProposeRoom): every proposal has them, zeroed, and applies.
+func TestChainBatchStartsWithRoom(t *testing.T) {
+	set := &fakeSet{room: 33}
+	db := openTest(t, Options{Hooks: &Hooks{Propose: set.propose, ProposeRoom: set.room, Publishes: func() bool { return false }}})
+	set.db = db
+	value := make([]byte, 4<<10)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 150 {
+				if err := db.Write(func(tx *Txn) error { tx.Set(fmt.Appendf(nil, "d/%d/%d", w, i), value); return nil }); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// The pipeline goroutine set both before it applied the last write's
+	// group, which was acknowledged before Write returned.
+	last, room := db.pipe.rep.lastChain, cap(db.pipe.rep.batch.Repr())
+	t.Logf("%d proposals, %d followed; last chain %d bytes, next batch's room %d", set.n, set.follows, last, room)
+	if set.follows == 0 || last < maxChainBatch {
+		t.Fatalf("the concurrent writers made no chain of several groups (%d followed, last chain %d bytes)", set.follows, last)
+	}
+	if room < last {
+		t.Errorf("a chain after one of %d bytes starts with %d bytes of room", last, room)
+	}
+	if set.badRoom > 0 {
+		t.Errorf("%d of %d proposals had no zeroed room of %d bytes before the group", set.badRoom, set.n, set.room)
+	}
+	if v, ok := mustGet(t, db, "d/15/149"); !ok || len(v) != len(value) {
+		t.Errorf("the last write: found %v, %d bytes", ok, len(v))
 	}
 }

@@ -90,53 +90,55 @@ const floorNS = "ycsb.usertable"
 var floorUI = make([]byte, 16)
 
 // setOplogEntry sets in b the next oplog entry, in MongoDB's shape: op
-// "i" with o the document, or op "u" with o the change and o2 {_id: id}.
-func (p *pebbleFloor) setOplogEntry(b *pebble.Batch, op string, id string, o bsoncore.Document) error {
+// "i" with o the document, or op "u" with o2 {_id: id} and o the change —
+// diff, when set, as a one-field $set's {$v: 2, diff: {u: {field: value}}},
+// otherwise o itself. The entry is built in a pooled buffer (Set copies
+// it), so the floor pays no allocation per entry.
+func (p *pebbleFloor) setOplogEntry(b *pebble.Batch, op, id string, o bsoncore.Document, diff *update) error {
 	n := p.opSeq.Add(1)
 	var key [9]byte
 	key[0] = storage.SpaceOplog
 	binary.BigEndian.PutUint64(key[1:], n)
-	start, v := bsoncore.AppendDocumentStart(nil)
+	buf := p.buffer()
+	defer p.bufs.Put(buf)
+	start, v := bsoncore.AppendDocumentStart((*buf)[:0])
 	v = bsoncore.AppendTimestampElement(v, "ts", uint32(n>>32), uint32(n))
 	v = bsoncore.AppendInt64Element(v, "t", 1)
 	v = bsoncore.AppendInt32Element(v, "v", 2)
 	v = bsoncore.AppendStringElement(v, "op", op)
 	v = bsoncore.AppendStringElement(v, "ns", floorNS)
 	v = bsoncore.AppendBinaryElement(v, "ui", 4, floorUI)
-	v = bsoncore.AppendDocumentElement(v, "o", o)
+	if diff != nil {
+		var oStart, ds, us int32
+		oStart, v = bsoncore.AppendDocumentElementStart(v, "o")
+		v = bsoncore.AppendInt32Element(v, "$v", 2)
+		ds, v = bsoncore.AppendDocumentElementStart(v, "diff")
+		us, v = bsoncore.AppendDocumentElementStart(v, "u")
+		v = appendStringElement(v, diff.field, diff.value)
+		v, _ = bsoncore.AppendDocumentEnd(v, us)
+		v, _ = bsoncore.AppendDocumentEnd(v, ds)
+		v, _ = bsoncore.AppendDocumentEnd(v, oStart)
+	} else {
+		v = bsoncore.AppendDocumentElement(v, "o", o)
+	}
 	if op == "u" {
-		o2s, o2 := bsoncore.AppendDocumentStart(nil)
-		o2 = bsoncore.AppendStringElement(o2, "_id", id)
-		o2, _ = bsoncore.AppendDocumentEnd(o2, o2s)
-		v = bsoncore.AppendDocumentElement(v, "o2", o2)
+		var o2 int32
+		o2, v = bsoncore.AppendDocumentElementStart(v, "o2")
+		v = bsoncore.AppendStringElement(v, "_id", id)
+		v, _ = bsoncore.AppendDocumentEnd(v, o2)
 	}
 	v = bsoncore.AppendDateTimeElement(v, "wall", int64(n))
 	v, err := bsoncore.AppendDocumentEnd(v, start)
+	*buf = v
 	if err != nil {
 		return err
 	}
 	return b.Set(key[:], v, nil)
 }
 
-// setDiffEntry sets in b the oplog entry of a one-field $set: o is
-// {$v: 2, diff: {u: {field: value}}}.
-func (p *pebbleFloor) setDiffEntry(b *pebble.Batch, u *update) error {
-	us, d := bsoncore.AppendDocumentStart(nil)
-	d = appendStringElement(d, u.field, u.value)
-	d, _ = bsoncore.AppendDocumentEnd(d, us)
-	ds, diff := bsoncore.AppendDocumentStart(nil)
-	diff = bsoncore.AppendDocumentElement(diff, "u", d)
-	diff, _ = bsoncore.AppendDocumentEnd(diff, ds)
-	oStart, o := bsoncore.AppendDocumentStart(nil)
-	o = bsoncore.AppendInt32Element(o, "$v", 2)
-	o = bsoncore.AppendDocumentElement(o, "diff", diff)
-	o, _ = bsoncore.AppendDocumentEnd(o, oStart)
-	return p.setOplogEntry(b, "u", u.key, o)
-}
-
-// write sets key to value, with its oplog entry when the floor keeps one
-// (entry sets it; nil for none).
-func (p *pebbleFloor) write(key string, value []byte, entry func(*pebble.Batch) error) error {
+// write sets key to value, with op "u"'s oplog entry (o, or diff's) when
+// the floor keeps one.
+func (p *pebbleFloor) write(key string, value []byte, o bsoncore.Document, diff *update) error {
 	if !p.oplog {
 		return p.pdb.Set([]byte(key), value, p.wo)
 	}
@@ -145,7 +147,7 @@ func (p *pebbleFloor) write(key string, value []byte, entry func(*pebble.Batch) 
 	if err := b.Set([]byte(key), value, nil); err != nil {
 		return err
 	}
-	if err := entry(b); err != nil {
+	if err := p.setOplogEntry(b, "u", key, o, diff); err != nil {
 		return err
 	}
 	return b.Commit(p.wo)
@@ -179,7 +181,7 @@ func (p *pebbleFloor) insert(_ context.Context, docs []bsoncore.Document) error 
 			return err
 		}
 		if p.oplog {
-			if err := p.setOplogEntry(b, "i", id, d); err != nil {
+			if err := p.setOplogEntry(b, "i", id, d, nil); err != nil {
 				return err
 			}
 		}
@@ -210,7 +212,7 @@ func (p *pebbleFloor) read(_ context.Context, k string) error {
 
 func (p *pebbleFloor) update(ctx context.Context, u *update) error {
 	if u.style == UpdateReplace {
-		return p.write(u.key, u.record, func(b *pebble.Batch) error { return p.setOplogEntry(b, "u", u.key, u.record) })
+		return p.write(u.key, u.record, u.record, nil)
 	}
 	return p.readModifyWrite(ctx, u)
 }
@@ -227,7 +229,7 @@ func (p *pebbleFloor) readModifyWrite(_ context.Context, u *update) error {
 	if err != nil {
 		return err
 	}
-	return p.write(u.key, next, func(b *pebble.Batch) error { return p.setDiffEntry(b, u) })
+	return p.write(u.key, next, nil, u)
 }
 
 func (p *pebbleFloor) scan(_ context.Context, k string, n int) (int, error) {

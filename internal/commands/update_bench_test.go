@@ -101,9 +101,11 @@ func BenchmarkRetryableUpdate(b *testing.B) { benchRetryableUpdate(b, 0, 0) }
 // per byte of its document weighs as it does under YCSB A and F.
 func BenchmarkRetryableUpdateYCSB(b *testing.B) { benchRetryableUpdate(b, 10, 100) }
 
-// benchRetryableUpdate runs BenchmarkRetryableUpdate on documents with
-// fields more fields of length characters beside field0.
-func benchRetryableUpdate(b *testing.B, fields, length int) {
+// updateBenchSession is a session on a standalone engine (100 ms sync
+// interval) whose b.c holds 10,000 documents {_id: i, field0: "value"}
+// with fields more fields of length characters (YCSB's shape for 10 and
+// 100), inserted 1,000 a message (under the message size).
+func updateBenchSession(b *testing.B, fields, length int) *Session {
 	sess := testSession(b, engine.Options{SyncInterval: 100 * time.Millisecond})
 	docs := bson.A{}
 	for i := range 10000 {
@@ -113,10 +115,20 @@ func benchRetryableUpdate(b *testing.B, fields, length int) {
 		}
 		docs = append(docs, d)
 	}
-	for at := 0; at < len(docs); at += 1000 { // under the message size
+	for at := 0; at < len(docs); at += 1000 {
 		Run(context.Background(), sess, testRequest(b, "b", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs[at : at+1000]}}), nil)
 	}
-	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+	return sess
+}
+
+// benchLsid is the benchmarks' session id.
+var benchLsid = bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+
+// benchRetryableUpdate runs BenchmarkRetryableUpdate on documents with
+// fields more fields of length characters beside field0.
+func benchRetryableUpdate(b *testing.B, fields, length int) {
+	sess := updateBenchSession(b, fields, length)
+	lsid := benchLsid
 	// 64 documents, each set to alternate values (a no-op writes nothing);
 	// the txnNumber is written into the body before each command.
 	bodies := make([][]byte, 128)
@@ -155,19 +167,8 @@ func benchRetryableUpdate(b *testing.B, fields, length int) {
 // the update's read of its document in the pipeline follows a read that
 // cached it (storage's "Group reads through the cache").
 func BenchmarkReadModifyWriteYCSB(b *testing.B) {
-	sess := testSession(b, engine.Options{SyncInterval: 100 * time.Millisecond})
-	docs := bson.A{}
-	for i := range 10000 {
-		d := bson.D{{Key: "_id", Value: i}, {Key: "field0", Value: "value"}}
-		for f := range 10 {
-			d = append(d, bson.E{Key: fmt.Sprintf("field%d", f+1), Value: strings.Repeat(string(rune('a'+(i+f)%26)), 100)})
-		}
-		docs = append(docs, d)
-	}
-	for at := 0; at < len(docs); at += 1000 {
-		Run(context.Background(), sess, testRequest(b, "b", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs[at : at+1000]}}), nil)
-	}
-	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+	sess := updateBenchSession(b, 10, 100)
+	lsid := benchLsid
 	finds := make([][]byte, 128)
 	updates := make([][]byte, 128)
 	for i := range updates {

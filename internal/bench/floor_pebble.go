@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/hlc"
 	"github.com/cairndb/cairn/internal/storage"
 )
 
@@ -85,55 +87,46 @@ func openPebbleFloor(durable, oplog bool) (*pebbleFloor, error) {
 
 // floorNS and floorUI are the namespace and collection UUID the oplog
 // floor's entries name.
-const floorNS = "ycsb.usertable"
+var (
+	floorNS = engine.Namespace{DB: "ycsb", Coll: "usertable"}
+	floorUI = make([]byte, 16)
+)
 
-var floorUI = make([]byte, 16)
-
-// setOplogEntry sets in b the next oplog entry, in MongoDB's shape: op
-// "i" with o the document, or op "u" with o2 {_id: id} and o the change —
-// diff, when set, as a one-field $set's {$v: 2, diff: {u: {field: value}}},
-// otherwise o itself. The entry is built in a pooled buffer (Set copies
-// it), so the floor pays no allocation per entry.
-func (p *pebbleFloor) setOplogEntry(b *pebble.Batch, op, id string, o bsoncore.Document, diff *update) error {
+// setOplogEntry sets in b the next oplog entry, built by the engine's own
+// entry builder (engine.AppendOplogEntry: the bytes Cairn writes for a
+// write outside a session): op 'i' with o the document, or op 'u' with o2
+// {_id: id} and o the change — diff, when set, as a one-field $set's {$v:
+// 2, diff: {u: {field: value}}}, otherwise o itself. Entries are built in
+// pooled buffers (Set copies them): no allocation per entry.
+func (p *pebbleFloor) setOplogEntry(b *pebble.Batch, op byte, id string, o bsoncore.Document, diff *update) error {
 	n := p.opSeq.Add(1)
 	var key [9]byte
 	key[0] = storage.SpaceOplog
 	binary.BigEndian.PutUint64(key[1:], n)
-	buf := p.buffer()
+	buf, obuf := p.buffer(), p.buffer()
 	defer p.bufs.Put(buf)
-	start, v := bsoncore.AppendDocumentStart((*buf)[:0])
-	v = bsoncore.AppendTimestampElement(v, "ts", uint32(n>>32), uint32(n))
-	v = bsoncore.AppendInt64Element(v, "t", 1)
-	v = bsoncore.AppendInt32Element(v, "v", 2)
-	v = bsoncore.AppendStringElement(v, "op", op)
-	v = bsoncore.AppendStringElement(v, "ns", floorNS)
-	v = bsoncore.AppendBinaryElement(v, "ui", 4, floorUI)
+	defer p.bufs.Put(obuf)
 	if diff != nil {
 		var oStart, ds, us int32
-		oStart, v = bsoncore.AppendDocumentElementStart(v, "o")
-		v = bsoncore.AppendInt32Element(v, "$v", 2)
-		ds, v = bsoncore.AppendDocumentElementStart(v, "diff")
-		us, v = bsoncore.AppendDocumentElementStart(v, "u")
-		v = appendStringElement(v, diff.field, diff.value)
-		v, _ = bsoncore.AppendDocumentEnd(v, us)
-		v, _ = bsoncore.AppendDocumentEnd(v, ds)
-		v, _ = bsoncore.AppendDocumentEnd(v, oStart)
-	} else {
-		v = bsoncore.AppendDocumentElement(v, "o", o)
+		oStart, *obuf = bsoncore.AppendDocumentStart((*obuf)[:0])
+		*obuf = bsoncore.AppendInt32Element(*obuf, "$v", 2)
+		ds, *obuf = bsoncore.AppendDocumentElementStart(*obuf, "diff")
+		us, *obuf = bsoncore.AppendDocumentElementStart(*obuf, "u")
+		*obuf = appendStringElement(*obuf, diff.field, diff.value)
+		*obuf, _ = bsoncore.AppendDocumentEnd(*obuf, us)
+		*obuf, _ = bsoncore.AppendDocumentEnd(*obuf, ds)
+		*obuf, _ = bsoncore.AppendDocumentEnd(*obuf, oStart)
+		o = *obuf
 	}
-	if op == "u" {
-		var o2 int32
-		o2, v = bsoncore.AppendDocumentElementStart(v, "o2")
-		v = bsoncore.AppendStringElement(v, "_id", id)
-		v, _ = bsoncore.AppendDocumentEnd(v, o2)
+	at := len(*obuf) // the _id's value after o's bytes (o stays valid if the append moves them)
+	if diff == nil {
+		at = 0
 	}
-	v = bsoncore.AppendDateTimeElement(v, "wall", int64(n))
-	v, err := bsoncore.AppendDocumentEnd(v, start)
-	*buf = v
-	if err != nil {
-		return err
-	}
-	return b.Set(key[:], v, nil)
+	*obuf = bsoncore.AppendString((*obuf)[:at], id)
+	idv := bsoncore.Value{Type: bsoncore.TypeString, Data: (*obuf)[at:]}
+	ts := hlc.New(uint32(n>>32), uint32(n))
+	*buf = engine.AppendOplogEntry((*buf)[:0], op, floorNS, floorUI, o, idv, ts, 1, int64(n))
+	return b.Set(key[:], *buf, nil)
 }
 
 // write sets key to value, with op "u"'s oplog entry (o, or diff's) when
@@ -147,7 +140,7 @@ func (p *pebbleFloor) write(key string, value []byte, o bsoncore.Document, diff 
 	if err := b.Set([]byte(key), value, nil); err != nil {
 		return err
 	}
-	if err := p.setOplogEntry(b, "u", key, o, diff); err != nil {
+	if err := p.setOplogEntry(b, 'u', key, o, diff); err != nil {
 		return err
 	}
 	return b.Commit(p.wo)
@@ -181,7 +174,7 @@ func (p *pebbleFloor) insert(_ context.Context, docs []bsoncore.Document) error 
 			return err
 		}
 		if p.oplog {
-			if err := p.setOplogEntry(b, "i", id, d, nil); err != nil {
+			if err := p.setOplogEntry(b, 'i', id, d, nil); err != nil {
 				return err
 			}
 		}

@@ -350,10 +350,7 @@ func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []by
 	if l.sess != nil {
 		b = bsoncore.AppendInt32Element(b, "stmtId", l.stmt)
 	}
-	b = bsoncore.AppendTimestampElement(b, "ts", ts.T(), ts.I())
-	b = bsoncore.AppendInt64Element(b, "t", e.oplogTerm())
-	b = bsoncore.AppendInt64Element(b, "v", 2)
-	b = bsoncore.AppendDateTimeElement(b, "wall", e.now().UnixMilli())
+	b = appendEntryTail(b, ts, e.oplogTerm(), e.now().UnixMilli())
 	b, _ = bsoncore.AppendDocumentEnd(b, start)
 	l.buf = b
 	var kb [9]byte
@@ -364,6 +361,28 @@ func (e *Engine) logChange(tx *storage.Txn, op byte, ns Namespace, collUUID []by
 	// a trim may remove a little early; an undo hook per entry would cost
 	// an allocation on every write.
 	l.pending += int64(len(b))
+}
+
+// AppendOplogEntry appends the entry logChange writes for one change
+// outside a session — op, ns, ui, o and o2 (appendChange), then ts, t, v
+// and wall (appendEntryTail) — with wallMillis the wall clock in
+// milliseconds. The bench's pebble-oplog floor writes its entries with it,
+// so that it writes the bytes Cairn writes.
+func AppendOplogEntry(b []byte, op byte, ns Namespace, collUUID []byte, o bsoncore.Document, id bsoncore.Value, ts hlc.Timestamp, term, wallMillis int64) []byte {
+	var start int32
+	start, b = bsoncore.ReserveLength(b)
+	b = appendChange(b, op, ns, collUUID, o, id)
+	b = appendEntryTail(b, ts, term, wallMillis)
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	return b
+}
+
+// appendEntryTail appends an entry's last fields: ts, t, v and wall.
+func appendEntryTail(b []byte, ts hlc.Timestamp, term, wallMillis int64) []byte {
+	b = bsoncore.AppendTimestampElement(b, "ts", ts.T(), ts.I())
+	b = bsoncore.AppendInt64Element(b, "t", term)
+	b = bsoncore.AppendInt64Element(b, "v", 2)
+	return bsoncore.AppendDateTimeElement(b, "wall", wallMillis)
 }
 
 // appendChange appends what an entry says of one change — op, ns, ui, o

@@ -118,7 +118,9 @@ func TestRuntimeChecksCatchFaults(t *testing.T) {
 	for _, f := range invariantFaults {
 		t.Run(f.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestRuntimeChecksCatchFaults$", "-test.count=1")
-			cmd.Env = append(os.Environ(), faultEnv+"="+f.name)
+			// The child dies of a panic, so its t.TempDir cleanup never runs:
+			// its temporary directories go under this test's, which is removed.
+			cmd.Env = append(os.Environ(), faultEnv+"="+f.name, "TMPDIR="+t.TempDir())
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the child passed; want it to die of invariant %q:\n%s", f.invariant, out)

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -14,7 +13,7 @@ import (
 // currentOp with msg "Backup: N files, B bytes written" and progress
 // {done, total} in bytes, done rising to what the reply reports (the
 // createBackupPauseAfterFiles fail point holds it after its files are
-// written, so the test sees it running).
+// written, so the test sees it running; waitForFailPoint says when).
 func TestBackupProgressInCurrentOp(t *testing.T) {
 	s := startTestCommandsServer(t)
 	c := s.client(t)
@@ -26,7 +25,7 @@ func TestBackupProgressInCurrentOp(t *testing.T) {
 	if _, err := c.Database("test").Collection("c").InsertMany(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
-	configureFailPoint(t, c, bson.D{{Key: "configureFailPoint", Value: "createBackupPauseAfterFiles"}, {Key: "mode", Value: "alwaysOn"}})
+	before, _ := configureFailPoint(t, c, bson.D{{Key: "configureFailPoint", Value: "createBackupPauseAfterFiles"}, {Key: "mode", Value: "alwaysOn"}}).Lookup("count").AsInt64OK()
 	dir := filepath.Join(t.TempDir(), "backup")
 	type result struct {
 		reply bson.M
@@ -38,32 +37,35 @@ func TestBackupProgressInCurrentOp(t *testing.T) {
 		err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "createBackup", Value: 1}, {Key: "backupDir", Value: dir}}).Decode(&r)
 		done <- result{r, err}
 	}()
+	// Progress is read once the fail point holds the backup (its files
+	// written and measured): a tick's progress read earlier can come while
+	// the checkpoint is still being written, short of the reply's count.
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "waitForFailPoint", Value: "createBackupPauseAfterFiles"},
+		{Key: "timesEntered", Value: before + 1}, {Key: "maxTimeMS", Value: 60_000}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var cur struct {
+		Inprog []struct {
+			Command  bson.M `bson:"command"`
+			Msg      string `bson:"msg"`
+			Progress struct {
+				Done  int64 `bson:"done"`
+				Total int64 `bson:"total"`
+			} `bson:"progress"`
+		} `bson:"inprog"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&cur); err != nil {
+		t.Fatal(err)
+	}
 	var msg string
 	var doneBytes, total int64
-	deadline := time.Now().Add(10 * time.Second)
-	for doneBytes == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no createBackup with progress in currentOp within 10s")
+	for _, op := range cur.Inprog {
+		if _, ok := op.Command["createBackup"]; ok {
+			msg, doneBytes, total = op.Msg, op.Progress.Done, op.Progress.Total
 		}
-		var cur struct {
-			Inprog []struct {
-				Command  bson.M `bson:"command"`
-				Msg      string `bson:"msg"`
-				Progress struct {
-					Done  int64 `bson:"done"`
-					Total int64 `bson:"total"`
-				} `bson:"progress"`
-			} `bson:"inprog"`
-		}
-		if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&cur); err != nil {
-			t.Fatal(err)
-		}
-		for _, op := range cur.Inprog {
-			if _, ok := op.Command["createBackup"]; ok {
-				msg, doneBytes, total = op.Msg, op.Progress.Done, op.Progress.Total
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if doneBytes == 0 {
+		t.Fatal("the paused createBackup shows no progress in currentOp")
 	}
 	configureFailPoint(t, c, bson.D{{Key: "configureFailPoint", Value: "createBackupPauseAfterFiles"}, {Key: "mode", Value: "off"}})
 	r := <-done

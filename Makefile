@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/... ./internal/replset/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-replset bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-profile bench-replset bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
 
 all: build
 
@@ -230,6 +230,22 @@ bench-replset:
 ## BENCHMARKS.md uses --records 100000 --threads 16 --runs 3.
 bench:
 	$(GO) run ./cmd/cairn bench --workload all --records 2000 --ops 4000 --threads 4 --floor protocol --floor durable --floor pebble --floor pebble-oplog
+
+## bench-profile: issue 16's profiles: every workload (100,000 records, 16 threads, 30 s runs)
+## against a cairn built with -tags cairnpprof, the server's CPU and allocation profiles of each
+## phase written to PROFILE_DIR, and the top 15 functions of each printed (and kept in top15.txt).
+PROFILE_DIR ?= /tmp/cairn-profiles
+PROFILE_ARGS ?= --workload all --records 100000 --ops 100000 --threads 16 --max-time 30s
+bench-profile:
+	rm -rf $(PROFILE_DIR) && mkdir -p $(PROFILE_DIR)
+	$(GO) build -tags cairnpprof -o $(PROFILE_DIR)/cairn ./cmd/cairn
+	$(PROFILE_DIR)/cairn bench $(PROFILE_ARGS) --profile-dir $(PROFILE_DIR) | tee $(PROFILE_DIR)/report.txt
+	cd $(PROFILE_DIR) && for f in cpu-*.pprof; do \
+	  stem=$${f#cpu-}; stem=$${stem%.pprof}; \
+	  echo "== $$stem: server CPU, top 15 (flat)"; $(GO) tool pprof -top -nodecount=15 cairn $$f 2>/dev/null | tail -n +5; \
+	  echo "== $$stem: server allocations, top 15 (bytes)"; \
+	  $(GO) tool pprof -top -nodecount=15 -sample_index=alloc_space -base allocs-$$stem-start.pprof cairn allocs-$$stem-end.pprof 2>/dev/null | tail -n +5; \
+	done | tee top15.txt
 
 ## bench-storage: storage-layer benchmarks against raw Pebble.
 bench-storage:

@@ -69,6 +69,13 @@ Floors (--floor, repeatable):
             floor-proxy vs cairn, the CPU of both processes counted
             (run one by hand: cairn bench --proxy-floor-server --port P --to host:port)
 
+Profiles (--profile-dir DIR): the server's own CPU profile of every measured
+phase (the load and each run of each workload) and its allocations profile
+as the phase began and ended, written to DIR as cpu-<phase>-run<N>.pprof and
+allocs-<phase>-run<N>-{start,end}.pprof. Only a cairn built with
+-tags cairnpprof serves them; 'make bench-profile' builds one, runs every
+workload and prints each profile's top 15 functions.
+
 Examples:
   cairn bench --workload c --floor protocol
   cairn bench --workload all --records 100000 --threads 16 --runs 3 --floor protocol --floor pebble
@@ -109,7 +116,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.URI, "uri", "", "server to measure (default: start 'cairn serve' on a free loopback port with a fresh data directory)")
 	fs.StringVar(&cfg.CompareURI, "compare", "", "another server to measure alongside, runs alternating")
 	fs.Var(&workloads, "workload", "workloads to run: a-f, a comma list, or all (repeatable; default all)")
-	fs.Var(&floors, "floor", "floor to measure alongside: protocol, durable, pebble or proxy (repeatable)")
+	fs.Var(&floors, "floor", "floor to measure alongside: protocol, durable, pebble, pebble-oplog or proxy (repeatable)")
 	fs.Int64Var(&cfg.Records, "records", 100_000, "records loaded before the workloads")
 	fs.Int64Var(&cfg.Ops, "ops", 100_000, "operations per run")
 	fs.DurationVar(&cfg.MaxTime, "max-time", 0, "end each run after this long even if operations remain, e.g. 30s (YCSB's maxexecutiontime; default: no limit)")
@@ -127,6 +134,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Monitoring, "server-monitoring", "", "the driver's serverMonitoringMode for every target: auto, stream or poll (default: the driver's)")
 	fs.StringVar(&cfg.Database, "db", "cairn_bench", "database holding the records")
 	fs.StringVar(&cfg.Collection, "collection", "usertable", "collection holding the records (dropped before loading)")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write the server's CPU and allocation profiles of every measured phase here (a cairn built with -tags cairnpprof; make bench-profile)")
+	fs.StringVar(&cfg.ProfileURL, "profile-url", "", "with --uri and --profile-dir: where that server serves its profiles (http://host:port, its CAIRN_PPROF address)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchUsage)
 		fs.PrintDefaults()

@@ -8,7 +8,9 @@ package main
 // profiles). Release builds do not contain it. CAIRN_PPROF=auto listens on
 // a free loopback port and prints it to stderr ("pprof: http://..."), for
 // the members `cairn cluster up` starts with one environment (issue 18's
-// profiles of all three members).
+// profiles of all three members). It also serves /debug/cairn/, the
+// profiles `cairn bench --profile-dir` brackets each measured phase with
+// (bench.ProfileHandler).
 
 import (
 	"fmt"
@@ -16,6 +18,8 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
+
+	"github.com/cairndb/cairn/internal/bench"
 )
 
 func init() {
@@ -32,5 +36,6 @@ func init() {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "pprof: http://%s/debug/pprof/ (pid %d)\n", ln.Addr(), os.Getpid())
+	http.Handle("/debug/cairn/", bench.ProfileHandler()) // cairn bench --profile-dir
 	go func() { _ = http.Serve(ln, nil) }()
 }

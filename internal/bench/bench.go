@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -70,6 +71,15 @@ type Config struct {
 	Version string
 	// Progress receives the live progress lines (nil: none).
 	Progress io.Writer
+	// ProfileDir, when set, receives the cairn target's server profiles of
+	// every measured phase (profiling.go): the embedded server is started
+	// with its profiling endpoint on a free loopback port, which only a
+	// cairn built with -tags cairnpprof serves; a --uri server's is
+	// ProfileURL.
+	ProfileDir string
+	// ProfileURL is where a --uri server serves its profiles
+	// (http://host:port, its CAIRN_PPROF address).
+	ProfileURL string
 
 	// onRun, when set, is called as each measured run (or load, as
 	// workload "load") starts, and the function it returns as it ends (the
@@ -133,6 +143,14 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("distribution %q: want uniform, zipfian or latest", c.Distribution)
 	}
+	switch {
+	case c.ProfileURL != "" && c.ProfileDir == "":
+		return errors.New("--profile-url without --profile-dir: say where the profiles go")
+	case c.ProfileURL != "" && c.URI == "":
+		return errors.New("--profile-url names a --uri server's profiling address; without --uri the embedded server's is chosen")
+	case c.ProfileDir != "" && c.URI != "" && c.ProfileURL == "":
+		return errNoProfileURL
+	}
 	for _, f := range c.Floors {
 		if f != FloorProtocol && f != FloorDurable && f != FloorPebble && f != FloorPebbleOplog && f != FloorProxy {
 			return fmt.Errorf("floor %q: want protocol, durable, pebble, pebble-oplog or proxy", f)
@@ -177,6 +195,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.startTargets(ctx); err != nil {
 		return nil, err
 	}
+	var prof *profiler
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+		prof = newProfiler(r.cfg.ProfileURL, cfg.ProfileDir)
+		if err := prof.probe(ctx); err != nil {
+			return nil, err
+		}
+		test := r.cfg.onRun
+		r.cfg.onRun = func(target, workload string, run int) func() {
+			stop := func() {}
+			if test != nil {
+				stop = test(target, workload, run)
+			}
+			if target != TargetCairn {
+				return stop
+			}
+			end := prof.phase(workload, run)
+			return func() { end(); stop() }
+		}
+	}
 	for _, t := range r.targets {
 		client := "this process's getrusage (driver and harness)"
 		if t.inProcess {
@@ -207,6 +247,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Machine.LoadAfter = loadAverage()
 	rep.Notes = r.notes()
+	if prof != nil {
+		if err := prof.failure(); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 

@@ -78,6 +78,18 @@
 // so that no target's connection costs anything while another target is
 // measured.
 //
+// # Profiles
+//
+// profiling.go: with --profile-dir, the cairn target's server is profiled
+// in every measured phase (its own CPU profile, and its allocations
+// profile at the phase's start and end) through ProfileHandler, which only
+// a profiling build serves (-tags cairnpprof); `make bench-profile` builds
+// one, runs every workload and prints each profile's top 15 — issue 16's
+// "profile of the server per workload". A server without the endpoint is
+// refused before anything is measured, and any failed fetch fails the
+// run: profiles asked for are never silently missing
+// (TestProfilerPhases, TestProfileDirEndToEnd).
+//
 // # Soak
 //
 // soak.go is the load soak (`make soak-load`): SoakMix, a steady mix with

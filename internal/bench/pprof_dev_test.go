@@ -26,5 +26,9 @@ func init() {
 		fmt.Fprintf(os.Stderr, "pprof: %v\n", err)
 		return
 	}
+	http.Handle("/debug/cairn/", ProfileHandler())
 	go func() { _ = http.Serve(ln, nil) }()
 }
+
+// profilingBuild: this test build serves ProfileHandler in its children.
+const profilingBuild = true

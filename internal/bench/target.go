@@ -111,11 +111,17 @@ type child struct {
 }
 
 // startChild runs self(args...) and waits until addr accepts connections.
-func startChild(ctx context.Context, what string, self SelfCommand, args []string, addr string) (*child, error) {
+func startChild(ctx context.Context, what string, self SelfCommand, args, env []string, addr string) (*child, error) {
 	if self == nil {
 		return nil, fmt.Errorf("bench: cannot start %s: no way to run the cairn binary (Config.Self)", what)
 	}
 	cmd := self(args...)
+	if env != nil {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, env...)
+	}
 	tail := &tailWriter{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = tail, tail
 	dieWithParent(cmd)
@@ -212,7 +218,15 @@ func startEmbedded(ctx context.Context, cfg *Config) (*target, string, error) {
 		return nil, "", err
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	c, err := startChild(ctx, "cairn serve", cfg.Self, []string{"serve", "--port", port, "--dbpath", dir, "--sync", cfg.Sync}, addr)
+	var env []string
+	if cfg.ProfileDir != "" { // profiling.go: the server's endpoint on a port of its own
+		paddr, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, "", err
+		}
+		env, cfg.ProfileURL = []string{"CAIRN_PPROF=" + paddr}, "http://"+paddr
+	}
+	c, err := startChild(ctx, "cairn serve", cfg.Self, []string{"serve", "--port", port, "--dbpath", dir, "--sync", cfg.Sync}, env, addr)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", err
@@ -247,7 +261,7 @@ func startProtocolFloorChild(ctx context.Context, cfg *Config, durable bool) (*t
 		name, what = TargetFloorDurable, "durable floor"
 		about = "the protocol floor, every write synced to a log (group commit, fdatasync) before its reply"
 	}
-	c, err := startChild(ctx, what, cfg.Self, args, addr)
+	c, err := startChild(ctx, what, cfg.Self, args, nil, addr)
 	if err != nil {
 		if dir != "" {
 			_ = os.RemoveAll(dir)
@@ -337,7 +351,7 @@ func startProxyFloorChild(ctx context.Context, cfg *Config, behind *target, cair
 		return nil, "", err
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	c, err := startChild(ctx, "proxy floor", cfg.Self, []string{"bench", ProxyFloorServerArg, "--port", port, "--to", cs.Hosts[0]}, addr)
+	c, err := startChild(ctx, "proxy floor", cfg.Self, []string{"bench", ProxyFloorServerArg, "--port", port, "--to", cs.Hosts[0]}, nil, addr)
 	if err != nil {
 		return nil, "", err
 	}

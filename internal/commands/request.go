@@ -205,11 +205,24 @@ func (r *Request) Docs(name string) ([]bsoncore.Document, error) {
 		if !ok {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'array'", r.Name, name, typeName(v.Type))
 		}
-		vals, err := arr.Values()
-		if err != nil {
-			return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, err)
+		// Read in place, as bsoncore's Values reads (each value validated),
+		// without the slice of every value it allocates per write command.
+		length, rest, ok := bsoncore.ReadLength(arr)
+		if !ok {
+			return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, bsoncore.NewInsufficientBytesError(arr, rest))
 		}
-		for i, el := range vals {
+		length -= 4
+		for i := 0; length > 1; i++ {
+			e, next, ok := bsoncore.ReadElement(rest)
+			length -= int32(len(e))
+			if !ok {
+				return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, bsoncore.NewInsufficientBytesError(arr, next))
+			}
+			rest = next
+			el := e.Value()
+			if err := el.Validate(); err != nil {
+				return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, err)
+			}
 			d, ok := el.DocumentOK()
 			if !ok {
 				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s.%d' is the wrong type '%s', expected type 'object'", r.Name, name, i, typeName(el.Type))

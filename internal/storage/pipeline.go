@@ -528,12 +528,13 @@ func (p *pipeline) ready(f *flight, txn *Txn, batch *pebble.Batch, applied *int)
 	txn.docs = nil
 	if p.visible.docs != nil && (p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil) {
 		txn.docs = p.visible
+		f.docWrites, f.refresh = clearedKeys(f.docWrites), clearedKeys(f.refresh)
 		if f.docWrites == nil {
 			f.docWrites = make(map[uint64]struct{})
+		}
+		if f.refresh == nil {
 			f.refresh = make(map[uint64]struct{})
 		}
-		clear(f.docWrites)
-		clear(f.refresh)
 		f.docRange = false
 	}
 	for _, r := range f.group {

@@ -166,14 +166,24 @@ func checkNested(cmd *command, name string, req *Request) error {
 		if v, ok := req.Arg(field); ok {
 			switch v.Type {
 			case bsoncore.TypeEmbeddedDocument:
-				if err := checkSubFields(name+"."+field, allowed, v.Document()); err != nil {
+				if err := checkSubFields(name, field, allowed, v.Document()); err != nil {
 					return err
 				}
 			case bsoncore.TypeArray:
-				vals, _ := v.Array().Values()
-				for _, el := range vals {
-					if d, ok := el.DocumentOK(); ok {
-						if err := checkSubFields(name+"."+field, allowed, d); err != nil {
+				// The array's elements read in place (Values would
+				// allocate their slice on every write command).
+				arr := v.Array()
+				if len(arr) < 5 {
+					break
+				}
+				for rest := arr[4 : len(arr)-1]; len(rest) > 0; {
+					el, r, ok := bsoncore.ReadElement(rest)
+					if !ok {
+						break
+					}
+					rest = r
+					if d, ok := el.Value().DocumentOK(); ok {
+						if err := checkSubFields(name, field, allowed, d); err != nil {
 							return err
 						}
 					}
@@ -181,7 +191,7 @@ func checkNested(cmd *command, name string, req *Request) error {
 			}
 		}
 		for _, d := range req.Sequences[field] {
-			if err := checkSubFields(name+"."+field, allowed, d); err != nil {
+			if err := checkSubFields(name, field, allowed, d); err != nil {
 				return err
 			}
 		}
@@ -189,7 +199,9 @@ func checkNested(cmd *command, name string, req *Request) error {
 	return nil
 }
 
-func checkSubFields(path string, allowed []string, d bsoncore.Document) error {
+// checkSubFields checks the fields of d, a document of command name's
+// argument arg (named name.arg in its errors).
+func checkSubFields(name, arg string, allowed []string, d bsoncore.Document) error {
 	var buf [16]field
 	elems, err := elementsOf(buf[:0], d)
 	if err != nil {
@@ -198,10 +210,10 @@ func checkSubFields(path string, allowed []string, d bsoncore.Document) error {
 	for i := range elems {
 		key := elems[i].key()
 		if duplicateOf(elems[:i], key) {
-			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s' is a duplicate field", path, key)
+			return mongoerr.New(mongoerr.DuplicateField, "BSON field '%s.%s.%s' is a duplicate field", name, arg, key)
 		}
 		if !contains(allowed, key) {
-			return mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", path, key)
+			return mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s.%s' is an unknown field.", name, arg, key)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"encoding/binary"
 	"math"
 	"time"
 
@@ -39,6 +40,29 @@ type Request struct {
 	// see): the one clock reading its operation entry, its duration and
 	// its $$NOW share.
 	start time.Time
+	// lastColl is the collection name firstString last read (kept across
+	// Reset), so that a connection naming the same collection command
+	// after command allocates its string once, as DB does.
+	lastColl string
+}
+
+// firstString is the body's first value as a string (a collection's name)
+// when it is one, read as bsoncore.Value.StringValueOK reads it; a name
+// equal to the last one read is that string.
+func (r *Request) firstString() (string, bool) {
+	v := r.First()
+	if v.Type != bsoncore.TypeString || len(v.Data) < 4 {
+		return "", false
+	}
+	n := int32(binary.LittleEndian.Uint32(v.Data))
+	if n <= 0 || int64(len(v.Data)-4) < int64(n) {
+		return "", false
+	}
+	b := v.Data[4 : 4+n-1]
+	if string(b) != r.lastColl {
+		r.lastColl = string(b)
+	}
+	return r.lastColl, true
 }
 
 // now is the command's $$NOW: when Run began it, or now for a Request Run
@@ -162,7 +186,10 @@ func (r *Request) Collection() (string, error) {
 	if v.Type != bsoncore.TypeString {
 		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(v.Type))
 	}
-	name := v.StringValue()
+	name, ok := r.firstString()
+	if !ok {
+		name = v.StringValue() // malformed: StringValue's panic, as before
+	}
 	if name == "" {
 		return "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", r.DB)
 	}
@@ -178,11 +205,24 @@ func (r *Request) Docs(name string) ([]bsoncore.Document, error) {
 		if !ok {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'array'", r.Name, name, typeName(v.Type))
 		}
-		vals, err := arr.Values()
-		if err != nil {
-			return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, err)
+		// Read in place, as bsoncore's Values reads (each value validated),
+		// without the slice of every value it allocates per write command.
+		length, rest, ok := bsoncore.ReadLength(arr)
+		if !ok {
+			return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, bsoncore.NewInsufficientBytesError(arr, rest))
 		}
-		for i, el := range vals {
+		length -= 4
+		for i := 0; length > 1; i++ {
+			e, next, ok := bsoncore.ReadElement(rest)
+			length -= int32(len(e))
+			if !ok {
+				return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, bsoncore.NewInsufficientBytesError(arr, next))
+			}
+			rest = next
+			el := e.Value()
+			if err := el.Validate(); err != nil {
+				return nil, mongoerr.New(mongoerr.BadValue, "invalid array %s: %v", name, err)
+			}
 			d, ok := el.DocumentOK()
 			if !ok {
 				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s.%d' is the wrong type '%s', expected type 'object'", r.Name, name, i, typeName(el.Type))

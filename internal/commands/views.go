@@ -30,7 +30,7 @@ func checkView(s *Session, cmd *command, req *Request) error {
 	if cmd.onView {
 		return nil
 	}
-	name, ok := req.First().StringValueOK()
+	name, ok := req.firstString()
 	if !ok {
 		return nil
 	}

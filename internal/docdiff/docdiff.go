@@ -32,6 +32,7 @@ package docdiff
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -41,23 +42,40 @@ import (
 // are equal or when only a replacement can express the change (its caller
 // then logs the whole new document).
 func Diff(old, new bsoncore.Document) bsoncore.Document {
-	if bytes.Equal(old, new) {
-		return nil
-	}
-	d, ok := diffObject(old, new)
+	d, ok := AppendDiff(nil, old, new)
 	if !ok {
 		return nil
 	}
 	return d
 }
 
+// AppendDiff appends Diff(old, new) to dst; ok is false (and dst is
+// returned as it was) where Diff returns nil. The common update that
+// changes values only (diffSameNames) writes its diff straight into dst,
+// allocating nothing when dst has room (an oplog entry's buffer).
+func AppendDiff(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
+	if bytes.Equal(old, new) {
+		return dst, false
+	}
+	return appendDiffObject(dst, old, new)
+}
+
 // diffObject diffs two embedded documents; ok is false when the new field
 // order cannot be reached by removing, replacing and appending fields.
 func diffObject(old, new bsoncore.Document) (bsoncore.Document, bool) {
-	if d, ok := diffSameNames(old, new); ok {
+	return appendDiffObject(nil, old, new)
+}
+
+// appendDiffObject is diffObject appending to dst.
+func appendDiffObject(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
+	if d, ok := diffSameNames(dst, old, new); ok {
 		return d, true
 	}
-	return diffFields(old, new)
+	d, ok := diffFields(old, new)
+	if !ok {
+		return dst, false
+	}
+	return append(dst, d...), true
 }
 
 // diffFields is diffObject's general case: fields removed, kept, replaced
@@ -129,30 +147,35 @@ const maxSameNames = 32
 // the names differ in any way (or a document is cut short, or has more
 // than maxSameNames fields), and diffFields decides then; where both
 // decide, they write the same bytes (TestSameNamesAsFields).
-func diffSameNames(old, new bsoncore.Document) (bsoncore.Document, bool) {
+func diffSameNames(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
 	if len(old) < 5 || len(new) < 5 {
-		return nil, false
+		return dst, false
 	}
 	orest, nrest := old[4:len(old)-1], new[4:len(new)-1]
-	var names [maxSameNames]string
-	var upd, sub []bsoncore.Element
+	// Names and elements are read in place, into arrays on the stack: the
+	// diff of a few changed fields allocates nothing but, when dst lacks
+	// room, its bytes (and a nested diff's).
+	var names [maxSameNames][]byte
+	var updArr, subArr [8]bsoncore.Element
+	upd, sub := updArr[:0], subArr[:0]
 	for n := 0; len(orest) > 0 || len(nrest) > 0; n++ {
 		if n == maxSameNames {
-			return nil, false
+			return dst, false
 		}
 		oe, or, ok1 := bsoncore.ReadElement(orest)
 		ne, nr, ok2 := bsoncore.ReadElement(nrest)
 		if !ok1 || !ok2 {
-			return nil, false
+			return dst, false
 		}
 		orest, nrest = or, nr
-		name := oe.Key()
-		if ne.Key() != name {
-			return nil, false
+		name, err1 := oe.KeyBytesErr()
+		nname, err2 := ne.KeyBytesErr()
+		if err1 != nil || err2 != nil || !bytes.Equal(name, nname) {
+			return dst, false
 		}
 		for _, seen := range names[:n] {
-			if seen == name {
-				return nil, false // a repeated name: diffObject refuses it
+			if bytes.Equal(seen, name) {
+				return dst, false // a repeated name: diffObject refuses it
 			}
 		}
 		names[n] = name
@@ -161,31 +184,54 @@ func diffSameNames(old, new bsoncore.Document) (bsoncore.Document, bool) {
 			continue
 		}
 		if nested, ok := diffValue(ov, v); ok {
-			sub = append(sub, bsoncore.AppendDocumentElement(nil, "s"+name, nested))
+			sub = append(sub, bsoncore.AppendDocumentElement(nil, "s"+string(name), nested))
 			continue
 		}
 		upd = append(upd, ne)
 	}
-	return assemble(nil, upd, nil, sub), true
+	return appendAssembled(dst, nil, upd, nil, sub), true
 }
 
 // assemble writes a document diff's sections in their order: d, u and i,
 // then the nested diffs.
 func assemble(del, upd, ins, sub []bsoncore.Element) bsoncore.Document {
-	b := bsoncore.NewDocumentBuilder()
-	for _, sec := range []struct {
-		name string
-		els  []bsoncore.Element
-	}{{"d", del}, {"u", upd}, {"i", ins}} {
-		if len(sec.els) > 0 {
-			b.AppendDocument(sec.name, docOf(sec.els))
+	return appendAssembled(nil, del, upd, ins, sub)
+}
+
+// appendAssembled is assemble appending to dst, in one exact growth of
+// dst when it lacks room.
+func appendAssembled(dst []byte, del, upd, ins, sub []bsoncore.Element) []byte {
+	size := 5 // the diff's length and its end
+	for _, sec := range [...][]bsoncore.Element{del, upd, ins} {
+		if len(sec) > 0 {
+			size += 1 + 2 + 5 // type, "x\x00", the section's length and end
+			for _, e := range sec {
+				size += len(e)
+			}
 		}
 	}
-	out := b.Build()
-	if len(sub) > 0 {
-		out = appendElems(out, sub)
+	for _, e := range sub {
+		size += len(e)
 	}
-	return out
+	dst = slices.Grow(dst, size)
+	start, dst := bsoncore.ReserveLength(dst)
+	for i, sec := range [...][]bsoncore.Element{del, upd, ins} {
+		if len(sec) == 0 {
+			continue
+		}
+		dst = append(dst, byte(bsoncore.TypeEmbeddedDocument), "dui"[i], 0)
+		var s int32
+		s, dst = bsoncore.ReserveLength(dst)
+		for _, e := range sec {
+			dst = append(dst, e...)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(dst, s)
+	}
+	for _, e := range sub {
+		dst = append(dst, e...)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, start)
+	return dst
 }
 
 // diffValue returns a nested diff of two objects or two arrays when it is

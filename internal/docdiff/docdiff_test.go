@@ -198,7 +198,7 @@ func TestSameNamesAsFields(t *testing.T) {
 		}
 		old, _ := bson.Marshal(base)
 		new, _ := bson.Marshal(changed)
-		fast, ok := diffSameNames(old, new)
+		fast, ok := diffSameNames(nil, old, new)
 		if !ok {
 			if valuesOnly {
 				t.Fatalf("seed %d case %d: no answer for a change of values only: %s → %s", seed, i, bson.Raw(old), bson.Raw(new))
@@ -220,7 +220,7 @@ func TestSameNamesAsFields(t *testing.T) {
 		{`{"a": 1, "b": 2}`, `{"a": 1}`},
 		{`{"a": 1}`, `{"a": 1, "b": 2}`},
 	} {
-		if d, ok := diffSameNames(ext(t, pair[0]), ext(t, pair[1])); ok {
+		if d, ok := diffSameNames(nil, ext(t, pair[0]), ext(t, pair[1])); ok {
 			t.Errorf("%s → %s: diffSameNames answered %s", pair[0], pair[1], bson.Raw(d))
 		}
 	}
@@ -291,6 +291,42 @@ func TestDescribeDisambiguated(t *testing.T) {
 			}
 			if want := ext(t, tc.want); !bytes.Equal(desc.Disambiguated, want) {
 				t.Fatalf("disambiguated %s, want %s", bson.Raw(desc.Disambiguated), bson.Raw(want))
+			}
+		})
+	}
+}
+
+// TestAppendDiff: AppendDiff appends Diff's bytes after what dst holds
+// (values only, written in place; fields removed and added; a nested
+// diff), and leaves dst as it was where Diff returns nil (equal
+// documents, an order no diff can say).
+func TestAppendDiff(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		ok             bool
+	}{
+		{"one value", `{"_id": 1, "a": "x", "b": 2}`, `{"_id": 1, "a": "y", "b": 2}`, true},
+		{"two values", `{"_id": 1, "a": "x", "b": 2}`, `{"_id": 1, "a": "y", "b": 3}`, true},
+		{"a field added and one removed", `{"_id": 1, "a": "x", "b": 2}`, `{"_id": 1, "b": 2, "c": 3}`, true},
+		{"a nested diff", `{"_id": 1, "o": {"p": 1, "q": "a long enough value"}}`, `{"_id": 1, "o": {"p": 2, "q": "a long enough value"}}`, true},
+		{"equal", `{"_id": 1, "a": "x"}`, `{"_id": 1, "a": "x"}`, false},
+		{"reordered", `{"_id": 1, "a": 1, "b": 2}`, `{"_id": 1, "b": 2, "a": 1}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, new := ext(t, tc.old), ext(t, tc.new)
+			prefix := []byte("prefix")
+			got, ok := AppendDiff(slices.Clip(prefix), old, new)
+			if ok != tc.ok {
+				t.Fatalf("ok %v, want %v", ok, tc.ok)
+			}
+			want := append(slices.Clone(prefix), Diff(old, new)...)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+			if ok {
+				if back, err := Apply(old, got[len(prefix):]); err != nil || !bytes.Equal(back, new) {
+					t.Fatalf("Apply gives %s (%v), want %s", bson.Raw(back), err, bson.Raw(new))
+				}
 			}
 		})
 	}

@@ -361,8 +361,11 @@ func (w *wakeup) fire() {
 	w.mu.Lock()
 	if len(w.sealed) > 0 {
 		m := w.sealed[0]
-		w.sealed[0] = nil
-		w.sealed = w.sealed[1:]
+		// Shifted down rather than resliced, so that seal's appends reuse
+		// the array (a group or two in flight: a copy of a pointer or two).
+		n := copy(w.sealed, w.sealed[1:])
+		w.sealed[n] = nil
+		w.sealed = w.sealed[:n]
 		for id := range m {
 			if c := w.ch[id]; c != nil {
 				close(c)

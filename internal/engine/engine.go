@@ -56,8 +56,11 @@ type Engine struct {
 	recordBuf   []byte          // a version's record as recordVersion builds it (pipeline goroutine)
 	versionings versionings     // parsed versioning options (versioning.go); pipeline goroutine only
 	txn         txnCursor       // the transaction whose statement is applied (txn.go); pipeline goroutine only
-	log         *slog.Logger
-	now         func() time.Time
+	// modBufs are ModifyWith's key and document buffers, kept between
+	// requests (pipeline goroutine only; nil while a ModifyWith holds them).
+	modBufs *modifyBufs
+	log     *slog.Logger
+	now     func() time.Time
 
 	ops         Ops                              // operations in progress (ops.go)
 	usage       indexUsage                       // index access counters (indexusage.go)

@@ -110,7 +110,21 @@ func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptio
 			defer func() { e.oplog.sess = nil }()
 		}
 		coll := e.writeCollection(ns)
-		var key, cur, idKey []byte
+		// The buffers of the last request, reused: the storage Txn copies
+		// what it keeps, and fn copies what it keeps of cur. A ModifyWith
+		// inside fn (none today) would find none and make its own.
+		bufs := e.modBufs
+		if bufs == nil {
+			bufs = new(modifyBufs)
+		}
+		e.modBufs = nil
+		defer func() {
+			if cap(bufs.cur) <= maxKeptModifyBuf {
+				e.modBufs = bufs
+			}
+		}()
+		key, cur, idKey := bufs.key[:0], bufs.cur[:0], bufs.idKey[:0]
+		defer func() { bufs.key, bufs.cur, bufs.idKey = key, cur, idKey }()
 		for i, id := range ids {
 			var found bool
 			var err error
@@ -156,6 +170,14 @@ func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptio
 	}
 	return res, nil
 }
+
+// modifyBufs are a ModifyWith request's buffers: the document key, the
+// _id's keystring and the current document as read.
+type modifyBufs struct{ key, cur, idKey []byte }
+
+// maxKeptModifyBuf bounds the document buffer kept between requests, so one
+// large document does not stay on the heap.
+const maxKeptModifyBuf = 64 << 10
 
 // applyAction writes one document's Action, and its index changes, inside
 // tx: all or nothing.
@@ -231,7 +253,9 @@ func (e *Engine) applyAction(tx *storage.Txn, res *ModifyResult, ns Namespace, k
 			}
 		}
 		if logged(ns) { // not config.transactions' record of every retryable write: no diff to build
-			e.logStored(tx, 'u', ns, updateEntry(cur, next, act.Replacement), id) // "Change and entry commit together"
+			var o bsoncore.Document
+			o, e.oplog.obuf = updateEntry(e.oplog.obuf, cur, next, act.Replacement)
+			e.logStored(tx, 'u', ns, o, id) // "Change and entry commit together"
 		}
 		if err := e.storePreImage(tx, ns, cur); err != nil {
 			tx.RollbackTo(sp)

@@ -101,6 +101,9 @@ type oplog struct {
 	// none), so change streams tell a gap they fell into (OplogTrimmed).
 	trimmed atomic.Uint64
 	buf     []byte // entry scratch, pipeline goroutine only
+	// obuf holds an update's o (updateEntry) until logChange copies it
+	// into buf; pipeline goroutine only.
+	obuf []byte
 	// tap, when set, gets each replicated group's entries (TapOplog).
 	tap atomic.Pointer[OplogTap]
 }
@@ -312,16 +315,22 @@ func (e *Engine) logStored(tx *storage.Txn, op byte, ns Namespace, o bsoncore.Do
 }
 
 // updateEntry is an update's o: the $v: 2 diff that turns cur into next,
-// or next itself for a replacement or a change no diff can say.
-func updateEntry(cur, next bsoncore.Document, replacement bool) bsoncore.Document {
+// or next itself for a replacement or a change no diff can say. The diff
+// is written into dst's bytes (the engine's obuf: logStored copies o into
+// the entry, so it is scratch); buf is dst as grown, to keep.
+func updateEntry(dst []byte, cur, next bsoncore.Document, replacement bool) (o bsoncore.Document, buf []byte) {
 	if replacement {
-		return next
+		return next, dst
 	}
-	d := docdiff.Diff(cur, next)
-	if d == nil {
-		return next
+	start, b := bsoncore.ReserveLength(dst[:0])
+	b = bsoncore.AppendInt32Element(b, "$v", 2)
+	b = append(b, byte(bsoncore.TypeEmbeddedDocument), 'd', 'i', 'f', 'f', 0)
+	b, ok := docdiff.AppendDiff(b, cur, next)
+	if !ok {
+		return next, b
 	}
-	return bsoncore.NewDocumentBuilder().AppendInt32("$v", 2).AppendDocument("diff", d).Build()
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	return b, b
 }
 
 // logChange writes one change's entry inside tx ("Change and entry commit

@@ -35,10 +35,14 @@ type conn struct {
 	r    *wire.Reader
 	w    *bufio.Writer
 
-	req   commands.Request // the request being served (Request.Reset)
-	reply []byte           // the reply document being built
-	frame []byte           // the reply message
-	comp  []byte           // the compressed reply message
+	req commands.Request // the request being served (Request.Reset)
+	// seqs holds the request's document sequences by identifier, cleared
+	// and refilled for each message that has any (Run keeps none of it
+	// after it returns, as with req).
+	seqs  map[string][]bsoncore.Document
+	reply []byte // the reply document being built
+	frame []byte // the reply message
+	comp  []byte // the compressed reply message
 	reqID atomic.Int32
 
 	busy atomic.Bool // a request is being served
@@ -157,7 +161,11 @@ func (c *conn) handleMsg(msg *wire.Message) error {
 	t0 := hoptrace.Now()
 	var seqs map[string][]bsoncore.Document
 	if len(msg.Msg.Sequences) > 0 {
-		seqs = make(map[string][]bsoncore.Document, len(msg.Msg.Sequences))
+		if c.seqs == nil {
+			c.seqs = make(map[string][]bsoncore.Document, len(msg.Msg.Sequences))
+		}
+		clear(c.seqs)
+		seqs = c.seqs
 		for _, sq := range msg.Msg.Sequences {
 			seqs[sq.Identifier] = sq.Documents
 		}

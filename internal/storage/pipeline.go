@@ -402,7 +402,9 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		}
 	}()
 	applied := 0
-	apply := p.applier(f, txn, batch, &applied)
+	p.ready(f, txn, batch, &applied)
+	// A closure of this frame, which gather does not keep: on the stack.
+	apply := func(r *request) { p.applyOne(f, txn, batch, r, &applied) }
 	// Until the previous group is acknowledged, requests that arrive join
 	// this group (closed-loop clients acknowledged by the previous group
 	// come back here), so one sync still carries every waiting writer —
@@ -507,10 +509,10 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	return true
 }
 
-// applier readies f for its requests on batch, applies those it holds,
-// and returns what applies one more; *applied counts those whose writes
-// joined the group.
-func (p *pipeline) applier(f *flight, txn *Txn, batch *pebble.Batch, applied *int) func(*request) {
+// ready readies f for its requests on batch and applies those it holds;
+// *applied counts those whose writes joined the group. The callers apply
+// each later request with applyOne.
+func (p *pipeline) ready(f *flight, txn *Txn, batch *pebble.Batch, applied *int) {
 	if invariants.Enabled {
 		f.touched = f.touched[:0]
 	}
@@ -526,23 +528,26 @@ func (p *pipeline) applier(f *flight, txn *Txn, batch *pebble.Batch, applied *in
 	txn.docs = nil
 	if p.visible.docs != nil && (p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil) {
 		txn.docs = p.visible
+		f.docWrites, f.refresh = clearedKeys(f.docWrites), clearedKeys(f.refresh)
 		if f.docWrites == nil {
 			f.docWrites = make(map[uint64]struct{})
+		}
+		if f.refresh == nil {
 			f.refresh = make(map[uint64]struct{})
 		}
-		clear(f.docWrites)
-		clear(f.refresh)
 		f.docRange = false
 	}
-	apply := func(r *request) {
-		if r.applied = p.applyRequest(f, txn, batch, r); r.applied {
-			*applied++
-		}
-	}
 	for _, r := range f.group {
-		apply(r)
+		p.applyOne(f, txn, batch, r, applied)
 	}
-	return apply
+}
+
+// applyOne applies r, one of f's requests, counting it in *applied when
+// its writes joined the group.
+func (p *pipeline) applyOne(f *flight, txn *Txn, batch *pebble.Batch, r *request, applied *int) {
+	if r.applied = p.applyRequest(f, txn, batch, r); r.applied {
+		*applied++
+	}
 }
 
 // gather adds to f, applying each, the requests that arrive while more

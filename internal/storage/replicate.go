@@ -104,7 +104,8 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	batch := p.rep.batch
 	start, startCount := len(batch.Repr()), batch.Count()
 	applied := 0
-	apply := p.applier(f, txn, batch, &applied)
+	p.ready(f, txn, batch, &applied)
+	apply := func(r *request) { p.applyOne(f, txn, batch, r, &applied) }
 	// While as many groups as may be are in flight, or while the set's
 	// log is still writing the groups in flight ("Groups gather while the
 	// log syncs"), requests that arrive join this group, so one proposal

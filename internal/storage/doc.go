@@ -82,9 +82,10 @@
 // returns nil only after the group's WAL record is synced.
 //
 // Invariant "Tables written in large writes" (tablewrite.go): a table
-// file's writes (Pebble's flushes and compactions write a data block,
-// ~4 KiB, per call through a 4 KiB bufio.Writer) reach the file gathered
-// into writes of up to 256 KiB; every call that must find the bytes in
+// file's writes, and a blob file's (the oplog's separated values), which
+// Pebble's flushes and compactions make a block (~4 KiB) per call through
+// a 4 KiB bufio.Writer, reach the file gathered into writes of up to
+// 256 KiB; every call that must find the bytes in
 // the file (Sync, SyncData, SyncTo, Close, Stat, Read, ReadAt, WriteAt)
 // writes what is gathered first, so a table is whole once Pebble syncs
 // it, before it enters the LSM. Other files (the log, the manifest) pass

@@ -16,10 +16,10 @@ import (
 // the reply's one (BENCHMARKS.md, issue 16 session 15), some 30,000 a
 // second's worth of calls for the bytes a few hundred large writes carry.
 //
-// How: a table file (".sst") is wrapped in tableFile, which holds what is
-// written in a tableWriteBytes buffer and writes it when full, and before
-// anything that must see the bytes in the file (Sync, SyncData, SyncTo,
-// Close, Stat, Read, ReadAt, WriteAt). Pebble syncs a table before it
+// How: a table file (".sst") or a blob file (".blob") is wrapped in
+// tableFile, which holds what is written in a tableWriteBytes buffer and
+// writes it when full, and before anything that must see the bytes in
+// the file (Sync, SyncData, SyncTo, Close, Stat, Read, ReadAt, WriteAt). Pebble syncs a table before it
 // enters the LSM (the writer's Finish), so a crash loses nothing a sync
 // covered; other files (the log, the manifest) are left as they are.
 type tableFS struct {
@@ -29,7 +29,14 @@ type tableFS struct {
 // tableWriteBytes is the size of a table file's write buffer.
 const tableWriteBytes = 256 << 10
 
-func isTable(name string) bool { return strings.HasSuffix(name, ".sst") }
+// isTable reports whether name is a file Pebble writes as it writes a
+// table: a table (".sst") or a blob file (".blob": the oplog's values a
+// flush separates out of its tables, invariant "Oplog values written
+// once"), written block by block through the same 4 KiB bufio.Writer and
+// synced by the same Finish before the flush's tables enter the LSM.
+func isTable(name string) bool {
+	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
+}
 
 func newTableFS(fs vfs.FS) *tableFS { return &tableFS{FS: fs} }
 

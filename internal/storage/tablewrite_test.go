@@ -55,6 +55,8 @@ func TestTableWritesGathered(t *testing.T) {
 		{"readat sees the bytes", "000005.sst", []step{{"write", 1000, 0}, {"readat", 1000, 1}, {"close", 0, 1}}},
 		{"writeat lands after the buffered bytes", "000006.sst", []step{{"write", 1000, 0}, {"writeat", 500, 1}, {"write", 10, 1}, {"close", 0, 2}}},
 		{"close without a sync", "000007.sst", []step{{"write", 10, 0}, {"close", 0, 1}}},
+		{"a blob file is gathered as a table", "000009.blob", []step{
+			{"write", 4 << 10, 0}, {"write", 63 * 4 << 10, 0}, {"write", 4 << 10, 1}, {"sync", 0, 2}, {"close", 0, 2}}},
 		{"the log passes through", "000008.log", []step{{"write", 10, 1}, {"write", 10, 2}, {"sync", 0, 2}, {"close", 0, 2}}},
 		{"the manifest passes through", "MANIFEST-000001", []step{{"write", 10, 1}, {"close", 0, 1}}},
 	} {

@@ -148,6 +148,27 @@
 // TestJoinEntries, TestFaultScheduleKeepsAcknowledged and
 // TestLinearizableKV.
 //
+// "Follower's log written on its loop": a member that does not lead
+// writes and syncs an append on its node loop itself when its appender
+// has nothing in flight (everything before it is then durable and its
+// responses stepped), sends the acknowledgement once the sync returned and
+// steps its own response at once: each append of a follower costs no
+// hand-off to the appender and back (two goroutine wake-ups, which on a
+// machine shared by three members were thread wake-ups). A follower's
+// loop has little else to do meanwhile: the leader's next append waits in
+// the transport's queue and is written with whatever else arrived, by the
+// next sync, as the appender would have batched it; a committed entry
+// is applied after the sync instead of during it. A leader always writes
+// through its appender ("Log written off the loop": it steps its
+// followers' acknowledgements and its next proposals while it syncs),
+// and so does a member whose appender is still writing what it was
+// handed as leader. "Log durable before use" is unchanged: the
+// responses leave after the synced write, on the same code path as the
+// appender's. TestFollowerLogWrittenOnLoop (with both followers' syncs
+// held the entry does not commit; released, it commits, the followers'
+// writes counted on their loops, the leader's on its appender), and every
+// cluster, fault and linearizability test.
+//
 // "Commit covers applied": a restarted member whose state machine applied
 // past the commit index its log kept (the commit index is not stored on
 // its own, and the state machine's own unsynced writes may reach the disk

@@ -14,7 +14,9 @@
 // the future primary, accepts writes, and asynchronous storage writes). It
 // ticks from its [Clock], steps messages from its [Transport], sends each
 // Ready's messages, applies its committed entries and hands its log
-// writes to the node's appender goroutine ("Log written off the loop"). [Node.Propose]
+// writes to the node's appender goroutine ("Log written off the loop";
+// a follower's, when the appender is idle, it writes itself: "Follower's
+// log written on its loop"). [Node.Propose]
 // returns once the payload is committed and applied on this member;
 // [Node.ReadIndex] returns once this member has applied everything a
 // quorum confirmed committed before the call; [Config.OnRoleChange]
@@ -124,7 +126,8 @@
 // messages for other members at once (a leader's appends go out before
 // its own write, raft thesis §10.2.1, so the followers' syncs overlap
 // its own), hands the log's writes, in order, to one goroutine of the
-// node's own (the appender), applies the committed entries Raft hands it,
+// node's own (the appender; a follower with nothing in flight writes on
+// its loop instead, "Follower's log written on its loop"), applies the committed entries Raft hands it,
 // and meanwhile goes on stepping messages: a follower's acknowledgement
 // of group k is stepped while the leader syncs group k+1, and with two
 // followers' acknowledgements an entry commits before the leader's own

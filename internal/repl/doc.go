@@ -165,12 +165,21 @@
 // through its appender ("Log written off the loop": it steps its
 // followers' acknowledgements and its next proposals while it syncs),
 // and so does a member whose appender is still writing what it was
-// handed as leader. "Log durable before use" is unchanged: the
+// handed as leader. While the loop syncs it answers no heartbeat: a
+// write on the loop that took longer than a tenth of the election
+// timeout (slowSync, 100 ms with the defaults) sends the follower's
+// writes through its appender for the next ten seconds
+// (slowSyncBackoff), so a stalled disk costs at most one such wait per
+// backoff, not one per append (under load 21–23 on the shared machine a
+// bench's primary lost leadership once with the loop writing every
+// append, BENCHMARKS.md, "Replica sets, session 16"). "Log durable before use" is unchanged: the
 // responses leave after the synced write, on the same code path as the
 // appender's. TestFollowerLogWrittenOnLoop (with both followers' syncs
 // held the entry does not commit; released, it commits, the followers'
-// writes counted on their loops, the leader's on its appender), and every
-// cluster, fault and linearizability test.
+// writes counted on their loops, the leader's on its appender),
+// TestSlowLoopSyncBacksOff (after a sync held past slowSync the next
+// appends go through the appender), and every cluster, fault and
+// linearizability test.
 //
 // "Commit covers applied": a restarted member whose state machine applied
 // past the commit index its log kept (the commit index is not stored on

@@ -163,6 +163,9 @@ type Node struct {
 	// the leader holds back; holdTimer sends them once noticeHold passed,
 	// or later while a proposal is pending (holdLeft; "Commit notices
 	// ride on appends"). Loop-owned.
+	// slowUntil: until then a follower writes through its appender, a
+	// write on its loop having been slow (slowSync). Loop-owned.
+	slowUntil time.Time
 	held      map[uint64]*pb.Message
 	holdTimer *time.Timer
 	holding   bool      // holdTimer is armed
@@ -189,8 +192,9 @@ type Status struct {
 	// carried (more than one per write: appends that queued behind a sync
 	// share the next); AppendsOnLoop those of the writes a follower's loop
 	// made itself, the appender idle ("Follower's log written on its
-	// loop").
-	Readies, AppliedEntries, AppliedDuringAppend, Appends, AppendMsgs, AppendsOnLoop uint64
+	// loop"), and SlowLoopSyncs those that took longer than slowSync (the
+	// writes after each went through the appender for slowSyncBackoff).
+	Readies, AppliedEntries, AppliedDuringAppend, Appends, AppendMsgs, AppendsOnLoop, SlowLoopSyncs uint64
 	// NoticesHeld counts the commit notices (appends without entries) a
 	// leader held, NoticesMerged those of them a later append to the same
 	// member replaced ("Commit notices ride on appends").
@@ -1049,14 +1053,24 @@ func (n *Node) toAppender(m *pb.Message) error {
 	if hoptrace.Enabled {
 		r.at, r.stepped = hoptrace.Now(), n.traceAppendStepped(m)
 	}
-	if n.appending == 0 && n.soft.RaftState != raft.StateLeader {
+	if n.appending == 0 && n.soft.RaftState != raft.StateLeader && !time.Now().Before(n.slowUntil) {
 		// "Follower's log written on its loop": nothing is in flight, so
 		// everything before this append is durable and its responses
 		// stepped; writing it here, in order, spares the hand-off to the
-		// appender and back (two goroutine wake-ups per append).
+		// appender and back (two goroutine wake-ups per append). A sync
+		// slow enough to keep the loop from answering heartbeats for a
+		// good part of an election timeout sends the next writes through
+		// the appender for a while.
+		began := time.Now()
 		steps, err := n.saveAppends([]appendReq{r}, true)
 		if err != nil {
 			return err
+		}
+		if took := time.Since(began); took > n.slowSync() {
+			n.slowUntil = time.Now().Add(slowSyncBackoff)
+			n.mu.Lock()
+			n.status.SlowLoopSyncs++
+			n.mu.Unlock()
 		}
 		n.stepLocal(steps)
 		return nil
@@ -1065,6 +1079,18 @@ func (n *Node) toAppender(m *pb.Message) error {
 	n.gate.add(0, 1)
 	n.appendq.push(r)
 	return nil
+}
+
+// slowSyncBackoff is how long a follower writes through its appender
+// after a write on its loop took longer than slowSync ("Follower's log
+// written on its loop").
+var slowSyncBackoff = 10 * time.Second
+
+// slowSync is the longest a write on a follower's loop may take before
+// the next ones go through the appender: a tenth of the election timeout
+// (100 ms with the defaults), during which the loop answers no heartbeat.
+func (n *Node) slowSync() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 10
 }
 
 // appendHardState returns the hard state a MsgStorageAppend carries, nil

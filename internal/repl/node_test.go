@@ -550,6 +550,84 @@ func followerLogWrittenOnLoop(t *testing.T, c *cluster, attempt int) (bool, stri
 	return true, ""
 }
 
+// TestSlowLoopSyncBacksOff: a follower whose write on its loop took
+// longer than slowSync writes the next appends through its appender, so
+// a stalled disk does not keep its loop from answering heartbeats sync
+// after sync ("Follower's log written on its loop").
+func TestSlowLoopSyncBacksOff(t *testing.T) {
+	var c *cluster
+	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
+		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
+	})
+	t.Cleanup(func() {
+		for _, g := range c.gates {
+			g.open()
+		}
+	})
+	if _, _, err := c.commit("put a 1", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l := c.leader()
+	var f uint64
+	for _, id := range c.ids {
+		if id != l {
+			f = id
+			break
+		}
+	}
+	fn, g := c.node(f), c.gates[f]
+	if st := fn.Status(); st.SlowLoopSyncs != 0 {
+		t.Fatalf("follower %d: %d slow syncs before any was held", f, st.SlowLoopSyncs)
+	}
+	g.close()
+	// The other follower's acknowledgement commits it meanwhile.
+	if _, _, err := c.commit("put b 1", 10*time.Second); err != nil {
+		g.open()
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for g.waiting.Load() == 0 {
+		if time.Now().After(deadline) {
+			g.open()
+			t.Fatalf("follower %d never reached its sync", f)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	time.Sleep(2 * fn.slowSync())
+	g.open()
+	for fn.Status().SlowLoopSyncs == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %d: a sync held %v on its loop not counted slow", f, 2*fn.slowSync())
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	before := fn.Status()
+	var idx uint64
+	for i := range 3 {
+		_, ix, err := c.commit(fmt.Sprintf("put c %d", i), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = ix
+	}
+	for fn.Status().Applied < idx {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %d did not apply %d", f, idx)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	after := fn.Status()
+	if after.Term != before.Term || after.Lead != l {
+		t.Skipf("leadership changed meanwhile (term %d → %d)", before.Term, after.Term)
+	}
+	if after.AppendsOnLoop != before.AppendsOnLoop {
+		t.Errorf("follower %d wrote %d appends on its loop within %v of a slow sync; want 0", f, after.AppendsOnLoop-before.AppendsOnLoop, slowSyncBackoff)
+	}
+	if after.Appends == before.Appends {
+		t.Errorf("follower %d wrote nothing for 3 entries", f)
+	}
+}
+
 // TestJoinEntries: the appender's one write of several appends is what
 // writing them one after the other would leave.
 func TestJoinEntries(t *testing.T) {

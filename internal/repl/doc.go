@@ -14,7 +14,9 @@
 // the future primary, accepts writes, and asynchronous storage writes). It
 // ticks from its [Clock], steps messages from its [Transport], sends each
 // Ready's messages, applies its committed entries and hands its log
-// writes to the node's appender goroutine ("Log written off the loop"). [Node.Propose]
+// writes to the node's appender goroutine ("Log written off the loop";
+// a follower's, when the appender is idle, it writes itself: "Follower's
+// log written on its loop"). [Node.Propose]
 // returns once the payload is committed and applied on this member;
 // [Node.ReadIndex] returns once this member has applied everything a
 // quorum confirmed committed before the call; [Config.OnRoleChange]
@@ -124,7 +126,8 @@
 // messages for other members at once (a leader's appends go out before
 // its own write, raft thesis §10.2.1, so the followers' syncs overlap
 // its own), hands the log's writes, in order, to one goroutine of the
-// node's own (the appender), applies the committed entries Raft hands it,
+// node's own (the appender; a follower with nothing in flight writes on
+// its loop instead, "Follower's log written on its loop"), applies the committed entries Raft hands it,
 // and meanwhile goes on stepping messages: a follower's acknowledgement
 // of group k is stepped while the leader syncs group k+1, and with two
 // followers' acknowledgements an entry commits before the leader's own
@@ -147,6 +150,36 @@
 // LogBusy is busy from Start until that sync returned),
 // TestJoinEntries, TestFaultScheduleKeepsAcknowledged and
 // TestLinearizableKV.
+//
+// "Follower's log written on its loop": a member that does not lead
+// writes and syncs an append on its node loop itself when its appender
+// has nothing in flight (everything before it is then durable and its
+// responses stepped), sends the acknowledgement once the sync returned and
+// steps its own response at once: each append of a follower costs no
+// hand-off to the appender and back (two goroutine wake-ups, which on a
+// machine shared by three members were thread wake-ups). A follower's
+// loop has little else to do meanwhile: the leader's next append waits in
+// the transport's queue and is written with whatever else arrived, by the
+// next sync, as the appender would have batched it; a committed entry
+// is applied after the sync instead of during it. A leader always writes
+// through its appender ("Log written off the loop": it steps its
+// followers' acknowledgements and its next proposals while it syncs),
+// and so does a member whose appender is still writing what it was
+// handed as leader. While the loop syncs it answers no heartbeat: a
+// write on the loop that took longer than a tenth of the election
+// timeout (slowSync, 100 ms with the defaults) sends the follower's
+// writes through its appender for the next ten seconds
+// (slowSyncBackoff), so a stalled disk costs at most one such wait per
+// backoff, not one per append (under load 21–23 on the shared machine a
+// bench's primary lost leadership once with the loop writing every
+// append, BENCHMARKS.md, "Replica sets, session 16"). "Log durable before use" is unchanged: the
+// responses leave after the synced write, on the same code path as the
+// appender's. TestFollowerLogWrittenOnLoop (with both followers' syncs
+// held the entry does not commit; released, it commits, the followers'
+// writes counted on their loops, the leader's on its appender),
+// TestSlowLoopSyncBacksOff (after a sync held past slowSync the next
+// appends go through the appender), and every cluster, fault and
+// linearizability test.
 //
 // "Commit covers applied": a restarted member whose state machine applied
 // past the commit index its log kept (the commit index is not stored on

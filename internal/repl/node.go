@@ -163,6 +163,9 @@ type Node struct {
 	// the leader holds back; holdTimer sends them once noticeHold passed,
 	// or later while a proposal is pending (holdLeft; "Commit notices
 	// ride on appends"). Loop-owned.
+	// slowUntil: until then a follower writes through its appender, a
+	// write on its loop having been slow (slowSync). Loop-owned.
+	slowUntil time.Time
 	held      map[uint64]*pb.Message
 	holdTimer *time.Timer
 	holding   bool      // holdTimer is armed
@@ -187,8 +190,11 @@ type Status struct {
 	// with the write on the loop they would have waited for it); Appends
 	// the appender's synced writes and AppendMsgs the appends they
 	// carried (more than one per write: appends that queued behind a sync
-	// share the next).
-	Readies, AppliedEntries, AppliedDuringAppend, Appends, AppendMsgs uint64
+	// share the next); AppendsOnLoop those of the writes a follower's loop
+	// made itself, the appender idle ("Follower's log written on its
+	// loop"), and SlowLoopSyncs those that took longer than slowSync (the
+	// writes after each went through the appender for slowSyncBackoff).
+	Readies, AppliedEntries, AppliedDuringAppend, Appends, AppendMsgs, AppendsOnLoop, SlowLoopSyncs uint64
 	// NoticesHeld counts the commit notices (appends without entries) a
 	// leader held, NoticesMerged those of them a later append to the same
 	// member replaced ("Commit notices ride on appends").
@@ -1043,14 +1049,48 @@ func (n *Node) toAppender(m *pb.Message) error {
 		n.deliver(m.GetResponses())
 		return nil
 	}
-	n.appending++
-	n.gate.add(0, 1)
 	r := appendReq{m: m}
 	if hoptrace.Enabled {
 		r.at, r.stepped = hoptrace.Now(), n.traceAppendStepped(m)
 	}
+	if n.appending == 0 && n.soft.RaftState != raft.StateLeader && !time.Now().Before(n.slowUntil) {
+		// "Follower's log written on its loop": nothing is in flight, so
+		// everything before this append is durable and its responses
+		// stepped; writing it here, in order, spares the hand-off to the
+		// appender and back (two goroutine wake-ups per append). A sync
+		// slow enough to keep the loop from answering heartbeats for a
+		// good part of an election timeout sends the next writes through
+		// the appender for a while.
+		began := time.Now()
+		steps, err := n.saveAppends([]appendReq{r}, true)
+		if err != nil {
+			return err
+		}
+		if took := time.Since(began); took > n.slowSync() {
+			n.slowUntil = time.Now().Add(slowSyncBackoff)
+			n.mu.Lock()
+			n.status.SlowLoopSyncs++
+			n.mu.Unlock()
+		}
+		n.stepLocal(steps)
+		return nil
+	}
+	n.appending++
+	n.gate.add(0, 1)
 	n.appendq.push(r)
 	return nil
+}
+
+// slowSyncBackoff is how long a follower writes through its appender
+// after a write on its loop took longer than slowSync ("Follower's log
+// written on its loop").
+var slowSyncBackoff = 10 * time.Second
+
+// slowSync is the longest a write on a follower's loop may take before
+// the next ones go through the appender: a tenth of the election timeout
+// (100 ms with the defaults), during which the loop answers no heartbeat.
+func (n *Node) slowSync() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 10
 }
 
 // appendHardState returns the hard state a MsgStorageAppend carries, nil
@@ -1242,6 +1282,21 @@ func appendRun(reqs []appendReq) int {
 // for other members and hands this member's own back to the loop. It
 // returns the write's error, which ends the appender.
 func (n *Node) writeAppends(reqs []appendReq) error {
+	steps, err := n.saveAppends(reqs, false)
+	d := appendDone{msgs: len(reqs), steps: steps, err: err}
+	if hoptrace.Enabled {
+		d.at = hoptrace.Now()
+	}
+	n.gate.add(0, -len(reqs))
+	n.appended.push(d)
+	return err
+}
+
+// saveAppends writes appends in one synced batch and, once it is
+// durable, sends their responses for other members and returns this
+// member's own. onLoop says the node loop writes them itself ("Follower's
+// log written on its loop"), not the appender.
+func (n *Node) saveAppends(reqs []appendReq, onLoop bool) ([]*pb.Message, error) {
 	msgs := make([]*pb.Message, len(reqs))
 	var hs *pb.HardState
 	var ents []*pb.Entry
@@ -1261,41 +1316,41 @@ func (n *Node) writeAppends(reqs []appendReq) error {
 		}
 		ents = joinEntries(ents, m.GetEntries())
 	}
-	err := n.cfg.Log.Save(hs, ents, nil, true)
-	d := appendDone{msgs: len(msgs), err: err}
+	if err := n.cfg.Log.Save(hs, ents, nil, true); err != nil {
+		return nil, err
+	}
 	if hoptrace.Enabled {
-		d.at = hoptrace.Since(hoptrace.AppendSync, began)
+		hoptrace.Since(hoptrace.AppendSync, began)
 	}
-	if err == nil {
-		var out []*pb.Message
-		term := n.cfg.Log.term()
-		for _, m := range msgs {
-			for _, r := range dropStaleAcks(m.GetResponses(), term) {
-				if r.GetTo() == n.cfg.ID {
-					d.steps = append(d.steps, r)
-				} else {
-					out = append(out, r)
-				}
+	var out, steps []*pb.Message
+	term := n.cfg.Log.term()
+	for _, m := range msgs {
+		for _, r := range dropStaleAcks(m.GetResponses(), term) {
+			if r.GetTo() == n.cfg.ID {
+				steps = append(steps, r)
+			} else {
+				out = append(out, r)
 			}
 		}
-		if invariantsEnabled {
-			n.checkAcked(out)
-			n.checkAcked(d.steps)
-		}
-		n.send(out)
-		if hoptrace.Enabled && len(out) > 0 {
-			for _, r := range reqs {
-				hoptrace.Since(hoptrace.FollowerAck, r.stepped)
-			}
-		}
-		n.mu.Lock()
-		n.status.Appends++
-		n.status.AppendMsgs += uint64(len(msgs))
-		n.mu.Unlock()
 	}
-	n.gate.add(0, -len(reqs))
-	n.appended.push(d)
-	return err
+	if invariantsEnabled {
+		n.checkAcked(out)
+		n.checkAcked(steps)
+	}
+	n.send(out)
+	if hoptrace.Enabled && len(out) > 0 {
+		for _, r := range reqs {
+			hoptrace.Since(hoptrace.FollowerAck, r.stepped)
+		}
+	}
+	n.mu.Lock()
+	n.status.Appends++
+	n.status.AppendMsgs += uint64(len(msgs))
+	if onLoop {
+		n.status.AppendsOnLoop++
+	}
+	n.mu.Unlock()
+	return steps, nil
 }
 
 // joinEntries appends the entries of a later append to those of earlier

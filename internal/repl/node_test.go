@@ -448,6 +448,186 @@ func logWrittenOffLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
 	return true, ""
 }
 
+// TestFollowerLogWrittenOnLoop: a follower whose appender is idle writes
+// and syncs an append on its loop ("Follower's log written on its loop"),
+// and acknowledges it only once synced: with both followers' syncs held
+// the entry does not commit; released, it commits and is applied. The
+// leader's writes all go through its appender.
+func TestFollowerLogWrittenOnLoop(t *testing.T) {
+	var c *cluster
+	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
+		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
+	})
+	t.Cleanup(func() {
+		for _, g := range c.gates {
+			g.open()
+		}
+	})
+	for attempt := 1; ; attempt++ {
+		done, why := followerLogWrittenOnLoop(t, c, attempt)
+		if done {
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("5 attempts; the last: %s", why)
+		}
+		t.Logf("attempt %d: %s", attempt, why)
+	}
+}
+
+func followerLogWrittenOnLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
+	t.Helper()
+	_, idx, err := c.commit(fmt.Sprintf("put a %d", attempt), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.leader()
+	if l == 0 {
+		return false, "no leader after the first write"
+	}
+	n := c.node(l)
+	term := n.Status().Term
+	var followers []uint64
+	for _, id := range c.ids {
+		if id != l {
+			followers = append(followers, id)
+			c.gates[id].close()
+		}
+	}
+	release := func() {
+		for _, id := range followers {
+			c.gates[id].open()
+		}
+	}
+	before := map[uint64]uint64{}
+	for _, id := range c.ids {
+		before[id] = c.node(id).Status().AppendsOnLoop
+	}
+	p := n.Start([]byte(fmt.Sprintf("put b %d", attempt)), false)
+	want := idx + 1 // the leader proposes nothing else
+	deadline := time.Now().Add(10 * time.Second)
+	for _, id := range followers {
+		for c.gates[id].waiting.Load() == 0 {
+			if time.Now().After(deadline) {
+				release()
+				p.Wait()
+				return false, fmt.Sprintf("follower %d never reached its sync", id)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	if st := n.Status(); st.Term == term && st.Commit >= want {
+		release()
+		t.Fatalf("entry %d committed (commit %d) while neither follower's log could sync it", want, st.Commit)
+	}
+	release()
+	got, err := p.Wait()
+	if errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrNotLeader) {
+		return false, "leadership lost while the followers' syncs were held"
+	}
+	if err != nil || got != want {
+		t.Fatalf("proposal: index %d, %v; want index %d", got, err, want)
+	}
+	for _, id := range c.ids {
+		st := c.node(id).Status()
+		// A follower counts its write after sending the acknowledgement:
+		// the other follower's may have committed the entry first.
+		for id != l && st.AppendsOnLoop == before[id] && st.Appends > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Microsecond)
+			st = c.node(id).Status()
+		}
+		if st.Term != term {
+			return false, "a new term began meanwhile"
+		}
+		onLoop := st.AppendsOnLoop - before[id]
+		switch {
+		case id == l && onLoop != 0:
+			t.Errorf("leader %d wrote %d appends on its loop; want 0 (its appender writes them)", id, onLoop)
+		case id != l && onLoop == 0:
+			t.Errorf("follower %d wrote the append it held on its appender, not on its loop", id)
+		}
+	}
+	return true, ""
+}
+
+// TestSlowLoopSyncBacksOff: a follower whose write on its loop took
+// longer than slowSync writes the next appends through its appender, so
+// a stalled disk does not keep its loop from answering heartbeats sync
+// after sync ("Follower's log written on its loop").
+func TestSlowLoopSyncBacksOff(t *testing.T) {
+	var c *cluster
+	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
+		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
+	})
+	t.Cleanup(func() {
+		for _, g := range c.gates {
+			g.open()
+		}
+	})
+	if _, _, err := c.commit("put a 1", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l := c.leader()
+	var f uint64
+	for _, id := range c.ids {
+		if id != l {
+			f = id
+			break
+		}
+	}
+	fn, g := c.node(f), c.gates[f]
+	if st := fn.Status(); st.SlowLoopSyncs != 0 {
+		t.Fatalf("follower %d: %d slow syncs before any was held", f, st.SlowLoopSyncs)
+	}
+	g.close()
+	// The other follower's acknowledgement commits it meanwhile.
+	if _, _, err := c.commit("put b 1", 10*time.Second); err != nil {
+		g.open()
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for g.waiting.Load() == 0 {
+		if time.Now().After(deadline) {
+			g.open()
+			t.Fatalf("follower %d never reached its sync", f)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	time.Sleep(2 * fn.slowSync())
+	g.open()
+	for fn.Status().SlowLoopSyncs == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %d: a sync held %v on its loop not counted slow", f, 2*fn.slowSync())
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	before := fn.Status()
+	var idx uint64
+	for i := range 3 {
+		_, ix, err := c.commit(fmt.Sprintf("put c %d", i), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = ix
+	}
+	for fn.Status().Applied < idx {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %d did not apply %d", f, idx)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	after := fn.Status()
+	if after.Term != before.Term || after.Lead != l {
+		t.Skipf("leadership changed meanwhile (term %d → %d)", before.Term, after.Term)
+	}
+	if after.AppendsOnLoop != before.AppendsOnLoop {
+		t.Errorf("follower %d wrote %d appends on its loop within %v of a slow sync; want 0", f, after.AppendsOnLoop-before.AppendsOnLoop, slowSyncBackoff)
+	}
+	if after.Appends == before.Appends {
+		t.Errorf("follower %d wrote nothing for 3 entries", f)
+	}
+}
+
 // TestJoinEntries: the appender's one write of several appends is what
 // writing them one after the other would leave.
 func TestJoinEntries(t *testing.T) {

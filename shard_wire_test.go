@@ -60,8 +60,9 @@ func (c *shardCluster) start(i int) {
 	c.t.Helper()
 	dir := filepath.Join(c.tmp, fmt.Sprintf("p%d", i))
 	args := []string{"--port", strconv.Itoa(c.ports[i]), "--dbpath", dir, "--cacheSizeGB", "0.25", "--bind_ip", "127.0.0.1"}
-	if i == 0 { // test commands: configureFailPoint
-		args = append(args, "--replSet", "cfg", "--setParameter", "enableTestCommands=1")
+	args = append(args, "--setParameter", "enableTestCommands=1") // configureFailPoint
+	if i == 0 {
+		args = append(args, "--replSet", "cfg")
 	} else {
 		args = append(args, "--shardsvr")
 	}
@@ -755,6 +756,11 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 		to := 1 - from
 		victim := victims[(first+round)%len(victims)]
 		delay := time.Duration(rnd.Int64N(int64(span) * 6 / 5))
+		if s := os.Getenv("CAIRN_MIGRATION_CONFIG_MAX_DELAY"); s != "" && victim == "config" { // a window of the migration's start, soaked
+			if d, err := time.ParseDuration(s); err == nil && d > 0 {
+				delay = time.Duration(rnd.Int64N(int64(d)))
+			}
+		}
 		ws := startWriters(ctx, r, 3, seed+uint64(round), fmt.Sprintf("r%d", round), false, true)
 		time.Sleep(200 * time.Millisecond)
 		min, max := chunkBounds(bounds[ci], bounds[ci]+1000)

@@ -47,14 +47,19 @@ func TestMigrationConfigKillPhases(t *testing.T) {
 		name  string
 		proc  int // where the fail point is: 0 the config server, else the donor
 		point string
+		data  bson.D // the fail point's data, fired once; nil: alwaysOn until released
 	}{
-		{"options checked", 1, "moveChunkHangAtStep1"},
-		{"cloning", 1, "moveChunkHangAtStep2"},
-		{"steady, before the critical section", 1, "moveChunkHangAtStep3"},
-		{"critical section, recipient done", 1, "moveChunkHangAtStep4"},
-		{"commit on the config server", 0, "hangInCommitChunkMigration"},
-		{"committed, in the critical section", 1, "moveChunkHangAtStep5"},
-		{"before the range deletion", 1, "moveChunkHangAtStep6"},
+		// The donor's first read of config.chunks (its map, loaded afresh)
+		// held on the config server, which dies with the read in flight.
+		{"the donor's map read in flight", 0, "failCommand", bson.D{{Key: "failCommands", Value: bson.A{"find"}},
+			{Key: "namespace", Value: "config.chunks"}, {Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 60000}}},
+		{"options checked", 1, "moveChunkHangAtStep1", nil},
+		{"cloning", 1, "moveChunkHangAtStep2", nil},
+		{"steady, before the critical section", 1, "moveChunkHangAtStep3", nil},
+		{"critical section, recipient done", 1, "moveChunkHangAtStep4", nil},
+		{"commit on the config server", 0, "hangInCommitChunkMigration", nil},
+		{"committed, in the critical section", 1, "moveChunkHangAtStep5", nil},
+		{"before the range deletion", 1, "moveChunkHangAtStep6", nil},
 	}
 	min, max := chunkBounds(1000, 2000)
 	for i, tc := range cases {
@@ -73,7 +78,7 @@ func TestMigrationConfigKillPhases(t *testing.T) {
 		pause := time.Duration(rnd.Int64N(int64(400 * time.Millisecond)))
 		releaseAt := time.Duration(rnd.Int64N(int64(phaseReleaseMax())))
 		ws := startWriters(ctx, r, 2, seed+uint64(i), fmt.Sprintf("ph%d", i), false, true)
-		entered := c.failPoint(fp, tc.point, true)
+		entered := c.failPointData(fp, tc.point, true, tc.data)
 		moved := make(chan error, 1)
 		go func() {
 			mctx, mcancel := context.WithTimeout(ctx, 90*time.Second)
@@ -87,7 +92,7 @@ func TestMigrationConfigKillPhases(t *testing.T) {
 		go func() { // the migration goes on while the config server is down or starting
 			defer close(released)
 			time.Sleep(releaseAt)
-			if fp != 0 {
+			if fp != 0 && tc.data == nil {
 				c.failPoint(fp, tc.point, false) // a restarted config server has it off
 			}
 		}()
@@ -126,16 +131,28 @@ func TestMigrationConfigKillPhases(t *testing.T) {
 // many times it was entered before.
 func (c *shardCluster) failPoint(i int, name string, on bool) int64 {
 	c.t.Helper()
+	return c.failPointData(i, name, on, nil)
+}
+
+// failPointData is failPoint with data: on, it fires once (times: 1).
+func (c *shardCluster) failPointData(i int, name string, on bool, data bson.D) int64 {
+	c.t.Helper()
 	mode := any("off")
-	if on {
+	if on && data == nil {
 		mode = "alwaysOn"
+	} else if on {
+		mode = bson.D{{Key: "times", Value: 1}}
+	}
+	cmd := bson.D{{Key: "configureFailPoint", Value: name}, {Key: "mode", Value: mode}}
+	if data != nil {
+		cmd = append(cmd, bson.E{Key: "data", Value: data})
 	}
 	cl := directClient(c.t, c.host(i))
 	defer func() { _ = cl.Disconnect(context.Background()) }()
 	var r struct {
 		Count int64 `bson:"count"`
 	}
-	if err := cl.Database("admin").RunCommand(context.Background(), bson.D{{Key: "configureFailPoint", Value: name}, {Key: "mode", Value: mode}}).Decode(&r); err != nil {
+	if err := cl.Database("admin").RunCommand(context.Background(), cmd).Decode(&r); err != nil {
 		c.t.Fatalf("configureFailPoint %s on process %d: %v", name, i, err)
 	}
 	return r.Count

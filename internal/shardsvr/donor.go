@@ -538,9 +538,19 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 	reload, deleted := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	if len(ids) > 0 {
 		db, coll := splitNS(d.ns)
-		docs, err := n.localFind(ctx, db, coll, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
-		if err != nil {
-			return nil, err
+		// One point read per _id, not one {$in: ids}: the planner walks
+		// the _id index between the list's least and greatest values and
+		// tests each key against every listed value, so a batch of
+		// thousands of _ids spread over a large collection cost minutes
+		// (the catch-up that hung a migration whose recipient started
+		// late, after the config server came back: RELIABILITY.md, mk19).
+		var docs []bsoncore.Document
+		for _, id := range ids {
+			got, err := n.localFind(ctx, db, coll, bson.D{{Key: "_id", Value: id}})
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, got...)
 		}
 		found := map[string]bool{}
 		for _, doc := range docs {

@@ -60,9 +60,8 @@ func (c *shardCluster) start(i int) {
 	c.t.Helper()
 	dir := filepath.Join(c.tmp, fmt.Sprintf("p%d", i))
 	args := []string{"--port", strconv.Itoa(c.ports[i]), "--dbpath", dir, "--cacheSizeGB", "0.25", "--bind_ip", "127.0.0.1"}
-	args = append(args, "--setParameter", "enableTestCommands=1") // configureFailPoint
-	if i == 0 {
-		args = append(args, "--replSet", "cfg")
+	if i == 0 { // test commands: configureFailPoint
+		args = append(args, "--replSet", "cfg", "--setParameter", "enableTestCommands=1")
 	} else {
 		args = append(args, "--shardsvr")
 	}
@@ -756,11 +755,6 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 		to := 1 - from
 		victim := victims[(first+round)%len(victims)]
 		delay := time.Duration(rnd.Int64N(int64(span) * 6 / 5))
-		if s := os.Getenv("CAIRN_MIGRATION_CONFIG_MAX_DELAY"); s != "" && victim == "config" { // a window of the migration's start, soaked
-			if d, err := time.ParseDuration(s); err == nil && d > 0 {
-				delay = time.Duration(rnd.Int64N(int64(d)))
-			}
-		}
 		ws := startWriters(ctx, r, 3, seed+uint64(round), fmt.Sprintf("r%d", round), false, true)
 		time.Sleep(200 * time.Millisecond)
 		min, max := chunkBounds(bounds[ci], bounds[ci]+1000)
@@ -780,17 +774,9 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 		var err error
 		select {
 		case err = <-moved:
-		case <-time.After(30 * time.Second):
-			// Slow: the processes' logs now, while it hangs (a move that
-			// answered nothing for 88 s once, RELIABILITY.md's mk19).
-			t.Logf("round %d: the migration has not returned in 30 s; the logs:", round)
+		case <-time.After(2 * time.Minute):
 			c.dumpLogs(ctx)
-			select {
-			case err = <-moved:
-			case <-time.After(90 * time.Second):
-				c.dumpLogs(ctx)
-				t.Fatalf("round %d: the migration did not return in 2 minutes", round)
-			}
+			t.Fatalf("round %d: the migration did not return in 2 minutes", round)
 		}
 		finished := make(chan struct{})
 		go func() { // a watchdog: writers stuck for 2 minutes end the test
@@ -813,7 +799,6 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 		t.Logf("%s round %d: killed the %s after %s moving [%d, %d) %s→%s: move %v; owner now %s; %d acknowledged inserts",
 			time.Now().Format("15:04:05.000"), round, victim, delay, bounds[ci], bounds[ci]+1000, shardNames[from], shardNames[to], err, m.Chunks[ci].Shard, len(want))
 		if err := c.settle(ctx, r, want); err != nil {
-			c.dumpLogs(ctx)
 			t.Fatalf("round %d: %v", round, err)
 		}
 		if versioned {

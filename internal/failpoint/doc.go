@@ -22,14 +22,6 @@
 //     migration holds once its recipient is steady, before its critical
 //     section asks to begin; and inside it, after the commit and the
 //     refresh, before the writes it held go on.
-//   - "moveChunkHangAtStep1" … "moveChunkHangAtStep6" (package shardsvr,
-//     on a donor; MongoDB's names and steps): a migration holds once its
-//     options are checked, once the recipient started (cloning), once it
-//     is steady, in the critical section once the recipient has the last
-//     changes, once the config servers committed, and once the critical
-//     section ended, before the range deletion.
-//   - "hangInCommitChunkMigration" (package shardsvr, on a config server):
-//     _configsvrCommitChunkMigration holds before its writes.
 //   - "hangBeforeFlushRoutingTable" (package shardsvr): a shard's
 //     _flushRoutingTableCacheUpdates holds before it reloads the table.
 //   - [StorageFailBeforeCommit] (package storage): a commit group fails

@@ -53,7 +53,6 @@ func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document)
 	}
 	n.commitMu.Lock()
 	defer n.commitMu.Unlock()
-	hang(ctx, n.hangInCommit)
 	colls, err := n.localFind(ctx, "config", "collections", bson.D{{Key: "_id", Value: ns}})
 	if err != nil {
 		return nil, err

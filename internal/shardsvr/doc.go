@@ -171,13 +171,7 @@
 // release the recipient; not: abort the recipient. A commit whose reply
 // was lost is decided the same way; while the outcome is unknown the
 // critical section stays (writes wait rather than land on a shard that may
-// no longer own their range). A config server killed at any step of a
-// migration — the donor held there by moveChunkHangAtStep1…6, or the
-// config server inside the commit (hangInCommitChunkMigration), or with
-// the donor's map read in flight — ends it committed or aborted, the move
-// answered, no coordinator or range deletion left and every acknowledged
-// write on its owner once (TestMigrationConfigKillPhases, in the root
-// package).
+// no longer own their range).
 //
 // # Two-phase commit
 //

@@ -120,7 +120,6 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 			return nil, mongoerr.New(mongoerr.IndexNotFound, "couldn't find index over shard key %s for collection %s: a migration reads its range through the shard key's index", m.Pattern, ns)
 		}
 	}
-	hang(ctx, n.moveStep[0]) // parsedOptions
 	d := &donation{id: bson.NewObjectID().Hex(), ns: ns, r: r, toShard: toShard, read: read, versioned: versioned, sent: map[string]uint64{}}
 	n.mu.Lock()
 	if n.donating != nil {
@@ -160,7 +159,6 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if _, err := n.peers.RunPrimary(mctx, toHost, command("admin", recvStart)); err != nil {
 		return abort(fmt.Errorf("the recipient %s did not start: %w", toShard, err))
 	}
-	hang(mctx, n.moveStep[1]) // startedMoveChunk: the recipient clones
 	// Clone and catch up until the recipient is steady.
 	for {
 		st, err := n.recipientState(mctx, toHost, d.id)
@@ -178,7 +176,6 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	}
 	// The critical section: writes to the collection wait, the recipient
 	// drains the last changes, the config servers commit.
-	hang(mctx, n.moveStep[2]) // reachedSteadyState
 	hang(mctx, n.hangBeforeCritical)
 	exit, err := cm.enterCritical(MigrationLockWait())
 	if err != nil {
@@ -193,7 +190,6 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		}
 		return abort(fmt.Errorf("migration of [%s, %s) to %s failed in its critical section: %w", min, max, toShard, err))
 	}
-	hang(mctx, n.moveStep[3]) // chunkDataCommitted
 	have := m.ShardVersionFor(id.ShardName, coll.Timestamp)
 	migrated := bson.D{{Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)}, {Key: "lastmod", Value: bson.Timestamp{T: m.Chunks[ci].Version.Major, I: m.Chunks[ci].Version.Minor}}}
 	commit := bson.D{{Key: "_configsvrCommitChunkMigration", Value: ns}, {Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard},
@@ -220,11 +216,9 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		exit()
 		return abort(fmt.Errorf("the config servers refused the migration of [%s, %s) to %s: %w", min, max, toShard, cerr))
 	}
-	hang(mctx, n.moveStep[4]) // committed
 	n.refreshAfterCommit(ctx, cm)
 	hang(mctx, n.hangBeforeLeavingCritical)
 	exit()
-	hang(mctx, n.moveStep[5]) // the critical section ended; the range deletion next
 	crit := time.Since(critStart)
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
 	n.logMigration(ctx, ns, min, max, id.ShardName, toShard, nil)
@@ -538,19 +532,9 @@ func (n *Node) transferMods(ctx context.Context, body bsoncore.Document) (bsonco
 	reload, deleted := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	if len(ids) > 0 {
 		db, coll := splitNS(d.ns)
-		// One point read per _id, not one {$in: ids}: the planner walks
-		// the _id index between the list's least and greatest values and
-		// tests each key against every listed value, so a batch of
-		// thousands of _ids spread over a large collection cost minutes
-		// (the catch-up that hung a migration whose recipient started
-		// late, after the config server came back: RELIABILITY.md, mk19).
-		var docs []bsoncore.Document
-		for _, id := range ids {
-			got, err := n.localFind(ctx, db, coll, bson.D{{Key: "_id", Value: id}})
-			if err != nil {
-				return nil, err
-			}
-			docs = append(docs, got...)
+		docs, err := n.localFind(ctx, db, coll, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+		if err != nil {
+			return nil, err
 		}
 		found := map[string]bool{}
 		for _, doc := range docs {

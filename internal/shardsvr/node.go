@@ -70,26 +70,6 @@ const (
 	HangBeforeLeavingCriticalSectionFailPoint  = "hangBeforeLeavingCriticalSection"
 )
 
-// MoveChunkHangAtStep is the prefix of the donor's fail points at the
-// steps of a migration (MongoDB's moveChunkHangAtStep1…6, the steps of
-// jstests' moveChunkStepNames): moveChunkHangAtStep1 once the command's
-// arguments are checked (parsedOptions), 2 once the recipient started
-// (startedMoveChunk: cloning), 3 once it is steady (reachedSteadyState),
-// 4 in the critical section once the recipient has the last changes
-// (chunkDataCommitted), 5 once the config servers committed (committed),
-// 6 once the critical section ended, before the range deletion. The fault
-// tests kill the config server while a migration hangs at each.
-const MoveChunkHangAtStep = "moveChunkHangAtStep"
-
-// moveSteps is the number of MoveChunkHangAtStep points.
-const moveSteps = 6
-
-// HangInCommitChunkMigrationFailPoint makes a config server's
-// _configsvrCommitChunkMigration hang (Cairn's own) before its writes:
-// the fault tests kill the config server while the donor waits for the
-// commit's answer.
-const HangInCommitChunkMigrationFailPoint = "hangInCommitChunkMigration"
-
 // HangBeforeFlushRoutingTableFailPoint makes _flushRoutingTableCacheUpdates
 // hang before it reloads the table (Cairn's own): the window between a
 // shardCollection's config write and this shard's refresh, made wide.
@@ -117,10 +97,6 @@ type Node struct {
 	// hangBeforeCritical, hangBeforeLeavingCritical: the donor's fail
 	// points around its critical section (HangBeforeEnteringCriticalSection...).
 	hangBeforeCritical, hangBeforeLeavingCritical *failpoint.Point
-	// moveStep: the MoveChunkHangAtStep points (index step-1);
-	// hangInCommit: HangInCommitChunkMigrationFailPoint.
-	moveStep     [moveSteps]*failpoint.Point
-	hangInCommit *failpoint.Point
 	// hangBeforeFlush: HangBeforeFlushRoutingTableFailPoint.
 	hangBeforeFlush *failpoint.Point
 	// overrideInterval: OverrideBalanceRoundIntervalFailPoint.
@@ -158,10 +134,6 @@ func New(opts Options) *Node {
 		n.hangBeforeLeavingCritical = opts.FailPoints.Define(HangBeforeLeavingCriticalSectionFailPoint)
 		n.hangBeforeFlush = opts.FailPoints.Define(HangBeforeFlushRoutingTableFailPoint)
 		n.overrideInterval = opts.FailPoints.Define(OverrideBalanceRoundIntervalFailPoint)
-		for i := range n.moveStep {
-			n.moveStep[i] = opts.FailPoints.Define(fmt.Sprintf("%s%d", MoveChunkHangAtStep, i+1))
-		}
-		n.hangInCommit = opts.FailPoints.Define(HangInCommitChunkMigrationFailPoint)
 	}
 	if opts.ShardSvr {
 		n.wg.Add(1)

@@ -340,15 +340,9 @@ func (n *Node) applyMods(ctx context.Context, rc *receipt, reply bsoncore.Docume
 	for _, v := range dvals {
 		ids = append(ids, bson.RawValue{Type: bson.Type(v.Type), Value: v.Data})
 	}
-	// One point read per _id, not one {$in: ids} (donor.go's
-	// transferMods says why: a large $in costs keys × values).
-	var have []bsoncore.Document
-	for _, id := range ids {
-		got, err := n.localFind(ctx, db, coll, bson.D{{Key: "_id", Value: id}})
-		if err != nil {
-			return err
-		}
-		have = append(have, got...)
+	have, err := n.localFind(ctx, db, coll, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+	if err != nil {
+		return err
 	}
 	inRange := map[string]bool{}
 	for _, d := range have {

@@ -3,6 +3,7 @@ package planner
 import (
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -86,6 +87,33 @@ func (o OIL) contains(v bsoncore.Value) bool {
 		}
 	}
 	return false
+}
+
+// ordered reports whether the intervals are disjoint and increasing, as
+// the type promises; a scan checks it once before containsOrdered searches
+// them, so a list built otherwise is still tested correctly, one by one.
+func (o OIL) ordered() bool {
+	for i := 1; i < len(o); i++ {
+		c := bsonx.Compare(o[i-1].Hi, o[i].Lo)
+		if c > 0 || c == 0 && o[i-1].HiIncl && o[i].LoIncl {
+			return false
+		}
+	}
+	return true
+}
+
+// containsOrdered is contains for an ordered list, by binary search: the
+// only interval that can hold v is the first whose upper end is not below
+// it. A scan that checks each key against a long $in (one of more than
+// maxRanges values scans the whole index) costs keys × log(values), not
+// keys × values: a catch-up's {_id: {$in: 5,000 ids}} over 100,000 keys
+// took minutes with the linear test (session 16's mk19, branch wt16/mk19).
+func (o OIL) containsOrdered(v bsoncore.Value) bool {
+	i := sort.Search(len(o), func(i int) bool {
+		c := bsonx.Compare(v, o[i].Hi)
+		return c < 0 || c == 0 && o[i].HiIncl
+	})
+	return i < len(o) && o[i].contains(v)
 }
 
 // hasNull reports whether the bounds admit null or undefined keys: the keys

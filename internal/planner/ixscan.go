@@ -148,7 +148,8 @@ type ixScan struct {
 	keepTB  bool // pass each entry's type bits up (returnKey)
 
 	ranges    []engine.KeyRange
-	checkFrom int // fields from here with bounds are checked per key
+	checkFrom int    // fields from here with bounds are checked per key
+	ordered   []bool // per bound: ordered, so check searches it (set at the first check)
 	dedup     bool
 
 	ri        int
@@ -433,8 +434,18 @@ func (s *ixScan) check(key []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if s.ordered == nil {
+		s.ordered = make([]bool, len(s.bounds))
+		for j, o := range s.bounds {
+			s.ordered[j] = o.ordered()
+		}
+	}
 	for j := s.checkFrom; j < len(s.bounds) && j < len(vals); j++ {
-		if !s.bounds[j].IsFull() && !s.bounds[j].contains(vals[j]) {
+		o := s.bounds[j]
+		if o.IsFull() {
+			continue
+		}
+		if in := s.ordered[j] && o.containsOrdered(vals[j]) || !s.ordered[j] && o.contains(vals[j]); !in {
 			return false, nil
 		}
 	}

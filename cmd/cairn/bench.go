@@ -74,7 +74,8 @@ phase (the load and each run of each workload) and its allocations profile
 as the phase began and ended, written to DIR as cpu-<phase>-run<N>.pprof and
 allocs-<phase>-run<N>-{start,end}.pprof. Only a cairn built with
 -tags cairnpprof serves them; 'make bench-profile' builds one, runs every
-workload and prints each profile's top 15 functions.
+workload and prints each profile's top 15 functions. Profiling costs the
+server a little inside each phase: take ratios from unprofiled runs.
 
 Examples:
   cairn bench --workload c --floor protocol

@@ -204,11 +204,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := prof.probe(ctx); err != nil {
 			return nil, err
 		}
-		test := r.cfg.onRun
+		inner := r.cfg.onRun // the package's profiling benchmark's, if set
 		r.cfg.onRun = func(target, workload string, run int) func() {
 			stop := func() {}
-			if test != nil {
-				stop = test(target, workload, run)
+			if inner != nil {
+				stop = inner(target, workload, run)
 			}
 			if target != TargetCairn {
 				return stop

@@ -30,7 +30,9 @@ import (
 // (cairn built with -tags cairnpprof and CAIRN_PPROF naming an address);
 // a release build has none, and asking for profiles from it is an error
 // that says how to build one. The profile is the server process's own, so
-// the harness and the driver are not in it.
+// the harness and the driver are not in it. The fetches and the profiler
+// run inside the measured phases: a profiled run's figures are for reading
+// its profiles beside, not for BENCHMARKS.md's ratios.
 
 // Profiling endpoints, under one prefix.
 const (

@@ -338,26 +338,41 @@ func TestChainedProposals(t *testing.T) {
 // loop", "Log durable before use"). With the write on the loop, the commit
 // index would not move until the sync returned.
 func TestLogWrittenOffLoop(t *testing.T) {
+	c := newGatedCluster(t)
+	withAttempts(t, func(attempt int) (bool, string) { return logWrittenOffLoop(t, c, attempt) })
+}
+
+// newGatedCluster is a three-member cluster whose members' log syncs can
+// be held (c.gates); the gates open before the cluster's cleanup, since a
+// held sync blocks Stop.
+func newGatedCluster(t *testing.T) *cluster {
+	t.Helper()
 	var c *cluster
 	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
 		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
 	})
-	t.Cleanup(func() { // before the cluster's cleanup: a held sync blocks Stop
+	t.Cleanup(func() {
 		for _, g := range c.gates {
 			g.open()
 		}
 	})
-	// Under a loaded machine a member may lose leadership meanwhile: the
-	// attempt is then made again under the next leader.
-	for attempt := 1; ; attempt++ {
-		done, why := logWrittenOffLoop(t, c, attempt)
+	return c
+}
+
+// withAttempts runs attempt until it reports done, at most five times:
+// under a loaded machine a member may lose leadership meanwhile, and the
+// attempt is then made again under the next leader (why says what moved).
+func withAttempts(t *testing.T, attempt func(n int) (done bool, why string)) {
+	t.Helper()
+	for n := 1; ; n++ {
+		done, why := attempt(n)
 		if done {
 			return
 		}
-		if attempt == 5 {
+		if n == 5 {
 			t.Fatalf("5 attempts; the last: %s", why)
 		}
-		t.Logf("attempt %d: %s", attempt, why)
+		t.Logf("attempt %d: %s", n, why)
 	}
 }
 
@@ -454,25 +469,8 @@ func logWrittenOffLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
 // the entry does not commit; released, it commits and is applied. The
 // leader's writes all go through its appender.
 func TestFollowerLogWrittenOnLoop(t *testing.T) {
-	var c *cluster
-	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
-		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
-	})
-	t.Cleanup(func() {
-		for _, g := range c.gates {
-			g.open()
-		}
-	})
-	for attempt := 1; ; attempt++ {
-		done, why := followerLogWrittenOnLoop(t, c, attempt)
-		if done {
-			break
-		}
-		if attempt == 5 {
-			t.Fatalf("5 attempts; the last: %s", why)
-		}
-		t.Logf("attempt %d: %s", attempt, why)
-	}
+	c := newGatedCluster(t)
+	withAttempts(t, func(attempt int) (bool, string) { return followerLogWrittenOnLoop(t, c, attempt) })
 }
 
 func followerLogWrittenOnLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
@@ -555,15 +553,7 @@ func followerLogWrittenOnLoop(t *testing.T, c *cluster, attempt int) (bool, stri
 // a stalled disk does not keep its loop from answering heartbeats sync
 // after sync ("Follower's log written on its loop").
 func TestSlowLoopSyncBacksOff(t *testing.T) {
-	var c *cluster
-	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
-		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
-	})
-	t.Cleanup(func() {
-		for _, g := range c.gates {
-			g.open()
-		}
-	})
+	c := newGatedCluster(t)
 	if _, _, err := c.commit("put a 1", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -201,13 +203,39 @@ type conn struct {
 }
 
 // roundTrip sends cmd and seq (when given) and returns a copy of the
-// reply.
+// reply. It ends when ctx does ("Cancelled round trips end"): the
+// context's deadline is the connection's, and its cancellation moves that
+// deadline to the past, which fails a blocked write or read at once. A
+// round trip its context ended is an error wrapping the context's, even
+// if the reply arrived meanwhile: the caller gave up on it, and the
+// connection, whose deadline the cancellation may still be moving, is
+// never pooled (every caller closes a connection whose round trip failed).
 func (c *conn) roundTrip(ctx context.Context, cmd bsoncore.Document, seq *Sequence) (bsoncore.Document, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.nc.SetDeadline(dl)
 	} else {
 		_ = c.nc.SetDeadline(time.Time{})
 	}
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	reply, err := c.exchange(cmd, seq)
+	if !stop() || ctx.Err() != nil {
+		if err == nil {
+			err = ctx.Err()
+		} else if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(dl) {
+		// The connection's deadline is the context's, and its timer may
+		// fire before the context's own.
+		err = fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+	}
+	return reply, err
+}
+
+// exchange writes one command and reads its reply.
+func (c *conn) exchange(cmd bsoncore.Document, seq *Sequence) (bsoncore.Document, error) {
 	c.id++
 	start, frame := wire.BeginMsg(c.frame[:0], c.id, 0, 0)
 	frame = wire.AppendBodySection(frame, cmd)

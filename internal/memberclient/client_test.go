@@ -171,3 +171,82 @@ func TestRetryable(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelledRoundTripEnds: a member that takes a command and never
+// answers holds a round trip only as long as its context lives
+// ("Cancelled round trips end"): cancelled, at its deadline, or at the
+// client's Timeout; the error wraps the context's, and the connection is
+// closed, not pooled.
+func TestCancelledRoundTripEnds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{}, 8) // one per connection the client closed
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // read whatever comes, answer nothing
+				buf := make([]byte, 4096)
+				for {
+					if _, err := nc.Read(buf); err != nil {
+						nc.Close()
+						closed <- struct{}{}
+						return
+					}
+				}
+			}()
+		}
+	}()
+	ping := cmd(t, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}})
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // the client's Options.Timeout
+		ctx     func() (context.Context, context.CancelFunc)
+		want    error
+	}{
+		{"cancelled", 0, func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+		{"deadline", 0, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"client timeout", 100 * time.Millisecond, func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.Background())
+		}, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Options{Timeout: tc.timeout})
+			defer c.Close()
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Run(ctx, ln.Addr().String(), ping)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("Run: %v, want an error wrapping %v", err, tc.want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run still waiting 30s after its context ended")
+			}
+			if n := len(c.Host(ln.Addr().String()).idle); n != 0 {
+				t.Fatalf("%d connections pooled after an ended round trip", n)
+			}
+			select {
+			case <-closed:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the connection of an ended round trip was not closed")
+			}
+		})
+	}
+}

@@ -21,6 +21,11 @@
 //   - "Broken connections are not reused": a connection that failed to
 //     send or read is closed; only one that completed its round trip goes
 //     back to the pool.
+//   - "Cancelled round trips end": a command's round trip ends when its
+//     context is cancelled or reaches its deadline, whatever the member
+//     does, with an error that wraps the context's (errors.Is
+//     context.Canceled / DeadlineExceeded); the connection is closed
+//     (TestCancelledRoundTripEnds).
 //   - "Network errors say so": a failure to connect, send or read is a
 //     *NetError, which Retryable reports, as it does the codes that mean
 //     "not the primary (now)".

@@ -77,6 +77,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "_shardsvrMoveRange needs both min and max: Cairn moves whole chunks (a range given by min alone is not split by size yet)")
 	}
 	waitForDelete, _ := body.Lookup("waitForDelete").BooleanOK()
+	hang(ctx, n.moveStep[0]) // step 1: the options parsed
 	id, _ := n.shardIdentity(ctx)
 
 	cm := n.meta(ns)
@@ -134,6 +135,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		n.mu.Unlock()
 	}()
 	start := time.Now()
+	hang(ctx, n.moveStep[1]) // step 2: the metadata checked, the donation registered
 	// The coordinator document says a migration may be under way, so that
 	// a restarted donor resolves it (recovery.go).
 	coord := bson.D{{Key: "_id", Value: d.id}, {Key: "nss", Value: ns}, {Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)},
@@ -159,6 +161,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if _, err := n.peers.RunPrimary(mctx, toHost, command("admin", recvStart)); err != nil {
 		return abort(fmt.Errorf("the recipient %s did not start: %w", toShard, err))
 	}
+	hang(mctx, n.moveStep[2]) // step 3: the coordinator written, the recipient started
 	// Clone and catch up until the recipient is steady.
 	for {
 		st, err := n.recipientState(mctx, toHost, d.id)
@@ -176,6 +179,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	}
 	// The critical section: writes to the collection wait, the recipient
 	// drains the last changes, the config servers commit.
+	hang(mctx, n.moveStep[3]) // step 4: the recipient steady
 	hang(mctx, n.hangBeforeCritical)
 	exit, err := cm.enterCritical(MigrationLockWait())
 	if err != nil {
@@ -190,6 +194,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		}
 		return abort(fmt.Errorf("migration of [%s, %s) to %s failed in its critical section: %w", min, max, toShard, err))
 	}
+	hang(mctx, n.moveStep[4]) // step 5: the recipient holds the chunk's data, the commit not asked yet
 	have := m.ShardVersionFor(id.ShardName, coll.Timestamp)
 	migrated := bson.D{{Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)}, {Key: "lastmod", Value: bson.Timestamp{T: m.Chunks[ci].Version.Major, I: m.Chunks[ci].Version.Minor}}}
 	commit := bson.D{{Key: "_configsvrCommitChunkMigration", Value: ns}, {Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard},
@@ -220,6 +225,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	hang(mctx, n.hangBeforeLeavingCritical)
 	exit()
 	crit := time.Since(critStart)
+	hang(mctx, n.moveStep[5]) // step 6: committed, the range deletion not recorded nor the coordinator forgotten yet
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
 	n.logMigration(ctx, ns, min, max, id.ShardName, toShard, nil)
 	took := time.Since(start) // the migration, without its range deletion

@@ -45,6 +45,9 @@ type shardCluster struct {
 	procs   [3]*serveProc
 	cfgConn string
 	coll    shard.Collection
+	// testCmds starts the shards with enableTestCommands (their fail
+	// points); the config server always has it.
+	testCmds bool
 }
 
 var shardNames = [2]string{"s0", "s1"}
@@ -64,6 +67,9 @@ func (c *shardCluster) start(i int) {
 		args = append(args, "--replSet", "cfg", "--setParameter", "enableTestCommands=1")
 	} else {
 		args = append(args, "--shardsvr")
+		if c.testCmds {
+			args = append(args, "--setParameter", "enableTestCommands=1")
+		}
 	}
 	c.procs[i] = spawnServe(c.t, c.bin, args...)
 	c.procs[i].waitReady(c.t)
@@ -92,7 +98,14 @@ func newShardCluster(t *testing.T) *shardCluster { return newShardClusterOf(t, f
 // (issue #23) when versioned is set.
 func newShardClusterOf(t *testing.T, versioned bool) *shardCluster {
 	t.Helper()
-	c := &shardCluster{t: t, tmp: t.TempDir()}
+	return newShardClusterWith(t, versioned, false)
+}
+
+// newShardClusterWith is newShardClusterOf whose shards have test
+// commands (fail points) when testCmds is set.
+func newShardClusterWith(t *testing.T, versioned, testCmds bool) *shardCluster {
+	t.Helper()
+	c := &shardCluster{t: t, tmp: t.TempDir(), testCmds: testCmds}
 	c.bin = buildCairnBinary(t, c.tmp)
 	ps := freePorts(t, 3)
 	copy(c.ports[:], ps)
@@ -787,15 +800,8 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 				cancel()
 			}
 		}()
-		want := ws.finish(t)
+		want, m := c.roundEnd(ctx, t, r, ws, base)
 		close(finished)
-		for id, st := range base {
-			want[id] = st
-		}
-		m, merr := c.configMap(ctx, r.cfg)
-		if merr != nil {
-			t.Fatal(merr)
-		}
 		t.Logf("%s round %d: killed the %s after %s moving [%d, %d) %s→%s: move %v; owner now %s; %d acknowledged inserts",
 			time.Now().Format("15:04:05.000"), round, victim, delay, bounds[ci], bounds[ci]+1000, shardNames[from], shardNames[to], err, m.Chunks[ci].Shard, len(want))
 		if err := c.settle(ctx, r, want); err != nil {
@@ -807,6 +813,21 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 			}
 		}
 	}
+}
+
+// roundEnd stops a round's writers and returns the writes acknowledged
+// (with base's) and the config servers' map.
+func (c *shardCluster) roundEnd(ctx context.Context, t *testing.T, r *testRouter, ws *writers, base map[string]docState) (map[string]docState, *shard.Map) {
+	t.Helper()
+	want := ws.finish(t)
+	for id, st := range base {
+		want[id] = st
+	}
+	m, err := c.configMap(ctx, r.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, m
 }
 
 // addVersions gives every document of base times more versions ($inc n,

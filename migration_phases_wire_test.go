@@ -90,10 +90,7 @@ func TestMigrationConfigKillPhases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
+	seed := migrationSeed()
 	rnd := rand.New(rand.NewPCG(seed, 11))
 	cases := make([]killPhase, len(killPhases))
 	copy(cases, killPhases)
@@ -206,5 +203,101 @@ func TestMigrationConfigKillPhases(t *testing.T) {
 			c.dumpLogs(ctx)
 			t.Fatalf("%s, %s killed: %v", p.point, roleNames[p.victim], err)
 		}
+	}
+}
+
+// TestMigrationCatchUpUnderWrites: a move under twelve writers whose
+// config server is down from just after the move's start (held at
+// moveChunkHangAtStep2) until the writers have 6,000 more acknowledged
+// inserts, so that the recipient's _recvChunkStart waits and the first
+// catch-up batch (_transferMods, up to 5,000 oplog entries) names
+// thousands of _ids, more than the planner's 4,096 ranges: the donor and
+// the recipient read them with {_id: {$in: ids}} over an index of 50,000
+// documents and more. Liveness, not speed: the move must finish within
+// 60 s of the config server's return (it takes about 5 s at load 17-21),
+// and every acknowledged write must be on its owner once. It fails with
+// the planner's ordered test of such an $in reverted to the linear one
+// (each read tests every key against every id: session 16's hang,
+// RELIABILITY.md), and without the donor's
+// maxCatchUpPercentageBeforeBlockingWrites (the writers outrun the
+// recipient's apply and it is never steady).
+func TestMigrationCatchUpUnderWrites(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	seed := migrationSeed()
+	t.Logf("seed %d (CAIRN_MIGRATION_SEED=%d replays)", seed, seed)
+	c := newShardClusterWith(t, false, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := newTestRouter(t, c)
+	base := map[string]docState{}
+	populate(ctx, t, r, 50000, 20, base)
+	ws := startWriters(ctx, r, 12, seed, "c", false, true)
+	const step2 = "moveChunkHangAtStep2"
+	entered, err := c.fpOn(ctx, 1, step2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		reply bson.Raw
+		err   error
+		took  time.Duration
+	}
+	done := make(chan result, 1)
+	lo, hi := chunkBounds(1000, 2000)
+	go func() {
+		began := time.Now()
+		reply, err := c.moveChunk(ctx, 0, 1, lo, hi)
+		done <- result{reply, err, time.Since(began)}
+	}()
+	if err := c.fpWait(ctx, 1, step2, entered); err != nil {
+		t.Fatal(err)
+	}
+	c.procs[0].kill()
+	if _, err := c.fpOn(ctx, 1, step2, false); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	ws.mu.Lock()
+	from := ws.count
+	ws.mu.Unlock()
+	for time.Since(down) < 30*time.Second {
+		ws.mu.Lock()
+		n := ws.count - from
+		ws.mu.Unlock()
+		if n >= 6000 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ws.mu.Lock()
+	acked := ws.count - from
+	ws.mu.Unlock()
+	c.start(0)
+	t.Logf("the config server was down %s, %d inserts acknowledged meanwhile", time.Since(down).Round(time.Millisecond), acked)
+	const bound = 60 * time.Second
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(bound):
+		c.dumpLogs(ctx)
+		t.Fatalf("the move did not finish %s after the config server came back", bound)
+	}
+	want, m := c.roundEnd(ctx, t, r, ws, base)
+	if res.err != nil {
+		t.Fatalf("the move failed after %s: %v", res.took, res.err)
+	}
+	mods := res.reply.Lookup("modsSent").AsInt64()
+	t.Logf("the move took %s, sending %d changed _ids; %d acknowledged inserts", res.took.Round(time.Millisecond), mods, len(want))
+	if m.Chunks[1].Shard != shardNames[1] {
+		t.Fatalf("the move succeeded but [1000, 2000) is on %s", m.Chunks[1].Shard)
+	}
+	if mods <= 4096 {
+		t.Errorf("the catch-up sent %d changed _ids, not more than the planner's 4,096 ranges: the case this test is for did not happen", mods)
+	}
+	if err := c.settle(ctx, r, want); err != nil {
+		t.Fatal(err)
 	}
 }

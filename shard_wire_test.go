@@ -563,10 +563,7 @@ func TestShardMigrationUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
+	seed := migrationSeed()
 	t.Logf("seed %d (CAIRN_MIGRATION_SEED=%d replays)", seed, seed)
 	c := newShardCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -710,10 +707,7 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
+	seed := migrationSeed()
 	rounds := len(victims)
 	if s := os.Getenv("CAIRN_MIGRATION_KILL_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
@@ -813,6 +807,15 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 			}
 		}
 	}
+}
+
+// migrationSeed is CAIRN_MIGRATION_SEED, or the clock's when it is unset.
+func migrationSeed() uint64 {
+	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
+		seed, _ := strconv.ParseUint(s, 10, 64)
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
 }
 
 // roundEnd stops a round's writers and returns the writes acknowledged

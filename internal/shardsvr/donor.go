@@ -26,9 +26,11 @@ type donation struct {
 	startTS bson.Timestamp // the oplog's newest entry when the migration began
 	// prior: the retryable-write records of the sessions that wrote
 	// just before the start were sent (sessions.go).
-	prior    bool
-	cloned   int64 // bytes sent by _migrateClone
-	modsSent int64
+	prior  bool
+	cloned int64 // bytes sent by _migrateClone
+	// clonedDocs: the documents (or histories) those bytes held.
+	clonedDocs int64
+	modsSent   int64
 
 	// A versioned collection's clone and catch-up send histories
 	// (versioned.go): the _ids the clone has still to send, whether the
@@ -162,7 +164,10 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		return abort(fmt.Errorf("the recipient %s did not start: %w", toShard, err))
 	}
 	hang(mctx, n.moveStep[2]) // step 3: the coordinator written, the recipient started
-	// Clone and catch up until the recipient is steady.
+	// Clone and catch up until the recipient is steady, or in its
+	// catch-up with little enough left that the critical section may
+	// drain the rest (maxCatchUpPercentageBeforeBlockingWrites).
+	var checked time.Time
 	for {
 		st, err := n.recipientState(mctx, toHost, d.id)
 		if err != nil {
@@ -170,6 +175,14 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		}
 		if st == "steady" {
 			break
+		}
+		if st == "catchup" && time.Since(checked) >= catchUpCheckEvery {
+			checked = time.Now()
+			if near, err := n.nearlyCaughtUp(mctx, d); err != nil {
+				return abort(fmt.Errorf("migration of [%s, %s) to %s failed: %w", min, max, toShard, err))
+			} else if near {
+				break
+			}
 		}
 		select {
 		case <-mctx.Done():
@@ -243,6 +256,46 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		"ms", took.Milliseconds(), "criticalSectionMs", crit.Milliseconds(), "clonedBytes", cloned, "modsSent", mods)
 	return bsoncore.NewDocumentBuilder().AppendInt64("clonedBytes", cloned).AppendInt64("modsSent", mods).
 		AppendInt64("millis", took.Milliseconds()).AppendInt64("criticalSectionMillis", crit.Milliseconds()).Build(), nil
+}
+
+// MaxCatchUpPercentageBeforeBlockingWrites is MongoDB's server parameter
+// of that name at its default (10; Cairn's is not settable): a donor
+// whose recipient is still catching up enters the critical section once
+// the changes it has not sent are estimated below that percentage of the
+// chunk size (defaultRangeSize, 128 MB), and the critical section drains
+// the rest while writes wait. Without it, writers that change the range
+// faster than the recipient applies keep the recipient from ever being
+// steady, and the move never ends (TestMigrationCatchUpUnderWrites).
+const MaxCatchUpPercentageBeforeBlockingWrites = 10
+
+// catchUpCheckEvery spaces the donor's estimates of what it has not sent
+// (each counts oplog entries).
+const catchUpCheckEvery = 250 * time.Millisecond
+
+// nearlyCaughtUp estimates the bytes of the changes to d's collection the
+// recipient has not pulled (the oplog entries after the last sent, each
+// taken as a document of the clone's average size) and reports whether
+// they are under MaxCatchUpPercentageBeforeBlockingWrites of the chunk
+// size. The count stops at the threshold.
+func (n *Node) nearlyCaughtUp(ctx context.Context, d *donation) (bool, error) {
+	d.mu.Lock()
+	lastTS, cloned, docs := d.lastTS, d.cloned, d.clonedDocs
+	d.mu.Unlock()
+	avg := int64(1)
+	if docs > 0 {
+		avg = max(1, cloned/docs)
+	}
+	budget := int64(defaultRangeSize) * MaxCatchUpPercentageBeforeBlockingWrites / 100
+	limit := budget/avg + 1
+	reply, err := n.local(ctx, "local", bson.D{{Key: "count", Value: "oplog.rs"},
+		{Key: "query", Value: bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: lastTS}}}, {Key: "$or", Value: bson.A{
+			bson.D{{Key: "ns", Value: d.ns}}, bson.D{{Key: "o.applyOps.ns", Value: d.ns}}}}}},
+		{Key: "limit", Value: limit}})
+	if err != nil {
+		return false, err
+	}
+	entries, _ := reply.Lookup("n").AsInt64OK()
+	return entries*avg < budget, nil
 }
 
 // decideTimeout bounds the donor's reading of the outcome after a refused
@@ -399,6 +452,7 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 			if d.r.holds(doc) { // the index's bounds say so already; a scan without one needs it
 				arr.AppendDocument(doc)
 				size += len(doc)
+				d.clonedDocs++
 			}
 		}
 	}

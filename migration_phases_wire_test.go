@@ -301,3 +301,68 @@ func TestMigrationCatchUpUnderWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrationAbortLostOnRecipient: a donor killed while its recipient
+// copies (held at moveChunkHangAtStep3) aborts the migration on its
+// restart (recovery), but the recipient's _recvChunkAbort fails
+// (failCommand), and the donor forgets the migration all the same. The
+// recipient must still settle: its receiving ended and the donor holds no
+// coordinator, so its pending range deletion runs (the copy goes, the
+// chunk being the donor's) and no range deletion is left. Before the
+// recipient's range deleter took an ended receipt for settled, the
+// receipt stayed registered and its range deletion waited forever
+// (TestShardMigrationKillVersioned's "range deletions or migration
+// coordinators left after 60s", seed 1795813259282110692, session 16).
+func TestMigrationAbortLostOnRecipient(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	c := newShardClusterWith(t, false, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r := newTestRouter(t, c)
+	want := map[string]docState{}
+	populate(ctx, t, r, 2000, 200, want)
+	const step3 = "moveChunkHangAtStep3"
+	entered, err := c.fpOn(ctx, 1, step3, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := chunkBounds(1000, 2000)
+	moved := make(chan error, 1)
+	go func() { _, err := c.moveChunk(ctx, 0, 1, lo, hi); moved <- err }()
+	if err := c.fpWait(ctx, 1, step3, entered); err != nil {
+		t.Fatal(err)
+	}
+	rcl := directClient(t, c.host(2))
+	defer rcl.Disconnect(context.Background())
+	failAbort := func(mode any) {
+		t.Helper()
+		if err := rcl.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: mode},
+			{Key: "data", Value: bson.D{{Key: "failCommands", Value: bson.A{"_recvChunkAbort"}}, {Key: "errorCode", Value: 91}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failAbort("alwaysOn")
+	c.procs[1].kill()
+	c.start(1)
+	<-moved // the donor died with its connection
+	// The restarted donor recovers: the abort fails, the coordinator goes.
+	dcl := directClient(t, c.host(1))
+	defer dcl.Disconnect(context.Background())
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		n, err := dcl.Database("config").Collection("migrationCoordinators").CountDocuments(ctx, bson.D{})
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted donor still holds its coordinator after 60 s (%v)", err)
+		}
+	}
+	failAbort("off")
+	if err := c.settle(ctx, r, want); err != nil {
+		c.dumpLogs(ctx)
+		t.Fatal(err)
+	}
+}

@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/... ./internal/replset/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-profile bench-replset bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-profile bench-replset bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak migration-phases twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
 
 all: build
 
@@ -151,6 +151,14 @@ MIGRATION_VICTIMS ?= donor,recipient,config
 MIGRATION_SEED ?=
 migration-soak:
 	CAIRN_MIGRATION_KILL_ROUNDS=$(MIGRATION_ROUNDS) CAIRN_MIGRATION_SEED=$(MIGRATION_SEED) CAIRN_MIGRATION_VICTIMS=$(MIGRATION_VICTIMS) $(GO) test -count=1 -run '^TestShardMigrationKill$$' -timeout 120m -v .
+
+## migration-phases: TestMigrationConfigKillPhases over its whole table —
+## a migration held at each of its fail points (moveChunkHangAtStep1…6,
+## hangInCommitChunkMigration) while the config server, the donor or the
+## recipient is killed -9 and restarted (`make test` runs a seeded 2).
+## Set MIGRATION_SEED to replay the order.
+migration-phases:
+	CAIRN_MIGRATION_PHASES=all CAIRN_MIGRATION_SEED=$(MIGRATION_SEED) $(GO) test -count=1 -run '^TestMigrationConfigKillPhases$$' -timeout 30m -v .
 
 ## twophase-soak: cross-shard transactions through a router and two
 ## `cairn serve --shardsvr` shards with TWOPHASE_ROUNDS kill -9s of the

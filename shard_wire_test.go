@@ -45,6 +45,9 @@ type shardCluster struct {
 	procs   [3]*serveProc
 	cfgConn string
 	coll    shard.Collection
+	// testCmds starts the shards with enableTestCommands (their fail
+	// points); the config server always has it.
+	testCmds bool
 }
 
 var shardNames = [2]string{"s0", "s1"}
@@ -64,6 +67,9 @@ func (c *shardCluster) start(i int) {
 		args = append(args, "--replSet", "cfg", "--setParameter", "enableTestCommands=1")
 	} else {
 		args = append(args, "--shardsvr")
+		if c.testCmds {
+			args = append(args, "--setParameter", "enableTestCommands=1")
+		}
 	}
 	c.procs[i] = spawnServe(c.t, c.bin, args...)
 	c.procs[i].waitReady(c.t)
@@ -92,7 +98,14 @@ func newShardCluster(t *testing.T) *shardCluster { return newShardClusterOf(t, f
 // (issue #23) when versioned is set.
 func newShardClusterOf(t *testing.T, versioned bool) *shardCluster {
 	t.Helper()
-	c := &shardCluster{t: t, tmp: t.TempDir()}
+	return newShardClusterWith(t, versioned, false)
+}
+
+// newShardClusterWith is newShardClusterOf whose shards have test
+// commands (fail points) when testCmds is set.
+func newShardClusterWith(t *testing.T, versioned, testCmds bool) *shardCluster {
+	t.Helper()
+	c := &shardCluster{t: t, tmp: t.TempDir(), testCmds: testCmds}
 	c.bin = buildCairnBinary(t, c.tmp)
 	ps := freePorts(t, 3)
 	copy(c.ports[:], ps)
@@ -550,10 +563,7 @@ func TestShardMigrationUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
+	seed := migrationSeed()
 	t.Logf("seed %d (CAIRN_MIGRATION_SEED=%d replays)", seed, seed)
 	c := newShardCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -697,10 +707,7 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
+	seed := migrationSeed()
 	rounds := len(victims)
 	if s := os.Getenv("CAIRN_MIGRATION_KILL_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
@@ -787,15 +794,8 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 				cancel()
 			}
 		}()
-		want := ws.finish(t)
+		want, m := c.roundEnd(ctx, t, r, ws, base)
 		close(finished)
-		for id, st := range base {
-			want[id] = st
-		}
-		m, merr := c.configMap(ctx, r.cfg)
-		if merr != nil {
-			t.Fatal(merr)
-		}
 		t.Logf("%s round %d: killed the %s after %s moving [%d, %d) %s→%s: move %v; owner now %s; %d acknowledged inserts",
 			time.Now().Format("15:04:05.000"), round, victim, delay, bounds[ci], bounds[ci]+1000, shardNames[from], shardNames[to], err, m.Chunks[ci].Shard, len(want))
 		if err := c.settle(ctx, r, want); err != nil {
@@ -807,6 +807,30 @@ func migrationKill(t *testing.T, versioned bool, victims []string) {
 			}
 		}
 	}
+}
+
+// migrationSeed is CAIRN_MIGRATION_SEED, or the clock's when it is unset.
+func migrationSeed() uint64 {
+	if s := os.Getenv("CAIRN_MIGRATION_SEED"); s != "" {
+		seed, _ := strconv.ParseUint(s, 10, 64)
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// roundEnd stops a round's writers and returns the writes acknowledged
+// (with base's) and the config servers' map.
+func (c *shardCluster) roundEnd(ctx context.Context, t *testing.T, r *testRouter, ws *writers, base map[string]docState) (map[string]docState, *shard.Map) {
+	t.Helper()
+	want := ws.finish(t)
+	for id, st := range base {
+		want[id] = st
+	}
+	m, err := c.configMap(ctx, r.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, m
 }
 
 // addVersions gives every document of base times more versions ($inc n,

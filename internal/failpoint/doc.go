@@ -22,6 +22,11 @@
 //     migration holds once its recipient is steady, before its critical
 //     section asks to begin; and inside it, after the commit and the
 //     refresh, before the writes it held go on.
+//   - "moveChunkHangAtStep1" … "moveChunkHangAtStep6" (package shardsvr,
+//     on a donor): a migration holds at one of its six steps as MongoDB
+//     numbers them (shardsvr.MoveChunkHangAtStepFailPoints).
+//   - "hangInCommitChunkMigration" (package shardsvr, on a config
+//     server): _configsvrCommitChunkMigration holds before its first write.
 //   - "hangBeforeFlushRoutingTable" (package shardsvr): a shard's
 //     _flushRoutingTableCacheUpdates holds before it reloads the table.
 //   - [StorageFailBeforeCommit] (package storage): a commit group fails

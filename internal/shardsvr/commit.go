@@ -88,6 +88,7 @@ func (n *Node) commitChunkMigration(ctx context.Context, body bsoncore.Document)
 	default:
 		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "chunk [%s, %s) of %s is on shard %s, not on the donor %s", min, max, ns, owner, from)
 	}
+	hang(ctx, n.hangInCommit)
 	before := append([]shard.Chunk(nil), m.Chunks...)
 	if err := m.Move(ci, to); err != nil {
 		return nil, err

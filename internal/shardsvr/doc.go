@@ -91,7 +91,12 @@
 // replaces its copy, a deleted _id removes the copy in the range — so a
 // clone that saw some later writes is harmless. When a _transferMods
 // batch comes back empty the recipient is steady; the donor then enters
-// the critical section: later writes wait from the moment it asks, and it
+// the critical section — or earlier, while the recipient still catches
+// up, once the changes not yet sent are estimated under
+// maxCatchUpPercentageBeforeBlockingWrites (10 %, MongoDB's default) of
+// the chunk size, so that writers faster than the recipient's apply
+// cannot keep a move from ending (the critical section drains the rest;
+// TestMigrationCatchUpUnderWrites). The critical section: later writes wait from the moment it asks, and it
 // begins once the collection's gate has no holders — the writes in flight
 // (which finish, with their oplog entries) and the open transactions that
 // wrote the collection here, prepared or not, which commit or abort first.

@@ -26,9 +26,11 @@ type donation struct {
 	startTS bson.Timestamp // the oplog's newest entry when the migration began
 	// prior: the retryable-write records of the sessions that wrote
 	// just before the start were sent (sessions.go).
-	prior    bool
-	cloned   int64 // bytes sent by _migrateClone
-	modsSent int64
+	prior  bool
+	cloned int64 // bytes sent by _migrateClone
+	// clonedDocs: the documents (or histories) those bytes held.
+	clonedDocs int64
+	modsSent   int64
 
 	// A versioned collection's clone and catch-up send histories
 	// (versioned.go): the _ids the clone has still to send, whether the
@@ -77,6 +79,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "_shardsvrMoveRange needs both min and max: Cairn moves whole chunks (a range given by min alone is not split by size yet)")
 	}
 	waitForDelete, _ := body.Lookup("waitForDelete").BooleanOK()
+	hang(ctx, n.moveStep[0]) // step 1: the options parsed
 	id, _ := n.shardIdentity(ctx)
 
 	cm := n.meta(ns)
@@ -134,6 +137,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		n.mu.Unlock()
 	}()
 	start := time.Now()
+	hang(ctx, n.moveStep[1]) // step 2: the metadata checked, the donation registered
 	// The coordinator document says a migration may be under way, so that
 	// a restarted donor resolves it (recovery.go).
 	coord := bson.D{{Key: "_id", Value: d.id}, {Key: "nss", Value: ns}, {Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)},
@@ -159,7 +163,11 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	if _, err := n.peers.RunPrimary(mctx, toHost, command("admin", recvStart)); err != nil {
 		return abort(fmt.Errorf("the recipient %s did not start: %w", toShard, err))
 	}
-	// Clone and catch up until the recipient is steady.
+	hang(mctx, n.moveStep[2]) // step 3: the coordinator written, the recipient started
+	// Clone and catch up until the recipient is steady, or in its
+	// catch-up with little enough left that the critical section may
+	// drain the rest (maxCatchUpPercentageBeforeBlockingWrites).
+	var checked time.Time
 	for {
 		st, err := n.recipientState(mctx, toHost, d.id)
 		if err != nil {
@@ -167,6 +175,14 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		}
 		if st == "steady" {
 			break
+		}
+		if st == "catchup" && time.Since(checked) >= catchUpCheckEvery {
+			checked = time.Now()
+			if near, err := n.nearlyCaughtUp(mctx, d); err != nil {
+				return abort(fmt.Errorf("migration of [%s, %s) to %s failed: %w", min, max, toShard, err))
+			} else if near {
+				break
+			}
 		}
 		select {
 		case <-mctx.Done():
@@ -176,6 +192,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	}
 	// The critical section: writes to the collection wait, the recipient
 	// drains the last changes, the config servers commit.
+	hang(mctx, n.moveStep[3]) // step 4: the recipient steady
 	hang(mctx, n.hangBeforeCritical)
 	exit, err := cm.enterCritical(MigrationLockWait())
 	if err != nil {
@@ -190,6 +207,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		}
 		return abort(fmt.Errorf("migration of [%s, %s) to %s failed in its critical section: %w", min, max, toShard, err))
 	}
+	hang(mctx, n.moveStep[4]) // step 5: the recipient holds the chunk's data, the commit not asked yet
 	have := m.ShardVersionFor(id.ShardName, coll.Timestamp)
 	migrated := bson.D{{Key: "min", Value: rawDoc(min)}, {Key: "max", Value: rawDoc(max)}, {Key: "lastmod", Value: bson.Timestamp{T: m.Chunks[ci].Version.Major, I: m.Chunks[ci].Version.Minor}}}
 	commit := bson.D{{Key: "_configsvrCommitChunkMigration", Value: ns}, {Key: "fromShard", Value: id.ShardName}, {Key: "toShard", Value: toShard},
@@ -220,6 +238,7 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 	hang(mctx, n.hangBeforeLeavingCritical)
 	exit()
 	crit := time.Since(critStart)
+	hang(mctx, n.moveStep[5]) // step 6: committed, the range deletion not recorded nor the coordinator forgotten yet
 	n.afterCommit(context.WithoutCancel(ctx), d.id, ns, r, toHost)
 	n.logMigration(ctx, ns, min, max, id.ShardName, toShard, nil)
 	took := time.Since(start) // the migration, without its range deletion
@@ -237,6 +256,46 @@ func (n *Node) moveRange(ctx context.Context, body bsoncore.Document) (bsoncore.
 		"ms", took.Milliseconds(), "criticalSectionMs", crit.Milliseconds(), "clonedBytes", cloned, "modsSent", mods)
 	return bsoncore.NewDocumentBuilder().AppendInt64("clonedBytes", cloned).AppendInt64("modsSent", mods).
 		AppendInt64("millis", took.Milliseconds()).AppendInt64("criticalSectionMillis", crit.Milliseconds()).Build(), nil
+}
+
+// MaxCatchUpPercentageBeforeBlockingWrites is MongoDB's server parameter
+// of that name at its default (10; Cairn's is not settable): a donor
+// whose recipient is still catching up enters the critical section once
+// the changes it has not sent are estimated below that percentage of the
+// chunk size (defaultRangeSize, 128 MB), and the critical section drains
+// the rest while writes wait. Without it, writers that change the range
+// faster than the recipient applies keep the recipient from ever being
+// steady, and the move never ends (TestMigrationCatchUpUnderWrites).
+const MaxCatchUpPercentageBeforeBlockingWrites = 10
+
+// catchUpCheckEvery spaces the donor's estimates of what it has not sent
+// (each counts oplog entries).
+const catchUpCheckEvery = 250 * time.Millisecond
+
+// nearlyCaughtUp estimates the bytes of the changes to d's collection the
+// recipient has not pulled (the oplog entries after the last sent, each
+// taken as a document of the clone's average size) and reports whether
+// they are under MaxCatchUpPercentageBeforeBlockingWrites of the chunk
+// size. The count stops at the threshold.
+func (n *Node) nearlyCaughtUp(ctx context.Context, d *donation) (bool, error) {
+	d.mu.Lock()
+	lastTS, cloned, docs := d.lastTS, d.cloned, d.clonedDocs
+	d.mu.Unlock()
+	avg := int64(1)
+	if docs > 0 {
+		avg = max(1, cloned/docs)
+	}
+	budget := int64(defaultRangeSize) * MaxCatchUpPercentageBeforeBlockingWrites / 100
+	limit := budget/avg + 1
+	reply, err := n.local(ctx, "local", bson.D{{Key: "count", Value: "oplog.rs"},
+		{Key: "query", Value: bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: lastTS}}}, {Key: "$or", Value: bson.A{
+			bson.D{{Key: "ns", Value: d.ns}}, bson.D{{Key: "o.applyOps.ns", Value: d.ns}}}}}},
+		{Key: "limit", Value: limit}})
+	if err != nil {
+		return false, err
+	}
+	entries, _ := reply.Lookup("n").AsInt64OK()
+	return entries*avg < budget, nil
 }
 
 // decideTimeout bounds the donor's reading of the outcome after a refused
@@ -393,6 +452,7 @@ func (n *Node) migrateClone(ctx context.Context, body bsoncore.Document) (bsonco
 			if d.r.holds(doc) { // the index's bounds say so already; a scan without one needs it
 				arr.AppendDocument(doc)
 				size += len(doc)
+				d.clonedDocs++
 			}
 		}
 	}

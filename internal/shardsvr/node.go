@@ -70,6 +70,25 @@ const (
 	HangBeforeLeavingCriticalSectionFailPoint  = "hangBeforeLeavingCriticalSection"
 )
 
+// MoveChunkHangAtStepFailPoints are the donor's steps as MongoDB 7.0
+// numbers them (moveChunkHangAtStep1 … 6, its chunk_manipulation_util's
+// moveChunkStepNames): 1 the options parsed; 2 the metadata checked and
+// the migration registered, before its coordinator document; 3 the
+// coordinator written and the recipient started (_recvChunkStart); 4 the
+// recipient steady, before the critical section; 5 the recipient holding
+// the chunk's data (_recvChunkCommit), before the config servers' commit;
+// 6 committed and the critical section left, before the range deletion
+// is recorded and the coordinator forgotten. A move that reaches a step
+// whose point is on holds there while it stays on.
+var MoveChunkHangAtStepFailPoints = [6]string{"moveChunkHangAtStep1", "moveChunkHangAtStep2", "moveChunkHangAtStep3",
+	"moveChunkHangAtStep4", "moveChunkHangAtStep5", "moveChunkHangAtStep6"}
+
+// HangInCommitChunkMigrationFailPoint holds _configsvrCommitChunkMigration
+// on the config server once it has checked the request, before its first
+// write (Cairn's own: MongoDB 7.0's config server defines no hang there,
+// only migrationCommitVersionError and migrateCommitInvalidChunkQuery).
+const HangInCommitChunkMigrationFailPoint = "hangInCommitChunkMigration"
+
 // HangBeforeFlushRoutingTableFailPoint makes _flushRoutingTableCacheUpdates
 // hang before it reloads the table (Cairn's own): the window between a
 // shardCollection's config write and this shard's refresh, made wide.
@@ -97,6 +116,10 @@ type Node struct {
 	// hangBeforeCritical, hangBeforeLeavingCritical: the donor's fail
 	// points around its critical section (HangBeforeEnteringCriticalSection...).
 	hangBeforeCritical, hangBeforeLeavingCritical *failpoint.Point
+	// moveStep: MoveChunkHangAtStepFailPoints; hangInCommit:
+	// HangInCommitChunkMigrationFailPoint.
+	moveStep     [6]*failpoint.Point
+	hangInCommit *failpoint.Point
 	// hangBeforeFlush: HangBeforeFlushRoutingTableFailPoint.
 	hangBeforeFlush *failpoint.Point
 	// overrideInterval: OverrideBalanceRoundIntervalFailPoint.
@@ -134,6 +157,10 @@ func New(opts Options) *Node {
 		n.hangBeforeLeavingCritical = opts.FailPoints.Define(HangBeforeLeavingCriticalSectionFailPoint)
 		n.hangBeforeFlush = opts.FailPoints.Define(HangBeforeFlushRoutingTableFailPoint)
 		n.overrideInterval = opts.FailPoints.Define(OverrideBalanceRoundIntervalFailPoint)
+		for i, name := range MoveChunkHangAtStepFailPoints {
+			n.moveStep[i] = opts.FailPoints.Define(name)
+		}
+		n.hangInCommit = opts.FailPoints.Define(HangInCommitChunkMigrationFailPoint)
 	}
 	if opts.ShardSvr {
 		n.wg.Add(1)

@@ -452,6 +452,16 @@ func (n *Node) recvChunkControl(ctx context.Context, name string, body bsoncore.
 	return b.Build(), nil
 }
 
+// ended reports whether rc's receiving has returned (failed or done).
+func (rc *receipt) ended() bool {
+	select {
+	case <-rc.finished:
+		return true
+	default:
+		return false
+	}
+}
+
 func (n *Node) forgetReceipt(id string) {
 	n.mu.Lock()
 	if rc := n.receipts[id]; rc != nil {

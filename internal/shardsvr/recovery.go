@@ -192,8 +192,8 @@ func (n *Node) dropTask(ctx context.Context, id bsoncore.Value) error {
 
 // runRangeDeletions runs every range deletion that is due: the donor's
 // (pending: false), and a recipient's pending one whose migration is no
-// longer in progress here and whose donor has forgotten it (its
-// coordinator is gone, so the outcome is in config.chunks).
+// longer receiving here and whose donor has forgotten it (its coordinator
+// is gone, so the outcome is in config.chunks).
 func (n *Node) runRangeDeletions(ctx context.Context) error {
 	tasks, err := n.localFind(ctx, "config", "rangeDeletions", bson.D{})
 	if err != nil {
@@ -204,13 +204,24 @@ func (n *Node) runRangeDeletions(ctx context.Context) error {
 		id, _ := t.Lookup("_id").StringValueOK()
 		if pending, _ := t.Lookup("pending").BooleanOK(); pending {
 			n.mu.Lock()
-			_, active := n.receipts[id]
+			rc := n.receipts[id]
 			n.mu.Unlock()
-			if active || !n.donorForgot(ctx, t, id) {
+			if rc != nil && !rc.ended() || !n.donorForgot(ctx, t, id) {
 				continue
+			}
+			// A receipt whose receiving ended (failed, or done and
+			// waiting for word) and whose donor forgot the migration
+			// missed the donor's word — an abort or release that failed
+			// or was cut off, which the donor does not send again.
+			if rc != nil {
+				rc.endCritical(ctx)
 			}
 			if err := n.settleOrphanedReceipt(ctx, t); err != nil {
 				errs = append(errs, err)
+				continue
+			}
+			if rc != nil {
+				n.forgetReceipt(id)
 			}
 			continue
 		}

@@ -297,6 +297,7 @@ func (n *Node) cloneHistories(ctx context.Context, d *donation) (bsoncore.Docume
 		}
 	}
 	d.cloned += int64(size)
+	d.clonedDocs += int64(count)
 	b := bsoncore.NewDocumentBuilder().AppendArray("objects", bsoncore.NewArrayBuilder().Build()).AppendArray("histories", arr.Build())
 	if horizon.Type != 0 {
 		b.AppendValue("horizon", horizon)

@@ -327,11 +327,6 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 	if err != nil {
 		return err
 	}
-	if every > 0 && opts.ReplSetName != "" {
-		// A member's writes are durable in its Raft log, synced before
-		// each acknowledgement; its data store keeps no log to sync.
-		return fmt.Errorf("--sync %s: a replica set member syncs its Raft log before every acknowledgement; give --sync always or no --sync", opts.Sync)
-	}
 	if opts.TimeZoneInfo != "" {
 		if st, err := os.Stat(opts.TimeZoneInfo); err != nil || !st.IsDir() {
 			return fmt.Errorf("--timeZoneInfo %s is not a directory", opts.TimeZoneInfo)
@@ -366,7 +361,7 @@ func serve(opts config.Options, log *slog.Logger, ring *commands.LogRing, file *
 		return err
 	}
 	defer auditLog.Close()
-	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, ReplicatedLog: opts.ReplSetName != "", CacheSize: int64(opts.CacheSizeGB * (1 << 30)), DocumentCacheSize: documentCacheBytes(opts.DocumentCacheSizeMB), OplogSize: opts.OplogSizeMB << 20, Logger: log})
+	eng, err := engine.Open(dir, engine.Options{SyncInterval: every, CacheSize: int64(opts.CacheSizeGB * (1 << 30)), DocumentCacheSize: documentCacheBytes(opts.DocumentCacheSizeMB), OplogSize: opts.OplogSizeMB << 20, Logger: log})
 	if err != nil {
 		return err
 	}

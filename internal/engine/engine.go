@@ -20,9 +20,6 @@ type Options struct {
 	FS vfs.FS
 	// SyncInterval 0 syncs before acknowledging each write; see storage.Options.
 	SyncInterval time.Duration
-	// ReplicatedLog opens a replica set member's store: no write-ahead
-	// log of its own, the Raft log being it (storage.Options.ReplicatedLog).
-	ReplicatedLog bool
 	// CacheSize is the block cache in bytes; 0 is storage's default
 	// (storage.DefaultCacheSize).
 	CacheSize int64
@@ -84,7 +81,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Now = time.Now
 	}
 	hooks := &storage.Hooks{}
-	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, ReplicatedLog: opts.ReplicatedLog, CacheSize: opts.CacheSize, DocumentCacheSize: opts.DocumentCacheSize, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
+	db, err := storage.Open(dir, storage.Options{FS: opts.FS, SyncInterval: opts.SyncInterval, CacheSize: opts.CacheSize, DocumentCacheSize: opts.DocumentCacheSize, Logger: opts.Logger, Hooks: hooks, FailPoints: opts.FailPoints})
 	if err != nil {
 		return nil, err
 	}

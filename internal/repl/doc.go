@@ -265,23 +265,8 @@
 // reported finished: the leader then probes, and a member that lost it is
 // sent it again.
 //
-// "Snapshot at the state machine's index": [StateMachine]'s Snapshot
-// returns the index its state is of, at most the applied one: a state
-// machine whose latest applies are not durable yet (the replica set's
-// data store, which keeps no log of its own) snapshots what it holds
-// durably, so the log, truncated only below that snapshot, keeps every
-// entry a crash could make it replay. The index is at least the last
-// configuration change's (LogStore.ConfIndex), so the node's
-// configuration is the snapshot's, and above the log's snapshot; a state
-// machine with nothing durable past it says raft.ErrSnapOutOfDate (and
-// may start making more durable: the replica set's store starts a
-// flush), and a bounded log tries again compactRetry (1,000, or a
-// quarter of CompactEntries if less) entries later rather than at every
-// apply. TestSnapshotAtStateMachineIndex.
-//
 // "Bounded log": with Config.CompactEntries or CompactBytes set, the node
-// snapshots its state machine (at the index it returns, "Snapshot at the
-// state machine's index") and truncates its log
+// snapshots its state machine at the applied index and truncates its log
 // once that many entries or payload bytes were applied since the last
 // snapshot, keeping CompactKeep entries behind the snapshot so that a
 // member a little behind catches up from the log rather than from a
@@ -399,8 +384,8 @@
 //
 // Snapshots: Node.Compact (and the bounds of "Bounded log") stores the
 // state machine's Snapshot bytes with the log. For the data store they
-// are a Pebble checkpoint of its flushed tables, at the index of the last
-// group they hold: Snapshot returns its name, the transport streams the checkpoint's files to the member Raft
+// are a Pebble checkpoint at the applied index: Snapshot returns its
+// name, the transport streams the checkpoint's files to the member Raft
 // sends MsgSnap to (SnapshotStreamer), and Restore replaces the store's
 // contents with the received checkpoint's (package replset). Members
 // added later join as learners, catch up from such a snapshot and the

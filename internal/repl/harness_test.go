@@ -46,11 +46,10 @@ func (s *memSM) Apply(index uint64, payload []byte) error {
 	return nil
 }
 
-func (s *memSM) Snapshot(_, _, _ uint64) (uint64, []byte, error) {
+func (s *memSM) Snapshot() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, err := json.Marshal(s)
-	return s.applied, data, err
+	return json.Marshal(s)
 }
 
 func (s *memSM) Restore(index uint64, data []byte) error {
@@ -113,9 +112,6 @@ type cluster struct {
 	// gates, if set before the members start, hold the syncs of a
 	// member's log while closed (syncGate).
 	gates map[uint64]*syncGate
-	// machine, if set before the members start, wraps each member's
-	// memSM in the state machine its node drives.
-	machine func(*memSM) StateMachine
 }
 
 const testTick = 10 * time.Millisecond
@@ -226,9 +222,6 @@ func (c *cluster) start(id uint64) {
 			c.snaps[id] = &snapStore{held: map[string][]byte{}}
 		}
 		machine = &streamSM{memSM: sm, store: c.snaps[id]}
-	}
-	if c.machine != nil {
-		machine = c.machine(sm)
 	}
 	var tr Transport = c.net.Endpoint(id)
 	if c.tcpAddrs != nil {

@@ -197,15 +197,6 @@ func (s *LogStore) SetConfState(index uint64, cs *pb.ConfState) error {
 	return nil
 }
 
-// ConfIndex is the index of the configuration the log's member last
-// applied (its last configuration change's, or its snapshot's if later):
-// a snapshot at or above it has the member's configuration.
-func (s *LogStore) ConfIndex() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return max(s.confIndex, s.snap.GetMetadata().GetIndex())
-}
-
 // Bootstrap writes the initial state of a new group into an empty store:
 // a snapshot at index 1, term 1, whose configuration has the given voters.
 // Every member of a new group is bootstrapped with the same voters, so all

@@ -44,15 +44,8 @@ type StateMachine interface {
 	// rise; entries that carry no payload (a new leader's empty entry,
 	// configuration changes) are not passed on, so they may skip.
 	Apply(index uint64, payload []byte) error
-	// Snapshot returns the state as of an applied entry, and that entry's
-	// index: at most applied (the node's last applied entry, payload or
-	// not), above above (the log's snapshot) and at least atLeast (the
-	// last configuration change's index, so that the node's configuration
-	// is the snapshot's). A state machine whose latest applies are not
-	// durable yet may return the state it holds durably ("Snapshot at the
-	// state machine's index"), or raft.ErrSnapOutOfDate when that is not
-	// above above.
-	Snapshot(above, atLeast, applied uint64) (index uint64, data []byte, err error)
+	// Snapshot returns the state as of the last applied entry.
+	Snapshot() ([]byte, error)
 	// Restore replaces the whole state with a snapshot's, taken at index.
 	// An empty snapshot (the bootstrap one) is the empty state.
 	Restore(index uint64, data []byte) error
@@ -148,11 +141,6 @@ type Node struct {
 	told        RoleChange           // the last one reported to OnRoleChange
 	confs       map[uint64]*proposal // pending configuration changes by seq
 	sinceSnap   uint64               // payload bytes applied since the last snapshot
-	// compactRetry: the applied index below which a bounded log is not
-	// compacted again, after an attempt found nothing new to snapshot;
-	// resnapTick: the tick before which a snapshot naming a new member
-	// is not tried again so (ticks counts the loop's ticks).
-	compactRetry, resnapTick, ticks uint64
 	// resnap: a member was added to a compacted log; the next loop
 	// snapshots again ("Snapshots name their receivers").
 	resnap bool
@@ -622,42 +610,22 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	return r.index, nil
 }
 
-// Compact snapshots the state machine at the index it chooses (at most
-// the applied one) and truncates the log up to it. Members further behind
-// then catch up from the snapshot.
+// Compact snapshots the state machine at the applied index and truncates
+// the log up to it. Members further behind then catch up from the
+// snapshot.
 func (n *Node) Compact() error { return n.do(n.compact) }
 
 func (n *Node) compact() error {
-	snap, _ := n.cfg.Log.Snapshot()
-	above, conf := snap.GetMetadata().GetIndex(), n.cfg.Log.ConfIndex()
-	if n.applied <= above {
-		return raft.ErrSnapOutOfDate
-	}
-	index, data, err := n.cfg.SM.Snapshot(above, conf, n.applied)
+	data, err := n.cfg.SM.Snapshot()
 	if err != nil {
 		return err
 	}
-	if index <= above || index < conf || index > n.applied {
-		return fmt.Errorf("repl: the state machine snapshotted index %d, outside (%d, %d] or below the configuration's %d", index, above, n.applied, conf)
-	}
-	if err := n.cfg.Log.Compact(index, n.confState, data, n.cfg.CompactKeep); err != nil {
+	if err := n.cfg.Log.Compact(n.applied, n.confState, data, n.cfg.CompactKeep); err != nil {
 		return err
 	}
 	n.sinceSnap, n.resnap = 0, false
 	return nil
 }
-
-// compactRetry is how many entries (at most; a quarter of
-// Config.CompactEntries if less) a bounded log waits after an attempt to
-// compact it found its state machine holding nothing durable past the
-// log's snapshot (a data store whose memtables have not flushed since,
-// and which starts a flush then).
-const compactRetry = 1000
-
-// resnapRetryTicks is how many ticks a snapshot naming a new member
-// ("Snapshots name their receivers") waits after such an attempt: that
-// one must come, whether entries are applied or not.
-const resnapRetryTicks = 10
 
 // maybeCompact compacts once the log passed a bound of Config ("Bounded
 // log").
@@ -670,22 +638,7 @@ func (n *Node) maybeCompact() error {
 	if !n.resnap && (c.CompactEntries == 0 || n.applied < first+c.CompactEntries) && (c.CompactBytes == 0 || n.sinceSnap < c.CompactBytes) {
 		return nil
 	}
-	if n.resnap && n.ticks < n.resnapTick || !n.resnap && n.applied < n.compactRetry {
-		return nil
-	}
-	err := n.compact()
-	if errors.Is(err, raft.ErrSnapOutOfDate) {
-		// The state machine holds nothing durable past the log's
-		// snapshot yet ("Snapshot at the state machine's index"): try
-		// again a little later, not at every apply.
-		retry := uint64(compactRetry)
-		if c.CompactEntries > 0 {
-			retry = min(retry, max(c.CompactEntries/4, 1))
-		}
-		n.compactRetry, n.resnapTick = n.applied+retry, n.ticks+resnapRetryTicks
-		return nil
-	}
-	if err != nil {
+	if err := n.compact(); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
 		return fmt.Errorf("repl: compact the log at %d: %w", n.applied, err)
 	}
 	return nil
@@ -755,7 +708,6 @@ func (n *Node) loop() {
 		select {
 		case <-ticker.C():
 			n.rn.Tick()
-			n.ticks++
 		case <-n.holdTimer.C:
 			n.holding = false
 			if rest := n.holdLeft(); rest > 0 {

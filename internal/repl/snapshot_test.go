@@ -25,16 +25,16 @@ type streamSM struct {
 	store *snapStore
 }
 
-func (s *streamSM) Snapshot(above, atLeast, applied uint64) (uint64, []byte, error) {
-	index, data, err := s.memSM.Snapshot(above, atLeast, applied)
+func (s *streamSM) Snapshot() ([]byte, error) {
+	data, err := s.memSM.Snapshot()
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	s.store.mu.Lock()
 	defer s.store.mu.Unlock()
 	name := fmt.Sprintf("snap-%d", len(s.store.held))
 	s.store.held[name] = data
-	return index, []byte(name), nil
+	return []byte(name), nil
 }
 
 func (s *streamSM) Restore(index uint64, desc []byte) error {

@@ -151,11 +151,7 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 		// As in MongoDB, the initiating member's data becomes the set's.
 		// It is in no log entry: snapshot it before any member is added,
 		// so every member starts from a snapshot holding it (and the log
-		// holds nothing older than the snapshot). Flushed first: the
-		// data is in no group, and a snapshot copies flushed tables.
-		if err := m.eng.Storage().Flush(); err != nil {
-			return err
-		}
+		// holds nothing older than the snapshot).
 		if err := node.Compact(); err != nil {
 			return fmt.Errorf("replset: snapshot this member's data: %w", err)
 		}

@@ -28,12 +28,10 @@
 // nonce, the primary's wall clock (unix ms) and the representation. Every
 // member — the primary for its own groups too — applies committed entries
 // the same way, on the node loop, in log order: storage's ApplyReplicated
-// writes the batch and the entry's index in one Pebble batch, into a
-// store that keeps no write-ahead log of its own (storage's "The Raft log
-// is the member's WAL": the Raft log is synced, and a restarted member
-// replays it from the index its flushed tables hold). So the members'
-// data cannot diverge, and a write is visible on the primary only once it
-// is committed.
+// writes the batch and the entry's index in one Pebble batch (no sync:
+// the Raft log is synced, and a restarted member replays it from the
+// stored index). So the members' data cannot diverge, and a write is
+// visible on the primary only once it is committed.
 //
 // Invariant "Own groups": the primary's pipeline waits for its groups
 // while they are applied on the node loop; the apply tells its own groups
@@ -91,23 +89,12 @@
 // primary opens to it (the preamble's receiver), persists it
 // (replset/member-id) and starts with an empty log, which the leader
 // fills from index 1. A restarted member reads its id, its log and the
-// stored configuration (for its peers' addresses) and resumes. The
-// configuration it applied last is also kept in a file of its own
-// (replset/config.bson, written synced when it changes; the higher
-// version of the two is taken at start): its data store may have lost
-// the group that wrote it in a crash (storage's "The Raft log is the
-// member's WAL"), and without its peers' addresses no member could hear
-// the log that replays it — every member killed at once after an
-// initiate stayed a PreCandidate for good (TestReplicaSetReplaysUnflushedGroups).
+// stored configuration (for its peers' addresses) and resumes.
 //
 // # Snapshots
 //
 // The Raft log is bounded (repl's "Bounded log"): every member checkpoints
-// its store's flushed tables (storage.CheckpointApplied, hard links; no
-// flush on the node loop) at the index they hold, which is the
-// snapshot's (repl's "Snapshot at the state machine's index": the log
-// then keeps every entry the store would need replayed after a crash),
-// and truncates its log after
+// its store (storage.Checkpoint, hard links) and truncates its log after
 // Options.CompactEntries entries (default 20,000, a quarter kept behind
 // the snapshot) or CompactBytes of groups (256 MiB). A member behind the
 // leader's truncation point, or a new one, is sent the newest snapshot:
@@ -192,10 +179,6 @@
 //     secondary shows the others UNKNOWN), priorities, and an index
 //     build resumed by a new primary (one started at open on a secondary
 //     would write locally).
-//   - A member killed (kill -9, power cut) holds in its data directory
-//     only the groups its flushed tables hold; the rest are in its Raft
-//     log, replayed when it restarts as a member. Started without
-//     --replSet after such a crash, it shows that older state.
 //   - A member's writes made before New installs the hook (engine.Open's
 //     start-timestamp record, --document-id-unique-prefix) are local to
 //     it; they touch only the s/ keyspace.

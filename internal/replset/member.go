@@ -223,9 +223,6 @@ func New(opts Options) (*Member, error) {
 func (m *Member) dir() string    { return filepath.Join(m.opts.Dir, "replset") }
 func (m *Member) idFile() string { return filepath.Join(m.dir(), "member-id") }
 
-// configFile keeps the configuration this member applied last (loadConfig).
-func (m *Member) configFile() string { return filepath.Join(m.dir(), "config.bson") }
-
 // readID reads the member's persisted Raft id (it joined a set before).
 func (m *Member) readID() (uint64, bool, error) {
 	b, err := os.ReadFile(m.idFile())
@@ -243,21 +240,15 @@ func (m *Member) readID() (uint64, bool, error) {
 }
 
 func (m *Member) writeID(id uint64) error {
-	return m.writeSynced(m.idFile(), fmt.Appendf(nil, "%d\n", id))
-}
-
-// writeSynced replaces the file at path with data, synced, whole or not
-// at all (a temporary file renamed over it, the directory synced).
-func (m *Member) writeSynced(path string, data []byte) error {
 	if err := os.MkdirAll(m.dir(), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
+	tmp := m.idFile() + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err == nil {
+	if _, err := fmt.Fprintf(f, "%d\n", id); err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -266,10 +257,7 @@ func (m *Member) writeSynced(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(m.dir())
+	return os.Rename(tmp, m.idFile())
 }
 
 // startNode starts the Raft node of member id: with peers a new group is
@@ -593,44 +581,14 @@ func (sm *stateMachine) Apply(index uint64, payload []byte) error {
 func (sm *stateMachine) Applied() uint64 { return (*Member)(sm).lastApplied.Load() }
 
 // loadConfig reads the configuration from the store.
-//
-// The configuration applied last is also kept in a file of the member's
-// (configFile), written synced whenever it changes: the data store keeps
-// no log of its own (storage's "The Raft log is the member's WAL"), so
-// after a crash its flushed tables may hold an older configuration or
-// none, and a member needs its peers' addresses to hear the log that
-// would replay the newer one. Of the two, the higher version is taken.
 func (m *Member) loadConfig() error {
 	raw, ok, err := m.eng.Storage().Get(nil, configKey)
+	if err != nil || !ok {
+		return err
+	}
+	cfg, err := ParseConfig(bsoncore.Document(raw))
 	if err != nil {
-		return err
-	}
-	var cfg *Config
-	if ok {
-		if cfg, err = ParseConfig(bsoncore.Document(raw)); err != nil {
-			return fmt.Errorf("replset: stored configuration: %w", err)
-		}
-	}
-	kept, err := os.ReadFile(m.configFile())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if len(kept) > 0 {
-		fileCfg, err := ParseConfig(bsoncore.Document(kept))
-		if err != nil {
-			return fmt.Errorf("replset: configuration kept in %s: %w", m.configFile(), err)
-		}
-		if cfg == nil || fileCfg.Version > cfg.Version {
-			cfg, raw = fileCfg, kept
-		}
-	}
-	if cfg == nil {
-		return nil
-	}
-	if !bytes.Equal(raw, kept) {
-		if err := m.writeSynced(m.configFile(), raw); err != nil {
-			return fmt.Errorf("replset: keep the configuration: %w", err)
-		}
+		return fmt.Errorf("replset: stored configuration: %w", err)
 	}
 	m.mu.Lock()
 	m.cfg, m.cfgRaw = cfg, raw

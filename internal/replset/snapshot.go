@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"go.etcd.io/raft/v3"
 )
 
 // Snapshots of the data store are Pebble checkpoints in
@@ -38,49 +36,19 @@ func (m *Member) snapPath(desc []byte) (string, error) {
 	return filepath.Join(m.snapDir(), name), nil
 }
 
-// Snapshot checkpoints the data store as its flushed tables hold it (the
-// node loop calls it; nothing else writes the store of a member), at the
-// index of the last group they hold (storage's CheckpointApplied: the
-// store has no log of its own, and its memtables are in no file), and
-// names it; a copy holding every group applied is at the node's applied
-// index. One at or below above (nothing flushed since the log's
-// snapshot) or below atLeast (a configuration change applied since the
-// last flush) is dropped before it could prune the checkpoint the log
-// names: raft.ErrSnapOutOfDate, with a flush started for the next
-// attempt.
-func (sm *stateMachine) Snapshot(above, atLeast, applied uint64) (uint64, []byte, error) {
+// Snapshot checkpoints the data store at the applied index (the node loop
+// calls it; nothing else writes the store of a member) and names it.
+func (sm *stateMachine) Snapshot() ([]byte, error) {
 	m := (*Member)(sm)
+	name := fmt.Sprintf("%016x-%08x", m.lastApplied.Load(), rand.Uint32())
 	if err := os.MkdirAll(m.snapDir(), 0o755); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	tmp := filepath.Join(m.snapDir(), fmt.Sprintf(".ckpt-%08x", rand.Uint32()))
-	index, err := m.eng.Storage().CheckpointApplied(tmp)
-	if err == nil && index == m.lastApplied.Load() {
-		// Every group applied is in the copy: it is the state of every
-		// entry applied since, which carry no group.
-		index = applied
-	}
-	if err == nil && (index <= above || index < atLeast) {
-		// Not enough flushed: start a flush (never waited for on the
-		// node loop), so that a later attempt finds it.
-		m.eng.Storage().FlushAsync()
-		err = raft.ErrSnapOutOfDate
-	}
-	if err != nil {
-		os.RemoveAll(tmp)
-		return 0, nil, fmt.Errorf("replset: checkpoint: %w", err)
-	}
-	name := fmt.Sprintf("%016x-%08x", index, rand.Uint32())
-	if err := os.Rename(tmp, filepath.Join(m.snapDir(), name)); err != nil {
-		os.RemoveAll(tmp)
-		return 0, nil, err
-	}
-	// The log's snapshot will name it: the name must survive a crash.
-	if err := syncDir(m.snapDir()); err != nil {
-		return 0, nil, err
+	if err := m.eng.Storage().Checkpoint(filepath.Join(m.snapDir(), name)); err != nil {
+		return nil, fmt.Errorf("replset: checkpoint: %w", err)
 	}
 	m.pruneSnapshots(name)
-	return index, []byte(name), nil
+	return []byte(name), nil
 }
 
 // pruneSnapshots removes all but the newest keepSnapshots checkpoints
@@ -111,7 +79,7 @@ func (m *Member) pruneSnapshots(keep string) {
 func (m *Member) removeReceptions() {
 	ents, _ := os.ReadDir(m.snapDir())
 	for _, e := range ents {
-		if strings.Contains(e.Name(), ".recv-") || strings.HasPrefix(e.Name(), ".ckpt-") {
+		if strings.Contains(e.Name(), ".recv-") {
 			os.RemoveAll(filepath.Join(m.snapDir(), e.Name()))
 		}
 	}

@@ -42,14 +42,6 @@ type Options struct {
 	// commit interval). The log is also synced whenever it starts a new
 	// 32 KiB block (invariant "Unsynced log is one block").
 	SyncInterval time.Duration
-	// ReplicatedLog opens a replica set member's store, whose groups
-	// arrive by ApplyReplicated from a Raft log that is synced before
-	// they are applied: Pebble keeps no write-ahead log of its own (the
-	// Raft log is it), writes that do not come from that log are made
-	// durable by a flush, and a restarted store holds the groups of its
-	// flushed memtables, a prefix of the log (invariant "The Raft log is
-	// the member's WAL"). SyncInterval must then be 0.
-	ReplicatedLog bool
 	// MinFreeBytes is the free space the store's disk must keep: below it,
 	// writes are refused with ErrDiskFull (OutOfDiskSpace) until space is
 	// freed, so Pebble keeps room to flush and compact and a full disk
@@ -181,9 +173,6 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.ReplicatedLog && opts.SyncInterval > 0 {
-		return nil, errors.New("storage: a replica set member's store has no log of its own to sync at an interval: its writes are durable in the Raft log")
-	}
 	var wal *walFS
 	popts := opts
 	popts.FS = pebbleFS(opts.FS)
@@ -197,7 +186,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFormat(pdb, dir, opts.ReplicatedLog); err != nil {
+	if err := checkFormat(pdb, dir); err != nil {
 		_ = pdb.Close()
 		return nil, err
 	}
@@ -222,7 +211,6 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	db.pipe = startPipeline(pdb, &db.visible, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes), groupBytes(memTableSize(opts.CacheSize)))
 	db.pipe.clock, db.pipe.lastCommitted = opts.Clock, &db.lastCommitted
 	db.pipe.held = &db.intents
-	db.pipe.noWAL = opts.ReplicatedLog
 	if wal != nil {
 		db.stopSync = make(chan struct{})
 		db.syncDone.Add(1)
@@ -284,7 +272,6 @@ func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{opts.Logger},
 		MemTableSize:       memTableSize(opts.CacheSize),
-		DisableWAL:         opts.ReplicatedLog,
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
@@ -384,7 +371,7 @@ var adaptiveCompression = &sstable.CompressionProfile{
 
 // checkFormat writes the format marker into a new store and refuses a
 // non-empty store that lacks it.
-func checkFormat(pdb *pebble.DB, dir string, noWAL bool) error {
+func checkFormat(pdb *pebble.DB, dir string) error {
 	key := SystemKey("format")
 	val, closer, err := pdb.Get(key)
 	if err == nil {
@@ -409,21 +396,7 @@ func checkFormat(pdb *pebble.DB, dir string, noWAL bool) error {
 	if !empty {
 		return fmt.Errorf("%w: %s holds a Pebble store without Cairn's format marker", ErrNotCairn, dir)
 	}
-	return commitDurable(pdb, noWAL, func(wo *pebble.WriteOptions) error { return pdb.Set(key, []byte(formatMarker), wo) })
-}
-
-// commitDurable runs commit, a write that must be durable when it
-// returns, with a sync of the log; on a store without one
-// (Options.ReplicatedLog) without a sync, then flushes the memtables
-// (invariant "The Raft log is the member's WAL").
-func commitDurable(pdb *pebble.DB, noWAL bool, commit func(*pebble.WriteOptions) error) error {
-	if !noWAL {
-		return commit(pebble.Sync)
-	}
-	if err := commit(pebble.NoSync); err != nil {
-		return err
-	}
-	return pdb.Flush()
+	return pdb.Set(key, []byte(formatMarker), pebble.Sync)
 }
 
 // clusterTimeKey holds the highest cluster time a committed group used,
@@ -536,14 +509,7 @@ func (db *DB) Close() error {
 			close(db.stopSync)
 			db.syncDone.Wait()
 		}
-		if db.opts.ReplicatedLog {
-			// No log: what the memtables hold reaches the disk now, so
-			// a clean restart replays nothing (and a store reopened
-			// without its Raft log holds every group it applied).
-			if err := db.pdb.Flush(); err != nil {
-				db.closeErr = err
-			}
-		} else if db.Stopped() == nil {
+		if db.Stopped() == nil {
 			// Pebble treats a failed sync here as fatal: skip it once the
 			// log failed (Close below reports the log's error).
 			if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
@@ -696,11 +662,6 @@ func (db *DB) newIter(it *pebble.Iterator, err error) (*Iter, error) {
 
 // Flush writes the memtable to sorted files (used by tests and benchmarks).
 func (db *DB) Flush() error { return db.pdb.Flush() }
-
-// FlushAsync starts flushing the memtables and returns at once (a
-// replica set member's snapshot, package replset, which must not wait on
-// its node loop). An error is Pebble's to log.
-func (db *DB) FlushAsync() { _, _ = db.pdb.AsyncFlush() }
 
 // Pebble exposes the underlying store for diagnostics and benchmarks.
 func (db *DB) Pebble() *pebble.DB { return db.pdb }

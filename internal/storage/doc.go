@@ -237,29 +237,6 @@
 // and applies the next group's requests only after the previous one is
 // applied.
 //
-// Invariant "The Raft log is the member's WAL" (Options.ReplicatedLog, a
-// replica set member's store): Pebble writes no write-ahead log, since
-// every group the store takes arrives by ApplyReplicated from a Raft log
-// synced before the group was committed; a group is no longer written
-// twice on every member (the log's sync, then Pebble's log write and its
-// writer goroutine's wake-up). A crash keeps the groups of the flushed
-// memtables: a prefix of the applied ones (a batch is one memtable's,
-// memtables flush in order), whose applied index (written in each
-// group's batch) is where the member's Raft log is replayed from; the
-// log keeps every entry above it, because a member's snapshot is the
-// flushed state at that index (CheckpointApplied) and the log is only
-// truncated below its snapshot. Writes that come from no log are made
-// durable by a flush before they are acknowledged: the pipeline's own
-// groups (a member's local records before its hooks replicate, engine's
-// start timestamp), the format marker, a checkpoint restore's batches;
-// Close flushes, so a clean restart replays nothing. Checkpoint (a
-// backup's) flushes first. A sync interval is refused with it.
-// TestRaftLogIsTheMembersWAL (a crash keeping every unsynced byte keeps
-// exactly the flushed prefix and the local write; the checkpoints'
-// indexes; Close); the replica set's TestReplicaSetReplaysUnflushedGroups
-// (package cairn: every member killed right after acknowledged writes
-// that no flush reached, each holding them again after restart).
-//
 // Invariant "Replicated groups copied once": ApplyReplicated's batch is
 // the group's records copied once into a buffer with the room Pebble
 // reserves for the applied index's record (1 + 2×MaxVarintLen32 + key +

@@ -169,11 +169,7 @@ type pipeline struct {
 	visible *visibility // every group's commit is a change of it (shared_view.go)
 	// held are the store's transactions' intents: a request may not
 	// write a prepared transaction's keys (prepare.go).
-	held *intents
-	// noWAL: the store has no log of its own (Options.ReplicatedLog); a
-	// group the pipeline commits itself (a member's local writes before
-	// its hooks replicate) is made durable by a flush.
-	noWAL bool
+	held  *intents
 	hooks *Hooks
 	log   *slog.Logger
 	space *spaceCheck
@@ -484,7 +480,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	// before acknowledged". A failed log write or sync comes back as an
 	// error there, where Apply would treat it as fatal and end the process
 	// through its logger.
-	if err := p.visible.changeRefreshing(batch.Repr(), func() error { return p.commitLocal(batch) }, f.refreshSet()); err != nil {
+	if err := p.visible.changeRefreshing(batch.Repr(), func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }, f.refreshSet()); err != nil {
 		// Whatever Pebble applied is visible, but the disk may not hold
 		// it: publish the state it made, as readers see it, answer the
 		// requests with the error and take no more.
@@ -739,15 +735,3 @@ const maxSizeHint = 64 << 20
 // larger next group (Pebble also reserves worst-case varint room for the
 // record it is adding, so an exact fit would still copy once at the end).
 func batchSizeHint(n int) int { return min(n+n/4, maxSizeHint) }
-
-// commitLocal commits a group's batch that the pipeline commits itself:
-// Pebble makes it visible and queues its log record with a sync, which
-// the completer's SyncWait waits for; on a store without a log (noWAL)
-// it is applied, then the memtables are flushed, before the completer
-// takes it (SyncWait then returns at once).
-func (p *pipeline) commitLocal(batch *pebble.Batch) error {
-	if !p.noWAL {
-		return p.pdb.ApplyNoSyncWait(batch, pebble.Sync)
-	}
-	return commitDurable(p.pdb, true, func(wo *pebble.WriteOptions) error { return p.pdb.Apply(batch, wo) })
-}

@@ -58,7 +58,7 @@ func (db *DB) restoreCheckpoint(index uint64, dir string, progress func(copied i
 	del := db.pdb.NewBatch()
 	_ = del.DeleteRange([]byte{}, format, nil)
 	_ = del.DeleteRange(append(format, 0), []byte{0xff}, nil)
-	err = commitDurable(db.pdb, db.opts.ReplicatedLog, del.Commit)
+	err = del.Commit(pebble.Sync)
 	del.Close()
 	if err != nil {
 		return fail(err)
@@ -109,7 +109,7 @@ func (db *DB) restoreCheckpoint(index uint64, dir string, progress func(copied i
 		return fail(err)
 	}
 	copied += int64(b.Len())
-	err = commitDurable(db.pdb, db.opts.ReplicatedLog, b.Commit)
+	err = b.Commit(pebble.Sync)
 	b.Close()
 	if err != nil {
 		return fail(err)

@@ -124,7 +124,7 @@ func raftID(i int) uint64 { return uint64(i) + 1 }
 func (s *Set) start(i int, join bool) {
 	s.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.Open(s.dirs[i], engine.Options{Logger: quiet, ReplicatedLog: true})
+	eng, err := engine.Open(s.dirs[i], engine.Options{Logger: quiet})
 	if err != nil {
 		s.t.Fatalf("rstest: member %d: %v", i, err)
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -106,6 +108,44 @@ func validateID(v bsoncore.Value) error {
 		}
 	}
 	return nil
+}
+
+// topScan is what one walk over a document's top-level elements learns
+// (scanTop).
+type topScan struct {
+	ids     int            // fields named _id
+	id      bsoncore.Value // the first one's value
+	idFirst bool           // the first field is _id
+}
+
+// scanTop walks doc's top-level elements once with bsonx.NextElement. ok
+// is true only when doc's length is its slice's, it ends in a NUL and every
+// element frames (bsonx.ValueSize, which is at least as strict as
+// bsoncore's framing: a boolean byte, a string's NUL, a nested document's
+// length and NUL): then doc.Validate() would pass and the counts are those
+// of countKey, LookupErr("_id") and idIsFirst (invariant "Top-level scan
+// agrees", TestScanTopAgrees). When ok is false the caller asks bsoncore,
+// which may still accept what this walk refuses.
+func scanTop(doc bsoncore.Document) (s topScan, ok bool) {
+	if len(doc) < 5 || int(int32(binary.LittleEndian.Uint32(doc))) != len(doc) || doc[len(doc)-1] != 0 {
+		return topScan{}, false
+	}
+	elems := doc[4 : len(doc)-1]
+	for first := true; len(elems) > 0; first = false {
+		t, key, val, rest, valid := bsonx.NextElement(elems)
+		if !valid {
+			return topScan{}, false
+		}
+		if string(key) == "_id" {
+			if s.ids == 0 {
+				s.id = bsoncore.Value{Type: t, Data: val}
+				s.idFirst = first
+			}
+			s.ids++
+		}
+		elems = rest
+	}
+	return s, true
 }
 
 // countKey counts the top-level fields of a valid doc named key, without

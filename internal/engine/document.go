@@ -27,28 +27,27 @@ type prepared struct {
 // prepareInsert validates doc for storage and puts its _id first, making
 // one with newID when there is none.
 func prepareInsert(doc bsoncore.Document, newID func() (bsoncore.Value, error)) (prepared, error) {
-	if err := doc.Validate(); err != nil {
+	top, err := scanDoc(doc)
+	if err != nil {
 		return prepared{}, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
 	}
-	idVal, err := doc.LookupErr("_id")
+	idVal := top.id
 	generated := false
 	switch {
-	case err == bsoncore.ErrElementNotFound:
+	case top.ids == 0:
 		if idVal, err = newID(); err != nil {
 			return prepared{}, err
 		}
 		generated = true
 		doc = withIDFirst(doc, idVal)
-	case err != nil:
-		return prepared{}, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
 	default:
 		if err := validateID(idVal); err != nil {
 			return prepared{}, err
 		}
-		if countKey(doc, "_id") > 1 {
+		if top.ids > 1 {
 			return prepared{}, mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
 		}
-		if !idIsFirst(doc) {
+		if !top.idFirst {
 			doc = withIDFirst(doc, idVal)
 		}
 	}
@@ -146,6 +145,25 @@ func scanTop(doc bsoncore.Document) (s topScan, ok bool) {
 		elems = rest
 	}
 	return s, true
+}
+
+// scanDoc is scanTop's answer, or where scanTop refuses doc bsoncore's:
+// Validate's error, or the counts of countKey, LookupErr and idIsFirst.
+func scanDoc(doc bsoncore.Document) (topScan, error) {
+	if s, ok := scanTop(doc); ok {
+		return s, nil
+	}
+	if err := doc.Validate(); err != nil {
+		return topScan{}, err
+	}
+	s := topScan{ids: countKey(doc, "_id"), idFirst: idIsFirst(doc)}
+	if s.ids > 0 {
+		var err error
+		if s.id, err = doc.LookupErr("_id"); err != nil {
+			return topScan{}, err
+		}
+	}
+	return s, nil
 }
 
 // countKey counts the top-level fields of a valid doc named key, without

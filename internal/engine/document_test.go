@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -16,7 +15,8 @@ import (
 // walk's counts are countKey's, LookupErr's and idIsFirst's. The documents
 // are random (seed logged): fields named _id, a or b (so _id is missing,
 // first, later or repeated), values of every type from bsonxtest, some of
-// them damaged, then sometimes the whole document's bytes damaged. Both
+// them damaged, then sometimes the whole document's bytes damaged
+// (bsonxtest's Document). Both
 // outcomes must occur often, so that neither side of the check is vacuous.
 func TestScanTopAgrees(t *testing.T) {
 	seed := time.Now().UnixNano()
@@ -27,12 +27,7 @@ func TestScanTopAgrees(t *testing.T) {
 	names := []string{"_id", "a", "b", "_id", "c"}
 	accepted, refused := 0, 0
 	for i := 0; i < 20000; i++ {
-		idx, doc := bsoncore.AppendDocumentStart(nil)
-		for n := rng.IntN(5); n > 0; n-- {
-			doc = bsoncore.AppendValueElement(doc, names[rng.IntN(len(names))], gen.Value())
-		}
-		doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
-		doc = damageDoc(rng, doc)
+		doc := gen.Document(names, 5)
 		s, ok := scanTop(doc)
 		if !ok {
 			refused++
@@ -57,22 +52,6 @@ func TestScanTopAgrees(t *testing.T) {
 	if accepted < 1000 || refused < 1000 {
 		t.Fatalf("accepted %d, refused %d: one side of the check barely ran", accepted, refused)
 	}
-}
-
-// damageDoc sometimes damages a whole document's bytes: a byte changed, the
-// end cut off, the length off by one, or a trailing byte added.
-func damageDoc(rng *rand.Rand, doc []byte) []byte {
-	switch rng.IntN(8) {
-	case 0:
-		doc[rng.IntN(len(doc))] = byte(rng.IntN(256))
-	case 1:
-		doc = doc[:rng.IntN(len(doc))]
-	case 2:
-		binary.LittleEndian.PutUint32(doc, uint32(len(doc)+rng.IntN(3)-1))
-	case 3:
-		doc = append(doc, 0)
-	}
-	return doc
 }
 
 // TestScanTopCases: the walk's answers on documents written by hand, and

@@ -16,18 +16,79 @@ import (
 // statements into exec's typed requests and shapes the replies; exec runs
 // them (read, then modify and recheck in the commit pipeline).
 
+// stmtFields are the fields of a write statement its parse reads, found
+// in one walk (readStmt) where each LookupErr walked it again: for each
+// name the value LookupErr would return, Type 0 where it would fail (the
+// name absent, or the walk stopped by a malformed element first).
+type stmtFields struct {
+	q, u, c, hint, collation, arrayFilters, multi, upsert, limit bsoncore.Value
+}
+
+// readStmt walks st as LookupErr walks it (its declared length, element by
+// element, stopping at one that cannot be read), keeping the first element
+// of each name (TestReadStmtAsLookupErr).
+func readStmt(st bsoncore.Document) (f stmtFields) {
+	length, rem, ok := bsoncore.ReadLength(st)
+	if !ok {
+		return f
+	}
+	var seen [9]bool
+	for length -= 4; length > 1; {
+		el, r, ok := bsoncore.ReadElement(rem)
+		if !ok {
+			return f
+		}
+		rem = r
+		length -= int32(len(el))
+		i, dst := f.slot(el.KeyBytes())
+		if dst == nil || seen[i] {
+			continue
+		}
+		seen[i] = true
+		if v, err := el.ValueErr(); err == nil {
+			*dst = v
+		}
+	}
+	return f
+}
+
+// slot is the field named name and its index, or nil.
+func (f *stmtFields) slot(name []byte) (int, *bsoncore.Value) {
+	switch string(name) {
+	case "q":
+		return 0, &f.q
+	case "u":
+		return 1, &f.u
+	case "c":
+		return 2, &f.c
+	case "hint":
+		return 3, &f.hint
+	case "collation":
+		return 4, &f.collation
+	case "arrayFilters":
+		return 5, &f.arrayFilters
+	case "multi":
+		return 6, &f.multi
+	case "upsert":
+		return 7, &f.upsert
+	case "limit":
+		return 8, &f.limit
+	}
+	return 0, nil
+}
+
 // statementFilter reads a write statement's q field into a selection whose
 // $expr sees the command's variables cv.
-func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string, cv commandVars) (exec.Selection, error) {
-	q, err := st.LookupErr("q")
-	if err != nil {
+func statementFilter(ns engine.Namespace, f stmtFields, cmd string, cv commandVars) (exec.Selection, error) {
+	q := f.q
+	if q.Type == 0 {
 		return exec.Selection{}, mongoerr.New(mongoerr.FailedToParse, "BSON field '%s.q' is missing but a required field", cmd)
 	}
 	filter, ok := q.DocumentOK()
 	if !ok {
 		return exec.Selection{}, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.q' is the wrong type '%s', expected type 'object'", cmd, typeName(q.Type))
 	}
-	c, err := statementCollation(st, cmd, cv.collation)
+	c, err := statementCollation(f.collation, cmd, cv.collation)
 	if err != nil {
 		return exec.Selection{}, err
 	}
@@ -35,7 +96,7 @@ func statementFilter(ns engine.Namespace, st bsoncore.Document, cmd string, cv c
 	if err != nil {
 		return sp, err
 	}
-	if h, err := st.LookupErr("hint"); err == nil {
+	if h := f.hint; h.Type != 0 {
 		// The statement's hint, read by find's rules.
 		if sp.Hint, err = hintValue(h); err != nil {
 			return sp, err
@@ -105,12 +166,13 @@ func deleteStatement(ctx context.Context, s *Session, ns engine.Namespace, st bs
 
 // parseDeleteStatement reads one delete statement {q, limit}.
 func parseDeleteStatement(ns engine.Namespace, st bsoncore.Document, cv commandVars) (exec.Delete, error) {
-	sp, err := statementFilter(ns, st, "delete.deletes", cv)
+	f := readStmt(st)
+	sp, err := statementFilter(ns, f, "delete.deletes", cv)
 	if err != nil {
 		return exec.Delete{}, err
 	}
 	d := exec.Delete{Sel: sp}
-	if v, err := st.LookupErr("limit"); err == nil {
+	if v := f.limit; v.Type != 0 {
 		l, err := safeInt64("delete.deletes.limit", v)
 		if err != nil {
 			return d, err
@@ -181,20 +243,21 @@ func cmdUpdate(ctx context.Context, s *Session, req *Request, dst []byte) (bsonc
 // parseUpdateStatement reads one update statement {q, u, upsert, multi,
 // arrayFilters, c, hint, collation}.
 func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, cv commandVars) (exec.Update, error) {
-	sel, err := statementFilter(ns, st, "update.updates", cv)
+	f := readStmt(st)
+	sel, err := statementFilter(ns, f, "update.updates", cv)
 	if err != nil {
 		return exec.Update{}, err
 	}
-	u, err := st.LookupErr("u")
-	if err != nil {
+	u := f.u
+	if u.Type == 0 {
 		return exec.Update{}, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.u' is missing but a required field")
 	}
-	arrayFilters, err := arrayFiltersOf(st)
+	arrayFilters, err := arrayFiltersOfValue(f.arrayFilters)
 	if err != nil {
 		return exec.Update{}, err
 	}
-	multi := boolField(st, "multi")
-	consts, err := constantsOf(st, cv.now)
+	multi := boolValue(f.multi)
+	consts, err := constantsOf(f.c, cv.now)
 	if err != nil {
 		return exec.Update{}, err
 	}
@@ -202,7 +265,7 @@ func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, cv commandV
 	if err != nil {
 		return exec.Update{}, err
 	}
-	spec := exec.Update{Sel: sel, Mod: mod, Upsert: boolField(st, "upsert"), Multi: multi}
+	spec := exec.Update{Sel: sel, Mod: mod, Upsert: boolValue(f.upsert), Multi: multi}
 	if spec.Multi && mod.IsReplacement() {
 		return exec.Update{}, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
@@ -210,8 +273,13 @@ func parseUpdateStatement(ns engine.Namespace, st bsoncore.Document, cv commandV
 }
 
 func arrayFiltersOf(st bsoncore.Document) ([]bsoncore.Document, error) {
-	v, err := st.LookupErr("arrayFilters")
-	if err != nil {
+	v, _ := st.LookupErr("arrayFilters")
+	return arrayFiltersOfValue(v)
+}
+
+// arrayFiltersOfValue reads an arrayFilters field's value (Type 0: none).
+func arrayFiltersOfValue(v bsoncore.Value) ([]bsoncore.Document, error) {
+	if v.Type == 0 {
 		return nil, nil
 	}
 	arr, ok := v.ArrayOK()
@@ -257,9 +325,10 @@ func updateStatement(ctx context.Context, s *Session, wb writeBatch, st bsoncore
 	return s.x().Update(ctx, spec)
 }
 
-func boolField(d bsoncore.Document, key string) bool {
-	v, err := d.LookupErr(key)
-	if err != nil {
+// boolValue reads a statement's flag (multi, upsert): a boolean, or a
+// number other than 0; false when absent (Type 0) or of another type.
+func boolValue(v bsoncore.Value) bool {
+	if v.Type == 0 {
 		return false
 	}
 	if b, ok := v.BooleanOK(); ok {

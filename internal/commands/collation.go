@@ -70,8 +70,8 @@ func commandCollation(s *Session, req *Request, ns engine.Namespace) (*collation
 
 // statementCollation is commandCollation for a write statement: its own
 // collation field, else def (the namespace's default, commandVars).
-func statementCollation(st bsoncore.Document, field string, def *collation.Collator) (*collation.Collator, error) {
-	if v, err := st.LookupErr("collation"); err == nil {
+func statementCollation(v bsoncore.Value, field string, def *collation.Collator) (*collation.Collator, error) {
+	if v.Type != 0 {
 		return parseCollationValue(field+".collation", v)
 	}
 	return def, nil

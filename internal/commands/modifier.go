@@ -77,9 +77,8 @@ func (cv commandVars) filterOptions() query.Options {
 
 // constantsOf evaluates an update statement's c (nil when absent) at the
 // command's $$NOW.
-func constantsOf(st bsoncore.Document, now time.Time) (map[string]bsoncore.Value, error) {
-	v, err := st.LookupErr("c")
-	if err != nil {
+func constantsOf(v bsoncore.Value, now time.Time) (map[string]bsoncore.Value, error) {
+	if v.Type == 0 {
 		return nil, nil
 	}
 	d, ok := v.DocumentOK()

@@ -36,6 +36,8 @@ import (
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/bsonx"
 )
 
 // Diff returns the diff that turns old into new, or nil when the documents
@@ -155,34 +157,40 @@ func diffSameNames(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
 	// Names and elements are read in place, into arrays on the stack: the
 	// diff of a few changed fields allocates nothing but, when dst lacks
 	// room, its bytes (and a nested diff's).
+	// Elements are read with bsonx.NextElement, whose framing is stricter
+	// than bsoncore's: what it refuses diffFields decides, as a name out of
+	// place is. A name is compared with the earlier ones only when one of
+	// them shares its bit in seen (its length and last byte), so distinct
+	// names such as field0…field9 cost no comparisons.
 	var names [maxSameNames][]byte
+	var seen uint64
 	var updArr, subArr [8]bsoncore.Element
 	upd, sub := updArr[:0], subArr[:0]
 	for n := 0; len(orest) > 0 || len(nrest) > 0; n++ {
 		if n == maxSameNames {
 			return dst, false
 		}
-		oe, or, ok1 := bsoncore.ReadElement(orest)
-		ne, nr, ok2 := bsoncore.ReadElement(nrest)
-		if !ok1 || !ok2 {
+		ot, name, oval, or, ok1 := bsonx.NextElement(orest)
+		nt, nname, nval, nr, ok2 := bsonx.NextElement(nrest)
+		if !ok1 || !ok2 || !bytes.Equal(name, nname) {
 			return dst, false
 		}
+		ne := bsoncore.Element(nrest[:len(nrest)-len(nr)])
 		orest, nrest = or, nr
-		name, err1 := oe.KeyBytesErr()
-		nname, err2 := ne.KeyBytesErr()
-		if err1 != nil || err2 != nil || !bytes.Equal(name, nname) {
-			return dst, false
-		}
-		for _, seen := range names[:n] {
-			if bytes.Equal(seen, name) {
-				return dst, false // a repeated name: diffObject refuses it
+		bit := uint64(1) << nameBit(name)
+		if seen&bit != 0 {
+			for _, earlier := range names[:n] {
+				if bytes.Equal(earlier, name) {
+					return dst, false // a repeated name: diffObject refuses it
+				}
 			}
 		}
+		seen |= bit
 		names[n] = name
-		ov, v := oe.Value(), ne.Value()
-		if ov.Type == v.Type && bytes.Equal(ov.Data, v.Data) {
+		if ot == nt && bytes.Equal(oval, nval) {
 			continue
 		}
+		ov, v := bsoncore.Value{Type: ot, Data: oval}, bsoncore.Value{Type: nt, Data: nval}
 		if nested, ok := diffValue(ov, v); ok {
 			sub = append(sub, bsoncore.AppendDocumentElement(nil, "s"+string(name), nested))
 			continue
@@ -190,6 +198,15 @@ func diffSameNames(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
 		upd = append(upd, ne)
 	}
 	return appendAssembled(dst, nil, upd, nil, sub), true
+}
+
+// nameBit is a field name's bit in diffSameNames' filter of names seen:
+// equal names share it.
+func nameBit(name []byte) uint {
+	if len(name) == 0 {
+		return 0
+	}
+	return uint(len(name)*7+int(name[len(name)-1])) & 63
 }
 
 // assemble writes a document diff's sections in their order: d, u and i,

@@ -216,6 +216,8 @@ func TestSameNamesAsFields(t *testing.T) {
 	// A repeated name or one out of place: diffFields decides.
 	for _, pair := range [][2]string{
 		{`{"a": 1, "a": 2}`, `{"a": 1, "a": 3}`},
+		{`{"f1": 1, "f2": 2, "g1": 3, "f2": 4}`, `{"f1": 1, "f2": 5, "g1": 3, "f2": 4}`}, // repeated after a name of its filter bit
+		{`{"f1": 1, "x": 2, "f1": 3}`, `{"f1": 1, "x": 2, "f1": 4}`},
 		{`{"a": 1, "b": 2}`, `{"b": 2, "a": 1}`},
 		{`{"a": 1, "b": 2}`, `{"a": 1}`},
 		{`{"a": 1}`, `{"a": 1, "b": 2}`},

@@ -64,6 +64,13 @@
 // Invariant "_id first": stored documents begin with their _id field, as
 // MongoDB stores them; a missing _id is generated (an ObjectId) on insert.
 //
+// Invariant "Top-level scan agrees" (document.go, scanTop): an inserted
+// document and an update's new one are checked for storage in one walk of
+// their top-level elements (well formed, _id once, first), which accepts a document only
+// when bsoncore's Validate would and counts what countKey, LookupErr and
+// idIsFirst count; a document it refuses takes bsoncore's walks, so the
+// replies are bsoncore's (TestScanTopAgrees, TestScanTopCases).
+//
 // Invariant "Indexes follow documents" (indexes.go): a write changes a
 // document and all its index entries in one request, so every index holds
 // exactly the entries its documents produce (CheckIndexes verifies it).

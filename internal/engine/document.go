@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -25,28 +27,27 @@ type prepared struct {
 // prepareInsert validates doc for storage and puts its _id first, making
 // one with newID when there is none.
 func prepareInsert(doc bsoncore.Document, newID func() (bsoncore.Value, error)) (prepared, error) {
-	if err := doc.Validate(); err != nil {
+	top, err := scanDoc(doc)
+	if err != nil {
 		return prepared{}, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
 	}
-	idVal, err := doc.LookupErr("_id")
+	idVal := top.id
 	generated := false
 	switch {
-	case err == bsoncore.ErrElementNotFound:
+	case top.ids == 0:
 		if idVal, err = newID(); err != nil {
 			return prepared{}, err
 		}
 		generated = true
 		doc = withIDFirst(doc, idVal)
-	case err != nil:
-		return prepared{}, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
 	default:
 		if err := validateID(idVal); err != nil {
 			return prepared{}, err
 		}
-		if countKey(doc, "_id") > 1 {
+		if top.ids > 1 {
 			return prepared{}, mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
 		}
-		if !idIsFirst(doc) {
+		if !top.idFirst {
 			doc = withIDFirst(doc, idVal)
 		}
 	}
@@ -106,6 +107,63 @@ func validateID(v bsoncore.Value) error {
 		}
 	}
 	return nil
+}
+
+// topScan is what one walk over a document's top-level elements learns
+// (scanTop).
+type topScan struct {
+	ids     int            // fields named _id
+	id      bsoncore.Value // the first one's value
+	idFirst bool           // the first field is _id
+}
+
+// scanTop walks doc's top-level elements once with bsonx.NextElement. ok
+// is true only when doc's length is its slice's, it ends in a NUL and every
+// element frames (bsonx.ValueSize, which is at least as strict as
+// bsoncore's framing: a boolean byte, a string's NUL, a nested document's
+// length and NUL): then doc.Validate() would pass and the counts are those
+// of countKey, LookupErr("_id") and idIsFirst (invariant "Top-level scan
+// agrees", TestScanTopAgrees). When ok is false the caller asks bsoncore,
+// which may still accept what this walk refuses.
+func scanTop(doc bsoncore.Document) (s topScan, ok bool) {
+	if len(doc) < 5 || int(int32(binary.LittleEndian.Uint32(doc))) != len(doc) || doc[len(doc)-1] != 0 {
+		return topScan{}, false
+	}
+	elems := doc[4 : len(doc)-1]
+	for first := true; len(elems) > 0; first = false {
+		t, key, val, rest, valid := bsonx.NextElement(elems)
+		if !valid {
+			return topScan{}, false
+		}
+		if string(key) == "_id" {
+			if s.ids == 0 {
+				s.id = bsoncore.Value{Type: t, Data: val}
+				s.idFirst = first
+			}
+			s.ids++
+		}
+		elems = rest
+	}
+	return s, true
+}
+
+// scanDoc is scanTop's answer, or where scanTop refuses doc bsoncore's:
+// Validate's error, or the counts of countKey, LookupErr and idIsFirst.
+func scanDoc(doc bsoncore.Document) (topScan, error) {
+	if s, ok := scanTop(doc); ok {
+		return s, nil
+	}
+	if err := doc.Validate(); err != nil {
+		return topScan{}, err
+	}
+	s := topScan{ids: countKey(doc, "_id"), idFirst: idIsFirst(doc)}
+	if s.ids > 0 {
+		var err error
+		if s.id, err = doc.LookupErr("_id"); err != nil {
+			return topScan{}, err
+		}
+	}
+	return s, nil
 }
 
 // countKey counts the top-level fields of a valid doc named key, without

@@ -306,16 +306,15 @@ var errInsertNeedsID = errors.New("engine: a Modify insert needs an _id")
 // prepareReplacement validates a replacement for the document whose _id is
 // id and puts _id first.
 func prepareReplacement(doc bsoncore.Document, id bsoncore.Value) (bsoncore.Document, error) {
-	if err := doc.Validate(); err != nil {
+	top, err := scanDoc(doc) // one walk: "Top-level scan agrees"
+	switch {
+	case err != nil:
 		return nil, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)
-	}
-	if countKey(doc, "_id") > 1 { // MongoDB's storage validation of an update's result
+	case top.ids > 1: // MongoDB's storage validation of an update's result
 		return nil, mongoerr.New(mongoerr.BadValue, "Can't have multiple _id fields in one document")
-	}
-	if newID, err := doc.LookupErr("_id"); err == nil && !sameID(newID, id) {
-		return nil, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", newID)
-	}
-	if !idIsFirst(doc) || doc.Lookup("_id").Type == 0 {
+	case top.ids == 1 && !sameID(top.id, id):
+		return nil, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", top.id)
+	case !top.idFirst:
 		doc = withIDFirst(doc, id)
 	}
 	if len(doc) > MaxDocumentSize {

@@ -13,6 +13,9 @@ func appendIDKey(dst []byte, id bsoncore.Value) []byte { return keystring.Append
 // sameID reports whether two _id values are the same stored id, which is
 // exactly keystring equality (so 1 and 1.0 are the same _id, as in MongoDB).
 func sameID(a, b bsoncore.Value) bool {
+	if a.Type == b.Type && string(a.Data) == string(b.Data) {
+		return true // the same bytes: the same key, without encoding either
+	}
 	return string(appendIDKey(nil, a)) == string(appendIDKey(nil, b))
 }
 

@@ -93,6 +93,13 @@
 // request's buffer, which the connection reuses for the next message while
 // a cursor may still run the plan.
 //
+// "New documents in a reused buffer": an update (not findAndModify, whose
+// reply keeps its document) writes each new document into one buffer taken
+// from a pool for the request (update.ApplyTo, write.go's newDocBufs): the
+// engine's Modify copies what it keeps of a Replace before it reads the next
+// document, and nothing refers to the buffer once Modify returns
+// (TestNewDocumentsInAReusedBuffer).
+//
 // # Where a router will split a plan
 //
 // A sharded cluster (DESIGN.md §7) will run each read as a shard part on

@@ -37,7 +37,7 @@ func (e *Env) ExplainUpdate(ctx context.Context, u Update, execute bool) (*plann
 	ex, err := e.ExplainRun(ctx, u.Sel, execute, func(d bsoncore.Document) error {
 		w.Matched++
 		_, pos := u.Sel.Filter.MatchDetails(d)
-		next, err := apply(u.Mod, d, pos, false)
+		next, err := apply(nil, u.Mod, d, pos, false)
 		if err != nil {
 			return err
 		}

@@ -22,14 +22,9 @@ import (
 func TestPointReadAgreesWithPlan(t *testing.T) {
 	eng := openTestEngine(t)
 	ns := engine.Namespace{DB: "db", Coll: "c"}
-	var docs []bsoncore.Document
-	for i := range 5 {
-		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "a", Value: bson.A{i, i + 1}}, {Key: "b", Value: "x"}})
-		docs = append(docs, d)
-	}
-	if _, err := eng.Insert(ns, docs, true); err != nil {
-		t.Fatal(err)
-	}
+	insertD(t, eng, ns, 5, func(i int) bson.D {
+		return bson.D{{Key: "_id", Value: i}, {Key: "a", Value: bson.A{i, i + 1}}, {Key: "b", Value: "x"}}
+	})
 	x := New(eng)
 	for _, tc := range []struct {
 		name   string

@@ -282,7 +282,7 @@ func (e *Env) UpdateTimeseries(ctx context.Context, ts Timeseries, sel Selection
 			return engine.Action{}, nil
 		}
 		out.Matched += int64(len(b.Measurements))
-		next, err := apply(mod, md, -1, false)
+		next, err := apply(nil, mod, md, -1, false)
 		if err != nil || next == nil {
 			return engine.Action{}, err
 		}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -250,6 +251,16 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 			}
 		}
 		owned := e.OwnedFilter(ns)
+		// The new documents are written into one buffer reused across
+		// requests ("New documents in a reused buffer"): the engine copies
+		// what it keeps of a Replace before the next document is read,
+		// and once ModifyWith returns nothing refers to it — unless keep,
+		// whose res.After is the new document.
+		var scratch *[]byte
+		if !keep {
+			scratch = newDocBufs.Get().(*[]byte)
+			defer newDocBufs.Put(scratch)
+		}
 		mres, err := e.eng.ModifyWith(ns, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
 			if err := opctx.Err(ctx); err != nil {
 				return engine.Action{}, err // stops here; what is updated stays updated
@@ -267,7 +278,7 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				return engine.Action{}, nil // changed since it was chosen, or an orphan
 			}
 			res.Matched++
-			next, err := apply(spec.Mod, cur, pos, spec.KeepEmptyTimestamps)
+			next, err := apply(newDocRoom(scratch, len(cur)), spec.Mod, cur, pos, spec.KeepEmptyTimestamps)
 			if err != nil {
 				return engine.Action{}, err
 			}
@@ -378,15 +389,39 @@ func (e *Env) get(ns engine.Namespace, id bsoncore.Value) ([]byte, bool, error) 
 }
 
 // apply returns the new document for cur, or nil when the update changes
-// nothing (a no-op writes nothing and does not count as modified). pos is
-// the array position the filter's match bound (for the positional $), or -1;
-// keepEmptyTs is the write's bypassEmptyTsReplacement.
-func apply(u *update.Update, cur bsoncore.Document, pos int, keepEmptyTs bool) (bsoncore.Document, error) {
-	next, modified, err := u.Apply(cur, update.ApplyContext{ArrayPos: pos, Now: time.Now(), KeepEmptyTimestamps: keepEmptyTs})
+// nothing (a no-op writes nothing and does not count as modified); it may
+// write it over dst's memory (update.ApplyTo). pos is the array position
+// the filter's match bound (for the positional $), or -1; keepEmptyTs is
+// the write's bypassEmptyTsReplacement.
+func apply(dst []byte, u *update.Update, cur bsoncore.Document, pos int, keepEmptyTs bool) (bsoncore.Document, error) {
+	next, modified, err := u.ApplyTo(dst, cur, update.ApplyContext{ArrayPos: pos, Now: time.Now(), KeepEmptyTimestamps: keepEmptyTs})
 	if err != nil || !modified {
 		return nil, err
 	}
 	return next, nil
+}
+
+// newDocBufs are the buffers updates write their new documents into
+// (runUpdate), kept across requests, each at most maxNewDocBuf bytes so one
+// large document does not stay on the heap.
+var newDocBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxNewDocBuf = 64 << 10
+
+// newDocRoom is b's buffer with room for a new document made from one of n
+// bytes (an eighth more), allocated when it has less; nil without b or
+// past maxNewDocBuf. The buffer only ever holds memory made here: an
+// update's result may alias other memory (a replacement's document), so
+// results are never adopted as the buffer.
+func newDocRoom(b *[]byte, n int) []byte {
+	want := n + n/8 + 64
+	if b == nil || want > maxNewDocBuf {
+		return nil
+	}
+	if cap(*b) < want {
+		*b = make([]byte, 0, want)
+	}
+	return *b
 }
 
 // copyValue is v with its own bytes.

@@ -63,6 +63,15 @@ type applyState struct {
 // not counted in nModified), newDoc is doc itself; otherwise it is a new
 // buffer. doc is never modified.
 func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore.Document, modified bool, err error) {
+	return u.ApplyTo(nil, doc, ctx)
+}
+
+// ApplyTo is Apply that may write the new document into dst's memory
+// (from its start: dst's bytes are overwritten) instead of a new buffer —
+// the flat $set does, when dst has room or grows into it —, so that a
+// caller that reuses dst allocates nothing for the common update. newDoc
+// may alias dst; dst must not alias doc.
+func (u *Update) ApplyTo(dst []byte, doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore.Document, modified bool, err error) {
 	var out bsoncore.Document
 	// Each way takes its own copy of ctx by address, so that the flat
 	// path's does not move ctx to the heap.
@@ -73,7 +82,7 @@ func (u *Update) Apply(doc bsoncore.Document, ctx ApplyContext) (newDoc bsoncore
 	case KindOperator:
 		flat := false
 		if u.flat != nil && !ctx.IsUpsertInsert {
-			out, flat, err = u.applyFlat(doc)
+			out, flat, err = u.applyFlat(dst, doc)
 			if invariants.Enabled && flat {
 				u.checkFlat(doc, ctx, out, err)
 			}

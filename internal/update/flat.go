@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cairndb/cairn/internal/bsonx"
@@ -61,8 +62,9 @@ type flatHit struct {
 
 // applyFlat applies a flat $set to doc. ok is false when the tree must
 // apply it instead (doc malformed or lacking a field); otherwise out is
-// the new document, or nil when no field changes (the tree's no-op).
-func (u *Update) applyFlat(doc bsoncore.Document) (out bsoncore.Document, ok bool, err error) {
+// the new document, written over dst's memory (grown if it lacks room),
+// or nil when no field changes (the tree's no-op).
+func (u *Update) applyFlat(dst []byte, doc bsoncore.Document) (out bsoncore.Document, ok bool, err error) {
 	if n, valid := bsonx.ValueSize(bsoncore.TypeEmbeddedDocument, doc); !valid || n != len(doc) || len(doc) < 5 {
 		return nil, false, nil
 	}
@@ -107,7 +109,7 @@ func (u *Update) applyFlat(doc bsoncore.Document) (out bsoncore.Document, ok boo
 	if !changed {
 		return nil, true, nil
 	}
-	out = make([]byte, 0, size)
+	out = slices.Grow(dst[:0], size)
 	prev := 0
 	for _, h := range hits[:nhits] {
 		f := &u.flat[h.field]

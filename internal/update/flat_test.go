@@ -14,7 +14,8 @@ import (
 
 // applyBoth applies u to doc by the flat path (as Apply does) and by the
 // tree alone, and fails the test unless both give the same document,
-// modified flag and error.
+// modified flag and error; so must ApplyTo over a used buffer, once too
+// short for the new document and once long enough.
 func applyBoth(t *testing.T, u *Update, doc bsoncore.Document, ctx ApplyContext) (bsoncore.Document, bool, error) {
 	t.Helper()
 	got, mod, err := u.Apply(doc, ctx)
@@ -23,6 +24,13 @@ func applyBoth(t *testing.T, u *Update, doc bsoncore.Document, ctx ApplyContext)
 	want, wantMod, wantErr := tree.Apply(doc, ctx)
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) || mod != wantMod || !bytes.Equal(got, want) {
 		t.Fatalf("flat path: %s, %v, %v; tree: %s, %v, %v", bsoncore.Document(got), mod, err, bsoncore.Document(want), wantMod, wantErr)
+	}
+	for _, room := range []int{len(doc) / 2, 2*len(doc) + 64} {
+		used := bytes.Repeat([]byte{0xee}, room)
+		into, intoMod, intoErr := u.ApplyTo(used, doc, ctx)
+		if fmt.Sprint(intoErr) != fmt.Sprint(err) || intoMod != mod || !bytes.Equal(into, got) {
+			t.Fatalf("ApplyTo over %d used bytes: %s, %v, %v; Apply: %s, %v, %v", room, bsoncore.Document(into), intoMod, intoErr, bsoncore.Document(got), mod, err)
+		}
 	}
 	return got, mod, err
 }

@@ -578,3 +578,30 @@ func (g *Gen) nearNumber(n *node) *node {
 	}
 	return n
 }
+
+// Document returns a document of fewer than maxFields fields, each named
+// from names (repeats included) with a value from Value (so damaged as
+// often as Malformed says), its whole bytes then sometimes damaged too
+// (DamageDocument): input for walks that must agree with bsoncore's.
+func (g *Gen) Document(names []string, maxFields int) []byte {
+	idx, doc := bsoncore.AppendDocumentStart(nil)
+	for n := g.r.IntN(maxFields); n > 0; n-- {
+		doc = bsoncore.AppendValueElement(doc, names[g.r.IntN(len(names))], g.Value())
+	}
+	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
+	return g.DamageDocument(doc)
+}
+
+// DamageDocument, one time in two, damages a document's bytes: a byte
+// changed, the end cut off, or the length read wrong by up to 4 either way.
+func (g *Gen) DamageDocument(doc []byte) []byte {
+	switch g.r.IntN(6) {
+	case 0:
+		doc[g.r.IntN(len(doc))] = byte(g.r.IntN(256))
+	case 1:
+		doc = doc[:g.r.IntN(len(doc))]
+	case 2:
+		binary.LittleEndian.PutUint32(doc, uint32(len(doc)+g.r.IntN(9)-4))
+	}
+	return doc
+}

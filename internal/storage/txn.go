@@ -260,7 +260,7 @@ func (t *Txn) PrefetchHas(keys [][]byte) error {
 	}
 	clear(t.sorted) // keep no caller's buffers
 	clear(t.tables)
-	if invariants.Enabled && err == nil {
+	if invariants.Enabled && err == nil && t.unf != nil {
 		t.checkTablesAnswers()
 	}
 	return err

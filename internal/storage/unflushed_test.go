@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -318,5 +319,47 @@ func TestUnflushedKnown(t *testing.T) {
 	t.Logf("%d checks answered from the tables alone", skipped)
 	if skipped == 0 {
 		t.Error("no check was answered from the tables alone: the set was never used")
+	}
+}
+
+// TestUnflushedOffOnMembers checks that a replica set member's store, whose
+// groups reach Pebble through ApplyReplicated, never answers from the set:
+// its checks read the batch and the memtables, and still find every key.
+func TestUnflushedOffOnMembers(t *testing.T) {
+	var index uint64
+	var db *DB
+	db = openTest(t, Options{Hooks: &Hooks{Replicate: func(repr []byte, _ bool) error {
+		index++
+		return db.ApplyReplicated(index, repr)
+	}}})
+	keys := [][]byte{DocKey(nil, 5, []byte("a")), DocKey(nil, 5, []byte("b")), DocKey(nil, 5, []byte("c"))}
+	if err := db.Write(func(tx *Txn) error { tx.Set(keys[0], []byte("v")); tx.Set(keys[2], []byte("v")); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefetch := range []bool{false, true} {
+		var got []bool
+		if err := db.Write(func(tx *Txn) error {
+			if prefetch {
+				if err := tx.PrefetchHas(keys); err != nil {
+					return err
+				}
+			}
+			for _, k := range keys {
+				has, err := tx.Has(k)
+				if err != nil {
+					return err
+				}
+				got = append(got, has)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []bool{true, false, true}; !slices.Equal(got, want) {
+			t.Errorf("prefetch %v: Has %v, want %v", prefetch, got, want)
+		}
+	}
+	if !db.pipe.unf.off.Load() || db.pipe.unf.skipped != 0 {
+		t.Errorf("a member's set: off %v, %d checks from the tables alone; want off, none", db.pipe.unf.off.Load(), db.pipe.unf.skipped)
 	}
 }

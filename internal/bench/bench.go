@@ -26,8 +26,7 @@ type Config struct {
 	Floors []string
 	// Workloads run in order, each on every target.
 	Workloads []Workload
-	// Records are loaded Runs times per target (each a fresh load) before
-	// the first workload.
+	// Records are loaded once per target before the first workload.
 	Records int64
 	// Ops is the number of operations of each run.
 	Ops int64
@@ -41,8 +40,8 @@ type Config struct {
 	FieldCount, FieldLength int
 	// Batch is the number of records per insert in the load phase.
 	Batch int
-	// Runs is how many times the load and each workload run on each
-	// target; the report gives the median and the spread.
+	// Runs is how many times each workload runs on each target; the report
+	// gives the median and the spread.
 	Runs int
 	// Distribution overrides every workload's request distribution when
 	// set (uniform, zipfian, latest).
@@ -225,9 +224,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Targets = append(rep.Targets, TargetInfo{Name: t.name, About: t.about, ServerCPU: t.cpuHow, ClientCPU: client})
 	}
-	rep.Loads = r.loads(ctx)
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	for _, t := range r.targets {
+		rep.Loads = append(rep.Loads, r.load(ctx, t))
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 	floors := map[string]bool{}
 	for _, t := range r.targets {
@@ -529,39 +530,8 @@ func (r *runner) harnessCost(ctx context.Context, phase func(context.Context, db
 	return used / time.Duration(res.ops)
 }
 
-// loads loads every target cfg.Runs times, a fresh load each run (the
-// collection dropped and loaded again), reversing the order of targets
-// from one run to the next as workload does, and returns each target's
-// medians (medianLoad). A target whose load failed is not loaded again.
-func (r *runner) loads(ctx context.Context) []LoadResult {
-	runs := map[*target][]LoadResult{}
-	for run := range r.cfg.Runs {
-		order := slices.Clone(r.targets)
-		if run%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, t := range order {
-			if prev := runs[t]; len(prev) > 0 && prev[len(prev)-1].Failed != "" {
-				continue
-			}
-			runs[t] = append(runs[t], r.load(ctx, t, run))
-			if ctx.Err() != nil {
-				return nil
-			}
-		}
-	}
-	out := make([]LoadResult, 0, len(r.targets))
-	for _, t := range r.targets {
-		out = append(out, medianLoad(runs[t]))
-	}
-	return out
-}
-
-// load loads t once (run counts from 0); a failed load leaves t failed
-// for every workload.
-func (r *runner) load(ctx context.Context, t *target, run int) LoadResult {
+func (r *runner) load(ctx context.Context, t *target) LoadResult {
 	cfg := r.cfg
-	t.failed = nil
 	lr := LoadResult{Target: t.name, Records: cfg.Records}
 	if d, err := r.open(ctx, t); err != nil {
 		lr.Failed = err.Error()
@@ -584,14 +554,10 @@ func (r *runner) load(ctx context.Context, t *target, run int) LoadResult {
 	harness := r.harnessCost(ctx, func(ctx context.Context, d db) (phaseResult, error) {
 		return loadWith(ctx, d, new(atomic.Int64))
 	})
-	label := "load " + t.name
-	if cfg.Runs > 1 {
-		label = fmt.Sprintf("load %s run %d/%d", t.name, run+1, cfg.Runs)
-	}
-	p := startProgress(cfg.Progress, label, cfg.Records)
+	p := startProgress(cfg.Progress, "load "+t.name, cfg.Records)
 	res, srv, cli, err := r.measured(ctx, t, harness, func(ctx context.Context, d db) (phaseResult, error) {
 		if cfg.onRun != nil {
-			defer cfg.onRun(t.name, "load", run)()
+			defer cfg.onRun(t.name, "load", 0)()
 		}
 		return loadWith(ctx, d, &p.done)
 	})

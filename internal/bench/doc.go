@@ -30,12 +30,10 @@
 //     together, and it is reported against cairn (floor-proxy vs cairn):
 //     the least a router process adds to the server's work.
 //
-// Each target is loaded --runs times (batched inserts; each run drops the
-// collection and loads it afresh, so a run after the first loads over the
-// dropped records' range deletion, on every target alike), then every
-// workload runs --runs times on every target, over the last load; the
-// order of targets reverses from one run to the next so that drifting
-// background load does not always fall on the same target. The report gives each figure's median over the runs and the
+// Each target is loaded once (batched inserts), then every workload runs
+// --runs times on every target; the order of targets reverses from one run
+// to the next so that drifting background load does not always fall on the
+// same target. The report gives each figure's median over the runs and the
 // spread of throughput, and every non-floor target as a ratio of each
 // floor — the load phase too (records per second and server CPU per
 // record), so cairn's load is reported against Pebble's own synced insert

@@ -71,6 +71,10 @@ type Options struct {
 	// (failpoint.StorageFailBeforeCommit, StorageFailAfterCommit). Default:
 	// a registry of its own.
 	FailPoints *failpoint.Registry
+
+	// flushEnd, when set, is Pebble's FlushEnd listener (a store's
+	// unflushed set; the bench's floor listens to nothing).
+	flushEnd func(pebble.FlushInfo)
 }
 
 // DB is an open Cairn store: Pebble plus the commit pipeline.
@@ -182,11 +186,13 @@ func Open(dir string, opts Options) (db *DB, err error) {
 		wal = newWALFS(popts.FS)
 		popts.FS = wal
 	}
+	unf := newUnflushed()
+	popts.flushEnd = unf.flushEnd
 	pdb, err := openPebble(dir, popts)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFormat(pdb, dir); err != nil {
+	if unf.fresh, err = checkFormat(pdb, dir); err != nil {
 		_ = pdb.Close()
 		return nil, err
 	}
@@ -211,6 +217,7 @@ func Open(dir string, opts Options) (db *DB, err error) {
 	db.pipe = startPipeline(pdb, &db.visible, opts.Hooks, opts.Logger, opts.FailPoints, newSpaceCheck(opts.FS, dir, opts.MinFreeBytes), groupBytes(memTableSize(opts.CacheSize)))
 	db.pipe.clock, db.pipe.lastCommitted = opts.Clock, &db.lastCommitted
 	db.pipe.held = &db.intents
+	db.pipe.unf = unf
 	if wal != nil {
 		db.stopSync = make(chan struct{})
 		db.syncDone.Add(1)
@@ -281,6 +288,9 @@ func pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 		return spanPolicy(start), keyspaceEnd(start), nil
 	}
 	popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return oplogValueSeparation }
+	if opts.flushEnd != nil {
+		popts.EventListener = &pebble.EventListener{FlushEnd: opts.flushEnd}
+	}
 	return popts
 }
 
@@ -369,34 +379,34 @@ var adaptiveCompression = &sstable.CompressionProfile{
 	AdaptiveReductionCutoffPercent: 12,
 }
 
-// checkFormat writes the format marker into a new store and refuses a
-// non-empty store that lacks it.
-func checkFormat(pdb *pebble.DB, dir string) error {
+// checkFormat writes the format marker into a new store (fresh) and
+// refuses a non-empty store that lacks it.
+func checkFormat(pdb *pebble.DB, dir string) (fresh bool, err error) {
 	key := SystemKey("format")
 	val, closer, err := pdb.Get(key)
 	if err == nil {
 		defer closer.Close()
 		if string(val) != formatMarker {
-			return fmt.Errorf("%w: %s has format %q, this build reads %q", ErrNotCairn, dir, val, formatMarker)
+			return false, fmt.Errorf("%w: %s has format %q, this build reads %q", ErrNotCairn, dir, val, formatMarker)
 		}
-		return nil
+		return false, nil
 	}
 	if !errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+		return false, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
 	}
 	it, err := pdb.NewIter(nil)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+		return false, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
 	}
 	empty := !it.First()
 	iterErr := it.Close()
 	if iterErr != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, iterErr)
+		return false, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, iterErr)
 	}
 	if !empty {
-		return fmt.Errorf("%w: %s holds a Pebble store without Cairn's format marker", ErrNotCairn, dir)
+		return false, fmt.Errorf("%w: %s holds a Pebble store without Cairn's format marker", ErrNotCairn, dir)
 	}
-	return pdb.Set(key, []byte(formatMarker), pebble.Sync)
+	return true, pdb.Set(key, []byte(formatMarker), pebble.Sync)
 }
 
 // clusterTimeKey holds the highest cluster time a committed group used,
@@ -737,6 +747,7 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	if err != nil {
 		return err
 	}
+	db.pipe.unf.off.Store(true) // "Unflushed documents known": a member's writes are not noted
 	if err := db.visible.change(repr, func() error { return db.pdb.Apply(b, pebble.NoSync) }); err != nil {
 		db.pipe.stopWrites(err)
 		return err

@@ -326,6 +326,20 @@
 // every Has with Get as above. TestHasMatchesGet (each stanza prefetched
 // too), TestPrefetchHasMatchesGet (randomized, seed printed).
 //
+// Invariant "Unflushed documents known" (unflushed.go): on a standalone
+// store, every document key the group's batch or a memtable may hold is
+// named by the unflushed set (a count per key hash, in a chunk per group,
+// added before the request's writes join the batch; a chunk leaves once
+// a flush that wrote its batch's first sequence number has ended). Has and
+// PrefetchHas read a document key the set does not name from the tables
+// alone (OnlyReadGuaranteedDurable), skipping the batch's and the
+// memtables' skiplist seeks. The set answers "may hold" for a key an
+// unflushed range deletion covers (a drop), for every key after a restart
+// until what Pebble replayed is flushed, and for good once anything but
+// the pipeline wrote to Pebble (a replica set member). Invariants builds
+// compare each tables-only answer with the batch's and memtables'.
+// TestUnflushedChunks, TestUnflushedKnown (randomized, seed printed).
+//
 // Invariant "Restore is redone until whole" (a member installing a replica
 // set snapshot, [DB.RestoreCheckpoint]): the store's contents are replaced
 // by a checkpoint's in batches, the first (synced) deleting every key but

@@ -169,7 +169,10 @@ type pipeline struct {
 	visible *visibility // every group's commit is a change of it (shared_view.go)
 	// held are the store's transactions' intents: a request may not
 	// write a prepared transaction's keys (prepare.go).
-	held  *intents
+	held *intents
+	// unf is the store's unflushed set ("Unflushed documents known"),
+	// used by a standalone store's groups only.
+	unf   *unflushed
 	hooks *Hooks
 	log   *slog.Logger
 	space *spaceCheck
@@ -400,6 +403,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		if !handed {
 			_ = batch.Close()
 		}
+		p.unf.discarded() // unless committed: the batch never reached Pebble
 	}()
 	applied := 0
 	p.ready(f, txn, batch, &applied)
@@ -485,12 +489,14 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		// it: publish the state it made, as readers see it, answer the
 		// requests with the error and take no more.
 		p.stopWrites(err)
+		p.unf.committed(0) // Pebble may hold some of it
 		refuse(f.group, p.halted.Load())
 		if p.hooks != nil && p.hooks.Committed != nil {
 			p.hooks.Committed()
 		}
 		return false
 	}
+	p.unf.committed(uint64(batch.SeqNum()))
 	f.batch, handed = batch, true
 	if hoptrace.Enabled {
 		f.tHanded = hoptrace.Since(hoptrace.GroupApply, f.tFirst)
@@ -525,7 +531,12 @@ func (p *pipeline) ready(f *flight, txn *Txn, batch *pebble.Batch, applied *int)
 	// ("Group reads through the cache"). A replica set member's groups
 	// reach the store through its log (maybe after later groups applied
 	// over them): they read as before.
-	txn.docs = nil
+	txn.docs, txn.unf, txn.pdb = nil, nil, p.pdb
+	if p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil {
+		txn.unf = p.unf
+	} else {
+		p.unf.off.Store(true)
+	}
 	if p.visible.docs != nil && (p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil) {
 		txn.docs = p.visible
 		f.docWrites, f.refresh = clearedKeys(f.docWrites), clearedKeys(f.refresh)
@@ -610,6 +621,9 @@ func (p *pipeline) applyRequest(f *flight, txn *Txn, batch *pebble.Batch, r *req
 		r.err = p.held.checkPrepared(txn)
 	}
 	if r.err == nil {
+		if txn.unf != nil {
+			txn.unf.note(txn.ops) // before the batch holds them
+		}
 		r.err = txn.applyTo(batch)
 	}
 	if invariants.Enabled {

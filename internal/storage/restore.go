@@ -55,6 +55,7 @@ func (db *DB) restoreCheckpoint(index uint64, dir string, progress func(copied i
 	// Everything goes but the format marker, which Open needs to know the
 	// directory for a Cairn store.
 	format := SystemKey("format")
+	db.pipe.unf.off.Store(true) // "Unflushed documents known": these writes are not noted
 	del := db.pdb.NewBatch()
 	_ = del.DeleteRange([]byte{}, format, nil)
 	_ = del.DeleteRange(append(format, 0), []byte{0xff}, nil)

@@ -55,8 +55,13 @@ type Txn struct {
 	// known holds PrefetchHas's answers for this request: whether each key
 	// is in the store as the group sees it (its own writes aside).
 	known map[string]bool
-	// sorted is PrefetchHas's scratch.
-	sorted [][]byte
+	// sorted and tables are PrefetchHas's scratch.
+	sorted, tables [][]byte
+	// unf, when set, is the store's unflushed set: a document key it
+	// does not name is read from the tables alone ("Unflushed documents
+	// known", unflushed.go); a standalone store's pipeline only.
+	unf *unflushed
+	pdb *pebble.DB
 	// docs, when set, serves Get of a document key no write of the
 	// group's or the request's covers from the document cache (invariant
 	// "Group reads through the cache", doccache.go): a standalone store's
@@ -181,7 +186,9 @@ func (t *Txn) own(key []byte) (v []byte, decided, found bool) {
 // the last level's too — which Pebble's Get skips, reading a data block
 // of the bottom level's table for every key it does not find (invariant
 // "Absent keys stop at the filters", doc.go; about 8 µs against 2 µs a
-// key on a compacted store, BENCHMARKS.md "Session 13").
+// key on a compacted store, BENCHMARKS.md "Session 13"). A document key
+// the unflushed set does not name is read from the tables alone
+// (invariant "Unflushed documents known", unflushed.go).
 func (t *Txn) Has(key []byte) (bool, error) {
 	if _, decided, found := t.own(key); decided {
 		return found, nil
@@ -193,7 +200,11 @@ func (t *Txn) Has(key []byte) (bool, error) {
 	found, known := t.known[string(key)]
 	var err error
 	if !known {
-		found, err = hasKey(t.batch, key)
+		if t.unf != nil && !t.unf.mayHold(key, t.unf.prune()) {
+			found, err = t.tablesHave(key)
+		} else {
+			found, err = hasKey(t.batch, key)
+		}
 	}
 	if invariants.Enabled && err == nil {
 		if _, want, gerr := get(t.batch, nil, key); gerr == nil && want != found {
@@ -216,30 +227,108 @@ func (t *Txn) Has(key []byte) (bool, error) {
 // join the batch only when it returns, and only the pipeline goroutine
 // commits: "Serial apply"), so an answer read at any point of the request
 // is the one a seek would give later. Builds with the invariants tag
-// compare every Has with Get (TestPrefetchHasMatchesGet).
+// compare every Has with Get (TestPrefetchHasMatchesGet). Keys the
+// unflushed set does not name go through a second iterator over the
+// tables alone ("Unflushed documents known").
 func (t *Txn) PrefetchHas(keys [][]byte) error {
 	if t.tx != nil || len(keys) == 0 {
 		return nil // a transaction's statement reads its view: Has asks it
 	}
-	t.sorted = append(t.sorted[:0], keys...)
-	slices.SortFunc(t.sorted, bytes.Compare)
-	it, err := t.batch.NewIter(&pebble.IterOptions{UseL6Filters: true})
-	if err != nil {
-		return err
+	// Keys the unflushed set does not name are read from the tables
+	// alone ("Unflushed documents known"); the others through the batch.
+	t.sorted, t.tables = t.sorted[:0], t.tables[:0]
+	if t.unf != nil {
+		armed := t.unf.prune()
+		for _, k := range keys {
+			if t.unf.mayHold(k, armed) {
+				t.sorted = append(t.sorted, k)
+			} else {
+				t.tables = append(t.tables, k)
+			}
+		}
+	} else {
+		t.sorted = append(t.sorted, keys...)
 	}
 	if t.known == nil {
 		t.known = make(map[string]bool, len(keys))
 	}
+	err := t.seekEach(t.sorted, func() (*pebble.Iterator, error) {
+		return t.batch.NewIter(&pebble.IterOptions{UseL6Filters: true})
+	})
+	if err == nil {
+		err = t.seekEach(t.tables, t.newTablesIter)
+	}
+	clear(t.sorted) // keep no caller's buffers
+	clear(t.tables)
+	if invariants.Enabled && err == nil && t.unf != nil {
+		t.checkTablesAnswers()
+	}
+	return err
+}
+
+// seekEach records in t.known whether each of keys is found by a prefix
+// seek of an iterator from open, in ascending key order (keys is sorted
+// in place); no keys opens nothing.
+func (t *Txn) seekEach(keys [][]byte, open func() (*pebble.Iterator, error)) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	it, err := open()
+	if err != nil {
+		return err
+	}
 	var last []byte
-	for i, k := range t.sorted {
+	for i, k := range keys {
 		if i > 0 && bytes.Equal(k, last) {
 			continue
 		}
 		last = k
 		t.known[string(k)] = it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k)
 	}
-	clear(t.sorted) // keep no caller's buffers
 	return it.Close()
+}
+
+// newTablesIter is an iterator over Pebble's tables alone (no batch, no
+// memtable), with every level's bloom filters: for keys the unflushed set
+// does not name, which only the tables may hold.
+func (t *Txn) newTablesIter() (*pebble.Iterator, error) {
+	return t.pdb.NewIter(&pebble.IterOptions{UseL6Filters: true, OnlyReadGuaranteedDurable: true})
+}
+
+// tablesHave is hasKey for a key the unflushed set does not name.
+func (t *Txn) tablesHave(key []byte) (bool, error) {
+	it, err := t.newTablesIter()
+	if err != nil {
+		return false, err
+	}
+	found := it.SeekPrefixGE(key) && bytes.Equal(it.Key(), key)
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	if invariants.Enabled {
+		t.checkUnflushed(key, found)
+	}
+	return found, nil
+}
+
+// checkTablesAnswers checks every answer PrefetchHas read from the tables
+// alone against the batch's and the memtables' (invariants builds).
+func (t *Txn) checkTablesAnswers() {
+	for k, found := range t.known {
+		if !t.unf.mayHold([]byte(k), t.unf.prune()) {
+			t.checkUnflushed([]byte(k), found)
+		}
+	}
+}
+
+// checkUnflushed fails invariant "Unflushed documents known" when the
+// seek of the batch and the memtables does not answer found for key, which
+// the tables alone answered (invariants builds).
+func (t *Txn) checkUnflushed(key []byte, found bool) {
+	if want, err := hasKey(t.batch, key); err == nil && want != found {
+		invariants.Fail("Unflushed documents known", "key %x: the tables alone found %v, the batch and memtables %v", key, found, want)
+	}
 }
 
 // hasKey reports whether b (an indexed batch: its writes over the store)

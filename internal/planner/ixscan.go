@@ -18,7 +18,7 @@ import (
 // product of the point lists of a compound key's leading fields); beyond
 // it the scan reads a shorter prefix and checks the rest key by key,
 // seeking past the keys the first checked field's bounds exclude (skip).
-const maxRanges = 4096
+var maxRanges = 4096 // a variable only so that BenchmarkLongIn can compare limits (export_test.go)
 
 // indexRef is an index as a plan uses it: the _id index (the document
 // keyspace itself) or a secondary index.

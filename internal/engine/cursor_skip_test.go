@@ -13,10 +13,16 @@ import (
 // TestCursorSkip: after Skip(k) a cursor's next entry is the first at or
 // after k (forward) or the last before k (reverse), within its range, and
 // it steps on normally from there; for a plain reader, one that waits on
-// prepare conflicts and one inside a transaction.
+// prepare conflicts, one as of a time (walking the history) and one
+// inside a transaction.
 func TestCursorSkip(t *testing.T) {
 	e := openEngine(t, "")
 	ns := Namespace{"db", "skip"}
+	// Versioned, so that a reader as of a time walks the history; _ids
+	// 50 and 52 have two versions each.
+	if err := e.CreateCollection(ns, bson.Raw(doc(t, bson.D{{"versioning", bson.D{{"enabled", true}}}}))); err != nil {
+		t.Fatal(err)
+	}
 	var docs []bsoncore.Document
 	for i := 0; i < 100; i += 2 { // even _ids 0..98
 		docs = append(docs, doc(t, bson.D{{"_id", i}}))
@@ -24,6 +30,12 @@ func TestCursorSkip(t *testing.T) {
 	if _, err := e.Insert(ns, docs, true); err != nil {
 		t.Fatal(err)
 	}
+	for _, i := range []int32{50, 52} {
+		if _, err := e.Replace(ns, val(t, i), doc(t, bson.D{{"_id", i}, {"v", 2}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := e.db.LastCommitted()
 	readers := map[string]func() (*Reader, func()){
 		"plain": func() (*Reader, func()) {
 			r, err := e.NewReader(ns)
@@ -38,6 +50,13 @@ func TestCursorSkip(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.PrepareConflicts(context.Background())
+			return r, func() { _ = r.Close() }
+		},
+		"as of a time": func() (*Reader, func()) {
+			r, err := e.NewReaderAt(ns, at)
+			if err != nil {
+				t.Fatal(err)
+			}
 			return r, func() { _ = r.Close() }
 		},
 		"transaction": func() (*Reader, func()) {

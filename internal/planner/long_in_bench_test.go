@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -81,6 +82,7 @@ func BenchmarkLongIn(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, m := range modes {
+			runtime.GC() // the garbage of what came before is not the mode's
 			b.Run(fmt.Sprintf("n=%d/%s", n, m.name), func(b *testing.B) {
 				restore := planner.SetScanLimits(m.ranges, m.after)
 				defer restore()

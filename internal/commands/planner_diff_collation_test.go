@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -78,7 +79,20 @@ func TestPlannerMatchesCollectionScanCollated(t *testing.T) {
 	}
 	pred := func() any {
 		w := words[rng.IntN(len(words))]
-		switch rng.IntN(7) {
+		switch rng.IntN(9) {
+		case 6:
+			if rng.IntN(4) > 0 {
+				return w
+			}
+			// An $in of more than maxRanges (4,096) values: past the
+			// words, strings no document holds; on a collated index its
+			// first field must still be read as ranges (FETCH counts on
+			// them).
+			in := bson.A{w, words[rng.IntN(len(words))], rng.IntN(3)}
+			for k := range 4100 {
+				in = append(in, fmt.Sprintf("w%04d", k))
+			}
+			return bson.D{{Key: "$in", Value: in}}
 		case 0:
 			return bson.D{{Key: "$gt", Value: w}}
 		case 1:

@@ -467,7 +467,18 @@ func randomConditions(rng *rand.Rand, fields []string) bson.D {
 		if !ok {
 			v = nil
 		}
-		switch rng.IntN(11) {
+		switch rng.IntN(12) {
+		case 11:
+			// An $in (or $nin) of more than maxRanges (4,096) values: the
+			// scan checks keys against the bounds and seeks between them.
+			// Quarter steps from -10 meet the domain's numbers now and then.
+			w, _ := randomValue(rng)
+			list := bson.A{v, w}
+			for k := range 4100 + rng.IntN(50) {
+				list = append(list, float64(k)/4-10)
+			}
+			op := []string{"$in", "$nin"}[rng.IntN(2)]
+			f = append(f, bson.E{Key: field, Value: bson.D{{Key: op, Value: list}}})
 		case 10:
 			// $type: covered on indexes with type bits, so the rebuilt
 			// values' types must be the stored ones.

@@ -230,6 +230,8 @@ func (c *Cursor) nextAsOf() bool {
 	for {
 		var ok bool
 		switch {
+		case c.hasTarget:
+			ok = c.seekTarget()
 		case !c.started:
 			c.started = true
 			if c.reverse {
@@ -277,5 +279,5 @@ func (r *Reader) docsAsOf(rng KeyRange, reverse bool) (*Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cursor{it: it, prefix: len(prefix), reverse: reverse, asof: &asOfWalk{r: r, prefix: prefix}}, nil
+	return &Cursor{it: it, prefix: len(prefix), pfx: prefix, reverse: reverse, asof: &asOfWalk{r: r, prefix: prefix}}, nil
 }

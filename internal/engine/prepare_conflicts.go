@@ -264,11 +264,17 @@ func (c *Cursor) nextChecked() bool {
 	}
 }
 
-// move steps the iterator as Next does, or, after reopen, seeks past the
-// last key returned.
+// move steps the iterator as Next does, or seeks to Skip's target, or,
+// after reopen, seeks past the last key returned. After a Skip the keys
+// checked for prepared writes are still all those from the last key
+// returned to the new one: the skipped ones too, which only widens the
+// check.
 func (c *Cursor) move() bool {
 	k := c.chk
 	switch {
+	case c.hasTarget: // Skip's target lies past the last key returned
+		k.seek = false
+		return c.seekTarget()
 	case k.seek:
 		k.seek = false
 		if c.reverse {

@@ -201,7 +201,7 @@ func (r *Reader) open(prefix []byte, rng KeyRange, reverse bool, spec *index.Spe
 	if err != nil {
 		return nil, err
 	}
-	c := &Cursor{it: it, prefix: len(prefix), reverse: reverse}
+	c := &Cursor{it: it, prefix: len(prefix), pfx: prefix, reverse: reverse}
 	if r.ctx != nil {
 		c.chk = &checkedCursor{r: r, gen: r.gen, lo: lo, hi: hi}
 	}
@@ -284,6 +284,7 @@ func (r *Reader) HasPosition(seq uint64) (bool, error) {
 type Cursor struct {
 	it      *storage.Iter
 	prefix  int
+	pfx     []byte // the keyspace prefix (prefix bytes), for Skip's seek key
 	reverse bool
 	started bool
 	index   bool
@@ -301,6 +302,38 @@ type Cursor struct {
 	err error // what ended an as-of walk (or a prepare wait) early; Close returns it
 	doc []byte
 	rid []byte
+	// target: set by Skip, the whole key the next move seeks to.
+	target    []byte
+	hasTarget bool
+}
+
+// Skip makes the next Next seek rather than step: to the first entry whose
+// key (within the keyspace, as Key returns it) is at or after key, or, in
+// a reverse cursor, the last entry before key, within the cursor's range.
+// key must lie ahead of the current entry in the cursor's direction (an
+// index scan leaving keys its bounds exclude), so no entry Next would have
+// returned is passed over except those before key. Natural cursors do not
+// skip: their keys are insertion orders, not keys.
+func (c *Cursor) Skip(key []byte) {
+	if c.natural != nil {
+		c.err = errSkipNatural
+		return
+	}
+	c.target = append(append(c.target[:0], c.pfx...), key...)
+	c.hasTarget = true
+}
+
+var errSkipNatural = errors.New("engine: Skip on a natural-order cursor")
+
+// seekTarget moves the iterator to Skip's target; ok reports whether an
+// entry is there.
+func (c *Cursor) seekTarget() bool {
+	c.hasTarget = false
+	c.started = true
+	if c.reverse {
+		return c.it.SeekLT(c.target)
+	}
+	return c.it.SeekGE(c.target)
 }
 
 // Seq is the insertion sequence number of a natural cursor's current
@@ -354,6 +387,8 @@ func (c *Cursor) Next() bool {
 	}
 	var ok bool
 	switch {
+	case c.hasTarget:
+		ok = c.seekTarget()
 	case c.started:
 		ok = c.step()
 	case c.reverse:

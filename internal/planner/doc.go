@@ -14,7 +14,14 @@
 //     field, in MongoDB's value order, printed as MongoDB prints bounds.
 //   - ixscan.go expands per-field bounds to ranges of encoded keys (every
 //     combination of the leading point fields, then the intervals of the
-//     next field) and checks later fields key by key.
+//     next field, up to maxRanges ranges) and checks later fields key by
+//     key. A key whose first checked field misses its bounds makes the
+//     scan seek (engine.Cursor.Skip) to the next key that field's next
+//     interval admits under the same earlier fields, as MongoDB's
+//     IndexBoundsChecker does: an $in of more than maxRanges values reads
+//     about one or two keys per value, not the whole index. On a collated
+//     index the first field's intervals are always all expanded (its keys
+//     cannot be checked, and FETCH counts on the ranges).
 //   - plan.go: Open, the entry point (it opens the snapshot), and
 //     Prepare, which plans over a snapshot. A plain {_id: v} is the IDHACK
 //     plan, the only point-read path: run, it reads without a snapshot
@@ -89,6 +96,15 @@
 // the requested order. Only index fields whose paths never held an array
 // give order, after leading fields bound to a single value; a wildcard
 // index orders only a sort on exactly the path it serves.
+//
+// "Skips go ahead": a seek past keys the bounds exclude moves the cursor
+// strictly on in the scan's direction, to the start of the field's next
+// interval or past the earlier fields' prefix, so it passes over no key
+// the bounds admit and never loops; builds with the invariants tag check
+// each seek's target against the key it leaves. TestLongInSeeks checks
+// results against collection scans and the keys examined (at most two per
+// value of a sparse $in) over _id, secondary, descending, compound,
+// multikey, hashed and collated indexes, both directions.
 //
 // "Cache follows the catalog": see Cache.
 //

@@ -109,11 +109,19 @@ func (o OIL) ordered() bool {
 // keys × values: a catch-up's {_id: {$in: 5,000 ids}} over 100,000 keys
 // took minutes with the linear test (session 16's mk19, branch wt16/mk19).
 func (o OIL) containsOrdered(v bsoncore.Value) bool {
-	i := sort.Search(len(o), func(i int) bool {
+	i := o.search(v)
+	return i < len(o) && o[i].contains(v)
+}
+
+// search is, in an ordered list, the first interval whose upper end is not
+// below v: the only one that can hold v; the intervals before it lie
+// wholly below v, and those from it on (when it does not hold v) wholly
+// above.
+func (o OIL) search(v bsoncore.Value) int {
+	return sort.Search(len(o), func(i int) bool {
 		c := bsonx.Compare(v, o[i].Hi)
 		return c < 0 || c == 0 && o[i].HiIncl
 	})
-	return i < len(o) && o[i].contains(v)
 }
 
 // hasNull reports whether the bounds admit null or undefined keys: the keys

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -8,14 +9,16 @@ import (
 
 	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/index"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/keystring"
 	"github.com/cairndb/cairn/internal/query"
 )
 
 // maxRanges caps how many key ranges the bounds of one scan expand to (the
 // product of the point lists of a compound key's leading fields); beyond
-// it the scan reads a shorter prefix and checks the rest key by key.
-const maxRanges = 4096
+// it the scan reads a shorter prefix and checks the rest key by key,
+// seeking past the keys the first checked field's bounds exclude (skip).
+var maxRanges = 4096 // a variable only so that BenchmarkLongIn can compare limits (export_test.go)
 
 // indexRef is an index as a plan uses it: the _id index (the document
 // keyspace itself) or a secondary index.
@@ -151,6 +154,7 @@ type ixScan struct {
 	checkFrom int    // fields from here with bounds are checked per key
 	ordered   []bool // per bound: ordered, so check searches it (set at the first check)
 	dedup     bool
+	misses    int // consecutive keys whose field checkFrom missed its bounds (see skip)
 
 	ri        int
 	cur       *engine.Cursor
@@ -208,7 +212,10 @@ func newIXScan(ix *indexRef, bounds []OIL, reverse bool) *ixScan {
 // keyRanges expands bounds to ranges of encoded keys in key order: every
 // combination of the points of the leading point-only fields, then the
 // intervals of the next field. checkFrom is the first field the ranges do
-// not decide.
+// not decide. On a collated index (coll not nil) the first field's
+// intervals are all expanded, however many: its keys are collation keys,
+// which the scan cannot check against the bounds, and FETCH counts on the
+// ranges to decide that field (collatedExact).
 func keyRanges(fields []index.Field, bounds []OIL, coll keystring.Collator) ([]engine.KeyRange, int) {
 	prefixes := [][]byte{nil}
 	for i, o := range bounds {
@@ -220,7 +227,7 @@ func keyRanges(fields []index.Field, bounds []OIL, coll keystring.Collator) ([]e
 		if o.IsFull() {
 			return wholePrefixes(prefixes), i
 		}
-		if len(prefixes)*len(ivs) > maxRanges {
+		if len(prefixes)*len(ivs) > maxRanges && (i > 0 || coll == nil) {
 			return wholePrefixes(prefixes), i
 		}
 		if !o.allPoints() || i == len(bounds)-1 {
@@ -428,7 +435,9 @@ func (s *ixScan) covered(x *execCtx, key, rid []byte) (bsoncore.Document, error)
 	return s.buf, nil
 }
 
-// check tests the key's fields past the ranges against their bounds.
+// check tests the key's fields past the ranges against their bounds. A
+// miss on field checkFrom may move the cursor on to the next key that
+// field's bounds admit (skip).
 func (s *ixScan) check(key []byte) (bool, error) {
 	vals, _, err := s.ix.spec.DecodeKey(key)
 	if err != nil {
@@ -446,10 +455,85 @@ func (s *ixScan) check(key []byte) (bool, error) {
 			continue
 		}
 		if in := s.ordered[j] && o.containsOrdered(vals[j]) || !s.ordered[j] && o.contains(vals[j]); !in {
+			if j == s.checkFrom && s.ordered[j] {
+				return false, s.skip(key, vals[j])
+			}
 			return false, nil
+		}
+		if j == s.checkFrom {
+			s.misses = 0
 		}
 	}
 	return true, nil
+}
+
+// skipAfter is how many keys in a row field checkFrom of a scan may miss
+// its bounds before the scan seeks to the next key they admit instead of
+// stepping on: a seek costs several steps, so neighbouring intervals are
+// stepped to, distant ones sought (BENCHMARKS.md, session 17's pl20, holds
+// the measurements that chose it).
+var skipAfter = 1
+
+// skip is called on key, whose field checkFrom holds v, outside that
+// field's (ordered) bounds. After skipAfter such keys in a row it moves
+// the cursor, as MongoDB's IndexBoundsChecker does, to the first key in
+// the scan's direction that lies in the next interval of the field under
+// the same values of the earlier fields (the same key prefix), or past
+// that prefix when no interval is left; the key the cursor lands on is
+// examined (and counted) as any other. A scan whose ranges leave the
+// leading field to the check (an $in of more than maxRanges values) so
+// reads about as many keys as it has values, not the whole index.
+func (s *ixScan) skip(key []byte, v bsoncore.Value) error {
+	if s.misses++; s.misses < skipAfter {
+		return nil
+	}
+	s.misses = 0
+	prefix := key
+	for range s.checkFrom {
+		n, err := keystring.Len(prefix)
+		if err != nil {
+			return err
+		}
+		prefix = prefix[n:]
+	}
+	prefix = key[:len(key)-len(prefix)]
+	o := s.bounds[s.checkFrom]
+	desc := s.ix.keyFields()[s.checkFrom].Kind == index.Descending
+	// The intervals from search(v) on lie above v in value order; the scan
+	// meets values in increasing order when its direction and the
+	// field's agree.
+	j := o.search(v)
+	if s.reverse != desc {
+		j--
+	}
+	var target []byte
+	switch {
+	case j >= 0 && j < len(o):
+		iv := o[j]
+		if desc {
+			iv = Interval{Lo: iv.Hi, Hi: iv.Lo, LoIncl: iv.HiIncl, HiIncl: iv.LoIncl}
+		}
+		rng := intervalRange(prefix, iv, desc, collatorOf(s.ix.spec))
+		target = rng.Lo
+		if s.reverse {
+			target = rng.Hi
+		}
+	case s.reverse:
+		target = prefix
+	default:
+		target = prefixEnd(prefix)
+	}
+	if len(target) == 0 { // nothing left in the key order: the range is done
+		return s.close()
+	}
+	if invariants.Enabled {
+		if c := bytes.Compare(target, key); s.reverse && c > 0 || !s.reverse && c <= 0 {
+			invariants.Fail("Skips go ahead", "index %s: a skip from key %x to %x (reverse %v) does not move on", s.ix.name, key, target, s.reverse)
+		}
+	}
+	s.seeks++
+	s.cur.Skip(target)
+	return nil
 }
 
 func (s *ixScan) children() []stage { return nil }

@@ -58,7 +58,12 @@ func (i *Iter) SetBounds(lower, upper []byte) error {
 var errSetBoundsTxn = errors.New("storage: SetBounds on a transaction's iterator")
 
 // SeekLT moves to the last key < key.
-func (i *Iter) SeekLT(key []byte) bool { return i.it.SeekLT(key) }
+func (i *Iter) SeekLT(key []byte) bool {
+	if i.m != nil {
+		return i.m.SeekLT(key)
+	}
+	return i.it.SeekLT(key)
+}
 
 // Next moves forward; it reports whether a key is there.
 func (i *Iter) Next() bool {

@@ -78,6 +78,13 @@ func (m *mergeIter) SeekGE(key []byte) bool {
 	return m.pick()
 }
 
+func (m *mergeIter) SeekLT(key []byte) bool {
+	m.forward = false
+	m.ownOK, m.snapOK = m.own.SeekLT(key), m.snap.SeekLT(key)
+	m.skip()
+	return m.pick()
+}
+
 func (m *mergeIter) Next() bool { return m.step(true) }
 
 func (m *mergeIter) Prev() bool { return m.step(false) }

@@ -49,7 +49,7 @@ func txGet(t *testing.T, tx *Transaction, key string) (string, bool) {
 // reads: a transaction's iterators and Gets show exactly the snapshot plus
 // its own writes made before the iterator opened, against a model, over
 // random writes, random committed changes after Begin (never visible) and
-// random walks mixing First, Last, SeekGE, Next and Prev.
+// random walks mixing First, Last, SeekGE, SeekLT, Next and Prev.
 func TestTransactionMergedViewModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -129,7 +129,7 @@ func walk(t *testing.T, rng *rand.Rand, it *Iter, want map[string]string, where 
 	pos := -1 // index in keys; -1 or len(keys): off the end
 	for step := range 60 {
 		var ok bool
-		switch op := rng.IntN(5); {
+		switch op := rng.IntN(6); {
 		case op == 0:
 			ok, pos = it.First(), 0
 		case op == 1:
@@ -138,6 +138,11 @@ func walk(t *testing.T, rng *rand.Rand, it *Iter, want map[string]string, where 
 			target := fmt.Sprintf("k%02d", rng.IntN(42))
 			ok = it.SeekGE([]byte(target))
 			pos, _ = slices.BinarySearch(keys, target)
+		case op == 5:
+			target := fmt.Sprintf("k%02d", rng.IntN(42))
+			ok = it.SeekLT([]byte(target))
+			pos, _ = slices.BinarySearch(keys, target)
+			pos--
 		case op == 3 && it.Valid():
 			ok, pos = it.Next(), pos+1
 		case op == 4 && it.Valid():

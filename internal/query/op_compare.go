@@ -2,7 +2,9 @@ package query
 
 import (
 	"math"
+	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/cairndb/cairn/internal/bsonx"
 	"github.com/cairndb/cairn/internal/mongoerr"
@@ -101,12 +103,35 @@ func isNaN(v bsoncore.Value) bool {
 
 // inPred is $in: equality with any of a set of values, or a match of any
 // of a set of regexes. The values are kept sorted so that a large $in costs
-// a binary search.
+// a binary search, under a collation too: a copy sorted by the collation's
+// order (values equal under it are neighbours there, not in the simple
+// order) is made the first time the predicate matches under it.
 type inPred struct {
 	values  []bsoncore.Value // sorted by bsonx.Compare, NaN and nullish excluded
 	nullish bool             // null or undefined is in the set: matches null, undefined, missing
 	nan     bool
 	regexes []*regexPred
+	// collated is values sorted by bsonx.CompareWith under coll, for the
+	// last collation the predicate matched under (a filter is matched
+	// from several goroutines at once: each may sort, the last one kept).
+	collated atomic.Pointer[collatedValues]
+}
+
+// collatedValues is an $in's values in a collation's order.
+type collatedValues struct {
+	coll   bsonx.Collator
+	values []bsoncore.Value
+}
+
+// sortedUnder returns the values sorted by coll's order.
+func (p *inPred) sortedUnder(coll bsonx.Collator) []bsoncore.Value {
+	if c := p.collated.Load(); c != nil && c.coll == coll {
+		return c.values
+	}
+	vs := slices.Clone(p.values)
+	sort.SliceStable(vs, func(i, j int) bool { return bsonx.CompareWith(vs[i], vs[j], coll) < 0 })
+	p.collated.Store(&collatedValues{coll: coll, values: vs})
+	return vs
 }
 
 func parseIn(v bsoncore.Value, op string) (pred, error) {
@@ -153,11 +178,11 @@ func (p *inPred) matchValue(v bsoncore.Value, st *state) bool {
 		}
 	case st.coll != nil:
 		// Values equal under a collation need not be neighbours in the
-		// simple order the set is sorted by.
-		for _, x := range p.values {
-			if bsonx.EqualWith(x, v, st.coll) {
-				return true
-			}
+		// simple order the set is sorted by: search the collation's.
+		vs := p.sortedUnder(st.coll)
+		i := sort.Search(len(vs), func(i int) bool { return bsonx.CompareWith(vs[i], v, st.coll) >= 0 })
+		if i < len(vs) && bsonx.CompareWith(vs[i], v, st.coll) == 0 {
+			return true
 		}
 	default:
 		i := sort.Search(len(p.values), func(i int) bool { return bsonx.Compare(p.values[i], v) >= 0 })

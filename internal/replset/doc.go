@@ -91,6 +91,14 @@
 // fills from index 1. A restarted member reads its id, its log and the
 // stored configuration (for its peers' addresses) and resumes.
 //
+// Invariant "Configuration durable once applied": groups are applied to
+// the store without a sync (the Raft log is their durable copy), but a
+// group that changed the configuration is synced in the store before the
+// member reads it (storage's SyncApplied, TestSyncAppliedSurvivesPowerCut),
+// so a power cut of every member cannot take every member's knowledge of
+// its peers' addresses, without which none could reach another to replay
+// its log.
+//
 // # Snapshots
 //
 // The Raft log is bounded (repl's "Bounded log"): every member checkpoints

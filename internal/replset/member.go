@@ -572,6 +572,15 @@ func (sm *stateMachine) Apply(index uint64, payload []byte) error {
 	changed := !bytes.Equal(v, m.cfgRaw)
 	m.mu.Unlock()
 	if changed {
+		// The configuration holds the members' addresses: a member that
+		// lost it to a power cut (groups are applied without a sync) would
+		// restart knowing no peer, and if every member lost it, the set
+		// could never elect again. Configurations change rarely; each is
+		// synced once applied (invariant "Configuration durable once
+		// applied", doc.go).
+		if err := m.eng.Storage().SyncApplied(); err != nil {
+			return err
+		}
 		return m.loadConfig()
 	}
 	return nil

@@ -720,6 +720,19 @@ func (q quietLogger) Fatalf(format string, args ...any) {
 	os.Exit(70) // Pebble only calls Fatalf when continuing could lose data.
 }
 
+// SyncApplied makes every group ApplyReplicated applied so far durable in
+// the store's own log before it returns (ApplyReplicated writes without a
+// sync: the Raft log is the durable copy). A replica set member calls it
+// after a group that changed its configuration, so that a power cut of
+// every member cannot take the configuration — the members' addresses —
+// from all of them at once (TestSyncAppliedSurvivesPowerCut).
+func (db *DB) SyncApplied() error {
+	if e := db.pipe.halted.Load(); e != nil {
+		return e
+	}
+	return db.pdb.LogData(nil, pebble.Sync)
+}
+
 // appliedKey records the replicated log index of the last group applied by
 // ApplyReplicated, in the same batch as the group's writes.
 var appliedKey = SystemKey("replApplied")

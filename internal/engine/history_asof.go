@@ -279,5 +279,5 @@ func (r *Reader) docsAsOf(rng KeyRange, reverse bool) (*Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cursor{it: it, prefix: len(prefix), pfx: prefix, reverse: reverse, asof: &asOfWalk{r: r, prefix: prefix}}, nil
+	return &Cursor{it: it, prefix: prefix, reverse: reverse, asof: &asOfWalk{r: r, prefix: prefix}}, nil
 }

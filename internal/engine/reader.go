@@ -201,7 +201,7 @@ func (r *Reader) open(prefix []byte, rng KeyRange, reverse bool, spec *index.Spe
 	if err != nil {
 		return nil, err
 	}
-	c := &Cursor{it: it, prefix: len(prefix), pfx: prefix, reverse: reverse}
+	c := &Cursor{it: it, prefix: prefix, reverse: reverse}
 	if r.ctx != nil {
 		c.chk = &checkedCursor{r: r, gen: r.gen, lo: lo, hi: hi}
 	}
@@ -283,8 +283,7 @@ func (r *Reader) HasPosition(seq uint64) (bool, error) {
 // until the next call to Next.
 type Cursor struct {
 	it      *storage.Iter
-	prefix  int
-	pfx     []byte // the keyspace prefix (prefix bytes), for Skip's seek key
+	prefix  []byte // the keyspace's: Key strips it, Skip's seek key starts with it
 	reverse bool
 	started bool
 	index   bool
@@ -319,7 +318,7 @@ func (c *Cursor) Skip(key []byte) {
 		c.err = errSkipNatural
 		return
 	}
-	c.target = append(append(c.target[:0], c.pfx...), key...)
+	c.target = append(append(c.target[:0], c.prefix...), key...)
 	c.hasTarget = true
 }
 
@@ -411,7 +410,7 @@ func (c *Cursor) Key() []byte {
 	if c.natural != nil || c.asof != nil {
 		return c.rid
 	}
-	return c.it.Key()[c.prefix:]
+	return c.it.Key()[len(c.prefix):]
 }
 
 // IndexKey splits an index entry into its index key (without _id) and the

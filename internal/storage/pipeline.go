@@ -531,13 +531,14 @@ func (p *pipeline) ready(f *flight, txn *Txn, batch *pebble.Batch, applied *int)
 	// ("Group reads through the cache"). A replica set member's groups
 	// reach the store through its log (maybe after later groups applied
 	// over them): they read as before.
+	standalone := p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil
 	txn.docs, txn.unf, txn.pdb = nil, nil, p.pdb
-	if p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil {
+	if standalone {
 		txn.unf = p.unf
 	} else {
 		p.unf.off.Store(true)
 	}
-	if p.visible.docs != nil && (p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil) {
+	if p.visible.docs != nil && standalone {
 		txn.docs = p.visible
 		f.docWrites, f.refresh = clearedKeys(f.docWrites), clearedKeys(f.refresh)
 		if f.docWrites == nil {

@@ -97,7 +97,19 @@
 // member reads it (storage's SyncApplied, TestSyncAppliedSurvivesPowerCut),
 // so a power cut of every member cannot take every member's knowledge of
 // its peers' addresses, without which none could reach another to replay
-// its log.
+// its log. rstest's TestPowerCutKeepsConfiguration cuts every member's
+// power right after replSetInitiate and after a reconfig, restarts them
+// unable to reach each other, and finds each holding its configuration
+// (it fails with SyncApplied a no-op).
+//
+// Invariant "Member files durable before use": a member's files are on
+// its engine's filesystem (engine.Options.FS; files.go lists them), and a
+// directory it creates (replset/, replset/snapshots/) is synced into its
+// parent before anything in it is relied on, as the id file's rename and
+// a received checkpoint's are: the checkpoint the log's snapshot names
+// survives a power cut (TestPowerCutThenSnapshotCatchUp fails when the
+// snapshots directory is created without the sync: the new primary cannot
+// send the snapshot a member needs).
 //
 // # Snapshots
 //
@@ -141,7 +153,10 @@
 // engine each) in one test process over repl's faulty Network with manual
 // clocks, with the helpers WaitForPrimary, Partition, Heal, Kill, Restart,
 // Pause, Resume and SkewClock, and compares the members' stores
-// (TestFaultsKeepAcknowledgedWrites).
+// (TestFaultsKeepAcknowledgedWrites). With each member's engine on a
+// crashable in-memory filesystem, rstest's PowerCut keeps only what a
+// member synced (TestPowerCut*: acknowledged writes, the configuration
+// and the snapshots survive power cuts of one member or all at once).
 //
 // # Configuration
 //

@@ -99,6 +99,7 @@ type Options struct {
 type Member struct {
 	opts    Options
 	eng     *engine.Engine
+	fs      vfs.FS // the engine's: every file of the member (files.go)
 	log     *slog.Logger
 	started time.Time
 
@@ -181,7 +182,7 @@ func New(opts Options) (*Member, error) {
 	if opts.CompactBytes == 0 {
 		opts.CompactBytes = defaultCompactBytes
 	}
-	m := &Member{opts: opts, eng: opts.Engine, log: opts.Logger.With("component", "replset"), started: time.Now(), stopc: make(chan struct{})}
+	m := &Member{opts: opts, eng: opts.Engine, fs: opts.Engine.Storage().FS(), log: opts.Logger.With("component", "replset"), started: time.Now(), stopc: make(chan struct{})}
 	m.nonce = rand.Uint64() >> 1
 	m.ownLo.Store(m.nonce + 1)
 	m.ownHi.Store(m.nonce)
@@ -225,7 +226,7 @@ func (m *Member) idFile() string { return filepath.Join(m.dir(), "member-id") }
 
 // readID reads the member's persisted Raft id (it joined a set before).
 func (m *Member) readID() (uint64, bool, error) {
-	b, err := os.ReadFile(m.idFile())
+	b, err := readFile(m.fs, m.idFile())
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -240,24 +241,10 @@ func (m *Member) readID() (uint64, bool, error) {
 }
 
 func (m *Member) writeID(id uint64) error {
-	if err := os.MkdirAll(m.dir(), 0o755); err != nil {
+	if err := mkdirSynced(m.fs, m.dir()); err != nil {
 		return err
 	}
-	tmp := m.idFile() + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(f, "%d\n", id); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, m.idFile())
+	return writeFileSynced(m.fs, m.idFile(), fmt.Appendf(nil, "%d\n", id))
 }
 
 // startNode starts the Raft node of member id: with peers a new group is
@@ -277,7 +264,7 @@ func (m *Member) startNode(id uint64, peers []uint64) error {
 	// The log syncs once per append, a few KB each: its log file is
 	// written ahead so that a sync writes the records alone (storage's
 	// "Log syncs overwrite").
-	logs, err := repl.OpenLogStore(filepath.Join(m.dir(), "raft"), storage.LogAheadFS(vfs.Default))
+	logs, err := repl.OpenLogStore(filepath.Join(m.dir(), "raft"), storage.LogAheadFS(m.fs))
 	if err != nil {
 		return err
 	}

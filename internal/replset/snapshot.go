@@ -2,7 +2,6 @@ package replset
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Snapshots of the data store are Pebble checkpoints in
@@ -41,7 +42,7 @@ func (m *Member) snapPath(desc []byte) (string, error) {
 func (sm *stateMachine) Snapshot() ([]byte, error) {
 	m := (*Member)(sm)
 	name := fmt.Sprintf("%016x-%08x", m.lastApplied.Load(), rand.Uint32())
-	if err := os.MkdirAll(m.snapDir(), 0o755); err != nil {
+	if err := mkdirSynced(m.fs, m.snapDir()); err != nil {
 		return nil, err
 	}
 	if err := m.eng.Storage().Checkpoint(filepath.Join(m.snapDir(), name)); err != nil {
@@ -56,20 +57,20 @@ func (sm *stateMachine) Snapshot() ([]byte, error) {
 // is left alone: ReadSnapshot removes its own when it fails, and
 // removeReceptions those a killed process left.
 func (m *Member) pruneSnapshots(keep string) {
-	ents, err := os.ReadDir(m.snapDir())
+	ents, err := m.fs.List(m.snapDir())
 	if err != nil {
 		return
 	}
 	var names []string
 	for _, e := range ents {
-		if !strings.Contains(e.Name(), ".") {
-			names = append(names, e.Name())
+		if !strings.Contains(e, ".") {
+			names = append(names, e)
 		}
 	}
 	slices.Sort(names)
 	for i, n := range names {
 		if i < len(names)-keepSnapshots && n != keep {
-			os.RemoveAll(filepath.Join(m.snapDir(), n))
+			m.fs.RemoveAll(filepath.Join(m.snapDir(), n))
 		}
 	}
 }
@@ -77,10 +78,10 @@ func (m *Member) pruneSnapshots(keep string) {
 // removeReceptions removes the temporary directories of receptions a
 // killed process left (called before the node starts).
 func (m *Member) removeReceptions() {
-	ents, _ := os.ReadDir(m.snapDir())
+	ents, _ := m.fs.List(m.snapDir())
 	for _, e := range ents {
-		if strings.Contains(e.Name(), ".recv-") {
-			os.RemoveAll(filepath.Join(m.snapDir(), e.Name()))
+		if strings.Contains(e, ".recv-") {
+			m.fs.RemoveAll(filepath.Join(m.snapDir(), e))
 		}
 	}
 }
@@ -131,22 +132,23 @@ func (sm *stateMachine) WriteSnapshot(desc []byte, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := m.fs.List(dir)
 	if err != nil {
 		return err
 	}
+	slices.Sort(ents)
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			return fmt.Errorf("replset: snapshot %s holds %s, not a file", desc, e.Name())
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
+		f, err := m.fs.Open(filepath.Join(dir, e))
 		if err != nil {
 			return err
 		}
 		st, err := f.Stat()
+		if err == nil && !st.Mode().IsRegular() {
+			err = fmt.Errorf("replset: snapshot %s holds %s, not a file", desc, e)
+		}
 		if err == nil {
-			hdr := binary.BigEndian.AppendUint16(nil, uint16(len(e.Name())))
-			hdr = append(hdr, e.Name()...)
+			hdr := binary.BigEndian.AppendUint16(nil, uint16(len(e)))
+			hdr = append(hdr, e...)
 			hdr = binary.BigEndian.AppendUint64(hdr, uint64(st.Size()))
 			if _, err = w.Write(hdr); err == nil {
 				var n int64
@@ -174,18 +176,18 @@ func (sm *stateMachine) ReadSnapshot(desc []byte, r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(dir); err == nil {
+	if _, err := m.fs.Stat(dir); err == nil {
 		_, err := io.Copy(io.Discard, r)
 		return err
 	}
-	if err := os.MkdirAll(m.snapDir(), 0o755); err != nil {
+	if err := mkdirSynced(m.fs, m.snapDir()); err != nil {
 		return err
 	}
 	tmp := fmt.Sprintf("%s.recv-%08x", dir, rand.Uint32())
-	if err := os.Mkdir(tmp, 0o755); err != nil {
+	if err := m.fs.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer m.fs.RemoveAll(tmp)
 	var total int64
 	for {
 		var l [2]byte
@@ -205,23 +207,23 @@ func (sm *stateMachine) ReadSnapshot(desc []byte, r io.Reader) error {
 			return fmt.Errorf("replset: snapshot file name %q", name)
 		}
 		size := int64(binary.BigEndian.Uint64(hdr[nl:]))
-		if err := receiveFile(filepath.Join(tmp, name), r, size); err != nil {
+		if err := receiveFile(m.fs, filepath.Join(tmp, name), r, size); err != nil {
 			return err
 		}
 		total += size
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := syncDir(m.fs, tmp); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := m.fs.Rename(tmp, dir); err != nil {
 		return err
 	}
 	m.log.Info("received a snapshot", "snapshot", string(desc), "bytes", total)
-	return syncDir(m.snapDir())
+	return syncDir(m.fs, m.snapDir())
 }
 
-func receiveFile(path string, r io.Reader, size int64) error {
-	f, err := os.Create(path)
+func receiveFile(fs vfs.FS, path string, r io.Reader, size int64) error {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
@@ -236,18 +238,6 @@ func receiveFile(path string, r io.Reader, size int64) error {
 		err = cerr
 	}
 	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
 }
 
 // failpointCrashInRestore is a test's kill -9 during a snapshot install:

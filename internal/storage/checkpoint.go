@@ -1,11 +1,8 @@
 package storage
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
-
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Checkpoint writes a consistent copy of the store, as of one moment, to
@@ -21,20 +18,41 @@ func (db *DB) Checkpoint(dir string) error {
 	if err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return err
 	}
-	return syncTree(dir)
+	return syncTree(db.opts.FS, dir)
 }
 
-// syncTree fsyncs every file and directory under root.
-func syncTree(root string) error {
-	return filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+// FS is the filesystem the store's files are on (Options.FS; the
+// operating system's by default): a checkpoint's directory is on it too.
+func (db *DB) FS() vfs.FS { return db.opts.FS }
+
+// syncTree fsyncs every file and directory under root, each directory
+// after what it holds.
+func syncTree(fs vfs.FS, root string) error {
+	st, err := fs.Stat(root)
+	if err != nil {
+		return err
+	}
+	var f vfs.File
+	if st.IsDir() {
+		names, err := fs.List(root)
 		if err != nil {
 			return err
 		}
-		f, err := os.Open(path)
+		for _, n := range names {
+			if err := syncTree(fs, fs.PathJoin(root, n)); err != nil {
+				return err
+			}
+		}
+		f, err = fs.OpenDir(root)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		return f.Sync()
-	})
+	} else if f, err = fs.Open(root); err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

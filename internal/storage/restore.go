@@ -5,14 +5,13 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // restoreBatchBytes bounds one batch of a restore's copy.
 const restoreBatchBytes = 4 << 20
 
 // RestoreCheckpoint replaces the whole contents of the store with those of
-// the checkpoint in dir (on the operating system's file system): another
+// the checkpoint in dir (on the store's filesystem, DB.FS): another
 // member's store as of replicated log index index, which becomes this
 // store's AppliedIndex. A replica set member installs a snapshot so.
 //
@@ -36,7 +35,7 @@ func (db *DB) restoreCheckpoint(index uint64, dir string, progress func(copied i
 	if e := db.pipe.halted.Load(); e != nil {
 		return e
 	}
-	src, err := pebble.Open(dir, &pebble.Options{FS: vfs.Default, ReadOnly: true, Logger: quietLogger{db.opts.Logger}})
+	src, err := pebble.Open(dir, &pebble.Options{FS: db.opts.FS, ReadOnly: true, Logger: quietLogger{db.opts.Logger}})
 	if err != nil {
 		return fmt.Errorf("storage: open checkpoint %s: %w", dir, err)
 	}

@@ -9,7 +9,18 @@
 //
 // Kill stops a member as a process exit does: its node stops, its engine
 // closes without a clean-shutdown step of its own, and what it wrote to
-// its files stays (a power cut is package storage's and repl's tests).
+// its files stays.
+//
+// PowerCut cuts the power of members (one, or several at one moment):
+// with Options.Crashable each member's files are on its own
+// vfs.NewCrashableMem, and a cut first stops everything the member sends
+// (nothing it does afterwards reaches another member), then reduces its
+// filesystem to a crash image (what was synced, plus Options.KeepUnsynced
+// percent of the unsynced blocks and directory entries), and only then
+// stops its goroutines (Close, on the discarded filesystem); Restart
+// starts it again on the image. A write acknowledged before a cut began is
+// on a majority of synced logs; one acknowledged after may be lost with
+// the power (the test decides what it counts: TestPowerCut*).
 // Pause stops a member's clock and cuts it off the network, as SIGSTOP
 // does to a process seen from outside; Resume undoes both.
 //
@@ -29,14 +40,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/engine"
@@ -66,6 +81,9 @@ type Set struct {
 	clocks  []*repl.ManualClock
 	paused  []bool
 	rates   []float64
+	fs      []*vfs.MemFS // with Options.Crashable: each member's filesystem
+	keep    int          // Options.KeepUnsynced
+	rnd     *rand.Rand   // the crash images' choices of unsynced data
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -74,6 +92,7 @@ type Set struct {
 type member struct {
 	eng *engine.Engine
 	m   *replset.Member
+	tr  atomic.Pointer[cutTransport] // the transport its node sends with
 }
 
 // Options configure Start.
@@ -81,6 +100,14 @@ type Options struct {
 	// CompactEntries bounds every member's Raft log (replset.Options');
 	// 0 keeps the default.
 	CompactEntries uint64
+	// Crashable puts each member's files on its own crashable in-memory
+	// filesystem (vfs.NewCrashableMem), which PowerCut needs; by default
+	// they are in the test's temporary directory.
+	Crashable bool
+	// KeepUnsynced is the percentage of unsynced blocks and directory
+	// entries a PowerCut's crash image keeps, each drawn from the seed
+	// (0: exactly what was synced).
+	KeepUnsynced int
 }
 
 // Start starts n members, initiates the set on member 0 with all of them
@@ -88,9 +115,16 @@ type Options struct {
 // faults (none until Net.SetFaults).
 func Start(t testing.TB, n int, seed uint64, opts Options) *Set {
 	t.Helper()
-	s := &Set{t: t, Net: repl.NewNetwork(seed), compact: opts.CompactEntries, stop: make(chan struct{})}
-	root := t.TempDir()
+	s := &Set{t: t, Net: repl.NewNetwork(seed), compact: opts.CompactEntries, stop: make(chan struct{}),
+		keep: opts.KeepUnsynced, rnd: rand.New(rand.NewPCG(seed, 11))}
+	root := "/"
+	if !opts.Crashable {
+		root = t.TempDir()
+	}
 	for i := range n {
+		if opts.Crashable {
+			s.fs = append(s.fs, vfs.NewCrashableMem())
+		}
 		s.dirs = append(s.dirs, filepath.Join(root, fmt.Sprintf("m%d", i)))
 		s.clocks = append(s.clocks, repl.NewManualClock(time.Unix(0, 0)))
 		s.paused = append(s.paused, false)
@@ -124,16 +158,27 @@ func raftID(i int) uint64 { return uint64(i) + 1 }
 func (s *Set) start(i int, join bool) {
 	s.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.Open(s.dirs[i], engine.Options{Logger: quiet})
+	eopts := engine.Options{Logger: quiet}
+	s.mu.Lock()
+	if s.fs != nil {
+		eopts.FS = s.fs[i]
+	}
+	s.mu.Unlock()
+	eng, err := engine.Open(s.dirs[i], eopts)
 	if err != nil {
 		s.t.Fatalf("rstest: member %d: %v", i, err)
 	}
+	mb := &member{eng: eng}
 	opts := replset.Options{
 		SetName: "rs0", Dir: s.dirs[i], Port: basePort + i, BindIP: "127.0.0.1", Engine: eng, Logger: quiet,
 		CompactEntries: s.compact,
-		Transport:      func(id uint64) repl.Transport { return s.Net.Endpoint(id) },
-		Clock:          s.clocks[i],
-		Dial:           s.dial,
+		Transport: func(id uint64) repl.Transport {
+			tr := &cutTransport{Transport: s.Net.Endpoint(id)}
+			mb.tr.Store(tr)
+			return tr
+		},
+		Clock: s.clocks[i],
+		Dial:  s.dial,
 	}
 	if join {
 		opts.JoinAs = raftID(i)
@@ -143,8 +188,9 @@ func (s *Set) start(i int, join bool) {
 		eng.Close()
 		s.t.Fatalf("rstest: member %d: %v", i, err)
 	}
+	mb.m = m
 	s.mu.Lock()
-	s.members[i] = &member{eng: eng, m: m}
+	s.members[i] = mb
 	s.mu.Unlock()
 }
 
@@ -405,7 +451,79 @@ func (s *Set) Kill(i int) {
 	}
 }
 
-// Restart starts a killed member again on its data directory.
+// PowerCut cuts the power of the members given, at one moment (see the
+// package comment); Restart brings each back on its crash image.
+func (s *Set) PowerCut(members ...int) {
+	s.t.Helper()
+	if s.fs == nil {
+		s.t.Fatal("rstest: PowerCut needs Options.Crashable")
+	}
+	cut := make([]*member, len(members))
+	s.mu.Lock()
+	for k, i := range members {
+		cut[k], s.members[i] = s.members[i], nil
+	}
+	s.mu.Unlock()
+	// First nothing leaves any of them, so no member acts on what one
+	// did after its image was taken.
+	for _, mb := range cut {
+		if mb == nil {
+			continue
+		}
+		if tr := mb.tr.Load(); tr != nil {
+			tr.cut.Store(true)
+		}
+	}
+	s.mu.Lock()
+	for k, i := range members {
+		if cut[k] == nil {
+			continue
+		}
+		cfg := vfs.CrashCloneCfg{UnsyncedDataPercent: s.keep}
+		if s.keep > 0 {
+			cfg.RNG = rand.New(rand.NewPCG(s.rnd.Uint64(), 1))
+		}
+		s.fs[i] = s.fs[i].CrashClone(cfg)
+	}
+	s.mu.Unlock()
+	// Then their goroutines stop, on filesystems no longer used.
+	for k, mb := range cut {
+		if mb == nil {
+			continue
+		}
+		if err := mb.m.Close(); err != nil {
+			s.t.Logf("rstest: member %d stopped after its power cut with %v", members[k], err)
+		}
+		if err := mb.eng.Close(); err != nil {
+			s.t.Logf("rstest: member %d's engine closed after its power cut with %v", members[k], err)
+		}
+	}
+}
+
+// cutTransport is a member's transport that a power cut silences.
+type cutTransport struct {
+	repl.Transport
+	cut atomic.Bool
+}
+
+func (t *cutTransport) Send(msgs []*pb.Message) {
+	if !t.cut.Load() {
+		t.Transport.Send(msgs)
+	}
+}
+
+// SetSnapshotStreamer passes the member's snapshots to the network's
+// endpoint (repl's streaming transports).
+func (t *cutTransport) SetSnapshotStreamer(st repl.SnapshotStreamer) {
+	if sx, ok := t.Transport.(interface {
+		SetSnapshotStreamer(repl.SnapshotStreamer)
+	}); ok {
+		sx.SetSnapshotStreamer(st)
+	}
+}
+
+// Restart starts a killed or power-cut member again on its data
+// directory.
 func (s *Set) Restart(i int) { s.start(i, false) }
 
 // Pause freezes member i's clock and cuts it off the network (SIGSTOP).

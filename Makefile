@@ -6,7 +6,7 @@ PKGS    := ./...
 # Packages whose concurrency the race detector must vouch for on every run.
 RACE_PKGS := ./internal/storage/... ./internal/engine/... ./internal/catalog/... ./internal/ttl/... ./internal/repl/... ./internal/replset/...
 
-.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-profile bench-replset bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak migration-phases twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear
+.PHONY: all build test vet fmt-check race invariants unit smoke soak soak-load powercut faults bench bench-profile bench-replset bench-storage bench-ids bench-agg fuzz clean bench-indexes bench-text repl-faults replset-soak soak-preauth conformance txn-anomalies migration-soak migration-phases twophase-soak snapshot-bank bench-migration replset-failover replset-catchup replset-linear replset-powercut
 
 all: build
 
@@ -108,6 +108,18 @@ REPL_LINRUNS ?= 200
 REPL_SEED ?= 0
 repl-faults:
 	$(GO) test -count=1 -race -tags invariants -run '^(TestFaultScheduleKeepsAcknowledged|TestLinearizableKV)$$' -timeout 120m -v ./internal/repl/ -args -repl.steps $(REPL_STEPS) -repl.linruns $(REPL_LINRUNS) -repl.seed $(REPL_SEED)
+
+## replset-powercut: power cuts of in-process replica set members
+## (internal/replset/rstest, each member's files on a crash-cloning in-memory
+## filesystem): PCUT_ROUNDS cuts under writers of the primary, a secondary,
+## two members or all three, each keeping a random share of the unsynced
+## data, with logs compacted every 30 entries; after each, every write that
+## must survive is checked on every member (`make test` runs 3). Race
+## detector and invariants on. Set PCUT_SEED to replay; every run prints it.
+PCUT_ROUNDS ?= 100
+PCUT_SEED ?= 0
+replset-powercut:
+	$(GO) test -count=1 -race -tags invariants -run '^TestPowerCutSchedule$$' -timeout 120m -v ./internal/replset/rstest/ -args -rstest.pcrounds $(PCUT_ROUNDS) -rstest.pcseed $(PCUT_SEED)
 
 ## replset-soak: the three-process replica set test (real `cairn serve
 ## --replSet` members on loopback, the Go driver with replicaSet=) with

@@ -36,9 +36,9 @@ type acks struct {
 }
 
 type ack struct {
-	val    string
-	at     time.Time
-	member int
+	val       string
+	start, at time.Time // the write began, was acknowledged
+	member    int
 }
 
 // writers keeps n goroutines writing distinct keys through whichever
@@ -65,9 +65,10 @@ func (a *acks) writers(s *Set, n int, prefix string) (stop func()) {
 				a.mu.Lock()
 				a.sent++
 				a.mu.Unlock()
+				start := time.Now()
 				if err := s.Write(p, []byte(k), []byte(v)); err == nil {
 					a.mu.Lock()
-					a.m[k] = ack{val: v, at: time.Now(), member: p}
+					a.m[k] = ack{val: v, start: start, at: time.Now(), member: p}
 					a.mu.Unlock()
 				}
 			}
@@ -94,15 +95,16 @@ func (a *acks) count() int {
 }
 
 // durable lists the acknowledged writes a cut at cutAt of the members in
-// cut may not lose: every one acknowledged before it, and those a member
-// that kept its power acknowledged after (a cut member may have
-// acknowledged a write after its image was taken).
-func (a *acks) durable(cutAt time.Time, cut []int) map[string]string {
+// cut, restarted by restartAt, may not lose: every one acknowledged before
+// the cut, those a member that kept its power acknowledged, and those
+// begun after the restart (a cut member may have acknowledged a write
+// after its image was taken).
+func (a *acks) durable(cutAt, restartAt time.Time, cut []int) map[string]string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := map[string]string{}
 	for k, w := range a.m {
-		if w.at.Before(cutAt) || !containsInt(cut, w.member) {
+		if w.at.Before(cutAt) || !containsInt(cut, w.member) || w.start.After(restartAt) {
 			out[k] = w.val
 		}
 	}
@@ -186,11 +188,11 @@ func TestPowerCutAllKeepsAcknowledgedWrites(t *testing.T) {
 			if tc.writers > 0 {
 				stop()
 			}
-			want := a.durable(cutAt, all)
-			t.Logf("cut at %d acknowledged writes (%d sent); %d acknowledged before the cut", a.count(), a.sent, len(want))
 			for _, i := range all {
 				s.Restart(i)
 			}
+			want := a.durable(cutAt, time.Now(), all)
+			t.Logf("cut at %d acknowledged writes (%d sent); %d acknowledged before the cut", a.count(), a.sent, len(want))
 			settle(t, s, want, tc.name)
 		})
 	}
@@ -309,11 +311,12 @@ func TestPowerCutPrimaryUnderWrites(t *testing.T) {
 				time.Sleep(2 * time.Millisecond)
 			}
 			s.Restart(p)
+			restartAt := time.Now()
 			for a.count() < before+120 {
 				time.Sleep(2 * time.Millisecond)
 			}
 			stop()
-			want := a.durable(cutAt, []int{p})
+			want := a.durable(cutAt, restartAt, []int{p})
 			t.Logf("primary %d cut at %d acknowledged writes; %d acknowledged in all (%d sent), %d must survive", p, before, a.count(), a.sent, len(want))
 			settle(t, s, want, tc.name)
 		})
@@ -322,16 +325,14 @@ func TestPowerCutPrimaryUnderWrites(t *testing.T) {
 
 // TestPowerCutSchedule runs -rstest.pcrounds power cuts under writers,
 // each of a random choice of members (the primary, a secondary, two, or
-// all three) keeping a random share of the unsynced data, with a log
+// all three) keeping none, 30 % or all of the unsynced data, with a log
 // compacted every 30 entries so that members also come back through
 // snapshots; after each, the cut members restart and every write that must
 // survive is on every member (`make repl-powercut` runs it at length).
 func TestPowerCutSchedule(t *testing.T) {
 	seed := pcSeed(t)
 	rnd := rand.New(rand.NewPCG(seed, 5))
-	keep := []int{0, 0, 30, 100}[rnd.IntN(4)]
-	s := Start(t, 3, seed, Options{Crashable: true, KeepUnsynced: keep, CompactEntries: 30})
-	t.Logf("unsynced data kept at each cut: %d%%", keep)
+	s := Start(t, 3, seed, Options{Crashable: true, CompactEntries: 30})
 	a := &acks{m: map[string]ack{}}
 	want := map[string]string{}
 	for round := range *pcRoundsFlag {
@@ -352,6 +353,8 @@ func TestPowerCutSchedule(t *testing.T) {
 		case 3:
 			cut = []int{0, 1, 2}
 		}
+		keep := []int{0, 0, 30, 100}[rnd.IntN(4)]
+		s.KeepUnsynced(keep)
 		cutAt := time.Now()
 		s.PowerCut(cut...)
 		if len(cut) == 1 {
@@ -364,14 +367,20 @@ func TestPowerCutSchedule(t *testing.T) {
 		for _, i := range cut {
 			s.Restart(i)
 		}
+		restartAt := time.Now()
+		// Writes go on through the restarted members before the check.
+		more := a.count() + rnd.IntN(40)
+		for deadline := time.Now().Add(30 * time.Second); a.count() < more && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		stop()
-		for k, v := range a.durable(cutAt, cut) {
+		for k, v := range a.durable(cutAt, restartAt, cut) {
 			want[k] = v
 		}
 		a.mu.Lock()
 		a.m = map[string]ack{}
 		a.mu.Unlock()
-		settle(t, s, want, fmt.Sprintf("round %d (members %v cut)", round, cut))
+		settle(t, s, want, fmt.Sprintf("round %d (members %v cut, %d %% of unsynced data kept)", round, cut, keep))
 	}
 }
 
@@ -399,7 +408,7 @@ func TestPowerCutThenSnapshotCatchUp(t *testing.T) {
 	stop()
 	rest := others(behind)
 	s.PowerCut(rest...)
-	want := a.durable(time.Now(), nil)
+	want := a.durable(time.Now(), time.Now(), nil)
 	for _, i := range rest {
 		s.Restart(i)
 	}

@@ -500,6 +500,14 @@ func (s *Set) PowerCut(members ...int) {
 	}
 }
 
+// KeepUnsynced sets the percentage of unsynced data the next power cuts
+// keep (Options.KeepUnsynced).
+func (s *Set) KeepUnsynced(percent int) {
+	s.mu.Lock()
+	s.keep = percent
+	s.mu.Unlock()
+}
+
 // cutTransport is a member's transport that a power cut silences.
 type cutTransport struct {
 	repl.Transport

@@ -30,9 +30,10 @@ func pcSeed(t *testing.T) uint64 {
 // acks records the writes the set acknowledged: key → value, when, and
 // through which member.
 type acks struct {
-	mu   sync.Mutex
-	m    map[string]ack
-	sent int
+	mu     sync.Mutex
+	m      map[string]ack
+	sent   int
+	failed map[string]int // the errors of writes not acknowledged, by kind
 }
 
 type ack struct {
@@ -66,11 +67,17 @@ func (a *acks) writers(s *Set, n int, prefix string) (stop func()) {
 				a.sent++
 				a.mu.Unlock()
 				start := time.Now()
-				if err := s.Write(p, []byte(k), []byte(v)); err == nil {
-					a.mu.Lock()
+				err := s.Write(p, []byte(k), []byte(v))
+				a.mu.Lock()
+				if err == nil {
 					a.m[k] = ack{val: v, start: start, at: time.Now(), member: p}
-					a.mu.Unlock()
+				} else {
+					if a.failed == nil {
+						a.failed = map[string]int{}
+					}
+					a.failed[err.Error()[:min(len(err.Error()), 40)]]++
 				}
+				a.mu.Unlock()
 			}
 		}()
 	}
@@ -94,30 +101,32 @@ func (a *acks) count() int {
 	return len(a.m)
 }
 
-// durable lists the acknowledged writes a cut at cutAt of the members in
-// cut, restarted by restartAt, may not lose: every one acknowledged before
-// the cut, those a member that kept its power acknowledged, and those
-// begun after the restart (a cut member may have acknowledged a write
-// after its image was taken).
-func (a *acks) durable(cutAt, restartAt time.Time, cut []int) map[string]string {
+// durable lists the acknowledged writes a cut at cutAt may not lose:
+// every one acknowledged before the cut, those a member that kept its
+// power acknowledged, and those a cut member acknowledged that began after
+// its restart (restarted: when each cut member was running again; before,
+// it may have acknowledged a write after its image was taken).
+func (a *acks) durable(cutAt time.Time, restarted map[int]time.Time) map[string]string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := map[string]string{}
 	for k, w := range a.m {
-		if w.at.Before(cutAt) || !containsInt(cut, w.member) || w.start.After(restartAt) {
+		back, cut := restarted[w.member]
+		if w.at.Before(cutAt) || !cut || w.start.After(back) {
 			out[k] = w.val
 		}
 	}
 	return out
 }
 
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
+// restartAll restarts the members in cut and says when each was back.
+func restartAll(s *Set, cut []int) map[int]time.Time {
+	back := map[int]time.Time{}
+	for _, i := range cut {
+		s.Restart(i)
+		back[i] = time.Now()
 	}
-	return false
+	return back
 }
 
 // settle writes one more key through the primary, waits until every
@@ -188,10 +197,7 @@ func TestPowerCutAllKeepsAcknowledgedWrites(t *testing.T) {
 			if tc.writers > 0 {
 				stop()
 			}
-			for _, i := range all {
-				s.Restart(i)
-			}
-			want := a.durable(cutAt, time.Now(), all)
+			want := a.durable(cutAt, restartAll(s, all))
 			t.Logf("cut at %d acknowledged writes (%d sent); %d acknowledged before the cut", a.count(), a.sent, len(want))
 			settle(t, s, want, tc.name)
 		})
@@ -310,13 +316,12 @@ func TestPowerCutPrimaryUnderWrites(t *testing.T) {
 			for a.count() < before+60 {
 				time.Sleep(2 * time.Millisecond)
 			}
-			s.Restart(p)
-			restartAt := time.Now()
+			back := restartAll(s, []int{p})
 			for a.count() < before+120 {
 				time.Sleep(2 * time.Millisecond)
 			}
 			stop()
-			want := a.durable(cutAt, restartAt, []int{p})
+			want := a.durable(cutAt, back)
 			t.Logf("primary %d cut at %d acknowledged writes; %d acknowledged in all (%d sent), %d must survive", p, before, a.count(), a.sent, len(want))
 			settle(t, s, want, tc.name)
 		})
@@ -327,12 +332,14 @@ func TestPowerCutPrimaryUnderWrites(t *testing.T) {
 // each of a random choice of members (the primary, a secondary, two, or
 // all three) keeping none, 30 % or all of the unsynced data, with a log
 // compacted every 30 entries so that members also come back through
-// snapshots; after each, the cut members restart and every write that must
+// snapshots, and the network dropping, duplicating and delaying 2 % of
+// the messages (as TestFaultsKeepAcknowledgedWrites); after each, the cut members restart and every write that must
 // survive is on every member (`make repl-powercut` runs it at length).
 func TestPowerCutSchedule(t *testing.T) {
 	seed := pcSeed(t)
 	rnd := rand.New(rand.NewPCG(seed, 5))
 	s := Start(t, 3, seed, Options{Crashable: true, CompactEntries: 30})
+	s.Net.SetFaults(0.02, 0.02, 2*time.Millisecond)
 	a := &acks{m: map[string]ack{}}
 	want := map[string]string{}
 	for round := range *pcRoundsFlag {
@@ -364,21 +371,19 @@ func TestPowerCutSchedule(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		}
-		for _, i := range cut {
-			s.Restart(i)
-		}
-		restartAt := time.Now()
+		back := restartAll(s, cut)
 		// Writes go on through the restarted members before the check.
 		more := a.count() + rnd.IntN(40)
 		for deadline := time.Now().Add(30 * time.Second); a.count() < more && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 		stop()
-		for k, v := range a.durable(cutAt, restartAt, cut) {
+		t.Logf("round %d: %d writes sent, %d acknowledged, failed: %v", round, a.sent, len(a.m), a.failed)
+		for k, v := range a.durable(cutAt, back) {
 			want[k] = v
 		}
 		a.mu.Lock()
-		a.m = map[string]ack{}
+		a.m, a.sent, a.failed = map[string]ack{}, 0, nil
 		a.mu.Unlock()
 		settle(t, s, want, fmt.Sprintf("round %d (members %v cut, %d %% of unsynced data kept)", round, cut, keep))
 	}
@@ -408,7 +413,7 @@ func TestPowerCutThenSnapshotCatchUp(t *testing.T) {
 	stop()
 	rest := others(behind)
 	s.PowerCut(rest...)
-	want := a.durable(time.Now(), time.Now(), nil)
+	want := a.durable(time.Now(), nil)
 	for _, i := range rest {
 		s.Restart(i)
 	}

@@ -109,7 +109,9 @@
 // a received checkpoint's are: the checkpoint the log's snapshot names
 // survives a power cut (TestPowerCutThenSnapshotCatchUp fails when the
 // snapshots directory is created without the sync: the new primary cannot
-// send the snapshot a member needs).
+// send the snapshot a member needs; TestPowerCutDuringSnapshotInstall
+// when a received checkpoint's is: a member cut mid-install cannot
+// restart).
 //
 // # Snapshots
 //

@@ -76,6 +76,11 @@ type Options struct {
 	Clock     repl.Clock
 	JoinAs    uint64
 	Dial      func(host string) error
+	// OnRestoreProgress, if set, is called on the node loop after each
+	// batch of a snapshot's install, with the bytes copied so far (0 after
+	// the batch that deleted the store's contents): rstest cuts a member's
+	// power in the middle of an install there.
+	OnRestoreProgress func(copied int64)
 	// OnPromote runs when this member becomes primary, after it applied
 	// every earlier term's groups and before clients may write: the
 	// session table forgets what it cached, so each session re-reads its

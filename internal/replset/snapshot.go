@@ -100,6 +100,9 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	}
 	crash := failpointCrashInRestore()
 	progress := func(copied int64) {
+		if m.opts.OnRestoreProgress != nil {
+			m.opts.OnRestoreProgress(copied)
+		}
 		if crash && copied > 0 {
 			m.log.Warn("failpoint: dying during a snapshot install", "copied", copied)
 			os.Exit(137)

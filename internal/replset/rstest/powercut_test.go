@@ -421,3 +421,40 @@ func TestPowerCutThenSnapshotCatchUp(t *testing.T) {
 	s.Restart(behind)
 	settle(t, s, want, fmt.Sprintf("member %d caught up after members %v were cut", behind, rest))
 }
+
+// TestPowerCutDuringSnapshotInstall cuts the power of a member in the
+// middle of installing the snapshot it needs (the snapshot stored in its
+// log, its store emptied by the install's first synced batch, nothing
+// copied yet): restarted, it finds its log's snapshot above its store's
+// applied index and installs again from the checkpoint it received, which
+// must have survived the cut with its directory (storage's "Restore is
+// redone until whole").
+func TestPowerCutDuringSnapshotInstall(t *testing.T) {
+	seed := pcSeed(t)
+	s := Start(t, 3, seed, Options{Crashable: true, CompactEntries: 30})
+	p := s.WaitForPrimary(20 * time.Second)
+	behind := (p + 1) % 3
+	s.Kill(behind)
+	a := &acks{m: map[string]ack{}}
+	stop := a.writers(s, 2, "i")
+	for a.count() < 120 { // past several compactions of 30 entries
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	stopped := make(chan (<-chan struct{}), 1)
+	s.OnInstallProgress(func(i int, copied int64) {
+		if i == behind && copied == 0 {
+			s.OnInstallProgress(nil)
+			stopped <- s.PowerCutNow(i)
+		}
+	})
+	s.Restart(behind)
+	select {
+	case done := <-stopped:
+		<-done
+	case <-time.After(30 * time.Second):
+		t.Fatalf("member %d installed no snapshot", behind)
+	}
+	s.Restart(behind)
+	settle(t, s, a.durable(time.Now(), nil), fmt.Sprintf("member %d cut during its install", behind))
+}

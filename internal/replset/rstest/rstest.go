@@ -76,14 +76,15 @@ type Set struct {
 	dirs    []string
 	compact uint64
 
-	mu      sync.Mutex
-	members []*member
-	clocks  []*repl.ManualClock
-	paused  []bool
-	rates   []float64
-	fs      []*vfs.MemFS // with Options.Crashable: each member's filesystem
-	keep    int          // Options.KeepUnsynced
-	rnd     *rand.Rand   // the crash images' choices of unsynced data
+	mu        sync.Mutex
+	members   []*member
+	clocks    []*repl.ManualClock
+	paused    []bool
+	rates     []float64
+	fs        []*vfs.MemFS              // with Options.Crashable: each member's filesystem
+	onInstall func(i int, copied int64) // OnInstallProgress
+	keep      int                       // Options.KeepUnsynced
+	rnd       *rand.Rand                // the crash images' choices of unsynced data
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -179,6 +180,14 @@ func (s *Set) start(i int, join bool) {
 		},
 		Clock: s.clocks[i],
 		Dial:  s.dial,
+		OnRestoreProgress: func(copied int64) {
+			s.mu.Lock()
+			f := s.onInstall
+			s.mu.Unlock()
+			if f != nil {
+				f(i, copied)
+			}
+		},
 	}
 	if join {
 		opts.JoinAs = raftID(i)
@@ -458,6 +467,39 @@ func (s *Set) PowerCut(members ...int) {
 	if s.fs == nil {
 		s.t.Fatal("rstest: PowerCut needs Options.Crashable")
 	}
+	cut := s.cutPower(members)
+	// Then their goroutines stop, on filesystems no longer used.
+	s.stopCut(members, cut)
+}
+
+// OnInstallProgress makes f run on member i's node loop after each batch
+// of a snapshot's install (replset.Options.OnRestoreProgress) with the
+// bytes copied so far; nil stops it. f may call PowerCutNow.
+func (s *Set) OnInstallProgress(f func(i int, copied int64)) {
+	s.mu.Lock()
+	s.onInstall = f
+	s.mu.Unlock()
+}
+
+// PowerCutNow cuts member i's power as PowerCut does but returns before
+// its goroutines stop (from a hook on its own node loop, which must
+// return first), and a channel closed once they have.
+func (s *Set) PowerCutNow(i int) <-chan struct{} {
+	if s.fs == nil {
+		panic("rstest: PowerCutNow needs Options.Crashable")
+	}
+	cut := s.cutPower([]int{i})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.stopCut([]int{i}, cut)
+	}()
+	return done
+}
+
+// cutPower takes the members off the set, silences them and replaces
+// their filesystems by crash images; it returns them to be stopped.
+func (s *Set) cutPower(members []int) []*member {
 	cut := make([]*member, len(members))
 	s.mu.Lock()
 	for k, i := range members {
@@ -486,7 +528,11 @@ func (s *Set) PowerCut(members ...int) {
 		s.fs[i] = s.fs[i].CrashClone(cfg)
 	}
 	s.mu.Unlock()
-	// Then their goroutines stop, on filesystems no longer used.
+	return cut
+}
+
+// stopCut stops the goroutines of members cut by cutPower.
+func (s *Set) stopCut(members []int, cut []*member) {
 	for k, mb := range cut {
 		if mb == nil {
 			continue

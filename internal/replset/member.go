@@ -140,6 +140,7 @@ type Member struct {
 	memberKey *repl.MemberKey // nil: members do not authenticate
 	stopc     chan struct{}
 	wg        sync.WaitGroup
+	loaders   sync.WaitGroup // Restore's loads of the configuration; Close waits once the node stopped
 	frozenTil atomic.Int64
 }
 
@@ -392,6 +393,7 @@ func (m *Member) Close() error {
 	if node != nil {
 		err = node.Stop()
 	}
+	m.loaders.Wait() // the node loop, which starts them, has stopped
 	if logs != nil {
 		if cerr := logs.Close(); err == nil {
 			err = cerr

@@ -119,8 +119,11 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	m.lastApplied.Store(index)
 	m.log.Info("installed a snapshot", "index", index, "snapshot", string(data), "took", time.Since(start).String())
 	// The configuration the snapshot holds, loaded off the node loop: a
-	// restore at start runs inside startNode, which holds m.mu.
+	// restore at start runs inside startNode, which holds m.mu. Close
+	// waits for it: the engine closes after the member.
+	m.loaders.Add(1)
 	go func() {
+		defer m.loaders.Done()
 		if err := m.loadConfig(); err != nil {
 			m.log.Error("loading the configuration of a snapshot", "err", err)
 		}

@@ -485,11 +485,13 @@ func (s *Set) OnInstallProgress(f func(i int, copied int64)) {
 // its goroutines stop (from a hook on its own node loop, which must
 // return first), and a channel closed once they have.
 func (s *Set) PowerCutNow(i int) <-chan struct{} {
+	done := make(chan struct{})
 	if s.fs == nil {
-		panic("rstest: PowerCutNow needs Options.Crashable")
+		s.t.Errorf("rstest: PowerCutNow needs Options.Crashable")
+		close(done)
+		return done
 	}
 	cut := s.cutPower([]int{i})
-	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s.stopCut([]int{i}, cut)

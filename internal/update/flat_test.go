@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/testcorpus"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -240,4 +241,23 @@ func TestFlatParseAgrees(t *testing.T) {
 		t.Fatalf("parseFlat took %d and declined %d of 20,000: want both at least 2,000", took, declined)
 	}
 	t.Logf("took %d, declined %d", took, declined)
+}
+
+// TestFlatParseAllocs bounds a flat $set's parse (YCSB's update): its
+// copy of the bytes, its names' string and the Update, whose one field's
+// list is its own (the tree's parse made ten).
+func TestFlatParseAllocs(t *testing.T) {
+	const bound = 3
+	upd := flatDoc(t, `{"$set": {"field0": "a value"}}`)
+	n := testing.AllocsPerRun(1000, func() {
+		if u, err := ParseDocument(upd, Options{}); err != nil || u.flat == nil {
+			t.Fatalf("%v, flat %v", err, u.flat)
+		}
+	})
+	switch {
+	case invariants.Enabled:
+		t.Logf("allocations not compared in an invariants build (the tree's parse beside): %.1f", n)
+	case n > bound:
+		t.Errorf("%.1f allocations per flat parse, want at most %d", n, bound)
+	}
 }

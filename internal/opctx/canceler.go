@@ -47,6 +47,25 @@ func (c *Canceler) Init(parent context.Context) {
 	}
 }
 
+// Reuse makes c, ended (End or Cancel) or never initialized, a live
+// context under parent again, for its operation's Op begun anew
+// (engine.Ops.BeginIn). parent must never be done. What waited on c's
+// last life was woken when it ended; what still holds c from it sees the
+// new life, which is why only an Op whose contexts end with its command
+// is reused (invariant "A reused Op is a new operation", engine/ops.go).
+func (c *Canceler) Reuse(parent context.Context) {
+	if parent.Done() != nil {
+		panic("opctx: Reuse under a cancellable parent")
+	}
+	c.mu.Lock()
+	if c.parent != parent {
+		c.parent = parent
+	}
+	c.done, c.afters, c.stop = nil, nil, nil
+	c.mu.Unlock()
+	c.cause.Store(nil)
+}
+
 // Cancel ends c with cause (kept by the first call only).
 func (c *Canceler) Cancel(cause error) {
 	if cause == nil {

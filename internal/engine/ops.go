@@ -141,8 +141,9 @@ func (o *Ops) Begin(info OpInfo) *Op {
 // BeginIn is Begin into op, an Op of the caller's that is not registered:
 // a new one (the zero Op) or one that began here and ended (invariant "A
 // reused Op is a new operation"). A connection keeps one and begins each
-// of its commands in it, allocating nothing. info.Parent must be set and
-// never done (the server's context): a cancellable parent takes Begin.
+// of its commands in it, allocating nothing. info.Parent must be set (the
+// commands layer reuses an Op only under a parent never done: the
+// server's context).
 func (o *Ops) BeginIn(op *Op, info OpInfo) *Op {
 	started := info.Began
 	if started.IsZero() {

@@ -306,6 +306,10 @@ type Session struct {
 	// running is the operation of the command in progress (nil between
 	// commands), for Interrupt.
 	running atomic.Pointer[engine.Op]
+	// opSlot is the Op the connection's commands begin in, one after the
+	// other (beginOp); opBusy while a command holds it.
+	opSlot engine.Op
+	opBusy bool
 	// interrupt is Interrupt as a func, which the session table keeps
 	// while a command holds a session (useSession).
 	interrupt func(error)

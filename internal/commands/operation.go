@@ -32,10 +32,21 @@ func beginOp(ctx context.Context, s *Session, req *Request) (context.Context, op
 	if err != nil {
 		return ctx, operation{}, err
 	}
-	op := s.Env.Engine.Ops().Begin(engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Parent: ctx, Began: req.start})
+	info := engine.OpInfo{ConnID: s.ConnID, Client: s.Remote, Op: opKind(req.Name), DB: req.DB, Command: req.Body, Parent: ctx, Began: req.start}
+	var op *engine.Op
+	reused := !s.opBusy && ctx.Done() == nil
+	if reused {
+		// The connection's own Op, begun anew for each of its commands
+		// (engine's "A reused Op is a new operation"); a command run
+		// inside another, or under a context that can be cancelled
+		// (the embedded API's), has one of its own.
+		op, s.opBusy = s.Env.Engine.Ops().BeginIn(&s.opSlot, info), true
+	} else {
+		op = s.Env.Engine.Ops().Begin(info)
+	}
 	ctx, stop := opctx.WithMaxTime(op.Context(), maxTime)
 	s.running.Store(op)
-	return ctx, operation{s: s, op: op, stop: stop}, nil
+	return ctx, operation{s: s, op: op, stop: stop, reused: reused}, nil
 }
 
 // opKind is currentOp's op field for a command, as MongoDB names it.
@@ -57,15 +68,19 @@ func opKind(name string) string {
 
 // operation is a command's entry in the registry and its context.
 type operation struct {
-	s    *Session
-	op   *engine.Op
-	stop context.CancelFunc
+	s      *Session
+	op     *engine.Op
+	stop   context.CancelFunc
+	reused bool // op is the Session's opSlot
 }
 
 func (o operation) end() {
 	o.s.running.Store(nil)
 	o.stop()
 	o.s.Env.Engine.Ops().End(o.op) // ends its context too
+	if o.reused {
+		o.s.opBusy = false
+	}
 }
 
 // maxTimeMS reads the generic maxTimeMS argument as MongoDB 7.0's

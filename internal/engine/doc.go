@@ -139,6 +139,14 @@
 // most asOfIterAge, and is closed before the engine closes or its store is
 // restored. TestAsOfItersPool checks it.
 //
+// Invariant "A reused Op is a new operation" (ops.go): a connection begins
+// each command in one Op of its own (Ops.BeginIn); killOp, a session's
+// Interrupt and currentOp, which may still hold it from an ended command,
+// act on and list an operation only while it has the id they found, so a
+// kill never reaches the next command and currentOp never lists an ended
+// one. TestReusedOpIsNew checks it, the interleaving held in place and at
+// random under -race.
+//
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no
 // side table.

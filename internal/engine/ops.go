@@ -18,11 +18,26 @@ import (
 // not registered yet) run without a client command of their own; the command layer registers each
 // client command in the same registry, so one list shows both.
 //
+// Invariant "A reused Op is a new operation": an Op begun again in the
+// same memory (BeginIn) takes a new id and a live context; killOp, a
+// session's Interrupt and currentOp, which may hold the Op from its last
+// operation, read its id and state under its lock, so that a kill of an
+// ended operation never reaches the next one (Kill checks the id it
+// found; an own context is cancelled under the lock) and currentOp never
+// lists an ended operation or one twice (List checks the id it found).
+// TestReusedOpIsNew races Kill and List against End and BeginIn, under
+// -race.
+//
 // Invariant "Command bytes live with their op": an Op may hold its command
 // document by reference (a request aliases the connection's read buffer);
 // Status copies it under the Op's lock and End, under the same lock, stops
 // later copies, so a currentOp never reads a buffer reused by the next
 // request.
+
+// testAfterFound, when set (tests only), runs in Kill and List between
+// finding Ops in the lists and taking their locks: where an Op may end and
+// begin again (TestReusedOpIsNew).
+var testAfterFound func()
 
 // Ops is the registry of operations in progress. The zero value is ready.
 type Ops struct {
@@ -119,6 +134,36 @@ func (o *Ops) Begin(info OpInfo) *Op {
 	if info.Parent != nil {
 		op.ctx.Init(info.Parent)
 	}
+	o.link(op)
+	return op
+}
+
+// BeginIn is Begin into op, an Op of the caller's that is not registered:
+// a new one (the zero Op) or one that began here and ended (invariant "A
+// reused Op is a new operation"). A connection keeps one and begins each
+// of its commands in it, allocating nothing. info.Parent must be set (the
+// commands layer reuses an Op only under a parent never done: the
+// server's context).
+func (o *Ops) BeginIn(op *Op, info OpInfo) *Op {
+	started := info.Began
+	if started.IsZero() {
+		started = time.Now()
+	}
+	id := o.next.Add(1)
+	// Under the Op's lock: Kill, Interrupt and List, which may still hold
+	// op from its last operation, read its id and state under it.
+	op.mu.Lock()
+	op.ID, op.Started, op.info = id, started, info
+	op.ended, op.killed, op.progress = false, false, false
+	op.msg, op.done, op.total = "", 0, 0
+	op.ctx.Reuse(info.Parent)
+	op.mu.Unlock()
+	o.link(op)
+	return op
+}
+
+// link adds op to its shard's list.
+func (o *Ops) link(op *Op) {
 	l := o.shard(op.ID)
 	l.mu.Lock()
 	op.next = l.head
@@ -127,7 +172,6 @@ func (o *Ops) Begin(info OpInfo) *Op {
 	}
 	l.head = op
 	l.mu.Unlock()
-	return op
 }
 
 // Context is the operation's own context (see OpInfo.Parent); nil without
@@ -180,30 +224,37 @@ func (o *Ops) Kill(id int64) bool {
 	if op == nil {
 		return false
 	}
-	return op.interrupt(opctx.ErrKilled, true)
+	if testAfterFound != nil {
+		testAfterFound()
+	}
+	return op.interrupt(id, opctx.ErrKilled, true)
 }
 
 // Interrupt cancels op's context with cause (a client gone, say), if it is
-// still in progress and can be cancelled.
-func (op *Op) Interrupt(cause error) { op.interrupt(cause, false) }
+// still in progress and can be cancelled: the operation op holds when
+// Interrupt takes its lock.
+func (op *Op) Interrupt(cause error) { op.interrupt(0, cause, false) }
 
-func (op *Op) interrupt(cause error, kill bool) bool {
+// interrupt cancels op's operation id (any, when id is 0) if it is in
+// progress: an Op found before it ended may hold the next operation by the
+// time its lock is taken (BeginIn), which is not the one asked for.
+func (op *Op) interrupt(id int64, cause error, kill bool) bool {
 	op.mu.Lock()
 	cancel, own := op.info.Cancel, op.info.Parent != nil
-	if op.ended {
+	if op.ended || id != 0 && op.ID != id {
 		cancel, own = nil, false
 	}
 	op.killed = op.killed || kill && (cancel != nil || own)
-	op.mu.Unlock()
-	switch {
-	case own:
+	if own {
+		// Cancelled under the lock: once it is released, BeginIn may
+		// make the context the next operation's.
 		op.ctx.Cancel(cause)
-	case cancel != nil:
-		cancel(cause)
-	default:
-		return false
 	}
-	return true
+	op.mu.Unlock()
+	if cancel != nil && !own {
+		cancel(cause)
+	}
+	return own || cancel != nil
 }
 
 // SetProgress records a long operation's message and progress.
@@ -219,18 +270,26 @@ func (op *Op) SetProgress(msg string, done, total int64) {
 // List copies the status of every operation in progress, oldest first.
 func (o *Ops) List() []OpStatus {
 	var out []OpStatus
-	var ops []*Op
+	type found struct {
+		op *Op
+		id int64
+	}
+	var ops []found
 	for i := range o.shards {
 		l := &o.shards[i]
 		l.mu.Lock()
 		for op := l.head; op != nil; op = op.next {
-			ops = append(ops, op)
+			ops = append(ops, found{op, op.ID})
 		}
 		l.mu.Unlock()
 	}
-	for _, op := range ops {
+	if testAfterFound != nil {
+		testAfterFound()
+	}
+	for _, f := range ops {
+		op := f.op
 		op.mu.Lock()
-		if !op.ended {
+		if !op.ended && op.ID == f.id { // not ended, nor begun again (BeginIn)
 			st := OpStatus{ID: op.ID, Started: op.Started, OpInfo: op.info, Msg: op.msg,
 				Done: op.done, Total: op.total, HasProgress: op.progress, Active: true, KillPending: op.killed}
 			st.Command = append(bsoncore.Document(nil), op.info.Command...)

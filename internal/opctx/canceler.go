@@ -47,6 +47,27 @@ func (c *Canceler) Init(parent context.Context) {
 	}
 }
 
+// Reuse makes c, ended (End or Cancel) or never initialized, a live
+// context under parent again, for its operation's Op begun anew
+// (engine.Ops.BeginIn), as Init does for a new one. What waited on c's
+// last life was woken when it ended; what still holds c from it sees the
+// new life, which is why only an Op whose contexts end with its command
+// is reused (invariant "A reused Op is a new operation", engine/ops.go).
+// The parent is written only when it differs: the server's never does,
+// and what still reads c's parent from the last life then reads the same.
+func (c *Canceler) Reuse(parent context.Context) {
+	c.mu.Lock()
+	if c.parent != parent {
+		c.parent = parent
+	}
+	c.done, c.afters, c.stop = nil, nil, nil
+	c.mu.Unlock()
+	c.cause.Store(nil)
+	if parent.Done() != nil {
+		c.stop = context.AfterFunc(parent, func() { c.Cancel(Err(parent)) })
+	}
+}
+
 // Cancel ends c with cause (kept by the first call only).
 func (c *Canceler) Cancel(cause error) {
 	if cause == nil {

@@ -11,6 +11,12 @@
 // index builds, collStats walks — checks that context, never a clock of
 // its own.
 //
+// A connection's Op, and the Canceler in it, serve one command after
+// another (Canceler.Reuse, engine's invariant "A reused Op is a new
+// operation"): contexts derived from a command's must end with it (a
+// maxTimeMS deadline is stopped, a cursor's Bound detached) before the
+// command's operation ends.
+//
 // Invariant "The cause is the reply": an operation ended early fails with
 // Err(ctx), which is the context's cause. Cairn's own cancellations carry a
 // *mongoerr.Error as the cause (MaxTimeMSExpired 50, Interrupted 11601,

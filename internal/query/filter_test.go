@@ -132,3 +132,29 @@ func TestPositionalNeedsFilter(t *testing.T) {
 		t.Fatalf("err = %v, want code 51050", err)
 	}
 }
+
+// TestIDFilterAllocs bounds the parse of a point filter ({_id: v}, every
+// point update's q): the Filter with its environment, and the equality's
+// node with its comparison; the name "_id" and its one-part path are
+// shared (the parse made five). It matches as before.
+func TestIDFilterAllocs(t *testing.T) {
+	const bound = 2
+	f := doc(t, `{"_id": 42}`)
+	n := testing.AllocsPerRun(1000, func() {
+		if _, err := query.ParseWith(f, query.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > bound {
+		t.Errorf("%.1f allocations per {_id: v} filter, want at most %d", n, bound)
+	}
+	q := mustParse(t, `{"_id": 42}`)
+	for _, c := range []struct {
+		doc   string
+		match bool
+	}{{`{"_id": 42}`, true}, {`{"_id": 42.0}`, true}, {`{"_id": 43}`, false}, {`{"a": 42}`, false}} {
+		if got := q.Match(doc(t, c.doc)); got != c.match {
+			t.Errorf("%s: matched %v, want %v", c.doc, got, c.match)
+		}
+	}
+}

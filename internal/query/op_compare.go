@@ -44,7 +44,12 @@ type cmpPred struct {
 var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
 
 func newCmp(op cmpOp, rhs bsoncore.Value) *cmpPred {
-	return &cmpPred{op: op, rhs: rhs, rank: bsonx.CanonicalType(rhs.Type), rhsNaN: isNaN(rhs)}
+	c := cmpOf(op, rhs)
+	return &c
+}
+
+func cmpOf(op cmpOp, rhs bsoncore.Value) cmpPred {
+	return cmpPred{op: op, rhs: rhs, rank: bsonx.CanonicalType(rhs.Type), rhsNaN: isNaN(rhs)}
 }
 
 func (c *cmpPred) matchValue(v bsoncore.Value, st *state) bool {

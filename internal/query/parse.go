@@ -45,6 +45,8 @@ type exprEnv struct {
 	scope *expr.Scope
 	vars  map[string]bsoncore.Value
 	now   bsoncore.Value
+	// nowBytes holds now's bytes, in the Filter's own allocation.
+	nowBytes [8]byte
 }
 
 // Parse parses a query filter. Errors carry MongoDB's codes: BadValue for an
@@ -72,8 +74,9 @@ func ParseWith(filter bsoncore.Document, opts Options) (*Filter, error) {
 	fe := &struct {
 		f   Filter
 		env exprEnv
-	}{env: exprEnv{coll: opts.Collation, vars: opts.Vars, now: expr.Date(opts.Now.UnixMilli())}}
+	}{env: exprEnv{coll: opts.Collation, vars: opts.Vars}}
 	env := &fe.env
+	env.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(env.nowBytes[:0], opts.Now.UnixMilli())}
 	if len(opts.Vars) > 0 {
 		names := make([]string, 0, len(opts.Vars))
 		for k := range opts.Vars {
@@ -165,7 +168,12 @@ func parseDoc(doc []byte, lvl level) (matcher, error) {
 		if !ok {
 			break
 		}
-		name := string(k)
+		var name string
+		if string(k) == "_id" {
+			name = "_id" // the commonest name, without a string of its own
+		} else {
+			name = string(k)
+		}
 		if len(name) > 0 && name[0] == '$' {
 			m, err := parseTopOperator(name, v, lvl)
 			if err != nil {
@@ -206,7 +214,16 @@ func parseField(name string, v bsoncore.Value) (matcher, error) {
 		}
 		return &pathNode{path: p, pred: re}, nil
 	}
-	return &pathNode{path: p, pred: newCmp(opEQ, v)}, nil
+	// An equality's node and its comparison are one allocation.
+	n := &eqNode{cmp: cmpOf(opEQ, v)}
+	n.pathNode = pathNode{path: p, pred: &n.cmp}
+	return &n.pathNode, nil
+}
+
+// eqNode is an equality's pathNode with its comparison beside it.
+type eqNode struct {
+	pathNode
+	cmp cmpPred
 }
 
 // isOperatorDoc is MongoDB's isExpressionDocument: a non-empty document

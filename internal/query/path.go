@@ -61,7 +61,14 @@ type path struct {
 	parts  []string
 }
 
+// idParts is the path _id's one part, shared: a path's parts are never
+// written.
+var idParts = []string{"_id"}
+
 func newPath(dotted string) path {
+	if dotted == "_id" {
+		return path{dotted: dotted, parts: idParts}
+	}
 	if strings.IndexByte(dotted, '.') < 0 {
 		return path{dotted: dotted, parts: []string{dotted}} // one part (_id): what Split gives, with less work
 	}

@@ -118,7 +118,7 @@ func (u *Update) applyOperators(doc bsoncore.Document, ctx *ApplyContext) (bsonc
 	if ctx.ArrayPos >= 0 {
 		s.matched = itoa(ctx.ArrayPos)
 	}
-	if err := u.root.apply(s, cursor{elem: root}); err != nil {
+	if err := u.tree().apply(s, cursor{elem: root}); err != nil {
 		return nil, err
 	}
 	if !s.changed {

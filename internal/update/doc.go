@@ -37,6 +37,14 @@
 //     the seed logged) compare both ways' documents, flags and errors;
 //     invariants builds apply every flat update by the tree as well and
 //     fail on a difference (TestFlatSetInvariantCheck).
+//   - Flat parse agrees. Such a $set — alone in its update, its names
+//     without dots and no two alike — is parsed without the tree as well
+//     (flat.go's parseFlat): the same fields in the same order as the
+//     tree's parse lists them, and the tree it would build, made on first
+//     use when a document needs it; every other update parses by the
+//     tree. TestFlatParseAgrees (seeded, the seed logged) compares both
+//     parses of random $sets; invariants builds parse each flat one by the
+//     tree as well.
 //   - Order is MongoDB's. Paths apply in the update tree's order (field
 //     names bytewise, numeric names numerically: comparePathParts), so new
 //     fields are appended in that order whatever the operator; existing

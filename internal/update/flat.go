@@ -53,6 +53,130 @@ func flatSets(root *objectNode) []flatField {
 	return flat
 }
 
+// parseFlat parses update (ParseDocument's own copy, its framing checked,
+// without array filters) when it is a flat $set: one $set and nothing else,
+// of 1 to maxFlatSet fields, each name non-empty, without ".", not _id, not
+// $-prefixed, no two alike. The tree's parse accepts every such update and
+// flatSets lists its fields, in comparePathParts order, which is what
+// parseFlat returns, without the tree, its map, its nodes, its paths and a
+// string per name (invariant "Flat parse agrees": TestFlatParseAgrees, and
+// invariants builds parse each by the tree as well); tree builds the tree
+// when a document needs it. Any other update returns nil, for the tree.
+func parseFlat(update bsoncore.Document) *Update {
+	t, key, val, rest, ok := bsonx.NextElement(update[4 : len(update)-1])
+	if !ok || len(rest) != 0 || t != bsoncore.TypeEmbeddedDocument || string(key) != "$set" {
+		return nil
+	}
+	var fields [maxFlatSet]flatField
+	var keys [maxFlatSet][]byte
+	n, size := 0, 0
+	for elems := val[4 : len(val)-1]; len(elems) > 0; n++ {
+		t, key, v, rest, ok := bsonx.NextElement(elems)
+		if !ok || n == maxFlatSet || len(key) == 0 || key[0] == '$' || string(key) == "_id" || bytes.IndexByte(key, '.') >= 0 {
+			return nil
+		}
+		elems = rest
+		keys[n], fields[n].val = key, bsoncore.Value{Type: t, Data: v}
+		size += len(key)
+	}
+	if n == 0 {
+		return nil
+	}
+	// The names in one string, each a slice of it.
+	var b strings.Builder
+	b.Grow(size)
+	for i := range n {
+		b.Write(keys[i])
+	}
+	names := b.String()
+	for i := range n {
+		fields[i].name, names = names[:len(keys[i])], names[len(keys[i]):]
+	}
+	// The tree's order, by insertion (at most maxFlatSet); two alike
+	// conflict, which the tree reports.
+	for i := 1; i < n; i++ {
+		for j := i; j > 0; j-- {
+			c := comparePathParts(fields[j-1].name, fields[j].name)
+			if c == 0 {
+				return nil
+			}
+			if c < 0 {
+				break
+			}
+			fields[j-1], fields[j] = fields[j], fields[j-1]
+		}
+	}
+	u := &Update{kind: KindOperator}
+	if n == 1 {
+		u.one[0] = fields[0]
+		u.flat = u.one[:1:1]
+	} else {
+		u.flat = slices.Clone(fields[:n])
+	}
+	return u
+}
+
+// tree is an operator update's tree: root, or for a flat $set parsed by
+// parseFlat the tree the parse would have built — a $set leaf per field
+// under the root, in flat's order —, built on first use. Goroutines that
+// race build alike trees and keep the first.
+func (u *Update) tree() *objectNode {
+	if u.root != nil {
+		return u.root
+	}
+	if r := u.built.Load(); r != nil {
+		return r
+	}
+	r := newObjectNode()
+	r.order = make([]string, len(u.flat))
+	for i, f := range u.flat {
+		r.children[f.name] = &setNode{val: f.val}
+		r.order[i] = f.name
+	}
+	u.built.CompareAndSwap(nil, r)
+	return u.built.Load()
+}
+
+// checkFlatParse, in invariants builds, parses update by the tree as well
+// and fails invariant "Flat parse agrees" unless it succeeds with the
+// same fields, in the same order, and the same tree.
+func checkFlatParse(update bsoncore.Document, u *Update) {
+	t, err := parseTree(update, nil, Options{})
+	if err != nil {
+		invariants.Fail("Flat parse agrees", "the tree refused %v: %v", update, err)
+		return
+	}
+	if why := sameFlat(u, t); why != "" {
+		invariants.Fail("Flat parse agrees", "%v: %s", update, why)
+	}
+}
+
+// sameFlat says how two parses of one update differ (flat lists, trees,
+// positional), or "" when they do not.
+func sameFlat(a, b *Update) string {
+	if a.kind != b.kind || a.positional != b.positional || len(a.flat) != len(b.flat) {
+		return fmt.Sprintf("kind %v/%v, positional %v/%v, %d/%d flat fields", a.kind, b.kind, a.positional, b.positional, len(a.flat), len(b.flat))
+	}
+	for i := range a.flat {
+		x, y := a.flat[i], b.flat[i]
+		if x.name != y.name || x.val.Type != y.val.Type || !bytes.Equal(x.val.Data, y.val.Data) {
+			return fmt.Sprintf("flat field %d: %q %v / %q %v", i, x.name, x.val, y.name, y.val)
+		}
+	}
+	ta, tb := a.tree(), b.tree()
+	if !slices.Equal(ta.order, tb.order) || ta.positional != nil || tb.positional != nil || len(ta.children) != len(tb.children) {
+		return fmt.Sprintf("trees: order %q / %q", ta.order, tb.order)
+	}
+	for name, c := range ta.children {
+		x, ok1 := c.(*setNode)
+		y, ok2 := tb.children[name].(*setNode)
+		if !ok1 || !ok2 || x.onInsert || y.onInsert || x.val.Type != y.val.Type || !bytes.Equal(x.val.Data, y.val.Data) {
+			return fmt.Sprintf("trees differ at %q", name)
+		}
+	}
+	return ""
+}
+
 // flatHit is a field of u.flat found in the document: the offsets of its
 // element's type byte and of its value's bytes.
 type flatHit struct {

@@ -18,6 +18,7 @@ func TestFlatSetInvariantCheck(t *testing.T) {
 	if err != nil || u.flat == nil {
 		t.Fatalf("%v, flat %v", err, u.flat)
 	}
+	u.tree() // the tree as parsed, before the flat list is made to differ
 	u.flat[0].val = bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 2)}
 	defer func() {
 		var v *invariants.Violation

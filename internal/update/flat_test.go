@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/testcorpus"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -19,8 +20,8 @@ import (
 func applyBoth(t *testing.T, u *Update, doc bsoncore.Document, ctx ApplyContext) (bsoncore.Document, bool, error) {
 	t.Helper()
 	got, mod, err := u.Apply(doc, ctx)
-	tree := *u
-	tree.flat = nil
+	// The same operator update without its flat list: the tree alone.
+	tree := &Update{kind: u.kind, root: u.tree(), positional: u.positional, filters: u.filters}
 	want, wantMod, wantErr := tree.Apply(doc, ctx)
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) || mod != wantMod || !bytes.Equal(got, want) {
 		t.Fatalf("flat path: %s, %v, %v; tree: %s, %v, %v", bsoncore.Document(got), mod, err, bsoncore.Document(want), wantMod, wantErr)
@@ -180,5 +181,83 @@ func TestFlatSetRandom(t *testing.T) {
 	}
 	if flat < 1000 {
 		t.Fatalf("only %d of 5,000 updates took the flat path", flat)
+	}
+}
+
+// TestFlatParseAgrees: parseFlat takes a single $set exactly when the
+// tree's parse accepts it and lists it as flat, and then gives the tree's
+// fields, order and tree (invariant "Flat parse agrees"). Random $sets
+// of names that sort numerically ("9" before "10"), repeat, hold a dot,
+// are empty, _id or $-prefixed, up to ten fields; seeded, the seed logged.
+func TestFlatParseAgrees(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	names := []string{"a", "b", "c", "field0", "field1", "10", "9", "09", "z", "a.b", "", "_id", "$x"}
+	took, declined := 0, 0
+	for range 20000 {
+		sb := bsoncore.NewDocumentBuilder()
+		for range r.IntN(11) {
+			n := names[r.IntN(10)]
+			if r.IntN(15) == 0 {
+				n = names[9+r.IntN(4)]
+			}
+			switch r.IntN(3) {
+			case 0:
+				sb.AppendInt32(n, int32(r.IntN(3)))
+			case 1:
+				sb.AppendString(n, strings.Repeat("s", r.IntN(4)))
+			default:
+				sb.AppendDocument(n, bsoncore.NewDocumentBuilder().AppendInt32("p", 1).Build())
+			}
+		}
+		ub := bsoncore.NewDocumentBuilder()
+		switch r.IntN(12) {
+		case 0:
+			ub.AppendDocument("$setOnInsert", sb.Build())
+		case 1:
+			ub.AppendDocument("$set", sb.Build()).AppendDocument("$inc", bsoncore.NewDocumentBuilder().AppendInt32("n", 1).Build())
+		default:
+			ub.AppendDocument("$set", sb.Build())
+		}
+		upd := ub.Build()
+		flat := parseFlat(bytes.Clone(upd))
+		tree, err := parseTree(bytes.Clone(upd), nil, Options{})
+		switch {
+		case flat == nil && err == nil && tree.flat != nil:
+			t.Fatalf("%v: the tree lists it flat, parseFlat declined", bsoncore.Document(upd))
+		case flat == nil:
+			declined++
+		case err != nil:
+			t.Fatalf("%v: parseFlat took it, the tree refused it: %v", bsoncore.Document(upd), err)
+		default:
+			if why := sameFlat(flat, tree); why != "" {
+				t.Fatalf("%v: %s", bsoncore.Document(upd), why)
+			}
+			took++
+		}
+	}
+	if took < 2000 || declined < 2000 {
+		t.Fatalf("parseFlat took %d and declined %d of 20,000: want both at least 2,000", took, declined)
+	}
+	t.Logf("took %d, declined %d", took, declined)
+}
+
+// TestFlatParseAllocs bounds a flat $set's parse (YCSB's update): its
+// copy of the bytes, its names' string and the Update, whose one field's
+// list is its own (the tree's parse made ten).
+func TestFlatParseAllocs(t *testing.T) {
+	const bound = 3
+	upd := flatDoc(t, `{"$set": {"field0": "a value"}}`)
+	n := testing.AllocsPerRun(1000, func() {
+		if u, err := ParseDocument(upd, Options{}); err != nil || u.flat == nil {
+			t.Fatalf("%v, flat %v", err, u.flat)
+		}
+	})
+	switch {
+	case invariants.Enabled:
+		t.Logf("allocations not compared in an invariants build (the tree's parse beside): %.1f", n)
+	case n > bound:
+		t.Errorf("%.1f allocations per flat parse, want at most %d", n, bound)
 	}
 }

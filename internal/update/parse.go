@@ -3,10 +3,12 @@ package update
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairndb/cairn/internal/agg"
 	"github.com/cairndb/cairn/internal/bsonx"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -47,8 +49,12 @@ type Options struct {
 // Update is a parsed update, immutable and safe for concurrent use: parse
 // once, apply to every document the statement matched.
 type Update struct {
-	kind        Kind
-	root        *objectNode       // KindOperator
+	kind Kind
+	// root is an operator update's tree (KindOperator); nil when the
+	// update was parsed as a flat $set (flat.go's parseFlat), whose tree
+	// tree() builds from flat on first use, into built.
+	root        *objectNode
+	built       atomic.Pointer[objectNode]
 	replacement bsoncore.Document // KindReplacement
 	// fromPipeline: the replacement is an update pipeline's output, which
 	// may hold top-level $-prefixed fields (MongoDB 5.0+ allows them there,
@@ -59,8 +65,10 @@ type Update struct {
 	pipeline     *agg.Pipeline // KindPipeline
 	pipelineRaw  []byte        // the stages pipeline refers to
 	// flat lists the fields of an operator update that is only $set of
-	// existing-or-not top-level fields (flat.go), nil for any other.
+	// existing-or-not top-level fields (flat.go), nil for any other; one
+	// field's list is one, so that YCSB's update allocates no slice.
 	flat []flatField
+	one  [1]flatField
 }
 
 // Kind reports the update's form.
@@ -105,6 +113,20 @@ func ParseDocument(update bsoncore.Document, opts Options) (*Update, error) {
 	if err != nil {
 		return nil, err
 	}
+	if filters == nil {
+		if u := parseFlat(update); u != nil {
+			if invariants.Enabled {
+				checkFlatParse(update, u)
+			}
+			return u, nil
+		}
+	}
+	return parseTree(update, filters, opts)
+}
+
+// parseTree parses an update document (the caller's own copy, its framing
+// checked) into a replacement or an operator update's tree.
+func parseTree(update bsoncore.Document, filters map[string]*arrayFilter, opts Options) (*Update, error) {
 	first, ok := firstKey(update)
 	if !ok || !strings.HasPrefix(first, "$") {
 		if opts.Multi {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,31 @@ func TestLoadRunsFresh(t *testing.T) {
 		if tr.Failed != "" || tr.Median == nil {
 			t.Errorf("workload c on %s after the loads: failed %q", tr.Target, tr.Failed)
 		}
+	}
+	// The text's load table: a spread for the medians, "one load" for the
+	// proxy floor's single load.
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	_, loadTable, _ := strings.Cut(text.String(), "load (batched inserts)\n")
+	checked := 0
+	for _, line := range strings.Split(loadTable, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.Contains(line, " vs ") {
+			break // the ratios follow the table
+		}
+		want := map[string]string{TargetCairn: "±", TargetFloorProxy: "one load"}[f[0]]
+		if want == "" {
+			continue
+		}
+		checked++
+		if !strings.Contains(line, want) {
+			t.Errorf("load line %q: no %q", line, want)
+		}
+	}
+	if checked != 2 {
+		t.Errorf("found %d of cairn's and the proxy floor's load lines in:\n%s", checked, text.String())
 	}
 }
 

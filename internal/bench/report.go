@@ -375,7 +375,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			row("%s\tfailed: %s\t\t\t\t\t\t\n", pad(l.Target, nameW), l.Failed)
 			continue
 		}
-		row("%s\t%s\t±%.0f%%\t%s\t%s\t%s\t%s\t\n", pad(l.Target, nameW), groupDigits(l.RecordsPerSec), l.SpreadPct, usText(l.BatchP50), usText(l.BatchP99), cpuText(l.ServerCPU), cpuText(l.ClientCPU))
+		spread := "one load" // a target loaded once: no spread to show
+		if len(l.Runs) > 1 {
+			spread = fmt.Sprintf("±%.0f%%", l.SpreadPct)
+		}
+		row("%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", pad(l.Target, nameW), groupDigits(l.RecordsPerSec), spread, usText(l.BatchP50), usText(l.BatchP99), cpuText(l.ServerCPU), cpuText(l.ClientCPU))
 	}
 	_ = tw.Flush()
 	writeRatioLines(p, r.LoadRatios, "records/s", "server CPU/record")

@@ -127,7 +127,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Distribution, "distribution", "", "request distribution for every workload: zipfian, uniform or latest (default: each workload's own)")
 	fs.IntVar(&cfg.Batch, "batch", 1000, "records per insert in the load phase")
 	fs.BoolVar(&cfg.ShardHashed, "shard-hashed", false, "shard the collection on {_id: \"hashed\"} before the load (--uri is a router)")
-	fs.IntVar(&cfg.Runs, "runs", 1, "runs of each workload per target; the report gives the median and spread")
+	fs.IntVar(&cfg.Runs, "runs", 1, "runs of the load (each into a fresh store: the servers restarted on new directories, the Pebble floors reopened; a --uri/--compare server and the proxy floor load once) and of each workload per target; the report gives the median and spread")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the operation streams and record contents")
 	fs.StringVar(&cfg.Sync, "sync", "always", "the embedded server's --sync; anything but 'always' also makes the pebble floor write without syncing")

@@ -26,7 +26,9 @@ type Config struct {
 	Floors []string
 	// Workloads run in order, each on every target.
 	Workloads []Workload
-	// Records are loaded once per target before the first workload.
+	// Records are loaded before the first workload: Runs times into a
+	// fresh store on each target the harness started (fresh.go), once on
+	// the others.
 	Records int64
 	// Ops is the number of operations of each run.
 	Ops int64
@@ -40,8 +42,9 @@ type Config struct {
 	FieldCount, FieldLength int
 	// Batch is the number of records per insert in the load phase.
 	Batch int
-	// Runs is how many times each workload runs on each target; the report
-	// gives the median and the spread.
+	// Runs is how many times the load (each into a fresh store) and each
+	// workload run on each target; the report gives the median and the
+	// spread.
 	Runs int
 	// Distribution overrides every workload's request distribution when
 	// set (uniform, zipfian, latest).
@@ -85,6 +88,9 @@ type Config struct {
 	// workload "load") starts, and the function it returns as it ends (the
 	// package's profiling benchmark starts and stops a CPU profile there).
 	onRun func(target, workload string, run int) func()
+	// beforeLoad, when set, is called before each load, its store made
+	// fresh (the package's tests look at the store there).
+	beforeLoad func(t *target, run int)
 }
 
 // Defaults are YCSB's, sized so that the default invocation finishes in
@@ -224,11 +230,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Targets = append(rep.Targets, TargetInfo{Name: t.name, About: t.about, ServerCPU: t.cpuHow, ClientCPU: client})
 	}
-	for _, t := range r.targets {
-		rep.Loads = append(rep.Loads, r.load(ctx, t))
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	rep.Loads = r.loads(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	floors := map[string]bool{}
 	for _, t := range r.targets {
@@ -333,11 +337,13 @@ func (r *runner) startTargets(ctx context.Context) error {
 		if fl.oplog {
 			how += ", each with an oplog entry in the same batch"
 		}
-		r.targets = append(r.targets, &target{
-			name: fl.name, floor: true, db: pf, pebble: pf, inProcess: true,
-			about:  "Pebble in this process, no server; writes: " + how,
+		t := &target{
+			name: fl.name, floor: true, db: pf, pebble: pf, inProcess: true, dir: pf.dir,
+			about:  "Pebble in this process, no server, reopened on a new directory for each load; writes: " + how,
 			cpuHow: "this process's CPU minus the harness's own cost per operation",
-		})
+		}
+		t.renew = renewPebbleFloor(t)
+		r.targets = append(r.targets, t)
 	}
 	return nil
 }
@@ -530,15 +536,33 @@ func (r *runner) harnessCost(ctx context.Context, phase func(context.Context, db
 	return used / time.Duration(res.ops)
 }
 
-func (r *runner) load(ctx context.Context, t *target) LoadResult {
+// load loads t once (run counts from 0), into a fresh store when t's can
+// be renewed (fresh.go), otherwise after dropping the collection; a failed
+// load leaves t failed for every workload.
+func (r *runner) load(ctx context.Context, t *target, run int) LoadResult {
 	cfg := r.cfg
+	t.failed = nil
 	lr := LoadResult{Target: t.name, Records: cfg.Records}
+	fresh, err := r.freshStore(ctx, t)
+	if err != nil {
+		lr.Failed = err.Error()
+		return lr
+	}
+	if cfg.beforeLoad != nil {
+		cfg.beforeLoad(t, run)
+	}
+	t.loaded = true // from here on the store may have been written to
+	if t.pid > 0 {
+		t.loadedPIDs = append(t.loadedPIDs, t.pid)
+	}
 	if d, err := r.open(ctx, t); err != nil {
 		lr.Failed = err.Error()
 		return lr
 	} else {
 		what := "dropping the collection: "
-		err = d.reset(ctx)
+		if !fresh {
+			err = d.reset(ctx)
+		}
 		if dd, ok := d.(*driverDB); ok && err == nil && cfg.ShardHashed {
 			what, err = "sharding the collection (--shard-hashed needs a router): ", dd.shardHashed(ctx)
 		}
@@ -554,10 +578,14 @@ func (r *runner) load(ctx context.Context, t *target) LoadResult {
 	harness := r.harnessCost(ctx, func(ctx context.Context, d db) (phaseResult, error) {
 		return loadWith(ctx, d, new(atomic.Int64))
 	})
-	p := startProgress(cfg.Progress, "load "+t.name, cfg.Records)
+	label := "load " + t.name
+	if cfg.Runs > 1 && t.renew != nil {
+		label = fmt.Sprintf("load %s run %d/%d", t.name, run+1, cfg.Runs)
+	}
+	p := startProgress(cfg.Progress, label, cfg.Records)
 	res, srv, cli, err := r.measured(ctx, t, harness, func(ctx context.Context, d db) (phaseResult, error) {
 		if cfg.onRun != nil {
-			defer cfg.onRun(t.name, "load", 0)()
+			defer cfg.onRun(t.name, "load", run)()
 		}
 		return loadWith(ctx, d, &p.done)
 	})
@@ -654,6 +682,9 @@ func (r *runner) notes() []string {
 	n := []string{
 		"CPU µs/op: server = the server process's user+system time over the run divided by the run's operations (10 ms tick resolution); client = this process's (driver, workers, histograms).",
 		"Latency is measured around each driver call; throughput is the run's operations over its wall time. Each figure is the median of the runs; spread = (max - min) / 2 of throughput, as a percentage of the median.",
+	}
+	if r.cfg.Runs > 1 {
+		n = append(n, fmt.Sprintf("The load figures are medians of %d loads per target, each into a fresh store (a server restarted on a new data directory, a Pebble floor reopened on a new one), the targets' order rotated from run to run; a --uri or --compare server and the proxy floor load once, after the others. The workloads run on each target's last load.", r.cfg.Runs))
 	}
 	switch r.cfg.UpdateStyle {
 	case UpdateSet:

@@ -30,10 +30,16 @@
 //     together, and it is reported against cairn (floor-proxy vs cairn):
 //     the least a router process adds to the server's work.
 //
-// Each target is loaded once (batched inserts), then every workload runs
-// --runs times on every target; the order of targets reverses from one run
-// to the next so that drifting background load does not always fall on the
-// same target. The report gives each figure's median over the runs and the
+// Each target is loaded --runs times (batched inserts), each load into a
+// fresh store (fresh.go: invariant "Every load into a fresh store" — the
+// child servers restarted on new directories, the Pebble floors reopened on
+// new ones), the targets in an order rotated from one run to the next; a
+// --uri or --compare server and the proxy floor, which the harness cannot
+// renew, are loaded once, after the others. Every workload then runs
+// --runs times on every target, over its last load; the order of targets
+// reverses from one run to the next so that drifting background load does
+// not always fall on the same target. The report gives each figure's
+// median over the runs (the load's too) and the
 // spread of throughput, and every non-floor target as a ratio of each
 // floor — the load phase too (records per second and server CPU per
 // record), so cairn's load is reported against Pebble's own synced insert
@@ -104,6 +110,10 @@
 // No fake results: a run that failed is reported as failed with its error
 // and kept out of every median and ratio; a figure that cannot be measured
 // (the CPU of a remote server) is null, never zero.
+//
+// "Every load into a fresh store" (TestLoadRunsFresh; fresh.go checks it
+// before every load and fails the load when it does not hold): a target
+// the harness started is loaded only into a store nothing was written to.
 //
 // Same work for every target: all targets get the same records, the same
 // per-thread operation streams (same seeds) and the same request bytes.

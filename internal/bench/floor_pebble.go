@@ -60,12 +60,16 @@ import (
 // bytes (BENCHMARKS.md, "The load phase against Pebble given Cairn's
 // bytes").
 type pebbleFloor struct {
-	pdb   *pebble.DB
-	dir   string
-	wo    *pebble.WriteOptions
-	bufs  sync.Pool
-	oplog bool
-	opSeq atomic.Uint64 // the last oplog entry's number
+	pdb     *pebble.DB
+	dir     string
+	wo      *pebble.WriteOptions
+	bufs    sync.Pool
+	durable bool
+	oplog   bool
+	opSeq   atomic.Uint64 // the last oplog entry's number
+	// written is set by the first write of any kind (fresh.go's check that
+	// a load goes into a store nothing was written to).
+	written atomic.Bool
 }
 
 func openPebbleFloor(durable, oplog bool) (*pebbleFloor, error) {
@@ -82,7 +86,7 @@ func openPebbleFloor(durable, oplog bool) (*pebbleFloor, error) {
 	if !durable {
 		wo = pebble.NoSync
 	}
-	return &pebbleFloor{pdb: pdb, dir: dir, wo: wo, oplog: oplog}, nil
+	return &pebbleFloor{pdb: pdb, dir: dir, wo: wo, durable: durable, oplog: oplog}, nil
 }
 
 // floorNS and floorUI are the namespace and collection UUID the oplog
@@ -132,6 +136,7 @@ func (p *pebbleFloor) setOplogEntry(b *pebble.Batch, op byte, id string, o bsonc
 // write sets key to value, with op "u"'s oplog entry (o, or diff's) when
 // the floor keeps one.
 func (p *pebbleFloor) write(key string, value []byte, o bsoncore.Document, diff *update) error {
+	p.noteWrite()
 	if !p.oplog {
 		return p.pdb.Set([]byte(key), value, p.wo)
 	}
@@ -144,6 +149,14 @@ func (p *pebbleFloor) write(key string, value []byte, o bsoncore.Document, diff 
 		return err
 	}
 	return b.Commit(p.wo)
+}
+
+// noteWrite sets written; after the first write it only reads the flag,
+// so concurrent writers do not contend on it.
+func (p *pebbleFloor) noteWrite() {
+	if !p.written.Load() {
+		p.written.Store(true)
+	}
 }
 
 // silentPebbleLogger drops Pebble's informational messages (the store
@@ -159,10 +172,12 @@ func (p *pebbleFloor) buffer() *[]byte {
 
 // reset empties the store: a range deletion over every record key.
 func (p *pebbleFloor) reset(context.Context) error {
+	p.noteWrite()
 	return p.pdb.DeleteRange([]byte{0}, []byte{0xff}, p.wo)
 }
 
 func (p *pebbleFloor) insert(_ context.Context, docs []bsoncore.Document) error {
+	p.noteWrite()
 	b := p.pdb.NewBatch()
 	defer b.Close()
 	for _, d := range docs {

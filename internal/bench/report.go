@@ -70,6 +70,38 @@ type LoadResult struct {
 	BatchP50      float64  `json:"batchP50Micros"`
 	BatchP99      float64  `json:"batchP99Micros"`
 	Failed        string   `json:"failed,omitempty"`
+	// With --runs above 1, the figures above are the medians of Runs
+	// (each a fresh load) and SpreadPct the spread of their records/s.
+	Runs      []LoadResult `json:"runs,omitempty"`
+	SpreadPct float64      `json:"spreadPct,omitempty"`
+}
+
+// medianLoad sums up a target's load runs: each figure the median over
+// the runs, with the runs kept. A failed run (the last: a target is not
+// loaded again after one) fails the load.
+func medianLoad(runs []LoadResult) LoadResult {
+	last := runs[len(runs)-1]
+	if last.Failed != "" || len(runs) == 1 {
+		if len(runs) > 1 {
+			last.Runs = runs
+		}
+		return last
+	}
+	var secs, rate, p50, p99 []float64
+	for _, l := range runs {
+		secs, rate = append(secs, l.Seconds), append(rate, l.RecordsPerSec)
+		p50, p99 = append(p50, l.BatchP50), append(p99, l.BatchP99)
+	}
+	m := LoadResult{
+		Target: last.Target, Records: last.Records, Runs: runs,
+		Seconds: median(secs), RecordsPerSec: median(rate), BatchP50: median(p50), BatchP99: median(p99),
+		ServerCPU: medianOf(runs, func(l LoadResult) *float64 { return l.ServerCPU }),
+		ClientCPU: medianOf(runs, func(l LoadResult) *float64 { return l.ClientCPU }),
+	}
+	if m.RecordsPerSec > 0 {
+		m.SpreadPct = (slices.Max(rate) - slices.Min(rate)) / 2 / m.RecordsPerSec * 100
+	}
+	return m
 }
 
 // WorkloadResult is one workload on every target, with the ratios of each
@@ -197,7 +229,7 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func medianOf(runs []RunResult, get func(RunResult) *float64) *float64 {
+func medianOf[R any](runs []R, get func(R) *float64) *float64 {
 	var xs []float64
 	for _, r := range runs {
 		if v := get(r); v != nil {
@@ -295,7 +327,7 @@ func loadRatios(loads []LoadResult, floors map[string]bool) []Ratio {
 	for _, l := range loads {
 		tr := TargetResult{Target: l.Target, Failed: l.Failed}
 		if l.Failed == "" {
-			tr.Median = &Summary{Runs: 1, Throughput: l.RecordsPerSec, ServerCPU: l.ServerCPU}
+			tr.Median = &Summary{Runs: max(1, len(l.Runs)), Throughput: l.RecordsPerSec, ServerCPU: l.ServerCPU, SpreadPct: l.SpreadPct}
 		}
 		results = append(results, tr)
 	}
@@ -337,13 +369,17 @@ func (r *Report) WriteText(w io.Writer) error {
 		nameW = max(nameW, len(t.Name))
 	}
 	pad := func(s string, w int) string { return fmt.Sprintf("%-*s", w, s) }
-	row("%s\trecords/s\tbatch p50\tbatch p99\tsrv µs/rec\tcli µs/rec\t\n", pad("target", nameW))
+	row("%s\trecords/s\tspread\tbatch p50\tbatch p99\tsrv µs/rec\tcli µs/rec\t\n", pad("target", nameW))
 	for _, l := range r.Loads {
 		if l.Failed != "" {
-			row("%s\tfailed: %s\t\t\t\t\t\n", pad(l.Target, nameW), l.Failed)
+			row("%s\tfailed: %s\t\t\t\t\t\t\n", pad(l.Target, nameW), l.Failed)
 			continue
 		}
-		row("%s\t%s\t%s\t%s\t%s\t%s\t\n", pad(l.Target, nameW), groupDigits(l.RecordsPerSec), usText(l.BatchP50), usText(l.BatchP99), cpuText(l.ServerCPU), cpuText(l.ClientCPU))
+		spread := "one load" // a target loaded once: no spread to show
+		if len(l.Runs) > 1 {
+			spread = fmt.Sprintf("±%.0f%%", l.SpreadPct)
+		}
+		row("%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", pad(l.Target, nameW), groupDigits(l.RecordsPerSec), spread, usText(l.BatchP50), usText(l.BatchP99), cpuText(l.ServerCPU), cpuText(l.ClientCPU))
 	}
 	_ = tw.Flush()
 	writeRatioLines(p, r.LoadRatios, "records/s", "server CPU/record")

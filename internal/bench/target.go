@@ -57,14 +57,23 @@ type target struct {
 	// process minus the harness's own cost when inProcess; otherwise it
 	// is unknown.
 	pid       int
-	alsoPID   int // a second process whose CPU counts too (the proxy floor's server)
+	also      *target // a target whose server CPU counts too (the proxy floor's server)
 	inProcess bool
 	cpuHow    string
 
-	keys   *keySequence      // the record set's key numbers, after load
-	failed map[string]string // workload -> why its runs stopped
-	stop   []func() error    // in order
-	pebble *pebbleFloor      // the in-process floor, to wait for its compactions
+	keys *keySequence // the record set's key numbers, after load
+	// renew replaces the target's store with a fresh one (fresh.go); nil
+	// when the harness cannot (a --uri server's, the proxy floor's).
+	renew func(context.Context) error
+	// dir is the current store's directory, when it has one.
+	dir string
+	// loaded: a load has run into the current store; loadedPIDs are the
+	// server processes any load reached.
+	loaded     bool
+	loadedPIDs []int
+	failed     map[string]string // workload -> why its runs stopped
+	stop       []func() error    // in order
+	pebble     *pebbleFloor      // the in-process floor, to wait for its compactions
 }
 
 func (t *target) serverCPU() (time.Duration, bool) {
@@ -75,9 +84,9 @@ func (t *target) serverCPU() (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	if t.alsoPID > 0 {
-		d2, err := processCPU(t.alsoPID)
-		if err != nil {
+	if t.also != nil {
+		d2, ok := t.also.serverCPU()
+		if !ok {
 			return 0, false
 		}
 		d += d2
@@ -207,12 +216,9 @@ func freeLoopbackAddr() (string, error) {
 }
 
 // startEmbedded starts `cairn serve` on a free loopback port with a fresh
-// data directory, removed when the target closes.
+// data directory, removed when the target closes; the target's renew
+// restarts it on the same port with a new directory.
 func startEmbedded(ctx context.Context, cfg *Config) (*target, string, error) {
-	dir, err := os.MkdirTemp("", "cairn-bench-data-")
-	if err != nil {
-		return nil, "", err
-	}
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, "", err
@@ -226,60 +232,53 @@ func startEmbedded(ctx context.Context, cfg *Config) (*target, string, error) {
 		}
 		env, cfg.ProfileURL = []string{"CAIRN_PPROF=" + paddr}, "http://"+paddr
 	}
-	c, err := startChild(ctx, "cairn serve", cfg.Self, []string{"serve", "--port", port, "--dbpath", dir, "--sync", cfg.Sync}, env, addr)
-	if err != nil {
-		_ = os.RemoveAll(dir)
+	s := &childServer{
+		what: "cairn serve", self: cfg.Self, env: env, addr: addr, dirPattern: "cairn-bench-data-",
+		args: func(dir string) []string {
+			return []string{"serve", "--port", port, "--dbpath", dir, "--sync", cfg.Sync}
+		},
+	}
+	if err := s.start(ctx); err != nil {
 		return nil, "", err
 	}
 	t := &target{
 		name:   TargetCairn,
-		about:  fmt.Sprintf("cairn serve --sync %s, child process pid %d, fresh data directory", cfg.Sync, c.cmd.Process.Pid),
-		pid:    c.cmd.Process.Pid,
+		about:  fmt.Sprintf("cairn serve --sync %s, child process, a fresh data directory per load", cfg.Sync),
 		cpuHow: "the server process's /proc/<pid>/stat",
-		stop:   []func() error{c.stop, func() error { return os.RemoveAll(dir) }},
 	}
+	s.own(t)
 	return t, "mongodb://" + addr + "/", nil
 }
 
 // startProtocolFloorChild starts the protocol floor as a child process,
 // so its CPU is accounted exactly as Cairn's is; durable makes it the
-// durable floor, its log in a fresh directory (removed afterwards).
+// durable floor, its log in a fresh directory (removed afterwards). The
+// target's renew restarts it (a new map; the durable floor's log in a new
+// directory).
 func startProtocolFloorChild(ctx context.Context, cfg *Config, durable bool) (*target, string, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, "", err
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	args := []string{"bench", FloorServerArg, "--port", port}
-	name, what, about := TargetFloorProtocol, "protocol floor", "wire protocol over a Go map, no durability"
-	var dir string
+	s := &childServer{what: "protocol floor", self: cfg.Self, addr: addr,
+		args: func(string) []string { return []string{"bench", FloorServerArg, "--port", port} }}
+	name, about := TargetFloorProtocol, "wire protocol over a Go map, no durability"
 	if durable {
-		if dir, err = os.MkdirTemp("", "cairn-bench-durable-floor-"); err != nil {
-			return nil, "", err
-		}
-		args = append(args, "--wal", dir)
-		name, what = TargetFloorDurable, "durable floor"
-		about = "the protocol floor, every write synced to a log (group commit, fdatasync) before its reply"
+		s.what, s.dirPattern = "durable floor", "cairn-bench-durable-floor-"
+		s.args = func(dir string) []string { return []string{"bench", FloorServerArg, "--port", port, "--wal", dir} }
+		name, about = TargetFloorDurable, "the protocol floor, every write synced to a log (group commit, fdatasync) before its reply"
 	}
-	c, err := startChild(ctx, what, cfg.Self, args, nil, addr)
-	if err != nil {
-		if dir != "" {
-			_ = os.RemoveAll(dir)
-		}
+	if err := s.start(ctx); err != nil {
 		return nil, "", err
-	}
-	stop := []func() error{c.stop}
-	if dir != "" {
-		stop = append(stop, func() error { return os.RemoveAll(dir) })
 	}
 	t := &target{
 		name:   name,
-		about:  fmt.Sprintf("%s, child process pid %d", about, c.cmd.Process.Pid),
+		about:  about + ", child process, restarted for each load",
 		floor:  true,
-		pid:    c.cmd.Process.Pid,
 		cpuHow: "the floor process's /proc/<pid>/stat",
-		stop:   stop,
 	}
+	s.own(t)
 	return t, "mongodb://" + addr + "/", nil
 }
 
@@ -376,8 +375,8 @@ func startProxyFloorChild(ctx context.Context, cfg *Config, behind *target, cair
 		cpuHow:   "unknown (the server behind the proxy is not a process visible on this machine)",
 	}
 	if behind.pid > 0 {
-		t.pid, t.alsoPID = c.cmd.Process.Pid, behind.pid
-		t.cpuHow = fmt.Sprintf("the proxy's and the server's (pid %d) /proc/<pid>/stat together", behind.pid)
+		t.pid, t.also = c.cmd.Process.Pid, behind
+		t.cpuHow = "the proxy's and the server's /proc/<pid>/stat together"
 	}
 	return t, uri, nil
 }

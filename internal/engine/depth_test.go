@@ -35,6 +35,7 @@ func TestInsertNestingDepth(t *testing.T) {
 		{"arrays past the limit", nest(MaxStorageDepth, true), mongoerr.Overflow},
 		{"far past the limit", nest(150, false), mongoerr.Overflow},
 		{"empty containers at the limit", nest(MaxStorageDepth-2, false), 0},
+		{"past the limit after a shallow document", bson.D{{"shallow", bson.D{{"b", 1}}}, {"deep", nest(MaxStorageDepth-1, false)}}, mongoerr.Overflow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := doc(t, bson.D{{"_id", 1}, {"x", tc.value}})

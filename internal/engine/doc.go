@@ -66,7 +66,8 @@
 //
 // Invariant "Top-level scan agrees" (document.go, scanTop): an inserted
 // document and an update's new one are checked for storage in one walk of
-// their top-level elements (well formed, _id once, first), which accepts a document only
+// their top-level elements (well formed, _id once, first; for an insert,
+// the depth of each container too), which accepts a document only
 // when bsoncore's Validate would and counts what countKey, LookupErr and
 // idIsFirst count; a document it refuses takes bsoncore's walks, so the
 // replies are bsoncore's (TestScanTopAgrees, TestScanTopCases).

@@ -28,7 +28,7 @@ func TestScanTopAgrees(t *testing.T) {
 	accepted, refused := 0, 0
 	for i := 0; i < 20000; i++ {
 		doc := gen.Document(names, 5)
-		s, ok := scanTop(doc)
+		s, ok := scanTop(doc, true)
 		if !ok {
 			refused++
 			continue
@@ -46,6 +46,9 @@ func TestScanTopAgrees(t *testing.T) {
 		}
 		if first := idIsFirst(doc); first != s.idFirst {
 			t.Fatalf("%x: scanTop says _id first %v, idIsFirst %v", doc, s.idFirst, first)
+		}
+		if deep := tooDeep(doc[4:len(doc)-1], 1); !s.depthChecked || deep != s.tooDeep {
+			t.Fatalf("%x: scanTop says too deep %v (checked %v), tooDeep %v", doc, s.tooDeep, s.depthChecked, deep)
 		}
 	}
 	t.Logf("accepted %d, refused %d", accepted, refused)
@@ -87,7 +90,7 @@ func TestScanTopCases(t *testing.T) {
 		{"length short of the bytes", append(build(func(d []byte) []byte { return d }), 0), false, 0, false, true},
 		{"no final NUL", []byte{5, 0, 0, 0, 1}, false, 0, false, false},
 	} {
-		s, ok := scanTop(c.doc)
+		s, ok := scanTop(c.doc, false)
 		if ok != c.ok || ok && (s.ids != c.ids || s.idFirst != c.idFirst) {
 			t.Errorf("%s: scanTop(%x) = %+v, %v; want %d ids, first %v, ok %v", c.name, c.doc, s, ok, c.ids, c.idFirst, c.ok)
 		}

@@ -306,7 +306,7 @@ var errInsertNeedsID = errors.New("engine: a Modify insert needs an _id")
 // prepareReplacement validates a replacement for the document whose _id is
 // id and puts _id first.
 func prepareReplacement(doc bsoncore.Document, id bsoncore.Value) (bsoncore.Document, error) {
-	top, err := scanDoc(doc) // one walk: "Top-level scan agrees"
+	top, err := scanDoc(doc, false) // one walk: "Top-level scan agrees"
 	switch {
 	case err != nil:
 		return nil, mongoerr.New(mongoerr.BadValue, "invalid BSON document: %v", err)

@@ -339,6 +339,10 @@
 // the pipeline wrote to Pebble (a replica set member). Invariants builds
 // compare each tables-only answer with the batch's and memtables'.
 // TestUnflushedChunks, TestUnflushedKnown (randomized, seed printed).
+// Invariant "Unflushed set bounded": the set names at most 2^18 keys (its
+// Go memory under unflushedMaxBytes, 24 MiB; ~12 MiB measured); a group
+// past that is marked, and the set answers "may hold" for every key until
+// a flush writes the marked groups to tables. TestUnflushedBounded.
 //
 // Invariant "Restore is redone until whole" (a member installing a replica
 // set snapshot, [DB.RestoreCheckpoint]): the store's contents are replaced

@@ -41,6 +41,18 @@ import (
 //   - A range deletion reaching into the documents (a drop) may hide keys
 //     that the tables still hold: while its chunk is in the set, the set
 //     answers "may hold" for every key in its range.
+//   - The set is bounded (invariant "Unflushed set bounded"): it names at
+//     most unflushedMaxKeys keys; a group whose keys would pass that is
+//     marked overflowed, its further keys not named, and while any
+//     overflowed chunk is in the set it answers "may hold" for every key
+//     (the check seeks the memtables, as before the set) until a flush
+//     writes that group to tables. Its Go memory stays under
+//     unflushedMaxBytes (~12 MiB measured at the bound), part of the Go
+//     heap that HeapLimit's headroom (a quarter of the cache, at least
+//     256 MiB) covers: HeapLimit is left as it was, since a YCSB load's
+//     set holds ~2 MiB per memtable and raising the limit would let the
+//     heap grow where nothing needs it. TestUnflushedBounded measures it
+//     at the bound.
 //   - After a restart, Pebble's memtables may hold what it replayed from
 //     its log, which no chunk names: the set answers "may hold" until a
 //     flush has written everything below the first group this process
@@ -66,6 +78,10 @@ type unflushed struct {
 	free   [][]uint64 // gone chunks' slices, for reuse
 	open   bool       // the last chunk is the group being applied
 	ranges int        // range deletions of documents in the chunks
+	noted  int        // hashes in the chunks (at most unflushedMaxKeys)
+	// overflows counts the chunks that stopped naming their keys at
+	// unflushedMaxKeys.
+	overflows int
 	// fresh: the store was created by this Open, so its memtables held
 	// nothing the set does not name; base is the first sequence number
 	// of the first group committed since Open (0 before).
@@ -80,7 +96,23 @@ type unflushedChunk struct {
 	seq    uint64 // its batch's first sequence number; 0 until known
 	hashes []uint64
 	ranges [][2][]byte // range deletions reaching into the documents: [start, end)
+	// overflow: the set was full, some of the group's keys are not named.
+	overflow bool
 }
+
+// unflushedMaxKeys is the most document keys the set names at once, and
+// unflushedMaxBytes a bound on its Go memory then (the counts map and the
+// chunks' hashes, TestUnflushedBounded; ~45 bytes a key measured). A
+// 64 MiB memtable holds ~28,000 of YCSB's 1 KB documents with their oplog
+// entries and ~230,000 of 50-byte ones: the bound is met only by small
+// documents with several memtables waiting to flush, whose later groups'
+// checks then seek the memtables until a flush.
+const unflushedMaxBytes = 24 << 20
+
+var unflushedMaxKeys = 1 << 18
+
+// maxSpareHashes is the largest hashes slice kept for reuse.
+const maxSpareHashes = 1 << 15
 
 func newUnflushed() *unflushed {
 	return &unflushed{seed: maphash.MakeSeed(), counts: make(map[uint64]uint32)}
@@ -120,10 +152,20 @@ func (u *unflushed) note(ops []op) {
 			}
 			continue
 		}
-		if len(o.key) > 0 && o.key[0] == SpaceDocument {
+		if len(o.key) > 0 && o.key[0] == SpaceDocument && !c.overflow {
+			if u.noted >= unflushedMaxKeys {
+				u.prune() // drop what flushes wrote since the last check
+				c = &u.chunks[len(u.chunks)-1]
+			}
+			if u.noted >= unflushedMaxKeys {
+				c.overflow = true
+				u.overflows++
+				continue
+			}
 			h := maphash.Bytes(u.seed, o.key)
 			u.counts[h]++
 			c.hashes = append(c.hashes, h)
+			u.noted++
 		}
 	}
 }
@@ -177,7 +219,11 @@ func (u *unflushed) forget(c *unflushedChunk) {
 		}
 	}
 	u.ranges -= len(c.ranges)
-	if len(u.free) < 4 {
+	u.noted -= len(c.hashes)
+	if c.overflow {
+		u.overflows--
+	}
+	if len(u.free) < 4 && cap(c.hashes) <= maxSpareHashes {
 		u.free = append(u.free, c.hashes[:0])
 	}
 	*c = unflushedChunk{}
@@ -214,7 +260,7 @@ func (u *unflushed) prune() bool {
 // mayHold reports whether key may be in the group's batch or a memtable;
 // armed is prune's answer. Keys of other keyspaces always may.
 func (u *unflushed) mayHold(key []byte, armed bool) bool {
-	if !armed || len(key) == 0 || key[0] != SpaceDocument {
+	if !armed || len(key) == 0 || key[0] != SpaceDocument || u.overflows > 0 {
 		return true
 	}
 	if _, ok := u.counts[maphash.Bytes(u.seed, key)]; ok {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -28,75 +29,76 @@ func TestUnflushedChunks(t *testing.T) {
 		fresh bool
 		run   func(u *unflushed)
 		want  want
+		max   int // unflushedMaxKeys for the stanza; 0 keeps it
 	}{
 		{"a fresh store names what its groups wrote", true, func(u *unflushed) {
 			u.note([]op{set(a), {kind: opDelete, key: b}})
 			u.committed(10)
-		}, want{true, true, false}},
-		{"other keyspaces always may be held", true, func(u *unflushed) {}, want{}},
+		}, want{true, true, false}, 0},
+		{"other keyspaces always may be held", true, func(u *unflushed) {}, want{}, 0},
 		{"a restarted store may hold anything before a flush", false, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			flush(u, 8) // below the first group: a replayed memtable may remain
-		}, want{true, true, true}},
+		}, want{true, true, true}, 0},
 		{"a restarted store answers once everything before its first group is flushed", false, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			flush(u, 9)
-		}, want{true, false, false}},
+		}, want{true, false, false}, 0},
 		{"a group leaves once a flush wrote its first number", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			u.note([]op{set(b)})
 			u.committed(20)
 			flush(u, 15)
-		}, want{false, true, false}},
+		}, want{false, true, false}, 0},
 		{"a failed flush moves nothing", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			u.flushEnd(pebble.FlushInfo{Err: errors.New("no"), Output: []pebble.TableInfo{{LargestSeqNum: 99}}})
-		}, want{true, false, false}},
+		}, want{true, false, false}, 0},
 		{"a key of two groups stays until both are flushed", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			u.note([]op{set(a)})
 			u.committed(20)
 			flush(u, 15)
-		}, want{true, false, false}},
+		}, want{true, false, false}, 0},
 		{"a group that never reached Pebble leaves nothing", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			u.note([]op{set(b), set(a)})
 			u.discarded()
-		}, want{true, false, false}},
+		}, want{true, false, false}, 0},
 		{"the group being applied stays", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			u.note([]op{set(b)})
 			flush(u, 50)
-		}, want{false, true, false}},
+		}, want{false, true, false}, 0},
 		{"a range deletion of documents: every key in it may be held until it is flushed", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(10)
 			u.note([]op{{kind: opDeleteRange, key: Prefix(nil, SpaceDocument, 7), value: PrefixEnd(Prefix(nil, SpaceDocument, 7))}})
 			u.committed(20)
 			flush(u, 19)
-		}, want{true, true, true}},
+		}, want{true, true, true}, 0},
 		{"a range deletion covers its range only", true, func(u *unflushed) {
 			u.note([]op{{kind: opDeleteRange, key: b, value: c}})
 			u.committed(20)
-		}, want{false, true, false}},
+		}, want{false, true, false}, 0},
 		{"a range deletion flushed answers again", true, func(u *unflushed) {
 			u.note([]op{{kind: opDeleteRange, key: Prefix(nil, SpaceDocument, 7), value: PrefixEnd(Prefix(nil, SpaceDocument, 7))}})
 			u.committed(20)
 			u.note([]op{set(c)})
 			u.committed(30)
 			flush(u, 25)
-		}, want{false, false, true}},
+		}, want{false, false, true}, 0},
 		{"a range deletion of another keyspace changes nothing", true, func(u *unflushed) {
 			u.note([]op{{kind: opDeleteRange, key: Prefix(nil, SpaceIndex, 7), value: PrefixEnd(Prefix(nil, SpaceIndex, 7))}})
 			u.committed(20)
-		}, want{false, false, false}},
+		}, want{false, false, false}, 0},
 		{"a batch Pebble gave no number waits for the next group's", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(0)
@@ -104,19 +106,39 @@ func TestUnflushedChunks(t *testing.T) {
 			u.note([]op{set(b)})
 			u.committed(200)
 			flush(u, 150)
-		}, want{true, true, false}},
+		}, want{true, true, false}, 0},
 		{"… and leaves with it", true, func(u *unflushed) {
 			u.note([]op{set(a)})
 			u.committed(0)
 			u.note([]op{set(b)})
 			u.committed(200)
 			flush(u, 200)
-		}, want{false, false, false}},
+		}, want{false, false, false}, 0},
 		{"a write outside the pipeline turns the set off", true, func(u *unflushed) {
 			u.off.Store(true)
-		}, want{true, true, true}},
+		}, want{true, true, true}, 0},
+		{"a full set names no more keys and may hold any", true, func(u *unflushed) {
+			u.note([]op{set(a), set(b)})
+			u.committed(10)
+			u.note([]op{set(c)})
+			u.committed(20)
+			flush(u, 15)
+		}, want{true, true, true}, 1},
+		{"an overflowed group flushed, the set names keys again", true, func(u *unflushed) {
+			u.note([]op{set(a)})
+			u.committed(10)
+			u.note([]op{set(b)})
+			u.committed(20)
+			flush(u, 20)
+			u.note([]op{set(c)})
+			u.committed(30)
+		}, want{false, false, true}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.max > 0 {
+				defer func(m int) { unflushedMaxKeys = m }(unflushedMaxKeys)
+				unflushedMaxKeys = tc.max
+			}
 			u := newUnflushed()
 			u.fresh = tc.fresh
 			tc.run(u)
@@ -134,6 +156,52 @@ func TestUnflushedChunks(t *testing.T) {
 	}
 }
 
+// TestUnflushedBounded checks invariant "Unflushed set bounded": groups
+// of 1,000 new document keys, none flushed, fill the set to
+// unflushedMaxKeys and past it; the set names no more than that, answers
+// "may hold" for a key it could not name, and its Go memory (the heap
+// after a collection, before and after) stays under unflushedMaxBytes.
+func TestUnflushedBounded(t *testing.T) {
+	var ms runtime.MemStats
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	ops := make([]op, 1000)
+	keys := make([][]byte, len(ops))
+	for i := range keys {
+		keys[i] = make([]byte, 0, 32)
+	}
+	before := heap()
+	u := newUnflushed()
+	u.fresh = true
+	var seq uint64
+	var last []byte
+	for g := 0; g*len(ops) < unflushedMaxKeys+2*len(ops); g++ {
+		for i := range ops {
+			keys[i] = DocKey(keys[i][:0], 7, fmt.Appendf(nil, "k%09d", g*len(ops)+i))
+			ops[i] = op{kind: opSet, key: keys[i]}
+		}
+		u.note(ops)
+		seq += uint64(len(ops))
+		u.committed(seq)
+		last = bytes.Clone(keys[len(keys)-1])
+	}
+	used := heap() - before
+	t.Logf("%d keys named, %d distinct, %d overflowed groups: %d bytes (%.1f a key); bound %d", u.noted, len(u.counts), u.overflows, used, float64(used)/float64(u.noted), unflushedMaxBytes)
+	if u.noted > unflushedMaxKeys || len(u.counts) > unflushedMaxKeys {
+		t.Errorf("the set names %d keys (%d distinct), more than %d", u.noted, len(u.counts), unflushedMaxKeys)
+	}
+	if used > unflushedMaxBytes {
+		t.Errorf("the set holds %d bytes, above unflushedMaxBytes %d", used, unflushedMaxBytes)
+	}
+	if armed := u.prune(); !u.mayHold(last, armed) {
+		t.Error("a key the full set could not name was answered absent")
+	}
+	runtime.KeepAlive(u)
+}
+
 // TestUnflushedKnown drives a store with random insert batches (each
 // key checked with Has, prefetched or not: duplicates refused, as an
 // insert's uniqueness check does), deletes, collection drops, flushes,
@@ -141,8 +209,19 @@ func TestUnflushedChunks(t *testing.T) {
 // (groups overlapping their syncs), against a model: no duplicate is ever
 // stored, no new key refused, nothing lost ("Unflushed documents known").
 // With the invariants tag every answer from the tables alone is also
-// compared with the memtables'.
+// compared with the memtables'. The second subtest bounds the set at 500
+// keys, so that groups overflow it ("Unflushed set bounded") all along.
 func TestUnflushedKnown(t *testing.T) {
+	for _, max := range []int{unflushedMaxKeys, 500} {
+		t.Run(fmt.Sprintf("at most %d keys", max), func(t *testing.T) {
+			defer func(m int) { unflushedMaxKeys = m }(unflushedMaxKeys)
+			unflushedMaxKeys = max
+			testUnflushedKnown(t)
+		})
+	}
+}
+
+func testUnflushedKnown(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 19))

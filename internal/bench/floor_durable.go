@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cairndb/cairn/internal/hoptrace"
 )
 
 // The durable floor is the protocol floor with a write-ahead log: every
@@ -51,6 +53,9 @@ type floorWAL struct {
 	off      int64 // where the next write goes in the ring
 	err      error // the first failed write or sync: every later write fails
 	syncs    uint64
+	// synced is when the last sync returned (package hoptrace's trace
+	// builds only).
+	synced int64
 }
 
 // openFloorWAL creates the log file in dir, filled with zeros and synced.
@@ -110,9 +115,17 @@ func (w *floorWAL) write(recs []bsoncore.Document) error {
 		w.syncing = true
 		buf, upto := w.buf, w.appended
 		w.buf = w.spare[:0]
+		var t0 int64
+		if hoptrace.Enabled {
+			t0 = hoptrace.Since(hoptrace.FloorIdle, w.synced)
+			hoptrace.Count(hoptrace.FloorBatch, int(upto-w.durable))
+		}
 		w.mu.Unlock()
 		err := w.flush(buf)
 		w.mu.Lock()
+		if hoptrace.Enabled {
+			w.synced = hoptrace.Since(hoptrace.FloorSync, t0)
+		}
 		w.spare = buf
 		w.syncing = false
 		w.syncs++
@@ -122,6 +135,9 @@ func (w *floorWAL) write(recs []bsoncore.Document) error {
 			w.durable = upto
 		}
 		w.cond.Broadcast()
+	}
+	if hoptrace.Enabled {
+		hoptrace.Since(hoptrace.FloorWake, w.synced)
 	}
 	return w.err
 }

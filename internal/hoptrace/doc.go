@@ -15,6 +15,10 @@
 // `if hoptrace.Enabled { … }` block compiles away: the trace costs the hot
 // path nothing but a few unused timestamp fields.
 //
+// The standalone's hops past group.ack (group.next … sync.wake) time the
+// commit pipeline's hand-offs between one sync of the log and the next, and
+// the floor.* hops the same for the durable floor (internal/bench).
+//
 // Invariants:
 //
 // "Quantiles bound the samples": a quantile reported for a hop lies within

@@ -1,5 +1,7 @@
 package hoptrace
 
+import "sync/atomic"
+
 // Hop names one step of the write path whose latency is traced (or, for
 // the hops that count, one quantity per group).
 type Hop int
@@ -45,6 +47,23 @@ const (
 	// FollowerAck is a follower's: its loop stepped a MsgApp → the
 	// acknowledgement for it sent (the appender's sync included).
 	FollowerAck
+	// A standalone's commit group between its apply and its
+	// acknowledgement (internal/storage), and the log's writes and syncs
+	// under it (the log file's wrapper, logahead.go), in the order a
+	// group meets them.
+	GroupNext   // the previous group acknowledged (the pipeline told) → this group's commit began
+	GroupCommit // the group's batch committed to Pebble (ApplyNoSyncWait, the cache refreshed)
+	LogWake     // a group's commit returned → Pebble's flush loop began writing the log
+	LogWrite    // one write(2) of the log
+	LogSync     // one sync of the log (fdatasync)
+	LogBytes    // bytes a sync of the log covered (a count)
+	LogIdle     // a sync of the log returned → the next write of the log began
+	SyncWake    // a sync of the log returned → the completer's SyncWait returned
+	// The durable floor (internal/bench), per sync of its log.
+	FloorSync  // the leader's write and fdatasync
+	FloorBatch // records a sync covered (a count)
+	FloorIdle  // a sync returned → the next sync began
+	FloorWake  // the sync covering a write returned → its writer runs again
 	numHops
 )
 
@@ -57,9 +76,33 @@ var hopNames = [numHops]string{
 	"loop.turn", "loop.apply",
 	"net.send",
 	"follower.ack",
+	"group.next", "group.commit", "log.wake", "log.write", "log.sync", "log.bytes", "log.idle", "sync.wake",
+	"floor.sync", "floor.batch", "floor.idle", "floor.wake",
 }
 
 // counts are the hops whose samples are counts, not nanoseconds.
-func (h Hop) count() bool { return h == GroupSize || h == GroupInFlight || h == AppendBatch }
+func (h Hop) count() bool {
+	return h == GroupSize || h == GroupInFlight || h == AppendBatch || h == LogBytes || h == FloorBatch
+}
 
 func (h Hop) String() string { return hopNames[h] }
+
+// A Mark is one timestamp that one goroutine takes and another reads (the
+// log's last sync returned, read by the completer that it woke). Without
+// the cairntrace tag Set stores nothing and Get is 0.
+type Mark struct{ t atomic.Int64 }
+
+// Set stores t (a Now).
+func (m *Mark) Set(t int64) {
+	if Enabled {
+		m.t.Store(t)
+	}
+}
+
+// Get is the last t Set stored, 0 if none.
+func (m *Mark) Get() int64 {
+	if Enabled {
+		return m.t.Load()
+	}
+	return 0
+}

@@ -13,6 +13,10 @@ func TestOff(t *testing.T) {
 		t.Fatal("the trace is on in a build without the cairntrace tag")
 	}
 	Count(GroupSize, 3)
+	var m Mark
+	if m.Set(5); m.Get() != 0 {
+		t.Fatal("a Mark kept a timestamp in a build without the cairntrace tag")
+	}
 	var b strings.Builder
 	Write(&b)
 	if b.Len() != 0 {

@@ -95,3 +95,15 @@ func TestWrite(t *testing.T) {
 		t.Fatalf("after Reset:\n%s", b.String())
 	}
 }
+
+// TestMark: a Mark returns the last timestamp set.
+func TestMark(t *testing.T) {
+	var m Mark
+	if m.Get() != 0 {
+		t.Fatal("a new Mark holds a timestamp")
+	}
+	m.Set(5)
+	if m.Set(7); m.Get() != 7 {
+		t.Fatalf("Get = %d, want 7", m.Get())
+	}
+}

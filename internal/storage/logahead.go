@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairndb/cairn/internal/hoptrace"
 )
 
 // aheadFS writes zeros ahead of the write-ahead log's writer, so that
@@ -143,11 +145,42 @@ func (f *aheadFile) Write(p []byte) (int, error) {
 		logAheadSteps.Add(1)
 	}
 	f.mu.Unlock()
+	var t0 int64
+	if hoptrace.Enabled {
+		t0 = hoptrace.Now()
+		f.mu.Lock()
+		first := f.off == f.synced // the first write since the last sync
+		f.mu.Unlock()
+		if first {
+			hoptrace.Since(hoptrace.LogIdle, logSynced.Get())
+			hoptrace.Since(hoptrace.LogWake, groupCommitted.Get())
+		}
+	}
 	n, err := f.File.Write(p)
+	if hoptrace.Enabled {
+		hoptrace.Since(hoptrace.LogWrite, t0)
+	}
 	f.mu.Lock()
 	f.off += int64(n)
 	f.mu.Unlock()
 	return n, err
+}
+
+// logSynced is when a log's last sync returned, and groupCommitted when
+// the pipeline's last group commit returned (package hoptrace's trace
+// builds only).
+var logSynced, groupCommitted hoptrace.Mark
+
+// traceSync runs a sync of the log, tracing it (package hoptrace).
+func (f *aheadFile) traceSync(sync func() error, n int64) error {
+	if !hoptrace.Enabled {
+		return sync()
+	}
+	t0 := hoptrace.Now()
+	err := sync()
+	logSynced.Set(hoptrace.Since(hoptrace.LogSync, t0))
+	hoptrace.Count(hoptrace.LogBytes, int(n))
+	return err
 }
 
 // small reports whether the log's recent syncs average below
@@ -157,24 +190,24 @@ func (f *aheadFile) small() bool {
 	return f.fs.avg.Load() < logAheadMaxSync && f.off-f.synced < logAheadMaxSync
 }
 
-// noteSync updates the average bytes per sync (weight 1/8 for the newest).
-func (f *aheadFile) noteSync() {
+// noteSync updates the average bytes per sync (weight 1/8 for the newest)
+// and returns the bytes this sync covers.
+func (f *aheadFile) noteSync() int64 {
 	f.mu.Lock()
 	n := f.off - f.synced
 	avg := f.fs.avg.Load() // syncs of one log file come one at a time
 	f.fs.avg.Store(avg + (n-avg)/8)
 	f.synced = f.off
 	f.mu.Unlock()
+	return n
 }
 
 // Sync syncs the file and counts the sync.
 func (f *aheadFile) Sync() error {
-	f.noteSync()
-	return f.File.Sync()
+	return f.traceSync(f.File.Sync, f.noteSync())
 }
 
 // SyncData syncs the file's data and counts the sync.
 func (f *aheadFile) SyncData() error {
-	f.noteSync()
-	return f.File.SyncData()
+	return f.traceSync(f.File.SyncData, f.noteSync())
 }

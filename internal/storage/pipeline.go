@@ -325,11 +325,15 @@ func (p *pipeline) complete() {
 		p.groups.record(len(f.group))
 		p.ack(f.group)
 		if hoptrace.Enabled {
-			hoptrace.Since(hoptrace.GroupAck, f.tDone)
+			groupAcked.Set(hoptrace.Since(hoptrace.GroupAck, f.tDone))
 		}
 		p.synced <- struct{}{}
 	}
 }
+
+// groupAcked is when the completer last told the pipeline a group was
+// acknowledged (package hoptrace's trace builds only).
+var groupAcked hoptrace.Mark
 
 // wait returns once every group with the completer is acknowledged.
 func (p *pipeline) wait() {
@@ -405,6 +409,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		}
 		p.unf.discarded() // unless committed: the batch never reached Pebble
 	}()
+	waited := p.inFlight > 0 // for package hoptrace: the group waits for the previous one
 	applied := 0
 	p.ready(f, txn, batch, &applied)
 	// A closure of this frame, which gather does not keep: on the stack.
@@ -484,7 +489,18 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	// before acknowledged". A failed log write or sync comes back as an
 	// error there, where Apply would treat it as fatal and end the process
 	// through its logger.
-	if err := p.visible.changeRefreshing(batch.Repr(), func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }, f.refreshSet()); err != nil {
+	var tCommit int64
+	if hoptrace.Enabled {
+		tCommit = hoptrace.Now()
+		if waited {
+			hoptrace.Since(hoptrace.GroupNext, groupAcked.Get())
+		}
+	}
+	err = p.visible.changeRefreshing(batch.Repr(), func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }, f.refreshSet())
+	if hoptrace.Enabled {
+		groupCommitted.Set(hoptrace.Since(hoptrace.GroupCommit, tCommit))
+	}
+	if err != nil {
 		// Whatever Pebble applied is visible, but the disk may not hold
 		// it: publish the state it made, as readers see it, answer the
 		// requests with the error and take no more.
@@ -667,6 +683,7 @@ func (p *pipeline) finish(f *flight) {
 		err := f.batch.SyncWait()
 		if hoptrace.Enabled {
 			f.tDone = hoptrace.Since(hoptrace.GroupSync, f.tHanded)
+			hoptrace.Since(hoptrace.SyncWake, logSynced.Get())
 		}
 		_ = f.batch.Close()
 		f.batch = nil

@@ -363,10 +363,7 @@
 // read and then updated stays cached. A standalone store's pipeline
 // requests read documents their group has not written through it
 // (invariant "Group reads through the cache", doccache.go;
-// TestGroupReadsThroughCache): an update's read of its document. A
-// pipelined member's requests read through it the documents no group of
-// their chain wrote (invariant "Chain reads through the cache",
-// replicate.go; TestChainReadsThroughCache).
+// TestGroupReadsThroughCache): an update's read of its document.
 //
 // Invariant "Document cache exact": a hit returns the value Pebble holds
 // for the key, so a reader never gets a version older than one any

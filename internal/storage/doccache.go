@@ -538,9 +538,8 @@ func (db *DB) checkCachedHit(key, hit []byte, before uint64) {
 // keys are kept as the cache's hashes (flight.docWrites: a colliding
 // hash only sends a read to the batch) and a range deletion reaching
 // into the documents stops cached reads for the rest of the group. Not
-// for a transaction's statement (its own view); a pipelined replica set
-// member's groups follow the chain's rule instead ("Chain reads through
-// the cache", replicate.go). Builds with the invariants tag compare every hit with
+// for a transaction's statement (its own view) nor a replica set
+// member's groups. Builds with the invariants tag compare every hit with
 // the batch's Get. TestGroupReadsThroughCache.
 
 // getCached is Get of document key through the cache, for a key the

@@ -787,7 +787,10 @@ func TestDocumentCacheNoPointers(t *testing.T) {
 // after the group returns and whether it hits.
 func TestGroupReadsThroughCache(t *testing.T) {
 	k, other := docKey("k"), docKey("other")
-	type read = cachedRead
+	type read struct {
+		val string
+		hit bool
+	}
 	// step is one request: its writes, then its read of k.
 	type step struct {
 		write func(tx *Txn)

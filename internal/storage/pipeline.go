@@ -530,10 +530,7 @@ func (p *pipeline) ready(f *flight, txn *Txn, batch *pebble.Batch, applied *int)
 	// when this one applies, and the cache holds the store's values
 	// ("Group reads through the cache"). A replica set member's groups
 	// reach the store through its log (maybe after later groups applied
-	// over them): a pipelined member's read through the cache only the
-	// documents no group of their chain wrote ("Chain reads through the
-	// cache", replicate.go); a member that replicates group by group
-	// (Hooks.Replicate) reads as before.
+	// over them): they read as before.
 	standalone := p.hooks == nil || p.hooks.Replicate == nil && p.hooks.Propose == nil
 	txn.docs, txn.unf, txn.pdb = nil, nil, p.pdb
 	if standalone {
@@ -541,26 +538,16 @@ func (p *pipeline) ready(f *flight, txn *Txn, batch *pebble.Batch, applied *int)
 	} else {
 		p.unf.off.Store(true)
 	}
-	chain := !standalone && p.hooks.Propose != nil && batch == p.rep.batch
-	if p.visible.docs != nil && (standalone || chain) {
+	if p.visible.docs != nil && standalone {
 		txn.docs = p.visible
-		f.refresh = clearedKeys(f.refresh)
+		f.docWrites, f.refresh = clearedKeys(f.docWrites), clearedKeys(f.refresh)
+		if f.docWrites == nil {
+			f.docWrites = make(map[uint64]struct{})
+		}
 		if f.refresh == nil {
 			f.refresh = make(map[uint64]struct{})
 		}
-		if chain {
-			// A pipelined member's groups read documents through the
-			// cache too, but a document any group of the chain wrote is
-			// read from the chain's batch: the store may not hold it
-			// yet ("Chain reads through the cache", replicate.go).
-			f.docWrites, f.docRange = p.rep.chainWrites(), p.rep.docRange
-		} else {
-			f.docWrites = clearedKeys(f.docWrites)
-			if f.docWrites == nil {
-				f.docWrites = make(map[uint64]struct{})
-			}
-			f.docRange = false
-		}
+		f.docRange = false
 	}
 	for _, r := range f.group {
 		p.applyOne(f, txn, batch, r, applied)

@@ -42,38 +42,6 @@ type replicating struct {
 	// sets it, the pipeline goroutine clears it once every group in
 	// flight completed and Hooks.Failed ran (recover).
 	broken atomic.Pointer[error]
-	// docWrites and docRange are flight.docWrites and docRange for the
-	// whole chain (invariant "Chain reads through the cache"): the cache's
-	// hashes of the document keys every group of the chain wrote, and
-	// whether one deleted a range reaching into the documents. The
-	// chain's groups share them; they are cleared when the chain ends.
-	// Only the pipeline goroutine uses them.
-	docWrites map[uint64]struct{}
-	docRange  bool
-}
-
-// Invariant "Chain reads through the cache": on a pipelined member, a
-// request's Get of a document key that no group of its chain wrote (and
-// its own writes do not decide) is the value the store holds — every
-// group of an earlier chain completed, so was applied, before this chain
-// began, and the groups of other primaries applied since changed the
-// cache as they changed the store (visibility.change) — and the chain's
-// indexed batch reads such a key from the store; so it is served from
-// the document cache when the cache holds it ("Document cache exact"),
-// as a standalone's group reads ("Group reads through the cache"). A
-// document a group of the chain wrote is read from the chain's batch,
-// applied or not, and a range deletion reaching into the documents stops
-// cached reads for the rest of the chain. A miss installs nothing and
-// the member's apply refreshes nothing: the next read of the document
-// installs it. Builds with the invariants tag compare every hit with the
-// batch's Get. TestChainReadsThroughCache.
-
-// chainWrites returns the chain's docWrites, made on first use.
-func (r *replicating) chainWrites() map[uint64]struct{} {
-	if r.docWrites == nil {
-		r.docWrites = make(map[uint64]struct{})
-	}
-	return r.docWrites
 }
 
 // fail records the first failure of the chain's groups.
@@ -86,7 +54,6 @@ func (r *replicating) discard() {
 		_ = r.batch.Close()
 		r.batch = nil
 	}
-	r.docWrites, r.docRange = clearedKeys(r.docWrites), false
 }
 
 // recover, once a group of the chain failed, waits for every group in
@@ -144,7 +111,6 @@ func (p *pipeline) commitReplicated(f *flight, txn *Txn) bool {
 	// log syncs"), requests that arrive join this group, so one proposal
 	// carries every waiting writer.
 	p.gatherReplicated(f, apply, func() bool { return batch.Len()-start >= p.maxGroupBytes })
-	p.rep.docRange = p.rep.docRange || f.docRange
 	p.groups.noteBytes(batch.Len() - start)
 	if !f.follows {
 		p.sizeHint = batchSizeHint(batch.Len())

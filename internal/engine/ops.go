@@ -126,11 +126,7 @@ type OpStatus struct {
 
 // Begin registers an operation; call End when it finishes.
 func (o *Ops) Begin(info OpInfo) *Op {
-	started := info.Began
-	if started.IsZero() {
-		started = time.Now()
-	}
-	op := &Op{ID: o.next.Add(1), Started: started, info: info}
+	op := &Op{ID: o.next.Add(1), Started: info.began(), info: info}
 	if info.Parent != nil {
 		op.ctx.Init(info.Parent)
 	}
@@ -145,10 +141,7 @@ func (o *Ops) Begin(info OpInfo) *Op {
 // commands layer reuses an Op only under a parent never done: the
 // server's context).
 func (o *Ops) BeginIn(op *Op, info OpInfo) *Op {
-	started := info.Began
-	if started.IsZero() {
-		started = time.Now()
-	}
+	started := info.began()
 	id := o.next.Add(1)
 	// Under the Op's lock: Kill, Interrupt and List, which may still hold
 	// op from its last operation, read its id and state under it.
@@ -160,6 +153,14 @@ func (o *Ops) BeginIn(op *Op, info OpInfo) *Op {
 	op.mu.Unlock()
 	o.link(op)
 	return op
+}
+
+// began is when the operation began: Began, or now when it is unset.
+func (info *OpInfo) began() time.Time {
+	if info.Began.IsZero() {
+		return time.Now()
+	}
+	return info.Began
 }
 
 // link adds op to its shard's list.

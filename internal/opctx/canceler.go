@@ -42,6 +42,12 @@ var endCause error = context.Canceled
 // Init makes c a live context under parent; call it once, before use.
 func (c *Canceler) Init(parent context.Context) {
 	c.parent = parent
+	c.follow(parent)
+}
+
+// follow links c to a cancellable parent: c is cancelled with the
+// parent's cause when it is (Init, Reuse).
+func (c *Canceler) follow(parent context.Context) {
 	if parent.Done() != nil {
 		c.stop = context.AfterFunc(parent, func() { c.Cancel(Err(parent)) })
 	}
@@ -63,9 +69,7 @@ func (c *Canceler) Reuse(parent context.Context) {
 	c.done, c.afters, c.stop = nil, nil, nil
 	c.mu.Unlock()
 	c.cause.Store(nil)
-	if parent.Done() != nil {
-		c.stop = context.AfterFunc(parent, func() { c.Cancel(Err(parent)) })
-	}
+	c.follow(parent)
 }
 
 // Cancel ends c with cause (kept by the first call only).

@@ -452,11 +452,17 @@ func (s *Set) Kill(i int) {
 	if mb == nil {
 		return
 	}
+	s.stopMember(i, mb, "")
+}
+
+// stopMember closes member i's node, then its engine, logging what either
+// returned; after says what came before ("after its power cut").
+func (s *Set) stopMember(i int, mb *member, after string) {
 	if err := mb.m.Close(); err != nil {
-		s.t.Logf("rstest: member %d stopped with %v", i, err)
+		s.t.Logf("rstest: member %d stopped%s with %v", i, after, err)
 	}
 	if err := mb.eng.Close(); err != nil {
-		s.t.Logf("rstest: member %d's engine closed with %v", i, err)
+		s.t.Logf("rstest: member %d's engine closed%s with %v", i, after, err)
 	}
 }
 
@@ -536,14 +542,8 @@ func (s *Set) cutPower(members []int) []*member {
 // stopCut stops the goroutines of members cut by cutPower.
 func (s *Set) stopCut(members []int, cut []*member) {
 	for k, mb := range cut {
-		if mb == nil {
-			continue
-		}
-		if err := mb.m.Close(); err != nil {
-			s.t.Logf("rstest: member %d stopped after its power cut with %v", members[k], err)
-		}
-		if err := mb.eng.Close(); err != nil {
-			s.t.Logf("rstest: member %d's engine closed after its power cut with %v", members[k], err)
+		if mb != nil {
+			s.stopMember(members[k], mb, " after its power cut")
 		}
 	}
 }

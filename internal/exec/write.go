@@ -79,18 +79,19 @@ type UpdateResult struct {
 // chosenIDs are the _ids of the documents a write changes through
 // engine.Modify, at most limit of them (0 = all): for a selection of one
 // _id, that _id unread (invariant "One read per point write", doc.go), and
-// otherwise matchingIDs. The one _id is appended to one[:0] (a caller's
-// room for it, or nil).
-func (e *Env) chosenIDs(ctx context.Context, sp Selection, limit int64, one []bsoncore.Value) ([]bsoncore.Value, error) {
+// otherwise matchingIDs; point says which. The one _id is appended to
+// one[:0] (a caller's room for it, or nil).
+func (e *Env) chosenIDs(ctx context.Context, sp Selection, limit int64, one []bsoncore.Value) (ids []bsoncore.Value, point bool, err error) {
 	if id, ok := sp.pointID(); ok {
 		// Modify reads the document inside the pipeline and the callback
 		// matches it there: a read here first would find what that read
 		// finds, one read earlier. The _id index counts the access as the
 		// IDHACK plan would have.
 		e.eng.RecordIndexAccess(sp.NS, catalog.IDIndexName)
-		return append(one[:0], id), nil
+		return append(one[:0], id), true, nil
 	}
-	return e.matchingIDs(ctx, sp, limit)
+	ids, err = e.matchingIDs(ctx, sp, limit)
+	return ids, false, err
 }
 
 // matchingIDs returns the _ids of the documents sp selects, at most limit
@@ -116,7 +117,7 @@ func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bso
 // Delete runs one delete statement and returns how many documents it
 // deleted.
 func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
-	ids, err := e.chosenIDs(ctx, d.Sel, d.Limit, nil)
+	ids, _, err := e.chosenIDs(ctx, d.Sel, d.Limit, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -163,7 +164,7 @@ func (e *Env) FindAndUpdate(ctx context.Context, u Update) (UpdateResult, error)
 // FindAndRemove deletes the first document sel selects (in its sort order)
 // and returns it (nil when none).
 func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider, sess *engine.OplogSession) (bsoncore.Document, error) {
-	ids, err := e.chosenIDs(ctx, sel, 1, nil)
+	ids, _, err := e.chosenIDs(ctx, sel, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +217,8 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	r := updateRuns.Get().(*updateRun)
 	defer r.release()
 	r.ctx, r.spec, r.keep = ctx, spec, keep
-	_, r.point = spec.Sel.pointID()
-	ids, err := e.chosenIDs(ctx, spec.Sel, limit, r.ids[:0])
+	ids, point, err := e.chosenIDs(ctx, spec.Sel, limit, r.ids[:0])
+	r.point = point
 	if err != nil {
 		return UpdateResult{}, err
 	}

@@ -31,7 +31,9 @@ package docdiff
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -166,17 +168,38 @@ func diffSameNames(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
 	var seen uint64
 	var updArr, subArr [8]bsoncore.Element
 	upd, sub := updArr[:0], subArr[:0]
+	// The elements wholly inside the bytes both documents begin with, and
+	// all of them once what is left of each is the same bytes (inside the
+	// bytes both end with, as long), are the same in both: read once, from
+	// old, their values not compared (an update of one field of many
+	// leaves those before and after it alike).
+	shared := sharedPrefix(orest, nrest)
+	suffix, tail := sharedSuffix(orest, nrest), false
 	for n := 0; len(orest) > 0 || len(nrest) > 0; n++ {
 		if n == maxSameNames {
 			return dst, false
 		}
+		tail = tail || len(orest) == len(nrest) && len(orest) <= suffix
 		ot, name, oval, or, ok1 := bsonx.NextElement(orest)
-		nt, nname, nval, nr, ok2 := bsonx.NextElement(nrest)
-		if !ok1 || !ok2 || !bytes.Equal(name, nname) {
-			return dst, false
+		alike := ok1 && (tail || len(orest)-len(or) <= shared)
+		var nt bsoncore.Type
+		var nval []byte
+		var ne bsoncore.Element
+		if alike {
+			size := len(orest) - len(or)
+			shared -= size
+			orest, nrest = or, nrest[size:]
+		} else {
+			shared = 0
+			var nname, nr []byte
+			var ok2 bool
+			nt, nname, nval, nr, ok2 = bsonx.NextElement(nrest)
+			if !ok1 || !ok2 || !bytes.Equal(name, nname) {
+				return dst, false
+			}
+			ne = bsoncore.Element(nrest[:len(nrest)-len(nr)])
+			orest, nrest = or, nr
 		}
-		ne := bsoncore.Element(nrest[:len(nrest)-len(nr)])
-		orest, nrest = or, nr
 		bit := uint64(1) << nameBit(name)
 		if seen&bit != 0 {
 			for _, earlier := range names[:n] {
@@ -187,7 +210,7 @@ func diffSameNames(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
 		}
 		seen |= bit
 		names[n] = name
-		if ot == nt && bytes.Equal(oval, nval) {
+		if alike || ot == nt && bytes.Equal(oval, nval) {
 			continue
 		}
 		ov, v := bsoncore.Value{Type: ot, Data: oval}, bsoncore.Value{Type: nt, Data: nval}
@@ -198,6 +221,43 @@ func diffSameNames(dst []byte, old, new bsoncore.Document) ([]byte, bool) {
 		upd = append(upd, ne)
 	}
 	return appendAssembled(dst, nil, upd, nil, sub), true
+}
+
+// sharedPrefix is the length of the longest prefix a and b share, compared
+// 64 bytes at a time (the runtime's vector compare), then eight.
+func sharedPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+64 <= n && string(a[i:i+64]) == string(b[i:i+64]) {
+		i += 64
+	}
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for ; i < n && a[i] == b[i]; i++ {
+	}
+	return i
+}
+
+// sharedSuffix is the length of the longest suffix a and b share, compared
+// 64 bytes at a time, then eight.
+func sharedSuffix(a, b []byte) int {
+	n := min(len(a), len(b))
+	a, b = a[len(a)-n:], b[len(b)-n:]
+	i := n // a[i:] and b[i:] are alike
+	for i >= 64 && string(a[i-64:i]) == string(b[i-64:i]) {
+		i -= 64
+	}
+	for ; i >= 8; i -= 8 {
+		if x := binary.LittleEndian.Uint64(a[i-8:]) ^ binary.LittleEndian.Uint64(b[i-8:]); x != 0 {
+			return n - i + bits.LeadingZeros64(x)/8
+		}
+	}
+	for ; i > 0 && a[i-1] == b[i-1]; i-- {
+	}
+	return n - i
 }
 
 // nameBit is a field name's bit in diffSameNames' filter of names seen:

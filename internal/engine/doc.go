@@ -148,6 +148,15 @@
 // one. TestReusedOpIsNew checks it, the interleaving held in place and at
 // random under -race.
 //
+// Invariant "A Modify's request from a pool" (modify.go): ModifyWith's
+// state and the function its pipeline request runs (a method value bound
+// once per pooled modifyRun) are reused from one call to the next; the
+// request begins by zeroing the result, and ModifyWith zeroes the rest
+// before returning it to the pool, once the pipeline is done with it
+// (storage's submit waits for the request). TestModifyRequestsFromPool
+// checks under -race that no result carries anything of an earlier one
+// (it fails with the result's zeroing dropped).
+//
 // Invariant "Builds see current documents" (indexbuild.go): an index build
 // reads each batch inside its pipeline request, so concurrent writes need no
 // side table.

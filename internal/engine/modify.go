@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -92,83 +93,113 @@ func (e *Engine) ModifyWith(ns Namespace, ids []bsoncore.Value, opts ModifyOptio
 	if err := refuseOplogWrite(ns); err != nil {
 		return ModifyResult{}, err
 	}
-	ordered := opts.Ordered
-	var res ModifyResult
 	if opts.Txn == nil {
 		if err := e.waitPreparedDocs(opts.Ctx, ns, ids, nil); err != nil { // prepare_conflicts.go
 			return ModifyResult{}, err
 		}
 	}
-	err := e.write(opts.Txn, ns, func(tx *storage.Txn) error {
-		res = ModifyResult{}
-		e.oplog.lastTS = 0
-		if s := opts.Session; s != nil {
-			e.oplog.sess = s
-			if len(s.StmtIDs) > 0 {
-				e.oplog.stmt = s.StmtIDs[0]
-			}
-			defer func() { e.oplog.sess = nil }()
-		}
-		coll := e.writeCollection(ns)
-		// The buffers of the last request, reused: the storage Txn copies
-		// what it keeps, and fn copies what it keeps of cur. A ModifyWith
-		// inside fn (none today) would find none and make its own.
-		bufs := e.modBufs
-		if bufs == nil {
-			bufs = new(modifyBufs)
-		}
-		e.modBufs = nil
-		defer func() {
-			if cap(bufs.cur) <= maxKeptModifyBuf {
-				e.modBufs = bufs
-			}
-		}()
-		key, cur, idKey := bufs.key[:0], bufs.cur[:0], bufs.idKey[:0]
-		defer func() { bufs.key, bufs.cur, bufs.idKey = key, cur, idKey }()
-		for i, id := range ids {
-			var found bool
-			var err error
-			if coll != nil {
-				idKey = appendIDKey(idKey[:0], id)
-				key = storage.DocKey(key[:0], coll.ID, idKey)
-				cur, found, err = tx.Get(cur[:0], key)
-				if err != nil {
-					return err
-				}
-			}
-			var doc bsoncore.Document
-			if found {
-				doc = cur
-				res.Matched++
-			}
-			act, err := fn(i, doc)
-			switch {
-			case err != nil:
-			case found:
-				err = e.applyAction(tx, &res, ns, key, idKey, id, doc, act)
-			case act.Insert != nil:
-				var read []byte // the key found absent, if the collection exists
-				if coll != nil {
-					read = key
-				}
-				coll, err = e.insertAction(tx, &res, ns, act, read)
-			}
-			if err != nil {
-				res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
-				if ordered {
-					break
-				}
-			}
-		}
-		if opts.Rider != nil {
-			return opts.Rider(tx, res)
-		}
-		return nil
-	})
+	// The request's state and the function the pipeline runs come from a
+	// pool ("A Modify's request from a pool", doc.go): the pipeline is
+	// done with both once write returns.
+	m := modifyRuns.Get().(*modifyRun)
+	m.e, m.ns, m.ids, m.opts, m.fn = e, ns, ids, opts, fn
+	err := e.write(opts.Txn, ns, m.run)
+	res := m.res
+	*m = modifyRun{run: m.run}
+	modifyRuns.Put(m)
 	if err != nil {
 		return ModifyResult{}, err
 	}
 	return res, nil
+}
+
+// modifyRun is one ModifyWith's request: its arguments, what it did, and
+// run, its apply bound once per modifyRun (pooled: modifyRuns).
+type modifyRun struct {
+	e    *Engine
+	ns   Namespace
+	ids  []bsoncore.Value
+	opts ModifyOptions
+	fn   func(i int, cur bsoncore.Document) (Action, error)
+	res  ModifyResult
+	run  func(tx *storage.Txn) error
+}
+
+var modifyRuns = sync.Pool{New: func() any {
+	m := new(modifyRun)
+	m.run = m.apply
+	return m
+}}
+
+// apply is a ModifyWith's pipeline request: fn on each document of ids as
+// tx reads it, and its Action applied.
+func (m *modifyRun) apply(tx *storage.Txn) error {
+	e, ns, opts := m.e, m.ns, &m.opts
+	res := &m.res
+	*res = ModifyResult{}
+	e.oplog.lastTS = 0
+	if s := opts.Session; s != nil {
+		e.oplog.sess = s
+		if len(s.StmtIDs) > 0 {
+			e.oplog.stmt = s.StmtIDs[0]
+		}
+		defer func() { e.oplog.sess = nil }()
+	}
+	coll := e.writeCollection(ns)
+	// The buffers of the last request, reused: the storage Txn copies
+	// what it keeps, and fn copies what it keeps of cur. A ModifyWith
+	// inside fn (none today) would find none and make its own.
+	bufs := e.modBufs
+	if bufs == nil {
+		bufs = new(modifyBufs)
+	}
+	e.modBufs = nil
+	defer func() {
+		if cap(bufs.cur) <= maxKeptModifyBuf {
+			e.modBufs = bufs
+		}
+	}()
+	key, cur, idKey := bufs.key[:0], bufs.cur[:0], bufs.idKey[:0]
+	defer func() { bufs.key, bufs.cur, bufs.idKey = key, cur, idKey }()
+	for i, id := range m.ids {
+		var found bool
+		var err error
+		if coll != nil {
+			idKey = appendIDKey(idKey[:0], id)
+			key = storage.DocKey(key[:0], coll.ID, idKey)
+			cur, found, err = tx.Get(cur[:0], key)
+			if err != nil {
+				return err
+			}
+		}
+		var doc bsoncore.Document
+		if found {
+			doc = cur
+			res.Matched++
+		}
+		act, err := m.fn(i, doc)
+		switch {
+		case err != nil:
+		case found:
+			err = e.applyAction(tx, res, ns, key, idKey, id, doc, act)
+		case act.Insert != nil:
+			var read []byte // the key found absent, if the collection exists
+			if coll != nil {
+				read = key
+			}
+			coll, err = e.insertAction(tx, res, ns, act, read)
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
+			if opts.Ordered {
+				break
+			}
+		}
+	}
+	if opts.Rider != nil {
+		return opts.Rider(tx, *res)
+	}
+	return nil
 }
 
 // modifyBufs are a ModifyWith request's buffers: the document key, the

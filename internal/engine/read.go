@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cairndb/cairn/internal/keystring"
@@ -26,9 +28,16 @@ func (e *Engine) Get(dst []byte, ns Namespace, id bsoncore.Value) (doc []byte, f
 	if coll == nil {
 		return dst, false, nil
 	}
-	// The id is encoded straight after the key's prefix, in a buffer on
-	// the stack (DocKey of an encoded id would allocate the encoding).
+	// The id is encoded straight after the key's prefix, in a buffer that
+	// stays on the stack (DocKey of an encoded id would allocate the
+	// encoding): keystring.AppendScalar and storage's GetDocument leave it
+	// there; an _id that is a document or an array (whose encoding
+	// recurses, which escape analysis sends to the heap) is encoded into
+	// a heap buffer of its own.
 	var kb [64]byte
-	key := appendIDKey(storage.Prefix(kb[:0], storage.SpaceDocument, coll.ID), id)
-	return e.db.Get(dst, key)
+	key, ok := keystring.AppendScalar(storage.Prefix(kb[:0], storage.SpaceDocument, coll.ID), id)
+	if !ok {
+		key = appendIDKey(slices.Clone(key), id)
+	}
+	return e.db.GetDocument(dst, key)
 }

@@ -300,7 +300,8 @@ func (e *Engine) GetIn(t *Txn, dst []byte, ns Namespace, id bsoncore.Value) ([]b
 			return dst, false, err
 		}
 	}
-	// The key on the stack, as Get builds it (TestTxnReadAllocs).
+	// The key in a stack buffer, as Get builds it; Pebble's snapshot read
+	// moves it to the heap (TestTxnReadAllocs).
 	var kb [64]byte
 	return t.st.Get(dst, appendIDKey(storage.Prefix(kb[:0], storage.SpaceDocument, c.ID), id))
 }

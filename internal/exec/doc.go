@@ -95,10 +95,21 @@
 //
 // "New documents in a reused buffer": an update (not findAndModify, whose
 // reply keeps its document) writes each new document into one buffer taken
-// from a pool for the request (update.ApplyTo, write.go's newDocBufs): the
-// engine's Modify copies what it keeps of a Replace before it reads the next
-// document, and nothing refers to the buffer once Modify returns
-// (TestNewDocumentsInAReusedBuffer).
+// from a pool for the request (update.ApplyTo, the buffer of write.go's
+// updateRun): the engine's Modify copies what it keeps of a Replace before
+// it reads the next document, and nothing refers to the buffer once Modify
+// returns (TestNewDocumentsInAReusedBuffer).
+//
+// "An update's state from a pool": runUpdate takes what its statement
+// needs — the spec, the counts, the point _id's one-element list, the
+// callback engine.ModifyWith runs on each document (a method value bound
+// once per pooled updateRun) and the new-document buffer — from a pool,
+// and returns it zeroed but for the callback and the buffer once
+// ModifyWith and the upsert are done; nothing else refers to it then (the
+// pipeline runs a request's callback only until ModifyWith returns). No
+// statement's result carries the previous one's (TestUpdateStateFromPool,
+// which fails with the zeroing dropped); TestPointUpdateAllocs bounds a
+// point update at 3 allocations (8 before).
 //
 // # Where a router will split a plan
 //

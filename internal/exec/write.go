@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairndb/cairn/internal/catalog"
 	"github.com/cairndb/cairn/internal/engine"
+	"github.com/cairndb/cairn/internal/invariants"
 	"github.com/cairndb/cairn/internal/opctx"
 	"github.com/cairndb/cairn/internal/storage"
 	"github.com/cairndb/cairn/internal/update"
@@ -78,17 +79,19 @@ type UpdateResult struct {
 // chosenIDs are the _ids of the documents a write changes through
 // engine.Modify, at most limit of them (0 = all): for a selection of one
 // _id, that _id unread (invariant "One read per point write", doc.go), and
-// otherwise matchingIDs.
-func (e *Env) chosenIDs(ctx context.Context, sp Selection, limit int64) ([]bsoncore.Value, error) {
+// otherwise matchingIDs; point says which. The one _id is appended to
+// one[:0] (a caller's room for it, or nil).
+func (e *Env) chosenIDs(ctx context.Context, sp Selection, limit int64, one []bsoncore.Value) (ids []bsoncore.Value, point bool, err error) {
 	if id, ok := sp.pointID(); ok {
 		// Modify reads the document inside the pipeline and the callback
 		// matches it there: a read here first would find what that read
 		// finds, one read earlier. The _id index counts the access as the
 		// IDHACK plan would have.
 		e.eng.RecordIndexAccess(sp.NS, catalog.IDIndexName)
-		return []bsoncore.Value{id}, nil
+		return append(one[:0], id), true, nil
 	}
-	return e.matchingIDs(ctx, sp, limit)
+	ids, err = e.matchingIDs(ctx, sp, limit)
+	return ids, false, err
 }
 
 // matchingIDs returns the _ids of the documents sp selects, at most limit
@@ -114,7 +117,7 @@ func (e *Env) matchingIDs(ctx context.Context, sp Selection, limit int64) ([]bso
 // Delete runs one delete statement and returns how many documents it
 // deleted.
 func (e *Env) Delete(ctx context.Context, d Delete) (int64, error) {
-	ids, err := e.chosenIDs(ctx, d.Sel, d.Limit)
+	ids, _, err := e.chosenIDs(ctx, d.Sel, d.Limit, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -161,7 +164,7 @@ func (e *Env) FindAndUpdate(ctx context.Context, u Update) (UpdateResult, error)
 // FindAndRemove deletes the first document sel selects (in its sort order)
 // and returns it (nil when none).
 func (e *Env) FindAndRemove(ctx context.Context, sel Selection, rider Rider, sess *engine.OplogSession) (bsoncore.Document, error) {
-	ids, err := e.chosenIDs(ctx, sel, 1)
+	ids, _, err := e.chosenIDs(ctx, sel, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -208,12 +211,17 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 	if spec.Multi {
 		limit = 0
 	}
-	_, point := spec.Sel.pointID()
-	ids, err := e.chosenIDs(ctx, spec.Sel, limit)
+	// The statement's state, and the callback ModifyWith runs on each
+	// document, come from a pool ("An update's state from a pool"):
+	// nothing refers to them once ModifyWith returns.
+	r := updateRuns.Get().(*updateRun)
+	defer r.release()
+	r.ctx, r.spec, r.keep = ctx, spec, keep
+	ids, point, err := e.chosenIDs(ctx, spec.Sel, limit, r.ids[:0])
+	r.point = point
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	var res UpdateResult
 	if len(ids) > 0 {
 		opts := engine.ModifyOptions{Ordered: true, Session: spec.Session, Txn: e.txn, Ctx: ctx}
 		if spec.Rider != nil {
@@ -224,19 +232,19 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 				if mr.Inserted > 0 {
 					// A point upsert inserted in this request ("One read per
 					// point write"): its record rides here too.
-					did := res
+					did := r.res
 					did.UpsertedID = copyValue(mr.Stored.Lookup("_id"))
 					if keep {
 						did.After = mr.Stored
 					}
-					return spec.Rider(tx, did)
+					return r.spec.Rider(tx, did)
 				}
-				if res.Matched == 0 && spec.Upsert {
+				if r.res.Matched == 0 && r.spec.Upsert {
 					return nil // the upsert's own insert carries it
 				}
-				did := res
+				did := r.res
 				did.Modified = int64(mr.Modified)
-				if keep && res.Matched > 0 {
+				if keep && r.res.Matched > 0 {
 					// findAndModify's record holds its post-image as
 					// stored; an update's record is its counts alone
 					// (its retry answers n and nModified): no read of
@@ -247,53 +255,12 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 					}
 					did.After = after
 				}
-				return spec.Rider(tx, did)
+				return r.spec.Rider(tx, did)
 			}
 		}
-		owned := e.OwnedFilter(ns)
-		// The new documents are written into one buffer reused across
-		// requests ("New documents in a reused buffer"): the engine copies
-		// what it keeps of a Replace before the next document is read,
-		// and once ModifyWith returns nothing refers to it — unless keep,
-		// whose res.After is the new document.
-		var scratch *[]byte
-		if !keep {
-			scratch = newDocBufs.Get().(*[]byte)
-			defer newDocBufs.Put(scratch)
-		}
-		mres, err := e.eng.ModifyWith(ns, ids, opts, func(_ int, cur bsoncore.Document) (engine.Action, error) {
-			if err := opctx.Err(ctx); err != nil {
-				return engine.Action{}, err // stops here; what is updated stays updated
-			}
-			if cur == nil {
-				if point && spec.Upsert {
-					// An upsert of one _id that found nothing inserts in
-					// the same pipeline request ("One read per point write").
-					return upsertAction(spec)
-				}
-				return engine.Action{}, nil
-			}
-			ok, pos := spec.Sel.Filter.MatchDetails(cur)
-			if !ok || owned != nil && !owned(cur) {
-				return engine.Action{}, nil // changed since it was chosen, or an orphan
-			}
-			res.Matched++
-			next, err := apply(newDocRoom(scratch, len(cur)), spec.Mod, cur, pos, spec.KeepEmptyTimestamps)
-			if err != nil {
-				return engine.Action{}, err
-			}
-			if keep {
-				res.Before = append(bsoncore.Document(nil), cur...)
-				res.After = res.Before // a no-op leaves it as it was
-				if next != nil {
-					res.After = next
-				}
-			}
-			if next == nil {
-				return engine.Action{}, nil
-			}
-			return engine.Action{Replace: next, BypassValidation: spec.Bypass, KeepStored: keep, Replacement: spec.Mod.IsReplacement()}, nil
-		})
+		r.owned = e.OwnedFilter(ns)
+		mres, err := e.eng.ModifyWith(ns, ids, opts, r.modify)
+		res := r.res
 		res.Modified = int64(mres.Modified)
 		if err != nil {
 			return res, err
@@ -308,7 +275,9 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 			res.UpsertedID = mres.Stored.Lookup("_id")
 			return res, nil
 		}
+		r.res = res
 	}
+	res := r.res
 	if res.Matched > 0 || !spec.Upsert {
 		if len(ids) == 0 {
 			return res, e.rideAlone(spec.Rider, res)
@@ -316,6 +285,83 @@ func (e *Env) runUpdate(ctx context.Context, spec Update, keep bool) (UpdateResu
 		return res, nil
 	}
 	return e.upsert(spec, keep)
+}
+
+// updateRun is one runUpdate's state: what its ModifyWith callback
+// (modify, bound once per updateRun) reads and counts, and the buffer an
+// update writes its new documents into ("New documents in a reused
+// buffer"). Pooled (updateRuns): a statement's state and callback are not
+// allocated per statement ("An update's state from a pool", doc.go).
+type updateRun struct {
+	ctx         context.Context
+	spec        Update
+	keep, point bool
+	owned       func(bsoncore.Document) bool
+	res         UpdateResult
+	ids         [1]bsoncore.Value // a point update's one _id
+	newDoc      []byte
+	modify      func(i int, cur bsoncore.Document) (engine.Action, error)
+}
+
+var updateRuns = sync.Pool{New: func() any {
+	r := new(updateRun)
+	r.modify = r.apply
+	return r
+}}
+
+// release returns r to the pool, keeping its callback and its buffer (at
+// most maxNewDocBuf, newDocRoom) and nothing of the statement.
+func (r *updateRun) release() {
+	*r = updateRun{newDoc: r.newDoc[:0], modify: r.modify}
+	if invariants.Enabled {
+		clear(r.newDoc[:cap(r.newDoc)]) // a use after release reads zeros
+	}
+	updateRuns.Put(r)
+}
+
+// apply is the ModifyWith callback of runUpdate: cur is the document as
+// the pipeline read it (nil when it is not there).
+func (r *updateRun) apply(_ int, cur bsoncore.Document) (engine.Action, error) {
+	spec := &r.spec
+	if err := opctx.Err(r.ctx); err != nil {
+		return engine.Action{}, err // stops here; what is updated stays updated
+	}
+	if cur == nil {
+		if r.point && spec.Upsert {
+			// An upsert of one _id that found nothing inserts in the
+			// same pipeline request ("One read per point write").
+			return upsertAction(*spec)
+		}
+		return engine.Action{}, nil
+	}
+	ok, pos := spec.Sel.Filter.MatchDetails(cur)
+	if !ok || r.owned != nil && !r.owned(cur) {
+		return engine.Action{}, nil // changed since it was chosen, or an orphan
+	}
+	r.res.Matched++
+	// The new documents are written into r's buffer, reused across
+	// requests: the engine copies what it keeps of a Replace before the
+	// next document is read, and once ModifyWith returns nothing refers to
+	// it — unless keep, whose res.After is the new document.
+	var room []byte
+	if !r.keep {
+		room = newDocRoom(&r.newDoc, len(cur))
+	}
+	next, err := apply(room, spec.Mod, cur, pos, spec.KeepEmptyTimestamps)
+	if err != nil {
+		return engine.Action{}, err
+	}
+	if r.keep {
+		r.res.Before = append(bsoncore.Document(nil), cur...)
+		r.res.After = r.res.Before // a no-op leaves it as it was
+		if next != nil {
+			r.res.After = next
+		}
+	}
+	if next == nil {
+		return engine.Action{}, nil
+	}
+	return engine.Action{Replace: next, BypassValidation: spec.Bypass, KeepStored: r.keep, Replacement: spec.Mod.IsReplacement()}, nil
 }
 
 // upsertAction is the Insert of an upsert of one _id that found nothing,
@@ -401,11 +447,8 @@ func apply(dst []byte, u *update.Update, cur bsoncore.Document, pos int, keepEmp
 	return next, nil
 }
 
-// newDocBufs are the buffers updates write their new documents into
-// (runUpdate), kept across requests, each at most maxNewDocBuf bytes so one
+// maxNewDocBuf bounds the new-document buffer an updateRun keeps, so one
 // large document does not stay on the heap.
-var newDocBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 const maxNewDocBuf = 64 << 10
 
 // newDocRoom is b's buffer with room for a new document made from one of n

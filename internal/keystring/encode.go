@@ -63,12 +63,44 @@ func AppendDesc(dst []byte, v bsoncore.Value) []byte {
 	return dst
 }
 
+// AppendScalar is Append of a value other than a document, an array or
+// code with scope, whose encodings nest (ok false, dst as given): the same
+// bytes, from a function that does not recurse, so dst escapes only into
+// the result and a key built on the caller's stack stays there (Append's
+// recursion makes escape analysis send its dst to the heap).
+func AppendScalar(dst []byte, v bsoncore.Value) (out []byte, ok bool) {
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeCodeWithScope:
+		return dst, false
+	}
+	n, ok := bsonx.ValueSize(v.Type, v.Data)
+	if !ok {
+		return append(dst, tagNull), true
+	}
+	return appendScalar(dst, v.Type, v.Data[:n], nil), true
+}
+
 // appendValue appends the ascending encoding of the framed value (t, d)
 // found at nesting depth depth.
 func appendValue(dst []byte, t bsoncore.Type, d []byte, depth int, coll Collator) []byte {
 	if depth > bsonx.MaxDepth && isContainer(t) {
 		return append(dst, tagNull)
 	}
+	switch t {
+	case bsoncore.TypeEmbeddedDocument:
+		return appendFields(append(dst, tagObject), elements(d), depth+1, coll)
+	case bsoncore.TypeArray:
+		return appendItems(append(dst, tagArray), elements(d), depth+1, coll)
+	case bsoncore.TypeCodeWithScope:
+		code, scope := splitCodeWithScope(d)
+		dst = appendEscaped(append(dst, tagCodeWithScope), code)
+		return appendFields(dst, elements(scope), depth+1, nil)
+	}
+	return appendScalar(dst, t, d, coll)
+}
+
+// appendScalar is appendValue of a value whose encoding does not nest.
+func appendScalar(dst []byte, t bsoncore.Type, d []byte, coll Collator) []byte {
 	switch t {
 	case bsoncore.TypeMinKey:
 		return append(dst, tagMinKey)
@@ -88,10 +120,6 @@ func appendValue(dst []byte, t bsoncore.Type, d []byte, depth int, coll Collator
 		return appendEscaped(append(dst, tagString), stringBytes(d))
 	case bsoncore.TypeJavaScript:
 		return appendEscaped(append(dst, tagCode), stringBytes(d))
-	case bsoncore.TypeEmbeddedDocument:
-		return appendFields(append(dst, tagObject), elements(d), depth+1, coll)
-	case bsoncore.TypeArray:
-		return appendItems(append(dst, tagArray), elements(d), depth+1, coll)
 	case bsoncore.TypeBinary:
 		// Length first, as MongoDB orders binData; then subtype and bytes,
 		// whose length is now known.
@@ -119,10 +147,6 @@ func appendValue(dst []byte, t bsoncore.Type, d []byte, depth int, coll Collator
 		ns := stringBytes(d[:len(d)-12])
 		dst = appendLength(append(dst, tagDBPointer), len(ns))
 		return append(append(dst, ns...), d[len(d)-12:]...)
-	case bsoncore.TypeCodeWithScope:
-		code, scope := splitCodeWithScope(d)
-		dst = appendEscaped(append(dst, tagCodeWithScope), code)
-		return appendFields(dst, elements(scope), depth+1, nil)
 	}
 	return append(dst, tagNull)
 }

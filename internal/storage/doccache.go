@@ -500,9 +500,12 @@ func (db *DB) getCached(c *docCache, dst, key []byte) ([]byte, bool, error) {
 	// gen before the read: install refuses the value if any change began
 	// since (or was under way: an odd gen is never seen again).
 	seen := db.visible.gen.Load()
-	out, found, err := get(db.pdb, dst, key)
+	// Pebble may keep the key it is given: a miss gives it a copy, so a
+	// hit's caller may hold key on its stack (GetDocument).
+	k := bytes.Clone(key)
+	out, found, err := get(db.pdb, dst, k)
 	if testBeforeInstall != nil {
-		testBeforeInstall(key)
+		testBeforeInstall(k)
 	}
 	if found && err == nil && seen%2 == 0 {
 		c.install(key, out[len(dst):], h, &db.visible.gen, seen)

@@ -73,13 +73,15 @@ soak:
 ## serve` for SOAK_DURATION (default 1h), printing throughput and the
 ## server's RSS every sixtieth of it; passes only if the last sixth's
 ## throughput is within 10% of the first sixth's and RSS stays under
-## SOAK_MAXRSS MiB. `make test` runs 30 s of it.
+## SOAK_MAXRSS MiB. `make test` runs 30 s of it. Set SOAK_SEED to replay a
+## run's operations; every run prints its seed.
 SOAK_DURATION ?= 1h
 SOAK_RECORDS ?= 20000
 SOAK_THREADS ?= 8
 SOAK_MAXRSS ?= 512
+SOAK_SEED ?= 0
 soak-load:
-	$(GO) test -count=1 -run '^TestSoakLoad$$' -timeout 0 -v ./internal/bench/ -args -soak.duration $(SOAK_DURATION) -soak.records $(SOAK_RECORDS) -soak.threads $(SOAK_THREADS) -soak.maxchange 0.10 -soak.maxrise 0.10 -soak.maxrss $(SOAK_MAXRSS)
+	$(GO) test -count=1 -run '^TestSoakLoad$$' -timeout 0 -v ./internal/bench/ -args -soak.duration $(SOAK_DURATION) -soak.records $(SOAK_RECORDS) -soak.threads $(SOAK_THREADS) -soak.maxchange 0.10 -soak.maxrise 0.10 -soak.maxrss $(SOAK_MAXRSS) -soak.seed $(SOAK_SEED)
 
 ## powercut: simulated power cuts (Pebble's crash-cloning in-memory
 ## filesystem) at random moments of inserts, replaces and deletes with a unique

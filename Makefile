@@ -29,9 +29,13 @@ fmt-check:
 # pass runs whole (see there). The root package's real-process tests take
 # about three minutes alone; -timeout 20m keeps a loaded machine (several
 # worktrees testing at once) from failing them on go test's 10-minute
-# default, as the race target does.
+# default, as the race target does. -parallel 4: those tests wait on their
+# processes (eight of them used 15-17 s of CPU in 33-80 s), and four at a
+# time took 0.42-0.67 of the time two did, in three interleaved pairs
+# (RELIABILITY.md, session 19); the other parallel tests of this pass are
+# the smoke test's clients and repl's two linearizability runs.
 unit:
-	$(GO) test -count=1 -timeout 20m -skip '^($(INVARIANTS_ONLY))$$' $(PKGS)
+	$(GO) test -count=1 -timeout 20m -parallel 4 -skip '^($(INVARIANTS_ONLY))$$' $(PKGS)
 
 # race: the race detector, with the runtime invariant checks on
 # (internal/invariants): a broken invariant panics with its name. Then

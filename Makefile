@@ -25,12 +25,17 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# unit: every package's tests. The root package's real-process tests take
-# about four minutes alone; -timeout 20m keeps a loaded machine (several
+# unit: every package's tests but INVARIANTS_ONLY's, which the invariants
+# pass runs whole (see there). The root package's real-process tests take
+# about three minutes alone; -timeout 20m keeps a loaded machine (several
 # worktrees testing at once) from failing them on go test's 10-minute
-# default, as the race target does.
+# default, as the race target does. -parallel 4: those tests wait on their
+# processes (eight of them used 15-17 s of CPU in 33-80 s), and four at a
+# time took 0.42-0.67 of the time two did, in three interleaved pairs
+# (RELIABILITY.md, session 19); the other parallel tests of this pass are
+# the smoke test's clients and repl's two linearizability runs.
 unit:
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 20m -parallel 4 -skip '^($(INVARIANTS_ONLY))$$' $(PKGS)
 
 # race: the race detector, with the runtime invariant checks on
 # (internal/invariants): a broken invariant panics with its name. Then
@@ -39,19 +44,33 @@ unit:
 # overlap is where the pipeline and the completer goroutine share state.
 # That second pass runs -short: the crash tests there take a quarter of their
 # power cuts and the bulk log test a third of its writes (the unit pass and
-# the first race pass run them whole).
+# the first race pass run them whole). It skips RACE_ONCE: tests with one
+# writer or none, whose groups never overlap, so that the second pass would
+# repeat the first's races without the checks (the unit pass and the first
+# race pass run them).
+# TestDocumentCacheModel drives the document cache alone (no store, no
+# goroutine); TestGroupRefreshInPlace writes from one goroutine, each write
+# waiting for its group.
+RACE_ONCE := TestDocumentCacheModel|TestGroupRefreshInPlace
 race:
 	$(GO) test -count=1 -race -timeout 20m -tags invariants $(RACE_PKGS)
-	$(GO) test -count=1 -race -short -timeout 20m ./internal/storage/... ./internal/engine/...
+	$(GO) test -count=1 -race -short -timeout 20m -skip '^($(RACE_ONCE))$$' ./internal/storage/... ./internal/engine/...
 
 ## invariants: the tests that drive the engine hardest, built with the
 ## invariants tag: the kill -9 crash test (its child process checks after
 ## every commit group), the planner's differential test, and the shards'
 ## cached database versions against a stale router.
 # One go test command for the three packages: they build once and run side
-# by side (each pattern names tests of one package only).
+# by side (each pattern names tests of one package only; the five
+# differential tests of internal/commands run in parallel, each on its own
+# engine). INVARIANTS_ONLY run here only: the tag adds checks to the same
+# assertions, and none of them overlaps commit groups (one writer each, or
+# processes whose untagged build the other real-process tests of the unit
+# pass run); the crash test runs in both passes, its recovery checked
+# plain (groups overlapped) and with the checks.
+INVARIANTS_ONLY := TestShardCachesAndStaleRouters|TestDatabaseVersionCache|TestPlannerMatchesCollectionScan(Collated)?|TestGeoPlannerMatchesCollectionScan|TestGeo2dPlannerMatchesCollectionScan|TestTimeseriesMatchesCollection
 invariants:
-	$(GO) test -count=1 -tags invariants -run '^(TestCrashKeepsAcknowledgedWrites|TestShardCachesAndStaleRouters|TestDatabaseVersionCache|TestPlannerMatchesCollectionScan(Collated)?|TestGeoPlannerMatchesCollectionScan|TestGeo2dPlannerMatchesCollectionScan|TestTimeseriesMatchesCollection)$$' . ./internal/shardsvr/ ./internal/commands/
+	$(GO) test -count=1 -tags invariants -run '^(TestCrashKeepsAcknowledgedWrites|$(INVARIANTS_ONLY))$$' . ./internal/shardsvr/ ./internal/commands/
 
 ## smoke: only the real-client smoke tests (mongosh and the Node.js driver
 ## against cairn serve); the first run installs them with npm ci. `make test`
@@ -73,13 +92,15 @@ soak:
 ## serve` for SOAK_DURATION (default 1h), printing throughput and the
 ## server's RSS every sixtieth of it; passes only if the last sixth's
 ## throughput is within 10% of the first sixth's and RSS stays under
-## SOAK_MAXRSS MiB. `make test` runs 30 s of it.
+## SOAK_MAXRSS MiB. `make test` runs 30 s of it. Set SOAK_SEED to replay a
+## run's operations; every run prints its seed.
 SOAK_DURATION ?= 1h
 SOAK_RECORDS ?= 20000
 SOAK_THREADS ?= 8
 SOAK_MAXRSS ?= 512
+SOAK_SEED ?= 0
 soak-load:
-	$(GO) test -count=1 -run '^TestSoakLoad$$' -timeout 0 -v ./internal/bench/ -args -soak.duration $(SOAK_DURATION) -soak.records $(SOAK_RECORDS) -soak.threads $(SOAK_THREADS) -soak.maxchange 0.10 -soak.maxrise 0.10 -soak.maxrss $(SOAK_MAXRSS)
+	$(GO) test -count=1 -run '^TestSoakLoad$$' -timeout 0 -v ./internal/bench/ -args -soak.duration $(SOAK_DURATION) -soak.records $(SOAK_RECORDS) -soak.threads $(SOAK_THREADS) -soak.maxchange 0.10 -soak.maxrise 0.10 -soak.maxrss $(SOAK_MAXRSS) -soak.seed $(SOAK_SEED)
 
 ## powercut: simulated power cuts (Pebble's crash-cloning in-memory
 ## filesystem) at random moments of inserts, replaces and deletes with a unique

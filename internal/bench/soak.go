@@ -106,17 +106,29 @@ func (c *SoakConfig) fillDefaults() {
 
 // SoakInterval is one interval's figures.
 type SoakInterval struct {
-	End       time.Duration // since the measured run started
+	End time.Duration // since the measured run started
+	// Elapsed is the interval's measured length: a loaded machine
+	// delivers the ticker's ticks late or drops them, so an interval may
+	// be longer or shorter than SoakConfig.Interval.
+	Elapsed   time.Duration
 	Ops       int64
-	OpsPerSec float64
+	OpsPerSec float64 // Ops / Elapsed
 	RSSMiB    float64
+	// ServerCPU is the CPU time the server used in the interval (user +
+	// system, /proc/<pid>/stat), 0 when unreadable.
+	ServerCPU time.Duration
+	// Load is the machine's load average (1, 5, 15 minutes) at its end.
+	Load string
 }
 
 // SoakResult is what a soak measured and its verdict.
 type SoakResult struct {
 	Config                        SoakConfig
 	Intervals                     []SoakInterval
-	FirstOpsPerSec, LastOpsPerSec float64
+	FirstOpsPerSec, LastOpsPerSec float64 // ops over the windows' measured time
+	// First and Last say what each window measured (ops, time, the
+	// server's CPU, the load average), for the verdict's message.
+	First, Last string
 	// Change is (last - first) / first.
 	Change    float64
 	MaxRSSMiB float64
@@ -162,7 +174,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		cfg.Records, SoakMix.Title, cfg.Threads, cfg.Duration, cfg.Warmup, t.pid)
 	spec := runSpec{w: SoakMix, dist: SoakMix.Distribution, style: bc.UpdateStyle, records: cfg.Records,
 		ops: math.MaxInt64, threads: cfg.Threads, seed: cfg.Seed, recs: recs, keys: newKeySequence(cfg.Records),
-		maxTime: cfg.Warmup + cfg.Duration + cfg.Interval}
+		maxTime: 0} // until stop: a loaded machine's late ticks lengthen the measured run
 	runErr := make(chan error, 1)
 	done.Store(0)
 	runCtx, stop := context.WithCancel(ctx)
@@ -178,6 +190,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	case <-time.After(cfg.Warmup):
 	}
 	start, last := time.Now(), done.Load()
+	lastEnd := time.Duration(0)
+	lastCPU, _ := processCPU(t.pid)
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
 	for len(res.Intervals) < int(cfg.Duration/cfg.Interval) {
@@ -192,9 +206,13 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		case <-tick.C:
 		}
 		n := done.Load()
-		iv := SoakInterval{End: time.Since(start), Ops: n - last, RSSMiB: processRSSMiB(t.pid)}
-		iv.OpsPerSec = float64(iv.Ops) / cfg.Interval.Seconds()
-		last = n
+		iv := SoakInterval{End: time.Since(start), Ops: n - last, RSSMiB: processRSSMiB(t.pid), Load: loadAverage()}
+		iv.Elapsed = iv.End - lastEnd
+		iv.OpsPerSec = float64(iv.Ops) / iv.Elapsed.Seconds()
+		if c, err := processCPU(t.pid); err == nil {
+			iv.ServerCPU, lastCPU = c-lastCPU, c
+		}
+		last, lastEnd = n, iv.End
 		res.Intervals = append(res.Intervals, iv)
 		res.MaxRSSMiB = max(res.MaxRSSMiB, iv.RSSMiB)
 		fmt.Fprintf(cfg.Out, "soak: %8s  %9.0f ops/s  RSS %7.1f MiB\n", iv.End.Round(time.Second), iv.OpsPerSec, iv.RSSMiB)
@@ -241,21 +259,19 @@ func (r *SoakResult) measureAfter(ctx context.Context, d *driverDB, pid int, set
 func (r *SoakResult) judge() {
 	cfg := r.Config
 	per := max(1, int(cfg.Window/cfg.Interval))
-	rate := func(ivs []SoakInterval) float64 {
-		var ops int64
-		for _, iv := range ivs {
-			ops += iv.Ops
-		}
-		return float64(ops) / (float64(len(ivs)) * cfg.Interval.Seconds())
-	}
-	r.FirstOpsPerSec = rate(r.Intervals[:per])
-	r.LastOpsPerSec = rate(r.Intervals[len(r.Intervals)-per:])
+	r.FirstOpsPerSec, r.First = window(r.Intervals[:per])
+	r.LastOpsPerSec, r.Last = window(r.Intervals[len(r.Intervals)-per:])
 	if r.FirstOpsPerSec > 0 {
 		r.Change = (r.LastOpsPerSec - r.FirstOpsPerSec) / r.FirstOpsPerSec
 	}
 	if r.FirstOpsPerSec == 0 || r.Change < -cfg.MaxChange || r.Change > cfg.MaxRise {
-		r.Failures = append(r.Failures, fmt.Sprintf("throughput of the last %s is %.0f ops/s, %+.1f%% of the first %s's %.0f ops/s (allowed -%.0f%% to +%.0f%%)",
-			cfg.Window, r.LastOpsPerSec, 100*r.Change, cfg.Window, r.FirstOpsPerSec, 100*cfg.MaxChange, 100*cfg.MaxRise))
+		// The server's CPU per operation tells a server that got slower
+		// (it rises) from a machine whose other work took the CPU (the
+		// server's CPU time falls with the throughput, per operation
+		// about the same): make test's short windows on a shared machine
+		// fail on the second.
+		r.Failures = append(r.Failures, fmt.Sprintf("throughput of the last %s is %.0f ops/s, %+.1f%% of the first %s's %.0f ops/s (allowed -%.0f%% to +%.0f%%); first: %s; last: %s",
+			cfg.Window, r.LastOpsPerSec, 100*r.Change, cfg.Window, r.FirstOpsPerSec, 100*cfg.MaxChange, 100*cfg.MaxRise, r.First, r.Last))
 	}
 	if r.MaxRSSMiB > cfg.MaxRSSMiB {
 		r.Failures = append(r.Failures, fmt.Sprintf("server RSS reached %.1f MiB (bound %.0f MiB)", r.MaxRSSMiB, cfg.MaxRSSMiB))
@@ -266,6 +282,27 @@ func (r *SoakResult) judge() {
 	if r.HeapAfterMiB <= 0 || r.HeapAfterMiB > cfg.MaxRSSMiB {
 		r.Failures = append(r.Failures, fmt.Sprintf("heap in use after the load is %.1f MiB (bound %.0f MiB)", r.HeapAfterMiB, cfg.MaxRSSMiB))
 	}
+}
+
+// window sums ivs: its throughput over their measured time, and a
+// description of what it measured.
+func window(ivs []SoakInterval) (float64, string) {
+	var ops int64
+	var elapsed, cpu time.Duration
+	for _, iv := range ivs {
+		ops += iv.Ops
+		elapsed += iv.Elapsed
+		cpu += iv.ServerCPU
+	}
+	if elapsed <= 0 || len(ivs) == 0 {
+		return 0, "no time measured"
+	}
+	perOp := "no operations"
+	if ops > 0 {
+		perOp = fmt.Sprintf("%.0f µs of server CPU per op", float64(cpu.Microseconds())/float64(ops))
+	}
+	return float64(ops) / elapsed.Seconds(), fmt.Sprintf("%d ops in %.2f s, server CPU %.2f s (%.0f%% of a core, %s), load average %s → %s",
+		ops, elapsed.Seconds(), cpu.Seconds(), 100*cpu.Seconds()/elapsed.Seconds(), perOp, ivs[0].Load, ivs[len(ivs)-1].Load)
 }
 
 // processRSSMiB is pid's resident set from /proc/<pid>/status, 0 when

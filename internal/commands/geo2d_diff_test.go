@@ -24,6 +24,7 @@ import (
 // run, are checked against brute force: every matching document within
 // the bounds, in distance order.
 func TestGeo2dPlannerMatchesCollectionScan(t *testing.T) {
+	t.Parallel() // its own engine; the invariants pass runs these five side by side
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 2))
 	t.Logf("seed %d", seed)

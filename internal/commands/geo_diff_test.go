@@ -25,6 +25,7 @@ import (
 // within the distance bounds that matches the rest of the filter, in
 // distance order.
 func TestGeoPlannerMatchesCollectionScan(t *testing.T) {
+	t.Parallel() // its own engine; the invariants pass runs these five side by side
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 24))
 	t.Logf("seed %d", seed)

@@ -24,6 +24,7 @@ import (
 // under the same collation. It checks MongoDB's rule: an index bounds
 // strings only under its own collation.
 func TestPlannerMatchesCollectionScanCollated(t *testing.T) {
+	t.Parallel() // its own engine; the invariants pass runs these five side by side
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 24))
 	t.Logf("seed %d", seed)

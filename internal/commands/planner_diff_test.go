@@ -23,6 +23,7 @@ var diffCases = flag.Int("diff.cases", 3000, "random filters in TestPlannerMatch
 // random documents, indexes and filters, every find returns the same
 // documents with the planner's choice as with a forced collection scan.
 func TestPlannerMatchesCollectionScan(t *testing.T) {
+	t.Parallel() // its own engine; the invariants pass runs these five side by side
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 11))
 	t.Logf("seed %d", seed)

@@ -19,6 +19,7 @@ import (
 // buckets (with the meta and time predicates pushed down to their index);
 // the plain ones are the reference.
 func TestTimeseriesMatchesCollection(t *testing.T) {
+	t.Parallel() // its own engine; the invariants pass runs these five side by side
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 7))
 	t.Logf("seed %d", seed)

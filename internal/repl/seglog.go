@@ -123,7 +123,7 @@ func openSegLog(fs vfs.FS, dir string, valid, first uint64) (*segLog, error) {
 		if err := fs.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := syncDir(fs, fs.PathDir(dir)); err != nil {
+		if err := SyncDir(fs, fs.PathDir(dir)); err != nil {
 			return nil, err
 		}
 	}
@@ -334,16 +334,7 @@ func (l *segLog) create() (*segment, error) {
 	return &segment{seq: seq, name: name, r: f, w: true}, nil
 }
 
-func (l *segLog) syncDir() error { return syncDir(l.fs, l.dir) }
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func (l *segLog) syncDir() error { return SyncDir(l.fs, l.dir) }
 
 // commit makes what write wrote readable: the entries from index on are
 // at locs (replacing any there). Under mu.

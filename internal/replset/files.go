@@ -1,11 +1,11 @@
 package replset
 
 import (
-	"errors"
 	"io"
-	"os"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairndb/cairn/internal/repl"
 )
 
 // A member's files are on its engine's filesystem (engine.Options.FS, the
@@ -33,22 +33,9 @@ func mkdirSynced(fs vfs.FS, dir string) error {
 		if err := fs.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		return syncDir(fs, parent)
+		return repl.SyncDir(fs, parent)
 	}
 	return fs.MkdirAll(dir, 0o755)
-}
-
-// syncDir makes dir's entries durable.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
 }
 
 // readFile returns the contents of the file name of fs.
@@ -82,5 +69,5 @@ func writeFileSynced(fs vfs.FS, name string, data []byte) error {
 	if err := fs.Rename(tmp, name); err != nil {
 		return err
 	}
-	return syncDir(fs, fs.PathDir(name))
+	return repl.SyncDir(fs, fs.PathDir(name))
 }

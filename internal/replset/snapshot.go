@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairndb/cairn/internal/repl"
 )
 
 // Snapshots of the data store are Pebble checkpoints in
@@ -218,14 +220,14 @@ func (sm *stateMachine) ReadSnapshot(desc []byte, r io.Reader) error {
 		}
 		total += size
 	}
-	if err := syncDir(m.fs, tmp); err != nil {
+	if err := repl.SyncDir(m.fs, tmp); err != nil {
 		return err
 	}
 	if err := m.fs.Rename(tmp, dir); err != nil {
 		return err
 	}
 	m.log.Info("received a snapshot", "snapshot", string(desc), "bytes", total)
-	return syncDir(m.fs, m.snapDir())
+	return repl.SyncDir(m.fs, m.snapDir())
 }
 
 func receiveFile(fs vfs.FS, path string, r io.Reader, size int64) error {

@@ -252,6 +252,12 @@ replset-linear:
 ## on RS_BENCH_PORT+10; data under RS_BENCH_DIR, removed first. The set's
 ## URI has retryWrites=false because drivers send no transaction numbers to
 ## a standalone: both sides then do the same writes.
+## RS_BENCH_PIN=1 gives the set the CPU a deployment would (Linux, taskset,
+## two or more cores): the primary, the standalone and the bench client share
+## core 0 and the two secondaries core 1, so the primary has what the
+## standalone has and the secondaries do not take it, as on their own
+## machines. Unpinned on a 2-core host, the three members and the client share
+## both cores and the ratio measures the set's total CPU per operation.
 RS_BENCH_PORT ?= 27300
 RS_BENCH_DIR ?= /tmp/cairn-bench-replset
 RS_BENCH_RECORDS ?= 100000
@@ -262,7 +268,15 @@ bench-replset:
 	./cairn cluster up --replicas 3 --port $$p --dbpath set > cluster.log 2>&1 & cl=$$!; \
 	./cairn serve --port $$sa --dbpath standalone > standalone.log 2>&1 & st=$$!; \
 	trap 'kill -INT $$cl; kill $$st; wait' EXIT; \
-	./cairn bench --workload a,c --records $(RS_BENCH_RECORDS) --ops $(RS_BENCH_RECORDS) --threads $(RS_BENCH_THREADS) --runs 3 --max-time 60s \
+	pin=; if [ -n "$(RS_BENCH_PIN)" ]; then \
+	  until grep -q "^rs0's primary: " cluster.log; do kill -0 $$cl || exit 1; sleep 1; done; \
+	  pri=$$(sed -n "s/^rs0's primary: //p" cluster.log); \
+	  sed -n 's/^rs0 member [0-9]*: \([^,]*\), pid \([0-9]*\),.*/\1 \2/p' cluster.log | while read h pid; do \
+	    core=1; [ "$$h" = "$$pri" ] && core=0; taskset -a -c -p $$core $$pid > /dev/null && echo "pinned $$h (pid $$pid) to core $$core"; \
+	  done; \
+	  taskset -a -c -p 0 $$st > /dev/null && echo "pinned the standalone (pid $$st) and the bench to core 0"; pin="taskset -c 0"; \
+	fi; \
+	$$pin ./cairn bench --workload a,c --records $(RS_BENCH_RECORDS) --ops $(RS_BENCH_RECORDS) --threads $(RS_BENCH_THREADS) --runs 3 --max-time 60s \
 	  --uri "mongodb://127.0.0.1:$$p,127.0.0.1:$$((p + 1)),127.0.0.1:$$((p + 2))/?replicaSet=rs0&retryWrites=false" \
 	  --compare "mongodb://127.0.0.1:$$sa"
 

@@ -359,7 +359,7 @@ func (c *localCluster) replicaSet(name, role string) ([]string, error) {
 			return nil, err
 		}
 		hosts[i] = h
-		fmt.Fprintf(c.out, "%s member %d: %s, data %s, log %s\n", name, i, h, dir, filepath.Join(c.root, member+".log"))
+		fmt.Fprintf(c.out, "%s member %d: %s, pid %d, data %s, log %s\n", name, i, h, c.procs[len(c.procs)-1].Process.Pid, dir, filepath.Join(c.root, member+".log"))
 	}
 	for _, h := range hosts {
 		if err := waitListening(h, 30*time.Second); err != nil {
@@ -386,15 +386,21 @@ func (c *localCluster) replicaSet(name, role string) ([]string, error) {
 	}
 	fmt.Fprintf(c.out, "waiting for %s's members to join", name)
 	deadline := time.Now().Add(60 * time.Second)
-	for c.healthyMembers(ctx, hosts) < len(hosts) {
+	for {
+		n, primary := c.healthyMembers(ctx, hosts)
+		if n == len(hosts) {
+			fmt.Fprintln(c.out)
+			// Printed for whoever places the set's processes (bench-replset's
+			// RS_BENCH_PIN): it holds until an election moves it.
+			fmt.Fprintf(c.out, "%s's primary: %s\n", name, primary)
+			return hosts, nil
+		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the members of %s did not all join within 60s (see their logs)", name)
 		}
 		fmt.Fprint(c.out, ".")
 		time.Sleep(250 * time.Millisecond)
 	}
-	fmt.Fprintln(c.out)
-	return hosts, nil
 }
 
 // sharded starts the config servers, the shards and the routers, and adds
@@ -473,8 +479,8 @@ func waitListening(host string, d time.Duration) error {
 }
 
 // healthyMembers is how many members the primary reports PRIMARY or
-// SECONDARY (0 when no member is primary yet).
-func (lc *localCluster) healthyMembers(ctx context.Context, hosts []string) int {
+// SECONDARY (0 when no member is primary yet), and the primary's host.
+func (lc *localCluster) healthyMembers(ctx context.Context, hosts []string) (int, string) {
 	for _, h := range hosts {
 		c, err := lc.connect("mongodb://"+h+"/?directConnection=true", time.Second)
 		if err != nil {
@@ -497,9 +503,9 @@ func (lc *localCluster) healthyMembers(ctx context.Context, hosts []string) int 
 				n++
 			}
 		}
-		return n
+		return n, h
 	}
-	return 0
+	return 0, ""
 }
 
 // clusterCommand is `cairn cluster`, whose one subcommand (up) parses its

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,13 +104,35 @@ func clusterUp(t *testing.T, args ...string) (*exec.Cmd, string, chan string) {
 		close(lines)
 	}()
 	timeout := time.After(90 * time.Second)
+	members := map[string][]string{} // set name → its members' hosts, from "NAME member I: HOST, pid P, ..."
+	primaries := map[string]string{} // set name → the host of "NAME's primary: HOST"
 	for {
 		select {
 		case l, ok := <-lines:
 			if !ok {
 				t.Fatal("cluster up ended before the cluster was up")
 			}
+			var set, host string
+			var i, pid int
+			if n, _ := fmt.Sscanf(l, "%s member %d: %s pid %d,", &set, &i, &host, &pid); n == 4 {
+				// The printed pid is the member's process: it is running.
+				if err := syscall.Kill(pid, 0); err != nil {
+					t.Fatalf("%q: pid %d: %v", l, pid, err)
+				}
+				members[set] = append(members[set], strings.TrimSuffix(host, ","))
+			}
+			if name, h, found := strings.Cut(l, "'s primary: "); found {
+				if !slices.Contains(members[name], h) {
+					t.Fatalf("%q: %s is not one of %s's members %v", l, h, name, members[name])
+				}
+				primaries[name] = h
+			}
 			if _, after, found := strings.Cut(l, " is up: "); found { // "sharded cluster is up", "replica set rs0 is up"
+				for name := range members {
+					if primaries[name] == "" {
+						t.Fatalf("cluster up printed no primary for %s", name)
+					}
+				}
 				return cmd, after, lines
 			}
 		case <-timeout:

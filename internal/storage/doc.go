@@ -109,7 +109,9 @@
 // writes what is gathered first, so a table is whole once Pebble syncs
 // it, before it enters the LSM. Other files (the log, the manifest) pass
 // through. TestTableWritesGathered (writes that reach the file after
-// each call, and the bytes the file holds).
+// each call, and the bytes the file holds). A closed file's 256 KiB
+// buffer serves the next table's; a store keeps at most four
+// (TestTableBuffersReused).
 //
 // Invariant "Log syncs overwrite" (logahead.go): while the log's syncs
 // are small (a moving average under 64 KiB each: single updates, not a

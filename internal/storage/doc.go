@@ -87,7 +87,8 @@
 // read (only a failover WAL keeps a reference past the commit; the store
 // configures none). Bounded: at most one buffer waits between groups
 // (the spare), of at most a memtable's size (64 MiB at most), and none
-// once a group is expected under 1 MiB, so an idle store holds none.
+// once a group expected under 1 MiB came (a store left idle right after
+// a load keeps its spare until its next writes).
 // TestGroupBufferReused (a buffer goes round, none is kept past a small
 // group), TestSpareBounded, TestGroupBufferOwnership (a flushable batch's
 // records read through an iterator after the next large groups, and the

@@ -50,8 +50,8 @@ func (s *spareBuffer) take() []byte {
 // bytes: on the spare buffer when the group is expected past what
 // Pebble's pool keeps and the spare has that room, else on a buffer from
 // Pebble (its pool's, for a small group). A group expected small drops
-// the spare: the large groups that left it are over, and an idle store
-// holds no spare (invariant "Group buffers reused").
+// the spare: the large groups that left it are over (a store left idle
+// right after them keeps it; invariant "Group buffers reused").
 func (p *pipeline) groupBatch() *pebble.Batch {
 	buf := p.spare.take()
 	if p.sizeHint > pebbleKeepsBytes && cap(buf) >= p.sizeHint {

@@ -74,6 +74,26 @@
 // during a batched load. TestGroupBytesBound; the root package's
 // TestServeMemoryBound checks the process's peak RSS under such a load.
 //
+// Invariant "Group buffers reused" (spare.go): a standalone store's group
+// whose batch buffer is larger than Pebble's batch pool keeps (1 MiB:
+// a load's groups, each of up to maxGroupBytes) gives it, once its batch
+// is synced and closed, to the next group expected as large, which
+// starts its batch on it instead of allocating its own. A buffer is given
+// only when nothing else can read it: never one Pebble took (a batch of
+// half a memtable or more becomes a flushable batch that reads its
+// buffer until it is flushed, and leaves the batch without one), one of
+// 1 MiB or less (Pebble's pool keeps those for its next batch), one
+// handed to Hooks.Replicate or Propose, or one the log writer may still
+// read (only a failover WAL keeps a reference past the commit; the store
+// configures none). Bounded: at most one buffer waits between groups
+// (the spare), of at most a memtable's size (64 MiB at most), and none
+// once a group expected under 1 MiB came (a store left idle right after
+// a load keeps its spare until its next writes).
+// TestGroupBufferReused (a buffer goes round, none is kept past a small
+// group), TestSpareBounded, TestGroupBufferOwnership (a flushable batch's
+// records read through an iterator after the next large groups, and the
+// store's Pebble options have no failover WAL).
+//
 // Invariant "All or nothing per request": a request's writes join the group
 // only if its function returns nil; [Txn.Savepoint] and [Txn.RollbackTo] give
 // the same guarantee to parts of a request (one document of a batch insert).
@@ -90,7 +110,9 @@
 // writes what is gathered first, so a table is whole once Pebble syncs
 // it, before it enters the LSM. Other files (the log, the manifest) pass
 // through. TestTableWritesGathered (writes that reach the file after
-// each call, and the bytes the file holds).
+// each call, and the bytes the file holds). A closed file's 256 KiB
+// buffer serves the next table's; a store keeps at most four
+// (TestTableBuffersReused).
 //
 // Invariant "Log syncs overwrite" (logahead.go): while the log's syncs
 // are small (a moving average under 64 KiB each: single updates, not a

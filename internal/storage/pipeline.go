@@ -158,6 +158,10 @@ type flight struct {
 	// was proposed as its predecessor's follower (replicate.go).
 	proposed func() error
 	follows  bool
+	// buf is the group's batch buffer, given to the spare once the batch
+	// is closed (invariant "Group buffers reused"); nil unless the store
+	// committed the batch itself and Pebble left the bytes with it.
+	buf []byte
 	// Timestamps for package hoptrace (0 unless built with the cairntrace
 	// tag): the group's first request taken, the group handed on
 	// (proposed, or committed to Pebble), its wait returned.
@@ -193,6 +197,10 @@ type pipeline struct {
 	// starts with that much room, so a large group does not grow its batch by
 	// doubling and copying (see batchSizeHint).
 	sizeHint int
+
+	// spare is a large group's batch buffer, waiting for the next large
+	// group (invariant "Group buffers reused", spare.go).
+	spare spareBuffer
 
 	groups groupStats // groupstats.go
 
@@ -239,6 +247,7 @@ func startPipeline(pdb *pebble.DB, visible *visibility, hooks *Hooks, log *slog.
 		synced:           make(chan struct{}, maxInFlight),
 		completed:        make(chan struct{}),
 	}
+	p.spare.max = 4 * maxGroupBytes // a memtable (groupBytes)
 	go p.complete()
 	go p.run()
 	return p
@@ -401,7 +410,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 	if p.refuseStopped(f) {
 		return false
 	}
-	batch := p.pdb.NewIndexedBatchWithSize(p.sizeHint)
+	batch := p.groupBatch()
 	handed := false
 	defer func() {
 		if !handed {
@@ -496,7 +505,8 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 			hoptrace.Since(hoptrace.GroupNext, groupAcked.Get())
 		}
 	}
-	err = p.visible.changeRefreshing(batch.Repr(), func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }, f.refreshSet())
+	repr := batch.Repr()
+	err = p.visible.changeRefreshing(repr, func() error { return p.pdb.ApplyNoSyncWait(batch, pebble.Sync) }, f.refreshSet())
 	if hoptrace.Enabled {
 		groupCommitted.Set(hoptrace.Since(hoptrace.GroupCommit, tCommit))
 	}
@@ -512,6 +522,7 @@ func (p *pipeline) commitGroup(f *flight, txn *Txn) bool {
 		}
 		return false
 	}
+	f.buf = leftWith(batch, repr)
 	p.unf.committed(uint64(batch.SeqNum()))
 	f.batch, handed = batch, true
 	if hoptrace.Enabled {
@@ -687,6 +698,9 @@ func (p *pipeline) finish(f *flight) {
 		}
 		_ = f.batch.Close()
 		f.batch = nil
+		// Closed: Pebble let go of a buffer over what its pool keeps.
+		p.spare.give(f.buf)
+		f.buf = nil
 		if err != nil {
 			// The group is applied in Pebble's memtable and visible, but
 			// the disk may not hold it: publish the state it made, as

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -137,5 +139,66 @@ func TestTableWritesGathered(t *testing.T) {
 				t.Fatalf("the file holds %d bytes (%v), want the %d written", len(got), err, len(want))
 			}
 		})
+	}
+}
+
+// TestTableBuffersReused checks tableFS's buffers: a closed table's write
+// buffer is the next table's, which writes its own bytes from its start,
+// and at most tableBufs closed files' buffers are kept.
+func TestTableBuffersReused(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := newTableFS(mem)
+	create := func(name string) *tableFile {
+		t.Helper()
+		f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.(*tableFile)
+	}
+	write := func(f *tableFile, b byte, n int) {
+		t.Helper()
+		if _, err := f.Write(bytes.Repeat([]byte{b}, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeFile := func(f *tableFile) {
+		t.Helper()
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := create("000001.sst")
+	write(a, 'a', 1000)
+	first := &a.buf[0]
+	closeFile(a)
+	b := create("000002.sst")
+	write(b, 'b', 10)
+	if &b.buf[0] != first {
+		t.Error("the second table did not write through the first one's closed buffer")
+	}
+	closeFile(b)
+	for name, want := range map[string]string{"000001.sst": strings.Repeat("a", 1000), "000002.sst": strings.Repeat("b", 10)} {
+		f, err := mem.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(f)
+		_ = f.Close()
+		if err != nil || string(got) != want {
+			t.Errorf("%s holds %d bytes starting %q, want %d bytes of %q (%v)", name, len(got), got[:min(len(got), 4)], len(want), want[:1], err)
+		}
+	}
+	var open []*tableFile
+	for i := range tableBufs + 2 {
+		f := create(fmt.Sprintf("%06d.sst", 10+i))
+		write(f, 'c', 10)
+		open = append(open, f)
+	}
+	for _, f := range open {
+		closeFile(f)
+	}
+	if len(fs.bufs) != tableBufs {
+		t.Errorf("%d files closed, %d buffers kept, want %d", len(open), len(fs.bufs), tableBufs)
 	}
 }

@@ -383,10 +383,10 @@
 // memtables, table indexes and bloom filters (BENCHMARKS.md, "A document
 // cache in front of Pebble's Get"). Snapshots, transactions, as-of and
 // cluster-time reads and iterators read Pebble and never fill it; DB.Get's
-// misses fill it, and a standalone store's group commit caches the
-// documents it sets, inserted or updated (changeRefreshing: after its
-// batch is applied, with install's check, in the batch's order), so a
-// document written stays cached until evicted. A standalone store's pipeline
+// misses fill it, and a standalone store's group commit refreshes the
+// entries of the documents it sets (changeRefreshing: after its batch is
+// applied, with install's check, in the batch's order), so a document
+// read and then updated stays cached. A standalone store's pipeline
 // requests read documents their group has not written through it
 // (invariant "Group reads through the cache", doccache.go;
 // TestGroupReadsThroughCache): an update's read of its document.

@@ -583,9 +583,7 @@ func (t *Txn) getCached(dst, key []byte) ([]byte, bool) {
 }
 
 // noteDocWrites adds the document keys of the request's writes, which
-// just joined the group's batch, to the group's (flight.docWrites), and
-// those it sets to the documents the group's commit caches (flight.refresh,
-// changeRefreshing): an inserted document is cached as an updated one is.
+// just joined the group's batch, to the group's (flight.docWrites).
 func (t *Txn) noteDocWrites(f *flight) {
 	c := t.docs.docs
 	for _, o := range t.ops {
@@ -596,11 +594,7 @@ func (t *Txn) noteDocWrites(f *flight) {
 			}
 		default:
 			if len(o.key) > 0 && o.key[0] == SpaceDocument {
-				h := c.hash(o.key)
-				f.docWrites[h] = struct{}{}
-				if o.kind == opSet {
-					f.refresh[h] = struct{}{}
-				}
+				f.docWrites[c.hash(o.key)] = struct{}{}
 			}
 		}
 	}
@@ -618,17 +612,14 @@ func (f *flight) refreshSet() map[uint64]struct{} {
 
 // changeRefreshing is change for a group's commit that keeps the cache
 // warm (invariant "Document cache exact" holds as for change): refresh
-// holds the documents the group's requests read and missed (getCached)
-// and those they set (noteDocWrites), the entries the batch drops are
-// added to it, and once the batch is applied and gen even again, the
-// documents it set among them are installed with the batch's values, in
-// the batch's order (a later delete of one drops it again), through
-// install's check that no change began since. So a document updated or
-// inserted is cached afterwards: a read after an update, the next
-// update's read of it in the pipeline, and the runs after a load hit
-// (BENCHMARKS.md "Where YCSB-A's server CPU goes": a cold cache after
-// the load was a Pebble Get per document's first read). A nil refresh
-// is change.
+// holds the documents the group's requests read and missed (getCached),
+// the entries the batch drops are added to it, and once the batch is
+// applied and gen even again, the documents it set among them are
+// installed with the batch's values, in the batch's order (a later delete
+// of one drops it again), through install's check that no change began
+// since. So a document updated is cached afterwards (a load's inserts,
+// which read nothing, are not): a read after an update, and the next
+// update's read of it in the pipeline, hit. A nil refresh is change.
 func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh map[uint64]struct{}) error {
 	if refresh == nil || v.docs == nil {
 		return v.change(repr, apply)

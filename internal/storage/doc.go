@@ -363,8 +363,9 @@
 // cluster-time reads and iterators read Pebble and never fill it; DB.Get's
 // misses fill it, and a standalone store's group commit refreshes the
 // entries of the documents it sets (changeRefreshing: after its batch is
-// applied, with install's check, in the batch's order), so a document
-// read and then updated stays cached. A standalone store's pipeline
+// applied, with install's check, each with its last record's value), so
+// a document read and then updated stays cached. A standalone store's
+// pipeline
 // requests read documents their group has not written through it
 // (invariant "Group reads through the cache", doccache.go;
 // TestGroupReadsThroughCache): an update's read of its document.
@@ -395,7 +396,12 @@
 // before a change's drop returns the value before the change, which is
 // not visible yet (the apply follows the drop): no reader can have seen
 // the newer one, and the change is not acknowledged (that follows its
-// apply).
+// apply). A refresh (changeRefreshing, after the apply) is an install at
+// the gen the change ended with of the value a noted key's last record in
+// the batch sets (none when it deletes the key), the value the store
+// holds at that gen: (1) again. Never an earlier record's: between two
+// installs of one key a reader could hit the earlier version after
+// reading the later one from Pebble.
 // A gen that moved during a read costs only that read's install
 // (serverStatus's "reads not cached for a concurrent write"). Builds with
 // the invariants tag compare every hit with Pebble's own Get when gen did

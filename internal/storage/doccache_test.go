@@ -433,15 +433,64 @@ func TestDocumentCacheInstallRace(t *testing.T) {
 // small, so entries are evicted and installed all along); each read must
 // return a version no older than the last one acknowledged before the
 // read began, nor than any version any reader saw before the read began.
-// Run it with -race -tags invariants (every hit is also compared with
-// Pebble). Taking the install's gen check out fails it within a few runs
-// (see BENCHMARKS.md's section).
+// Two kinds of writer: "pipeline", four goroutines writing groups through
+// the store's pipeline (a group's commit refreshes what it set), a
+// request setting its key twice at times; and
+// "replicated", one goroutine applying groups as a member applies its log
+// (ApplyReplicated, one at a time), each setting a key to an older
+// version, then (sometimes after deleting it) to its newer one, so a
+// refresh that kept any record but the group's last for a key serves an
+// older version than the one acknowledged. Run it with -race -tags
+// invariants (every hit is also compared with Pebble). Taking the
+// install's gen check out fails it within a few runs (see BENCHMARKS.md's
+// section).
 func TestDocumentCacheNeverStale(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
+	const nKeys = 4
+	for _, tc := range []struct {
+		name    string
+		writers int
+		// write makes writer w's next change and returns the key it
+		// changed and the version it holds now.
+		write func(db *DB, w int, rng *rand.Rand, keys [][]byte, next func(i int) uint64) (int, uint64, error)
+	}{
+		{"pipeline", 4, func(db *DB, w int, rng *rand.Rand, keys [][]byte, next func(int) uint64) (int, uint64, error) {
+			// Writer w owns keys w, w+writers, ...: its versions of them
+			// rise.
+			i := w + 4*rng.IntN(nKeys/4)
+			older, v := next(i), next(i)
+			twice := rng.IntN(2) == 0
+			return i, v, db.Write(func(tx *Txn) error {
+				if twice { // a group's batch holding two versions of the key
+					tx.Set(keys[i], version(older, 100+rng.IntN(200)))
+				}
+				tx.Set(keys[i], version(v, 100+rng.IntN(200)))
+				return nil
+			})
+		}},
+		{"replicated", 1, func(db *DB, _ int, rng *rand.Rand, keys [][]byte, next func(int) uint64) (int, uint64, error) {
+			i := rng.IntN(nKeys)
+			older, v := next(i), next(i)
+			b := db.pdb.NewBatch()
+			defer b.Close()
+			_ = b.Set(docKey(fmt.Sprint("f", rng.IntN(200))), version(0, 300), nil)
+			_ = b.Set(keys[i], version(older, 100+rng.IntN(200)), nil)
+			if rng.IntN(2) == 0 {
+				_ = b.Delete(keys[i], nil)
+			}
+			_ = b.Set(keys[i], version(v, 100+rng.IntN(200)), nil)
+			return i, v, db.ApplyReplicated(v, b.Repr())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { neverStale(t, seed, nKeys, tc.writers, tc.write) })
+	}
+}
+
+// neverStale is one run of TestDocumentCacheNeverStale with the given
+// writers.
+func neverStale(t *testing.T, seed uint64, nKeys, writers int, write func(db *DB, w int, rng *rand.Rand, keys [][]byte, next func(int) uint64) (int, uint64, error)) {
 	const (
-		nKeys    = 4
-		writers  = 4
 		readers  = 6
 		duration = 1500 * time.Millisecond
 	)
@@ -449,7 +498,7 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 	// more of them race the readers' installs.
 	db := openTest(t, Options{CacheSize: 64 << 20, DocumentCacheSize: docCacheShards * 2 << 10, SyncInterval: 100 * time.Millisecond})
 	keys := make([][]byte, nKeys)
-	var acked, seenMax [nKeys]atomic.Uint64
+	acked, seenMax, versions := make([]atomic.Uint64, nKeys), make([]atomic.Uint64, nKeys), make([]atomic.Uint64, nKeys)
 	for i := range keys {
 		keys[i] = docKey(fmt.Sprint("k", i))
 		put(t, db, string(keys[i]), string(version(0, 100)))
@@ -466,26 +515,20 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 			t.Errorf(format, args...)
 		}
 	}
+	next := func(i int) uint64 { return versions[i].Add(1) }
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			var v uint64
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				// Writer w owns keys w, w+writers, ...: its versions of
-				// them rise.
-				i := w + writers*rng.IntN(nKeys/writers)
-				v++
-				if err := db.Write(func(tx *Txn) error {
-					tx.Set(keys[i], version(v, 100+rng.IntN(200)))
-					return nil
-				}); err != nil {
+				i, v, err := write(db, w, rng, keys, next)
+				if err != nil {
 					fail("write: %v", err)
 					return
 				}
@@ -518,7 +561,7 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 				var err error
 				dst, ok, err = db.Get(dst[:0], keys[i])
 				if err != nil || !ok {
-					fail("get %d: %v, %v", i, ok, err)
+					fail("get %d: %v, %v (seed %d)", i, ok, err, seed)
 					return
 				}
 				got := binary.BigEndian.Uint64(dst)
@@ -535,8 +578,8 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 	wg.Wait()
 	st := db.DocumentCacheStats()
 	t.Logf("%+v", st)
-	if st.Hits == 0 || st.Evictions == 0 || st.Invalidations == 0 {
-		t.Errorf("stats %+v: the test must hit, evict and invalidate", st)
+	if st.Hits == 0 || st.Evictions == 0 || st.Invalidations == 0 || st.Refreshed == 0 {
+		t.Errorf("stats %+v: the test must hit, evict, invalidate and refresh", st)
 	}
 }
 

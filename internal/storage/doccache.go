@@ -612,8 +612,8 @@ func (f *flight) refreshSet() map[uint64]uint32 {
 
 // changeRefreshing is change for a group's commit that keeps the cache
 // warm (invariant "Document cache exact" holds as for change): refresh
-// holds the documents the group's requests read and missed (getCached),
-// the entries the
+// holds the documents the group's requests read and missed (getCached;
+// none for a replicated group's apply, applyRefreshSet), the entries the
 // batch drops are added to it, and once the batch is applied and gen even
 // again, the documents among them whose last record in the batch is a set
 // are installed with that record's value, through install's check that
@@ -638,6 +638,23 @@ func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh m
 		v.docs.refresh(repr, refresh, &v.gen, g)
 	}
 	return err
+}
+
+// applyRefreshSet is ApplyReplicated's refresh set for changeRefreshing:
+// empty, so that the apply refreshes the documents it sets whose entries
+// were fresh before it (invalidateNoting notes them), and no other — a
+// member's groups read nothing through the cache, and a document no one
+// read stays uncached, as a standalone's inserts do. Nil without a cache.
+// One map serves every group (ApplyReplicated runs one at a time), as a
+// flight's does (clearedKeys).
+func (db *DB) applyRefreshSet() map[uint64]uint32 {
+	if db.visible.docs == nil {
+		return nil
+	}
+	if db.applyNoted = clearedKeys(db.applyNoted); db.applyNoted == nil {
+		db.applyNoted = make(map[uint64]uint32)
+	}
+	return db.applyNoted
 }
 
 // invalidateNoting is invalidate that notes, for refresh, the documents

@@ -259,7 +259,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 		// change changes k (or not) after it was cached as "v1"; want is
 		// its value after ("" for none), kept whether the read after it
 		// is a hit: the entry kept, or refreshed with the new value by a
-		// standalone group's commit that set it (changeRefreshing).
+		// group's commit or apply that set it (changeRefreshing).
 		change func(t *testing.T, s stores)
 		want   string
 		kept   bool
@@ -329,9 +329,27 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "", false},
-		{"replicated apply (a follower)", replicated(func(b *pebble.Batch) {
+		{"replicated apply (a follower; refreshed)", replicated(func(b *pebble.Batch) {
 			_ = b.Set(k, []byte("v2"), nil)
-		}), "v2", false},
+		}), "v2", true},
+		{"replicated sets of one key (the last refreshed)", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.Set(docKey("other"), []byte("x"), nil)
+			_ = b.Set(k, []byte("v3"), nil)
+		}), "v3", true},
+		{"replicated set, delete, set (refreshed)", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.Delete(k, nil)
+			_ = b.Set(k, []byte("v3"), nil)
+		}), "v3", true},
+		{"replicated set then delete", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.Delete(k, nil)
+		}), "", false},
+		{"replicated set then range deletion", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.DeleteRange(docSpace, docSpaceEnd, nil)
+		}), "", false},
 		{"replicated delete", replicated(func(b *pebble.Batch) {
 			_ = b.Delete(k, nil)
 		}), "", false},
@@ -344,10 +362,10 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 				_ = b.Set(docKey(fmt.Sprint("big", i)), big, nil)
 			}
 			_ = b.Set(k, []byte("v2"), nil)
-		}), "v2", false},
-		{"a member's group (Hooks.Replicate, applied on both)", func(t *testing.T, s stores) {
+		}), "v2", true},
+		{"a member's group (Hooks.Replicate, applied on both; refreshed)", func(t *testing.T, s stores) {
 			write(t, s.follower, set(k, "v2"))
-		}, "v2", false},
+		}, "v2", true},
 		{"checkpoint restore", func(t *testing.T, s stores) {
 			src := openTest(t, Options{})
 			write(t, src, set(k, "v2"))
@@ -395,6 +413,39 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestApplyRefreshesWhatWasCached: a replicated group's apply refreshes
+// the cached documents it sets, in place, and caches none that was not
+// cached ("keep cached what was cached").
+func TestApplyRefreshesWhatWasCached(t *testing.T) {
+	db := openTest(t, Options{})
+	k, other := docKey("k"), docKey("other")
+	apply := func(index uint64, fill func(b *pebble.Batch)) {
+		t.Helper()
+		b := db.pdb.NewBatch()
+		defer b.Close()
+		fill(b)
+		if err := db.ApplyReplicated(index, b.Repr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(1, func(b *pebble.Batch) { _ = b.Set(k, []byte("v1"), nil); _ = b.Set(other, []byte("o1"), nil) })
+	if v, ok, hit := cachedGet(t, db, k); v != "v1" || !ok || !hit {
+		t.Fatalf("before: %q, %v, hit %v; want v1 from the cache", v, ok, hit)
+	}
+	before := db.DocumentCacheStats()
+	apply(2, func(b *pebble.Batch) { _ = b.Set(k, []byte("v2"), nil); _ = b.Set(other, []byte("o2"), nil) })
+	st := db.DocumentCacheStats()
+	if st.Entries != 1 || st.Refreshed-before.Refreshed != 1 || st.Size != before.Size {
+		t.Fatalf("after the apply: %+v (before %+v); want k alone cached, refreshed in place", st, before)
+	}
+	if v, ok, err := db.Get(nil, k); string(v) != "v2" || !ok || err != nil || db.DocumentCacheStats().Hits != st.Hits+1 {
+		t.Fatalf("k after the apply: %q, %v, %v; want v2, a hit", v, ok, err)
+	}
+	if v, ok, err := db.Get(nil, other); string(v) != "o2" || !ok || err != nil || db.DocumentCacheStats().Misses != st.Misses+1 {
+		t.Fatalf("other after the apply: %q, %v, %v; want o2, a miss", v, ok, err)
 	}
 }
 

@@ -178,7 +178,9 @@
 // held the entry does not commit; released, it commits, the followers'
 // writes counted on their loops, the leader's on its appender),
 // TestSlowLoopSyncBacksOff (after a sync held past slowSync the next
-// appends go through the appender), and every cluster, fault and
+// appends go through the appender; both tests set the threshold through
+// Config's unexported slowSync, so that a write slowed by a loaded machine
+// does not start the backoff under them), and every cluster, fault and
 // linearizability test.
 //
 // "Commit covers applied": a restarted member whose state machine applied

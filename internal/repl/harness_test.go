@@ -112,6 +112,10 @@ type cluster struct {
 	// gates, if set before the members start, hold the syncs of a
 	// member's log while closed (syncGate).
 	gates map[uint64]*syncGate
+	// slowSync is the members' Config.slowSync (nanoseconds; 0: the
+	// default): how long a write on a follower's loop may take before the
+	// next ones go through its appender, read at the end of each.
+	slowSync atomic.Int64
 }
 
 const testTick = 10 * time.Millisecond
@@ -239,7 +243,7 @@ func (c *cluster) start(id uint64) {
 	n, err := NewNode(Config{
 		ID: id, Peers: c.ids, Log: log, Transport: tr, Clock: c.clocks[id], SM: machine,
 		TickInterval: testTick, ElectionTicks: 20, HeartbeatTicks: 2, OnRoleChange: c.observe,
-		CompactEntries: c.compactEvery, CompactKeep: c.compactKeep,
+		CompactEntries: c.compactEvery, CompactKeep: c.compactKeep, slowSync: func() time.Duration { return time.Duration(c.slowSync.Load()) },
 	})
 	if err != nil {
 		c.t.Fatalf("member %d: %v", id, err)

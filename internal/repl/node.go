@@ -106,6 +106,13 @@ type Config struct {
 	// snapshot, so a member a little behind catches up from the log
 	// rather than from a snapshot.
 	CompactKeep uint64
+
+	// slowSync, if set and not returning 0, is slowSync's threshold
+	// (tests only: a test of the loop's writes sets it past anything a
+	// loaded machine can cause, so that no write slowed by load sends the
+	// next ones through the appender under the test, and lowers it to
+	// make the write it holds slow).
+	slowSync func() time.Duration
 }
 
 // Node drives one member's raft.RawNode: one goroutine (the node loop)
@@ -1090,6 +1097,11 @@ var slowSyncBackoff = 10 * time.Second
 // the next ones go through the appender: a tenth of the election timeout
 // (100 ms with the defaults), during which the loop answers no heartbeat.
 func (n *Node) slowSync() time.Duration {
+	if f := n.cfg.slowSync; f != nil {
+		if d := f(); d != 0 {
+			return d
+		}
+	}
 	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 10
 }
 

@@ -338,18 +338,19 @@ func TestChainedProposals(t *testing.T) {
 // loop", "Log durable before use"). With the write on the loop, the commit
 // index would not move until the sync returned.
 func TestLogWrittenOffLoop(t *testing.T) {
-	c := newGatedCluster(t)
+	c := newGatedCluster(t, 0)
 	withAttempts(t, func(attempt int) (bool, string) { return logWrittenOffLoop(t, c, attempt) })
 }
 
 // newGatedCluster is a three-member cluster whose members' log syncs can
-// be held (c.gates); the gates open before the cluster's cleanup, since a
-// held sync blocks Stop.
-func newGatedCluster(t *testing.T) *cluster {
+// be held (c.gates), with slowSync as their Config's (0: the default); the
+// gates open before the cluster's cleanup, since a held sync blocks Stop.
+func newGatedCluster(t *testing.T, slowSync time.Duration) *cluster {
 	t.Helper()
 	var c *cluster
 	c = newClusterWith(t, 3, testSeed(t), false, "", func(c *cluster) {
 		c.gates = map[uint64]*syncGate{1: {}, 2: {}, 3: {}}
+		c.slowSync.Store(int64(slowSync))
 	})
 	t.Cleanup(func() {
 		for _, g := range c.gates {
@@ -467,9 +468,15 @@ func logWrittenOffLoop(t *testing.T, c *cluster, attempt int) (bool, string) {
 // and syncs an append on its loop ("Follower's log written on its loop"),
 // and acknowledges it only once synced: with both followers' syncs held
 // the entry does not commit; released, it commits and is applied. The
-// leader's writes all go through its appender.
+// leader's writes all go through its appender. The members' slowSync is
+// an hour: with the default (20 ms here), a loaded machine slowed a
+// follower's earlier write on its loop past it, and the follower then
+// wrote the test's append through its appender for slowSyncBackoff (seen
+// at load ~17 under -race, seed 1795844297745226083 — the seed drives no
+// fault here —, and in 2 and 3 runs of 160 at load 10–21: each failing
+// follower had 1 slow sync). TestSlowLoopSyncBacksOff tests that backoff.
 func TestFollowerLogWrittenOnLoop(t *testing.T) {
-	c := newGatedCluster(t)
+	c := newGatedCluster(t, time.Hour)
 	withAttempts(t, func(attempt int) (bool, string) { return followerLogWrittenOnLoop(t, c, attempt) })
 }
 
@@ -542,7 +549,7 @@ func followerLogWrittenOnLoop(t *testing.T, c *cluster, attempt int) (bool, stri
 		case id == l && onLoop != 0:
 			t.Errorf("leader %d wrote %d appends on its loop; want 0 (its appender writes them)", id, onLoop)
 		case id != l && onLoop == 0:
-			t.Errorf("follower %d wrote the append it held on its appender, not on its loop", id)
+			t.Errorf("follower %d wrote the append it held on its appender, not on its loop (%d slow loop syncs)", id, st.SlowLoopSyncs)
 		}
 	}
 	return true, ""
@@ -551,9 +558,20 @@ func followerLogWrittenOnLoop(t *testing.T, c *cluster, attempt int) (bool, stri
 // TestSlowLoopSyncBacksOff: a follower whose write on its loop took
 // longer than slowSync writes the next appends through its appender, so
 // a stalled disk does not keep its loop from answering heartbeats sync
-// after sync ("Follower's log written on its loop").
+// after sync ("Follower's log written on its loop"). The members' slowSync
+// is an hour until the test holds a follower's write, 10 ms once it held
+// it 50 ms: with the default all along (20 ms here), a loaded machine
+// slowed a follower's write before the test's (10 runs in 160 at load
+// 14–21 under -race), and with 100 ms, one during the test's.
 func TestSlowLoopSyncBacksOff(t *testing.T) {
-	c := newGatedCluster(t)
+	withAttempts(t, func(int) (bool, string) { return slowLoopSyncBacksOff(t, newGatedCluster(t, time.Hour)) })
+}
+
+// slowLoopSyncBacksOff makes one attempt of TestSlowLoopSyncBacksOff on
+// c; false and why when leadership changed under it.
+func slowLoopSyncBacksOff(t *testing.T, c *cluster) (bool, string) {
+	t.Helper()
+	defer c.close()
 	if _, _, err := c.commit("put a 1", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -566,9 +584,11 @@ func TestSlowLoopSyncBacksOff(t *testing.T) {
 		}
 	}
 	fn, g := c.node(f), c.gates[f]
-	if st := fn.Status(); st.SlowLoopSyncs != 0 {
+	st := fn.Status()
+	if st.SlowLoopSyncs != 0 {
 		t.Fatalf("follower %d: %d slow syncs before any was held", f, st.SlowLoopSyncs)
 	}
+	term := st.Term
 	g.close()
 	// The other follower's acknowledgement commits it meanwhile.
 	if _, _, err := c.commit("put b 1", 10*time.Second); err != nil {
@@ -583,11 +603,18 @@ func TestSlowLoopSyncBacksOff(t *testing.T) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	time.Sleep(2 * fn.slowSync())
+	const held, slow = 50 * time.Millisecond, 10 * time.Millisecond
+	time.Sleep(held)
+	c.slowSync.Store(int64(slow))
 	g.open()
-	for fn.Status().SlowLoopSyncs == 0 {
+	for st := fn.Status(); st.SlowLoopSyncs == 0; st = fn.Status() {
+		if st.Term != term {
+			// The follower may have led meanwhile, writing through its
+			// appender (under load 14–21, 1 run in 160).
+			return false, fmt.Sprintf("a new term began while follower %d's sync was held (term %d → %d)", f, term, st.Term)
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("follower %d: a sync held %v on its loop not counted slow", f, 2*fn.slowSync())
+			t.Fatalf("follower %d: a sync held %v on its loop not counted slow (slowSync %v)", f, held, slow)
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
@@ -608,7 +635,7 @@ func TestSlowLoopSyncBacksOff(t *testing.T) {
 	}
 	after := fn.Status()
 	if after.Term != before.Term || after.Lead != l {
-		t.Skipf("leadership changed meanwhile (term %d → %d)", before.Term, after.Term)
+		return false, fmt.Sprintf("leadership changed meanwhile (term %d → %d)", before.Term, after.Term)
 	}
 	if after.AppendsOnLoop != before.AppendsOnLoop {
 		t.Errorf("follower %d wrote %d appends on its loop within %v of a slow sync; want 0", f, after.AppendsOnLoop-before.AppendsOnLoop, slowSyncBackoff)
@@ -616,6 +643,7 @@ func TestSlowLoopSyncBacksOff(t *testing.T) {
 	if after.Appends == before.Appends {
 		t.Errorf("follower %d wrote nothing for 3 entries", f)
 	}
+	return true, ""
 }
 
 // TestJoinEntries: the appender's one write of several appends is what

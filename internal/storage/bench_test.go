@@ -325,3 +325,57 @@ func checkBatch(tx *Txn, keys [][]byte, prefetch bool) error {
 	}
 	return nil
 }
+
+// BenchmarkApplyThenRead: a member applies a replicated group of 8
+// updates of documents that are cached (ApplyReplicated), then reads the
+// 8 back by _id (DB.Get), as a primary's finds of the documents it
+// updates do under YCSB-A: the apply's refresh against the reads' Pebble
+// Gets it spares; reads=0 is the apply alone (a member nobody reads
+// from). One iteration is one group and its reads; run it under
+// callgrind with two iteration counts and take the difference
+// (BENCHMARKS.md, "The apply refreshing cached documents").
+func BenchmarkApplyThenRead(b *testing.B) {
+	for _, reads := range []uint64{8, 0} {
+		b.Run(fmt.Sprintf("reads=%d", reads), func(b *testing.B) { applyThenRead(b, reads) })
+	}
+}
+
+func applyThenRead(b *testing.B, reads uint64) {
+	const docs, group = 1000, 8
+	db := openTest(b, Options{})
+	value := make([]byte, benchValueSize)
+	var key, dst []byte
+	var err error
+	if err := db.Write(func(tx *Txn) error {
+		for i := range uint64(docs) {
+			tx.Set(benchKey(nil, i), value)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range uint64(docs) {
+		if dst, _, err = db.Get(dst[:0], benchKey(key, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	batch := db.pdb.NewBatch()
+	defer batch.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range uint64(b.N) {
+		batch.Reset()
+		for j := range uint64(group) {
+			binary.BigEndian.PutUint64(value, n)
+			_ = batch.Set(benchKey(key, (n*group+j)*7919%docs), value, nil)
+		}
+		if err := db.ApplyReplicated(n+1, batch.Repr()); err != nil {
+			b.Fatal(err)
+		}
+		for j := range reads {
+			if dst, _, err = db.Get(dst[:0], benchKey(key, (n*group+j)*7919%docs)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -111,6 +111,10 @@ type DB struct {
 	// writes is held shared by every Write and exclusively while writes
 	// are locked (LockWrites, for fsync's lock).
 	writes sync.RWMutex
+
+	// applyNoted is ApplyReplicated's set of the cached documents its
+	// group changes (applyRefreshSet), reused from group to group.
+	applyNoted map[uint64]uint32
 }
 
 // withDefaults fills in the defaults of the options left zero.
@@ -749,7 +753,11 @@ var appliedRecordRoom = 1 + 2*binary.MaxVarintLen32 + len(appliedKey) + 8
 // "Replicated in order"). It does not sync: the replicated log is durable
 // already, and a member restarted after a crash replays it from
 // AppliedIndex. It must not run concurrently with a commit of the
-// pipeline (a replica set member's pipeline commits nothing itself).
+// pipeline (a replica set member's pipeline commits nothing itself), nor
+// with another ApplyReplicated. The documents it sets that were cached
+// are cached at their new value after it (changeRefreshing, "keep cached
+// what was cached"), so a document read, then updated, is read from the
+// cache again on every member, as on a standalone store.
 func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 	if e := db.pipe.halted.Load(); e != nil {
 		return e
@@ -761,7 +769,8 @@ func (db *DB) ApplyReplicated(index uint64, repr []byte) error {
 		return err
 	}
 	db.pipe.unf.off.Store(true) // "Unflushed documents known": a member's writes are not noted
-	if err := db.visible.change(repr, func() error { return db.pdb.Apply(b, pebble.NoSync) }); err != nil {
+	apply := func() error { return db.pdb.Apply(b, pebble.NoSync) }
+	if err := db.visible.changeRefreshing(repr, apply, db.applyRefreshSet()); err != nil {
 		db.pipe.stopWrites(err)
 		return err
 	}

@@ -385,10 +385,16 @@
 // cluster-time reads and iterators read Pebble and never fill it; DB.Get's
 // misses fill it, and a standalone store's group commit refreshes the
 // entries of the documents it sets (changeRefreshing: after its batch is
-// applied, with install's check, in the batch's order), so a document
-// read and then updated stays cached. A standalone store's pipeline
-// requests read documents their group has not written through it
-// (invariant "Group reads through the cache", doccache.go;
+// applied, with install's check, each with its last record's value), so
+// a document read and then updated stays cached. A replica set member's
+// apply ([DB.ApplyReplicated]) refreshes the documents it sets whose
+// entries were fresh when it began ("keep cached what was cached"; it
+// caches no document that was not): a primary's or secondary's document
+// read, then updated, is read from the cache again
+// (TestDocumentCacheInvalidation's replicated stanzas,
+// TestApplyRefreshesWhatWasCached, TestDocumentCacheNeverStale's
+// "replicated"). A standalone store's pipeline requests read documents
+// their group has not written through it (invariant "Group reads through the cache", doccache.go;
 // TestGroupReadsThroughCache): an update's read of its document.
 //
 // Invariant "Document cache exact": a hit returns the value Pebble holds
@@ -397,9 +403,9 @@
 // before its read began. The protocol rides on "Shared view current"'s
 // seqlock (shared_view.go), which every write path that makes changes
 // visible in Pebble goes through (the pipeline's group commit and
-// ApplyReplicated through visibility.change with the batch's records, a
-// checkpoint restore through changeAll; there is no other: Cairn uses no
-// ingestion, excise or compaction filter, and a member never rolls back
+// ApplyReplicated through visibility.changeRefreshing with the batch's
+// records, a checkpoint restore through changeAll; there is no other:
+// Cairn uses no ingestion, excise or compaction filter, and a member never rolls back
 // what Raft committed). Writer: make gen odd; drop (mark stale: no read
 // serves it), each under its shard's lock, the entry of every document
 // key the batch sets, deletes or merges (every entry, for a range deletion reaching into the
@@ -417,7 +423,12 @@
 // before a change's drop returns the value before the change, which is
 // not visible yet (the apply follows the drop): no reader can have seen
 // the newer one, and the change is not acknowledged (that follows its
-// apply).
+// apply). A refresh (changeRefreshing, after the apply) is an install at
+// the gen the change ended with of the value a noted key's last record in
+// the batch sets (none when it deletes the key), the value the store
+// holds at that gen: (1) again. Never an earlier record's: between two
+// installs of one key a reader could hit the earlier version after
+// reading the later one from Pebble.
 // A gen that moved during a read costs only that read's install
 // (serverStatus's "reads not cached for a concurrent write"). Builds with
 // the invariants tag compare every hit with Pebble's own Get when gen did

@@ -571,7 +571,7 @@ func (t *Txn) getCached(dst, key []byte) ([]byte, bool) {
 		// A document the request reads, and then rewrites: the group's
 		// commit caches its new value (changeRefreshing), so the next
 		// read of it, or its next update's, hits.
-		f.refresh[h] = struct{}{}
+		f.refresh[h] = 0
 	}
 	if ok && invariants.Enabled {
 		want, found, err := get(t.batch, nil, key)
@@ -603,7 +603,7 @@ func (t *Txn) noteDocWrites(f *flight) {
 // refreshSet is the flight's set for the documents its commit refreshes
 // (changeRefreshing): those its requests read through the cache and
 // missed; nil without cached reads (applier).
-func (f *flight) refreshSet() map[uint64]struct{} {
+func (f *flight) refreshSet() map[uint64]uint32 {
 	if f.docWrites == nil {
 		return nil
 	}
@@ -612,15 +612,21 @@ func (f *flight) refreshSet() map[uint64]struct{} {
 
 // changeRefreshing is change for a group's commit that keeps the cache
 // warm (invariant "Document cache exact" holds as for change): refresh
-// holds the documents the group's requests read and missed (getCached),
-// the entries the batch drops are added to it, and once the batch is
-// applied and gen even again, the documents it set among them are
-// installed with the batch's values, in the batch's order (a later delete
-// of one drops it again), through install's check that no change began
-// since. So a document updated is cached afterwards (a load's inserts,
-// which read nothing, are not): a read after an update, and the next
-// update's read of it in the pipeline, hit. A nil refresh is change.
-func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh map[uint64]struct{}) error {
+// holds the documents the group's requests read and missed (getCached;
+// none for a replicated group's apply, applyRefreshSet), the entries the
+// batch drops are added to it, and once the batch is applied and gen even
+// again, the documents among them whose last record in the batch is a set
+// are installed with that record's value, through install's check that
+// no change began since. Only the last: a batch may set a document twice
+// (two requests of a group updating it, a request setting it twice), and
+// installing each version in turn served the earlier one from the cache
+// for a moment after the later one was visible (a reader could read the
+// later one from Pebble, then the earlier one: TestDocumentCacheNeverStale,
+// whose writers set a key twice in one request). So a document updated is
+// cached afterwards (a load's inserts, which read nothing, are not): a
+// read after an update, and the next update's read of it in the pipeline,
+// hit. A nil refresh is change.
+func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh map[uint64]uint32) error {
 	if refresh == nil || v.docs == nil {
 		return v.change(repr, apply)
 	}
@@ -634,14 +640,35 @@ func (v *visibility) changeRefreshing(repr []byte, apply func() error, refresh m
 	return err
 }
 
-// invalidateNoting is invalidate that adds to noted the hash of every
-// document key a set record dropped an entry of; whole is false when it
-// dropped every entry (a range of documents, a record of another kind)
-// and noted is not to be refreshed.
-func (c *docCache) invalidateNoting(repr []byte, noted map[uint64]struct{}) (whole bool) {
+// applyRefreshSet is ApplyReplicated's refresh set for changeRefreshing:
+// empty, so that the apply refreshes the documents it sets whose entries
+// were fresh before it (invalidateNoting notes them), and no other — a
+// member's groups read nothing through the cache, and a document no one
+// read stays uncached, as a standalone's inserts do. Nil without a cache.
+// One map serves every group (ApplyReplicated runs one at a time), as a
+// flight's does (clearedKeys).
+func (db *DB) applyRefreshSet() map[uint64]uint32 {
+	if db.visible.docs == nil {
+		return nil
+	}
+	if db.applyNoted = clearedKeys(db.applyNoted); db.applyNoted == nil {
+		db.applyNoted = make(map[uint64]uint32)
+	}
+	return db.applyNoted
+}
+
+// invalidateNoting is invalidate that notes, for refresh, the documents
+// to cache again: the hash of every document key a set record dropped a
+// fresh entry of is added to noted, and every noted hash is mapped to the
+// number of the last record of its key in repr (counting from 1; 0 for a
+// key noted that repr does not write). whole is false when it dropped
+// every entry (a range of documents, a record of another kind) and noted
+// is not to be refreshed.
+func (c *docCache) invalidateNoting(repr []byte, noted map[uint64]uint32) (whole bool) {
 	if len(repr) == 0 {
 		return true
 	}
+	var n uint32
 	for r := batchrepr.Read(repr); ; {
 		kind, k, v, ok, err := r.Next()
 		if err != nil {
@@ -651,12 +678,15 @@ func (c *docCache) invalidateNoting(repr []byte, noted map[uint64]struct{}) (who
 		if !ok {
 			return true
 		}
+		n++
 		switch kind {
 		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
 			pebble.InternalKeyKindMerge, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSetWithDelete:
 			if len(k) > 0 && k[0] == SpaceDocument {
-				if h := c.hash(k); c.dropHashed(k, h) && kind == pebble.InternalKeyKindSet {
-					noted[h] = struct{}{}
+				h := c.hash(k)
+				dropped := c.dropHashed(k, h)
+				if _, was := noted[h]; was || dropped && kind == pebble.InternalKeyKindSet {
+					noted[h] = n
 				}
 			}
 		case pebble.InternalKeyKindLogData:
@@ -672,27 +702,23 @@ func (c *docCache) invalidateNoting(repr []byte, noted map[uint64]struct{}) (who
 	}
 }
 
-// refresh installs, in repr's order, the value of every document set
-// record whose key's hash is noted, and drops every other record's of
-// such a key, as the store holds them at gen seen (the batch applied, no
-// change since: install checks it).
-func (c *docCache) refresh(repr []byte, noted map[uint64]struct{}, gen *atomic.Uint64, seen uint64) {
+// refresh installs the value of every document set record of repr that
+// is the last record of a noted key (invalidateNoting's numbers), as the
+// store holds it at gen seen (the batch applied, no change since: install
+// checks it). A key whose last record deletes it stays dropped.
+func (c *docCache) refresh(repr []byte, noted map[uint64]uint32, gen *atomic.Uint64, seen uint64) {
+	var n uint32
 	for r := batchrepr.Read(repr); ; {
 		kind, k, v, ok, err := r.Next()
 		if err != nil || !ok {
 			return
 		}
-		if len(k) == 0 || k[0] != SpaceDocument {
+		n++
+		if kind != pebble.InternalKeyKindSet || len(k) == 0 || k[0] != SpaceDocument {
 			continue
 		}
-		h := c.hash(k)
-		if _, ok := noted[h]; !ok {
-			continue
-		}
-		if kind == pebble.InternalKeyKindSet {
+		if h := c.hash(k); noted[h] == n {
 			c.install(k, v, h, gen, seen)
-		} else {
-			c.dropHashed(k, h)
 		}
 	}
 }

@@ -259,7 +259,7 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 		// change changes k (or not) after it was cached as "v1"; want is
 		// its value after ("" for none), kept whether the read after it
 		// is a hit: the entry kept, or refreshed with the new value by a
-		// standalone group's commit that set it (changeRefreshing).
+		// group's commit or apply that set it (changeRefreshing).
 		change func(t *testing.T, s stores)
 		want   string
 		kept   bool
@@ -329,9 +329,27 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "", false},
-		{"replicated apply (a follower)", replicated(func(b *pebble.Batch) {
+		{"replicated apply (a follower; refreshed)", replicated(func(b *pebble.Batch) {
 			_ = b.Set(k, []byte("v2"), nil)
-		}), "v2", false},
+		}), "v2", true},
+		{"replicated sets of one key (the last refreshed)", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.Set(docKey("other"), []byte("x"), nil)
+			_ = b.Set(k, []byte("v3"), nil)
+		}), "v3", true},
+		{"replicated set, delete, set (refreshed)", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.Delete(k, nil)
+			_ = b.Set(k, []byte("v3"), nil)
+		}), "v3", true},
+		{"replicated set then delete", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.Delete(k, nil)
+		}), "", false},
+		{"replicated set then range deletion", replicated(func(b *pebble.Batch) {
+			_ = b.Set(k, []byte("v2"), nil)
+			_ = b.DeleteRange(docSpace, docSpaceEnd, nil)
+		}), "", false},
 		{"replicated delete", replicated(func(b *pebble.Batch) {
 			_ = b.Delete(k, nil)
 		}), "", false},
@@ -344,10 +362,10 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 				_ = b.Set(docKey(fmt.Sprint("big", i)), big, nil)
 			}
 			_ = b.Set(k, []byte("v2"), nil)
-		}), "v2", false},
-		{"a member's group (Hooks.Replicate, applied on both)", func(t *testing.T, s stores) {
+		}), "v2", true},
+		{"a member's group (Hooks.Replicate, applied on both; refreshed)", func(t *testing.T, s stores) {
 			write(t, s.follower, set(k, "v2"))
-		}, "v2", false},
+		}, "v2", true},
 		{"checkpoint restore", func(t *testing.T, s stores) {
 			src := openTest(t, Options{})
 			write(t, src, set(k, "v2"))
@@ -398,6 +416,39 @@ func TestDocumentCacheInvalidation(t *testing.T) {
 	}
 }
 
+// TestApplyRefreshesWhatWasCached: a replicated group's apply refreshes
+// the cached documents it sets, in place, and caches none that was not
+// cached ("keep cached what was cached").
+func TestApplyRefreshesWhatWasCached(t *testing.T) {
+	db := openTest(t, Options{})
+	k, other := docKey("k"), docKey("other")
+	apply := func(index uint64, fill func(b *pebble.Batch)) {
+		t.Helper()
+		b := db.pdb.NewBatch()
+		defer b.Close()
+		fill(b)
+		if err := db.ApplyReplicated(index, b.Repr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(1, func(b *pebble.Batch) { _ = b.Set(k, []byte("v1"), nil); _ = b.Set(other, []byte("o1"), nil) })
+	if v, ok, hit := cachedGet(t, db, k); v != "v1" || !ok || !hit {
+		t.Fatalf("before: %q, %v, hit %v; want v1 from the cache", v, ok, hit)
+	}
+	before := db.DocumentCacheStats()
+	apply(2, func(b *pebble.Batch) { _ = b.Set(k, []byte("v2"), nil); _ = b.Set(other, []byte("o2"), nil) })
+	st := db.DocumentCacheStats()
+	if st.Entries != 1 || st.Refreshed-before.Refreshed != 1 || st.Size != before.Size {
+		t.Fatalf("after the apply: %+v (before %+v); want k alone cached, refreshed in place", st, before)
+	}
+	if v, ok, err := db.Get(nil, k); string(v) != "v2" || !ok || err != nil || db.DocumentCacheStats().Hits != st.Hits+1 {
+		t.Fatalf("k after the apply: %q, %v, %v; want v2, a hit", v, ok, err)
+	}
+	if v, ok, err := db.Get(nil, other); string(v) != "o2" || !ok || err != nil || db.DocumentCacheStats().Misses != st.Misses+1 {
+		t.Fatalf("other after the apply: %q, %v, %v; want o2, a miss", v, ok, err)
+	}
+}
+
 // TestDocumentCacheInstallRace forces the classic race: a reader misses
 // and reads the old value from Pebble, a writer commits a new one (and
 // invalidates, finding nothing), then the reader installs. The install
@@ -433,15 +484,64 @@ func TestDocumentCacheInstallRace(t *testing.T) {
 // small, so entries are evicted and installed all along); each read must
 // return a version no older than the last one acknowledged before the
 // read began, nor than any version any reader saw before the read began.
-// Run it with -race -tags invariants (every hit is also compared with
-// Pebble). Taking the install's gen check out fails it within a few runs
-// (see BENCHMARKS.md's section).
+// Two kinds of writer: "pipeline", four goroutines writing groups through
+// the store's pipeline (a group's commit refreshes what it set), a
+// request setting its key twice at times; and
+// "replicated", one goroutine applying groups as a member applies its log
+// (ApplyReplicated, one at a time), each setting a key to an older
+// version, then (sometimes after deleting it) to its newer one, so a
+// refresh that kept any record but the group's last for a key serves an
+// older version than the one acknowledged. Run it with -race -tags
+// invariants (every hit is also compared with Pebble). Taking the
+// install's gen check out fails it within a few runs (see BENCHMARKS.md's
+// section).
 func TestDocumentCacheNeverStale(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
+	const nKeys = 4
+	for _, tc := range []struct {
+		name    string
+		writers int
+		// write makes writer w's next change and returns the key it
+		// changed and the version it holds now.
+		write func(db *DB, w int, rng *rand.Rand, keys [][]byte, next func(i int) uint64) (int, uint64, error)
+	}{
+		{"pipeline", 4, func(db *DB, w int, rng *rand.Rand, keys [][]byte, next func(int) uint64) (int, uint64, error) {
+			// Writer w owns keys w, w+writers, ...: its versions of them
+			// rise.
+			i := w + 4*rng.IntN(nKeys/4)
+			older, v := next(i), next(i)
+			twice := rng.IntN(2) == 0
+			return i, v, db.Write(func(tx *Txn) error {
+				if twice { // a group's batch holding two versions of the key
+					tx.Set(keys[i], version(older, 100+rng.IntN(200)))
+				}
+				tx.Set(keys[i], version(v, 100+rng.IntN(200)))
+				return nil
+			})
+		}},
+		{"replicated", 1, func(db *DB, _ int, rng *rand.Rand, keys [][]byte, next func(int) uint64) (int, uint64, error) {
+			i := rng.IntN(nKeys)
+			older, v := next(i), next(i)
+			b := db.pdb.NewBatch()
+			defer b.Close()
+			_ = b.Set(docKey(fmt.Sprint("f", rng.IntN(200))), version(0, 300), nil)
+			_ = b.Set(keys[i], version(older, 100+rng.IntN(200)), nil)
+			if rng.IntN(2) == 0 {
+				_ = b.Delete(keys[i], nil)
+			}
+			_ = b.Set(keys[i], version(v, 100+rng.IntN(200)), nil)
+			return i, v, db.ApplyReplicated(v, b.Repr())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { neverStale(t, seed, nKeys, tc.writers, tc.write) })
+	}
+}
+
+// neverStale is one run of TestDocumentCacheNeverStale with the given
+// writers.
+func neverStale(t *testing.T, seed uint64, nKeys, writers int, write func(db *DB, w int, rng *rand.Rand, keys [][]byte, next func(int) uint64) (int, uint64, error)) {
 	const (
-		nKeys    = 4
-		writers  = 4
 		readers  = 6
 		duration = 1500 * time.Millisecond
 	)
@@ -449,7 +549,7 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 	// more of them race the readers' installs.
 	db := openTest(t, Options{CacheSize: 64 << 20, DocumentCacheSize: docCacheShards * 2 << 10, SyncInterval: 100 * time.Millisecond})
 	keys := make([][]byte, nKeys)
-	var acked, seenMax [nKeys]atomic.Uint64
+	acked, seenMax, versions := make([]atomic.Uint64, nKeys), make([]atomic.Uint64, nKeys), make([]atomic.Uint64, nKeys)
 	for i := range keys {
 		keys[i] = docKey(fmt.Sprint("k", i))
 		put(t, db, string(keys[i]), string(version(0, 100)))
@@ -466,26 +566,20 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 			t.Errorf(format, args...)
 		}
 	}
+	next := func(i int) uint64 { return versions[i].Add(1) }
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			var v uint64
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				// Writer w owns keys w, w+writers, ...: its versions of
-				// them rise.
-				i := w + writers*rng.IntN(nKeys/writers)
-				v++
-				if err := db.Write(func(tx *Txn) error {
-					tx.Set(keys[i], version(v, 100+rng.IntN(200)))
-					return nil
-				}); err != nil {
+				i, v, err := write(db, w, rng, keys, next)
+				if err != nil {
 					fail("write: %v", err)
 					return
 				}
@@ -518,7 +612,7 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 				var err error
 				dst, ok, err = db.Get(dst[:0], keys[i])
 				if err != nil || !ok {
-					fail("get %d: %v, %v", i, ok, err)
+					fail("get %d: %v, %v (seed %d)", i, ok, err, seed)
 					return
 				}
 				got := binary.BigEndian.Uint64(dst)
@@ -535,8 +629,8 @@ func TestDocumentCacheNeverStale(t *testing.T) {
 	wg.Wait()
 	st := db.DocumentCacheStats()
 	t.Logf("%+v", st)
-	if st.Hits == 0 || st.Evictions == 0 || st.Invalidations == 0 {
-		t.Errorf("stats %+v: the test must hit, evict and invalidate", st)
+	if st.Hits == 0 || st.Evictions == 0 || st.Invalidations == 0 || st.Refreshed == 0 {
+		t.Errorf("stats %+v: the test must hit, evict, invalidate and refresh", st)
 	}
 }
 

@@ -151,8 +151,9 @@ type flight struct {
 	// refresh is the hashes of the documents the group's requests read
 	// through the cache and missed, and of the cached documents its batch
 	// dropped, which its commit caches with their new values
-	// (visibility.changeRefreshing).
-	refresh map[uint64]struct{}
+	// (visibility.changeRefreshing, which maps each to the number of its
+	// key's last record in the group's batch).
+	refresh map[uint64]uint32
 	// proposed waits for a pipelined member's group to be committed by
 	// the set and applied here (Hooks.Propose); follows says the group
 	// was proposed as its predecessor's follower (replicate.go).
@@ -572,7 +573,7 @@ func (p *pipeline) ready(f *flight, txn *Txn, batch *pebble.Batch, applied *int)
 			f.docWrites = make(map[uint64]struct{})
 		}
 		if f.refresh == nil {
-			f.refresh = make(map[uint64]struct{})
+			f.refresh = make(map[uint64]uint32)
 		}
 		f.docRange = false
 	}

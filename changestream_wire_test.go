@@ -17,6 +17,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // Change streams over the wire: a one-member replica set of a real `cairn
@@ -875,7 +877,7 @@ func startOneMemberSetProc(t *testing.T, tmp string) (*mongo.Client, *memberProc
 		t.Fatalf("replSetInitiate: %v", err)
 	}
 	waitHealthy(t, []string{host}, 1)
-	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?replicaSet=rs0").SetServerSelectionTimeout(20 * time.Second))
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?replicaSet=rs0").SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}

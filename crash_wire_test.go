@@ -22,6 +22,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairndb/cairn/internal/invariants"
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // The wire crash test checks "acknowledged writes survive kill -9" from
@@ -184,7 +185,7 @@ func (p *serveProc) waitReady(t *testing.T) string {
 func wireClient(t *testing.T, addr string) *mongo.Client {
 	t.Helper()
 	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr).
-		SetServerSelectionTimeout(10 * time.Second).SetRetryWrites(false).SetRetryReads(false))
+		SetServerSelectionTimeout(testnet.ConnectWait).SetRetryWrites(false).SetRetryReads(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // TestReplicaSetCommands drives the replica set commands against three
@@ -193,7 +195,7 @@ func TestReplicaSetCommands(t *testing.T) {
 	}
 	waitHealthy(t, hosts, 4)
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[np] + "/?replicaSet=rs0").SetRetryWrites(false).
-		SetServerSelectionTimeout(20 * time.Second))
+		SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}

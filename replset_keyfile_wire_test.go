@@ -14,6 +14,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // TestReplicaSetKeyFile: three `cairn serve --replSet --keyFile` members,
@@ -52,7 +54,7 @@ func TestReplicaSetKeyFile(t *testing.T) {
 	system := func(i int, extra string) *mongo.Client {
 		t.Helper()
 		uri := "mongodb://" + hosts[i] + "/?directConnection=true" + extra
-		c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second).
+		c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(testnet.ConnectWait).
 			SetAuth(options.Credential{Username: "__system", Password: keys[i], AuthSource: "local", AuthMechanism: "SCRAM-SHA-256"}))
 		if err != nil {
 			t.Fatal(err)
@@ -132,7 +134,7 @@ func TestReplicaSetKeyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	asApp := func(i int) *mongo.Client {
-		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[i] + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second).
+		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[i] + "/?directConnection=true").SetServerSelectionTimeout(testnet.ConnectWait).
 			SetAuth(options.Credential{Username: "app", Password: "app-pw", AuthSource: "admin"}))
 		if err != nil {
 			t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // The snapshot wire test: a standalone server's data becomes a replica
@@ -100,7 +102,7 @@ func TestReplicaSetSnapshotCatchUp(t *testing.T) {
 	if err := c0.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&got); err != nil || got.Config.Version != 1 {
 		t.Fatalf("config after a refused reconfig: version %d, %v; want 1", got.Config.Version, err)
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[0] + "/?directConnection=true").SetServerSelectionTimeout(20 * time.Second))
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + hosts[0] + "/?directConnection=true").SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}

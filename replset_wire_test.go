@@ -18,6 +18,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // The replica set wire test: three real `cairn serve --replSet` processes
@@ -81,7 +83,7 @@ func TestReplicaSetSurvivesPrimaryKill(t *testing.T) {
 	// txnNumber, and its record rides in its commit group, so a retry on
 	// the new primary answers from the record instead of inserting twice.
 	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetRetryWrites(true).
-		SetServerSelectionTimeout(20 * time.Second).SetWriteConcern(writeconcern.Majority()))
+		SetServerSelectionTimeout(testnet.ConnectWait).SetWriteConcern(writeconcern.Majority()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +315,7 @@ func freePorts(t *testing.T, n int) []int {
 func directClient(t *testing.T, host string) *mongo.Client {
 	t.Helper()
 	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").
-		SetServerSelectionTimeout(10 * time.Second).SetRetryWrites(false).SetRetryReads(false))
+		SetServerSelectionTimeout(testnet.ConnectWait).SetRetryWrites(false).SetRetryReads(false))
 	if err != nil {
 		t.Fatal(err)
 	}

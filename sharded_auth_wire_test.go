@@ -16,6 +16,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // systemClient connects directly to host as the internal user
@@ -31,7 +33,7 @@ func systemClient(t *testing.T, host, key string) *mongo.Client {
 
 func userClient(t *testing.T, uri string, cred options.Credential) *mongo.Client {
 	t.Helper()
-	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second).SetAuth(cred))
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(testnet.ConnectWait).SetAuth(cred))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairndb/cairn/internal/testnet"
 )
 
 // shardedCluster is a sharded cluster of real processes on loopback: a
@@ -137,7 +139,7 @@ func startRouterProc(t *testing.T, bin, cfg string, port int) *exec.Cmd {
 
 func routerClient(t *testing.T, addr string) *mongo.Client {
 	t.Helper()
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/").SetServerSelectionTimeout(10 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/").SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}

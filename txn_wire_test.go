@@ -21,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/cairndb/cairn/internal/testnet"
 	"github.com/cairndb/cairn/internal/txncheck"
 )
 
@@ -74,7 +75,7 @@ func (rs *replSet) client(t *testing.T) *mongo.Client {
 	t.Helper()
 	uri := "mongodb://" + rs.hosts[0] + "," + rs.hosts[1] + "," + rs.hosts[2] + "/?replicaSet=rs0"
 	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetRetryWrites(true).
-		SetServerSelectionTimeout(20 * time.Second).SetWriteConcern(writeconcern.Majority()))
+		SetServerSelectionTimeout(testnet.ConnectWait).SetWriteConcern(writeconcern.Majority()))
 	if err != nil {
 		t.Fatal(err)
 	}

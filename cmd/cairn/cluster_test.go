@@ -37,7 +37,7 @@ func TestClusterUpSharded(t *testing.T) {
 	cmd, uri, lines := clusterUp(t, "--shards", "2", "--replicas", "1", "--routers", "2",
 		"--port", strconv.Itoa(port), "--dbpath", t.TempDir())
 	ctx := context.Background()
-	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestClusterUpKeyFile(t *testing.T) {
 		t.Fatalf("the connection string %q does not name the first user", uri)
 	}
 	ctx := context.Background()
-	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second).
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(testnet.ConnectWait).
 		SetAuth(options.Credential{Username: "admin", Password: "pw"}))
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestClusterUpKeyFile(t *testing.T) {
 	if _, err := c.Database("t").Collection("c").InsertOne(ctx, bson.D{{Key: "k", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	anon, err := mongo.Connect(options.Client().ApplyURI(strings.Replace(uri, "admin@", "", 1)).SetServerSelectionTimeout(10 * time.Second))
+	anon, err := mongo.Connect(options.Client().ApplyURI(strings.Replace(uri, "admin@", "", 1)).SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestClusterUpTLS(t *testing.T) {
 		t.Fatalf("the connection string %q has no TLS options", uri)
 	}
 	ctx := context.Background()
-	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(20 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/cairndb/cairn/internal/testnet"
 	"github.com/cairndb/cairn/internal/testpki"
 )
 
@@ -107,7 +108,7 @@ func (p *cairnProc) waitLog(t *testing.T, msg string, within time.Duration) map[
 
 func (p *cairnProc) client(t *testing.T) *mongo.Client {
 	t.Helper()
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr).SetServerSelectionTimeout(5 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr).SetServerSelectionTimeout(testnet.ConnectWait))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestServeTLS(t *testing.T) {
 			t.Errorf("%v: ready line %v", args, l)
 		}
 		secure, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr + "/?tls=true").
-			SetTLSConfig(&tls.Config{RootCAs: ca.Pool}).SetServerSelectionTimeout(5 * time.Second))
+			SetTLSConfig(&tls.Config{RootCAs: ca.Pool}).SetServerSelectionTimeout(testnet.ConnectWait))
 		if err != nil {
 			t.Fatal(err)
 		}

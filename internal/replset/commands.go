@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/cairndb/cairn/internal/engine"
 	"net"
 	"os"
 	"slices"
@@ -13,9 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cairndb/cairn/internal/engine"
 	"github.com/cairndb/cairn/internal/mongoerr"
 	"github.com/cairndb/cairn/internal/repl"
 )
@@ -137,13 +138,21 @@ func (m *Member) Initiate(ctx context.Context, doc bsoncore.Document) error {
 	m.mu.Lock()
 	m.tr.SetAddr(self.Host)
 	m.mu.Unlock()
-	if err := node.Campaign(); err != nil {
-		return err
-	}
+	// Raft refuses a campaign while the bootstrap's configuration entry is
+	// committed but not yet applied, which is the case right after
+	// startNode; asking again each few milliseconds while the node is
+	// still a follower makes it primary at once instead of after an
+	// election timeout (1-2 s). A single voter's campaign cannot disturb
+	// anyone.
 	deadline := time.Now().Add(10 * time.Second)
 	for !m.primary.Load() {
 		if time.Now().After(deadline) {
 			return mongoerr.New(mongoerr.ExceededTimeLimit, "this node did not become primary of its new set in time")
+		}
+		if node.Status().Role == raft.StateFollower {
+			if err := node.Campaign(); err != nil {
+				return err
+			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

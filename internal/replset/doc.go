@@ -80,7 +80,9 @@
 // Joining: replSetInitiate on one member checks the configuration and
 // that every other host accepts a TCP connection, bootstraps a Raft group
 // of that member alone (configuration entries at index 1, see repl),
-// waits to lead it, and stores the configuration document through the
+// campaigns until Raft takes the campaign (it refuses one while the
+// bootstrap's entries are unapplied) and it leads — no election timeout
+// passes (TestInitiateNeedsNoElectionTimeout) — and stores the configuration document through the
 // log (key s/replset/config). The primary's reconcile loop then adds each
 // other member as a Raft learner, promotes it to voter once its log is
 // within a few entries of the commit index ("Learners first"), and

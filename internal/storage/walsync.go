@@ -89,8 +89,9 @@ type walFile struct {
 	off    atomic.Int64 // bytes written; Write runs on Pebble's one flush goroutine
 	synced atomic.Int64 // bytes known durable
 
-	mu     sync.Mutex // orders syncNow against Close
-	closed bool
+	mu       sync.Mutex // orders syncNow against Close
+	closed   bool
+	closeErr error // Close's sync failed: what syncNow reports from then on
 }
 
 // Write writes p, first syncing the blocks before this one when the write
@@ -125,15 +126,20 @@ func (f *walFile) SyncData() error { return nil }
 func (f *walFile) SyncTo(int64) (bool, error) { return false, nil }
 
 // Close syncs the file for real first: Pebble closes a log when it rotates
-// to a new one, and the closed log is never synced by syncAll again.
+// to a new one, and the closed log is never synced by syncAll again. The
+// file leaves syncAll's set only once that sync is done: a syncAll that
+// began while it ran waits for it (syncNow takes f.mu), so the start of a
+// completed syncAll still bounds what a power cut can lose, the closing
+// log's tail included (TestSyncAllWaitsForClosingLog).
 func (f *walFile) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
+	err := f.File.Sync()
+	f.closeErr = err
 	f.fs.mu.Lock()
 	delete(f.fs.files, f)
 	f.fs.mu.Unlock()
-	err := f.File.Sync()
 	return errors.Join(err, f.File.Close())
 }
 
@@ -142,7 +148,10 @@ func (f *walFile) syncNow() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	off := f.off.Load()
-	if f.closed || f.synced.Load() >= off {
+	if f.closed {
+		return f.closeErr
+	}
+	if f.synced.Load() >= off {
 		return nil
 	}
 	if err := f.File.Sync(); err != nil {
